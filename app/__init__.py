@@ -1,0 +1,1 @@
+"""heapjudge service: thin adapters (REST API, web pages, CLI) around the pure cores."""
