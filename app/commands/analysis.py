@@ -1,9 +1,293 @@
-"""CLI commands: analysis."""
+"""CLI commands: ``heapjudge analyze`` (Tables 1–3 and the χ² tests of a collection) and
+``heapjudge simulate-study`` (the paper's user study, simulated end to end through the service).
+
+The report itself is built by :mod:`app.services.analysis`; this module only renders it in
+the paper's wording (Niu et al., SIGIR 2012, §4.1).
+"""
 
 from __future__ import annotations
 
+import json
+import math
+from typing import Any
+
 import typer
+
+ROW_NAMES = ("A ≻ B", "A ≺ B", "A ∼ B")
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
+def _num(x: float | None, digits: int = 2) -> str:
+    return "n/a" if x is None else f"{x:.{digits}f}"
+
+
+def _p(p: float) -> str:
+    return "p < 0.001" if p < 0.001 else f"p = {p:.3g}"
+
+
+def _chi2_phrase(test: dict[str, Any] | None) -> str:
+    if test is None:
+        return "χ² undefined (a row or column of the 2×2 table is empty)"
+    return f"χ² = {test['statistic']:.1f}, df = {test['df']}, {_p(test['p_value'])}"
+
+
+def format_table1(report: dict[str, Any]) -> list[str]:
+    """Table 1 (time efficiency) with spreads, one row per method."""
+    names = report["methods"]
+    lines = [
+        "Table 1: Time efficiency of top-k labeling and five-grade judgment",
+        f"{'Method':<22}{'Time/judgment (s)':>19}{'Time/query (min)':>18}"
+        f"{'Complexity':>13}{'Judgments/query':>17}",
+    ]
+    for method in ("topk", "graded"):
+        row = report["time"].get(method)
+        if row is None:
+            lines.append(f"{names[method]:<22}{'no judgments':>19}")
+            continue
+        tpj, tpq, jpq = row["time_per_judgment"], row["time_per_query"], row["judgments_per_query"]
+        minutes = None if tpq["mean"] is None else tpq["mean"] / 60
+        lines.append(
+            f"{names[method]:<22}{_num(tpj['mean']):>19}{_num(minutes):>18}"
+            f"{row['complexity']:>13}{_num(jpq['mean'], 1):>17}"
+        )
+    lines.append("  spread: median [IQR]")
+    for method in ("topk", "graded"):
+        row = report["time"].get(method)
+        if row is None:
+            continue
+        tpj, tpq, jpq = row["time_per_judgment"], row["time_per_query"], row["judgments_per_query"]
+        q_med = None if tpq["median"] is None else tpq["median"] / 60
+        q_iqr = None if tpq["iqr"] is None else tpq["iqr"] / 60
+        lines.append(
+            f"  {names[method]:<20} {_num(tpj['median'])} s [{_num(tpj['iqr'])}], "
+            f"{_num(q_med)} min [{_num(q_iqr)}], {_num(jpq['median'], 1)} judgments "
+            f"[{_num(jpq['iqr'], 1)}]; {row['tasks']} finished sessions, "
+            f"{row['judgments']} judgments"
+        )
+    return lines
+
+
+def format_agreement(table: dict[str, Any], title: str) -> list[str]:
+    """A Table 2/3 style matrix: P(another assessor says X2 | one assessor said X1)."""
+    lines = [title, f"{'':<10}" + "".join(f"{name:>10}" for name in ROW_NAMES)]
+    for name, row, counts in zip(ROW_NAMES, table["conditional"], table["symmetric"], strict=True):
+        cells = "".join(f"{'—' if x is None else f'{x:.3f}':>10}" for x in row)
+        lines.append(f"{name:<10}{cells}   (n = {sum(counts)})")
+    lines.append(
+        f"  {table['instances']} co-judged pair instances; agreement {_pct(table['agreement'])}"
+        f", ignoring ties {_pct(table['agreement_no_tie'])} of {table['instances_no_tie']}"
+        f", Cohen's κ {_num(table['kappa'], 3)}"
+    )
+    return lines
+
+
+def format_report(report: dict[str, Any]) -> str:
+    """The whole analysis as text: Tables 1–3, the χ² sentences and the extra checks."""
+    topk = report["agreement"]["topk"]["pooled"]
+    graded = report["agreement"]["graded"]["pooled"]
+    chi = report["chi2"]["pearson"]
+    yates = report["chi2"]["yates"]
+    title = report.get("collection", {}).get("name")
+    lines: list[str] = []
+    if title is not None:
+        lines += [f"Collection {title!r}: agreement mode {report['mode']!r}", ""]
+    lines += [*format_table1(report), ""]
+    source = report["agreement"]["topk"]["relations_from"]
+    lines += format_agreement(
+        topk, f"Table 2: Assessor agreement for preference judgments in top-k labeling ({source})"
+    )
+    lines.append("")
+    lines += format_agreement(
+        graded, "Table 3: Assessor agreement for inferred preferences from five-grade judgments"
+    )
+    lines += [
+        "",
+        f"The overall agreement is {_pct(topk['agreement'])} for top-k labeling versus "
+        f"{_pct(graded['agreement'])} for five-grade judgment ({_chi2_phrase(chi['overall'])}).",
+        f"Ignoring ties, the agreement is {_pct(topk['agreement_no_tie'])} versus "
+        f"{_pct(graded['agreement_no_tie'])} ({_chi2_phrase(chi['no_tie'])}).",
+        f"  with Yates' correction: {_chi2_phrase(yates['overall'])}; "
+        f"ignoring ties {_chi2_phrase(yates['no_tie'])}",
+    ]
+    if report["position_bias"]:
+        lines += ["", "Position bias (share of 'left' wins; two-sided binomial test vs 1/2):"]
+        for b in report["position_bias"]:
+            lines.append(
+                f"  {b['assessor']:<16} {_pct(b['share_left']):>7} of {b['left'] + b['right']:>5}"
+                f"  {_p(b['p_value'])}"
+            )
+    if report["self_consistency"]:
+        lines += ["", "Self-consistency (same pair judged twice by the same assessor):"]
+        for c in report["self_consistency"]:
+            lines.append(
+                f"  {c['assessor']:<16} {c['consistent']}/{c['repeats']} consistent"
+                f" (undone and re-judged {c['undo_consistent']}/{c['undo_repeats']},"
+                f" sides swapped {c['swapped_consistent']}/{c['swapped_repeats']})"
+            )
+    if report["transitivity"]:
+        lines += ["", "Transitivity (triples whose three pairs were compared directly):"]
+        for t in report["transitivity"]:
+            lines.append(
+                f"  {t['assessor']:<16} {t['intransitive']}/{t['triples']} intransitive"
+                f" ({_pct(t['rate'])})"
+            )
+    for warning in report.get("warnings", []):
+        lines.append(f"warning: {warning}")
+    return "\n".join(lines)
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    raise TypeError(f"not JSON serialisable: {value!r}")
+
+
+def analyze(
+    collection: str = typer.Argument(..., help="Collection name (or numeric id)."),
+    mode: str = typer.Option(
+        "direct",
+        "--mode",
+        help="Top-k relations: 'direct' (pairs both assessors compared) or 'inferred' "
+        "(implied by each assessor's top-k ground truth).",
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the whole report as JSON."),
+    database_url: str | None = typer.Option(
+        None, "--database-url", help="Overrides HEAPJUDGE_DATABASE_URL."
+    ),
+) -> None:
+    """Print Tables 1–3 of the paper and the χ² tests for a collection's judgments."""
+    from app.db import Database
+    from app.errors import DomainError
+    from app.services.analysis import collection_analysis, find_collection_id
+    from app.settings import Settings
+    from labeling.agreement import MODES
+
+    if mode not in MODES:
+        typer.echo(f"error: --mode must be one of {', '.join(MODES)}, got {mode!r}", err=True)
+        raise typer.Exit(2)
+    settings = Settings(database_url=database_url) if database_url else Settings()
+    db = Database(settings)
+    try:
+        cid = find_collection_id(collection, db=db)
+        report = collection_analysis(cid, db=db, mode=mode)  # type: ignore[arg-type]
+    except DomainError as err:
+        typer.echo(f"error: {err.detail}", err=True)
+        raise typer.Exit(1) from err
+    finally:
+        db.dispose()
+    if as_json:
+        typer.echo(json.dumps(report, indent=2, ensure_ascii=False, default=_json_default))
+    else:
+        typer.echo(format_report(report))
+
+
+def simulate_study(
+    assessors: int = typer.Option(5, help="Number of simulated assessors (at least 4)."),
+    queries: int = typer.Option(50, help="Number of queries (split into one fold per assessor)."),
+    docs: int = typer.Option(50, help="Documents per query."),
+    k: int = typer.Option(10, help="k of the top-k tasks."),
+    seed: int = typer.Option(0, help="Seed of the whole simulation."),
+    pair_noise: float = typer.Option(
+        0.35, help="Thurstone noise of one pairwise judgment (latent score units)."
+    ),
+    grade_flip: float = typer.Option(
+        0.35, help="Probability that a grade is moved one step (grading noise)."
+    ),
+    assessor_sd: float = typer.Option(
+        0.35, help="Spread of each assessor's personal view of a document's relevance."
+    ),
+    undo_rate: float = typer.Option(0.01, help="Share of judgments first slipped, then undone."),
+    pair_cache: bool = typer.Option(
+        False,
+        "--pair-cache/--no-pair-cache",
+        help="Answer repeated pairs from the log (off = the paper's protocol and counts).",
+    ),
+    mode: str = typer.Option("direct", "--mode", help="Top-k relations: direct or inferred."),
+    database: str | None = typer.Option(
+        None,
+        "--database",
+        help="Write the study to this new SQLite file and keep it (default: a temporary one).",
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+) -> None:
+    """Simulate the paper's user study end to end through the service layer, then analyse it.
+
+    5 assessors, 50 queries x 50 documents, the fold rotation with the shift-by-2 second
+    assignment, top-k (k=10) and five-grade tasks, simulated assessors whose pairwise noise is
+    lower than their grading noise and whose times follow the paper's.
+    """
+    import tempfile
+    from pathlib import Path
+
+    import migrations
+    from app.db import Database
+    from app.errors import DomainError
+    from app.services.analysis import StudyConfig, collection_analysis, run_simulated_study
+    from labeling.agreement import MODES
+    from labeling.errors import LabelingError
+
+    if mode not in MODES:
+        typer.echo(f"error: --mode must be one of {', '.join(MODES)}, got {mode!r}", err=True)
+        raise typer.Exit(2)
+    config = StudyConfig(
+        assessors=assessors,
+        queries=queries,
+        docs=docs,
+        k=k,
+        seed=seed,
+        pair_noise=pair_noise,
+        grade_flip=grade_flip,
+        assessor_sd=assessor_sd,
+        undo_rate=undo_rate,
+        pair_cache=pair_cache,
+    )
+    with tempfile.TemporaryDirectory(prefix="heapjudge-study-") as tmp:
+        path = Path(database) if database else Path(tmp) / "study.db"
+        if path.exists():
+            typer.echo(f"error: {path} already exists; give a new file", err=True)
+            raise typer.Exit(2)
+        url = f"sqlite:///{path}"
+        migrations.upgrade(url)
+        db = Database.from_url(url)
+
+        def progress(done: int, total: int) -> None:
+            if done == total or done % max(1, total // 10) == 0:
+                typer.echo(f"  {done}/{total} tasks judged", err=True)
+
+        try:
+            typer.echo(
+                f"Simulating {assessors} assessors x {queries} queries x {docs} documents "
+                f"(k = {k}) in {path} ...",
+                err=True,
+            )
+            summary = run_simulated_study(db=db, config=config, progress=progress)
+            report = collection_analysis(summary.collection_id, db=db, mode=mode)  # type: ignore[arg-type]
+        except (DomainError, LabelingError) as err:
+            typer.echo(f"error: {getattr(err, 'detail', err)}", err=True)
+            raise typer.Exit(1) from err
+        finally:
+            db.dispose()
+    report["simulation"] = {
+        **{key: getattr(config, key) for key in config.__dataclass_fields__},
+        "tasks": summary.tasks,
+        "judgments": summary.judgments,
+        "undone": summary.undone,
+        "database": str(path) if database else None,
+    }
+    if as_json:
+        typer.echo(json.dumps(report, indent=2, ensure_ascii=False, default=_json_default))
+    else:
+        typer.echo(
+            f"{summary.tasks} tasks, {summary.judgments} judgments "
+            f"({summary.undone} slips undone) through the service layer.\n"
+        )
+        typer.echo(format_report(report))
 
 
 def register(app: typer.Typer) -> None:
-    """Add this area's commands to the CLI (none yet)."""
+    """Add this area's commands to the CLI."""
+    app.command("analyze")(analyze)
+    app.command("simulate-study")(simulate_study)

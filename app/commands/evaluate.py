@@ -1,9 +1,205 @@
-"""CLI commands: evaluate."""
+"""CLI commands: evaluate (score a run against graded qrels or a top-k ground truth).
+
+    heapjudge evaluate --qrels qrels.txt --run run.txt --metrics ndcg@10,err,map
+    heapjudge evaluate --topk truth.jsonl --run run.txt --metrics kappa-ndcg@10,kappa-err
+    heapjudge evaluate --letor S5.txt --scores pred.txt --metrics ndcg@10 --preset letor4 --json
+
+The report always states every convention used; ``--json`` prints one object whose
+``"metrics"`` maps each requested name, exactly as given, to its mean over queries.
+"""
 
 from __future__ import annotations
 
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
 import typer
+
+_CONVENTION_HELP = "Overrides the preset (default preset: paper)."
+
+
+def _parse_empty(value: str) -> Any:
+    if value in ("0", "1"):
+        return int(value)
+    if value == "skip":
+        return "skip"
+    raise ValueError(f"--empty must be 0, 1 or skip, got {value!r}")
+
+
+def _parse_r_max(value: str) -> Any:
+    if value == "query":
+        return "query"
+    try:
+        number = float(value)
+    except ValueError:
+        raise ValueError(f"--r-max must be 'query' or a number, got {value!r}") from None
+    return int(number) if number.is_integer() else number
+
+
+def _read_scores(path: Path, n_rows: int) -> list[float]:
+    """One score per line (RankLib/LightGBM prediction files); RankLib's 'qid idx score'
+    three-column form is accepted too (last column)."""
+    scores: list[float] = []
+    with path.open(encoding="utf-8") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            text = raw.strip()
+            if not text:
+                continue
+            try:
+                value = float(text.split()[-1])
+            except ValueError:
+                raise ValueError(f"{path}:{lineno}: score {text!r} is not a number") from None
+            if math.isnan(value):
+                raise ValueError(f"{path}:{lineno}: score is NaN")
+            scores.append(value)
+    if len(scores) != n_rows:
+        raise ValueError(f"{path}: {len(scores)} scores for {n_rows} rows of the LETOR file")
+    return scores
+
+
+def run_evaluate(
+    *,
+    qrels: Path | None,
+    topk: Path | None,
+    run: Path | None,
+    letor: Path | None,
+    scores: Path | None,
+    metrics: str,
+    preset: str | None,
+    overrides: dict[str, Any],
+    missing: str,
+) -> Any:
+    """Load the inputs and return a :class:`ranking.evaluate.EvaluationReport`.
+
+    Raises ValueError (with file and line where it applies) on bad input.
+    """
+    from ranking import metrics as M
+    from ranking.evaluate import evaluate, qrels_from_letor, run_from_letor
+    from ranking.letor import read_letor
+    from ranking.topk_io import read_topk_jsonl
+    from ranking.trec import read_qrels, read_run
+
+    names = [m.strip() for m in metrics.split(",") if m.strip()]
+    if not names:
+        raise ValueError("--metrics is empty")
+    for name in names:
+        M.parse_metric(name)  # fail early, before reading big files
+    conv = M.preset(preset or "paper")
+    changes = {k: v for k, v in overrides.items() if v is not None}
+    if changes:
+        conv = conv.replace(**changes)
+    if (run is None) == (letor is None):
+        raise ValueError("give exactly one of --run FILE or --letor FILE (with --scores FILE)")
+    if qrels is not None and topk is not None:
+        raise ValueError("give at most one truth: --qrels or --topk")
+    truth_qrels: Any = None
+    truth_topk: Any = None
+    if letor is not None:
+        if scores is None:
+            raise ValueError("--letor needs --scores FILE (one score per row)")
+        data = read_letor(letor)
+        the_run: Any = run_from_letor(data, _read_scores(scores, data.n_rows))
+        if qrels is None and topk is None:
+            truth_qrels = qrels_from_letor(data)
+    else:
+        if scores is not None:
+            raise ValueError("--scores goes with --letor, not with --run")
+        assert run is not None
+        the_run = read_run(run)
+        if qrels is None and topk is None:
+            raise ValueError("give the truth: --qrels FILE or --topk FILE.jsonl")
+    if qrels is not None:
+        truth_qrels = read_qrels(qrels)
+    if topk is not None:
+        truth_topk = read_topk_jsonl(topk)
+    preset_label = preset or ("paper" if not changes else None)
+    report = evaluate(
+        the_run,
+        qrels=truth_qrels,
+        topk=truth_topk,
+        metrics=names,
+        conventions=conv,
+        missing=missing,  # type: ignore[arg-type]
+    )
+    report.preset = preset_label if not changes else f"{preset or 'paper'} (modified)"
+    return report
 
 
 def register(app: typer.Typer) -> None:
-    """Add this area's commands to the CLI (none yet)."""
+    """Add this area's commands to the CLI."""
+
+    @app.command("evaluate")
+    def evaluate_cmd(
+        qrels: Path | None = typer.Option(None, "--qrels", help="TREC qrels (graded truth)."),
+        topk: Path | None = typer.Option(
+            None, "--topk", help="Top-k ground truth JSONL (query_id, k, top, rest)."
+        ),
+        run: Path | None = typer.Option(None, "--run", help="TREC run file (rank ignored)."),
+        letor: Path | None = typer.Option(
+            None, "--letor", help="LETOR file whose rows --scores scores (labels = truth)."
+        ),
+        scores: Path | None = typer.Option(None, "--scores", help="One score per LETOR row."),
+        metrics: str = typer.Option(
+            "ndcg@10",
+            "--metrics",
+            help="Comma list: ndcg@k, dcg@k, err[@k], kappa-ndcg@k, kappa-err, p@k, map, mrr.",
+        ),
+        preset: str | None = typer.Option(
+            None, "--preset", help="paper (default), trec_eval, gdeval, lightgbm, letor4, ranx."
+        ),
+        gain: str | None = typer.Option(None, "--gain", help=f"exp | linear. {_CONVENTION_HELP}"),
+        kappa_gain: str | None = typer.Option(None, "--kappa-gain", help="exp | linear."),
+        discount: str | None = typer.Option(None, "--discount", help="log2 | letor."),
+        ideal: str | None = typer.Option(None, "--ideal", help="list | qrels."),
+        empty: str | None = typer.Option(None, "--empty", help="0 | 1 | skip."),
+        ties: str | None = typer.Option(
+            None, "--ties", help="stable | docid | pessimistic | optimistic | average."
+        ),
+        k_beyond: str | None = typer.Option(None, "--k-beyond", help="clip | zero."),
+        r_max: str | None = typer.Option(None, "--r-max", help="query | <number> (ERR)."),
+        missing: str = typer.Option(
+            "ignore", "--missing", help="Truth queries absent from the run: ignore | zero."
+        ),
+        per_query: bool = typer.Option(False, "--per-query", help="Show per-query values."),
+        as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    ) -> None:
+        """Score a run (TREC run, or LETOR file + scores) against qrels or top-k truth."""
+        try:
+            overrides = {
+                "gain": gain,
+                "kappa_gain": kappa_gain,
+                "discount": discount,
+                "ideal": ideal,
+                "empty": None if empty is None else _parse_empty(empty),
+                "ties": ties,
+                "k_beyond": k_beyond,
+                "r_max": None if r_max is None else _parse_r_max(r_max),
+            }
+            report = run_evaluate(
+                qrels=qrels,
+                topk=topk,
+                run=run,
+                letor=letor,
+                scores=scores,
+                metrics=metrics,
+                preset=preset,
+                overrides=overrides,
+                missing=missing,
+            )
+        except (ValueError, OSError) as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(code=2) from None
+        if as_json:
+            # per-query values are always in the JSON object (key "per_query")
+            typer.echo(json.dumps(report.to_dict(), ensure_ascii=False))
+            if report.unknown_queries:
+                print(
+                    f"warning: {len(report.unknown_queries)} run queries have no truth "
+                    f"(see unknown_queries)",
+                    file=sys.stderr,
+                )
+        else:
+            typer.echo(report.format_text(per_query=per_query))

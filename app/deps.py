@@ -1,0 +1,142 @@
+"""FastAPI dependencies: the database, settings and the authenticated user (contract C3).
+
+``CurrentUser`` accepts EITHER ``Authorization: Bearer <api token>`` OR the ``heapjudge_session``
+cookie. A cookie-authenticated unsafe request (POST/PUT/PATCH/DELETE) must also pass the CSRF
+checks of :mod:`app.security`: ``Sec-Fetch-Site``/``Origin`` and the session's synchronizer
+token, sent as the ``X-CSRF-Token`` header (JavaScript) or, for HTML form posts, the form field
+``csrf_token``. Bearer requests are not exposed to CSRF (browsers never add the header).
+
+``AdminUser`` additionally requires role admin (403). Disabled users fail authentication at
+once (401) because token and session lookups both check the flag on every request.
+
+After authentication ``request.state.auth_via`` is ``"bearer"`` or ``"cookie"`` and, for
+cookies, ``request.state.web_session`` is the :class:`app.security.ResolvedSession` (its
+``csrf_token`` is what templates embed).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+from starlette.concurrency import run_in_threadpool
+
+from app import security
+from app.db import Database
+from app.errors import Forbidden, Unauthorized
+from app.models import User
+from app.settings import Settings
+
+FORM_CONTENT_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
+
+
+def get_db(request: Request) -> Database:
+    """The app's :class:`Database` (created by ``create_app``)."""
+    return request.app.state.db
+
+
+def get_settings(request: Request) -> Settings:
+    return request.app.state.settings
+
+
+DbDep = Annotated[Database, Depends(get_db)]
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+
+
+def client_ip(request: Request) -> str:
+    """The peer address (no proxy headers are trusted)."""
+    return request.client.host if request.client else ""
+
+
+async def _form_csrf_token(request: Request) -> str | None:
+    content_type = request.headers.get("content-type", "")
+    if not content_type.startswith(FORM_CONTENT_TYPES):
+        return None
+    form = await request.form()
+    value = form.get(security.CSRF_FORM_FIELD)
+    return value if isinstance(value, str) else None
+
+
+async def check_csrf(request: Request, expected: str, settings: Settings) -> None:
+    """Raise 403 unless an unsafe cookie request is same-origin and carries the CSRF token
+    (header ``X-CSRF-Token``, or form field ``csrf_token`` for form posts)."""
+    if not security.origin_allowed(request.headers, settings.public_origin):
+        raise Forbidden("cross-origin request refused")
+    given = request.headers.get(security.CSRF_HEADER)
+    if given is None:
+        given = await _form_csrf_token(request)
+    if not security.tokens_match(expected, given):
+        raise Forbidden("missing or invalid CSRF token")
+
+
+async def _authenticate(request: Request, db: Database) -> User | None:
+    authorization = request.headers.get("authorization")
+    if authorization:
+        scheme, _, token = authorization.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise Unauthorized("unsupported Authorization header; use 'Bearer <token>'")
+        user = await run_in_threadpool(security.resolve_api_token, db, token.strip())
+        if user is None:
+            raise Unauthorized("invalid or expired token")
+        request.state.auth_via = "bearer"
+        return user
+    cookie = request.cookies.get(security.SESSION_COOKIE)
+    if not cookie:
+        return None
+    resolved = await run_in_threadpool(security.resolve_web_session, db, cookie)
+    if resolved is None:
+        return None
+    if request.method not in security.SAFE_METHODS:
+        await check_csrf(request, resolved.csrf_token, db.settings)
+    request.state.auth_via = "cookie"
+    request.state.web_session = resolved
+    return resolved.user
+
+
+async def get_optional_user(request: Request, db: DbDep) -> User | None:
+    """The authenticated user or None (for pages that redirect to the login form)."""
+    return await _authenticate(request, db)
+
+
+async def get_current_user(request: Request, db: DbDep) -> User:
+    """The authenticated user; 401 otherwise."""
+    user = await _authenticate(request, db)
+    if user is None:
+        raise Unauthorized("not authenticated")
+    return user
+
+
+CurrentUser = Annotated[User, Depends(get_current_user)]
+OptionalUser = Annotated[User | None, Depends(get_optional_user)]
+
+
+async def require_admin(user: CurrentUser) -> User:
+    """The authenticated user if an admin; 403 otherwise. Use at ``include_router`` time:
+    ``dependencies=[Depends(require_admin)]`` so no admin route can forget it."""
+    if user.role != "admin":
+        raise Forbidden("admin role required")
+    return user
+
+
+AdminUser = Annotated[User, Depends(require_admin)]
+
+
+async def require_csrf_form(request: Request, db: DbDep) -> None:
+    """For HTML form posts made with the session cookie: same-origin + form field
+    ``csrf_token`` matching the session (403 otherwise; 401 without a session)."""
+    resolved = await run_in_threadpool(
+        security.resolve_web_session, db, request.cookies.get(security.SESSION_COOKIE)
+    )
+    if resolved is None:
+        raise Unauthorized("not authenticated")
+    await check_csrf(request, resolved.csrf_token, db.settings)
+    request.state.auth_via = "cookie"
+    request.state.web_session = resolved
+
+
+async def require_same_origin(request: Request, settings: SettingsDep) -> None:
+    """Origin / Sec-Fetch-Site check for unsafe requests that have no session yet (login)."""
+    if request.method not in security.SAFE_METHODS and not security.origin_allowed(
+        request.headers, settings.public_origin
+    ):
+        raise Forbidden("cross-origin request refused")

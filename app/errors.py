@@ -1,0 +1,194 @@
+"""Domain errors and their HTTP mapping, in one place (DESIGN §5).
+
+Services raise :class:`DomainError` subclasses (or let :mod:`labeling.errors` propagate); the
+handlers installed by :func:`install_error_handlers` turn them into JSON ``{"detail": ...}``
+with the right status (plus any ``extra`` keys, e.g. the current question on a 409).
+A 500 is always a bug: the catch-all handler still answers JSON, never an HTML traceback.
+
+:class:`BodySizeLimitMiddleware` enforces ``max_body_bytes`` by counting the bytes actually
+received (a ``Content-Length`` check alone is bypassed by chunked bodies; anchors B5).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from labeling import errors as lerr
+
+log = logging.getLogger("heapjudge")
+
+
+class DomainError(Exception):
+    """Base of the service's domain errors. ``detail`` is shown to the client."""
+
+    status_code = 400
+
+    def __init__(self, detail: Any, *, extra: dict[str, Any] | None = None) -> None:
+        super().__init__(detail if isinstance(detail, str) else repr(detail))
+        self.detail = detail
+        self.extra = extra or {}
+
+
+class Unauthorized(DomainError):
+    status_code = 401
+
+
+class Forbidden(DomainError):
+    status_code = 403
+
+
+class NotFound(DomainError):
+    status_code = 404
+
+
+class Conflict(DomainError):
+    status_code = 409
+
+
+class PayloadTooLarge(DomainError):
+    status_code = 413
+
+
+class Invalid(DomainError):
+    """Bad input: ``detail`` says what and where (line numbers for files)."""
+
+    status_code = 422
+
+
+class TooManyRequests(DomainError):
+    status_code = 429
+
+
+#: labeling.errors -> HTTP status.
+LABELING_STATUS: tuple[tuple[type[lerr.LabelingError], int], ...] = (
+    (lerr.ConfigError, 422),
+    (lerr.InvalidAnswer, 422),
+    (lerr.WrongQuestion, 409),
+    (lerr.Finished, 409),
+    (lerr.NotFinished, 409),
+    (lerr.LabelingError, 422),
+)
+
+
+def labeling_status(exc: lerr.LabelingError) -> int:
+    for cls, status in LABELING_STATUS:
+        if isinstance(exc, cls):
+            return status
+    return 422
+
+
+def _json(status: int, detail: Any, headers: dict[str, str] | None = None, **extra: Any) -> Any:
+    body = {"detail": detail, **extra}
+    return JSONResponse(jsonable_encoder(body), status_code=status, headers=headers)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Register the JSON error handlers on ``app``."""
+
+    @app.exception_handler(DomainError)
+    async def _domain(_request: Request, exc: DomainError) -> Any:
+        headers = None
+        if isinstance(exc, Unauthorized):
+            headers = {"WWW-Authenticate": "Bearer"}
+        if isinstance(exc, TooManyRequests) and "retry_after" in exc.extra:
+            headers = {"Retry-After": str(exc.extra["retry_after"])}
+        return _json(exc.status_code, exc.detail, headers, **exc.extra)
+
+    @app.exception_handler(lerr.LabelingError)
+    async def _labeling(_request: Request, exc: lerr.LabelingError) -> Any:
+        return _json(labeling_status(exc), str(exc) or type(exc).__name__)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(_request: Request, exc: RequestValidationError) -> Any:
+        return _json(422, exc.errors())
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_request: Request, exc: StarletteHTTPException) -> Any:
+        return _json(exc.status_code, exc.detail, getattr(exc, "headers", None))
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> Any:  # pragma: no cover - bug
+        log.exception("unhandled error on %s %s", request.method, request.url.path)
+        return _json(500, "internal server error")
+
+
+class BodySizeLimitMiddleware:
+    """Pure ASGI middleware answering 413 when a request body exceeds ``max_bytes``.
+
+    A declared ``Content-Length`` over the limit is refused before reading. Otherwise the body
+    is read from the stream while counting bytes (so chunked uploads without Content-Length are
+    limited too) and handed to the app only if it stays within the limit; the app never sees a
+    truncated body. Bodies are bounded by ``max_bytes``, so buffering them is safe.
+    """
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS"):
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope.get("headers", ()):
+            if name == b"content-length":
+                try:
+                    declared = int(value)
+                except ValueError:
+                    await self._reject(send, 400, "invalid Content-Length header")
+                    return
+                if declared > self.max_bytes:
+                    await self._too_large(send)
+                    return
+        chunks: list[bytes] = []
+        total = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            body = message.get("body", b"")
+            total += len(body)
+            if total > self.max_bytes:
+                await self._too_large(send)
+                return
+            chunks.append(body)
+            if not message.get("more_body", False):
+                break
+        buffered: list[Message] = [
+            {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+        ]
+
+        async def replay() -> Message:
+            if buffered:
+                return buffered.pop()
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+    async def _too_large(self, send: Send) -> None:
+        await self._reject(send, 413, f"request body exceeds the limit of {self.max_bytes} bytes")
+
+    @staticmethod
+    async def _reject(send: Send, status: int, detail: str) -> None:
+        import json
+
+        body = json.dumps({"detail": detail}).encode("utf-8")
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode("ascii")),
+                    (b"connection", b"close"),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,34 @@
+"""REST API v1: the study analysis of a collection (admin only).
+
+``GET /api/v1/collections/{id}/analysis?mode=direct|inferred`` returns Table 1 (time), the
+agreement tables of both methods (pooled, per query, per assessor pair), the χ² tests (Pearson
+and Yates, overall and ignoring ties), position bias, self-consistency, transitivity and the
+top-k overlap, as built by :func:`app.services.analysis.collection_analysis`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from fastapi import APIRouter, Query
+from starlette.concurrency import run_in_threadpool
+
+from app.deps import AdminUser, DbDep
+from app.services.analysis import collection_analysis
+
+router = APIRouter(tags=["analysis"])
+
+
+@router.get("/collections/{collection_id}/analysis")
+async def get_analysis(
+    collection_id: int,
+    _admin: AdminUser,
+    db: DbDep,
+    mode: Literal["direct", "inferred"] = Query(
+        "direct",
+        description="Top-k relations: pairs both assessors compared ('direct') or those implied "
+        "by each assessor's top-k ground truth ('inferred'; rest×rest pairs count as ties).",
+    ),
+) -> dict[str, Any]:
+    """The agreement and time analysis of a collection (seed-digest §3)."""
+    return await run_in_threadpool(collection_analysis, collection_id, db=db, mode=mode)

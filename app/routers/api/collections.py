@@ -1,0 +1,69 @@
+"""REST API v1: collections, their queries, and the NDJSON import."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from fastapi import APIRouter, Depends, Request
+from starlette.concurrency import run_in_threadpool
+
+from app.deps import CurrentUser, DbDep, require_admin
+from app.schemas import CollectionCreate, CollectionOut, ImportReportOut, QueryOut
+from app.services import collections
+
+router = APIRouter(tags=["collections"])
+admin = APIRouter(dependencies=[Depends(require_admin)])
+
+NDJSON_BODY = {
+    "requestBody": {
+        "required": True,
+        "description": "One JSON object per line and per (query, document): query_id, query, "
+        "description?, doc_id, title?, text? or html?, features? (numbers), grade? (0..4).",
+        "content": {"application/x-ndjson": {"schema": {"type": "string"}}},
+    }
+}
+
+
+@admin.post("/collections", response_model=CollectionOut, status_code=201)
+def create_collection(body: CollectionCreate, db: DbDep) -> CollectionOut:
+    """Create a collection (admin)."""
+    coll = collections.create_collection(db=db, name=body.name, description=body.description)
+    return CollectionOut(**asdict(collections.get_collection(db=db, collection_id=coll.id)))
+
+
+@router.get("/collections", response_model=list[CollectionOut])
+def list_collections(db: DbDep, _user: CurrentUser) -> list[CollectionOut]:
+    """All collections with counts."""
+    return [CollectionOut(**asdict(c)) for c in collections.list_collections(db=db)]
+
+
+@router.get("/collections/{collection_id}", response_model=CollectionOut)
+def get_collection(collection_id: int, db: DbDep, _user: CurrentUser) -> CollectionOut:
+    """One collection: counts of queries, documents and tasks by status."""
+    return CollectionOut(**asdict(collections.get_collection(db=db, collection_id=collection_id)))
+
+
+@router.get("/collections/{collection_id}/queries", response_model=list[QueryOut])
+def list_queries(collection_id: int, db: DbDep, _user: CurrentUser) -> list[QueryOut]:
+    """The collection's queries with their document counts."""
+    return [
+        QueryOut(**asdict(q)) for q in collections.list_queries(db=db, collection_id=collection_id)
+    ]
+
+
+@admin.post(
+    "/collections/{collection_id}/import",
+    response_model=ImportReportOut,
+    openapi_extra=NDJSON_BODY,
+)
+async def import_documents(collection_id: int, request: Request, db: DbDep) -> ImportReportOut:
+    """Import NDJSON (admin). All or nothing: any bad line -> 422 listing every line number and
+    reason, and nothing is stored. Re-importing identical documents is a no-op."""
+    data = await request.body()
+    report = await run_in_threadpool(
+        collections.import_ndjson, db=db, collection_id=collection_id, data=data
+    )
+    return ImportReportOut(**asdict(report))
+
+
+router.include_router(admin)

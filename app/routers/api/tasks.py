@@ -1,0 +1,91 @@
+"""REST API v1: tasks and the judging loop (next, judgments, undo, result)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query
+
+from app.deps import CurrentUser, DbDep, require_admin
+from app.schemas import JudgmentIn, QuestionOut, ResultOut, TaskCreate, TaskOut, TaskStatus
+from app.services import judging, results, tasks
+
+router = APIRouter(tags=["tasks"])
+admin = APIRouter(dependencies=[Depends(require_admin)])
+
+QUESTION = {"response_model": QuestionOut, "response_model_exclude_none": True}
+CONFLICT = {409: {"description": "Not the pending question; body has `current` (the question)."}}
+
+
+@admin.post("/tasks", response_model=TaskOut, status_code=201)
+def create_task(body: TaskCreate, db: DbDep) -> TaskOut:
+    """Assign an assessor to a query (admin)."""
+    view = tasks.create_task(
+        db=db,
+        collection_id=body.collection_id,
+        query_id=body.query_id,
+        assessor=body.assessor,
+        method=body.method,
+        k=body.k,
+        seed=body.seed,
+        options=body.options,
+        plan=body.plan,
+    )
+    return TaskOut(**asdict(view))
+
+
+@router.get("/tasks", response_model=list[TaskOut])
+def list_tasks(
+    db: DbDep,
+    user: CurrentUser,
+    collection_id: int | None = None,
+    assessor: str | None = None,
+    status: TaskStatus | None = None,
+    query_id: Annotated[str | None, Query(max_length=200)] = None,
+) -> list[TaskOut]:
+    """An assessor's own tasks; an admin sees all (filterable)."""
+    views = tasks.list_tasks(
+        db=db,
+        user=user,
+        collection_id=collection_id,
+        assessor=assessor,
+        status=status,
+        query_id=query_id,
+    )
+    return [TaskOut(**asdict(v)) for v in views]
+
+
+@router.get("/tasks/{task_id}", response_model=TaskOut)
+def get_task(task_id: int, db: DbDep, user: CurrentUser) -> TaskOut:
+    return TaskOut(**asdict(tasks.get_task(db=db, user=user, task_id=task_id)))
+
+
+@router.get("/tasks/{task_id}/next", **QUESTION)
+def next_question(task_id: int, db: DbDep, user: CurrentUser) -> Any:
+    """The pending question (a pair for topk, a document for graded) or ``done``."""
+    return judging.next_question(db=db, user=user, task_id=task_id)
+
+
+@router.post("/tasks/{task_id}/judgments", responses=CONFLICT, **QUESTION)
+def submit_judgment(task_id: int, body: JudgmentIn, db: DbDep, user: CurrentUser) -> Any:
+    """Answer the question ``seq``; returns the next question. Retrying an identical judgment
+    stores nothing and returns the current question; anything else for a used seq -> 409."""
+    return judging.submit_judgment(
+        db=db, user=user, task_id=task_id, data=body.model_dump(exclude_none=True)
+    )
+
+
+@router.post("/tasks/{task_id}/undo", responses=CONFLICT, **QUESTION)
+def undo(task_id: int, db: DbDep, user: CurrentUser) -> Any:
+    """Revert the last live judgment (kept in the log, marked undone)."""
+    return judging.undo_judgment(db=db, user=user, task_id=task_id)
+
+
+@router.get("/tasks/{task_id}/result", response_model=ResultOut, response_model_exclude_none=True)
+def task_result(task_id: int, db: DbDep, user: CurrentUser) -> Any:
+    """topk: k, top, rest, judgments, active_ms; graded: grades. 409 while not done."""
+    return results.task_result(db=db, user=user, task_id=task_id)
+
+
+router.include_router(admin)

@@ -1,0 +1,207 @@
+"""Assessor pages: my tasks, the judging page (T1 pairwise or T2 five grades), the done page.
+
+Pages need a browser session (the ``heapjudge_session`` cookie); without one they redirect
+to the login form and come back afterwards. A task is shown only to its assessor (403 page
+otherwise, 404 when it does not exist). The judging loop itself runs in
+``app/static/js/judge.js`` against the REST API (``/api/v1/tasks/{id}/next``, ``/judgments``,
+``/undo``) with the session cookie and the ``X-CSRF-Token`` header; this module only renders
+the page around the first question, which it takes from the same replay as the API
+(:mod:`app.routers.web.page_data`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import RedirectResponse, Response
+from starlette.concurrency import run_in_threadpool
+
+from app import security
+from app.deps import DbDep
+from app.routers.web import page_data
+from app.routers.web.auth import login_redirect
+from app.services import judging
+from app.web_templates import render
+from labeling.types import GRADE_NAMES
+
+router = APIRouter()
+
+
+async def _session(request: Request, db: Any) -> security.ResolvedSession | None:
+    return await run_in_threadpool(
+        security.resolve_web_session, db, request.cookies.get(security.SESSION_COOKIE)
+    )
+
+
+def _error(
+    request: Request,
+    resolved: security.ResolvedSession,
+    *,
+    title: str,
+    message: str,
+    status_code: int,
+) -> Response:
+    return render(
+        request,
+        "assess/error.html",
+        {"title": title, "message": message},
+        user=resolved.user,
+        csrf_token=resolved.csrf_token,
+        nav_active="tasks",
+        status_code=status_code,
+    )
+
+
+async def _own_task(
+    request: Request, db: Any, task_id: int
+) -> tuple[security.ResolvedSession | None, page_data.TaskView | None, Response | None]:
+    """(session, task view, early response): the early response is a redirect to the login
+    form, or an error page for a missing or foreign task."""
+    resolved = await _session(request, db)
+    if resolved is None:
+        return None, None, login_redirect(request)
+    view = await run_in_threadpool(page_data.load_task, db, task_id)
+    if view is None:
+        return (
+            resolved,
+            None,
+            _error(
+                request,
+                resolved,
+                title="Task not found",
+                message=f"There is no task {task_id}.",
+                status_code=404,
+            ),
+        )
+    if view.task.assessor_id != resolved.user.id:
+        return (
+            resolved,
+            None,
+            _error(
+                request,
+                resolved,
+                title="Not your task",
+                message="This task is assigned to another assessor.",
+                status_code=403,
+            ),
+        )
+    return resolved, view, None
+
+
+@router.get("/")
+async def home(request: Request, db: DbDep) -> Response:
+    resolved = await _session(request, db)
+    return RedirectResponse("/tasks" if resolved else "/login", status_code=303)
+
+
+@router.get("/tasks")
+async def my_tasks(request: Request, db: DbDep) -> Response:
+    resolved = await _session(request, db)
+    if resolved is None:
+        return login_redirect(request)
+    rows = await run_in_threadpool(page_data.list_tasks, db, resolved.user.id)
+    return render(
+        request,
+        "assess/tasks.html",
+        {"rows": rows},
+        user=resolved.user,
+        csrf_token=resolved.csrf_token,
+        nav_active="tasks",
+    )
+
+
+@router.get("/tasks/{task_id}")
+async def judge_page(request: Request, db: DbDep, task_id: int) -> Response:
+    resolved, view, early = await _own_task(request, db, task_id)
+    if early is not None:
+        return early
+    assert resolved is not None and view is not None
+    if view.task.status == "cancelled":
+        return _error(
+            request,
+            resolved,
+            title="Task cancelled",
+            message="An administrator cancelled this task.",
+            status_code=409,
+        )
+    if view.session.done:
+        return RedirectResponse(f"/tasks/{task_id}/done", status_code=303)
+    question = await run_in_threadpool(
+        judging.next_question, db=db, user=resolved.user, task_id=task_id
+    )
+    progress = question["progress"]
+    done_count = int(progress["judgments"])
+    remaining = math.ceil(float(progress["estimated_remaining"]))
+    total = done_count + remaining
+    options = dict(view.task.options or {})
+    settings = request.app.state.settings
+    boot = {
+        "task_id": view.task.id,
+        "method": view.task.method,
+        "k": view.task.k,
+        "allow_ties": bool(options.get("allow_ties", False)),
+        "not_relevant": bool(options.get("not_relevant", False)),
+        "csrf_token": resolved.csrf_token,
+        "idle_seconds": settings.idle_pause_seconds,
+        "active_ms": int(question.get("active_ms", view.active_ms)),
+        "done_url": f"/tasks/{task_id}/done",
+        "login_url": f"/login?next=/tasks/{task_id}",
+        "frame_prefix": page_data.FRAME_PREFIX,
+        "question": question,
+    }
+    context: dict[str, Any] = {
+        "query": view.query,
+        "question": question,
+        "boot": boot,
+        "remaining": remaining,
+        "progress_pct": round(100 * done_count / total) if total else 0,
+        "idle_seconds": settings.idle_pause_seconds,
+        "allow_ties": boot["allow_ties"],
+        "not_relevant": boot["not_relevant"],
+    }
+    if question.get("done"):  # finished between the two reads (another tab)
+        return RedirectResponse(f"/tasks/{task_id}/done", status_code=303)
+    if view.task.method == "topk":
+        context["left"] = page_data.doc_view(question["pair"]["left"])
+        context["right"] = page_data.doc_view(question["pair"]["right"])
+        template = "assess/pairwise.html"
+    else:
+        context["document"] = page_data.doc_view(question["document"])
+        context["grade_names"] = GRADE_NAMES
+        template = "assess/graded.html"
+    return render(
+        request,
+        template,
+        context,
+        user=resolved.user,
+        csrf_token=resolved.csrf_token,
+        nav_active="tasks",
+    )
+
+
+@router.get("/tasks/{task_id}/done")
+async def done_page(request: Request, db: DbDep, task_id: int) -> Response:
+    resolved, view, early = await _own_task(request, db, task_id)
+    if early is not None:
+        return early
+    assert resolved is not None and view is not None
+    if not view.session.done:
+        return RedirectResponse(f"/tasks/{task_id}", status_code=303)
+    return render(
+        request,
+        "assess/done.html",
+        {
+            "query": view.query,
+            "judgments": view.session.progress().judgments,
+            "active_time": page_data.format_duration(view.active_ms),
+            "active_ms": view.active_ms,
+            "method_label": page_data.METHOD_LABELS.get(view.task.method, view.task.method),
+            "top": page_data.top_list(view),
+            "grade_counts": page_data.grade_counts(view),
+        },
+        user=resolved.user,
+        csrf_token=resolved.csrf_token,
+        nav_active="tasks",
+    )

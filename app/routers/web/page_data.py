@@ -1,0 +1,244 @@
+"""Read-only view data for the assessor pages (my tasks, judging page, done page).
+
+The pages show what the judgment log says: a task's protocol state is rebuilt by replaying its
+live judgments (``undone`` false, in ``seq`` order) through :func:`labeling.session.open_session`
+(DESIGN §1), exactly as the REST API does. (The judging page takes its first question from
+:func:`app.services.judging.next_question`, the body of ``GET /api/v1/tasks/{id}/next``, so
+``app/static/js/judge.js`` handles the first and every later question alike.)
+
+Documents are shown in ``<iframe sandbox srcdoc=...>``. :func:`frame_srcdoc` builds that
+document: a fixed prefix (charset and a readable default style) followed by the stored HTML,
+or by the escaped plain text. The result is a plain ``str`` (never ``Markup``), so the template
+entity-encodes it into the attribute. judge.js builds the same string for later questions from
+``boot.frame_prefix``.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import func, select
+
+from app.db import Database
+from app.models import Collection, Document, Judgment, Query, Task
+from labeling.session import Session, open_session
+from labeling.types import GRADE_NAMES, Answer, GradeAnswer, PairAnswer
+
+#: Start of every framed document: the charset, a viewport and a calm default style. A
+#: document's own CSS comes after and may override it (it only ever styles its frame).
+FRAME_PREFIX = (
+    '<!doctype html><html><head><meta charset="utf-8">'
+    '<meta name="viewport" content="width=device-width, initial-scale=1">'
+    "<style>html{color-scheme:light}"
+    "body{margin:0;padding:14px 18px;font:16px/1.6 system-ui,-apple-system,'Segoe UI',Roboto,"
+    "'Noto Sans',Arial,sans-serif;color:#1b1f24;background:#fff;overflow-wrap:anywhere}"
+    "img,video,table{max-width:100%}img{height:auto}pre{white-space:pre-wrap}"
+    ".hj-text{white-space:pre-wrap}</style></head><body>"
+)
+
+METHOD_LABELS = {"topk": "Pairwise top-k", "graded": "Five grades"}
+STATUS_LABELS = {
+    "pending": "Not started",
+    "active": "In progress",
+    "done": "Finished",
+    "cancelled": "Cancelled",
+}
+
+
+def frame_srcdoc(*, text: str | None, html_body: str | None) -> str:
+    """The ``srcdoc`` document for one judged document (plain str; the template escapes it)."""
+    if html_body:
+        return FRAME_PREFIX + html_body
+    return FRAME_PREFIX + '<div class="hj-text">' + html.escape(text or "") + "</div>"
+
+
+@dataclass(frozen=True, slots=True)
+class DocView:
+    doc_id: str
+    title: str
+    text: str | None
+    html: str | None
+
+    def as_json(self) -> dict[str, Any]:
+        """The document as the REST API returns it."""
+        return {"doc_id": self.doc_id, "title": self.title, "text": self.text, "html": self.html}
+
+    @property
+    def srcdoc(self) -> str:
+        return frame_srcdoc(text=self.text, html_body=self.html)
+
+
+def doc_view(payload: dict[str, Any]) -> DocView:
+    """A document of a question body (``{"doc_id", "title", "text", "html"}``)."""
+    return DocView(
+        str(payload["doc_id"]), payload.get("title") or "", payload.get("text"), payload.get("html")
+    )
+
+
+@dataclass(slots=True)
+class TaskView:
+    """Everything a judging or done page needs about one task."""
+
+    task: Task
+    query: Query
+    collection_name: str
+    session: Session
+    docs: dict[str, DocView]
+    active_ms: int
+
+    def doc(self, doc_id: str) -> DocView:
+        return self.docs.get(doc_id) or DocView(doc_id, doc_id, "(document not found)", None)
+
+
+@dataclass(frozen=True, slots=True)
+class TaskRow:
+    """One line of the "My tasks" table."""
+
+    id: int
+    query_title: str
+    collection_name: str
+    method: str
+    method_label: str
+    status: str
+    status_label: str
+    judgments: int
+    remaining: int
+    done: bool
+
+
+def answers_of(rows: Sequence[Judgment]) -> list[Answer]:
+    """The protocol answers of live judgment rows (already in seq order)."""
+    out: list[Answer] = []
+    for row in rows:
+        if row.doc_id is not None and row.grade is not None:
+            out.append(GradeAnswer(row.doc_id, row.grade))
+        else:
+            out.append(PairAnswer(str(row.left_doc), str(row.right_doc), row.outcome))  # type: ignore[arg-type]
+    return out
+
+
+def _replay(task: Task, rows: Sequence[Judgment]) -> Session:
+    return open_session(
+        task.method,
+        list(task.doc_ids),
+        k=task.k,
+        seed=int(task.seed),
+        options=dict(task.options or {}),
+        answers=answers_of(rows),
+    )
+
+
+def _live_judgments(s: Any, task_id: int) -> list[Judgment]:
+    return list(
+        s.scalars(
+            select(Judgment)
+            .where(Judgment.task_id == task_id, Judgment.undone.is_(False))
+            .order_by(Judgment.seq)
+        )
+    )
+
+
+def list_tasks(db: Database, assessor_id: int) -> list[TaskRow]:
+    """The assessor's tasks (not cancelled), unfinished first, with progress from replay."""
+    with db.read() as s:
+        tasks = list(
+            s.execute(
+                select(Task, Query.title, Collection.name)
+                .join(Query, Query.id == Task.query_id)
+                .join(Collection, Collection.id == Task.collection_id)
+                .where(Task.assessor_id == assessor_id, Task.status != "cancelled")
+                .order_by(Task.id)
+            )
+        )
+        logs = {task.id: _live_judgments(s, task.id) for task, _, _ in tasks}
+    rows: list[TaskRow] = []
+    for task, query_title, collection_name in tasks:
+        progress = _replay(task, logs[task.id]).progress()
+        status = "done" if progress.done else ("active" if progress.judgments else task.status)
+        rows.append(
+            TaskRow(
+                id=task.id,
+                query_title=query_title,
+                collection_name=collection_name,
+                method=task.method,
+                method_label=METHOD_LABELS.get(task.method, task.method),
+                status=status,
+                status_label=STATUS_LABELS.get(status, status),
+                judgments=progress.judgments,
+                remaining=0 if progress.done else math.ceil(progress.expected_remaining - 1e-9),
+                done=progress.done,
+            )
+        )
+    rows.sort(key=lambda r: (r.done, r.id))
+    return rows
+
+
+def load_task(db: Database, task_id: int) -> TaskView | None:
+    """Replay one task and load its query and documents; None when it does not exist."""
+    with db.read() as s:
+        task = s.get(Task, task_id)
+        if task is None:
+            return None
+        query = s.get(Query, task.query_id)
+        collection = s.get(Collection, task.collection_id)
+        rows = _live_judgments(s, task_id)
+        ids = list(task.doc_ids)
+        docs = {
+            d.external_id: DocView(d.external_id, d.title or "", d.text, d.html)
+            for d in s.scalars(
+                select(Document).where(
+                    Document.query_id == task.query_id, Document.external_id.in_(ids)
+                )
+            )
+        }
+        active_ms = int(
+            s.scalar(
+                select(func.coalesce(func.sum(Judgment.active_ms), 0)).where(
+                    Judgment.task_id == task_id, Judgment.undone.is_(False)
+                )
+            )
+            or 0
+        )
+    assert query is not None
+    return TaskView(
+        task=task,
+        query=query,
+        collection_name=collection.name if collection else "",
+        session=_replay(task, rows),
+        docs=docs,
+        active_ms=active_ms,
+    )
+
+
+def top_list(view: TaskView) -> list[DocView] | None:
+    """The finished top-k list, best first, with titles (None for graded or unfinished)."""
+    if view.task.method != "topk" or not view.session.done:
+        return None
+    return [view.doc(d) for d in view.session.result().top]  # type: ignore[union-attr]
+
+
+def grade_counts(view: TaskView) -> list[tuple[str, int]] | None:
+    """(grade name, number of documents) for a finished graded task; None otherwise."""
+    if view.task.method != "graded" or not view.session.done:
+        return None
+    grades = view.session.result().grades  # type: ignore[union-attr]
+    return [
+        (f"{i + 1} {name}", sum(1 for g in grades.values() if g == i))
+        for i, name in enumerate(GRADE_NAMES)
+    ]
+
+
+def format_duration(ms: int) -> str:
+    """``1 h 02 min``, ``3 min 05 s`` or ``42 s``."""
+    s = max(0, int(ms)) // 1000
+    h, rem = divmod(s, 3600)
+    m, sec = divmod(rem, 60)
+    if h:
+        return f"{h} h {m:02d} min"
+    if m:
+        return f"{m} min {sec:02d} s"
+    return f"{sec} s"

@@ -1,0 +1,300 @@
+"""Passwords, API tokens, server-side web sessions, login throttling and CSRF checks (C3).
+
+- Passwords: pwdlib Argon2 (not passlib, which breaks with bcrypt >= 4.1). Unknown users are
+  verified against a dummy hash so both paths cost the same (no user enumeration by timing).
+- Tokens (API and session): an opaque ``secrets.token_urlsafe(32)`` goes to the client; the
+  database stores only ``sha256(token)`` hex, so a database leak yields no usable credential.
+- Web sessions are rows (revocable, unlike a signed cookie) with an idle expiry (measured from
+  ``last_seen_at``, refreshed at most once a minute to keep writes rare) and an absolute expiry
+  (``expires_at`` fixed at login). A new session is minted on every login (no fixation).
+- Login throttling is DB-backed (``login_attempt``), so it holds across workers: after
+  ``login_max_failures`` failures for a (username, ip) within ``login_window_seconds`` (and
+  since the last success) further attempts are refused until the window has moved on.
+- CSRF for cookie-authenticated unsafe requests: ``Sec-Fetch-Site`` must be same-origin/none
+  when present, else ``Origin`` must equal the public origin when present, and a per-session
+  synchronizer token must match (compared with :func:`hmac.compare_digest`).
+
+Every function that touches the database owns its transaction on the ``db`` it is given
+(an :class:`app.db.Database`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from functools import lru_cache
+
+from pwdlib import PasswordHash
+from pwdlib.hashers.argon2 import Argon2Hasher
+from sqlalchemy import delete, func, select, update
+
+from app.db import Database
+from app.models import ApiToken, LoginAttempt, User, WebSession, utcnow
+
+SESSION_COOKIE = "heapjudge_session"
+CSRF_HEADER = "X-CSRF-Token"
+CSRF_FORM_FIELD = "csrf_token"
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
+
+#: How stale ``last_seen_at`` / ``last_used_at`` may get before a request refreshes it.
+TOUCH_INTERVAL = timedelta(seconds=60)
+
+_password_hash = PasswordHash((Argon2Hasher(),))
+
+
+# --------------------------------------------------------------------------- passwords
+
+
+def hash_password(password: str) -> str:
+    """Argon2id hash of ``password``."""
+    return _password_hash.hash(password)
+
+
+def verify_password(password: str, password_hash: str | None) -> bool:
+    """True when ``password`` matches. ``None`` (unknown user) verifies a dummy hash and
+    returns False, so unknown and known users take the same time."""
+    if password_hash is None:
+        _password_hash.verify(password, _dummy_hash())
+        return False
+    try:
+        return _password_hash.verify(password, password_hash)
+    except Exception:  # a malformed stored hash is a failed login, never a 500
+        return False
+
+
+@lru_cache(maxsize=1)
+def _dummy_hash() -> str:
+    return _password_hash.hash(secrets.token_urlsafe(16))
+
+
+# --------------------------------------------------------------------------- tokens
+
+
+def hash_token(raw: str) -> str:
+    """sha256 hex of a raw token (what the database stores)."""
+    return hashlib.sha256(raw.encode("utf-8")).hexdigest()
+
+
+def new_token() -> tuple[str, str]:
+    """A fresh opaque token: ``(raw, sha256_hex)``."""
+    raw = secrets.token_urlsafe(32)
+    return raw, hash_token(raw)
+
+
+def tokens_match(expected: str | None, given: str | None) -> bool:
+    """Constant-time comparison; False when either side is missing."""
+    if not expected or not given:
+        return False
+    return hmac.compare_digest(expected.encode("utf-8"), given.encode("utf-8"))
+
+
+def create_api_token(db: Database, user_id: int, *, name: str = "", days: int | None = None) -> str:
+    """Store a new API token for ``user_id`` and return the raw token (shown once)."""
+    raw, digest = new_token()
+    lifetime = days if days is not None else db.settings.api_token_days
+    with db.write() as s:
+        s.add(
+            ApiToken(
+                user_id=user_id,
+                token_hash=digest,
+                name=name,
+                expires_at=utcnow() + timedelta(days=lifetime),
+            )
+        )
+    return raw
+
+
+def resolve_api_token(db: Database, raw: str, *, now: datetime | None = None) -> User | None:
+    """The active user owning the bearer token ``raw``, or None (unknown/expired/disabled)."""
+    now = now or utcnow()
+    digest = hash_token(raw)
+    with db.read() as s:
+        row = s.execute(
+            select(ApiToken, User)
+            .join(User, User.id == ApiToken.user_id)
+            .where(ApiToken.token_hash == digest)
+        ).first()
+    if row is None:
+        return None
+    token, user = row
+    if user.disabled or (token.expires_at is not None and token.expires_at <= now):
+        return None
+    if token.last_used_at is None or now - token.last_used_at > TOUCH_INTERVAL:
+        with db.write() as s:
+            s.execute(update(ApiToken).where(ApiToken.id == token.id).values(last_used_at=now))
+    return user
+
+
+# --------------------------------------------------------------------------- web sessions
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedSession:
+    """A live web session: its user (detached ORM row) and the session's CSRF token."""
+
+    user: User
+    csrf_token: str
+    session_id: int
+    expires_at: datetime
+
+
+def create_web_session(
+    db: Database, user: User | int, *, now: datetime | None = None
+) -> tuple[str, str]:
+    """Start a new browser session for ``user``: returns ``(raw_cookie_token, csrf_token)``."""
+    now = now or utcnow()
+    user_id = user if isinstance(user, int) else user.id
+    raw, digest = new_token()
+    csrf = secrets.token_urlsafe(32)
+    with db.write() as s:
+        s.add(
+            WebSession(
+                token_hash=digest,
+                csrf_token=csrf,
+                user_id=user_id,
+                created_at=now,
+                last_seen_at=now,
+                expires_at=now + timedelta(seconds=db.settings.session_absolute_seconds),
+            )
+        )
+    return raw, csrf
+
+
+def resolve_web_session(
+    db: Database, raw_token: str | None, *, now: datetime | None = None
+) -> ResolvedSession | None:
+    """The live session for a cookie value, or None (unknown, idle/absolute-expired, disabled
+    user). Expired rows are deleted; ``last_seen_at`` is refreshed at most once a minute."""
+    if not raw_token:
+        return None
+    now = now or utcnow()
+    digest = hash_token(raw_token)
+    with db.read() as s:
+        row = s.execute(
+            select(WebSession, User)
+            .join(User, User.id == WebSession.user_id)
+            .where(WebSession.token_hash == digest)
+        ).first()
+    if row is None:
+        return None
+    ws, user = row
+    idle = timedelta(seconds=db.settings.session_idle_seconds)
+    if user.disabled or ws.expires_at <= now or now - ws.last_seen_at > idle:
+        with db.write() as s:
+            s.execute(delete(WebSession).where(WebSession.id == ws.id))
+        return None
+    if now - ws.last_seen_at > TOUCH_INTERVAL:
+        with db.write() as s:
+            s.execute(update(WebSession).where(WebSession.id == ws.id).values(last_seen_at=now))
+    return ResolvedSession(
+        user=user, csrf_token=ws.csrf_token, session_id=ws.id, expires_at=ws.expires_at
+    )
+
+
+def delete_web_session(db: Database, raw_token: str | None) -> None:
+    """Log out: delete the session row (the old cookie is useless afterwards)."""
+    if not raw_token:
+        return
+    with db.write() as s:
+        s.execute(delete(WebSession).where(WebSession.token_hash == hash_token(raw_token)))
+
+
+def revoke_user_credentials(db: Database, user_id: int) -> None:
+    """Delete every web session and API token of a user (deactivation, password change)."""
+    with db.write() as s:
+        s.execute(delete(WebSession).where(WebSession.user_id == user_id))
+        s.execute(delete(ApiToken).where(ApiToken.user_id == user_id))
+
+
+# --------------------------------------------------------------------------- login
+
+
+class LoginThrottled(Exception):
+    """Too many failed logins for this (username, ip); retry after ``retry_after`` seconds."""
+
+    def __init__(self, retry_after: int) -> None:
+        super().__init__(f"too many failed login attempts; retry in {retry_after} s")
+        self.retry_after = retry_after
+
+
+def login_retry_after(db: Database, username: str, ip: str, *, now: datetime | None = None) -> int:
+    """Seconds the caller must wait before another login attempt (0 = allowed)."""
+    now = now or utcnow()
+    settings = db.settings
+    window_start = now - timedelta(seconds=settings.login_window_seconds)
+    with db.read() as s:
+        last_success = s.scalar(
+            select(func.max(LoginAttempt.at)).where(
+                LoginAttempt.username == username, LoginAttempt.ip == ip, LoginAttempt.success
+            )
+        )
+        since = max(window_start, last_success) if last_success else window_start
+        failures = list(
+            s.scalars(
+                select(LoginAttempt.at)
+                .where(
+                    LoginAttempt.username == username,
+                    LoginAttempt.ip == ip,
+                    LoginAttempt.success.is_(False),
+                    LoginAttempt.at > since,
+                )
+                .order_by(LoginAttempt.at.desc())
+                .limit(settings.login_max_failures)
+            )
+        )
+    if len(failures) < settings.login_max_failures:
+        return 0
+    # Allowed again once the oldest of the last N failures leaves the window.
+    free_at = failures[-1] + timedelta(seconds=settings.login_window_seconds)
+    return max(1, int((free_at - now).total_seconds()) + 1)
+
+
+def authenticate(
+    db: Database, username: str, password: str, *, ip: str = "", now: datetime | None = None
+) -> User | None:
+    """Check credentials with throttling; record the attempt. Returns the user or None (one
+    generic failure for unknown user, wrong password or disabled account). Raises
+    :class:`LoginThrottled` while locked out (the password is then not even checked)."""
+    now = now or utcnow()
+    username = username.strip()[:64]
+    ip = (ip or "")[:64]
+    wait = login_retry_after(db, username, ip, now=now)
+    if wait:
+        raise LoginThrottled(wait)
+    with db.read() as s:
+        user = s.scalar(select(User).where(User.username == username))
+    # Argon2 runs outside any transaction so it never holds the SQLite write lock.
+    ok = verify_password(password, user.password_hash if user else None)
+    ok = ok and user is not None and not user.disabled
+    with db.write() as s:
+        s.add(LoginAttempt(username=username, ip=ip, at=now, success=ok))
+        if (
+            ok
+            and user is not None
+            and _password_hash.current_hasher.check_needs_rehash(user.password_hash)
+        ):
+            s.execute(
+                update(User).where(User.id == user.id).values(password_hash=hash_password(password))
+            )
+    return user if ok else None
+
+
+# --------------------------------------------------------------------------- CSRF
+
+
+def origin_allowed(headers: Mapping[str, str], public_origin: str) -> bool:
+    """Fetch-metadata / Origin check for unsafe cookie requests (anchors B3):
+    ``Sec-Fetch-Site`` in {same-origin, none} when present, else ``Origin`` equal to the
+    public origin when present; requests with neither (non-browser clients) pass here and are
+    still held to the synchronizer token."""
+    site = headers.get("sec-fetch-site")
+    if site is not None:
+        return site in ("same-origin", "none")
+    origin = headers.get("origin")
+    if origin is not None:
+        return origin.rstrip("/") == public_origin.rstrip("/")
+    return True

@@ -1,0 +1,262 @@
+"""Use cases of the judging loop: next question, submit a judgment, undo, result.
+
+The judgment log is the only state (DESIGN §1): every call replays the task's live judgments
+(in ``seq`` order) through :func:`labeling.session.open_session` to find the pending question.
+
+Submitting is ONE write transaction (DESIGN §4, anchors B1):
+
+1. lock the task (``FOR UPDATE`` on Postgres; SQLite's ``BEGIN IMMEDIATE`` holds the write
+   lock already), so a concurrent undo cannot interleave with a submit on the same task;
+2. replay the live log and compare the request's ``seq`` with the log length:
+
+   - ``seq`` < length: the question was already answered. The *identical* answer (same pair
+     and outcome, or same document and grade; ``active_ms`` is not compared) is a retry or a
+     double click: nothing is stored and the current question is returned. Anything else is
+     409 with the current question;
+   - ``seq`` > length: 409 with the current question (the client is ahead of the log);
+   - ``seq`` == length: the session validates the answer against the pending question
+     (WrongQuestion -> 409 with the current question; InvalidAnswer -> 422);
+
+3. ``INSERT ... ON CONFLICT DO NOTHING`` against the partial unique index on live
+   ``(task_id, seq)``: the database, not a pre-check, is the arbiter. If the row was not
+   inserted, the stored row decides between "retry" and 409;
+4. update the task status (pending -> active -> done) and build the next question.
+
+Undo marks the last live judgment ``undone`` (it stays in the log) with a compare-and-set.
+Results live in :mod:`app.services.results`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from app.db import Database
+from app.errors import Conflict, Invalid
+from app.models import Document, Judgment, Task, User, utcnow
+from app.services.tasks import load_task_for
+from labeling.errors import LabelingError, WrongQuestion
+from labeling.session import open_session
+from labeling.types import Answer, GradeAnswer, GradeQuestion, PairAnswer, PairQuestion
+
+Payload = dict[str, Any]
+
+
+# --------------------------------------------------------------------------- replay helpers
+
+
+def answer_of(row: Judgment) -> Answer:
+    """The protocol answer recorded in a judgment row."""
+    if row.doc_id is not None:
+        return GradeAnswer(row.doc_id, int(row.grade if row.grade is not None else -1))
+    return PairAnswer(row.left_doc or "", row.right_doc or "", row.outcome)  # type: ignore[arg-type]
+
+
+def live_judgments(s: Session, task_id: int) -> list[Judgment]:
+    """The task's live log in seq order."""
+    return list(
+        s.scalars(
+            select(Judgment)
+            .where(Judgment.task_id == task_id, Judgment.undone.is_(False))
+            .order_by(Judgment.seq)
+        )
+    )
+
+
+def replay_task(task: Task, rows: Sequence[Judgment]) -> Any:
+    """Rebuild the protocol session of ``task`` from its live log."""
+    return open_session(
+        task.method,
+        task.doc_ids,
+        k=task.k,
+        seed=task.seed,
+        options=task.options,
+        answers=[answer_of(r) for r in rows],
+    )
+
+
+def _doc_payload(doc: Document | None, doc_id: str) -> Payload:
+    if doc is None:  # cannot happen for a consistent database; never fail the loop for it
+        return {"doc_id": doc_id, "title": doc_id, "text": None, "html": None}
+    return {"doc_id": doc_id, "title": doc.title, "text": doc.text, "html": doc.html}
+
+
+def _documents(s: Session, task: Task, ids: Sequence[str]) -> dict[str, Document]:
+    return {
+        d.external_id: d
+        for d in s.scalars(
+            select(Document).where(
+                Document.query_id == task.query_id, Document.external_id.in_(list(ids))
+            )
+        )
+    }
+
+
+def question_payload(s: Session, task: Task, session: Any, rows: Sequence[Judgment]) -> Payload:
+    """The body of ``/next`` (and of a successful submit/undo)."""
+    p = session.progress()
+    progress = {
+        "judgments": p.judgments,
+        "estimated_remaining": math.ceil(p.expected_remaining - 1e-9) if not p.done else 0,
+        "expected_remaining": p.expected_remaining,
+        "max_remaining": p.max_remaining,
+        "done": p.done,
+    }
+    body: Payload = {
+        "task_id": task.id,
+        "method": task.method,
+        "done": bool(session.done),
+        "progress": progress,
+        "active_ms": sum(r.active_ms for r in rows),
+    }
+    q = session.pending
+    if isinstance(q, PairQuestion):
+        docs = _documents(s, task, [q.left, q.right])
+        body["seq"] = q.seq
+        body["pair"] = {
+            "left": _doc_payload(docs.get(q.left), q.left),
+            "right": _doc_payload(docs.get(q.right), q.right),
+        }
+        body["allowed_outcomes"] = list(session.allowed_outcomes)
+    elif isinstance(q, GradeQuestion):
+        docs = _documents(s, task, [q.doc_id])
+        body["seq"] = q.seq
+        body["document"] = _doc_payload(docs.get(q.doc_id), q.doc_id)
+    return body
+
+
+# --------------------------------------------------------------------------- use cases
+
+
+def next_question(*, db: Database, user: User, task_id: int) -> Payload:
+    """The pending question of a task (or done), rebuilt from its log."""
+    with db.read() as s:
+        task = load_task_for(s, user, task_id)
+        rows = live_judgments(s, task.id)
+        return question_payload(s, task, replay_task(task, rows), rows)
+
+
+def _answer_from_request(task: Task, data: dict[str, Any]) -> Answer:
+    if task.method == "topk":
+        missing = [k for k in ("left", "right", "outcome") if data.get(k) is None]
+        if missing or data.get("doc_id") is not None or data.get("grade") is not None:
+            raise Invalid(
+                "a topk judgment needs left, right and outcome (and no doc_id/grade)"
+                + (f"; missing: {', '.join(missing)}" if missing else "")
+            )
+        return PairAnswer(str(data["left"]), str(data["right"]), data["outcome"])
+    missing = [k for k in ("doc_id", "grade") if data.get(k) is None]
+    if missing or any(data.get(k) is not None for k in ("left", "right", "outcome")):
+        raise Invalid(
+            "a graded judgment needs doc_id and grade (and no left/right/outcome)"
+            + (f"; missing: {', '.join(missing)}" if missing else "")
+        )
+    return GradeAnswer(str(data["doc_id"]), int(data["grade"]))
+
+
+def _conflict(message: str, s: Session, task: Task, session: Any, rows: list[Judgment]) -> Conflict:
+    return Conflict(message, extra={"current": question_payload(s, task, session, rows)})
+
+
+def _insert_judgment(s: Session, dialect: str, values: dict[str, Any]) -> int | None:
+    """INSERT ... ON CONFLICT DO NOTHING RETURNING id (None when a live row already exists)."""
+    insert_fn = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    stmt = insert_fn(Judgment).values(**values).on_conflict_do_nothing().returning(Judgment.id)
+    return s.execute(stmt).scalar()
+
+
+def submit_judgment(*, db: Database, user: User, task_id: int, data: dict[str, Any]) -> Payload:
+    """Record one judgment (see the module docstring for the exact semantics)."""
+    seq = int(data["seq"])
+    active_ms = int(data.get("active_ms") or 0)
+    with db.write() as s:
+        task = load_task_for(s, user, task_id, lock=True)
+        if task.status == "cancelled":
+            raise Conflict(f"task {task_id} is cancelled")
+        answer = _answer_from_request(task, data)
+        rows = live_judgments(s, task.id)
+        session = replay_task(task, rows)
+        if seq < len(rows):
+            if answer_of(rows[seq]) == answer:
+                return question_payload(s, task, session, rows)  # retry: store nothing
+            raise _conflict(
+                f"question {seq} was already answered differently", s, task, session, rows
+            )
+        if seq > len(rows):
+            raise _conflict(
+                f"question {seq} is not open yet; the current question is {len(rows)}",
+                s,
+                task,
+                session,
+                rows,
+            )
+        try:
+            session.submit(answer)
+        except WrongQuestion as exc:
+            raise _conflict(str(exc), s, task, session, rows) from exc
+        except LabelingError:
+            raise  # InvalidAnswer -> 422, Finished -> 409 (app.errors)
+        now = utcnow()
+        values: dict[str, Any] = {
+            "task_id": task.id,
+            "seq": seq,
+            "active_ms": active_ms,
+            "created_at": now,
+            "undone": False,
+        }
+        if isinstance(answer, PairAnswer):
+            values |= {
+                "left_doc": answer.left,
+                "right_doc": answer.right,
+                "outcome": answer.outcome,
+            }
+        else:
+            values |= {"doc_id": answer.doc_id, "grade": answer.grade}
+        new_id = _insert_judgment(s, db.dialect, values)
+        if new_id is None:
+            # Lost a race the row lock should have prevented; the stored row decides.
+            rows = live_judgments(s, task.id)
+            current = replay_task(task, rows)
+            if seq < len(rows) and answer_of(rows[seq]) == answer:
+                return question_payload(s, task, current, rows)
+            raise _conflict(f"question {seq} was answered concurrently", s, task, current, rows)
+        rows.append(Judgment(**values))  # transient copy; only its active_ms is read below
+        if task.status == "pending":
+            task.status = "active"
+            task.started_at = now
+        if session.done:
+            task.status = "done"
+            task.finished_at = now
+        return question_payload(s, task, session, rows)
+
+
+def undo_judgment(*, db: Database, user: User, task_id: int) -> Payload:
+    """Revert the last live judgment (kept in the log, marked undone); 409 if there is none."""
+    with db.write() as s:
+        task = load_task_for(s, user, task_id, lock=True)
+        if task.status == "cancelled":
+            raise Conflict(f"task {task_id} is cancelled")
+        rows = live_judgments(s, task.id)
+        if not rows:
+            raise _conflict("nothing to undo", s, task, replay_task(task, rows), rows)
+        last = rows[-1]
+        now = utcnow()
+        changed = s.execute(
+            update(Judgment)
+            .where(Judgment.id == last.id, Judgment.undone.is_(False))
+            .values(undone=True, undone_at=now)
+            .execution_options(synchronize_session=False)
+        ).rowcount
+        if changed != 1:
+            raise Conflict("the last judgment was undone concurrently")
+        rows = rows[:-1]
+        session = replay_task(task, rows)
+        if task.status == "done":
+            task.status = "active"
+            task.finished_at = None
+        return question_payload(s, task, session, rows)

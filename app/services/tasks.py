@@ -1,0 +1,192 @@
+"""Use cases: create and list tasks; load a task for a user (ownership rules).
+
+A task freezes everything its protocol is replayed from: method, k, seed, the validated
+options (defaults filled in by :func:`labeling.session.validate_options`) and ``doc_ids``, the
+snapshot of the query's pool in import order. Later imports into the query do not change
+existing tasks, so their logs always replay.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from app.db import Database
+from app.errors import Forbidden, Invalid, NotFound
+from app.models import Collection, Document, Judgment, Query, Task, User
+from labeling.session import open_session, validate_options
+
+
+@dataclass(frozen=True, slots=True)
+class TaskView:
+    """A task with the names a client needs (query id/text, assessor name, live count)."""
+
+    id: int
+    collection_id: int
+    query_id: str
+    query: str
+    assessor: str
+    method: str
+    k: int
+    seed: int
+    options: dict[str, Any]
+    n: int
+    status: str
+    plan: str | None
+    judgments: int
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+
+def create_task(
+    *,
+    db: Database,
+    collection_id: int,
+    query_id: str,
+    assessor: str,
+    method: str,
+    k: int = 10,
+    seed: int | None = None,
+    options: dict[str, Any] | None = None,
+    plan: str | None = None,
+) -> TaskView:
+    """Assign ``assessor`` to judge ``query_id`` of a collection with ``method``.
+
+    404 for an unknown collection, query or user; 422 for a disabled assessor, a query without
+    documents or a bad configuration (the labeling core's ConfigError message)."""
+    opts = validate_options(method, options)
+    if seed is None:
+        seed = secrets.randbelow(2**31)
+    with db.write() as s:
+        if s.get(Collection, collection_id) is None:
+            raise NotFound(f"no collection with id {collection_id}")
+        query = s.scalar(
+            select(Query).where(Query.collection_id == collection_id, Query.external_id == query_id)
+        )
+        if query is None:
+            raise NotFound(f"no query {query_id!r} in collection {collection_id}")
+        user = s.scalar(select(User).where(User.username == assessor))
+        if user is None:
+            raise NotFound(f"no user named {assessor!r}")
+        if user.disabled:
+            raise Invalid(f"user {assessor!r} is disabled")
+        doc_ids = list(
+            s.scalars(
+                select(Document.external_id)
+                .where(Document.query_id == query.id)
+                .order_by(Document.id)
+            )
+        )
+        if not doc_ids:
+            raise Invalid(f"query {query_id!r} has no documents to judge")
+        # Fail now, not at the first judgment, if the protocol cannot run this config.
+        open_session(method, doc_ids, k=k, seed=seed, options=opts, answers=())
+        task = Task(
+            collection_id=collection_id,
+            query_id=query.id,
+            assessor_id=user.id,
+            method=method,
+            k=k,
+            seed=seed,
+            options=opts,
+            doc_ids=doc_ids,
+            status="pending",
+            plan=plan,
+        )
+        s.add(task)
+        s.flush()
+        return _view(task, query, user, 0)
+
+
+def _view(task: Task, query: Query, user: User, judgments: int) -> TaskView:
+    return TaskView(
+        id=task.id,
+        collection_id=task.collection_id,
+        query_id=query.external_id,
+        query=query.title,
+        assessor=user.username,
+        method=task.method,
+        k=task.k,
+        seed=task.seed,
+        options=dict(task.options or {}),
+        n=len(task.doc_ids),
+        status=task.status,
+        plan=task.plan,
+        judgments=judgments,
+        created_at=task.created_at,
+        started_at=task.started_at,
+        finished_at=task.finished_at,
+    )
+
+
+def list_tasks(
+    *,
+    db: Database,
+    user: User,
+    collection_id: int | None = None,
+    assessor: str | None = None,
+    status: str | None = None,
+    query_id: str | None = None,
+) -> list[TaskView]:
+    """Tasks visible to ``user``: an assessor sees only their own; an admin sees all, filtered
+    by collection, assessor (username), status and query id when given."""
+    live = (
+        select(Judgment.task_id, func.count().label("n"))
+        .where(Judgment.undone.is_(False))
+        .group_by(Judgment.task_id)
+        .subquery()
+    )
+    stmt = (
+        select(Task, Query, User, func.coalesce(live.c.n, 0))
+        .join(Query, Query.id == Task.query_id)
+        .join(User, User.id == Task.assessor_id)
+        .outerjoin(live, live.c.task_id == Task.id)
+        .order_by(Task.id)
+    )
+    if user.role != "admin":
+        stmt = stmt.where(Task.assessor_id == user.id)
+    elif assessor is not None:
+        stmt = stmt.where(User.username == assessor)
+    if collection_id is not None:
+        stmt = stmt.where(Task.collection_id == collection_id)
+    if status is not None:
+        stmt = stmt.where(Task.status == status)
+    if query_id is not None:
+        stmt = stmt.where(Query.external_id == query_id)
+    with db.read() as s:
+        return [_view(t, q, u, n) for t, q, u, n in s.execute(stmt)]
+
+
+def load_task_for(s: Session, user: User, task_id: int, *, lock: bool = False) -> Task:
+    """The task if ``user`` may act on it (its assessor, or an admin). 404 / 403 otherwise.
+
+    ``lock=True`` takes the row lock (``SELECT ... FOR UPDATE`` on Postgres; on SQLite the
+    write transaction's BEGIN IMMEDIATE already serialises writers), so judging and undo on one
+    task are serialised while different tasks proceed in parallel."""
+    stmt = select(Task).where(Task.id == task_id)
+    if lock:
+        stmt = stmt.with_for_update()
+    task = s.scalar(stmt)
+    if task is None:
+        raise NotFound(f"no task with id {task_id}")
+    if task.assessor_id != user.id and user.role != "admin":
+        raise Forbidden(f"task {task_id} belongs to another assessor")
+    return task
+
+
+def get_task(*, db: Database, user: User, task_id: int) -> TaskView:
+    with db.read() as s:
+        task = load_task_for(s, user, task_id)
+        query = s.get(Query, task.query_id)
+        owner = s.get(User, task.assessor_id)
+        n = s.scalar(
+            select(func.count()).where(Judgment.task_id == task.id, Judgment.undone.is_(False))
+        )
+        assert query is not None and owner is not None
+        return _view(task, query, owner, n or 0)

@@ -1,0 +1,142 @@
+"""Ground truth produced by the judging protocols (seed-digest §0 and §2.2 "Output record").
+
+Top-k ground truth (tool T1): an ordered list ``T = (t_1 ≻ … ≻ t_m)`` (``m = min(k, n)``) and
+an unordered rest ``F = D \\ T``, with the implied preferences ``t_i ≻ t_j`` (``i < j``) and
+``t ≻ f`` for every ``t ∈ T, f ∈ F``: ``m(m-1)/2 + m(n-m)`` pairs. Pairs inside F are unknown.
+
+κ-labels (003 §3.2.1): ``y_d = k + 1 - pos(d)`` for ``d ∈ T`` (1-based), ``0`` for ``d ∈ F``;
+for ``n < k`` the labels run ``k … k-n+1`` so that ``y_max = k`` is comparable across queries.
+
+The raw judgments are kept beside the implied pairs and never merged with them: an
+inconsistent assessor may have judged a pair against what the heap finally implies
+(digest §2.4 item 6), which :class:`ImpliedPair` reports as ``contradicted``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class PairJudgment:
+    """One protocol comparison ``prefer(a, b)`` and its answer.
+
+    ``winner`` is the preferred document or ``None`` for a tie. ``not_relevant``: the
+    challenger ``a`` was marked not relevant (then ``winner == b``). ``cached``: answered from
+    the pair cache, not posed to the assessor (costs no judgment).
+    """
+
+    a: str
+    b: str
+    winner: str | None
+    not_relevant: bool = False
+    cached: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ImpliedPair:
+    """``better ≻ worse`` as implied by the top-k output.
+
+    ``direct``: the assessor judged this pair with exactly this preference (posed, either
+    orientation). ``contradicted``: some direct judgment preferred ``worse``. Neither: the
+    preference follows by transitivity through the heap (or the pair was judged a tie).
+    """
+
+    better: str
+    worse: str
+    direct: bool
+    contradicted: bool = False
+
+    @property
+    def transitive(self) -> bool:
+        """True when the pair was not judged directly with this preference."""
+        return not self.direct
+
+
+def kappa_labels(top: Sequence[str], rest: Sequence[str], k: int) -> dict[str, int]:
+    """κ-labels ``k + 1 - pos`` for the top (1-based positions), ``0`` for the rest."""
+    labels = {doc: k - pos for pos, doc in enumerate(top)}
+    labels.update(dict.fromkeys(rest, 0))
+    return labels
+
+
+@dataclass(frozen=True)
+class TopKResult:
+    """The top-k ground truth of one (assessor, query) session.
+
+    ``top``: best first. ``rest``: eviction/discard order (kept for audit; semantically a set).
+    ``judgments``: questions posed to the assessor. ``calls``: protocol comparisons including
+    those answered from the pair cache (digest §2.4 item 4: report both).
+    """
+
+    k: int
+    n: int
+    top: list[str]
+    rest: list[str]
+    kappa_labels: dict[str, int]
+    judgments: int
+    calls: int = 0
+    judged: tuple[PairJudgment, ...] = field(default=(), repr=False)
+
+    @classmethod
+    def build(
+        cls,
+        k: int,
+        top: Sequence[str],
+        rest: Sequence[str],
+        judged: Sequence[PairJudgment] = (),
+    ) -> TopKResult:
+        """Assemble a result, deriving n, κ-labels and the two judgment counts."""
+        judged = tuple(judged)
+        return cls(
+            k=k,
+            n=len(top) + len(rest),
+            top=list(top),
+            rest=list(rest),
+            kappa_labels=kappa_labels(top, rest, k),
+            judgments=sum(1 for j in judged if not j.cached),
+            calls=len(judged),
+            judged=judged,
+        )
+
+    def ranking(self) -> list[str]:
+        """Top in order, then the rest (whose internal order carries no preference)."""
+        return [*self.top, *self.rest]
+
+    def _direct(self) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
+        strict: set[tuple[str, str]] = set()
+        for j in self.judged:
+            if j.cached or j.winner is None:
+                continue
+            loser = j.b if j.winner == j.a else j.a
+            strict.add((j.winner, loser))
+        return strict, {(w, lo) for (lo, w) in strict}
+
+    def implied_pairs(self) -> Iterator[ImpliedPair]:
+        """Every implied preference: inside the top by position, then every top over every rest.
+
+        ``m(m-1)/2 + m(n-m)`` pairs with ``m = len(top)``.
+        """
+        said, reversed_ = self._direct()
+        for i, better in enumerate(self.top):
+            for worse in self.top[i + 1 :]:
+                key = (better, worse)
+                yield ImpliedPair(better, worse, key in said, key in reversed_)
+        for better in self.top:
+            for worse in self.rest:
+                key = (better, worse)
+                yield ImpliedPair(better, worse, key in said, key in reversed_)
+
+    def preference_pairs(self) -> list[tuple[str, str]]:
+        """The implied pairs as ``(better, worse)`` tuples."""
+        return [(p.better, p.worse) for p in self.implied_pairs()]
+
+
+@dataclass(frozen=True)
+class GradedResult:
+    """The five-grade result (tool T2): one grade in 0..4 per document."""
+
+    grades: dict[str, int]
+    judgments: int
+    order: tuple[str, ...] = ()

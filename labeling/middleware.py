@@ -1,0 +1,44 @@
+"""Middlewares: functions from protocol to protocol (DESIGN.md §3).
+
+A middleware drives an inner protocol generator and may answer some of its questions itself;
+the questions it passes through are the ones the assessor sees. The protocol never knows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from labeling.heap import Compare, Protocol, Winner
+
+
+def with_pair_cache(
+    protocol: Protocol,
+    on_hit: Callable[[Compare, Winner], None] | None = None,
+) -> Protocol:
+    """Answer a repeated pair (either orientation) from its first answer (digest §2.4 item 4).
+
+    The cache is keyed by the unordered pair and stores the winner (``None`` for a tie), which
+    is orientation-free, so ``prefer(b, a)`` after ``prefer(a, b)`` is answered too. For a
+    consistent assessor the result is unchanged; only the judgment count drops (≈10%).
+    ``on_hit`` is told about every question answered from the cache (for the audit record).
+    """
+    # Key: the pair in sorted order (cheaper to build than a frozenset; same meaning).
+    cache: dict[tuple[str, str], Winner] = {}
+    try:
+        question = next(protocol)
+    except StopIteration as stop:
+        return stop.value
+    while True:
+        a, b = question.a, question.b
+        key = (a, b) if a < b else (b, a)
+        if key in cache:
+            winner = cache[key]
+            if on_hit is not None:
+                on_hit(question, winner)
+        else:
+            winner = yield question
+            cache[key] = winner
+        try:
+            question = protocol.send(winner)
+        except StopIteration as stop:
+            return stop.value

@@ -1,0 +1,461 @@
+"""Judging sessions: a protocol rebuilt from ``(task config, answers so far)`` (contract C1).
+
+```python
+opts = validate_options("topk", {"allow_ties": True})
+s = open_session("topk", doc_ids, k=10, seed=7, options=opts, answers=log)
+s.pending        # PairQuestion(seq, left, right) | GradeQuestion(seq, doc_id) | None
+s.submit(PairAnswer(q.left, q.right, "left"))
+s.progress()     # Progress(judgments, expected_remaining, max_remaining, done)
+s.result()       # TopKResult | GradedResult
+```
+
+The judgment log is the only state (DESIGN.md §1): undo is ``open_session(..., answers[:-1])``.
+
+Decisions where the paper is silent (seed-digest §2.4):
+
+* **Initial order.** Steps 1 and 2 take documents in a seeded shuffle of ``doc_ids``
+  (``random.Random(seed)``), or in ``initial_order`` (best first, e.g. a system ranking) when
+  given; documents missing from ``initial_order`` follow it in seeded order.
+* **Orientation.** Which document is on the left is a hash of ``(seed, seq)``: deterministic,
+  independent of the answers' content, and balanced. The protocol only sees the pair.
+* **Pair cache** (default on). A repeated pair, in either orientation, is answered from the
+  earlier answer and never posed, so ``seq`` counts posed questions only. Off reproduces the
+  paper's counts.
+* **Ties** (default off). ``"tie"`` counts as "not preferred" both ways: no replacement, no swap.
+  When ties are off, ``"tie"`` is :class:`InvalidAnswer`.
+* **Not relevant** (default off). Offered only at a Step-2 root comparison, and it refers to the
+  *challenger* (the stream item compared with the root): the challenger goes straight to the
+  rest, exactly like a lost root comparison, and the answer is recorded as ``"not_relevant"``.
+  In the build and sort phases both documents are already in the top k, so the answer is
+  :class:`InvalidAnswer` there (see :attr:`TopKSession.allowed_outcomes`).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from labeling.errors import (
+    ConfigError,
+    Finished,
+    InvalidAnswer,
+    LabelingError,
+    NotFinished,
+    WrongQuestion,
+)
+from labeling.estimate import expected_remaining
+from labeling.graded import check_grade, five_grade
+from labeling.groundtruth import GradedResult, PairJudgment, TopKResult
+from labeling.heap import Compare, HeapTopK, Winner
+from labeling.middleware import with_pair_cache
+from labeling.types import (
+    METHODS,
+    Answer,
+    GradeAnswer,
+    GradeQuestion,
+    Outcome,
+    PairAnswer,
+    PairQuestion,
+    Progress,
+)
+
+#: Options of each method and their defaults (all recorded in the task config).
+DEFAULT_OPTIONS: dict[str, dict[str, Any]] = {
+    "topk": {"allow_ties": False, "pair_cache": True, "not_relevant": False, "initial_order": None},
+    "graded": {},
+}
+
+_MASK = (1 << 64) - 1
+
+
+def _mix64(x: int) -> int:
+    """SplitMix64 finaliser: a fast, well-mixed 64-bit hash (Steele et al. 2014)."""
+    x = (x + 0x9E3779B97F4A7C15) & _MASK
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK
+    return x ^ (x >> 31)
+
+
+class Orientation:
+    """Which side each question shows first: bit ``seq % 64`` of ``mix64(mix64(seed) + seq // 64)``.
+
+    A deterministic function of ``(seed, seq)`` only (not of the answers, nor of n), balanced,
+    and independent of the document shuffle. One hash gives the bits of 64 questions.
+    """
+
+    __slots__ = ("_base", "blocks")
+
+    def __init__(self, seed: int) -> None:
+        self._base = _mix64(seed & _MASK)
+        self.blocks: list[int] = []
+
+    def bits(self, block: int) -> int:
+        """The 64 orientation bits of questions ``64·block`` … ``64·block + 63``."""
+        return _mix64((self._base + block) & _MASK)
+
+    def swapped(self, seq: int) -> bool:
+        """True if question ``seq`` shows the protocol's pair ``(a, b)`` as ``(b, a)``."""
+        blocks = self.blocks
+        while len(blocks) <= seq >> 6:
+            blocks.append(self.bits(len(blocks)))
+        return (blocks[seq >> 6] >> (seq & 63)) & 1 == 1
+
+
+def shows_swapped(seed: int, seq: int) -> bool:
+    """Whether question ``seq`` of a task with ``seed`` shows the protocol's pair as (b, a)."""
+    return Orientation(seed).swapped(seq)
+
+
+def seeded_order(doc_ids: Sequence[str], seed: int) -> list[str]:
+    """The task's random document order (uniform, stable across runs and Python versions).
+
+    Sorting by i.i.d. keys from ``random.Random(seed).random()`` is a uniform shuffle (ties
+    have probability ~0 and fall back to the id); it is several times cheaper than
+    ``random.shuffle`` in CPython, and the order is rebuilt on every replay.
+    """
+    draw = random.Random(seed).random
+    return [doc for _, doc in sorted([(draw(), doc) for doc in doc_ids])]
+
+
+def _check_method(method: object) -> str:
+    if method not in METHODS:
+        raise ConfigError(f"unknown method {method!r}; expected one of {', '.join(METHODS)}")
+    return str(method)
+
+
+def validate_options(method: str, options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Return the complete options of ``method`` (defaults filled in); ConfigError on bad input.
+
+    Idempotent: ``validate_options(m, validate_options(m, o)) == validate_options(m, o)``.
+    """
+    method = _check_method(method)
+    if options is None:
+        options = {}
+    if not isinstance(options, Mapping):
+        raise ConfigError(f"options must be a mapping, got {type(options).__name__}")
+    defaults = DEFAULT_OPTIONS[method]
+    unknown = sorted(str(key) for key in options if key not in defaults)
+    if unknown:
+        known = ", ".join(defaults) or "none"
+        raise ConfigError(f"unknown option(s) for {method}: {', '.join(unknown)} (known: {known})")
+    out = dict(defaults)
+    for key, value in options.items():
+        if key == "initial_order":
+            out[key] = _check_initial_order(value)
+        else:
+            if not isinstance(value, bool):
+                raise ConfigError(f"option {key} must be true or false, got {value!r}")
+            out[key] = value
+    return out
+
+
+def _check_initial_order(value: object) -> list[str] | None:
+    if value is None:
+        return None
+    if isinstance(value, str | bytes) or not isinstance(value, Sequence):
+        raise ConfigError("option initial_order must be null or a list of document ids")
+    seen: set[str] = set()
+    for pos, doc in enumerate(value):
+        if not isinstance(doc, str) or not doc:
+            raise ConfigError(f"initial_order[{pos}] must be a non-empty string, got {doc!r}")
+        if doc in seen:
+            raise ConfigError(f"initial_order[{pos}]: document {doc!r} is listed twice")
+        seen.add(doc)
+    return list(value)
+
+
+def _check_doc_ids(doc_ids: object) -> list[str]:
+    if isinstance(doc_ids, str | bytes) or not isinstance(doc_ids, Sequence):
+        raise ConfigError("doc_ids must be a list of document ids")
+    if len(doc_ids) == 0:
+        raise ConfigError("a session needs at least one document (doc_ids is empty)")
+    # Fast path (replay runs on every request); the loop below only locates the error.
+    unique = set(doc_ids)
+    if len(unique) == len(doc_ids) and set(map(type, unique)) == {str} and "" not in unique:
+        return list(doc_ids)
+    seen: set[str] = set()
+    for pos, doc in enumerate(doc_ids):
+        if not isinstance(doc, str) or not doc:
+            raise ConfigError(f"doc_ids[{pos}] must be a non-empty string, got {doc!r}")
+        if doc in seen:
+            raise ConfigError(f"doc_ids[{pos}]: duplicate document id {doc!r}")
+        seen.add(doc)
+    return list(doc_ids)
+
+
+def _check_seed(seed: object) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ConfigError(f"seed must be an integer, got {seed!r}")
+    return seed
+
+
+class TopKSession:
+    """Tool T1: Algorithm 1 (:mod:`labeling.heap`) behind the :class:`JudgingSession` interface."""
+
+    method = "topk"
+
+    def __init__(self, doc_ids: Sequence[str], *, k: int, seed: int, options: dict[str, Any]):
+        self.doc_ids = doc_ids
+        self.k = k
+        self.seed = seed
+        self.options = options
+        self.allow_ties: bool = options["allow_ties"]
+        self.pair_cache: bool = options["pair_cache"]
+        self.not_relevant: bool = options["not_relevant"]
+        initial = options["initial_order"]
+        if initial is None:
+            order = seeded_order(doc_ids, seed)
+        else:
+            known = set(doc_ids)
+            for pos, doc in enumerate(initial):
+                if doc not in known:
+                    raise ConfigError(f"initial_order[{pos}]: {doc!r} is not one of the documents")
+            listed = set(initial)
+            order = list(initial) + seeded_order([d for d in doc_ids if d not in listed], seed)
+        self.order = order
+        self.state = HeapTopK(order, k)
+        self.answers: list[PairAnswer] = []
+        # Protocol comparisons as plain tuples (a, b, winner, not_relevant, cached); turned into
+        # PairJudgment records only for the result, because replay speed matters.
+        self._judged: list[tuple[str, str, Winner, bool, bool]] = []
+        self._orientation = Orientation(seed)
+        self._outcome: tuple[list[str], list[str]] | None = None
+        gen = self.state.run()
+        if self.pair_cache:
+            gen = with_pair_cache(gen, self._cache_hit)
+        self._gen = gen
+        self._compare: Compare | None = None
+        self._left = self._right = ""
+        self._question: PairQuestion | None = None
+        self._result: TopKResult | None = None
+        self._advance(None, first=True)
+
+    def _cache_hit(self, question: Compare, winner: Winner) -> None:
+        self._judged.append((question.a, question.b, winner, False, True))
+
+    def _advance(self, winner: Winner, *, first: bool = False) -> None:
+        """Send the winner to the protocol and orient its next question (the replay hot path)."""
+        self._question = None
+        try:
+            compare = next(self._gen) if first else self._gen.send(winner)
+        except StopIteration as stop:
+            self._compare = None
+            self._outcome = stop.value  # (top, rest); the result record is built on demand
+            return
+        self._compare = compare
+        seq = len(self.answers)
+        blocks = self._orientation.blocks  # Orientation.swapped(seq), inlined for replay speed
+        if seq >> 6 >= len(blocks):
+            blocks.append(self._orientation.bits(len(blocks)))
+        if (blocks[seq >> 6] >> (seq & 63)) & 1:
+            self._left, self._right = compare.b, compare.a
+        else:
+            self._left, self._right = compare.a, compare.b
+
+    @property
+    def judged(self) -> list[PairJudgment]:
+        """Every protocol comparison so far, posed or answered from the cache, in order."""
+        return [PairJudgment(*j) for j in self._judged]
+
+    @property
+    def pending(self) -> PairQuestion | None:
+        """The question to show, or None when done (built on demand: replay never needs it)."""
+        if self._compare is None:
+            return None
+        if self._question is None:
+            self._question = PairQuestion(len(self.answers), self._left, self._right)
+        return self._question
+
+    @property
+    def done(self) -> bool:
+        return self._compare is None
+
+    @property
+    def phase(self) -> str:
+        """``build`` / ``stream`` / ``sort`` / ``done`` (Steps 1, 2, 3 of Algorithm 1)."""
+        return self.state.phase
+
+    @property
+    def pending_challenger(self) -> str | None:
+        """The stream item of a pending Step-2 root comparison ("not relevant" refers to it)."""
+        c = self._compare
+        return c.a if c is not None and c.challenger else None
+
+    @property
+    def allowed_outcomes(self) -> tuple[Outcome, ...]:
+        """The outcomes :meth:`submit` accepts for the pending question (empty when done)."""
+        if self._compare is None:
+            return ()
+        out: list[Outcome] = ["left", "right"]
+        if self.allow_ties:
+            out.append("tie")
+        if self.not_relevant and self._compare.challenger:
+            out.append("not_relevant")
+        return tuple(out)
+
+    def submit(self, answer: Answer) -> None:
+        """Record one answer to the pending question; on error raise and change nothing."""
+        compare = self._compare
+        if compare is None:
+            raise Finished("the session is finished; there is no pending question")
+        left, right = self._left, self._right
+        if not isinstance(answer, PairAnswer):
+            raise WrongQuestion(
+                f"question {len(self.answers)} is a pair ({left!r}, {right!r}); "
+                f"got {type(answer).__name__}"
+            )
+        if answer.left != left or answer.right != right:
+            if answer.left == right and answer.right == left:
+                raise WrongQuestion(
+                    f"question {len(self.answers)} shows ({left!r}, {right!r}); the answer has "
+                    "the pair in swapped orientation (echo left/right as shown)"
+                )
+            raise WrongQuestion(
+                f"question {len(self.answers)} is ({left!r}, {right!r}), "
+                f"not ({answer.left!r}, {answer.right!r})"
+            )
+        outcome = answer.outcome
+        not_relevant = False
+        if outcome == "left":
+            winner: Winner = left
+        elif outcome == "right":
+            winner = right
+        elif outcome == "tie":
+            if not self.allow_ties:
+                raise InvalidAnswer("ties are not enabled for this task")
+            winner = None
+        elif outcome == "not_relevant":
+            if not self.not_relevant:
+                raise InvalidAnswer("the not-relevant answer is not enabled for this task")
+            if not compare.challenger:
+                raise InvalidAnswer(
+                    "not_relevant applies only to a challenger in Step 2 "
+                    f"(phase {self.state.phase!r} compares two top-k documents)"
+                )
+            winner = compare.b  # the challenger loses its root comparison
+            not_relevant = True
+        else:
+            raise InvalidAnswer(
+                f"unknown outcome {outcome!r}; expected one of {', '.join(self.allowed_outcomes)}"
+            )
+        self.answers.append(answer)
+        self._judged.append((compare.a, compare.b, winner, not_relevant, False))
+        self._advance(winner)
+
+    def progress(self) -> Progress:
+        """Judgments so far, expected and worst-case remaining questions."""
+        if self._compare is None:
+            return Progress(len(self.answers), 0.0, 0, True)
+        bound = self.state.max_remaining()
+        expected = min(float(bound), expected_remaining(self.state, cache=self.pair_cache))
+        return Progress(len(self.answers), max(1.0, expected), bound, False)
+
+    def result(self) -> TopKResult:
+        """The top-k ground truth (:class:`TopKResult`); NotFinished while a question is pending."""
+        if self._outcome is None:
+            raise NotFinished(f"{len(self.answers)} judgments so far; the session is not finished")
+        if self._result is None:
+            top, rest = self._outcome
+            self._result = TopKResult.build(self.k, top, rest, self.judged)
+        return self._result
+
+
+class GradedSession:
+    """Tool T2: one grade per document in seeded random order (:mod:`labeling.graded`)."""
+
+    method = "graded"
+
+    def __init__(self, doc_ids: Sequence[str], *, seed: int) -> None:
+        self.doc_ids = doc_ids
+        self.seed = seed
+        self.options: dict[str, Any] = {}
+        self.order = seeded_order(doc_ids, seed)
+        self.answers: list[GradeAnswer] = []
+        self._gen = five_grade(self.order)
+        self._pending: GradeQuestion | None = GradeQuestion(0, next(self._gen))
+        self._result: GradedResult | None = None
+
+    @property
+    def pending(self) -> GradeQuestion | None:
+        return self._pending
+
+    @property
+    def done(self) -> bool:
+        return self._pending is None
+
+    @property
+    def allowed_outcomes(self) -> tuple[int, ...]:
+        """The grades :meth:`submit` accepts (empty when done)."""
+        return () if self._pending is None else (0, 1, 2, 3, 4)
+
+    def submit(self, answer: Answer) -> None:
+        """Record one grade for the pending document; on error raise and change nothing."""
+        q = self._pending
+        if q is None:
+            raise Finished("the session is finished; there is no pending question")
+        if not isinstance(answer, GradeAnswer):
+            raise WrongQuestion(
+                f"question {q.seq} grades {q.doc_id!r}; got {type(answer).__name__}"
+            )
+        if answer.doc_id != q.doc_id:
+            raise WrongQuestion(f"question {q.seq} grades {q.doc_id!r}, not {answer.doc_id!r}")
+        grade = check_grade(answer.grade)
+        self.answers.append(answer)
+        try:
+            self._pending = GradeQuestion(len(self.answers), self._gen.send(grade))
+        except StopIteration as stop:
+            self._pending = None
+            self._result = GradedResult(stop.value, len(self.answers), tuple(self.order))
+
+    def progress(self) -> Progress:
+        """``done / n``: exactly ``n - judgments`` remain."""
+        left = len(self.order) - len(self.answers)
+        return Progress(len(self.answers), float(left), left, left == 0)
+
+    def result(self) -> GradedResult:
+        if self._result is None:
+            raise NotFinished(f"{len(self.answers)} of {len(self.order)} documents graded so far")
+        return self._result
+
+
+Session = TopKSession | GradedSession
+
+
+def open_session(
+    method: str,
+    doc_ids: Sequence[str],
+    *,
+    k: int = 10,
+    seed: int,
+    options: Mapping[str, Any] | None = None,
+    answers: Sequence[Answer] = (),
+) -> Session:
+    """Rebuild a session from its config and replay ``answers`` in order (contract C1).
+
+    Raises :class:`ConfigError` for a bad config and, if the log does not replay, the
+    :class:`LabelingError` of the first answer that does not fit (its index in the message).
+    """
+    method = _check_method(method)
+    opts = validate_options(method, options)
+    ids = _check_doc_ids(doc_ids)
+    seed = _check_seed(seed)
+    session: Session
+    if method == "topk":
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise ConfigError(f"k must be an integer >= 1, got {k!r}")
+        session = TopKSession(ids, k=k, seed=seed, options=opts)
+    else:
+        session = GradedSession(ids, seed=seed)
+    replay(session, answers)
+    return session
+
+
+def replay(session: Session, answers: Sequence[Answer]) -> Session:
+    """Submit ``answers`` in order; a failure names the answer index."""
+    for index, answer in enumerate(answers):
+        try:
+            session.submit(answer)
+        except LabelingError as err:
+            raise type(err)(f"answer {index} does not replay: {err}") from err
+    return session

@@ -1,0 +1,287 @@
+"""Simulated assessors, for tests, benchmarks and study budgeting (``heapjudge simulate``).
+
+An :class:`Assessor` answers from hidden relevance scores:
+
+* **consistent oracle** (default): a strict total order, score descending, equal scores broken
+  by a seeded random order, so it is transitive and never ties unless asked to;
+* **flip noise** ``flip = p``: each strict pairwise answer is reversed with probability p;
+* **Thurstone** (Case V): ``P(a ≻ b) = Φ((s_a - s_b) / (σ√2))``, i.e. each judgment compares
+  ``s + N(0, σ²)`` draws, so close documents are confused more often (Thurstone 1927);
+* **Bradley–Terry**: ``P(a ≻ b) = 1 / (1 + exp(-(s_a - s_b) / τ))`` (Bradley & Terry 1952);
+* **ties** ``tie = t``: answers "tie" with probability t when the task allows ties;
+* **not relevant**: with ``not_relevant_below = x`` and the option on, a Step-2 challenger whose
+  score is below x is called not relevant;
+* **time model**: log-normal seconds per judgment with configurable means. 003 reports 13.87 s per
+  five-grade judgment and a pair 2–3× faster; the defaults are 13.87 s and 13.87/2.5 = 5.55 s.
+
+Grades for the five-grade protocol are the given graded qrels, or (from scores) rank
+quintiles: the best fifth gets 4, the worst fifth 0. ``flip`` moves a grade one step with
+probability p.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from labeling.errors import ConfigError
+from labeling.graded import MAX_GRADE
+from labeling.groundtruth import GradedResult, TopKResult
+from labeling.session import GradedSession, TopKSession, open_session
+from labeling.types import Answer, GradeAnswer, GradeQuestion, PairAnswer, PairQuestion
+
+NoiseModel = Literal["none", "thurstone", "bradley_terry"]
+
+#: Mean seconds per five-grade judgment reported in 003 (Table 1).
+GRADE_SECONDS = 13.87
+#: Mean seconds per pairwise judgment: "2-3x less" than a grade (003); 2.5x is the midpoint.
+PAIR_SECONDS = GRADE_SECONDS / 2.5
+
+
+@dataclass(frozen=True)
+class TimeModel:
+    """Log-normal active seconds per judgment: ``exp(N(μ, σ²))`` with ``μ = ln(mean) - σ²/2``,
+    so that the mean is exactly ``mean``."""
+
+    pair_mean: float = PAIR_SECONDS
+    grade_mean: float = GRADE_SECONDS
+    sigma: float = 0.6
+
+    def __post_init__(self) -> None:
+        if not (self.pair_mean > 0 and self.grade_mean > 0 and self.sigma >= 0):
+            raise ConfigError("time model means must be > 0 and sigma >= 0")
+
+    def sample(self, rng: random.Random, kind: Literal["pair", "grade"]) -> float:
+        """Seconds for one judgment of ``kind``."""
+        mean = self.pair_mean if kind == "pair" else self.grade_mean
+        return rng.lognormvariate(math.log(mean) - self.sigma**2 / 2, self.sigma)
+
+
+def _probability(name: str, value: float) -> float:
+    if not 0.0 <= value <= 1.0:
+        raise ConfigError(f"{name} must be a probability in [0, 1], got {value!r}")
+    return value
+
+
+@dataclass
+class Assessor:
+    """A simulated assessor with hidden relevance ``scores`` (higher is more relevant)."""
+
+    scores: Mapping[str, float]
+    seed: int = 0
+    flip: float = 0.0
+    noise: NoiseModel = "none"
+    scale: float = 1.0
+    tie: float = 0.0
+    not_relevant_below: float | None = None
+    grades: Mapping[str, int] | None = None
+    time: TimeModel = field(default_factory=TimeModel)
+    rank: dict[str, int] = field(init=False, repr=False)
+    rng: random.Random = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        _probability("flip", self.flip)
+        _probability("tie", self.tie)
+        if self.noise not in ("none", "thurstone", "bradley_terry"):
+            raise ConfigError(f"unknown noise model {self.noise!r}")
+        if not self.scale > 0:
+            raise ConfigError(f"noise scale must be > 0, got {self.scale!r}")
+        self.rng = random.Random(self.seed)
+        # Seeded tie-break: equal scores are ordered by a random permutation of the ids.
+        ids = sorted(self.scores)
+        self.rng.shuffle(ids)
+        tiebreak = {doc: i for i, doc in enumerate(ids)}
+        order = sorted(ids, key=lambda d: (-self.scores[d], tiebreak[d]))
+        self.rank = {doc: i for i, doc in enumerate(order)}
+
+    @classmethod
+    def from_grades(cls, grades: Mapping[str, int], **kwargs: Any) -> Assessor:
+        """A consistent oracle from graded qrels; equal grades are broken by the seed."""
+        return cls({d: float(g) for d, g in grades.items()}, grades=dict(grades), **kwargs)
+
+    # -- the truth -------------------------------------------------------------------------
+    def true_order(self) -> list[str]:
+        """All documents best first (the consistent oracle's total order)."""
+        return sorted(self.rank, key=self.rank.__getitem__)
+
+    def true_topk(self, k: int, doc_ids: Sequence[str] | None = None) -> list[str]:
+        """The true top k (of ``doc_ids`` if given), best first."""
+        docs = self.true_order() if doc_ids is None else sorted(doc_ids, key=self.rank.__getitem__)
+        return docs[:k]
+
+    def true_grade(self, doc: str) -> int:
+        """The graded qrel, or the rank quintile (4 for the best fifth) without qrels."""
+        if self.grades is not None:
+            return self.grades[doc]
+        n = len(self.rank)
+        return MAX_GRADE - (self.rank[doc] * (MAX_GRADE + 1)) // n
+
+    # -- answering ---------------------------------------------------------------------------
+    def prefers(self, a: str, b: str) -> bool:
+        """One (possibly noisy) strict judgment: is ``a`` more relevant than ``b``?"""
+        if self.noise == "none":
+            better = self.rank[a] < self.rank[b]
+        else:
+            diff = self.scores[a] - self.scores[b]
+            if self.noise == "thurstone":
+                p = 0.5 * math.erfc(-diff / (self.scale * 2.0))  # Φ(diff / (σ√2))
+            else:
+                p = 1.0 / (1.0 + math.exp(-diff / self.scale))
+            better = self.rng.random() < p
+        if self.flip and self.rng.random() < self.flip:
+            better = not better
+        return better
+
+    def answer_pair(
+        self,
+        question: PairQuestion,
+        allowed: Sequence[str] = ("left", "right"),
+        challenger: str | None = None,
+    ) -> PairAnswer:
+        """Answer a pair question; uses "tie" / "not_relevant" only when ``allowed``."""
+        left, right = question.left, question.right
+        if (
+            challenger is not None
+            and "not_relevant" in allowed
+            and self.not_relevant_below is not None
+            and self.scores[challenger] < self.not_relevant_below
+        ):
+            return PairAnswer(left, right, "not_relevant")
+        if self.tie and "tie" in allowed and self.rng.random() < self.tie:
+            return PairAnswer(left, right, "tie")
+        return PairAnswer(left, right, "left" if self.prefers(left, right) else "right")
+
+    def answer_grade(self, question: GradeQuestion) -> GradeAnswer:
+        """Grade one document (true grade, moved one step with probability ``flip``)."""
+        grade = self.true_grade(question.doc_id)
+        if self.flip and self.rng.random() < self.flip:
+            step = self.rng.choice((-1, 1))
+            # At the ends of the scale the only neighbour is on the other side.
+            grade = grade + step if 0 <= grade + step <= MAX_GRADE else grade - step
+        return GradeAnswer(question.doc_id, grade)
+
+    def answer(self, session: TopKSession | GradedSession) -> Answer:
+        """Answer the session's pending question."""
+        q = session.pending
+        if isinstance(q, PairQuestion) and isinstance(session, TopKSession):
+            return self.answer_pair(q, session.allowed_outcomes, session.pending_challenger)
+        if isinstance(q, GradeQuestion):
+            return self.answer_grade(q)
+        raise ConfigError("the session has no pending question")
+
+    def seconds(self, kind: Literal["pair", "grade"]) -> float:
+        """Active seconds for one judgment (the time model)."""
+        return self.time.sample(self.rng, kind)
+
+
+@dataclass(frozen=True)
+class SimulatedRun:
+    """What a simulated session produced: the result, the answer log and active seconds."""
+
+    result: TopKResult | GradedResult
+    answers: list[Answer]
+    seconds: list[float]
+
+    @property
+    def judgments(self) -> int:
+        return len(self.answers)
+
+    @property
+    def total_seconds(self) -> float:
+        return sum(self.seconds)
+
+
+def run_session(
+    session: TopKSession | GradedSession, assessor: Assessor, *, timed: bool = True
+) -> SimulatedRun:
+    """Answer ``session`` with ``assessor`` until it is done."""
+    answers: list[Answer] = []
+    seconds: list[float] = []
+    kind: Literal["pair", "grade"] = "pair" if isinstance(session, TopKSession) else "grade"
+    while not session.done:
+        answer = assessor.answer(session)
+        session.submit(answer)
+        answers.append(answer)
+        if timed:
+            seconds.append(assessor.seconds(kind))
+    return SimulatedRun(session.result(), answers, seconds)
+
+
+def simulate(
+    method: str,
+    doc_ids: Sequence[str],
+    assessor: Assessor,
+    *,
+    k: int = 10,
+    seed: int = 0,
+    options: Mapping[str, Any] | None = None,
+    timed: bool = True,
+) -> SimulatedRun:
+    """Open a fresh session (contract C1) and run it to the end against ``assessor``."""
+    session = open_session(method, doc_ids, k=k, seed=seed, options=options)
+    return run_session(session, assessor, timed=timed)
+
+
+@dataclass(frozen=True)
+class StudyTrial:
+    """One simulated (assessor, query) session of :func:`simulate_study`."""
+
+    judgments: int
+    calls: int
+    exact: bool
+    seconds: float
+    truth_labels: list[int]  # κ-labels of the true top-k, by document index
+    produced_rank: list[int]  # position of each document in the produced ranking (0 = best)
+
+
+def simulate_study(
+    n: int,
+    k: int,
+    trials: int,
+    *,
+    noise: float = 0.0,
+    ties: float = 0.0,
+    cache: bool = True,
+    seed: int = 0,
+    time: TimeModel | None = None,
+) -> list[StudyTrial]:
+    """Budget a top-k study: ``trials`` sessions of ``n`` documents against simulated assessors.
+
+    Each trial draws distinct latent scores (a random permutation), a session seed and an
+    assessor seed from ``random.Random(seed)``; the assessor flips answers with probability
+    ``noise`` and says "tie" with probability ``ties`` (ties are enabled iff ``ties > 0``).
+    """
+    if n < 1 or k < 1 or trials < 1:
+        raise ConfigError(f"n, k and trials must be >= 1, got n={n}, k={k}, trials={trials}")
+    _probability("noise", noise)
+    _probability("ties", ties)
+    master = random.Random(seed)
+    docs = [f"d{i:04d}" for i in range(n)]
+    options = {"pair_cache": cache, "allow_ties": ties > 0}
+    time = time or TimeModel()
+    out: list[StudyTrial] = []
+    for _ in range(trials):
+        values = list(range(n))
+        master.shuffle(values)
+        scores = dict(zip(docs, map(float, values), strict=True))
+        assessor = Assessor(scores, seed=master.getrandbits(32), flip=noise, tie=ties, time=time)
+        run = simulate("topk", docs, assessor, k=k, seed=master.getrandbits(32), options=options)
+        result = run.result
+        assert isinstance(result, TopKResult)
+        truth = assessor.true_topk(k)
+        truth_label = {d: k - i for i, d in enumerate(truth)}
+        position = {d: i for i, d in enumerate(result.ranking())}
+        out.append(
+            StudyTrial(
+                judgments=result.judgments,
+                calls=result.calls,
+                exact=result.top == truth,
+                seconds=run.total_seconds,
+                truth_labels=[truth_label.get(d, 0) for d in docs],
+                produced_rank=[position[d] for d in docs],
+            )
+        )
+    return out

@@ -1,0 +1,334 @@
+"""TREC formats: topics (``<top>`` blocks), SGML documents (``<DOC>``) and qrels.
+
+Topics (TREC ad hoc / Web style; closing tags optional, field labels optional)::
+
+    <top>
+    <num> Number: 401
+    <title> foreign minorities, Germany
+    <desc> Description:
+    What language and cultural differences impede the integration ...
+    <narr> Narrative:
+    A relevant document will focus on ...
+    </top>
+
+Documents::
+
+    <DOC>
+    <DOCNO> WSJ880406-0090 </DOCNO>
+    <HL> AT&T Unveils Services to Upgrade Phone Networks </HL>
+    <TEXT> ... </TEXT>
+    </DOC>
+
+Qrels: ``qid iteration docno rel`` per line (binary or graded).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator
+from typing import Literal
+
+from labeling.sources.base import (
+    IssueCollector,
+    QrelsEntry,
+    SourceDocument,
+    Topic,
+    numbered_lines,
+    split_lines,
+)
+
+Lines = str | bytes | Iterable[str | bytes]
+
+_TOPIC_FIELD = re.compile(r"<\s*(num|title|desc|narr)\s*>", re.IGNORECASE)
+_CLOSE_FIELD = re.compile(r"<\s*/\s*(num|title|desc|narr)\s*>", re.IGNORECASE)
+_LABELS = {
+    "num": re.compile(r"^\s*(?:number|topic)\s*:\s*", re.IGNORECASE),
+    "desc": re.compile(r"^\s*description\s*:\s*", re.IGNORECASE),
+    "narr": re.compile(r"^\s*narrative\s*:\s*", re.IGNORECASE),
+    "title": re.compile(r"^\s*(?:topic|title)\s*:\s*", re.IGNORECASE),
+}
+_SPACE = re.compile(r"\s+")
+
+
+def _lines(data: Lines) -> Iterable[str | bytes]:
+    return split_lines(data) if isinstance(data, str | bytes) else data
+
+
+def _clean(text: str, *, keep_newlines: bool = False) -> str:
+    if keep_newlines:
+        return "\n".join(_SPACE.sub(" ", ln).strip() for ln in text.strip().splitlines()).strip()
+    return _SPACE.sub(" ", text).strip()
+
+
+def parse_topics(data: Lines, *, file: str = "topics") -> list[Topic]:
+    """Parse TREC ``<top>`` blocks into :class:`Topic` values (in file order).
+
+    ``<num>`` gives the query id (a leading ``Number:`` is dropped), ``<title>`` the query text,
+    ``<desc>``/``<narr>`` the description and narrative (labels ``Description:``/``Narrative:``
+    dropped). Errors with line numbers: text outside a block, a block opened twice or never
+    closed, a block without ``<num>`` or ``<title>``, a repeated field, a duplicate query id.
+    """
+    issues = IssueCollector(file)
+    topics: list[Topic] = []
+    seen: dict[str, int] = {}
+    block: list[tuple[int, str]] | None = None
+    start = 0
+    for number, text in numbered_lines(_lines(data), file):
+        stripped = text.strip()
+        low = stripped.lower()
+        if block is None:
+            if not stripped:
+                continue
+            if low.startswith("<top>"):
+                block, start = [], number
+                rest = stripped[5:].strip()
+                if rest:
+                    block.append((number, rest))
+                continue
+            issues.add(number, f"text outside a <top> block: {stripped[:40]!r}")
+            continue
+        if low.startswith("<top>"):
+            issues.add(number, f"<top> inside the block opened on line {start} (missing </top>)")
+            block, start = [], number
+            continue
+        if low.startswith("</top>"):
+            topic = _topic_from_block(block, start, issues)
+            if topic is not None:
+                if topic.query_id in seen:
+                    issues.add(
+                        start,
+                        f"duplicate topic number {topic.query_id} (first on line "
+                        f"{seen[topic.query_id]})",
+                    )
+                else:
+                    seen[topic.query_id] = start
+                    topics.append(topic)
+            block = None
+            continue
+        block.append((number, text))
+    if block is not None:
+        issues.add(start, "<top> block is never closed with </top>")
+    if not topics and not issues:
+        issues.add(1, "no <top> blocks found")
+    issues.raise_if_any()
+    return topics
+
+
+def _topic_from_block(
+    block: list[tuple[int, str]], start: int, issues: IssueCollector
+) -> Topic | None:
+    fields: dict[str, list[str]] = {}
+    field_line: dict[str, int] = {}
+    current: str | None = None
+    ok = True
+    for number, text in block:
+        pos = 0
+        line = _CLOSE_FIELD.sub(" ", text)
+        for match in _TOPIC_FIELD.finditer(line):
+            if current is not None:
+                fields[current].append(line[pos : match.start()])
+            current = match.group(1).lower()
+            if current in fields:
+                issues.add(
+                    number, f"<{current}> appears twice in the topic starting on line {start}"
+                )
+                ok = False
+            fields[current] = []
+            field_line[current] = number
+            pos = match.end()
+        if current is None:
+            if line.strip():
+                issues.add(number, "text before the first field tag (<num>, <title>, ...)")
+                ok = False
+            continue
+        fields[current].append(line[pos:])
+    values = {
+        name: _LABELS[name].sub("", _clean(" ".join(parts))) if name in _LABELS else ""
+        for name, parts in fields.items()
+    }
+    if "num" not in values or not values["num"]:
+        issues.add(start, "topic has no <num>")
+        return None
+    if "title" not in values or not values["title"]:
+        issues.add(field_line.get("title", start), f"topic {values['num']} has no <title> text")
+        return None
+    if not ok:
+        return None
+    return Topic(
+        query_id=values["num"],
+        title=values["title"],
+        description=values.get("desc") or None,
+        narrative=values.get("narr") or None,
+        line=start,
+    )
+
+
+_DOC_TAG = re.compile(r"<\s*(/?)\s*([A-Za-z]+)[^>]*>")
+_TITLE_TAGS = ("title", "headline", "hl", "head")
+
+BodyMode = Literal["auto", "text", "html"]
+
+
+def parse_trec_docs(
+    data: Lines, *, file: str = "docs", body: BodyMode = "auto"
+) -> Iterator[SourceDocument]:
+    """Parse TREC SGML ``<DOC>`` … ``</DOC>`` records (a generator; errors raised at the end).
+
+    ``<DOCNO>`` is required. The title comes from the first of ``<TITLE>``, ``<HEADLINE>``,
+    ``<HL>``, ``<HEAD>``. The body is the content of every ``<TEXT>`` element; without any, the
+    whole record minus ``<DOCNO>``/``<DOCHDR>`` (web collections such as .GOV/GOV2 carry raw
+    HTML after the HTTP header block). ``body="auto"`` stores it as ``html`` when it contains an
+    ``<html``/``<body`` tag or the record has a ``<DOCHDR>``, else as ``text``.
+    """
+    issues = IssueCollector(file)
+    seen: dict[str, int] = {}
+    block: list[str] | None = None
+    start = 0
+    for number, text in numbered_lines(_lines(data), file):
+        low = text.strip().lower()
+        if block is None:
+            if not low:
+                continue
+            if low.startswith("<doc>"):
+                block, start = [text.strip()[5:]], number
+                if low.endswith("</doc>") and len(low) > 5:
+                    block[0] = block[0][: -len("</doc>")]
+                    doc = _doc_from_block(block, start, issues, body, seen)
+                    block = None
+                    if doc is not None:
+                        yield doc
+                continue
+            issues.add(number, f"text outside a <DOC> record: {text.strip()[:40]!r}")
+            continue
+        if low.startswith("<doc>"):
+            issues.add(number, f"<DOC> inside the record opened on line {start} (missing </DOC>)")
+            block, start = [], number
+            continue
+        if low.endswith("</doc>"):
+            block.append(text.rstrip()[: -len("</doc>")])
+            doc = _doc_from_block(block, start, issues, body, seen)
+            block = None
+            if doc is not None:
+                yield doc
+            continue
+        block.append(text)
+    if block is not None:
+        issues.add(start, "<DOC> record is never closed with </DOC>")
+    if not seen and not issues:
+        issues.add(1, "no <DOC> records found")
+    issues.raise_if_any()
+
+
+def _element(raw: str, tag: str) -> list[str]:
+    pattern = re.compile(rf"<\s*{tag}\b[^>]*>(.*?)<\s*/\s*{tag}\s*>", re.IGNORECASE | re.DOTALL)
+    return [m.group(1) for m in pattern.finditer(raw)]
+
+
+def _doc_from_block(
+    block: list[str],
+    start: int,
+    issues: IssueCollector,
+    body: BodyMode,
+    seen: dict[str, int],
+) -> SourceDocument | None:
+    raw = "\n".join(block)
+    docnos = _element(raw, "docno")
+    if len(docnos) != 1 or not docnos[0].strip():
+        issues.add(
+            start,
+            "record needs exactly one non-empty <DOCNO>"
+            + (f" (found {len(docnos)})" if len(docnos) != 1 else ""),
+        )
+        return None
+    doc_id = docnos[0].strip()
+    if doc_id in seen:
+        issues.add(start, f"duplicate DOCNO {doc_id} (first on line {seen[doc_id]})")
+        return None
+    seen[doc_id] = start
+    title = None
+    for tag in _TITLE_TAGS:
+        found = _element(raw, tag)
+        if found:
+            title = _clean(found[0])
+            break
+    texts = _element(raw, "text")
+    has_header = bool(re.search(r"<\s*dochdr\b", raw, re.IGNORECASE))
+    if texts:
+        content = "\n".join(t.strip("\n") for t in texts).strip()
+    else:
+        content = re.sub(r"<\s*docno\b.*?<\s*/\s*docno\s*>", "", raw, flags=re.I | re.S)
+        content = re.sub(r"<\s*dochdr\b.*?<\s*/\s*dochdr\s*>", "", content, flags=re.I | re.S)
+        content = content.strip()
+    as_html = body == "html" or (
+        body == "auto"
+        and (has_header or re.search(r"<\s*(html|body)\b", content, re.IGNORECASE) is not None)
+    )
+    if as_html:
+        return SourceDocument(doc_id, title, None, content, start)
+    # Plain text: drop inline SGML tags (<P>, <F P=102>, ...) that TREC newswire carries.
+    content = _clean(_DOC_TAG.sub(" ", content), keep_newlines=True)
+    return SourceDocument(doc_id, title, content, None, start)
+
+
+def trec_grade(raw: int) -> int:
+    """TREC relevance value -> heapjudge grade: negatives (junk/spam, -1/-2) become 0.
+
+    Values above 4 are errors (heapjudge grades are 0..4, the five-grade scale).
+    """
+    if raw > 4:
+        raise ValueError(f"relevance {raw} is above 4 (heapjudge grades are 0..4)")
+    return max(raw, 0)
+
+
+def parse_qrels(
+    data: Lines,
+    *,
+    file: str = "qrels",
+    grade_of: Callable[[int], int] = trec_grade,
+    columns: Literal[3, 4] | None = None,
+) -> list[QrelsEntry]:
+    """Parse qrels: ``qid iter docno rel`` (4 columns, TREC) or ``qid docno rel`` (3 columns).
+
+    ``columns=None`` decides from the first data line; a later line with another column count
+    is an error. ``grade_of`` maps the file's integer relevance to a 0..4 grade (raising
+    ``ValueError`` for a value it does not know, which becomes an error on that line). A
+    (query, document) pair listed twice is an error naming both lines.
+    """
+    issues = IssueCollector(file)
+    out: list[QrelsEntry] = []
+    seen: dict[tuple[str, str], int] = {}
+    for number, text in numbered_lines(_lines(data), file):
+        cols = text.split()
+        if not cols or cols[0].startswith("#"):
+            continue
+        if columns is None:
+            if len(cols) not in (3, 4):
+                issues.add(number, f"expected 'qid iter docno rel' (4 columns), got {len(cols)}")
+                continue
+            columns = 4 if len(cols) == 4 else 3
+        if len(cols) != columns:
+            issues.add(number, f"expected {columns} columns, got {len(cols)}")
+            continue
+        qid, doc, rel_s = (cols[0], cols[2], cols[3]) if columns == 4 else tuple(cols)
+        try:
+            rel = int(rel_s)
+        except ValueError:
+            issues.add(number, f"relevance {rel_s!r} is not an integer")
+            continue
+        try:
+            grade = grade_of(rel)
+        except ValueError as exc:
+            issues.add(number, str(exc))
+            continue
+        key = (qid, doc)
+        if key in seen:
+            issues.add(
+                number, f"query {qid} document {doc} is judged twice (first on line {seen[key]})"
+            )
+            continue
+        seen[key] = number
+        out.append(QrelsEntry(qid, doc, grade, rel_s, number))
+    if not out and not issues:
+        issues.add(1, "no qrels lines found")
+    issues.raise_if_any()
+    return out

@@ -1,0 +1,890 @@
+"""Ranking metrics with every number-changing convention as a named parameter.
+
+All metrics take padded arrays (contract C2 in the project notes)::
+
+    labels (Q, L), scores (Q, L), mask (Q, L) bool  -> per-query values (Q,)
+
+or 1-D arrays for a single query (then Q = 1). ``mask[q, j]`` is True for a real document;
+padding cells are ignored wherever they are (see :func:`ranking.padding.pad_groups`). The work
+is vectorised over queries and documents: one sort per call, then matrix products, with no
+Python loop per query or document.
+
+Ranking ``π``: documents sorted by descending score. Score ties (the ``ties`` parameter):
+
+* ``"stable"``   input order (the paper's choice, seed-digest §0; LightGBM, XGBoost, LETOR);
+* ``"docid"``    doc id *descending*, as trec_eval's ``comp_sim_docno`` and gdeval (needs
+  ``docids``);
+* ``"pessimistic"`` / ``"optimistic"``  the worst / best label first (bounds on any tie order);
+* ``"average"``  the expectation over all orders of each tied group (McSherry & Najork 2008,
+  ECIR, as scikit-learn's ``ndcg_score``): every position of a tied group gets the group's
+  mean gain. Exact for the linear metrics (DCG, NDCG, P@k); ERR, AP and RR are not linear
+  in the order, so they refuse it.
+
+Other conventions (paper defaults first; seed-digest §5, anchors-ranking.md §4):
+
+* ``gain``: ``"exp"`` G(r) = 2^r − 1, or ``"linear"`` G(r) = r.
+* ``discount``: ``"log2"`` D(j) = 1/log2(1 + j), or ``"letor"`` D(j) = 1/max(1, log2 j)
+  (LETOR's Eval-Score scripts: positions 1 and 2 undiscounted).
+* ideal DCG: from the ranked list itself (default), or from ``ideal_labels`` / ``ideal_mask``,
+  an independent padded array of *all* judged labels of each query (trec_eval, gdeval, ranx
+  take the ideal from the qrels, so unretrieved relevant documents lower the score).
+* ``empty``: a query whose ideal gain is 0 (no relevant item) scores ``0``, ``1`` or
+  ``"skip"`` (returned as NaN; :func:`mean` ignores NaN).
+* ``k_beyond``: when ``at`` exceeds the list length, ``"clip"`` to the list (default) or score
+  ``"zero"`` (LETOR 4.0's script leaves NDCG@k undefined, averaged as 0).
+* ERR's ``r_max``: ``"query"`` (the highest label of the query, Niu et al. 2012) or a number
+  (the scale maximum, e.g. 4 as in Chapelle et al. 2009, gdeval, RankLib).
+
+Negative labels (TREC's −1 = "judged unusable") have zero gain and are not relevant.
+
+References: Järvelin & Kekäläinen 2002 (DCG); Burges et al. 2005 (2^r − 1 gain);
+Chapelle et al. 2009 (ERR); Niu, Guo, Lan, Cheng 2012, SIGIR, "Top-k learning to rank:
+labeling, ranking and evaluation" (κ-NDCG, κ-ERR; per-query r_max).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, replace
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+__all__ = [
+    "METRIC_NAMES",
+    "PRESETS",
+    "Conventions",
+    "average_precision",
+    "compute",
+    "dcg",
+    "err",
+    "kappa_err",
+    "kappa_labels_from_topk",
+    "kappa_ndcg",
+    "mean",
+    "ndcg",
+    "parse_metric",
+    "precision",
+    "reciprocal_rank",
+]
+
+Gain = Literal["exp", "linear"]
+Discount = Literal["log2", "letor"]
+Ties = Literal["stable", "docid", "pessimistic", "optimistic", "average"]
+Empty = Literal[0, 1, "skip"]
+KBeyond = Literal["clip", "zero"]
+Ideal = Literal["list", "qrels"]
+
+GAINS: tuple[str, ...] = ("exp", "linear")
+DISCOUNTS: tuple[str, ...] = ("log2", "letor")
+TIES: tuple[str, ...] = ("stable", "docid", "pessimistic", "optimistic", "average")
+EMPTIES: tuple[Any, ...] = (0, 1, "skip")
+K_BEYONDS: tuple[str, ...] = ("clip", "zero")
+IDEALS: tuple[str, ...] = ("list", "qrels")
+
+F64 = NDArray[np.float64]
+
+
+# --------------------------------------------------------------------------------------------
+# input handling
+# --------------------------------------------------------------------------------------------
+
+
+class _Batch:
+    """Validated float64 ``labels``/``scores`` and bool ``mask``, all ``(Q, L)``."""
+
+    __slots__ = ("labels", "mask", "scores")
+
+    def __init__(self, labels: ArrayLike, scores: ArrayLike, mask: ArrayLike | None) -> None:
+        lab = np.asarray(labels, dtype=np.float64)
+        sco = np.asarray(scores, dtype=np.float64)
+        if lab.ndim == 1:
+            lab = lab[None, :]
+        if sco.ndim == 1:
+            sco = sco[None, :]
+        if lab.ndim != 2 or sco.shape != lab.shape:
+            raise ValueError(
+                f"labels and scores must have one shape, (Q, L) or (L,), got {np.shape(labels)} "
+                f"and {np.shape(scores)}"
+            )
+        if mask is None:
+            msk = np.ones(lab.shape, dtype=bool)
+        else:
+            msk = np.asarray(mask, dtype=bool)
+            if msk.ndim == 1:
+                msk = msk[None, :]
+            if msk.shape != lab.shape:
+                raise ValueError(f"mask shape {np.shape(mask)} does not match labels {lab.shape}")
+        if np.isnan(sco[msk]).any():
+            q, j = np.argwhere(np.isnan(sco) & msk)[0]
+            raise ValueError(f"score is NaN at query row {q}, position {j}")
+        if not np.isfinite(lab[msk]).all():
+            q, j = np.argwhere(~np.isfinite(lab) & msk)[0]
+            raise ValueError(f"label is not finite at query row {q}, position {j}")
+        self.labels = lab
+        self.scores = sco
+        self.mask = msk
+
+
+def _ideal_source(
+    batch: _Batch, ideal_labels: ArrayLike | None, ideal_mask: ArrayLike | None
+) -> tuple[F64, NDArray[np.bool_]]:
+    """Labels (Q, M) + mask from which ideal DCG, R and r_max are taken."""
+    if ideal_labels is None:
+        if ideal_mask is not None:
+            raise ValueError("ideal_mask given without ideal_labels")
+        return batch.labels, batch.mask
+    il = np.asarray(ideal_labels, dtype=np.float64)
+    if il.ndim == 1:
+        il = il[None, :]
+    if il.ndim != 2 or il.shape[0] != batch.labels.shape[0]:
+        raise ValueError(
+            f"ideal_labels must be (Q, M) with Q = {batch.labels.shape[0]}, got {il.shape}"
+        )
+    if ideal_mask is None:
+        im = np.ones(il.shape, dtype=bool)
+    else:
+        im = np.asarray(ideal_mask, dtype=bool)
+        if im.ndim == 1:
+            im = im[None, :]
+        if im.shape != il.shape:
+            raise ValueError(f"ideal_mask shape {im.shape} does not match ideal_labels {il.shape}")
+    if not np.isfinite(il[im]).all():
+        raise ValueError("ideal_labels contain a non-finite value")
+    return il, im
+
+
+def _check_choice(name: str, value: Any, allowed: Sequence[Any]) -> None:
+    # ``True == 1`` in Python; refuse bools so that ``empty=True`` is not silently 1.
+    if isinstance(value, bool) or value not in allowed:
+        raise ValueError(f"{name} must be one of {list(allowed)}, got {value!r}")
+
+
+def _check_at(at: int | None) -> None:
+    if at is not None and (isinstance(at, bool) or int(at) != at or at < 1):
+        raise ValueError(f"cutoff 'at' must be a positive integer or None, got {at!r}")
+
+
+def _docid_codes(docids: ArrayLike | None, shape: tuple[int, ...]) -> NDArray[np.int64]:
+    """Integer codes whose order is the byte order of the doc ids (strcmp for ASCII/UTF-8)."""
+    if docids is None:
+        raise ValueError("ties='docid' needs docids, an array of document ids shaped like scores")
+    d = np.asarray(docids)
+    if d.ndim == 1:
+        d = d[None, :]
+    if d.shape != shape:
+        raise ValueError(f"docids shape {d.shape} does not match scores {shape}")
+    if d.dtype == object:
+        d = d.astype(str)
+    if np.issubdtype(d.dtype, np.number):
+        return d.astype(np.int64)
+    # numpy compares str arrays by code point, which is the UTF-8 byte order strcmp uses.
+    _, inv = np.unique(d.ravel(), return_inverse=True)
+    return inv.reshape(shape).astype(np.int64)
+
+
+# --------------------------------------------------------------------------------------------
+# ranking
+# --------------------------------------------------------------------------------------------
+
+
+def _rank(
+    batch: _Batch, ties: str, docids: ArrayLike | None
+) -> tuple[NDArray[np.intp], NDArray[np.intp] | None]:
+    """Order (Q, L) of column indices by descending score (padding last), and for
+    ``ties="average"`` the flat group id (Q, L) of each sorted position.
+    """
+    _check_choice("ties", ties, TIES)
+    # NaN sorts last in numpy, which puts padding after every real document.
+    key = np.where(batch.mask, -batch.scores, np.nan)
+    if ties in ("stable", "average"):
+        order = np.argsort(key, axis=1, kind="stable")
+    else:
+        if ties == "pessimistic":
+            secondary = batch.labels
+        elif ties == "optimistic":
+            secondary = -batch.labels
+        else:  # docid: trec_eval sorts ties by docno descending
+            secondary = -_docid_codes(docids, batch.scores.shape)
+        # Two stable passes = lexicographic (score desc, secondary asc, input order).
+        first = np.argsort(secondary, axis=1, kind="stable")
+        second = np.argsort(np.take_along_axis(key, first, axis=1), axis=1, kind="stable")
+        order = np.take_along_axis(first, second, axis=1)
+    if ties != "average":
+        return order, None
+    skey = np.take_along_axis(key, order, axis=1)
+    new = np.ones(skey.shape, dtype=bool)
+    new[:, 1:] = skey[:, 1:] != skey[:, :-1]  # NaN != NaN: each padding cell is its own group
+    groups = np.cumsum(new, axis=1) - 1
+    groups += (np.arange(skey.shape[0]) * skey.shape[1])[:, None]
+    return order, groups
+
+
+def _sorted(values: F64, order: NDArray[np.intp], groups: NDArray[np.intp] | None) -> F64:
+    """``values`` in ranked order; with tie groups, each replaced by its group mean."""
+    out = np.take_along_axis(values, order, axis=1)
+    if groups is None:
+        return out
+    flat = groups.ravel()
+    size = out.size
+    sums = np.bincount(flat, weights=out.ravel(), minlength=size)
+    counts = np.bincount(flat, minlength=size)
+    means = sums / np.maximum(counts, 1)
+    return means[flat].reshape(out.shape)
+
+
+def _gain(labels: F64, gain: str) -> F64:
+    _check_choice("gain", gain, GAINS)
+    pos = np.maximum(labels, 0.0)  # negative (TREC -1) labels carry no gain
+    return np.exp2(pos) - 1.0 if gain == "exp" else pos
+
+
+def _discounts(n: int, discount: str) -> F64:
+    _check_choice("discount", discount, DISCOUNTS)
+    j = np.arange(1, n + 1, dtype=np.float64)
+    if discount == "log2":
+        return 1.0 / np.log2(1.0 + j)
+    return 1.0 / np.maximum(1.0, np.log2(j))
+
+
+def _ideal_dcg(gains: F64, mask: NDArray[np.bool_], m: int, discount: str) -> F64:
+    """DCG@m of each row's gains sorted descending (padding has gain 0)."""
+    g = np.where(mask, gains, 0.0)
+    m = min(m, g.shape[1])
+    if m == 0:
+        return np.zeros(g.shape[0])
+    top = -np.partition(-g, m - 1, axis=1)[:, :m] if m < g.shape[1] else g
+    top = -np.sort(-top, axis=1)[:, :m]
+    return top @ _discounts(m, discount)
+
+
+def _apply_empty(values: F64, empty_rows: NDArray[np.bool_], empty: Any) -> F64:
+    _check_choice("empty", empty, EMPTIES)
+    if empty_rows.any():
+        values = values.copy()
+        values[empty_rows] = np.nan if empty == "skip" else float(empty)
+    return values
+
+
+def _apply_k_beyond(values: F64, batch: _Batch, at: int | None, k_beyond: str) -> F64:
+    _check_choice("k_beyond", k_beyond, K_BEYONDS)
+    if k_beyond == "zero" and at is not None:
+        short = batch.mask.sum(axis=1) < at
+        if short.any():
+            values = values.copy()
+            values[short & ~np.isnan(values)] = 0.0
+    return values
+
+
+# --------------------------------------------------------------------------------------------
+# graded metrics
+# --------------------------------------------------------------------------------------------
+
+
+def dcg(
+    labels: ArrayLike,
+    scores: ArrayLike,
+    mask: ArrayLike | None = None,
+    *,
+    at: int | None = None,
+    gain: Gain = "exp",
+    discount: Discount = "log2",
+    ties: Ties = "stable",
+    docids: ArrayLike | None = None,
+) -> F64:
+    """DCG@l = Σ_{j=1}^{min(l, n)} G(r_{π(j)}) · D(j), per query, shape (Q,).
+
+    G and D as in the module docstring (defaults 2^r − 1 and 1/log2(1 + j)).
+    """
+    _check_at(at)
+    b = _Batch(labels, scores, mask)
+    order, groups = _rank(b, ties, docids)
+    g = _sorted(np.where(b.mask, _gain(b.labels, gain), 0.0), order, groups)
+    m = g.shape[1] if at is None else min(int(at), g.shape[1])
+    return g[:, :m] @ _discounts(m, discount)
+
+
+def ndcg(
+    labels: ArrayLike,
+    scores: ArrayLike,
+    mask: ArrayLike | None = None,
+    *,
+    at: int | None = None,
+    gain: Gain = "exp",
+    discount: Discount = "log2",
+    ties: Ties = "stable",
+    empty: Empty = 0,
+    k_beyond: KBeyond = "clip",
+    ideal_labels: ArrayLike | None = None,
+    ideal_mask: ArrayLike | None = None,
+    docids: ArrayLike | None = None,
+) -> F64:
+    """NDCG@l per query, shape (Q,) (seed-digest §5.1).
+
+    NDCG@l = DCG@l / N_l, DCG@l = Σ_{j=1}^{min(l,n)} G(r_{π(j)}) D(j), and N_l the DCG@l of the
+    labels sorted in descending order: of this list (default) or of ``ideal_labels``
+    ``(Q, M)`` (all judged documents, trec_eval style). ``at=None`` means the whole list.
+
+    Queries with N_l = 0 (no relevant item) get ``empty`` (0, 1 or "skip" -> NaN).
+    ``k_beyond="zero"`` scores 0 when the list has fewer than ``at`` documents (LETOR 4.0).
+
+    Reference: Järvelin & Kekäläinen 2002; Burges et al. 2005 (exp gain); Niu et al. 2012 §3.3.
+    """
+    _check_at(at)
+    b = _Batch(labels, scores, mask)
+    order, groups = _rank(b, ties, docids)
+    g = _sorted(np.where(b.mask, _gain(b.labels, gain), 0.0), order, groups)
+    m = g.shape[1] if at is None else min(int(at), g.shape[1])
+    actual = g[:, :m] @ _discounts(m, discount)
+    il, im = _ideal_source(b, ideal_labels, ideal_mask)
+    im_at = il.shape[1] if at is None else int(at)
+    ideal = _ideal_dcg(_gain(il, gain), im, im_at, discount)
+    empty_rows = ideal <= 0.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        values = np.where(empty_rows, 0.0, actual / np.where(empty_rows, 1.0, ideal))
+    values = _apply_empty(values, empty_rows, empty)
+    return _apply_k_beyond(values, b, at, k_beyond)
+
+
+def err(
+    labels: ArrayLike,
+    scores: ArrayLike,
+    mask: ArrayLike | None = None,
+    *,
+    at: int | None = None,
+    r_max: Literal["query"] | float | ArrayLike = "query",
+    ties: Ties = "stable",
+    empty: Empty = 0,
+    k_beyond: KBeyond = "clip",
+    ideal_labels: ArrayLike | None = None,
+    ideal_mask: ArrayLike | None = None,
+    docids: ArrayLike | None = None,
+) -> F64:
+    """Expected Reciprocal Rank (Chapelle et al. 2009, CIKM), per query, shape (Q,).
+
+    ERR@l = Σ_{j=1}^{min(l,n)} (1/j) · R_{π(j)} · Π_{i<j} (1 − R_{π(i)}),
+    R_d = (2^{r_d} − 1) / 2^{r_max}.
+
+    ``r_max="query"``: the highest label of the query (of ``ideal_labels`` if given), as in
+    Niu et al. 2012 §3.3 (seed-digest §5.2); a number: the scale maximum (4 in Chapelle's
+    paper, gdeval and RankLib; labels above it are an error). Not normalised. A query with
+    r_max = 0 or no positive label gets ``empty`` (default 0).
+    """
+    _check_at(at)
+    if ties == "average":
+        raise ValueError(
+            "ties='average' is defined only for metrics linear in the gains (DCG, NDCG, P@k); "
+            "ERR is not, use 'stable', 'docid', 'pessimistic' or 'optimistic'"
+        )
+    b = _Batch(labels, scores, mask)
+    il, im = _ideal_source(b, ideal_labels, ideal_mask)
+    top = np.where(im, il, -np.inf).max(axis=1, initial=-np.inf)
+    top = np.where(np.isfinite(top), top, 0.0)
+    n_q = b.labels.shape[0]
+    if isinstance(r_max, str):
+        if r_max != "query":
+            raise ValueError(f"r_max must be 'query', a number or a (Q,) array, got {r_max!r}")
+        rmax = np.maximum(top, 0.0)
+    else:
+        if isinstance(r_max, bool):
+            raise ValueError(f"r_max must be 'query', a number or a (Q,) array, got {r_max!r}")
+        rmax = np.broadcast_to(np.asarray(r_max, dtype=np.float64), (n_q,)).copy()
+        if not np.isfinite(rmax).all():
+            raise ValueError("r_max must be finite")
+        over = np.where(b.mask, b.labels, -np.inf).max(axis=1, initial=-np.inf) > rmax
+        if over.any():
+            q = int(np.flatnonzero(over)[0])
+            raise ValueError(f"query row {q} has a label above r_max={rmax[q]:g}")
+    order, _ = _rank(b, ties, docids)
+    lab = np.where(b.mask, np.maximum(b.labels, 0.0), 0.0)
+    r = np.take_along_axis(lab, order, axis=1)
+    m = r.shape[1] if at is None else min(int(at), r.shape[1])
+    r = r[:, :m]
+    prob = (np.exp2(r) - 1.0) / np.exp2(rmax)[:, None]
+    stop_before = np.ones_like(prob)
+    if m > 1:
+        stop_before[:, 1:] = np.cumprod(1.0 - prob[:, :-1], axis=1)
+    values = (prob * stop_before) @ (1.0 / np.arange(1, m + 1, dtype=np.float64))
+    empty_rows = top <= 0.0
+    values = _apply_empty(values, empty_rows, empty)
+    return _apply_k_beyond(values, b, at, k_beyond)
+
+
+# --------------------------------------------------------------------------------------------
+# κ-measures (Niu et al. 2012 §3.3)
+# --------------------------------------------------------------------------------------------
+
+
+def kappa_labels_from_topk(top: Sequence[str], rest: Sequence[str], k: int) -> dict[str, int]:
+    """κ-labels of a top-k ground truth: y_d = k + 1 − pos(d) for d in ``top`` (pos 1-based,
+    best first), 0 for d in ``rest`` (Niu et al. 2012 §3.2.1; seed-digest §0).
+
+    ``top`` may be shorter than k (fewer than k documents, or items judged not relevant).
+    """
+    if isinstance(k, bool) or int(k) != k or k < 1:
+        raise ValueError(f"k must be a positive integer, got {k!r}")
+    if len(top) > k:
+        raise ValueError(f"top has {len(top)} documents, more than k={k}")
+    labels: dict[str, int] = {}
+    for pos, d in enumerate(top, start=1):
+        if d in labels:
+            raise ValueError(f"document {d!r} appears twice in top")
+        labels[d] = k + 1 - pos
+    for d in rest:
+        if d in labels:
+            where = "in both top and rest" if labels[d] > 0 else "twice in rest"
+            raise ValueError(f"document {d!r} appears {where}")
+        labels[d] = 0
+    return labels
+
+
+def kappa_ndcg(
+    kappa_labels: ArrayLike,
+    scores: ArrayLike,
+    mask: ArrayLike | None = None,
+    *,
+    at: int | None = None,
+    gain: Gain = "exp",
+    discount: Discount = "log2",
+    ties: Ties = "stable",
+    empty: Empty = 0,
+    k_beyond: KBeyond = "clip",
+    ideal_labels: ArrayLike | None = None,
+    ideal_mask: ArrayLike | None = None,
+    docids: ArrayLike | None = None,
+) -> F64:
+    """κ-NDCG@l (Niu et al. 2012 §3.3; seed-digest §5.3), per query, shape (Q,).
+
+    κ-NDCG@l = (1/N^κ_l) Σ_{j=1}^{min(l,n)} G(y_{π(j)}) D(j), with κ-labels y (see
+    :func:`kappa_labels_from_topk`) and N^κ_l = Σ_{j=1}^{min(l,|T|)} G(k + 1 − j) D(j), the
+    DCG of the true top-k in true order. That ideal equals the list's own ideal whenever all of
+    T is in the list; if the ranked list may miss some of T, pass the whole truth as
+    ``ideal_labels``. The gain is a parameter because the paper does not say (anchors §0.3).
+    """
+    return ndcg(
+        kappa_labels,
+        scores,
+        mask,
+        at=at,
+        gain=gain,
+        discount=discount,
+        ties=ties,
+        empty=empty,
+        k_beyond=k_beyond,
+        ideal_labels=ideal_labels,
+        ideal_mask=ideal_mask,
+        docids=docids,
+    )
+
+
+def kappa_err(
+    kappa_labels: ArrayLike,
+    scores: ArrayLike,
+    mask: ArrayLike | None = None,
+    *,
+    k: int | ArrayLike | None = None,
+    at: int | None = None,
+    ties: Ties = "stable",
+    empty: Empty = 0,
+    ideal_labels: ArrayLike | None = None,
+    ideal_mask: ArrayLike | None = None,
+    docids: ArrayLike | None = None,
+) -> F64:
+    """κ-ERR (Niu et al. 2012 §3.3; seed-digest §5.3), per query, shape (Q,). Not normalised.
+
+    κ-ERR = Σ_{j=1}^{n} (1/j) R_{π(j)} Π_{i<j} (1 − R_{π(i)}), R_d = (2^{y_d} − 1)/2^{k}:
+    the satisfaction probability uses y_max = k (an int, or a (Q,) array). ``k=None`` takes
+    each query's highest κ-label, which is k whenever the true top-1 is in the list. A perfect
+    ranking with k = 10 scores 0.9993255681, not 1.
+    """
+    return err(
+        kappa_labels,
+        scores,
+        mask,
+        at=at,
+        r_max="query" if k is None else k,
+        ties=ties,
+        empty=empty,
+        ideal_labels=ideal_labels,
+        ideal_mask=ideal_mask,
+        docids=docids,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# binary metrics
+# --------------------------------------------------------------------------------------------
+
+
+def _relevant(labels: F64, mask: NDArray[np.bool_], threshold: float) -> F64:
+    return (mask & (labels >= threshold)).astype(np.float64)
+
+
+def precision(
+    labels: ArrayLike,
+    scores: ArrayLike,
+    mask: ArrayLike | None = None,
+    *,
+    at: int,
+    rel_threshold: float = 1.0,
+    ties: Ties = "stable",
+    denominator: Literal["k", "list"] = "k",
+    docids: ArrayLike | None = None,
+) -> F64:
+    """P@k = |{j ≤ k : r_{π(j)} ≥ rel_threshold}| / k, per query, shape (Q,).
+
+    ``denominator="k"`` divides by k even for shorter lists (trec_eval, LETOR: missing ranks
+    count as non-relevant); ``"list"`` divides by min(k, n). Queries without relevant
+    documents score 0 (there is nothing to skip: precision is defined).
+    """
+    _check_at(at)
+    if at is None:
+        raise ValueError("precision needs a cutoff 'at'")
+    b = _Batch(labels, scores, mask)
+    order, groups = _rank(b, ties, docids)
+    rel = _sorted(_relevant(b.labels, b.mask, rel_threshold), order, groups)
+    m = min(int(at), rel.shape[1])
+    hits = rel[:, :m].sum(axis=1)
+    if denominator == "k":
+        return hits / float(at)
+    if denominator == "list":
+        return hits / np.maximum(np.minimum(b.mask.sum(axis=1), at), 1)
+    raise ValueError(f"denominator must be 'k' or 'list', got {denominator!r}")
+
+
+def average_precision(
+    labels: ArrayLike,
+    scores: ArrayLike,
+    mask: ArrayLike | None = None,
+    *,
+    at: int | None = None,
+    rel_threshold: float = 1.0,
+    ties: Ties = "stable",
+    empty: Empty = 0,
+    ideal_labels: ArrayLike | None = None,
+    ideal_mask: ArrayLike | None = None,
+    docids: ArrayLike | None = None,
+) -> F64:
+    """AP@l = (1/R) Σ_{j ≤ l, π(j) relevant} P@j, per query, shape (Q,); MAP is its mean.
+
+    R = number of relevant documents (label ≥ ``rel_threshold``) in the list, or in
+    ``ideal_labels`` (all qrels: trec_eval, ranx). Queries with R = 0 get ``empty``.
+    """
+    _check_at(at)
+    if ties == "average":
+        raise ValueError("ties='average' is not defined for average precision")
+    b = _Batch(labels, scores, mask)
+    order, _ = _rank(b, ties, docids)
+    rel = np.take_along_axis(_relevant(b.labels, b.mask, rel_threshold), order, axis=1)
+    m = rel.shape[1] if at is None else min(int(at), rel.shape[1])
+    rel = rel[:, :m]
+    prec = np.cumsum(rel, axis=1) / np.arange(1, m + 1, dtype=np.float64)
+    il, im = _ideal_source(b, ideal_labels, ideal_mask)
+    n_rel = _relevant(il, im, rel_threshold).sum(axis=1)
+    empty_rows = n_rel <= 0
+    values = (prec * rel).sum(axis=1) / np.where(empty_rows, 1.0, n_rel)
+    return _apply_empty(values, empty_rows, empty)
+
+
+def reciprocal_rank(
+    labels: ArrayLike,
+    scores: ArrayLike,
+    mask: ArrayLike | None = None,
+    *,
+    at: int | None = None,
+    rel_threshold: float = 1.0,
+    ties: Ties = "stable",
+    empty: Empty = 0,
+    ideal_labels: ArrayLike | None = None,
+    ideal_mask: ArrayLike | None = None,
+    docids: ArrayLike | None = None,
+) -> F64:
+    """RR@l = 1 / (rank of the first relevant document within l), 0 if none; MRR is its mean.
+
+    Per query, shape (Q,). Queries with no relevant document at all (in the list, or in
+    ``ideal_labels``) get ``empty``.
+    """
+    _check_at(at)
+    if ties == "average":
+        raise ValueError("ties='average' is not defined for reciprocal rank")
+    b = _Batch(labels, scores, mask)
+    order, _ = _rank(b, ties, docids)
+    rel = np.take_along_axis(_relevant(b.labels, b.mask, rel_threshold), order, axis=1) > 0
+    m = rel.shape[1] if at is None else min(int(at), rel.shape[1])
+    rel = rel[:, :m]
+    found = rel.any(axis=1)
+    first = np.argmax(rel, axis=1)
+    values = np.where(found, 1.0 / (first + 1.0), 0.0)
+    il, im = _ideal_source(b, ideal_labels, ideal_mask)
+    empty_rows = _relevant(il, im, rel_threshold).sum(axis=1) <= 0
+    return _apply_empty(values, empty_rows, empty)
+
+
+def mean(values: ArrayLike) -> float:
+    """Mean over queries, ignoring NaN (queries skipped by ``empty="skip"``); NaN if none."""
+    v = np.asarray(values, dtype=np.float64)
+    keep = ~np.isnan(v)
+    return float(v[keep].mean()) if keep.any() else float("nan")
+
+
+# --------------------------------------------------------------------------------------------
+# conventions, presets and metric names
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Conventions:
+    """Every convention that changes a metric value (anchors-ranking.md §4, §10).
+
+    Defaults are the paper's choices (Niu et al. 2012; seed-digest §0, §5).
+    ``ideal="qrels"`` asks callers (:mod:`ranking.evaluate`) to pass all judged labels as
+    ``ideal_labels``; the array functions themselves take the ideal from ``ideal_labels`` when
+    given. ``kappa_gain`` is the gain of κ-NDCG, kept separate from graded NDCG's because the
+    paper does not state it.
+    """
+
+    gain: str = "exp"
+    kappa_gain: str = "exp"
+    discount: str = "log2"
+    ideal: str = "list"
+    empty: Any = 0
+    ties: str = "stable"
+    k_beyond: str = "clip"
+    r_max: Any = "query"
+    rel_threshold: float = 1.0
+    precision_denominator: str = "k"
+
+    def __post_init__(self) -> None:
+        _check_choice("gain", self.gain, GAINS)
+        _check_choice("kappa_gain", self.kappa_gain, GAINS)
+        _check_choice("discount", self.discount, DISCOUNTS)
+        _check_choice("ideal", self.ideal, IDEALS)
+        _check_choice("empty", self.empty, EMPTIES)
+        _check_choice("ties", self.ties, TIES)
+        _check_choice("k_beyond", self.k_beyond, K_BEYONDS)
+        if self.r_max != "query" and (
+            isinstance(self.r_max, str | bool) or not math.isfinite(float(self.r_max))
+        ):
+            raise ValueError(f"r_max must be 'query' or a number, got {self.r_max!r}")
+        if self.precision_denominator not in ("k", "list"):
+            raise ValueError("precision_denominator must be 'k' or 'list'")
+
+    def replace(self, **changes: Any) -> Conventions:
+        """A copy with some conventions changed (validated)."""
+        unknown = set(changes) - set(asdict(self))
+        if unknown:
+            raise ValueError(f"unknown convention(s): {sorted(unknown)}")
+        return replace(self, **changes)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+#: Presets reproducing other tools (anchors-ranking.md §4; each checked in tests where an
+#: oracle or golden vector exists). ``paper`` is the default.
+PRESETS: Mapping[str, Conventions] = {
+    # Niu et al. 2012 / seed-digest: 2^r−1, ideal from the list, empty -> 0, input-order ties,
+    # ERR with the query's own r_max.
+    "paper": Conventions(),
+    # trec_eval (and pytrec_eval): ndcg / ndcg_cut use the rel value itself as gain, the ideal
+    # from all judged documents, ties by docno descending (comp_sim_docno), queries with no
+    # relevant judgment score 0; P@k divides by k; map divides by all relevant qrels. trec_eval
+    # has no ERR; r_max is left at the scale maximum used by gdeval for --metrics err.
+    "trec_eval": Conventions(
+        gain="linear", kappa_gain="linear", ideal="qrels", empty=0, ties="docid", r_max=4
+    ),
+    # gdeval.pl (TREC Web track): 2^r−1 gain, ideal from the positive qrels, topics without a
+    # positive judgment are skipped, ties by docno descending, ERR with R = (2^g−1)/16.
+    "gdeval": Conventions(
+        gain="exp", kappa_gain="exp", ideal="qrels", empty="skip", ties="docid", r_max=4
+    ),
+    # LightGBM ndcg@k: label_gain 2^r−1, ideal from the list, queries with no relevant item
+    # score 1, k clipped to the list, std::stable_sort (input order).
+    "lightgbm": Conventions(gain="exp", ideal="list", empty=1, ties="stable", k_beyond="clip"),
+    # LETOR 4.0 Eval-Score-4.0.pl: gain {0:0, 1:1, 2:3} = 2^r−1, discount 1 at positions 1-2
+    # then 1/log2(j), ideal from the list, empty -> 0, NDCG@k = 0 when the list has fewer than
+    # k documents, P@k divides by k, relevant = label >= 1, ties in file order.
+    "letor4": Conventions(
+        gain="exp", discount="letor", ideal="list", empty=0, ties="stable", k_beyond="zero"
+    ),
+    # ranx "ndcg" (Järvelin, linear gain; "ndcg_burges" would be exp), ideal from the qrels with
+    # rel >= 1, empty -> 0, map/mrr from the qrels. ranx's own tie order is a numba argsort on
+    # the scores, so tied scores have no documented order; input order is used here.
+    "ranx": Conventions(gain="linear", kappa_gain="linear", ideal="qrels", empty=0, ties="stable"),
+}
+
+
+def preset(name: str) -> Conventions:
+    """The :class:`Conventions` of a named preset (``paper``, ``trec_eval``, ``gdeval``,
+    ``lightgbm``, ``letor4``, ``ranx``)."""
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise ValueError(f"unknown preset {name!r}; choose from {sorted(PRESETS)}") from None
+
+
+#: Metric families accepted by :func:`parse_metric` / :func:`compute`.
+METRIC_NAMES: tuple[str, ...] = (
+    "ndcg",
+    "dcg",
+    "err",
+    "kappa-ndcg",
+    "kappa-err",
+    "p",
+    "map",
+    "mrr",
+)
+
+_ALIASES = {
+    "ndcg": "ndcg",
+    "ndcg_cut": "ndcg",
+    "dcg": "dcg",
+    "err": "err",
+    "kappa-ndcg": "kappa-ndcg",
+    "kappa_ndcg": "kappa-ndcg",
+    "κ-ndcg": "kappa-ndcg",
+    "kappa-err": "kappa-err",
+    "kappa_err": "kappa-err",
+    "κ-err": "kappa-err",
+    "p": "p",
+    "precision": "p",
+    "map": "map",
+    "ap": "map",
+    "mrr": "mrr",
+    "rr": "mrr",
+    "recip_rank": "mrr",
+}
+
+
+def parse_metric(name: str) -> tuple[str, int | None]:
+    """``"ndcg@10"`` -> ``("ndcg", 10)``; ``"kappa-err"`` -> ``("kappa-err", None)``.
+
+    Accepts ``@k`` and trec_eval's ``_k`` / ``.k`` spellings (``P_10``, ``ndcg_cut.10``).
+    """
+    raw = name.strip()
+    low = raw.lower()
+    at: int | None = None
+    base = low
+    if "@" in low:
+        base, _, cut = low.partition("@")
+    elif low.startswith("ndcg_cut") and low[len("ndcg_cut") :][:1] in ("_", "."):
+        base, cut = "ndcg", low[len("ndcg_cut") + 1 :]
+    elif low[:2] in ("p_", "p.") and low[2:].isdigit():
+        base, cut = "p", low[2:]
+    else:
+        cut = ""
+    if cut:
+        if not cut.isdigit() or int(cut) < 1:
+            raise ValueError(f"bad cutoff in metric {name!r}: expected a positive integer")
+        at = int(cut)
+    if base not in _ALIASES:
+        raise ValueError(f"unknown metric {name!r}; known: {', '.join(METRIC_NAMES)} (with @k)")
+    family = _ALIASES[base]
+    if family == "p" and at is None:
+        raise ValueError(f"metric {name!r} needs a cutoff, e.g. p@10")
+    return family, at
+
+
+def compute(
+    name: str,
+    labels: ArrayLike,
+    scores: ArrayLike,
+    mask: ArrayLike | None = None,
+    *,
+    conventions: Conventions | str | None = None,
+    ideal_labels: ArrayLike | None = None,
+    ideal_mask: ArrayLike | None = None,
+    docids: ArrayLike | None = None,
+    kappa_k: int | ArrayLike | None = None,
+) -> F64:
+    """Per-query values (Q,) of the metric ``name`` (``"ndcg@10"``, ``"kappa-err"``, ...)
+    under ``conventions`` (a :class:`Conventions`, a preset name, or None for the paper's).
+
+    ``ideal_labels``/``ideal_mask`` are used only when ``conventions.ideal == "qrels"``
+    (and always for the κ-measures when given, since their ideal is the truth itself).
+    """
+    c = preset(conventions) if isinstance(conventions, str) else (conventions or Conventions())
+    family, at = parse_metric(name)
+    use_ideal = c.ideal == "qrels" or family.startswith("kappa")
+    il = ideal_labels if use_ideal else None
+    imask = ideal_mask if use_ideal else None
+    # average ties are only defined for linear metrics; fall back to stable elsewhere? No:
+    # refusing silently different numbers is the point, so the functions raise.
+    if family in ("ndcg", "kappa-ndcg"):
+        return ndcg(
+            labels,
+            scores,
+            mask,
+            at=at,
+            gain=c.gain if family == "ndcg" else c.kappa_gain,  # type: ignore[arg-type]
+            discount=c.discount,  # type: ignore[arg-type]
+            ties=c.ties,  # type: ignore[arg-type]
+            empty=c.empty,
+            k_beyond=c.k_beyond,  # type: ignore[arg-type]
+            ideal_labels=il,
+            ideal_mask=imask,
+            docids=docids,
+        )
+    if family == "dcg":
+        return dcg(
+            labels,
+            scores,
+            mask,
+            at=at,
+            gain=c.gain,
+            discount=c.discount,
+            ties=c.ties,  # type: ignore[arg-type]
+            docids=docids,
+        )
+    if family == "err":
+        return err(
+            labels,
+            scores,
+            mask,
+            at=at,
+            r_max=c.r_max,
+            ties=c.ties,  # type: ignore[arg-type]
+            empty=c.empty,
+            ideal_labels=il,
+            ideal_mask=imask,
+            docids=docids,
+        )
+    if family == "kappa-err":
+        return kappa_err(
+            labels,
+            scores,
+            mask,
+            k=kappa_k,
+            at=at,
+            ties=c.ties,  # type: ignore[arg-type]
+            empty=c.empty,
+            ideal_labels=il,
+            ideal_mask=imask,
+            docids=docids,
+        )
+    if family == "p":
+        return precision(
+            labels,
+            scores,
+            mask,
+            at=at,  # type: ignore[arg-type]
+            rel_threshold=c.rel_threshold,
+            ties=c.ties,  # type: ignore[arg-type]
+            denominator=c.precision_denominator,  # type: ignore[arg-type]
+            docids=docids,
+        )
+    fn = average_precision if family == "map" else reciprocal_rank
+    return fn(
+        labels,
+        scores,
+        mask,
+        at=at,
+        rel_threshold=c.rel_threshold,
+        ties=c.ties,  # type: ignore[arg-type]
+        empty=c.empty,
+        ideal_labels=il,
+        ideal_mask=imask,
+        docids=docids,
+    )

@@ -1,0 +1,160 @@
+"""Hypothesis properties of the heap protocol (issue 2, DESIGN.md §8).
+
+For any consistent oracle and any n, k: the top is the true top-k in true order; every top
+item beats every rest item; the count never exceeds the worst-case bound (digest §2.3 and the
+session's own ``max_remaining`` at every step); every prefix replays to the same state; undo
+equals replay without the last answer; the cache never changes the result.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from labeling.heap import heap_topk, worst_case_total
+from labeling.session import open_session
+from labeling.simulation import Assessor, run_session
+
+SETTINGS = settings(max_examples=150, deadline=None)
+
+
+@st.composite
+def cases(draw, max_n=30):
+    n = draw(st.integers(1, max_n))
+    k = draw(st.integers(1, 12))
+    # Scores with repeats: the oracle breaks equal scores by its seed (still a total order).
+    scores = draw(st.lists(st.integers(0, 6), min_size=n, max_size=n))
+    seed = draw(st.integers(0, 2**31))
+    cache = draw(st.booleans())
+    docs = [f"d{i}" for i in range(n)]
+    return docs, dict(zip(docs, map(float, scores), strict=True)), k, seed, cache
+
+
+def run(docs, scores, k, seed, cache, oracle_seed=0):
+    assessor = Assessor(scores, seed=oracle_seed)
+    s = open_session("topk", docs, k=k, seed=seed, options={"pair_cache": cache})
+    trail = []
+    while not s.done:
+        p = s.progress()
+        trail.append((s.pending, p.max_remaining))
+        s.submit(assessor.answer(s))
+    return s, assessor, trail
+
+
+@SETTINGS
+@given(cases())
+def test_top_is_the_true_topk_in_order_and_beats_the_rest(case):
+    docs, scores, k, seed, cache = case
+    s, oracle, _ = run(docs, scores, k, seed, cache)
+    r = s.result()
+    assert r.top == oracle.true_topk(k)
+    assert sorted(r.top + r.rest) == sorted(docs) and len(r.top) == min(k, len(docs))
+    for t, f in itertools.product(r.top, r.rest):
+        assert oracle.rank[t] < oracle.rank[f]
+    assert r.kappa_labels == {**{d: k - i for i, d in enumerate(r.top)}, **dict.fromkeys(r.rest, 0)}
+    assert not any(p.contradicted for p in r.implied_pairs())
+
+
+@SETTINGS
+@given(cases())
+def test_count_never_exceeds_the_bounds(case):
+    docs, scores, k, seed, cache = case
+    s, _, trail = run(docs, scores, k, seed, cache)
+    total = s.result().judgments
+    assert total <= worst_case_total(len(docs), k)
+    for asked, (_, bound) in enumerate(trail):
+        assert bound >= total - asked  # the UI never promises fewer than remain
+
+
+@settings(max_examples=100, deadline=None)
+@given(cases(max_n=20), st.data())
+def test_every_prefix_replays_and_undo_equals_shorter_replay(case, data):
+    docs, scores, k, seed, cache = case
+    s, _, trail = run(docs, scores, k, seed, cache)
+    log = s.answers
+    opts = {"pair_cache": cache}
+    cut = data.draw(st.integers(0, len(log)))
+    replayed = open_session("topk", docs, k=k, seed=seed, options=opts, answers=log[:cut])
+    if cut < len(log):
+        assert replayed.pending == trail[cut][0]
+        assert replayed.progress().max_remaining == trail[cut][1]
+        assert replayed.state.heap == _state_after(docs, k, seed, opts, log[:cut]).heap
+    else:
+        assert replayed.done and replayed.result() == s.result()
+    if cut > 0:
+        undone = open_session("topk", docs, k=k, seed=seed, options=opts, answers=log[: cut - 1])
+        assert undone.pending == trail[cut - 1][0]
+        assert undone.answers == log[: cut - 1]
+
+
+def _state_after(docs, k, seed, opts, answers):
+    s = open_session("topk", docs, k=k, seed=seed, options=opts)
+    for a in answers:
+        s.submit(a)
+    return s.state
+
+
+@SETTINGS
+@given(cases())
+def test_cache_never_changes_the_result_for_a_consistent_oracle(case):
+    docs, scores, k, seed, _ = case
+    with_cache, _, _ = run(docs, scores, k, seed, True)
+    without, _, _ = run(docs, scores, k, seed, False)
+    a, b = with_cache.result(), without.result()
+    assert (a.top, a.rest) == (b.top, b.rest)
+    assert a.judgments <= b.judgments and a.calls == b.calls == b.judgments
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 7), st.integers(1, 8), st.integers(0, 10**6))
+def test_bare_protocol_against_brute_force_over_permutations(n, k, seed):
+    """Small n: every input order gives the true top-k (brute force over all orders)."""
+    rng = random.Random(seed)
+    values = {f"x{i}": v for i, v in enumerate(rng.sample(range(100), n))}
+    truth = sorted(values, key=values.__getitem__, reverse=True)[:k]
+    orders = list(itertools.permutations(values))
+    for order in rng.sample(orders, min(len(orders), 24)):
+        protocol = heap_topk(list(order), k)
+        try:
+            q = next(protocol)
+            while True:
+                q = protocol.send(q.a if values[q.a] > values[q.b] else q.b)
+        except StopIteration as stop:
+            top, rest = stop.value
+        assert top == truth and sorted(rest) == sorted(set(values) - set(truth))
+
+
+def test_mean_count_matches_the_digest_over_2000_trials():
+    """Digest §7.A: n=50, k=10, random order, no cache: mean ≈ 150.8 (±2 over 2,000 trials)."""
+    rng = random.Random(2012)
+    docs = [f"d{i}" for i in range(50)]
+    total = 0
+    trials = 2000
+    for _ in range(trials):
+        values = dict(zip(docs, rng.sample(range(1000), 50), strict=True))
+        order = docs[:]
+        rng.shuffle(order)
+        protocol = heap_topk(order, 10)
+        calls = 0
+        try:
+            q = next(protocol)
+            while True:
+                calls += 1
+                q = protocol.send(q.a if values[q.a] > values[q.b] else q.b)
+        except StopIteration:
+            pass
+        total += calls
+    assert abs(total / trials - 150.8) <= 2.0
+
+
+def test_run_session_with_simulated_oracle_on_graded_qrels():
+    grades = {f"g{i}": g for i, g in enumerate([4, 3, 3, 2, 2, 2, 1, 1, 0, 0, 0, 0])}
+    oracle = Assessor.from_grades(grades, seed=4)
+    s = open_session("topk", list(grades), k=4, seed=1)
+    r = run_session(s, oracle).result
+    assert r.top == oracle.true_topk(4)
+    assert r.top[0] == "g0" and set(r.top[1:3]) == {"g1", "g2"}
+    assert [grades[d] for d in r.top] == [4, 3, 3, 2]

@@ -1,0 +1,185 @@
+"""Simulated assessors, the time model, the study simulation and ``heapjudge simulate``."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import statistics
+
+import pytest
+import typer
+from scipy import stats
+from typer.testing import CliRunner
+
+from labeling.errors import ConfigError
+from labeling.session import open_session
+from labeling.simulation import (
+    GRADE_SECONDS,
+    PAIR_SECONDS,
+    Assessor,
+    TimeModel,
+    run_session,
+    simulate,
+    simulate_study,
+)
+from labeling.types import PairQuestion
+
+DOCS = [f"s{i}" for i in range(30)]
+
+
+def test_consistent_oracle_breaks_equal_scores_by_seed():
+    scores = dict.fromkeys(DOCS, 1.0)
+    a, b = Assessor(scores, seed=1), Assessor(scores, seed=2)
+    assert a.true_order() == Assessor(scores, seed=1).true_order()
+    assert a.true_order() != b.true_order()
+    x, y = a.true_order()[:2]
+    assert a.prefers(x, y) and not a.prefers(y, x)  # strict and transitive, no ties
+
+
+def test_flip_noise_rate_matches_p():
+    scores = {d: float(i) for i, d in enumerate(DOCS)}
+    a = Assessor(scores, seed=3, flip=0.2)
+    wrong = sum(not a.prefers("s29", "s0") for _ in range(20000))
+    assert stats.binomtest(wrong, 20000, 0.2).pvalue > 1e-4
+
+
+@pytest.mark.parametrize("model", ["thurstone", "bradley_terry"])
+def test_noise_models_confuse_close_documents_more(model):
+    scores = {"a": 1.0, "b": 0.8, "c": 0.0}
+    a = Assessor(scores, seed=4, noise=model, scale=0.5)
+    trials = 20000
+    close = sum(a.prefers("a", "b") for _ in range(trials)) / trials
+    far = sum(a.prefers("a", "c") for _ in range(trials)) / trials
+    if model == "thurstone":
+        expect_close = stats.norm.cdf(0.2 / (0.5 * math.sqrt(2)))
+        expect_far = stats.norm.cdf(1.0 / (0.5 * math.sqrt(2)))
+    else:
+        expect_close = 1 / (1 + math.exp(-0.2 / 0.5))
+        expect_far = 1 / (1 + math.exp(-1.0 / 0.5))
+    assert 0.5 < close < far
+    assert abs(close - expect_close) < 0.015 and abs(far - expect_far) < 0.015
+
+
+def test_tie_probability_and_not_relevant_answers():
+    scores = {d: float(i) for i, d in enumerate(DOCS)}
+    a = Assessor(scores, seed=5, tie=0.3)
+    q = PairQuestion(0, "s1", "s2")
+    answers = [a.answer_pair(q, ("left", "right", "tie")).outcome for _ in range(5000)]
+    assert abs(answers.count("tie") / 5000 - 0.3) < 0.03
+    assert all(a.answer_pair(q).outcome != "tie" for _ in range(200))  # ties not allowed
+    b = Assessor(scores, seed=5, not_relevant_below=10)
+    full = ("left", "right", "not_relevant")
+    assert b.answer_pair(q, full, challenger="s1").outcome == "not_relevant"
+    assert b.answer_pair(PairQuestion(0, "s11", "s2"), full, challenger="s11").outcome == "left"
+    run = simulate("topk", DOCS, b, k=5, seed=2, options={"not_relevant": True})
+    assert run.result.top == b.true_topk(5)
+    assert any(j.not_relevant for j in run.result.judged)
+
+
+def test_bad_parameters():
+    with pytest.raises(ConfigError, match="flip"):
+        Assessor({"a": 1.0}, flip=1.5)
+    with pytest.raises(ConfigError, match="noise model"):
+        Assessor({"a": 1.0}, noise="gauss")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError):
+        TimeModel(pair_mean=0)
+    with pytest.raises(ConfigError):
+        simulate_study(0, 3, 1)
+
+
+def test_lognormal_time_model_has_the_configured_means():
+    rng = random.Random(7)
+    model = TimeModel()
+    assert model.grade_mean == GRADE_SECONDS == 13.87
+    assert 2 <= GRADE_SECONDS / PAIR_SECONDS <= 3
+    pairs = [model.sample(rng, "pair") for _ in range(40000)]
+    grades = [model.sample(rng, "grade") for _ in range(40000)]
+    assert abs(statistics.fmean(pairs) / PAIR_SECONDS - 1) < 0.02
+    assert abs(statistics.fmean(grades) / GRADE_SECONDS - 1) < 0.02
+    # log of the samples is normal with σ = 0.6
+    assert abs(statistics.stdev(math.log(x) for x in pairs) - 0.6) < 0.01
+
+
+def test_graded_assessor_uses_qrels_or_quintiles():
+    grades = {d: i % 5 for i, d in enumerate(DOCS)}
+    a = Assessor.from_grades(grades, seed=1)
+    run = simulate("graded", DOCS, a, seed=3)
+    assert run.result.grades == grades and run.judgments == len(DOCS)
+    b = Assessor({d: float(i) for i, d in enumerate(DOCS)}, seed=1)
+    quint = [b.true_grade(d) for d in DOCS]
+    assert quint == [i * 5 // 30 for i in range(30)]
+    noisy = Assessor.from_grades(grades, seed=2, flip=1.0)
+    moved = [noisy.answer_grade(q).grade for q in _grade_questions()]
+    assert all(abs(m - grades[d]) == 1 for m, d in zip(moved, DOCS, strict=True))
+
+
+def _grade_questions():
+    from labeling.types import GradeQuestion
+
+    return [GradeQuestion(i, d) for i, d in enumerate(DOCS)]
+
+
+def test_run_session_records_answers_and_times():
+    a = Assessor({d: float(i) for i, d in enumerate(DOCS)}, seed=1)
+    s = open_session("topk", DOCS, k=5, seed=1)
+    run = run_session(s, a)
+    assert run.judgments == run.result.judgments == len(run.seconds)
+    assert run.total_seconds > 0
+    assert open_session("topk", DOCS, k=5, seed=1, answers=run.answers).result() == run.result
+
+
+def test_simulate_study_is_seeded_and_exact_without_noise():
+    a = simulate_study(20, 5, 30, seed=9)
+    assert a == simulate_study(20, 5, 30, seed=9)
+    assert all(t.exact for t in a)
+    noisy = simulate_study(20, 5, 30, seed=9, noise=0.3, ties=0.1)
+    assert not all(t.exact for t in noisy)
+
+
+def _cli():
+    from app.commands import simulate as command
+
+    app = typer.Typer()
+
+    @app.callback()
+    def _root() -> None:
+        """Test root (forces subcommand parsing)."""
+
+    command.register(app)
+    return app
+
+
+def test_cli_json_keys_and_values():
+    result = CliRunner().invoke(
+        _cli(), ["simulate", "--n", "20", "--k", "5", "--trials", "50", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    assert {"n", "k", "trials", "judgments", "exact_rate", "kappa_ndcg"} <= set(out)
+    assert {"mean", "min", "max"} <= set(out["judgments"]) and "mean" in out["kappa_ndcg"]
+    assert (out["n"], out["k"], out["trials"]) == (20, 5, 50)
+    assert out["exact_rate"] == 1.0 and out["kappa_ndcg"]["mean"] == pytest.approx(1.0)
+    assert out["judgments"]["min"] <= out["judgments"]["mean"] <= out["judgments"]["max"]
+    assert out["judgments"]["max"] <= out["worst_case_bound"]
+
+
+def test_cli_noise_lowers_kappa_ndcg_and_no_cache_costs_more():
+    runner = CliRunner()
+    base = ["simulate", "--n", "30", "--k", "5", "--trials", "40", "--json"]
+    clean = json.loads(runner.invoke(_cli(), base).output)
+    paper = json.loads(runner.invoke(_cli(), [*base, "--no-cache"]).output)
+    noisy = json.loads(runner.invoke(_cli(), [*base, "--noise", "0.2", "--ties", "0.1"]).output)
+    assert paper["judgments"]["mean"] > clean["judgments"]["mean"]
+    assert paper["cache"] is False and clean["cache"] is True
+    assert noisy["kappa_ndcg"]["mean"] < 1.0 and noisy["exact_rate"] < 1.0
+
+
+def test_cli_text_and_bad_input():
+    runner = CliRunner()
+    ok = runner.invoke(_cli(), ["simulate", "--n", "12", "--k", "3", "--trials", "5"])
+    assert ok.exit_code == 0 and "judgments per query" in ok.output
+    bad = runner.invoke(_cli(), ["simulate", "--noise", "1.5"])
+    assert bad.exit_code != 0
+    bad = runner.invoke(_cli(), ["simulate", "--k", "0"])
+    assert bad.exit_code != 0
