@@ -45,7 +45,7 @@ CSP_EXEMPT_PATHS = ("/docs", "/redoc", "/docs/oauth2-redirect")
 
 def _api_routers() -> list[APIRouter]:
     """Every JSON API router (mounted under /api/v1). Add yours here with one line."""
-    from app.routers.api import analysis, auth, collections, exports, tasks, users
+    from app.routers.api import admin, analysis, auth, collections, exports, tasks, users
 
     return [
         auth.router,
@@ -54,6 +54,7 @@ def _api_routers() -> list[APIRouter]:
         tasks.router,
         exports.router,
         analysis.router,
+        admin.router,
     ]
 
 

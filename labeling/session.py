@@ -33,7 +33,8 @@ Decisions where the paper is silent (seed-digest §2.4):
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+import typing
+from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
 from labeling.errors import (
@@ -190,12 +191,38 @@ def _check_seed(seed: object) -> int:
     return seed
 
 
+class PairStrategy(typing.Protocol):
+    """What :class:`TopKSession` needs from a pairwise strategy (the extension point).
+
+    Algorithm 1 (:class:`labeling.heap.HeapTopK`) is the only one today; a tournament, binary
+    insertion or targeted re-asks would implement the same four members and be passed as
+    ``strategy=``, leaving the service untouched. ``run()`` yields :class:`Compare` questions,
+    receives the winner (``None`` for a tie) and returns ``(top, rest)``.
+    """
+
+    phase: str
+
+    def __init__(self, order: Sequence[str], k: int) -> None: ...
+
+    def run(self) -> Generator[Compare, Winner, tuple[list[str], list[str]]]: ...
+
+    def max_remaining(self) -> int: ...
+
+
 class TopKSession:
     """Tool T1: Algorithm 1 (:mod:`labeling.heap`) behind the :class:`JudgingSession` interface."""
 
     method = "topk"
 
-    def __init__(self, doc_ids: Sequence[str], *, k: int, seed: int, options: dict[str, Any]):
+    def __init__(
+        self,
+        doc_ids: Sequence[str],
+        *,
+        k: int,
+        seed: int,
+        options: dict[str, Any],
+        strategy: type[PairStrategy] = HeapTopK,
+    ):
         self.doc_ids = doc_ids
         self.k = k
         self.seed = seed
@@ -214,7 +241,7 @@ class TopKSession:
             listed = set(initial)
             order = list(initial) + seeded_order([d for d in doc_ids if d not in listed], seed)
         self.order = order
-        self.state = HeapTopK(order, k)
+        self.state = strategy(order, k)
         self.answers: list[PairAnswer] = []
         # Protocol comparisons as plain tuples (a, b, winner, not_relevant, cached); turned into
         # PairJudgment records only for the result, because replay speed matters.
@@ -348,7 +375,10 @@ class TopKSession:
         if self._compare is None:
             return Progress(len(self.answers), 0.0, 0, True)
         bound = self.state.max_remaining()
-        expected = min(float(bound), expected_remaining(self.state, cache=self.pair_cache))
+        if isinstance(self.state, HeapTopK):
+            expected = min(float(bound), expected_remaining(self.state, cache=self.pair_cache))
+        else:  # no model of another strategy's mean cost: fall back to its bound
+            expected = float(bound)
         return Progress(len(self.answers), max(1.0, expected), bound, False)
 
     def result(self) -> TopKResult:

@@ -246,6 +246,8 @@ def simulate_study(
     ties: float = 0.0,
     cache: bool = True,
     seed: int = 0,
+    model: NoiseModel = "none",
+    scale: float = 1.0,
     time: TimeModel | None = None,
 ) -> list[StudyTrial]:
     """Budget a top-k study: ``trials`` sessions of ``n`` documents against simulated assessors.
@@ -253,6 +255,8 @@ def simulate_study(
     Each trial draws distinct latent scores (a random permutation), a session seed and an
     assessor seed from ``random.Random(seed)``; the assessor flips answers with probability
     ``noise`` and says "tie" with probability ``ties`` (ties are enabled iff ``ties > 0``).
+    ``model`` adds Thurstone or Bradley–Terry noise of ``scale`` on the latent scores, which
+    are the ranks 0..n-1 (so ``scale = 1`` confuses neighbours often, distant documents rarely).
     """
     if n < 1 or k < 1 or trials < 1:
         raise ConfigError(f"n, k and trials must be >= 1, got n={n}, k={k}, trials={trials}")
@@ -267,7 +271,15 @@ def simulate_study(
         values = list(range(n))
         master.shuffle(values)
         scores = dict(zip(docs, map(float, values), strict=True))
-        assessor = Assessor(scores, seed=master.getrandbits(32), flip=noise, tie=ties, time=time)
+        assessor = Assessor(
+            scores,
+            seed=master.getrandbits(32),
+            flip=noise,
+            tie=ties,
+            noise=model,
+            scale=scale,
+            time=time,
+        )
         run = simulate("topk", docs, assessor, k=k, seed=master.getrandbits(32), options=options)
         result = run.result
         assert isinstance(result, TopKResult)

@@ -66,7 +66,26 @@ class WeakRankers:
 
     @classmethod
     def build(cls, X: np.ndarray, kind: str = "feature", *, n_thresholds: int = 16,
-              scale: bool = True) -> WeakRankers:
+              scale: bool = True, dedupe: bool = True) -> WeakRankers:
+        """The weak rankers of ``kind`` for training features ``X``.
+
+        ``dedupe`` drops weak rankers whose outputs on ``X`` are constant or equal to an
+        earlier one's (LETOR has duplicated features; twins would let a booster alternate
+        between copies of the same ranker).
+        """
+        weak = cls._build(X, kind, n_thresholds, scale)
+        if not dedupe:
+            return weak
+        H = weak.values(X)
+        varying = np.flatnonzero(H.max(axis=0) > H.min(axis=0))
+        if varying.size == 0:
+            raise ValueError("every weak ranker is constant on the training data")
+        _, first = np.unique(H[:, varying], axis=1, return_index=True)
+        keep = varying[np.sort(first)]
+        return cls(weak.kind, weak.features[keep], weak.thresholds[keep], weak.lo, weak.hi)
+
+    @classmethod
+    def _build(cls, X: np.ndarray, kind: str, n_thresholds: int, scale: bool) -> WeakRankers:
         d = X.shape[1]
         if kind == "feature":
             lo = X.min(axis=0) if scale else None

@@ -206,6 +206,12 @@ def simulate_study(
         help="Answer repeated pairs from the log (off = the paper's protocol and counts).",
     ),
     mode: str = typer.Option("direct", "--mode", help="Top-k relations: direct or inferred."),
+    corpus: str | None = typer.Option(
+        None,
+        "--corpus",
+        help="A Cranfield directory (e.g. ../shared/data/cranfield): real queries and documents"
+        " whose graded qrels drive the simulated assessors, instead of synthetic ones.",
+    ),
     database: str | None = typer.Option(
         None,
         "--database",
@@ -243,6 +249,7 @@ def simulate_study(
         assessor_sd=assessor_sd,
         undo_rate=undo_rate,
         pair_cache=pair_cache,
+        corpus=corpus,
     )
     with tempfile.TemporaryDirectory(prefix="heapjudge-study-") as tmp:
         path = Path(database) if database else Path(tmp) / "study.db"

@@ -17,6 +17,8 @@ def summarize(
     ties: float = 0.0,
     cache: bool = True,
     seed: int = 0,
+    model: str = "none",
+    scale: float = 1.0,
 ) -> dict[str, Any]:
     """Run :func:`labeling.simulation.simulate_study` and summarise it (the ``--json`` object).
 
@@ -29,7 +31,17 @@ def summarize(
     from labeling.simulation import GRADE_SECONDS, simulate_study
     from ranking.metrics import kappa_ndcg
 
-    runs = simulate_study(n, k, trials, noise=noise, ties=ties, cache=cache, seed=seed)
+    runs = simulate_study(
+        n,
+        k,
+        trials,
+        noise=noise,
+        ties=ties,
+        cache=cache,
+        seed=seed,
+        model=model,  # type: ignore[arg-type]
+        scale=scale,
+    )
     judgments = np.array([r.judgments for r in runs], dtype=float)
     seconds = np.array([r.seconds for r in runs], dtype=float)
     labels = np.array([r.truth_labels for r in runs], dtype=float)
@@ -44,6 +56,8 @@ def summarize(
         "ties": ties,
         "cache": cache,
         "seed": seed,
+        "model": model,
+        "scale": scale,
         "judgments": {
             "mean": float(judgments.mean()),
             "min": int(judgments.min()),
@@ -78,18 +92,43 @@ def register(app: typer.Typer) -> None:
             False, "--no-cache", help="Disable the pair cache (the paper's judgment counts)."
         ),
         seed: int = typer.Option(0, "--seed", help="Seed of the whole simulation."),
+        model: str = typer.Option(
+            "none",
+            "--model",
+            help="Extra comparison noise on latent ranks: none, thurstone or bradley_terry.",
+        ),
+        scale: float = typer.Option(
+            1.0, "--scale", min=0.0, help="σ (Thurstone) or τ (Bradley–Terry), in rank units."
+        ),
         as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     ) -> None:
         """Simulate top-k HeapSort labeling to budget a study: judgments per query, how often
         the top-k is exact, and the κ-NDCG@k of the produced ranking against the truth."""
-        s = summarize(n, k, trials, noise=noise, ties=ties, cache=not no_cache, seed=seed)
+        if model not in ("none", "thurstone", "bradley_terry"):
+            raise typer.BadParameter(
+                f"{model!r} is not one of none, thurstone, bradley_terry", param_hint="--model"
+            )
+        if model != "none" and scale <= 0:
+            raise typer.BadParameter("must be > 0", param_hint="--scale")
+        s = summarize(
+            n,
+            k,
+            trials,
+            noise=noise,
+            ties=ties,
+            cache=not no_cache,
+            seed=seed,
+            model=model,
+            scale=scale,
+        )
         if as_json:
             typer.echo(json.dumps(s))
             return
         j = s["judgments"]
         mode = "pair cache on" if s["cache"] else "no pair cache (paper's protocol)"
         typer.echo(f"top-{k} of {n} documents, {trials} simulated sessions, {mode}")
-        typer.echo(f"  assessor noise: flip p={noise}, tie p={ties}")
+        extra = f", {model} scale {scale}" if model != "none" else ""
+        typer.echo(f"  assessor noise: flip p={noise}, tie p={ties}{extra}")
         typer.echo(
             f"  judgments per query: mean {j['mean']:.1f}  min {j['min']}  max {j['max']}"
             f"  p95 {j['p95']:.0f}  (worst case {s['worst_case_bound']})"

@@ -320,6 +320,10 @@ class StudyConfig:
     - times: the log-normal time model of :mod:`labeling.simulation` (13.87 s per grade, 2.5×
       less per pair); ``undo_rate``: a slip answered the other way, undone, answered again.
 
+    ``corpus``: a Cranfield directory (``cran.all.1400``, ``cran.qry``, ``cranqrel``) to use real
+    queries and documents instead of synthetic ones: each query's pool is its judged documents
+    plus a seeded sample of the others, and the graded qrels (0 for unjudged) are the truth.
+
     ``pair_cache`` is off by default, the paper's protocol: a pair the heap meets again is asked
     again (with the side shown decided afresh), which also measures self-consistency.
     """
@@ -336,6 +340,7 @@ class StudyConfig:
     pair_cache: bool = False
     grade_weights: tuple[float, ...] = (0.45, 0.25, 0.15, 0.10, 0.05)
     collection: str = "simulated-study"
+    corpus: str | None = None
 
 
 @dataclass(frozen=True)
@@ -348,7 +353,12 @@ class StudySummary:
     undone: int
 
 
-def _study_rows(config: StudyConfig, rng: random.Random) -> tuple[list[dict[str, Any]], dict]:
+def _study_rows(
+    config: StudyConfig, rng: random.Random
+) -> tuple[list[dict[str, Any]], dict[str, dict[str, float]]]:
+    """NDJSON rows of the collection and the latent truth score of every (query, document)."""
+    if config.corpus is not None:
+        return _cranfield_rows(config, rng)
     rows: list[dict[str, Any]] = []
     truth: dict[str, dict[str, float]] = {}
     grades = list(range(len(config.grade_weights)))
@@ -367,6 +377,46 @@ def _study_rows(config: StudyConfig, rng: random.Random) -> tuple[list[dict[str,
                     "doc_id": doc,
                     "title": f"Document {di + 1} of query {qi + 1}",
                     "text": f"Synthetic document {doc}. Hidden relevance grade {g}.",
+                }
+            )
+    return rows, truth
+
+
+def _cranfield_rows(
+    config: StudyConfig, rng: random.Random
+) -> tuple[list[dict[str, Any]], dict[str, dict[str, float]]]:
+    from labeling.sources.smart import load_cranfield
+
+    assert config.corpus is not None
+    try:
+        corpus = load_cranfield(config.corpus)
+    except OSError as err:
+        raise Invalid(f"cannot read the Cranfield collection in {config.corpus}: {err}") from err
+    docs = {d.doc_id: d for d in corpus.documents}
+    judged: dict[str, dict[str, int]] = defaultdict(dict)
+    for q in corpus.qrels:
+        if q.doc_id in docs:
+            judged[q.query_id][q.doc_id] = q.grade
+    topics = [t for t in corpus.topics if judged.get(t.query_id)][: config.queries]
+    if len(topics) < config.queries:
+        raise Invalid(f"the corpus has only {len(topics)} queries with relevance judgments")
+    all_ids = sorted(docs)
+    rows: list[dict[str, Any]] = []
+    truth: dict[str, dict[str, float]] = {}
+    for topic in topics:
+        grades = dict(sorted(judged[topic.query_id].items())[: config.docs])
+        others = [d for d in all_ids if d not in grades]
+        for d in rng.sample(others, config.docs - len(grades)):
+            grades[d] = 0
+        truth[topic.query_id] = {d: g + rng.random() for d, g in grades.items()}
+        for d in sorted(grades):
+            rows.append(
+                {
+                    "query_id": topic.query_id,
+                    "query": topic.title,
+                    "doc_id": d,
+                    "title": docs[d].title or f"Document {d}",
+                    "text": docs[d].text or "",
                 }
             )
     return rows, truth

@@ -65,12 +65,15 @@ def build_rows(
     qrels_file: str = "qrels",
     unjudged_grade: int | None = None,
     include_narrative: bool = False,
+    ignore_unknown_qrels: bool = False,
 ) -> Iterator[dict[str, Any]]:
     """Yield import rows for ``topics`` × ``documents`` according to ``pairing``.
 
     ``qrels`` attach grades; a qrels line naming an unknown query or document is an error with
     its line number (raised before any row is yielded, so callers can rely on all-or-nothing).
-    ``unjudged_grade`` is the grade of pairs without a qrels entry (``None`` = no grade; the
+    With ``ignore_unknown_qrels`` such lines are skipped instead (importing a subset of the
+    topics or documents with the full qrels). ``unjudged_grade`` is the grade of pairs without a
+    qrels entry (``None`` = no grade; the
     Cranfield README suggests 0). Rows come grouped by query, in topic order, documents in
     collection order (``"all"``/``"qrels"``) or in the mapping's order.
     """
@@ -81,11 +84,13 @@ def build_rows(
     if qrels is not None:
         issues = IssueCollector(qrels_file)
         for q in qrels:
-            if q.query_id not in topic_ids:
-                issues.add(q.line, f"unknown query {q.query_id}")
-                continue
-            if q.doc_id not in docs:
-                issues.add(q.line, f"unknown document {q.doc_id}")
+            if q.query_id not in topic_ids or q.doc_id not in docs:
+                if ignore_unknown_qrels:
+                    continue
+                if q.query_id not in topic_ids:
+                    issues.add(q.line, f"unknown query {q.query_id}")
+                else:
+                    issues.add(q.line, f"unknown document {q.doc_id}")
                 continue
             grades[(q.query_id, q.doc_id)] = q.grade
             judged.setdefault(q.query_id, []).append(q.doc_id)

@@ -27,33 +27,12 @@ def _sorted_block(s: np.ndarray, member: np.ndarray) -> tuple[np.ndarray, np.nda
     return cols, np.where(valid, np.take_along_axis(s, cols, axis=1), 0.0), valid
 
 
-def svm_map_loss(
-    scores: np.ndarray,
-    target: Target | np.ndarray,
-    mask: np.ndarray | None = None,
-    *,
-    relevant_above: float = 0.0,
-    reduction: str = "mean",
-) -> tuple[float, np.ndarray]:
-    """SVM-MAP structural hinge (Yue, Finley, Radlinski & Joachims, SIGIR 2007).
+_BLOCK = 48
 
-    Binary relevance: label > ``relevant_above``. With ``P = |C⁺|``, ``N = |C⁻|``,
-    ``Ψ(x, ŷ) = 1/(PN) Σ_{i∈C⁺} Σ_{j∈C⁻} ŷ_ij (x_i − x_j)`` and ``Δ = 1 − AP(ŷ)``:
 
-        ξ = max_ŷ [1 − AP(ŷ) + wᵀΨ(ŷ) − wᵀΨ(y*)].
-
-    Yue's greedy argument: with both classes in descending score order, place the j-th
-    irrelevant document after ``a_j`` relevant ones. Then
-    ``1 − AP = −(1/P) Σ_j Σ_{i>a_j} (i/(i+j) − i/(i+j−1))`` and
-    ``wᵀΨ(ŷ) − wᵀΨ(y*) = −2/(PN) Σ_j Σ_{i>a_j} (s⁺_i − s⁻_j)``, so the objective splits into
-    independent per-j suffix sums, each maximised over ``a_j ∈ {0..P}`` (the maximisers are
-    monotone in j, Yue et al. Lemma 1). Queries without a relevant or an irrelevant document
-    have ξ = 0.
-    """
-    t = as_target(target, mask)
-    s = as_scores(scores, t)
-    rel = t.mask & (t.labels > relevant_above)  # type: ignore[operator]
-    irr = t.mask & ~rel  # type: ignore[operator]
+def _svm_map_block(s: np.ndarray, rel: np.ndarray, irr: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """SVM-MAP hinge and subgradient for a block of queries (see :func:`svm_map_loss`)."""
     rcols, rs, rvalid = _sorted_block(s, rel)
     ncols, ns, nvalid = _sorted_block(s, irr)
     p = rvalid.sum(axis=1).astype(np.float64)
@@ -81,12 +60,51 @@ def svm_map_loss(
     below = (a[:, None, :] < i[:, :, 0][:, :, None]) & nvalid[:, None, :]
     g_rel = -coef[:, None] * below.sum(axis=2) * rvalid
     g_irr = coef[:, None] * (p[:, None] - a) * nvalid
-    grad = np.zeros_like(s)
-    np.put_along_axis(grad, ncols, g_irr, axis=1)
-    # Relevant columns last so that padding slots (g = 0) never overwrite a real gradient.
+    ngrad = np.zeros_like(s)
+    np.put_along_axis(ngrad, ncols, g_irr, axis=1)
     rgrad = np.zeros_like(s)
     np.put_along_axis(rgrad, rcols, g_rel, axis=1)
-    grad = np.where(rel, rgrad, np.where(irr, grad, 0.0))
+    # Padding slots of one block hold zeros and may hit columns of the other class, so each
+    # class keeps only its own columns.
+    return per_query, np.where(rel, rgrad, np.where(irr, ngrad, 0.0))
+
+
+def svm_map_loss(
+    scores: np.ndarray,
+    target: Target | np.ndarray,
+    mask: np.ndarray | None = None,
+    *,
+    relevant_above: float = 0.0,
+    reduction: str = "mean",
+) -> tuple[float, np.ndarray]:
+    """SVM-MAP structural hinge (Yue, Finley, Radlinski & Joachims, SIGIR 2007).
+
+    Binary relevance: label > ``relevant_above``. With ``P = |C⁺|``, ``N = |C⁻|``,
+    ``Ψ(x, ŷ) = 1/(PN) Σ_{i∈C⁺} Σ_{j∈C⁻} ŷ_ij (x_i − x_j)`` and ``Δ = 1 − AP(ŷ)``:
+
+        ξ = max_ŷ [1 − AP(ŷ) + wᵀΨ(ŷ) − wᵀΨ(y*)].
+
+    Yue's greedy argument: with both classes in descending score order, place the j-th
+    irrelevant document after ``a_j`` relevant ones. Then
+    ``1 − AP = −(1/P) Σ_j Σ_{i>a_j} (i/(i+j) − i/(i+j−1))`` and
+    ``wᵀΨ(ŷ) − wᵀΨ(y*) = −2/(PN) Σ_j Σ_{i>a_j} (s⁺_i − s⁻_j)``, so the objective splits into
+    independent per-j suffix sums, each maximised over ``a_j ∈ {0..P}`` (the maximisers are
+    monotone in j, Yue et al. Lemma 1). Queries without a relevant or an irrelevant document
+    have ξ = 0.
+    """
+    t = as_target(target, mask)
+    s = as_scores(scores, t)
+    rel = t.mask & (t.labels > relevant_above)  # type: ignore[operator]
+    irr = t.mask & ~rel  # type: ignore[operator]
+    per_query = np.zeros(s.shape[0])
+    grad = np.zeros_like(s)
+    # Queries in blocks of similar |C⁺|·|C⁻| so the (block, P, N) work arrays stay small.
+    work = rel.sum(axis=1) * irr.sum(axis=1)
+    order = np.argsort(work, kind="stable")
+    order = order[work[order] > 0]
+    for start in range(0, order.size, _BLOCK):
+        rows = order[start:start + _BLOCK]
+        per_query[rows], grad[rows] = _svm_map_block(s[rows], rel[rows], irr[rows])
     value, scale = reduce_queries(per_query, reduction)
     return value, (grad * scale).reshape(np.shape(scores))
 

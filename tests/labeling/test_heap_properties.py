@@ -16,9 +16,10 @@ from hypothesis import strategies as st
 
 from labeling.heap import heap_topk, worst_case_total
 from labeling.session import open_session
-from labeling.simulation import Assessor, run_session
+from labeling.simulation import Assessor, run_session, simulate
+from labeling.types import PairAnswer
 
-SETTINGS = settings(max_examples=150, deadline=None)
+SETTINGS = settings(max_examples=100, deadline=None)
 
 
 @st.composite
@@ -69,7 +70,7 @@ def test_count_never_exceeds_the_bounds(case):
         assert bound >= total - asked  # the UI never promises fewer than remain
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(cases(max_n=20), st.data())
 def test_every_prefix_replays_and_undo_equals_shorter_replay(case, data):
     docs, scores, k, seed, cache = case
@@ -158,3 +159,50 @@ def test_run_session_with_simulated_oracle_on_graded_qrels():
     assert r.top == oracle.true_topk(4)
     assert r.top[0] == "g0" and set(r.top[1:3]) == {"g1", "g2"}
     assert [grades[d] for d in r.top] == [4, 3, 3, 2]
+
+
+@settings(max_examples=60, deadline=None)
+@given(cases(), st.data())
+def test_any_assessor_terminates_within_the_bound_with_a_partition(case, data):
+    """Arbitrary (inconsistent) answers, ties and not-relevant: the structural bound still
+    holds at every step, and the output is a partition of the documents."""
+    docs, _, k, seed, cache = case
+    opts = {"pair_cache": cache, "allow_ties": True, "not_relevant": True}
+    s = open_session("topk", docs, k=k, seed=seed, options=opts)
+    bounds = []
+    while not s.done:
+        bounds.append(s.progress().max_remaining)
+        q = s.pending
+        outcome = data.draw(st.sampled_from(s.allowed_outcomes))
+        s.submit(PairAnswer(q.left, q.right, outcome))
+    total = len(s.answers)
+    assert all(b >= total - i for i, b in enumerate(bounds))
+    r = s.result()
+    assert sorted(r.top + r.rest) == sorted(docs) and len(r.top) == min(k, len(docs))
+
+
+def test_noisy_assessor_gives_contradicted_implied_pairs():
+    docs = [f"d{i}" for i in range(40)]
+    scores = {d: float(i) for i, d in enumerate(docs)}
+    contradicted = 0
+    for seed in range(5):
+        run = simulate("topk", docs, Assessor(scores, seed=seed, flip=0.3), k=8, seed=seed)
+        contradicted += sum(p.contradicted for p in run.result.implied_pairs())
+    assert contradicted > 0
+
+
+def test_initial_expected_remaining_is_close_to_the_simulated_mean():
+    docs = [f"d{i}" for i in range(50)]
+    rng = random.Random(3)
+    for cache in (False, True):
+        counts = []
+        for _ in range(400):
+            values = rng.sample(range(1000), 50)
+            scores = dict(zip(docs, map(float, values), strict=True))
+            s = open_session(
+                "topk", docs, k=10, seed=rng.getrandbits(32), options={"pair_cache": cache}
+            )
+            counts.append(run_session(s, Assessor(scores), timed=False).judgments)
+        estimate = open_session("topk", docs, k=10, seed=0, options={"pair_cache": cache})
+        mean = sum(counts) / len(counts)
+        assert abs(estimate.progress().expected_remaining / mean - 1) < 0.04

@@ -13,6 +13,7 @@ from labeling.errors import (
     WrongQuestion,
 )
 from labeling.groundtruth import TopKResult
+from labeling.heap import Compare
 from labeling.session import (
     TopKSession,
     open_session,
@@ -247,3 +248,34 @@ def test_result_has_both_counts_and_all_implied_pairs():
 
 def test_judging_session_runtime_type():
     assert isinstance(open_session("topk", DOCS, k=3, seed=0), TopKSession)
+
+
+class InsertionTopK:
+    """A toy second strategy (linear insertion into a sorted top list) for the extension point."""
+
+    def __init__(self, order, k):
+        self.order, self.k, self.phase = list(order), k, "stream"
+        self.asked = 0
+
+    def run(self):
+        top, rest = [], []
+        for item in self.order:
+            pos = len(top)
+            while pos > 0 and (yield Compare(item, top[pos - 1])) == item:
+                pos -= 1
+            top.insert(pos, item)
+            if len(top) > self.k:
+                rest.append(top.pop())
+        self.phase = "done"
+        return top, rest
+
+    def max_remaining(self):
+        return 0 if self.phase == "done" else len(self.order) * self.k
+
+
+def test_another_strategy_plugs_into_the_session():
+    opts = validate_options("topk", None)
+    s = TopKSession(DOCS, k=5, seed=3, options=opts, strategy=InsertionTopK)
+    run = run_session(s, Assessor(SCORES, seed=0))
+    assert run.result.top == sorted(DOCS, key=lambda d: -SCORES[d])[:5]
+    assert s.progress().done

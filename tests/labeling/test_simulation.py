@@ -183,3 +183,12 @@ def test_cli_text_and_bad_input():
     assert bad.exit_code != 0
     bad = runner.invoke(_cli(), ["simulate", "--k", "0"])
     assert bad.exit_code != 0
+
+
+def test_cli_noise_models():
+    runner = CliRunner()
+    base = ["simulate", "--n", "30", "--k", "5", "--trials", "40", "--json"]
+    out = json.loads(runner.invoke(_cli(), [*base, "--model", "thurstone", "--scale", "2"]).output)
+    assert out["model"] == "thurstone" and out["exact_rate"] < 1.0
+    assert 0.0 < out["kappa_ndcg"]["mean"] < 1.0
+    assert runner.invoke(_cli(), [*base, "--model", "gauss"]).exit_code != 0

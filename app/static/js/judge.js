@@ -521,12 +521,13 @@
     var home = $("judge-focus");
     if (home && document.activeElement !== home) home.focus({ preventScroll: true });
   }
-  window.addEventListener("blur", function () {
-    setTimeout(function () {
-      var a = document.activeElement;
-      if (a && a.tagName === "IFRAME") focusHome();
-    }, 0);
-  });
+  function reclaimFocus() {
+    var a = document.activeElement;
+    if (a && a.tagName === "IFRAME") focusHome();
+  }
+  window.addEventListener("blur", function () { setTimeout(reclaimFocus, 0); });
+  document.addEventListener("focusin", function () { setTimeout(reclaimFocus, 0); }, true);
+  setInterval(reclaimFocus, 250); // not every browser reports focus entering a frame
 
   // ---------------------------------------------------------------- start
   function start(q) {

@@ -1,0 +1,293 @@
+"""REST API v1: the admin console (every route requires role admin; 403 for assessors).
+
+* ``PATCH /admin/collections/{id}`` — rename, describe, archive;
+* ``POST /admin/collections/{id}/import-files?kind=trec|smart|letor`` — multipart upload of
+  the format's files (``topics``/``documents``/``queries``/``qrels``/``run``/``features``);
+* ``POST /admin/collections/{id}/attach-grades`` and ``/attach-features`` — multipart file
+  ``qrels`` / ``features``;
+* ``POST /admin/plans/preview`` and ``POST /admin/plans`` — study plans (JSON body);
+* ``GET /admin/collections/{id}/progress`` — live progress;
+* ``GET /admin/collections/{id}/export-extra?format=letor|svmlight|group|qrels|pairs-csv``
+  ``&labels=kappa|grades&source=first|assessor|all|borda|bt|mean[&assessor=NAME]`` — streamed;
+* ``GET /admin/users/workload``, ``POST /admin/users/{name}/password``,
+  ``POST /admin/users/{name}/disable`` and ``/enable``.
+
+Validation errors are 422 with ``{"detail": [...{"file", "line", "msg"}]}`` for files.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
+from starlette.datastructures import UploadFile
+
+from app.deps import DbDep, require_admin
+from app.errors import Invalid
+from app.services import admin_imports, admin_manage, exports_extra, planning, progress, users
+
+router = APIRouter(prefix="/admin", tags=["admin"], dependencies=[Depends(require_admin)])
+
+#: Multipart limits: the files of one import and a few option fields.
+MAX_FILES = 8
+MAX_FIELDS = 20
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CollectionPatch(_Strict):
+    name: str | None = Field(default=None, min_length=1, max_length=200)
+    description: str | None = Field(default=None, max_length=10_000)
+    archived: bool | None = None
+
+
+class PoolIn(_Strict):
+    mode: Literal["all", "sample", "run"] = "all"
+    n: int | None = Field(default=None, ge=1, le=100_000)
+    seed: int = 0
+    dedupe: bool = False
+    run: str | None = Field(default=None, description="TREC run text for mode=run.")
+    run_order: bool = False
+
+
+class PlanIn(_Strict):
+    collection_id: int
+    assessors: list[str] = Field(default_factory=list, max_length=1000)
+    query_ids: list[str] | None = None
+    scheme: Literal["rotation", "balanced", "csv"] = "rotation"
+    shifts: list[int] = Field(default_factory=lambda: [0, 2], max_length=50)
+    per_query: dict[str, int] = Field(default_factory=lambda: {"topk": 2, "graded": 2})
+    seed: int = 0
+    csv: str | None = None
+    name: str = Field(default="plan", min_length=1, max_length=60)
+    k: int = Field(default=10, ge=1, le=10_000)
+    options: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    pool: PoolIn = Field(default_factory=PoolIn)
+
+    def spec(self) -> planning.PlanSpec:
+        return planning.PlanSpec(
+            collection_id=self.collection_id,
+            assessors=self.assessors,
+            query_ids=self.query_ids,
+            scheme=self.scheme,
+            shifts=tuple(self.shifts),
+            per_query=self.per_query,
+            seed=self.seed,
+            csv=self.csv,
+            name=self.name,
+            k=self.k,
+            options=self.options,
+            pool=planning.PoolSpec(**self.pool.model_dump()),
+        )
+
+
+class PasswordIn(_Strict):
+    password: str = Field(min_length=8, max_length=1024)
+
+
+def _collection_out(coll: Any) -> dict[str, Any]:
+    return {
+        "id": coll.id,
+        "name": coll.name,
+        "description": coll.description,
+        "archived": coll.archived,
+    }
+
+
+@router.patch("/collections/{collection_id}")
+def patch_collection(collection_id: int, body: CollectionPatch, db: DbDep) -> dict[str, Any]:
+    """Rename, describe, archive or un-archive a collection."""
+    coll = admin_manage.update_collection(
+        db=db,
+        collection_id=collection_id,
+        name=body.name,
+        description=body.description,
+        archived=body.archived,
+    )
+    return _collection_out(coll)
+
+
+async def _files(request: Request) -> tuple[dict[str, admin_imports.UploadedFile], dict[str, str]]:
+    """The multipart form's files (spooled to disk by Starlette) and its plain fields."""
+    content_type = request.headers.get("content-type", "")
+    if not content_type.startswith("multipart/form-data"):
+        raise Invalid("upload the files as multipart/form-data (one part per file)")
+    form = await request.form(max_files=MAX_FILES, max_fields=MAX_FIELDS)
+    files: dict[str, admin_imports.UploadedFile] = {}
+    fields: dict[str, str] = {}
+    for key, value in form.multi_items():
+        if isinstance(value, UploadFile):
+            files[key] = admin_imports.UploadedFile(value.filename or key, value.file)
+        else:
+            fields[key] = value
+    return files, fields
+
+
+def _opt_int(value: str | None, name: str) -> int | None:
+    if value in (None, ""):
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise Invalid(f"{name} must be an integer") from None
+
+
+@router.post("/collections/{collection_id}/import-files")
+async def import_files(
+    collection_id: int,
+    request: Request,
+    db: DbDep,
+    kind: Literal["trec", "smart", "letor"],
+    pairing: Literal["qrels", "all", "run"] = "qrels",
+    qrels_format: Literal["trec", "cranfield"] = "trec",
+    run_depth: int | None = None,
+    unjudged_grade: int | None = None,
+    include_narrative: bool = False,
+    ignore_unknown_qrels: bool = False,
+) -> dict[str, Any]:
+    """Import a collection from TREC, SMART or LETOR files (all or nothing)."""
+    files, _fields = await _files(request)
+    report = await run_in_threadpool(
+        admin_imports.import_files,
+        db=db,
+        collection_id=collection_id,
+        kind=kind,
+        files=files,
+        pairing=pairing,
+        qrels_format=qrels_format,
+        run_depth=run_depth,
+        unjudged_grade=unjudged_grade,
+        include_narrative=include_narrative,
+        ignore_unknown_qrels=ignore_unknown_qrels,
+    )
+    return _asdict(report)
+
+
+def _asdict(obj: Any) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    return asdict(obj)
+
+
+@router.post("/collections/{collection_id}/attach-grades")
+async def attach_grades(
+    collection_id: int,
+    request: Request,
+    db: DbDep,
+    qrels_format: Literal["trec", "cranfield"] = "trec",
+    strict: bool = False,
+) -> dict[str, Any]:
+    """Attach grades from a qrels file (part ``qrels``) to existing documents."""
+    files, _ = await _files(request)
+    if "qrels" not in files:
+        raise Invalid("upload the qrels file as the multipart part 'qrels'")
+    report = await run_in_threadpool(
+        admin_imports.attach_grades,
+        db=db,
+        collection_id=collection_id,
+        qrels=files["qrels"],
+        qrels_format=qrels_format,
+        strict=strict,
+    )
+    return _asdict(report)
+
+
+@router.post("/collections/{collection_id}/attach-features")
+async def attach_features(
+    collection_id: int, request: Request, db: DbDep, strict: bool = False
+) -> dict[str, Any]:
+    """Attach LETOR feature vectors (part ``features``) to existing documents."""
+    files, _ = await _files(request)
+    if "features" not in files:
+        raise Invalid("upload the LETOR file as the multipart part 'features'")
+    report = await run_in_threadpool(
+        admin_imports.attach_features,
+        db=db,
+        collection_id=collection_id,
+        features=files["features"],
+        strict=strict,
+    )
+    return _asdict(report)
+
+
+@router.post("/plans/preview")
+def preview_plan(body: PlanIn, db: DbDep) -> dict[str, Any]:
+    """The plan as a grid with loads, pool sizes and every violated constraint; writes nothing."""
+    preview = planning.preview_plan(db=db, spec=body.spec())
+    out = preview.as_dict()
+    out["csv"] = planning.plan_entries_csv(preview)
+    return out
+
+
+@router.post("/plans", status_code=201)
+def create_plan(body: PlanIn, db: DbDep) -> dict[str, Any]:
+    """Create the plan's tasks in one transaction (422 with the violations if it has errors)."""
+    created = planning.create_plan(db=db, spec=body.spec())
+    return {"name": created.name, "task_ids": created.task_ids, "warnings": created.warnings}
+
+
+@router.get("/collections/{collection_id}/progress")
+def collection_progress(collection_id: int, db: DbDep) -> dict[str, Any]:
+    """Tasks by status, judgments, active time, estimated remaining and last activity per
+    collection, query, assessor and task, plus judgments over time."""
+    return progress.collection_progress(db=db, collection_id=collection_id)
+
+
+@router.get("/collections/{collection_id}/export-extra", response_class=StreamingResponse)
+def export_extra(
+    collection_id: int,
+    db: DbDep,
+    format: Literal["letor", "svmlight", "group", "qrels", "pairs-csv"] = "letor",
+    labels: Literal["kappa", "grades"] = "kappa",
+    source: Literal["first", "assessor", "all", "borda", "bt", "mean"] = "first",
+    assessor: str | None = None,
+    missing_features: Literal["error", "skip", "zero"] = "error",
+) -> StreamingResponse:
+    """LETOR/SVMlight (+ LightGBM group file), qrels with a label source, or pairs CSV."""
+    req = exports_extra.ExportRequest(
+        collection_id=collection_id,
+        format=format,
+        labels=labels,
+        source=source,
+        assessor=assessor,
+        missing_features=missing_features,
+    )
+    body = exports_extra.export_stream(db=db, req=req)
+    name = f"collection-{collection_id}-{labels}-{source}-{exports_extra.FILE_NAMES[format]}"
+    return StreamingResponse(
+        iterate_in_threadpool(body),
+        media_type=exports_extra.MEDIA_TYPES[format],
+        headers={"Content-Disposition": f'attachment; filename="{name}"'},
+    )
+
+
+@router.get("/users/workload")
+def workload(db: DbDep) -> list[dict[str, Any]]:
+    """Every user's tasks by status, judgments, active time and last activity."""
+    return [w.as_dict() for w in admin_manage.workloads(db=db)]
+
+
+@router.post("/users/{username}/password")
+def reset_password(username: str, body: PasswordIn, db: DbDep) -> dict[str, Any]:
+    """Set a new password; the user's sessions and API tokens stop working at once."""
+    user = admin_manage.reset_password(db=db, username=username, password=body.password)
+    return {"username": user.username, "sessions_revoked": True}
+
+
+@router.post("/users/{username}/disable")
+def disable_user(username: str, db: DbDep) -> dict[str, Any]:
+    """Disable a user: their sessions and tokens stop working at once."""
+    user = users.set_disabled(db=db, username=username, disabled=True)
+    return {"username": user.username, "disabled": True}
+
+
+@router.post("/users/{username}/enable")
+def enable_user(username: str, db: DbDep) -> dict[str, Any]:
+    """Re-enable a disabled user (they log in again)."""
+    user = users.set_disabled(db=db, username=username, disabled=False)
+    return {"username": user.username, "disabled": False}

@@ -1,0 +1,504 @@
+"""Use cases: import collections from real formats, and attach grades/features to documents.
+
+Every format is parsed by the pure parsers of :mod:`labeling.sources` (line-numbered errors,
+whole-file reports) into the service's NDJSON rows, which then go through the one NDJSON import
+(:func:`app.services.collections.import_ndjson`): same validation, same idempotency, same single
+write transaction. So every import here is all or nothing, and an error report lists problems
+as ``{"file", "line", "msg"}`` items (422).
+
+Formats (``kind``):
+
+* ``trec`` — files ``topics`` (TREC ``<top>``), ``documents`` (TREC ``<DOC>`` SGML or JSONL,
+  told apart by the first non-blank byte), optional ``qrels``;
+* ``smart`` — files ``documents`` (``.I/.T/.A/.B/.W``), ``queries``, optional ``qrels``
+  (Cranfield's ``query doc code`` with ``qrels_format="cranfield"``, or TREC qrels);
+* ``letor`` — file ``features``: a LETOR file alone becomes a collection (features, grades from
+  the labels, query ids as query text).
+
+``pairing`` decides which documents each query gets: ``"qrels"`` (the judged ones), ``"all"``
+(every document under every query; refused above ``import_max_lines`` rows), or ``"run"`` (the
+top ``run_depth`` of a TREC run file ``run``, trec_eval order).
+
+Attaching (:func:`attach_grades`, :func:`attach_features`) updates existing documents, matched by
+(query id, doc id), in one write transaction; lines that match no document are counted in the
+report (or are errors with ``strict``).
+
+Uploads are read line by line from (spooled) files; each file is limited to ``max_bytes``
+(default: the app's ``max_body_bytes``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Literal
+
+from sqlalchemy import select
+
+from app.db import Database
+from app.errors import Invalid, NotFound, PayloadTooLarge
+from app.models import Collection, Document, Query
+from app.services import collections
+from labeling.pools import parse_trec_run
+from labeling.sources import (
+    SourceError,
+    build_rows,
+    join_features,
+    join_grades,
+    parse_cranfield_qrels,
+    parse_jsonl_docs,
+    parse_qrels,
+    parse_smart_docs,
+    parse_smart_queries,
+    parse_topics,
+    parse_trec_docs,
+    rows_from_letor,
+)
+from labeling.sources.base import QrelsEntry
+from labeling.sources.letor import read_letor_features
+
+ImportKind = Literal["trec", "smart", "letor"]
+IMPORT_KINDS: tuple[ImportKind, ...] = ("trec", "smart", "letor")
+PAIRINGS = ("qrels", "all", "run")
+QRELS_FORMATS = ("trec", "cranfield")
+#: The files each kind accepts (required first).
+FILES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "trec": (("topics", "documents"), ("qrels", "run")),
+    "smart": (("documents", "queries"), ("qrels", "run")),
+    "letor": (("features",), ()),
+}
+
+Source = str | os.PathLike[str] | IO[bytes] | bytes
+
+
+@dataclass(frozen=True, slots=True)
+class UploadedFile:
+    """One input file: a display ``name`` (for error reports) and its content."""
+
+    name: str
+    content: Source
+
+
+@dataclass(frozen=True, slots=True)
+class AdminImportReport:
+    collection_id: int
+    kind: str
+    rows: int
+    queries_created: int
+    documents_created: int
+    documents_unchanged: int
+    files: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class AttachReport:
+    collection_id: int
+    what: str
+    lines: int
+    matched: int
+    unmatched: int
+    unmatched_lines: list[int] = field(default_factory=list)
+    documents_without: int = 0
+
+
+# --------------------------------------------------------------------------- file helpers
+
+
+def _limit(max_bytes: int | None, db: Database) -> int | None:
+    return db.settings.max_body_bytes if max_bytes is None else (max_bytes or None)
+
+
+def _open(upload: UploadedFile) -> IO[bytes]:
+    content = upload.content
+    if isinstance(content, bytes):
+        import io
+
+        return io.BytesIO(content)
+    if isinstance(content, str | os.PathLike):
+        return Path(content).open("rb")  # closed by _lines
+    content.seek(0)
+    return content
+
+
+def _size(upload: UploadedFile) -> int:
+    content = upload.content
+    if isinstance(content, bytes):
+        return len(content)
+    if isinstance(content, str | os.PathLike):
+        return Path(content).stat().st_size
+    pos = content.tell()
+    content.seek(0, os.SEEK_END)
+    size = content.tell()
+    content.seek(pos)
+    return size
+
+
+def _check_sizes(files: Mapping[str, UploadedFile], limit: int | None) -> None:
+    if limit is None:
+        return
+    for upload in files.values():
+        size = _size(upload)
+        if size > limit:
+            raise PayloadTooLarge(f"{upload.name} is {size} bytes; the limit is {limit} bytes")
+
+
+def _lines(upload: UploadedFile) -> Iterator[bytes]:
+    """The file's lines, read lazily (a spooled upload is never loaded whole)."""
+    fh = _open(upload)
+    try:
+        # Not ``yield from fh``: closing this generator early would close the file with it.
+        for line in fh:
+            yield line
+    finally:
+        if isinstance(upload.content, str | os.PathLike):
+            fh.close()
+
+
+def _first_byte(upload: UploadedFile) -> bytes:
+    for line in _lines(upload):
+        stripped = line.strip()
+        if stripped:
+            return stripped[:1]
+    return b""
+
+
+def _source_invalid(error: SourceError, what: str = "nothing was imported") -> Invalid:
+    items: list[dict[str, Any]] = [
+        {"file": i.file, "line": i.line, "msg": i.message} for i in error.issues
+    ]
+    if error.more:
+        items.append({"file": "", "line": 0, "msg": f"... and {error.more} more error(s)"})
+    count = len(error.issues) + error.more
+    return Invalid(items, extra={"message": f"{count} error(s); {what}"})
+
+
+def _local_path(upload: UploadedFile) -> tuple[Path, bool]:
+    """A filesystem path for readers that need one (LETOR); True if it is a temp copy."""
+    if isinstance(upload.content, str | os.PathLike):
+        return Path(upload.content), False
+    with tempfile.NamedTemporaryFile("wb", suffix=".txt", delete=False) as tmp:
+        for line in _lines(upload):
+            tmp.write(line)
+    return Path(tmp.name), True
+
+
+def _features(upload: UploadedFile) -> list[Any]:
+    path, temporary = _local_path(upload)
+    try:
+        return read_letor_features(path, file=upload.name)
+    finally:
+        if temporary:
+            path.unlink(missing_ok=True)
+
+
+def _qrels(upload: UploadedFile, qrels_format: str) -> list[QrelsEntry]:
+    if qrels_format == "cranfield":
+        return parse_cranfield_qrels(_lines(upload), file=upload.name)
+    return parse_qrels(_lines(upload), file=upload.name)
+
+
+# --------------------------------------------------------------------------- import
+
+
+def import_files(
+    *,
+    db: Database,
+    collection_id: int,
+    kind: str,
+    files: Mapping[str, UploadedFile],
+    pairing: str = "qrels",
+    qrels_format: str = "trec",
+    run_depth: int | None = None,
+    unjudged_grade: int | None = None,
+    include_narrative: bool = False,
+    ignore_unknown_qrels: bool = False,
+    max_bytes: int | None = None,
+) -> AdminImportReport:
+    """Parse the files of ``kind``, build rows and import them all or nothing (module doc).
+
+    ``ignore_unknown_qrels``: skip qrels lines whose query or document is not imported (a
+    subset of the topics), instead of reporting them as errors. ``max_bytes``: per-file
+    limit (``None`` = the app's ``max_body_bytes``; ``0`` = no limit, for the CLI reading
+    local files).
+    """
+    if kind not in FILES:
+        raise Invalid(f"unknown import kind {kind!r}; expected one of {', '.join(IMPORT_KINDS)}")
+    required, optional = FILES[kind]
+    missing = [f for f in required if f not in files]
+    unknown = sorted(set(files) - set(required) - set(optional))
+    if missing or unknown:
+        raise Invalid(
+            f"{kind} import needs files {', '.join(required)}"
+            + (f" (optional: {', '.join(optional)})" if optional else "")
+            + (f"; missing {', '.join(missing)}" if missing else "")
+            + (f"; unexpected {', '.join(unknown)}" if unknown else "")
+        )
+    if pairing not in PAIRINGS:
+        raise Invalid(f"unknown pairing {pairing!r}; expected one of {', '.join(PAIRINGS)}")
+    if qrels_format not in QRELS_FORMATS:
+        raise Invalid(f"unknown qrels format {qrels_format!r}; expected trec or cranfield")
+    if unjudged_grade is not None and not 0 <= unjudged_grade <= 4:
+        raise Invalid("unjudged_grade must be in 0..4")
+    if kind != "letor":
+        if pairing == "qrels" and "qrels" not in files:
+            raise Invalid("pairing 'qrels' needs a qrels file (or use pairing 'all' or 'run')")
+        if pairing == "run" and "run" not in files:
+            raise Invalid("pairing 'run' needs a run file")
+    _check_sizes(files, _limit(max_bytes, db))
+    with db.read() as s:
+        if s.get(Collection, collection_id) is None:
+            raise NotFound(f"no collection with id {collection_id}")
+
+    try:
+        rows = list(
+            _rows(
+                kind,
+                files,
+                pairing=pairing,
+                qrels_format=qrels_format,
+                run_depth=run_depth,
+                unjudged_grade=unjudged_grade,
+                include_narrative=include_narrative,
+                ignore_unknown_qrels=ignore_unknown_qrels,
+                max_rows=db.settings.import_max_lines,
+            )
+        )
+    except SourceError as err:
+        raise _source_invalid(err) from None
+    if not rows:
+        raise Invalid("the files produce no (query, document) rows to import")
+    payload = "\n".join(json.dumps(r, ensure_ascii=False) for r in rows).encode("utf-8")
+    try:
+        report = collections.import_ndjson(db=db, collection_id=collection_id, data=payload)
+    except Invalid as err:
+        raise _explain_rows(err, rows) from None
+    return AdminImportReport(
+        collection_id=collection_id,
+        kind=kind,
+        rows=len(rows),
+        queries_created=report.queries_created,
+        documents_created=report.documents_created,
+        documents_unchanged=report.documents_unchanged,
+        files=[f.name for f in files.values()],
+    )
+
+
+def _rows(
+    kind: str,
+    files: Mapping[str, UploadedFile],
+    *,
+    pairing: str,
+    qrels_format: str,
+    run_depth: int | None,
+    unjudged_grade: int | None,
+    include_narrative: bool,
+    ignore_unknown_qrels: bool,
+    max_rows: int,
+) -> Iterable[dict[str, Any]]:
+    if kind == "letor":
+        return rows_from_letor(_features(files["features"]))
+    errors: list[SourceError] = []
+
+    def attempt(fn: Any) -> Any:
+        try:
+            return fn()
+        except SourceError as err:
+            errors.append(err)
+            return None
+
+    if kind == "trec":
+        topics = attempt(lambda: parse_topics(_lines(files["topics"]), file=files["topics"].name))
+        docs_file = files["documents"]
+        if _first_byte(docs_file) == b"{":
+            docs = attempt(lambda: list(parse_jsonl_docs(_lines(docs_file), file=docs_file.name)))
+        else:
+            docs = attempt(lambda: list(parse_trec_docs(_lines(docs_file), file=docs_file.name)))
+    else:
+        docs = attempt(
+            lambda: parse_smart_docs(_lines(files["documents"]), file=files["documents"].name)
+        )
+        topics = attempt(
+            lambda: parse_smart_queries(_lines(files["queries"]), file=files["queries"].name)
+        )
+    qrels = attempt(lambda: _qrels(files["qrels"], qrels_format)) if "qrels" in files else None
+    run = None
+    if "run" in files:
+        run = attempt(lambda: parse_trec_run(_lines(files["run"]), file=files["run"].name))
+    if errors:
+        from labeling.sources.base import merge_errors
+
+        merged = merge_errors(errors)
+        assert merged is not None
+        raise merged
+    assert topics is not None and docs is not None
+    if pairing == "all" and len(topics) * len(docs) > max_rows:
+        raise Invalid(
+            f"pairing 'all' would create {len(topics)} x {len(docs)} = "
+            f"{len(topics) * len(docs)} rows (limit {max_rows}); use pairing 'qrels' or 'run'"
+        )
+    pairs: Any = pairing
+    if pairing == "run":
+        known = {d.doc_id for d in docs}
+        pairs = {
+            qid: [e.doc_id for e in entries if e.doc_id in known][:run_depth]
+            for qid, entries in (run or {}).items()
+            if qid in {t.query_id for t in topics}
+        }
+    return build_rows(
+        topics,
+        docs,
+        pairing=pairs,
+        qrels=qrels,
+        qrels_file=files["qrels"].name if "qrels" in files else "qrels",
+        unjudged_grade=unjudged_grade,
+        include_narrative=include_narrative,
+        ignore_unknown_qrels=ignore_unknown_qrels,
+    )
+
+
+def _explain_rows(err: Invalid, rows: list[dict[str, Any]]) -> Invalid:
+    """Translate the NDJSON import's line numbers (of our generated rows) into query/doc ids."""
+    if not isinstance(err.detail, list):
+        return err
+    items = []
+    for item in err.detail:
+        line = item.get("line", 0) if isinstance(item, dict) else 0
+        if isinstance(item, dict) and 1 <= line <= len(rows):
+            row = rows[line - 1]
+            items.append(
+                {
+                    "file": "(generated row)",
+                    "line": line,
+                    "query_id": row["query_id"],
+                    "doc_id": row["doc_id"],
+                    "msg": item.get("msg", ""),
+                }
+            )
+        else:
+            items.append(item)
+    return Invalid(items, extra=err.extra)
+
+
+# --------------------------------------------------------------------------- attach
+
+
+def _document_hash(doc: Document) -> str:
+    """The service's content hash for a document row (kept consistent after an update so
+    re-imports stay idempotent). Uses the NDJSON import's own definition."""
+    # One definition of the hash, owned by the NDJSON import (private there; see report).
+    line = collections._Line(
+        line=0,
+        query_id="",
+        query="",
+        description=None,
+        doc_id=doc.external_id,
+        title=doc.title,
+        text=doc.text,
+        html=doc.html,
+        features=doc.features,
+        grade=doc.grade,
+    )
+    return line.content_hash()
+
+
+def _collection_documents(s: Any, collection_id: int) -> dict[tuple[str, str], Document]:
+    stmt = (
+        select(Document, Query.external_id)
+        .join(Query, Query.id == Document.query_id)
+        .where(Document.collection_id == collection_id)
+    )
+    return {(qid, d.external_id): d for d, qid in s.execute(stmt)}
+
+
+def attach_grades(
+    *,
+    db: Database,
+    collection_id: int,
+    qrels: UploadedFile,
+    qrels_format: str = "trec",
+    strict: bool = False,
+    max_bytes: int | None = None,
+) -> AttachReport:
+    """Set ``document.grade`` from a qrels file (all or nothing)."""
+    if qrels_format not in QRELS_FORMATS:
+        raise Invalid(f"unknown qrels format {qrels_format!r}; expected trec or cranfield")
+    _check_sizes({"qrels": qrels}, _limit(max_bytes, db))
+    try:
+        entries = _qrels(qrels, qrels_format)
+    except SourceError as err:
+        raise _source_invalid(err, "no grade was attached") from None
+    with db.write() as s:
+        if s.get(Collection, collection_id) is None:
+            raise NotFound(f"no collection with id {collection_id}")
+        docs = _collection_documents(s, collection_id)
+        try:
+            joined = join_grades(docs.keys(), entries, file=qrels.name, strict=strict)
+        except SourceError as err:
+            raise _source_invalid(err, "no grade was attached") from None
+        for key, grade in joined.matched.items():
+            doc = docs[key]
+            doc.grade = int(grade)
+            doc.content_hash = _document_hash(doc)
+    return AttachReport(
+        collection_id=collection_id,
+        what="grades",
+        lines=len(entries),
+        matched=len(joined.matched),
+        unmatched=len(joined.unmatched),
+        unmatched_lines=joined.unmatched[:20],
+        documents_without=sum(1 for k in docs if k not in joined.matched),
+    )
+
+
+def attach_features(
+    *,
+    db: Database,
+    collection_id: int,
+    features: UploadedFile,
+    strict: bool = False,
+    max_bytes: int | None = None,
+) -> AttachReport:
+    """Set ``document.features`` from a LETOR file, matched by ``qid`` and the ``docid`` in the
+    row comment (all or nothing; every vector must have the same length, also as the vectors
+    already stored in the collection)."""
+    _check_sizes({"features": features}, _limit(max_bytes, db))
+    try:
+        rows = _features(features)
+    except SourceError as err:
+        raise _source_invalid(err, "no feature vector was attached") from None
+    with db.write() as s:
+        if s.get(Collection, collection_id) is None:
+            raise NotFound(f"no collection with id {collection_id}")
+        docs = _collection_documents(s, collection_id)
+        try:
+            joined = join_features(docs.keys(), rows, file=features.name, strict=strict)
+        except SourceError as err:
+            raise _source_invalid(err, "no feature vector was attached") from None
+        widths = {len(v) for v in joined.matched.values()}
+        others = {
+            len(d.features)
+            for key, d in docs.items()
+            if d.features is not None and key not in joined.matched
+        }
+        if len(widths | others) > 1:
+            raise Invalid(
+                f"feature vectors would have different lengths in one collection: "
+                f"{sorted(widths | others)}"
+            )
+        for key, vector in joined.matched.items():
+            doc = docs[key]
+            doc.features = [float(x) for x in vector]
+            doc.content_hash = _document_hash(doc)
+    return AttachReport(
+        collection_id=collection_id,
+        what="features",
+        lines=len(rows),
+        matched=len(joined.matched),
+        unmatched=len(joined.unmatched),
+        unmatched_lines=joined.unmatched[:20],
+        documents_without=sum(1 for k in docs if k not in joined.matched),
+    )

@@ -1,0 +1,121 @@
+"""Use cases of the admin console that the base services do not cover: rename and archive a
+collection, reset a user's password, and each assessor's workload and activity.
+
+(Creating users and disabling them live in :mod:`app.services.users`; this module only adds
+what the admin console needs beside them.)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
+
+from app import security
+from app.db import Database
+from app.errors import Conflict, Invalid, NotFound
+from app.models import TASK_STATUSES, Collection, Judgment, Task, User
+from app.services.users import MIN_PASSWORD_LENGTH
+
+
+def update_collection(
+    *,
+    db: Database,
+    collection_id: int,
+    name: str | None = None,
+    description: str | None = None,
+    archived: bool | None = None,
+) -> Collection:
+    """Rename, re-describe, archive or un-archive a collection (409 if the name is taken)."""
+    try:
+        with db.write() as s:
+            coll = s.get(Collection, collection_id)
+            if coll is None:
+                raise NotFound(f"no collection with id {collection_id}")
+            if name is not None:
+                if not name.strip():
+                    raise Invalid("collection name must not be blank")
+                coll.name = name.strip()
+            if description is not None:
+                coll.description = description
+            if archived is not None:
+                coll.archived = archived
+            s.flush()
+    except IntegrityError as exc:
+        raise Conflict(f"a collection named {name!r} already exists") from exc
+    return coll
+
+
+def reset_password(*, db: Database, username: str, password: str) -> User:
+    """Set a new password and end the user's sessions and API tokens at once."""
+    if len(password) < MIN_PASSWORD_LENGTH:
+        raise Invalid(f"password too short: at least {MIN_PASSWORD_LENGTH} characters")
+    with db.write() as s:
+        user = s.scalar(select(User).where(User.username == username))
+        if user is None:
+            raise NotFound(f"no user named {username!r}")
+        user.password_hash = security.hash_password(password)
+    security.revoke_user_credentials(db, user.id)
+    return user
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    username: str
+    role: str
+    disabled: bool
+    tasks: dict[str, int]
+    judgments: int
+    active_ms: int
+    last_activity: datetime | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "username": self.username,
+            "role": self.role,
+            "disabled": self.disabled,
+            "tasks": self.tasks,
+            "judgments": self.judgments,
+            "active_ms": self.active_ms,
+            "last_activity": self.last_activity.isoformat() if self.last_activity else None,
+        }
+
+
+def workloads(*, db: Database) -> list[Workload]:
+    """Every user with tasks by status (all collections), live judgments, active time and the
+    time of their last judgment."""
+    with db.read() as s:
+        users = list(s.scalars(select(User).order_by(User.username)))
+        tasks: dict[int, dict[str, int]] = {u.id: dict.fromkeys(TASK_STATUSES, 0) for u in users}
+        for uid, status, n in s.execute(
+            select(Task.assessor_id, Task.status, func.count()).group_by(
+                Task.assessor_id, Task.status
+            )
+        ):
+            tasks.setdefault(uid, dict.fromkeys(TASK_STATUSES, 0))[status] = n
+        activity = {
+            uid: (n, ms, last)
+            for uid, n, ms, last in s.execute(
+                select(
+                    Task.assessor_id,
+                    func.count(Judgment.id),
+                    func.coalesce(func.sum(Judgment.active_ms), 0),
+                    func.max(Judgment.created_at),
+                )
+                .join(Task, Task.id == Judgment.task_id)
+                .where(Judgment.undone.is_(False))
+                .group_by(Task.assessor_id)
+            )
+        }
+    out = []
+    for u in users:
+        n, ms, last = activity.get(u.id, (0, 0, None))
+        if isinstance(last, str):  # SQLite aggregate over the UTC column comes back as text
+            last = datetime.fromisoformat(last)
+        out.append(
+            Workload(u.username, u.role, u.disabled, tasks[u.id], int(n), int(ms or 0), last)
+        )
+    return out

@@ -1,0 +1,433 @@
+"""Use cases: plan a labeling study (assessors × queries × methods), preview it, create tasks.
+
+A :class:`PlanSpec` names the collection, the assessors, the queries (default: all), a scheme
+and the task settings:
+
+* ``scheme="rotation"`` — the paper's fold rotation (:func:`labeling.assignment.fold_rotation`;
+  ``shifts=(0, 2)`` adds the shift-by-2 second assignment);
+* ``scheme="balanced"`` — ``per_query`` assessors per query and method, seeded
+  (:func:`labeling.assignment.plan_balanced`);
+* ``scheme="csv"`` — an admin's own plan (``assessor,query_id,method[,label]``).
+
+Settings per plan: ``k``, options per method (validated by the labeling core), and the pool
+(:mod:`labeling.pools`: all documents, a seeded sample of n, or the top n of a TREC run,
+optionally deduplicated by content). The pool is computed once per query and shared by every
+task on that query, so assessors of one query judge the same documents (agreement needs that).
+
+:func:`preview_plan` computes everything and checks the constraints (the pure validator plus
+the database: unknown or disabled users, queries without documents, tasks that already exist)
+without writing; :func:`create_plan` refuses a plan with errors and otherwise inserts all its
+tasks in ONE write transaction (all or nothing).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import select
+
+from app.db import Database
+from app.errors import Invalid, NotFound
+from app.models import Collection, Document, Query, Task, User
+from labeling.assignment import (
+    Plan,
+    PlanEntry,
+    PlanError,
+    Violation,
+    fold_rotation,
+    plan_balanced,
+    plan_from_csv,
+    validate_plan,
+)
+from labeling.errors import ConfigError
+from labeling.pools import build_pool, content_hash, parse_trec_run
+from labeling.session import open_session, validate_options
+from labeling.sources import SourceError
+
+SCHEMES = ("rotation", "balanced", "csv")
+
+
+@dataclass(frozen=True, slots=True)
+class PoolSpec:
+    """How each query's judging pool is chosen (see :func:`labeling.pools.build_pool`)."""
+
+    mode: str = "all"
+    n: int | None = None
+    seed: int = 0
+    dedupe: bool = False
+    run: str | None = None
+    """TREC run text for ``mode="run"``."""
+    run_order: bool = False
+    """With ``mode="run"``: feed the heap in run order (topk option ``initial_order``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PlanSpec:
+    collection_id: int
+    assessors: Sequence[str] = ()
+    query_ids: Sequence[str] | None = None
+    scheme: str = "rotation"
+    shifts: Sequence[int] = (0, 2)
+    per_query: Mapping[str, int] = field(default_factory=lambda: {"topk": 2, "graded": 2})
+    seed: int = 0
+    csv: str | None = None
+    name: str = "plan"
+    k: int = 10
+    options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    pool: PoolSpec = field(default_factory=PoolSpec)
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedTask:
+    assessor: str
+    query_id: str
+    method: str
+    label: str
+    seed: int
+    n: int
+
+
+@dataclass(slots=True)
+class PlanPreview:
+    """Everything the preview page shows: the grid, loads, pools and every problem."""
+
+    spec: PlanSpec
+    assessors: list[str]
+    query_ids: list[str]
+    tasks: list[PlannedTask]
+    grid: dict[str, dict[str, str]]
+    """grid[assessor][query_id] = "topk" / "graded" (or "topk+graded" on a conflict)."""
+    loads: dict[str, dict[str, int]]
+    pool_sizes: dict[str, int]
+    violations: list[dict[str, Any]]
+    options: dict[str, dict[str, Any]]
+
+    @property
+    def ok(self) -> bool:
+        return not any(v["severity"] == "error" for v in self.violations)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "name": self.spec.name,
+            "scheme": self.spec.scheme,
+            "k": self.spec.k,
+            "options": self.options,
+            "assessors": self.assessors,
+            "query_ids": self.query_ids,
+            "tasks": [_task_dict(t) for t in self.tasks],
+            "grid": self.grid,
+            "loads": self.loads,
+            "pool_sizes": self.pool_sizes,
+            "violations": self.violations,
+        }
+
+
+def _task_dict(t: PlannedTask) -> dict[str, Any]:
+    return {
+        "assessor": t.assessor,
+        "query_id": t.query_id,
+        "method": t.method,
+        "label": t.label,
+        "seed": t.seed,
+        "n": t.n,
+    }
+
+
+def task_seed(plan_seed: int, assessor: str, query_id: str, method: str) -> int:
+    """A task's protocol seed: a hash of (plan seed, assessor, query, method), so re-planning
+    with the same seed reproduces every task, and different assessors see different orders."""
+    digest = hashlib.sha256(f"{plan_seed}|{assessor}|{query_id}|{method}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+def _violation(v: Violation) -> dict[str, Any]:
+    return {
+        "code": v.code,
+        "severity": v.severity,
+        "message": v.message,
+        "assessor": v.assessor,
+        "query_id": v.query_id,
+        "method": v.method,
+    }
+
+
+def _error(code: str, message: str, **where: Any) -> dict[str, Any]:
+    return {
+        "code": code,
+        "severity": "error",
+        "message": message,
+        "assessor": where.get("assessor"),
+        "query_id": where.get("query_id"),
+        "method": where.get("method"),
+    }
+
+
+def _build_plan(spec: PlanSpec, query_ids: list[str]) -> Plan:
+    try:
+        if spec.scheme == "rotation":
+            return fold_rotation(spec.assessors, query_ids, shifts=spec.shifts)
+        if spec.scheme == "balanced":
+            return plan_balanced(
+                spec.assessors, query_ids, per_query=spec.per_query, seed=spec.seed
+            )
+        if spec.scheme == "csv":
+            if not spec.csv:
+                raise Invalid("scheme 'csv' needs the plan CSV")
+            plan = plan_from_csv(spec.csv, file="plan.csv")
+            assessors = list(spec.assessors) or list(plan.assessors)
+            return Plan(plan.entries, tuple(assessors), tuple(query_ids))
+    except SourceError as err:
+        raise Invalid(
+            [{"file": i.file, "line": i.line, "msg": i.message} for i in err.issues],
+            extra={"message": "the plan CSV has errors; nothing was planned"},
+        ) from None
+    except PlanError as err:
+        raise Invalid(str(err)) from None
+    except ConfigError as err:
+        raise Invalid(str(err)) from None
+    raise Invalid(f"unknown scheme {spec.scheme!r}; expected one of {', '.join(SCHEMES)}")
+
+
+def _pools(
+    s: Any, collection_id: int, queries: dict[str, Query], pool: PoolSpec
+) -> dict[str, list[str]]:
+    run_order: dict[str, list[str]] = {}
+    if pool.mode == "run":
+        if not pool.run:
+            raise Invalid("pool mode 'run' needs a TREC run")
+        try:
+            parsed = parse_trec_run(pool.run, file="run")
+        except SourceError as err:
+            raise Invalid(
+                [{"file": i.file, "line": i.line, "msg": i.message} for i in err.issues],
+                extra={"message": "the run has errors; nothing was planned"},
+            ) from None
+        run_order = {q: [e.doc_id for e in entries] for q, entries in parsed.items()}
+    out: dict[str, list[str]] = {}
+    for qid, query in queries.items():
+        docs = list(
+            s.scalars(select(Document).where(Document.query_id == query.id).order_by(Document.id))
+        )
+        ids = [d.external_id for d in docs]
+        hashes = (
+            {d.external_id: content_hash(d.title, d.text, d.html) for d in docs}
+            if pool.dedupe
+            else None
+        )
+        try:
+            chosen = build_pool(
+                ids,
+                mode=pool.mode,  # type: ignore[arg-type]
+                n=pool.n,
+                seed=pool.seed,
+                run=run_order.get(qid, []) if pool.mode == "run" else None,
+                hashes=hashes,
+            )
+        except ConfigError as err:
+            raise Invalid(f"pool of query {qid}: {err}") from None
+        out[qid] = list(chosen.doc_ids)
+    return out
+
+
+def _options(spec: PlanSpec) -> dict[str, dict[str, Any]]:
+    unknown = sorted(set(spec.options) - {"topk", "graded"})
+    if unknown:
+        raise Invalid(f"options are given per method (topk, graded), not {', '.join(unknown)}")
+    if spec.k < 1:
+        raise Invalid("k must be at least 1")
+    try:
+        return {m: validate_options(m, spec.options.get(m)) for m in ("topk", "graded")}
+    except ConfigError as err:
+        raise Invalid(str(err)) from None
+
+
+def preview_plan(*, db: Database, spec: PlanSpec) -> PlanPreview:
+    """Build the plan, its pools and every violated constraint, without writing anything."""
+    options = _options(spec)
+    with db.read() as s:
+        if s.get(Collection, spec.collection_id) is None:
+            raise NotFound(f"no collection with id {spec.collection_id}")
+        all_queries = {
+            q.external_id: q
+            for q in s.scalars(
+                select(Query).where(Query.collection_id == spec.collection_id).order_by(Query.id)
+            )
+        }
+        if spec.query_ids is None:
+            query_ids = list(all_queries)
+        else:
+            query_ids = list(dict.fromkeys(str(q) for q in spec.query_ids))
+        extra: list[dict[str, Any]] = []
+        for q in query_ids:
+            if q not in all_queries:
+                extra.append(
+                    _error("unknown_query", f"no query {q!r} in this collection", query_id=q)
+                )
+        plan = _build_plan(spec, query_ids)
+        users = {
+            u.username: u
+            for u in s.scalars(select(User).where(User.username.in_(list(plan.assessors))))
+        }
+        for name in plan.assessors:
+            user = users.get(name)
+            if user is None:
+                extra.append(_error("unknown_user", f"no user named {name!r}", assessor=name))
+            elif user.disabled:
+                extra.append(_error("disabled_user", f"user {name!r} is disabled", assessor=name))
+        known = {q: all_queries[q] for q in query_ids if q in all_queries}
+        pools = _pools(s, spec.collection_id, known, spec.pool)
+        for q, ids in pools.items():
+            if not ids:
+                extra.append(
+                    _error("empty_pool", f"query {q} has no documents to judge", query_id=q)
+                )
+        existing = s.execute(
+            select(User.username, Query.external_id, Task.method, Task.id)
+            .join(User, User.id == Task.assessor_id)
+            .join(Query, Query.id == Task.query_id)
+            .where(Task.collection_id == spec.collection_id, Task.status != "cancelled")
+        ).all()
+    have: dict[tuple[str, str], list[tuple[str, int]]] = {}
+    for name, qid, method, tid in existing:
+        have.setdefault((name, qid), []).append((method, tid))
+    for e in plan.entries:
+        for method, tid in have.get((e.assessor, e.query_id), []):
+            if method == e.method:
+                extra.append(
+                    _error(
+                        "exists",
+                        f"{e.assessor} already has a {method} task on query {e.query_id} "
+                        f"(task {tid})",
+                        assessor=e.assessor,
+                        query_id=e.query_id,
+                        method=method,
+                    )
+                )
+            else:
+                extra.append(
+                    _error(
+                        "both_methods",
+                        f"{e.assessor} already judges query {e.query_id} with {method} "
+                        f"(task {tid}); requirement b",
+                        assessor=e.assessor,
+                        query_id=e.query_id,
+                    )
+                )
+    per_query = None
+    if spec.scheme == "balanced":
+        per_query = dict(spec.per_query)
+    elif spec.scheme == "rotation":
+        r = len(tuple(spec.shifts))
+        per_query = {"topk": r, "graded": r}
+    violations = [_violation(v) for v in validate_plan(plan, per_query=per_query)]
+    violations = (
+        [v for v in violations if v["severity"] == "error"]
+        + extra
+        + [v for v in violations if v["severity"] != "error"]
+    )
+    grid: dict[str, dict[str, str]] = {a: {} for a in plan.assessors}
+    for e in plan.entries:
+        cell = grid.setdefault(e.assessor, {})
+        cell[e.query_id] = e.method if e.query_id not in cell else f"{cell[e.query_id]}+{e.method}"
+    tasks = [
+        PlannedTask(
+            e.assessor,
+            e.query_id,
+            e.method,
+            e.label,
+            task_seed(spec.seed, e.assessor, e.query_id, e.method),
+            len(pools.get(e.query_id, [])),
+        )
+        for e in plan.entries
+    ]
+    return PlanPreview(
+        spec=spec,
+        assessors=list(plan.assessors),
+        query_ids=list(plan.query_ids),
+        tasks=tasks,
+        grid=grid,
+        loads=plan.load(),
+        pool_sizes={q: len(v) for q, v in pools.items()},
+        violations=violations,
+        options=options,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class CreatedPlan:
+    name: str
+    task_ids: list[int]
+    warnings: list[dict[str, Any]]
+
+
+def create_plan(*, db: Database, spec: PlanSpec) -> CreatedPlan:
+    """Create every task of the plan in one transaction; 422 with the violations if the plan
+    has any error (warnings, such as uneven loads, do not block)."""
+    preview = preview_plan(db=db, spec=spec)
+    if not preview.ok:
+        raise Invalid(
+            [v for v in preview.violations if v["severity"] == "error"],
+            extra={"message": "the plan violates its constraints; no task was created"},
+        )
+    if not preview.tasks:
+        raise Invalid("the plan has no tasks")
+    created: list[int] = []
+    with db.write() as s:
+        queries = {
+            q.external_id: q
+            for q in s.scalars(select(Query).where(Query.collection_id == spec.collection_id))
+        }
+        users = {
+            u.username: u
+            for u in s.scalars(select(User).where(User.username.in_(preview.assessors)))
+        }
+        pools = _pools(s, spec.collection_id, {q: queries[q] for q in preview.query_ids}, spec.pool)
+        tasks: list[Task] = []
+        for t in preview.tasks:
+            doc_ids = pools[t.query_id]
+            opts = dict(preview.options[t.method])
+            if t.method == "topk" and spec.pool.mode == "run" and spec.pool.run_order:
+                opts["initial_order"] = list(doc_ids)
+            try:
+                # Fail now, not at the first judgment, if the protocol cannot run this config.
+                open_session(t.method, doc_ids, k=spec.k, seed=t.seed, options=opts, answers=())
+            except ConfigError as err:
+                raise Invalid(f"task {t.assessor}/{t.query_id}/{t.method}: {err}") from None
+            label = f"{spec.name}:{t.label}" if t.label else spec.name
+            task = Task(
+                collection_id=spec.collection_id,
+                query_id=queries[t.query_id].id,
+                assessor_id=users[t.assessor].id,
+                method=t.method,
+                k=spec.k,
+                seed=t.seed,
+                options=opts,
+                doc_ids=doc_ids,
+                status="pending",
+                plan=label[:100],
+            )
+            s.add(task)
+            tasks.append(task)
+        s.flush()
+        created = [t.id for t in tasks]
+    return CreatedPlan(
+        name=spec.name,
+        task_ids=created,
+        warnings=[v for v in preview.violations if v["severity"] != "error"],
+    )
+
+
+def plan_entries_csv(preview: PlanPreview) -> str:
+    """The previewed plan as CSV (for editing and re-import with ``scheme="csv"``)."""
+    from labeling.assignment import plan_to_csv
+
+    plan = Plan(
+        tuple(PlanEntry(t.assessor, t.query_id, t.method, t.label) for t in preview.tasks),  # type: ignore[arg-type]
+        tuple(preview.assessors),
+        tuple(preview.query_ids),
+    )
+    return plan_to_csv(plan)

@@ -1,0 +1,404 @@
+"""The paper's experimental protocol (Niu et al. 2012 §6; seed-digest §6.3).
+
+- 5-fold cross-validation; in each fold 3 parts train, 1 validates, 1 tests (LETOR 4.0 rotation
+  for MQ2008, the LETOR 3.0 scheme for OHSUMED; :mod:`ranking.folds`);
+- hyperparameters tuned on the validation part: β for FocusedRank, C for the SVMs, the number
+  of iterations/rounds for everything (early stopping on the validation metric);
+- **graded truth**: the data's grades; top-k models train on the top k of a seeded random total
+  order consistent with the grades; measures NDCG@5, NDCG@10, ERR;
+- **top-k truth**: every part is converted to top-k ground truth (graded -> seeded random
+  total order -> top k -> κ-labels); traditional models train on the κ-labels; measures
+  κ-NDCG@5, κ-NDCG@10, κ-ERR;
+- the table reports the mean over folds and a paired t-test (per test query, all folds pooled)
+  of every model against the best baseline of each column.
+
+:func:`sweep_beta` varies β over a grid (the paper: 0 to 1 in steps of 0.05) and
+:func:`beta_sweep_svg` draws the curves like the paper's Figures 1–2 (dependency-free SVG).
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ranking.dataset import QueryDataset
+from ranking.estimators import ESTIMATORS, Ranker, metric_values
+
+__all__ = [
+    "BASELINES",
+    "FOCUSED",
+    "CVResult",
+    "SweepResult",
+    "beta_sweep_svg",
+    "cross_validate",
+    "default_grid",
+    "format_table",
+    "load_folds",
+    "significance",
+    "sweep_beta",
+]
+
+FOCUSED = ("focusednet", "focusedsvm", "focusedboost")
+TOPK_MODELS = (*FOCUSED, "topk-listmle")
+BASELINES = ("ranksvm", "svmmap", "rankboost", "adarank", "ranknet", "listnet", "listmle",
+             "plistmle", "wlistmle")
+BETA_GRID = tuple(round(0.1 * i, 2) for i in range(11))
+C_GRID = (1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0)  # seed-digest §4.7(1) DECISION
+MEASURES = {"graded": ("ndcg@5", "ndcg@10", "err"),
+            "topk": ("kappa_ndcg@5", "kappa_ndcg@10", "kappa_err")}
+COLUMN_NAMES = {"ndcg@5": "NDCG@5", "ndcg@10": "NDCG@10", "err": "ERR",
+                "kappa_ndcg@5": "κ-NDCG@5", "kappa_ndcg@10": "κ-NDCG@10", "kappa_err": "κ-ERR"}
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class FoldData:
+    """One fold: train / validation / test under one kind of truth."""
+
+    name: str
+    train: QueryDataset
+    valid: QueryDataset
+    test: QueryDataset
+    train_topk: QueryDataset  # what the top-k models train on
+
+
+def load_folds(directory: str | Path, truth: str = "graded", k: int = 10,
+               seed: int = 0) -> list[FoldData]:
+    """Read the five parts once and build the five folds for ``truth`` ("graded"|"topk").
+
+    ``directory`` holds ``S1.txt``..``S5.txt`` (LETOR 4.0) or ``Fold1_test.txt``..
+    ``Fold5_test.txt`` (LETOR 3.0 OHSUMED). Top-k truth is sampled once per part with a seed
+    derived from ``seed``, so every model sees the same truth.
+    """
+    from ranking.folds import letor4_folds, ohsumed_folds
+
+    if truth not in MEASURES:
+        raise ValueError(f"truth must be 'graded' or 'topk', got {truth!r}")
+    d = Path(directory)
+    if (d / "S1.txt").is_file():
+        folds = letor4_folds()
+    elif (d / "Fold1_test.txt").is_file():
+        folds = ohsumed_folds()
+    else:
+        raise ValueError(f"{d}: expected S1.txt..S5.txt (LETOR 4.0) or Fold1_test.txt.. "
+                         "(LETOR 3.0 OHSUMED)")
+    names = sorted({n for f in folds for n in (*f.train, *f.vali, *f.test)})
+    parts = {n: QueryDataset.read(d / f"{n}.txt") for n in names}
+    topk = {n: parts[n].to_topk(k, seed=seed * 1000 + i) for i, n in enumerate(names)}
+    source = topk if truth == "topk" else parts
+    out = []
+    for f in folds:
+        out.append(FoldData(
+            name=f.name,
+            train=QueryDataset.concat([source[n] for n in f.train]),
+            valid=QueryDataset.concat([source[n] for n in f.vali]),
+            test=QueryDataset.concat([source[n] for n in f.test]),
+            train_topk=QueryDataset.concat([topk[n] for n in f.train]),
+        ))
+    return out
+
+
+def default_grid(model: str, tune: Iterable[str]) -> list[dict[str, Any]]:
+    """Hyperparameter grid of ``model`` for the names in ``tune`` (beta, C, iterations).
+
+    Without ``iterations`` in ``tune`` nothing is early-stopped: gradient models run their
+    full ``epochs`` and boosters all ``n_rounds``.
+    """
+    tune = set(tune)
+    unknown = tune - {"beta", "C", "iterations"}
+    if unknown:
+        raise ValueError(f"cannot tune {sorted(unknown)}; choose from beta, C, iterations")
+    cls = ESTIMATORS[model]
+    params = cls().get_params()
+    grid: list[dict[str, Any]] = [{}]
+    if "beta" in tune and "beta" in params:
+        grid = [{**g, "beta": b} for g in grid for b in BETA_GRID]
+    if "C" in tune and "C" in params:
+        grid = [{**g, "C": c} for g in grid for c in C_GRID]
+    return grid
+
+
+def _fit(model: str, params: dict[str, Any], fold: FoldData, early_stop: bool,
+         seed: int) -> tuple[Ranker, float]:
+    est = ESTIMATORS[model](**{"seed": seed, **params})
+    train = fold.train_topk if model in TOPK_MODELS else fold.train
+    est.fit(train, valid=fold.valid if early_stop else None)
+    score = est.best_valid_score_ if early_stop else est.score(fold.valid)
+    return est, float(score)
+
+
+@dataclass
+class CVResult:
+    """Outcome of :func:`cross_validate`."""
+
+    truth: str
+    k: int
+    measures: tuple[str, ...]
+    models: list[str]
+    fold_means: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+    per_query: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+    chosen: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def mean(self, model: str, measure: str) -> float:
+        return float(np.mean(self.fold_means[model][measure]))
+
+
+def cross_validate(
+    folds: Sequence[FoldData],
+    models: Sequence[str],
+    *,
+    truth: str,
+    k: int = 10,
+    tune: Iterable[str] = ("beta", "C", "iterations"),
+    overrides: dict[str, dict[str, Any]] | None = None,
+    seed: int = 0,
+    progress: Progress | None = None,
+) -> CVResult:
+    """Run the protocol for ``models`` on ``folds`` (see the module docstring).
+
+    ``overrides[model]`` fixes hyperparameters (e.g. ``{"focusednet": {"lr": 0.1}}``). For
+    models with both β and C the grid is searched coordinate-wise (C at β = 0.5, then β at
+    the best C) to keep the number of fits linear.
+    """
+    tune = tuple(tune)
+    unknown = [m for m in models if m not in ESTIMATORS]
+    if unknown:
+        raise ValueError(f"unknown model(s) {unknown}; choose from {sorted(ESTIMATORS)}")
+    early_stop = "iterations" in tune
+    measures = MEASURES[truth]
+    result = CVResult(truth=truth, k=k, measures=measures, models=list(models))
+    for model in models:
+        fixed = (overrides or {}).get(model, {})
+        result.fold_means[model] = {m: [] for m in measures}
+        result.chosen[model] = []
+        pooled: dict[str, list[np.ndarray]] = {m: [] for m in measures}
+        start = time.perf_counter()
+        for fold in folds:
+            best, best_score, best_params = None, -math.inf, {}
+            for params in _search(model, tune, fixed, fold, early_stop, seed, progress):
+                est, score = params
+                if score > best_score + 1e-12:
+                    best, best_score, best_params = est, score, est.get_params()
+            assert best is not None
+            scores = best.predict(fold.test)
+            for m in measures:
+                values = metric_values(m, fold.test, scores)
+                pooled[m].append(values)
+                result.fold_means[model][m].append(float(values.mean()))
+            result.chosen[model].append({key: best_params[key] for key in
+                                         ("beta", "C") if key in best_params}
+                                        | {"iterations": best.best_iteration_,
+                                           "valid": best_score})
+        result.seconds[model] = time.perf_counter() - start
+        result.per_query[model] = {m: np.concatenate(v) for m, v in pooled.items()}
+    return result
+
+
+def _search(model: str, tune: tuple[str, ...], fixed: dict[str, Any], fold: FoldData,
+            early_stop: bool, seed: int, progress: Progress | None
+            ) -> Iterable[tuple[Ranker, float]]:
+    params = ESTIMATORS[model]().get_params()
+    has_beta = "beta" in tune and "beta" in params and "beta" not in fixed
+    has_c = "C" in tune and "C" in params and "C" not in fixed
+
+    def run(p: dict[str, Any]) -> tuple[Ranker, float]:
+        out = _fit(model, {**fixed, **p}, fold, early_stop, seed)
+        if progress is not None:
+            progress(f"{model} {fold.name} {p}")
+        return out
+
+    if has_beta and has_c:  # coordinate-wise: C at β = 0.5, then β at the best C
+        c_runs = [run({"beta": 0.5, "C": c}) for c in C_GRID]
+        yield from c_runs
+        best_c = max(c_runs, key=lambda r: r[1])[0].get_params()["C"]
+        for b in BETA_GRID:
+            if b != 0.5:
+                yield run({"beta": b, "C": best_c})
+        return
+    keys = [name for name, on in (("beta", has_beta), ("C", has_c)) if on]
+    for p in default_grid(model, keys):
+        yield run(p)
+
+
+def n_fits(models: Sequence[str], tune: Iterable[str], n_folds: int = 5) -> int:
+    """How many fits :func:`cross_validate` will run (for progress bars)."""
+    tune = tuple(tune)
+    total = 0
+    for m in models:
+        params = ESTIMATORS[m]().get_params()
+        b = "beta" in tune and "beta" in params
+        c = "C" in tune and "C" in params
+        total += (len(C_GRID) + len(BETA_GRID) - 1) if b and c else \
+            (len(BETA_GRID) if b else 1) * (len(C_GRID) if c else 1)
+    return total * n_folds
+
+
+def significance(result: CVResult, alpha: float = 0.05
+                 ) -> dict[str, dict[str, tuple[float, str]]]:
+    """Paired two-sided t-test per column against the best baseline (per-query, pooled).
+
+    Returns ``{model: {measure: (p_value, mark)}}`` with mark ``"▲"`` (significantly better),
+    ``"▼"`` (significantly worse) or ``""``. The best baseline itself gets ``(nan, "")``.
+    """
+    from scipy.stats import ttest_rel
+
+    out: dict[str, dict[str, tuple[float, str]]] = {m: {} for m in result.models}
+    for measure in result.measures:
+        bases = [m for m in result.models if m in BASELINES]
+        if not bases:
+            continue
+        best = max(bases, key=lambda m: result.mean(m, measure))
+        ref = result.per_query[best][measure]
+        for model in result.models:
+            if model == best:
+                out[model][measure] = (math.nan, "")
+                continue
+            x = result.per_query[model][measure]
+            if np.allclose(x, ref):
+                out[model][measure] = (1.0, "")
+                continue
+            p = float(ttest_rel(x, ref).pvalue)
+            mark = ""
+            if p < alpha:
+                mark = "▲" if x.mean() > ref.mean() else "▼"
+            out[model][measure] = (p, mark)
+    return out
+
+
+def format_table(result: CVResult, *, markdown: bool = True) -> str:
+    """Table-4-style text: mean over folds, best in column in bold, ▲/▼ vs the best baseline."""
+    sig = significance(result)
+    cols = [COLUMN_NAMES[m] for m in result.measures]
+    best = {m: max(result.models, key=lambda x, m=m: result.mean(x, m)) for m in result.measures}
+    lines = [f"| model ({result.truth} truth, k={result.k}) | " + " | ".join(cols)
+             + " | time s |", "|---|" + "---|" * (len(cols) + 1)]
+    for model in result.models:
+        cells = []
+        for m in result.measures:
+            v = f"{result.mean(model, m):.4f}"
+            if model == best[m] and markdown:
+                v = f"**{v}**"
+            mark = sig[model].get(m, (math.nan, ""))[1]
+            cells.append(v + (f" {mark}" if mark else ""))
+        lines.append(f"| {model} | " + " | ".join(cells) + f" | {result.seconds[model]:.1f} |")
+    lines.append("")
+    lines.append("▲/▼: paired t-test p < 0.05 (per test query, 5 folds pooled) against the best "
+                 "baseline of the column (baselines: " + ", ".join(
+                     m for m in result.models if m in BASELINES) + ").")
+    return "\n".join(lines)
+
+
+# ====================================================================================== sweep
+@dataclass
+class SweepResult:
+    """Test measures (mean over folds) per model, truth and β."""
+
+    betas: tuple[float, ...]
+    curves: dict[tuple[str, str], dict[str, list[float]]] = field(default_factory=dict)
+    # (model, truth) -> measure -> values over betas
+
+
+def sweep_beta(
+    folds_by_truth: dict[str, Sequence[FoldData]],
+    models: Sequence[str] = FOCUSED,
+    *,
+    betas: Sequence[float] = tuple(round(0.05 * i, 2) for i in range(21)),
+    overrides: dict[str, dict[str, Any]] | None = None,
+    seed: int = 0,
+    progress: Progress | None = None,
+) -> SweepResult:
+    """For each β: train on every fold (iterations early-stopped on validation), test mean."""
+    bad = [m for m in models if m not in FOCUSED]
+    if bad:
+        raise ValueError(f"sweep-beta is for the FocusedRank models {FOCUSED}, got {bad}")
+    res = SweepResult(betas=tuple(betas))
+    for truth, folds in folds_by_truth.items():
+        for model in models:
+            curve: dict[str, list[float]] = {m: [] for m in MEASURES[truth]}
+            for beta in betas:
+                sums = {m: [] for m in MEASURES[truth]}
+                for fold in folds:
+                    est, _ = _fit(model, {**(overrides or {}).get(model, {}), "beta": beta},
+                                  fold, True, seed)
+                    scores = est.predict(fold.test)
+                    for m in sums:
+                        sums[m].append(float(metric_values(m, fold.test, scores).mean()))
+                    if progress is not None:
+                        progress(f"{model} {truth} β={beta} {fold.name}")
+                for m in curve:
+                    curve[m].append(float(np.mean(sums[m])))
+            res.curves[(model, truth)] = curve
+    return res
+
+
+def beta_sweep_svg(res: SweepResult, measure_index: int = 1, title: str = "") -> str:
+    """One panel per model, like the paper's Figures 1–2: open markers = graded truth
+    (NDCG), filled = top-k truth (κ-NDCG); ``measure_index`` picks @5 (0), @10 (1) or ERR (2).
+    """
+    models = sorted({m for m, _ in res.curves}, key=lambda m: FOCUSED.index(m))
+    pw, ph, pad = 300, 220, 45
+    width, height = pad + len(models) * (pw + pad), ph + 2 * pad + 30
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+             f'font-family="sans-serif" font-size="11">',
+             f'<rect width="{width}" height="{height}" fill="white"/>',
+             f'<text x="{pad}" y="18" font-size="13">{html.escape(title)}</text>']
+    colours = {"graded": "#1f77b4", "topk": "#d62728"}
+    for i, model in enumerate(models):
+        x0, y0 = pad + i * (pw + pad), pad + 10
+        series = [(truth, curve[MEASURES[truth][measure_index]])
+                  for (m, truth), curve in res.curves.items() if m == model]
+        ys = [v for _, vals in series for v in vals]
+        lo, hi = (min(ys), max(ys)) if ys else (0.0, 1.0)
+        if hi - lo < 1e-6:
+            lo, hi = lo - 0.01, hi + 0.01
+        span = hi - lo
+        lo, hi = lo - 0.05 * span, hi + 0.05 * span
+
+        def px(b: float, x0: float = x0) -> float:
+            return x0 + b * pw
+
+        def py(v: float, y0: float = y0, lo: float = lo, hi: float = hi) -> float:
+            return y0 + ph - (v - lo) / (hi - lo) * ph
+
+        parts.append(f'<rect x="{x0}" y="{y0}" width="{pw}" height="{ph}" fill="none" '
+                     'stroke="#444"/>')
+        parts.append(f'<text x="{x0 + pw / 2}" y="{y0 - 6}" text-anchor="middle" '
+                     f'font-size="12">({"abc"[i] if i < 3 else i}) {html.escape(model)}</text>')
+        for tick in range(5):
+            v = lo + (hi - lo) * tick / 4
+            parts.append(f'<text x="{x0 - 4}" y="{py(v) + 4:.1f}" text-anchor="end">'
+                         f'{v:.3f}</text>')
+        for b in (0.0, 0.25, 0.5, 0.75, 1.0):
+            parts.append(f'<text x="{px(b):.1f}" y="{y0 + ph + 14}" text-anchor="middle">'
+                         f'{b:g}</text>')
+        parts.append(f'<text x="{x0 + pw / 2}" y="{y0 + ph + 28}" text-anchor="middle">β</text>')
+        for truth, vals in series:
+            pts = " ".join(f"{px(b):.1f},{py(v):.1f}" for b, v in zip(res.betas, vals,
+                                                                        strict=True))
+            c = colours.get(truth, "#333")
+            parts.append(f'<polyline points="{pts}" fill="none" stroke="{c}" '
+                         'stroke-width="1.5"/>')
+            fill = c if truth == "topk" else "white"
+            for b, v in zip(res.betas, vals, strict=True):
+                parts.append(f'<circle cx="{px(b):.1f}" cy="{py(v):.1f}" r="3" fill="{fill}" '
+                             f'stroke="{c}"/>')
+    ly = height - 12
+    names = {"graded": "graded truth, " + COLUMN_NAMES[MEASURES["graded"][measure_index]],
+             "topk": "top-k truth, " + COLUMN_NAMES[MEASURES["topk"][measure_index]]}
+    for j, truth in enumerate(("graded", "topk")):
+        c = colours[truth]
+        fill = c if truth == "topk" else "white"
+        lx = pad + j * 260
+        parts.append(f'<circle cx="{lx}" cy="{ly - 4}" r="4" fill="{fill}" stroke="{c}"/>')
+        parts.append(f'<text x="{lx + 8}" y="{ly}">{html.escape(names[truth])}</text>')
+    parts.append("</svg>")
+    return "\n".join(parts)

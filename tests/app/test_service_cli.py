@@ -1,0 +1,122 @@
+"""The service CLI for real: subprocesses on a temporary SQLite file, and ``serve --demo``
+running a real uvicorn on 127.0.0.1 (bounded by timeouts)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from app.demo import DEMO_LOGINS, DEMO_QUERIES
+
+
+def cli(*args: str, cwd: Path, stdin: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HEAPJUDGE_")}
+    return subprocess.run(
+        [sys.executable, "-m", "app.cli", *args],
+        cwd=cwd,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_db_user_import_export_commands(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'cli.db'}"
+    r = cli("db", "upgrade", "--database-url", url, cwd=tmp_path)
+    assert r.returncode == 0 and "0001_initial" in r.stdout, r.stderr
+    r = cli("create-user", "root", "--role", "admin", "--database-url", url, cwd=tmp_path, stdin="a-long-password\n")
+    assert r.returncode == 0 and "admin 'root'" in r.stdout, r.stderr
+    r = cli("create-user", "root", "--database-url", url, cwd=tmp_path, stdin="a-long-password\n")
+    assert r.returncode == 1 and "already taken" in r.stderr
+    good = tmp_path / "good.ndjson"
+    good.write_text(
+        "\n".join(
+            json.dumps({"query_id": "q", "query": "x", "doc_id": f"d{i}", "text": "t"}) for i in range(3)
+        )
+    )
+    r = cli("import", "coll", str(good), "--database-url", url, cwd=tmp_path)
+    assert r.returncode == 0 and "3 new documents" in r.stdout, r.stderr
+    bad = tmp_path / "bad.ndjson"
+    bad.write_text('{"query_id": "q", "query": "x", "doc_id": "e1"}\nnot json\n')
+    r = cli("import", "coll", str(bad), "--database-url", url, cwd=tmp_path)
+    assert r.returncode == 1 and f"{bad}:2:" in r.stderr and "nothing imported" in r.stderr
+    out = tmp_path / "pairs.jsonl"
+    r = cli("export", "coll", "--format", "pairs-jsonl", "-o", str(out), "--database-url", url, cwd=tmp_path)
+    assert r.returncode == 0 and out.read_text() == "", r.stderr
+    r = cli("export", "nope", "--database-url", url, cwd=tmp_path)
+    assert r.returncode == 1 and "no collection" in r.stderr
+    r = cli("db", "downgrade", "base", "--database-url", url, cwd=tmp_path)
+    assert r.returncode == 0 and "base" in r.stdout
+
+
+def test_serve_refuses_the_dev_secret_outside_dev_mode(tmp_path: Path) -> None:
+    r = cli("serve", "--database-url", f"sqlite:///{tmp_path / 's.db'}", cwd=tmp_path, timeout=60)
+    assert r.returncode == 1 and "HEAPJUDGE_SECRET_KEY" in r.stderr
+
+
+def test_serve_demo_creates_once_and_serves(tmp_path: Path) -> None:
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HEAPJUDGE_")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "serve", "--demo", "--port", str(port)],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.3)
+        else:
+            raise AssertionError("server did not start")
+        name, password, _role = DEMO_LOGINS[1]
+        token = httpx.post(
+            f"{base}/api/v1/auth/token", data={"username": name, "password": password}
+        ).json()["access_token"]
+        headers = {"Authorization": f"Bearer {token}"}
+        tasks = httpx.get(f"{base}/api/v1/tasks", headers=headers).json()
+        assert {t["method"] for t in tasks} == {"topk", "graded"}
+        nxt = httpx.get(f"{base}/api/v1/tasks/{tasks[0]['id']}/next", headers=headers).json()
+        assert nxt["done"] is False
+        colls = httpx.get(f"{base}/api/v1/collections", headers=headers).json()
+        assert colls[0]["queries"] == len(DEMO_QUERIES)
+        assert 20 <= colls[0]["documents"] / len(DEMO_QUERIES) <= 50
+    finally:
+        proc.terminate()
+        output, _ = proc.communicate(timeout=30)
+    assert "Demo database created." in output
+    assert base in output
+    for name, password, _role in DEMO_LOGINS:
+        assert name in output and password in output
+    assert (tmp_path / "heapjudge-demo.db").is_file()
+    # A second start reuses the database (created once).
+    from app.db import Database
+    from app.demo import ensure_demo
+
+    db = Database.from_url(f"sqlite:///{tmp_path / 'heapjudge-demo.db'}")
+    try:
+        assert ensure_demo(db=db) is False
+    finally:
+        db.dispose()

@@ -1,0 +1,254 @@
+"""Authorisation matrix over the app's routes, cookie + CSRF rules (C3), disabled users,
+login throttling, body-size limits (413, also chunked) and all-or-nothing NDJSON import."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from app import security
+from app.deps import require_admin
+from app.services import users
+from tests.app.conftest import Api
+from tests.app.test_service_api import make_collection, make_task, ndjson, pair_body, pool
+
+#: Admin-only endpoints named by the API contract; each must be guarded by require_admin.
+CONTRACT_ADMIN_ROUTES = {
+    ("POST", "/api/v1/users"),
+    ("POST", "/api/v1/collections"),
+    ("POST", "/api/v1/collections/{collection_id}/import"),
+    ("POST", "/api/v1/tasks"),
+    ("GET", "/api/v1/collections/{collection_id}/export"),
+}
+PUBLIC_API_ROUTES = {("POST", "/api/v1/auth/token")}
+
+
+def _calls(dependant: Any) -> Iterator[Any]:
+    for dep in dependant.dependencies:
+        yield dep.call
+        yield from _calls(dep)
+
+
+def api_routes(app: Any) -> list[tuple[str, str, bool]]:
+    """(method, path, admin-only) for every JSON API route, from ``app.routes``."""
+    try:  # FastAPI >= 0.16x keeps included routers nested; contexts carry the full path
+        from fastapi.routing import iter_route_contexts
+
+        routes = [(ctx.path, ctx.route) for ctx in iter_route_contexts(app.routes)]
+    except ImportError:  # older FastAPI: routes are flat already
+        routes = [(getattr(r, "path", ""), r) for r in app.routes]
+    out = []
+    for path, route in routes:
+        if not path.startswith("/api/v1") or not hasattr(route, "dependant"):
+            continue
+        admin = require_admin in set(_calls(route.dependant))
+        for method in sorted(route.methods - {"HEAD"}):
+            out.append((method, path, admin))
+    return out
+
+
+def concrete(path: str) -> str:
+    return re.sub(r"\{[^}]+\}", "1", path)
+
+
+@pytest.fixture(scope="module")
+def world(api: Api) -> dict[str, Any]:
+    api.add_user("ava")
+    api.add_user("ben")
+    cid = make_collection(api, "security", pool("s1", 5))
+    return {"cid": cid, "ava_task": make_task(api, cid, "s1", "ava", k=2)}
+
+
+def test_every_contract_admin_route_is_guarded(api: Api) -> None:
+    routes = api_routes(api.client.app)
+    guarded = {(m, p) for m, p, admin in routes if admin}
+    assert CONTRACT_ADMIN_ROUTES <= guarded, CONTRACT_ADMIN_ROUTES - guarded
+
+
+def test_assessor_gets_403_on_every_admin_route(api: Api, world: dict[str, Any]) -> None:
+    routes = [(m, p) for m, p, admin in api_routes(api.client.app) if admin]
+    assert len(routes) >= len(CONTRACT_ADMIN_ROUTES)
+    for method, path in routes:
+        r = api.client.request(method, concrete(path), headers=api.auth("ava"), json={})
+        assert r.status_code == 403, (method, path, r.status_code, r.text)
+        assert r.json()["detail"] == "admin role required"
+
+
+def test_every_api_route_needs_authentication(api: Api) -> None:
+    for method, path, _admin in api_routes(api.client.app):
+        if (method, path) in PUBLIC_API_ROUTES:
+            continue
+        r = api.client.request(method, concrete(path), json={})
+        assert r.status_code == 401, (method, path, r.status_code)
+        assert "detail" in r.json()
+
+
+def test_assessor_cannot_touch_another_assessors_task(api: Api, world: dict[str, Any]) -> None:
+    tid = world["ava_task"]
+    q = api.get("ava", f"/api/v1/tasks/{tid}/next").json()
+    for method, path, body in [
+        ("GET", f"/api/v1/tasks/{tid}", None),
+        ("GET", f"/api/v1/tasks/{tid}/next", None),
+        ("POST", f"/api/v1/tasks/{tid}/judgments", pair_body(q, "left")),
+        ("POST", f"/api/v1/tasks/{tid}/undo", None),
+        ("GET", f"/api/v1/tasks/{tid}/result", None),
+    ]:
+        r = api.client.request(method, path, headers=api.auth("ben"), json=body)
+        assert r.status_code == 403, (path, r.text)
+    assert api.get("ava", f"/api/v1/tasks/{tid}").json()["judgments"] == 0
+    # The admin may read any task.
+    assert api.get("admin", f"/api/v1/tasks/{tid}/next").status_code == 200
+
+
+def test_cookie_requests_need_csrf_and_same_origin(api: Api, world: dict[str, Any]) -> None:
+    tid = world["ava_task"]
+    ava = users.get_user(db=api.db, username="ava")
+    raw, csrf = security.create_web_session(api.db, ava)
+    cookies = {"Cookie": f"{security.SESSION_COOKIE}={raw}"}
+    c = api.client
+    q = c.get(f"/api/v1/tasks/{tid}/next", headers=cookies)
+    assert q.status_code == 200
+    body = pair_body(q.json(), "left")
+    url = f"/api/v1/tasks/{tid}/judgments"
+    assert c.post(url, json=body, headers=cookies).status_code == 403
+    bad = {**cookies, "X-CSRF-Token": "not-it"}
+    assert c.post(url, json=body, headers=bad).status_code == 403
+    good = {**cookies, "X-CSRF-Token": csrf}
+    cross = {**good, "Sec-Fetch-Site": "cross-site"}
+    assert c.post(url, json=body, headers=cross).status_code == 403
+    foreign = {**good, "Origin": "https://evil.example"}
+    assert c.post(url, json=body, headers=foreign).status_code == 403
+    same = {**good, "Sec-Fetch-Site": "same-origin", "Origin": "http://testserver"}
+    ok = c.post(url, json=body, headers=same)
+    assert ok.status_code == 200, ok.text
+    # Logout kills the session at once; the old cookie is useless.
+    security.delete_web_session(api.db, raw)
+    assert c.get(f"/api/v1/tasks/{tid}/next", headers=cookies).status_code == 401
+    assert c.post(f"/api/v1/tasks/{tid}/undo", headers=api.auth("ava")).status_code == 200
+
+
+def test_disabled_user_is_refused_at_once(api: Api) -> None:
+    api.add_user("zed")
+    raw, _csrf = security.create_web_session(api.db, users.get_user(db=api.db, username="zed"))
+    assert api.get("zed", "/api/v1/users/me").status_code == 200
+    users.set_disabled(db=api.db, username="zed", disabled=True)
+    assert api.get("zed", "/api/v1/users/me").status_code == 401
+    cookie = {"Cookie": f"{security.SESSION_COOKIE}={raw}"}
+    assert api.client.get("/api/v1/users/me", headers=cookie).status_code == 401
+    r = api.client.post("/api/v1/auth/token", data={"username": "zed", "password": "pw-zed-secret"})
+    assert r.status_code == 401
+
+
+def test_login_throttling(api: Api) -> None:
+    users.create_user(db=api.db, username="tom", password="tom-password")
+    form = {"username": "tom", "password": "wrong-password"}
+    for _ in range(api.settings.login_max_failures):
+        assert api.client.post("/api/v1/auth/token", data=form).status_code == 401
+    r = api.client.post("/api/v1/auth/token", data={**form, "password": "tom-password"})
+    assert r.status_code == 429 and int(r.headers["retry-after"]) >= 1
+
+
+def test_oversized_bodies_get_413(api: Api, world: dict[str, Any]) -> None:
+    limit = api.settings.max_body_bytes
+    url = f"/api/v1/collections/{world['cid']}/import"
+    big = b"x" * (limit + 1)
+    r = api.post("admin", url, content=big)
+    assert r.status_code == 413 and "detail" in r.json()
+
+    def chunks() -> Iterator[bytes]:  # no Content-Length: Transfer-Encoding chunked
+        for _ in range(limit // 1000 + 2):
+            yield b"y" * 1000
+
+    r = api.post("admin", url, content=chunks())
+    assert r.status_code == 413
+    assert api.get("admin", f"/api/v1/collections/{world['cid']}").json()["documents"] == 5
+
+
+BAD_IMPORTS = [
+    (b'{"query_id": "b1", "query": "q", "doc_id": "x1"}\n{not json}\n', [2]),
+    (b'{"query_id": "b1", "doc_id": "x1"}\n', [1]),
+    (b'{"query_id": "b1", "query": "q", "doc_id": ["x"]}\n', [1]),
+    (b'{"query_id": "b1", "query": "q", "doc_id": "x1", "grade": 9}\n', [1]),
+    (b'{"query_id": "b1", "query": "q", "doc_id": "x1", "features": [1, "a"]}\n', [1]),
+    (b'{"query_id": "b1", "query": "q", "doc_id": "x1", "colour": 1}\n', [1]),
+    (b'[1, 2]\n{"query_id": true, "query": "q", "doc_id": "x"}\n', [1, 2]),
+    (
+        b'{"query_id": "b1", "query": "q", "doc_id": "x1", "text": "a"}\n'
+        b'{"query_id": "b1", "query": "q", "doc_id": "x1", "text": "b"}\n',
+        [2],
+    ),
+    (
+        b'{"query_id": "b1", "query": "q", "doc_id": "x1"}\n'
+        b'{"query_id": "b1", "query": "other", "doc_id": "x2"}\n',
+        [2],
+    ),
+    (b'{"query_id": "b1", "query": "q", "doc_id": "x1", "text": "\xff"}\n', [1]),
+]
+
+
+@pytest.mark.parametrize(("data", "lines"), BAD_IMPORTS)
+def test_bad_ndjson_is_422_with_line_numbers_and_stores_nothing(
+    api: Api, world: dict[str, Any], data: bytes, lines: list[int]
+) -> None:
+    cid = world["cid"]
+    before = api.get("admin", f"/api/v1/collections/{cid}").json()
+    good = b'{"query_id": "ok", "query": "fine", "doc_id": "fine-1"}\n'
+    r = api.post("admin", f"/api/v1/collections/{cid}/import", content=good + data)
+    assert r.status_code == 422, r.text
+    reported = sorted({e["line"] for e in r.json()["detail"]})
+    assert reported == [n + 1 for n in lines]  # the good first line shifts every number
+    assert all(isinstance(e["msg"], str) and e["msg"] for e in r.json()["detail"])
+    after = api.get("admin", f"/api/v1/collections/{cid}").json()
+    assert (after["queries"], after["documents"]) == (before["queries"], before["documents"])
+
+
+def test_empty_import_is_422(api: Api, world: dict[str, Any]) -> None:
+    r = api.post("admin", f"/api/v1/collections/{world['cid']}/import", content=b"\n \n")
+    assert r.status_code == 422 and "no records" in r.json()["detail"][0]["msg"]
+
+
+def test_import_conflicts_with_stored_documents(api: Api, world: dict[str, Any]) -> None:
+    cid = world["cid"]
+    stored = pool("s1", 5)
+    changed = [dict(stored[0], text="a different text")]
+    r = api.post("admin", f"/api/v1/collections/{cid}/import", content=ndjson(changed))
+    assert r.status_code == 422 and r.json()["detail"][0]["line"] == 1
+    renamed = [dict(stored[1], query="a different query text")]
+    r = api.post("admin", f"/api/v1/collections/{cid}/import", content=ndjson(renamed))
+    assert r.status_code == 422
+    # The same doc id under another query with other content is a conflict too.
+    other = [dict(stored[2], query_id="s2", query="second", text="changed")]
+    assert api.post("admin", f"/api/v1/collections/{cid}/import", content=ndjson(other)).status_code == 422
+    same_elsewhere = [dict(stored[2], query_id="s2", query="second")]
+    ok = api.post("admin", f"/api/v1/collections/{cid}/import", content=ndjson(same_elsewhere))
+    assert ok.status_code == 200 and ok.json()["documents_created"] == 1
+
+
+def test_security_headers_and_openapi(api: Api) -> None:
+    r = api.client.get("/openapi.json")
+    assert r.status_code == 200
+    paths = r.json()["paths"]
+    for path in [
+        "/api/v1/auth/token",
+        "/api/v1/users",
+        "/api/v1/collections",
+        "/api/v1/collections/{collection_id}",
+        "/api/v1/collections/{collection_id}/import",
+        "/api/v1/collections/{collection_id}/queries",
+        "/api/v1/collections/{collection_id}/export",
+        "/api/v1/tasks",
+        "/api/v1/tasks/{task_id}/next",
+        "/api/v1/tasks/{task_id}/judgments",
+        "/api/v1/tasks/{task_id}/undo",
+        "/api/v1/tasks/{task_id}/result",
+    ]:
+        assert path in paths, path
+    assert api.client.get("/docs").status_code == 200
+    h = api.client.get("/healthz").headers
+    assert h["x-content-type-options"] == "nosniff"
+    assert "frame-ancestors 'none'" in h["content-security-policy"]
+    assert json.loads(api.client.get("/api/v1/nothing-here").text) == {"detail": "Not Found"}
