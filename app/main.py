@@ -45,7 +45,7 @@ CSP_EXEMPT_PATHS = ("/docs", "/redoc", "/docs/oauth2-redirect")
 
 def _api_routers() -> list[APIRouter]:
     """Every JSON API router (mounted under /api/v1). Add yours here with one line."""
-    from app.routers.api import admin, analysis, auth, collections, exports, tasks, users
+    from app.routers.api import admin, analysis, auth, collections, exports, tasks, training, users
 
     return [
         auth.router,
@@ -55,6 +55,7 @@ def _api_routers() -> list[APIRouter]:
         exports.router,
         analysis.router,
         admin.router,
+        training.router,
     ]
 
 

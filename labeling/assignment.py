@@ -400,7 +400,8 @@ def validate_plan(
     * (b): ``both_methods`` for an assessor with one query under both methods; ``duplicate`` for
       the same (assessor, query, method) twice.
     * (c): ``one_tool`` for an assessor without tasks of every method the plan uses (only with
-      ``require_both_tools``; one-method plans are exempt).
+      ``require_both_tools``; one-method plans are exempt). It is a warning when the plan has
+      fewer tasks of that method than assessors, so (c) cannot hold at all.
     * ``unknown_*``: entries whose assessor/query is not in the plan's lists, or whose method is
       not ``topk``/``graded``.
     * ``unbalanced`` (warning): total or per-method loads differ by more than one.
@@ -493,14 +494,25 @@ def validate_plan(
                 )
     load = plan.load()
     if require_both_tools and len(used_methods) > 1:
+        totals = Counter(e.method for e in plan.entries)
+        # With fewer tasks of a method than assessors, (c) cannot hold: say so, as a warning.
+        impossible = {m for m in used_methods if totals[m] < len(plan.assessors)}
         for a in plan.assessors:
             missing = [m for m in used_methods if load[a][m] == 0]
             if missing:
+                cannot = [m for m in missing if m in impossible]
+                note = (
+                    f" (impossible: only {', '.join(f'{totals[m]} {m}' for m in cannot)} "
+                    f"task(s) for {len(plan.assessors)} assessors)"
+                    if cannot
+                    else ""
+                )
                 out.append(
                     Violation(
                         "one_tool",
                         f"{a} has no {' or '.join(missing)} task (requirement c: every assessor "
-                        f"uses both tools)",
+                        f"uses both tools){note}",
+                        severity="warning" if len(cannot) == len(missing) else "error",
                         assessor=a,
                     )
                 )

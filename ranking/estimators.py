@@ -74,8 +74,10 @@ def metric_values(name: str, data: QueryDataset, scores: np.ndarray) -> np.ndarr
     """
     base, _, at_text = name.partition("@")
     at = int(at_text) if at_text else None
-    labels, mask = data.pad(data.labels)
-    s, _ = data.pad(np.asarray(scores, dtype=np.float64))
+    target = data.target()  # cached padded labels and mask (validation runs call this often)
+    labels, mask = target.labels, target.mask
+    s = np.zeros(labels.shape)
+    s[mask] = scores
     if base in ("ndcg", "kappa_ndcg"):
         return metrics.ndcg(labels, s, mask, at=at)
     if base in ("err", "kappa_err"):
@@ -217,7 +219,7 @@ class GradientRanker(Ranker):
 
     def __init__(self, *, model: str = "linear", hidden: int = 16, optimizer: str = "adam",
                  lr: float = 0.05, epochs: int = 300, batch_queries: int | None = None,
-                 l2: float = 0.0, eval_every: int = 5, patience: int = 8,
+                 l2: float = 0.0, eval_every: int = 5, patience: int = 4,
                  metric: str = "ndcg@10", seed: int = 0) -> None:
         self.model = model
         self.hidden = hidden
@@ -366,7 +368,7 @@ class SVMRanker(Ranker):
     _params = ("C", "iterations", "batch_queries", "eval_every", "patience", "metric", "seed")
 
     def __init__(self, *, C: float = 1.0, iterations: int = 300,
-                 batch_queries: int | None = None, eval_every: int = 10, patience: int = 8,
+                 batch_queries: int | None = None, eval_every: int = 10, patience: int = 5,
                  metric: str = "ndcg@10", seed: int = 0) -> None:
         self.C = C
         self.iterations = iterations

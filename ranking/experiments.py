@@ -128,7 +128,10 @@ def default_grid(model: str, tune: Iterable[str]) -> list[dict[str, Any]]:
 
 def _fit(model: str, params: dict[str, Any], fold: FoldData, early_stop: bool,
          seed: int) -> tuple[Ranker, float]:
-    est = ESTIMATORS[model](**{"seed": seed, **params})
+    base: dict[str, Any] = {"seed": seed}
+    if "k" in ESTIMATORS[model]().get_params():
+        base["k"] = fold.train_topk.topk  # the k of this experiment's top-k truth
+    est = ESTIMATORS[model](**{**base, **params})
     train = fold.train_topk if model in TOPK_MODELS else fold.train
     est.fit(train, valid=fold.valid if early_stop else None)
     score = est.best_valid_score_ if early_stop else est.score(fold.valid)

@@ -44,8 +44,11 @@ labeling, ranking and evaluation" (κ-NDCG, κ-ERR; per-query r_max).
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Mapping, Sequence
+import os
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
@@ -95,7 +98,7 @@ F64 = NDArray[np.float64]
 class _Batch:
     """Validated float64 ``labels``/``scores`` and bool ``mask``, all ``(Q, L)``."""
 
-    __slots__ = ("labels", "mask", "scores")
+    __slots__ = ("full", "labels", "mask", "scores")
 
     def __init__(self, labels: ArrayLike, scores: ArrayLike, mask: ArrayLike | None) -> None:
         lab = np.asarray(labels, dtype=np.float64)
@@ -109,6 +112,7 @@ class _Batch:
                 f"labels and scores must have one shape, (Q, L) or (L,), got {np.shape(labels)} "
                 f"and {np.shape(scores)}"
             )
+        self.full = mask is None
         if mask is None:
             msk = np.ones(lab.shape, dtype=bool)
         else:
@@ -117,12 +121,18 @@ class _Batch:
                 msk = msk[None, :]
             if msk.shape != lab.shape:
                 raise ValueError(f"mask shape {np.shape(mask)} does not match labels {lab.shape}")
-        if np.isnan(sco[msk]).any():
-            q, j = np.argwhere(np.isnan(sco) & msk)[0]
-            raise ValueError(f"score is NaN at query row {q}, position {j}")
-        if not np.isfinite(lab[msk]).all():
-            q, j = np.argwhere(~np.isfinite(lab) & msk)[0]
-            raise ValueError(f"label is not finite at query row {q}, position {j}")
+            self.full = bool(msk.all())
+        # Whole-array checks first (no copies); locate the offending cell only on failure.
+        if np.isnan(sco).any():
+            bad = np.isnan(sco) & msk
+            if bad.any():
+                q, j = np.argwhere(bad)[0]
+                raise ValueError(f"score is NaN at query row {q}, position {j}")
+        if not np.isfinite(lab).all():
+            bad = ~np.isfinite(lab) & msk
+            if bad.any():
+                q, j = np.argwhere(bad)[0]
+                raise ValueError(f"label is not finite at query row {q}, position {j}")
         self.labels = lab
         self.scores = sco
         self.mask = msk
@@ -191,14 +201,18 @@ def _docid_codes(docids: ArrayLike | None, shape: tuple[int, ...]) -> NDArray[np
 
 
 def _rank(
-    batch: _Batch, ties: str, docids: ArrayLike | None
+    batch: _Batch, ties: str, docids: ArrayLike | None, m: int | None = None
 ) -> tuple[NDArray[np.intp], NDArray[np.intp] | None]:
-    """Order (Q, L) of column indices by descending score (padding last), and for
-    ``ties="average"`` the flat group id (Q, L) of each sorted position.
+    """Column indices by descending score (padding last), shape (Q, L) or, when only the
+    first ``m`` positions are needed, (Q, m') with m' >= min(m, L); for ``ties="average"``
+    also the flat group id of each sorted position.
     """
     _check_choice("ties", ties, TIES)
     # NaN sorts last in numpy, which puts padding after every real document.
-    key = np.where(batch.mask, -batch.scores, np.nan)
+    key = -batch.scores if batch.full else np.where(batch.mask, -batch.scores, np.nan)
+    width = key.shape[1]
+    if ties == "stable" and m is not None and 0 < m < width // 2:
+        return _top_stable(key, m), None
     if ties in ("stable", "average"):
         order = np.argsort(key, axis=1, kind="stable")
     else:
@@ -222,6 +236,25 @@ def _rank(
     return order, groups
 
 
+def _top_stable(key: F64, m: int) -> NDArray[np.intp]:
+    """The first ``m`` columns of ``argsort(key, kind="stable")`` without a full sort.
+
+    ``argpartition`` finds m smallest keys in O(L); that set is the stable one unless the
+    m-th key is tied with keys outside the set (then which tied index gets in matters). Rows
+    with such a boundary tie fall back to a full stable sort, so the result is exact.
+    """
+    cand = np.sort(np.argpartition(key, m - 1, axis=1)[:, :m], axis=1)  # ascending index
+    ckey = np.take_along_axis(key, cand, axis=1)
+    kth = np.max(ckey, axis=1, keepdims=True)  # NaN if the row has < m real documents
+    # rows where more than m keys are <= the m-th key: the boundary tie needs the full sort
+    ambiguous = (key <= kth).sum(axis=1) > m
+    order = np.take_along_axis(cand, np.argsort(ckey, axis=1, kind="stable"), axis=1)
+    if ambiguous.any():
+        rows = np.flatnonzero(ambiguous)
+        order[rows] = np.argsort(key[rows], axis=1, kind="stable")[:, :m]
+    return order
+
+
 def _sorted(values: F64, order: NDArray[np.intp], groups: NDArray[np.intp] | None) -> F64:
     """``values`` in ranked order; with tie groups, each replaced by its group mean."""
     out = np.take_along_axis(values, order, axis=1)
@@ -235,10 +268,26 @@ def _sorted(values: F64, order: NDArray[np.intp], groups: NDArray[np.intp] | Non
     return means[flat].reshape(out.shape)
 
 
+def _ranked_gains(
+    b: _Batch, order: NDArray[np.intp], groups: NDArray[np.intp] | None, gain: str
+) -> F64:
+    """Gains in ranked order (tie-group means for ``ties="average"``); padding gains 0."""
+    if groups is None:
+        lab = b.labels if b.full else np.where(b.mask, b.labels, 0.0)
+        return _gain(np.take_along_axis(lab, order, axis=1), gain)
+    return _sorted(np.where(b.mask, _gain(b.labels, gain), 0.0), order, groups)
+
+
 def _gain(labels: F64, gain: str) -> F64:
     _check_choice("gain", gain, GAINS)
     pos = np.maximum(labels, 0.0)  # negative (TREC -1) labels carry no gain
     return np.exp2(pos) - 1.0 if gain == "exp" else pos
+
+
+def _rowdot(x: F64, w: F64) -> F64:
+    """Row-wise Σ_j x[q, j] w[j]. Not ``x @ w``: BLAS may sum in a blocking-dependent order,
+    and a query's value must not depend on which other queries share its batch."""
+    return (x * w).sum(axis=1)
 
 
 def _discounts(n: int, discount: str) -> F64:
@@ -249,15 +298,19 @@ def _discounts(n: int, discount: str) -> F64:
     return 1.0 / np.maximum(1.0, np.log2(j))
 
 
-def _ideal_dcg(gains: F64, mask: NDArray[np.bool_], m: int, discount: str) -> F64:
-    """DCG@m of each row's gains sorted descending (padding has gain 0)."""
-    g = np.where(mask, gains, 0.0)
-    m = min(m, g.shape[1])
+def _ideal_dcg(labels: F64, mask: NDArray[np.bool_], m: int, gain: str, discount: str) -> F64:
+    """DCG@m of each row's labels sorted descending (padding ignored).
+
+    Gains are monotone in the label, so the top-m labels are selected (O(L) partition) and
+    only those m are turned into gains.
+    """
+    lab = labels if mask.all() else np.where(mask, labels, -np.inf)
+    m = min(m, lab.shape[1])
     if m == 0:
-        return np.zeros(g.shape[0])
-    top = -np.partition(-g, m - 1, axis=1)[:, :m] if m < g.shape[1] else g
+        return np.zeros(lab.shape[0])
+    top = -np.partition(-lab, m - 1, axis=1)[:, :m] if m < lab.shape[1] else lab
     top = -np.sort(-top, axis=1)[:, :m]
-    return top @ _discounts(m, discount)
+    return _rowdot(np.where(np.isneginf(top), 0.0, _gain(top, gain)), _discounts(m, discount))
 
 
 def _apply_empty(values: F64, empty_rows: NDArray[np.bool_], empty: Any) -> F64:
@@ -279,10 +332,78 @@ def _apply_k_beyond(values: F64, batch: _Batch, at: int | None, k_beyond: str) -
 
 
 # --------------------------------------------------------------------------------------------
+# chunking over queries
+# --------------------------------------------------------------------------------------------
+
+#: Cells (queries x documents) per work unit: small enough to stay in cache and to bound the
+#: temporaries (about 2 MB per float64 array), large enough to amortise numpy's call overhead.
+CHUNK_CELLS = 1 << 18
+_ROW_ARGS = ("mask", "ideal_labels", "ideal_mask", "docids")
+_ROW_VECTOR_ARGS = ("r_max", "k")
+
+
+def _threads() -> int:
+    env = os.environ.get("HEAPJUDGE_THREADS")
+    if env and env.isdigit() and int(env) > 0:
+        return int(env)
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+def _row_chunked(fn: Callable[..., F64]) -> Callable[..., F64]:
+    """Run a metric on blocks of queries (threads when there are several blocks).
+
+    Every metric is independent per query, so splitting the rows changes no value. numpy
+    releases the GIL inside sorts, partitions and ufuncs, so threads run blocks in parallel.
+    """
+
+    @functools.wraps(fn)
+    def wrapper(labels: ArrayLike, scores: ArrayLike, *args: Any, **kwargs: Any) -> F64:
+        lab = np.asarray(labels)
+        if lab.ndim != 2 or lab.size <= CHUNK_CELLS or len(args) > 1 or ("mask" in kwargs and args):
+            return fn(labels, scores, *args, **kwargs)
+        if args:  # the mask, passed positionally as in the C2 contract
+            kwargs = {**kwargs, "mask": args[0]}
+        sco = np.asarray(scores)
+        if sco.shape != lab.shape:
+            return fn(labels, scores, *args, **kwargs)  # let the metric raise its message
+        n_q = lab.shape[0]
+        step = max(1, CHUNK_CELLS // max(lab.shape[1], 1))
+        row_kw = {}
+        for name in _ROW_ARGS:
+            value = kwargs.get(name)
+            if value is not None:
+                arr = np.asarray(value)
+                if arr.ndim == 2 and arr.shape[0] == n_q:
+                    row_kw[name] = arr
+        for name in _ROW_VECTOR_ARGS:
+            value = kwargs.get(name)
+            if value is not None and not isinstance(value, str) and np.ndim(value) == 1:
+                arr = np.asarray(value)
+                if arr.shape == (n_q,):
+                    row_kw[name] = arr
+
+        def block(start: int) -> F64:
+            sl = slice(start, start + step)
+            kw = dict(kwargs)
+            kw.update({name: arr[sl] for name, arr in row_kw.items()})
+            return fn(lab[sl], sco[sl], **kw)
+
+        starts = range(0, n_q, step)
+        workers = min(_threads(), len(starts))
+        if workers <= 1:
+            return np.concatenate([block(i) for i in starts])
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            return np.concatenate(list(pool.map(block, starts)))
+
+    return wrapper
+
+
+# --------------------------------------------------------------------------------------------
 # graded metrics
 # --------------------------------------------------------------------------------------------
 
 
+@_row_chunked
 def dcg(
     labels: ArrayLike,
     scores: ArrayLike,
@@ -300,12 +421,13 @@ def dcg(
     """
     _check_at(at)
     b = _Batch(labels, scores, mask)
-    order, groups = _rank(b, ties, docids)
-    g = _sorted(np.where(b.mask, _gain(b.labels, gain), 0.0), order, groups)
+    order, groups = _rank(b, ties, docids, at)
+    g = _ranked_gains(b, order, groups, gain)
     m = g.shape[1] if at is None else min(int(at), g.shape[1])
-    return g[:, :m] @ _discounts(m, discount)
+    return _rowdot(g[:, :m], _discounts(m, discount))
 
 
+@_row_chunked
 def ndcg(
     labels: ArrayLike,
     scores: ArrayLike,
@@ -334,13 +456,13 @@ def ndcg(
     """
     _check_at(at)
     b = _Batch(labels, scores, mask)
-    order, groups = _rank(b, ties, docids)
-    g = _sorted(np.where(b.mask, _gain(b.labels, gain), 0.0), order, groups)
+    order, groups = _rank(b, ties, docids, at)
+    g = _ranked_gains(b, order, groups, gain)
     m = g.shape[1] if at is None else min(int(at), g.shape[1])
-    actual = g[:, :m] @ _discounts(m, discount)
+    actual = _rowdot(g[:, :m], _discounts(m, discount))
     il, im = _ideal_source(b, ideal_labels, ideal_mask)
     im_at = il.shape[1] if at is None else int(at)
-    ideal = _ideal_dcg(_gain(il, gain), im, im_at, discount)
+    ideal = _ideal_dcg(il, im, im_at, gain, discount)
     empty_rows = ideal <= 0.0
     with np.errstate(divide="ignore", invalid="ignore"):
         values = np.where(empty_rows, 0.0, actual / np.where(empty_rows, 1.0, ideal))
@@ -348,6 +470,7 @@ def ndcg(
     return _apply_k_beyond(values, b, at, k_beyond)
 
 
+@_row_chunked
 def err(
     labels: ArrayLike,
     scores: ArrayLike,
@@ -397,16 +520,16 @@ def err(
         if over.any():
             q = int(np.flatnonzero(over)[0])
             raise ValueError(f"query row {q} has a label above r_max={rmax[q]:g}")
-    order, _ = _rank(b, ties, docids)
-    lab = np.where(b.mask, np.maximum(b.labels, 0.0), 0.0)
-    r = np.take_along_axis(lab, order, axis=1)
+    order, _ = _rank(b, ties, docids, at)
+    lab = b.labels if b.full else np.where(b.mask, b.labels, 0.0)
+    r = np.maximum(np.take_along_axis(lab, order, axis=1), 0.0)
     m = r.shape[1] if at is None else min(int(at), r.shape[1])
     r = r[:, :m]
     prob = (np.exp2(r) - 1.0) / np.exp2(rmax)[:, None]
     stop_before = np.ones_like(prob)
     if m > 1:
         stop_before[:, 1:] = np.cumprod(1.0 - prob[:, :-1], axis=1)
-    values = (prob * stop_before) @ (1.0 / np.arange(1, m + 1, dtype=np.float64))
+    values = _rowdot(prob * stop_before, 1.0 / np.arange(1, m + 1, dtype=np.float64))
     empty_rows = top <= 0.0
     values = _apply_empty(values, empty_rows, empty)
     return _apply_k_beyond(values, b, at, k_beyond)
@@ -440,6 +563,7 @@ def kappa_labels_from_topk(top: Sequence[str], rest: Sequence[str], k: int) -> d
     return labels
 
 
+@_row_chunked
 def kappa_ndcg(
     kappa_labels: ArrayLike,
     scores: ArrayLike,
@@ -479,6 +603,7 @@ def kappa_ndcg(
     )
 
 
+@_row_chunked
 def kappa_err(
     kappa_labels: ArrayLike,
     scores: ArrayLike,
@@ -522,6 +647,7 @@ def _relevant(labels: F64, mask: NDArray[np.bool_], threshold: float) -> F64:
     return (mask & (labels >= threshold)).astype(np.float64)
 
 
+@_row_chunked
 def precision(
     labels: ArrayLike,
     scores: ArrayLike,
@@ -543,7 +669,7 @@ def precision(
     if at is None:
         raise ValueError("precision needs a cutoff 'at'")
     b = _Batch(labels, scores, mask)
-    order, groups = _rank(b, ties, docids)
+    order, groups = _rank(b, ties, docids, at)
     rel = _sorted(_relevant(b.labels, b.mask, rel_threshold), order, groups)
     m = min(int(at), rel.shape[1])
     hits = rel[:, :m].sum(axis=1)
@@ -554,6 +680,7 @@ def precision(
     raise ValueError(f"denominator must be 'k' or 'list', got {denominator!r}")
 
 
+@_row_chunked
 def average_precision(
     labels: ArrayLike,
     scores: ArrayLike,
@@ -576,7 +703,7 @@ def average_precision(
     if ties == "average":
         raise ValueError("ties='average' is not defined for average precision")
     b = _Batch(labels, scores, mask)
-    order, _ = _rank(b, ties, docids)
+    order, _ = _rank(b, ties, docids, at)
     rel = np.take_along_axis(_relevant(b.labels, b.mask, rel_threshold), order, axis=1)
     m = rel.shape[1] if at is None else min(int(at), rel.shape[1])
     rel = rel[:, :m]
@@ -588,6 +715,7 @@ def average_precision(
     return _apply_empty(values, empty_rows, empty)
 
 
+@_row_chunked
 def reciprocal_rank(
     labels: ArrayLike,
     scores: ArrayLike,
@@ -610,7 +738,7 @@ def reciprocal_rank(
     if ties == "average":
         raise ValueError("ties='average' is not defined for reciprocal rank")
     b = _Batch(labels, scores, mask)
-    order, _ = _rank(b, ties, docids)
+    order, _ = _rank(b, ties, docids, at)
     rel = np.take_along_axis(_relevant(b.labels, b.mask, rel_threshold), order, axis=1) > 0
     m = rel.shape[1] if at is None else min(int(at), rel.shape[1])
     rel = rel[:, :m]

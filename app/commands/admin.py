@@ -1,9 +1,436 @@
-"""CLI commands: admin."""
+"""CLI commands of the admin console: ``heapjudge admin ...``.
+
+The same services as the REST API and the admin pages: imports from TREC / SMART (Cranfield) /
+LETOR files, attaching grades and features, study plans, progress, training exports, and user
+management. Heavy imports happen inside the commands.
+"""
 
 from __future__ import annotations
 
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
 import typer
+
+admin_app = typer.Typer(help="Admin console: imports, study plans, progress, exports, users.")
+
+
+def _open_db(database_url: str | None) -> Any:
+    import migrations
+    from app.db import Database
+    from app.settings import Settings
+
+    settings = Settings(**({"database_url": database_url} if database_url else {}), dev=True)
+    migrations.upgrade(settings.database_url)
+    return Database(settings)
+
+
+def _report_error(exc: Any) -> None:
+    detail = exc.detail
+    if isinstance(detail, list):
+        for item in detail:
+            if not isinstance(item, dict):
+                typer.echo(str(item), err=True)
+            elif "line" in item:
+                where = f"{item.get('file', '')}:{item['line']}"
+                typer.echo(f"{where}: {item.get('msg', '')}", err=True)
+            else:
+                typer.echo(
+                    f"[{item.get('severity', 'error')}] {item.get('message', item)}", err=True
+                )
+        typer.echo(f"error: {exc.extra.get('message', f'{len(detail)} error(s)')}", err=True)
+    else:
+        typer.echo(f"error: {detail}", err=True)
+    raise typer.Exit(1)
+
+
+def _collection(db: Any, ref: str, *, create: bool = False) -> int:
+    from app.errors import NotFound
+    from app.services import collections
+
+    try:
+        return collections.find_collection(db=db, ref=ref).id
+    except NotFound:
+        if not create:
+            raise
+        return collections.create_collection(db=db, name=ref).id
+
+
+def _run(database_url: str | None, fn: Any) -> Any:
+    from app.errors import DomainError
+
+    db = _open_db(database_url)
+    try:
+        return fn(db)
+    except DomainError as exc:
+        _report_error(exc)
+    finally:
+        db.dispose()
+
+
+DB_OPTION = typer.Option(None, "--database-url", help="Overrides HEAPJUDGE_DATABASE_URL.")
+
+
+def _import(
+    collection: str,
+    kind: str,
+    files: dict[str, Path | None],
+    database_url: str | None,
+    **options: Any,
+) -> None:
+    from app.services.admin_imports import UploadedFile, import_files
+
+    uploads = {k: UploadedFile(p.name, p) for k, p in files.items() if p is not None}
+
+    def go(db: Any) -> Any:
+        from app.errors import DomainError, NotFound
+        from app.models import Collection
+
+        try:
+            cid, created = _collection(db, collection), False
+        except NotFound:
+            cid, created = _collection(db, collection, create=True), True
+        try:
+            return import_files(
+                db=db, collection_id=cid, kind=kind, files=uploads, max_bytes=0, **options
+            )
+        except DomainError:
+            if created:  # a failed import leaves nothing behind, not even the new collection
+                with db.write() as s:
+                    s.delete(s.get(Collection, cid))
+            raise
+
+    report = _run(database_url, go)
+    typer.echo(
+        f"{collection}: {report.rows} rows, {report.queries_created} new queries, "
+        f"{report.documents_created} new documents, {report.documents_unchanged} unchanged"
+    )
+
+
+@admin_app.command("import-smart")
+def import_smart(
+    collection: str = typer.Argument(..., help="Collection name (created if missing) or id."),
+    documents: Path = typer.Option(..., exists=True, dir_okay=False, help="e.g. cran.all.1400"),
+    queries: Path = typer.Option(..., exists=True, dir_okay=False, help="e.g. cran.qry"),
+    qrels: Path | None = typer.Option(None, exists=True, dir_okay=False, help="e.g. cranqrel"),
+    qrels_format: str = typer.Option("cranfield", help="cranfield (query doc code) | trec"),
+    pairing: str = typer.Option("qrels", help="qrels | all | run"),
+    run: Path | None = typer.Option(None, exists=True, dir_okay=False, help="TREC run."),
+    run_depth: int | None = typer.Option(None, help="Top n of the run per query."),
+    unjudged_grade: int | None = typer.Option(None, help="Grade of unjudged pairs (e.g. 0)."),
+    database_url: str | None = DB_OPTION,
+) -> None:
+    """Import a SMART collection (.I/.T/.A/.B/.W) such as Cranfield 1400, all or nothing."""
+    _import(
+        collection,
+        "smart",
+        {"documents": documents, "queries": queries, "qrels": qrels, "run": run},
+        database_url,
+        pairing=pairing,
+        qrels_format=qrels_format,
+        run_depth=run_depth,
+        unjudged_grade=unjudged_grade,
+    )
+
+
+@admin_app.command("import-cranfield")
+def import_cranfield(
+    collection: str = typer.Argument(..., help="Collection name (created if missing)."),
+    directory: Path = typer.Argument(..., exists=True, file_okay=False, help="cranfield dir"),
+    database_url: str | None = DB_OPTION,
+) -> None:
+    """Cranfield 1400 from its directory: judged pairs, grades = 5 - code, -1 -> 0."""
+    _import(
+        collection,
+        "smart",
+        {
+            "documents": directory / "cran.all.1400",
+            "queries": directory / "cran.qry",
+            "qrels": directory / "cranqrel",
+        },
+        database_url,
+        qrels_format="cranfield",
+    )
+
+
+@admin_app.command("import-trec")
+def import_trec(
+    collection: str = typer.Argument(..., help="Collection name (created if missing) or id."),
+    topics: Path = typer.Option(..., exists=True, dir_okay=False, help="<top> topics file."),
+    documents: Path = typer.Option(..., exists=True, dir_okay=False, help="<DOC> SGML or JSONL"),
+    qrels: Path | None = typer.Option(None, exists=True, dir_okay=False),
+    pairing: str = typer.Option("qrels", help="qrels | all | run"),
+    run: Path | None = typer.Option(None, exists=True, dir_okay=False, help="TREC run."),
+    run_depth: int | None = typer.Option(None, help="Top n of the run per query."),
+    narrative: bool = typer.Option(False, help="Append the narrative to the description."),
+    database_url: str | None = DB_OPTION,
+) -> None:
+    """Import TREC topics + documents (+ qrels / run), all or nothing."""
+    _import(
+        collection,
+        "trec",
+        {"topics": topics, "documents": documents, "qrels": qrels, "run": run},
+        database_url,
+        pairing=pairing,
+        run_depth=run_depth,
+        include_narrative=narrative,
+    )
+
+
+@admin_app.command("import-letor")
+def import_letor(
+    collection: str = typer.Argument(..., help="Collection name (created if missing) or id."),
+    features: Path = typer.Argument(..., exists=True, dir_okay=False, help="LETOR file."),
+    database_url: str | None = DB_OPTION,
+) -> None:
+    """A collection made of a LETOR file alone (features; grades from the labels)."""
+    _import(collection, "letor", {"features": features}, database_url)
+
+
+@admin_app.command("attach-grades")
+def attach_grades_cmd(
+    collection: str = typer.Argument(...),
+    qrels: Path = typer.Argument(..., exists=True, dir_okay=False),
+    qrels_format: str = typer.Option("trec", help="trec | cranfield"),
+    strict: bool = typer.Option(False, help="Lines matching no document are errors."),
+    database_url: str | None = DB_OPTION,
+) -> None:
+    """Attach grades from a qrels file to the collection's documents."""
+    from app.services.admin_imports import UploadedFile, attach_grades
+
+    report = _run(
+        database_url,
+        lambda db: attach_grades(
+            db=db,
+            collection_id=_collection(db, collection),
+            qrels=UploadedFile(qrels.name, qrels),
+            qrels_format=qrels_format,
+            strict=strict,
+            max_bytes=0,
+        ),
+    )
+    typer.echo(f"{report.matched} grades attached; {report.unmatched} qrels lines unmatched")
+
+
+@admin_app.command("attach-features")
+def attach_features_cmd(
+    collection: str = typer.Argument(...),
+    features: Path = typer.Argument(..., exists=True, dir_okay=False),
+    strict: bool = typer.Option(False, help="Rows matching no document are errors."),
+    database_url: str | None = DB_OPTION,
+) -> None:
+    """Attach LETOR feature vectors (matched by qid and docid) to the collection's documents."""
+    from app.services.admin_imports import UploadedFile, attach_features
+
+    report = _run(
+        database_url,
+        lambda db: attach_features(
+            db=db,
+            collection_id=_collection(db, collection),
+            features=UploadedFile(features.name, features),
+            strict=strict,
+            max_bytes=0,
+        ),
+    )
+    typer.echo(
+        f"{report.matched} feature vectors attached; {report.unmatched} rows unmatched; "
+        f"{report.documents_without} documents without features"
+    )
+
+
+@admin_app.command("plan")
+def plan_cmd(
+    collection: str = typer.Argument(...),
+    assessors: str = typer.Option(..., help="Comma-separated usernames, in order (U1, U2, ...)."),
+    scheme: str = typer.Option("rotation", help="rotation | balanced | csv"),
+    csv_file: Path | None = typer.Option(None, "--csv", exists=True, dir_okay=False),
+    queries: str | None = typer.Option(None, help="Comma-separated query ids (default: all)."),
+    shifts: str = typer.Option("0,2", help="rotation: one shift per assignment."),
+    topk: int = typer.Option(2, help="balanced: topk assessors per query."),
+    graded: int = typer.Option(2, help="balanced: graded assessors per query."),
+    k: int = typer.Option(10, help="Top-k size of the topk tasks."),
+    options: str | None = typer.Option(None, help='JSON per method, e.g. {"topk": {...}}.'),
+    pool: str = typer.Option("all", help="all | sample | run"),
+    pool_n: int | None = typer.Option(None, help="Pool size for sample/run."),
+    pool_seed: int = typer.Option(0),
+    dedupe: bool = typer.Option(False, help="Judge identical documents once."),
+    run: Path | None = typer.Option(None, exists=True, dir_okay=False, help="TREC run (pool)."),
+    seed: int = typer.Option(0, help="Plan seed (balanced plan and task seeds)."),
+    name: str = typer.Option("plan"),
+    create: bool = typer.Option(False, "--create", help="Create the tasks (default: preview)."),
+    database_url: str | None = DB_OPTION,
+) -> None:
+    """Preview a study plan as a grid with its constraint check; --create makes the tasks."""
+    from app.services import planning
+
+    def go(db: Any) -> Any:
+        spec = planning.PlanSpec(
+            collection_id=_collection(db, collection),
+            assessors=[a.strip() for a in assessors.split(",") if a.strip()],
+            query_ids=[q.strip() for q in queries.split(",")] if queries else None,
+            scheme=scheme,
+            shifts=tuple(int(x) for x in shifts.split(",") if x.strip()),
+            per_query={"topk": topk, "graded": graded},
+            seed=seed,
+            csv=csv_file.read_text(encoding="utf-8") if csv_file else None,
+            name=name,
+            k=k,
+            options=json.loads(options) if options else {},
+            pool=planning.PoolSpec(
+                mode=pool,
+                n=pool_n,
+                seed=pool_seed,
+                dedupe=dedupe,
+                run=run.read_text(encoding="utf-8") if run else None,
+            ),
+        )
+        preview = planning.preview_plan(db=db, spec=spec)
+        _print_grid(preview)
+        if create:
+            return planning.create_plan(db=db, spec=spec)
+        return None
+
+    created = _run(database_url, go)
+    if created is not None:
+        typer.echo(f"created {len(created.task_ids)} tasks (plan {created.name!r})")
+
+
+def _print_grid(preview: Any) -> None:
+    marks = {"topk": "T1", "graded": "T2"}
+    width = max((len(a) for a in preview.assessors), default=4)
+    head = " ".join(q[-4:].rjust(4) for q in preview.query_ids)
+    typer.echo(f"{'':{width}} {head}")
+    for a in preview.assessors:
+        row = preview.grid.get(a, {})
+        cells = " ".join(
+            ("!!" if "+" in row.get(q, "") else marks.get(row.get(q, ""), " .")).rjust(4)
+            for q in preview.query_ids
+        )
+        load = preview.loads.get(a, {})
+        typer.echo(f"{a:{width}} {cells}   T1={load.get('topk', 0)} T2={load.get('graded', 0)}")
+    for v in preview.violations:
+        typer.echo(f"[{v['severity']}] {v['message']}")
+    typer.echo(f"{len(preview.tasks)} tasks; plan is {'valid' if preview.ok else 'NOT valid'}")
+
+
+@admin_app.command("progress")
+def progress_cmd(
+    collection: str = typer.Argument(...),
+    as_json: bool = typer.Option(False, "--json"),
+    database_url: str | None = DB_OPTION,
+) -> None:
+    """Tasks by status, judgments, active time and estimated remaining, per assessor."""
+    from app.services.progress import collection_progress
+
+    report = _run(
+        database_url,
+        lambda db: collection_progress(db=db, collection_id=_collection(db, collection)),
+    )
+    if as_json:
+        typer.echo(json.dumps(report, default=str, indent=2))
+        return
+    t = report["totals"]
+    typer.echo(
+        f"{report['collection']['name']}: tasks {t['tasks']}, {t['judgments']} judgments, "
+        f"{t['active_ms'] / 60000:.1f} active min, about {t['expected_remaining']:.0f} left"
+    )
+    for a in report["by_assessor"]:
+        typer.echo(
+            f"  {a['assessor']:<16} done {a['tasks']['done']}/{sum(a['tasks'].values())}  "
+            f"{a['judgments']:>6} judgments  ~{a['expected_remaining']:.0f} left  "
+            f"last {a['last_activity'] or '-'}"
+        )
+
+
+@admin_app.command("export")
+def export_cmd(
+    collection: str = typer.Argument(...),
+    format: str = typer.Option(
+        "letor", "--format", "-f", help="letor|svmlight|group|qrels|pairs-csv"
+    ),
+    labels: str = typer.Option("kappa", help="kappa | grades"),
+    source: str = typer.Option("first", help="first | assessor | all | borda | bt | mean"),
+    assessor: str | None = typer.Option(None, help="With --source assessor."),
+    missing_features: str = typer.Option("error", help="error | skip | zero"),
+    output: Path | None = typer.Option(None, "-o", "--output", help="File (default stdout)."),
+    database_url: str | None = DB_OPTION,
+) -> None:
+    """Training exports: LETOR/SVMlight + LightGBM group file, qrels, pairs CSV."""
+    from app.services.exports_extra import ExportRequest, export_stream
+
+    def go(db: Any) -> None:
+        req = ExportRequest(
+            collection_id=_collection(db, collection),
+            format=format,
+            labels=labels,
+            source=source,
+            assessor=assessor,
+            missing_features=missing_features,
+        )
+        chunks = export_stream(db=db, req=req)
+        if output is None:
+            for chunk in chunks:
+                sys.stdout.buffer.write(chunk)
+            sys.stdout.flush()
+        else:
+            with output.open("wb") as fh:
+                for chunk in chunks:
+                    fh.write(chunk)
+
+    _run(database_url, go)
+
+
+@admin_app.command("reset-password")
+def reset_password_cmd(
+    name: str = typer.Argument(...),
+    password_stdin: bool = typer.Option(False, "--password-stdin"),
+    database_url: str | None = DB_OPTION,
+) -> None:
+    """Set a user's password (prompt or stdin); their sessions and tokens end at once."""
+    from app.services.admin_manage import reset_password
+
+    if password_stdin or not sys.stdin.isatty():
+        password = sys.stdin.readline().rstrip("\r\n")
+    else:
+        password = typer.prompt("New password", hide_input=True, confirmation_prompt=True)
+    _run(database_url, lambda db: reset_password(db=db, username=name, password=password))
+    typer.echo(f"password of {name!r} reset; sessions and tokens revoked")
+
+
+@admin_app.command("disable")
+def disable_cmd(
+    name: str = typer.Argument(...),
+    enable: bool = typer.Option(False, "--enable", help="Re-enable instead."),
+    database_url: str | None = DB_OPTION,
+) -> None:
+    """Disable a user (sessions and tokens stop at once), or --enable them again."""
+    from app.services.users import set_disabled
+
+    _run(database_url, lambda db: set_disabled(db=db, username=name, disabled=not enable))
+    typer.echo(f"{name!r} {'enabled' if enable else 'disabled'}")
+
+
+@admin_app.command("collection")
+def collection_cmd(
+    collection: str = typer.Argument(...),
+    rename: str | None = typer.Option(None, help="New name."),
+    archive: bool | None = typer.Option(None, "--archive/--unarchive"),
+    database_url: str | None = DB_OPTION,
+) -> None:
+    """Rename and/or archive a collection."""
+    from app.services.admin_manage import update_collection
+
+    coll = _run(
+        database_url,
+        lambda db: update_collection(
+            db=db, collection_id=_collection(db, collection), name=rename, archived=archive
+        ),
+    )
+    typer.echo(f"collection {coll.id}: {coll.name!r}{' (archived)' if coll.archived else ''}")
 
 
 def register(app: typer.Typer) -> None:
-    """Add this area's commands to the CLI (none yet)."""
+    """Add ``heapjudge admin ...``."""
+    app.add_typer(admin_app, name="admin")

@@ -151,7 +151,7 @@ def _lines(upload: UploadedFile) -> Iterator[bytes]:
     fh = _open(upload)
     try:
         # Not ``yield from fh``: closing this generator early would close the file with it.
-        for line in fh:
+        for line in fh:  # noqa: UP028
             yield line
     finally:
         if isinstance(upload.content, str | os.PathLike):

@@ -74,16 +74,27 @@ def load_records(
             .where(Task.collection_id == collection_id, Task.status != "cancelled")
             .order_by(Task.id)
         ).all()
-        judgment_rows = (
-            s.execute(
-                select(Judgment)
+        # Plain column tuples (no ORM objects): a study log has tens of thousands of rows.
+        log = [
+            tuple(row)
+            for row in s.execute(
+                select(
+                    Judgment.task_id,
+                    Judgment.seq,
+                    Judgment.left_doc,
+                    Judgment.right_doc,
+                    Judgment.outcome,
+                    Judgment.doc_id,
+                    Judgment.grade,
+                    Judgment.active_ms,
+                    Judgment.created_at,
+                    Judgment.undone,
+                )
                 .join(Task, Judgment.task_id == Task.id)
                 .where(Task.collection_id == collection_id, Task.status != "cancelled")
                 .order_by(Judgment.task_id, Judgment.seq, Judgment.id)
             )
-            .scalars()
-            .all()
-        )
+        ]
         tasks_raw = [
             (
                 t.id,
@@ -98,21 +109,6 @@ def load_records(
             )
             for t, name, qid in task_rows
         ]
-        log = [
-            (
-                j.task_id,
-                j.seq,
-                j.left_doc,
-                j.right_doc,
-                j.outcome,
-                j.doc_id,
-                j.grade,
-                j.active_ms,
-                j.created_at,
-                j.undone,
-            )
-            for j in judgment_rows
-        ]
     return (info, *build_records(tasks_raw, log))
 
 
@@ -126,6 +122,8 @@ def build_records(
     judgments: list[JudgmentRecord] = []
     live_answers: dict[Any, list[Any]] = defaultdict(list)
     for task_id, seq, left, right, outcome, doc_id, grade, ms, created, undone in log:
+        if task_id not in info:  # a task created after the task list was read (READ COMMITTED)
+            continue
         _, assessor, query_id, method, *_ = info[task_id]
         judgments.append(
             JudgmentRecord(

@@ -30,9 +30,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, Protocol
 
-from sqlalchemy import select, update
+from sqlalchemy import bindparam, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -50,25 +51,60 @@ Payload = dict[str, Any]
 # --------------------------------------------------------------------------- replay helpers
 
 
-def answer_of(row: Judgment) -> Answer:
+class LogRow(Protocol):
+    """What replay and the payload need from a judgment (an ORM row or a Core row)."""
+
+    seq: int
+    left_doc: str | None
+    right_doc: str | None
+    outcome: str | None
+    doc_id: str | None
+    grade: int | None
+    active_ms: int
+
+
+_LOG_COLUMNS = (
+    Judgment.seq,
+    Judgment.left_doc,
+    Judgment.right_doc,
+    Judgment.outcome,
+    Judgment.doc_id,
+    Judgment.grade,
+    Judgment.active_ms,
+)
+
+
+def answer_of(row: LogRow) -> Answer:
     """The protocol answer recorded in a judgment row."""
     if row.doc_id is not None:
         return GradeAnswer(row.doc_id, int(row.grade if row.grade is not None else -1))
     return PairAnswer(row.left_doc or "", row.right_doc or "", row.outcome)  # type: ignore[arg-type]
 
 
-def live_judgments(s: Session, task_id: int) -> list[Judgment]:
-    """The task's live log in seq order."""
-    return list(
-        s.scalars(
-            select(Judgment)
-            .where(Judgment.task_id == task_id, Judgment.undone.is_(False))
-            .order_by(Judgment.seq)
-        )
-    )
+# Statements of the hot path are built once (building them per request cost as much as
+# running them on this machine).
+_LIVE_LOG = (
+    select(*_LOG_COLUMNS)
+    .where(Judgment.task_id == bindparam("task_id"), Judgment.undone.is_(False))
+    .order_by(Judgment.seq)
+)
+_DOCUMENTS = select(Document.external_id, Document.title, Document.text, Document.html).where(
+    Document.query_id == bindparam("query_id"),
+    Document.external_id.in_(bindparam("ids", expanding=True)),
+)
+_INSERT = {
+    name: dialect.insert(Judgment).on_conflict_do_nothing().returning(Judgment.id)
+    for name, dialect in (("postgresql", postgresql), ("sqlite", sqlite))
+}
 
 
-def replay_task(task: Task, rows: Sequence[Judgment]) -> Any:
+def live_judgments(s: Session, task_id: int) -> list[Any]:
+    """The task's live log in seq order, as light Core rows (replay needs no ORM objects:
+    building ~100 ORM instances per request was the largest cost of a submit)."""
+    return list(s.execute(_LIVE_LOG, {"task_id": task_id}))
+
+
+def replay_task(task: Task, rows: Sequence[LogRow]) -> Any:
     """Rebuild the protocol session of ``task`` from its live log."""
     return open_session(
         task.method,
@@ -80,24 +116,18 @@ def replay_task(task: Task, rows: Sequence[Judgment]) -> Any:
     )
 
 
-def _doc_payload(doc: Document | None, doc_id: str) -> Payload:
+def _doc_payload(doc: Any, doc_id: str) -> Payload:
     if doc is None:  # cannot happen for a consistent database; never fail the loop for it
         return {"doc_id": doc_id, "title": doc_id, "text": None, "html": None}
     return {"doc_id": doc_id, "title": doc.title, "text": doc.text, "html": doc.html}
 
 
-def _documents(s: Session, task: Task, ids: Sequence[str]) -> dict[str, Document]:
-    return {
-        d.external_id: d
-        for d in s.scalars(
-            select(Document).where(
-                Document.query_id == task.query_id, Document.external_id.in_(list(ids))
-            )
-        )
-    }
+def _documents(s: Session, task: Task, ids: Sequence[str]) -> dict[str, Any]:
+    rows = s.execute(_DOCUMENTS, {"query_id": task.query_id, "ids": list(ids)})
+    return {d.external_id: d for d in rows}
 
 
-def question_payload(s: Session, task: Task, session: Any, rows: Sequence[Judgment]) -> Payload:
+def question_payload(s: Session, task: Task, session: Any, rows: Sequence[LogRow]) -> Payload:
     """The body of ``/next`` (and of a successful submit/undo)."""
     p = session.progress()
     progress = {
@@ -159,15 +189,13 @@ def _answer_from_request(task: Task, data: dict[str, Any]) -> Answer:
     return GradeAnswer(str(data["doc_id"]), int(data["grade"]))
 
 
-def _conflict(message: str, s: Session, task: Task, session: Any, rows: list[Judgment]) -> Conflict:
+def _conflict(message: str, s: Session, task: Task, session: Any, rows: list[Any]) -> Conflict:
     return Conflict(message, extra={"current": question_payload(s, task, session, rows)})
 
 
 def _insert_judgment(s: Session, dialect: str, values: dict[str, Any]) -> int | None:
     """INSERT ... ON CONFLICT DO NOTHING RETURNING id (None when a live row already exists)."""
-    insert_fn = postgresql.insert if dialect == "postgresql" else sqlite.insert
-    stmt = insert_fn(Judgment).values(**values).on_conflict_do_nothing().returning(Judgment.id)
-    return s.execute(stmt).scalar()
+    return s.execute(_INSERT[dialect], values).scalar()
 
 
 def submit_judgment(*, db: Database, user: User, task_id: int, data: dict[str, Any]) -> Payload:
@@ -225,7 +253,7 @@ def submit_judgment(*, db: Database, user: User, task_id: int, data: dict[str, A
             if seq < len(rows) and answer_of(rows[seq]) == answer:
                 return question_payload(s, task, current, rows)
             raise _conflict(f"question {seq} was answered concurrently", s, task, current, rows)
-        rows.append(Judgment(**values))  # transient copy; only its active_ms is read below
+        rows.append(SimpleNamespace(**values))  # only its active_ms is read below
         if task.status == "pending":
             task.status = "active"
             task.started_at = now
@@ -248,7 +276,11 @@ def undo_judgment(*, db: Database, user: User, task_id: int) -> Payload:
         now = utcnow()
         changed = s.execute(
             update(Judgment)
-            .where(Judgment.id == last.id, Judgment.undone.is_(False))
+            .where(
+                Judgment.task_id == task.id,
+                Judgment.seq == last.seq,
+                Judgment.undone.is_(False),
+            )
             .values(undone=True, undone_at=now)
             .execution_options(synchronize_session=False)
         ).rowcount

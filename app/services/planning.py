@@ -268,11 +268,9 @@ def preview_plan(*, db: Database, spec: PlanSpec) -> PlanPreview:
                     _error("unknown_query", f"no query {q!r} in this collection", query_id=q)
                 )
         plan = _build_plan(spec, query_ids)
-        users = {
-            u.username: u
-            for u in s.scalars(select(User).where(User.username.in_(list(plan.assessors))))
-        }
-        for name in plan.assessors:
+        names = list(dict.fromkeys([*plan.assessors, *(e.assessor for e in plan.entries)]))
+        users = {u.username: u for u in s.scalars(select(User).where(User.username.in_(names)))}
+        for name in names:
             user = users.get(name)
             if user is None:
                 extra.append(_error("unknown_user", f"no user named {name!r}", assessor=name))

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session
 
 from app.db import Database
@@ -163,16 +163,17 @@ def list_tasks(
         return [_view(t, q, u, n) for t, q, u, n in s.execute(stmt)]
 
 
+_TASK = select(Task).where(Task.id == bindparam("task_id"))
+_TASK_FOR_UPDATE = _TASK.with_for_update()
+
+
 def load_task_for(s: Session, user: User, task_id: int, *, lock: bool = False) -> Task:
     """The task if ``user`` may act on it (its assessor, or an admin). 404 / 403 otherwise.
 
     ``lock=True`` takes the row lock (``SELECT ... FOR UPDATE`` on Postgres; on SQLite the
     write transaction's BEGIN IMMEDIATE already serialises writers), so judging and undo on one
     task are serialised while different tasks proceed in parallel."""
-    stmt = select(Task).where(Task.id == task_id)
-    if lock:
-        stmt = stmt.with_for_update()
-    task = s.scalar(stmt)
+    task = s.scalar(_TASK_FOR_UPDATE if lock else _TASK, {"task_id": task_id})
     if task is None:
         raise NotFound(f"no task with id {task_id}")
     if task.assessor_id != user.id and user.role != "admin":

@@ -127,7 +127,9 @@ class Target:
     @property
     def top(self) -> np.ndarray:
         """``(Q, L)`` boolean: members of T (κ-label > 0)."""
-        return self.mask & (self.labels > 0)  # type: ignore[operator]
+        if "top" not in self._cache:
+            self._cache["top"] = self.mask & (self.labels > 0)  # type: ignore[operator]
+        return self._cache["top"]  # type: ignore[return-value]
 
     @property
     def rest(self) -> np.ndarray:
@@ -184,9 +186,10 @@ def as_scores(scores: np.ndarray, target: Target) -> np.ndarray:
         s = s[None, :]
     if s.shape != target.shape:
         raise ValueError(f"scores shape {s.shape} != target shape {target.shape}")
-    if not np.all(np.isfinite(s[target.mask])):
+    s = np.where(target.mask, s, 0.0)
+    if not np.isfinite(s).all():  # padding is 0 now, so only real documents can fail
         raise ValueError("scores contain NaN or infinite values at real documents")
-    return np.where(target.mask, s, 0.0)
+    return s
 
 
 def reduce_queries(per_query: np.ndarray, reduction: str) -> tuple[float, float]:

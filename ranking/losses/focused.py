@@ -46,16 +46,30 @@ def focused_parts(
     family: str = "net",
     normalization: str = "mean",
     list_form: str = "top_one",
+    skip_list: bool = False,
+    skip_pair: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per-query list and pair parts and their gradients, before β and query reduction.
 
     ``family="net"``: ListNet on T + RankNet on P; ``family="svm"``: NDCG structural hinge on
     T + RankSVM hinge on P. Returns ``(list (Q,), grad_list (Q, L), pair (Q,), grad_pair)``.
+    ``skip_list`` / ``skip_pair`` return zeros for a part whose weight is 0 (β = 0 or 1).
     """
     t = as_target(target, mask)
     s = as_scores(scores, t)
+    if family not in ("net", "svm"):
+        raise ValueError(f"family must be 'net' or 'svm', got {family!r}")
     top = t.top
     big_t = top.sum(axis=1) >= 2
+    zeros_q, zeros_s = np.zeros(s.shape[0]), np.zeros_like(s)
+    pair_norm = "none" if normalization == "none" else "mean"
+    phi = PHI["logistic" if family == "net" else "hinge"]
+    if skip_pair:
+        pair, g_pair = zeros_q, zeros_s
+    else:
+        pair, g_pair = pair_terms(s, t.focused_pairs(), phi, pair_norm)
+    if skip_list:
+        return zeros_q, zeros_s, pair, g_pair
     if family == "net":
         if list_form == "top_one":
             # Work on the (Q, |T|max) block of T's columns rather than the whole (Q, L) row.
@@ -74,16 +88,10 @@ def focused_parts(
                             for q in range(s.shape[0])])
         else:
             raise ValueError(f"list_form must be 'top_one' or 'permutation', got {list_form!r}")
-        phi = PHI["logistic"]
-    elif family == "svm":
-        lst, g_lst = ndcg_hinge_terms(s, t, top)
-        phi = PHI["hinge"]
     else:
-        raise ValueError(f"family must be 'net' or 'svm', got {family!r}")
+        lst, g_lst = ndcg_hinge_terms(s, t, top)
     lst = np.where(big_t, lst, 0.0)
     g_lst = np.where(big_t[:, None], g_lst, 0.0)
-    pair_norm = "none" if normalization == "none" else "mean"
-    pair, g_pair = pair_terms(s, t.focused_pairs(), phi, pair_norm)
     return lst, g_lst, pair, g_pair
 
 
@@ -128,7 +136,7 @@ def focused_net_loss(
     """
     _check(beta, normalization)
     parts = focused_parts(scores, target, mask, family="net", normalization=normalization,
-                          list_form=list_form)
+                          list_form=list_form, skip_list=beta == 0.0, skip_pair=beta == 1.0)
     value, grad = _combine(parts, beta, normalization, list_scale, pair_scale, reduction)
     return value, grad.reshape(np.shape(scores))
 
@@ -151,6 +159,7 @@ def focused_svm_loss(
     loss-augmented inference). The solver adds ``½‖w‖²/C`` (:func:`ranking.optim.pegasos`).
     """
     _check(beta, normalization)
-    parts = focused_parts(scores, target, mask, family="svm", normalization=normalization)
+    parts = focused_parts(scores, target, mask, family="svm", normalization=normalization,
+                          skip_list=beta == 0.0, skip_pair=beta == 1.0)
     value, grad = _combine(parts, beta, normalization, list_scale, pair_scale, reduction)
     return value, grad.reshape(np.shape(scores))

@@ -33,7 +33,8 @@ def make_collection(
         scores[qid] = {}
         for d in range(docs):
             doc = f"{prefix}{d}"
-            score = float((d * 7 + q * 3) % docs)  # a distinct permutation per query
+            # A permutation per query (5 is coprime with every docs count the tests use).
+            score = float((d * 5 + q * 3) % docs)
             scores[qid][doc] = score
             row: dict[str, Any] = {
                 "query_id": qid,

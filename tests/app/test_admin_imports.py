@@ -335,7 +335,7 @@ def test_cranfield_qrels_attach_and_size_limit(api: Api, shared_data: Path) -> N
         attach_grades(
             db=api.db,
             collection_id=cid,
-            qrels=UploadedFile("cranqrel", cran / "cranqrel"),
+            qrels=UploadedFile("big", cran / "cran.all.1400"),  # 1.7 MB > the test's 64 KiB
             qrels_format="cranfield",
         )
     big = b"1 0 a 1\n" * 10_000

@@ -93,6 +93,8 @@ def test_admin_page(api: Api, tiny: dict[str, Any]) -> None:
     html = page.text
     for phrase in ("Table 1", "Table 2", "Table 3", "<svg", "The overall agreement is"):
         assert phrase in html
+    for i in range(TINY.queries):  # the per-query table
+        assert f'<tr><th scope="row">Q{i + 1:03d}</th>' in html
     assert "script-src 'self'" in page.headers["content-security-policy"]
     # No external assets: the only absolute URL is the SVG namespace.
     assert "http://" not in html.split("<body", 1)[1].replace("http://www.w3.org/2000/svg", "")

@@ -100,7 +100,7 @@ def brute_force_kappa(matrix: list[list[int]]) -> float:
     return (p_o - p_e) / (1 - p_e)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.lists(st.integers(0, 6), min_size=9, max_size=9))
 def test_kappa_equals_brute_force_and_sklearn(cells: list[int]) -> None:
     from sklearn.metrics import cohen_kappa_score

@@ -126,6 +126,31 @@ def histogram_chart(hist: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def per_query_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per query: instances and agreement of both methods, and the top-k overlap."""
+    topk = report["agreement"]["topk"]["per_query"]
+    graded = report["agreement"]["graded"]["per_query"]
+    overlap: dict[str, list[float]] = {}
+    for o in report["topk_overlap"]:
+        if o["jaccard"] is not None:
+            overlap.setdefault(o["query_id"], []).append(o["jaccard"])
+    rows = []
+    for q in sorted(set(topk) | set(graded) | set(overlap)):
+        t, g = topk.get(q), graded.get(q)
+        jac = overlap.get(q)
+        rows.append(
+            {
+                "query_id": q,
+                "topk_n": t["instances"] if t else 0,
+                "topk_agreement": t["agreement"] if t else None,
+                "graded_n": g["instances"] if g else 0,
+                "graded_agreement": g["agreement"] if g else None,
+                "jaccard": sum(jac) / len(jac) if jac else None,
+            }
+        )
+    return rows
+
+
 def _error_page(
     request: Request, resolved: security.ResolvedSession, title: str, message: str, status: int
 ) -> Response:
@@ -162,6 +187,7 @@ async def analysis_page(
         "labels": LABELS,
         "heatmaps": {m: heatmap(report["agreement"][m]["pooled"]) for m in ("topk", "graded")},
         "histogram": histogram_chart(report["time_histogram"]),
+        "per_query": per_query_rows(report),
         "mode": mode,
     }
     return render(

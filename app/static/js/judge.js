@@ -518,7 +518,7 @@
   // Keyboard focus must stay in this page: keys typed into a (script-free) document frame
   // never reach us. A click into a frame moves focus there; take it back right away.
   function focusHome() {
-    var home = $("judge-focus");
+    var home = main;
     if (home && document.activeElement !== home) home.focus({ preventScroll: true });
   }
   function reclaimFocus() {

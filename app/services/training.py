@@ -1,0 +1,168 @@
+"""Use case: train a ranker on a collection's top-k ground truth (issue 6 item 6).
+
+``create_run`` validates the request and records a ``queued`` ``training_run``; ``execute_run``
+(run in the background by the router) trains and stores the outcome:
+
+1. truth: per query, the finished top-k task the exports use (:func:`app.services.exports.
+   sources`: the first finished one), replayed into ``(top, rest)``;
+2. features: the documents' feature vectors (``document.features``, as imported);
+3. data: :func:`ranking.dataset.dataset_from_topk` (κ-labels, k from the tasks);
+4. split: a seeded 80/20 split of the queries into train / validation (validation early-stops
+   the iterations and reports the metrics); with a single query it trains and validates on it;
+5. fit the estimator of :data:`ranking.estimators.ESTIMATORS` with the given params; store
+   validation κ-NDCG@5, κ-NDCG@10, κ-ERR and the fitted model's JSON (no pickle).
+
+Any failure sets ``status = failed`` with the error message; nothing else changes.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from sqlalchemy import select
+
+from app.db import Database
+from app.errors import Invalid, NotFound
+from app.models import Collection, Document, Query, Task, TrainingRun, utcnow
+from app.services.exports import sources
+from app.services.judging import live_judgments, replay_task
+
+VALID_FRACTION = 0.2
+
+
+def _estimator(model: str, params: dict[str, Any]) -> Any:
+    from ranking.estimators import ESTIMATORS
+
+    if model not in ESTIMATORS:
+        raise Invalid(f"unknown model {model!r}; expected one of {', '.join(ESTIMATORS)}")
+    if not isinstance(params, dict):
+        raise Invalid("params must be a JSON object")
+    try:
+        return ESTIMATORS[model](**params)
+    except TypeError as exc:
+        allowed = ", ".join(ESTIMATORS[model]().get_params())
+        raise Invalid(f"bad params for {model}: {exc}; allowed: {allowed}") from None
+
+
+def describe(run: TrainingRun) -> dict[str, Any]:
+    """The JSON view of a run."""
+    return {
+        "id": run.id,
+        "collection_id": run.collection_id,
+        "model": run.model,
+        "params": run.params,
+        "status": run.status,
+        "metrics": run.metrics,
+        "model_json": run.model_json if run.status == "done" else None,
+        "error": run.error,
+        "created_at": run.created_at.isoformat() if run.created_at else None,
+        "started_at": run.started_at.isoformat() if run.started_at else None,
+        "finished_at": run.finished_at.isoformat() if run.finished_at else None,
+    }
+
+
+def create_run(*, db: Database, collection_id: int, model: str,
+               params: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Validate and record a queued run; returns its JSON view."""
+    params = dict(params or {})
+    _estimator(model, params)
+    with db.write() as s:
+        if s.get(Collection, collection_id) is None:
+            raise NotFound(f"no collection with id {collection_id}")
+        run = TrainingRun(collection_id=collection_id, model=model, params=params,
+                          status="queued")
+        s.add(run)
+        s.flush()
+        return describe(run)
+
+
+def get_run(*, db: Database, run_id: int) -> dict[str, Any]:
+    with db.read() as s:
+        run = s.get(TrainingRun, run_id)
+        if run is None:
+            raise NotFound(f"no training run with id {run_id}")
+        return describe(run)
+
+
+def _load_dataset(db: Database, collection_id: int) -> Any:
+    from ranking.dataset import dataset_from_topk
+
+    chosen = sources(db=db, collection_id=collection_id, method="topk")
+    if not chosen:
+        raise Invalid("the collection has no finished top-k task to train on")
+    truth: dict[str, tuple[list[str], list[str]]] = {}
+    features: dict[str, dict[str, list[float]]] = {}
+    ks = set()
+    with db.read() as s:
+        for src in chosen:
+            task = s.get(Task, src.task_id)
+            assert task is not None
+            result = replay_task(task, live_judgments(s, task.id)).result()
+            truth[src.query_id] = (list(result.top), list(result.rest))
+            ks.add(result.k)
+            rows = s.execute(
+                select(Document.external_id, Document.features)
+                .join(Query, Query.id == Document.query_id)
+                .where(Query.collection_id == collection_id, Query.external_id == src.query_id)
+            )
+            feats = {doc: f for doc, f in rows if f is not None}
+            missing = [d for d in (*result.top, *result.rest) if d not in feats]
+            if missing:
+                raise Invalid(f"query {src.query_id!r}: document {missing[0]!r} has no feature "
+                              "vector (import documents with 'features')")
+            features[src.query_id] = feats
+    if len(ks) != 1:
+        raise Invalid(f"the finished top-k tasks use different k values {sorted(ks)}")
+    return dataset_from_topk(features, truth, k=ks.pop())
+
+
+def _finish(db: Database, run_id: int, **fields: Any) -> None:
+    with db.write() as s:
+        run = s.get(TrainingRun, run_id)
+        if run is None:
+            return
+        for name, value in fields.items():
+            setattr(run, name, value)
+        run.finished_at = utcnow()
+
+
+def execute_run(run_id: int, *, db: Database) -> None:
+    """Train run ``run_id`` (queued -> running -> done | failed)."""
+    from ranking.estimators import metric_values
+
+    with db.write() as s:
+        run = s.get(TrainingRun, run_id)
+        if run is None or run.status != "queued":
+            return
+        run.status = "running"
+        run.started_at = utcnow()
+        collection_id, model, params = run.collection_id, run.model, dict(run.params or {})
+    try:
+        est = _estimator(model, params)
+        data = _load_dataset(db, collection_id)
+        if "k" in est.get_params() and "k" not in params:
+            est.set_params(k=data.topk)
+        rng = np.random.default_rng(int(params.get("seed", 0)))
+        order = rng.permutation(data.n_queries)
+        n_valid = math.ceil(VALID_FRACTION * data.n_queries) if data.n_queries > 1 else 0
+        valid_q, train_q = order[:n_valid], order[n_valid:]
+        train = data.subset(np.sort(train_q))
+        valid = data.subset(np.sort(valid_q)) if n_valid else train
+        est.fit(train, valid=valid)
+        scores = est.predict(valid)
+        metrics = {
+            "kappa_ndcg@5": float(np.mean(metric_values("kappa_ndcg@5", valid, scores))),
+            "kappa_ndcg@10": float(np.mean(metric_values("kappa_ndcg@10", valid, scores))),
+            "kappa_err": float(np.mean(metric_values("kappa_err", valid, scores))),
+            "k": data.topk,
+            "train_queries": int(train.n_queries),
+            "valid_queries": int(valid.n_queries) if n_valid else 0,
+            "documents": int(data.n_docs),
+            "best_iteration": int(est.best_iteration_),
+        }
+        _finish(db, run_id, status="done", metrics=metrics, model_json=est.to_dict(),
+                error=None)
+    except Exception as exc:  # the run records any failure; the API stays up
+        _finish(db, run_id, status="failed", error=f"{type(exc).__name__}: {exc}")

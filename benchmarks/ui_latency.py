@@ -1,0 +1,165 @@
+"""Judging-page latency: key press -> next pair visible, over a 100-judgment task (issue 5).
+
+Runs the real app under uvicorn (subprocess, temporary SQLite file) and drives the system
+Chromium with Playwright. For every judgment the page is instrumented (from the test side,
+through the DevTools protocol; the app has no timing code) to record:
+
+- t0: the keydown event (capture listener, ``performance.now()``);
+- the moment the page shows the next question: ``#judge-main[data-seq]`` changed, every frame
+  whose ``srcdoc`` was replaced has fired ``load``, and two animation frames have passed (the
+  first paint after the swap).
+
+The simulated assessor answers from a hidden relevance order. Prints p50 / p95 / mean / max in
+milliseconds; no pass/fail (target from the issue: p95 < 100 ms on this machine).
+
+    python benchmarks/ui_latency.py [--judgments 100] [--n 80] [--k 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+from tests.e2e.web_support import (  # noqa: E402
+    LiveServer,
+    add_user,
+    browser_unavailable_reason,
+    chromium_path,
+    init_db,
+    launch_chromium,
+    oracle_scores,
+    relevance_docs,
+    seed_task,
+)
+
+INSTRUMENT = """
+() => {
+  window.__lat = [];
+  let t0 = null, seqChanged = false, pending = 0, armed = false;
+  const main = document.getElementById('judge-main');
+  function check() {
+    if (!armed || !seqChanged || pending > 0) return;
+    armed = false;
+    window.__loaded = window.__loaded || []; window.__loaded.push(performance.now() - t0);
+    requestAnimationFrame(() => requestAnimationFrame(() => {
+      window.__lat.push(performance.now() - t0);
+    }));
+  }
+  document.addEventListener('keydown', () => {
+    t0 = performance.now(); seqChanged = false; pending = 0; armed = true;
+  }, true);
+  new MutationObserver((records) => {
+    for (const r of records) {
+      if (r.target === main && r.attributeName === 'data-seq') { seqChanged = true; (window.__seq = window.__seq || []).push(performance.now() - t0); }
+      if (r.target.tagName === 'IFRAME' && r.attributeName === 'srcdoc') {
+        pending += 1;
+        r.target.addEventListener('load', () => { pending -= 1; check(); }, {once: true});
+      }
+    }
+    check();
+  }).observe(main, {attributes: true, subtree: true, attributeFilter: ['data-seq', 'srcdoc']});
+}
+"""
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Nearest-rank percentile (q in 0..100)."""
+    ordered = sorted(values)
+    rank = max(1, min(len(ordered), round(q / 100 * len(ordered) + 0.5)))
+    return ordered[rank - 1]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--judgments", type=int, default=100)
+    parser.add_argument("--n", type=int, default=80, help="documents in the topk task")
+    parser.add_argument("--k", type=int, default=10)
+    args = parser.parse_args()
+    reason = browser_unavailable_reason()
+    if reason is not None:
+        print(f"skipped: {reason}")
+        return 0
+    from playwright.sync_api import sync_playwright
+
+    with tempfile.TemporaryDirectory() as tmp:
+        db_path = Path(tmp) / "ui_latency.db"
+        db = init_db(db_path)
+        user = add_user(db, "bench", "bench password 1")
+        task = seed_task(db, assessor_id=user, docs=relevance_docs(args.n), k=args.k, seed=1)
+        scores = oracle_scores(task.doc_ids)
+        server = LiveServer(db_path).start(timeout=120)
+        try:
+            with sync_playwright() as pw:
+                browser = launch_chromium(pw, str(chromium_path()))
+                page = browser.new_page(viewport={"width": 1366, "height": 900})
+                page.goto(server.url + "/login")
+                page.fill("#username", "bench")
+                page.fill("#password", "bench password 1")
+                page.click("button[type=submit]")
+                page.wait_for_url(server.url + "/tasks")
+                page.goto(f"{server.url}/tasks/{task.task_id}")
+                page.wait_for_selector("#judge-main[data-seq]")
+                page.evaluate(INSTRUMENT)
+                started = time.perf_counter()
+                done = 0
+                for i in range(args.judgments):
+                    if page.url.endswith("/done"):
+                        break
+                    left = str(page.get_attribute("article[data-slot=left]", "data-doc-id"))
+                    right = str(page.get_attribute("article[data-slot=right]", "data-doc-id"))
+                    key = "ArrowLeft" if scores[left] > scores[right] else "ArrowRight"
+                    page.keyboard.press(key)
+                    page.wait_for_function(
+                        "(n) => window.__lat && window.__lat.length >= n || "
+                        "document.getElementById('judge-main').dataset.done === 'true'",
+                        arg=i + 1,
+                    )
+                    done += 1
+                wall = time.perf_counter() - started
+                lat = [float(x) for x in page.evaluate("() => window.__lat")]
+                rtt = [
+                    float(x)
+                    for x in page.evaluate(
+                        "() => performance.getEntriesByType('resource')"
+                        ".filter(e => e.name.endsWith('/judgments'))"
+                        ".map(e => e.responseEnd - e.startTime)"
+                    )
+                ]
+                dbg = page.evaluate("() => [window.__seq, window.__loaded]")
+                browser.close()
+        finally:
+            server.stop()
+            db.dispose()
+    if not lat:
+        print("no measurements")
+        return 1
+    print(
+        f"ui_latency: topk task n={args.n} k={args.k}, {done} judgments, SQLite, "
+        f"uvicorn subprocess, headless Chromium"
+    )
+    print(
+        f"  key press -> next pair visible (ms): p50 {percentile(lat, 50):.1f}  "
+        f"p95 {percentile(lat, 95):.1f}  mean {statistics.fmean(lat):.1f}  "
+        f"max {max(lat):.1f}  (n={len(lat)})"
+    )
+    if rtt:
+        print(
+            f"  of which POST /judgments round trip (ms): p50 {percentile(rtt, 50):.1f}  "
+            f"p95 {percentile(rtt, 95):.1f}  (resource timing, n={len(rtt)})"
+        )
+    import json as _j
+    print("DEBUG seq", [round(x) for x in dbg[0][:20]], "loaded", [round(x) for x in dbg[1][:20]])
+    print(f"  wall time incl. Playwright round trips: {wall:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

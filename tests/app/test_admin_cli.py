@@ -1,0 +1,62 @@
+"""``heapjudge admin ...``: the same services from the command line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from app.cli import cli
+
+
+def test_cli_import_plan_progress_export(shared_data: Path, tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'cli.db'}"
+    runner = CliRunner()
+
+    def run(*args: str, stdin: str | None = None) -> str:
+        result = runner.invoke(cli, [*args, "--database-url", url], input=stdin)
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    out = run("admin", "import-cranfield", "cran", str(shared_data / "cranfield"))
+    assert "1837 rows, 225 new queries" in out
+    for name in ("u1", "u2", "u3", "u4"):
+        run("create-user", name, "--password-stdin", stdin="password123\n")
+    out = run(
+        "admin", "plan", "cran", "--assessors", "u1,u2,u3,u4", "--queries", "1,2,3,4", "--k", "3"
+    )
+    assert "16 tasks; plan is valid" in out and "created" not in out
+    out = run(
+        "admin", "plan", "cran", "--assessors", "u1,u2,u3,u4", "--queries", "1,2,3,4", "--create"
+    )
+    assert "created 16 tasks" in out
+    report = json.loads(run("admin", "progress", "cran", "--json"))
+    assert report["totals"]["tasks"]["pending"] == 16
+    csv_out = tmp_path / "pairs.csv"
+    run("admin", "export", "cran", "-f", "pairs-csv", "-o", str(csv_out))
+    assert csv_out.read_text().startswith("query_id,assessor,task_id,seq,left,right")
+    # A corrupted file: the error names the file and line, and the command fails.
+    bad = tmp_path / "bad.qry"
+    bad.write_text(".I 1\n.W\nfirst query\n.I x\n.W\nsecond\n")
+    result = runner.invoke(
+        cli,
+        [
+            "admin",
+            "import-smart",
+            "other",
+            "--documents",
+            str(shared_data / "cranfield" / "cran.all.1400"),
+            "--queries",
+            str(bad),
+            "--pairing",
+            "all",
+            "--database-url",
+            url,
+        ],
+    )
+    assert result.exit_code == 1
+    assert "bad.qry:4:" in result.output
+    assert "other" not in run("admin", "progress", "cran", "--json")
+    missing = runner.invoke(cli, ["admin", "progress", "other", "--database-url", url])
+    assert missing.exit_code == 1 and "no collection" in missing.output
