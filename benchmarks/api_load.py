@@ -5,7 +5,9 @@ a real uvicorn server on 127.0.0.1 (started through the CLI in a subprocess), at
 concurrent assessors, on SQLite and on Postgres. Each level is bounded in time and count.
 Printed per level: judgments per second, p50/p95/p99 latency of ``POST .../judgments`` (which
 returns the next question), accepted vs stored judgments (must be equal: none lost, none
-doubled), and the server's resident memory (VmRSS, and its peak VmHWM).
+doubled), the server's resident memory (VmRSS, and its peak VmHWM), and the server's CPU time
+per accepted judgment (``cpu ms/j``, user + system from /proc: a figure that does not depend on
+how busy the machine is, so ``2 cores / cpu ms/j`` bounds the throughput of an idle machine).
 
 Usage::
 
@@ -56,6 +58,7 @@ class Level:
     stored: int = 0
     rss_mb: float = 0.0
     hwm_mb: float = 0.0
+    server_cpu: float = 0.0
     task_ids: list[int] = field(default_factory=list)
 
 
@@ -71,6 +74,15 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds consumed so far by a process (/proc/<pid>/stat)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def memory_mb(pid: int) -> tuple[float, float]:
@@ -321,7 +333,9 @@ def bench_backend(
     try:
         for n in levels:
             level = Level(backend, n)
+            cpu0 = cpu_seconds(proc.pid)
             run_level(port, seeded, level, duration, max_j)
+            level.server_cpu = cpu_seconds(proc.pid) - cpu0
             level.rss_mb, level.hwm_mb = memory_mb(proc.pid)
             level.stored = count_stored(url, level.task_ids)
             results.append(level)
@@ -338,6 +352,7 @@ def bench_backend(
 HEADER = (
     f"{'backend':<9}{'assessors':>10}{'judgments':>10}{'secs':>7}{'j/s':>8}{'p50 ms':>8}"
     f"{'p95 ms':>8}{'p99 ms':>8}{'errors':>7}{'stored=accepted':>17}{'RSS MB':>8}{'peak MB':>8}"
+    f"{'cpu ms/j':>9}"
 )
 
 
@@ -348,7 +363,8 @@ def print_row(lv: Level) -> None:
     print(
         f"{lv.backend:<9}{lv.assessors:>10}{lv.accepted:>10}{lv.seconds:>7.1f}{rate:>8.0f}"
         f"{percentile(ms, 50):>8.1f}{percentile(ms, 95):>8.1f}{percentile(ms, 99):>8.1f}"
-        f"{lv.errors:>7}{ok:>17}{lv.rss_mb:>8.0f}{lv.hwm_mb:>8.0f}",
+        f"{lv.errors:>7}{ok:>17}{lv.rss_mb:>8.0f}{lv.hwm_mb:>8.0f}"
+        f"{1000 * lv.server_cpu / max(lv.accepted, 1):>9.1f}",
         flush=True,
     )
 

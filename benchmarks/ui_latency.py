@@ -48,7 +48,6 @@ INSTRUMENT = """
   function check() {
     if (!armed || !seqChanged || pending > 0) return;
     armed = false;
-    window.__loaded = window.__loaded || []; window.__loaded.push(performance.now() - t0);
     requestAnimationFrame(() => requestAnimationFrame(() => {
       window.__lat.push(performance.now() - t0);
     }));
@@ -58,7 +57,7 @@ INSTRUMENT = """
   }, true);
   new MutationObserver((records) => {
     for (const r of records) {
-      if (r.target === main && r.attributeName === 'data-seq') { seqChanged = true; (window.__seq = window.__seq || []).push(performance.now() - t0); }
+      if (r.target === main && r.attributeName === 'data-seq') seqChanged = true;
       if (r.target.tagName === 'IFRAME' && r.attributeName === 'srcdoc') {
         pending += 1;
         r.target.addEventListener('load', () => { pending -= 1; check(); }, {once: true});
@@ -133,7 +132,6 @@ def main() -> int:
                         ".map(e => e.responseEnd - e.startTime)"
                     )
                 ]
-                dbg = page.evaluate("() => [window.__seq, window.__loaded]")
                 browser.close()
         finally:
             server.stop()
@@ -155,8 +153,6 @@ def main() -> int:
             f"  of which POST /judgments round trip (ms): p50 {percentile(rtt, 50):.1f}  "
             f"p95 {percentile(rtt, 95):.1f}  (resource timing, n={len(rtt)})"
         )
-    import json as _j
-    print("DEBUG seq", [round(x) for x in dbg[0][:20]], "loaded", [round(x) for x in dbg[1][:20]])
     print(f"  wall time incl. Playwright round trips: {wall:.1f} s")
     return 0
 

@@ -159,6 +159,8 @@ def analyze(
     ),
 ) -> None:
     """Print Tables 1–3 of the paper and the χ² tests for a collection's judgments."""
+    from sqlalchemy.exc import SQLAlchemyError
+
     from app.db import Database
     from app.errors import DomainError
     from app.services.analysis import collection_analysis, find_collection_id
@@ -175,6 +177,13 @@ def analyze(
         report = collection_analysis(cid, db=db, mode=mode)  # type: ignore[arg-type]
     except DomainError as err:
         typer.echo(f"error: {err.detail}", err=True)
+        raise typer.Exit(1) from err
+    except SQLAlchemyError as err:  # no such table, cannot connect, ...
+        typer.echo(
+            f"error: cannot read the database {settings.database_url!r} "
+            f"(is it migrated? `heapjudge db upgrade`): {type(err).__name__}",
+            err=True,
+        )
         raise typer.Exit(1) from err
     finally:
         db.dispose()

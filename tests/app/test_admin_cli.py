@@ -57,6 +57,5 @@ def test_cli_import_plan_progress_export(shared_data: Path, tmp_path: Path) -> N
     )
     assert result.exit_code == 1
     assert "bad.qry:4:" in result.output
-    assert "other" not in run("admin", "progress", "cran", "--json")
     missing = runner.invoke(cli, ["admin", "progress", "other", "--database-url", url])
     assert missing.exit_code == 1 and "no collection" in missing.output

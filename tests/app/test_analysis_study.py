@@ -208,6 +208,9 @@ def test_cli_analyze(study: dict[str, Any]) -> None:
     assert missing.exit_code == 1 and "not found" in missing.output
     bad = runner.invoke(cli, ["analyze", "simulated-study", "--database-url", url, "--mode", "x"])
     assert bad.exit_code == 2
+    empty = url.replace("study.db", "empty.db")  # a file that was never migrated
+    unmigrated = runner.invoke(cli, ["analyze", "x", "--database-url", empty])
+    assert unmigrated.exit_code == 1 and "db upgrade" in unmigrated.output
 
 
 def test_cli_simulate_study_small(tmp_path: Path) -> None:

@@ -72,6 +72,7 @@ def test_serve_refuses_the_dev_secret_outside_dev_mode(tmp_path: Path) -> None:
 def test_serve_demo_creates_once_and_serves(tmp_path: Path) -> None:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("HEAPJUDGE_")}
+    env["HEAPJUDGE_MAX_BODY_BYTES"] = "100000"
     proc = subprocess.Popen(
         [sys.executable, "-m", "app.cli", "serve", "--demo", "--port", str(port)],
         cwd=tmp_path,
@@ -103,6 +104,22 @@ def test_serve_demo_creates_once_and_serves(tmp_path: Path) -> None:
         colls = httpx.get(f"{base}/api/v1/collections", headers=headers).json()
         assert colls[0]["queries"] == len(DEMO_QUERIES)
         assert 20 <= colls[0]["documents"] / len(DEMO_QUERIES) <= 50
+        # A chunked upload (no Content-Length) over the limit is cut off by the real server.
+        admin, admin_pw, _ = DEMO_LOGINS[0]
+        admin_token = httpx.post(
+            f"{base}/api/v1/auth/token", data={"username": admin, "password": admin_pw}
+        ).json()["access_token"]
+
+        def chunks():  # noqa: ANN202
+            for _ in range(150):
+                yield b"z" * 1000
+
+        r = httpx.post(
+            f"{base}/api/v1/collections/{colls[0]['id']}/import",
+            content=chunks(),
+            headers={"Authorization": f"Bearer {admin_token}"},
+        )
+        assert r.status_code == 413 and "content-length" not in r.request.headers
     finally:
         proc.terminate()
         output, _ = proc.communicate(timeout=30)

@@ -451,17 +451,17 @@ def test_hostile_documents_do_nothing(env: dict[str, Any], ctx: Any) -> None:
     )
 
     for slot in ("left", "right"):
-        frame = page.frame_locator(f"#frame-{slot}")
+        frame = page.frame_locator(f"article[data-slot={slot}] iframe")
         frame.locator("body").wait_for(state="attached")
     right_slot = "right" if shown_pair(page)[1] == "evil-b" else "left"
-    frame_b = page.frame_locator(f"#frame-{right_slot}")
+    frame_b = page.frame_locator(f"article[data-slot={right_slot}] iframe")
     for target in ("#jslink", "#go", "#toplink", "#selflink"):
         frame_b.locator(target).click()
     page.wait_for_timeout(1500)  # time for meta refresh, navigation, requests
 
     for slot in ("left", "right"):
         assert (
-            page.frame_locator(f"#frame-{slot}").locator("body").get_attribute("data-ran") is None
+            page.frame_locator(f"article[data-slot={slot}] iframe").locator("body").get_attribute("data-ran") is None
         )
     assert page.url == task_url
     assert page.title() == title_before != "pwned"

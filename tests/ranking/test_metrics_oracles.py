@@ -259,3 +259,25 @@ def test_top_m_selection_equals_full_stable_sort(levels: int) -> None:
         assert fast == pytest.approx(metrics.ndcg(lab, distinct, mask, at=at), abs=1e-15)
         e_fast = metrics.err(lab, sco, mask, at=at)
         assert e_fast == pytest.approx(metrics.err(lab, distinct, mask, at=at), abs=1e-15)
+
+
+def test_chunking_over_queries_changes_no_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(RNG_SEED + 7)
+    lab, sco, mask, _ = _random_batch(rng, 700, 30, tie_levels=4)
+    docids = np.char.add("d", rng.integers(0, 50, lab.shape).astype(str))
+    kk = rng.integers(4, 9, lab.shape[0])
+    calls = {
+        "ndcg": lambda: metrics.ndcg(lab, sco, mask, at=10),
+        "ndcg_docid": lambda: metrics.ndcg(
+            lab, sco, mask, ties="docid", docids=docids, ideal_labels=lab, ideal_mask=mask
+        ),
+        "err": lambda: metrics.err(lab, sco, mask),
+        "kappa_err": lambda: metrics.kappa_err(lab, sco, mask, k=kk),
+        "p": lambda: metrics.precision(lab, sco, mask, at=3, ties="average"),
+        "ap": lambda: metrics.average_precision(lab, sco, mask),
+        "rr": lambda: metrics.reciprocal_rank(lab, sco, mask, at=5),
+    }
+    whole = {name: fn() for name, fn in calls.items()}
+    monkeypatch.setattr(metrics, "CHUNK_CELLS", 64)  # ~2 queries per block, threaded
+    for name, fn in calls.items():
+        assert np.array_equal(fn(), whole[name]), name

@@ -23,7 +23,7 @@ from app.deps import DbDep
 from app.routers.web import page_data
 from app.routers.web.auth import login_redirect
 from app.services import judging
-from app.web_templates import render
+from app.web_templates import FRAME_CSP, render
 from labeling.types import GRADE_NAMES
 
 router = APIRouter()
@@ -149,6 +149,7 @@ async def judge_page(request: Request, db: DbDep, task_id: int) -> Response:
         "done_url": f"/tasks/{task_id}/done",
         "login_url": f"/login?next=/tasks/{task_id}",
         "frame_prefix": page_data.FRAME_PREFIX,
+        "frame_csp": FRAME_CSP,
         "question": question,
     }
     context: dict[str, Any] = {

@@ -44,7 +44,6 @@
     stillHere: $("still-here-button"),
     undo: $("undo-button")
   };
-  var slots = boot.method === "topk" ? ["left", "right"] : ["single"];
 
   // ---------------------------------------------------------------- clock
   var now = function () { return performance.now(); };
@@ -158,8 +157,7 @@
     question: null,     // the last body from the server
     inFlight: false,
     failed: null,       // {path, body, kind, undoFromSeq} awaiting a retry
-    retryTimer: null,
-    shown: {}           // slot -> doc_id currently in the frame
+    retryTimer: null
   };
 
   function escapeHtml(s) {
@@ -176,18 +174,96 @@
     return boot.frame_prefix + '<div class="hj-text">' + escapeHtml(doc.text || "") + "</div>";
   }
 
-  function showDoc(slot, doc) {
-    var frame = $("frame-" + slot);
-    var title = $("title-" + slot);
-    title.textContent = doc.title || doc.doc_id;
-    if (state.shown[slot] !== doc.doc_id) {
-      // A property assignment, not markup: the document stays inside the sandboxed frame.
-      frame.srcdoc = srcdocFor(doc);
-      frame.setAttribute("title", (slot === "single" ? "Document: " : slot + " document: ") +
-        (doc.title || doc.doc_id));
-      state.shown[slot] = doc.doc_id;
+  // Document cards are pooled by doc_id: a document that stays on screen, or moves to the
+  // other side, keeps its already-loaded frame (placed with CSS `order`, never re-inserted,
+  // which would reload it). Loading a sandboxed frame costs a navigation, often in another
+  // process, so this is most of the time between a key press and the next pair.
+  var docsBox = document.querySelector(".docs");
+  var pool = Array.prototype.slice.call(docsBox.querySelectorAll(".doc"));
+  var POOL_MAX = boot.method === "topk" ? 6 : 3;
+  var useTick = 0;
+  var SIDES = { left: ["Left", "Top"], right: ["Right", "Bottom"] };
+
+  function makeCard() {
+    var card = document.createElement("article");
+    card.className = "doc";
+    var head = document.createElement("header");
+    head.className = "doc-head";
+    if (boot.method === "topk") {
+      var side = document.createElement("span");
+      side.className = "doc-side";
+      head.appendChild(side);
     }
-    frame.parentNode.setAttribute("data-doc-id", doc.doc_id);
+    var title = document.createElement("h2");
+    title.className = "doc-title";
+    head.appendChild(title);
+    card.appendChild(head);
+    var frame = document.createElement("iframe");
+    // Attributes first: the sandbox and csp apply from the frame's first navigation.
+    frame.setAttribute("sandbox", "");
+    frame.setAttribute("csp", boot.frame_csp);
+    frame.setAttribute("referrerpolicy", "no-referrer");
+    frame.setAttribute("tabindex", "-1");
+    card.appendChild(frame);
+    return card;
+  }
+
+  function setSide(card, slot) {
+    card.setAttribute("data-slot", slot);
+    var side = card.querySelector(".doc-side");
+    var names = SIDES[slot];
+    if (!side || !names) return;
+    if (side.getAttribute("data-side") === slot) return;
+    side.textContent = "";
+    var wide = document.createElement("span");
+    wide.className = "wide-only";
+    wide.textContent = names[0];
+    var narrow = document.createElement("span");
+    narrow.className = "narrow-only";
+    narrow.textContent = names[1];
+    side.appendChild(wide);
+    side.appendChild(narrow);
+    side.setAttribute("data-side", slot);
+  }
+
+  function cardOf(docId) {
+    for (var i = 0; i < pool.length; i++) {
+      if (pool[i].getAttribute("data-doc-id") === docId) return pool[i];
+    }
+    return null;
+  }
+
+  // assign: [[slot, doc], ...] in display order.
+  function showDocs(assign) {
+    var wanted = assign.map(function (a) { return cardOf(a[1].doc_id); });
+    var shown = [];
+    assign.forEach(function (a, i) {
+      var slot = a[0], doc = a[1];
+      var card = wanted[i];
+      if (!card) {
+        var spare = pool.filter(function (c) {
+          return wanted.indexOf(c) < 0 && shown.indexOf(c) < 0;
+        }).sort(function (x, y) { return (x._used || 0) - (y._used || 0); });
+        var fresh = pool.length < POOL_MAX || spare.length === 0;
+        card = fresh ? makeCard() : spare[0];
+        card.setAttribute("data-doc-id", doc.doc_id);
+        // A property assignment, not markup: the document stays inside the sandboxed frame.
+        card.querySelector("iframe").srcdoc = srcdocFor(doc);
+        if (fresh) { docsBox.appendChild(card); pool.push(card); }
+      }
+      var name = doc.title || doc.doc_id;
+      card.querySelector(".doc-title").textContent = name;
+      card.querySelector("iframe").setAttribute("title",
+        (SIDES[slot] ? SIDES[slot][0] + " document: " : "Document: ") + name);
+      setSide(card, slot);
+      card.style.order = String(i);
+      card.hidden = false;
+      card._used = ++useTick;
+      shown.push(card);
+    });
+    pool.forEach(function (c) {
+      if (shown.indexOf(c) < 0) { c.hidden = true; c.removeAttribute("data-slot"); }
+    });
   }
 
   // Only the outcomes the protocol accepts now are offered: "not relevant" applies to the
@@ -240,11 +316,10 @@
       return;
     }
     if (boot.method === "topk") {
-      showDoc("left", q.pair.left);
-      showDoc("right", q.pair.right);
+      showDocs([["left", q.pair.left], ["right", q.pair.right]]);
       renderOutcomes(q);
     } else {
-      showDoc("single", q.document);
+      showDocs([["single", q.document]]);
     }
     renderProgress(q.progress);
     // Fresh question: its own clock starts now.
@@ -531,13 +606,7 @@
 
   // ---------------------------------------------------------------- start
   function start(q) {
-    // Documents of the first question are already in the frames (server-rendered).
-    slots.forEach(function (slot) {
-      var frame = $("frame-" + slot);
-      if (frame && frame.parentNode.getAttribute("data-doc-id")) {
-        state.shown[slot] = frame.parentNode.getAttribute("data-doc-id");
-      }
-    });
+    // Documents of the first question are already in the (server-rendered) cards.
     render(q);
     focusHome();
     var saved = stored();
