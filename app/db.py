@@ -110,8 +110,9 @@ class Database:
         # SQLite admits one writer at a time. Queueing this process's writers on a lock hands
         # the database over at once, instead of every waiter polling in SQLite's busy handler
         # (which sleeps with back-off and made p99 latency explode under 32 writers);
-        # busy_timeout still arbitrates between processes.
-        self._write_lock = threading.Lock() if self.is_sqlite else None
+        # busy_timeout still arbitrates between processes. (Reentrant, so a nested write in one
+        # thread fails on SQLite's busy timeout, as it would without the lock, not hangs.)
+        self._write_lock = threading.RLock() if self.is_sqlite else None
         self._read = sessionmaker(bind=self.engine, expire_on_commit=False, autoflush=False)
         self._write = sessionmaker(bind=write_bind, expire_on_commit=False, autoflush=False)
 

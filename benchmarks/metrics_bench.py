@@ -161,7 +161,8 @@ def main() -> None:
     bench_letor(args.repeat)
     graded, kappa, scores = make_data(args.queries, args.docs)
     print(
-        f"\nmetrics over {args.queries:,} queries x {args.docs} documents (numpy {np.__version__})"
+        f"\nmetrics over {args.queries:,} queries x {args.docs} documents (numpy {np.__version__}, "
+        f"{metrics._threads()} threads; HEAPJUDGE_THREADS overrides)"
     )
     ours = bench_heapjudge(graded, kappa, scores, args.repeat)
     for name, (secs, qps, peak, _) in ours.items():

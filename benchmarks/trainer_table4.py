@@ -23,10 +23,25 @@ from ranking import experiments as E
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "letor4-mq2008"
-MODELS = ["focusednet", "focusedsvm", "focusedboost", "topk-listmle", "listmle", "plistmle",
-          "ranknet", "listnet", "ranksvm", "svmmap", "rankboost", "adarank"]
-CLAIMS = {"focusednet": ("ranknet", "listnet"), "focusedboost": ("rankboost", "adarank"),
-          "focusedsvm": ("ranksvm", "svmmap")}
+MODELS = [
+    "focusednet",
+    "focusedsvm",
+    "focusedboost",
+    "topk-listmle",
+    "listmle",
+    "plistmle",
+    "ranknet",
+    "listnet",
+    "ranksvm",
+    "svmmap",
+    "rankboost",
+    "adarank",
+]
+CLAIMS = {
+    "focusednet": ("ranknet", "listnet"),
+    "focusedboost": ("rankboost", "adarank"),
+    "focusedsvm": ("ranksvm", "svmmap"),
+}
 
 
 def main() -> int:
@@ -53,19 +68,32 @@ def main() -> int:
         def tick(msg: str, done=done, total=total, start=start, truth=truth) -> None:
             done[0] += 1
             if done[0] % 10 == 0 or done[0] == total:
-                print(f"  [{truth}] {done[0]}/{total} fits, {time.perf_counter() - start:.0f}"
-                      f" s ({msg})", file=sys.stderr, flush=True)
+                print(
+                    f"  [{truth}] {done[0]}/{total} fits, {time.perf_counter() - start:.0f}"
+                    f" s ({msg})",
+                    file=sys.stderr,
+                    flush=True,
+                )
 
-        res = E.cross_validate(folds, models, truth=truth, k=args.k, seed=args.seed,
-                               progress=tick)
-        print(f"\n### {args.data.name}, {truth} truth (k={args.k}), "
-              f"{time.perf_counter() - start:.0f} s\n")
+        res = E.cross_validate(folds, models, truth=truth, k=args.k, seed=args.seed, progress=tick)
+        print(
+            f"\n### {args.data.name}, {truth} truth (k={args.k}), "
+            f"{time.perf_counter() - start:.0f} s\n"
+        )
         print(E.format_table(res))
         print("\nchosen per fold:")
         for m in models:
-            print(f"  {m}: " + "; ".join(
-                ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}"
-                          for k, v in c.items() if k != "valid") for c in res.chosen[m]))
+            print(
+                f"  {m}: "
+                + "; ".join(
+                    ", ".join(
+                        f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}"
+                        for k, v in c.items()
+                        if k != "valid"
+                    )
+                    for c in res.chosen[m]
+                )
+            )
         if truth == "topk":
             print("\npaper's top-k claims (mean over folds; p = paired t-test, pooled queries):")
             from scipy.stats import ttest_rel
@@ -80,9 +108,11 @@ def main() -> int:
                         a, b = res.mean(focused, m), res.mean(rival, m)
                         p = ttest_rel(res.per_query[focused][m], res.per_query[rival][m]).pvalue
                         verdict = "holds" if a > b else "does NOT hold"
-                        print(f"  {focused} > {rival} on {E.COLUMN_NAMES[m]}: {a:.4f} vs "
-                              f"{b:.4f} ({100 * (a / b - 1):+.2f}%, p={p:.3f}) -> {verdict}"
-                              + ("" if p < 0.05 else " (not significant)"))
+                        print(
+                            f"  {focused} > {rival} on {E.COLUMN_NAMES[m]}: {a:.4f} vs "
+                            f"{b:.4f} ({100 * (a / b - 1):+.2f}%, p={p:.3f}) -> {verdict}"
+                            + ("" if p < 0.05 else " (not significant)")
+                        )
         dump[truth] = {m: {x: res.mean(m, x) for x in res.measures} for m in models}
     print(f"\npeak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
     if args.json:

@@ -12,7 +12,7 @@ through the DevTools protocol; the app has no timing code) to record:
 The simulated assessor answers from a hidden relevance order. Prints p50 / p95 / mean / max in
 milliseconds; no pass/fail (target from the issue: p95 < 100 ms on this machine).
 
-    python benchmarks/ui_latency.py [--judgments 100] [--n 80] [--k 10]
+    python benchmarks/ui_latency.py [--judgments 100] [--n 80] [--k 10] [--think-ms 0]
 """
 
 from __future__ import annotations
@@ -81,6 +81,12 @@ def main() -> int:
     parser.add_argument("--judgments", type=int, default=100)
     parser.add_argument("--n", type=int, default=80, help="documents in the topk task")
     parser.add_argument("--k", type=int, default=10)
+    parser.add_argument(
+        "--think-ms",
+        type=int,
+        default=0,
+        help="pause before each key press (a person reads first; lets prefetching finish)",
+    )
     args = parser.parse_args()
     reason = browser_unavailable_reason()
     if reason is not None:
@@ -115,6 +121,8 @@ def main() -> int:
                     left = str(page.get_attribute("article[data-slot=left]", "data-doc-id"))
                     right = str(page.get_attribute("article[data-slot=right]", "data-doc-id"))
                     key = "ArrowLeft" if scores[left] > scores[right] else "ArrowRight"
+                    if args.think_ms:
+                        page.wait_for_timeout(args.think_ms)
                     page.keyboard.press(key)
                     page.wait_for_function(
                         "(n) => window.__lat && window.__lat.length >= n || "
@@ -141,7 +149,7 @@ def main() -> int:
         return 1
     print(
         f"ui_latency: topk task n={args.n} k={args.k}, {done} judgments, SQLite, "
-        f"uvicorn subprocess, headless Chromium"
+        f"uvicorn subprocess, headless Chromium, think time {args.think_ms} ms"
     )
     print(
         f"  key press -> next pair visible (ms): p50 {percentile(lat, 50):.1f}  "

@@ -25,6 +25,9 @@ from labeling.errors import ConfigError
 
 PrefOutcome = Literal["a", "b", "tie"]
 
+#: MM iterations before switching to Newton steps (see :func:`bradley_terry`).
+MM_WARMUP = 50
+
 
 @dataclass(frozen=True, slots=True)
 class Aggregate:
@@ -114,8 +117,11 @@ def bradley_terry(
     graph must be strongly connected).
 
     Scores are log π_i; the reference fixes their location (an item with no comparisons scores
-    0). Ties in score are broken by item id. Iterates until the largest change of log π is below
-    ``tol``.
+    0). Ties in score are broken by item id. MM runs until the largest change of log π is below
+    ``tol``; if that takes more than :data:`MM_WARMUP` iterations (MM is only linearly
+    convergent, slow when strengths are far apart, as in a consistent top-k log), Newton steps
+    on θ = log π with a backtracking line search finish the job on the same (convex) objective
+    until the gradient is below ``tol``.
     """
     prefs = list(preferences)
     items = list(dict.fromkeys([*(x for p in prefs for x in (p.a, p.b)), *universe]))
@@ -147,11 +153,11 @@ def bradley_terry(
             "Bradley–Terry MLE does not exist: some item never wins or never loses (use prior > 0)"
         )
     strength = np.ones(m)
-    for _ in range(max_iter):
+    # Phase 1: Hunter's MM iterations (monotone, robust from any start) ...
+    for _ in range(min(max_iter, MM_WARMUP)):
         denom = (games / (strength[:, None] + strength[None, :])).sum(axis=1)
         denom += 2.0 * prior / (strength + 1.0)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            new = (wins + prior) / denom
+        new = (wins + prior) / denom
         if prior == 0:
             # Without a reference the scale is free: fix the geometric mean at 1.
             new = new / np.exp(np.mean(np.log(new)))
@@ -159,6 +165,61 @@ def bradley_terry(
         strength = new
         if change < tol:
             break
+    else:
+        # ... Phase 2: MM converges only linearly when strengths are far apart (a consistent
+        # top-k log), so finish with Newton steps on θ = log π for the same objective.
+        strength = np.exp(_newton(np.log(strength), wins, games, prior, tol, max_iter))
     scores = np.log(strength)
     order = sorted(range(m), key=lambda i: (-scores[i], items[i]))
     return Aggregate(tuple(items[i] for i in order), {items[i]: float(scores[i]) for i in order})
+
+
+def _objective(theta: np.ndarray, wins: np.ndarray, games: np.ndarray, prior: float) -> float:
+    """Negative augmented log-likelihood in θ = log π (convex; strictly so when prior > 0).
+
+    With a_ij the (half-)wins of i over j: −Σ a_ij log σ(θ_i − θ_j) − prior Σ_i [log σ(θ_i) +
+    log σ(−θ_i)]. We only need a_ij through W_i and n_ij: Σ_ij a_ij log σ(θ_i − θ_j) equals
+    Σ_i W_i θ_i − ½ Σ_ij n_ij log(e^{θ_i} + e^{θ_j}).
+    """
+    pair = np.logaddexp(theta[:, None], theta[None, :])
+    value = -float(wins @ theta) + 0.5 * float((games * pair).sum())
+    value += prior * float(np.sum(np.logaddexp(0.0, -theta) + np.logaddexp(0.0, theta)))
+    return value
+
+
+def _newton(
+    theta: np.ndarray,
+    wins: np.ndarray,
+    games: np.ndarray,
+    prior: float,
+    tol: float,
+    max_iter: int,
+) -> np.ndarray:
+    for _ in range(max_iter):
+        p = 1.0 / (1.0 + np.exp(theta[None, :] - theta[:, None]))  # p_ij = σ(θ_i − θ_j)
+        s = 1.0 / (1.0 + np.exp(-theta))
+        grad = -(wins - (games * p).sum(axis=1)) - prior * (1.0 - 2.0 * s)
+        if float(np.max(np.abs(grad))) < tol:
+            break
+        w = games * p * (1.0 - p)
+        hess = -w
+        np.fill_diagonal(hess, w.sum(axis=1) + 2.0 * prior * s * (1.0 - s))
+        if prior == 0:
+            # The Hessian is singular along (1, ..., 1) (the scale is free) and the gradient
+            # sums to 0; adding 11ᵀ makes it invertible without changing the step's direction.
+            hess = hess + 1.0
+        step = -np.linalg.solve(hess, grad)
+        f0 = _objective(theta, wins, games, prior)
+        t = 1.0
+        while t > 1e-12 and _objective(
+            theta + t * step, wins, games, prior
+        ) > f0 + 1e-4 * t * float(grad @ step):
+            t *= 0.5
+        move = t * step
+        theta = theta + move
+        if prior == 0:
+            theta = theta - theta.mean()
+        # Rounding keeps the gradient from reaching tiny tolerances: also stop when θ stalls.
+        if float(np.max(np.abs(move))) < tol:
+            break
+    return theta

@@ -8,7 +8,11 @@ are the known failure modes of pairwise judging:
   unbiased assessor wins "left" about half the time whatever the documents.
 - **Self-consistency**: when the same assessor judged the same pair twice on a query (an
   answer undone and given again, a repeated question with the pair cache off, or a configured
-  re-ask with sides swapped), whether the two answers express the same relation.
+  re-ask with sides swapped), whether the two answers express the same relation. Relations
+  are taken on the unordered pair, so picking the same document on the other side agrees.
+  Configured re-asks (task option ``reask_fraction``) are also counted apart when the caller
+  names them (``reasks``: the (task_id, seq) of each re-ask answer, from
+  ``TopKSession.reasks``), since only the log's config can tell them from other repeats.
 - **Transitivity**: among the triples of documents whose three pairs the assessor compared
   directly, the share that no weak order (ranking with ties) can explain, e.g. a ≻ b ≻ c ≻ a,
   or a ∼ b, b ∼ c, a ≻ c.
@@ -17,7 +21,7 @@ are the known failure modes of pairwise judging:
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from itertools import permutations
 from typing import Any
@@ -93,7 +97,7 @@ class RepeatedJudgment:
     ``kind`` is "undo" when the first answer was undone (then given again), else "repeat"
     (both live: a repeated question or a re-ask). ``swapped``: the pair was shown with the
     sides exchanged the second time. ``first``/``second``: relations of ``pair[0]`` to
-    ``pair[1]``.
+    ``pair[1]``. ``reask``: the second answer is a configured re-ask (a "repeat").
     """
 
     assessor: str
@@ -103,6 +107,7 @@ class RepeatedJudgment:
     second: Relation
     kind: str
     swapped: bool
+    reask: bool = False
 
     @property
     def consistent(self) -> bool:
@@ -123,16 +128,22 @@ class SelfConsistency:
     live_consistent: int
     swapped_repeats: int
     swapped_consistent: int
+    reask_repeats: int = 0
+    reask_consistent: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def repeated_judgments(judgments: Iterable[JudgmentRecord]) -> list[RepeatedJudgment]:
+def repeated_judgments(
+    judgments: Iterable[JudgmentRecord],
+    reasks: Collection[tuple[int | str, int]] = (),
+) -> list[RepeatedJudgment]:
     """Every pair of successive answers of one assessor to one pair of one query.
 
     Uses the whole log (undone answers included), in the order the answers were made. With m
     answers to a pair there are m − 1 successive repeats. "not_relevant" answers are skipped.
+    A repeat whose second answer is at a ``(task_id, seq)`` in ``reasks`` is marked ``reask``.
     """
     seen: dict[tuple[str, str, Pair], tuple[Relation, bool, str]] = {}
     out: list[RepeatedJudgment] = []
@@ -157,16 +168,24 @@ def repeated_judgments(judgments: Iterable[JudgmentRecord]) -> list[RepeatedJudg
                     second=rel,
                     kind="undo" if prev_undone else "repeat",
                     swapped=prev_left != r.left,
+                    reask=not prev_undone and (r.task_id, r.seq) in reasks,
                 )
             )
         seen[slot] = (rel, r.undone, r.left)
     return out
 
 
-def self_consistency(judgments: Iterable[JudgmentRecord]) -> dict[str, SelfConsistency]:
-    """Per assessor: how often a repeated judgment agreed with the previous one, by kind."""
+def self_consistency(
+    judgments: Iterable[JudgmentRecord],
+    reasks: Collection[tuple[int | str, int]] = (),
+) -> dict[str, SelfConsistency]:
+    """Per assessor: how often a repeated judgment agreed with the previous one, by kind.
+
+    ``reasks``: (task_id, seq) of the configured re-ask answers, counted in ``reask_*`` (they
+    are live repeats with the sides swapped, so they are in those counts too).
+    """
     groups: dict[str, list[RepeatedJudgment]] = defaultdict(list)
-    for rep in repeated_judgments(judgments):
+    for rep in repeated_judgments(judgments, reasks):
         groups[rep.assessor].append(rep)
     out: dict[str, SelfConsistency] = {}
     for assessor in sorted(groups):
@@ -174,6 +193,7 @@ def self_consistency(judgments: Iterable[JudgmentRecord]) -> dict[str, SelfConsi
         undo = [x for x in reps if x.kind == "undo"]
         again = [x for x in reps if x.kind == "repeat"]
         swapped = [x for x in reps if x.swapped]
+        reasked = [x for x in reps if x.reask]
         consistent = sum(x.consistent for x in reps)
         out[assessor] = SelfConsistency(
             assessor=assessor,
@@ -186,6 +206,8 @@ def self_consistency(judgments: Iterable[JudgmentRecord]) -> dict[str, SelfConsi
             live_consistent=sum(x.consistent for x in again),
             swapped_repeats=len(swapped),
             swapped_consistent=sum(x.consistent for x in swapped),
+            reask_repeats=len(reasked),
+            reask_consistent=sum(x.consistent for x in reasked),
         )
     return out
 

@@ -66,8 +66,11 @@ class TopKResult:
     """The top-k ground truth of one (assessor, query) session.
 
     ``top``: best first. ``rest``: eviction/discard order (kept for audit; semantically a set).
-    ``judgments``: questions posed to the assessor. ``calls``: protocol comparisons including
-    those answered from the pair cache (digest §2.4 item 4: report both).
+    ``judgments``: questions posed to the assessor, re-asks included. ``calls``: protocol
+    comparisons including those answered from the pair cache (digest §2.4 item 4: report
+    both). ``reasks``: how many of the ``judgments`` were swapped re-asks (task option
+    ``reask_fraction``); their answers are in ``reasked`` and never shaped ``top``/``rest``,
+    so they take no part in :meth:`implied_pairs` either.
     """
 
     k: int
@@ -78,6 +81,8 @@ class TopKResult:
     judgments: int
     calls: int = 0
     judged: tuple[PairJudgment, ...] = field(default=(), repr=False)
+    reasks: int = 0
+    reasked: tuple[PairJudgment, ...] = field(default=(), repr=False)
 
     @classmethod
     def build(
@@ -86,18 +91,22 @@ class TopKResult:
         top: Sequence[str],
         rest: Sequence[str],
         judged: Sequence[PairJudgment] = (),
+        reasked: Sequence[PairJudgment] = (),
     ) -> TopKResult:
-        """Assemble a result, deriving n, κ-labels and the two judgment counts."""
+        """Assemble a result, deriving n, κ-labels and the judgment counts."""
         judged = tuple(judged)
+        reasked = tuple(reasked)
         return cls(
             k=k,
             n=len(top) + len(rest),
             top=list(top),
             rest=list(rest),
             kappa_labels=kappa_labels(top, rest, k),
-            judgments=sum(1 for j in judged if not j.cached),
+            judgments=sum(1 for j in judged if not j.cached) + len(reasked),
             calls=len(judged),
             judged=judged,
+            reasks=len(reasked),
+            reasked=reasked,
         )
 
     def ranking(self) -> list[str]:

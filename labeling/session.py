@@ -28,14 +28,29 @@ Decisions where the paper is silent (seed-digest §2.4):
   rest, exactly like a lost root comparison, and the answer is recorded as ``"not_relevant"``.
   In the build and sort phases both documents are already in the top k, so the answer is
   :class:`InvalidAnswer` there (see :attr:`TopKSession.allowed_outcomes`).
+* **Re-asks** (``reask_fraction`` f in [0, 0.5], default 0). After the protocol question with
+  ``seq = s`` is answered, it is re-asked iff ``mix64(mix64(mix64(seed) ^ salt) + s) < f·2^64``
+  (:class:`ReaskSchedule`): a function of ``(seed, s)`` only, never of the answers, so replay
+  stays pure. The re-ask shows the SAME pair with the sides SWAPPED as an ordinary
+  :class:`PairQuestion` with its own ``seq``, :data:`REASK_GAP` questions later (``seq = s +
+  REASK_GAP + 1``, so the assessor is less likely to answer from memory), or at once when the
+  protocol has no question left (re-asks are never lost). Two re-asks never fall due together
+  (their due ``seq`` differ), so each is posed exactly when due until the protocol ends. The
+  answer is recorded in the log like any other but never reaches the protocol (the heap keeps
+  the first answer, and the pair cache neither answers nor stores re-asks); re-asks are never
+  re-asked. A re-ask accepts the outcomes of the question it repeats (``not_relevant`` for the
+  same challenger). With f = 0 nothing of this runs and the option is left out of the
+  validated options (absent means 0), so existing task configs and counts are unchanged.
 """
 
 from __future__ import annotations
 
+import math
 import random
 import typing
+from collections import deque
 from collections.abc import Generator, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from labeling.errors import (
     ConfigError,
@@ -63,11 +78,30 @@ from labeling.types import (
 
 #: Options of each method and their defaults (all recorded in the task config).
 DEFAULT_OPTIONS: dict[str, dict[str, Any]] = {
-    "topk": {"allow_ties": False, "pair_cache": True, "not_relevant": False, "initial_order": None},
+    "topk": {
+        "allow_ties": False,
+        "pair_cache": True,
+        "not_relevant": False,
+        "initial_order": None,
+        "reask_fraction": 0.0,
+    },
     "graded": {},
 }
 
+#: Options that are left out of the validated options when they equal their default, so
+#: configs written before the option existed compare (and replay) unchanged.
+OMITTED_WHEN_DEFAULT: dict[str, dict[str, Any]] = {"topk": {"reask_fraction": 0.0}, "graded": {}}
+
+#: Largest allowed ``reask_fraction``: beyond a half, re-asks would outnumber the questions
+#: that build the ranking.
+MAX_REASK_FRACTION = 0.5
+
+#: Questions shown between a pair and its swapped re-ask (see the module docstring).
+REASK_GAP = 3
+
 _MASK = (1 << 64) - 1
+#: Separates the re-ask stream from the orientation stream of the same seed ("reask!").
+_REASK_SALT = 0x7265_6173_6B21
 
 
 def _mix64(x: int) -> int:
@@ -108,6 +142,42 @@ def shows_swapped(seed: int, seq: int) -> bool:
     return Orientation(seed).swapped(seq)
 
 
+class ReaskSchedule:
+    """Which answered protocol questions are re-asked: question ``seq`` is iff
+    ``mix64(base + seq) < ⌊f·2^64⌋`` with ``base = mix64(mix64(seed) ^ salt)``.
+
+    A deterministic function of ``(seed, seq)`` for a given fraction ``f`` (probability f per
+    question, independent of the orientation bits and of the answers).
+    """
+
+    __slots__ = ("base", "threshold")
+
+    def __init__(self, seed: int, fraction: float) -> None:
+        self.base = _mix64(_mix64(seed & _MASK) ^ _REASK_SALT)
+        # Exact: f ≤ 1/2 times a power of two is representable, and int() truncates.
+        self.threshold = int(fraction * 2.0**64)
+
+    def triggered(self, seq: int) -> bool:
+        """True if the protocol question answered at ``seq`` is to be re-asked."""
+        return _mix64((self.base + seq) & _MASK) < self.threshold
+
+
+def reask_triggered(seed: int, fraction: float, seq: int) -> bool:
+    """Whether a protocol question answered at ``seq`` is re-asked (see :class:`ReaskSchedule`)."""
+    return ReaskSchedule(seed, fraction).triggered(seq)
+
+
+class _Reask(NamedTuple):
+    """A queued re-ask: due at ``due``, repeating protocol question ``seq`` (``compare``), shown
+    as (``left``, ``right``) = the original display swapped."""
+
+    due: int
+    seq: int
+    compare: Compare
+    left: str
+    right: str
+
+
 def seeded_order(doc_ids: Sequence[str], seed: int) -> list[str]:
     """The task's random document order (uniform, stable across runs and Python versions).
 
@@ -144,11 +214,26 @@ def validate_options(method: str, options: Mapping[str, Any] | None = None) -> d
     for key, value in options.items():
         if key == "initial_order":
             out[key] = _check_initial_order(value)
+        elif key == "reask_fraction":
+            out[key] = _check_reask_fraction(value)
         else:
             if not isinstance(value, bool):
                 raise ConfigError(f"option {key} must be true or false, got {value!r}")
             out[key] = value
+    for key, default in OMITTED_WHEN_DEFAULT[method].items():
+        if out.get(key, default) == default:
+            out.pop(key, None)
     return out
+
+
+def _check_reask_fraction(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(f"option reask_fraction must be a number in [0, 0.5], got {value!r}")
+    if not (math.isfinite(value) and 0.0 <= value <= MAX_REASK_FRACTION):
+        raise ConfigError(
+            f"option reask_fraction must be in [0, {MAX_REASK_FRACTION}], got {value!r}"
+        )
+    return float(value)
 
 
 def _check_initial_order(value: object) -> list[str] | None:
@@ -210,7 +295,11 @@ class PairStrategy(typing.Protocol):
 
 
 class TopKSession:
-    """Tool T1: Algorithm 1 (:mod:`labeling.heap`) behind the :class:`JudgingSession` interface."""
+    """Tool T1: Algorithm 1 (:mod:`labeling.heap`) behind the :class:`JudgingSession` interface.
+
+    With ``reask_fraction > 0`` some answered questions are posed again later with the sides
+    swapped (see the module docstring); those answers are logged but never reach the protocol.
+    """
 
     method = "topk"
 
@@ -230,6 +319,7 @@ class TopKSession:
         self.allow_ties: bool = options["allow_ties"]
         self.pair_cache: bool = options["pair_cache"]
         self.not_relevant: bool = options["not_relevant"]
+        self.reask_fraction: float = float(options.get("reask_fraction", 0.0))
         initial = options["initial_order"]
         if initial is None:
             order = seeded_order(doc_ids, seed)
@@ -247,6 +337,13 @@ class TopKSession:
         # PairJudgment records only for the result, because replay speed matters.
         self._judged: list[tuple[str, str, Winner, bool, bool]] = []
         self._orientation = Orientation(seed)
+        # Re-asks: None when off, so that f = 0 runs exactly the code it ran before the option.
+        self._schedule = ReaskSchedule(seed, self.reask_fraction) if self.reask_fraction else None
+        self._queue: deque[_Reask] = deque()
+        self._reask: _Reask | None = None  # the pending question when it is a re-ask
+        #: Answered re-asks: seq of the re-ask -> seq of the protocol question it repeats.
+        self.reasks: dict[int, int] = {}
+        self._reasked: list[tuple[str, str, Winner, bool, bool]] = []
         self._outcome: tuple[list[str], list[str]] | None = None
         gen = self.state.run()
         if self.pair_cache:
@@ -269,8 +366,13 @@ class TopKSession:
         except StopIteration as stop:
             self._compare = None
             self._outcome = stop.value  # (top, rest); the result record is built on demand
+            if self._schedule is not None:
+                self._settle()
             return
         self._compare = compare
+        if self._schedule is not None:
+            self._settle()
+            return
         seq = len(self.answers)
         blocks = self._orientation.blocks  # Orientation.swapped(seq), inlined for replay speed
         if seq >> 6 >= len(blocks):
@@ -280,50 +382,92 @@ class TopKSession:
         else:
             self._left, self._right = compare.a, compare.b
 
+    def _settle(self) -> None:
+        """Choose the question at ``seq = len(answers)`` when re-asks are on: the due re-ask
+        (or any queued one once the protocol has finished), else the protocol's question,
+        oriented for the seq at which it is actually shown."""
+        self._question = None
+        seq = len(self.answers)
+        queue = self._queue
+        if queue and (queue[0].due <= seq or self._compare is None):
+            reask = queue[0]
+            self._reask = reask
+            self._left, self._right = reask.left, reask.right
+            return
+        self._reask = None
+        compare = self._compare
+        if compare is not None:
+            blocks = self._orientation.blocks  # Orientation.swapped(seq), inlined (replay)
+            if seq >> 6 >= len(blocks):
+                blocks.append(self._orientation.bits(len(blocks)))
+            if (blocks[seq >> 6] >> (seq & 63)) & 1:
+                self._left, self._right = compare.b, compare.a
+            else:
+                self._left, self._right = compare.a, compare.b
+
     @property
     def judged(self) -> list[PairJudgment]:
         """Every protocol comparison so far, posed or answered from the cache, in order."""
         return [PairJudgment(*j) for j in self._judged]
 
     @property
+    def reasked(self) -> list[PairJudgment]:
+        """Every answered re-ask, in order, as ``prefer(a, b)`` of the question it repeats."""
+        return [PairJudgment(*j) for j in self._reasked]
+
+    @property
     def pending(self) -> PairQuestion | None:
         """The question to show, or None when done (built on demand: replay never needs it)."""
-        if self._compare is None:
+        if self._compare is None and self._reask is None:
             return None
         if self._question is None:
             self._question = PairQuestion(len(self.answers), self._left, self._right)
         return self._question
 
     @property
+    def pending_is_reask(self) -> bool:
+        """True when the pending question repeats an earlier one (for audits, not for the UI:
+        a re-ask must look like any other question)."""
+        return self._reask is not None
+
+    @property
     def done(self) -> bool:
-        return self._compare is None
+        return self._compare is None and self._reask is None
 
     @property
     def phase(self) -> str:
-        """``build`` / ``stream`` / ``sort`` / ``done`` (Steps 1, 2, 3 of Algorithm 1)."""
+        """``build`` / ``stream`` / ``sort`` / ``done`` (Steps 1, 2, 3 of Algorithm 1).
+
+        The protocol's phase: it may be ``done`` while queued re-asks are still pending.
+        """
         return self.state.phase
+
+    def _pending_compare(self) -> Compare | None:
+        return self._reask.compare if self._reask is not None else self._compare
 
     @property
     def pending_challenger(self) -> str | None:
         """The stream item of a pending Step-2 root comparison ("not relevant" refers to it)."""
-        c = self._compare
+        c = self._pending_compare()
         return c.a if c is not None and c.challenger else None
 
     @property
     def allowed_outcomes(self) -> tuple[Outcome, ...]:
         """The outcomes :meth:`submit` accepts for the pending question (empty when done)."""
-        if self._compare is None:
+        compare = self._pending_compare()
+        if compare is None:
             return ()
         out: list[Outcome] = ["left", "right"]
         if self.allow_ties:
             out.append("tie")
-        if self.not_relevant and self._compare.challenger:
+        if self.not_relevant and compare.challenger:
             out.append("not_relevant")
         return tuple(out)
 
     def submit(self, answer: Answer) -> None:
         """Record one answer to the pending question; on error raise and change nothing."""
-        compare = self._compare
+        reask = self._reask
+        compare = self._compare if reask is None else reask.compare
         if compare is None:
             raise Finished("the session is finished; there is no pending question")
         left, right = self._left, self._right
@@ -366,28 +510,81 @@ class TopKSession:
             raise InvalidAnswer(
                 f"unknown outcome {outcome!r}; expected one of {', '.join(self.allowed_outcomes)}"
             )
+        seq = len(self.answers)
         self.answers.append(answer)
+        if reask is not None:
+            # Logged, never sent to the protocol (nor to the pair cache): the heap keeps the
+            # first answer, and the re-ask only measures self-consistency.
+            self._queue.popleft()
+            self.reasks[seq] = reask.seq
+            self._reasked.append((compare.a, compare.b, winner, not_relevant, False))
+            self._settle()
+            return
         self._judged.append((compare.a, compare.b, winner, not_relevant, False))
+        schedule = self._schedule
+        if schedule is not None and schedule.triggered(seq):
+            self._queue.append(_Reask(seq + REASK_GAP + 1, seq, compare, right, left))
         self._advance(winner)
 
+    def _reask_bound(self, protocol_bound: int) -> int:
+        """Most questions still to come, re-asks included, if the protocol poses at most
+        ``protocol_bound`` more: the deterministic schedule is walked forward.
+
+        Exact for that many protocol questions, and monotone in their number (with fewer, the
+        schedule is the same up to the protocol's end and triggers a subset of the re-asks),
+        so it is an upper bound whenever ``protocol_bound`` is.
+        """
+        schedule = self._schedule
+        assert schedule is not None
+        base, threshold, mask, gap = schedule.base, schedule.threshold, _MASK, REASK_GAP + 1
+        start = seq = len(self.answers)
+        dues = deque(r.due for r in self._queue)
+        posed = 0
+        while posed < protocol_bound:
+            if dues and dues[0] <= seq:
+                dues.popleft()
+            else:
+                posed += 1
+                # ReaskSchedule.triggered(seq), with mix64 inlined: this loop runs once per
+                # remaining question on every progress() call.
+                x = (base + seq + 0x9E3779B97F4A7C15) & mask
+                x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & mask
+                x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & mask
+                if x ^ (x >> 31) < threshold:
+                    dues.append(seq + gap)
+            seq += 1
+        # The protocol has posed its last question: the queued re-asks follow at once.
+        return seq - start + len(dues)
+
     def progress(self) -> Progress:
-        """Judgments so far, expected and worst-case remaining questions."""
-        if self._compare is None:
+        """Judgments so far, expected and worst-case remaining questions (re-asks included).
+
+        With re-asks, every remaining protocol question is re-asked with probability f, so
+        ``expected = (1 + f)·E[protocol] + queued re-asks``, capped by the worst case.
+        """
+        if self.done:
             return Progress(len(self.answers), 0.0, 0, True)
-        bound = self.state.max_remaining()
-        if isinstance(self.state, HeapTopK):
-            expected = min(float(bound), expected_remaining(self.state, cache=self.pair_cache))
-        else:  # no model of another strategy's mean cost: fall back to its bound
-            expected = float(bound)
-        return Progress(len(self.answers), max(1.0, expected), bound, False)
+        if self._compare is None:  # only queued re-asks are left
+            bound, expected = 0, 0.0
+        else:
+            bound = self.state.max_remaining()
+            if isinstance(self.state, HeapTopK):
+                expected = min(float(bound), expected_remaining(self.state, cache=self.pair_cache))
+            else:  # no model of another strategy's mean cost: fall back to its bound
+                expected = float(bound)
+        if self._schedule is None:
+            return Progress(len(self.answers), max(1.0, expected), bound, False)
+        total = self._reask_bound(bound)
+        expected = min(float(total), expected * (1.0 + self.reask_fraction) + len(self._queue))
+        return Progress(len(self.answers), max(1.0, expected), total, False)
 
     def result(self) -> TopKResult:
         """The top-k ground truth (:class:`TopKResult`); NotFinished while a question is pending."""
-        if self._outcome is None:
+        if self._outcome is None or self._reask is not None:
             raise NotFinished(f"{len(self.answers)} judgments so far; the session is not finished")
         if self._result is None:
             top, rest = self._outcome
-            self._result = TopKResult.build(self.k, top, rest, self.judged)
+            self._result = TopKResult.build(self.k, top, rest, self.judged, self.reasked)
         return self._result
 
 

@@ -37,8 +37,15 @@ import numpy as np
 from ranking import metrics
 from ranking.dataset import QueryDataset
 
-__all__ = ["BoostModel", "BoostResult", "WeakRankers", "adarank", "focusedboost", "rankboost",
-           "step_size"]
+__all__ = [
+    "BoostModel",
+    "BoostResult",
+    "WeakRankers",
+    "adarank",
+    "focusedboost",
+    "rankboost",
+    "step_size",
+]
 
 EPS = 1e-10
 
@@ -65,8 +72,15 @@ class WeakRankers:
     hi: np.ndarray | None = None
 
     @classmethod
-    def build(cls, X: np.ndarray, kind: str = "feature", *, n_thresholds: int = 16,
-              scale: bool = True, dedupe: bool = True) -> WeakRankers:
+    def build(
+        cls,
+        X: np.ndarray,
+        kind: str = "feature",
+        *,
+        n_thresholds: int = 16,
+        scale: bool = True,
+        dedupe: bool = True,
+    ) -> WeakRankers:
         """The weak rankers of ``kind`` for training features ``X``.
 
         ``dedupe`` drops weak rankers whose outputs on ``X`` are constant or equal to an
@@ -125,7 +139,8 @@ class WeakRankers:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "kind": self.kind, "features": self.features.tolist(),
+            "kind": self.kind,
+            "features": self.features.tolist(),
             "thresholds": [None if math.isnan(t) else t for t in self.thresholds.tolist()],
             "lo": None if self.lo is None else self.lo.tolist(),
             "hi": None if self.hi is None else self.hi.tolist(),
@@ -134,7 +149,8 @@ class WeakRankers:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> WeakRankers:
         return cls(
-            data["kind"], np.asarray(data["features"], dtype=np.int64),
+            data["kind"],
+            np.asarray(data["features"], dtype=np.int64),
             np.array([np.nan if t is None else t for t in data["thresholds"]], dtype=np.float64),
             None if data["lo"] is None else np.asarray(data["lo"], dtype=np.float64),
             None if data["hi"] is None else np.asarray(data["hi"], dtype=np.float64),
@@ -158,13 +174,19 @@ class BoostModel:
         return BoostModel(self.weak, self.chosen[:rounds].copy(), self.alphas[:rounds].copy())
 
     def to_dict(self) -> dict[str, Any]:
-        return {"weak": self.weak.to_dict(), "chosen": self.chosen.tolist(),
-                "alphas": self.alphas.tolist()}
+        return {
+            "weak": self.weak.to_dict(),
+            "chosen": self.chosen.tolist(),
+            "alphas": self.alphas.tolist(),
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> BoostModel:
-        return cls(WeakRankers.from_dict(data["weak"]), np.asarray(data["chosen"], dtype=np.int64),
-                   np.asarray(data["alphas"], dtype=np.float64))
+        return cls(
+            WeakRankers.from_dict(data["weak"]),
+            np.asarray(data["chosen"], dtype=np.int64),
+            np.asarray(data["alphas"], dtype=np.float64),
+        )
 
 
 @dataclass
@@ -207,13 +229,21 @@ def _pick(score: np.ndarray, previous: int | None, forbid_repeat: bool) -> int:
     return int(np.argmax(key))
 
 
-def _progress_valid(valid_fn: ValidFn | None, valid_X: np.ndarray | None,
-                    weak: WeakRankers, m: int, alpha: float,
-                    state: dict[str, np.ndarray], out: list[float]) -> None:
+def _progress_valid(
+    valid_fn: ValidFn | None,
+    valid_X: np.ndarray | None,
+    weak: WeakRankers,
+    m: int,
+    alpha: float,
+    state: dict[str, np.ndarray],
+    out: list[float],
+) -> None:
     if valid_fn is None or valid_X is None:
         return
-    state["s"] = state.get("s", np.zeros(valid_X.shape[0])) + alpha * weak.values(
-        valid_X, np.array([m]))[:, 0]
+    state["s"] = (
+        state.get("s", np.zeros(valid_X.shape[0]))
+        + alpha * weak.values(valid_X, np.array([m]))[:, 0]
+    )
     out.append(valid_fn(state["s"]))
 
 
@@ -253,24 +283,29 @@ def rankboost(
         d /= d.sum()
         previous = m
         _progress_valid(valid_fn, valid_X, weak, m, alpha, state, valid)
-    return BoostResult(BoostModel(weak, np.array(chosen, dtype=np.int64), np.array(alphas)),
-                       history, valid)
+    return BoostResult(
+        BoostModel(weak, np.array(chosen, dtype=np.int64), np.array(alphas)), history, valid
+    )
 
 
-def _query_measure(labels: np.ndarray, mask: np.ndarray, at: int) -> Callable[[np.ndarray],
-                                                                           np.ndarray]:
+def _query_measure(
+    labels: np.ndarray, mask: np.ndarray, at: int
+) -> Callable[[np.ndarray], np.ndarray]:
     """E(scores) per query: NDCG@at with exp gain (κ-NDCG@at on κ-labels), ties stable."""
+
     def measure(padded_scores: np.ndarray) -> np.ndarray:
         return metrics.ndcg(labels, padded_scores, mask, at=at)
+
     return measure
 
 
-def _weak_measures(H: np.ndarray, ds: QueryDataset, measure: Callable[[np.ndarray], np.ndarray],
-                   chunk: int = 32) -> np.ndarray:
+def _weak_measures(
+    H: np.ndarray, ds: QueryDataset, measure: Callable[[np.ndarray], np.ndarray], chunk: int = 32
+) -> np.ndarray:
     """``E[i, m]`` = measure of weak ranker m on query i (computed once per fit)."""
     out = np.empty((ds.n_queries, H.shape[1]))
     for start in range(0, H.shape[1], chunk):
-        block = H[:, start:start + chunk]
+        block = H[:, start : start + chunk]
         padded, _ = ds.pad(block)  # (Q, L, c)
         for j in range(block.shape[1]):
             out[:, start + j] = measure(padded[:, :, j])
@@ -291,8 +326,11 @@ def adarank(
 
     Queries without a positive label have no defined E and are left out of training.
     """
-    keep = np.flatnonzero(np.add.reduceat(ds.labels > 0, ds.offsets[:-1]) > 0) \
-        if ds.n_docs else np.zeros(0, dtype=np.int64)
+    keep = (
+        np.flatnonzero(np.add.reduceat(ds.labels > 0, ds.offsets[:-1]) > 0)
+        if ds.n_docs
+        else np.zeros(0, dtype=np.int64)
+    )
     if keep.size == 0:
         raise ValueError("AdaRank needs at least one query with a positive label")
     data = ds if keep.size == ds.n_queries else ds.subset(keep)
@@ -322,8 +360,9 @@ def adarank(
         p = w / w.sum()
         previous = m
         _progress_valid(valid_fn, valid_X, weak, m, alpha, state, valid)
-    return BoostResult(BoostModel(weak, np.array(chosen, dtype=np.int64), np.array(alphas)),
-                       history, valid)
+    return BoostResult(
+        BoostModel(weak, np.array(chosen, dtype=np.int64), np.array(alphas)), history, valid
+    )
 
 
 def focusedboost(
@@ -393,5 +432,6 @@ def focusedboost(
             d = w / w.sum()
         previous = m
         _progress_valid(valid_fn, valid_X, weak, m, alpha, state, valid)
-    return BoostResult(BoostModel(weak, np.array(chosen, dtype=np.int64), np.array(alphas)),
-                       history, valid)
+    return BoostResult(
+        BoostModel(weak, np.array(chosen, dtype=np.int64), np.array(alphas)), history, valid
+    )

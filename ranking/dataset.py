@@ -86,8 +86,11 @@ class QueryDataset:
             bad = int(np.flatnonzero(~np.isfinite(y))[0])
             raise ValueError(f"label of row {bad} is not finite")
         offsets = offsets_from_qids(q)
-        ids = (np.array([f"{qq}:{i}" for i, qq in enumerate(q)], dtype=object)
-               if doc_ids is None else np.asarray(doc_ids, dtype=object))
+        ids = (
+            np.array([f"{qq}:{i}" for i, qq in enumerate(q)], dtype=object)
+            if doc_ids is None
+            else np.asarray(doc_ids, dtype=object)
+        )
         if ids.shape != (n,):
             raise ValueError(f"doc_ids must have {n} entries, got {ids.shape}")
         r = None if rank is None else _check_rank(np.asarray(rank), y, offsets)
@@ -96,8 +99,12 @@ class QueryDataset:
     @classmethod
     def from_letor(cls, data: Any) -> QueryDataset:
         """From a :class:`ranking.letor.LetorData` (features, labels, qids, docids)."""
-        return cls.from_arrays(data.features, data.labels, np.asarray(data.qids, dtype=object),
-                               np.asarray(data.docids, dtype=object))
+        return cls.from_arrays(
+            data.features,
+            data.labels,
+            np.asarray(data.qids, dtype=object),
+            np.asarray(data.docids, dtype=object),
+        )
 
     @classmethod
     def read(cls, path: str | Path) -> QueryDataset:
@@ -164,25 +171,40 @@ class QueryDataset:
         qs = np.asarray(queries, dtype=np.int64).reshape(-1)
         if qs.size and (qs.min() < 0 or qs.max() >= self.n_queries):
             raise ValueError(f"query index out of range 0..{self.n_queries - 1}")
-        rows = np.concatenate([np.arange(self.offsets[q], self.offsets[q + 1]) for q in qs]) \
-            if qs.size else np.zeros(0, dtype=np.int64)
+        rows = (
+            np.concatenate([np.arange(self.offsets[q], self.offsets[q + 1]) for q in qs])
+            if qs.size
+            else np.zeros(0, dtype=np.int64)
+        )
         sizes = self.sizes[qs]
         offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         return QueryDataset(
-            X=self.X[rows], labels=self.labels[rows], qid=self.qid[rows], offsets=offsets,
-            doc_ids=self.doc_ids[rows], rank=None if self.rank is None else self.rank[rows],
+            X=self.X[rows],
+            labels=self.labels[rows],
+            qid=self.qid[rows],
+            offsets=offsets,
+            doc_ids=self.doc_ids[rows],
+            rank=None if self.rank is None else self.rank[rows],
             topk=self.topk,
         )
 
-    def with_labels(self, labels: ArrayLike, rank: ArrayLike | None = None,
-                    topk: int | None = None) -> QueryDataset:
+    def with_labels(
+        self, labels: ArrayLike, rank: ArrayLike | None = None, topk: int | None = None
+    ) -> QueryDataset:
         """Same documents with new labels (optionally a total order and the κ marker k)."""
         y = np.asarray(labels, dtype=np.float64).reshape(-1)
         if y.shape[0] != self.n_docs:
             raise ValueError(f"expected {self.n_docs} labels, got {y.shape[0]}")
         r = None if rank is None else _check_rank(np.asarray(rank), y, self.offsets)
-        return QueryDataset(X=self.X, labels=y, qid=self.qid, offsets=self.offsets,
-                            doc_ids=self.doc_ids, rank=r, topk=topk)
+        return QueryDataset(
+            X=self.X,
+            labels=y,
+            qid=self.qid,
+            offsets=self.offsets,
+            doc_ids=self.doc_ids,
+            rank=r,
+            topk=topk,
+        )
 
     @classmethod
     def concat(cls, parts: Sequence[QueryDataset]) -> QueryDataset:
@@ -217,8 +239,11 @@ class QueryDataset:
             if self.topk != k:
                 raise ValueError(f"data set holds top-{self.topk} truth, not top-{k}")
             return self
-        rank = self.rank if self.rank is not None else random_total_order(
-            self.labels, self.offsets, seed)
+        rank = (
+            self.rank
+            if self.rank is not None
+            else random_total_order(self.labels, self.offsets, seed)
+        )
         kappa = kappa_from_rank(rank, k)
         fresh = random_total_order(kappa, self.offsets, seed + 1)
         return self.with_labels(kappa, rank=fresh, topk=k)
@@ -316,8 +341,9 @@ def dataset_from_topk(
             if width is None:
                 width = len(vec)
             elif len(vec) != width:
-                raise ValueError(f"query {qid!r}: document {doc!r} has {len(vec)} features, "
-                                 f"expected {width}")
+                raise ValueError(
+                    f"query {qid!r}: document {doc!r} has {len(vec)} features, expected {width}"
+                )
             rows.append(vec)
             labels.append(float(kappa[doc]))
             qids.append(str(qid))
@@ -325,9 +351,14 @@ def dataset_from_topk(
             ranks.append(pos)
     if not rows:
         raise ValueError("no judged documents in the top-k truth")
-    return QueryDataset.from_arrays(np.array(rows, dtype=np.float64), labels,
-                                    np.array(qids, dtype=object), np.array(ids, dtype=object),
-                                    rank=ranks, topk=k)
+    return QueryDataset.from_arrays(
+        np.array(rows, dtype=np.float64),
+        labels,
+        np.array(qids, dtype=object),
+        np.array(ids, dtype=object),
+        rank=ranks,
+        topk=k,
+    )
 
 
 def normalize_per_query(X: ArrayLike, offsets: ArrayLike) -> NDArray[np.float64]:

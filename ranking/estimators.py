@@ -121,8 +121,9 @@ class Ranker:
         self._check_fitted()
         x = X.X if isinstance(X, QueryDataset) else np.asarray(X, dtype=np.float64)
         if x.ndim != 2 or x.shape[1] != self.n_features_in_:
-            raise ValueError(f"expected features of shape (N, {self.n_features_in_}), "
-                             f"got {x.shape}")
+            raise ValueError(
+                f"expected features of shape (N, {self.n_features_in_}), got {x.shape}"
+            )
         return self.model_.score(x)
 
     def score(self, data: QueryDataset, metric: str | None = None) -> float:
@@ -144,7 +145,8 @@ class Ranker:
             "params": self.get_params(),
             "n_features_in_": self.n_features_in_,
             "best_iteration_": self.best_iteration_,
-            "best_valid_score_": None if math.isnan(self.best_valid_score_)
+            "best_valid_score_": None
+            if math.isnan(self.best_valid_score_)
             else self.best_valid_score_,
             "model": self.model_.to_dict(),
         }
@@ -214,13 +216,35 @@ class GradientRanker(Ranker):
     """A loss of :mod:`ranking.losses` minimised by Adam/SGD with early stopping."""
 
     _loss: ClassVar[str] = ""
-    _params = ("model", "hidden", "optimizer", "lr", "epochs", "batch_queries", "l2",
-               "eval_every", "patience", "metric", "seed")
+    _params = (
+        "model",
+        "hidden",
+        "optimizer",
+        "lr",
+        "epochs",
+        "batch_queries",
+        "l2",
+        "eval_every",
+        "patience",
+        "metric",
+        "seed",
+    )
 
-    def __init__(self, *, model: str = "linear", hidden: int = 16, optimizer: str = "adam",
-                 lr: float = 0.05, epochs: int = 300, batch_queries: int | None = None,
-                 l2: float = 0.0, eval_every: int = 5, patience: int = 4,
-                 metric: str = "ndcg@10", seed: int = 0) -> None:
+    def __init__(
+        self,
+        *,
+        model: str = "linear",
+        hidden: int = 16,
+        optimizer: str = "adam",
+        lr: float = 0.05,
+        epochs: int = 300,
+        batch_queries: int | None = None,
+        l2: float = 0.0,
+        eval_every: int = 5,
+        patience: int = 4,
+        metric: str = "ndcg@10",
+        seed: int = 0,
+    ) -> None:
         self.model = model
         self.hidden = hidden
         self.optimizer = optimizer
@@ -246,20 +270,32 @@ class GradientRanker(Ranker):
     def _extra_loss_params(self, data: QueryDataset, model: Model) -> dict[str, Any]:
         return {}
 
-    def fit(self, train: QueryDataset, valid: QueryDataset | None = None,
-            progress: Callable[[int, int], None] | None = None) -> GradientRanker:
+    def fit(
+        self,
+        train: QueryDataset,
+        valid: QueryDataset | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> GradientRanker:
         data = self._prepare(train)
         model = self._new_model(data.n_features)
         params = {**self._loss_params(), **self._extra_loss_params(data, model)}
         loss = partial(get_loss(self._loss), **params)
         batches = make_batches(data, self.batch_queries, self.seed)
         vfn = self._valid_fn(valid)
-        valid_model_fn = None if vfn is None or valid is None else (
-            lambda m: vfn(m.score(valid.X)))
+        valid_model_fn = None if vfn is None or valid is None else (lambda m: vfn(m.score(valid.X)))
         result = train_gradient(
-            model, loss, batches, optimizer=self.optimizer, lr=self.lr, epochs=self.epochs,
-            l2=self.l2, valid_fn=valid_model_fn, eval_every=self.eval_every,
-            patience=self.patience, seed=self.seed, progress=progress,
+            model,
+            loss,
+            batches,
+            optimizer=self.optimizer,
+            lr=self.lr,
+            epochs=self.epochs,
+            l2=self.l2,
+            valid_fn=valid_model_fn,
+            eval_every=self.eval_every,
+            patience=self.patience,
+            seed=self.seed,
+            progress=progress,
         )
         self.model_ = model
         self.n_features_in_ = data.n_features
@@ -336,8 +372,14 @@ class FocusedNet(_TopKTruth, GradientRanker):
     _loss = "focused_net"
     _params = ("beta", "k", "normalization", "list_form", *GradientRanker._params)
 
-    def __init__(self, beta: float = 0.5, k: int = 10, normalization: str = "mean",
-                 list_form: str = "top_one", **kwargs: Any) -> None:
+    def __init__(
+        self,
+        beta: float = 0.5,
+        k: int = 10,
+        normalization: str = "mean",
+        list_form: str = "top_one",
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.beta = beta
         self.k = k
@@ -345,8 +387,7 @@ class FocusedNet(_TopKTruth, GradientRanker):
         self.list_form = list_form
 
     def _loss_params(self) -> dict[str, Any]:
-        return {"beta": self.beta, "normalization": self.normalization,
-                "list_form": self.list_form}
+        return {"beta": self.beta, "normalization": self.normalization, "list_form": self.list_form}
 
     def _extra_loss_params(self, data: QueryDataset, model: Model) -> dict[str, Any]:
         if self.normalization != "init":
@@ -356,8 +397,10 @@ class FocusedNet(_TopKTruth, GradientRanker):
         s = np.zeros(t.shape)
         s[t.mask] = model.score(data.X)
         lst, _, pair, _ = focused_parts(s, t, family="net", list_form=self.list_form)
-        return {"list_scale": max(float(lst.mean()), 1e-12),
-                "pair_scale": max(float(pair.mean()), 1e-12)}
+        return {
+            "list_scale": max(float(lst.mean()), 1e-12),
+            "pair_scale": max(float(pair.mean()), 1e-12),
+        }
 
 
 # =============================================================================== SVM
@@ -367,9 +410,17 @@ class SVMRanker(Ranker):
     _loss: ClassVar[str] = ""
     _params = ("C", "iterations", "batch_queries", "eval_every", "patience", "metric", "seed")
 
-    def __init__(self, *, C: float = 1.0, iterations: int = 300,
-                 batch_queries: int | None = None, eval_every: int = 10, patience: int = 5,
-                 metric: str = "ndcg@10", seed: int = 0) -> None:
+    def __init__(
+        self,
+        *,
+        C: float = 1.0,
+        iterations: int = 300,
+        batch_queries: int | None = None,
+        eval_every: int = 10,
+        patience: int = 5,
+        metric: str = "ndcg@10",
+        seed: int = 0,
+    ) -> None:
         self.C = C
         self.iterations = iterations
         self.batch_queries = batch_queries
@@ -381,18 +432,30 @@ class SVMRanker(Ranker):
     def _loss_params(self) -> dict[str, Any]:
         return {}
 
-    def fit(self, train: QueryDataset, valid: QueryDataset | None = None,
-            progress: Callable[[int, int], None] | None = None) -> SVMRanker:
+    def fit(
+        self,
+        train: QueryDataset,
+        valid: QueryDataset | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> SVMRanker:
         data = self._prepare(train)
         model = LinearModel(data.n_features)
         loss = partial(get_loss(self._loss), **self._loss_params())
         batches = make_batches(data, self.batch_queries, self.seed)
         vfn = self._valid_fn(valid)
-        valid_model_fn = None if vfn is None or valid is None else (
-            lambda m: vfn(m.score(valid.X)))
-        result = pegasos(model, loss, batches, C=self.C, iterations=self.iterations,
-                         valid_fn=valid_model_fn, eval_every=self.eval_every,
-                         patience=self.patience, seed=self.seed, progress=progress)
+        valid_model_fn = None if vfn is None or valid is None else (lambda m: vfn(m.score(valid.X)))
+        result = pegasos(
+            model,
+            loss,
+            batches,
+            C=self.C,
+            iterations=self.iterations,
+            valid_fn=valid_model_fn,
+            eval_every=self.eval_every,
+            patience=self.patience,
+            seed=self.seed,
+            progress=progress,
+        )
         self.model_ = model
         self.n_features_in_ = data.n_features
         self.best_iteration_ = result.best_epoch
@@ -419,8 +482,9 @@ class FocusedSVM(_TopKTruth, SVMRanker):
     _loss = "focused_svm"
     _params = ("beta", "k", "normalization", *SVMRanker._params)
 
-    def __init__(self, beta: float = 0.5, k: int = 10, normalization: str = "mean",
-                 **kwargs: Any) -> None:
+    def __init__(
+        self, beta: float = 0.5, k: int = 10, normalization: str = "mean", **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self.beta = beta
         self.k = k
@@ -437,9 +501,17 @@ class BoostRanker(Ranker):
     _params = ("n_rounds", "weak", "n_thresholds", "scale", "forbid_repeat", "metric", "seed")
     _default_weak: ClassVar[str] = "feature"
 
-    def __init__(self, *, n_rounds: int = 100, weak: str | None = None, n_thresholds: int = 16,
-                 scale: bool = True, forbid_repeat: bool = True, metric: str = "ndcg@10",
-                 seed: int = 0) -> None:
+    def __init__(
+        self,
+        *,
+        n_rounds: int = 100,
+        weak: str | None = None,
+        n_thresholds: int = 16,
+        scale: bool = True,
+        forbid_repeat: bool = True,
+        metric: str = "ndcg@10",
+        seed: int = 0,
+    ) -> None:
         self.n_rounds = n_rounds
         self.weak = weak or self._default_weak
         self.n_thresholds = n_thresholds
@@ -451,14 +523,18 @@ class BoostRanker(Ranker):
     def _run(self, data: QueryDataset, weak: WeakRankers, **kw: Any) -> Any:
         raise NotImplementedError
 
-    def fit(self, train: QueryDataset, valid: QueryDataset | None = None,
-            progress: Callable[[int, int], None] | None = None) -> BoostRanker:
+    def fit(
+        self,
+        train: QueryDataset,
+        valid: QueryDataset | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> BoostRanker:
         data = self._prepare(train)
-        weak = WeakRankers.build(data.X, self.weak, n_thresholds=self.n_thresholds,
-                                 scale=self.scale)
+        weak = WeakRankers.build(
+            data.X, self.weak, n_thresholds=self.n_thresholds, scale=self.scale
+        )
         vfn = self._valid_fn(valid)
-        result = self._run(data, weak, valid_X=None if valid is None else valid.X,
-                           valid_fn=vfn)
+        result = self._run(data, weak, valid_X=None if valid is None else valid.X, valid_fn=vfn)
         best = result.best_rounds()
         self.model_ = result.model.truncate(best)
         self.n_features_in_ = data.n_features
@@ -492,8 +568,9 @@ class AdaRank(BoostRanker):
         self.at = at
 
     def _run(self, data: QueryDataset, weak: WeakRankers, **kw: Any) -> Any:
-        return adarank(data, weak, self.n_rounds, at=self.at, forbid_repeat=self.forbid_repeat,
-                       **kw)
+        return adarank(
+            data, weak, self.n_rounds, at=self.at, forbid_repeat=self.forbid_repeat, **kw
+        )
 
 
 class FocusedBoost(_TopKTruth, BoostRanker):
@@ -507,8 +584,15 @@ class FocusedBoost(_TopKTruth, BoostRanker):
         self.k = k
 
     def _run(self, data: QueryDataset, weak: WeakRankers, **kw: Any) -> Any:
-        return focusedboost(data, weak, self.n_rounds, beta=self.beta, k=self.k,
-                            forbid_repeat=self.forbid_repeat, **kw)
+        return focusedboost(
+            data,
+            weak,
+            self.n_rounds,
+            beta=self.beta,
+            k=self.k,
+            forbid_repeat=self.forbid_repeat,
+            **kw,
+        )
 
 
 ESTIMATORS: dict[str, type[Ranker]] = {

@@ -47,14 +47,31 @@ __all__ = [
 
 FOCUSED = ("focusednet", "focusedsvm", "focusedboost")
 TOPK_MODELS = (*FOCUSED, "topk-listmle")
-BASELINES = ("ranksvm", "svmmap", "rankboost", "adarank", "ranknet", "listnet", "listmle",
-             "plistmle", "wlistmle")
+BASELINES = (
+    "ranksvm",
+    "svmmap",
+    "rankboost",
+    "adarank",
+    "ranknet",
+    "listnet",
+    "listmle",
+    "plistmle",
+    "wlistmle",
+)
 BETA_GRID = tuple(round(0.1 * i, 2) for i in range(11))
 C_GRID = (1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0)  # seed-digest §4.7(1) DECISION
-MEASURES = {"graded": ("ndcg@5", "ndcg@10", "err"),
-            "topk": ("kappa_ndcg@5", "kappa_ndcg@10", "kappa_err")}
-COLUMN_NAMES = {"ndcg@5": "NDCG@5", "ndcg@10": "NDCG@10", "err": "ERR",
-                "kappa_ndcg@5": "κ-NDCG@5", "kappa_ndcg@10": "κ-NDCG@10", "kappa_err": "κ-ERR"}
+MEASURES = {
+    "graded": ("ndcg@5", "ndcg@10", "err"),
+    "topk": ("kappa_ndcg@5", "kappa_ndcg@10", "kappa_err"),
+}
+COLUMN_NAMES = {
+    "ndcg@5": "NDCG@5",
+    "ndcg@10": "NDCG@10",
+    "err": "ERR",
+    "kappa_ndcg@5": "κ-NDCG@5",
+    "kappa_ndcg@10": "κ-NDCG@10",
+    "kappa_err": "κ-ERR",
+}
 
 Progress = Callable[[str], None]
 
@@ -70,8 +87,9 @@ class FoldData:
     train_topk: QueryDataset  # what the top-k models train on
 
 
-def load_folds(directory: str | Path, truth: str = "graded", k: int = 10,
-               seed: int = 0) -> list[FoldData]:
+def load_folds(
+    directory: str | Path, truth: str = "graded", k: int = 10, seed: int = 0
+) -> list[FoldData]:
     """Read the five parts once and build the five folds for ``truth`` ("graded"|"topk").
 
     ``directory`` holds ``S1.txt``..``S5.txt`` (LETOR 4.0) or ``Fold1_test.txt``..
@@ -88,21 +106,24 @@ def load_folds(directory: str | Path, truth: str = "graded", k: int = 10,
     elif (d / "Fold1_test.txt").is_file():
         folds = ohsumed_folds()
     else:
-        raise ValueError(f"{d}: expected S1.txt..S5.txt (LETOR 4.0) or Fold1_test.txt.. "
-                         "(LETOR 3.0 OHSUMED)")
+        raise ValueError(
+            f"{d}: expected S1.txt..S5.txt (LETOR 4.0) or Fold1_test.txt.. (LETOR 3.0 OHSUMED)"
+        )
     names = sorted({n for f in folds for n in (*f.train, *f.vali, *f.test)})
     parts = {n: QueryDataset.read(d / f"{n}.txt") for n in names}
     topk = {n: parts[n].to_topk(k, seed=seed * 1000 + i) for i, n in enumerate(names)}
     source = topk if truth == "topk" else parts
     out = []
     for f in folds:
-        out.append(FoldData(
-            name=f.name,
-            train=QueryDataset.concat([source[n] for n in f.train]),
-            valid=QueryDataset.concat([source[n] for n in f.vali]),
-            test=QueryDataset.concat([source[n] for n in f.test]),
-            train_topk=QueryDataset.concat([topk[n] for n in f.train]),
-        ))
+        out.append(
+            FoldData(
+                name=f.name,
+                train=QueryDataset.concat([source[n] for n in f.train]),
+                valid=QueryDataset.concat([source[n] for n in f.vali]),
+                test=QueryDataset.concat([source[n] for n in f.test]),
+                train_topk=QueryDataset.concat([topk[n] for n in f.train]),
+            )
+        )
     return out
 
 
@@ -126,8 +147,9 @@ def default_grid(model: str, tune: Iterable[str]) -> list[dict[str, Any]]:
     return grid
 
 
-def _fit(model: str, params: dict[str, Any], fold: FoldData, early_stop: bool,
-         seed: int) -> tuple[Ranker, float]:
+def _fit(
+    model: str, params: dict[str, Any], fold: FoldData, early_stop: bool, seed: int
+) -> tuple[Ranker, float]:
     base: dict[str, Any] = {"seed": seed}
     if "k" in ESTIMATORS[model]().get_params():
         base["k"] = fold.train_topk.topk  # the k of this experiment's top-k truth
@@ -197,18 +219,24 @@ def cross_validate(
                 values = metric_values(m, fold.test, scores)
                 pooled[m].append(values)
                 result.fold_means[model][m].append(float(values.mean()))
-            result.chosen[model].append({key: best_params[key] for key in
-                                         ("beta", "C") if key in best_params}
-                                        | {"iterations": best.best_iteration_,
-                                           "valid": best_score})
+            result.chosen[model].append(
+                {key: best_params[key] for key in ("beta", "C") if key in best_params}
+                | {"iterations": best.best_iteration_, "valid": best_score}
+            )
         result.seconds[model] = time.perf_counter() - start
         result.per_query[model] = {m: np.concatenate(v) for m, v in pooled.items()}
     return result
 
 
-def _search(model: str, tune: tuple[str, ...], fixed: dict[str, Any], fold: FoldData,
-            early_stop: bool, seed: int, progress: Progress | None
-            ) -> Iterable[tuple[Ranker, float]]:
+def _search(
+    model: str,
+    tune: tuple[str, ...],
+    fixed: dict[str, Any],
+    fold: FoldData,
+    early_stop: bool,
+    seed: int,
+    progress: Progress | None,
+) -> Iterable[tuple[Ranker, float]]:
     params = ESTIMATORS[model]().get_params()
     has_beta = "beta" in tune and "beta" in params and "beta" not in fixed
     has_c = "C" in tune and "C" in params and "C" not in fixed
@@ -240,13 +268,15 @@ def n_fits(models: Sequence[str], tune: Iterable[str], n_folds: int = 5) -> int:
         params = ESTIMATORS[m]().get_params()
         b = "beta" in tune and "beta" in params
         c = "C" in tune and "C" in params
-        total += (len(C_GRID) + len(BETA_GRID) - 1) if b and c else \
-            (len(BETA_GRID) if b else 1) * (len(C_GRID) if c else 1)
+        total += (
+            (len(C_GRID) + len(BETA_GRID) - 1)
+            if b and c
+            else (len(BETA_GRID) if b else 1) * (len(C_GRID) if c else 1)
+        )
     return total * n_folds
 
 
-def significance(result: CVResult, alpha: float = 0.05
-                 ) -> dict[str, dict[str, tuple[float, str]]]:
+def significance(result: CVResult, alpha: float = 0.05) -> dict[str, dict[str, tuple[float, str]]]:
     """Paired two-sided t-test per column against the best baseline (per-query, pooled).
 
     Returns ``{model: {measure: (p_value, mark)}}`` with mark ``"▲"`` (significantly better),
@@ -282,8 +312,10 @@ def format_table(result: CVResult, *, markdown: bool = True) -> str:
     sig = significance(result)
     cols = [COLUMN_NAMES[m] for m in result.measures]
     best = {m: max(result.models, key=lambda x, m=m: result.mean(x, m)) for m in result.measures}
-    lines = [f"| model ({result.truth} truth, k={result.k}) | " + " | ".join(cols)
-             + " | time s |", "|---|" + "---|" * (len(cols) + 1)]
+    lines = [
+        f"| model ({result.truth} truth, k={result.k}) | " + " | ".join(cols) + " | time s |",
+        "|---|" + "---|" * (len(cols) + 1),
+    ]
     for model in result.models:
         cells = []
         for m in result.measures:
@@ -294,9 +326,12 @@ def format_table(result: CVResult, *, markdown: bool = True) -> str:
             cells.append(v + (f" {mark}" if mark else ""))
         lines.append(f"| {model} | " + " | ".join(cells) + f" | {result.seconds[model]:.1f} |")
     lines.append("")
-    lines.append("▲/▼: paired t-test p < 0.05 (per test query, 5 folds pooled) against the best "
-                 "baseline of the column (baselines: " + ", ".join(
-                     m for m in result.models if m in BASELINES) + ").")
+    lines.append(
+        "▲/▼: paired t-test p < 0.05 (per test query, 5 folds pooled) against the best "
+        "baseline of the column (baselines: "
+        + ", ".join(m for m in result.models if m in BASELINES)
+        + ")."
+    )
     return "\n".join(lines)
 
 
@@ -330,8 +365,9 @@ def sweep_beta(
             for beta in betas:
                 sums = {m: [] for m in MEASURES[truth]}
                 for fold in folds:
-                    est, _ = _fit(model, {**(overrides or {}).get(model, {}), "beta": beta},
-                                  fold, True, seed)
+                    est, _ = _fit(
+                        model, {**(overrides or {}).get(model, {}), "beta": beta}, fold, True, seed
+                    )
                     scores = est.predict(fold.test)
                     for m in sums:
                         sums[m].append(float(metric_values(m, fold.test, scores).mean()))
@@ -347,18 +383,24 @@ def beta_sweep_svg(res: SweepResult, measure_index: int = 1, title: str = "") ->
     """One panel per model, like the paper's Figures 1–2: open markers = graded truth
     (NDCG), filled = top-k truth (κ-NDCG); ``measure_index`` picks @5 (0), @10 (1) or ERR (2).
     """
-    models = sorted({m for m, _ in res.curves}, key=lambda m: FOCUSED.index(m))
+    panel = {"focusedsvm": "a", "focusedboost": "b", "focusednet": "c"}  # the paper's panels
+    models = sorted({m for m, _ in res.curves}, key=lambda m: panel[m])
     pw, ph, pad = 300, 220, 45
     width, height = pad + len(models) * (pw + pad), ph + 2 * pad + 30
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-             f'font-family="sans-serif" font-size="11">',
-             f'<rect width="{width}" height="{height}" fill="white"/>',
-             f'<text x="{pad}" y="18" font-size="13">{html.escape(title)}</text>']
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'font-family="sans-serif" font-size="11">',
+        f'<rect width="{width}" height="{height}" fill="white"/>',
+        f'<text x="{pad}" y="18" font-size="13">{html.escape(title)}</text>',
+    ]
     colours = {"graded": "#1f77b4", "topk": "#d62728"}
     for i, model in enumerate(models):
         x0, y0 = pad + i * (pw + pad), pad + 10
-        series = [(truth, curve[MEASURES[truth][measure_index]])
-                  for (m, truth), curve in res.curves.items() if m == model]
+        series = [
+            (truth, curve[MEASURES[truth][measure_index]])
+            for (m, truth), curve in res.curves.items()
+            if m == model
+        ]
         ys = [v for _, vals in series for v in vals]
         lo, hi = (min(ys), max(ys)) if ys else (0.0, 1.0)
         if hi - lo < 1e-6:
@@ -372,31 +414,35 @@ def beta_sweep_svg(res: SweepResult, measure_index: int = 1, title: str = "") ->
         def py(v: float, y0: float = y0, lo: float = lo, hi: float = hi) -> float:
             return y0 + ph - (v - lo) / (hi - lo) * ph
 
-        parts.append(f'<rect x="{x0}" y="{y0}" width="{pw}" height="{ph}" fill="none" '
-                     'stroke="#444"/>')
-        parts.append(f'<text x="{x0 + pw / 2}" y="{y0 - 6}" text-anchor="middle" '
-                     f'font-size="12">({"abc"[i] if i < 3 else i}) {html.escape(model)}</text>')
+        parts.append(
+            f'<rect x="{x0}" y="{y0}" width="{pw}" height="{ph}" fill="none" stroke="#444"/>'
+        )
+        parts.append(
+            f'<text x="{x0 + pw / 2}" y="{y0 - 6}" text-anchor="middle" '
+            f'font-size="12">({panel[model]}) {html.escape(model)}</text>'
+        )
         for tick in range(5):
             v = lo + (hi - lo) * tick / 4
-            parts.append(f'<text x="{x0 - 4}" y="{py(v) + 4:.1f}" text-anchor="end">'
-                         f'{v:.3f}</text>')
+            parts.append(f'<text x="{x0 - 4}" y="{py(v) + 4:.1f}" text-anchor="end">{v:.3f}</text>')
         for b in (0.0, 0.25, 0.5, 0.75, 1.0):
-            parts.append(f'<text x="{px(b):.1f}" y="{y0 + ph + 14}" text-anchor="middle">'
-                         f'{b:g}</text>')
+            parts.append(
+                f'<text x="{px(b):.1f}" y="{y0 + ph + 14}" text-anchor="middle">{b:g}</text>'
+            )
         parts.append(f'<text x="{x0 + pw / 2}" y="{y0 + ph + 28}" text-anchor="middle">β</text>')
         for truth, vals in series:
-            pts = " ".join(f"{px(b):.1f},{py(v):.1f}" for b, v in zip(res.betas, vals,
-                                                                        strict=True))
+            pts = " ".join(f"{px(b):.1f},{py(v):.1f}" for b, v in zip(res.betas, vals, strict=True))
             c = colours.get(truth, "#333")
-            parts.append(f'<polyline points="{pts}" fill="none" stroke="{c}" '
-                         'stroke-width="1.5"/>')
+            parts.append(f'<polyline points="{pts}" fill="none" stroke="{c}" stroke-width="1.5"/>')
             fill = c if truth == "topk" else "white"
             for b, v in zip(res.betas, vals, strict=True):
-                parts.append(f'<circle cx="{px(b):.1f}" cy="{py(v):.1f}" r="3" fill="{fill}" '
-                             f'stroke="{c}"/>')
+                parts.append(
+                    f'<circle cx="{px(b):.1f}" cy="{py(v):.1f}" r="3" fill="{fill}" stroke="{c}"/>'
+                )
     ly = height - 12
-    names = {"graded": "graded truth, " + COLUMN_NAMES[MEASURES["graded"][measure_index]],
-             "topk": "top-k truth, " + COLUMN_NAMES[MEASURES["topk"][measure_index]]}
+    names = {
+        "graded": "graded truth, " + COLUMN_NAMES[MEASURES["graded"][measure_index]],
+        "topk": "top-k truth, " + COLUMN_NAMES[MEASURES["topk"][measure_index]],
+    }
     for j, truth in enumerate(("graded", "topk")):
         c = colours[truth]
         fill = c if truth == "topk" else "white"

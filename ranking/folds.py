@@ -74,6 +74,8 @@ def load_fold(
     or ``Fold1_test.txt``..``Fold5_test.txt`` (ohsumed). Returns (train, vali, test)."""
     if not 1 <= fold <= 5:
         raise ValueError(f"fold must be 1..5, got {fold}")
+    if scheme not in ("letor4", "ohsumed"):
+        raise ValueError(f"scheme must be 'letor4' or 'ohsumed', got {scheme!r}")
     folds = letor4_folds() if scheme == "letor4" else ohsumed_folds()
     f = folds[fold - 1]
     d = Path(directory)

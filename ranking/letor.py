@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +45,7 @@ __all__ = [
 ]
 
 _DOCID = re.compile(r"docid\s*=\s*(\S+)")
-_TWO_COLONS = re.compile(r":\S*:")
+_TWO_COLONS = re.compile(r":[^\s\x00]*:")
 
 
 class LetorFormatError(ValueError):
@@ -84,7 +84,6 @@ class LetorData:
     sparse: bool = False
     has_qid: bool = True
     source: str = ""
-    _unused: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def n_rows(self) -> int:
@@ -179,7 +178,7 @@ def read_group_file(path: str | Path) -> NDArray[np.int64]:
     """LightGBM/XGBoost group file: one positive integer (rows of a query) per line."""
     p = Path(path)
     sizes: list[int] = []
-    with p.open(encoding="utf-8") as fh:
+    with p.open(encoding="utf-8-sig") as fh:
         for lineno, raw in enumerate(fh, start=1):
             text = raw.strip()
             if not text:
@@ -211,17 +210,32 @@ def _parse_pairs(text_lines: list[str]) -> tuple[NDArray[np.float64], NDArray[np
     n = len(text_lines)
     per_line = np.fromiter((f.count(":") for f in text_lines), dtype=np.int64, count=n)
     tokens = np.fromiter((len(f.split()) for f in text_lines), dtype=np.int64, count=n)
-    if (per_line != tokens).any():  # every token must hold exactly one ':' (checked below)
+    if (per_line != tokens).any():  # with the regex below: exactly one ':' per token
         raise ValueError("token without exactly one ':'")
-    joined = " ".join(text_lines)
+    joined = "\x00".join(text_lines)  # NUL: a line separator that cannot occur in the text
     if _TWO_COLONS.search(joined):
         raise ValueError("token with more than one ':'")
+    if n and per_line.min() == per_line.max() > 0:
+        # Dense file (every row lists the same number of features, as LETOR does): numpy's C
+        # text parser reads the (N, 2p) matrix about twice as fast as fromstring.
+        try:
+            table = np.loadtxt(joined.replace(":", " ").split("\x00"), dtype=np.float64, ndmin=2)
+        except ValueError as exc:
+            raise ValueError(str(exc)) from None
+        flat = table.reshape(-1)
+        if flat.size != 2 * int(per_line.sum()):
+            raise ValueError("a token is not <fid>:<value>")
+        vals = flat[1::2]
+        if not np.isfinite(vals).all():
+            raise ValueError("non-finite value")
+        return flat[0::2], vals, per_line
     joined = joined.replace(":", " ")
     with warnings.catch_warnings():
         # fromstring warns (DeprecationWarning) and stops early on unparsable text
         warnings.simplefilter("error")
         try:
-            flat = np.fromstring(joined, sep=" ") if joined.strip() else np.zeros(0)
+            text = joined.replace("\x00", " ")
+            flat = np.fromstring(text, sep=" ") if text.strip() else np.zeros(0)
         except DeprecationWarning as exc:
             raise ValueError(str(exc)) from None
     if flat.size != 2 * int(per_line.sum()):
@@ -285,7 +299,7 @@ def read_letor(
     """
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = p.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
         raise LetorFormatError(p, text_line_of_offset(p, exc.start), "not UTF-8 text") from None
     raw_lines = text.splitlines()
@@ -401,19 +415,27 @@ def text_line_of_offset(path: Path, byte_offset: int) -> int:
         return fh.read(byte_offset).count(b"\n") + 1
 
 
+def _docid_of(comment: str) -> str | None:
+    """The ``docid = X`` value of a comment (str methods: much faster than a regex here)."""
+    if comment.startswith("docid"):
+        rest = comment[5:].lstrip()
+        if rest.startswith("="):
+            value = rest[1:].split(None, 1)
+            return value[0] if value else None
+    m = _DOCID.search(comment)
+    return m.group(1) if m else None
+
+
 def _docids(
     comments: NDArray[np.str_], qids: NDArray[np.str_], offsets: NDArray[np.int64]
 ) -> NDArray[np.str_]:
-    found = [_DOCID.search(c) for c in comments]
-    if all(m is not None for m in found):
-        return np.array([m.group(1) for m in found if m is not None], dtype=str)
+    found = [_docid_of(c) for c in comments.tolist()]
+    if all(d is not None for d in found):
+        return np.array(found, dtype=str)
     # Fall back to "<qid>:<position in query>" so every row still has a unique name.
     pos = np.arange(qids.size) - np.repeat(offsets[:-1], np.diff(offsets))
     return np.array(
-        [
-            m.group(1) if m is not None else f"{q}:{j}"
-            for m, q, j in zip(found, qids, pos, strict=True)
-        ],
+        [d if d is not None else f"{q}:{j}" for d, q, j in zip(found, qids, pos, strict=True)],
         dtype=str,
     )
 

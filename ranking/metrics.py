@@ -6,8 +6,10 @@ All metrics take padded arrays (contract C2 in the project notes)::
 
 or 1-D arrays for a single query (then Q = 1). ``mask[q, j]`` is True for a real document;
 padding cells are ignored wherever they are (see :func:`ranking.padding.pad_groups`). The work
-is vectorised over queries and documents: one sort per call, then matrix products, with no
-Python loop per query or document.
+is vectorised over queries and documents, with no Python loop per query or document: one sort
+per call (for a cutoff ``at`` with stable ties, an O(L) ``argpartition`` selection of the top
+``at``, exact even with boundary ties), then row-wise sums. Large batches run in blocks of
+about 2^18 cells on up to 4 threads (``HEAPJUDGE_THREADS``); blocks change no value.
 
 Ranking ``π``: documents sorted by descending score. Score ties (the ``ties`` parameter):
 
@@ -36,6 +38,24 @@ Other conventions (paper defaults first; seed-digest §5, anchors-ranking.md §4
   (the scale maximum, e.g. 4 as in Chapelle et al. 2009, gdeval, RankLib).
 
 Negative labels (TREC's −1 = "judged unusable") have zero gain and are not relevant.
+
+Presets (:data:`PRESETS`, :func:`preset`; anchors-ranking.md §4), as (gain, discount, ideal,
+empty, ties, k_beyond, ERR r_max):
+
+=========== ======= ======= ======= ====== ======= ====== =====================================
+preset      gain    disc.   ideal   empty  ties    k>n    notes
+=========== ======= ======= ======= ====== ======= ====== =====================================
+paper       exp     log2    list    0      stable  clip   Niu et al. 2012 / seed-digest; r_max
+                                                          per query (the default)
+trec_eval   linear  log2    qrels   0      docid   clip   ndcg, ndcg_cut, map, P, recip_rank;
+                                                          also pytrec_eval (same C code)
+gdeval      exp     log2    qrels   skip   docid   clip   TREC Web track; ERR R=(2^g−1)/16
+lightgbm    exp     log2    list    1      stable  clip   LightGBM ndcg@k (label_gain 2^r−1)
+letor4      exp     letor   list    0      stable  zero   Eval-Score-4.0.pl; P@k over k
+ranx        linear  log2    qrels   0      stable  clip   ranx ``ndcg``; use gain=exp for
+                                                          ``ndcg_burges``; ranx's own tie order
+                                                          is an unstable numba argsort
+=========== ======= ======= ======= ====== ======= ====== =====================================
 
 References: Järvelin & Kekäläinen 2002 (DCG); Burges et al. 2005 (2^r − 1 gain);
 Chapelle et al. 2009 (ERR); Niu, Guo, Lan, Cheng 2012, SIGIR, "Top-k learning to rank:
@@ -938,8 +958,8 @@ def compute(
     use_ideal = c.ideal == "qrels" or family.startswith("kappa")
     il = ideal_labels if use_ideal else None
     imask = ideal_mask if use_ideal else None
-    # average ties are only defined for linear metrics; fall back to stable elsewhere? No:
-    # refusing silently different numbers is the point, so the functions raise.
+    # ties="average" is defined only for the linear metrics; the others raise rather than
+    # silently switch to another tie rule.
     if family in ("ndcg", "kappa-ndcg"):
         return ndcg(
             labels,

@@ -76,16 +76,24 @@ class MLPModel(Model):
 
     kind = "mlp"
 
-    def __init__(self, n_features: int, hidden: int = 16, seed: int = 0,
-                 params: list[np.ndarray] | None = None) -> None:
+    def __init__(
+        self,
+        n_features: int,
+        hidden: int = 16,
+        seed: int = 0,
+        params: list[np.ndarray] | None = None,
+    ) -> None:
         if hidden < 1:
             raise ValueError(f"hidden must be >= 1, got {hidden}")
         if params is None:
             rng = np.random.default_rng(seed)
             lim1 = np.sqrt(6.0 / (n_features + hidden))
             lim2 = np.sqrt(6.0 / (hidden + 1))
-            params = [rng.uniform(-lim1, lim1, (n_features, hidden)), np.zeros(hidden),
-                      rng.uniform(-lim2, lim2, hidden)]
+            params = [
+                rng.uniform(-lim1, lim1, (n_features, hidden)),
+                np.zeros(hidden),
+                rng.uniform(-lim2, lim2, hidden),
+            ]
         shapes = [(n_features, hidden), (hidden,), (hidden,)]
         if [tuple(np.shape(p)) for p in params] != shapes:
             raise ValueError(f"MLP parameters must have shapes {shapes}")

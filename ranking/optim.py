@@ -51,8 +51,7 @@ class Batch:
         out[self.target.mask] = flat_scores
         return out
 
-    def loss_and_grad(self, model: Model, loss: LossOnScores
-                      ) -> tuple[float, list[np.ndarray]]:
+    def loss_and_grad(self, model: Model, loss: LossOnScores) -> tuple[float, list[np.ndarray]]:
         s, cache = model.score_and_backward(self.X)
         value, g = loss(self.pad(s), self.target)
         return value, model.backward(self.X, cache, g[self.target.mask])
@@ -65,8 +64,10 @@ def make_batches(ds: QueryDataset, batch_queries: int | None, seed: int) -> list
     if batch_queries < 1:
         raise ValueError(f"batch_queries must be >= 1, got {batch_queries}")
     perm = np.random.default_rng(seed).permutation(ds.n_queries)
-    return [Batch.from_dataset(ds.subset(perm[i:i + batch_queries]))
-            for i in range(0, ds.n_queries, batch_queries)]
+    return [
+        Batch.from_dataset(ds.subset(perm[i : i + batch_queries]))
+        for i in range(0, ds.n_queries, batch_queries)
+    ]
 
 
 class SGD:
@@ -88,8 +89,9 @@ class SGD:
 class Adam:
     """Adam (Kingma & Ba 2015) with bias correction."""
 
-    def __init__(self, lr: float = 0.01, beta1: float = 0.9, beta2: float = 0.999,
-                 eps: float = 1e-8) -> None:
+    def __init__(
+        self, lr: float = 0.01, beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8
+    ) -> None:
         self.lr, self.beta1, self.beta2, self.eps = lr, beta1, beta2, eps
         self._m: list[np.ndarray] | None = None
         self._v: list[np.ndarray] = []

@@ -106,7 +106,7 @@ def read_topk_jsonl(path: str | Path) -> list[TopKTruth]:
     out: list[TopKTruth] = []
     first_line: dict[str, int] = {}
     try:
-        with p.open(encoding="utf-8") as fh:
+        with p.open(encoding="utf-8-sig") as fh:
             for lineno, raw in enumerate(fh, start=1):
                 if not raw.strip():
                     continue

@@ -44,7 +44,7 @@ class TrecFormatError(ValueError):
 
 def _lines(path: Path) -> Iterable[tuple[int, list[str]]]:
     try:
-        with path.open(encoding="utf-8") as fh:
+        with path.open(encoding="utf-8-sig") as fh:
             for lineno, raw in enumerate(fh, start=1):
                 fields = raw.split()
                 if fields and not fields[0].startswith("#"):

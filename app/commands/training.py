@@ -18,8 +18,10 @@ from typing import Any
 
 import typer
 
-ALL_MODELS = ("focusednet,focusedsvm,focusedboost,topk-listmle,listmle,plistmle,ranknet,"
-              "listnet,ranksvm,svmmap,rankboost,adarank")
+ALL_MODELS = (
+    "focusednet,focusedsvm,focusedboost,topk-listmle,listmle,plistmle,ranknet,"
+    "listnet,ranksvm,svmmap,rankboost,adarank"
+)
 
 
 def _split(value: str) -> list[str]:
@@ -42,10 +44,16 @@ def _progress_bar(total: int, label: str) -> Any:
         TimeRemainingColumn,
     )
 
-    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
-                        MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn(),
-                        TextColumn("{task.fields[last]}"), transient=False,
-                        console=Console(stderr=True))
+    progress = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        TextColumn("{task.fields[last]}"),
+        transient=False,
+        console=Console(stderr=True),
+    )
     task = progress.add_task(label, total=total, last="")
     return progress, task
 
@@ -55,13 +63,18 @@ def register(app: typer.Typer) -> None:
 
     @app.command("cv")
     def cv_cmd(
-        data: Path = typer.Option(..., "--data", help="Folder with S1..S5.txt (LETOR 4.0) or "
-                                  "Fold1_test.txt..Fold5_test.txt (LETOR 3.0 OHSUMED)."),
+        data: Path = typer.Option(
+            ...,
+            "--data",
+            help="Folder with S1..S5.txt (LETOR 4.0) or "
+            "Fold1_test.txt..Fold5_test.txt (LETOR 3.0 OHSUMED).",
+        ),
         truth: str = typer.Option("topk", "--truth", help="graded | topk | both."),
         k: int = typer.Option(10, "--k", help="Size of the top-k ground truth."),
         models: str = typer.Option(ALL_MODELS, "--models", help="Comma list of models."),
-        tune: str = typer.Option("beta,C,iterations", "--tune",
-                                 help="Tuned on validation: any of beta, C, iterations."),
+        tune: str = typer.Option(
+            "beta,C,iterations", "--tune", help="Tuned on validation: any of beta, C, iterations."
+        ),
         seed: int = typer.Option(0, "--seed", help="Seed of truth sampling and training."),
         as_json: Path | None = typer.Option(None, "--json", help="Also write results here."),
     ) -> None:
@@ -93,7 +106,12 @@ def register(app: typer.Typer) -> None:
             progress, task = _progress_bar(total, f"cv {t}")
             with progress:
                 result = E.cross_validate(
-                    folds, names, truth=t, k=k, tune=tune_names, seed=seed,
+                    folds,
+                    names,
+                    truth=t,
+                    k=k,
+                    tune=tune_names,
+                    seed=seed,
                     progress=lambda msg, p=progress, tk=task: p.update(tk, advance=1, last=msg),
                 )
             typer.echo(E.format_table(result))
@@ -104,8 +122,10 @@ def register(app: typer.Typer) -> None:
                 "fold_means": result.fold_means,
                 "chosen": result.chosen,
                 "seconds": result.seconds,
-                "significance": {m: {x: {"p": p, "mark": mark} for x, (p, mark) in v.items()}
-                                 for m, v in E.significance(result).items()},
+                "significance": {
+                    m: {x: {"p": p, "mark": mark} for x, (p, mark) in v.items()}
+                    for m, v in E.significance(result).items()
+                },
             }
         if as_json is not None:
             as_json.write_text(json.dumps(out, indent=2, default=float), encoding="utf-8")
@@ -113,8 +133,9 @@ def register(app: typer.Typer) -> None:
     @app.command("sweep-beta")
     def sweep_cmd(
         data: Path = typer.Option(..., "--data", help="LETOR folder (as for cv)."),
-        models: str = typer.Option("focusednet,focusedsvm,focusedboost", "--models",
-                                   help="FocusedRank models to sweep."),
+        models: str = typer.Option(
+            "focusednet,focusedsvm,focusedboost", "--models", help="FocusedRank models to sweep."
+        ),
         truth: str = typer.Option("both", "--truth", help="graded | topk | both."),
         k: int = typer.Option(10, "--k", help="Size of the top-k ground truth."),
         step: float = typer.Option(0.05, "--step", help="β step (the paper: 0.05)."),
@@ -145,14 +166,20 @@ def register(app: typer.Typer) -> None:
         total = len(betas) * len(names) * sum(len(f) for f in folds.values())
         progress, task = _progress_bar(total, "sweep-beta")
         with progress:
-            res = E.sweep_beta(folds, names, betas=betas, seed=seed,
-                               progress=lambda msg: progress.update(task, advance=1, last=msg))
+            res = E.sweep_beta(
+                folds,
+                names,
+                betas=betas,
+                seed=seed,
+                progress=lambda msg: progress.update(task, advance=1, last=msg),
+            )
         for (model, t), curve in res.curves.items():
             typer.echo(f"{model} ({t} truth)")
             header = "beta   " + "  ".join(f"{E.COLUMN_NAMES[m]:>10}" for m in curve)
             typer.echo(header)
             for i, b in enumerate(res.betas):
                 typer.echo(f"{b:<6.2f} " + "  ".join(f"{curve[m][i]:>10.4f}" for m in curve))
-        out.write_text(E.beta_sweep_svg(res, measure, title=f"β sweep on {data.name}"),
-                       encoding="utf-8")
+        out.write_text(
+            E.beta_sweep_svg(res, measure, title=f"β sweep on {data.name}"), encoding="utf-8"
+        )
         typer.echo(f"wrote {out}", err=True)

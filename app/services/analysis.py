@@ -19,6 +19,7 @@ import json
 import random
 from collections import defaultdict
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,15 +53,19 @@ from labeling.types import GradeAnswer, PairAnswer
 HISTOGRAM_BIN_SECONDS = 1.0
 HISTOGRAM_UPPER_SECONDS = 60.0
 
+#: (task_id, seq) of one configured re-ask answer (task option ``reask_fraction``).
+Reask = tuple[Any, int]
+
 METHOD_NAMES = {"topk": "Top-k labeling", "graded": "Five-grade judgment"}
 
 
 def load_records(
     collection_id: int, *, db: Database
-) -> tuple[dict[str, Any], list[JudgmentRecord], list[TaskRecord], list[str]]:
+) -> tuple[dict[str, Any], list[JudgmentRecord], list[TaskRecord], list[str], set[Reask]]:
     """A collection's tasks and judgment log as plain records (one read transaction).
 
-    Returns (collection info, judgments, tasks, warnings). Raises NotFound for an unknown id.
+    Returns (collection info, judgments, tasks, warnings, re-asks). Raises NotFound for an
+    unknown id.
     """
     with db.read() as s:
         collection = s.get(Collection, collection_id)
@@ -114,10 +119,11 @@ def load_records(
 
 def build_records(
     tasks_raw: Sequence[tuple[Any, ...]], log: Sequence[tuple[Any, ...]]
-) -> tuple[list[JudgmentRecord], list[TaskRecord], list[str]]:
+) -> tuple[list[JudgmentRecord], list[TaskRecord], list[str], set[Reask]]:
     """Turn task rows (id, assessor, query, method, k, seed, options, doc_ids, status) and log
     rows (task, seq, left, right, outcome, doc_id, grade, active_ms, created_at, undone) into
-    records, replaying each finished topk task for its top-k ground truth."""
+    records, replaying each finished topk task for its top-k ground truth, and each topk task
+    with the ``reask_fraction`` option for the (task_id, seq) of its swapped re-asks."""
     info = {row[0]: row for row in tasks_raw}
     judgments: list[JudgmentRecord] = []
     live_answers: dict[Any, list[Any]] = defaultdict(list)
@@ -149,11 +155,12 @@ def build_records(
                 live_answers[task_id].append(GradeAnswer(doc_id, grade))
     tasks: list[TaskRecord] = []
     warnings: list[str] = []
+    reasks: set[Reask] = set()
     for task_id, assessor, query_id, method, k, seed, options, doc_ids, status in tasks_raw:
         finished = status == "done"
         top = rest = None
         grades: dict[str, int] = {}
-        if method == "topk" and finished:
+        if method == "topk" and (finished or options.get("reask_fraction")):
             try:
                 session = open_session(
                     "topk",
@@ -163,10 +170,13 @@ def build_records(
                     options=options,
                     answers=live_answers.get(task_id, []),
                 )
-                result = session.result()
-                top, rest = tuple(result.top), tuple(result.rest)  # type: ignore[union-attr]
+                reasks.update((task_id, seq) for seq in getattr(session, "reasks", {}))
+                if finished:
+                    result = session.result()
+                    top, rest = tuple(result.top), tuple(result.rest)  # type: ignore[union-attr]
             except LabelingError as err:  # a log that does not replay is reported, not fatal
-                warnings.append(f"task {task_id}: top-k result not rebuilt: {err}")
+                what = "top-k result not rebuilt" if finished else "re-asks not identified"
+                warnings.append(f"task {task_id}: {what}: {err}")
         elif method == "graded":
             for answer in live_answers.get(task_id, []):
                 grades[answer.doc_id] = answer.grade
@@ -184,7 +194,7 @@ def build_records(
                 grades=grades,
             )
         )
-    return judgments, tasks, warnings
+    return judgments, tasks, warnings, reasks
 
 
 def _chi2_dict(r: ChiSquare | None) -> dict[str, Any] | None:
@@ -230,8 +240,12 @@ def analyze_records(
     tasks: Sequence[TaskRecord],
     *,
     mode: Mode = "direct",
+    reasks: AbstractSet[Reask] = frozenset(),
 ) -> dict[str, Any]:
     """The full analysis of a study's records as a JSON-ready dict (no database access).
+
+    ``reasks``: (task_id, seq) of the configured re-ask answers (from :func:`build_records`),
+    reported apart in the self-consistency rows.
 
     ``mode`` selects the top-k relations (seed-digest §3.4): ``direct`` pairs both assessors
     compared, or ``inferred`` from each assessor's top-k ground truth. Five-grade relations
@@ -264,7 +278,7 @@ def analyze_records(
             "yates": _comparison_dict(compare_methods(topk_table, graded_table, yates=True)),
         },
         "position_bias": [b.to_dict() for b in position_bias(pairs).values()],
-        "self_consistency": [c.to_dict() for c in self_consistency(pairs).values()],
+        "self_consistency": [c.to_dict() for c in self_consistency(pairs, reasks).values()],
         "transitivity": [t.to_dict() for t in transitivity(pairs).values()],
         "topk_overlap": topk_overlap(tasks),
         "time_histogram": {
@@ -283,8 +297,8 @@ def collection_analysis(
     collection_id: int, *, db: Database, mode: Mode = "direct"
 ) -> dict[str, Any]:
     """Load a collection and analyse it (see :func:`analyze_records`); NotFound if unknown."""
-    info, judgments, tasks, warnings = load_records(collection_id, db=db)
-    report = analyze_records(judgments, tasks, mode=mode)
+    info, judgments, tasks, warnings, reasks = load_records(collection_id, db=db)
+    report = analyze_records(judgments, tasks, mode=mode, reasks=reasks)
     return {"collection": info, **report, "warnings": warnings}
 
 

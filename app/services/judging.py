@@ -3,11 +3,11 @@
 The judgment log is the only state (DESIGN §1): every call replays the task's live judgments
 (in ``seq`` order) through :func:`labeling.session.open_session` to find the pending question.
 
-Submitting is ONE write transaction (DESIGN §4, anchors B1):
+Submitting: the answer is validated against the pending question and inserted in ONE write
+transaction in which that validation holds (DESIGN §4, anchors B1):
 
-1. lock the task (``FOR UPDATE`` on Postgres; SQLite's ``BEGIN IMMEDIATE`` holds the write
-   lock already), so a concurrent undo cannot interleave with a submit on the same task;
-2. replay the live log and compare the request's ``seq`` with the log length:
+1. (read transaction, outside the write lock) replay the live log and compare the request's
+   ``seq`` with the log length:
 
    - ``seq`` < length: the question was already answered. The *identical* answer (same pair
      and outcome, or same document and grade; ``active_ms`` is not compared) is a retry or a
@@ -15,13 +15,19 @@ Submitting is ONE write transaction (DESIGN §4, anchors B1):
      409 with the current question;
    - ``seq`` > length: 409 with the current question (the client is ahead of the log);
    - ``seq`` == length: the session validates the answer against the pending question
-     (WrongQuestion -> 409 with the current question; InvalidAnswer -> 422);
+     (WrongQuestion / Finished -> 409 with the current question; InvalidAnswer -> 422);
 
+2. (write transaction) lock the task (``FOR UPDATE`` on Postgres; SQLite's ``BEGIN
+   IMMEDIATE`` holds the write lock already), so a concurrent undo cannot interleave, and
+   check that the log version (live count, newest id) is still the one replayed; if not,
+   step 1 is redone inside this transaction;
 3. ``INSERT ... ON CONFLICT DO NOTHING`` against the partial unique index on live
    ``(task_id, seq)``: the database, not a pre-check, is the arbiter. If the row was not
    inserted, the stored row decides between "retry" and 409;
 4. update the task status (pending -> active -> done) and build the next question.
 
+Splitting off step 1 keeps the replay out of the write lock (SQLite admits one writer), which
+is what bounds throughput with many assessors.
 Undo marks the last live judgment ``undone`` (it stays in the log) with a compare-and-set.
 Results live in :mod:`app.services.results`.
 """
@@ -33,7 +39,7 @@ from collections.abc import Sequence
 from types import SimpleNamespace
 from typing import Any, Protocol
 
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -41,7 +47,7 @@ from app.db import Database
 from app.errors import Conflict, Invalid
 from app.models import Document, Judgment, Task, User, utcnow
 from app.services.tasks import load_task_for
-from labeling.errors import LabelingError, WrongQuestion
+from labeling.errors import Finished, WrongQuestion
 from labeling.session import open_session
 from labeling.types import Answer, GradeAnswer, GradeQuestion, PairAnswer, PairQuestion
 
@@ -54,6 +60,7 @@ Payload = dict[str, Any]
 class LogRow(Protocol):
     """What replay and the payload need from a judgment (an ORM row or a Core row)."""
 
+    id: int
     seq: int
     left_doc: str | None
     right_doc: str | None
@@ -64,6 +71,7 @@ class LogRow(Protocol):
 
 
 _LOG_COLUMNS = (
+    Judgment.id,
     Judgment.seq,
     Judgment.left_doc,
     Judgment.right_doc,
@@ -117,9 +125,15 @@ def replay_task(task: Task, rows: Sequence[LogRow]) -> Any:
 
 
 def _doc_payload(doc: Any, doc_id: str) -> Payload:
+    """A document as the client sees it; absent text/html are left out (not null)."""
     if doc is None:  # cannot happen for a consistent database; never fail the loop for it
-        return {"doc_id": doc_id, "title": doc_id, "text": None, "html": None}
-    return {"doc_id": doc_id, "title": doc.title, "text": doc.text, "html": doc.html}
+        return {"doc_id": doc_id, "title": doc_id}
+    out: Payload = {"doc_id": doc_id, "title": doc.title}
+    if doc.text is not None:
+        out["text"] = doc.text
+    if doc.html is not None:
+        out["html"] = doc.html
+    return out
 
 
 def _documents(s: Session, task: Task, ids: Sequence[str]) -> dict[str, Any]:
@@ -198,37 +212,65 @@ def _insert_judgment(s: Session, dialect: str, values: dict[str, Any]) -> int | 
     return s.execute(_INSERT[dialect], values).scalar()
 
 
+def _log_version(rows: Sequence[Any]) -> tuple[int, int]:
+    """(number of live judgments, id of the newest): changes with every insert and undo, and
+    an undo followed by a new answer gets a new id, so equal versions mean an equal log."""
+    return len(rows), max((r.id for r in rows), default=0)
+
+
+_LIVE_VERSION = select(func.count(), func.coalesce(func.max(Judgment.id), 0)).where(
+    Judgment.task_id == bindparam("task_id"), Judgment.undone.is_(False)
+)
+
+
+def _apply(s: Session, task: Task, rows: list[Any], session: Any, seq: int, answer: Answer) -> bool:
+    """Check ``answer`` for question ``seq`` against the replayed log and submit it to
+    ``session``. Returns False for an identical retry (nothing to store); raises 409 (with the
+    current question) or the labeling core's InvalidAnswer (422) otherwise."""
+    if seq < len(rows):
+        if answer_of(rows[seq]) == answer:
+            return False
+        raise _conflict(f"question {seq} was already answered differently", s, task, session, rows)
+    if seq > len(rows):
+        message = f"question {seq} is not open yet; the current question is {len(rows)}"
+        raise _conflict(message, s, task, session, rows)
+    try:
+        session.submit(answer)
+    except (WrongQuestion, Finished) as exc:
+        raise _conflict(str(exc), s, task, session, rows) from exc
+    return True
+
+
 def submit_judgment(*, db: Database, user: User, task_id: int, data: dict[str, Any]) -> Payload:
-    """Record one judgment (see the module docstring for the exact semantics)."""
+    """Record one judgment (see the module docstring for the exact semantics).
+
+    Two phases keep the write lock short: the log is read, replayed and the answer validated
+    in a read transaction; the write transaction then only re-checks that the log version is
+    unchanged, inserts and updates the task. If another request changed the log in between,
+    the whole check is redone inside the write transaction, so the outcome is the same as if
+    everything had happened under the lock.
+    """
     seq = int(data["seq"])
     active_ms = int(data.get("active_ms") or 0)
-    with db.write() as s:
-        task = load_task_for(s, user, task_id, lock=True)
+    with db.read() as s:
+        task = load_task_for(s, user, task_id)
         if task.status == "cancelled":
             raise Conflict(f"task {task_id} is cancelled")
         answer = _answer_from_request(task, data)
         rows = live_judgments(s, task.id)
         session = replay_task(task, rows)
-        if seq < len(rows):
-            if answer_of(rows[seq]) == answer:
-                return question_payload(s, task, session, rows)  # retry: store nothing
-            raise _conflict(
-                f"question {seq} was already answered differently", s, task, session, rows
-            )
-        if seq > len(rows):
-            raise _conflict(
-                f"question {seq} is not open yet; the current question is {len(rows)}",
-                s,
-                task,
-                session,
-                rows,
-            )
-        try:
-            session.submit(answer)
-        except WrongQuestion as exc:
-            raise _conflict(str(exc), s, task, session, rows) from exc
-        except LabelingError:
-            raise  # InvalidAnswer -> 422, Finished -> 409 (app.errors)
+        if not _apply(s, task, rows, session, seq, answer):
+            return question_payload(s, task, session, rows)  # identical retry: store nothing
+        version = _log_version(rows)
+    with db.write() as s:
+        task = load_task_for(s, user, task_id, lock=True)
+        if task.status == "cancelled":
+            raise Conflict(f"task {task_id} is cancelled")
+        if tuple(s.execute(_LIVE_VERSION, {"task_id": task.id}).one()) != version:
+            rows = live_judgments(s, task.id)
+            session = replay_task(task, rows)
+            if not _apply(s, task, rows, session, seq, answer):
+                return question_payload(s, task, session, rows)
         now = utcnow()
         values: dict[str, Any] = {
             "task_id": task.id,
@@ -253,7 +295,7 @@ def submit_judgment(*, db: Database, user: User, task_id: int, data: dict[str, A
             if seq < len(rows) and answer_of(rows[seq]) == answer:
                 return question_payload(s, task, current, rows)
             raise _conflict(f"question {seq} was answered concurrently", s, task, current, rows)
-        rows.append(SimpleNamespace(**values))  # only its active_ms is read below
+        rows = [*rows, SimpleNamespace(id=new_id, **values)]
         if task.status == "pending":
             task.status = "active"
             task.started_at = now

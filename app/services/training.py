@@ -63,16 +63,16 @@ def describe(run: TrainingRun) -> dict[str, Any]:
     }
 
 
-def create_run(*, db: Database, collection_id: int, model: str,
-               params: dict[str, Any] | None = None) -> dict[str, Any]:
+def create_run(
+    *, db: Database, collection_id: int, model: str, params: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """Validate and record a queued run; returns its JSON view."""
     params = dict(params or {})
     _estimator(model, params)
     with db.write() as s:
         if s.get(Collection, collection_id) is None:
             raise NotFound(f"no collection with id {collection_id}")
-        run = TrainingRun(collection_id=collection_id, model=model, params=params,
-                          status="queued")
+        run = TrainingRun(collection_id=collection_id, model=model, params=params, status="queued")
         s.add(run)
         s.flush()
         return describe(run)
@@ -110,8 +110,10 @@ def _load_dataset(db: Database, collection_id: int) -> Any:
             feats = {doc: f for doc, f in rows if f is not None}
             missing = [d for d in (*result.top, *result.rest) if d not in feats]
             if missing:
-                raise Invalid(f"query {src.query_id!r}: document {missing[0]!r} has no feature "
-                              "vector (import documents with 'features')")
+                raise Invalid(
+                    f"query {src.query_id!r}: document {missing[0]!r} has no feature "
+                    "vector (import documents with 'features')"
+                )
             features[src.query_id] = feats
     if len(ks) != 1:
         raise Invalid(f"the finished top-k tasks use different k values {sorted(ks)}")
@@ -162,7 +164,6 @@ def execute_run(run_id: int, *, db: Database) -> None:
             "documents": int(data.n_docs),
             "best_iteration": int(est.best_iteration_),
         }
-        _finish(db, run_id, status="done", metrics=metrics, model_json=est.to_dict(),
-                error=None)
+        _finish(db, run_id, status="done", metrics=metrics, model_json=est.to_dict(), error=None)
     except Exception as exc:  # the run records any failure; the API stays up
         _finish(db, run_id, status="failed", error=f"{type(exc).__name__}: {exc}")

@@ -47,8 +47,17 @@ LOSSES: dict[str, LossFn] = {
 }
 
 #: Losses whose gradient is a true gradient (checked by finite differences in the tests).
-DIFFERENTIABLE = ("listmle", "topk_listmle", "p_listmle", "w_listmle", "ranknet",
-                  "rankboost_exp", "listnet", "listnet_permutation", "focused_net")
+DIFFERENTIABLE = (
+    "listmle",
+    "topk_listmle",
+    "p_listmle",
+    "w_listmle",
+    "ranknet",
+    "rankboost_exp",
+    "listnet",
+    "listnet_permutation",
+    "focused_net",
+)
 
 
 def get_loss(name: str) -> LossFn:

@@ -154,10 +154,12 @@ class Target:
             count = top.sum(axis=1)
             width = max(int(count.max(initial=0)), 1)
             pos = np.empty(self.shape, dtype=np.int64)
-            np.put_along_axis(pos, self.order, np.broadcast_to(np.arange(self.shape[1]),
-                                                               self.shape), axis=1)
-            cols = np.argsort(np.where(top, pos, self.shape[1] + 1), axis=1,
-                              kind="stable")[:, :width]
+            np.put_along_axis(
+                pos, self.order, np.broadcast_to(np.arange(self.shape[1]), self.shape), axis=1
+            )
+            cols = np.argsort(np.where(top, pos, self.shape[1] + 1), axis=1, kind="stable")[
+                :, :width
+            ]
             valid = np.arange(width)[None, :] < count[:, None]
             self._cache["top_block"] = (cols, valid)
         return self._cache["top_block"]  # type: ignore[return-value]

@@ -74,18 +74,29 @@ def focused_parts(
         if list_form == "top_one":
             # Work on the (Q, |T|max) block of T's columns rather than the whole (Q, L) row.
             cols, valid = t.top_block()
-            lst, g_blk = _top_one(np.take_along_axis(s, cols, axis=1),
-                                  np.take_along_axis(t.labels, cols, axis=1), valid)
+            lst, g_blk = _top_one(
+                np.take_along_axis(s, cols, axis=1),
+                np.take_along_axis(t.labels, cols, axis=1),
+                valid,
+            )
             g_lst = np.zeros_like(s)
             np.put_along_axis(g_lst, cols, g_blk, axis=1)
         elif list_form == "permutation":
             if int(top.sum(axis=1).max(initial=0)) > MAX_PERMUTATION_DOCS:
                 raise ValueError("list_form='permutation' needs |T| <= 6")
             _, g_lst = listnet_permutation_loss(s, t, subset=top, reduction="sum")
-            lst = np.array([listnet_permutation_loss(s[q:q + 1], t.labels[q:q + 1],
-                                                     t.mask[q:q + 1], subset=top[q:q + 1],
-                                                     reduction="sum")[0]
-                            for q in range(s.shape[0])])
+            lst = np.array(
+                [
+                    listnet_permutation_loss(
+                        s[q : q + 1],
+                        t.labels[q : q + 1],
+                        t.mask[q : q + 1],
+                        subset=top[q : q + 1],
+                        reduction="sum",
+                    )[0]
+                    for q in range(s.shape[0])
+                ]
+            )
         else:
             raise ValueError(f"list_form must be 'top_one' or 'permutation', got {list_form!r}")
     else:
@@ -135,8 +146,16 @@ def focused_net_loss(
     ``P_s(d) − P_y(d)``; of the pair part ``∓σ(−(s_u − s_v))``.
     """
     _check(beta, normalization)
-    parts = focused_parts(scores, target, mask, family="net", normalization=normalization,
-                          list_form=list_form, skip_list=beta == 0.0, skip_pair=beta == 1.0)
+    parts = focused_parts(
+        scores,
+        target,
+        mask,
+        family="net",
+        normalization=normalization,
+        list_form=list_form,
+        skip_list=beta == 0.0,
+        skip_pair=beta == 1.0,
+    )
     value, grad = _combine(parts, beta, normalization, list_scale, pair_scale, reduction)
     return value, grad.reshape(np.shape(scores))
 
@@ -159,7 +178,14 @@ def focused_svm_loss(
     loss-augmented inference). The solver adds ``½‖w‖²/C`` (:func:`ranking.optim.pegasos`).
     """
     _check(beta, normalization)
-    parts = focused_parts(scores, target, mask, family="svm", normalization=normalization,
-                          skip_list=beta == 0.0, skip_pair=beta == 1.0)
+    parts = focused_parts(
+        scores,
+        target,
+        mask,
+        family="svm",
+        normalization=normalization,
+        skip_list=beta == 0.0,
+        skip_pair=beta == 1.0,
+    )
     value, grad = _combine(parts, beta, normalization, list_scale, pair_scale, reduction)
     return value, grad.reshape(np.shape(scores))

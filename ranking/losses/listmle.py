@@ -27,8 +27,14 @@ import numpy as np
 
 from ranking.losses._target import Target, as_scores, as_target, reduce_queries
 
-__all__ = ["listmle_loss", "p_listmle_alpha", "p_listmle_loss", "topk_listmle_loss",
-           "w_listmle_loss", "weighted_listmle"]
+__all__ = [
+    "listmle_loss",
+    "p_listmle_alpha",
+    "p_listmle_loss",
+    "topk_listmle_loss",
+    "w_listmle_loss",
+    "weighted_listmle",
+]
 
 
 def weighted_listmle(
@@ -55,8 +61,9 @@ def weighted_listmle(
         log_a = np.where(valid & (a > 0), np.log(np.where(a > 0, a, 1.0)), -np.inf)
     if np.any(valid & (a < 0)):
         raise ValueError("position weights alpha must be non-negative")
-    acc = np.logaddexp.accumulate(np.where(valid, log_a - np.where(valid, lse, 0.0), -np.inf),
-                                  axis=1)
+    acc = np.logaddexp.accumulate(
+        np.where(valid, log_a - np.where(valid, lse, 0.0), -np.inf), axis=1
+    )
     with np.errstate(invalid="ignore"):
         g_sorted = np.where(valid, -a + np.exp(np.where(valid, ss, 0.0) + acc), 0.0)
     grad = np.zeros_like(s)
@@ -109,8 +116,9 @@ def topk_listmle_loss(
     return value, grad.reshape(np.shape(scores))
 
 
-def p_listmle_alpha(n_docs: np.ndarray, length: int, alpha: str = "normalized",
-                    k: int = 10) -> np.ndarray:
+def p_listmle_alpha(
+    n_docs: np.ndarray, length: int, alpha: str = "normalized", k: int = 10
+) -> np.ndarray:
     """Position weights of p-ListMLE, ``(Q, length)`` (seed-digest §4.2.3).
 
     - ``"paper"``: 004's ``α(i) = 2^{n−i} − 1`` (overflows beyond n ≈ 1000; fails 004's own toy

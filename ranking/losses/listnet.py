@@ -16,8 +16,12 @@ import numpy as np
 
 from ranking.losses._target import Target, as_scores, as_target, reduce_queries
 
-__all__ = ["MAX_PERMUTATION_DOCS", "listnet_permutation_loss", "listnet_top_one_loss",
-           "softmax_cross_entropy"]
+__all__ = [
+    "MAX_PERMUTATION_DOCS",
+    "listnet_permutation_loss",
+    "listnet_top_one_loss",
+    "softmax_cross_entropy",
+]
 
 MAX_PERMUTATION_DOCS = 6
 

@@ -72,8 +72,7 @@ def pair_terms(
     elif normalization != "none":
         raise ValueError(f"normalization must be 'mean' or 'none', got {normalization!r}")
     per_query = np.bincount(pairs.query, weights=value, minlength=n_q)
-    grad = np.bincount(pairs.uv, weights=np.concatenate([slope, -slope]),
-                       minlength=n_q * length)
+    grad = np.bincount(pairs.uv, weights=np.concatenate([slope, -slope]), minlength=n_q * length)
     return per_query, grad.reshape(n_q, length)
 
 
@@ -122,7 +121,12 @@ def ranknet_loss(
     gradient ``−σ(−(s_u − s_v))`` on ``s_u`` and the opposite on ``s_v`` (seed-digest §4.1).
     """
     return pair_loss(
-        scores, target, mask, phi="logistic", pairs=pairs, normalization=normalization,
+        scores,
+        target,
+        mask,
+        phi="logistic",
+        pairs=pairs,
+        normalization=normalization,
         reduction=reduction,
     )
 
@@ -143,7 +147,12 @@ def ranksvm_loss(
     is violated).
     """
     return pair_loss(
-        scores, target, mask, phi="hinge", pairs=pairs, normalization=normalization,
+        scores,
+        target,
+        mask,
+        phi="hinge",
+        pairs=pairs,
+        normalization=normalization,
         reduction=reduction,
     )
 
@@ -163,6 +172,11 @@ def rankboost_loss(
     training and tests.
     """
     return pair_loss(
-        scores, target, mask, phi="exp", pairs=pairs, normalization=normalization,
+        scores,
+        target,
+        mask,
+        phi="exp",
+        pairs=pairs,
+        normalization=normalization,
         reduction=reduction,
     )

@@ -30,8 +30,9 @@ def _sorted_block(s: np.ndarray, member: np.ndarray) -> tuple[np.ndarray, np.nda
 _BLOCK = 48
 
 
-def _svm_map_block(s: np.ndarray, rel: np.ndarray, irr: np.ndarray
-                   ) -> tuple[np.ndarray, np.ndarray]:
+def _svm_map_block(
+    s: np.ndarray, rel: np.ndarray, irr: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """SVM-MAP hinge and subgradient for a block of queries (see :func:`svm_map_loss`)."""
     rcols, rs, rvalid = _sorted_block(s, rel)
     ncols, ns, nvalid = _sorted_block(s, irr)
@@ -47,8 +48,10 @@ def _svm_map_block(s: np.ndarray, rel: np.ndarray, irr: np.ndarray
     valid = rvalid[:, :, None] & nvalid[:, None, :] & active[:, None, None]
     b = np.where(valid, b, 0.0)
     # suffix[q, a, j] = Σ_{i > a} b[q, i, j] for a = 0..M⁺ (row M⁺ is the empty sum).
-    suffix = np.concatenate([np.cumsum(b[:, ::-1, :], axis=1)[:, ::-1, :],
-                             np.zeros((b.shape[0], 1, b.shape[2]))], axis=1)
+    suffix = np.concatenate(
+        [np.cumsum(b[:, ::-1, :], axis=1)[:, ::-1, :], np.zeros((b.shape[0], 1, b.shape[2]))],
+        axis=1,
+    )
     m_plus = suffix.shape[1] - 1
     # Ties go to the largest a (the least violating placement).
     a = m_plus - np.argmax(suffix[:, ::-1, :], axis=1)  # (Q, M⁻)
@@ -103,15 +106,13 @@ def svm_map_loss(
     order = np.argsort(work, kind="stable")
     order = order[work[order] > 0]
     for start in range(0, order.size, _BLOCK):
-        rows = order[start:start + _BLOCK]
+        rows = order[start : start + _BLOCK]
         per_query[rows], grad[rows] = _svm_map_block(s[rows], rel[rows], irr[rows])
     value, scale = reduce_queries(per_query, reduction)
     return value, (grad * scale).reshape(np.shape(scores))
 
 
-def ndcg_hinge_terms(
-    s: np.ndarray, t: Target, subset: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
+def ndcg_hinge_terms(s: np.ndarray, t: Target, subset: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per-query NDCG structural hinge over ``subset`` and its subgradient, ``(Q,)``, ``(Q, L)``.
 
     See :func:`ndcg_structural_hinge_loss` for the formula.

@@ -8,7 +8,9 @@ import io
 from pathlib import Path
 
 import pytest
+from sqlalchemy import func, select
 
+from app.models import Judgment, Task
 from ranking.letor import read_group_file, read_letor
 from ranking.trec import read_qrels
 from tests.app.admin_support import judge_task, make_collection, oracle_top
@@ -51,6 +53,19 @@ def labelled(api: Api):
     r = api.post("admin", "/api/v1/admin/plans", json=graded)
     assert r.status_code == 201, r.text
     prog = api.get("admin", f"/api/v1/admin/collections/{cid}/progress").json()
+    # One judgment answered "wrongly" and undone: it stays in the log but is not live.
+    first = prog["tasks"][0]
+    q = api.get(first["assessor"], f"/api/v1/tasks/{first['id']}/next").json()
+    wrong = {"seq": 0, "left": q["pair"]["left"]["doc_id"], "right": q["pair"]["right"]["doc_id"]}
+    s = scores[first["query_id"]]
+    wrong["outcome"] = "right" if s[wrong["left"]] > s[wrong["right"]] else "left"
+    assert (
+        api.post(
+            first["assessor"], f"/api/v1/tasks/{first['id']}/judgments", json=wrong
+        ).status_code
+        == 200
+    )
+    assert api.post(first["assessor"], f"/api/v1/tasks/{first['id']}/undo").status_code == 200
     for t in prog["tasks"]:
         judge_task(api, t["assessor"], t["id"], scores[t["query_id"]])
     return cid, scores
@@ -130,6 +145,14 @@ def test_pairs_csv_one_row_per_live_judgment(api: Api, labelled) -> None:
     prog = api.get("admin", f"/api/v1/admin/collections/{cid}/progress").json()
     live = sum(t["judgments"] for t in prog["tasks"] if t["method"] == "topk")
     assert len(rows) - 1 == live
+    with api.db.read() as s:
+        stored = s.scalar(
+            select(func.count())
+            .select_from(Judgment)
+            .join(Task, Task.id == Judgment.task_id)
+            .where(Task.collection_id == cid, Task.method == "topk")
+        )
+    assert stored == live + 1  # the undone judgment is kept in the log, not exported
     # Doc ids such as "=d3" are neutralised so a spreadsheet shows them as text.
     assert all(r[4].startswith("'=d") and r[5].startswith("'=d") for r in rows[1:])
     assert {r[6] for r in rows[1:]} <= {"left", "right", "tie", "not_relevant"}

@@ -346,3 +346,19 @@ def test_cranfield_qrels_attach_and_size_limit(api: Api, shared_data: Path) -> N
     )
     assert r.status_code == 413
     assert Counter(grades.values())[4] == 2
+
+
+def test_run_pooling_import(api: Api) -> None:
+    cid = _new(api, "run-pool")
+    run = b"1 Q0 c 1 0.5 sys\n1 Q0 a 2 0.9 sys\n1 Q0 zz 3 0.8 sys\n2 Q0 b 1 0.1 sys\n"
+    r = api.post(
+        "admin",
+        f"/api/v1/admin/collections/{cid}/import-files?kind=trec&pairing=run&run_depth=1",
+        **_multipart(topics=TOPICS, documents=DOCS_JSONL, run=run),
+    )
+    assert r.status_code == 200, r.text
+    # Query 1: the run's best known document by score (a, 0.9; zz is not in the collection).
+    assert collections.documents_by_query(db=api.db, collection_id=cid) == {"1": 1, "2": 1}
+    with api.db.read() as s:
+        docs = set(s.scalars(select(Document.external_id).where(Document.collection_id == cid)))
+    assert docs == {"a", "b"}

@@ -160,7 +160,9 @@ def test_judging_loop_retry_conflict_undo_and_exports(api: Api) -> None:
     q = u.json()
     steps = 0
     while not q["done"]:
-        r = api.post("ann", f"/api/v1/tasks/{tid}/judgments", json=pair_body(q, oracle_outcome(q, rank)))
+        r = api.post(
+            "ann", f"/api/v1/tasks/{tid}/judgments", json=pair_body(q, oracle_outcome(q, rank))
+        )
         assert r.status_code == 200, r.text
         q = r.json()
         steps += 1
@@ -172,8 +174,9 @@ def test_judging_loop_retry_conflict_undo_and_exports(api: Api) -> None:
     assert result["judgments"] == steps
     assert result["active_ms"] == 50 * steps
     assert result["k"] == 3
-    # Done: a further judgment is a conflict, undo reopens the task.
-    assert api.post("ann", f"/api/v1/tasks/{tid}/judgments", json={**first, "seq": steps}).status_code == 409
+    # Done: a further judgment is a conflict (with the current state), undo reopens the task.
+    late = api.post("ann", f"/api/v1/tasks/{tid}/judgments", json={**first, "seq": steps})
+    assert late.status_code == 409 and late.json()["current"]["done"] is True
     task = api.get("ann", f"/api/v1/tasks/{tid}").json()
     assert task["status"] == "done" and task["judgments"] == steps
     counts = api.get("admin", f"/api/v1/collections/{cid}").json()["tasks"]
@@ -182,10 +185,19 @@ def test_judging_loop_retry_conflict_undo_and_exports(api: Api) -> None:
     qrels = api.get("admin", f"/api/v1/collections/{cid}/export?format=qrels")
     assert qrels.status_code == 200
     lines = [ln.split() for ln in qrels.text.splitlines()]
-    assert lines[:3] == [["q1", "0", "d000", "3"], ["q1", "0", "d001", "2"], ["q1", "0", "d002", "1"]]
+    assert lines[:3] == [
+        ["q1", "0", "d000", "3"],
+        ["q1", "0", "d001", "2"],
+        ["q1", "0", "d002", "1"],
+    ]
     assert {ln[3] for ln in lines[3:]} == {"0"} and len(lines) == 9
     assert qrels.headers["x-heapjudge-sources"] == f"q1:ann:{tid}"
-    topk = [json.loads(x) for x in api.get("admin", f"/api/v1/collections/{cid}/export?format=topk-jsonl").text.splitlines()]
+    topk = [
+        json.loads(x)
+        for x in api.get(
+            "admin", f"/api/v1/collections/{cid}/export?format=topk-jsonl"
+        ).text.splitlines()
+    ]
     assert topk == [
         {
             "query_id": "q1",
@@ -198,12 +210,19 @@ def test_judging_loop_retry_conflict_undo_and_exports(api: Api) -> None:
             "active_ms": 50 * steps,
         }
     ]
-    pairs = api.get("admin", f"/api/v1/collections/{cid}/export?format=pairs-jsonl").text.splitlines()
+    pairs = api.get(
+        "admin", f"/api/v1/collections/{cid}/export?format=pairs-jsonl"
+    ).text.splitlines()
     assert len(pairs) == steps  # live judgments only (the undone one is not exported)
     rec = json.loads(pairs[0])
     assert set(rec) >= {"query_id", "assessor", "left", "right", "outcome", "active_ms", "time"}
     assert api.get("admin", f"/api/v1/collections/{cid}/export?format=xml").status_code == 422
-    assert api.get("admin", f"/api/v1/collections/{cid}/export?format=qrels&assessor=ghost").status_code == 404
+    assert (
+        api.get(
+            "admin", f"/api/v1/collections/{cid}/export?format=qrels&assessor=ghost"
+        ).status_code
+        == 404
+    )
 
 
 def test_graded_task_and_grades_qrels(api: Api) -> None:

@@ -45,7 +45,9 @@ def run_together(n: int, fn: Any) -> list[Any]:
 
 def stored(api: Api, task_id: int) -> list[Judgment]:
     with api.db.read() as s:
-        return list(s.scalars(select(Judgment).where(Judgment.task_id == task_id).order_by(Judgment.id)))
+        return list(
+            s.scalars(select(Judgment).where(Judgment.task_id == task_id).order_by(Judgment.id))
+        )
 
 
 def test_same_judgment_sixteen_times_is_stored_once(api: Api) -> None:
@@ -76,7 +78,10 @@ def test_conflicting_judgments_race_one_wins(api: Api) -> None:
     assert len(rows) == 1 and rows[0].seq == 0
     winner = rows[0].outcome
     codes = Counter((outcomes[i], r.status_code) for i, r in enumerate(responses))
-    assert codes == {(winner, 200): THREADS // 2, ({"left": "right", "right": "left"}[winner], 409): THREADS // 2}
+    assert codes == {
+        (winner, 200): THREADS // 2,
+        ({"left": "right", "right": "left"}[winner], 409): THREADS // 2,
+    }
 
 
 def test_sixteen_assessors_on_sixteen_tasks(api: Api) -> None:
@@ -123,7 +128,9 @@ def test_concurrent_undo_and_judge_keep_the_log_contiguous(api: Api) -> None:
     def act(i: int) -> int:
         if i % 2:
             return api.post("undoer", f"/api/v1/tasks/{tid}/undo").status_code
-        return api.post("undoer", f"/api/v1/tasks/{tid}/judgments", json=pair_body(q, "left")).status_code
+        return api.post(
+            "undoer", f"/api/v1/tasks/{tid}/judgments", json=pair_body(q, "left")
+        ).status_code
 
     codes = run_together(8, act)
     assert set(codes) <= {200, 409}

@@ -81,8 +81,16 @@ def test_database_enforces_invariants(empty_url: str) -> None:
                 ),
                 {"now": now},
             )
-            s.execute(text("INSERT INTO collection (id, name, created_at) VALUES (1, 'c', :now)"), {"now": now})
-            s.execute(text("INSERT INTO query (id, collection_id, external_id, title) VALUES (1, 1, 'q', 't')"))
+            s.execute(
+                text("INSERT INTO collection (id, name, created_at) VALUES (1, 'c', :now)"),
+                {"now": now},
+            )
+            s.execute(
+                text(
+                    "INSERT INTO query (id, collection_id, external_id, title) "
+                    "VALUES (1, 1, 'q', 't')"
+                )
+            )
             s.execute(
                 text(
                     "INSERT INTO task (id, collection_id, query_id, assessor_id, method, k, seed, "
@@ -149,7 +157,10 @@ def test_docker_compose_is_consistent_with_the_settings() -> None:
     user, password = url.split("://", 1)[1].split("@")[0].split(":")
     host_db = url.split("@", 1)[1]
     assert host_db == f"db:5432/{db['environment']['POSTGRES_DB']}"
-    assert (user, password) == (db["environment"]["POSTGRES_USER"], db["environment"]["POSTGRES_PASSWORD"])
+    assert (user, password) == (
+        db["environment"]["POSTGRES_USER"],
+        db["environment"]["POSTGRES_PASSWORD"],
+    )
     assert int(env["HEAPJUDGE_MAX_BODY_BYTES"]) > 0
     assert "HEAPJUDGE_SECRET_KEY" in env
     assert app["depends_on"]["db"]["condition"] == "service_healthy"

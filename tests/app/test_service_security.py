@@ -66,7 +66,7 @@ def world(api: Api) -> dict[str, Any]:
 def test_every_contract_admin_route_is_guarded(api: Api) -> None:
     routes = api_routes(api.client.app)
     guarded = {(m, p) for m, p, admin in routes if admin}
-    assert CONTRACT_ADMIN_ROUTES <= guarded, CONTRACT_ADMIN_ROUTES - guarded
+    assert guarded >= CONTRACT_ADMIN_ROUTES, CONTRACT_ADMIN_ROUTES - guarded
 
 
 def test_assessor_gets_403_on_every_admin_route(api: Api, world: dict[str, Any]) -> None:
@@ -222,7 +222,10 @@ def test_import_conflicts_with_stored_documents(api: Api, world: dict[str, Any])
     assert r.status_code == 422
     # The same doc id under another query with other content is a conflict too.
     other = [dict(stored[2], query_id="s2", query="second", text="changed")]
-    assert api.post("admin", f"/api/v1/collections/{cid}/import", content=ndjson(other)).status_code == 422
+    assert (
+        api.post("admin", f"/api/v1/collections/{cid}/import", content=ndjson(other)).status_code
+        == 422
+    )
     same_elsewhere = [dict(stored[2], query_id="s2", query="second")]
     ok = api.post("admin", f"/api/v1/collections/{cid}/import", content=ndjson(same_elsewhere))
     assert ok.status_code == 200 and ok.json()["documents_created"] == 1
@@ -252,3 +255,40 @@ def test_security_headers_and_openapi(api: Api) -> None:
     assert h["x-content-type-options"] == "nosniff"
     assert "frame-ancestors 'none'" in h["content-security-policy"]
     assert json.loads(api.client.get("/api/v1/nothing-here").text) == {"detail": "Not Found"}
+
+
+def test_web_session_idle_and_absolute_expiry(api: Api, world: dict[str, Any]) -> None:
+    from datetime import timedelta
+
+    from app.db import Database
+    from app.models import utcnow
+    from app.settings import Settings
+
+    db = Database(
+        Settings(
+            database_url=api.settings.database_url,
+            dev=True,
+            session_idle_seconds=600,
+            session_absolute_seconds=1800,
+        )
+    )
+    try:
+        ava = users.get_user(db=db, username="ava")
+        t0 = utcnow()
+        raw, csrf = security.create_web_session(db, ava, now=t0)
+        assert (
+            security.resolve_web_session(db, raw, now=t0 + timedelta(seconds=590)).csrf_token
+            == csrf
+        )
+        # That request refreshed last_seen, so 590 s later the session is still alive ...
+        assert security.resolve_web_session(db, raw, now=t0 + timedelta(seconds=1180)) is not None
+        # ... but not once idle for longer than 600 s, and the row is gone for good.
+        assert security.resolve_web_session(db, raw, now=t0 + timedelta(seconds=1790)) is None
+        assert security.resolve_web_session(db, raw, now=t0 + timedelta(seconds=1181)) is None
+        # Absolute expiry holds however active the session is.
+        raw2, _ = security.create_web_session(db, ava, now=t0)
+        for minute in range(1, 30):
+            assert security.resolve_web_session(db, raw2, now=t0 + timedelta(minutes=minute))
+        assert security.resolve_web_session(db, raw2, now=t0 + timedelta(seconds=1801)) is None
+    finally:
+        db.dispose()

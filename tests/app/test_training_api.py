@@ -18,17 +18,20 @@ def study(api: Api) -> int:
     summary = run_simulated_study(db=api.db, config=TINY)
     rng = np.random.default_rng(0)
     with api.db.write() as s:
-        for doc in s.scalars(select(Document).where(
-                Document.collection_id == summary.collection_id)):
+        for doc in s.scalars(
+            select(Document).where(Document.collection_id == summary.collection_id)
+        ):
             doc.features = rng.random(4).round(6).tolist()
     api.add_user("dora")
     return summary.collection_id
 
 
 def test_admin_trains_a_model_and_gets_it_back(api: Api, study: int) -> None:
-    r = api.post("admin", "/api/v1/training-runs",
-                 json={"collection_id": study, "model": "focusednet",
-                       "params": {"beta": 0.5, "epochs": 20}})
+    r = api.post(
+        "admin",
+        "/api/v1/training-runs",
+        json={"collection_id": study, "model": "focusednet", "params": {"beta": 0.5, "epochs": 20}},
+    )
     assert r.status_code == 202, r.text
     run = r.json()
     assert run["status"] == "queued" and run["model_json"] is None
@@ -45,25 +48,40 @@ def test_admin_trains_a_model_and_gets_it_back(api: Api, study: int) -> None:
 
 
 def test_bad_requests(api: Api, study: int) -> None:
-    assert api.post("admin", "/api/v1/training-runs",
-                    json={"collection_id": study, "model": "nope"}).status_code == 422
-    bad = api.post("admin", "/api/v1/training-runs",
-                   json={"collection_id": study, "model": "focusednet",
-                         "params": {"gamma": 1}})
+    assert (
+        api.post(
+            "admin", "/api/v1/training-runs", json={"collection_id": study, "model": "nope"}
+        ).status_code
+        == 422
+    )
+    bad = api.post(
+        "admin",
+        "/api/v1/training-runs",
+        json={"collection_id": study, "model": "focusednet", "params": {"gamma": 1}},
+    )
     assert bad.status_code == 422 and "gamma" in bad.json()["detail"]
-    assert api.post("admin", "/api/v1/training-runs",
-                    json={"collection_id": 99999, "model": "ranknet"}).status_code == 404
+    assert (
+        api.post(
+            "admin", "/api/v1/training-runs", json={"collection_id": 99999, "model": "ranknet"}
+        ).status_code
+        == 404
+    )
     assert api.get("admin", "/api/v1/training-runs/99999").status_code == 404
-    assert api.post("dora", "/api/v1/training-runs",
-                    json={"collection_id": study, "model": "ranknet"}).status_code == 403
+    assert (
+        api.post(
+            "dora", "/api/v1/training-runs", json={"collection_id": study, "model": "ranknet"}
+        ).status_code
+        == 403
+    )
 
 
 def test_missing_features_fail_the_run_not_the_api(api: Api) -> None:
     from app.services.collections import create_collection
 
     empty = create_collection(db=api.db, name="no-topk-yet")
-    r = api.post("admin", "/api/v1/training-runs",
-                 json={"collection_id": empty.id, "model": "ranknet"})
+    r = api.post(
+        "admin", "/api/v1/training-runs", json={"collection_id": empty.id, "model": "ranknet"}
+    )
     assert r.status_code == 202
     got = api.get("admin", f"/api/v1/training-runs/{r.json()['id']}").json()
     assert got["status"] == "failed" and "no finished top-k task" in got["error"]

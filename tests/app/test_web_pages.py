@@ -303,3 +303,80 @@ def test_static_assets_are_served_locally(site: dict[str, Any]) -> None:
     assert client.get(str(links[0])).status_code == 200
     assert client.get("/static/js/judge.js").status_code == 200
     assert "http://" not in client.get("/static/css/app.css").text
+
+
+def boot_data(html: str) -> dict[str, Any]:
+    import json
+
+    match = re.search(r'<script type="application/json" id="hj-boot">(.*?)</script>', html, re.S)
+    assert match is not None
+    return json.loads(match.group(1))
+
+
+def test_judging_api_with_the_session_cookie_needs_the_pages_csrf_token(
+    site: dict[str, Any],
+) -> None:
+    """The page's JavaScript posts judgments with the cookie and X-CSRF-Token (contract C3)."""
+    client = site["client"]
+    login(client)
+    tid = site["task"].task_id
+    boot = boot_data(client.get(f"/tasks/{tid}").text)
+    q = boot["question"]
+    body = {
+        "seq": q["seq"],
+        "left": q["pair"]["left"]["doc_id"],
+        "right": q["pair"]["right"]["doc_id"],
+        "outcome": "left",
+        "active_ms": 1234,
+    }
+    url = f"/api/v1/tasks/{tid}/judgments"
+    assert client.post(url, json=body).status_code == 403  # no token
+    wrong = client.post(url, json=body, headers={"X-CSRF-Token": "not-the-token"})
+    assert wrong.status_code == 403
+    cross = client.post(
+        url,
+        json=body,
+        headers={"X-CSRF-Token": boot["csrf_token"], "Sec-Fetch-Site": "cross-site"},
+    )
+    assert cross.status_code == 403
+    ok = client.post(url, json=body, headers={"X-CSRF-Token": boot["csrf_token"]})
+    assert ok.status_code == 200, ok.text
+    assert ok.json()["seq"] == q["seq"] + 1
+    # The same judgment again (a retry) stores nothing and answers the same.
+    again = client.post(url, json=body, headers={"X-CSRF-Token": boot["csrf_token"]})
+    assert again.status_code == 200 and again.json()["seq"] == q["seq"] + 1
+    # The page now resumes at the next question, with the stored time counted.
+    boot2 = boot_data(client.get(f"/tasks/{tid}").text)
+    assert boot2["question"]["seq"] == q["seq"] + 1
+    assert boot2["active_ms"] == 1234
+
+
+def test_lookahead_lists_the_possible_next_documents(site: dict[str, Any]) -> None:
+    from labeling.session import open_session
+    from labeling.types import PairAnswer
+
+    client = site["client"]
+    login(client)
+    task = site["task"]
+    tid = task.task_id
+    boot = boot_data(client.get(f"/tasks/{tid}").text)
+    q = boot["question"]
+    resp = client.get(f"/tasks/{tid}/lookahead", params={"seq": q["seq"]})
+    assert resp.status_code == 200
+    got = [d["doc_id"] for d in resp.json()["docs"]]
+    # Independent expectation: replay the labeling core with each possible answer.
+    shown = {q["pair"]["left"]["doc_id"], q["pair"]["right"]["doc_id"]}
+    expected: list[str] = []
+    for outcome in ("left", "right"):
+        s = open_session("topk", task.doc_ids, k=2, seed=7)
+        s.submit(PairAnswer(q["pair"]["left"]["doc_id"], q["pair"]["right"]["doc_id"], outcome))
+        nxt = s.pending
+        assert nxt is not None
+        expected += [d for d in (nxt.left, nxt.right) if d not in shown and d not in expected]
+    assert got == expected
+    assert all("text" in d and "html" in d for d in resp.json()["docs"])
+    # A stale seq gets nothing; someone else's task is refused.
+    stale = client.get(f"/tasks/{tid}/lookahead", params={"seq": q["seq"] + 5})
+    assert stale.status_code == 200 and stale.json()["docs"] == []
+    foreign = client.get(f"/tasks/{site['other'].task_id}/lookahead", params={"seq": 0})
+    assert foreign.status_code == 403

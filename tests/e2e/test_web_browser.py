@@ -461,7 +461,10 @@ def test_hostile_documents_do_nothing(env: dict[str, Any], ctx: Any) -> None:
 
     for slot in ("left", "right"):
         assert (
-            page.frame_locator(f"article[data-slot={slot}] iframe").locator("body").get_attribute("data-ran") is None
+            page.frame_locator(f"article[data-slot={slot}] iframe")
+            .locator("body")
+            .get_attribute("data-ran")
+            is None
         )
     assert page.url == task_url
     assert page.title() == title_before != "pwned"
@@ -560,5 +563,86 @@ def test_screenshots(env: dict[str, Any], name: str, method: str, viewport: dict
         # The judging buttons are on screen (or sticky at the bottom) without scrolling.
         box = page.locator(".actions button").first.bounding_box()
         assert box is not None and box["y"] + box["height"] <= viewport["height"]
+    finally:
+        context.close()
+
+
+def test_not_relevant_is_offered_only_for_a_challenger(env: dict[str, Any], ctx: Any) -> None:
+    """With ``not_relevant`` on, N works only at Step-2 root comparisons (labeling core)."""
+    k, seed = 2, 6
+    task = seed_task(
+        env["db"],
+        assessor_id=env["user_id"],
+        docs=relevance_docs(6),
+        k=k,
+        seed=seed,
+        options={"not_relevant": True},
+    )
+    page = ctx.new_page()
+    open_task(page, env, task.task_id)
+    nr = page.locator("button[data-action=not_relevant]")
+    turn = 0
+    while not on_done_page(page):
+        reference = open_session(
+            "topk",
+            task.doc_ids,
+            k=k,
+            seed=seed,
+            options={"not_relevant": True},
+            answers=[
+                PairAnswer(str(r.left_doc), str(r.right_doc), r.outcome)  # type: ignore[arg-type]
+                for r in live_judgments(env["db"], task.task_id)
+            ],
+        )
+        allowed = "not_relevant" in reference.allowed_outcomes
+        assert nr.is_enabled() == allowed
+        if allowed:
+            page.keyboard.press("n")
+        else:
+            page.keyboard.press("n")  # refused on the page; nothing is sent
+            assert "only offered" in page.inner_text("#notice")
+            page.keyboard.press("ArrowLeft")
+        wait_next(page, turn)
+        turn += 1
+    outcomes = [r.outcome for r in live_judgments(env["db"], task.task_id)]
+    assert "not_relevant" in outcomes
+    assert len(outcomes) == turn
+
+
+def test_screenshots_of_other_pages(env: dict[str, Any]) -> None:
+    task = seed_task(env["db"], assessor_id=env["user_id"], docs=relevance_docs(6), k=2, seed=3)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    anon = env["browser"].new_context(viewport={"width": 1024, "height": 700})
+    try:
+        page = anon.new_page()
+        page.goto(env["server"].url + "/login")
+        page.fill("#username", "ann")
+        page.fill("#password", "wrong password")
+        page.click("button[type=submit]")
+        page.wait_for_selector(".form-error")
+        page.screenshot(path=str(ARTIFACTS / "login-error.png"))
+    finally:
+        anon.close()
+    context = env["browser"].new_context(
+        storage_state=env["state"], viewport={"width": 1024, "height": 700}
+    )
+    context.set_default_timeout(TIMEOUT_MS)
+    try:
+        page = context.new_page()
+        open_task(page, env, task.task_id)
+        page.keyboard.press("p")
+        page.screenshot(path=str(ARTIFACTS / "t1-paused.png"))
+        page.keyboard.press("p")
+        while not on_done_page(page):
+            seq = shown_seq(page)
+            page.keyboard.press("ArrowLeft")
+            wait_next(page, seq)
+        page.screenshot(path=str(ARTIFACTS / "done.png"), full_page=True)
+        page.goto(env["server"].url + "/tasks")
+        page.screenshot(path=str(ARTIFACTS / "tasks.png"), full_page=True)
+        narrow = context.new_page()
+        narrow.set_viewport_size({"width": 390, "height": 844})
+        narrow.goto(env["server"].url + "/tasks")
+        narrow.screenshot(path=str(ARTIFACTS / "tasks-narrow.png"), full_page=True)
     finally:
         context.close()

@@ -16,8 +16,9 @@ def _synthetic(seed: int = 0, n_queries: int = 25, d: int = 6, k: int = 3) -> Qu
     sizes = rng.integers(k + 2, 14, size=n_queries)
     X = rng.random((int(sizes.sum()), d))
     w = rng.normal(size=d)
-    grades = np.digitize(X @ w + rng.normal(scale=0.3, size=X.shape[0]),
-                         np.quantile(X @ w, [0.6, 0.85]))
+    grades = np.digitize(
+        X @ w + rng.normal(scale=0.3, size=X.shape[0]), np.quantile(X @ w, [0.6, 0.85])
+    )
     qid = np.repeat(np.arange(n_queries), sizes)
     return QueryDataset.from_arrays(X, grades, qid).to_topk(k, seed=seed)
 
@@ -36,8 +37,7 @@ def test_focusedboost_at_beta_1_is_adarank_on_the_top_k_round_by_round() -> None
     # AdaRank on the same queries restricted to T (E = κ-NDCG@k of T's items).
     only_top = ds.subset(np.arange(ds.n_queries))
     keep = only_top.labels > 0
-    ds_t = QueryDataset.from_arrays(ds.X[keep], ds.labels[keep], ds.qid[keep],
-                                    ds.doc_ids[keep])
+    ds_t = QueryDataset.from_arrays(ds.X[keep], ds.labels[keep], ds.qid[keep], ds.doc_ids[keep])
     plain = adarank(ds_t, weak, rounds=15, at=3)
     assert len(focused.history) == len(plain.history) == 15
     for (m1, a1, c1), (m2, a2, c2) in zip(focused.history, plain.history, strict=True):

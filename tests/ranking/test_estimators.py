@@ -19,8 +19,9 @@ from ranking.estimators import (
 )
 
 
-def _linear_truth(seed: int, n_queries: int = 60, n_docs: int = 30, d: int = 8,
-                  k: int = 10) -> QueryDataset:
+def _linear_truth(
+    seed: int, n_queries: int = 60, n_docs: int = 30, d: int = 8, k: int = 10
+) -> QueryDataset:
     """Top-k truth from a known linear scorer: rank = order of X·w (no noise)."""
     rng = np.random.default_rng(seed)
     w = np.random.default_rng(123).normal(size=d)
@@ -116,5 +117,6 @@ def test_bad_model_json_is_rejected() -> None:
     with pytest.raises(ValueError, match="not a heapjudge-ranker"):
         Ranker.from_json(json.dumps({"format": "pickle"}))
     with pytest.raises(ValueError, match="unknown estimator"):
-        Ranker.from_json(json.dumps({"format": "heapjudge-ranker", "version": 1,
-                                     "estimator": "Nope"}))
+        Ranker.from_json(
+            json.dumps({"format": "heapjudge-ranker", "version": 1, "estimator": "Nope"})
+        )

@@ -55,8 +55,13 @@ def test_folds_follow_the_letor4_rotation(letor_dir: Path) -> None:
 
 def test_cross_validate_tunes_beta_and_reports_significance(letor_dir: Path) -> None:
     folds = E.load_folds(letor_dir, "topk", k=3)
-    res = E.cross_validate(folds, ["focusednet", "ranknet", "rankboost"], truth="topk", k=3,
-                           tune=("beta", "iterations"))
+    res = E.cross_validate(
+        folds,
+        ["focusednet", "ranknet", "rankboost"],
+        truth="topk",
+        k=3,
+        tune=("beta", "iterations"),
+    )
     assert res.measures == ("kappa_ndcg@5", "kappa_ndcg@10", "kappa_err")
     for model in res.models:
         for m in res.measures:
@@ -84,18 +89,48 @@ def test_grid_and_fit_count() -> None:
 def test_cli_cv_and_sweep_end_to_end(letor_dir: Path, tmp_path: Path) -> None:
     runner = CliRunner()
     out_json = tmp_path / "cv.json"
-    result = runner.invoke(cli, ["cv", "--data", str(letor_dir), "--truth", "both", "--k", "3",
-                                 "--models", "focusednet,ranksvm", "--tune", "beta,iterations",
-                                 "--json", str(out_json)])
+    result = runner.invoke(
+        cli,
+        [
+            "cv",
+            "--data",
+            str(letor_dir),
+            "--truth",
+            "both",
+            "--k",
+            "3",
+            "--models",
+            "focusednet,ranksvm",
+            "--tune",
+            "beta,iterations",
+            "--json",
+            str(out_json),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "NDCG@10" in result.output and "κ-NDCG@10" in result.output
     data = json.loads(out_json.read_text())
     assert set(data) == {"graded", "topk"}
     assert set(data["topk"]["mean"]) == {"focusednet", "ranksvm"}
     svg = tmp_path / "sweep.svg"
-    result = runner.invoke(cli, ["sweep-beta", "--data", str(letor_dir), "--models",
-                                 "focusednet", "--truth", "topk", "--k", "3", "--step", "0.5",
-                                 "--out", str(svg)])
+    result = runner.invoke(
+        cli,
+        [
+            "sweep-beta",
+            "--data",
+            str(letor_dir),
+            "--models",
+            "focusednet",
+            "--truth",
+            "topk",
+            "--k",
+            "3",
+            "--step",
+            "0.5",
+            "--out",
+            str(svg),
+        ],
+    )
     assert result.exit_code == 0, result.output
     text = svg.read_text()
     assert text.startswith("<svg") and text.count("<circle") >= 3

@@ -194,3 +194,20 @@ def test_group_file_errors(tmp_path: Path) -> None:
     (tmp_path / "r.txt.query").write_text("2\nx\n")
     with pytest.raises(LetorFormatError, match=r"r\.txt\.query:2"):
         read_letor(tmp_path / "r.txt")
+
+
+def test_bom_and_crlf_are_accepted(tmp_path: Path) -> None:
+    p = tmp_path / "w.txt"
+    p.write_bytes(b"\xef\xbb\xbf1 qid:1 1:0.5 #docid = a\r\n0 qid:1 1:0.25 #docid = b\r\n")
+    data = read_letor(p)
+    assert data.labels.tolist() == [1.0, 0.0] and data.docids.tolist() == ["a", "b"]
+    with pytest.raises(ValueError, match="scheme"):
+        load_fold(tmp_path, 1, scheme="mslr")  # type: ignore[arg-type]
+
+
+def test_not_utf8_names_the_line(tmp_path: Path) -> None:
+    p = tmp_path / "b.txt"
+    p.write_bytes(b"1 qid:1 1:0.5\n1 qid:1 1:\xff\n")
+    with pytest.raises(LetorFormatError, match="UTF-8") as info:
+        read_letor(p)
+    assert info.value.line == 2

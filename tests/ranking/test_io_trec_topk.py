@@ -84,3 +84,12 @@ def test_topk_errors(tmp_path: Path, line2: str, what: str) -> None:
     with pytest.raises(TopKFormatError, match=what) as info:
         read_topk_jsonl(p)
     assert info.value.line == 2 and str(info.value).startswith(f"{p}:2:")
+
+
+def test_bom_and_crlf(tmp_path: Path) -> None:
+    p = tmp_path / "q.txt"
+    p.write_bytes(b"\xef\xbb\xbf1 0 a 1\r\n1 0 b 0\r\n")
+    assert read_qrels(p) == {"1": {"a": 1, "b": 0}}
+    t = tmp_path / "t.jsonl"
+    t.write_bytes(b'\xef\xbb\xbf{"query_id": 3, "k": 1, "top": ["x"], "rest": []}\r\n')
+    assert read_topk_jsonl(t)[0].query_id == "3"

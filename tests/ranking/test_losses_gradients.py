@@ -56,8 +56,9 @@ def test_gradient_matches_finite_differences(name: str, kappa: bool) -> None:
         fn = LOSSES[name]
         params = PARAMS.get(name, {})
         value, grad = fn(scores, target, **params)
-        numeric = _numeric_grad(lambda s, fn=fn, t=target, p=params: fn(s, t, **p),
-                                scores, target.mask)
+        numeric = _numeric_grad(
+            lambda s, fn=fn, t=target, p=params: fn(s, t, **p), scores, target.mask
+        )
         np.testing.assert_allclose(grad, numeric, atol=1e-6, rtol=1e-5)
         assert np.all(grad[~target.mask] == 0.0)
         # Padding never changes the value.
@@ -68,8 +69,7 @@ def test_gradient_matches_finite_differences(name: str, kappa: bool) -> None:
 def test_permutation_listnet_gradient() -> None:
     scores, target = _batch(7, kappa=False)
     value, grad = LOSSES["listnet_permutation"](scores, target)
-    numeric = _numeric_grad(lambda s: LOSSES["listnet_permutation"](s, target), scores,
-                            target.mask)
+    numeric = _numeric_grad(lambda s: LOSSES["listnet_permutation"](s, target), scores, target.mask)
     np.testing.assert_allclose(grad, numeric, atol=1e-6, rtol=1e-5)
     assert np.isfinite(value)
 
@@ -83,8 +83,9 @@ def test_subgradient_matches_finite_differences_away_from_kinks(name: str) -> No
         fn = LOSSES[name]
         params = PARAMS.get(name, {})
         _, grad = fn(scores, target, **params)
-        numeric = _numeric_grad(lambda s, fn=fn, t=target, p=params: fn(s, t, **p),
-                                scores, target.mask, eps=1e-7)
+        numeric = _numeric_grad(
+            lambda s, fn=fn, t=target, p=params: fn(s, t, **p), scores, target.mask, eps=1e-7
+        )
         np.testing.assert_allclose(grad, numeric, atol=1e-5)
 
 
@@ -92,8 +93,9 @@ def test_focused_net_permutation_list_form_gradient() -> None:
     scores, target = _batch(4, kappa=True)
     fn = LOSSES["focused_net"]
     _, grad = fn(scores, target, beta=0.4, list_form="permutation")
-    numeric = _numeric_grad(lambda s: fn(s, target, beta=0.4, list_form="permutation"), scores,
-                            target.mask)
+    numeric = _numeric_grad(
+        lambda s: fn(s, target, beta=0.4, list_form="permutation"), scores, target.mask
+    )
     np.testing.assert_allclose(grad, numeric, atol=1e-6, rtol=1e-5)
 
 
@@ -102,6 +104,10 @@ def test_batched_value_is_mean_of_single_queries() -> None:
     for name in ("focused_net", "topk_listmle", "ranknet", "listnet", "focused_svm"):
         fn = LOSSES[name]
         batch = fn(scores, target, **PARAMS.get(name, {}))[0]
-        singles = [fn(scores[q, target.mask[q]], target.labels[q, target.mask[q]],
-                      **PARAMS.get(name, {}))[0] for q in range(Q)]
+        singles = [
+            fn(scores[q, target.mask[q]], target.labels[q, target.mask[q]], **PARAMS.get(name, {}))[
+                0
+            ]
+            for q in range(Q)
+        ]
         assert batch == pytest.approx(np.mean(singles), abs=1e-12), name

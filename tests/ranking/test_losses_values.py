@@ -74,8 +74,12 @@ def test_p_listmle_toy_example_of_004_both_alpha_settings() -> None:
     assert p1 < p2
     assert p_listmle_loss(F1, GRADES, alpha=np.array([15.0, 7, 3, 1, 0]))[0] == pytest.approx(p1)
     assert p1 - p2 == pytest.approx(
-        (15 - 7 - 1) * math.log(5) - (15 - 7) * math.log(4) - (3 - 1) * math.log(3)
-        + 7 * (math.log(11) - math.log(10)), abs=1e-9)
+        (15 - 7 - 1) * math.log(5)
+        - (15 - 7) * math.log(4)
+        - (3 - 1) * math.log(3)
+        + 7 * (math.log(11) - math.log(10)),
+        abs=1e-9,
+    )
     assert p1 - p2 == pytest.approx(-1.354343, abs=TOL)
     # A steeper α = (100, 1, 0.5, 0.1, 0) prefers f2 as intended.
     steep = np.array([100.0, 1.0, 0.5, 0.1, 0.0])
@@ -99,10 +103,12 @@ def test_w_listmle_weights_by_gain_and_discount() -> None:
     s = np.array([0.3, -0.2, 0.9])
     # truth order (0, 2, 1): weights G(2)·D(1) = 3, G(1)·D(2) = 1/log2(3); label-0 term weight 0.
     expected = 3.0 * (-0.3 + np.log(np.exp(s).sum())) + (1 / np.log2(3)) * (
-        -0.9 + np.log(np.exp(0.9) + np.exp(-0.2)))
+        -0.9 + np.log(np.exp(0.9) + np.exp(-0.2))
+    )
     assert w_listmle_loss(s, labels)[0] == pytest.approx(expected, abs=1e-12)
     assert w_listmle_loss(s, labels, cutoff=1)[0] == pytest.approx(
-        3.0 * (-0.3 + np.log(np.exp(s).sum())), abs=1e-12)
+        3.0 * (-0.3 + np.log(np.exp(s).sum())), abs=1e-12
+    )
 
 
 def test_focused_net_worked_example() -> None:
@@ -110,7 +116,8 @@ def test_focused_net_worked_example() -> None:
     for beta, value in expected.items():
         assert focused_net_loss(ABCD, KAPPA_ABCD, beta=beta)[0] == pytest.approx(value, abs=TOL)
     assert focused_net_loss(ABCD, KAPPA_ABCD, beta=0.5, normalization="none")[0] == (
-        pytest.approx(1.235273, abs=TOL))
+        pytest.approx(1.235273, abs=TOL)
+    )
     _, grad = focused_net_loss(ABCD, KAPPA_ABCD, beta=0.5)
     np.testing.assert_allclose(grad, [-0.062093, -0.111425, 0.125, 0.048518], atol=TOL)
     # List part alone: entropy of P_y with zero gradient (P_s = P_y).
@@ -122,16 +129,16 @@ def test_focused_net_worked_example() -> None:
 
 
 def test_focused_net_init_normalisation_divides_by_scales() -> None:
-    v = focused_net_loss(ABCD, KAPPA_ABCD, beta=0.5, normalization="init",
-                         list_scale=2.0, pair_scale=4.0)[0]
+    v = focused_net_loss(
+        ABCD, KAPPA_ABCD, beta=0.5, normalization="init", list_scale=2.0, pair_scale=4.0
+    )[0]
     assert v == pytest.approx(0.5 * 0.582203 / 2 + 0.5 * 0.472086 / 4, abs=TOL)
 
 
 def test_listnet_forms() -> None:
     labels = np.array([3.0, 2.0, 1.0])
     assert listnet_top_one_loss(np.zeros(3), labels)[0] == pytest.approx(math.log(3), abs=1e-12)
-    assert listnet_permutation_loss(np.zeros(3), labels)[0] == pytest.approx(math.log(6),
-                                                                             abs=1e-12)
+    assert listnet_permutation_loss(np.zeros(3), labels)[0] == pytest.approx(math.log(6), abs=1e-12)
     s2, y2 = np.array([0.3, -1.2]), np.array([2.0, 1.0])
     assert listnet_top_one_loss(s2, y2)[0] == pytest.approx(listnet_permutation_loss(s2, y2)[0])
     with pytest.raises(ValueError, match="limited to 6"):
@@ -147,8 +154,10 @@ def test_focused_net_permutation_form_equals_top_one_for_two_items() -> None:
 
 def test_pair_losses_per_pair_values() -> None:
     # pairs (a,c), (a,d), (b,c), (b,d): differences 0.5, 2, −0.5, 1
-    hinge = [ranksvm_loss(np.array([d, 0.0]), [1, 0], normalization="none")[0]
-             for d in (0.5, 2.0, -0.5, 1.0)]
+    hinge = [
+        ranksvm_loss(np.array([d, 0.0]), [1, 0], normalization="none")[0]
+        for d in (0.5, 2.0, -0.5, 1.0)
+    ]
     np.testing.assert_allclose(hinge, [0.5, 0.0, 1.5, 0.0], atol=1e-12)
     expo = [rankboost_loss(np.array([d, 0.0]), [1, 0])[0] for d in (0.5, 2.0, -0.5, 1.0)]
     np.testing.assert_allclose(expo, [0.606531, 0.135335, 1.648721, 0.367879], atol=TOL)
@@ -190,7 +199,8 @@ def test_ndcg_hinge_matches_brute_force_on_random_queries() -> None:
         s = rng.normal(size=n)
         labels = rng.permutation(np.arange(n, 0, -1.0))
         assert ndcg_structural_hinge_loss(s, labels)[0] == pytest.approx(
-            _brute_force_ndcg_hinge(s, labels), abs=1e-12)
+            _brute_force_ndcg_hinge(s, labels), abs=1e-12
+        )
 
 
 def _brute_force_svm_map(s: np.ndarray, rel: np.ndarray) -> float:
@@ -249,9 +259,19 @@ def test_svm_map_padded_batch_equals_per_query() -> None:
 
 
 def test_mapping_is_explicit_and_complete() -> None:
-    assert set(LOSSES) >= {"listmle", "topk_listmle", "p_listmle", "w_listmle", "ranknet",
-                           "ranksvm", "listnet", "listnet_permutation", "svm_map",
-                           "focused_net", "focused_svm"}
+    assert set(LOSSES) >= {
+        "listmle",
+        "topk_listmle",
+        "p_listmle",
+        "w_listmle",
+        "ranknet",
+        "ranksvm",
+        "listnet",
+        "listnet_permutation",
+        "svm_map",
+        "focused_net",
+        "focused_svm",
+    }
     with pytest.raises(ValueError, match="unknown loss"):
         get_loss("lambdamart")
 

@@ -23,18 +23,28 @@ router = APIRouter(tags=["training"])
 
 class TrainingRunCreate(StrictModel):
     collection_id: int
-    model: str = Field(min_length=1, max_length=64,
-                       description="focusednet, focusedsvm, focusedboost, topk-listmle, ...")
-    params: dict[str, Any] = Field(default_factory=dict,
-                                   description="Estimator hyperparameters, e.g. {\"beta\": 0.5}")
+    model: str = Field(
+        min_length=1,
+        max_length=64,
+        description="focusednet, focusedsvm, focusedboost, topk-listmle, ...",
+    )
+    params: dict[str, Any] = Field(
+        default_factory=dict, description='Estimator hyperparameters, e.g. {"beta": 0.5}'
+    )
 
 
 @router.post("/training-runs", status_code=202)
-async def create_training_run(body: TrainingRunCreate, _admin: AdminUser, db: DbDep,
-                              background: BackgroundTasks) -> dict[str, Any]:
+async def create_training_run(
+    body: TrainingRunCreate, _admin: AdminUser, db: DbDep, background: BackgroundTasks
+) -> dict[str, Any]:
     """Queue a training run; it trains after the response is sent."""
-    run = await run_in_threadpool(training.create_run, db=db, collection_id=body.collection_id,
-                                  model=body.model, params=body.params)
+    run = await run_in_threadpool(
+        training.create_run,
+        db=db,
+        collection_id=body.collection_id,
+        model=body.model,
+        params=body.params,
+    )
     background.add_task(training.execute_run, run["id"], db=db)
     return run
 

@@ -15,7 +15,7 @@ import math
 from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import RedirectResponse, Response
+from fastapi.responses import JSONResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from app import security
@@ -150,6 +150,7 @@ async def judge_page(request: Request, db: DbDep, task_id: int) -> Response:
         "login_url": f"/login?next=/tasks/{task_id}",
         "frame_prefix": page_data.FRAME_PREFIX,
         "frame_csp": FRAME_CSP,
+        "lookahead_url": f"/tasks/{task_id}/lookahead",
         "question": question,
     }
     context: dict[str, Any] = {
@@ -179,6 +180,25 @@ async def judge_page(request: Request, db: DbDep, task_id: int) -> Response:
         user=resolved.user,
         csrf_token=resolved.csrf_token,
         nav_active="tasks",
+    )
+
+
+@router.get("/tasks/{task_id}/lookahead")
+async def lookahead(request: Request, db: DbDep, task_id: int, seq: int) -> Response:
+    """Documents that may come next after question ``seq`` (the judging page preloads them
+    into hidden sandboxed frames). Read-only; what is shown is always the server's answer."""
+    resolved = await _session(request, db)
+    if resolved is None:
+        return JSONResponse({"detail": "not authenticated"}, status_code=401)
+    owner = await run_in_threadpool(page_data.task_owner, db, task_id)
+    if owner is None:
+        return JSONResponse({"detail": f"no task {task_id}"}, status_code=404)
+    if owner != resolved.user.id:
+        return JSONResponse({"detail": "this task is assigned to another assessor"}, 403)
+    docs = await run_in_threadpool(page_data.lookahead, db, task_id, seq)
+    return JSONResponse(
+        {"seq": seq, "docs": [d.as_json() for d in docs or []]},
+        headers={"Cache-Control": "no-store"},
     )
 
 

@@ -26,7 +26,7 @@ from sqlalchemy import func, select
 from app.db import Database
 from app.models import Collection, Document, Judgment, Query, Task
 from labeling.session import Session, open_session
-from labeling.types import GRADE_NAMES, Answer, GradeAnswer, PairAnswer
+from labeling.types import GRADE_NAMES, Answer, GradeAnswer, PairAnswer, PairQuestion
 
 #: Start of every framed document: the charset, a viewport and a calm default style. A
 #: document's own CSS comes after and may override it (it only ever styles its frame).
@@ -177,6 +177,12 @@ def list_tasks(db: Database, assessor_id: int) -> list[TaskRow]:
     return rows
 
 
+def task_owner(db: Database, task_id: int) -> int | None:
+    """The assessor id of a task (None when the task does not exist)."""
+    with db.read() as s:
+        return s.scalar(select(Task.assessor_id).where(Task.id == task_id))
+
+
 def load_task(db: Database, task_id: int) -> TaskView | None:
     """Replay one task and load its query and documents; None when it does not exist."""
     with db.read() as s:
@@ -212,6 +218,69 @@ def load_task(db: Database, task_id: int) -> TaskView | None:
         docs=docs,
         active_ms=active_ms,
     )
+
+
+def lookahead(db: Database, task_id: int, seq: int) -> list[DocView] | None:
+    """Documents the assessor may see after answering question ``seq``, for prefetching.
+
+    For a topk task: the documents of the next question after each answer the protocol
+    accepts now (replayed hypothetically; nothing is stored). For a graded task: the next two
+    documents (their order does not depend on the grades). Documents of the current question
+    are left out. None when ``seq`` is not the pending question (the page is stale).
+    """
+    with db.read() as s:
+        task = s.get(Task, task_id)
+        if task is None:
+            return None
+        rows = _live_judgments(s, task_id)
+        session = _replay(task, rows)
+        pending = session.pending
+        if pending is None or pending.seq != seq:
+            return None
+        answers = answers_of(rows)
+        upcoming: list[str] = []
+        current: set[str]
+        if isinstance(pending, PairQuestion):
+            current = {pending.left, pending.right}
+            for outcome in session.allowed_outcomes:
+                nxt = _replay_pending(
+                    task, [*answers, PairAnswer(pending.left, pending.right, outcome)]
+                )
+                if isinstance(nxt, PairQuestion):
+                    upcoming += [nxt.left, nxt.right]
+        else:
+            current = {pending.doc_id}
+            hypothetical = list(answers)
+            q: Any = pending
+            for _ in range(2):
+                hypothetical.append(GradeAnswer(q.doc_id, 0))
+                q = _replay_pending(task, hypothetical)
+                if q is None:
+                    break
+                upcoming.append(q.doc_id)
+        wanted = list(dict.fromkeys(d for d in upcoming if d not in current))
+        if not wanted:
+            return []
+        docs = {
+            d.external_id: DocView(d.external_id, d.title or "", d.text, d.html)
+            for d in s.scalars(
+                select(Document).where(
+                    Document.query_id == task.query_id, Document.external_id.in_(wanted)
+                )
+            )
+        }
+    return [docs[d] for d in wanted if d in docs]
+
+
+def _replay_pending(task: Task, answers: Sequence[Answer]) -> Any:
+    return open_session(
+        task.method,
+        list(task.doc_ids),
+        k=task.k,
+        seed=int(task.seed),
+        options=dict(task.options or {}),
+        answers=answers,
+    ).pending
 
 
 def top_list(view: TaskView) -> list[DocView] | None:

@@ -180,7 +180,7 @@
   // process, so this is most of the time between a key press and the next pair.
   var docsBox = document.querySelector(".docs");
   var pool = Array.prototype.slice.call(docsBox.querySelectorAll(".doc"));
-  var POOL_MAX = boot.method === "topk" ? 6 : 3;
+  var POOL_MAX = boot.method === "topk" ? 8 : 4;
   var useTick = 0;
   var SIDES = { left: ["Left", "Top"], right: ["Right", "Bottom"] };
 
@@ -266,6 +266,33 @@
     });
   }
 
+  // Preload the documents that may come next (GET /tasks/{id}/lookahead) into hidden cards,
+  // so the next pair usually shows without waiting for a frame to load. Best effort: errors
+  // are ignored, and the server's answer decides what is shown.
+  function prefetch(seq) {
+    if (!window.fetch) return;
+    fetch(boot.lookahead_url + "?seq=" + encodeURIComponent(seq), {
+      credentials: "same-origin", cache: "no-store", headers: { "Accept": "application/json" }
+    }).then(function (resp) { return resp.ok ? resp.json() : null; }).then(function (data) {
+      if (!data || !state.question || state.question.seq !== seq) return;
+      var visible = pool.filter(function (c) { return !c.hidden; });
+      (data.docs || []).forEach(function (doc) {
+        if (cardOf(doc.doc_id)) return;
+        var spare = pool.filter(function (c) { return visible.indexOf(c) < 0; })
+          .sort(function (x, y) { return (x._used || 0) - (y._used || 0); });
+        var fresh = pool.length < POOL_MAX || spare.length === 0;
+        var card = fresh ? makeCard() : spare[0];
+        card.hidden = true;
+        card.removeAttribute("data-slot");
+        card.setAttribute("data-doc-id", doc.doc_id);
+        card.querySelector("iframe").srcdoc = srcdocFor(doc);
+        card.querySelector(".doc-title").textContent = doc.title || doc.doc_id;
+        card._used = ++useTick;
+        if (fresh) { docsBox.appendChild(card); pool.push(card); }
+      });
+    }).catch(function () { /* prefetching is optional */ });
+  }
+
   // Only the outcomes the protocol accepts now are offered: "not relevant" applies to the
   // challenger of a Step-2 root comparison only (labeling.session.TopKSession.allowed_outcomes).
   function renderOutcomes(q) {
@@ -328,6 +355,7 @@
     syncClock();
     main.setAttribute("data-seq", String(q.seq));
     renderClock();
+    setTimeout(function () { prefetch(q.seq); }, 0);
   }
 
   // ---------------------------------------------------------------- notices

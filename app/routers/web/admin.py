@@ -1,0 +1,458 @@
+"""Admin pages: collections (create, rename, archive, import), assessors, study plans,
+live progress and exports. Server-rendered over the same services as the REST API.
+
+* ``GET /admin`` — collections and users (workload, disable/enable, reset password);
+* ``GET /admin/collections/{id}`` — progress (auto-refreshed by ``static/js/admin.js`` from
+  ``GET /admin/collections/{id}/progress-fragment``), imports, plan form, export links;
+* ``POST /admin/collections/{id}/plan`` — the plan preview (grid + constraint check), whose
+  "Create tasks" button posts the same fields with ``create=1``.
+
+Every page needs an admin's browser session (login redirect without one, 403 page for an
+assessor); every form post checks the CSRF field (``require_csrf_form``). Errors of the
+services (422 with line-numbered items) are shown on the page, never as a 500.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import RedirectResponse, Response
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import FormData, UploadFile
+
+from app import security
+from app.deps import DbDep, require_csrf_form
+from app.errors import DomainError
+from app.routers.web.auth import login_redirect
+from app.services import (
+    admin_imports,
+    admin_manage,
+    collections,
+    exports_extra,
+    planning,
+    progress,
+    users,
+)
+from app.web_templates import render, set_flash
+
+router = APIRouter()
+
+#: Chart geometry of the judgments-over-time bars (SVG user units).
+CHART_W = 640
+CHART_H = 160
+CHART_LEFT = 36
+CHART_BOTTOM = 22
+MAX_BAR = 24
+
+
+async def _admin(
+    request: Request, db: Any
+) -> tuple[security.ResolvedSession | None, Response | None]:
+    resolved = await run_in_threadpool(
+        security.resolve_web_session, db, request.cookies.get(security.SESSION_COOKIE)
+    )
+    if resolved is None:
+        return None, login_redirect(request)
+    if resolved.user.role != "admin":
+        return resolved, _page(
+            request,
+            resolved,
+            "assess/error.html",
+            {"title": "Admins only", "message": "This page is for admins."},
+            status=403,
+        )
+    return resolved, None
+
+
+def _page(
+    request: Request,
+    resolved: security.ResolvedSession,
+    name: str,
+    context: dict[str, Any],
+    *,
+    status: int = 200,
+) -> Response:
+    return render(
+        request,
+        name,
+        context,
+        user=resolved.user,
+        csrf_token=resolved.csrf_token,
+        nav_active="admin",
+        status_code=status,
+    )
+
+
+def _back(request: Request, url: str, message: str, level: str = "success") -> Response:
+    response = RedirectResponse(url, status_code=303)
+    set_flash(request, response, message, level)
+    return response
+
+
+def _error_text(exc: DomainError) -> str:
+    detail = exc.detail
+    if isinstance(detail, list):
+        parts = []
+        for item in detail[:8]:
+            if isinstance(item, dict) and "line" in item:
+                parts.append(f"{item.get('file', '')}:{item['line']}: {item.get('msg', '')}")
+            elif isinstance(item, dict):
+                parts.append(str(item.get("message", item)))
+            else:
+                parts.append(str(item))
+        more = len(detail) - 8
+        return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
+    return str(detail)
+
+
+async def _guarded_post(request: Request, db: Any) -> tuple[Any, Response | None]:
+    """For form posts: CSRF is checked by the dependency; here the admin role."""
+    resolved = request.state.web_session
+    if resolved.user.role != "admin":
+        return resolved, _page(
+            request,
+            resolved,
+            "assess/error.html",
+            {"title": "Admins only", "message": "This page is for admins."},
+            status=403,
+        )
+    return resolved, None
+
+
+# --------------------------------------------------------------------------- pages
+
+
+@router.get("/admin")
+async def admin_home(request: Request, db: DbDep) -> Response:
+    resolved, early = await _admin(request, db)
+    if early is not None:
+        return early
+    assert resolved is not None
+    colls = await run_in_threadpool(collections.list_collections, db=db)
+    loads = await run_in_threadpool(admin_manage.workloads, db=db)
+    return _page(
+        request,
+        resolved,
+        "admin/index.html",
+        {"collections": colls, "workloads": [w.as_dict() for w in loads]},
+    )
+
+
+def timeline_chart(timeline: dict[str, Any]) -> dict[str, Any]:
+    """Stacked bars (topk below, graded above) of judgments per time bucket."""
+    points = timeline.get("points", [])
+    plot_w = CHART_W - CHART_LEFT - 4
+    plot_h = CHART_H - CHART_BOTTOM - 6
+    peak = max((p["topk"] + p["graded"] for p in points), default=0) or 1
+    slot = plot_w / max(len(points), 1)
+    bars = []
+    for i, p in enumerate(points):
+        x = CHART_LEFT + i * slot
+        h_t = plot_h * p["topk"] / peak
+        h_g = plot_h * p["graded"] / peak
+        base = 6 + plot_h
+        label = f"{p['t'][:16].replace('T', ' ')}: {p['topk']} pair, {p['graded']} grade"
+        bars.append(
+            {
+                "x": round(x, 2),
+                "w": round(min(max(slot - 1, 1), MAX_BAR), 2),
+                "yt": round(base - h_t, 2),
+                "ht": round(h_t, 2),
+                "yg": round(base - h_t - h_g, 2),
+                "hg": round(h_g, 2),
+                "title": label,
+            }
+        )
+    return {
+        "bars": bars,
+        "width": CHART_W,
+        "height": CHART_H,
+        "left": CHART_LEFT,
+        "axis_y": 6 + plot_h,
+        "peak": peak,
+        "bucket": timeline.get("bucket_seconds", 60),
+        "first": points[0]["t"][:16].replace("T", " ") if points else "",
+        "last": points[-1]["t"][:16].replace("T", " ") if points else "",
+    }
+
+
+async def _progress_context(db: Any, collection_id: int) -> dict[str, Any]:
+    report = await run_in_threadpool(
+        progress.collection_progress, db=db, collection_id=collection_id
+    )
+    return {"progress": report, "chart": timeline_chart(report["timeline"])}
+
+
+@router.get("/admin/collections/{collection_id}")
+async def collection_page(request: Request, collection_id: int, db: DbDep) -> Response:
+    resolved, early = await _admin(request, db)
+    if early is not None:
+        return early
+    assert resolved is not None
+    try:
+        summary = await run_in_threadpool(
+            collections.get_collection, db=db, collection_id=collection_id
+        )
+        ctx = await _progress_context(db, collection_id)
+    except DomainError as exc:
+        return _page(
+            request,
+            resolved,
+            "assess/error.html",
+            {"title": "Not found", "message": _error_text(exc), "back_url": "/admin"},
+            status=exc.status_code,
+        )
+    people = await run_in_threadpool(users.list_users, db=db)
+    return _page(
+        request,
+        resolved,
+        "admin/collection.html",
+        {
+            "collection": summary,
+            "assessors": [u for u in people if not u.disabled],
+            "export_formats": exports_extra.FORMATS,
+            "export_sources": exports_extra.SOURCES,
+            **ctx,
+        },
+    )
+
+
+@router.get("/admin/collections/{collection_id}/progress-fragment")
+async def progress_fragment(request: Request, collection_id: int, db: DbDep) -> Response:
+    """The progress section alone (the page's script swaps it in every few seconds)."""
+    resolved, early = await _admin(request, db)
+    if early is not None:
+        return early
+    assert resolved is not None
+    try:
+        ctx = await _progress_context(db, collection_id)
+    except DomainError as exc:
+        return Response(_error_text(exc), status_code=exc.status_code)
+    return _page(request, resolved, "admin/_progress.html", ctx)
+
+
+# --------------------------------------------------------------------------- form posts
+
+
+def _field(form: FormData, name: str, default: str = "") -> str:
+    value = form.get(name)
+    return value.strip() if isinstance(value, str) else default
+
+
+@router.post("/admin/collections", dependencies=[Depends(require_csrf_form)])
+async def create_collection(request: Request, db: DbDep) -> Response:
+    _resolved, early = await _guarded_post(request, db)
+    if early is not None:
+        return early
+    form = await request.form()
+    try:
+        coll = await run_in_threadpool(
+            collections.create_collection,
+            db=db,
+            name=_field(form, "name"),
+            description=_field(form, "description"),
+        )
+    except DomainError as exc:
+        return _back(request, "/admin", _error_text(exc), "error")
+    return _back(request, f"/admin/collections/{coll.id}", f"Collection {coll.name!r} created.")
+
+
+@router.post(
+    "/admin/collections/{collection_id}/settings", dependencies=[Depends(require_csrf_form)]
+)
+async def collection_settings(request: Request, collection_id: int, db: DbDep) -> Response:
+    _resolved, early = await _guarded_post(request, db)
+    if early is not None:
+        return early
+    form = await request.form()
+    url = f"/admin/collections/{collection_id}"
+    try:
+        await run_in_threadpool(
+            admin_manage.update_collection,
+            db=db,
+            collection_id=collection_id,
+            name=_field(form, "name") or None,
+            description=_field(form, "description"),
+            archived=form.get("archived") == "1",
+        )
+    except DomainError as exc:
+        return _back(request, url, _error_text(exc), "error")
+    return _back(request, url, "Collection updated.")
+
+
+@router.post("/admin/collections/{collection_id}/import", dependencies=[Depends(require_csrf_form)])
+async def import_page(request: Request, collection_id: int, db: DbDep) -> Response:
+    _resolved, early = await _guarded_post(request, db)
+    if early is not None:
+        return early
+    form = await request.form(max_files=8, max_fields=20)
+    url = f"/admin/collections/{collection_id}"
+    action = _field(form, "action", "import")
+    files = {
+        key: admin_imports.UploadedFile(value.filename or key, value.file)
+        for key, value in form.multi_items()
+        if isinstance(value, UploadFile) and value.filename
+    }
+    try:
+        if action == "attach-grades":
+            report = await run_in_threadpool(
+                admin_imports.attach_grades,
+                db=db,
+                collection_id=collection_id,
+                qrels=files["qrels"],
+                qrels_format=_field(form, "qrels_format", "trec"),
+            )
+            message = f"{report.matched} grades attached ({report.unmatched} lines unmatched)."
+        elif action == "attach-features":
+            report = await run_in_threadpool(
+                admin_imports.attach_features,
+                db=db,
+                collection_id=collection_id,
+                features=files["features"],
+            )
+            message = (
+                f"{report.matched} feature vectors attached ({report.unmatched} rows unmatched)."
+            )
+        else:
+            unjudged = _field(form, "unjudged_grade")
+            depth = _field(form, "run_depth")
+            imported = await run_in_threadpool(
+                admin_imports.import_files,
+                db=db,
+                collection_id=collection_id,
+                kind=_field(form, "kind", "trec"),
+                files=files,
+                pairing=_field(form, "pairing", "qrels"),
+                qrels_format=_field(form, "qrels_format", "trec"),
+                run_depth=int(depth) if depth.isdigit() else None,
+                unjudged_grade=int(unjudged) if unjudged.isdigit() else None,
+                ignore_unknown_qrels=form.get("ignore_unknown_qrels") == "1",
+            )
+            message = (
+                f"Imported {imported.rows} rows: {imported.queries_created} new queries, "
+                f"{imported.documents_created} new documents."
+            )
+    except KeyError as exc:
+        return _back(request, url, f"Choose the {exc.args[0]} file.", "error")
+    except DomainError as exc:
+        return _back(request, url, "Nothing was imported: " + _error_text(exc), "error")
+    return _back(request, url, message)
+
+
+def _plan_spec(collection_id: int, form: FormData) -> planning.PlanSpec:
+    options: dict[str, dict[str, Any]] = {
+        "topk": {
+            key: form.get(f"opt_{key}") == "1"
+            for key in ("allow_ties", "pair_cache", "not_relevant")
+        }
+    }
+    queries = _field(form, "query_ids")
+    n = _field(form, "pool_n")
+    return planning.PlanSpec(
+        collection_id=collection_id,
+        assessors=[v for v in form.getlist("assessors") if isinstance(v, str) and v],
+        query_ids=[q.strip() for q in queries.split(",") if q.strip()] if queries else None,
+        scheme=_field(form, "scheme", "rotation"),
+        shifts=tuple(
+            int(x) for x in _field(form, "shifts", "0,2").split(",") if x.strip().isdigit()
+        ),
+        per_query={
+            "topk": int(_field(form, "per_topk", "2") or 0),
+            "graded": int(_field(form, "per_graded", "2") or 0),
+        },
+        seed=int(_field(form, "seed", "0") or 0),
+        csv=_field(form, "csv") or None,
+        name=_field(form, "name", "plan") or "plan",
+        k=int(_field(form, "k", "10") or 10),
+        options=options,
+        pool=planning.PoolSpec(
+            mode=_field(form, "pool_mode", "all"),
+            n=int(n) if n.isdigit() else None,
+            seed=int(_field(form, "pool_seed", "0") or 0),
+            dedupe=form.get("dedupe") == "1",
+        ),
+    )
+
+
+@router.post("/admin/collections/{collection_id}/plan", dependencies=[Depends(require_csrf_form)])
+async def plan_page(request: Request, collection_id: int, db: DbDep) -> Response:
+    resolved, early = await _guarded_post(request, db)
+    if early is not None:
+        return early
+    form = await request.form()
+    url = f"/admin/collections/{collection_id}"
+    try:
+        spec = _plan_spec(collection_id, form)
+    except ValueError:
+        return _back(request, url, "Numbers expected for k, seeds and sizes.", "error")
+    try:
+        if form.get("create") == "1":
+            created = await run_in_threadpool(planning.create_plan, db=db, spec=spec)
+            return _back(
+                request, url, f"Created {len(created.task_ids)} tasks (plan {created.name!r})."
+            )
+        preview = await run_in_threadpool(planning.preview_plan, db=db, spec=spec)
+    except DomainError as exc:
+        return _back(request, url, "The plan was not created: " + _error_text(exc), "error")
+    hidden = [(k, v) for k, v in form.multi_items() if k not in ("csrf_token", "create")]
+    return _page(
+        request,
+        resolved,
+        "admin/plan.html",
+        {
+            "collection_id": collection_id,
+            "preview": preview,
+            "hidden": [(k, v) for k, v in hidden if isinstance(v, str)],
+            "options_json": json.dumps(preview.options),
+        },
+    )
+
+
+@router.post("/admin/users", dependencies=[Depends(require_csrf_form)])
+async def create_user(request: Request, db: DbDep) -> Response:
+    _resolved, early = await _guarded_post(request, db)
+    if early is not None:
+        return early
+    form = await request.form()
+    try:
+        user = await run_in_threadpool(
+            users.create_user,
+            db=db,
+            username=_field(form, "username"),
+            password=str(form.get("password") or ""),
+            role=_field(form, "role", "assessor"),
+        )
+    except DomainError as exc:
+        return _back(request, "/admin", _error_text(exc), "error")
+    return _back(request, "/admin", f"User {user.username!r} created.")
+
+
+@router.post("/admin/users/{username}/{action}", dependencies=[Depends(require_csrf_form)])
+async def user_action(request: Request, username: str, action: str, db: DbDep) -> Response:
+    resolved, early = await _guarded_post(request, db)
+    if early is not None:
+        return early
+    form = await request.form()
+    try:
+        if action in ("disable", "enable"):
+            if action == "disable" and username == resolved.user.username:
+                return _back(request, "/admin", "You cannot disable yourself.", "error")
+            await run_in_threadpool(
+                users.set_disabled, db=db, username=username, disabled=action == "disable"
+            )
+            message = f"{username} {action}d."
+        elif action == "password":
+            await run_in_threadpool(
+                admin_manage.reset_password,
+                db=db,
+                username=username,
+                password=str(form.get("password") or ""),
+            )
+            message = f"Password of {username} reset; their sessions ended."
+        else:
+            return _back(request, "/admin", f"Unknown action {action!r}.", "error")
+    except DomainError as exc:
+        return _back(request, "/admin", _error_text(exc), "error")
+    return _back(request, "/admin", message)
