@@ -15,7 +15,8 @@ Ranking ``π``: documents sorted by descending score. Score ties (the ``ties`` p
 
 * ``"stable"``   input order (the paper's choice, seed-digest §0; LightGBM, XGBoost, LETOR);
 * ``"docid"``    doc id *descending*, as trec_eval's ``comp_sim_docno`` and gdeval (needs
-  ``docids``);
+  ``docids``, a (Q, L) array of str compared bytewise like strcmp, or of integers compared
+  numerically);
 * ``"pessimistic"`` / ``"optimistic"``  the worst / best label first (bounds on any tie order);
 * ``"average"``  the expectation over all orders of each tied group (McSherry & Najork 2008,
   ECIR, as scikit-learn's ``ndcg_score``): every position of a tied group gets the group's
@@ -763,7 +764,7 @@ def reciprocal_rank(
     m = rel.shape[1] if at is None else min(int(at), rel.shape[1])
     rel = rel[:, :m]
     found = rel.any(axis=1)
-    first = np.argmax(rel, axis=1)
+    first = np.argmax(rel, axis=1) if m > 0 else np.zeros(rel.shape[0], dtype=np.intp)
     values = np.where(found, 1.0 / (first + 1.0), 0.0)
     il, im = _ideal_source(b, ideal_labels, ideal_mask)
     empty_rows = _relevant(il, im, rel_threshold).sum(axis=1) <= 0

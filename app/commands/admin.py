@@ -354,6 +354,7 @@ def export_cmd(
     source: str = typer.Option("first", help="first | assessor | all | borda | bt | mean"),
     assessor: str | None = typer.Option(None, help="With --source assessor."),
     missing_features: str = typer.Option("error", help="error | skip | zero"),
+    plan: str | None = typer.Option(None, help="Only tasks of this plan label, e.g. study:A1."),
     output: Path | None = typer.Option(None, "-o", "--output", help="File (default stdout)."),
     database_url: str | None = DB_OPTION,
 ) -> None:
@@ -368,6 +369,7 @@ def export_cmd(
             source=source,
             assessor=assessor,
             missing_features=missing_features,
+            plan=plan,
         )
         chunks = export_stream(db=db, req=req)
         if output is None:

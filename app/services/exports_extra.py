@@ -8,6 +8,9 @@ Formats (``format=``), all streamed:
   and ``group`` — the LightGBM group file (rows per query, one per line, same order);
 * ``qrels`` — TREC qrels ``qid iter docno label``; with ``source="all"`` the ``iter`` column
   carries the task id (trec_eval ignores it), otherwise it is 0;
+``plan`` restricts every format to the tasks of one plan label (``study:A1`` = the first
+assignment of a rotation).
+
 * ``pairs-csv`` — one CSV row per live pair judgment: query, assessor, task, seq, left, right,
   outcome, winner, whether the protocol's pair was shown swapped, active ms, time; every cell
   neutralised against spreadsheet formula injection (:mod:`labeling.csv_safety`).
@@ -92,6 +95,9 @@ class ExportRequest:
     assessor: str | None = None
     missing_features: str = "error"
     """LETOR formats: documents without features are an ``error``, ``skip``ped, or ``zero``."""
+    plan: str | None = None
+    """Only tasks with this plan label (e.g. ``study:A1``, the first assignment of a rotation:
+    the digest's default "one labeling per query, the first assignment", §2.4 item 9)."""
 
 
 @dataclass(slots=True)
@@ -134,7 +140,9 @@ def check_request(req: ExportRequest, *, db: Database) -> None:
             raise NotFound(f"no user named {req.assessor!r}")
 
 
-def _finished(s: Any, collection_id: int, method: str) -> list[tuple[Task, str, str]]:
+def _finished(
+    s: Any, collection_id: int, method: str, plan: str | None = None
+) -> list[tuple[Task, str, str]]:
     stmt = (
         select(Task, Query.external_id, User.username)
         .join(Query, Query.id == Task.query_id)
@@ -142,6 +150,8 @@ def _finished(s: Any, collection_id: int, method: str) -> list[tuple[Task, str, 
         .where(Task.collection_id == collection_id, Task.method == method, Task.status == "done")
         .order_by(Query.id, Task.finished_at, Task.id)
     )
+    if plan is not None:
+        stmt = stmt.where(Task.plan == plan)
     return [(t, q, u) for t, q, u in s.execute(stmt)]
 
 
@@ -149,7 +159,7 @@ def query_labels(s: Any, req: ExportRequest) -> Iterator[QueryLabels]:
     """Per query (in import order), the labels chosen by ``req.source``."""
     method = "topk" if req.labels == "kappa" else "graded"
     groups: dict[str, list[tuple[Task, str]]] = {}
-    for task, qid, username in _finished(s, req.collection_id, method):
+    for task, qid, username in _finished(s, req.collection_id, method, req.plan):
         groups.setdefault(qid, []).append((task, username))
     for qid, tasks in groups.items():
         if req.source == "assessor":
@@ -233,6 +243,8 @@ def _pairs_csv(db: Database, req: ExportRequest) -> Iterator[bytes]:
     )
     if req.assessor:
         stmt = stmt.where(User.username == req.assessor)
+    if req.plan is not None:
+        stmt = stmt.where(Task.plan == req.plan)
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(PAIR_COLUMNS)

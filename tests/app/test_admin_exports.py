@@ -202,3 +202,12 @@ def test_letor_needs_features(api: Api) -> None:
         params={"format": "letor", "missing_features": "zero"},
     )
     assert ok.status_code == 200 and len(ok.text.splitlines()) == 4
+
+
+def test_plan_label_filter(api: Api, labelled) -> None:
+    cid, scores = labelled
+    same = _get(api, cid, format="qrels", labels="kappa", source="first", plan="exp")
+    assert same == _get(api, cid, format="qrels", labels="kappa", source="first")
+    assert _get(api, cid, format="qrels", labels="kappa", plan="nope") == b""
+    pairs = _get(api, cid, format="pairs-csv", plan="exp-graded").decode().splitlines()
+    assert len(pairs) == 1  # header only: that plan has graded tasks, no pairs

@@ -38,20 +38,23 @@ def free_port() -> int:
 
 
 def test_db_user_import_export_commands(tmp_path: Path) -> None:
+    """The commands in-process (typer's runner: no interpreter start-up per command)."""
+    from typer.testing import CliRunner
+
+    from app.cli import cli as app_cli
+
+    runner = CliRunner()
+
+    def run(*args: str, stdin: str | None = None):
+        return runner.invoke(app_cli, list(args), input=stdin, catch_exceptions=False)
+
     url = f"sqlite:///{tmp_path / 'cli.db'}"
-    r = cli("db", "upgrade", "--database-url", url, cwd=tmp_path)
-    assert r.returncode == 0 and "0001_initial" in r.stdout, r.stderr
-    r = cli(
-        "create-user",
-        "root",
-        "--role",
-        "admin",
-        "--database-url",
-        url,
-        cwd=tmp_path,
-        stdin="a-long-password\n",
-    )
-    assert r.returncode == 0 and "admin 'root'" in r.stdout, r.stderr
+    r = run("db", "upgrade", "--database-url", url)
+    assert r.exit_code == 0 and "0001_initial" in r.output, r.output
+    r = run("create-user", "root", "--role", "admin", "--database-url", url, stdin="a-long-pw\n")
+    assert r.exit_code == 0 and "admin 'root'" in r.output, r.output
+    r = run("create-user", "root", "--database-url", url, stdin="a-long-password\n")
+    assert r.exit_code == 1 and "already taken" in r.output
     good = tmp_path / "good.ndjson"
     good.write_text(
         "\n".join(
@@ -59,27 +62,19 @@ def test_db_user_import_export_commands(tmp_path: Path) -> None:
             for i in range(3)
         )
     )
-    r = cli("import", "coll", str(good), "--database-url", url, cwd=tmp_path)
-    assert r.returncode == 0 and "3 new documents" in r.stdout, r.stderr
+    r = run("import", "coll", str(good), "--database-url", url)
+    assert r.exit_code == 0 and "3 new documents" in r.output, r.output
     bad = tmp_path / "bad.ndjson"
     bad.write_text('{"query_id": "q", "query": "x", "doc_id": "e1"}\nnot json\n')
-    r = cli("import", "coll", str(bad), "--database-url", url, cwd=tmp_path)
-    assert r.returncode == 1 and f"{bad}:2:" in r.stderr and "nothing imported" in r.stderr
+    r = run("import", "coll", str(bad), "--database-url", url)
+    assert r.exit_code == 1 and f"{bad}:2:" in r.output and "nothing imported" in r.output
     out = tmp_path / "pairs.jsonl"
-    r = cli(
-        "export",
-        "coll",
-        "--format",
-        "pairs-jsonl",
-        "-o",
-        str(out),
-        "--database-url",
-        url,
-        cwd=tmp_path,
-    )
-    assert r.returncode == 0 and out.read_text() == "", r.stderr
-    r = cli("db", "downgrade", "base", "--database-url", url, cwd=tmp_path)
-    assert r.returncode == 0 and "base" in r.stdout
+    r = run("export", "coll", "--format", "pairs-jsonl", "-o", str(out), "--database-url", url)
+    assert r.exit_code == 0 and out.read_text() == "", r.output
+    r = run("export", "nope", "--database-url", url)
+    assert r.exit_code == 1 and "no collection" in r.output
+    r = run("db", "downgrade", "base", "--database-url", url)
+    assert r.exit_code == 0 and "base" in r.output
 
 
 def test_serve_refuses_the_dev_secret_outside_dev_mode(tmp_path: Path) -> None:

@@ -210,3 +210,20 @@ def test_bad_inputs() -> None:
     assert metrics.parse_metric("kappa-ndcg@10") == ("kappa-ndcg", 10)
     assert metrics.parse_metric("P_5") == ("p", 5)
     assert metrics.parse_metric("ndcg_cut.10") == ("ndcg", 10)
+
+
+@pytest.mark.parametrize("shape", [(0, 5), (3, 0), (0, 0)])
+def test_empty_shapes(shape: tuple[int, int]) -> None:
+    z = np.zeros(shape)
+    for fn in (
+        metrics.ndcg,
+        metrics.err,
+        metrics.average_precision,
+        metrics.reciprocal_rank,
+        metrics.kappa_err,
+        metrics.kappa_ndcg,
+    ):
+        out = fn(z, z)
+        assert out.shape == (shape[0],) and (out == 0).all()
+    assert metrics.precision(z, z, at=3).shape == (shape[0],)
+    assert math.isnan(metrics.mean([]))

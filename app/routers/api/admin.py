@@ -247,6 +247,7 @@ def export_extra(
     source: Literal["first", "assessor", "all", "borda", "bt", "mean"] = "first",
     assessor: str | None = None,
     missing_features: Literal["error", "skip", "zero"] = "error",
+    plan: str | None = None,
 ) -> StreamingResponse:
     """LETOR/SVMlight (+ LightGBM group file), qrels with a label source, or pairs CSV."""
     req = exports_extra.ExportRequest(
@@ -256,6 +257,7 @@ def export_extra(
         source=source,
         assessor=assessor,
         missing_features=missing_features,
+        plan=plan,
     )
     body = exports_extra.export_stream(db=db, req=req)
     name = f"collection-{collection_id}-{labels}-{source}-{exports_extra.FILE_NAMES[format]}"

@@ -406,6 +406,7 @@ async def plan_page(request: Request, collection_id: int, db: DbDep) -> Response
             "preview": preview,
             "hidden": [(k, v) for k, v in hidden if isinstance(v, str)],
             "options_json": json.dumps(preview.options),
+            "csv": planning.plan_entries_csv(preview),
         },
     )
 
