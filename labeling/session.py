@@ -92,8 +92,8 @@ DEFAULT_OPTIONS: dict[str, dict[str, Any]] = {
 #: configs written before the option existed compare (and replay) unchanged.
 OMITTED_WHEN_DEFAULT: dict[str, dict[str, Any]] = {"topk": {"reask_fraction": 0.0}, "graded": {}}
 
-#: Largest allowed ``reask_fraction``: beyond a half, re-asks would outnumber the questions
-#: that build the ranking.
+#: Largest allowed ``reask_fraction``: at a half, re-asks already add 50% to the judgments
+#: that build the ranking; more would measure the assessor rather than label the query.
 MAX_REASK_FRACTION = 0.5
 
 #: Questions shown between a pair and its swapped re-ask (see the module docstring).
@@ -199,6 +199,8 @@ def validate_options(method: str, options: Mapping[str, Any] | None = None) -> d
     """Return the complete options of ``method`` (defaults filled in); ConfigError on bad input.
 
     Idempotent: ``validate_options(m, validate_options(m, o)) == validate_options(m, o)``.
+    Exception: an option of :data:`OMITTED_WHEN_DEFAULT` (``reask_fraction``) is present only
+    when it differs from its default, so configs stored before it existed stay equal.
     """
     method = _check_method(method)
     if options is None:

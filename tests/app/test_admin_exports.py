@@ -205,7 +205,7 @@ def test_letor_needs_features(api: Api) -> None:
 
 
 def test_plan_label_filter(api: Api, labelled) -> None:
-    cid, scores = labelled
+    cid, _ = labelled
     same = _get(api, cid, format="qrels", labels="kappa", source="first", plan="exp")
     assert same == _get(api, cid, format="qrels", labels="kappa", source="first")
     assert _get(api, cid, format="qrels", labels="kappa", plan="nope") == b""
