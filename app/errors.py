@@ -18,6 +18,7 @@ from fastapi import FastAPI, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from sqlalchemy import exc as sa_exc
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -113,6 +114,26 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def _http(_request: Request, exc: StarletteHTTPException) -> Any:
         return _json(exc.status_code, exc.detail, getattr(exc, "headers", None))
+
+    # Database refusals that input validation did not anticipate are still client errors, not
+    # 500s: a value the column cannot hold (a NUL character in Postgres text, an integer out of
+    # range), a constraint the request violated, or SQLite's lock wait running out.
+    @app.exception_handler(sa_exc.DataError)
+    async def _data(_request: Request, exc: sa_exc.DataError) -> Any:
+        log.info("data error: %s", exc.orig)
+        return _json(
+            422, "a value is not acceptable to the database (NUL character or out of range)"
+        )
+
+    @app.exception_handler(sa_exc.IntegrityError)
+    async def _integrity(_request: Request, exc: sa_exc.IntegrityError) -> Any:
+        log.info("integrity error: %s", exc.orig)
+        return _json(409, "the request conflicts with stored data")
+
+    @app.exception_handler(sa_exc.OperationalError)
+    async def _operational(_request: Request, exc: sa_exc.OperationalError) -> Any:
+        log.warning("database unavailable: %s", exc.orig)
+        return _json(503, "the database is busy or unavailable; retry", {"Retry-After": "1"})
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> Any:  # pragma: no cover - bug

@@ -266,6 +266,9 @@ def authenticate(
     now = now or utcnow()
     username = username.strip()[:64]
     ip = (ip or "")[:64]
+    if "\x00" in username:  # cannot name a user (and Postgres text cannot hold it)
+        verify_password(password, None)
+        return None
     wait = login_retry_after(db, username, ip, now=now)
     if wait:
         raise LoginThrottled(wait)

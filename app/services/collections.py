@@ -232,7 +232,12 @@ def _as_id(value: Any) -> str | None:
         return None
     if isinstance(value, int):
         return str(value)
-    if isinstance(value, str) and value.strip() and len(value) <= MAX_ID_CHARS:
+    if (
+        isinstance(value, str)
+        and value.strip()
+        and len(value) <= MAX_ID_CHARS
+        and "\x00" not in value
+    ):
         return value
     return None
 
@@ -272,6 +277,8 @@ def _check_line(number: int, obj: Any, errors: _Errors, max_chars: int) -> _Line
             errors.add(number, f"{key} must be a string, got {type(value).__name__}")
         elif len(value) > max_chars:
             errors.add(number, f"{key} is too long ({len(value)} > {max_chars} characters)")
+        elif "\x00" in value:
+            errors.add(number, f"{key} contains a NUL character")
         elif key == "query" and not value.strip():
             errors.add(number, "query must be a non-empty string")
         else:

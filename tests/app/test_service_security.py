@@ -292,3 +292,21 @@ def test_web_session_idle_and_absolute_expiry(api: Api, world: dict[str, Any]) -
         assert security.resolve_web_session(db, raw2, now=t0 + timedelta(seconds=1801)) is None
     finally:
         db.dispose()
+
+
+def test_nul_characters_are_client_errors_on_every_backend(api: Api, world: dict[str, Any]) -> None:
+    """Postgres text cannot hold NUL: such input must be a 4xx, never a 500."""
+    r = api.client.post("/api/v1/auth/token", data={"username": "a\x00b", "password": "x" * 9})
+    assert r.status_code == 401
+    line = {"query_id": "n1", "query": "nul \x00 here", "doc_id": "n-1"}
+    r = api.post("admin", f"/api/v1/collections/{world['cid']}/import", content=ndjson([line]))
+    assert r.status_code == 422 and r.json()["detail"][0]["line"] == 1
+    r = api.post("admin", "/api/v1/collections", json={"name": "bad\x00name"})
+    assert r.status_code == 422
+    body = {
+        "collection_id": world["cid"],
+        "query_id": "s\x001",
+        "assessor": "ava",
+        "method": "topk",
+    }
+    assert api.post("admin", "/api/v1/tasks", json=body).status_code in (404, 422)

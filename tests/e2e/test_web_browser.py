@@ -443,6 +443,8 @@ def test_hostile_documents_do_nothing(env: dict[str, Any], ctx: Any) -> None:
     assert page.inner_text("#query-title") == hostile_q
     assert page.inner_text("#query-description") == hostile_d
     assert page.locator(".query-bar img, .query-bar script, .query-bar b").count() == 0
+    titles = page.locator("article[data-doc-id=evil-a] .doc-title")
+    assert titles.inner_text() == "A <b>hostile</b> title"
     title_before = page.title()
     chrome_before = page.evaluate(
         "() => document.querySelector('.site-header').outerHTML"

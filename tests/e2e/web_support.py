@@ -143,6 +143,10 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+class _PortTaken(Exception):
+    pass
+
+
 class LiveServer:
     """``uvicorn app.main:create_app --factory`` in a subprocess on 127.0.0.1."""
 
@@ -154,7 +158,21 @@ class LiveServer:
         self.proc: subprocess.Popen[bytes] | None = None
         self.log_path = db_path.with_suffix(".server.log")
 
-    def start(self, timeout: float = 30.0) -> LiveServer:
+    def start(self, timeout: float = 30.0, attempts: int = 3) -> LiveServer:
+        """Start and wait for ``/healthz``. The port is picked free just before the start, so
+        another process may take it first (many test runs share the machine): then retry on
+        a new port."""
+        for attempt in range(attempts):
+            try:
+                return self._start_once(timeout)
+            except _PortTaken:
+                if attempt == attempts - 1:
+                    raise RuntimeError(f"no free port after {attempts} attempts") from None
+                self.port = free_port()
+                self.url = f"http://127.0.0.1:{self.port}"
+        raise AssertionError("unreachable")
+
+    def _start_once(self, timeout: float) -> LiveServer:
         env = dict(os.environ)
         env.update(
             {
@@ -178,7 +196,7 @@ class LiveServer:
                 "--port",
                 str(self.port),
                 "--log-level",
-                "warning",
+                "info",
                 "--no-access-log",
             ],
             cwd=str(REPO_ROOT),
@@ -189,13 +207,21 @@ class LiveServer:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited early:\n{self.log()}")
+                log = self.log()
+                if "address already in use" in log.lower():
+                    raise _PortTaken()
+                raise RuntimeError(f"server exited early:\n{log}")
             try:
                 with urllib.request.urlopen(self.url + "/healthz", timeout=1) as resp:
-                    if resp.status == 200:
-                        return self
+                    ok = resp.status == 200
             except OSError:
                 time.sleep(0.1)
+                continue
+            # Only our own uvicorn's "running on" line proves the answer came from it and not
+            # from someone else's server that took the port first.
+            if ok and f"running on {self.url}" in self.log().lower():
+                return self
+            time.sleep(0.1)
         self.stop()
         raise RuntimeError(f"server did not start in {timeout} s:\n{self.log()}")
 

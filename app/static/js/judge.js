@@ -466,6 +466,11 @@
         state.failed = null;
         clearStored();
         var cur = currentFrom(r.data);
+        if (!cur && /cancel/i.test(detailText(r.data, ""))) {
+          notice("An administrator cancelled this task; nothing more can be judged here.",
+            "error", false);
+          return;
+        }
         if (req.kind === "undo") {
           notice(detailText(r.data, "Nothing to undo."), "warning", false);
         } else {
