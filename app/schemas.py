@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Role = Literal["assessor", "admin"]
 MethodName = Literal["topk", "graded"]
@@ -20,8 +20,30 @@ ExportFormat = Literal["qrels", "topk-jsonl", "pairs-jsonl", "grades-qrels"]
 MAX_ACTIVE_MS = 24 * 3600 * 1000
 
 
+def _reject_nul(value: Any, where: str = "body") -> None:
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise ValueError(f"{where} contains a NUL character")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _reject_nul(key, where)
+            _reject_nul(item, f"{where}.{key}")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _reject_nul(item, f"{where}[{i}]")
+
+
 class StrictModel(BaseModel):
+    """Request bodies: unknown keys and NUL characters (which Postgres text cannot store)
+    are 422s that say where."""
+
     model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_nul(cls, data: Any) -> Any:
+        _reject_nul(data)
+        return data
 
 
 class TokenOut(BaseModel):

@@ -30,7 +30,7 @@ from functools import lru_cache
 
 from pwdlib import PasswordHash
 from pwdlib.hashers.argon2 import Argon2Hasher
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import bindparam, delete, func, select, update
 
 from app.db import Database
 from app.models import ApiToken, LoginAttempt, User, WebSession, utcnow
@@ -112,25 +112,46 @@ def create_api_token(db: Database, user_id: int, *, name: str = "", days: int | 
     return raw
 
 
+_TOKEN_USER = (
+    select(
+        ApiToken.id.label("token_id"),
+        ApiToken.expires_at,
+        ApiToken.last_used_at,
+        User.id,
+        User.username,
+        User.password_hash,
+        User.role,
+        User.disabled,
+        User.created_at,
+    )
+    .join(User, User.id == ApiToken.user_id)
+    .where(ApiToken.token_hash == bindparam("digest"))
+)
+
+
 def resolve_api_token(db: Database, raw: str, *, now: datetime | None = None) -> User | None:
-    """The active user owning the bearer token ``raw``, or None (unknown/expired/disabled)."""
+    """The active user owning the bearer token ``raw``, or None (unknown/expired/disabled).
+
+    Runs on every API request, so it is one Core query; the User returned is a plain
+    (transient) instance built from that row."""
     now = now or utcnow()
-    digest = hash_token(raw)
     with db.read() as s:
-        row = s.execute(
-            select(ApiToken, User)
-            .join(User, User.id == ApiToken.user_id)
-            .where(ApiToken.token_hash == digest)
-        ).first()
+        row = s.execute(_TOKEN_USER, {"digest": hash_token(raw)}).first()
     if row is None:
         return None
-    token, user = row
-    if user.disabled or (token.expires_at is not None and token.expires_at <= now):
+    if row.disabled or (row.expires_at is not None and row.expires_at <= now):
         return None
-    if token.last_used_at is None or now - token.last_used_at > TOUCH_INTERVAL:
+    if row.last_used_at is None or now - row.last_used_at > TOUCH_INTERVAL:
         with db.write() as s:
-            s.execute(update(ApiToken).where(ApiToken.id == token.id).values(last_used_at=now))
-    return user
+            s.execute(update(ApiToken).where(ApiToken.id == row.token_id).values(last_used_at=now))
+    return User(
+        id=row.id,
+        username=row.username,
+        password_hash=row.password_hash,
+        role=row.role,
+        disabled=row.disabled,
+        created_at=row.created_at,
+    )
 
 
 # --------------------------------------------------------------------------- web sessions

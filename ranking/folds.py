@@ -33,38 +33,33 @@ class Fold:
     test: tuple[str, ...]
 
 
-def letor4_folds(parts: Sequence[str] = ("S1", "S2", "S3", "S4", "S5")) -> list[Fold]:
-    """LETOR 4.0 rotation over five partitions (Fold1 = train S1-S3, vali S4, test S5)."""
+def _rotation(parts: Sequence[str], what: str, train: int, vali: int, test: int) -> list[Fold]:
+    """Five folds; fold i (0-based) takes part (i + offset) mod 5 for each role, with the
+    three training parts consecutive from ``train``."""
     if len(parts) != 5:
-        raise ValueError(f"LETOR folds need exactly 5 partitions, got {len(parts)}")
+        raise ValueError(f"{what} need exactly 5 partitions, got {len(parts)}")
     p = list(parts)
     return [
         Fold(
             name=f"Fold{i + 1}",
-            train=(p[i % 5], p[(i + 1) % 5], p[(i + 2) % 5]),
-            vali=(p[(i + 3) % 5],),
-            test=(p[(i + 4) % 5],),
+            train=tuple(p[(i + train + j) % 5] for j in range(3)),
+            vali=(p[(i + vali) % 5],),
+            test=(p[(i + test) % 5],),
         )
         for i in range(5)
     ]
+
+
+def letor4_folds(parts: Sequence[str] = ("S1", "S2", "S3", "S4", "S5")) -> list[Fold]:
+    """LETOR 4.0 rotation over five partitions (Fold1 = train S1-S3, vali S4, test S5)."""
+    return _rotation(parts, "LETOR folds", train=0, vali=3, test=4)
 
 
 def ohsumed_folds(
     parts: Sequence[str] = ("Fold1_test", "Fold2_test", "Fold3_test", "Fold4_test", "Fold5_test"),
 ) -> list[Fold]:
     """LETOR 3.0 OHSUMED scheme over the five test sets (Fold1 = test T1, vali T5, train T2-T4)."""
-    if len(parts) != 5:
-        raise ValueError(f"OHSUMED folds need exactly 5 test sets, got {len(parts)}")
-    p = list(parts)
-    return [
-        Fold(
-            name=f"Fold{k + 1}",
-            train=(p[(k + 1) % 5], p[(k + 2) % 5], p[(k + 3) % 5]),
-            vali=(p[(k - 1) % 5],),
-            test=(p[k],),
-        )
-        for k in range(5)
-    ]
+    return _rotation(parts, "OHSUMED folds", train=1, vali=-1, test=0)
 
 
 def load_fold(

@@ -33,6 +33,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ranking.padding import offsets_from_qids, offsets_from_sizes, pad_groups
+from ranking.trec import FileFormatError
 
 __all__ = [
     "LetorData",
@@ -48,14 +49,8 @@ _DOCID = re.compile(r"docid\s*=\s*(\S+)")
 _TWO_COLONS = re.compile(r":[^\s\x00]*:")
 
 
-class LetorFormatError(ValueError):
+class LetorFormatError(FileFormatError):
     """A malformed ranking/group file; the message names the file and the line."""
-
-    def __init__(self, path: str | Path, line: int | None, message: str) -> None:
-        where = f"{path}:{line}" if line is not None else str(path)
-        super().__init__(f"{where}: {message}")
-        self.path = str(path)
-        self.line = line
 
 
 @dataclass
@@ -223,21 +218,15 @@ def _parse_pairs(text_lines: list[str]) -> tuple[NDArray[np.float64], NDArray[np
         except ValueError as exc:
             raise ValueError(str(exc)) from None
         flat = table.reshape(-1)
-        if flat.size != 2 * int(per_line.sum()):
-            raise ValueError("a token is not <fid>:<value>")
-        vals = flat[1::2]
-        if not np.isfinite(vals).all():
-            raise ValueError("non-finite value")
-        return flat[0::2], vals, per_line
-    joined = joined.replace(":", " ")
-    with warnings.catch_warnings():
-        # fromstring warns (DeprecationWarning) and stops early on unparsable text
-        warnings.simplefilter("error")
-        try:
-            text = joined.replace("\x00", " ")
-            flat = np.fromstring(text, sep=" ") if text.strip() else np.zeros(0)
-        except DeprecationWarning as exc:
-            raise ValueError(str(exc)) from None
+    else:
+        text = joined.replace(":", " ").replace("\x00", " ")
+        with warnings.catch_warnings():
+            # fromstring warns (DeprecationWarning) and stops early on unparsable text
+            warnings.simplefilter("error")
+            try:
+                flat = np.fromstring(text, sep=" ") if text.strip() else np.zeros(0)
+            except DeprecationWarning as exc:
+                raise ValueError(str(exc)) from None
     if flat.size != 2 * int(per_line.sum()):
         raise ValueError("a token is not <fid>:<value>")
     vals = flat[1::2]
@@ -302,7 +291,9 @@ def read_letor(
         text = p.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
         raise LetorFormatError(p, text_line_of_offset(p, exc.start), "not UTF-8 text") from None
-    raw_lines = text.splitlines()
+    # Only "\n" ends a row (a trailing "\r" is whitespace below): str.splitlines would also
+    # break at form feeds, U+001C..U+001E or U+2028 inside a comment and shift line numbers.
+    raw_lines = text.split("\n")
     # Keep real rows only; blank lines and whole-line comments are allowed and skipped.
     linenos = [
         i

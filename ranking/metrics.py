@@ -35,8 +35,12 @@ Other conventions (paper defaults first; seed-digest §5, anchors-ranking.md §4
   ``"skip"`` (returned as NaN; :func:`mean` ignores NaN).
 * ``k_beyond``: when ``at`` exceeds the list length, ``"clip"`` to the list (default) or score
   ``"zero"`` (LETOR 4.0's script leaves NDCG@k undefined, averaged as 0).
-* ERR's ``r_max``: ``"query"`` (the highest label of the query, Niu et al. 2012) or a number
-  (the scale maximum, e.g. 4 as in Chapelle et al. 2009, gdeval, RankLib).
+* ERR's ``r_max``: ``"query"`` (the highest label of the query, Niu et al. 2012: of all its
+  judged documents when ``ideal_labels`` are given, which :func:`compute` always passes to
+  ERR) or a number (the scale maximum, e.g. 4 as in Chapelle et al. 2009, gdeval, RankLib).
+* ``score_precision`` (:class:`Conventions` only): ``"double"``, or ``"single"`` to round
+  the scores to C ``float`` first as trec_eval does, so that scores equal in single
+  precision tie (and are then ordered by the tie rule).
 
 Negative labels (TREC's −1 = "judged unusable") have zero gain and are not relevant.
 
@@ -49,7 +53,8 @@ preset      gain    disc.   ideal   empty  ties    k>n    notes
 paper       exp     log2    list    0      stable  clip   Niu et al. 2012 / seed-digest; r_max
                                                           per query (the default)
 trec_eval   linear  log2    qrels   0      docid   clip   ndcg, ndcg_cut, map, P, recip_rank;
-                                                          also pytrec_eval (same C code)
+                                                          also pytrec_eval (same C code);
+                                                          scores in single precision
 gdeval      exp     log2    qrels   skip   docid   clip   TREC Web track; ERR R=(2^g−1)/16
 lightgbm    exp     log2    list    1      stable  clip   LightGBM ndcg@k (label_gain 2^r−1)
 letor4      exp     letor   list    0      stable  zero   Eval-Score-4.0.pl; P@k over k
@@ -107,6 +112,7 @@ TIES: tuple[str, ...] = ("stable", "docid", "pessimistic", "optimistic", "averag
 EMPTIES: tuple[Any, ...] = (0, 1, "skip")
 K_BEYONDS: tuple[str, ...] = ("clip", "zero")
 IDEALS: tuple[str, ...] = ("list", "qrels")
+SCORE_PRECISIONS: tuple[str, ...] = ("double", "single")
 
 F64 = NDArray[np.float64]
 
@@ -116,44 +122,49 @@ F64 = NDArray[np.float64]
 # --------------------------------------------------------------------------------------------
 
 
+def _rows(x: ArrayLike, dtype: Any) -> NDArray[Any]:
+    """``x`` as an array of ``dtype``; a 1-D array is one query, ``(1, L)``."""
+    arr = np.asarray(x, dtype=dtype)
+    return arr[None, :] if arr.ndim == 1 else arr
+
+
+def _mask_for(mask: ArrayLike | None, shape: tuple[int, ...], what: str) -> NDArray[np.bool_]:
+    """A boolean mask of ``shape`` (all True when ``mask`` is None)."""
+    if mask is None:
+        return np.ones(shape, dtype=bool)
+    msk = _rows(mask, bool)
+    if msk.shape != shape:
+        raise ValueError(f"{what} shape {np.shape(mask)} does not match {shape}")
+    return msk
+
+
+def _first_bad_cell(bad: NDArray[np.bool_], message: str) -> None:
+    """Raise ``message`` at the first True cell of ``bad`` (query row, position), if any."""
+    if bad.any():
+        q, j = np.argwhere(bad)[0]
+        raise ValueError(f"{message} at query row {q}, position {j}")
+
+
 class _Batch:
     """Validated float64 ``labels``/``scores`` and bool ``mask``, all ``(Q, L)``."""
 
     __slots__ = ("full", "labels", "mask", "scores")
 
     def __init__(self, labels: ArrayLike, scores: ArrayLike, mask: ArrayLike | None) -> None:
-        lab = np.asarray(labels, dtype=np.float64)
-        sco = np.asarray(scores, dtype=np.float64)
-        if lab.ndim == 1:
-            lab = lab[None, :]
-        if sco.ndim == 1:
-            sco = sco[None, :]
+        lab = _rows(labels, np.float64)
+        sco = _rows(scores, np.float64)
         if lab.ndim != 2 or sco.shape != lab.shape:
             raise ValueError(
                 f"labels and scores must have one shape, (Q, L) or (L,), got {np.shape(labels)} "
                 f"and {np.shape(scores)}"
             )
-        self.full = mask is None
-        if mask is None:
-            msk = np.ones(lab.shape, dtype=bool)
-        else:
-            msk = np.asarray(mask, dtype=bool)
-            if msk.ndim == 1:
-                msk = msk[None, :]
-            if msk.shape != lab.shape:
-                raise ValueError(f"mask shape {np.shape(mask)} does not match labels {lab.shape}")
-            self.full = bool(msk.all())
+        msk = _mask_for(mask, lab.shape, "mask")
+        self.full = mask is None or bool(msk.all())
         # Whole-array checks first (no copies); locate the offending cell only on failure.
         if np.isnan(sco).any():
-            bad = np.isnan(sco) & msk
-            if bad.any():
-                q, j = np.argwhere(bad)[0]
-                raise ValueError(f"score is NaN at query row {q}, position {j}")
+            _first_bad_cell(np.isnan(sco) & msk, "score is NaN")
         if not np.isfinite(lab).all():
-            bad = ~np.isfinite(lab) & msk
-            if bad.any():
-                q, j = np.argwhere(bad)[0]
-                raise ValueError(f"label is not finite at query row {q}, position {j}")
+            _first_bad_cell(~np.isfinite(lab) & msk, "label is not finite")
         self.labels = lab
         self.scores = sco
         self.mask = msk
@@ -162,26 +173,18 @@ class _Batch:
 def _ideal_source(
     batch: _Batch, ideal_labels: ArrayLike | None, ideal_mask: ArrayLike | None
 ) -> tuple[F64, NDArray[np.bool_]]:
-    """Labels (Q, M) + mask from which ideal DCG, R and r_max are taken."""
+    """Labels (Q, M) + mask from which ideal DCG, R and r_max are taken: ``ideal_labels``
+    (all judged documents of each query) when given, else the ranked list itself."""
     if ideal_labels is None:
         if ideal_mask is not None:
             raise ValueError("ideal_mask given without ideal_labels")
         return batch.labels, batch.mask
-    il = np.asarray(ideal_labels, dtype=np.float64)
-    if il.ndim == 1:
-        il = il[None, :]
+    il = _rows(ideal_labels, np.float64)
     if il.ndim != 2 or il.shape[0] != batch.labels.shape[0]:
         raise ValueError(
             f"ideal_labels must be (Q, M) with Q = {batch.labels.shape[0]}, got {il.shape}"
         )
-    if ideal_mask is None:
-        im = np.ones(il.shape, dtype=bool)
-    else:
-        im = np.asarray(ideal_mask, dtype=bool)
-        if im.ndim == 1:
-            im = im[None, :]
-        if im.shape != il.shape:
-            raise ValueError(f"ideal_mask shape {im.shape} does not match ideal_labels {il.shape}")
+    im = _mask_for(ideal_mask, il.shape, "ideal_mask")
     if not np.isfinite(il[im]).all():
         raise ValueError("ideal_labels contain a non-finite value")
     return il, im
@@ -360,7 +363,7 @@ def _apply_k_beyond(values: F64, batch: _Batch, at: int | None, k_beyond: str) -
 #: temporaries (about 2 MB per float64 array), large enough to amortise numpy's call overhead.
 CHUNK_CELLS = 1 << 18
 _ROW_ARGS = ("mask", "ideal_labels", "ideal_mask", "docids")
-_ROW_VECTOR_ARGS = ("r_max", "k")
+_ROW_VECTOR_ARGS = ("r_max",)
 
 
 def _threads() -> int:
@@ -420,6 +423,82 @@ def _row_chunked(fn: Callable[..., F64]) -> Callable[..., F64]:
 
 
 # --------------------------------------------------------------------------------------------
+# shared kernels
+# --------------------------------------------------------------------------------------------
+
+
+def _prepare(
+    labels: ArrayLike,
+    scores: ArrayLike,
+    mask: ArrayLike | None,
+    at: int | None,
+    ties: str,
+    docids: ArrayLike | None,
+    *,
+    nonlinear: str | None = None,
+) -> tuple[_Batch, NDArray[np.intp], NDArray[np.intp] | None, int]:
+    """The common start of every metric: ``(batch, order, tie groups, m)``.
+
+    ``order`` ranks each row (see :func:`_rank`), ``m = min(at, L)`` is the number of ranked
+    positions the metric reads. ``nonlinear`` names a metric that is not linear in the gains
+    (ERR, AP, RR): the expectation over tie orders is then not the metric of the averaged
+    gains, so ``ties="average"`` is refused rather than silently replaced by another rule.
+    """
+    _check_at(at)
+    if nonlinear is not None and ties == "average":
+        raise ValueError(
+            "ties='average' is defined only for metrics linear in the gains (DCG, NDCG, P@k); "
+            f"{nonlinear} is not, use 'stable', 'docid', 'pessimistic' or 'optimistic'"
+        )
+    b = _Batch(labels, scores, mask)
+    order, groups = _rank(b, ties, docids, at)
+    m = order.shape[1] if at is None else min(int(at), order.shape[1])
+    return b, order, groups, m
+
+
+def _dcg_at(
+    b: _Batch,
+    order: NDArray[np.intp],
+    groups: NDArray[np.intp] | None,
+    m: int,
+    gain: str,
+    discount: str,
+) -> F64:
+    """Σ_{j ≤ m} G(r_{π(j)}) D(j) of each row, shape (Q,)."""
+    return _rowdot(_ranked_gains(b, order, groups, gain)[:, :m], _discounts(m, discount))
+
+
+def _relevant(labels: F64, mask: NDArray[np.bool_], threshold: float) -> F64:
+    """1.0 where a real document has a label ≥ ``threshold``, else 0.0."""
+    return (mask & (labels >= threshold)).astype(np.float64)
+
+
+def _n_relevant(
+    b: _Batch, ideal_labels: ArrayLike | None, ideal_mask: ArrayLike | None, threshold: float
+) -> F64:
+    """R per query: relevant documents in the list, or in ``ideal_labels`` (all qrels)."""
+    return _relevant(*_ideal_source(b, ideal_labels, ideal_mask), threshold).sum(axis=1)
+
+
+def _ranked_relevance(
+    labels: ArrayLike,
+    scores: ArrayLike,
+    mask: ArrayLike | None,
+    at: int | None,
+    ties: str,
+    docids: ArrayLike | None,
+    threshold: float,
+    *,
+    nonlinear: str | None = None,
+) -> tuple[_Batch, F64]:
+    """Batch and the 0/1 relevance of the first ``m`` ranked positions, shape (Q, m) (tie-group
+    means for ``ties="average"``), shared by P@k, AP and RR."""
+    b, order, groups, m = _prepare(labels, scores, mask, at, ties, docids, nonlinear=nonlinear)
+    rel = _sorted(_relevant(b.labels, b.mask, threshold), order, groups)
+    return b, rel[:, :m]
+
+
+# --------------------------------------------------------------------------------------------
 # graded metrics
 # --------------------------------------------------------------------------------------------
 
@@ -438,14 +517,13 @@ def dcg(
 ) -> F64:
     """DCG@l = Σ_{j=1}^{min(l, n)} G(r_{π(j)}) · D(j), per query, shape (Q,).
 
-    G and D as in the module docstring (defaults 2^r − 1 and 1/log2(1 + j)).
+    ``labels``, ``scores``, ``mask``: (Q, L) (or (L,) for one query). G and D as in the module
+    docstring (defaults 2^r − 1 and 1/log2(1 + j)); ``at=None`` means the whole list.
+
+    Reference: Järvelin & Kekäläinen 2002, ACM TOIS; Burges et al. 2005 (exp gain).
     """
-    _check_at(at)
-    b = _Batch(labels, scores, mask)
-    order, groups = _rank(b, ties, docids, at)
-    g = _ranked_gains(b, order, groups, gain)
-    m = g.shape[1] if at is None else min(int(at), g.shape[1])
-    return _rowdot(g[:, :m], _discounts(m, discount))
+    b, order, groups, m = _prepare(labels, scores, mask, at, ties, docids)
+    return _dcg_at(b, order, groups, m, gain, discount)
 
 
 @_row_chunked
@@ -468,27 +546,42 @@ def ndcg(
 
     NDCG@l = DCG@l / N_l, DCG@l = Σ_{j=1}^{min(l,n)} G(r_{π(j)}) D(j), and N_l the DCG@l of the
     labels sorted in descending order: of this list (default) or of ``ideal_labels``
-    ``(Q, M)`` (all judged documents, trec_eval style). ``at=None`` means the whole list.
+    ``(Q, M)`` with ``ideal_mask`` (all judged documents, trec_eval style).
+    ``labels``/``scores``/``mask``: (Q, L) or (L,); ``at=None`` means the whole list.
 
     Queries with N_l = 0 (no relevant item) get ``empty`` (0, 1 or "skip" -> NaN).
     ``k_beyond="zero"`` scores 0 when the list has fewer than ``at`` documents (LETOR 4.0).
 
     Reference: Järvelin & Kekäläinen 2002; Burges et al. 2005 (exp gain); Niu et al. 2012 §3.3.
     """
-    _check_at(at)
-    b = _Batch(labels, scores, mask)
-    order, groups = _rank(b, ties, docids, at)
-    g = _ranked_gains(b, order, groups, gain)
-    m = g.shape[1] if at is None else min(int(at), g.shape[1])
-    actual = _rowdot(g[:, :m], _discounts(m, discount))
+    b, order, groups, m = _prepare(labels, scores, mask, at, ties, docids)
+    actual = _dcg_at(b, order, groups, m, gain, discount)
     il, im = _ideal_source(b, ideal_labels, ideal_mask)
-    im_at = il.shape[1] if at is None else int(at)
-    ideal = _ideal_dcg(il, im, im_at, gain, discount)
+    ideal = _ideal_dcg(il, im, il.shape[1] if at is None else int(at), gain, discount)
     empty_rows = ideal <= 0.0
     with np.errstate(divide="ignore", invalid="ignore"):
         values = np.where(empty_rows, 0.0, actual / np.where(empty_rows, 1.0, ideal))
     values = _apply_empty(values, empty_rows, empty)
     return _apply_k_beyond(values, b, at, k_beyond)
+
+
+def _err_r_max(r_max: Any, top: F64, b: _Batch) -> F64:
+    """r_max per query (Q,): the query's highest label ``top`` for "query", else the given
+    number(s), which no label of the list may exceed."""
+    if isinstance(r_max, str):
+        if r_max != "query":
+            raise ValueError(f"r_max must be 'query', a number or a (Q,) array, got {r_max!r}")
+        return np.maximum(top, 0.0)
+    if isinstance(r_max, bool):
+        raise ValueError(f"r_max must be 'query', a number or a (Q,) array, got {r_max!r}")
+    rmax = np.broadcast_to(np.asarray(r_max, dtype=np.float64), top.shape).copy()
+    if not np.isfinite(rmax).all():
+        raise ValueError("r_max must be finite")
+    over = np.where(b.mask, b.labels, -np.inf).max(axis=1, initial=-np.inf) > rmax
+    if over.any():
+        q = int(np.flatnonzero(over)[0])
+        raise ValueError(f"query row {q} has a label above r_max={rmax[q]:g}")
+    return rmax
 
 
 @_row_chunked
@@ -511,48 +604,26 @@ def err(
     ERR@l = Σ_{j=1}^{min(l,n)} (1/j) · R_{π(j)} · Π_{i<j} (1 − R_{π(i)}),
     R_d = (2^{r_d} − 1) / 2^{r_max}.
 
-    ``r_max="query"``: the highest label of the query (of ``ideal_labels`` if given), as in
-    Niu et al. 2012 §3.3 (seed-digest §5.2); a number: the scale maximum (4 in Chapelle's
-    paper, gdeval and RankLib; labels above it are an error). Not normalised. A query with
-    r_max = 0 or no positive label gets ``empty`` (default 0).
+    ``labels``/``scores``/``mask``: (Q, L) or (L,). ``r_max="query"``: the highest label of
+    the query, as in Niu et al. 2012 §3.3 (seed-digest §5.2): of ``ideal_labels`` ``(Q, M)``
+    (all judged documents) when given, else of the list; a number or a (Q,) array: the scale
+    maximum (4 in Chapelle's paper, gdeval and RankLib; labels above it are an error). Not
+    normalised. A query with no positive label (in ``ideal_labels`` when given) gets
+    ``empty`` (default 0).
     """
-    _check_at(at)
-    if ties == "average":
-        raise ValueError(
-            "ties='average' is defined only for metrics linear in the gains (DCG, NDCG, P@k); "
-            "ERR is not, use 'stable', 'docid', 'pessimistic' or 'optimistic'"
-        )
-    b = _Batch(labels, scores, mask)
+    b, order, _, m = _prepare(labels, scores, mask, at, ties, docids, nonlinear="ERR")
     il, im = _ideal_source(b, ideal_labels, ideal_mask)
     top = np.where(im, il, -np.inf).max(axis=1, initial=-np.inf)
     top = np.where(np.isfinite(top), top, 0.0)
-    n_q = b.labels.shape[0]
-    if isinstance(r_max, str):
-        if r_max != "query":
-            raise ValueError(f"r_max must be 'query', a number or a (Q,) array, got {r_max!r}")
-        rmax = np.maximum(top, 0.0)
-    else:
-        if isinstance(r_max, bool):
-            raise ValueError(f"r_max must be 'query', a number or a (Q,) array, got {r_max!r}")
-        rmax = np.broadcast_to(np.asarray(r_max, dtype=np.float64), (n_q,)).copy()
-        if not np.isfinite(rmax).all():
-            raise ValueError("r_max must be finite")
-        over = np.where(b.mask, b.labels, -np.inf).max(axis=1, initial=-np.inf) > rmax
-        if over.any():
-            q = int(np.flatnonzero(over)[0])
-            raise ValueError(f"query row {q} has a label above r_max={rmax[q]:g}")
-    order, _ = _rank(b, ties, docids, at)
+    rmax = _err_r_max(r_max, top, b)
     lab = b.labels if b.full else np.where(b.mask, b.labels, 0.0)
-    r = np.maximum(np.take_along_axis(lab, order, axis=1), 0.0)
-    m = r.shape[1] if at is None else min(int(at), r.shape[1])
-    r = r[:, :m]
+    r = np.maximum(np.take_along_axis(lab, order[:, :m], axis=1), 0.0)
     prob = (np.exp2(r) - 1.0) / np.exp2(rmax)[:, None]
     stop_before = np.ones_like(prob)
     if m > 1:
         stop_before[:, 1:] = np.cumprod(1.0 - prob[:, :-1], axis=1)
     values = _rowdot(prob * stop_before, 1.0 / np.arange(1, m + 1, dtype=np.float64))
-    empty_rows = top <= 0.0
-    values = _apply_empty(values, empty_rows, empty)
+    values = _apply_empty(values, top <= 0.0, empty)
     return _apply_k_beyond(values, b, at, k_beyond)
 
 
@@ -584,88 +655,52 @@ def kappa_labels_from_topk(top: Sequence[str], rest: Sequence[str], k: int) -> d
     return labels
 
 
-@_row_chunked
 def kappa_ndcg(
-    kappa_labels: ArrayLike,
-    scores: ArrayLike,
-    mask: ArrayLike | None = None,
-    *,
-    at: int | None = None,
-    gain: Gain = "exp",
-    discount: Discount = "log2",
-    ties: Ties = "stable",
-    empty: Empty = 0,
-    k_beyond: KBeyond = "clip",
-    ideal_labels: ArrayLike | None = None,
-    ideal_mask: ArrayLike | None = None,
-    docids: ArrayLike | None = None,
+    kappa_labels: ArrayLike, scores: ArrayLike, mask: ArrayLike | None = None, **options: Any
 ) -> F64:
     """κ-NDCG@l (Niu et al. 2012 §3.3; seed-digest §5.3), per query, shape (Q,).
 
     κ-NDCG@l = (1/N^κ_l) Σ_{j=1}^{min(l,n)} G(y_{π(j)}) D(j), with κ-labels y (see
-    :func:`kappa_labels_from_topk`) and N^κ_l = Σ_{j=1}^{min(l,|T|)} G(k + 1 − j) D(j), the
-    DCG of the true top-k in true order. That ideal equals the list's own ideal whenever all of
-    T is in the list; if the ranked list may miss some of T, pass the whole truth as
-    ``ideal_labels``. The gain is a parameter because the paper does not say (anchors §0.3).
+    :func:`kappa_labels_from_topk`) in ``kappa_labels`` (Q, L) and N^κ_l =
+    Σ_{j=1}^{min(l,|T|)} G(k + 1 − j) D(j), the DCG of the true top-k in true order. That ideal
+    equals the list's own ideal whenever all of T is in the list; if the ranked list may miss
+    some of T, pass the whole truth as ``ideal_labels``. The gain is a parameter because the
+    paper does not say (anchors-ranking.md §0.3).
+
+    ``options`` are those of :func:`ndcg` (``at``, ``gain``, ``discount``, ``ties``,
+    ``empty``, ``k_beyond``, ``ideal_labels``, ``ideal_mask``, ``docids``), same defaults: it
+    is NDCG on κ-labels.
     """
-    return ndcg(
-        kappa_labels,
-        scores,
-        mask,
-        at=at,
-        gain=gain,
-        discount=discount,
-        ties=ties,
-        empty=empty,
-        k_beyond=k_beyond,
-        ideal_labels=ideal_labels,
-        ideal_mask=ideal_mask,
-        docids=docids,
-    )
+    return ndcg(kappa_labels, scores, mask, **options)
 
 
-@_row_chunked
 def kappa_err(
     kappa_labels: ArrayLike,
     scores: ArrayLike,
     mask: ArrayLike | None = None,
     *,
     k: int | ArrayLike | None = None,
-    at: int | None = None,
-    ties: Ties = "stable",
-    empty: Empty = 0,
-    ideal_labels: ArrayLike | None = None,
-    ideal_mask: ArrayLike | None = None,
-    docids: ArrayLike | None = None,
+    **options: Any,
 ) -> F64:
     """κ-ERR (Niu et al. 2012 §3.3; seed-digest §5.3), per query, shape (Q,). Not normalised.
 
     κ-ERR = Σ_{j=1}^{n} (1/j) R_{π(j)} Π_{i<j} (1 − R_{π(i)}), R_d = (2^{y_d} − 1)/2^{k}:
     the satisfaction probability uses y_max = k (an int, or a (Q,) array). ``k=None`` takes
-    each query's highest κ-label, which is k whenever the true top-1 is in the list. A perfect
-    ranking with k = 10 scores 0.9993255681, not 1.
+    each query's highest κ-label (of ``ideal_labels`` when given), which is k whenever the true
+    top-1 is there. A perfect ranking with k = 10 scores 0.9993255681, not 1.
+
+    ``options`` are those of :func:`err` except ``r_max`` (``at``, ``ties``, ``empty``,
+    ``k_beyond``, ``ideal_labels``, ``ideal_mask``, ``docids``): it is ERR on κ-labels with
+    r_max = k.
     """
-    return err(
-        kappa_labels,
-        scores,
-        mask,
-        at=at,
-        r_max="query" if k is None else k,
-        ties=ties,
-        empty=empty,
-        ideal_labels=ideal_labels,
-        ideal_mask=ideal_mask,
-        docids=docids,
-    )
+    if "r_max" in options:
+        raise TypeError("kappa_err takes k (its r_max is k), not r_max")
+    return err(kappa_labels, scores, mask, r_max="query" if k is None else k, **options)
 
 
 # --------------------------------------------------------------------------------------------
 # binary metrics
 # --------------------------------------------------------------------------------------------
-
-
-def _relevant(labels: F64, mask: NDArray[np.bool_], threshold: float) -> F64:
-    return (mask & (labels >= threshold)).astype(np.float64)
 
 
 @_row_chunked
@@ -682,23 +717,20 @@ def precision(
 ) -> F64:
     """P@k = |{j ≤ k : r_{π(j)} ≥ rel_threshold}| / k, per query, shape (Q,).
 
-    ``denominator="k"`` divides by k even for shorter lists (trec_eval, LETOR: missing ranks
-    count as non-relevant); ``"list"`` divides by min(k, n). Queries without relevant
-    documents score 0 (there is nothing to skip: precision is defined).
+    ``labels``/``scores``/``mask``: (Q, L) or (L,). ``denominator="k"`` divides by k even for
+    shorter lists (trec_eval, LETOR: missing ranks count as non-relevant); ``"list"`` divides
+    by min(k, n). Queries without relevant documents score 0 (there is nothing to skip:
+    precision is defined). ``ties="average"`` gives the expectation over tie orders.
     """
-    _check_at(at)
     if at is None:
         raise ValueError("precision needs a cutoff 'at'")
-    b = _Batch(labels, scores, mask)
-    order, groups = _rank(b, ties, docids, at)
-    rel = _sorted(_relevant(b.labels, b.mask, rel_threshold), order, groups)
-    m = min(int(at), rel.shape[1])
-    hits = rel[:, :m].sum(axis=1)
+    if denominator not in ("k", "list"):
+        raise ValueError(f"denominator must be 'k' or 'list', got {denominator!r}")
+    b, rel = _ranked_relevance(labels, scores, mask, at, ties, docids, rel_threshold)
+    hits = rel.sum(axis=1)
     if denominator == "k":
         return hits / float(at)
-    if denominator == "list":
-        return hits / np.maximum(np.minimum(b.mask.sum(axis=1), at), 1)
-    raise ValueError(f"denominator must be 'k' or 'list', got {denominator!r}")
+    return hits / np.maximum(np.minimum(b.mask.sum(axis=1), at), 1)
 
 
 @_row_chunked
@@ -717,20 +749,17 @@ def average_precision(
 ) -> F64:
     """AP@l = (1/R) Σ_{j ≤ l, π(j) relevant} P@j, per query, shape (Q,); MAP is its mean.
 
-    R = number of relevant documents (label ≥ ``rel_threshold``) in the list, or in
-    ``ideal_labels`` (all qrels: trec_eval, ranx). Queries with R = 0 get ``empty``.
+    ``labels``/``scores``/``mask``: (Q, L) or (L,). R = number of relevant documents (label ≥
+    ``rel_threshold``) in the list, or in ``ideal_labels`` (all qrels: trec_eval's ``map`` and
+    ``map_cut``, ranx), never min(R, l). Queries with R = 0 get ``empty``.
+
+    Reference: Voorhees & Harman 2005 (TREC, ch. 3); trec_eval ``m_map.c``.
     """
-    _check_at(at)
-    if ties == "average":
-        raise ValueError("ties='average' is not defined for average precision")
-    b = _Batch(labels, scores, mask)
-    order, _ = _rank(b, ties, docids, at)
-    rel = np.take_along_axis(_relevant(b.labels, b.mask, rel_threshold), order, axis=1)
-    m = rel.shape[1] if at is None else min(int(at), rel.shape[1])
-    rel = rel[:, :m]
-    prec = np.cumsum(rel, axis=1) / np.arange(1, m + 1, dtype=np.float64)
-    il, im = _ideal_source(b, ideal_labels, ideal_mask)
-    n_rel = _relevant(il, im, rel_threshold).sum(axis=1)
+    b, rel = _ranked_relevance(
+        labels, scores, mask, at, ties, docids, rel_threshold, nonlinear="average precision"
+    )
+    prec = np.cumsum(rel, axis=1) / np.arange(1, rel.shape[1] + 1, dtype=np.float64)
+    n_rel = _n_relevant(b, ideal_labels, ideal_mask, rel_threshold)
     empty_rows = n_rel <= 0
     values = (prec * rel).sum(axis=1) / np.where(empty_rows, 1.0, n_rel)
     return _apply_empty(values, empty_rows, empty)
@@ -752,22 +781,19 @@ def reciprocal_rank(
 ) -> F64:
     """RR@l = 1 / (rank of the first relevant document within l), 0 if none; MRR is its mean.
 
-    Per query, shape (Q,). Queries with no relevant document at all (in the list, or in
-    ``ideal_labels``) get ``empty``.
+    ``labels``/``scores``/``mask``: (Q, L) or (L,); per query, shape (Q,). Queries with no
+    relevant document at all (in the list, or in ``ideal_labels``) get ``empty``.
+
+    Reference: Voorhees 1999 (TREC-8 QA track); trec_eval ``recip_rank``.
     """
-    _check_at(at)
-    if ties == "average":
-        raise ValueError("ties='average' is not defined for reciprocal rank")
-    b = _Batch(labels, scores, mask)
-    order, _ = _rank(b, ties, docids, at)
-    rel = np.take_along_axis(_relevant(b.labels, b.mask, rel_threshold), order, axis=1) > 0
-    m = rel.shape[1] if at is None else min(int(at), rel.shape[1])
-    rel = rel[:, :m]
-    found = rel.any(axis=1)
-    first = np.argmax(rel, axis=1) if m > 0 else np.zeros(rel.shape[0], dtype=np.intp)
+    b, rel = _ranked_relevance(
+        labels, scores, mask, at, ties, docids, rel_threshold, nonlinear="reciprocal rank"
+    )
+    hit = rel > 0
+    found = hit.any(axis=1)
+    first = np.argmax(hit, axis=1) if hit.shape[1] > 0 else np.zeros(hit.shape[0], np.intp)
     values = np.where(found, 1.0 / (first + 1.0), 0.0)
-    il, im = _ideal_source(b, ideal_labels, ideal_mask)
-    empty_rows = _relevant(il, im, rel_threshold).sum(axis=1) <= 0
+    empty_rows = _n_relevant(b, ideal_labels, ideal_mask, rel_threshold) <= 0
     return _apply_empty(values, empty_rows, empty)
 
 
@@ -804,6 +830,7 @@ class Conventions:
     r_max: Any = "query"
     rel_threshold: float = 1.0
     precision_denominator: str = "k"
+    score_precision: str = "double"
 
     def __post_init__(self) -> None:
         _check_choice("gain", self.gain, GAINS)
@@ -819,6 +846,7 @@ class Conventions:
             raise ValueError(f"r_max must be 'query' or a number, got {self.r_max!r}")
         if self.precision_denominator not in ("k", "list"):
             raise ValueError("precision_denominator must be 'k' or 'list'")
+        _check_choice("score_precision", self.score_precision, SCORE_PRECISIONS)
 
     def replace(self, **changes: Any) -> Conventions:
         """A copy with some conventions changed (validated)."""
@@ -839,10 +867,17 @@ PRESETS: Mapping[str, Conventions] = {
     "paper": Conventions(),
     # trec_eval (and pytrec_eval): ndcg / ndcg_cut use the rel value itself as gain, the ideal
     # from all judged documents, ties by docno descending (comp_sim_docno), queries with no
-    # relevant judgment score 0; P@k divides by k; map divides by all relevant qrels. trec_eval
+    # relevant judgment score 0; P@k divides by k; map divides by all relevant qrels; scores
+    # are held as C floats (DOCNO_INFO.sim), so scores equal in single precision tie. trec_eval
     # has no ERR; r_max is left at the scale maximum used by gdeval for --metrics err.
     "trec_eval": Conventions(
-        gain="linear", kappa_gain="linear", ideal="qrels", empty=0, ties="docid", r_max=4
+        gain="linear",
+        kappa_gain="linear",
+        ideal="qrels",
+        empty=0,
+        ties="docid",
+        r_max=4,
+        score_precision="single",
     ),
     # gdeval.pl (TREC Web track): 2^r−1 gain, ideal from the positive qrels, topics without a
     # positive judgment are skipped, ties by docno descending, ERR with R = (2^g−1)/16.
@@ -936,6 +971,23 @@ def parse_metric(name: str) -> tuple[str, int | None]:
     return family, at
 
 
+#: Conventions each metric family reads, beyond ``at`` (``gain`` is ``kappa_gain`` for
+#: κ-NDCG). ``ideal`` stands for ``ideal_labels``/``ideal_mask``. ERR and κ-ERR always receive
+#: the ideal labels when given: their r_max and "no relevant document" are properties of the
+#: query's judgments, not of what a run retrieved (seed-digest §5.2).
+_NDCG_OPTIONS = ("gain", "discount", "ties", "empty", "k_beyond", "ideal", "docids")
+_FAMILIES: dict[str, tuple[Callable[..., F64], tuple[str, ...]]] = {
+    "ndcg": (ndcg, _NDCG_OPTIONS),
+    "kappa-ndcg": (kappa_ndcg, _NDCG_OPTIONS),
+    "dcg": (dcg, ("gain", "discount", "ties", "docids")),
+    "err": (err, ("r_max", "ties", "empty", "ideal", "docids")),
+    "kappa-err": (kappa_err, ("k", "ties", "empty", "ideal", "docids")),
+    "p": (precision, ("rel_threshold", "ties", "denominator", "docids")),
+    "map": (average_precision, ("rel_threshold", "ties", "empty", "ideal", "docids")),
+    "mrr": (reciprocal_rank, ("rel_threshold", "ties", "empty", "ideal", "docids")),
+}
+
+
 def compute(
     name: str,
     labels: ArrayLike,
@@ -951,89 +1003,34 @@ def compute(
     """Per-query values (Q,) of the metric ``name`` (``"ndcg@10"``, ``"kappa-err"``, ...)
     under ``conventions`` (a :class:`Conventions`, a preset name, or None for the paper's).
 
-    ``ideal_labels``/``ideal_mask`` are used only when ``conventions.ideal == "qrels"``
-    (and always for the κ-measures when given, since their ideal is the truth itself).
+    ``labels``/``scores``/``mask``: (Q, L) or (L,); ``ideal_labels``/``ideal_mask``: (Q, M),
+    all judged labels of each query, used as the ideal of NDCG and R of AP/RR only when
+    ``conventions.ideal == "qrels"``; always for the κ-measures (their ideal is the truth
+    itself) and for ERR's r_max and empty test (properties of the query). ``docids`` (Q, L)
+    for ``ties="docid"``; ``kappa_k`` the k of each query's top-k truth (κ-ERR's r_max).
     """
     c = preset(conventions) if isinstance(conventions, str) else (conventions or Conventions())
     family, at = parse_metric(name)
-    use_ideal = c.ideal == "qrels" or family.startswith("kappa")
-    il = ideal_labels if use_ideal else None
-    imask = ideal_mask if use_ideal else None
-    # ties="average" is defined only for the linear metrics; the others raise rather than
-    # silently switch to another tie rule.
-    if family in ("ndcg", "kappa-ndcg"):
-        return ndcg(
-            labels,
-            scores,
-            mask,
-            at=at,
-            gain=c.gain if family == "ndcg" else c.kappa_gain,  # type: ignore[arg-type]
-            discount=c.discount,  # type: ignore[arg-type]
-            ties=c.ties,  # type: ignore[arg-type]
-            empty=c.empty,
-            k_beyond=c.k_beyond,  # type: ignore[arg-type]
-            ideal_labels=il,
-            ideal_mask=imask,
-            docids=docids,
-        )
-    if family == "dcg":
-        return dcg(
-            labels,
-            scores,
-            mask,
-            at=at,
-            gain=c.gain,
-            discount=c.discount,
-            ties=c.ties,  # type: ignore[arg-type]
-            docids=docids,
-        )
-    if family == "err":
-        return err(
-            labels,
-            scores,
-            mask,
-            at=at,
-            r_max=c.r_max,
-            ties=c.ties,  # type: ignore[arg-type]
-            empty=c.empty,
-            ideal_labels=il,
-            ideal_mask=imask,
-            docids=docids,
-        )
-    if family == "kappa-err":
-        return kappa_err(
-            labels,
-            scores,
-            mask,
-            k=kappa_k,
-            at=at,
-            ties=c.ties,  # type: ignore[arg-type]
-            empty=c.empty,
-            ideal_labels=il,
-            ideal_mask=imask,
-            docids=docids,
-        )
-    if family == "p":
-        return precision(
-            labels,
-            scores,
-            mask,
-            at=at,  # type: ignore[arg-type]
-            rel_threshold=c.rel_threshold,
-            ties=c.ties,  # type: ignore[arg-type]
-            denominator=c.precision_denominator,  # type: ignore[arg-type]
-            docids=docids,
-        )
-    fn = average_precision if family == "map" else reciprocal_rank
-    return fn(
-        labels,
-        scores,
-        mask,
-        at=at,
-        rel_threshold=c.rel_threshold,
-        ties=c.ties,  # type: ignore[arg-type]
-        empty=c.empty,
-        ideal_labels=il,
-        ideal_mask=imask,
-        docids=docids,
-    )
+    fn, wanted = _FAMILIES[family]
+    use_ideal = c.ideal == "qrels" or family in ("kappa-ndcg", "err", "kappa-err")
+    available: dict[str, Any] = {
+        "gain": c.kappa_gain if family == "kappa-ndcg" else c.gain,
+        "discount": c.discount,
+        "ties": c.ties,
+        "empty": c.empty,
+        "k_beyond": c.k_beyond,
+        "r_max": c.r_max,
+        "k": kappa_k,
+        "rel_threshold": c.rel_threshold,
+        "denominator": c.precision_denominator,
+        "docids": docids,
+    }
+    options = {key: available[key] for key in wanted if key != "ideal"}
+    if "ideal" in wanted and use_ideal:
+        options.update(ideal_labels=ideal_labels, ideal_mask=ideal_mask)
+    if c.score_precision == "single":
+        # trec_eval stores each score in a C float: scores equal in single precision tie.
+        scores = np.asarray(scores, dtype=np.float32)
+    # ties="average" reaches ERR/AP/RR unchanged so that they raise rather than silently
+    # switch to another tie rule.
+    return fn(labels, scores, mask, at=at, **options)

@@ -21,20 +21,15 @@ from pathlib import Path
 from typing import Any
 
 from ranking.metrics import kappa_labels_from_topk
+from ranking.trec import FileFormatError
 
 __all__ = ["TopKFormatError", "TopKTruth", "read_topk_jsonl", "write_topk_jsonl"]
 
 _REQUIRED = ("query_id", "k", "top", "rest")
 
 
-class TopKFormatError(ValueError):
+class TopKFormatError(FileFormatError):
     """A malformed top-k JSONL file; the message names the file and line."""
-
-    def __init__(self, path: str | Path, line: int | None, message: str) -> None:
-        where = f"{path}:{line}" if line is not None else str(path)
-        super().__init__(f"{where}: {message}")
-        self.path = str(path)
-        self.line = line
 
 
 @dataclass(frozen=True)

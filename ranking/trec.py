@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 __all__ = [
+    "FileFormatError",
     "Qrels",
     "Run",
     "TrecFormatError",
@@ -32,14 +33,23 @@ Qrels = dict[str, dict[str, int]]
 Run = dict[str, dict[str, float]]
 
 
-class TrecFormatError(ValueError):
-    """A malformed qrels/run file; the message names the file and line."""
+class FileFormatError(ValueError):
+    """A malformed data file. The message starts with ``file:line:`` (``file:`` when no one
+    line is at fault); ``path`` and ``line`` (1-based, or None) are kept as attributes.
+
+    The readers of :mod:`ranking.trec`, :mod:`ranking.letor` and :mod:`ranking.topk_io` raise
+    subclasses of it, so callers can catch every format error at once.
+    """
 
     def __init__(self, path: str | Path, line: int | None, message: str) -> None:
         where = f"{path}:{line}" if line is not None else str(path)
         super().__init__(f"{where}: {message}")
         self.path = str(path)
         self.line = line
+
+
+class TrecFormatError(FileFormatError):
+    """A malformed qrels/run file; the message names the file and line."""
 
 
 def _lines(path: Path) -> Iterable[tuple[int, list[str]]]:

@@ -160,6 +160,9 @@ def register(app: typer.Typer) -> None:
         ),
         k_beyond: str | None = typer.Option(None, "--k-beyond", help="clip | zero."),
         r_max: str | None = typer.Option(None, "--r-max", help="query | <number> (ERR)."),
+        score_precision: str | None = typer.Option(
+            None, "--score-precision", help="double | single (trec_eval's C float scores)."
+        ),
         missing: str = typer.Option(
             "ignore", "--missing", help="Truth queries absent from the run: ignore | zero."
         ),
@@ -177,6 +180,7 @@ def register(app: typer.Typer) -> None:
                 "ties": ties,
                 "k_beyond": k_beyond,
                 "r_max": None if r_max is None else _parse_r_max(r_max),
+                "score_precision": score_precision,
             }
             report = run_evaluate(
                 qrels=qrels,

@@ -33,7 +33,27 @@ def _fail(message: str) -> None:
     raise typer.Exit(code=2)
 
 
+class _LineProgress:
+    """Stand-in for rich's live bar when stderr is not a terminal (logs, CI): one line per
+    10 % of the work instead of a bar that would only be drawn at the end."""
+
+    def __init__(self, total: int, label: str) -> None:
+        self.total, self.label, self.done, self.step = total, label, 0, max(total // 10, 1)
+
+    def __enter__(self) -> _LineProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def update(self, _task: Any, advance: int = 1, last: str = "") -> None:
+        self.done += advance
+        if self.done % self.step == 0 or self.done == self.total:
+            typer.echo(f"{self.label}: {self.done}/{self.total} ({last})", err=True)
+
+
 def _progress_bar(total: int, label: str) -> Any:
+    """A rich progress bar on stderr (plain lines when stderr is not a terminal)."""
     from rich.console import Console
     from rich.progress import (
         BarColumn,
@@ -44,6 +64,9 @@ def _progress_bar(total: int, label: str) -> Any:
         TimeRemainingColumn,
     )
 
+    console = Console(stderr=True)
+    if not console.is_terminal:
+        return _LineProgress(total, label), None
     progress = Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -52,7 +75,7 @@ def _progress_bar(total: int, label: str) -> Any:
         TimeRemainingColumn(),
         TextColumn("{task.fields[last]}"),
         transient=False,
-        console=Console(stderr=True),
+        console=console,
     )
     task = progress.add_task(label, total=total, last="")
     return progress, task

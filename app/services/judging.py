@@ -44,7 +44,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from app.db import Database
-from app.errors import Conflict, Invalid
+from app.errors import Conflict, Forbidden, Invalid, NotFound
 from app.models import Document, Judgment, Task, User, utcnow
 from app.services.tasks import load_task_for
 from labeling.errors import Finished, WrongQuestion
@@ -218,6 +218,9 @@ def _log_version(rows: Sequence[Any]) -> tuple[int, int]:
     return len(rows), max((r.id for r in rows), default=0)
 
 
+_TASK_STATE_FOR_UPDATE = (
+    select(Task.status, Task.assessor_id).where(Task.id == bindparam("task_id")).with_for_update()
+)
 _LIVE_VERSION = select(func.count(), func.coalesce(func.max(Judgment.id), 0)).where(
     Judgment.task_id == bindparam("task_id"), Judgment.undone.is_(False)
 )
@@ -263,8 +266,14 @@ def submit_judgment(*, db: Database, user: User, task_id: int, data: dict[str, A
             return question_payload(s, task, session, rows)  # identical retry: store nothing
         version = _log_version(rows)
     with db.write() as s:
-        task = load_task_for(s, user, task_id, lock=True)
-        if task.status == "cancelled":
+        # Lock the task row and re-read what may have changed since phase 1 (an admin may
+        # cancel or reassign it); its protocol config never changes, so ``task`` stays valid.
+        state = s.execute(_TASK_STATE_FOR_UPDATE, {"task_id": task.id}).one_or_none()
+        if state is None:
+            raise NotFound(f"no task with id {task_id}")
+        if state.assessor_id != user.id and user.role != "admin":
+            raise Forbidden(f"task {task_id} belongs to another assessor")
+        if state.status == "cancelled":
             raise Conflict(f"task {task_id} is cancelled")
         if tuple(s.execute(_LIVE_VERSION, {"task_id": task.id}).one()) != version:
             rows = live_judgments(s, task.id)
@@ -296,12 +305,13 @@ def submit_judgment(*, db: Database, user: User, task_id: int, data: dict[str, A
                 return question_payload(s, task, current, rows)
             raise _conflict(f"question {seq} was answered concurrently", s, task, current, rows)
         rows = [*rows, SimpleNamespace(id=new_id, **values)]
-        if task.status == "pending":
-            task.status = "active"
-            task.started_at = now
+        changes: dict[str, Any] = {}
+        if state.status == "pending":
+            changes |= {"status": "active", "started_at": now}
         if session.done:
-            task.status = "done"
-            task.finished_at = now
+            changes |= {"status": "done", "finished_at": now}
+        if changes:
+            s.execute(update(Task).where(Task.id == task.id).values(**changes))
         return question_payload(s, task, session, rows)
 
 

@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 
 import pytest
+from click.testing import Result
 from typer.testing import CliRunner
 
 from app.cli import cli
@@ -45,6 +46,23 @@ def test_ideal_from_qrels_vs_list() -> None:
     ]
     assert from_list == pytest.approx(1.0)
     assert from_qrels == pytest.approx((3 + 1 / math.log2(3)) / (3 + 3 / math.log2(3)))
+
+
+def test_err_r_max_is_the_highest_judgment_of_the_query() -> None:
+    # seed-digest §5.2: r_max is "the highest relevance label in this query", a property of
+    # the query's judgments, not of what a run retrieved. With the paper's conventions
+    # (ideal from the list) a run that omits the grade-2 document must still use r_max = 2:
+    # R = (2^1 - 1)/4 for b and c, ERR = 1/4 + (3/4)(1/4)/2 = 11/32. Taking r_max from the
+    # list (1) would give R = 1/2 and ERR = 5/8, more than the run [b, a, c] that does
+    # retrieve the best document (0.546875): dropping it must not pay.
+    qrels = {"q": {"a": 2, "b": 1, "c": 1}}
+    omits = evaluate({"q": {"b": 2.0, "c": 1.0}}, qrels=qrels, metrics=["err"])
+    assert omits.metrics["err"] == pytest.approx(11 / 32, abs=1e-12)
+    full = evaluate({"q": {"b": 3.0, "a": 2.0, "c": 1.0}}, qrels=qrels, metrics=["err"])
+    assert full.metrics["err"] == pytest.approx(
+        1 / 4 + (3 / 4) * (3 / 4) / 2 + (3 / 4) * (1 / 4) * (1 / 4) / 3, abs=1e-12
+    )
+    assert full.metrics["err"] > omits.metrics["err"]
 
 
 def test_gdeval_skips_queries_without_positive_judgment() -> None:
@@ -95,22 +113,22 @@ def files(tmp_path: Path) -> dict[str, Path]:
     }
 
 
+def invoke(*args: str) -> Result:
+    return CliRunner().invoke(cli, ["evaluate", *args])
+
+
 def test_cli_json_metric_names_exactly_as_given(files: dict[str, Path]) -> None:
     names = "ndcg@5,NDCG@10,err,map,P@2,mrr"
-    res = CliRunner().invoke(
-        cli,
-        [
-            "evaluate",
-            "--qrels",
-            str(files["qrels"]),
-            "--run",
-            str(files["run"]),
-            "--metrics",
-            names,
-            "--preset",
-            "trec_eval",
-            "--json",
-        ],
+    res = invoke(
+        "--qrels",
+        str(files["qrels"]),
+        "--run",
+        str(files["run"]),
+        "--metrics",
+        names,
+        "--preset",
+        "trec_eval",
+        "--json",
     )
     assert res.exit_code == 0, res.output
     obj = json.loads(res.stdout)
@@ -122,24 +140,36 @@ def test_cli_json_metric_names_exactly_as_given(files: dict[str, Path]) -> None:
 
 
 def test_cli_topk_and_overrides(files: dict[str, Path]) -> None:
-    res = CliRunner().invoke(
-        cli,
-        [
-            "evaluate",
-            "--topk",
-            str(files["topk"]),
-            "--run",
-            str(files["run"]),
-            "--metrics",
-            "kappa-ndcg@2,kappa-err",
-            "--kappa-gain",
-            "linear",
-            "--per-query",
-        ],
-    )
+    # q1: truth T = (d2, d3), F = {d1}, k = 2 -> κ-labels d2 = 2, d3 = 1, d1 = 0. The run ranks
+    # (d3, d1, d2): labels [1, 0, 2].
+    args = ["--topk", str(files["topk"]), "--run", str(files["run"])]
+    args += ["--metrics", "kappa-ndcg@2,kappa-err", "--kappa-gain", "linear"]
+    res = invoke(*args, "--per-query")
     assert res.exit_code == 0, res.output
     assert "kappa_gain=linear" in res.stdout and "q1" in res.stdout
     assert "modified" in res.stdout
+    obj = json.loads(invoke(*args, "--json").stdout)
+    # linear gain: DCG@2 = 1, N^κ_2 = 2 + 1/log2(3)
+    assert obj["metrics"]["kappa-ndcg@2"] == pytest.approx(1 / (2 + 1 / math.log2(3)), abs=1e-12)
+    # R = (2^y - 1)/2^k with k = 2: 1/4, 0, 3/4 -> 1/4 + (3/4)(3/4)/3
+    assert obj["metrics"]["kappa-err"] == pytest.approx(0.4375, abs=1e-12)
+    assert obj["unknown_queries"] == ["q2", "q9"]
+    assert obj["conventions"]["kappa_gain"] == "linear" and obj["preset"] == "paper (modified)"
+
+
+def test_cli_score_precision(files: dict[str, Path]) -> None:
+    # scores equal in single precision tie under trec_eval, then docno descending puts b first
+    write_qrels(files["dir"] / "q.txt", {"q": {"a": 0, "b": 1}})
+    write_run(files["dir"] / "r.txt", {"q": {"a": 0.5 + 1e-9, "b": 0.5}})
+    args = ["--qrels", str(files["dir"] / "q.txt"), "--run", str(files["dir"] / "r.txt")]
+    args += ["--metrics", "ndcg", "--preset", "trec_eval", "--json"]
+    single = json.loads(invoke(*args).stdout)
+    assert single["metrics"]["ndcg"] == pytest.approx(1.0, abs=1e-12)
+    assert single["conventions"]["score_precision"] == "single"
+    double = json.loads(invoke(*args, "--score-precision", "double").stdout)
+    assert double["metrics"]["ndcg"] == pytest.approx(1 / math.log2(3), abs=1e-12)
+    bad = invoke(*args, "--score-precision", "half")
+    assert bad.exit_code == 2 and "score_precision must be one of" in bad.output
 
 
 def test_cli_letor_with_scores(files: dict[str, Path]) -> None:
@@ -149,21 +179,17 @@ def test_cli_letor_with_scores(files: dict[str, Path]) -> None:
     )
     scores = files["dir"] / "pred.txt"
     scores.write_text("0.9\n0.1\n0.5\n")
-    res = CliRunner().invoke(
-        cli,
-        [
-            "evaluate",
-            "--letor",
-            str(letor),
-            "--scores",
-            str(scores),
-            "--metrics",
-            "ndcg@10",
-            "--json",
-        ],
-    )
+    res = invoke("--letor", str(letor), "--scores", str(scores), "--metrics", "ndcg@10", "--json")
     assert res.exit_code == 0, res.output
     assert json.loads(res.stdout)["metrics"]["ndcg@10"] == pytest.approx(1.0)
+    # scores in the wrong order: query 1 ranks b (0) above a (2)
+    scores.write_text("0.1\n0.9\n0.5\n")
+    res = invoke("--letor", str(letor), "--scores", str(scores), "--metrics", "ndcg@10", "--json")
+    # DCG = (2^2 - 1)/log2(3) (a at rank 2), ideal 3: NDCG = 1/log2(3)
+    assert json.loads(res.stdout)["per_query"]["1"]["ndcg@10"] == pytest.approx(1 / math.log2(3))
+    scores.write_text("0.1\n0.9\n")
+    res = invoke("--letor", str(letor), "--scores", str(scores))
+    assert res.exit_code == 2 and "2 scores for 3 rows" in res.output
 
 
 @pytest.mark.parametrize(
@@ -177,8 +203,7 @@ def test_cli_letor_with_scores(files: dict[str, Path]) -> None:
     ],
 )
 def test_cli_errors(files: dict[str, Path], args: list[str], message: str) -> None:
-    base = ["evaluate", "--qrels", str(files["qrels"]), "--run", str(files["run"])]
-    res = CliRunner().invoke(cli, base + args)
+    res = invoke("--qrels", str(files["qrels"]), "--run", str(files["run"]), *args)
     assert res.exit_code == 2
     assert message in res.output
 
@@ -186,5 +211,5 @@ def test_cli_errors(files: dict[str, Path], args: list[str], message: str) -> No
 def test_cli_bad_file_line(files: dict[str, Path]) -> None:
     bad = files["dir"] / "bad_run.txt"
     bad.write_text("q1 Q0 d1 1 1.0 t\nq1 Q0 d2 2 oops t\n")
-    res = CliRunner().invoke(cli, ["evaluate", "--qrels", str(files["qrels"]), "--run", str(bad)])
+    res = invoke("--qrels", str(files["qrels"]), "--run", str(bad))
     assert res.exit_code == 2 and f"{bad}:2:" in res.output

@@ -118,8 +118,23 @@ def test_fold_rotation_tables() -> None:
     ]
     assert folds[4].train == ("S5", "S1", "S2") and folds[4].test == ("S4",)
     oh = ohsumed_folds(["T1", "T2", "T3", "T4", "T5"])
-    assert (oh[0].train, oh[0].vali, oh[0].test) == (("T2", "T3", "T4"), ("T5",), ("T1",))
-    assert (oh[2].train, oh[2].vali, oh[2].test) == (("T4", "T5", "T1"), ("T2",), ("T3",))
+    # the whole tables of the two data READMEs
+    assert [("".join(f.train), *f.vali, *f.test) for f in folds] == [
+        ("S1S2S3", "S4", "S5"),
+        ("S2S3S4", "S5", "S1"),
+        ("S3S4S5", "S1", "S2"),
+        ("S4S5S1", "S2", "S3"),
+        ("S5S1S2", "S3", "S4"),
+    ]
+    assert [("".join(f.train), *f.vali, *f.test) for f in oh] == [
+        ("T2T3T4", "T5", "T1"),
+        ("T3T4T5", "T1", "T2"),
+        ("T4T5T1", "T2", "T3"),
+        ("T5T1T2", "T3", "T4"),
+        ("T1T2T3", "T4", "T5"),
+    ]
+    with pytest.raises(ValueError, match="exactly 5"):
+        letor4_folds(["S1", "S2"])
     for f in [*folds, *oh]:  # every fold uses all five parts once
         assert len({*f.train, *f.vali, *f.test}) == 5
 
@@ -203,6 +218,26 @@ def test_bom_and_crlf_are_accepted(tmp_path: Path) -> None:
     assert data.labels.tolist() == [1.0, 0.0] and data.docids.tolist() == ["a", "b"]
     with pytest.raises(ValueError, match="scheme"):
         load_fold(tmp_path, 1, scheme="mslr")  # type: ignore[arg-type]
+
+
+def test_only_newline_ends_a_row(tmp_path: Path) -> None:
+    # Form feed, U+001C and U+2028 are line breaks for str.splitlines but not in a LETOR
+    # file: a comment holding one is still one row, and later line numbers stay right.
+    p = tmp_path / "c.txt"
+    p.write_text(
+        "1 qid:1 1:0.5 #docid = a\x0cnote\n0 qid:1 1:0.25 #docid = b\u2028x\x1cy\n1 qid:1 1:q\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(LetorFormatError, match="bad value") as info:
+        read_letor(p)
+    assert info.value.line == 3
+    p.write_text(
+        "1 qid:1 1:0.5 #docid = a\x0cnote\n0 qid:1 1:0.25 #docid = b\u2028x\x1cy\n",
+        encoding="utf-8",
+    )
+    data = read_letor(p)
+    assert data.n_rows == 2 and data.docids.tolist() == ["a", "b"]  # the id ends at a space
+    assert data.comments.tolist() == ["docid = a\x0cnote", "docid = b\u2028x\x1cy"]
 
 
 def test_not_utf8_names_the_line(tmp_path: Path) -> None:

@@ -109,6 +109,25 @@ def test_trec_eval_docno_tie_case() -> None:
     assert metrics.ndcg(lab, sco, msk, ties="stable")[0] == pytest.approx(1.0)
 
 
+def test_trec_eval_compares_scores_in_single_precision() -> None:
+    # trec_eval keeps a run's scores as C float (DOCNO_INFO.sim): 0.5 + 1e-9 and 0.5 are one
+    # tie there, broken by docno descending, so the relevant "b" ranks first (pytrec_eval
+    # gives ndcg 1.0). In double precision "a" would rank first (0.6309).
+    lab = np.array([[0.0, 1.0]])
+    sco = np.array([[0.5 + 1e-9, 0.5]])
+    docs = np.array([["a", "b"]])
+    trec = metrics.compute("ndcg", lab, sco, conventions="trec_eval", docids=docs)
+    assert trec[0] == pytest.approx(1.0, abs=1e-12)
+    double = metrics.preset("trec_eval").replace(score_precision="double")
+    assert metrics.compute("ndcg", lab, sco, conventions=double, docids=docs)[0] == (
+        pytest.approx(1 / math.log2(3), abs=1e-12)
+    )
+    # every other preset compares the scores as given
+    assert metrics.compute("ndcg", lab, sco, conventions="gdeval", docids=docs)[0] == (
+        pytest.approx(1 / math.log2(3), abs=1e-12)
+    )
+
+
 KAPPA_TOY = {  # ranking -> (exp gain, linear gain) κ-NDCG@3 with a=3, b=2, c=1, others 0
     "abc": (1.0, 1.0),
     "bac": (0.8428, 0.9225),

@@ -160,6 +160,49 @@ def test_ranx_agreement() -> None:
         assert got == pytest.approx(np.asarray(expected[ranx_name]), abs=1e-9), ranx_name
 
 
+# ----------------------------------------------------------------- trec_eval
+
+
+def test_trec_eval_preset_matches_pytrec_eval() -> None:
+    """The ``trec_eval`` preset against trec_eval's own C code (pytrec_eval), on runs full of
+    ties (broken by docno descending), scores that differ only beyond single precision,
+    negative and unretrieved judgments, and cutoffs beyond the list length."""
+    pytrec_eval = pytest.importorskip("pytrec_eval", reason="pip install pytrec-eval-terrier")
+    rng = np.random.default_rng(RNG_SEED + 2)
+    qrels: dict[str, dict[str, int]] = {}
+    run: dict[str, dict[str, float]] = {}
+    for q in range(400):
+        n = int(rng.integers(1, 25))
+        docs = [f"d{int(x)}" for x in rng.choice(200, n, replace=False)]
+        judged = {d: int(rng.integers(-1, 4)) for d in docs if rng.random() < 0.7}
+        judged |= {f"u{j}": int(rng.integers(0, 3)) for j in range(int(rng.integers(0, 4)))}
+        qrels[f"q{q}"] = judged or {docs[0]: 1}
+        base = rng.integers(0, 4, n) / 3.0
+        # half of the queries: ties that exist only in single precision
+        jitter = rng.integers(0, 2, n) * 1e-10 if q % 2 else np.zeros(n)
+        run[f"q{q}"] = {d: float(s) for d, s in zip(docs, base + jitter, strict=True)}
+    names = {
+        "ndcg": "ndcg",
+        "ndcg_cut_5": "ndcg@5",
+        "ndcg_cut_30": "ndcg@30",
+        "map": "map",
+        "map_cut_10": "map@10",
+        "P_5": "p@5",
+        "P_30": "p@30",
+        "recip_rank": "mrr",
+    }
+    expected = pytrec_eval.RelevanceEvaluator(qrels, set(names)).evaluate(run)
+
+    from ranking.evaluate import evaluate
+
+    ours = evaluate(run, qrels=qrels, metrics=list(names.values()), conventions="trec_eval")
+    assert sorted(ours.queries) == sorted(expected)
+    for trec_name, our_name in names.items():
+        got = np.array([ours.per_query[our_name][q] for q in sorted(expected)])
+        want = np.array([expected[q][trec_name] for q in sorted(expected)])
+        assert got == pytest.approx(want, abs=1e-12), trec_name
+
+
 # ----------------------------------------------------------------- brute-force tie modes
 
 
