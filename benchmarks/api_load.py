@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
+import math
 import os
 import random
 import socket
@@ -44,7 +45,10 @@ sys.path.insert(0, str(REPO))
 
 N_DOCS = 50
 K = 10
-TASKS_PER_ASSESSOR = 3
+#: Tasks are created so that no assessor runs out within a level: enough for this many
+#: judgments per second in total (a finished n=50, k=10 task takes ~135 judgments).
+PLANNED_RATE = 600
+JUDGMENTS_PER_TASK = 120
 
 
 @dataclass
@@ -106,7 +110,7 @@ def memory_mb(pid: int) -> tuple[float, float]:
     return rss, hwm
 
 
-def seed_database(url: str, max_assessors: int, levels: list[int]) -> dict:
+def seed_database(url: str, max_assessors: int, levels: list[int], duration: float) -> dict:
     """Migrate, then create users, tokens, one 50-document query and the tasks per level."""
     import migrations
     from app import security
@@ -140,7 +144,8 @@ def seed_database(url: str, max_assessors: int, levels: list[int]) -> dict:
         for i in range(level):
             name = f"a{i:02d}"
             plan[level][name] = []
-            for _ in range(TASKS_PER_ASSESSOR):
+            per_assessor = math.ceil(PLANNED_RATE * duration / (level * JUDGMENTS_PER_TASK))
+            for _ in range(max(2, per_assessor)):
                 seed += 1
                 view = tasks.create_task(
                     db=db,
@@ -326,7 +331,7 @@ def drop_schema(base: str, schema: str) -> None:
 def bench_backend(
     backend: str, url: str, levels: list[int], duration: float, max_j: int
 ) -> list[Level]:
-    seeded = seed_database(url, max(levels), levels)
+    seeded = seed_database(url, max(levels), levels, duration)
     port = free_port()
     proc = start_server(url, port)
     results = []

@@ -123,12 +123,12 @@ def relation_from_grades(grades: Mapping[str, int], a: str, b: str) -> Relation 
     """
     if a not in grades or b not in grades:
         return None
-    ga, gb = grades[a], grades[b]
-    if ga > gb:
-        return PREFERRED
-    if ga < gb:
-        return DISPREFERRED
-    return TIE
+    return _grade_relation(grades[a], grades[b])
+
+
+def _grade_relation(ga: int, gb: int) -> Relation:
+    """≻ if grade ga is higher than gb, ≺ if lower, ∼ if equal (Table 3)."""
+    return PREFERRED if ga > gb else DISPREFERRED if ga < gb else TIE
 
 
 # --- relations per (query, assessor) ----------------------------------------------------------
@@ -190,12 +190,10 @@ def grade_relations(
     """Every pair of graded documents, with the relation inferred from the grades (Table 3)."""
     out: dict[QueryAssessor, Relations] = {}
     for qa, doc_grades in grades.items():
-        docs = sorted(doc_grades)
-        rels: Relations = {}
-        for a, b in combinations(docs, 2):
-            ga, gb = doc_grades[a], doc_grades[b]
-            rels[(a, b)] = PREFERRED if ga > gb else DISPREFERRED if ga < gb else TIE
-        out[qa] = rels
+        out[qa] = {
+            (a, b): _grade_relation(doc_grades[a], doc_grades[b])
+            for a, b in combinations(sorted(doc_grades), 2)
+        }
     return out
 
 

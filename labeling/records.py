@@ -78,10 +78,11 @@ def live(records: Iterable[JudgmentRecord]) -> list[JudgmentRecord]:
 
 
 def in_log_order(records: Iterable[JudgmentRecord]) -> list[JudgmentRecord]:
-    """All judgments, undone included, in the order they were made.
+    """All judgments, undone included, task by task, each task's in the order they were made.
 
-    Order by ``created_at`` when every record has one (an undone answer was made before the
-    answer that replaced it at the same ``seq``), else by (task, seq) with undone rows first.
+    Within a task: by ``created_at`` when every record has one (an undone answer was made
+    before the answer that replaced it at the same ``seq``), else by ``seq`` with undone rows
+    first. Tasks follow each other in ``str(task_id)`` order.
     """
     rows = list(records)
     if rows and all(r.created_at is not None for r in rows):

@@ -18,7 +18,8 @@
 * Queries: those in both the truth and the run. Run queries without truth are listed in
   ``unknown_queries`` (trec_eval drops them silently; here they are reported). Truth queries
   without a run are listed in ``missing_queries`` and ignored (trec_eval's default) or, with
-  ``missing="zero"``, evaluated as empty rankings (trec_eval ``-c``).
+  ``missing="zero"``, evaluated as empty rankings (trec_eval ``-c``): 0 for a query with a
+  relevant judgment whatever the conventions, the empty-query policy for one without.
 """
 
 from __future__ import annotations
@@ -236,6 +237,12 @@ def evaluate(
         dids = np.full((len(queries), 1), "")
     ilab, imask = pad_groups(np.asarray(ideal, dtype=np.float64), offsets_from_sizes(ideal_sizes))
     kk = np.array([kappa_k[q] for q in queries]) if kappa_k else None
+    # missing="zero": a truth query the run does not answer scores 0 whenever it has a relevant
+    # judgment, under every convention (with an ideal taken from the empty list the empty-query
+    # policy would give it 1 or skip it); without one, the empty-query policy decides.
+    unanswered = np.array([q not in run for q in queries]) & (
+        np.where(imask, ilab, 0.0).max(axis=1, initial=0.0) > 0
+    )
 
     means: dict[str, float] = {}
     per_query: dict[str, dict[str, float]] = {}
@@ -252,6 +259,7 @@ def evaluate(
             docids=dids if conv.ties == "docid" else None,
             kappa_k=kk,
         )
+        values = np.where(unanswered, 0.0, values)
         per_query[name] = dict(zip(queries, values.tolist(), strict=True))
         means[name] = M.mean(values)
         counted[name] = int((~np.isnan(values)).sum())

@@ -173,14 +173,17 @@ def read_group_file(path: str | Path) -> NDArray[np.int64]:
     """LightGBM/XGBoost group file: one positive integer (rows of a query) per line."""
     p = Path(path)
     sizes: list[int] = []
-    with p.open(encoding="utf-8-sig") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            text = raw.strip()
-            if not text:
-                continue
-            if not text.isdigit() or int(text) < 1:
-                raise LetorFormatError(p, lineno, f"expected a positive row count, got {text!r}")
-            sizes.append(int(text))
+    try:
+        text = p.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise LetorFormatError(p, text_line_of_offset(p, exc.start), "not UTF-8 text") from None
+    for lineno, raw in enumerate(text.split("\n"), start=1):
+        count = raw.strip()
+        if not count:
+            continue
+        if not count.isdigit() or int(count) < 1:
+            raise LetorFormatError(p, lineno, f"expected a positive row count, got {count!r}")
+        sizes.append(int(count))
     return np.asarray(sizes, dtype=np.int64)
 
 

@@ -721,6 +721,8 @@ def precision(
     shorter lists (trec_eval, LETOR: missing ranks count as non-relevant); ``"list"`` divides
     by min(k, n). Queries without relevant documents score 0 (there is nothing to skip:
     precision is defined). ``ties="average"`` gives the expectation over tie orders.
+
+    Reference: Manning, Raghavan & Schütze 2008, §8.4; trec_eval ``P``.
     """
     if at is None:
         raise ValueError("precision needs a cutoff 'at'")

@@ -43,18 +43,21 @@ def _read_scores(path: Path, n_rows: int) -> list[float]:
     """One score per line (RankLib/LightGBM prediction files); RankLib's 'qid idx score'
     three-column form is accepted too (last column)."""
     scores: list[float] = []
-    with path.open(encoding="utf-8") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            text = raw.strip()
-            if not text:
-                continue
-            try:
-                value = float(text.split()[-1])
-            except ValueError:
-                raise ValueError(f"{path}:{lineno}: score {text!r} is not a number") from None
-            if math.isnan(value):
-                raise ValueError(f"{path}:{lineno}: score is NaN")
-            scores.append(value)
+    try:
+        content = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not UTF-8 text") from None
+    for lineno, raw in enumerate(content.split("\n"), start=1):
+        text = raw.strip()
+        if not text:
+            continue
+        try:
+            value = float(text.split()[-1])
+        except ValueError:
+            raise ValueError(f"{path}:{lineno}: score {text!r} is not a number") from None
+        if math.isnan(value):
+            raise ValueError(f"{path}:{lineno}: score is NaN")
+        scores.append(value)
     if len(scores) != n_rows:
         raise ValueError(f"{path}: {len(scores)} scores for {n_rows} rows of the LETOR file")
     return scores

@@ -100,6 +100,18 @@ def test_digest_chi2_through_compare_methods() -> None:
     # No-tie instances: top-k 945 (745 agreed) vs absolute 800 (547 agreed).
     assert cmp.no_tie is not None
     assert cmp.no_tie.table == ((745, 200), (547, 253))
+    # The digest's "ignoring ties" example, (897, 103) vs (831, 169) on the non-tie instances,
+    # with ties on either side that must not enter the test.
+    topk = table_from_counts([[600, 50, 40], [53, 297, 7], [9, 11, 30]])
+    absolute = table_from_counts([[500, 100, 80], [69, 331, 25], [40, 35, 70]])
+    assert (topk.agreed_no_tie, topk.disagreed_no_tie) == (897, 103)
+    assert (absolute.agreed_no_tie, absolute.disagreed_no_tie) == (831, 169)
+    no_tie = compare_methods(topk, absolute).no_tie
+    assert no_tie is not None and no_tie.df == 1
+    assert round(no_tie.statistic, 4) == 18.5355
+    assert no_tie.p_value == pytest.approx(1.668e-5, rel=1e-3)
+    no_tie_yates = compare_methods(topk, absolute, yates=True).no_tie
+    assert no_tie_yates is not None and round(no_tie_yates.statistic, 4) == 17.9781
 
 
 def test_compare_methods_degenerate_is_none() -> None:

@@ -37,6 +37,23 @@ def test_report_unknown_and_missing_queries() -> None:
     assert c.queries == ["q1", "q2", "q3"] and c.per_query["ndcg"]["q3"] == 0.0
 
 
+@pytest.mark.parametrize("conventions", ["paper", "lightgbm", "gdeval", "letor4"])
+def test_missing_zero_scores_unanswered_queries_zero(conventions: str) -> None:
+    # A truth query with a relevant document that the run does not answer scores 0 under
+    # missing="zero" whatever the conventions; with an ideal taken from the (empty) list the
+    # empty-query policy would otherwise give it 1 (lightgbm) or skip it (gdeval).
+    qrels = {"1": {"a": 1}, "2": {"b": 2}, "3": {"c": 0}}
+    run = {"1": {"a": 1.0}}
+    names = ["ndcg@10", "err", "map", "mrr", "p@1"]
+    r = evaluate(run, qrels=qrels, metrics=names, conventions=conventions, missing="zero")
+    for name in names:
+        assert r.per_query[name]["2"] == 0.0, name
+    assert r.per_query["mrr"]["1"] == 1.0
+    # query 3 has no relevant document: the empty-query policy still decides
+    empty = r.per_query["ndcg@10"]["3"]
+    assert math.isnan(empty) if conventions == "gdeval" else empty == (conventions == "lightgbm")
+
+
 def test_ideal_from_qrels_vs_list() -> None:
     qrels = {"q": {"a": 2, "b": 1, "unretrieved": 2}}
     run = {"q": {"a": 2.0, "b": 1.0}}
@@ -190,6 +207,12 @@ def test_cli_letor_with_scores(files: dict[str, Path]) -> None:
     scores.write_text("0.1\n0.9\n")
     res = invoke("--letor", str(letor), "--scores", str(scores))
     assert res.exit_code == 2 and "2 scores for 3 rows" in res.output
+    scores.write_text("0.1\n\n0.9 x\n")
+    res = invoke("--letor", str(letor), "--scores", str(scores))
+    assert res.exit_code == 2 and f"{scores}:3: score" in res.output
+    scores.write_bytes(b"0.1\n\xff\n")
+    res = invoke("--letor", str(letor), "--scores", str(scores))
+    assert res.exit_code == 2 and "not UTF-8" in res.output
 
 
 @pytest.mark.parametrize(

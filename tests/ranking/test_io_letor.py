@@ -209,6 +209,9 @@ def test_group_file_errors(tmp_path: Path) -> None:
     (tmp_path / "r.txt.query").write_text("2\nx\n")
     with pytest.raises(LetorFormatError, match=r"r\.txt\.query:2"):
         read_letor(tmp_path / "r.txt")
+    (tmp_path / "r.txt.query").write_bytes(b"1\n\n\xff1\n")
+    with pytest.raises(LetorFormatError, match=r"r\.txt\.query:3: not UTF-8"):
+        read_letor(tmp_path / "r.txt")
 
 
 def test_bom_and_crlf_are_accepted(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ Oracle tests skip with a reason when the oracle package is absent.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 
@@ -231,7 +232,7 @@ def test_tie_modes_brute_force(trial: int) -> None:
     n = int(rng.integers(2, 7))
     labels = rng.integers(0, 4, n).astype(float)
     scores = rng.integers(0, 3, n).astype(float).tolist()
-    docids = np.array([f"d{int(x)}" for x in rng.permutation(n)])
+    docids = np.array([f"d{int(x)}" for x in rng.permutation(n) * 5])  # d0, d5, d10, ...
     at = int(rng.integers(1, n + 1))
     orders = _tie_orders(scores)
     by_order = {
@@ -266,7 +267,14 @@ def test_tie_modes_brute_force(trial: int) -> None:
     assert metrics.ndcg(labels, scores, at=at)[0] == pytest.approx(
         metrics.ndcg(labels, _as_scores(stable, n), at=at)[0], abs=1e-15
     )
-    trec = sorted(range(n), key=lambda i: (-scores[i], [-ord(c) for c in docids[i]]))
+
+    def trec_cmp(i: int, j: int) -> int:  # comp_sim_docno: score desc, strcmp(docno_j, docno_i)
+        if scores[i] != scores[j]:
+            return -1 if scores[i] > scores[j] else 1
+        a, b = docids[j].encode(), docids[i].encode()
+        return (a > b) - (a < b)
+
+    trec = sorted(range(n), key=functools.cmp_to_key(trec_cmp))
     assert metrics.ndcg(labels, scores, at=at, ties="docid", docids=docids)[0] == pytest.approx(
         metrics.ndcg(labels, _as_scores(trec, n), at=at)[0], abs=1e-15
     )
