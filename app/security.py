@@ -112,20 +112,21 @@ def create_api_token(db: Database, user_id: int, *, name: str = "", days: int | 
     return raw
 
 
-_TOKEN_USER = (
+_TOKENS, _USERS = ApiToken.__table__, User.__table__
+_TOKEN_USER = (  # Core, not ORM: this runs on every API request
     select(
-        ApiToken.id.label("token_id"),
-        ApiToken.expires_at,
-        ApiToken.last_used_at,
-        User.id,
-        User.username,
-        User.password_hash,
-        User.role,
-        User.disabled,
-        User.created_at,
+        _TOKENS.c.id.label("token_id"),
+        _TOKENS.c.expires_at,
+        _TOKENS.c.last_used_at,
+        _USERS.c.id,
+        _USERS.c.username,
+        _USERS.c.password_hash,
+        _USERS.c.role,
+        _USERS.c.disabled,
+        _USERS.c.created_at,
     )
-    .join(User, User.id == ApiToken.user_id)
-    .where(ApiToken.token_hash == bindparam("digest"))
+    .join(_USERS, _USERS.c.id == _TOKENS.c.user_id)
+    .where(_TOKENS.c.token_hash == bindparam("digest"))
 )
 
 

@@ -9,7 +9,11 @@ Where the relations come from:
 
 - **T1, mode** ``direct`` (default): the pairs the assessor actually compared (the live
   judgments; a "tie" answer gives ∼; a "not relevant" answer is not a comparison and is
-  skipped; if a pair was compared twice the later live answer counts).
+  skipped). Configured re-asks (task option ``reask_fraction``) are left out when the caller
+  names them: the protocol kept the first answer, so that is the assessor's relation here;
+  re-asks are measured by :mod:`labeling.consistency` instead. Among the protocol's own
+  answers to a pair (pair cache off) the later live one counts, as it was the later one the
+  heap acted on.
 - **T1, mode** ``inferred``: every pair of the pool, from the assessor's top-k ground truth
   (T, F): both in T by position; T over F; both in F ∼ (order unknown, counted as a tie).
 - **T2** (five grades): every pair of the graded documents; the higher grade is preferred and
@@ -29,7 +33,7 @@ over the three outcomes from C (it is symmetric in U and V).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 from typing import Any, Literal
@@ -135,16 +139,24 @@ def _grade_relation(ga: int, gb: int) -> Relation:
 
 QueryAssessor = tuple[str, str]
 
+#: ``(task_id, seq)`` of the configured re-ask answers of a study (``TopKSession.reasks``).
+ReaskKeys = Collection[tuple[int | str, int]]
 
-def direct_relations(judgments: Iterable[JudgmentRecord]) -> dict[QueryAssessor, Relations]:
-    """The pairs each assessor actually compared, per (query_id, assessor).
 
-    Live pairwise judgments only; when a pair was compared more than once (pair cache off, a
-    re-ask) the answer latest in the log counts. "not_relevant" answers are skipped.
+def direct_relations(
+    judgments: Iterable[JudgmentRecord], reasks: ReaskKeys = ()
+) -> dict[QueryAssessor, Relations]:
+    """The pairs each assessor actually compared, per (query_id, assessor), as the protocol saw
+    them.
+
+    Live pairwise judgments only, without the re-ask answers at ``(task_id, seq)`` in
+    ``reasks`` (they never reached the heap). When a pair was compared more than once by the
+    protocol (pair cache off) the answer latest in the log counts. "not_relevant" answers are
+    skipped.
     """
     out: dict[QueryAssessor, Relations] = defaultdict(dict)
     for r in live(judgments):
-        if not r.is_pair:
+        if not r.is_pair or (reasks and (r.task_id, r.seq) in reasks):
             continue
         assert r.left is not None and r.right is not None and r.outcome is not None
         found = relation_from_outcome(r.left, r.right, r.outcome)
@@ -414,13 +426,15 @@ def study_relations(
     *,
     method: str,
     mode: Mode = "direct",
+    reasks: ReaskKeys = (),
 ) -> dict[QueryAssessor, Relations]:
-    """The relations of one method's assessors: T1 per ``mode``; T2 always from the grades."""
+    """The relations of one method's assessors: T1 per ``mode`` (``direct`` without the
+    ``reasks`` answers); T2 always from the grades."""
     if mode not in MODES:
         raise ValueError(f"unknown agreement mode {mode!r}; expected one of {MODES}")
     if method == "topk":
         rows = [r for r in judgments if r.method == "topk"]
-        return direct_relations(rows) if mode == "direct" else topk_relations(tasks)
+        return direct_relations(rows, reasks) if mode == "direct" else topk_relations(tasks)
     if method == "graded":
         return grade_relations(grades_by_assessor(r for r in judgments if r.method == "graded"))
     raise ValueError(f"unknown method {method!r}; expected 'topk' or 'graded'")
@@ -432,12 +446,15 @@ def study_instances(
     *,
     method: str,
     mode: Mode = "direct",
+    reasks: ReaskKeys = (),
 ) -> list[PairInstance]:
     """Co-judged instances of one method with the canonical orientation of seed-digest §3.4.
 
-    T1 ``direct``: the orientation of first display; T1 ``inferred`` and T2: ascending doc id.
+    T1 ``direct``: the orientation of first display (a re-ask always comes after the question
+    it repeats, so it never decides the orientation); T1 ``inferred`` and T2: ascending doc id.
+    ``reasks``: the re-ask answers to leave out of the T1 direct relations.
     """
-    rels = study_relations(judgments, tasks, method=method, mode=mode)
+    rels = study_relations(judgments, tasks, method=method, mode=mode, reasks=reasks)
     orientation = None
     if method == "topk" and mode == "direct":
         orientation = first_display_orientation(r for r in judgments if r.method == "topk")

@@ -15,13 +15,15 @@ are the known failure modes of pairwise judging:
   ``TopKSession.reasks``), since only the log's config can tell them from other repeats.
 - **Transitivity**: among the triples of documents whose three pairs the assessor compared
   directly, the share that no weak order (ranking with ties) can explain, e.g. a ≻ b ≻ c ≻ a,
-  or a ∼ b, b ∼ c, a ≻ c.
+  or a ∼ b, b ∼ c, a ≻ c. The relations are the protocol's answers
+  (:func:`labeling.agreement.direct_relations`): re-ask answers named in ``reasks`` are left
+  out, as they never reached the heap.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from itertools import permutations
 from typing import Any
@@ -30,6 +32,7 @@ from labeling.agreement import (
     PREFERRED,
     TIE,
     Pair,
+    ReaskKeys,
     Relation,
     direct_relations,
     relation_from_outcome,
@@ -137,7 +140,7 @@ class SelfConsistency:
 
 def repeated_judgments(
     judgments: Iterable[JudgmentRecord],
-    reasks: Collection[tuple[int | str, int]] = (),
+    reasks: ReaskKeys = (),
 ) -> list[RepeatedJudgment]:
     """Every pair of successive answers of one assessor to one pair of one query.
 
@@ -177,7 +180,7 @@ def repeated_judgments(
 
 def self_consistency(
     judgments: Iterable[JudgmentRecord],
-    reasks: Collection[tuple[int | str, int]] = (),
+    reasks: ReaskKeys = (),
 ) -> dict[str, SelfConsistency]:
     """Per assessor: how often a repeated judgment agreed with the previous one, by kind.
 
@@ -287,10 +290,13 @@ def intransitive_triples(relations: Mapping[Pair, Relation]) -> tuple[int, int]:
     return triples, bad
 
 
-def transitivity(judgments: Iterable[JudgmentRecord]) -> dict[str, Transitivity]:
-    """Per assessor, over their live direct pairwise judgments on every query."""
+def transitivity(
+    judgments: Iterable[JudgmentRecord], reasks: ReaskKeys = ()
+) -> dict[str, Transitivity]:
+    """Per assessor, over their live direct pairwise judgments on every query (the protocol's
+    answers: the re-asks at ``(task_id, seq)`` in ``reasks`` are left out)."""
     totals: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for (_query, assessor), rels in direct_relations(judgments).items():
+    for (_query, assessor), rels in direct_relations(judgments, reasks).items():
         t, b = intransitive_triples(rels)
         totals[assessor][0] += t
         totals[assessor][1] += b

@@ -40,7 +40,9 @@ class ImpliedPair:
 
     ``direct``: the assessor judged this pair with exactly this preference (posed, either
     orientation). ``contradicted``: some direct judgment preferred ``worse``. Neither: the
-    preference follows by transitivity through the heap (or the pair was judged a tie).
+    preference follows by transitivity through the heap (or the pair was judged a tie, or the
+    worse document was called "not relevant", which judges the challenger alone and is not a
+    comparison of the pair, as in :mod:`labeling.agreement`).
     """
 
     better: str
@@ -116,7 +118,9 @@ class TopKResult:
     def _direct(self) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
         strict: set[tuple[str, str]] = set()
         for j in self.judged:
-            if j.cached or j.winner is None:
+            # Cached: the posed answer is already here. Ties and not-relevant: no preference
+            # between the two documents was stated.
+            if j.cached or j.winner is None or j.not_relevant:
                 continue
             loser = j.b if j.winner == j.a else j.a
             strict.add((j.winner, loser))

@@ -39,8 +39,10 @@ Decisions where the paper is silent (seed-digest §2.4):
   answer is recorded in the log like any other but never reaches the protocol (the heap keeps
   the first answer, and the pair cache neither answers nor stores re-asks); re-asks are never
   re-asked. A re-ask accepts the outcomes of the question it repeats (``not_relevant`` for the
-  same challenger). With f = 0 nothing of this runs and the option is left out of the
-  validated options (absent means 0), so existing task configs and counts are unchanged.
+  same challenger). With f = 0 nothing of this runs, so judgment counts are those of the
+  plain protocol; :func:`validate_options` fills in ``0.0`` like every other default, and a
+  config stored before the option existed (no key) replays unchanged, since every replay
+  re-validates it (:func:`open_session`).
 """
 
 from __future__ import annotations
@@ -87,10 +89,6 @@ DEFAULT_OPTIONS: dict[str, dict[str, Any]] = {
     },
     "graded": {},
 }
-
-#: Options that are left out of the validated options when they equal their default, so
-#: configs written before the option existed compare (and replay) unchanged.
-OMITTED_WHEN_DEFAULT: dict[str, dict[str, Any]] = {"topk": {"reask_fraction": 0.0}, "graded": {}}
 
 #: Largest allowed ``reask_fraction``: at a half, re-asks already add 50% to the judgments
 #: that build the ranking; more would measure the assessor rather than label the query.
@@ -198,9 +196,9 @@ def _check_method(method: object) -> str:
 def validate_options(method: str, options: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Return the complete options of ``method`` (defaults filled in); ConfigError on bad input.
 
-    Idempotent: ``validate_options(m, validate_options(m, o)) == validate_options(m, o)``.
-    Exception: an option of :data:`OMITTED_WHEN_DEFAULT` (``reask_fraction``) is present only
-    when it differs from its default, so configs stored before it existed stay equal.
+    Idempotent: ``validate_options(m, validate_options(m, o)) == validate_options(m, o)``, and
+    a config missing options added later (``reask_fraction``) validates to the same result as
+    one that spells their defaults out.
     """
     method = _check_method(method)
     if options is None:
@@ -222,9 +220,6 @@ def validate_options(method: str, options: Mapping[str, Any] | None = None) -> d
             if not isinstance(value, bool):
                 raise ConfigError(f"option {key} must be true or false, got {value!r}")
             out[key] = value
-    for key, default in OMITTED_WHEN_DEFAULT[method].items():
-        if out.get(key, default) == default:
-            out.pop(key, None)
     return out
 
 
@@ -321,7 +316,7 @@ class TopKSession:
         self.allow_ties: bool = options["allow_ties"]
         self.pair_cache: bool = options["pair_cache"]
         self.not_relevant: bool = options["not_relevant"]
-        self.reask_fraction: float = float(options.get("reask_fraction", 0.0))
+        self.reask_fraction: float = options["reask_fraction"]
         initial = options["initial_order"]
         if initial is None:
             order = seeded_order(doc_ids, seed)
@@ -489,6 +484,7 @@ class TopKSession:
                 f"not ({answer.left!r}, {answer.right!r})"
             )
         outcome = answer.outcome
+        seq = len(self.answers)
         not_relevant = False
         if outcome == "left":
             winner: Winner = left
@@ -496,23 +492,27 @@ class TopKSession:
             winner = right
         elif outcome == "tie":
             if not self.allow_ties:
-                raise InvalidAnswer("ties are not enabled for this task")
+                raise InvalidAnswer(f"question {seq} ({left!r}, {right!r}): ties are not enabled")
             winner = None
         elif outcome == "not_relevant":
             if not self.not_relevant:
-                raise InvalidAnswer("the not-relevant answer is not enabled for this task")
+                raise InvalidAnswer(
+                    f"question {seq} ({left!r}, {right!r}): the not-relevant answer is not "
+                    "enabled for this task"
+                )
             if not compare.challenger:
                 raise InvalidAnswer(
-                    "not_relevant applies only to a challenger in Step 2 "
-                    f"(phase {self.state.phase!r} compares two top-k documents)"
+                    f"question {seq} ({left!r}, {right!r}): not_relevant applies only to a "
+                    f"challenger in Step 2 (phase {self.state.phase!r} compares two top-k "
+                    "documents)"
                 )
             winner = compare.b  # the challenger loses its root comparison
             not_relevant = True
         else:
             raise InvalidAnswer(
-                f"unknown outcome {outcome!r}; expected one of {', '.join(self.allowed_outcomes)}"
+                f"question {seq} ({left!r}, {right!r}): unknown outcome {outcome!r}; expected "
+                f"one of {', '.join(self.allowed_outcomes)}"
             )
-        seq = len(self.answers)
         self.answers.append(answer)
         if reask is not None:
             # Logged, never sent to the protocol (nor to the pair cache): the heap keeps the
@@ -629,7 +629,10 @@ class GradedSession:
             )
         if answer.doc_id != q.doc_id:
             raise WrongQuestion(f"question {q.seq} grades {q.doc_id!r}, not {answer.doc_id!r}")
-        grade = check_grade(answer.grade)
+        try:
+            grade = check_grade(answer.grade)
+        except InvalidAnswer as err:
+            raise InvalidAnswer(f"question {q.seq} ({q.doc_id}): {err}") from None
         self.answers.append(answer)
         try:
             self._pending = GradeQuestion(len(self.answers), self._gen.send(grade))

@@ -60,6 +60,15 @@ class TimeModel:
         return rng.lognormvariate(math.log(mean) - self.sigma**2 / 2, self.sigma)
 
 
+def _logistic(x: float) -> float:
+    """``1 / (1 + exp(-x))`` without overflow: ``exp`` only ever sees a non-positive argument
+    (``exp(x) / (1 + exp(x))`` for x < 0), so far-apart scores give 0 or 1, not an error."""
+    if x >= 0:
+        return 1.0 / (1.0 + math.exp(-x))
+    e = math.exp(x)
+    return e / (1.0 + e)
+
+
 def _probability(name: str, value: float) -> float:
     if not 0.0 <= value <= 1.0:
         raise ConfigError(f"{name} must be a probability in [0, 1], got {value!r}")
@@ -129,7 +138,7 @@ class Assessor:
             if self.noise == "thurstone":
                 p = 0.5 * math.erfc(-diff / (self.scale * 2.0))  # Φ(diff / (σ√2))
             else:
-                p = 1.0 / (1.0 + math.exp(-diff / self.scale))
+                p = _logistic(diff / self.scale)
             better = self.rng.random() < p
         if self.flip and self.rng.random() < self.flip:
             better = not better

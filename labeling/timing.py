@@ -9,14 +9,18 @@ Per method (seed-digest §3.1, metric 1):
 
 Beyond the paper's means, each figure carries its spread (median, quartiles, IQR, min, max),
 because judgment times are heavily right-skewed. Undone judgments are not counted (they are
-reported separately): the protocol's cost is the live log.
+reported separately): the protocol's cost is the live log. Configured re-asks (task option
+``reask_fraction``, named by their ``(task_id, seq)``) are not part of the protocol either:
+the Table 1 figures leave them out, and their count and time are reported in their own keys
+(``reasks``, ``reasks_per_query``, ``reask_time_per_query``), so a study with re-asks stays
+comparable with the paper's row.
 """
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -75,7 +79,13 @@ class Spread:
 
 @dataclass(frozen=True, slots=True)
 class MethodTiming:
-    """One row of Table 1 with spreads. Times in seconds."""
+    """One row of Table 1 with spreads. Times in seconds.
+
+    ``judgments`` and the three Table 1 spreads cover the live protocol judgments only;
+    ``reasks`` counts the live re-ask answers, ``reasks_per_query`` and
+    ``reask_time_per_query`` are their number and active time per task (the extra cost of the
+    option), over the same tasks as ``judgments_per_query``.
+    """
 
     method: str
     complexity: str
@@ -85,6 +95,9 @@ class MethodTiming:
     time_per_judgment: Spread
     judgments_per_query: Spread
     time_per_query: Spread
+    reasks: int
+    reasks_per_query: Spread
+    reask_time_per_query: Spread
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -95,29 +108,36 @@ def time_table(
     tasks: Sequence[TaskRecord] | None = None,
     *,
     finished_only: bool = True,
+    reasks: Collection[tuple[int | str, int]] = (),
 ) -> dict[str, MethodTiming]:
     """Table 1: per method, time per judgment, judgments per query and time per query.
 
-    Time per judgment is over every live judgment. The per-query figures are over tasks: with
+    Time per judgment is over every live protocol judgment (the answers at ``(task_id, seq)``
+    in ``reasks`` are re-asks, counted apart). The per-query figures are over tasks: with
     ``tasks`` given, the tasks of each method (only the finished ones when ``finished_only``,
     since an unfinished session understates the cost; a finished task without judgments, e.g.
     n = 1, counts as 0); without ``tasks``, every task that has a live judgment.
     """
-    rows = list(judgments)
     per_judgment: dict[str, list[float]] = defaultdict(list)
-    per_task_count: dict[tuple[str, str], int] = defaultdict(int)
-    per_task_ms: dict[tuple[str, str], int] = defaultdict(int)
+    # (method, task) -> [protocol judgments, their ms, re-asks, their ms]
+    per_task: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0, 0])
     undone: dict[str, int] = defaultdict(int)
-    for r in rows:
+    reask_count: dict[str, int] = defaultdict(int)
+    for r in judgments:
         if r.active_ms < 0:
             raise ValueError(f"task {r.task_id} seq {r.seq}: negative active_ms {r.active_ms}")
         if r.undone:
             undone[r.method] += 1
             continue
+        row = per_task[(r.method, str(r.task_id))]
+        if reasks and (r.task_id, r.seq) in reasks:
+            reask_count[r.method] += 1
+            row[2] += 1
+            row[3] += r.active_ms
+            continue
         per_judgment[r.method].append(r.active_ms / 1000.0)
-        key = (r.method, str(r.task_id))
-        per_task_count[key] += 1
-        per_task_ms[key] += r.active_ms
+        row[0] += 1
+        row[1] += r.active_ms
 
     task_keys: dict[str, list[str]] = defaultdict(list)
     if tasks is not None:
@@ -125,22 +145,26 @@ def time_table(
             if t.finished or not finished_only:
                 task_keys[t.method].append(str(t.task_id))
     else:
-        for method, task_id in per_task_count:
+        for method, task_id in per_task:
             task_keys[method].append(task_id)
 
     methods = sorted(set(per_judgment) | set(task_keys) | set(undone), key=_method_order)
+    empty = (0, 0, 0, 0)
     out: dict[str, MethodTiming] = {}
     for m in methods:
-        ids = task_keys.get(m, [])
+        rows = [per_task.get((m, t), empty) for t in task_keys.get(m, [])]
         out[m] = MethodTiming(
             method=m,
             complexity=COMPLEXITY.get(m, "?"),
-            tasks=len(ids),
+            tasks=len(rows),
             judgments=len(per_judgment.get(m, [])),
             undone=undone.get(m, 0),
             time_per_judgment=Spread.of(per_judgment.get(m, [])),
-            judgments_per_query=Spread.of(per_task_count.get((m, t), 0) for t in ids),
-            time_per_query=Spread.of(per_task_ms.get((m, t), 0) / 1000.0 for t in ids),
+            judgments_per_query=Spread.of(row[0] for row in rows),
+            time_per_query=Spread.of(row[1] / 1000.0 for row in rows),
+            reasks=reask_count.get(m, 0),
+            reasks_per_query=Spread.of(row[2] for row in rows),
+            reask_time_per_query=Spread.of(row[3] / 1000.0 for row in rows),
         )
     return out
 
@@ -166,12 +190,18 @@ def histogram(values: Iterable[float], *, bin_width: float, upper: float) -> lis
 
 
 def time_histograms(
-    judgments: Iterable[JudgmentRecord], *, bin_seconds: float = 2.0, upper_seconds: float = 60.0
+    judgments: Iterable[JudgmentRecord],
+    *,
+    bin_seconds: float = 2.0,
+    upper_seconds: float = 60.0,
+    reasks: Collection[tuple[int | str, int]] = (),
 ) -> dict[str, list[int]]:
-    """Histogram of the active time per live judgment (seconds), per method."""
+    """Histogram of the active time per live protocol judgment (seconds), per method: the
+    judgments of Table 1's time per judgment (re-asks at ``(task_id, seq)`` in ``reasks`` left
+    out)."""
     per: dict[str, list[float]] = defaultdict(list)
     for r in judgments:
-        if not r.undone:
+        if not r.undone and not (reasks and (r.task_id, r.seq) in reasks):
             per[r.method].append(r.active_ms / 1000.0)
     return {
         m: histogram(per[m], bin_width=bin_seconds, upper=upper_seconds)

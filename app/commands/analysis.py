@@ -34,39 +34,45 @@ def _chi2_phrase(test: dict[str, Any] | None) -> str:
     return f"χ² = {test['statistic']:.1f}, df = {test['df']}, {_p(test['p_value'])}"
 
 
+def _minutes(seconds: float | None) -> float | None:
+    return None if seconds is None else seconds / 60
+
+
 def format_table1(report: dict[str, Any]) -> list[str]:
-    """Table 1 (time efficiency) with spreads, one row per method."""
+    """Table 1 (time efficiency) with spreads, one row per method; re-asks on their own line."""
     names = report["methods"]
     lines = [
         "Table 1: Time efficiency of top-k labeling and five-grade judgment",
         f"{'Method':<22}{'Time/judgment (s)':>19}{'Time/query (min)':>18}"
         f"{'Complexity':>13}{'Judgments/query':>17}",
     ]
+    rows = [(names[m], report["time"][m]) for m in ("topk", "graded") if m in report["time"]]
     for method in ("topk", "graded"):
-        row = report["time"].get(method)
-        if row is None:
+        if method not in report["time"]:
             lines.append(f"{names[method]:<22}{'no judgments':>19}")
             continue
+        row = report["time"][method]
         tpj, tpq, jpq = row["time_per_judgment"], row["time_per_query"], row["judgments_per_query"]
-        minutes = None if tpq["mean"] is None else tpq["mean"] / 60
         lines.append(
-            f"{names[method]:<22}{_num(tpj['mean']):>19}{_num(minutes):>18}"
+            f"{names[method]:<22}{_num(tpj['mean']):>19}{_num(_minutes(tpq['mean'])):>18}"
             f"{row['complexity']:>13}{_num(jpq['mean'], 1):>17}"
         )
     lines.append("  spread: median [IQR]")
-    for method in ("topk", "graded"):
-        row = report["time"].get(method)
-        if row is None:
-            continue
+    for name, row in rows:
         tpj, tpq, jpq = row["time_per_judgment"], row["time_per_query"], row["judgments_per_query"]
-        q_med = None if tpq["median"] is None else tpq["median"] / 60
-        q_iqr = None if tpq["iqr"] is None else tpq["iqr"] / 60
         lines.append(
-            f"  {names[method]:<20} {_num(tpj['median'])} s [{_num(tpj['iqr'])}], "
-            f"{_num(q_med)} min [{_num(q_iqr)}], {_num(jpq['median'], 1)} judgments "
-            f"[{_num(jpq['iqr'], 1)}]; {row['tasks']} finished sessions, "
-            f"{row['judgments']} judgments"
+            f"  {name:<20} {_num(tpj['median'])} s [{_num(tpj['iqr'])}], "
+            f"{_num(_minutes(tpq['median']))} min [{_num(_minutes(tpq['iqr']))}], "
+            f"{_num(jpq['median'], 1)} judgments [{_num(jpq['iqr'], 1)}]; "
+            f"{row['tasks']} finished sessions, {row['judgments']} judgments"
         )
+    for name, row in rows:
+        if row.get("reasks"):
+            lines.append(
+                f"  {name:<20} plus {row['reasks']} re-asks (not in the figures above): "
+                f"{_num(row['reasks_per_query']['mean'], 1)} per query, "
+                f"{_num(_minutes(row['reask_time_per_query']['mean']))} min per query"
+            )
     return lines
 
 
@@ -112,28 +118,34 @@ def format_report(report: dict[str, Any]) -> str:
         f"  with Yates' correction: {_chi2_phrase(yates['overall'])}; "
         f"ignoring ties {_chi2_phrase(yates['no_tie'])}",
     ]
-    if report["position_bias"]:
-        lines += ["", "Position bias (share of 'left' wins; two-sided binomial test vs 1/2):"]
-        for b in report["position_bias"]:
-            lines.append(
-                f"  {b['assessor']:<16} {_pct(b['share_left']):>7} of {b['left'] + b['right']:>5}"
-                f"  {_p(b['p_value'])}"
-            )
-    if report["self_consistency"]:
-        lines += ["", "Self-consistency (same pair judged twice by the same assessor):"]
-        for c in report["self_consistency"]:
-            lines.append(
-                f"  {c['assessor']:<16} {c['consistent']}/{c['repeats']} consistent"
+    sections = (
+        (
+            "position_bias",
+            "Position bias (share of 'left' wins; two-sided binomial test vs 1/2):",
+            lambda b: (
+                f"{_pct(b['share_left']):>7} of {b['left'] + b['right']:>5}  {_p(b['p_value'])}"
+            ),
+        ),
+        (
+            "self_consistency",
+            "Self-consistency (same pair judged twice by the same assessor):",
+            lambda c: (
+                f"{c['consistent']}/{c['repeats']} consistent"
                 f" (undone and re-judged {c['undo_consistent']}/{c['undo_repeats']},"
-                f" sides swapped {c['swapped_consistent']}/{c['swapped_repeats']})"
-            )
-    if report["transitivity"]:
-        lines += ["", "Transitivity (triples whose three pairs were compared directly):"]
-        for t in report["transitivity"]:
-            lines.append(
-                f"  {t['assessor']:<16} {t['intransitive']}/{t['triples']} intransitive"
-                f" ({_pct(t['rate'])})"
-            )
+                f" sides swapped {c['swapped_consistent']}/{c['swapped_repeats']},"
+                f" re-asks {c['reask_consistent']}/{c['reask_repeats']})"
+            ),
+        ),
+        (
+            "transitivity",
+            "Transitivity (triples whose three pairs were compared directly):",
+            lambda t: f"{t['intransitive']}/{t['triples']} intransitive ({_pct(t['rate'])})",
+        ),
+    )
+    for key, heading, describe in sections:
+        if report[key]:
+            lines += ["", heading]
+            lines += [f"  {row['assessor']:<16} {describe(row)}" for row in report[key]]
     for warning in report.get("warnings", []):
         lines.append(f"warning: {warning}")
     return "\n".join(lines)

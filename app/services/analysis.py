@@ -215,9 +215,13 @@ def _comparison_dict(c: MethodComparison) -> dict[str, Any]:
 
 
 def _agreement_block(
-    judgments: Sequence[JudgmentRecord], tasks: Sequence[TaskRecord], method: str, mode: Mode
+    judgments: Sequence[JudgmentRecord],
+    tasks: Sequence[TaskRecord],
+    method: str,
+    mode: Mode,
+    reasks: AbstractSet[Reask],
 ) -> tuple[AgreementTable, dict[str, Any]]:
-    instances = study_instances(judgments, tasks, method=method, mode=mode)
+    instances = study_instances(judgments, tasks, method=method, mode=mode, reasks=reasks)
     pooled = agreement_table(instances)
     return pooled, {
         "method": method,
@@ -244,8 +248,10 @@ def analyze_records(
 ) -> dict[str, Any]:
     """The full analysis of a study's records as a JSON-ready dict (no database access).
 
-    ``reasks``: (task_id, seq) of the configured re-ask answers (from :func:`build_records`),
-    reported apart in the self-consistency rows.
+    ``reasks``: (task_id, seq) of the configured re-ask answers (from :func:`build_records`):
+    they are reported apart in the self-consistency rows and in their own Table 1 keys, and
+    left out of the direct relations (agreement, transitivity), because the protocol acted on
+    the first answer to the pair, not on its re-ask.
 
     ``mode`` selects the top-k relations (seed-digest §3.4): ``direct`` pairs both assessors
     compared, or ``inferred`` from each assessor's top-k ground truth. Five-grade relations
@@ -253,8 +259,8 @@ def analyze_records(
     """
     if mode not in MODES:
         raise ValueError(f"unknown agreement mode {mode!r}; expected one of {list(MODES)}")
-    topk_table, topk_block = _agreement_block(judgments, tasks, "topk", mode)
-    graded_table, graded_block = _agreement_block(judgments, tasks, "graded", mode)
+    topk_table, topk_block = _agreement_block(judgments, tasks, "topk", mode, reasks)
+    graded_table, graded_block = _agreement_block(judgments, tasks, "graded", mode, reasks)
     pairs = [r for r in judgments if r.method == "topk"]
     status: dict[str, dict[str, int]] = {}
     for t in tasks:
@@ -270,8 +276,11 @@ def analyze_records(
         "judgments": {
             "live": sum(1 for r in judgments if not r.undone),
             "undone": sum(1 for r in judgments if r.undone),
+            "reasks": sum(1 for r in judgments if not r.undone and (r.task_id, r.seq) in reasks),
         },
-        "time": {m: row.to_dict() for m, row in time_table(judgments, tasks).items()},
+        "time": {
+            m: row.to_dict() for m, row in time_table(judgments, tasks, reasks=reasks).items()
+        },
         "agreement": {"topk": topk_block, "graded": graded_block},
         "chi2": {
             "pearson": _comparison_dict(compare_methods(topk_table, graded_table)),
@@ -279,7 +288,7 @@ def analyze_records(
         },
         "position_bias": [b.to_dict() for b in position_bias(pairs).values()],
         "self_consistency": [c.to_dict() for c in self_consistency(pairs, reasks).values()],
-        "transitivity": [t.to_dict() for t in transitivity(pairs).values()],
+        "transitivity": [t.to_dict() for t in transitivity(pairs, reasks).values()],
         "topk_overlap": topk_overlap(tasks),
         "time_histogram": {
             "bin_seconds": HISTOGRAM_BIN_SECONDS,
@@ -288,6 +297,7 @@ def analyze_records(
                 judgments,
                 bin_seconds=HISTOGRAM_BIN_SECONDS,
                 upper_seconds=HISTOGRAM_UPPER_SECONDS,
+                reasks=reasks,
             ),
         },
     }

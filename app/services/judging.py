@@ -70,15 +70,21 @@ class LogRow(Protocol):
     active_ms: int
 
 
+# The hot path uses the Core tables, not the ORM entities: statements over ORM attributes go
+# through the ORM's compile and bulk-DML machinery even when they return plain rows, which
+# cost more than the queries themselves here.
+_J = Judgment.__table__
+_T = Task.__table__
+_D = Document.__table__
 _LOG_COLUMNS = (
-    Judgment.id,
-    Judgment.seq,
-    Judgment.left_doc,
-    Judgment.right_doc,
-    Judgment.outcome,
-    Judgment.doc_id,
-    Judgment.grade,
-    Judgment.active_ms,
+    _J.c.id,
+    _J.c.seq,
+    _J.c.left_doc,
+    _J.c.right_doc,
+    _J.c.outcome,
+    _J.c.doc_id,
+    _J.c.grade,
+    _J.c.active_ms,
 )
 
 
@@ -93,15 +99,15 @@ def answer_of(row: LogRow) -> Answer:
 # running them on this machine).
 _LIVE_LOG = (
     select(*_LOG_COLUMNS)
-    .where(Judgment.task_id == bindparam("task_id"), Judgment.undone.is_(False))
-    .order_by(Judgment.seq)
+    .where(_J.c.task_id == bindparam("task_id"), _J.c.undone.is_(False))
+    .order_by(_J.c.seq)
 )
-_DOCUMENTS = select(Document.external_id, Document.title, Document.text, Document.html).where(
-    Document.query_id == bindparam("query_id"),
-    Document.external_id.in_(bindparam("ids", expanding=True)),
+_DOCUMENTS = select(_D.c.external_id, _D.c.title, _D.c.text, _D.c.html).where(
+    _D.c.query_id == bindparam("query_id"),
+    _D.c.external_id.in_(bindparam("ids", expanding=True)),
 )
 _INSERT = {
-    name: dialect.insert(Judgment).on_conflict_do_nothing().returning(Judgment.id)
+    name: dialect.insert(_J).on_conflict_do_nothing().returning(_J.c.id)
     for name, dialect in (("postgresql", postgresql), ("sqlite", sqlite))
 }
 
@@ -112,7 +118,7 @@ def live_judgments(s: Session, task_id: int) -> list[Any]:
     return list(s.execute(_LIVE_LOG, {"task_id": task_id}))
 
 
-def replay_task(task: Task, rows: Sequence[LogRow]) -> Any:
+def replay_task(task: Any, rows: Sequence[LogRow]) -> Any:
     """Rebuild the protocol session of ``task`` from its live log."""
     return open_session(
         task.method,
@@ -136,12 +142,12 @@ def _doc_payload(doc: Any, doc_id: str) -> Payload:
     return out
 
 
-def _documents(s: Session, task: Task, ids: Sequence[str]) -> dict[str, Any]:
+def _documents(s: Session, task: Any, ids: Sequence[str]) -> dict[str, Any]:
     rows = s.execute(_DOCUMENTS, {"query_id": task.query_id, "ids": list(ids)})
     return {d.external_id: d for d in rows}
 
 
-def question_payload(s: Session, task: Task, session: Any, rows: Sequence[LogRow]) -> Payload:
+def question_payload(s: Session, task: Any, session: Any, rows: Sequence[LogRow]) -> Payload:
     """The body of ``/next`` (and of a successful submit/undo)."""
     p = session.progress()
     progress = {
@@ -180,12 +186,12 @@ def question_payload(s: Session, task: Task, session: Any, rows: Sequence[LogRow
 def next_question(*, db: Database, user: User, task_id: int) -> Payload:
     """The pending question of a task (or done), rebuilt from its log."""
     with db.read() as s:
-        task = load_task_for(s, user, task_id)
+        task = _task_for(s, user, task_id)
         rows = live_judgments(s, task.id)
         return question_payload(s, task, replay_task(task, rows), rows)
 
 
-def _answer_from_request(task: Task, data: dict[str, Any]) -> Answer:
+def _answer_from_request(task: Any, data: dict[str, Any]) -> Answer:
     if task.method == "topk":
         missing = [k for k in ("left", "right", "outcome") if data.get(k) is None]
         if missing or data.get("doc_id") is not None or data.get("grade") is not None:
@@ -203,7 +209,7 @@ def _answer_from_request(task: Task, data: dict[str, Any]) -> Answer:
     return GradeAnswer(str(data["doc_id"]), int(data["grade"]))
 
 
-def _conflict(message: str, s: Session, task: Task, session: Any, rows: list[Any]) -> Conflict:
+def _conflict(message: str, s: Session, task: Any, session: Any, rows: list[Any]) -> Conflict:
     return Conflict(message, extra={"current": question_payload(s, task, session, rows)})
 
 
@@ -218,15 +224,39 @@ def _log_version(rows: Sequence[Any]) -> tuple[int, int]:
     return len(rows), max((r.id for r in rows), default=0)
 
 
+_TASK_ROW = select(
+    _T.c.id,
+    _T.c.query_id,
+    _T.c.assessor_id,
+    _T.c.method,
+    _T.c.k,
+    _T.c.seed,
+    _T.c.options,
+    _T.c.doc_ids,
+    _T.c.status,
+).where(_T.c.id == bindparam("task_id"))
+
+
+def _task_for(s: Session, user: User, task_id: int) -> Any:
+    """The task's config and state as a Core row, if ``user`` may act on it (404 / 403);
+    the same rules as :func:`app.services.tasks.load_task_for`, without ORM overhead."""
+    task = s.execute(_TASK_ROW, {"task_id": task_id}).one_or_none()
+    if task is None:
+        raise NotFound(f"no task with id {task_id}")
+    if task.assessor_id != user.id and user.role != "admin":
+        raise Forbidden(f"task {task_id} belongs to another assessor")
+    return task
+
+
 _TASK_STATE_FOR_UPDATE = (
-    select(Task.status, Task.assessor_id).where(Task.id == bindparam("task_id")).with_for_update()
+    select(_T.c.status, _T.c.assessor_id).where(_T.c.id == bindparam("task_id")).with_for_update()
 )
-_LIVE_VERSION = select(func.count(), func.coalesce(func.max(Judgment.id), 0)).where(
-    Judgment.task_id == bindparam("task_id"), Judgment.undone.is_(False)
+_LIVE_VERSION = select(func.count(), func.coalesce(func.max(_J.c.id), 0)).where(
+    _J.c.task_id == bindparam("task_id"), _J.c.undone.is_(False)
 )
 
 
-def _apply(s: Session, task: Task, rows: list[Any], session: Any, seq: int, answer: Answer) -> bool:
+def _apply(s: Session, task: Any, rows: list[Any], session: Any, seq: int, answer: Answer) -> bool:
     """Check ``answer`` for question ``seq`` against the replayed log and submit it to
     ``session``. Returns False for an identical retry (nothing to store); raises 409 (with the
     current question) or the labeling core's InvalidAnswer (422) otherwise."""
@@ -256,7 +286,7 @@ def submit_judgment(*, db: Database, user: User, task_id: int, data: dict[str, A
     seq = int(data["seq"])
     active_ms = int(data.get("active_ms") or 0)
     with db.read() as s:
-        task = load_task_for(s, user, task_id)
+        task = _task_for(s, user, task_id)
         if task.status == "cancelled":
             raise Conflict(f"task {task_id} is cancelled")
         answer = _answer_from_request(task, data)
@@ -311,7 +341,7 @@ def submit_judgment(*, db: Database, user: User, task_id: int, data: dict[str, A
         if session.done:
             changes |= {"status": "done", "finished_at": now}
         if changes:
-            s.execute(update(Task).where(Task.id == task.id).values(**changes))
+            s.execute(update(_T).where(_T.c.id == task.id).values(**changes))
         return question_payload(s, task, session, rows)
 
 

@@ -77,7 +77,13 @@ def test_table_one_is_consistent(study: dict[str, Any]) -> None:
     assert time["topk"]["complexity"] == "O(n log k)" and time["graded"]["complexity"] == "O(n)"
     assert time["topk"]["tasks"] == time["graded"]["tasks"] == 2 * CONFIG.queries
     assert time["topk"]["judgments"] + time["graded"]["judgments"] == summary.judgments
-    assert report["judgments"] == {"live": summary.judgments, "undone": summary.undone}
+    # The simulated study has no re-ask option: every live judgment is a protocol judgment.
+    assert time["topk"]["reasks"] == time["graded"]["reasks"] == 0
+    assert report["judgments"] == {
+        "live": summary.judgments,
+        "undone": summary.undone,
+        "reasks": 0,
+    }
     for row in time.values():
         jpq = row["judgments_per_query"]
         assert jpq["mean"] * row["tasks"] == pytest.approx(row["judgments"])

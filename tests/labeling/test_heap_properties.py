@@ -128,6 +128,30 @@ def test_bare_protocol_against_brute_force_over_permutations(n, k, seed):
         assert top == truth and sorted(rest) == sorted(set(values) - set(truth))
 
 
+@settings(max_examples=80, deadline=None)
+@given(cases(), st.booleans())
+def test_session_asks_exactly_the_literal_digest_procedure(case, ties):
+    """Against an independent transcription of the digest §2.2 pseudocode: the same calls
+    prefer(a, b) in the same order (cache off: all of them; cache on: the first call of each
+    unordered pair), the same top and rest. With ``ties`` equal scores are answered "tie"
+    (not preferred either way, digest §2.4 item 1), otherwise the oracle's total order."""
+    from tests.labeling.test_heap_trace import reference_calls
+
+    docs, scores, k, seed, cache = case
+    options = {"pair_cache": cache, "allow_ties": ties}
+    s = open_session("topk", docs, k=k, seed=seed, options=options)
+    oracle = Assessor(scores, seed=0)
+    values = scores if ties else {d: -oracle.rank[d] for d in docs}
+    while not s.done:
+        q = s.pending
+        a, b = values[q.left], values[q.right]
+        s.submit(PairAnswer(q.left, q.right, "left" if a > b else "right" if b > a else "tie"))
+    posed, top, rest = reference_calls(s.order, values, k, "unordered" if cache else None)
+    r = s.result()
+    assert [(j.a, j.b) for j in r.judged if not j.cached] == posed
+    assert r.judgments == len(posed) and (r.top, r.rest) == (top, rest)
+
+
 def test_mean_count_matches_the_digest_over_2000_trials():
     """Digest §7.A: n=50, k=10, random order, no cache: mean ≈ 150.8 (±2 over 2,000 trials)."""
     rng = random.Random(2012)

@@ -35,6 +35,66 @@ TRACE = [
 ]
 
 
+def digest_topk_label(order, k, prefer):
+    """Seed-digest §2.2 ``topk_label`` transcribed literally (recursion-free, blocking oracle):
+    an independent reference for the generator in labeling.heap. ``prefer(a, b)`` is one call.
+    """
+    heap = list(order[:k])
+    m = len(heap)
+
+    def less(a, b):
+        return prefer(b, a)
+
+    def sift_down(i, size):
+        while True:
+            left, right = 2 * i + 1, 2 * i + 2
+            if left >= size:
+                return
+            c = left
+            if right < size and less(heap[right], heap[left]):
+                c = right
+            if less(heap[c], heap[i]):
+                heap[c], heap[i] = heap[i], heap[c]
+                i = c
+            else:
+                return
+
+    for i in range(m // 2 - 1, -1, -1):
+        sift_down(i, m)
+    rest = []
+    for r in order[k:]:
+        if prefer(r, heap[0]):
+            rest.append(heap[0])
+            heap[0] = r
+            sift_down(0, m)
+        else:
+            rest.append(r)
+    for end in range(m - 1, 0, -1):
+        heap[0], heap[end] = heap[end], heap[0]
+        sift_down(0, end)
+    return heap, rest
+
+
+def reference_calls(order, values, k, cache=None):
+    """Posed calls of the reference with no cache, an ``ordered`` (a, b) cache or an
+    ``unordered`` {a, b} cache; equal values are a tie (not preferred either way)."""
+    posed, memo = [], {}
+
+    def prefer(a, b):
+        key = {None: None, "ordered": (a, b), "unordered": frozenset((a, b))}[cache]
+        if key is not None and key in memo:
+            winner = memo[key]
+        else:
+            posed.append((a, b))
+            winner = a if values[a] > values[b] else b if values[b] > values[a] else None
+            if key is not None:
+                memo[key] = winner
+        return winner == a
+
+    top, rest = digest_topk_label(list(order), k, prefer)
+    return posed, top, rest
+
+
 def drive(protocol, values):
     """Run a bare protocol against a consistent oracle; return (calls, (top, rest))."""
     calls = []
@@ -137,6 +197,23 @@ def test_digest_thirteen_is_the_same_orientation_repeat_count():
     ordered = [(c.a, c.b) for c in calls]
     assert len(set(ordered)) == 13  # only (d1, d3) recurs in the same orientation
     assert len({frozenset(p) for p in ordered}) == 12
+
+
+def test_trace_counts_by_brute_force_on_the_literal_digest_procedure():
+    """Independent check of 14 / 13 / 12 with the digest's own pseudocode (not labeling.heap):
+    no cache 14 (the §7.A table); a cache keyed on the ordered call (a, b) 13 (the digest's
+    figure); a cache keyed on the unordered pair, which is what §2.4 item 4 and contract C1
+    specify, 12, because prefer(d3, d5) in Step 3 repeats prefer(d5, d3) from placing d7."""
+    posed, top, rest = reference_calls(DOCS, VALUES, 3)
+    assert posed == [(a, b) for _, a, b in TRACE] and top == ["d5", "d3", "d7"]
+    assert rest == ["d2", "d4", "d6", "d1", "d8"]
+    assert len(reference_calls(DOCS, VALUES, 3, "ordered")[0]) == 13
+    unordered, top, _ = reference_calls(DOCS, VALUES, 3, "unordered")
+    assert len(unordered) == 12 and top == ["d5", "d3", "d7"]
+    assert ("d3", "d5") not in unordered and ("d5", "d3") in unordered
+    # The session with its default (unordered) cache poses exactly the reference's questions.
+    _, asked = run_session(DOCS, VALUES, 3)
+    assert asked == [frozenset(p) for p in unordered]
 
 
 def test_bare_cache_middleware_matches_session():

@@ -38,6 +38,14 @@ def oracle(s: TopKSession) -> PairAnswer:
     return PairAnswer(q.left, q.right, "left" if SCORES[q.left] > SCORES[q.right] else "right")
 
 
+def contrary(s: TopKSession) -> PairAnswer:
+    """Consistent on protocol questions, the opposite on every re-ask."""
+    a = oracle(s)
+    if s.pending_is_reask:
+        return PairAnswer(a.left, a.right, "right" if a.outcome == "left" else "left")
+    return a
+
+
 def run(seed: int = 3, k: int = 5, answer=oracle, **options) -> TopKSession:
     s = open_session("topk", DOCS, k=k, seed=seed, options=options)
     assert isinstance(s, TopKSession)
@@ -54,12 +62,10 @@ def protocol_seqs(s: TopKSession) -> list[int]:
 @pytest.mark.parametrize("value", [0.0, 0, 0.01, 0.25, 0.5, 1 / 3])
 def test_valid_fractions_are_recorded_and_idempotent(value: float) -> None:
     opts = validate_options("topk", {"reask_fraction": value})
+    # Filled in like every option (contract C1), always as a float; absent means 0.
+    assert opts["reask_fraction"] == value and isinstance(opts["reask_fraction"], float)
     if value == 0:
-        # Absent means 0: configs written before the option existed stay equal.
-        assert "reask_fraction" not in opts
         assert opts == validate_options("topk", None)
-    else:
-        assert opts["reask_fraction"] == value and isinstance(opts["reask_fraction"], float)
     assert validate_options("topk", opts) == opts
 
 
@@ -197,14 +203,6 @@ def test_not_relevant_on_a_challenger_reask() -> None:
 @pytest.mark.parametrize("cache", [True, False])
 def test_result_unaffected_by_reasks(cache: bool) -> None:
     base = run(seed=9, pair_cache=cache)
-
-    def contrary(s: TopKSession) -> PairAnswer:
-        """Consistent on protocol questions, the opposite on every re-ask."""
-        a = oracle(s)
-        if s.pending_is_reask:
-            return PairAnswer(a.left, a.right, "right" if a.outcome == "left" else "left")
-        return a
-
     for answer in (oracle, contrary):
         s = run(seed=9, pair_cache=cache, reask_fraction=0.5, answer=answer)
         r, b = s.result(), base.result()
@@ -358,3 +356,101 @@ def test_analysis_service_labels_reasks() -> None:
     report = analyze_records(judgments, tasks, reasks=reasks)
     (row,) = report["self_consistency"]
     assert row["reask_repeats"] == row["reask_consistent"] == len(s.reasks) > 0
+
+
+# -- the analysis uses the protocol's answer, and counts re-asks apart -------------------------
+def test_direct_relations_and_transitivity_ignore_reasks() -> None:
+    from labeling.agreement import direct_relations
+    from labeling.consistency import transitivity
+
+    log = [
+        JudgmentRecord("t", "A", "q", "topk", "a", "b", "left", seq=0),  # a ≻ b (protocol)
+        JudgmentRecord("t", "A", "q", "topk", "b", "c", "left", seq=1),  # b ≻ c
+        JudgmentRecord("t", "A", "q", "topk", "a", "c", "left", seq=2),  # a ≻ c: transitive
+        JudgmentRecord("t", "A", "q", "topk", "c", "a", "left", seq=3),  # re-ask of seq 2: c ≻ a
+    ]
+    reasks = {("t", 3)}
+    # The heap acted on seq 2, so that is the assessor's relation; the latest answer is not.
+    assert direct_relations(log, reasks)[("q", "A")][("a", "c")] == ">"
+    assert direct_relations(log)[("q", "A")][("a", "c")] == "<"  # unnamed: latest counts
+    assert transitivity(log, reasks)["A"].intransitive == 0
+    assert transitivity(log)["A"].intransitive == 1  # a ≻ b ≻ c ≻ a from the re-ask
+
+
+def test_time_table_counts_reasks_apart() -> None:
+    from labeling.records import TaskRecord
+    from labeling.timing import time_table
+
+    log = [
+        JudgmentRecord(1, "A", "q", "topk", "a", "b", "left", active_ms=4000, seq=0),
+        JudgmentRecord(1, "A", "q", "topk", "c", "d", "left", active_ms=6000, seq=1),
+        JudgmentRecord(1, "A", "q", "topk", "b", "a", "right", active_ms=1000, seq=2),  # re-ask
+        JudgmentRecord(2, "B", "q", "topk", "a", "b", "left", active_ms=2000, seq=0),
+    ]
+    tasks = [TaskRecord(t, u, "q", "topk", finished=True) for t, u in ((1, "A"), (2, "B"))]
+    row = time_table(log, tasks, reasks={(1, 2)})["topk"]
+    assert (row.judgments, row.reasks, row.tasks) == (3, 1, 2)
+    assert row.time_per_judgment.mean == pytest.approx(4.0)  # (4 + 6 + 2) / 3
+    assert row.judgments_per_query.mean == pytest.approx(1.5)  # 2 and 1
+    assert row.time_per_query.mean == pytest.approx(6.0)  # 10 s and 2 s
+    assert (row.reasks_per_query.mean, row.reasks_per_query.max) == (0.5, 1.0)
+    assert row.reask_time_per_query.mean == pytest.approx(0.5)  # 1 s and 0 s
+    plain = time_table(log, tasks)["topk"]  # without the keys every answer is a judgment
+    assert (plain.judgments, plain.reasks, plain.judgments_per_query.mean) == (4, 0, 2.0)
+
+
+def _relations_of_protocol(s: TopKSession) -> dict[tuple[str, str], str]:
+    """Oracle: the relation of every pair from the posed protocol answers (not re-asks)."""
+    out: dict[tuple[str, str], str] = {}
+    for seq, a in enumerate(s.answers):
+        if seq in s.reasks or a.outcome not in ("left", "right"):
+            continue
+        winner = a.left if a.outcome == "left" else a.right
+        key = (min(a.left, a.right), max(a.left, a.right))
+        out[key] = ">" if winner == key[0] else "<"
+    return out
+
+
+def test_analysis_report_uses_protocol_answers_and_prints_reasks() -> None:
+    """End to end through app.services.analysis (no database) and the CLI's text report."""
+    from app.commands.analysis import format_report
+    from app.services.analysis import analyze_records, build_records
+
+    options = validate_options("topk", {"reask_fraction": 0.5})
+    # Task 2's assessor contradicts every re-ask: that must not reach agreement or Table 1.
+    sessions = {
+        1: run(seed=4, reask_fraction=0.5),
+        2: run(seed=5, reask_fraction=0.5, answer=contrary),
+    }
+    tasks_raw = [
+        (t, f"U{t}", "q1", "topk", 5, s.seed, options, DOCS, "done") for t, s in sessions.items()
+    ]
+    log = [
+        (t, i, a.left, a.right, a.outcome, None, None, 1000 + i, None, False)
+        for t, s in sessions.items()
+        for i, a in enumerate(s.answers)
+    ]
+    judgments, tasks, warnings, reasks = build_records(tasks_raw, log)
+    assert warnings == []
+    report = analyze_records(judgments, tasks, reasks=reasks)
+    n_reasks = sum(len(s.reasks) for s in sessions.values())
+    time = report["time"]["topk"]
+    assert time["reasks"] == report["judgments"]["reasks"] == n_reasks > 0
+    assert time["judgments"] == sum(len(s.answers) - len(s.reasks) for s in sessions.values())
+    protocol_counts = [s.result().judgments - s.result().reasks for s in sessions.values()]
+    assert time["judgments_per_query"]["mean"] == pytest.approx(sum(protocol_counts) / 2)
+    assert time["reasks_per_query"]["mean"] == pytest.approx(n_reasks / 2)
+    # Agreement: both assessors are consistent on protocol questions, so every co-judged pair
+    # agrees, and the instances are exactly the pairs both compared in the protocol.
+    r1, r2 = (_relations_of_protocol(s) for s in sessions.values())
+    common = set(r1) & set(r2)
+    pooled = report["agreement"]["topk"]["pooled"]
+    assert pooled["instances"] == len(common) > 0
+    assert pooled["agreed"] == sum(r1[p] == r2[p] for p in common) == len(common)
+    assert [t["intransitive"] for t in report["transitivity"]] == [0, 0]
+    (c1, c2) = report["self_consistency"]
+    assert c1["reask_consistent"] == c1["reask_repeats"] == len(sessions[1].reasks)
+    assert (c2["reask_consistent"], c2["reask_repeats"]) == (0, len(sessions[2].reasks))
+    text = format_report(report)
+    assert f"re-asks 0/{len(sessions[2].reasks)})" in text
+    assert f"plus {n_reasks} re-asks (not in the figures above)" in text

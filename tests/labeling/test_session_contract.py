@@ -47,8 +47,12 @@ def test_validate_options_fills_defaults_and_is_idempotent():
         "pair_cache": True,
         "not_relevant": False,
         "initial_order": None,
+        "reask_fraction": 0.0,
     }
     assert validate_options("topk", opts) == opts
+    # A config stored before reask_fraction existed validates (and so replays) the same.
+    legacy = {key: value for key, value in opts.items() if key != "reask_fraction"}
+    assert validate_options("topk", legacy) == opts
     assert validate_options("topk", {"allow_ties": True})["allow_ties"] is True
     assert validate_options("graded", {}) == {}
     assert validate_options("graded", None) == {}
@@ -235,6 +239,29 @@ def test_not_relevant_only_for_a_challenger():
     assert r.top == sorted(s.order[:5], key=lambda d: -SCORES[d])
     assert r.rest == s.order[5:]
     assert sum(j.not_relevant for j in r.judged) == len(DOCS) - 5
+    # "Not relevant" is a judgment of the challenger alone, not a comparison of the pair (as in
+    # labeling.agreement): top ≻ challenger follows from it, it was not judged directly.
+    assert not any(p.direct or p.contradicted for p in r.implied_pairs() if p.worse in r.rest)
+
+
+def test_invalid_answers_name_the_question():
+    s = open_session("topk", DOCS, k=5, seed=3, options={"not_relevant": True})
+    while s.pending_challenger is None:
+        s.submit(oracle_answer(s.pending))
+    q = s.pending
+    for outcome, message in (
+        ("tie", "ties are not enabled"),
+        ("maybe", "unknown outcome 'maybe'"),
+    ):
+        with pytest.raises(InvalidAnswer, match=f"question {q.seq} .*{message}"):
+            s.submit(PairAnswer(q.left, q.right, outcome))  # type: ignore[arg-type]
+    s = open_session("topk", DOCS, k=5, seed=3)
+    with pytest.raises(InvalidAnswer, match=r"question 0 .*not-relevant answer is not enabled"):
+        s.submit(PairAnswer(s.pending.left, s.pending.right, "not_relevant"))
+    g = open_session("graded", DOCS, seed=3)
+    doc = g.pending.doc_id
+    with pytest.raises(InvalidAnswer, match=rf"question 0 \({doc}\): grade must be"):
+        g.submit(GradeAnswer(doc, 7))
 
 
 def test_result_has_both_counts_and_all_implied_pairs():

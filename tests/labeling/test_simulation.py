@@ -192,3 +192,20 @@ def test_cli_noise_models():
     assert out["model"] == "thurstone" and out["exact_rate"] < 1.0
     assert 0.0 < out["kappa_ndcg"]["mean"] < 1.0
     assert runner.invoke(_cli(), [*base, "--model", "gauss"]).exit_code != 0
+
+
+@pytest.mark.parametrize("model", ["thurstone", "bradley_terry"])
+def test_noise_models_survive_far_apart_scores(model):
+    """Regression: Bradley–Terry computed exp(-Δ/τ) directly and overflowed (OverflowError) once
+    Δ/τ < -709, e.g. ranks 0..999 at τ = 1 or ranks 0..49 at τ = 0.05. Far-apart documents
+    must simply never be confused; the logistic is evaluated in its stable form."""
+    a = Assessor({"low": 0.0, "high": 1000.0}, seed=5, noise=model, scale=1.0)
+    assert all(a.prefers("high", "low") for _ in range(200))
+    assert not any(a.prefers("low", "high") for _ in range(200))
+
+
+def test_cli_bradley_terry_with_a_small_scale():
+    args = ["--n", "30", "--k", "5", "--trials", "3", "--model", "bradley_terry", "--scale", "0.02"]
+    result = CliRunner().invoke(_cli(), ["simulate", *args, "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["exact_rate"] == 1.0  # Δ ≥ 1 rank: virtually no confusion

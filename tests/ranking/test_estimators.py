@@ -120,3 +120,13 @@ def test_bad_model_json_is_rejected() -> None:
         Ranker.from_json(
             json.dumps({"format": "heapjudge-ranker", "version": 1, "estimator": "Nope"})
         )
+
+
+def test_focusednet_init_normalisation_and_mlp_scorer(splits) -> None:
+    train, valid, test = splits
+    init = FocusedNet(normalization="init", epochs=200, lr=0.1).fit(train, valid=valid)
+    assert init.score(test, "kappa_ndcg@10") > 0.9
+    mlp = FocusedNet(model="mlp", hidden=8, epochs=200, lr=0.02).fit(train, valid=valid)
+    assert mlp.score(test, "kappa_ndcg@10") > 0.8
+    again = Ranker.from_json(mlp.to_json())
+    np.testing.assert_allclose(again.predict(test), mlp.predict(test))
