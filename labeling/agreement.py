@@ -33,12 +33,12 @@ over the three outcomes from C (it is symmetric in U and V).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 from typing import Any, Literal
 
-from labeling.records import JudgmentRecord, TaskRecord, live
+from labeling.records import JudgmentRecord, ReaskKeys, TaskRecord, is_reask, live
 from labeling.stats import ChiSquare, chi2_2x2, cohen_kappa
 
 Relation = Literal[">", "<", "~"]
@@ -139,9 +139,6 @@ def _grade_relation(ga: int, gb: int) -> Relation:
 
 QueryAssessor = tuple[str, str]
 
-#: ``(task_id, seq)`` of the configured re-ask answers of a study (``TopKSession.reasks``).
-ReaskKeys = Collection[tuple[int | str, int]]
-
 
 def direct_relations(
     judgments: Iterable[JudgmentRecord], reasks: ReaskKeys = ()
@@ -156,7 +153,7 @@ def direct_relations(
     """
     out: dict[QueryAssessor, Relations] = defaultdict(dict)
     for r in live(judgments):
-        if not r.is_pair or (reasks and (r.task_id, r.seq) in reasks):
+        if not r.is_pair or is_reask(r, reasks):
             continue
         assert r.left is not None and r.right is not None and r.outcome is not None
         found = relation_from_outcome(r.left, r.right, r.outcome)

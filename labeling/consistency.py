@@ -32,12 +32,11 @@ from labeling.agreement import (
     PREFERRED,
     TIE,
     Pair,
-    ReaskKeys,
     Relation,
     direct_relations,
     relation_from_outcome,
 )
-from labeling.records import JudgmentRecord, in_log_order, live
+from labeling.records import JudgmentRecord, ReaskKeys, in_log_order, is_reask, live
 from labeling.stats import binomial_test
 
 # --- position bias ----------------------------------------------------------------------------
@@ -171,7 +170,7 @@ def repeated_judgments(
                     second=rel,
                     kind="undo" if prev_undone else "repeat",
                     swapped=prev_left != r.left,
-                    reask=not prev_undone and (r.task_id, r.seq) in reasks,
+                    reask=not prev_undone and is_reask(r, reasks),
                 )
             )
         seen[slot] = (rel, r.undone, r.left)

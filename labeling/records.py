@@ -12,7 +12,7 @@ timing, and used by self-consistency (an undone pair that was judged again).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -97,3 +97,15 @@ def _log_order(r: JudgmentRecord) -> tuple[str, int]:
 def by_method(records: Sequence[JudgmentRecord], method: Method) -> list[JudgmentRecord]:
     """The records of one method."""
     return [r for r in records if r.method == method]
+
+
+#: ``(task_id, seq)`` of the configured re-ask answers of a study (task option
+#: ``reask_fraction``; ``TopKSession.reasks`` of each task's replay). Only the task config can
+#: tell a re-ask from another repeat, so the service computes them and passes them in.
+ReaskKeys = Collection[tuple[int | str, int]]
+
+
+def is_reask(record: JudgmentRecord, reasks: ReaskKeys) -> bool:
+    """True if ``record`` is the answer to a configured re-ask (its ``(task_id, seq)`` is in
+    ``reasks``); re-asks never reached the protocol, so the analysis counts them apart."""
+    return bool(reasks) and (record.task_id, record.seq) in reasks

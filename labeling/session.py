@@ -369,9 +369,13 @@ class TopKSession:
         self._compare = compare
         if self._schedule is not None:
             self._settle()
-            return
-        seq = len(self.answers)
-        blocks = self._orientation.blocks  # Orientation.swapped(seq), inlined for replay speed
+        else:
+            self._orient(compare, len(self.answers))
+
+    def _orient(self, compare: Compare, seq: int) -> None:
+        """Show the protocol's ``prefer(a, b)`` at ``seq`` as (left, right): swapped iff
+        :meth:`Orientation.swapped` (inlined here, because this runs once per replayed answer)."""
+        blocks = self._orientation.blocks
         if seq >> 6 >= len(blocks):
             blocks.append(self._orientation.bits(len(blocks)))
         if (blocks[seq >> 6] >> (seq & 63)) & 1:
@@ -392,15 +396,8 @@ class TopKSession:
             self._left, self._right = reask.left, reask.right
             return
         self._reask = None
-        compare = self._compare
-        if compare is not None:
-            blocks = self._orientation.blocks  # Orientation.swapped(seq), inlined (replay)
-            if seq >> 6 >= len(blocks):
-                blocks.append(self._orientation.bits(len(blocks)))
-            if (blocks[seq >> 6] >> (seq & 63)) & 1:
-                self._left, self._right = compare.b, compare.a
-            else:
-                self._left, self._right = compare.a, compare.b
+        if self._compare is not None:
+            self._orient(self._compare, seq)
 
     @property
     def judged(self) -> list[PairJudgment]:

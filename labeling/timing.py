@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from labeling.records import JudgmentRecord, TaskRecord
+from labeling.records import JudgmentRecord, ReaskKeys, TaskRecord, is_reask
 
 #: The "judgment complexity" row of Table 1.
 COMPLEXITY: dict[str, str] = {"topk": "O(n log k)", "graded": "O(n)"}
@@ -108,7 +108,7 @@ def time_table(
     tasks: Sequence[TaskRecord] | None = None,
     *,
     finished_only: bool = True,
-    reasks: Collection[tuple[int | str, int]] = (),
+    reasks: ReaskKeys = (),
 ) -> dict[str, MethodTiming]:
     """Table 1: per method, time per judgment, judgments per query and time per query.
 
@@ -130,7 +130,7 @@ def time_table(
             undone[r.method] += 1
             continue
         row = per_task[(r.method, str(r.task_id))]
-        if reasks and (r.task_id, r.seq) in reasks:
+        if is_reask(r, reasks):
             reask_count[r.method] += 1
             row[2] += 1
             row[3] += r.active_ms
@@ -194,14 +194,14 @@ def time_histograms(
     *,
     bin_seconds: float = 2.0,
     upper_seconds: float = 60.0,
-    reasks: Collection[tuple[int | str, int]] = (),
+    reasks: ReaskKeys = (),
 ) -> dict[str, list[int]]:
     """Histogram of the active time per live protocol judgment (seconds), per method: the
     judgments of Table 1's time per judgment (re-asks at ``(task_id, seq)`` in ``reasks`` left
     out)."""
     per: dict[str, list[float]] = defaultdict(list)
     for r in judgments:
-        if not r.undone and not (reasks and (r.task_id, r.seq) in reasks):
+        if not r.undone and not is_reask(r, reasks):
             per[r.method].append(r.active_ms / 1000.0)
     return {
         m: histogram(per[m], bin_width=bin_seconds, upper=upper_seconds)

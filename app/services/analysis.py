@@ -43,7 +43,7 @@ from labeling.agreement import (
 )
 from labeling.consistency import position_bias, self_consistency, transitivity
 from labeling.errors import LabelingError
-from labeling.records import JudgmentRecord, TaskRecord
+from labeling.records import JudgmentRecord, TaskRecord, is_reask
 from labeling.session import open_session
 from labeling.stats import ChiSquare
 from labeling.timing import time_histograms, time_table
@@ -276,7 +276,7 @@ def analyze_records(
         "judgments": {
             "live": sum(1 for r in judgments if not r.undone),
             "undone": sum(1 for r in judgments if r.undone),
-            "reasks": sum(1 for r in judgments if not r.undone and (r.task_id, r.seq) in reasks),
+            "reasks": sum(1 for r in judgments if not r.undone and is_reask(r, reasks)),
         },
         "time": {
             m: row.to_dict() for m, row in time_table(judgments, tasks, reasks=reasks).items()

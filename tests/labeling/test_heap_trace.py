@@ -35,6 +35,10 @@ TRACE = [
 ]
 
 
+#: κ-labels of the trace's output (k = 3): d5 = 3, d3 = 2, d7 = 1, all others 0.
+TRACE_KAPPA = {"d5": 3, "d3": 2, "d7": 1, **dict.fromkeys(["d2", "d4", "d6", "d1", "d8"], 0)}
+
+
 def digest_topk_label(order, k, prefer):
     """Seed-digest §2.2 ``topk_label`` transcribed literally (recursion-free, blocking oracle):
     an independent reference for the generator in labeling.heap. ``prefer(a, b)`` is one call.
@@ -147,16 +151,7 @@ def test_trace_through_session_without_cache():
     assert r.judgments == 14 and r.calls == 14
     assert r.top == ["d5", "d3", "d7"]
     assert set(r.rest) == {"d2", "d4", "d6", "d1", "d8"}
-    assert r.kappa_labels == {
-        "d5": 3,
-        "d3": 2,
-        "d7": 1,
-        "d2": 0,
-        "d4": 0,
-        "d6": 0,
-        "d1": 0,
-        "d8": 0,
-    }
+    assert r.kappa_labels == TRACE_KAPPA
 
 
 def test_trace_with_pair_cache():
@@ -180,16 +175,7 @@ def test_trace_with_pair_cache():
     cached = [(j.a, j.b) for j in r.judged if j.cached]
     assert cached == [("d1", "d3"), ("d3", "d5")]
     assert r.top == ["d5", "d3", "d7"]
-    assert r.kappa_labels == {
-        "d5": 3,
-        "d3": 2,
-        "d7": 1,
-        "d2": 0,
-        "d4": 0,
-        "d6": 0,
-        "d1": 0,
-        "d8": 0,
-    }
+    assert r.kappa_labels == TRACE_KAPPA
 
 
 def test_digest_thirteen_is_the_same_orientation_repeat_count():
