@@ -10,8 +10,12 @@ COPY labeling ./labeling
 COPY ranking ./ranking
 COPY migrations ./migrations
 COPY templates ./templates
-# Editable: templates/ is read from the source tree beside the packages.
-RUN pip install -e . && useradd --system --home /srv/heapjudge heapjudge
+# A regular install: templates/ goes to <prefix>/share/heapjudge/templates (pyproject
+# data-files; app.settings.templates_dir), the Swagger UI assets come from fastapi-offline.
+# The sources are removed afterwards so the installed copy is what runs.
+RUN pip install . \
+    && rm -rf app labeling ranking migrations templates build *.egg-info \
+    && useradd --system --home /srv/heapjudge heapjudge
 USER heapjudge
 
 EXPOSE 8000

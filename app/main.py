@@ -7,15 +7,26 @@ No module-level app or engine: every app owns its :class:`app.db.Database` on
 
 Routers are listed explicitly in :func:`_api_routers`; another area adds its API router with a
 one-line edit there. The web router ``app.routers.web.router`` (HTML pages) is included last.
+
+API docs: ``/openapi.json`` and ``/docs`` (Swagger UI). The Swagger UI assets come from the
+``fastapi-offline`` package and are served by the app under :data:`DOCS_ASSETS` (no CDN:
+the docs work offline and the page's CSP stays ``'self'``; its one inline script is allowed by
+its SHA-256 hash, :func:`inline_script_csp`). ReDoc is off: it has no offline bundle.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import importlib.util
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
 from fastapi import APIRouter, FastAPI
+from fastapi.openapi.docs import get_swagger_ui_html, get_swagger_ui_oauth2_redirect_html
+from fastapi.responses import HTMLResponse
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -39,8 +50,67 @@ SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = (
     (b"cross-origin-opener-policy", b"same-origin"),
     (b"permissions-policy", b"camera=(), microphone=(), geolocation=()"),
 )
-#: The interactive API docs load Swagger UI assets; they get no page CSP.
-CSP_EXEMPT_PATHS = ("/docs", "/redoc", "/docs/oauth2-redirect")
+#: Where the app serves the Swagger UI files of the ``fastapi-offline`` package.
+DOCS_ASSETS = "/docs-assets"
+
+_INLINE_SCRIPT = re.compile(r"<script>(.*?)</script>", re.DOTALL)
+
+
+def inline_script_csp(html: str) -> str:
+    """The default policy plus ``'sha256-...'`` sources for each inline ``<script>`` of
+    ``html`` (CSP Level 2 hash sources: base64 of the SHA-256 of the script text), so exactly
+    these scripts run and nothing injected would."""
+    hashes = " ".join(
+        "'sha256-" + base64.b64encode(hashlib.sha256(m.encode("utf-8")).digest()).decode() + "'"
+        for m in _INLINE_SCRIPT.findall(html)
+    )
+    return CONTENT_SECURITY_POLICY.replace("script-src 'self'", f"script-src 'self' {hashes}")
+
+
+def _with_script_hashes(response: HTMLResponse) -> HTMLResponse:
+    html = bytes(response.body).decode("utf-8")
+    response.headers["content-security-policy"] = inline_script_csp(html)
+    return response
+
+
+def swagger_ui_dir() -> Path | None:
+    """The Swagger UI 5 files shipped by the ``fastapi-offline`` package (None if missing).
+
+    Swagger UI 5 is needed: FastAPI writes OpenAPI 3.1, which Swagger UI 4 cannot render."""
+    try:
+        spec = importlib.util.find_spec("fastapi_offline")
+    except ImportError:  # pragma: no cover - a declared dependency
+        return None
+    if spec is None or spec.origin is None:  # pragma: no cover
+        return None
+    path = Path(spec.origin).parent / "static"
+    return path if (path / "swagger-ui-bundle.js").is_file() else None
+
+
+def _add_docs(app: FastAPI) -> None:
+    """``/docs`` and its OAuth2 redirect page, with the assets served by the app itself."""
+    assets = swagger_ui_dir()
+    if assets is None:  # pragma: no cover - without the bundle there are no docs pages
+        return
+    app.mount(DOCS_ASSETS, StaticFiles(directory=assets), name="docs-assets")
+    title = f"{app.title} API"
+
+    @app.get("/docs", include_in_schema=False)
+    def swagger_ui() -> HTMLResponse:
+        return _with_script_hashes(
+            get_swagger_ui_html(
+                openapi_url=app.openapi_url or "/openapi.json",
+                title=title,
+                swagger_js_url=f"{DOCS_ASSETS}/swagger-ui-bundle.js",
+                swagger_css_url=f"{DOCS_ASSETS}/swagger-ui.css",
+                swagger_favicon_url=f"{DOCS_ASSETS}/favicon.png",
+                oauth2_redirect_url="/docs/oauth2-redirect",
+            )
+        )
+
+    @app.get("/docs/oauth2-redirect", include_in_schema=False)
+    def swagger_ui_redirect() -> HTMLResponse:
+        return _with_script_hashes(get_swagger_ui_oauth2_redirect_html())
 
 
 def _api_routers() -> list[APIRouter]:
@@ -69,7 +139,6 @@ class SecurityHeadersMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        add_csp = scope.get("path", "") not in CSP_EXEMPT_PATHS
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -78,7 +147,8 @@ class SecurityHeadersMiddleware:
                 for name, value in SECURITY_HEADERS:
                     if name not in present:
                         headers.append((name, value))
-                if add_csp and b"content-security-policy" not in present:
+                # A response with its own policy (pages, /docs) keeps it.
+                if b"content-security-policy" not in present:
                     headers.append((b"content-security-policy", CONTENT_SECURITY_POLICY.encode()))
                 message["headers"] = headers
             await send(message)
@@ -102,6 +172,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version="1",
         summary="Top-k relevance labeling service (HeapSort preference judging, five grades)",
         lifespan=lifespan,
+        docs_url=None,  # served by _add_docs with local assets
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.db = db
@@ -113,6 +185,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     from app.routers import web
 
     app.include_router(web.router)
+    _add_docs(app)
     if STATIC_DIR.is_dir():
         app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
 

@@ -10,6 +10,10 @@ accepted only when ``HEAPJUDGE_DEV=1`` or in demo mode (:meth:`Settings.check`).
 
 from __future__ import annotations
 
+import os
+import site
+import sys
+import sysconfig
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -20,6 +24,44 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 DEV_SECRET_KEY = "heapjudge-dev-secret-key-do-not-use-in-production"
 
 DEFAULT_DATABASE_URL = "sqlite:///./heapjudge.db"
+
+
+#: Overrides where the page templates are read from (see :func:`templates_dir`).
+TEMPLATES_DIR_ENV = "HEAPJUDGE_TEMPLATES_DIR"
+#: Where a regular ``pip install .`` puts templates/ (``[tool.setuptools.data-files]``).
+INSTALLED_TEMPLATES = Path("share") / "heapjudge" / "templates"
+
+
+def templates_dir() -> Path:
+    """The directory of the Jinja2 page templates (top-level ``templates/`` in the source tree).
+
+    Looked up, first hit wins (each must contain ``base.html``):
+
+    1. ``$HEAPJUDGE_TEMPLATES_DIR`` (an explicit override; an error if it is not a template dir);
+    2. ``<source tree>/templates`` beside the ``app`` package (a checkout or an editable
+       install, e.g. ``pip install -e .`` or the tests);
+    3. ``<prefix>/share/heapjudge/templates`` for the install prefixes of this interpreter
+       (``sysconfig`` "data", ``sys.prefix``, the ``--user`` base): a regular
+       ``pip install .`` / wheel install copies templates/ there (pyproject ``data-files``).
+    """
+    override = os.environ.get(TEMPLATES_DIR_ENV)
+    if override:
+        path = Path(override)
+        if not (path / "base.html").is_file():
+            raise FileNotFoundError(f"{TEMPLATES_DIR_ENV}={override} has no base.html")
+        return path
+    candidates = [Path(__file__).resolve().parents[1] / "templates"]
+    for prefix in (sysconfig.get_path("data"), sys.prefix, site.getuserbase()):
+        if prefix:
+            candidates.append(Path(prefix) / INSTALLED_TEMPLATES)
+    for path in candidates:
+        if (path / "base.html").is_file():
+            return path
+    raise FileNotFoundError(
+        "page templates not found; looked in "
+        + ", ".join(str(c) for c in candidates)
+        + f" (set {TEMPLATES_DIR_ENV})"
+    )
 
 
 class InsecureSettings(RuntimeError):

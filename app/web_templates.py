@@ -36,8 +36,11 @@ from fastapi.responses import HTMLResponse, Response
 from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, Undefined
 
+from app.settings import templates_dir
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
-TEMPLATES_DIR = REPO_ROOT / "templates"
+#: Source tree, or <prefix>/share/heapjudge/templates after a regular install (see there).
+TEMPLATES_DIR = templates_dir()
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 
 #: The Content-Security-Policy of every HTML page (header, not <meta>: a meta CSP cannot set

@@ -29,11 +29,10 @@ from itertools import permutations
 from typing import Any
 
 from labeling.agreement import (
-    PREFERRED,
-    TIE,
     Pair,
     Relation,
     direct_relations,
+    flip,
     relation_from_outcome,
 )
 from labeling.records import JudgmentRecord, ReaskKeys, in_log_order, is_reask, live
@@ -222,9 +221,7 @@ def _rel(a: str, b: str, relations: Mapping[Pair, Relation]) -> Relation | None:
     if a < b:
         return relations.get((a, b))
     rel = relations.get((b, a))
-    if rel is None:
-        return None
-    return rel if rel == TIE else ("<" if rel == PREFERRED else ">")
+    return None if rel is None else flip(rel)
 
 
 def _rank_relation(ra: int, rb: int) -> Relation:

@@ -181,7 +181,10 @@ def seeded_order(doc_ids: Sequence[str], seed: int) -> list[str]:
 
     Sorting by i.i.d. keys from ``random.Random(seed).random()`` is a uniform shuffle (ties
     have probability ~0 and fall back to the id); it is several times cheaper than
-    ``random.shuffle`` in CPython, and the order is rebuilt on every replay.
+    ``random.shuffle`` in CPython, and the order is rebuilt on every replay. (``random.Random``
+    seeds with ``|seed|``, so ``seed`` and ``-seed`` give the same order, though not the same
+    orientations; the service only draws seeds ≥ 0. Changing this would change the questions
+    of every stored task, so it stays.)
     """
     draw = random.Random(seed).random
     return [doc for _, doc in sorted([(draw(), doc) for doc in doc_ids])]
@@ -238,14 +241,7 @@ def _check_initial_order(value: object) -> list[str] | None:
         return None
     if isinstance(value, str | bytes) or not isinstance(value, Sequence):
         raise ConfigError("option initial_order must be null or a list of document ids")
-    seen: set[str] = set()
-    for pos, doc in enumerate(value):
-        if not isinstance(doc, str) or not doc:
-            raise ConfigError(f"initial_order[{pos}] must be a non-empty string, got {doc!r}")
-        if doc in seen:
-            raise ConfigError(f"initial_order[{pos}]: document {doc!r} is listed twice")
-        seen.add(doc)
-    return list(value)
+    return _unique_ids(value, "initial_order", "document {doc!r} is listed twice")
 
 
 def _check_doc_ids(doc_ids: object) -> list[str]:
@@ -253,18 +249,27 @@ def _check_doc_ids(doc_ids: object) -> list[str]:
         raise ConfigError("doc_ids must be a list of document ids")
     if len(doc_ids) == 0:
         raise ConfigError("a session needs at least one document (doc_ids is empty)")
+    return _unique_ids(doc_ids, "doc_ids", "duplicate document id {doc!r}")
+
+
+def _unique_ids(ids: Sequence[object], name: str, duplicate: str) -> list[str]:
+    """``ids`` as a list if they are distinct non-empty strings; else ConfigError naming the
+    first bad position (``name[pos]``), with ``duplicate`` formatted for a repeated id."""
     # Fast path (replay runs on every request); the loop below only locates the error.
-    unique = set(doc_ids)
-    if len(unique) == len(doc_ids) and set(map(type, unique)) == {str} and "" not in unique:
-        return list(doc_ids)
-    seen: set[str] = set()
-    for pos, doc in enumerate(doc_ids):
+    try:
+        unique = set(ids)
+    except TypeError:  # an unhashable entry (a list from JSON, ...): the loop names it
+        unique = set()
+    if len(unique) == len(ids) and set(map(type, unique)) <= {str} and "" not in unique:
+        return list(ids)  # type: ignore[arg-type]
+    seen: set[object] = set()
+    for pos, doc in enumerate(ids):
         if not isinstance(doc, str) or not doc:
-            raise ConfigError(f"doc_ids[{pos}] must be a non-empty string, got {doc!r}")
+            raise ConfigError(f"{name}[{pos}] must be a non-empty string, got {doc!r}")
         if doc in seen:
-            raise ConfigError(f"doc_ids[{pos}]: duplicate document id {doc!r}")
+            raise ConfigError(f"{name}[{pos}]: " + duplicate.format(doc=doc))
         seen.add(doc)
-    return list(doc_ids)
+    return list(ids)  # type: ignore[arg-type]  # unreachable: the fast path accepts these
 
 
 def _check_seed(seed: object) -> int:

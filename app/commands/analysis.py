@@ -226,6 +226,14 @@ def simulate_study(
         "--pair-cache/--no-pair-cache",
         help="Answer repeated pairs from the log (off = the paper's protocol and counts).",
     ),
+    reask_fraction: float = typer.Option(
+        0.0,
+        "--reask-fraction",
+        min=0.0,
+        max=0.5,
+        help="Top-k task option: re-ask this share of the pairs later with the sides swapped "
+        "(self-consistency; reported apart from the protocol's judgments).",
+    ),
     mode: str = typer.Option("direct", "--mode", help="Top-k relations: direct or inferred."),
     corpus: str | None = typer.Option(
         None,
@@ -270,6 +278,7 @@ def simulate_study(
         assessor_sd=assessor_sd,
         undo_rate=undo_rate,
         pair_cache=pair_cache,
+        reask_fraction=reask_fraction,
         corpus=corpus,
     )
     with tempfile.TemporaryDirectory(prefix="heapjudge-study-") as tmp:

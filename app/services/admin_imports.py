@@ -388,21 +388,14 @@ def _explain_rows(err: Invalid, rows: list[dict[str, Any]]) -> Invalid:
 
 def _document_hash(doc: Document) -> str:
     """The service's content hash for a document row (kept consistent after an update so
-    re-imports stay idempotent). Uses the NDJSON import's own definition."""
-    # One definition of the hash, owned by the NDJSON import (private there; see report).
-    line = collections._Line(
-        line=0,
-        query_id="",
-        query="",
-        description=None,
-        doc_id=doc.external_id,
+    re-imports stay idempotent): the NDJSON import's own definition."""
+    return collections.document_content_hash(
         title=doc.title,
         text=doc.text,
         html=doc.html,
         features=doc.features,
         grade=doc.grade,
     )
-    return line.content_hash()
 
 
 def _collection_documents(s: Any, collection_id: int) -> dict[tuple[str, str], Document]:

@@ -348,6 +348,8 @@ class StudyConfig:
 
     ``pair_cache`` is off by default, the paper's protocol: a pair the heap meets again is asked
     again (with the side shown decided afresh), which also measures self-consistency.
+    ``reask_fraction``: the topk task option of that name (swapped re-asks of a seeded share of
+    the pairs, reported apart by the analysis); 0, the default, is the paper's protocol.
     """
 
     assessors: int = 5
@@ -360,6 +362,7 @@ class StudyConfig:
     grade_flip: float = 0.35
     undo_rate: float = 0.01
     pair_cache: bool = False
+    reask_fraction: float = 0.0
     grade_weights: tuple[float, ...] = (0.45, 0.25, 0.15, 0.10, 0.05)
     collection: str = "simulated-study"
     corpus: str | None = None
@@ -497,7 +500,11 @@ def run_simulated_study(
             method=entry.method,
             k=config.k,
             seed=rng.getrandbits(31),
-            options={"pair_cache": config.pair_cache} if entry.method == "topk" else None,
+            options=(
+                {"pair_cache": config.pair_cache, "reask_fraction": config.reask_fraction}
+                if entry.method == "topk"
+                else None
+            ),
             plan=entry.label,
         )
         scores = perceived[(entry.assessor, entry.query_id)]

@@ -203,9 +203,33 @@ class _Line:
         return (self.title, self.text, self.html)
 
     def content_hash(self) -> str:
-        payload = [self.title, self.text, self.html, self.features, self.grade]
-        blob = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
-        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+        return document_content_hash(
+            title=self.title,
+            text=self.text,
+            html=self.html,
+            features=self.features,
+            grade=self.grade,
+        )
+
+
+def document_content_hash(
+    *,
+    title: str,
+    text: str | None,
+    html: str | None,
+    features: list[float] | None,
+    grade: int | None,
+) -> str:
+    """``document.content_hash``: SHA-256 (hex) of the compact JSON array
+    ``[title, text, html, features, grade]`` (UTF-8, no ASCII escaping).
+
+    The one definition of "same document content": a re-import is a no-op exactly when the
+    hashes agree, so code that updates a stored document (attaching grades or features) must
+    recompute it with this function to keep re-imports idempotent.
+    """
+    payload = [title, text, html, features, grade]
+    blob = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
 class _Errors:

@@ -28,6 +28,23 @@ transaction in which that validation holds (DESIGN §4, anchors B1):
 
 Splitting off step 1 keeps the replay out of the write lock (SQLite admits one writer), which
 is what bounds throughput with many assessors.
+
+Replay cache (a per-process, bounded LRU keyed by task id): after a request the replayed
+session is kept together with the log version it was built from, ``(live count, newest live
+id, created_at of the task)``. The next request for the task re-reads that version *inside its
+write transaction* and uses the cached session only if it is identical; any other writer (an
+undo, another worker process, a concurrent request) changes the version and forces a fresh
+replay of the log read in that transaction. Live judgments form a stack (undo pops the last,
+ids only grow), so equal (count, newest id) means an equal log. An entry is *taken* out of the
+cache by the request that uses it (never shared between threads, so a session mutated by a
+failed request never goes back) and put back only after the commit. With a hit the common
+submit costs one write transaction of three statements and no replay at all; validation still
+happens against the pending question inside that transaction.
+
+Document payloads (title/text/html) are cached per (task id, task created_at, doc id) in a
+second bounded LRU: documents never change while a task that references them exists (there is
+no document update path; deleting a collection deletes its tasks, and a reused SQLite rowid
+comes with a new ``created_at``).
 Undo marks the last live judgment ``undone`` (it stays in the log) with a compare-and-set.
 Results live in :mod:`app.services.results`.
 """
@@ -35,8 +52,11 @@ Results live in :mod:`app.services.results`.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from types import SimpleNamespace
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from sqlalchemy import bindparam, func, select, update
@@ -142,13 +162,74 @@ def _doc_payload(doc: Any, doc_id: str) -> Payload:
     return out
 
 
-def _documents(s: Session, task: Any, ids: Sequence[str]) -> dict[str, Any]:
-    rows = s.execute(_DOCUMENTS, {"query_id": task.query_id, "ids": list(ids)})
-    return {d.external_id: d for d in rows}
+class _LRU:
+    """A small thread-safe LRU map (bounded: at most ``size`` entries)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._data: OrderedDict[Any, Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Any) -> Any:
+        with self._lock:
+            value = self._data.get(key)
+            if value is not None:
+                self._data.move_to_end(key)
+            return value
+
+    def take(self, key: Any) -> Any:
+        """Remove and return the entry (None if absent): the caller owns it exclusively."""
+        with self._lock:
+            return self._data.pop(key, None)
+
+    def put(self, key: Any, value: Any) -> None:
+        with self._lock:
+            self._data[key] = value
+            self._data.move_to_end(key)
+            while len(self._data) > self.size:
+                self._data.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
 
 
-def question_payload(s: Session, task: Any, session: Any, rows: Sequence[LogRow]) -> Payload:
-    """The body of ``/next`` (and of a successful submit/undo)."""
+#: Document payloads, keyed by (task id, task created_at, doc id); see the module docstring.
+_DOC_CACHE = _LRU(4096)
+
+
+def _documents(c: Any, task: Any, ids: Sequence[str]) -> dict[str, Payload]:
+    """Payloads of the documents ``ids`` of ``task``'s query (cached; read through ``c``)."""
+    out: dict[str, Payload] = {}
+    missing: list[str] = []
+    for doc_id in ids:
+        cached = _DOC_CACHE.get((task.id, task.created_at, doc_id))
+        if cached is None:
+            missing.append(doc_id)
+        else:
+            out[doc_id] = dict(cached)  # a copy: callers may decorate the payload
+    if missing:
+        found = {
+            d.external_id: d
+            for d in c.execute(_DOCUMENTS, {"query_id": task.query_id, "ids": missing})
+        }
+        for doc_id in missing:
+            doc = found.get(doc_id)
+            out[doc_id] = payload = _doc_payload(doc, doc_id)
+            if doc is not None:
+                _DOC_CACHE.put((task.id, task.created_at, doc_id), dict(payload))
+    return out
+
+
+def _payload(
+    task: Any,
+    session: Any,
+    active_ms: int,
+    documents: Callable[[Sequence[str]], dict[str, Payload]],
+) -> Payload:
+    """The body of ``/next`` (and of a successful submit/undo); ``documents(ids)`` gives the
+    document payloads. ``challenger`` (topk) names the side that is Step 2's new document
+    (the one "not relevant" refers to), null otherwise; clients may ignore it."""
     p = session.progress()
     progress = {
         "judgments": p.judgments,
@@ -162,33 +243,130 @@ def question_payload(s: Session, task: Any, session: Any, rows: Sequence[LogRow]
         "method": task.method,
         "done": bool(session.done),
         "progress": progress,
-        "active_ms": sum(r.active_ms for r in rows),
+        "active_ms": active_ms,
     }
     q = session.pending
     if isinstance(q, PairQuestion):
-        docs = _documents(s, task, [q.left, q.right])
+        docs = documents([q.left, q.right])
         body["seq"] = q.seq
-        body["pair"] = {
-            "left": _doc_payload(docs.get(q.left), q.left),
-            "right": _doc_payload(docs.get(q.right), q.right),
-        }
+        body["pair"] = {"left": docs[q.left], "right": docs[q.right]}
         body["allowed_outcomes"] = list(session.allowed_outcomes)
+        challenger = session.pending_challenger
+        body["challenger"] = (
+            "left" if challenger == q.left else "right" if challenger == q.right else None
+        )
     elif isinstance(q, GradeQuestion):
-        docs = _documents(s, task, [q.doc_id])
         body["seq"] = q.seq
-        body["document"] = _doc_payload(docs.get(q.doc_id), q.doc_id)
+        body["document"] = documents([q.doc_id])[q.doc_id]
     return body
+
+
+def question_payload(s: Any, task: Any, session: Any, rows: Sequence[LogRow]) -> Payload:
+    """The body of ``/next`` for ``session`` replayed from ``rows`` (documents read via ``s``)."""
+    return _payload(
+        task, session, sum(r.active_ms for r in rows), lambda ids: _documents(s, task, ids)
+    )
 
 
 # --------------------------------------------------------------------------- use cases
 
 
+_TASK_ROW = select(
+    _T.c.id,
+    _T.c.query_id,
+    _T.c.assessor_id,
+    _T.c.method,
+    _T.c.k,
+    _T.c.seed,
+    _T.c.options,
+    _T.c.doc_ids,
+    _T.c.status,
+    _T.c.created_at,
+).where(_T.c.id == bindparam("task_id"))
+
+
+@dataclass(frozen=True, slots=True)
+class _TaskConfig:
+    """What never changes in a task (its protocol config; status and assessor may)."""
+
+    id: int
+    query_id: int
+    method: str
+    k: int
+    seed: int
+    options: Any
+    doc_ids: Any
+    created_at: Any
+
+
+@dataclass(slots=True)
+class _Replayed:
+    """A replayed session and the log version it was built from (see the module docstring)."""
+
+    task: _TaskConfig
+    session: Any
+    version: tuple[int, int]
+    active_ms: int
+
+    def matches(self, created_at: Any, version: tuple[int, int]) -> bool:
+        return self.task.created_at == created_at and self.version == version
+
+
+#: Replayed sessions by task id (bounded: one entry per recently judged task).
+_REPLAY_CACHE = _LRU(512)
+
+
+def clear_caches() -> None:
+    """Forget cached sessions and documents (tests; never needed for correctness)."""
+    _REPLAY_CACHE.clear()
+    _DOC_CACHE.clear()
+
+
+def _check_access(row: Any, user: User, task_id: int) -> None:
+    if row is None:
+        raise NotFound(f"no task with id {task_id}")
+    if row.assessor_id != user.id and user.role != "admin":
+        raise Forbidden(f"task {task_id} belongs to another assessor")
+
+
+def _task_for(s: Any, user: User, task_id: int) -> Any:
+    """The task's config and state as a Core row, if ``user`` may act on it (404 / 403);
+    the same rules as :func:`app.services.tasks.load_task_for`, without ORM overhead."""
+    task = s.execute(_TASK_ROW, {"task_id": task_id}).one_or_none()
+    _check_access(task, user, task_id)
+    return task
+
+
+def _replay_fresh(c: Any, task: Any) -> _Replayed:
+    """Read the live log through ``c`` and replay it."""
+    rows = live_judgments(c, task.id)
+    config = _TaskConfig(
+        task.id,
+        task.query_id,
+        task.method,
+        task.k,
+        task.seed,
+        task.options,
+        task.doc_ids,
+        task.created_at,
+    )
+    return _Replayed(
+        config, replay_task(task, rows), _log_version(rows), sum(r.active_ms for r in rows)
+    )
+
+
+def _body(c: Any, r: _Replayed) -> Payload:
+    return _payload(r.task, r.session, r.active_ms, lambda ids: _documents(c, r.task, ids))
+
+
 def next_question(*, db: Database, user: User, task_id: int) -> Payload:
     """The pending question of a task (or done), rebuilt from its log."""
-    with db.read() as s:
-        task = _task_for(s, user, task_id)
-        rows = live_judgments(s, task.id)
-        return question_payload(s, task, replay_task(task, rows), rows)
+    with db.read_conn() as c:
+        task = _task_for(c, user, task_id)
+        replayed = _replay_fresh(c, task)
+        body = _body(c, replayed)
+    _REPLAY_CACHE.put(task_id, replayed)  # warms the cache for the submit that follows
+    return body
 
 
 def _answer_from_request(task: Any, data: dict[str, Any]) -> Answer:
@@ -209,11 +387,11 @@ def _answer_from_request(task: Any, data: dict[str, Any]) -> Answer:
     return GradeAnswer(str(data["doc_id"]), int(data["grade"]))
 
 
-def _conflict(message: str, s: Session, task: Any, session: Any, rows: list[Any]) -> Conflict:
-    return Conflict(message, extra={"current": question_payload(s, task, session, rows)})
+def _conflict(message: str, c: Any, r: _Replayed) -> Conflict:
+    return Conflict(message, extra={"current": _body(c, r)})
 
 
-def _insert_judgment(s: Session, dialect: str, values: dict[str, Any]) -> int | None:
+def _insert_judgment(s: Any, dialect: str, values: dict[str, Any]) -> int | None:
     """INSERT ... ON CONFLICT DO NOTHING RETURNING id (None when a live row already exists)."""
     return s.execute(_INSERT[dialect], values).scalar()
 
@@ -224,95 +402,101 @@ def _log_version(rows: Sequence[Any]) -> tuple[int, int]:
     return len(rows), max((r.id for r in rows), default=0)
 
 
-_TASK_ROW = select(
-    _T.c.id,
-    _T.c.query_id,
-    _T.c.assessor_id,
-    _T.c.method,
-    _T.c.k,
-    _T.c.seed,
-    _T.c.options,
-    _T.c.doc_ids,
-    _T.c.status,
-).where(_T.c.id == bindparam("task_id"))
-
-
-def _task_for(s: Session, user: User, task_id: int) -> Any:
-    """The task's config and state as a Core row, if ``user`` may act on it (404 / 403);
-    the same rules as :func:`app.services.tasks.load_task_for`, without ORM overhead."""
-    task = s.execute(_TASK_ROW, {"task_id": task_id}).one_or_none()
-    if task is None:
-        raise NotFound(f"no task with id {task_id}")
-    if task.assessor_id != user.id and user.role != "admin":
-        raise Forbidden(f"task {task_id} belongs to another assessor")
-    return task
-
-
 _TASK_STATE_FOR_UPDATE = (
-    select(_T.c.status, _T.c.assessor_id).where(_T.c.id == bindparam("task_id")).with_for_update()
+    select(_T.c.status, _T.c.assessor_id, _T.c.created_at)
+    .where(_T.c.id == bindparam("task_id"))
+    .with_for_update()
 )
 _LIVE_VERSION = select(func.count(), func.coalesce(func.max(_J.c.id), 0)).where(
     _J.c.task_id == bindparam("task_id"), _J.c.undone.is_(False)
 )
+# SQLite: BEGIN IMMEDIATE already serialises writers, so the task state and the log version
+# come from one statement (one round trip less inside the write lock). On Postgres the version
+# must be read by a statement that starts after the row lock is held (READ COMMITTED takes a
+# snapshot per statement), so there it stays two statements.
+_STATE_AND_VERSION = select(
+    _T.c.status,
+    _T.c.assessor_id,
+    _T.c.created_at,
+    _LIVE_VERSION.with_only_columns(func.count()).scalar_subquery().label("live"),
+    _LIVE_VERSION.with_only_columns(func.coalesce(func.max(_J.c.id), 0))
+    .scalar_subquery()
+    .label("newest"),
+).where(_T.c.id == bindparam("task_id"))
 
 
-def _apply(s: Session, task: Any, rows: list[Any], session: Any, seq: int, answer: Answer) -> bool:
+def _apply(c: Any, r: _Replayed, seq: int, answer: Answer) -> bool:
     """Check ``answer`` for question ``seq`` against the replayed log and submit it to
-    ``session``. Returns False for an identical retry (nothing to store); raises 409 (with the
-    current question) or the labeling core's InvalidAnswer (422) otherwise."""
-    if seq < len(rows):
-        if answer_of(rows[seq]) == answer:
+    ``r.session``. Returns False for an identical retry (nothing to store); raises 409 (with
+    the current question) or the labeling core's InvalidAnswer (422) otherwise. On any error
+    the session is unchanged (the labeling core's contract)."""
+    answers = r.session.answers
+    if seq < len(answers):
+        if answers[seq] == answer:
             return False
-        raise _conflict(f"question {seq} was already answered differently", s, task, session, rows)
-    if seq > len(rows):
-        message = f"question {seq} is not open yet; the current question is {len(rows)}"
-        raise _conflict(message, s, task, session, rows)
+        raise _conflict(f"question {seq} was already answered differently", c, r)
+    if seq > len(answers):
+        message = f"question {seq} is not open yet; the current question is {len(answers)}"
+        raise _conflict(message, c, r)
     try:
-        session.submit(answer)
+        r.session.submit(answer)
     except (WrongQuestion, Finished) as exc:
-        raise _conflict(str(exc), s, task, session, rows) from exc
+        raise _conflict(str(exc), c, r) from exc
     return True
 
 
 def submit_judgment(*, db: Database, user: User, task_id: int, data: dict[str, Any]) -> Payload:
     """Record one judgment (see the module docstring for the exact semantics).
 
-    Two phases keep the write lock short: the log is read, replayed and the answer validated
-    in a read transaction; the write transaction then only re-checks that the log version is
-    unchanged, inserts and updates the task. If another request changed the log in between,
-    the whole check is redone inside the write transaction, so the outcome is the same as if
-    everything had happened under the lock.
+    Without a cached session, the log is read, replayed and the answer validated in a read
+    transaction first (phase 1), so the replay stays out of the write lock. The write
+    transaction then locks the task, reads the log version and, if it differs from the
+    replayed (or cached) one, re-reads and replays the log inside the transaction before
+    validating: the outcome is the same as if everything had happened under the lock.
     """
     seq = int(data["seq"])
     active_ms = int(data.get("active_ms") or 0)
-    with db.read() as s:
-        task = _task_for(s, user, task_id)
-        if task.status == "cancelled":
-            raise Conflict(f"task {task_id} is cancelled")
-        answer = _answer_from_request(task, data)
-        rows = live_judgments(s, task.id)
-        session = replay_task(task, rows)
-        if not _apply(s, task, rows, session, seq, answer):
-            return question_payload(s, task, session, rows)  # identical retry: store nothing
-        version = _log_version(rows)
-    with db.write() as s:
-        # Lock the task row and re-read what may have changed since phase 1 (an admin may
-        # cancel or reassign it); its protocol config never changes, so ``task`` stays valid.
-        state = s.execute(_TASK_STATE_FOR_UPDATE, {"task_id": task.id}).one_or_none()
-        if state is None:
-            raise NotFound(f"no task with id {task_id}")
-        if state.assessor_id != user.id and user.role != "admin":
-            raise Forbidden(f"task {task_id} belongs to another assessor")
+    replayed: _Replayed | None = _REPLAY_CACHE.take(task_id)
+    answer: Answer | None = None
+    applied = False
+    if replayed is None:
+        with db.read_conn() as c:
+            task = _task_for(c, user, task_id)
+            if task.status == "cancelled":
+                raise Conflict(f"task {task_id} is cancelled")
+            answer = _answer_from_request(task, data)
+            replayed = _replay_fresh(c, task)
+            if not _apply(c, replayed, seq, answer):  # identical retry: store nothing
+                body = _body(c, replayed)
+                _REPLAY_CACHE.put(task_id, replayed)
+                return body
+            applied = True
+    config = replayed.task
+    with db.write_conn() as c:
+        if db.is_sqlite:
+            state = c.execute(_STATE_AND_VERSION, {"task_id": task_id}).one_or_none()
+            version = (state.live, state.newest) if state is not None else (0, 0)
+        else:
+            state = c.execute(_TASK_STATE_FOR_UPDATE, {"task_id": task_id}).one_or_none()
+            version = tuple(c.execute(_LIVE_VERSION, {"task_id": task_id}).one())
+        _check_access(state, user, task_id)
         if state.status == "cancelled":
             raise Conflict(f"task {task_id} is cancelled")
-        if tuple(s.execute(_LIVE_VERSION, {"task_id": task.id}).one()) != version:
-            rows = live_judgments(s, task.id)
-            session = replay_task(task, rows)
-            if not _apply(s, task, rows, session, seq, answer):
-                return question_payload(s, task, session, rows)
+        if answer is None:
+            answer = _answer_from_request(config, data)
+        if not replayed.matches(state.created_at, version):
+            # Someone changed the log since it was replayed (or the cached entry is for
+            # another incarnation of this id): replay the log as it is now, under the lock.
+            replayed = _replay_fresh(c, _task_for(c, user, task_id))
+            config, applied = replayed.task, False
+            answer = _answer_from_request(config, data)
+        if not applied and not _apply(c, replayed, seq, answer):
+            body = _body(c, replayed)
+            _REPLAY_CACHE.put(task_id, replayed)
+            return body
         now = utcnow()
         values: dict[str, Any] = {
-            "task_id": task.id,
+            "task_id": task_id,
             "seq": seq,
             "active_ms": active_ms,
             "created_at": now,
@@ -326,34 +510,56 @@ def submit_judgment(*, db: Database, user: User, task_id: int, data: dict[str, A
             }
         else:
             values |= {"doc_id": answer.doc_id, "grade": answer.grade}
-        new_id = _insert_judgment(s, db.dialect, values)
+        new_id = _insert_judgment(c, db.dialect, values)
         if new_id is None:
             # Lost a race the row lock should have prevented; the stored row decides.
-            rows = live_judgments(s, task.id)
-            current = replay_task(task, rows)
-            if seq < len(rows) and answer_of(rows[seq]) == answer:
-                return question_payload(s, task, current, rows)
-            raise _conflict(f"question {seq} was answered concurrently", s, task, current, rows)
-        rows = [*rows, SimpleNamespace(id=new_id, **values)]
+            current = _replay_fresh(c, _task_for(c, user, task_id))
+            stored = current.session.answers
+            if seq < len(stored) and stored[seq] == answer:
+                return _body(c, current)
+            raise _conflict(f"question {seq} was answered concurrently", c, current)
+        replayed.version = (version[0] + 1, new_id)
+        replayed.active_ms += active_ms
         changes: dict[str, Any] = {}
         if state.status == "pending":
             changes |= {"status": "active", "started_at": now}
-        if session.done:
+        if replayed.session.done:
             changes |= {"status": "done", "finished_at": now}
         if changes:
-            s.execute(update(_T).where(_T.c.id == task.id).values(**changes))
-        return question_payload(s, task, session, rows)
+            c.execute(update(_T).where(_T.c.id == task_id).values(**changes))
+    # After the commit: the documents come from the cache (or one read outside the lock).
+    with db.read_conn() if _needs_documents(replayed) else _no_conn() as c:
+        body = _body(c, replayed)
+    _REPLAY_CACHE.put(task_id, replayed)
+    return body
+
+
+def _needs_documents(r: _Replayed) -> bool:
+    """True if the pending question shows a document that is not cached yet."""
+    q = r.session.pending
+    ids = [q.left, q.right] if isinstance(q, PairQuestion) else [q.doc_id] if q else []
+    key = (r.task.id, r.task.created_at)
+    return any(_DOC_CACHE.get((*key, i)) is None for i in ids)
+
+
+@contextmanager
+def _no_conn() -> Iterator[None]:
+    yield None
 
 
 def undo_judgment(*, db: Database, user: User, task_id: int) -> Payload:
     """Revert the last live judgment (kept in the log, marked undone); 409 if there is none."""
+    _REPLAY_CACHE.take(task_id)  # the log changes: never reuse a session across an undo
     with db.write() as s:
         task = load_task_for(s, user, task_id, lock=True)
         if task.status == "cancelled":
             raise Conflict(f"task {task_id} is cancelled")
         rows = live_judgments(s, task.id)
         if not rows:
-            raise _conflict("nothing to undo", s, task, replay_task(task, rows), rows)
+            raise Conflict(
+                "nothing to undo",
+                extra={"current": question_payload(s, task, replay_task(task, rows), rows)},
+            )
         last = rows[-1]
         now = utcnow()
         changed = s.execute(

@@ -362,3 +362,34 @@ def test_run_pooling_import(api: Api) -> None:
     with api.db.read() as s:
         docs = set(s.scalars(select(Document.external_id).where(Document.collection_id == cid)))
     assert docs == {"a", "b"}
+
+
+def test_attached_grades_keep_reimports_idempotent(api: Api) -> None:
+    """attach_grades recomputes ``content_hash`` with the public
+    ``collections.document_content_hash``: the stored hash equals a hand-computed one, and a
+    re-import of the document carrying the attached grade is a no-op."""
+    import hashlib
+    import json
+
+    cid = _new(api, "hash-attach")
+    row = {"query_id": "h1", "query": "hash", "doc_id": "hd1", "title": "T", "text": "é"}
+    r = api.post("admin", f"/api/v1/collections/{cid}/import", content=ndjson([row]))
+    assert r.status_code == 200, r.text
+    report = attach_grades(
+        db=api.db, collection_id=cid, qrels=UploadedFile("qrels", b"h1 0 hd1 3\n")
+    )
+    assert report.matched == 1
+    blob = json.dumps(["T", "é", None, None, 3], ensure_ascii=False, separators=(",", ":"))
+    expected = hashlib.sha256(blob.encode("utf-8")).hexdigest()
+    assert (
+        collections.document_content_hash(title="T", text="é", html=None, features=None, grade=3)
+        == expected
+    )
+    with api.db.read() as s:
+        doc = s.scalar(select(Document).where(Document.collection_id == cid))
+        assert doc is not None and doc.grade == 3 and doc.content_hash == expected
+    again = api.post(
+        "admin", f"/api/v1/collections/{cid}/import", content=ndjson([dict(row, grade=3)])
+    )
+    assert again.status_code == 200, again.text
+    assert again.json()["documents_unchanged"] == 1 and again.json()["documents_created"] == 0

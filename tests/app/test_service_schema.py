@@ -170,3 +170,39 @@ def test_docker_compose_is_consistent_with_the_settings() -> None:
     assert volume in compose["volumes"]
     assert app["ports"] == ["8000:8000"] and "8000" in " ".join(app["command"])
     assert (REPO / "Dockerfile").is_file()
+
+
+def test_regular_install_ships_every_template(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``pip install .`` (not editable) copies templates/ via pyproject ``data-files`` to
+    ``<prefix>/share/heapjudge/templates``; every template file must be declared there, and
+    the lookup (``app.settings.templates_dir``) must honour its override."""
+    import glob
+    import tomllib
+
+    from app.settings import INSTALLED_TEMPLATES, TEMPLATES_DIR_ENV, templates_dir
+
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())
+    data_files = config["tool"]["setuptools"]["data-files"]
+    shipped: set[str] = set()
+    for target, patterns in data_files.items():
+        if not target.startswith(str(INSTALLED_TEMPLATES)):
+            continue
+        for pattern in patterns:
+            for src in glob.glob(str(REPO / pattern)):
+                rel = Path(target).relative_to(INSTALLED_TEMPLATES) / Path(src).name
+                shipped.add(rel.as_posix())
+    templates = REPO / "templates"
+    present = {p.relative_to(templates).as_posix() for p in templates.rglob("*") if p.is_file()}
+    assert present and present == shipped, present ^ shipped
+
+    assert templates_dir() == templates  # a checkout / editable install reads the source tree
+    monkeypatch.setenv(TEMPLATES_DIR_ENV, str(templates / "admin"))
+    with pytest.raises(FileNotFoundError, match=r"base\.html"):
+        templates_dir()
+    monkeypatch.setenv(TEMPLATES_DIR_ENV, str(templates))
+    assert templates_dir() == templates
+
+
+def test_dockerfile_installs_regularly() -> None:
+    text_ = (REPO / "Dockerfile").read_text()
+    assert "pip install ." in text_ and "pip install -e" not in text_

@@ -257,6 +257,29 @@ def test_security_headers_and_openapi(api: Api) -> None:
     assert json.loads(api.client.get("/api/v1/nothing-here").text) == {"detail": "Not Found"}
 
 
+def test_api_docs_need_no_external_host(api: Api) -> None:
+    """/docs works offline: every asset it references is served by the app itself (200), and
+    the page keeps a 'self'-only CSP (its inline init script allowed by hash only)."""
+    page = api.client.get("/docs")
+    assert page.status_code == 200
+    html = page.text
+    assert not re.search(r"(?:src|href)\s*=\s*[\"']?(?:https?:)?//", html), html
+    assets = re.findall(r"(?:src|href)\s*=\s*[\"']([^\"']+)[\"']", html)
+    assert any(a.endswith(".js") for a in assets) and any(a.endswith(".css") for a in assets)
+    for asset in assets:
+        assert asset.startswith("/"), asset
+        r = api.client.get(asset)
+        assert r.status_code == 200 and r.content, asset
+    csp = page.headers["content-security-policy"]
+    assert "frame-ancestors 'none'" in csp and "'sha256-" in csp
+    assert "unsafe-inline" not in csp.split("script-src", 1)[1].split(";")[0]
+    assert "http" not in csp
+    assert api.client.get("/docs/oauth2-redirect").status_code == 200
+    assert "/openapi.json" in html and api.client.get("/openapi.json").status_code == 200
+    # ReDoc has no offline bundle: it is off rather than half-broken.
+    assert api.client.get("/redoc").status_code == 404
+
+
 def test_web_session_idle_and_absolute_expiry(api: Api, world: dict[str, Any]) -> None:
     from datetime import timedelta
 

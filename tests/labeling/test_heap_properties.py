@@ -9,6 +9,7 @@ equals replay without the last answer; the cache never changes the result.
 from __future__ import annotations
 
 import itertools
+import math
 import random
 
 from hypothesis import given, settings
@@ -150,6 +151,52 @@ def test_session_asks_exactly_the_literal_digest_procedure(case, ties):
     r = s.result()
     assert [(j.a, j.b) for j in r.judged if not j.cached] == posed
     assert r.judgments == len(posed) and (r.top, r.rest) == (top, rest)
+
+
+def _certain_remaining(state, cache):
+    """Questions certain to come for ANY answers, by structure alone: every stream item still to
+    place costs its root comparison (stream items are new, so never cached); without the cache
+    every pending sift with two children costs at least 2 questions and with one child 1."""
+
+    def least(i, size):
+        left = 2 * i + 1
+        return 0 if left >= size else 2 if left + 1 < size else 1
+
+    if state.phase == "done":
+        return 0
+    total = 0
+    if state.cursor is not None:
+        i, size, c = state.cursor
+        total += 1 if cache or c is not None else least(i, size)
+    if state.phase == "build":
+        total += 0 if cache else sum(least(j, state.m) for j in range(state.build_i))
+        total += len(state.stream)
+    elif state.phase == "stream":
+        total += len(state.stream) - state.pos - (0 if state.cursor is None else 1)
+    if not cache:
+        end = state.sort_end if state.phase == "sort" else state.m
+        total += sum(least(0, e) for e in range(1, end))
+    return total
+
+
+@settings(max_examples=60, deadline=None)
+@given(cases())
+def test_about_n_left_never_promises_fewer_than_certainly_remain(case):
+    """The UI's "about N left" (⌈expected_remaining⌉, app/services/judging.py) never drops below
+    the questions that are certain to come, and never exceeds the worst-case bound."""
+    docs, scores, k, seed, cache = case
+    s = open_session("topk", docs, k=k, seed=seed, options={"pair_cache": cache})
+    oracle = Assessor(scores, seed=0)
+    total, steps = 0, []
+    while not s.done:
+        p = s.progress()
+        steps.append((math.ceil(p.expected_remaining - 1e-9), _certain_remaining(s.state, cache)))
+        assert p.expected_remaining <= p.max_remaining
+        s.submit(oracle.answer(s))
+        total += 1
+    for asked, (about, certain) in enumerate(steps):
+        assert certain <= total - asked  # the oracle above is itself a true lower bound
+        assert about >= certain
 
 
 def test_mean_count_matches_the_digest_over_2000_trials():

@@ -1,7 +1,15 @@
 """Seed-digest §7.A: the exact HeapSort labeling trace and its edge cases.
 
 The protocol is driven directly (labeling.heap) and through the C1 session (labeling.session)
-with ``initial_order`` fixing the processing order d1..d8, as in the digest.
+with ``initial_order`` fixing the processing order d1..d8, as in the digest, and checked against
+a literal transcription of the digest's pseudocode (:func:`digest_topk_label`).
+
+One deliberate deviation from the digest's text: it says the pair cache brings the trace from
+14 to **13** judgments, counting only the repeat of prefer(d1, d3). The cache specified in §2.4
+item 4 and contract C1 is keyed on the *unordered* pair, and the trace also repeats {d3, d5}
+(prefer(d5, d3) placing d7, prefer(d3, d5) in Step 3), so it poses **12**. 13 is what a cache
+keyed on the ordered call would give; the digest's own §2.3 means (135.8 at n = 50, k = 10) are
+those of the unordered cache (an ordered one gives ≈139).
 """
 
 from __future__ import annotations

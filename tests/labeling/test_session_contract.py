@@ -85,6 +85,9 @@ def test_validate_options_rejects(method, options, message):
         ({"doc_ids": ["a", "b", "a"]}, r"doc_ids\[2\]: duplicate document id 'a'"),
         ({"doc_ids": ["a", ""]}, "non-empty string"),
         ({"doc_ids": "abc"}, "list of document ids"),
+        # Unhashable ids (e.g. a JSON list in a stored config) are a ConfigError, not TypeError.
+        ({"doc_ids": ["a", ["b"]]}, r"doc_ids\[1\] must be a non-empty string"),
+        ({"options": {"initial_order": ["a", {"b": 1}]}}, r"initial_order\[1\] must be"),
         ({"k": 0}, "k must be an integer >= 1"),
         ({"k": -3}, "k must be an integer >= 1"),
         ({"k": True}, "k must be an integer >= 1"),
