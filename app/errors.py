@@ -135,19 +135,33 @@ def install_error_handlers(app: FastAPI) -> None:
         log.warning("database unavailable: %s", exc.orig)
         return _json(503, "the database is busy or unavailable; retry", {"Retry-After": "1"})
 
+    # An integer the database driver cannot bind (an id of 2**64 in a URL: SQLite's driver
+    # raises OverflowError before the query runs; Postgres says DataError, handled above).
+    @app.exception_handler(OverflowError)
+    async def _overflow(_request: Request, exc: OverflowError) -> Any:
+        log.info("number out of range: %s", exc)
+        return _json(422, "a number in the request is out of range")
+
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> Any:  # pragma: no cover - bug
         log.exception("unhandled error on %s %s", request.method, request.url.path)
         return _json(500, "internal server error")
 
 
+class _BodyTooLarge(Exception):
+    """Raised into the app by the limited ``receive`` once the body passes the limit."""
+
+
 class BodySizeLimitMiddleware:
     """Pure ASGI middleware answering 413 when a request body exceeds ``max_bytes``.
 
     A declared ``Content-Length`` over the limit is refused before reading. Otherwise the body
-    is read from the stream while counting bytes (so chunked uploads without Content-Length are
-    limited too) and handed to the app only if it stays within the limit; the app never sees a
-    truncated body. Bodies are bounded by ``max_bytes``, so buffering them is safe.
+    streams through to the app chunk by chunk (Starlette spools multipart uploads to disk, so
+    nothing holds a whole upload in memory twice) while the bytes are counted, so chunked
+    uploads without Content-Length are limited too (anchors B5). As soon as the running total
+    passes the limit, the app's next ``receive`` raises; whatever the app then does (a parse
+    error, a 400, an exception) is discarded and the client gets the 413 instead. The app
+    therefore never acts on a truncated body: every handler reads its body before writing.
     """
 
     def __init__(self, app: ASGIApp, max_bytes: int) -> None:
@@ -155,7 +169,7 @@ class BodySizeLimitMiddleware:
         self.max_bytes = max_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS"):
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         for name, value in scope.get("headers", ()):
@@ -168,30 +182,37 @@ class BodySizeLimitMiddleware:
                 if declared > self.max_bytes:
                     await self._too_large(send)
                     return
-        chunks: list[bytes] = []
         total = 0
-        while True:
+        exceeded = False
+        started = False
+
+        async def limited_receive() -> Message:
+            nonlocal total, exceeded
+            if exceeded:
+                raise _BodyTooLarge
             message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            body = message.get("body", b"")
-            total += len(body)
-            if total > self.max_bytes:
-                await self._too_large(send)
-                return
-            chunks.append(body)
-            if not message.get("more_body", False):
-                break
-        buffered: list[Message] = [
-            {"type": "http.request", "body": b"".join(chunks), "more_body": False}
-        ]
+            if message["type"] == "http.request":
+                total += len(message.get("body", b""))
+                if total > self.max_bytes:
+                    exceeded = True
+                    raise _BodyTooLarge
+            return message
 
-        async def replay() -> Message:
-            if buffered:
-                return buffered.pop()
-            return await receive()
+        async def guarded_send(message: Message) -> None:
+            nonlocal started
+            if exceeded:
+                return  # the app's answer to a body it could not finish reading
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
 
-        await self.app(scope, replay, send)
+        try:
+            await self.app(scope, limited_receive, guarded_send)
+        except Exception:
+            if not exceeded:
+                raise
+        if exceeded and not started:
+            await self._too_large(send)
 
     async def _too_large(self, send: Send) -> None:
         await self._reject(send, 413, f"request body exceeds the limit of {self.max_bytes} bytes")

@@ -201,10 +201,16 @@ def assessor_loop(
     deadline: float,
     budget: list[int],
     lock: threading.Lock,
+    interval: float = 0.0,
 ) -> None:
     """One simulated assessor on its own keep-alive connection. (A thread per assessor with
     http.client: httpx's async pool saturated a core by itself at 32 connections and
-    measured the client instead of the server.)"""
+    measured the client instead of the server.)
+
+    ``interval`` > 0 paces the assessor: it submits at most once per ``interval`` seconds
+    (from a random phase, so the assessors do not fire in lockstep), as a person who reads the
+    pair before answering; when a response comes late it answers at once (it never "catches
+    up" with bursts). ``interval`` = 0 submits as soon as the next question arrives."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
 
@@ -215,10 +221,16 @@ def assessor_loop(
 
     latencies: list[float] = []
     accepted = errors = 0
+    next_at = time.perf_counter() + random.random() * interval
     try:
         for tid in task_ids:
             _status, q = call("GET", f"/api/v1/tasks/{tid}/next")
             while not q["done"]:
+                if interval:
+                    pause = next_at - time.perf_counter()
+                    if pause > 0:
+                        time.sleep(pause)
+                    next_at = max(next_at + interval, time.perf_counter())
                 with lock:
                     if time.perf_counter() >= deadline or budget[0] <= 0:
                         return
@@ -248,8 +260,12 @@ def assessor_loop(
             level.errors += errors
 
 
-def run_level(port: int, seeded: dict, level: Level, duration: float, max_judgments: int) -> None:
+def run_level(
+    port: int, seeded: dict, level: Level, duration: float, max_judgments: int, rate: float = 0.0
+) -> None:
+    """Run one level; ``rate`` > 0 paces the assessors to that many judgments/s in total."""
     budget = [max_judgments]
+    interval = level.assessors / rate if rate else 0.0
     lock = threading.Lock()
     plan = seeded["plan"][level.assessors]
     level.task_ids = [t for ids in plan.values() for t in ids]
@@ -267,6 +283,7 @@ def run_level(port: int, seeded: dict, level: Level, duration: float, max_judgme
                 deadline,
                 budget,
                 lock,
+                interval,
             ),
         )
         for name, ids in plan.items()
@@ -329,7 +346,7 @@ def drop_schema(base: str, schema: str) -> None:
 
 
 def bench_backend(
-    backend: str, url: str, levels: list[int], duration: float, max_j: int
+    backend: str, url: str, levels: list[int], duration: float, max_j: int, rate: float = 0.0
 ) -> list[Level]:
     seeded = seed_database(url, max(levels), levels, duration)
     port = free_port()
@@ -337,9 +354,9 @@ def bench_backend(
     results = []
     try:
         for n in levels:
-            level = Level(backend, n)
+            level = Level(backend if not rate else f"{backend}@{rate:g}", n)
             cpu0 = cpu_seconds(proc.pid)
-            run_level(port, seeded, level, duration, max_j)
+            run_level(port, seeded, level, duration, max_j, rate)
             level.server_cpu = cpu_seconds(proc.pid) - cpu0
             level.rss_mb, level.hwm_mb = memory_mb(proc.pid)
             level.stored = count_stored(url, level.task_ids)
@@ -355,7 +372,7 @@ def bench_backend(
 
 
 HEADER = (
-    f"{'backend':<9}{'assessors':>10}{'judgments':>10}{'secs':>7}{'j/s':>8}{'p50 ms':>8}"
+    f"{'backend':<13}{'assessors':>10}{'judgments':>10}{'secs':>7}{'j/s':>8}{'p50 ms':>8}"
     f"{'p95 ms':>8}{'p99 ms':>8}{'errors':>7}{'stored=accepted':>17}{'RSS MB':>8}{'peak MB':>8}"
     f"{'cpu ms/j':>9}"
 )
@@ -366,7 +383,7 @@ def print_row(lv: Level) -> None:
     rate = lv.accepted / lv.seconds if lv.seconds else 0.0
     ok = "yes" if lv.stored == lv.accepted else f"NO ({lv.stored})"
     print(
-        f"{lv.backend:<9}{lv.assessors:>10}{lv.accepted:>10}{lv.seconds:>7.1f}{rate:>8.0f}"
+        f"{lv.backend:<13}{lv.assessors:>10}{lv.accepted:>10}{lv.seconds:>7.1f}{rate:>8.0f}"
         f"{percentile(ms, 50):>8.1f}{percentile(ms, 95):>8.1f}{percentile(ms, 99):>8.1f}"
         f"{lv.errors:>7}{ok:>17}{lv.rss_mb:>8.0f}{lv.hwm_mb:>8.0f}"
         f"{1000 * lv.server_cpu / max(lv.accepted, 1):>9.1f}",
@@ -382,19 +399,29 @@ def main() -> int:
     parser.add_argument(
         "--max-judgments", type=int, default=20_000, help="judgments per level (bound)"
     )
+    parser.add_argument(
+        "--rate",
+        type=float,
+        default=0.0,
+        help="offered judgments/s in total, spread over the assessors (paced, like people "
+        "reading before answering); 0 = every assessor answers at once (saturation)",
+    )
     parser.add_argument("--postgres-url", default=os.environ.get("HEAPJUDGE_TEST_POSTGRES_URL"))
     args = parser.parse_args()
     levels = [int(x) for x in args.levels.split(",")]
+    pacing = f"paced at {args.rate:g} judgments/s in total" if args.rate else "saturation"
     print(
         f"heapjudge api_load: n={N_DOCS}, k={K}, levels={levels}, <= {args.duration:.0f} s and "
-        f"<= {args.max_judgments} judgments per level; {os.cpu_count()} CPUs"
+        f"<= {args.max_judgments} judgments per level, {pacing}; {os.cpu_count()} CPUs"
     )
     print(HEADER)
     failed = False
     if args.backend in ("sqlite", "both"):
         with tempfile.TemporaryDirectory() as tmp:
             url = f"sqlite:///{Path(tmp) / 'load.db'}"
-            rows = bench_backend("sqlite", url, levels, args.duration, args.max_judgments)
+            rows = bench_backend(
+                "sqlite", url, levels, args.duration, args.max_judgments, args.rate
+            )
             failed |= any(r.stored != r.accepted for r in rows)
     if args.backend in ("postgres", "both"):
         if not args.postgres_url:
@@ -402,7 +429,9 @@ def main() -> int:
         else:
             url, schema = postgres_url(args.postgres_url)
             try:
-                rows = bench_backend("postgres", url, levels, args.duration, args.max_judgments)
+                rows = bench_backend(
+                    "postgres", url, levels, args.duration, args.max_judgments, args.rate
+                )
                 failed |= any(r.stored != r.accepted for r in rows)
             finally:
                 drop_schema(args.postgres_url, schema)

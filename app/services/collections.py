@@ -78,6 +78,9 @@ def create_collection(*, db: Database, name: str, description: str = "") -> Coll
     name = name.strip()
     if not name:
         raise Invalid("collection name must not be blank")
+    if "\x00" in name or "\x00" in description:
+        # Postgres text cannot hold NUL; refuse it on SQLite too so both backends agree.
+        raise Invalid("collection name and description must not contain NUL characters")
     coll = Collection(name=name, description=description)
     try:
         with db.write() as s:
@@ -266,6 +269,25 @@ def _as_id(value: Any) -> str | None:
     return None
 
 
+def _finite_floats(values: Any) -> list[float] | None:
+    """``values`` as floats if it is a list of finite numbers (an integer too large for a
+    float is not one), else None."""
+    if not isinstance(values, list):
+        return None
+    out: list[float] = []
+    for x in values:
+        if isinstance(x, bool) or not isinstance(x, int | float):
+            return None
+        try:
+            value = float(x)
+        except OverflowError:
+            return None
+        if not math.isfinite(value):
+            return None
+        out.append(value)
+    return out
+
+
 def _check_line(number: int, obj: Any, errors: _Errors, max_chars: int) -> _Line | None:
     if not isinstance(obj, dict):
         errors.add(number, f"expected a JSON object, got {type(obj).__name__}")
@@ -309,14 +331,10 @@ def _check_line(number: int, obj: Any, errors: _Errors, max_chars: int) -> _Line
             strings[key] = value
     features = obj.get("features")
     if features is not None:
-        if not isinstance(features, list) or not all(
-            isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
-            for x in features
-        ):
+        vector = _finite_floats(features)
+        if vector is None:
             errors.add(number, "features must be a list of finite numbers")
-            features = None
-        else:
-            features = [float(x) for x in features]
+        features = vector
     grade = obj.get("grade")
     if grade is not None and (
         isinstance(grade, bool) or not isinstance(grade, int) or not 0 <= grade <= 4
@@ -362,6 +380,12 @@ def parse_ndjson(data: bytes, *, max_lines: int, max_chars: int) -> list[_Line]:
             obj = json.loads(raw)
         except json.JSONDecodeError as exc:
             errors.add(number, f"invalid JSON: {exc.msg} (column {exc.colno})")
+            continue
+        except ValueError as exc:  # e.g. an integer beyond Python's 4300-digit limit
+            errors.add(number, f"invalid JSON: {exc}")
+            continue
+        except RecursionError:
+            errors.add(number, "invalid JSON: nested too deeply")
             continue
         parsed = _check_line(number, obj, errors, max_chars)
         if parsed is not None:

@@ -189,6 +189,10 @@ class _LRU:
             while len(self._data) > self.size:
                 self._data.popitem(last=False)
 
+    def __contains__(self, key: Any) -> bool:
+        with self._lock:
+            return key in self._data
+
     def clear(self) -> None:
         with self._lock:
             self._data.clear()
@@ -196,6 +200,8 @@ class _LRU:
 
 #: Document payloads, keyed by (task id, task created_at, doc id); see the module docstring.
 _DOC_CACHE = _LRU(4096)
+#: Pools up to this size are loaded whole on the first miss.
+_PREFETCH_MAX = 256
 
 
 def _documents(c: Any, task: Any, ids: Sequence[str]) -> dict[str, Payload]:
@@ -209,13 +215,23 @@ def _documents(c: Any, task: Any, ids: Sequence[str]) -> dict[str, Payload]:
         else:
             out[doc_id] = dict(cached)  # a copy: callers may decorate the payload
     if missing:
+        # Fetch the whole pool the first time (one statement per task instead of one per
+        # question); very large pools only what is asked for.
+        pool = list(task.doc_ids or ())
+        if len(pool) <= _PREFETCH_MAX:
+            key = (task.id, task.created_at)
+            missing = list(
+                dict.fromkeys([*missing, *(d for d in pool if (*key, d) not in _DOC_CACHE)])
+            )
         found = {
             d.external_id: d
             for d in c.execute(_DOCUMENTS, {"query_id": task.query_id, "ids": missing})
         }
         for doc_id in missing:
             doc = found.get(doc_id)
-            out[doc_id] = payload = _doc_payload(doc, doc_id)
+            payload = _doc_payload(doc, doc_id)
+            if doc_id in ids:
+                out[doc_id] = payload
             if doc is not None:
                 _DOC_CACHE.put((task.id, task.created_at, doc_id), dict(payload))
     return out

@@ -78,6 +78,36 @@ def test_assessor_gets_403_on_every_admin_route(api: Api, world: dict[str, Any])
         assert r.json()["detail"] == "admin role required"
 
 
+#: The only API routes an assessor may call; every other route (admin, analysis, training,
+#: exports, and whatever router comes next) must be guarded by require_admin.
+ASSESSOR_API_ROUTES = {
+    ("POST", "/api/v1/auth/token"),
+    ("GET", "/api/v1/users/me"),
+    ("GET", "/api/v1/collections"),
+    ("GET", "/api/v1/collections/{collection_id}"),
+    ("GET", "/api/v1/collections/{collection_id}/queries"),
+    ("GET", "/api/v1/tasks"),
+    ("GET", "/api/v1/tasks/{task_id}"),
+    ("GET", "/api/v1/tasks/{task_id}/next"),
+    ("POST", "/api/v1/tasks/{task_id}/judgments"),
+    ("POST", "/api/v1/tasks/{task_id}/undo"),
+    ("GET", "/api/v1/tasks/{task_id}/result"),
+}
+
+
+def test_every_other_api_route_is_admin_only(api: Api) -> None:
+    routes = api_routes(api.client.app)
+    open_ = {(m, p) for m, p, admin in routes if not admin}
+    assert open_ <= ASSESSOR_API_ROUTES, open_ - ASSESSOR_API_ROUTES
+    paths = {p for _m, p, _a in routes}
+    for prefix in (
+        "/api/v1/admin/",
+        "/api/v1/training-runs",
+        "/api/v1/collections/{collection_id}/analysis",
+    ):
+        assert any(p.startswith(prefix) for p in paths), prefix  # the walk sees every router
+
+
 def test_every_api_route_needs_authentication(api: Api) -> None:
     for method, path, _admin in api_routes(api.client.app):
         if (method, path) in PUBLIC_API_ROUTES:
@@ -166,6 +196,84 @@ def test_oversized_bodies_get_413(api: Api, world: dict[str, Any]) -> None:
     r = api.post("admin", url, content=chunks())
     assert r.status_code == 413
     assert api.get("admin", f"/api/v1/collections/{world['cid']}").json()["documents"] == 5
+
+
+def _run_limited(chunks: list[bytes], limit: int, *, headers: Any = ()) -> dict[str, Any]:
+    """Drive :class:`BodySizeLimitMiddleware` around a recording ASGI app."""
+    import asyncio
+
+    from app.errors import BodySizeLimitMiddleware
+
+    seen: list[int] = []
+    sent: list[dict[str, Any]] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        while True:
+            message = await receive()
+            seen.append(len(message.get("body", b"")))
+            if not message.get("more_body"):
+                break
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    incoming = [
+        {"type": "http.request", "body": c, "more_body": i < len(chunks) - 1}
+        for i, c in enumerate(chunks)
+    ]
+
+    async def receive() -> dict[str, Any]:
+        return incoming.pop(0)
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "method": "POST", "path": "/", "headers": list(headers)}
+    asyncio.run(BodySizeLimitMiddleware(app, max_bytes=limit)(scope, receive, send))
+    status = next(m["status"] for m in sent if m["type"] == "http.response.start")
+    return {"seen": seen, "status": status, "left": len(incoming)}
+
+
+def test_body_limit_streams_chunks_and_stops_at_the_limit() -> None:
+    # Within the limit: the app gets each chunk as it arrives (no buffering into one message).
+    ok = _run_limited([b"a" * 100, b"b" * 100, b"c" * 100], limit=300)
+    assert ok == {"seen": [100, 100, 100], "status": 200, "left": 0}
+    # Over it: 413 as soon as the running total passes the limit; later chunks are never read
+    # and the app's own answer is replaced.
+    big = _run_limited([b"a" * 100, b"b" * 100, b"c" * 100, b"d" * 100], limit=150)
+    assert big == {"seen": [100], "status": 413, "left": 2}
+    declared = _run_limited([b"a"], limit=150, headers=[(b"content-length", b"151")])
+    assert declared["status"] == 413 and declared["seen"] == []
+
+
+def test_oversized_chunked_json_and_multipart_get_413(api: Api, world: dict[str, Any]) -> None:
+    """Routes whose framework parses the body (JSON model, multipart form) answer 413 too, not
+    the parser's 400, when a chunked body passes the limit mid-stream."""
+    limit = api.settings.max_body_bytes
+
+    def chunks(head: bytes) -> Iterator[bytes]:
+        yield head
+        for _ in range(limit // 1000 + 2):
+            yield b" " * 1000
+
+    r = api.post(
+        "admin",
+        "/api/v1/admin/plans/preview",
+        content=chunks(b'{"collection_id": 1, "name": "x"'),
+        headers={"Content-Type": "application/json"},
+    )
+    assert r.status_code == 413, r.text
+    boundary = "hjboundary"
+    head = (
+        f'--{boundary}\r\nContent-Disposition: form-data; name="features"; filename="f.txt"'
+        "\r\nContent-Type: text/plain\r\n\r\n"
+    ).encode()
+    r = api.post(
+        "admin",
+        f"/api/v1/admin/collections/{world['cid']}/attach-features",
+        content=chunks(head),
+        headers={"Content-Type": f"multipart/form-data; boundary={boundary}"},
+    )
+    assert r.status_code == 413, r.text
 
 
 BAD_IMPORTS = [
@@ -333,3 +441,19 @@ def test_nul_characters_are_client_errors_on_every_backend(api: Api, world: dict
         "method": "topk",
     }
     assert api.post("admin", "/api/v1/tasks", json=body).status_code in (404, 422)
+
+
+def test_secret_key_is_refused_outside_dev_and_demo(tmp_path: Any) -> None:
+    from app.main import create_app
+    from app.settings import DEV_SECRET_KEY, InsecureSettings, Settings
+
+    url = f"sqlite:///{tmp_path / 'secret.db'}"
+    for bad in (DEV_SECRET_KEY, "short-but-set"):
+        with pytest.raises(InsecureSettings):
+            create_app(Settings(database_url=url, secret_key=bad, dev=False, demo=False))
+    for ok in (
+        Settings(database_url=url, dev=True),
+        Settings(database_url=url, demo=True),
+        Settings(database_url=url, secret_key="k" * 32, dev=False, demo=False),
+    ):
+        create_app(ok).state.db.dispose()

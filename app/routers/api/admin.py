@@ -40,9 +40,13 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+#: Text fields may not contain NUL (Postgres text cannot hold it; refused on SQLite alike).
+NO_NUL = r"^[^\x00]*$"
+
+
 class CollectionPatch(_Strict):
-    name: str | None = Field(default=None, min_length=1, max_length=200)
-    description: str | None = Field(default=None, max_length=10_000)
+    name: str | None = Field(default=None, min_length=1, max_length=200, pattern=NO_NUL)
+    description: str | None = Field(default=None, max_length=10_000, pattern=NO_NUL)
     archived: bool | None = None
 
 

@@ -7,10 +7,12 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
 
-from app.deps import CurrentUser, DbDep, require_admin
+from app.deps import Caller, CurrentUser, DbDep, require_admin
 from app.schemas import JudgmentIn, QuestionOut, ResultOut, TaskCreate, TaskOut, TaskStatus
 from app.services import judging, results, tasks
+from app.services.judging import Payload
 
 router = APIRouter(tags=["tasks"])
 admin = APIRouter(dependencies=[Depends(require_admin)])
@@ -65,27 +67,42 @@ def get_task(task_id: int, db: DbDep, user: CurrentUser) -> TaskOut:
     return TaskOut(**asdict(tasks.get_task(db=db, user=user, task_id=task_id)))
 
 
+# The judging loop runs as ``async def`` endpoints that make exactly one threadpool call, which
+# authenticates a bearer token and runs the use case (see deps.Principal): the default (an
+# async auth dependency with its own threadpool call, then a sync endpoint) made two.
+
+
 @router.get("/tasks/{task_id}/next", **QUESTION)
-def next_question(task_id: int, db: DbDep, user: CurrentUser) -> Any:
+async def next_question(task_id: int, db: DbDep, caller: Caller) -> Any:
     """The pending question (a pair for topk, a document for graded) or ``done``."""
-    return JSONResponse(judging.next_question(db=db, user=user, task_id=task_id))
+
+    def work() -> Payload:
+        return judging.next_question(db=db, user=caller.resolve(db), task_id=task_id)
+
+    return JSONResponse(await run_in_threadpool(work))
 
 
 @router.post("/tasks/{task_id}/judgments", responses=CONFLICT, **QUESTION)
-def submit_judgment(task_id: int, body: JudgmentIn, db: DbDep, user: CurrentUser) -> Any:
+async def submit_judgment(task_id: int, body: JudgmentIn, db: DbDep, caller: Caller) -> Any:
     """Answer the question ``seq``; returns the next question. Retrying an identical judgment
     stores nothing and returns the current question; anything else for a used seq -> 409."""
-    return JSONResponse(
-        judging.submit_judgment(
-            db=db, user=user, task_id=task_id, data=body.model_dump(exclude_none=True)
-        )
-    )
+    data = body.model_dump(exclude_none=True)
+
+    def work() -> Payload:
+        user = caller.resolve(db)
+        return judging.submit_judgment(db=db, user=user, task_id=task_id, data=data)
+
+    return JSONResponse(await run_in_threadpool(work))
 
 
 @router.post("/tasks/{task_id}/undo", responses=CONFLICT, **QUESTION)
-def undo(task_id: int, db: DbDep, user: CurrentUser) -> Any:
+async def undo(task_id: int, db: DbDep, caller: Caller) -> Any:
     """Revert the last live judgment (kept in the log, marked undone)."""
-    return JSONResponse(judging.undo_judgment(db=db, user=user, task_id=task_id))
+
+    def work() -> Payload:
+        return judging.undo_judgment(db=db, user=caller.resolve(db), task_id=task_id)
+
+    return JSONResponse(await run_in_threadpool(work))
 
 
 @router.get("/tasks/{task_id}/result", response_model=ResultOut, response_model_exclude_none=True)

@@ -24,7 +24,7 @@ from starlette.datastructures import FormData, UploadFile
 
 from app import security
 from app.deps import DbDep, require_csrf_form
-from app.errors import DomainError
+from app.errors import DomainError, Invalid
 from app.routers.web.auth import login_redirect
 from app.services import (
     admin_imports,
@@ -241,6 +241,17 @@ def _field(form: FormData, name: str, default: str = "") -> str:
     return value.strip() if isinstance(value, str) else default
 
 
+def _form_int(form: FormData, name: str) -> int | None:
+    """An optional integer field; Invalid (shown as a message) if it is not a plain decimal
+    integer ('²'.isdigit() is True, yet int('²') fails, so no isdigit() checks)."""
+    value = _field(form, name)
+    if not value:
+        return None
+    if not value.isascii() or not value.lstrip("-").isdigit():
+        raise Invalid(f"{name} must be an integer, got {value[:20]!r}")
+    return int(value)
+
+
 @router.post("/admin/collections", dependencies=[Depends(require_csrf_form)])
 async def create_collection(request: Request, db: DbDep) -> Response:
     _resolved, early = await _guarded_post(request, db)
@@ -268,6 +279,8 @@ async def collection_settings(request: Request, collection_id: int, db: DbDep) -
         return early
     form = await request.form()
     url = f"/admin/collections/{collection_id}"
+    if "\x00" in _field(form, "name") + _field(form, "description"):
+        return _back(request, url, "Name and description must not contain NUL.", "error")
     try:
         await run_in_threadpool(
             admin_manage.update_collection,
@@ -316,8 +329,8 @@ async def import_page(request: Request, collection_id: int, db: DbDep) -> Respon
                 f"{report.matched} feature vectors attached ({report.unmatched} rows unmatched)."
             )
         else:
-            unjudged = _field(form, "unjudged_grade")
-            depth = _field(form, "run_depth")
+            unjudged = _form_int(form, "unjudged_grade")
+            depth = _form_int(form, "run_depth")
             imported = await run_in_threadpool(
                 admin_imports.import_files,
                 db=db,
@@ -326,8 +339,8 @@ async def import_page(request: Request, collection_id: int, db: DbDep) -> Respon
                 files=files,
                 pairing=_field(form, "pairing", "qrels"),
                 qrels_format=_field(form, "qrels_format", "trec"),
-                run_depth=int(depth) if depth.isdigit() else None,
-                unjudged_grade=int(unjudged) if unjudged.isdigit() else None,
+                run_depth=depth,
+                unjudged_grade=unjudged,
                 ignore_unknown_qrels=form.get("ignore_unknown_qrels") == "1",
             )
             message = (
