@@ -122,6 +122,10 @@ class Database:
         # thread fails on SQLite's busy timeout, as it would without the lock, not hangs.)
         self._write_lock = threading.RLock() if self.is_sqlite else None
         self._write_bind = write_bind
+        #: In-process caches of services, by owner module name (e.g. the judging loop's
+        #: replayed sessions). Per Database, so two databases in one process (tests) never
+        #: see each other's entries; a cache must stay correct with other processes writing.
+        self.caches: dict[str, Any] = {}
         self._read = sessionmaker(bind=self.engine, expire_on_commit=False, autoflush=False)
         self._write = sessionmaker(bind=write_bind, expire_on_commit=False, autoflush=False)
 

@@ -129,22 +129,33 @@ def _api_routers() -> list[APIRouter]:
     ]
 
 
-class SecurityHeadersMiddleware:
-    """Adds the security headers (and a default CSP) to every HTTP response that lacks them."""
+#: Sent when the public origin is https: browsers then refuse plain http for a year.
+HSTS = (b"strict-transport-security", b"max-age=31536000; includeSubDomains")
 
-    def __init__(self, app: ASGIApp) -> None:
+
+class SecurityHeadersMiddleware:
+    """Adds the security headers (and a default CSP) to every HTTP response that lacks them;
+    ``Strict-Transport-Security`` when served over https; ``Cache-Control: no-store`` on API
+    responses (tokens, labels and exports must not linger in shared caches)."""
+
+    def __init__(self, app: ASGIApp, https: bool = False) -> None:
         self.app = app
+        self.extra = (HSTS,) if https else ()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
 
+        defaults = SECURITY_HEADERS + self.extra
+        if scope.get("path", "").startswith(API_PREFIX + "/"):
+            defaults += ((b"cache-control", b"no-store"),)
+
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = list(message.get("headers", []))
                 present = {name.lower() for name, _ in headers}
-                for name, value in SECURITY_HEADERS:
+                for name, value in defaults:
                     if name not in present:
                         headers.append((name, value))
                 # A response with its own policy (pages, /docs) keeps it.
@@ -195,5 +206,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     # Outermost first: headers are added to every response, including 413s.
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes)
-    app.add_middleware(SecurityHeadersMiddleware)
+    app.add_middleware(SecurityHeadersMiddleware, https=settings.secure_cookies)
     return app

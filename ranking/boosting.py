@@ -20,9 +20,10 @@ algorithms round by round:
 
 Selection uses ``argmax |c|`` throughout (for a ∈ [0, 1] that is argmax a); a negative c gives a
 negative α, i.e. the reversed weak ranker. ``forbid_repeat`` skips the weak ranker chosen in the
-previous round (AdaRank's common practice); for binary weak rankers RankBoost's exact α makes
-r(h_t) = 0 after the update, so the rule never changes RankBoost there. c is clipped into
-(−1 + ε, 1 − ε). Deterministic: ties go to the lowest weak-ranker index.
+previous round (AdaRank's common practice). The step α = ½ ln((1 + c)/(1 − c)) minimises the
+convexity bound; it is not RankBoost's exact line search ½ ln(W₊/W₋), so r(h_t) after the update
+is 0 only when no pair ties under h_t. c is clipped into (−1 + ε, 1 − ε). Deterministic: ties
+go to the lowest weak-ranker index.
 """
 
 from __future__ import annotations
@@ -229,22 +230,39 @@ def _pick(score: np.ndarray, previous: int | None, forbid_repeat: bool) -> int:
     return int(np.argmax(key))
 
 
-def _progress_valid(
-    valid_fn: ValidFn | None,
-    valid_X: np.ndarray | None,
-    weak: WeakRankers,
-    m: int,
-    alpha: float,
-    state: dict[str, np.ndarray],
-    out: list[float],
-) -> None:
-    if valid_fn is None or valid_X is None:
-        return
-    state["s"] = (
-        state.get("s", np.zeros(valid_X.shape[0]))
-        + alpha * weak.values(valid_X, np.array([m]))[:, 0]
-    )
-    out.append(valid_fn(state["s"]))
+class _Rounds:
+    """The bookkeeping every booster shares: chosen rankers, steps, history and validation."""
+
+    def __init__(
+        self, weak: WeakRankers, valid_X: np.ndarray | None, valid_fn: ValidFn | None
+    ) -> None:
+        self.weak = weak
+        self.chosen: list[int] = []
+        self.alphas: list[float] = []
+        self.history: list[tuple[int, float, float]] = []
+        self.valid: list[float] = []
+        self.previous: int | None = None
+        # Validation scores are kept incrementally: one weak-ranker column per round.
+        self._valid = None if valid_fn is None or valid_X is None else (valid_X, valid_fn)
+        self._valid_s = np.zeros(0 if valid_X is None else valid_X.shape[0])
+
+    def step(self, edge: np.ndarray, forbid_repeat: bool) -> tuple[int, float]:
+        """Pick ``argmax |edge|`` (see :func:`_pick`), record it, return ``(m, α)``."""
+        m = _pick(edge, self.previous, forbid_repeat)
+        alpha = step_size(float(edge[m]))
+        self.chosen.append(m)
+        self.alphas.append(alpha)
+        self.history.append((m, alpha, float(edge[m])))
+        self.previous = m
+        if self._valid is not None:
+            X, fn = self._valid
+            self._valid_s = self._valid_s + alpha * self.weak.values(X, np.array([m]))[:, 0]
+            self.valid.append(fn(self._valid_s))
+        return m, alpha
+
+    def result(self) -> BoostResult:
+        model = BoostModel(self.weak, np.array(self.chosen, dtype=np.int64), np.array(self.alphas))
+        return BoostResult(model, self.history, self.valid)
 
 
 def rankboost(
@@ -266,26 +284,12 @@ def rankboost(
         raise ValueError("RankBoost needs at least one pair with different labels")
     H = weak.values(ds.X)
     d = np.full(u.size, 1.0 / u.size)
-    chosen: list[int] = []
-    alphas: list[float] = []
-    history: list[tuple[int, float, float]] = []
-    valid: list[float] = []
-    state: dict[str, np.ndarray] = {}
-    previous = None
+    rec = _Rounds(weak, valid_X, valid_fn)
     for _ in range(rounds):
-        r = _potential(u, v, d, ds.n_docs) @ H
-        m = _pick(r, previous, forbid_repeat)
-        alpha = step_size(float(r[m]))
-        chosen.append(m)
-        alphas.append(alpha)
-        history.append((m, alpha, float(r[m])))
+        m, alpha = rec.step(_potential(u, v, d, ds.n_docs) @ H, forbid_repeat)
         d = d * np.exp(-alpha * (H[u, m] - H[v, m]))
         d /= d.sum()
-        previous = m
-        _progress_valid(valid_fn, valid_X, weak, m, alpha, state, valid)
-    return BoostResult(
-        BoostModel(weak, np.array(chosen, dtype=np.int64), np.array(alphas)), history, valid
-    )
+    return rec.result()
 
 
 def _query_measure(
@@ -340,29 +344,14 @@ def adarank(
     E = _weak_measures(H, data, measure)
     p = np.full(data.n_queries, 1.0 / data.n_queries)
     f = np.zeros(data.n_docs)
-    chosen: list[int] = []
-    alphas: list[float] = []
-    history: list[tuple[int, float, float]] = []
-    valid: list[float] = []
-    state: dict[str, np.ndarray] = {}
-    previous = None
+    rec = _Rounds(weak, valid_X, valid_fn)
     for _ in range(rounds):
-        a = p @ E
-        m = _pick(a, previous, forbid_repeat)
         # ½ ln(ΣP(1+E)/ΣP(1−E)) = ½ ln((1+a)/(1−a)) because ΣP = 1.
-        alpha = step_size(float(a[m]))
-        chosen.append(m)
-        alphas.append(alpha)
-        history.append((m, alpha, float(a[m])))
+        m, alpha = rec.step(p @ E, forbid_repeat)
         f = f + alpha * H[:, m]
-        e_f = measure(data.pad(f)[0])
-        w = np.exp(-e_f)
+        w = np.exp(-measure(data.pad(f)[0]))
         p = w / w.sum()
-        previous = m
-        _progress_valid(valid_fn, valid_X, weak, m, alpha, state, valid)
-    return BoostResult(
-        BoostModel(weak, np.array(chosen, dtype=np.int64), np.array(alphas)), history, valid
-    )
+    return rec.result()
 
 
 def focusedboost(
@@ -388,7 +377,13 @@ def focusedboost(
     top = t.top
     H = weak.values(ds.X)
     if beta > 0:
-        list_q = np.flatnonzero(top.sum(axis=1) >= 1)
+        # |T_i| < 2 means L_list = 0 (seed-digest §4.7): E of a one-item T is 1 for every weak
+        # ranker, so such a query would only inflate c and α, never inform the choice.
+        list_q = np.flatnonzero(top.sum(axis=1) >= 2)
+        if list_q.size == 0 and beta == 1.0:
+            raise ValueError(
+                "FocusedBoost with beta = 1 needs a query whose top set has >= 2 items"
+            )
         labels_t = np.where(top, t.labels, 0.0)[list_q]
         measure = _query_measure(labels_t, top[list_q], k)
 
@@ -405,23 +400,14 @@ def focusedboost(
             raise ValueError("FocusedBoost with beta < 1 needs at least one pair T x F")
         d = np.full(u.size, 1.0 / u.size)
     f = np.zeros(ds.n_docs)
-    chosen: list[int] = []
-    alphas: list[float] = []
-    history: list[tuple[int, float, float]] = []
-    valid: list[float] = []
-    state: dict[str, np.ndarray] = {}
-    previous = None
+    rec = _Rounds(weak, valid_X, valid_fn)
     for _ in range(rounds):
         c = np.zeros(weak.size)
         if beta > 0:
             c += beta * (p @ E)
         if beta < 1:
             c += (1.0 - beta) * (_potential(u, v, d, ds.n_docs) @ H)
-        m = _pick(c, previous, forbid_repeat)
-        alpha = step_size(float(c[m]))
-        chosen.append(m)
-        alphas.append(alpha)
-        history.append((m, alpha, float(c[m])))
+        m, alpha = rec.step(c, forbid_repeat)
         f = f + alpha * H[:, m]
         if beta > 0:
             w = np.exp(-e_of(f))
@@ -430,8 +416,4 @@ def focusedboost(
             z = -(f[u] - f[v])
             w = np.exp(z - z.max())  # D ∝ exp(−(f(x_u) − f(x_v))), shifted for stability
             d = w / w.sum()
-        previous = m
-        _progress_valid(valid_fn, valid_X, weak, m, alpha, state, valid)
-    return BoostResult(
-        BoostModel(weak, np.array(chosen, dtype=np.int64), np.array(alphas)), history, valid
-    )
+    return rec.result()

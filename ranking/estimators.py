@@ -40,7 +40,7 @@ from ranking.boosting import BoostModel, WeakRankers, adarank, focusedboost, ran
 from ranking.dataset import QueryDataset
 from ranking.losses import focused_parts, get_loss
 from ranking.models import LinearModel, MLPModel, Model, model_from_dict
-from ranking.optim import make_batches, pegasos, train_gradient
+from ranking.optim import TrainResult, make_batches, pegasos, train_gradient
 
 __all__ = [
     "ESTIMATORS",
@@ -211,11 +211,62 @@ class _TotalOrder:
         return train if train.rank is not None else train.with_total_order(self.seed)
 
 
-# =============================================================================== gradient
-class GradientRanker(Ranker):
-    """A loss of :mod:`ranking.losses` minimised by Adam/SGD with early stopping."""
+# =============================================================================== iterative
+class _LossRanker(Ranker):
+    """Shared fit of the loss-minimising rankers: prepare truth, build the loss, run a solver.
+
+    Subclasses provide ``_new_model``, ``_loss_params`` and ``_solve`` (the training loop of
+    :mod:`ranking.optim` with their own hyperparameters).
+    """
 
     _loss: ClassVar[str] = ""
+    batch_queries: int | None
+
+    def _loss_params(self) -> dict[str, Any]:
+        return {}
+
+    def _extra_loss_params(self, data: QueryDataset, model: Model) -> dict[str, Any]:
+        return {}
+
+    def _new_model(self, d: int) -> Model:
+        raise NotImplementedError
+
+    def _solve(
+        self,
+        model: Model,
+        loss: Callable[..., Any],
+        batches: Any,
+        valid_fn: Callable[[Model], float] | None,
+        progress: Callable[[int, int], None] | None,
+    ) -> TrainResult:
+        raise NotImplementedError
+
+    def fit(
+        self,
+        train: QueryDataset,
+        valid: QueryDataset | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> _LossRanker:
+        data = self._prepare(train)
+        model = self._new_model(data.n_features)
+        params = {**self._loss_params(), **self._extra_loss_params(data, model)}
+        loss = partial(get_loss(self._loss), **params)
+        batches = make_batches(data, self.batch_queries, self.seed)
+        vfn = self._valid_fn(valid)
+        valid_model_fn = None if vfn is None or valid is None else (lambda m: vfn(m.score(valid.X)))
+        result = self._solve(model, loss, batches, valid_model_fn, progress)
+        self.model_ = model
+        self.n_features_in_ = data.n_features
+        self.best_iteration_ = result.best_epoch
+        self.best_valid_score_ = result.best_valid
+        self.history_ = result.history
+        return self
+
+
+# =============================================================================== gradient
+class GradientRanker(_LossRanker):
+    """A loss of :mod:`ranking.losses` minimised by Adam/SGD with early stopping."""
+
     _params = (
         "model",
         "hidden",
@@ -257,9 +308,6 @@ class GradientRanker(Ranker):
         self.metric = metric
         self.seed = seed
 
-    def _loss_params(self) -> dict[str, Any]:
-        return {}
-
     def _new_model(self, d: int) -> Model:
         if self.model == "linear":
             return LinearModel(d)
@@ -267,23 +315,15 @@ class GradientRanker(Ranker):
             return MLPModel(d, self.hidden, seed=self.seed)
         raise ValueError(f"model must be 'linear' or 'mlp', got {self.model!r}")
 
-    def _extra_loss_params(self, data: QueryDataset, model: Model) -> dict[str, Any]:
-        return {}
-
-    def fit(
+    def _solve(
         self,
-        train: QueryDataset,
-        valid: QueryDataset | None = None,
-        progress: Callable[[int, int], None] | None = None,
-    ) -> GradientRanker:
-        data = self._prepare(train)
-        model = self._new_model(data.n_features)
-        params = {**self._loss_params(), **self._extra_loss_params(data, model)}
-        loss = partial(get_loss(self._loss), **params)
-        batches = make_batches(data, self.batch_queries, self.seed)
-        vfn = self._valid_fn(valid)
-        valid_model_fn = None if vfn is None or valid is None else (lambda m: vfn(m.score(valid.X)))
-        result = train_gradient(
+        model: Model,
+        loss: Callable[..., Any],
+        batches: Any,
+        valid_fn: Callable[[Model], float] | None,
+        progress: Callable[[int, int], None] | None,
+    ) -> TrainResult:
+        return train_gradient(
             model,
             loss,
             batches,
@@ -291,18 +331,12 @@ class GradientRanker(Ranker):
             lr=self.lr,
             epochs=self.epochs,
             l2=self.l2,
-            valid_fn=valid_model_fn,
+            valid_fn=valid_fn,
             eval_every=self.eval_every,
             patience=self.patience,
             seed=self.seed,
             progress=progress,
         )
-        self.model_ = model
-        self.n_features_in_ = data.n_features
-        self.best_iteration_ = result.best_epoch
-        self.best_valid_score_ = result.best_valid
-        self.history_ = result.history
-        return self
 
 
 class ListMLE(_TotalOrder, GradientRanker):
@@ -404,10 +438,9 @@ class FocusedNet(_TopKTruth, GradientRanker):
 
 
 # =============================================================================== SVM
-class SVMRanker(Ranker):
+class SVMRanker(_LossRanker):
     """A hinge loss minimised by the Pegasos solver; linear scorer."""
 
-    _loss: ClassVar[str] = ""
     _params = ("C", "iterations", "batch_queries", "eval_every", "patience", "metric", "seed")
 
     def __init__(
@@ -429,39 +462,30 @@ class SVMRanker(Ranker):
         self.metric = metric
         self.seed = seed
 
-    def _loss_params(self) -> dict[str, Any]:
-        return {}
+    def _new_model(self, d: int) -> Model:
+        return LinearModel(d)
 
-    def fit(
+    def _solve(
         self,
-        train: QueryDataset,
-        valid: QueryDataset | None = None,
-        progress: Callable[[int, int], None] | None = None,
-    ) -> SVMRanker:
-        data = self._prepare(train)
-        model = LinearModel(data.n_features)
-        loss = partial(get_loss(self._loss), **self._loss_params())
-        batches = make_batches(data, self.batch_queries, self.seed)
-        vfn = self._valid_fn(valid)
-        valid_model_fn = None if vfn is None or valid is None else (lambda m: vfn(m.score(valid.X)))
-        result = pegasos(
+        model: Model,
+        loss: Callable[..., Any],
+        batches: Any,
+        valid_fn: Callable[[Model], float] | None,
+        progress: Callable[[int, int], None] | None,
+    ) -> TrainResult:
+        assert isinstance(model, LinearModel)  # Pegasos is a linear SVM solver
+        return pegasos(
             model,
             loss,
             batches,
             C=self.C,
             iterations=self.iterations,
-            valid_fn=valid_model_fn,
+            valid_fn=valid_fn,
             eval_every=self.eval_every,
             patience=self.patience,
             seed=self.seed,
             progress=progress,
         )
-        self.model_ = model
-        self.n_features_in_ = data.n_features
-        self.best_iteration_ = result.best_epoch
-        self.best_valid_score_ = result.best_valid
-        self.history_ = result.history
-        return self
 
 
 class RankSVM(SVMRanker):

@@ -271,7 +271,8 @@ def import_files(
         raise _source_invalid(err) from None
     if not rows:
         raise Invalid("the files produce no (query, document) rows to import")
-    payload = "\n".join(json.dumps(r, ensure_ascii=False) for r in rows).encode("utf-8")
+    # One NDJSON line per row, handed over lazily (the import reads line by line).
+    payload = ((json.dumps(r, ensure_ascii=False) + "\n").encode("utf-8") for r in rows)
     try:
         report = collections.import_ndjson(db=db, collection_id=collection_id, data=payload)
     except Invalid as err:

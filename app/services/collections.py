@@ -21,11 +21,13 @@ document id names one document in a collection; features and grades are per quer
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import math
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import IO, Any
 
 from sqlalchemy import func, insert, select
 from sqlalchemy.exc import IntegrityError
@@ -357,23 +359,39 @@ def _check_line(number: int, obj: Any, errors: _Errors, max_chars: int) -> _Line
     )
 
 
-def parse_ndjson(data: bytes, *, max_lines: int, max_chars: int) -> list[_Line]:
+#: What an NDJSON import reads: the whole file, a binary file object, or its lines.
+NdjsonSource = bytes | IO[bytes] | Iterable[bytes]
+
+
+def _byte_lines(data: NdjsonSource) -> Iterator[bytes]:
+    """The source's lines (each ending in ``\\n`` except perhaps the last), read lazily."""
+    if isinstance(data, bytes | bytearray | memoryview):
+        yield from io.BytesIO(bytes(data))
+    else:
+        yield from data
+
+
+def parse_ndjson(data: NdjsonSource, *, max_lines: int, max_chars: int) -> list[_Line]:
     """Decode and validate every line, and the file's internal consistency; Invalid (422)
-    with line-numbered errors if anything is wrong."""
+    with line-numbered errors if anything is wrong.
+
+    ``data`` is read line by line (a spooled upload is never held in memory as a whole; only
+    the validated records are), each line decoded as strict UTF-8 on its own, so every bad
+    line is reported, not just the first."""
     errors = _Errors()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        errors.add(line, f"invalid UTF-8 at byte {exc.start}")
-        errors.raise_if_any()
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    raw_lines = text.split("\n")
-    if len(raw_lines) > max_lines + 1:
-        raise Invalid(f"too many lines: {len(raw_lines)} > {max_lines}")
     lines: list[_Line] = []
-    for number, raw in enumerate(raw_lines, start=1):
+    offset = 0
+    for number, chunk in enumerate(_byte_lines(data), start=1):
+        if number > max_lines:
+            raise Invalid(f"too many lines: more than {max_lines}")
+        start, offset = offset, offset + len(chunk)
+        if number == 1 and chunk.startswith(b"\xef\xbb\xbf"):
+            chunk = chunk[3:]  # a UTF-8 byte order mark
+        try:
+            raw = chunk.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            errors.add(number, f"invalid UTF-8 at byte {start + exc.start}")
+            continue
         if not raw.strip():
             continue
         try:
@@ -433,8 +451,9 @@ def _check_file_consistency(lines: list[_Line], errors: _Errors) -> None:
             )
 
 
-def import_ndjson(*, db: Database, collection_id: int, data: bytes) -> ImportReport:
-    """Validate ``data`` fully, then write it in one transaction (see module docstring)."""
+def import_ndjson(*, db: Database, collection_id: int, data: NdjsonSource) -> ImportReport:
+    """Validate ``data`` fully, then write it in one transaction (see module docstring).
+    ``data``: the file's bytes, a binary file object (e.g. a spooled upload) or its lines."""
     settings = db.settings
     lines = parse_ndjson(
         data, max_lines=settings.import_max_lines, max_chars=settings.import_max_field_chars

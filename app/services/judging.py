@@ -29,24 +29,22 @@ transaction in which that validation holds (DESIGN §4, anchors B1):
 Splitting off step 1 keeps the replay out of the write lock (SQLite admits one writer), which
 is what bounds throughput with many assessors.
 
-Replay cache (a per-process, bounded LRU keyed by task id): after a request the replayed
-session is kept together with the log version it was built from, ``(live count, newest live
-id, created_at of the task)``. The next request for the task re-reads that version *inside its
-write transaction* and uses the cached session only if it is identical; any other writer (an
-undo, another worker process, a concurrent request) changes the version and forces a fresh
-replay of the log read in that transaction. Live judgments form a stack (undo pops the last,
-ids only grow), so equal (count, newest id) means an equal log. An entry is *taken* out of the
-cache by the request that uses it (never shared between threads, so a session mutated by a
-failed request never goes back) and put back only after the commit. With a hit the common
-submit costs one write transaction of three statements and no replay at all; validation still
-happens against the pending question inside that transaction.
+Replay cache (in-process, per :class:`Database` in ``db.caches``; a bounded LRU by task id):
+after a request the replayed session is kept with the log version it was built from, ``(live
+count, newest live id)``, and the task's ``created_at``. The next request for the task
+re-reads that version *inside its write transaction* and uses the cached session only if it is
+identical; any other writer (an undo, another worker process, a concurrent request) changes
+the version and forces a fresh replay of the log read in that transaction. Live judgments form
+a stack (undo pops the last, ids only grow), so equal (count, newest id) means an equal log.
+An entry is *taken* out of the cache by the request that uses it (never shared between
+threads, so a session mutated by a failed request never goes back) and put back only after
+the commit. With a hit, a submit is one write transaction of two or three statements and no
+replay; validation still happens against the pending question inside that transaction.
 
 Document payloads (title/text/html) are cached per (task id, task created_at, doc id) in a
-second bounded LRU: documents never change while a task that references them exists (there is
-no document update path; deleting a collection deletes its tasks, and a reused SQLite rowid
-comes with a new ``created_at``).
-Undo marks the last live judgment ``undone`` (it stays in the log) with a compare-and-set.
-Results live in :mod:`app.services.results`.
+second bounded LRU (the whole pool is loaded on the first miss): documents never change while
+a task that references them exists (there is no document update path; deleting a collection
+deletes its tasks, and a reused SQLite rowid comes with a new ``created_at``).
 """
 
 from __future__ import annotations
@@ -198,18 +196,39 @@ class _LRU:
             self._data.clear()
 
 
-#: Document payloads, keyed by (task id, task created_at, doc id); see the module docstring.
-_DOC_CACHE = _LRU(4096)
 #: Pools up to this size are loaded whole on the first miss.
 _PREFETCH_MAX = 256
 
 
-def _documents(c: Any, task: Any, ids: Sequence[str]) -> dict[str, Payload]:
-    """Payloads of the documents ``ids`` of ``task``'s query (cached; read through ``c``)."""
+class _Caches:
+    """The judging loop's caches of one :class:`Database` (``db.caches``)."""
+
+    def __init__(self) -> None:
+        #: Replayed sessions by task id (one entry per recently judged task).
+        self.replay = _LRU(256)
+        #: Document payloads by (task id, task created_at, doc id).
+        self.docs = _LRU(4096)
+
+
+def _caches(db: Database) -> _Caches:
+    caches = db.caches.get(__name__)
+    if caches is None:
+        caches = db.caches.setdefault(__name__, _Caches())
+    return caches
+
+
+def clear_caches(db: Database) -> None:
+    """Forget cached sessions and documents (tests; never needed for correctness)."""
+    db.caches.pop(__name__, None)
+
+
+def _documents(c: Any, cache: _LRU, task: Any, ids: Sequence[str]) -> dict[str, Payload]:
+    """Payloads of the documents ``ids`` of ``task``'s query (cached in ``cache``; read
+    through ``c``)."""
     out: dict[str, Payload] = {}
     missing: list[str] = []
     for doc_id in ids:
-        cached = _DOC_CACHE.get((task.id, task.created_at, doc_id))
+        cached = cache.get((task.id, task.created_at, doc_id))
         if cached is None:
             missing.append(doc_id)
         else:
@@ -220,9 +239,7 @@ def _documents(c: Any, task: Any, ids: Sequence[str]) -> dict[str, Payload]:
         pool = list(task.doc_ids or ())
         if len(pool) <= _PREFETCH_MAX:
             key = (task.id, task.created_at)
-            missing = list(
-                dict.fromkeys([*missing, *(d for d in pool if (*key, d) not in _DOC_CACHE)])
-            )
+            missing = list(dict.fromkeys([*missing, *(d for d in pool if (*key, d) not in cache)]))
         found = {
             d.external_id: d
             for d in c.execute(_DOCUMENTS, {"query_id": task.query_id, "ids": missing})
@@ -233,7 +250,7 @@ def _documents(c: Any, task: Any, ids: Sequence[str]) -> dict[str, Payload]:
             if doc_id in ids:
                 out[doc_id] = payload
             if doc is not None:
-                _DOC_CACHE.put((task.id, task.created_at, doc_id), dict(payload))
+                cache.put((task.id, task.created_at, doc_id), dict(payload))
     return out
 
 
@@ -277,10 +294,14 @@ def _payload(
     return body
 
 
-def question_payload(s: Any, task: Any, session: Any, rows: Sequence[LogRow]) -> Payload:
-    """The body of ``/next`` for ``session`` replayed from ``rows`` (documents read via ``s``)."""
+def question_payload(
+    s: Any, task: Any, session: Any, rows: Sequence[LogRow], db: Database | None = None
+) -> Payload:
+    """The body of ``/next`` for ``session`` replayed from ``rows`` (documents read via ``s``,
+    cached in ``db``'s caches when given)."""
+    cache = _caches(db).docs if db is not None else _LRU(0)
     return _payload(
-        task, session, sum(r.active_ms for r in rows), lambda ids: _documents(s, task, ids)
+        task, session, sum(r.active_ms for r in rows), lambda ids: _documents(s, cache, task, ids)
     )
 
 
@@ -328,16 +349,6 @@ class _Replayed:
         return self.task.created_at == created_at and self.version == version
 
 
-#: Replayed sessions by task id (bounded: one entry per recently judged task).
-_REPLAY_CACHE = _LRU(512)
-
-
-def clear_caches() -> None:
-    """Forget cached sessions and documents (tests; never needed for correctness)."""
-    _REPLAY_CACHE.clear()
-    _DOC_CACHE.clear()
-
-
 def _check_access(row: Any, user: User, task_id: int) -> None:
     if row is None:
         raise NotFound(f"no task with id {task_id}")
@@ -371,17 +382,18 @@ def _replay_fresh(c: Any, task: Any) -> _Replayed:
     )
 
 
-def _body(c: Any, r: _Replayed) -> Payload:
-    return _payload(r.task, r.session, r.active_ms, lambda ids: _documents(c, r.task, ids))
+def _body(c: Any, cache: _LRU, r: _Replayed) -> Payload:
+    return _payload(r.task, r.session, r.active_ms, lambda ids: _documents(c, cache, r.task, ids))
 
 
 def next_question(*, db: Database, user: User, task_id: int) -> Payload:
     """The pending question of a task (or done), rebuilt from its log."""
+    caches = _caches(db)
     with db.read_conn() as c:
         task = _task_for(c, user, task_id)
         replayed = _replay_fresh(c, task)
-        body = _body(c, replayed)
-    _REPLAY_CACHE.put(task_id, replayed)  # warms the cache for the submit that follows
+        body = _body(c, caches.docs, replayed)
+    caches.replay.put(task_id, replayed)  # warms the cache for the submit that follows
     return body
 
 
@@ -403,8 +415,8 @@ def _answer_from_request(task: Any, data: dict[str, Any]) -> Answer:
     return GradeAnswer(str(data["doc_id"]), int(data["grade"]))
 
 
-def _conflict(message: str, c: Any, r: _Replayed) -> Conflict:
-    return Conflict(message, extra={"current": _body(c, r)})
+def _conflict(message: str, c: Any, cache: _LRU, r: _Replayed) -> Conflict:
+    return Conflict(message, extra={"current": _body(c, cache, r)})
 
 
 def _insert_judgment(s: Any, dialect: str, values: dict[str, Any]) -> int | None:
@@ -441,7 +453,7 @@ _STATE_AND_VERSION = select(
 ).where(_T.c.id == bindparam("task_id"))
 
 
-def _apply(c: Any, r: _Replayed, seq: int, answer: Answer) -> bool:
+def _apply(c: Any, cache: _LRU, r: _Replayed, seq: int, answer: Answer) -> bool:
     """Check ``answer`` for question ``seq`` against the replayed log and submit it to
     ``r.session``. Returns False for an identical retry (nothing to store); raises 409 (with
     the current question) or the labeling core's InvalidAnswer (422) otherwise. On any error
@@ -450,14 +462,14 @@ def _apply(c: Any, r: _Replayed, seq: int, answer: Answer) -> bool:
     if seq < len(answers):
         if answers[seq] == answer:
             return False
-        raise _conflict(f"question {seq} was already answered differently", c, r)
+        raise _conflict(f"question {seq} was already answered differently", c, cache, r)
     if seq > len(answers):
         message = f"question {seq} is not open yet; the current question is {len(answers)}"
-        raise _conflict(message, c, r)
+        raise _conflict(message, c, cache, r)
     try:
         r.session.submit(answer)
     except (WrongQuestion, Finished) as exc:
-        raise _conflict(str(exc), c, r) from exc
+        raise _conflict(str(exc), c, cache, r) from exc
     return True
 
 
@@ -472,7 +484,8 @@ def submit_judgment(*, db: Database, user: User, task_id: int, data: dict[str, A
     """
     seq = int(data["seq"])
     active_ms = int(data.get("active_ms") or 0)
-    replayed: _Replayed | None = _REPLAY_CACHE.take(task_id)
+    caches = _caches(db)
+    replayed: _Replayed | None = caches.replay.take(task_id)
     answer: Answer | None = None
     applied = False
     if replayed is None:
@@ -482,9 +495,9 @@ def submit_judgment(*, db: Database, user: User, task_id: int, data: dict[str, A
                 raise Conflict(f"task {task_id} is cancelled")
             answer = _answer_from_request(task, data)
             replayed = _replay_fresh(c, task)
-            if not _apply(c, replayed, seq, answer):  # identical retry: store nothing
-                body = _body(c, replayed)
-                _REPLAY_CACHE.put(task_id, replayed)
+            if not _apply(c, caches.docs, replayed, seq, answer):  # identical retry: store nothing
+                body = _body(c, caches.docs, replayed)
+                caches.replay.put(task_id, replayed)
                 return body
             applied = True
     config = replayed.task
@@ -506,9 +519,9 @@ def submit_judgment(*, db: Database, user: User, task_id: int, data: dict[str, A
             replayed = _replay_fresh(c, _task_for(c, user, task_id))
             config, applied = replayed.task, False
             answer = _answer_from_request(config, data)
-        if not applied and not _apply(c, replayed, seq, answer):
-            body = _body(c, replayed)
-            _REPLAY_CACHE.put(task_id, replayed)
+        if not applied and not _apply(c, caches.docs, replayed, seq, answer):
+            body = _body(c, caches.docs, replayed)
+            caches.replay.put(task_id, replayed)
             return body
         now = utcnow()
         values: dict[str, Any] = {
@@ -532,8 +545,8 @@ def submit_judgment(*, db: Database, user: User, task_id: int, data: dict[str, A
             current = _replay_fresh(c, _task_for(c, user, task_id))
             stored = current.session.answers
             if seq < len(stored) and stored[seq] == answer:
-                return _body(c, current)
-            raise _conflict(f"question {seq} was answered concurrently", c, current)
+                return _body(c, caches.docs, current)
+            raise _conflict(f"question {seq} was answered concurrently", c, caches.docs, current)
         replayed.version = (version[0] + 1, new_id)
         replayed.active_ms += active_ms
         changes: dict[str, Any] = {}
@@ -544,18 +557,18 @@ def submit_judgment(*, db: Database, user: User, task_id: int, data: dict[str, A
         if changes:
             c.execute(update(_T).where(_T.c.id == task_id).values(**changes))
     # After the commit: the documents come from the cache (or one read outside the lock).
-    with db.read_conn() if _needs_documents(replayed) else _no_conn() as c:
-        body = _body(c, replayed)
-    _REPLAY_CACHE.put(task_id, replayed)
+    with db.read_conn() if _needs_documents(caches.docs, replayed) else _no_conn() as c:
+        body = _body(c, caches.docs, replayed)
+    caches.replay.put(task_id, replayed)
     return body
 
 
-def _needs_documents(r: _Replayed) -> bool:
+def _needs_documents(cache: _LRU, r: _Replayed) -> bool:
     """True if the pending question shows a document that is not cached yet."""
     q = r.session.pending
     ids = [q.left, q.right] if isinstance(q, PairQuestion) else [q.doc_id] if q else []
     key = (r.task.id, r.task.created_at)
-    return any(_DOC_CACHE.get((*key, i)) is None for i in ids)
+    return any((*key, i) not in cache for i in ids)
 
 
 @contextmanager
@@ -565,7 +578,7 @@ def _no_conn() -> Iterator[None]:
 
 def undo_judgment(*, db: Database, user: User, task_id: int) -> Payload:
     """Revert the last live judgment (kept in the log, marked undone); 409 if there is none."""
-    _REPLAY_CACHE.take(task_id)  # the log changes: never reuse a session across an undo
+    _caches(db).replay.take(task_id)  # not needed for correctness (versions differ); frees it
     with db.write() as s:
         task = load_task_for(s, user, task_id, lock=True)
         if task.status == "cancelled":
@@ -574,7 +587,7 @@ def undo_judgment(*, db: Database, user: User, task_id: int) -> Payload:
         if not rows:
             raise Conflict(
                 "nothing to undo",
-                extra={"current": question_payload(s, task, replay_task(task, rows), rows)},
+                extra={"current": question_payload(s, task, replay_task(task, rows), rows, db)},
             )
         last = rows[-1]
         now = utcnow()
@@ -595,4 +608,4 @@ def undo_judgment(*, db: Database, user: User, task_id: int) -> Payload:
         if task.status == "done":
             task.status = "active"
             task.finished_at = None
-        return question_payload(s, task, session, rows)
+        return question_payload(s, task, session, rows, db)

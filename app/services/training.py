@@ -13,11 +13,25 @@
    validation κ-NDCG@5, κ-NDCG@10, κ-ERR and the fitted model's JSON (no pickle).
 
 Any failure sets ``status = failed`` with the error message; nothing else changes.
+
+Orphaned runs. Training runs inside the web process (a background task), so a crash or restart
+would leave a run ``queued`` or ``running`` for ever. Each run therefore records the process
+that owns it in ``metrics["worker"]`` (host, pid, the pid's start time and a per-process boot
+id) until it finishes. :func:`reap_orphans` (called by :func:`get_run`, and meant for app start)
+marks a run ``failed`` only when its owner is provably gone: same host and either this very
+process under a new boot id (e.g. pid 1 after a container restart), or a pid that no longer
+exists or now belongs to a process started at another time; or this process owns it but is not
+executing it. Runs owned by another host are left alone (their liveness is unknown here).
 """
 
 from __future__ import annotations
 
 import math
+import os
+import socket
+import threading
+import uuid
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -30,6 +44,78 @@ from app.services.exports import sources
 from app.services.judging import live_judgments, replay_task
 
 VALID_FRACTION = 0.2
+ORPHAN_ERROR = (
+    "orphaned: the server process that ran this training run ({owner}) stopped before it "
+    "finished; start a new run"
+)
+
+
+def _start_time(pid: int) -> str | None:
+    """The kernel's start time of ``pid`` (Linux ``/proc``), or None where unavailable."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii")
+    except OSError:
+        return None
+    # Field 22 (starttime) counted after the parenthesised command name, which may hold spaces.
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
+
+
+#: This process: who owns the runs it creates and executes.
+WORKER: dict[str, Any] = {
+    "host": socket.gethostname(),
+    "pid": os.getpid(),
+    "started": _start_time(os.getpid()),
+    "boot": uuid.uuid4().hex,
+}
+_active: set[int] = set()  # run ids this process is executing right now
+_active_lock = threading.Lock()
+
+
+def _owner_gone(worker: Any, run_id: int, status: str) -> bool:
+    """True only when the process recorded in ``worker`` provably no longer runs ``run_id``."""
+    if not isinstance(worker, dict) or worker.get("host") != WORKER["host"]:
+        return False
+    if worker.get("boot") == WORKER["boot"]:
+        # Ours: a queued run waits for its background task; a running one must be executing.
+        with _active_lock:
+            return status == "running" and run_id not in _active
+    pid = worker.get("pid")
+    if not isinstance(pid, int):
+        return False
+    if pid == WORKER["pid"]:
+        return True  # same pid, other boot id: the owner was an earlier life of this pid
+    if not _pid_alive(pid):
+        return True
+    started = worker.get("started")
+    return started is not None and _start_time(pid) not in (None, started)
+
+
+def reap_orphans(*, db: Database, run_id: int | None = None) -> int:
+    """Mark orphaned ``queued``/``running`` runs (all, or only ``run_id``) failed; return count."""
+    with db.write() as s:
+        query = select(TrainingRun).where(TrainingRun.status.in_(("queued", "running")))
+        if run_id is not None:
+            query = query.where(TrainingRun.id == run_id)
+        reaped = 0
+        for run in s.scalars(query):
+            worker = (run.metrics or {}).get("worker")
+            if _owner_gone(worker, run.id, run.status):
+                run.status = "failed"
+                run.metrics = None
+                run.error = ORPHAN_ERROR.format(owner=f"host {worker['host']}, pid {worker['pid']}")
+                run.finished_at = utcnow()
+                reaped += 1
+        return reaped
 
 
 def _estimator(model: str, params: dict[str, Any]) -> Any:
@@ -72,13 +158,21 @@ def create_run(
     with db.write() as s:
         if s.get(Collection, collection_id) is None:
             raise NotFound(f"no collection with id {collection_id}")
-        run = TrainingRun(collection_id=collection_id, model=model, params=params, status="queued")
+        run = TrainingRun(
+            collection_id=collection_id,
+            model=model,
+            params=params,
+            status="queued",
+            metrics={"worker": WORKER},
+        )
         s.add(run)
         s.flush()
         return describe(run)
 
 
 def get_run(*, db: Database, run_id: int) -> dict[str, Any]:
+    """The JSON view of run ``run_id``, after failing it if its owner process is gone."""
+    reap_orphans(db=db, run_id=run_id)
     with db.read() as s:
         run = s.get(TrainingRun, run_id)
         if run is None:
@@ -132,15 +226,29 @@ def _finish(db: Database, run_id: int, **fields: Any) -> None:
 
 def execute_run(run_id: int, *, db: Database) -> None:
     """Train run ``run_id`` (queued -> running -> done | failed)."""
+    with _active_lock:
+        _active.add(run_id)  # before "running" is visible, so a reaper never sees a gap
+    try:
+        with db.write() as s:
+            run = s.get(TrainingRun, run_id)
+            if run is None or run.status != "queued":
+                return
+            run.status = "running"
+            run.started_at = utcnow()
+            run.metrics = {"worker": WORKER}
+            collection_id, model, params = run.collection_id, run.model, dict(run.params or {})
+        _train(db, run_id, collection_id, model, params)
+    finally:
+        with _active_lock:
+            _active.discard(run_id)
+
+
+def _train(
+    db: Database, run_id: int, collection_id: int, model: str, params: dict[str, Any]
+) -> None:
+    """Fit and record the outcome; every failure ends as ``status = failed`` with its message."""
     from ranking.estimators import metric_values
 
-    with db.write() as s:
-        run = s.get(TrainingRun, run_id)
-        if run is None or run.status != "queued":
-            return
-        run.status = "running"
-        run.started_at = utcnow()
-        collection_id, model, params = run.collection_id, run.model, dict(run.params or {})
     try:
         est = _estimator(model, params)
         data = _load_dataset(db, collection_id)
@@ -166,4 +274,4 @@ def execute_run(run_id: int, *, db: Database) -> None:
         }
         _finish(db, run_id, status="done", metrics=metrics, model_json=est.to_dict(), error=None)
     except Exception as exc:  # the run records any failure; the API stays up
-        _finish(db, run_id, status="failed", error=f"{type(exc).__name__}: {exc}")
+        _finish(db, run_id, status="failed", metrics=None, error=f"{type(exc).__name__}: {exc}")

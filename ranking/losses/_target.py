@@ -207,3 +207,19 @@ def reduce_queries(per_query: np.ndarray, reduction: str) -> tuple[float, float]
     else:
         raise ValueError(f"reduction must be 'mean' or 'sum', got {reduction!r}")
     return float(per_query.sum() * scale), scale
+
+
+def finish(
+    per_query: np.ndarray, grad: np.ndarray, reduction: str, shape: tuple[int, ...]
+) -> tuple[float, np.ndarray]:
+    """Reduce per-query values (:func:`reduce_queries`) and scale and reshape the gradient
+    ``(Q, L)`` to the caller's ``shape`` (``(L,)`` for a single query)."""
+    value, scale = reduce_queries(per_query, reduction)
+    return value, (grad * scale).reshape(shape)
+
+
+def as_subset(subset: np.ndarray | None, target: Target, default: np.ndarray) -> np.ndarray:
+    """A ``(Q, L)`` boolean document subset restricted to real documents (``default`` if None)."""
+    if subset is None:
+        return default
+    return np.asarray(subset, dtype=bool).reshape(target.shape) & target.mask

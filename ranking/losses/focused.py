@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ranking.losses._target import Target, as_scores, as_target, reduce_queries
+from ranking.losses._target import Target, as_scores, as_target, finish
 from ranking.losses.listnet import MAX_PERMUTATION_DOCS, listnet_permutation_loss
 from ranking.losses.listnet import softmax_cross_entropy as _top_one
 from ranking.losses.pairwise import PHI, pair_terms
@@ -106,24 +106,37 @@ def focused_parts(
     return lst, g_lst, pair, g_pair
 
 
-def _combine(
-    parts: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+def _focused(
+    scores: np.ndarray,
+    target: Target | np.ndarray,
+    mask: np.ndarray | None,
+    family: str,
     beta: float,
     normalization: str,
     list_scale: float,
     pair_scale: float,
     reduction: str,
+    list_form: str = "top_one",
 ) -> tuple[float, np.ndarray]:
-    lst, g_lst, pair, g_pair = parts
+    """``β·L_list/c_list + (1 − β)·L_pair/c_pair`` per query, reduced over queries."""
+    _check(beta, normalization)
+    lst, g_lst, pair, g_pair = focused_parts(
+        scores,
+        target,
+        mask,
+        family=family,
+        normalization=normalization,
+        list_form=list_form,
+        skip_list=beta == 0.0,
+        skip_pair=beta == 1.0,
+    )
     if normalization == "init":
         if list_scale <= 0 or pair_scale <= 0:
             raise ValueError("normalization='init' needs positive list_scale and pair_scale")
         wl, wp = beta / list_scale, (1.0 - beta) / pair_scale
     else:
         wl, wp = beta, 1.0 - beta
-    per_query = wl * lst + wp * pair
-    value, scale = reduce_queries(per_query, reduction)
-    return value, scale * (wl * g_lst + wp * g_pair)
+    return finish(wl * lst + wp * pair, wl * g_lst + wp * g_pair, reduction, np.shape(scores))
 
 
 def focused_net_loss(
@@ -138,26 +151,31 @@ def focused_net_loss(
     pair_scale: float = 1.0,
     reduction: str = "mean",
 ) -> tuple[float, np.ndarray]:
-    """FocusedNet = ListNet on T + RankNet on P = T × F (seed-digest §4.7(3)).
+    """FocusedNet = ListNet on T + RankNet on P = T × F (Niu et al. 2012; seed-digest §4.7(3)).
 
     ``L_list = −Σ_{d∈T} P_y(d) log P_s(d)`` with both softmaxes over T only (top-one form;
     ``list_form="permutation"`` uses the exact Plackett–Luce cross-entropy, |T| ≤ 6);
     ``L_pair = Σ_{(u,v)∈P} log(1 + exp(−(s_u − s_v)))``. Gradient of the list part is
-    ``P_s(d) − P_y(d)``; of the pair part ``∓σ(−(s_u − s_v))``.
+    ``P_s(d) − P_y(d)``; of the pair part ``∓σ(−(s_u − s_v))``. Per query
+    ``β·L_list + (1 − β)·L_pair/|P|`` under the default ``normalization="mean"`` (module
+    docstring); ``L_pair = 0`` if F is empty, ``L_list = 0`` if |T| < 2.
+
+    Shapes: ``scores`` and labels ``(Q, L)`` (or ``(L,)`` for one query), ``mask`` ``(Q, L)``
+    bool; returns ``(value, grad)``: the mean (``reduction``) of the per-query losses and
+    ``∂value/∂scores`` shaped like ``scores``, exactly 0 at padding.
     """
-    _check(beta, normalization)
-    parts = focused_parts(
+    return _focused(
         scores,
         target,
         mask,
-        family="net",
-        normalization=normalization,
+        "net",
+        beta,
+        normalization,
+        list_scale,
+        pair_scale,
+        reduction,
         list_form=list_form,
-        skip_list=beta == 0.0,
-        skip_pair=beta == 1.0,
     )
-    value, grad = _combine(parts, beta, normalization, list_scale, pair_scale, reduction)
-    return value, grad.reshape(np.shape(scores))
 
 
 def focused_svm_loss(
@@ -171,21 +189,16 @@ def focused_svm_loss(
     pair_scale: float = 1.0,
     reduction: str = "mean",
 ) -> tuple[float, np.ndarray]:
-    """FocusedSVM, option A (seed-digest §4.7(1)): NDCG structural hinge on T + RankSVM on P.
+    """FocusedSVM option A (Niu et al. 2012; seed-digest §4.7(1)): NDCG hinge on T + RankSVM on P.
 
     Per query ``β·ξ + (1 − β)·(1/|P|)·Σ_{(u,v)∈P} (1 − (s_u − s_v))₊``, ξ from
     :func:`ranking.losses.structural.ndcg_structural_hinge_loss` (exact sort-based
     loss-augmented inference). The solver adds ``½‖w‖²/C`` (:func:`ranking.optim.pegasos`).
+
+    Shapes: ``scores`` and labels ``(Q, L)`` (or ``(L,)`` for one query), ``mask`` ``(Q, L)``
+    bool; returns ``(value, grad)``: the mean (``reduction``) of the per-query losses and
+    ``∂value/∂scores`` shaped like ``scores``, exactly 0 at padding.
     """
-    _check(beta, normalization)
-    parts = focused_parts(
-        scores,
-        target,
-        mask,
-        family="svm",
-        normalization=normalization,
-        skip_list=beta == 0.0,
-        skip_pair=beta == 1.0,
+    return _focused(
+        scores, target, mask, "svm", beta, normalization, list_scale, pair_scale, reduction
     )
-    value, grad = _combine(parts, beta, normalization, list_scale, pair_scale, reduction)
-    return value, grad.reshape(np.shape(scores))

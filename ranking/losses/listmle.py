@@ -87,6 +87,10 @@ def listmle_loss(
 
     ``L = Σ_{j=1}^{n} [−s_{y(j)} + log Σ_{t=j}^{n} exp(s_{y(t)})]``. The truth order is the
     target's ``order`` (stable label sort unless a seeded random total order was given).
+
+    Shapes: ``scores`` and labels ``(Q, L)`` (or ``(L,)`` for one query), ``mask`` ``(Q, L)``
+    bool; returns ``(value, grad)``: the mean (``reduction``) of the per-query losses and
+    ``∂value/∂scores`` shaped like ``scores``, exactly 0 at padding.
     """
     t = as_target(target, mask)
     s = as_scores(scores, t)
@@ -106,6 +110,10 @@ def topk_listmle_loss(
 
     ``L = Σ_{j=1}^{k} [−s_{y(j)} + log Σ_{t=j}^{n} exp(s_{y(t)})]``: the denominators run over
     every remaining item, so the value does not depend on the order below position k.
+
+    Shapes: ``scores`` and labels ``(Q, L)`` (or ``(L,)`` for one query), ``mask`` ``(Q, L)``
+    bool; returns ``(value, grad)``: the mean (``reduction``) of the per-query losses and
+    ``∂value/∂scores`` shaped like ``scores``, exactly 0 at padding.
     """
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
@@ -155,6 +163,10 @@ def p_listmle_loss(
     ``L_p = Σ_{i=1}^{n} α(i)·[−s_{y(i)} + log Σ_{j=i}^{n} exp(s_{y(j)})]`` with α strictly
     decreasing; ``alpha`` is a scheme name (see :func:`p_listmle_alpha`) or explicit weights,
     ``(L,)`` or ``(Q, L)``, by truth position.
+
+    Shapes: ``scores`` and labels ``(Q, L)`` (or ``(L,)`` for one query), ``mask`` ``(Q, L)``
+    bool; returns ``(value, grad)``: the mean (``reduction``) of the per-query losses and
+    ``∂value/∂scores`` shaped like ``scores``, exactly 0 at padding.
     """
     t = as_target(target, mask)
     s = as_scores(scores, t)
@@ -185,6 +197,10 @@ def w_listmle_loss(
     ``L = Σ_{s=1}^{n−1} G(l(y(s)))·D(s)·[−s_{y(s)} + ln Σ_{i=s}^{n} exp(s_{y(i)})]`` with
     ``G(r) = 2^r − 1`` and ``D(s) = 1/log2(1 + s)``, ``D(s) = 0`` for ``s > cutoff``.
     Objects with label 0 get weight 0.
+
+    Shapes: ``scores`` and labels ``(Q, L)`` (or ``(L,)`` for one query), ``mask`` ``(Q, L)``
+    bool; returns ``(value, grad)``: the mean (``reduction``) of the per-query losses and
+    ``∂value/∂scores`` shaped like ``scores``, exactly 0 at padding.
     """
     t = as_target(target, mask)
     s = as_scores(scores, t)

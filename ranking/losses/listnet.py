@@ -14,7 +14,7 @@ import itertools
 
 import numpy as np
 
-from ranking.losses._target import Target, as_scores, as_target, reduce_queries
+from ranking.losses._target import Target, as_scores, as_subset, as_target, finish
 
 __all__ = [
     "MAX_PERMUTATION_DOCS",
@@ -58,12 +58,19 @@ def listnet_top_one_loss(
     *,
     reduction: str = "mean",
 ) -> tuple[float, np.ndarray]:
-    """Top-one ListNet over every real document of each query (see module docstring)."""
+    """Top-one ListNet (Cao et al. 2007; seed-digest §4.4) over every real document of a query.
+
+    ``L = −Σ_j P_y(j) log P_s(j)`` with ``P_s = softmax(s)``, ``P_y = softmax(labels)``
+    (ψ = identity); ``∂L/∂s_j = P_s(j) − P_y(j)``.
+
+    Shapes: ``scores`` and labels ``(Q, L)`` (or ``(L,)`` for one query), ``mask`` ``(Q, L)``
+    bool; returns ``(value, grad)``: the mean (``reduction``) of the per-query losses and
+    ``∂value/∂scores`` shaped like ``scores``, exactly 0 at padding.
+    """
     t = as_target(target, mask)
     s = as_scores(scores, t)
     per_query, grad = softmax_cross_entropy(s, t.labels, t.mask)  # type: ignore[arg-type]
-    value, scale = reduce_queries(per_query, reduction)
-    return value, (grad * scale).reshape(np.shape(scores))
+    return finish(per_query, grad, reduction, np.shape(scores))
 
 
 def _pl_log_prob(v: np.ndarray, perms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -86,14 +93,21 @@ def listnet_permutation_loss(
     subset: np.ndarray | None = None,
     reduction: str = "mean",
 ) -> tuple[float, np.ndarray]:
-    """Exact permutation-probability ListNet over each query's documents (n ≤ 6).
+    """Exact permutation-probability ListNet (Cao et al. 2007; seed-digest §4.4), n ≤ 6.
+
+    ``L = −Σ_π P_y(π) log P_s(π)`` over all orderings π with Plackett–Luce
+    ``P_v(π) = Π_j exp(v_{π(j)})/Σ_{l≥j} exp(v_{π(l)})``, ``v`` = labels (target) or scores.
 
     ``subset`` (``(Q, L)`` boolean, default the mask) restricts the permutations to those
     documents, e.g. the top-k set T of FocusedNet.
+
+    Shapes: ``scores`` and labels ``(Q, L)`` (or ``(L,)`` for one query), ``mask`` ``(Q, L)``
+    bool; returns ``(value, grad)``: the mean (``reduction``) of the per-query losses and
+    ``∂value/∂scores`` shaped like ``scores``, exactly 0 at padding.
     """
     t = as_target(target, mask)
     s = as_scores(scores, t)
-    sub = t.mask if subset is None else (np.asarray(subset, dtype=bool).reshape(t.shape) & t.mask)
+    sub = as_subset(subset, t, t.mask)  # type: ignore[arg-type]
     per_query = np.zeros(t.shape[0])
     grad = np.zeros(t.shape)
     for q in range(t.shape[0]):
@@ -112,5 +126,4 @@ def listnet_permutation_loss(
         py = np.exp(log_py)
         per_query[q] = -np.sum(py * log_ps)
         grad[q, idx] = -(py @ g)
-    value, scale = reduce_queries(per_query, reduction)
-    return value, (grad * scale).reshape(np.shape(scores))
+    return finish(per_query, grad, reduction, np.shape(scores))

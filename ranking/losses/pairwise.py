@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ranking.losses._target import PairIndex, Target, as_scores, as_target, reduce_queries
+from ranking.losses._target import PairIndex, Target, as_scores, as_target, finish
 
 __all__ = ["pair_loss", "rankboost_loss", "ranknet_loss", "ranksvm_loss"]
 
@@ -102,81 +102,67 @@ def pair_loss(
     else:
         raise ValueError(f"pairs must be 'graded' or 'focused', got {pairs!r}")
     per_query, grad = pair_terms(s, index, PHI[phi], normalization)
-    value, scale = reduce_queries(per_query, reduction)
-    return value, (grad * scale).reshape(np.shape(scores))
+    return finish(per_query, grad, reduction, np.shape(scores))
 
 
-def ranknet_loss(
-    scores: np.ndarray,
-    target: Target | np.ndarray,
-    mask: np.ndarray | None = None,
-    *,
-    pairs: str = "graded",
-    normalization: str = "mean",
-    reduction: str = "mean",
-) -> tuple[float, np.ndarray]:
+def _named_pair_loss(phi: str, name: str, doc: str) -> Callable[..., tuple[float, np.ndarray]]:
+    """:func:`pair_loss` with ``phi`` fixed, under its model's name and docstring."""
+
+    def loss(
+        scores: np.ndarray,
+        target: Target | np.ndarray,
+        mask: np.ndarray | None = None,
+        *,
+        pairs: str = "graded",
+        normalization: str = "mean",
+        reduction: str = "mean",
+    ) -> tuple[float, np.ndarray]:
+        return pair_loss(
+            scores,
+            target,
+            mask,
+            phi=phi,
+            pairs=pairs,
+            normalization=normalization,
+            reduction=reduction,
+        )
+
+    loss.__name__ = loss.__qualname__ = name
+    loss.__doc__ = doc + _PAIR_LOSS_ARGS
+    return loss
+
+
+_PAIR_LOSS_ARGS = """
+
+    ``scores`` ``(Q, L)`` or ``(L,)``; ``target`` labels of the same shape or a prepared
+    :class:`~ranking.losses.Target`; ``pairs`` ∈ {"graded", "focused"}; ``normalization`` ∈
+    {"mean", "none"}. Returns ``(value, ∂value/∂scores)`` shaped like ``scores``, zero at padding.
+    """
+
+ranknet_loss = _named_pair_loss(
+    "logistic",
+    "ranknet_loss",
     """RankNet (Burges et al. 2005): ``Σ_{u ≻ v} log(1 + exp(−(s_u − s_v)))``.
 
     Cross-entropy with target probability 1 for ``u ≻ v`` and ``P_uv = σ(s_u − s_v)``;
-    gradient ``−σ(−(s_u − s_v))`` on ``s_u`` and the opposite on ``s_v`` (seed-digest §4.1).
-    """
-    return pair_loss(
-        scores,
-        target,
-        mask,
-        phi="logistic",
-        pairs=pairs,
-        normalization=normalization,
-        reduction=reduction,
-    )
+    gradient ``−σ(−(s_u − s_v))`` on ``s_u`` and the opposite on ``s_v`` (seed-digest §4.1).""",
+)
 
-
-def ranksvm_loss(
-    scores: np.ndarray,
-    target: Target | np.ndarray,
-    mask: np.ndarray | None = None,
-    *,
-    pairs: str = "graded",
-    normalization: str = "mean",
-    reduction: str = "mean",
-) -> tuple[float, np.ndarray]:
+ranksvm_loss = _named_pair_loss(
+    "hinge",
+    "ranksvm_loss",
     """RankSVM hinge (Herbrich 2000; Joachims 2002): ``Σ_{u ≻ v} (1 − (s_u − s_v))₊``.
 
     The primal ``½‖w‖² + C Σ (1 − wᵀ(x_u − x_v))₊`` adds the regulariser in the solver
     (:func:`ranking.optim.pegasos`). Returns a subgradient (``−1`` on ``s_u`` where the margin
-    is violated).
-    """
-    return pair_loss(
-        scores,
-        target,
-        mask,
-        phi="hinge",
-        pairs=pairs,
-        normalization=normalization,
-        reduction=reduction,
-    )
+    is violated).""",
+)
 
-
-def rankboost_loss(
-    scores: np.ndarray,
-    target: Target | np.ndarray,
-    mask: np.ndarray | None = None,
-    *,
-    pairs: str = "graded",
-    normalization: str = "mean",
-    reduction: str = "mean",
-) -> tuple[float, np.ndarray]:
+rankboost_loss = _named_pair_loss(
+    "exp",
+    "rankboost_loss",
     """RankBoost's exponential pair loss (Freund et al. 2003): ``Σ_{u ≻ v} exp(−(s_u − s_v))``.
 
     RankBoost (:mod:`ranking.boosting`) minimises it greedily; exposed here for gradient
-    training and tests.
-    """
-    return pair_loss(
-        scores,
-        target,
-        mask,
-        phi="exp",
-        pairs=pairs,
-        normalization=normalization,
-        reduction=reduction,
-    )
+    training and tests.""",
+)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ranking.losses._target import Target, as_scores, as_target, reduce_queries
+from ranking.losses._target import Target, as_scores, as_subset, as_target, finish
 
 __all__ = ["ndcg_hinge_terms", "ndcg_structural_hinge_loss", "svm_map_loss"]
 
@@ -94,6 +94,10 @@ def svm_map_loss(
     independent per-j suffix sums, each maximised over ``a_j ∈ {0..P}`` (the maximisers are
     monotone in j, Yue et al. Lemma 1). Queries without a relevant or an irrelevant document
     have ξ = 0.
+
+    Shapes: ``scores`` and labels ``(Q, L)`` (or ``(L,)`` for one query), ``mask`` ``(Q, L)``
+    bool; returns ``(value, grad)``: the mean (``reduction``) of the per-query losses and
+    ``∂value/∂scores`` shaped like ``scores``, exactly 0 at padding.
     """
     t = as_target(target, mask)
     s = as_scores(scores, t)
@@ -108,8 +112,7 @@ def svm_map_loss(
     for start in range(0, order.size, _BLOCK):
         rows = order[start : start + _BLOCK]
         per_query[rows], grad[rows] = _svm_map_block(s[rows], rel[rows], irr[rows])
-    value, scale = reduce_queries(per_query, reduction)
-    return value, (grad * scale).reshape(np.shape(scores))
+    return finish(per_query, grad, reduction, np.shape(scores))
 
 
 def ndcg_hinge_terms(s: np.ndarray, t: Target, subset: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -165,10 +168,13 @@ def ndcg_structural_hinge_loss(
     - subgradient ``A(pos_ẑ(d)) − A(pos_y(d))`` when ξ > 0.
 
     Queries with fewer than two documents in D' have ξ = 0.
+
+    Shapes: ``scores`` and labels ``(Q, L)`` (or ``(L,)`` for one query), ``mask`` ``(Q, L)``
+    bool; returns ``(value, grad)``: the mean (``reduction``) of the per-query losses and
+    ``∂value/∂scores`` shaped like ``scores``, exactly 0 at padding.
     """
     t = as_target(target, mask)
     s = as_scores(scores, t)
-    sub = t.top if subset is None else (np.asarray(subset, dtype=bool).reshape(t.shape) & t.mask)
+    sub = as_subset(subset, t, t.top)
     per_query, grad = ndcg_hinge_terms(s, t, sub)
-    value, scale = reduce_queries(per_query, reduction)
-    return value, (grad * scale).reshape(np.shape(scores))
+    return finish(per_query, grad, reduction, np.shape(scores))

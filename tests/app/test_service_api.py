@@ -12,6 +12,9 @@ import json
 import random
 from typing import Any
 
+from sqlalchemy import select
+
+from app.models import Judgment
 from labeling.session import open_session
 from labeling.simulation import Assessor, run_session
 from labeling.types import PairQuestion
@@ -310,3 +313,75 @@ def test_simulated_assessor_topk_n50_k10(api: Api) -> None:
     labelled = [(ln.split()[2], int(ln.split()[3])) for ln in qrels]
     assert labelled[:k] == [(doc, k - i) for i, doc in enumerate(truth)]
     assert all(label == 0 for _doc, label in labelled[k:]) and len(labelled) == n
+
+
+def test_question_payload_names_the_challenger_side(api: Api) -> None:
+    """``challenger`` says which side is Step 2's new document: it is null while the heap is
+    built (Step 1) and names a side of the shown pair in Step 2 (n = 12, k = 3)."""
+    api.add_user("chal")
+    cid = make_collection(api, "challenger", pool("ch", 12))
+    tid = make_task(api, cid, "ch", "chal", k=3, seed=11, options={"not_relevant": True})
+    q = api.get("chal", f"/api/v1/tasks/{tid}/next").json()
+    sides = []
+    while not q["done"]:
+        assert "challenger" in q and q["challenger"] in (None, "left", "right")
+        # "not relevant" is offered exactly for a Step-2 root comparison, i.e. with a challenger
+        assert ("not_relevant" in q["allowed_outcomes"]) == (q["challenger"] is not None)
+        sides.append(q["challenger"])
+        q = api.post("chal", f"/api/v1/tasks/{tid}/judgments", json=pair_body(q, "left")).json()
+    assert sides[0] is None  # the first questions build the heap
+    assert {"left", "right"} & set(sides)  # the stream phase has challengers
+
+
+def test_cached_session_never_hides_another_writer(api: Api) -> None:
+    """The in-process replay cache is checked against the log version in the write
+    transaction: a change made by another process (here: another Database on the same URL)
+    is seen at once. The other process undoes question 0 and answers it differently, so the
+    app's cached session (after "left") poses a different question 1 than the log does: a
+    stale cache would store an answer the log cannot replay."""
+    from app.db import Database
+    from app.services import judging
+
+    api.add_user("cachy")
+    cid = make_collection(api, "cache-check", pool("cc", 10))
+    url = "/api/v1/tasks/{tid}/judgments"
+    for seed in range(21, 60):  # a seed whose question 1 depends on the answer to question 0
+        tid = make_task(api, cid, "cc", "cachy", k=3, seed=seed)
+        q0 = api.get("cachy", f"/api/v1/tasks/{tid}/next").json()
+        q1 = api.post("cachy", url.format(tid=tid), json=pair_body(q0, "left")).json()
+        other = Database.from_url(api.db.engine.url.render_as_string(hide_password=False))
+        try:
+            user = next(u for u in _users(other) if u.username == "cachy")
+            judging.undo_judgment(db=other, user=user, task_id=tid)
+            body = pair_body(q0, "right")
+            theirs = judging.submit_judgment(db=other, user=user, task_id=tid, data=body)
+        finally:
+            other.dispose()
+        if theirs["pair"] != q1["pair"]:
+            break
+    else:
+        raise AssertionError("no seed makes question 1 depend on question 0")
+    r = api.post("cachy", url.format(tid=tid), json=pair_body(q1, "left"))
+    assert r.status_code == 409, r.text
+    assert r.json()["current"] == theirs
+    # The identical retry of the other process's answer is idempotent here too.
+    r = api.post("cachy", url.format(tid=tid), json=pair_body(q0, "right"))
+    assert r.status_code == 200 and r.json() == theirs
+    with api.db.read() as s:
+        live = s.execute(
+            select(Judgment.seq, Judgment.outcome)
+            .where(Judgment.task_id == tid, Judgment.undone.is_(False))
+            .order_by(Judgment.seq)
+        ).all()
+    assert [tuple(x) for x in live] == [(0, "right")]
+    # Answering on goes through the cache again and agrees with a fresh replay.
+    q2 = api.post("cachy", url.format(tid=tid), json=pair_body(theirs, "left")).json()
+    judging.clear_caches(api.db)
+    assert api.get("cachy", f"/api/v1/tasks/{tid}/next").json() == q2
+
+
+def _users(db: Any) -> list[Any]:
+    from app.models import User
+
+    with db.read() as s:
+        return list(s.scalars(select(User)))

@@ -314,6 +314,22 @@ def test_bad_ndjson_is_422_with_line_numbers_and_stores_nothing(
     assert (after["queries"], after["documents"]) == (before["queries"], before["documents"])
 
 
+def test_ndjson_import_reads_lines_each_bad_line_reported(api: Api, world: dict[str, Any]) -> None:
+    """The import is parsed line by line: every non-UTF-8 line is reported (with the byte
+    offset in the file), a leading BOM is accepted, and nothing is stored."""
+    cid = world["cid"]
+    good = b'{"query_id": "u1", "query": "q", "doc_id": "u-1"}\n'
+    body = b"\xef\xbb\xbf" + good + b'{"query_id": "u1", "query": "\xff"}\n' + good + b"\xfe\n"
+    r = api.post("admin", f"/api/v1/collections/{cid}/import", content=body)
+    assert r.status_code == 422, r.text
+    detail = r.json()["detail"]
+    assert [e["line"] for e in detail] == [2, 4]
+    bad_at = body.index(b"\xff")  # offsets count from the file's first byte
+    assert detail[0]["msg"] == f"invalid UTF-8 at byte {bad_at}"
+    ok = api.post("admin", f"/api/v1/collections/{cid}/import", content=b"\xef\xbb\xbf" + good)
+    assert ok.status_code == 200 and ok.json()["documents_created"] == 1, ok.text
+
+
 def test_empty_import_is_422(api: Api, world: dict[str, Any]) -> None:
     r = api.post("admin", f"/api/v1/collections/{world['cid']}/import", content=b"\n \n")
     assert r.status_code == 422 and "no records" in r.json()["detail"][0]["msg"]
@@ -457,3 +473,27 @@ def test_secret_key_is_refused_outside_dev_and_demo(tmp_path: Any) -> None:
         Settings(database_url=url, secret_key="k" * 32, dev=False, demo=False),
     ):
         create_app(ok).state.db.dispose()
+
+
+def test_api_responses_are_not_cached_and_https_gets_hsts(api: Api, tmp_path: Any) -> None:
+    from fastapi.testclient import TestClient
+
+    from app.main import create_app
+    from app.settings import Settings
+
+    r = api.client.post(
+        "/api/v1/auth/token", data={"username": "admin", "password": "pw-admin-secret"}
+    )
+    assert r.status_code == 200 and r.headers["cache-control"] == "no-store"
+    assert api.get("admin", "/api/v1/collections").headers["cache-control"] == "no-store"
+    assert "strict-transport-security" not in r.headers  # http origin
+    https = create_app(
+        Settings(
+            database_url=f"sqlite:///{tmp_path / 'hsts.db'}",
+            dev=True,
+            public_origin="https://labels.example",
+        )
+    )
+    with TestClient(https) as client:
+        h = client.get("/healthz").headers
+    assert h["strict-transport-security"].startswith("max-age=")

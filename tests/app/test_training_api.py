@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 from sqlalchemy import select
@@ -85,3 +87,67 @@ def test_missing_features_fail_the_run_not_the_api(api: Api) -> None:
     assert r.status_code == 202
     got = api.get("admin", f"/api/v1/training-runs/{r.json()['id']}").json()
     assert got["status"] == "failed" and "no finished top-k task" in got["error"]
+
+
+def _stored_run(api: Api, collection_id: int, status: str, worker: object) -> int:
+    from app.models import TrainingRun
+
+    with api.db.write() as s:
+        run = TrainingRun(
+            collection_id=collection_id,
+            model="ranknet",
+            params={},
+            status=status,
+            metrics={"worker": worker},
+        )
+        s.add(run)
+        s.flush()
+        return run.id
+
+
+def test_runs_orphaned_by_a_dead_server_process_are_failed(api: Api, study: int) -> None:
+    import subprocess
+    import sys
+
+    from app.services import training
+
+    me = training.WORKER
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    cases = {
+        # (status, worker) -> expected status after a GET
+        "restarted as the same pid": ("running", {**me, "boot": "earlier-life"}, "failed"),
+        "pid no longer exists": ("queued", {**me, "pid": dead.pid, "boot": "x"}, "failed"),
+        "ours but not executing": ("running", me, "failed"),
+        "ours, waiting for its task": ("queued", me, "queued"),
+        "live sibling worker": (
+            "running",
+            {**me, "pid": os.getppid(), "started": training._start_time(os.getppid()), "boot": "y"},
+            "running",
+        ),
+        "pid reused by a newer process": (
+            "running",
+            {**me, "pid": os.getppid(), "started": "0", "boot": "z"},
+            "failed",
+        ),
+        "other host": ("running", {**me, "host": "elsewhere", "boot": "w"}, "running"),
+    }
+    for name, (status, worker, expected) in cases.items():
+        run_id = _stored_run(api, study, status, worker)
+        got = api.get("admin", f"/api/v1/training-runs/{run_id}").json()
+        assert got["status"] == expected, name
+        if expected == "failed":
+            assert got["error"].startswith("orphaned:") and str(worker["pid"]) in got["error"]
+            assert got["finished_at"] is not None and got["metrics"] is None
+    # A run this process is executing right now is never reaped, and the sweep counts.
+    busy = _stored_run(api, study, "running", me)
+    stale = _stored_run(api, study, "running", {**me, "boot": "old"})
+    with training._active_lock:
+        training._active.add(busy)
+    try:
+        assert training.reap_orphans(db=api.db) >= 1
+        assert api.get("admin", f"/api/v1/training-runs/{busy}").json()["status"] == "running"
+        assert api.get("admin", f"/api/v1/training-runs/{stale}").json()["status"] == "failed"
+    finally:
+        with training._active_lock:
+            training._active.discard(busy)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 import pytest
@@ -59,15 +60,31 @@ def test_focusedboost_at_beta_0_is_rankboost_on_focused_pairs_round_by_round() -
     assert plain.model.score(ds.X) == pytest.approx(focused.model.score(ds.X), abs=1e-9)
 
 
-def test_rankboost_edge_of_chosen_ranker_vanishes_after_update() -> None:
-    # For {0,1} weak rankers the exact α sets r(h_t) to 0 under the new distribution.
+def test_rankboost_second_round_matches_a_brute_force_reweighting() -> None:
+    # α = ½ ln((1 + r)/(1 − r)) is the digest's bound-minimising step (§4.1); it zeroes the new
+    # edge of h_t only when no pair ties under h_t, so round 2 is checked against a loop instead.
     ds = _synthetic(3)
     weak = WeakRankers.build(ds.X, "threshold", n_thresholds=4)
-    res = rankboost(ds, weak, rounds=3, forbid_repeat=False)
-    assert len({m for m, _, _ in res.history[:2]}) == 2
+    res = rankboost(ds, weak, rounds=2, forbid_repeat=False)
+    H = weak.values(ds.X)
+    diffs = []  # (pairs, M): h(x_u) − h(x_v) for every graded pair u ≻ v
+    for q in range(ds.n_queries):
+        sl = slice(ds.offsets[q], ds.offsets[q + 1])
+        y, hq = ds.labels[sl], H[sl]
+        diffs += [hq[u] - hq[v] for u in range(y.size) for v in range(y.size) if y[u] > y[v]]
+    Z = np.array(diffs)
+    r = Z.mean(axis=0)  # D_1 uniform
+    m1 = int(np.argmax(np.abs(r)))
+    a1 = 0.5 * math.log((1 + r[m1]) / (1 - r[m1]))
+    assert res.history[0] == (m1, pytest.approx(a1, abs=1e-12), pytest.approx(r[m1], abs=1e-12))
+    d2 = np.exp(-a1 * Z[:, m1])
+    r2 = (d2 / d2.sum()) @ Z
+    m2 = int(np.argmax(np.abs(r2)))
+    assert res.history[1][0] == m2
+    assert res.history[1][2] == pytest.approx(r2[m2], abs=1e-12)
 
 
-def test_adarank_weights_mix_queries_and_improve_training_measure() -> None:
+def test_adarank_edges_in_unit_interval_positive_steps_no_repeats() -> None:
     ds = _synthetic(4)
     weak = WeakRankers.build(ds.X, "feature")
     res = adarank(ds, weak, rounds=10, at=3)
@@ -95,3 +112,81 @@ def test_deterministic() -> None:
     a = focusedboost(ds, weak, rounds=8, beta=0.5, k=3).history
     b = focusedboost(ds, weak, rounds=8, beta=0.5, k=3).history
     assert a == b
+
+
+def _ndcg_on_top(h: np.ndarray, kappa: np.ndarray, at: int) -> float:
+    """κ-NDCG@at of the ranking of T's items by h (stable ties), written out by hand."""
+    top = [i for i in range(len(kappa)) if kappa[i] > 0]
+    ranked = sorted(top, key=lambda i: -h[i])  # Python's sort is stable
+    dcg = sum((2.0 ** kappa[d] - 1) / math.log2(2 + j) for j, d in enumerate(ranked[:at]))
+    ideal = sorted((kappa[d] for d in top), reverse=True)
+    idcg = sum((2.0**g - 1) / math.log2(2 + j) for j, g in enumerate(ideal[:at]))
+    return dcg / idcg
+
+
+def _focusedboost_oracle(
+    queries: list[tuple[np.ndarray, np.ndarray]], beta: float, rounds: int, k: int
+) -> list[tuple[int, float, float]]:
+    """Seed-digest §4.7(2) pseudo-code with loops; queries with |T| < 2 have no list part."""
+    n_weak = queries[0][0].shape[1]
+    list_q = [i for i, (_, y) in enumerate(queries) if (y > 0).sum() >= 2]
+    pairs = [
+        (i, u, v)
+        for i, (_, y) in enumerate(queries)
+        for u in range(len(y))
+        for v in range(len(y))
+        if y[u] > 0 and y[v] == 0
+    ]
+    p = {i: 1.0 / len(list_q) for i in list_q}
+    d = {pr: 1.0 / len(pairs) for pr in pairs}
+    f = [np.zeros(len(y)) for _, y in queries]
+    history, previous = [], None
+    for _ in range(rounds):
+        c = []
+        for m in range(n_weak):
+            a = sum(p[i] * _ndcg_on_top(queries[i][0][:, m], queries[i][1], k) for i in list_q)
+            b = sum(w * (queries[i][0][u, m] - queries[i][0][v, m]) for (i, u, v), w in d.items())
+            c.append(beta * a + (1 - beta) * b)
+        order = sorted(range(n_weak), key=lambda m: -abs(c[m]))
+        m = next(m for m in order if m != previous)
+        alpha = 0.5 * math.log((1 + c[m]) / (1 - c[m]))
+        history.append((m, alpha, c[m]))
+        for i, (h, _) in enumerate(queries):
+            f[i] = f[i] + alpha * h[:, m]
+        w_list = {i: math.exp(-_ndcg_on_top(f[i], queries[i][1], k)) for i in list_q}
+        p = {i: w / sum(w_list.values()) for i, w in w_list.items()}
+        w_pair = {(i, u, v): math.exp(-(f[i][u] - f[i][v])) for (i, u, v) in pairs}
+        d = {pr: w / sum(w_pair.values()) for pr, w in w_pair.items()}
+        previous = m
+    return history
+
+
+def test_focusedboost_needs_a_list_part_at_beta_1() -> None:
+    ds = QueryDataset.from_arrays(np.eye(3), [3.0, 0.0, 0.0], [1, 1, 1], topk=3)
+    with pytest.raises(ValueError, match=">= 2 items"):
+        focusedboost(ds, WeakRankers.build(ds.X, "feature"), rounds=2, beta=1.0, k=3)
+
+
+def test_focusedboost_mixed_beta_matches_the_digest_pseudocode_with_short_tops() -> None:
+    # Some queries have |T| = 1: their list part is 0 (seed-digest §4.7), so they must not
+    # enter the query distribution P (E of a one-item T is 1 for every weak ranker).
+    rng = np.random.default_rng(11)
+    k = 3
+    queries, rows = [], []
+    for qi, (n, size_t) in enumerate([(6, 3), (5, 1), (7, 3), (4, 1), (6, 2)]):
+        h = rng.random((n, 4))
+        y = np.zeros(n)
+        y[rng.permutation(n)[:size_t]] = np.arange(k, k - size_t, -1)
+        queries.append((h, y))
+        rows += [(qi, x, lab) for x, lab in zip(h, y, strict=True)]
+    ds = QueryDataset.from_arrays(
+        np.array([r[1] for r in rows]), [r[2] for r in rows], [r[0] for r in rows], topk=k
+    )
+    weak = WeakRankers.build(ds.X, "feature", scale=False, dedupe=False)
+    for beta in (0.3, 0.7, 1.0):
+        got = focusedboost(ds, weak, rounds=5, beta=beta, k=k).history
+        want = _focusedboost_oracle(queries, beta, rounds=5, k=k)
+        for (m1, a1, c1), (m2, a2, c2) in zip(got, want, strict=True):
+            assert m1 == m2
+            assert a1 == pytest.approx(a2, abs=1e-9)
+            assert c1 == pytest.approx(c2, abs=1e-9)

@@ -72,6 +72,14 @@ def test_cross_validate_tunes_beta_and_reports_significance(letor_dir: Path) -> 
     sig = E.significance(res)
     best = max(("ranknet", "rankboost"), key=lambda m: res.mean(m, "kappa_ndcg@10"))
     assert math.isnan(sig[best]["kappa_ndcg@10"][0])
+    # The focusednet p-value is the paired t-test written out (t with n − 1 dof, two-sided).
+    from scipy.stats import t as student_t
+
+    diff = res.per_query["focusednet"]["kappa_ndcg@10"] - res.per_query[best]["kappa_ndcg@10"]
+    t_stat = diff.mean() / (diff.std(ddof=1) / math.sqrt(diff.size))
+    p_value, mark = sig["focusednet"]["kappa_ndcg@10"]
+    assert p_value == pytest.approx(2 * student_t.sf(abs(t_stat), diff.size - 1), rel=1e-9)
+    assert mark == ("" if p_value >= 0.05 else "▲" if diff.mean() > 0 else "▼")
     table = E.format_table(res)
     assert "κ-NDCG@10" in table and "focusednet" in table
     # the model clearly beats random on this easy linear truth

@@ -122,9 +122,15 @@ async def _files(request: Request) -> tuple[dict[str, admin_imports.UploadedFile
     if not content_type.startswith("multipart/form-data"):
         raise Invalid("upload the files as multipart/form-data (one part per file)")
     form = await request.form(max_files=MAX_FILES, max_fields=MAX_FIELDS)
+    parts = form.multi_items()
+    # A cookie request whose CSRF token came as a form field had its form parsed (and cached
+    # by Starlette) with the default limits before this call: count again.
+    uploads = sum(isinstance(v, UploadFile) for _k, v in parts)
+    if uploads > MAX_FILES or len(parts) - uploads > MAX_FIELDS:
+        raise Invalid(f"too many parts: at most {MAX_FILES} files and {MAX_FIELDS} fields")
     files: dict[str, admin_imports.UploadedFile] = {}
     fields: dict[str, str] = {}
-    for key, value in form.multi_items():
+    for key, value in parts:
         if isinstance(value, UploadFile):
             files[key] = admin_imports.UploadedFile(value.filename or key, value.file)
         else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from dataclasses import asdict
 
 from fastapi import APIRouter, Depends, Request
@@ -13,6 +14,9 @@ from app.services import collections
 
 router = APIRouter(tags=["collections"])
 admin = APIRouter(dependencies=[Depends(require_admin)])
+
+#: Uploads larger than this are spooled to a temporary file while they stream in.
+SPOOL_IN_MEMORY = 1024 * 1024
 
 NDJSON_BODY = {
     "requestBody": {
@@ -59,10 +63,15 @@ def list_queries(collection_id: int, db: DbDep, _user: CurrentUser) -> list[Quer
 async def import_documents(collection_id: int, request: Request, db: DbDep) -> ImportReportOut:
     """Import NDJSON (admin). All or nothing: any bad line -> 422 listing every line number and
     reason, and nothing is stored. Re-importing identical documents is a no-op."""
-    data = await request.body()
-    report = await run_in_threadpool(
-        collections.import_ndjson, db=db, collection_id=collection_id, data=data
-    )
+    with tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY) as spool:
+        # The body streams in (counted by the body-size middleware) and is parsed line by
+        # line from the spool: no copy of the whole upload in memory beyond SPOOL_IN_MEMORY.
+        async for chunk in request.stream():
+            spool.write(chunk)
+        spool.seek(0)
+        report = await run_in_threadpool(
+            collections.import_ndjson, db=db, collection_id=collection_id, data=spool
+        )
     return ImportReportOut(**asdict(report))
 
 

@@ -39,6 +39,10 @@ from app.web_templates import render, set_flash
 
 router = APIRouter()
 
+#: Multipart limits of the import form (as the REST import).
+MAX_FILES = 8
+MAX_FIELDS = 20
+
 #: Chart geometry of the judgments-over-time bars (SVG user units).
 CHART_W = 640
 CHART_H = 160
@@ -221,8 +225,13 @@ async def collection_page(request: Request, collection_id: int, db: DbDep) -> Re
 
 @router.get("/admin/collections/{collection_id}/progress-fragment")
 async def progress_fragment(request: Request, collection_id: int, db: DbDep) -> Response:
-    """The progress section alone (the page's script swaps it in every few seconds)."""
+    """The progress section alone (the page's script swaps it in every few seconds).
+
+    Without a session: 401, not the login redirect, which ``fetch`` would follow and the
+    script would then swap a whole login page into the progress box."""
     resolved, early = await _admin(request, db)
+    if resolved is None:
+        return Response("session expired; reload the page", status_code=401)
     if early is not None:
         return early
     assert resolved is not None
@@ -300,8 +309,19 @@ async def import_page(request: Request, collection_id: int, db: DbDep) -> Respon
     _resolved, early = await _guarded_post(request, db)
     if early is not None:
         return early
-    form = await request.form(max_files=8, max_fields=20)
+    # The CSRF dependency has parsed (and Starlette cached) the form already, with Starlette's
+    # default limits: these arguments do not apply then, so the parts are counted here too.
+    form = await request.form(max_files=MAX_FILES, max_fields=MAX_FIELDS)
     url = f"/admin/collections/{collection_id}"
+    parts = form.multi_items()
+    uploads = sum(isinstance(v, UploadFile) for _k, v in parts)
+    if uploads > MAX_FILES or len(parts) - uploads > MAX_FIELDS:
+        return _back(
+            request,
+            url,
+            f"Too many files or fields (at most {MAX_FILES} files, {MAX_FIELDS} fields).",
+            "error",
+        )
     action = _field(form, "action", "import")
     files = {
         key: admin_imports.UploadedFile(value.filename or key, value.file)
