@@ -9,10 +9,18 @@ doubled), the server's resident memory (VmRSS, and its peak VmHWM), and the serv
 per accepted judgment (``cpu ms/j``, user + system from /proc: a figure that does not depend on
 how busy the machine is, so ``2 cores / cpu ms/j`` bounds the throughput of an idle machine).
 
+By default every assessor answers as soon as its next question arrives (saturation: the
+server is never idle, so by Little's law mean latency = assessors / throughput, e.g. 32 / 300
+j/s = 107 ms, whatever the server does). ``--rate R`` paces the assessors instead, as people
+who look at a pair before answering: R judgments/s offered in total, and the latency then is
+what an assessor waits at that load (the issue's "300 judgments/s with p99 <= 50 ms at 32
+assessors" is ``--levels 32 --rate 300``).
+
 Usage::
 
     python benchmarks/api_load.py                       # SQLite, and Postgres if configured
     python benchmarks/api_load.py --backend sqlite --duration 10 --levels 1,8,32
+    python benchmarks/api_load.py --backend sqlite --levels 32 --rate 300
     HEAPJUDGE_TEST_POSTGRES_URL=postgresql+psycopg://u:p@127.0.0.1/db python benchmarks/api_load.py
 
 Targets from the issue (2-core machine): >= 300 judgments/s at 32 assessors on SQLite with

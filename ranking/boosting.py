@@ -369,7 +369,8 @@ def focusedboost(
 
     List part: AdaRank's query distribution with E = κ-NDCG@k of the ranking of T_i's items;
     pair part: RankBoost's distribution over P_i = T_i × F_i. Mixed edge
-    ``c = β·Σ_i P(i)E_i(h) + (1 − β)·Σ D(u,v)(h(x_u) − h(x_v))``.
+    ``c = β·Σ_i P(i)E_i(h) + (1 − β)·Σ D(u,v)(h(x_u) − h(x_v))``. Queries with |T_i| < 2 have
+    no list part (seed-digest §4.7) and stay out of P; queries with empty F have no pairs.
     """
     if not 0.0 <= beta <= 1.0:
         raise ValueError(f"beta must be in [0, 1], got {beta}")

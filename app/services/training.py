@@ -101,21 +101,39 @@ def _owner_gone(worker: Any, run_id: int, status: str) -> bool:
 
 
 def reap_orphans(*, db: Database, run_id: int | None = None) -> int:
-    """Mark orphaned ``queued``/``running`` runs (all, or only ``run_id``) failed; return count."""
+    """Mark orphaned ``queued``/``running`` runs (all, or only ``run_id``) failed; return count.
+
+    Reads first and writes only when a run is orphaned, so a GET of a live run stays read-only.
+    """
+    query = select(TrainingRun.id, TrainingRun.status, TrainingRun.metrics).where(
+        TrainingRun.status.in_(("queued", "running"))
+    )
+    if run_id is not None:
+        query = query.where(TrainingRun.id == run_id)
+    with db.read() as s:
+        candidates = [
+            rid
+            for rid, status, metrics in s.execute(query)
+            if _owner_gone((metrics or {}).get("worker"), rid, status)
+        ]
+    if not candidates:
+        return 0
+    reaped = 0
     with db.write() as s:
-        query = select(TrainingRun).where(TrainingRun.status.in_(("queued", "running")))
-        if run_id is not None:
-            query = query.where(TrainingRun.id == run_id)
-        reaped = 0
-        for run in s.scalars(query):
+        for rid in candidates:
+            run = s.get(TrainingRun, rid)
+            # Re-check inside the write: the run may have finished meanwhile.
+            if run is None or run.status not in ("queued", "running"):
+                continue
             worker = (run.metrics or {}).get("worker")
-            if _owner_gone(worker, run.id, run.status):
-                run.status = "failed"
-                run.metrics = None
-                run.error = ORPHAN_ERROR.format(owner=f"host {worker['host']}, pid {worker['pid']}")
-                run.finished_at = utcnow()
-                reaped += 1
-        return reaped
+            if not _owner_gone(worker, rid, run.status):
+                continue
+            run.status = "failed"
+            run.metrics = None
+            run.error = ORPHAN_ERROR.format(owner=f"host {worker['host']}, pid {worker['pid']}")
+            run.finished_at = utcnow()
+            reaped += 1
+    return reaped
 
 
 def _estimator(model: str, params: dict[str, Any]) -> Any:
