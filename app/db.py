@@ -58,9 +58,6 @@ def _install_sqlite_listeners(engine: Engine, busy_timeout_ms: int) -> None:
             cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
             cursor.execute("PRAGMA foreign_keys=ON")
             cursor.execute("PRAGMA synchronous=NORMAL")
-            import os
-            if os.environ.get("HJ_EXP_NOCKPT"):
-                cursor.execute("PRAGMA wal_autocheckpoint=0")
         finally:
             cursor.close()
 

@@ -17,6 +17,7 @@ its SHA-256 hash, :func:`inline_script_csp`). ReDoc is off: it has no offline bu
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import importlib.util
 import re
@@ -27,6 +28,7 @@ from pathlib import Path
 from fastapi import APIRouter, FastAPI
 from fastapi.openapi.docs import get_swagger_ui_html, get_swagger_ui_oauth2_redirect_html
 from fastapi.responses import HTMLResponse
+from sqlalchemy.exc import SQLAlchemyError
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -175,6 +177,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        # A training run whose worker process died with an earlier server can never finish:
+        # mark it failed at start-up instead of leaving it "running" for ever.
+        from app.services import training
+
+        with contextlib.suppress(SQLAlchemyError):  # not migrated yet: nothing to reap
+            training.reap_orphans(db=db)
         yield
         db.dispose()
 

@@ -151,3 +151,21 @@ def test_runs_orphaned_by_a_dead_server_process_are_failed(api: Api, study: int)
     finally:
         with training._active_lock:
             training._active.discard(busy)
+
+
+def test_server_start_fails_runs_orphaned_by_an_earlier_server(api: Api, study: int) -> None:
+    """The lifespan sweep: a run left 'running' by a dead process is failed when a new app
+    starts, before anyone asks for it."""
+    from fastapi.testclient import TestClient
+
+    from app.main import create_app
+    from app.models import TrainingRun
+    from app.services import training
+
+    stale = _stored_run(api, study, "running", {**training.WORKER, "boot": "previous-server"})
+    with TestClient(create_app(api.settings)):
+        pass
+    with api.db.read() as s:
+        run = s.get(TrainingRun, stale)
+        assert run is not None
+        assert run.status == "failed" and run.error.startswith("orphaned:")
