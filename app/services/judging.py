@@ -261,8 +261,9 @@ def _payload(
     documents: Callable[[Sequence[str]], dict[str, Payload]],
 ) -> Payload:
     """The body of ``/next`` (and of a successful submit/undo); ``documents(ids)`` gives the
-    document payloads. ``challenger`` (topk) names the side that is Step 2's new document
-    (the one "not relevant" refers to), null otherwise; clients may ignore it."""
+    document payloads. ``challenger`` (topk) is the side, ``"left"`` or ``"right"``, showing
+    Step 2's new document (the stream item "not relevant" refers to;
+    ``TopKSession.pending_challenger``), null otherwise; clients may ignore it."""
     p = session.progress()
     progress = {
         "judgments": p.judgments,

@@ -16,8 +16,9 @@ task on that query, so assessors of one query judge the same documents (agreemen
 
 :func:`preview_plan` computes everything and checks the constraints (the pure validator plus
 the database: unknown or disabled users, queries without documents, tasks that already exist)
-without writing; :func:`create_plan` refuses a plan with errors and otherwise inserts all its
-tasks in ONE write transaction (all or nothing).
+without writing; :func:`create_plan` runs the same check and inserts all the tasks in ONE write
+transaction, serialised per collection (all or nothing; two plans created at once cannot both
+pass the check against the existing tasks).
 """
 
 from __future__ import annotations
@@ -249,46 +250,52 @@ def preview_plan(*, db: Database, spec: PlanSpec) -> PlanPreview:
     """Build the plan, its pools and every violated constraint, without writing anything."""
     options = _options(spec)
     with db.read() as s:
-        if s.get(Collection, spec.collection_id) is None:
-            raise NotFound(f"no collection with id {spec.collection_id}")
-        all_queries = {
-            q.external_id: q
-            for q in s.scalars(
-                select(Query).where(Query.collection_id == spec.collection_id).order_by(Query.id)
-            )
-        }
-        if spec.query_ids is None:
-            query_ids = list(all_queries)
-        else:
-            query_ids = list(dict.fromkeys(str(q) for q in spec.query_ids))
-        extra: list[dict[str, Any]] = []
-        for q in query_ids:
-            if q not in all_queries:
-                extra.append(
-                    _error("unknown_query", f"no query {q!r} in this collection", query_id=q)
-                )
-        plan = _build_plan(spec, query_ids)
-        names = list(dict.fromkeys([*plan.assessors, *(e.assessor for e in plan.entries)]))
-        users = {u.username: u for u in s.scalars(select(User).where(User.username.in_(names)))}
-        for name in names:
-            user = users.get(name)
-            if user is None:
-                extra.append(_error("unknown_user", f"no user named {name!r}", assessor=name))
-            elif user.disabled:
-                extra.append(_error("disabled_user", f"user {name!r} is disabled", assessor=name))
-        known = {q: all_queries[q] for q in query_ids if q in all_queries}
-        pools = _pools(s, spec.collection_id, known, spec.pool)
-        for q, ids in pools.items():
-            if not ids:
-                extra.append(
-                    _error("empty_pool", f"query {q} has no documents to judge", query_id=q)
-                )
-        existing = s.execute(
-            select(User.username, Query.external_id, Task.method, Task.id)
-            .join(User, User.id == Task.assessor_id)
-            .join(Query, Query.id == Task.query_id)
-            .where(Task.collection_id == spec.collection_id, Task.status != "cancelled")
-        ).all()
+        return _preview_in(s, spec, options)[0]
+
+
+def _preview_in(
+    s: Any, spec: PlanSpec, options: dict[str, dict[str, Any]]
+) -> tuple[PlanPreview, dict[str, list[str]]]:
+    """The preview computed with session ``s`` (read or write transaction), plus the pools.
+
+    :func:`create_plan` calls this inside its write transaction, so the check against the
+    existing tasks sees every plan committed before it (see there)."""
+    if s.get(Collection, spec.collection_id) is None:
+        raise NotFound(f"no collection with id {spec.collection_id}")
+    all_queries = {
+        q.external_id: q
+        for q in s.scalars(
+            select(Query).where(Query.collection_id == spec.collection_id).order_by(Query.id)
+        )
+    }
+    if spec.query_ids is None:
+        query_ids = list(all_queries)
+    else:
+        query_ids = list(dict.fromkeys(str(q) for q in spec.query_ids))
+    extra: list[dict[str, Any]] = []
+    for q in query_ids:
+        if q not in all_queries:
+            extra.append(_error("unknown_query", f"no query {q!r} in this collection", query_id=q))
+    plan = _build_plan(spec, query_ids)
+    names = list(dict.fromkeys([*plan.assessors, *(e.assessor for e in plan.entries)]))
+    users = {u.username: u for u in s.scalars(select(User).where(User.username.in_(names)))}
+    for name in names:
+        user = users.get(name)
+        if user is None:
+            extra.append(_error("unknown_user", f"no user named {name!r}", assessor=name))
+        elif user.disabled:
+            extra.append(_error("disabled_user", f"user {name!r} is disabled", assessor=name))
+    known = {q: all_queries[q] for q in query_ids if q in all_queries}
+    pools = _pools(s, spec.collection_id, known, spec.pool)
+    for q, ids in pools.items():
+        if not ids:
+            extra.append(_error("empty_pool", f"query {q} has no documents to judge", query_id=q))
+    existing = s.execute(
+        select(User.username, Query.external_id, Task.method, Task.id)
+        .join(User, User.id == Task.assessor_id)
+        .join(Query, Query.id == Task.query_id)
+        .where(Task.collection_id == spec.collection_id, Task.status != "cancelled")
+    ).all()
     have: dict[tuple[str, str], list[tuple[str, int]]] = {}
     for name, qid, method, tid in existing:
         have.setdefault((name, qid), []).append((method, tid))
@@ -342,7 +349,7 @@ def preview_plan(*, db: Database, spec: PlanSpec) -> PlanPreview:
         )
         for e in plan.entries
     ]
-    return PlanPreview(
+    preview = PlanPreview(
         spec=spec,
         assessors=list(plan.assessors),
         query_ids=list(plan.query_ids),
@@ -353,6 +360,7 @@ def preview_plan(*, db: Database, spec: PlanSpec) -> PlanPreview:
         violations=violations,
         options=options,
     )
+    return preview, pools
 
 
 @dataclass(frozen=True, slots=True)
@@ -364,17 +372,39 @@ class CreatedPlan:
 
 def create_plan(*, db: Database, spec: PlanSpec) -> CreatedPlan:
     """Create every task of the plan in one transaction; 422 with the violations if the plan
-    has any error (warnings, such as uneven loads, do not block)."""
-    preview = preview_plan(db=db, spec=spec)
-    if not preview.ok:
-        raise Invalid(
-            [v for v in preview.violations if v["severity"] == "error"],
-            extra={"message": "the plan violates its constraints; no task was created"},
-        )
-    if not preview.tasks:
-        raise Invalid("the plan has no tasks")
+    has any error (warnings, such as uneven loads, do not block).
+
+    The constraint check (notably "no assessor sees a query under both methods" and "no task
+    twice" against the tasks that already exist) runs INSIDE the write transaction that inserts
+    the tasks, after plan creation on the collection has been serialised, so two plans created
+    at the same moment cannot both pass it: on SQLite the write transaction is ``BEGIN
+    IMMEDIATE`` (plus the process's writer lock; :meth:`app.db.Database.write`), so it holds
+    the database's single write lock from its first statement; on Postgres (READ COMMITTED)
+    the collection row is locked first with ``SELECT ... FOR NO KEY UPDATE``, so a second plan
+    waits for the first to commit and its check statements, each with a fresh snapshot, then
+    see the first plan's tasks."""
+    options = _options(spec)
     created: list[int] = []
     with db.write() as s:
+        # Postgres: FOR NO KEY UPDATE (key_share=True) conflicts with itself, so plans on one
+        # collection queue here just as with FOR UPDATE, yet it leaves alone the KEY SHARE
+        # locks that foreign-key checks of other inserts take on the row (imports, single
+        # tasks). SQLite ignores the clause: BEGIN IMMEDIATE has serialised us already.
+        locked = s.execute(
+            select(Collection.id)
+            .where(Collection.id == spec.collection_id)
+            .with_for_update(key_share=True)
+        ).scalar_one_or_none()
+        if locked is None:
+            raise NotFound(f"no collection with id {spec.collection_id}")
+        preview, pools = _preview_in(s, spec, options)
+        if not preview.ok:
+            raise Invalid(
+                [v for v in preview.violations if v["severity"] == "error"],
+                extra={"message": "the plan violates its constraints; no task was created"},
+            )
+        if not preview.tasks:
+            raise Invalid("the plan has no tasks")
         queries = {
             q.external_id: q
             for q in s.scalars(select(Query).where(Query.collection_id == spec.collection_id))
@@ -383,7 +413,6 @@ def create_plan(*, db: Database, spec: PlanSpec) -> CreatedPlan:
             u.username: u
             for u in s.scalars(select(User).where(User.username.in_(preview.assessors)))
         }
-        pools = _pools(s, spec.collection_id, {q: queries[q] for q in preview.query_ids}, spec.pool)
         tasks: list[Task] = []
         for t in preview.tasks:
             doc_ids = pools[t.query_id]

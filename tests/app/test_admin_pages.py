@@ -169,3 +169,106 @@ def test_assessor_gets_403_on_admin_pages(site: dict[str, Any]) -> None:
     assert client.post("/admin/collections", data={"name": "nocsrf"}).status_code == 403
     anonymous = TestClient(client.app, base_url="http://testserver")
     assert anonymous.get("/admin", follow_redirects=False).status_code == 303
+
+
+def _hidden_fields(html: str) -> list[tuple[str, str]]:
+    """The preview page's "Create tasks" form fields (as a browser would re-post them)."""
+    import html as html_mod
+
+    form = html.split('name="create" value="1"')[0].rsplit("<form", 1)[1]
+    return [
+        (html_mod.unescape(n), html_mod.unescape(v))
+        for n, v in re.findall(r'<input type="hidden" name="([^"]*)" value="([^"]*)">', form)
+    ]
+
+
+def test_plan_pooled_from_an_uploaded_run(site: dict[str, Any]) -> None:
+    """The plan form's run upload + depth: same semantics as REST/CLI (top n of the run that
+    the query has, ranked by score as trec_eval does), CSRF-protected, errors on the page."""
+    from sqlalchemy import select
+
+    from app.models import Query, Task
+
+    client: TestClient = site["client"]
+    login(client, "boss", "boss password 1")
+    csrf = hidden_csrf(client.get("/admin").text)
+    r = client.post("/admin/collections", data={"name": "pooled", "csrf_token": csrf})
+    cid = int(re.search(r"/admin/collections/(\d+)/progress-fragment", r.text).group(1))
+    r = client.post(
+        f"/admin/collections/{cid}/import",
+        data={"csrf_token": csrf, "action": "import", "kind": "trec", "pairing": "qrels"},
+        files={
+            "topics": ("topics.txt", TOPICS, "text/plain"),
+            "documents": ("docs.jsonl", DOCS, "application/json"),
+            "qrels": ("qrels.txt", QRELS, "text/plain"),
+        },
+    )
+    assert "Imported 12 rows" in r.text
+    page = client.get(f"/admin/collections/{cid}")
+    assert 'name="pool_run"' in page.text and 'name="run_depth"' in page.text
+    assert 'enctype="multipart/form-data" class="stack">' in page.text
+    # Scores decide the order (rank column ignored); d9 is unknown to the collection and
+    # skipped; query 2's run lists d5 and d0 only. CRLF line ends, as browsers send text.
+    run = (
+        b"1 Q0 d3 1 0.2 sys\r\n1 Q0 d9 2 9.0 sys\r\n1 Q0 d1 3 0.9 sys\r\n"
+        b"1 Q0 d4 4 0.5 sys\r\n1 Q0 d0 5 0.1 sys\r\n2 Q0 d5 1 0.3 sys\r\n2 Q0 d0 2 0.4 sys\r\n"
+    )
+    plan = {
+        "csrf_token": csrf,
+        "assessors": ["ann", "ben"],
+        "scheme": "balanced",
+        "per_topk": "1",
+        "per_graded": "1",
+        "k": "2",
+        "opt_pair_cache": "1",
+        "pool_mode": "run",
+        "run_depth": "3",
+        "run_order": "1",
+        "pool_n": "50",  # the sample size field is ignored for a run pool
+        "seed": "1",
+        "name": "pooled",
+    }
+    url = f"/admin/collections/{cid}/plan"
+    files = {"pool_run": ("run.txt", run, "text/plain")}
+    preview = client.post(url, data=plan, files=files)
+    assert preview.status_code == 200, preview.text
+    assert "top 3 of the uploaded run, heap fed in run order" in preview.text
+    assert "Create 4 tasks" in preview.text
+    # "Create tasks" re-posts the fields with the run's text (a file cannot be re-posted).
+    fields = _hidden_fields(preview.text)
+    assert ("pool_run_text", run.decode()) in fields
+    assert all(name != "pool_run" for name, _v in fields)
+    repost: dict[str, list[str]] = {"csrf_token": [csrf], "create": ["1"]}
+    for name, value in fields:
+        repost.setdefault(name, []).append(value)
+    created = client.post(url, data=repost)
+    assert "Created 4 tasks (plan &#39;pooled&#39;)" in created.text
+    with site["db"].read() as s:
+        qids = dict(s.execute(select(Query.id, Query.external_id)).all())
+        tasks = list(s.scalars(select(Task).where(Task.collection_id == cid)))
+    assert len(tasks) == 4
+    pools = {qids[t.query_id]: t.doc_ids for t in tasks}
+    assert pools == {"1": ["d1", "d4", "d3"], "2": ["d0", "d5"]}
+    topk = [t for t in tasks if t.method == "topk"]
+    assert all(t.options["initial_order"] == pools[qids[t.query_id]] for t in topk)
+
+    # Errors are shown on the page, nothing is created, never a 500.
+    def refused(data: dict[str, Any], upload: bytes | None, needle: str) -> None:
+        up = {"pool_run": ("bad-run.txt", upload, "text/plain")} if upload is not None else None
+        r = client.post(url, data={**data, "name": "bad"}, files=up)
+        assert r.status_code == 200 and "The plan was not created" in r.text, r.text
+        assert needle in r.text, r.text
+
+    fresh = {**plan, "assessors": ["cat", "dan"]}
+    refused(fresh, None, "pool mode &#39;run&#39; needs a TREC run")
+    refused(fresh, b"1 Q0 d1 1 0.5 sys\n1 Q0 d2 x 0.4 sys\n", "run:2: rank &#39;x&#39;")
+    refused(fresh, b"1 Q0 d1 1 0.5 sys\n\xff\xfe\n", "bad-run.txt:2: the run is not UTF-8")
+    refused({**fresh, "run_depth": "three"}, run, "run_depth must be an integer")
+    refused({**fresh, "run_depth": "0"}, run, "pool size n must be at least 1")
+    for data in (fresh, {**fresh, "create": "1"}):
+        refused(data, b"", "needs a TREC run")
+    with site["db"].read() as s:
+        assert len(list(s.scalars(select(Task.id).where(Task.collection_id == cid)))) == 4
+    # Without the CSRF field the upload is refused.
+    no_csrf = {k: v for k, v in plan.items() if k != "csrf_token"}
+    assert client.post(url, data=no_csrf, files=files).status_code == 403

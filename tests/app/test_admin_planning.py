@@ -122,3 +122,83 @@ def test_balanced_plan_and_progress(api: Api) -> None:
     workload = api.get("admin", "/api/v1/admin/users/workload").json()
     mine = next(w for w in workload if w["username"] == task["assessor"])
     assert mine["tasks"]["done"] >= 1 and mine["judgments"] >= row["judgments"]
+
+
+def test_concurrent_conflicting_plans_exactly_one_wins(
+    api: Api, study, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two plans created at the same moment, one giving plan1 query 101 under topk and the
+    other under graded: each passes the check alone, together they break "no assessor sees a
+    query under both methods". Exactly one is created; the other gets a 422 naming the
+    conflict. The check must run inside the inserting transaction (SQLite: BEGIN IMMEDIATE;
+    Postgres: the collection row locked FOR UPDATE), which the slowed-down task validation
+    below would otherwise expose: both checks would pass before either insert commits."""
+    import threading
+    import time
+
+    from app.errors import Invalid
+    from app.services import planning
+
+    cid, _ = make_collection(api, "race", queries=2, docs=6, features=False)
+    real_open = planning.open_session
+
+    def slow_open(*args, **kwargs):
+        time.sleep(0.3)  # widens the window between the check and the commit
+        return real_open(*args, **kwargs)
+
+    monkeypatch.setattr(planning, "open_session", slow_open)
+
+    def spec(method: str) -> planning.PlanSpec:
+        return planning.PlanSpec(
+            collection_id=cid,
+            assessors=["plan1"],
+            query_ids=["101"],
+            scheme="csv",
+            csv=f"assessor,query_id,method\nplan1,101,{method}\n",
+            name=f"race-{method}",
+            k=2,
+        )
+
+    for method in ("topk", "graded"):  # each plan alone is valid
+        assert planning.preview_plan(db=api.db, spec=spec(method)).ok
+
+    barrier = threading.Barrier(2)
+    results: dict[str, object] = {}
+
+    def create(method: str) -> None:
+        barrier.wait()
+        try:
+            results[method] = planning.create_plan(db=api.db, spec=spec(method))
+        except Exception as exc:  # collected and asserted below
+            results[method] = exc
+
+    threads = [threading.Thread(target=create, args=(m,)) for m in ("topk", "graded")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert len(results) == 2
+    won = [m for m, r in results.items() if isinstance(r, planning.CreatedPlan)]
+    lost = [m for m, r in results.items() if not isinstance(r, planning.CreatedPlan)]
+    assert len(won) == 1 and len(lost) == 1, results
+    err = results[lost[0]]
+    assert isinstance(err, Invalid) and err.status_code == 422
+    assert [v["code"] for v in err.detail] == ["both_methods"]
+    assert f"already judges query 101 with {won[0]}" in err.detail[0]["message"]
+    with api.db.read() as s:
+        rows = list(s.scalars(select(Task).where(Task.collection_id == cid)))
+    assert [(t.method, t.plan) for t in rows] == [(won[0], f"race-{won[0]}")]
+
+
+def test_create_plan_conflict_over_rest_names_it(api: Api, study) -> None:
+    """The losing side of such a race, seen through REST: 422 with the conflict's message."""
+    cid, _ = make_collection(api, "conflict", queries=1, docs=5, features=False)
+    csv = "assessor,query_id,method\nplan2,101,{}\n"
+    first = _plan(cid, scheme="csv", csv=csv.format("graded"), query_ids=["101"], name="g")
+    second = _plan(cid, scheme="csv", csv=csv.format("topk"), query_ids=["101"], name="t")
+    assert api.post("admin", "/api/v1/admin/plans", json=first).status_code == 201
+    r = api.post("admin", "/api/v1/admin/plans", json=second)
+    assert r.status_code == 422
+    detail = r.json()["detail"]
+    assert [v["code"] for v in detail] == ["both_methods"]
+    assert "plan2 already judges query 101 with graded" in detail[0]["message"]

@@ -7,9 +7,11 @@ simulated study created through the service layer.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
+from fastapi.testclient import TestClient
 
 from app import security
 from app.services import users
@@ -102,3 +104,51 @@ def test_admin_page(api: Api, tiny: dict[str, Any]) -> None:
     assert inferred.status_code == 200 and "top-k ground truth" in inferred.text
     assert _get_as(api, "carol", path).status_code == 403
     assert _get_as(api, "admin", "/admin/collections/999999/analysis").status_code == 404
+
+
+def test_admin_page_shows_the_reask_figures(tmp_path: Path) -> None:
+    """With the ``reask_fraction`` option the JSON has re-ask counts (Table 1 ``reasks``,
+    ``reasks_per_query``; self-consistency ``reask_repeats``/``reask_consistent``): the page
+    shows the same numbers, and the collection page links the analysis. (Its own database:
+    the simulated study creates fixed user names.)"""
+    import migrations
+    from app.main import create_app
+    from app.settings import Settings
+
+    url = f"sqlite:///{tmp_path / 'reask.db'}"
+    migrations.upgrade(url)
+    settings = Settings(database_url=url, dev=True, public_origin="http://testserver")
+    app = create_app(settings)
+    with TestClient(app, base_url="http://testserver") as client:
+        local = Api(client=client, db=app.state.db, settings=settings)
+        local.add_user("admin", role="admin")
+        config = StudyConfig(
+            assessors=4, queries=4, docs=6, k=3, seed=5, reask_fraction=0.5, collection="re"
+        )
+        cid = run_simulated_study(db=local.db, config=config).collection_id
+        data = local.get("admin", f"/api/v1/collections/{cid}/analysis").json()
+        html = _get_as(local, "admin", f"/admin/collections/{cid}/analysis").text
+        collection = _get_as(local, "admin", f"/admin/collections/{cid}").text
+        empty = local.post("admin", "/api/v1/collections", json={"name": "none"}).json()
+        plain = _get_as(local, "admin", f"/admin/collections/{empty['id']}/analysis").text
+    topk = data["time"]["topk"]
+    assert topk["reasks"] > 0 and data["judgments"]["reasks"] == topk["reasks"]
+    assert "Re-asks (not in the other columns)" in html
+    cell = html.split('data-testid="reasks-topk">', 1)[1].split("</td>", 1)[0]
+    assert cell.startswith(f"{topk['reasks']}<br>")
+    assert f"{topk['reasks_per_query']['mean']:.1f} per query" in cell
+    assert f"{data['judgments']['reasks']} configured re-asks" in html
+    checked = 0
+    for sc in data["self_consistency"]:
+        cell = html.split(f'data-testid="reask-consistency-{sc["assessor"]}">', 1)[1]
+        cell = cell.split("</td>", 1)[0]
+        if sc["reask_repeats"]:
+            share = 100 * sc["reask_consistent"] / sc["reask_repeats"]
+            assert cell == f"{sc['reask_consistent']}/{sc['reask_repeats']} ({share:.1f}%)"
+            checked += 1
+        else:
+            assert cell == "—"
+    assert checked > 0
+    assert f'href="/admin/collections/{cid}/analysis"' in collection
+    # Without re-asks (the paper's protocol) Table 1 keeps the paper's columns.
+    assert "Study analysis" in plain and "Re-asks (not in the other columns)" not in plain

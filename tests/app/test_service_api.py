@@ -17,7 +17,7 @@ from sqlalchemy import select
 from app.models import Judgment
 from labeling.session import open_session
 from labeling.simulation import Assessor, run_session
-from labeling.types import PairQuestion
+from labeling.types import PairAnswer, PairQuestion
 from tests.app.conftest import Api
 
 
@@ -316,18 +316,29 @@ def test_simulated_assessor_topk_n50_k10(api: Api) -> None:
 
 
 def test_question_payload_names_the_challenger_side(api: Api) -> None:
-    """``challenger`` says which side is Step 2's new document: it is null while the heap is
-    built (Step 1) and names a side of the shown pair in Step 2 (n = 12, k = 3)."""
+    """``challenger`` is the side showing Step 2's new document: null while the heap is built
+    (Step 1), "left" or "right" in Step 2 (n = 12, k = 3), checked against the labeling core's
+    ``pending_challenger`` replayed from the same answers."""
     api.add_user("chal")
-    cid = make_collection(api, "challenger", pool("ch", 12))
-    tid = make_task(api, cid, "ch", "chal", k=3, seed=11, options={"not_relevant": True})
+    records = pool("ch", 12)
+    cid = make_collection(api, "challenger", records)
+    options = {"not_relevant": True}
+    tid = make_task(api, cid, "ch", "chal", k=3, seed=11, options=options)
+    oracle = open_session("topk", [r["doc_id"] for r in records], k=3, seed=11, options=options)
     q = api.get("chal", f"/api/v1/tasks/{tid}/next").json()
     sides = []
     while not q["done"]:
-        assert "challenger" in q and q["challenger"] in (None, "left", "right")
+        pending = oracle.pending
+        assert (pending.left, pending.right) == (
+            q["pair"]["left"]["doc_id"],
+            q["pair"]["right"]["doc_id"],
+        )
+        expected = {pending.left: "left", pending.right: "right"}.get(oracle.pending_challenger)
+        assert q["challenger"] == expected
         # "not relevant" is offered exactly for a Step-2 root comparison, i.e. with a challenger
         assert ("not_relevant" in q["allowed_outcomes"]) == (q["challenger"] is not None)
         sides.append(q["challenger"])
+        oracle.submit(PairAnswer(pending.left, pending.right, "left"))
         q = api.post("chal", f"/api/v1/tasks/{tid}/judgments", json=pair_body(q, "left")).json()
     assert sides[0] is None  # the first questions build the heap
     assert {"left", "right"} & set(sides)  # the stream phase has challengers

@@ -11,7 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import select
 
+from app.db import Database
+from app.models import Task
 from tests.e2e.web_support import LiveServer, add_user, init_db, launch_chromium, require_browser
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
@@ -34,7 +37,12 @@ def _files(tmp: Path) -> dict[str, Path]:
     qrels.write_text(
         "".join(f"{q} 0 d{i} {(i * 3 + q) % 5}\n" for q in range(1, 5) for i in range(8))
     )
-    return {"topics": topics, "documents": docs, "qrels": qrels}
+    run = tmp / "run.txt"
+    # Per query, d0..d7 scored so that the run's top 6 leaves out d0 and d1.
+    run.write_text(
+        "".join(f"{q} Q0 d{i} {8 - i} {i / 10:.1f} sys\n" for q in range(1, 5) for i in range(8))
+    )
+    return {"topics": topics, "documents": docs, "qrels": qrels, "run": run}
 
 
 def _api(server: LiveServer, method: str, path: str, token: str, body: Any = None) -> Any:
@@ -110,15 +118,26 @@ def test_admin_console_in_browser(tmp_path: Path) -> None:
             page.click("text=Import >> nth=-1")
             expect(page.locator(".flash-success")).to_contain_text("Imported 32 rows")
             # Plan: the paper's rotation for 4 assessors x 4 queries, single assignment.
+            # Pool: the top 6 of an uploaded TREC run per query.
             page.fill("#shifts", "0")
             page.fill("#k", "3")
+            page.select_option("#pool_mode", "run")
+            page.set_input_files("#pool_run", str(files["run"]))
+            page.fill("#pool_run_depth", "6")
             page.click("text=Preview plan")
             expect(page.locator("h1")).to_contain_text("Plan preview")
             expect(page.locator("text=All constraints hold")).to_be_visible()
+            expect(page.locator("text=top 6 of the uploaded run")).to_be_visible()
             ARTIFACTS.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(ARTIFACTS / "admin-plan-preview.png"), full_page=True)
             page.click("text=Create 8 tasks")
             expect(page.locator(".flash-success")).to_contain_text("Created 8 tasks")
+            # The run went from the preview page to the created tasks intact (hidden field).
+            check = Database.from_url(f"sqlite:///{db_path}")
+            with check.read() as s:
+                pools = {tuple(t.doc_ids) for t in s.scalars(select(Task))}
+            check.dispose()
+            assert pools == {("d7", "d6", "d5", "d4", "d3", "d2")}
             total = page.locator("[data-testid=judgments-total]")
             expect(total).to_have_text("0")
             # A simulated assessor judges over REST; the page refreshes its numbers by itself.
@@ -151,3 +170,79 @@ def test_admin_console_in_browser(tmp_path: Path) -> None:
             browser.close()
     finally:
         server.stop()
+
+
+@pytest.mark.browser
+def test_not_relevant_button_names_the_challenger_side(tmp_path: Path) -> None:
+    """The pairwise page's "not relevant" button and its key help say which side is Step 2's
+    new document ("Left/Right is not relevant"; Top/Bottom when stacked on a narrow screen),
+    from the ``challenger`` field of ``/next``, and the generic text when there is none. The
+    expected side comes from the labeling core replaying the stored log, not from the UI."""
+    executable = require_browser()
+    from playwright.sync_api import sync_playwright
+
+    from labeling.session import open_session
+    from labeling.types import PairAnswer
+    from tests.e2e.test_web_browser import on_done_page, shown_pair, wait_next
+    from tests.e2e.web_support import live_judgments, relevance_docs, seed_task
+
+    db_path = tmp_path / "nr-e2e.db"
+    db = init_db(db_path)
+    user_id = add_user(db, "nina", "nina password 1")
+    opts = {"not_relevant": True}
+    task = seed_task(db, assessor_id=user_id, docs=relevance_docs(7), k=2, seed=4, options=opts)
+    server = LiveServer(db_path).start()
+    seen: dict[str, int] = {"left": 0, "right": 0, "none": 0}
+    try:
+        with sync_playwright() as pw:
+            browser = launch_chromium(pw, executable)
+            context = browser.new_context(viewport={"width": 1280, "height": 900})
+            context.set_default_timeout(90_000)
+            page = context.new_page()
+            errors: list[str] = []
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto(server.url + "/login?next=/tasks")
+            page.fill("input[name=username]", "nina")
+            page.fill("input[name=password]", "nina password 1")
+            page.click("button[type=submit]")
+            page.wait_for_url("**/tasks")
+            page.goto(f"{server.url}/tasks/{task.task_id}")
+            page.wait_for_selector("#judge-main[data-seq]")
+            narrow_checked = False
+            while not on_done_page(page):
+                log = live_judgments(db, task.task_id)
+                reference = open_session(
+                    "topk",
+                    task.doc_ids,
+                    k=2,
+                    seed=4,
+                    options=opts,
+                    answers=[
+                        PairAnswer(str(r.left_doc), str(r.right_doc), r.outcome)  # type: ignore[arg-type]
+                        for r in log
+                    ],
+                )
+                left, right = shown_pair(page)
+                challenger = reference.pending_challenger
+                side = "left" if challenger == left else "right" if challenger == right else None
+                expected = f"{side.title()} is not relevant" if side else None
+                expected = expected or "New document is not relevant"
+                assert page.inner_text("#nr-label") == expected
+                assert page.inner_text("#nr-key-label") == expected
+                seen[side or "none"] += 1
+                if side and not narrow_checked:
+                    # Stacked documents on a narrow screen: Top / Bottom.
+                    page.set_viewport_size({"width": 400, "height": 800})
+                    stacked = {"left": "Top", "right": "Bottom"}[side]
+                    assert page.inner_text("#nr-label") == f"{stacked} is not relevant"
+                    page.set_viewport_size({"width": 1280, "height": 900})
+                    narrow_checked = True
+                page.keyboard.press("ArrowLeft")
+                wait_next(page, len(log))
+            assert errors == []
+            browser.close()
+    finally:
+        server.stop()
+        db.dispose()
+    # Both sides and the generic text (heap building has no challenger) all occurred.
+    assert seen["left"] > 0 and seen["right"] > 0 and seen["none"] > 0, seen

@@ -374,7 +374,31 @@ async def import_page(request: Request, collection_id: int, db: DbDep) -> Respon
     return _back(request, url, message)
 
 
-def _plan_spec(collection_id: int, form: FormData) -> planning.PlanSpec:
+#: Name of the plan form's run upload, and of the hidden field that carries the run's text from
+#: the preview page to its "Create tasks" post (a file input cannot be re-posted).
+RUN_UPLOAD = "pool_run"
+RUN_TEXT = "pool_run_text"
+
+
+async def _run_text(form: FormData) -> str | None:
+    """The TREC run of a ``pool_mode=run`` plan: the uploaded file (UTF-8), else the text the
+    preview page carried over; None when neither was given (the service then says so)."""
+    upload = form.get(RUN_UPLOAD)
+    if isinstance(upload, UploadFile) and upload.filename:
+        raw = await upload.read()
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as err:
+            line = raw[: err.start].count(b"\n") + 1
+            raise Invalid(f"{upload.filename}:{line}: the run is not UTF-8 text") from None
+    text = form.get(RUN_TEXT)
+    return text if isinstance(text, str) and text.strip() else None
+
+
+def _plan_spec(collection_id: int, form: FormData, run: str | None = None) -> planning.PlanSpec:
+    """The plan form as a :class:`planning.PlanSpec`, with the REST/CLI semantics: the pool
+    size n is "Pool size n" for a sample and "Run depth" (empty = the whole run) for
+    ``pool_mode=run``, whose documents are the top n of the run that the query has."""
     options: dict[str, dict[str, Any]] = {
         "topk": {
             key: form.get(f"opt_{key}") == "1"
@@ -382,7 +406,8 @@ def _plan_spec(collection_id: int, form: FormData) -> planning.PlanSpec:
         }
     }
     queries = _field(form, "query_ids")
-    n = _field(form, "pool_n")
+    mode = _field(form, "pool_mode", "all")
+    n = _form_int(form, "run_depth") if mode == "run" else _form_int(form, "pool_n")
     return planning.PlanSpec(
         collection_id=collection_id,
         assessors=[v for v in form.getlist("assessors") if isinstance(v, str) and v],
@@ -401,10 +426,12 @@ def _plan_spec(collection_id: int, form: FormData) -> planning.PlanSpec:
         k=int(_field(form, "k", "10") or 10),
         options=options,
         pool=planning.PoolSpec(
-            mode=_field(form, "pool_mode", "all"),
-            n=int(n) if n.isdigit() else None,
+            mode=mode,
+            n=n,
             seed=int(_field(form, "pool_seed", "0") or 0),
             dedupe=form.get("dedupe") == "1",
+            run=run if mode == "run" else None,
+            run_order=mode == "run" and form.get("run_order") == "1",
         ),
     )
 
@@ -417,9 +444,12 @@ async def plan_page(request: Request, collection_id: int, db: DbDep) -> Response
     form = await request.form()
     url = f"/admin/collections/{collection_id}"
     try:
-        spec = _plan_spec(collection_id, form)
+        run = await _run_text(form) if _field(form, "pool_mode") == "run" else None
+        spec = _plan_spec(collection_id, form, run)
     except ValueError:
         return _back(request, url, "Numbers expected for k, seeds and sizes.", "error")
+    except DomainError as exc:
+        return _back(request, url, "The plan was not created: " + _error_text(exc), "error")
     try:
         if form.get("create") == "1":
             created = await run_in_threadpool(planning.create_plan, db=db, spec=spec)
@@ -429,7 +459,13 @@ async def plan_page(request: Request, collection_id: int, db: DbDep) -> Response
         preview = await run_in_threadpool(planning.preview_plan, db=db, spec=spec)
     except DomainError as exc:
         return _back(request, url, "The plan was not created: " + _error_text(exc), "error")
-    hidden = [(k, v) for k, v in form.multi_items() if k not in ("csrf_token", "create")]
+    hidden = [
+        (k, v)
+        for k, v in form.multi_items()
+        if k not in ("csrf_token", "create", RUN_TEXT) and isinstance(v, str)
+    ]
+    if spec.pool.run is not None:
+        hidden.append((RUN_TEXT, spec.pool.run))
     return _page(
         request,
         resolved,
@@ -437,7 +473,7 @@ async def plan_page(request: Request, collection_id: int, db: DbDep) -> Response
         {
             "collection_id": collection_id,
             "preview": preview,
-            "hidden": [(k, v) for k, v in hidden if isinstance(v, str)],
+            "hidden": hidden,
             "options_json": json.dumps(preview.options),
             "csv": planning.plan_entries_csv(preview),
         },

@@ -306,14 +306,45 @@
       b.disabled = !ok;
       b.setAttribute("aria-disabled", ok ? "false" : "true");
     }
-    var nr = $("nr-label");
-    if (nr) {
-      var side = null;
-      if (q.challenger && q.pair) {
-        side = q.challenger === q.pair.left.doc_id ? "left" : (q.challenger === q.pair.right.doc_id ? "right" : null);
+    renderNotRelevant(challengerSide(q));
+  }
+
+  // The side of Step 2's new document, which "not relevant" refers to: the payload's
+  // "challenger" is "left" | "right" | null (app.services.judging); a doc id is accepted too.
+  // null when absent (an older server), so the label falls back to the generic text.
+  function challengerSide(q) {
+    var c = q.challenger;
+    if (!c || !q.pair) return null;
+    if (c === "left" || c === "right") return c;
+    if (q.pair.left && c === q.pair.left.doc_id) return "left";
+    if (q.pair.right && c === q.pair.right.doc_id) return "right";
+    return null;
+  }
+
+  // "Left is not relevant" / "Right is not relevant" (Top / Bottom on a narrow screen, where
+  // the documents are stacked), on the button and in the keys help line.
+  function renderNotRelevant(side) {
+    var targets = [$("nr-label"), $("nr-key-label")];
+    for (var i = 0; i < targets.length; i++) {
+      var el = targets[i];
+      if (!el) continue;
+      if (el.getAttribute("data-side") === (side || "")) continue;
+      el.textContent = "";
+      var names = side ? SIDES[side] : null;
+      if (names) {
+        var wide = document.createElement("span");
+        wide.className = "wide-only";
+        wide.textContent = names[0];
+        var narrow = document.createElement("span");
+        narrow.className = "narrow-only";
+        narrow.textContent = names[1];
+        el.appendChild(wide);
+        el.appendChild(narrow);
+        el.appendChild(document.createTextNode(" is not relevant"));
+      } else {
+        el.textContent = "New document is not relevant";
       }
-      nr.textContent = side === "left" ? "Left is not relevant" :
-        (side === "right" ? "Right is not relevant" : "New document is not relevant");
+      el.setAttribute("data-side", side || "");
     }
   }
 
