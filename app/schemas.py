@@ -173,6 +173,11 @@ class QuestionOut(BaseModel):
     pair: PairOut | None = Field(default=None, description="topk: the pair, as shown.")
     document: DocumentOut | None = Field(default=None, description="graded: the document.")
     allowed_outcomes: list[OutcomeName] | None = None
+    challenger: Literal["left", "right"] | None = Field(
+        default=None,
+        description="topk, Step 2: the side showing the new document (the one 'not_relevant' "
+        "refers to); null in the build and sort phases.",
+    )
     progress: ProgressOut
     active_ms: int = Field(description="Active judging time so far (live judgments).")
 

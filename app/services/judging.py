@@ -350,18 +350,24 @@ class _Replayed:
         return self.task.created_at == created_at and self.version == version
 
 
-def _check_access(row: Any, user: User, task_id: int) -> None:
+def _check_access(row: Any, user: User, task_id: int, *, judge: bool = False) -> None:
+    """Admins may read any task; only the task's own assessor may judge or undo it, because a
+    judgment row does not record who gave it (an admin's answer would pass as the assessor's)."""
     if row is None:
         raise NotFound(f"no task with id {task_id}")
-    if row.assessor_id != user.id and user.role != "admin":
+    if row.assessor_id == user.id:
+        return
+    if user.role != "admin":
         raise Forbidden(f"task {task_id} belongs to another assessor")
+    if judge:
+        raise Forbidden(f"task {task_id} belongs to another assessor; admins can read it only")
 
 
-def _task_for(s: Any, user: User, task_id: int) -> Any:
+def _task_for(s: Any, user: User, task_id: int, *, judge: bool = False) -> Any:
     """The task's config and state as a Core row, if ``user`` may act on it (404 / 403);
     the same rules as :func:`app.services.tasks.load_task_for`, without ORM overhead."""
     task = s.execute(_TASK_ROW, {"task_id": task_id}).one_or_none()
-    _check_access(task, user, task_id)
+    _check_access(task, user, task_id, judge=judge)
     return task
 
 
@@ -491,7 +497,7 @@ def submit_judgment(*, db: Database, user: User, task_id: int, data: dict[str, A
     applied = False
     if replayed is None:
         with db.read_conn() as c:
-            task = _task_for(c, user, task_id)
+            task = _task_for(c, user, task_id, judge=True)
             if task.status == "cancelled":
                 raise Conflict(f"task {task_id} is cancelled")
             answer = _answer_from_request(task, data)
@@ -509,7 +515,7 @@ def submit_judgment(*, db: Database, user: User, task_id: int, data: dict[str, A
         else:
             state = c.execute(_TASK_STATE_FOR_UPDATE, {"task_id": task_id}).one_or_none()
             version = tuple(c.execute(_LIVE_VERSION, {"task_id": task_id}).one())
-        _check_access(state, user, task_id)
+        _check_access(state, user, task_id, judge=True)
         if state.status == "cancelled":
             raise Conflict(f"task {task_id} is cancelled")
         if answer is None:
@@ -517,7 +523,7 @@ def submit_judgment(*, db: Database, user: User, task_id: int, data: dict[str, A
         if not replayed.matches(state.created_at, version):
             # Someone changed the log since it was replayed (or the cached entry is for
             # another incarnation of this id): replay the log as it is now, under the lock.
-            replayed = _replay_fresh(c, _task_for(c, user, task_id))
+            replayed = _replay_fresh(c, _task_for(c, user, task_id, judge=True))
             config, applied = replayed.task, False
             answer = _answer_from_request(config, data)
         if not applied and not _apply(c, caches.docs, replayed, seq, answer):
@@ -543,7 +549,7 @@ def submit_judgment(*, db: Database, user: User, task_id: int, data: dict[str, A
         new_id = _insert_judgment(c, db.dialect, values)
         if new_id is None:
             # Lost a race the row lock should have prevented; the stored row decides.
-            current = _replay_fresh(c, _task_for(c, user, task_id))
+            current = _replay_fresh(c, _task_for(c, user, task_id, judge=True))
             stored = current.session.answers
             if seq < len(stored) and stored[seq] == answer:
                 return _body(c, caches.docs, current)
@@ -581,7 +587,7 @@ def undo_judgment(*, db: Database, user: User, task_id: int) -> Payload:
     """Revert the last live judgment (kept in the log, marked undone); 409 if there is none."""
     _caches(db).replay.take(task_id)  # not needed for correctness (versions differ); frees it
     with db.write() as s:
-        task = load_task_for(s, user, task_id, lock=True)
+        task = load_task_for(s, user, task_id, lock=True, judge=True)
         if task.status == "cancelled":
             raise Conflict(f"task {task_id} is cancelled")
         rows = live_judgments(s, task.id)

@@ -167,8 +167,11 @@ _TASK = select(Task).where(Task.id == bindparam("task_id"))
 _TASK_FOR_UPDATE = _TASK.with_for_update()
 
 
-def load_task_for(s: Session, user: User, task_id: int, *, lock: bool = False) -> Task:
-    """The task if ``user`` may act on it (its assessor, or an admin). 404 / 403 otherwise.
+def load_task_for(
+    s: Session, user: User, task_id: int, *, lock: bool = False, judge: bool = False
+) -> Task:
+    """The task if ``user`` may act on it (its assessor, or an admin; with ``judge=True`` only
+    its assessor). 404 / 403 otherwise.
 
     ``lock=True`` takes the row lock (``SELECT ... FOR UPDATE`` on Postgres; on SQLite the
     write transaction's BEGIN IMMEDIATE already serialises writers), so judging and undo on one
@@ -176,8 +179,12 @@ def load_task_for(s: Session, user: User, task_id: int, *, lock: bool = False) -
     task = s.scalar(_TASK_FOR_UPDATE if lock else _TASK, {"task_id": task_id})
     if task is None:
         raise NotFound(f"no task with id {task_id}")
-    if task.assessor_id != user.id and user.role != "admin":
+    if task.assessor_id == user.id:
+        return task
+    if user.role != "admin":
         raise Forbidden(f"task {task_id} belongs to another assessor")
+    if judge:  # a judgment row does not record who gave it: only the assessor may answer
+        raise Forbidden(f"task {task_id} belongs to another assessor; admins can read it only")
     return task
 
 

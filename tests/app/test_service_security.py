@@ -130,8 +130,17 @@ def test_assessor_cannot_touch_another_assessors_task(api: Api, world: dict[str,
         r = api.client.request(method, path, headers=api.auth("ben"), json=body)
         assert r.status_code == 403, (path, r.text)
     assert api.get("ava", f"/api/v1/tasks/{tid}").json()["judgments"] == 0
-    # The admin may read any task.
+    # The admin may read any task, but not answer or undo for its assessor: a judgment row
+    # does not record who gave it, so an admin's answer would pass as the assessor's.
     assert api.get("admin", f"/api/v1/tasks/{tid}/next").status_code == 200
+    assert api.get("admin", f"/api/v1/tasks/{tid}").status_code == 200
+    for path, body in [
+        (f"/api/v1/tasks/{tid}/judgments", pair_body(q, "left")),
+        (f"/api/v1/tasks/{tid}/undo", None),
+    ]:
+        r = api.client.post(path, headers=api.auth("admin"), json=body)
+        assert r.status_code == 403 and "read it only" in r.json()["detail"], r.text
+    assert api.get("ava", f"/api/v1/tasks/{tid}").json()["judgments"] == 0
 
 
 def test_cookie_requests_need_csrf_and_same_origin(api: Api, world: dict[str, Any]) -> None:
