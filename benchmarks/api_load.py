@@ -88,25 +88,31 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds consumed so far by a process (/proc/<pid>/stat)."""
+def _with_children(pid: int) -> list[int]:
+    """The server process and its direct children (uvicorn worker processes)."""
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
     except OSError:
-        return float("nan")
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        children = []
+    return [pid, *(int(c) for c in children)]
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds used so far by a process and its live children."""
+    total = 0.0
+    for p in _with_children(pid):
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
 
 
 def memory_mb(pid: int) -> tuple[float, float]:
     """(VmRSS, VmHWM) of a process in MB, summed over its children (uvicorn workers)."""
     rss = hwm = 0.0
-    pids = [pid]
-    try:
-        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-        pids += [int(c) for c in children]
-    except OSError:
-        pass
-    for p in pids:
+    for p in _with_children(pid):
         try:
             for line in Path(f"/proc/{p}/status").read_text().splitlines():
                 if line.startswith("VmRSS:"):
@@ -303,11 +309,14 @@ def run_level(
     level.seconds = time.perf_counter() - start
 
 
-def start_server(url: str, port: int) -> subprocess.Popen:
+def start_server(url: str, port: int, workers: int = 1) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HEAPJUDGE_")}
     env |= {"HEAPJUDGE_DEV": "1", "HEAPJUDGE_DATABASE_URL": url}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
+        [
+            *(sys.executable, "-m", "app.cli", "serve", "--host", "127.0.0.1"),
+            *("--port", str(port), "--workers", str(workers)),
+        ],
         env=env,
         cwd=REPO,
         stdout=subprocess.DEVNULL,
@@ -354,11 +363,17 @@ def drop_schema(base: str, schema: str) -> None:
 
 
 def bench_backend(
-    backend: str, url: str, levels: list[int], duration: float, max_j: int, rate: float = 0.0
+    backend: str,
+    url: str,
+    levels: list[int],
+    duration: float,
+    max_j: int,
+    rate: float = 0.0,
+    workers: int = 1,
 ) -> list[Level]:
     seeded = seed_database(url, max(levels), levels, duration)
     port = free_port()
-    proc = start_server(url, port)
+    proc = start_server(url, port, workers)
     results = []
     try:
         for n in levels:
@@ -415,6 +430,7 @@ def main() -> int:
         "reading before answering); 0 = every assessor answers at once (saturation)",
     )
     parser.add_argument("--postgres-url", default=os.environ.get("HEAPJUDGE_TEST_POSTGRES_URL"))
+    parser.add_argument("--workers", type=int, default=1, help="uvicorn worker processes")
     args = parser.parse_args()
     levels = [int(x) for x in args.levels.split(",")]
     pacing = f"paced at {args.rate:g} judgments/s in total" if args.rate else "saturation"
@@ -428,7 +444,7 @@ def main() -> int:
         with tempfile.TemporaryDirectory() as tmp:
             url = f"sqlite:///{Path(tmp) / 'load.db'}"
             rows = bench_backend(
-                "sqlite", url, levels, args.duration, args.max_judgments, args.rate
+                "sqlite", url, levels, args.duration, args.max_judgments, args.rate, args.workers
             )
             failed |= any(r.stored != r.accepted for r in rows)
     if args.backend in ("postgres", "both"):
@@ -438,7 +454,13 @@ def main() -> int:
             url, schema = postgres_url(args.postgres_url)
             try:
                 rows = bench_backend(
-                    "postgres", url, levels, args.duration, args.max_judgments, args.rate
+                    "postgres",
+                    url,
+                    levels,
+                    args.duration,
+                    args.max_judgments,
+                    args.rate,
+                    args.workers,
                 )
                 failed |= any(r.stored != r.accepted for r in rows)
             finally:
