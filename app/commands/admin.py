@@ -71,6 +71,10 @@ def _run(database_url: str | None, fn: Any) -> Any:
 
 
 DB_OPTION = typer.Option(None, "--database-url", help="Overrides HEAPJUDGE_DATABASE_URL.")
+# Options that import-smart and import-trec share: how query-document pairs are chosen.
+PAIRING_OPTION = typer.Option("qrels", help="qrels | all | run")
+RUN_OPTION = typer.Option(None, exists=True, dir_okay=False, help="TREC run.")
+RUN_DEPTH_OPTION = typer.Option(None, help="Top n of the run per query.")
 
 
 def _import(
@@ -116,9 +120,9 @@ def import_smart(
     queries: Path = typer.Option(..., exists=True, dir_okay=False, help="e.g. cran.qry"),
     qrels: Path | None = typer.Option(None, exists=True, dir_okay=False, help="e.g. cranqrel"),
     qrels_format: str = typer.Option("cranfield", help="cranfield (query doc code) | trec"),
-    pairing: str = typer.Option("qrels", help="qrels | all | run"),
-    run: Path | None = typer.Option(None, exists=True, dir_okay=False, help="TREC run."),
-    run_depth: int | None = typer.Option(None, help="Top n of the run per query."),
+    pairing: str = PAIRING_OPTION,
+    run: Path | None = RUN_OPTION,
+    run_depth: int | None = RUN_DEPTH_OPTION,
     unjudged_grade: int | None = typer.Option(None, help="Grade of unjudged pairs (e.g. 0)."),
     database_url: str | None = DB_OPTION,
 ) -> None:
@@ -161,9 +165,9 @@ def import_trec(
     topics: Path = typer.Option(..., exists=True, dir_okay=False, help="<top> topics file."),
     documents: Path = typer.Option(..., exists=True, dir_okay=False, help="<DOC> SGML or JSONL"),
     qrels: Path | None = typer.Option(None, exists=True, dir_okay=False),
-    pairing: str = typer.Option("qrels", help="qrels | all | run"),
-    run: Path | None = typer.Option(None, exists=True, dir_okay=False, help="TREC run."),
-    run_depth: int | None = typer.Option(None, help="Top n of the run per query."),
+    pairing: str = PAIRING_OPTION,
+    run: Path | None = RUN_OPTION,
+    run_depth: int | None = RUN_DEPTH_OPTION,
     narrative: bool = typer.Option(False, help="Append the narrative to the description."),
     database_url: str | None = DB_OPTION,
 ) -> None:

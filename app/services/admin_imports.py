@@ -60,6 +60,7 @@ from labeling.sources import (
 )
 from labeling.sources.base import QrelsEntry
 from labeling.sources.letor import read_letor_features
+from labeling.sources.rows import Join
 
 ImportKind = Literal["trec", "smart", "letor"]
 IMPORT_KINDS: tuple[ImportKind, ...] = ("trec", "smart", "letor")
@@ -250,8 +251,7 @@ def import_files(
             raise Invalid("pairing 'run' needs a run file")
     _check_sizes(files, _limit(max_bytes, db))
     with db.read() as s:
-        if s.get(Collection, collection_id) is None:
-            raise NotFound(f"no collection with id {collection_id}")
+        _require_collection(s, collection_id)
 
     try:
         rows = list(
@@ -399,13 +399,36 @@ def _document_hash(doc: Document) -> str:
     )
 
 
+def _require_collection(s: Any, collection_id: int) -> None:
+    """NotFound unless the collection exists."""
+    if s.get(Collection, collection_id) is None:
+        raise NotFound(f"no collection with id {collection_id}")
+
+
 def _collection_documents(s: Any, collection_id: int) -> dict[tuple[str, str], Document]:
+    """The documents of an existing collection by (query id, document id); NotFound if none."""
+    _require_collection(s, collection_id)
     stmt = (
         select(Document, Query.external_id)
         .join(Query, Query.id == Document.query_id)
         .where(Document.collection_id == collection_id)
     )
     return {(qid, d.external_id): d for d, qid in s.execute(stmt)}
+
+
+def _attach_report(
+    collection_id: int, what: str, lines: int, joined: Join, docs: dict[tuple[str, str], Document]
+) -> AttachReport:
+    """What an attach did: ``lines`` records read, of which ``joined`` matched a document."""
+    return AttachReport(
+        collection_id=collection_id,
+        what=what,
+        lines=lines,
+        matched=len(joined.matched),
+        unmatched=len(joined.unmatched),
+        unmatched_lines=joined.unmatched[:20],
+        documents_without=sum(1 for k in docs if k not in joined.matched),
+    )
 
 
 def attach_grades(
@@ -426,8 +449,6 @@ def attach_grades(
     except SourceError as err:
         raise _source_invalid(err, "no grade was attached") from None
     with db.write() as s:
-        if s.get(Collection, collection_id) is None:
-            raise NotFound(f"no collection with id {collection_id}")
         docs = _collection_documents(s, collection_id)
         try:
             joined = join_grades(docs.keys(), entries, file=qrels.name, strict=strict)
@@ -437,15 +458,7 @@ def attach_grades(
             doc = docs[key]
             doc.grade = int(grade)
             doc.content_hash = _document_hash(doc)
-    return AttachReport(
-        collection_id=collection_id,
-        what="grades",
-        lines=len(entries),
-        matched=len(joined.matched),
-        unmatched=len(joined.unmatched),
-        unmatched_lines=joined.unmatched[:20],
-        documents_without=sum(1 for k in docs if k not in joined.matched),
-    )
+    return _attach_report(collection_id, "grades", len(entries), joined, docs)
 
 
 def attach_features(
@@ -465,8 +478,6 @@ def attach_features(
     except SourceError as err:
         raise _source_invalid(err, "no feature vector was attached") from None
     with db.write() as s:
-        if s.get(Collection, collection_id) is None:
-            raise NotFound(f"no collection with id {collection_id}")
         docs = _collection_documents(s, collection_id)
         try:
             joined = join_features(docs.keys(), rows, file=features.name, strict=strict)
@@ -487,12 +498,4 @@ def attach_features(
             doc = docs[key]
             doc.features = [float(x) for x in vector]
             doc.content_hash = _document_hash(doc)
-    return AttachReport(
-        collection_id=collection_id,
-        what="features",
-        lines=len(rows),
-        matched=len(joined.matched),
-        unmatched=len(joined.unmatched),
-        unmatched_lines=joined.unmatched[:20],
-        documents_without=sum(1 for k in docs if k not in joined.matched),
-    )
+    return _attach_report(collection_id, "features", len(rows), joined, docs)

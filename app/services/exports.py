@@ -24,7 +24,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from sqlalchemy import select
+from sqlalchemy import Select, select
 
 from app.db import Database
 from app.errors import Invalid, NotFound
@@ -68,14 +68,20 @@ def _check(db: Database, collection_id: int, format: str, assessor: str | None) 
             raise NotFound(f"no user named {assessor!r}")
 
 
-def _finished(db_session, collection_id: int, method: str, assessor: str | None):
-    stmt = (
+def finished_tasks_select(collection_id: int, method: str) -> Select[tuple[Task, str, str]]:
+    """(task, query external id, assessor username) of the collection's finished tasks of one
+    method, in query import order, then finishing order: the rows every export starts from."""
+    return (
         select(Task, Query.external_id, User.username)
         .join(Query, Query.id == Task.query_id)
         .join(User, User.id == Task.assessor_id)
         .where(Task.collection_id == collection_id, Task.method == method, Task.status == "done")
         .order_by(Query.id, Task.finished_at, Task.id)
     )
+
+
+def _finished(db_session, collection_id: int, method: str, assessor: str | None):
+    stmt = finished_tasks_select(collection_id, method)
     if assessor is not None:
         stmt = stmt.where(User.username == assessor)
     return list(db_session.execute(stmt))

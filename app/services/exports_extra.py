@@ -47,6 +47,7 @@ from sqlalchemy import select
 from app.db import Database
 from app.errors import Invalid, NotFound
 from app.models import Collection, Document, Judgment, Query, Task, User
+from app.services.exports import finished_tasks_select
 from app.services.judging import live_judgments, replay_task
 from labeling.aggregate import Preference, borda, bradley_terry
 from labeling.csv_safety import neutralise_row
@@ -143,13 +144,7 @@ def check_request(req: ExportRequest, *, db: Database) -> None:
 def _finished(
     s: Any, collection_id: int, method: str, plan: str | None = None
 ) -> list[tuple[Task, str, str]]:
-    stmt = (
-        select(Task, Query.external_id, User.username)
-        .join(Query, Query.id == Task.query_id)
-        .join(User, User.id == Task.assessor_id)
-        .where(Task.collection_id == collection_id, Task.method == method, Task.status == "done")
-        .order_by(Query.id, Task.finished_at, Task.id)
-    )
+    stmt = finished_tasks_select(collection_id, method)
     if plan is not None:
         stmt = stmt.where(Task.plan == plan)
     return [(t, q, u) for t, q, u in s.execute(stmt)]

@@ -59,7 +59,10 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             ctx.set_default_timeout(TIMEOUT_MS)
             page = ctx.new_page()
             page.goto(server.url + "/login")
-            page.keyboard.type("ann")  # the username field has autofocus
+            # The username field has autofocus; wait for it so that no keystroke is lost on a
+            # slow machine.
+            page.wait_for_function("document.activeElement?.id === 'username'")
+            page.keyboard.type("ann")
             page.keyboard.press("Tab")
             page.keyboard.type(PASSWORD)
             page.keyboard.press("Enter")

@@ -138,6 +138,14 @@ async def _files(request: Request) -> tuple[dict[str, admin_imports.UploadedFile
     return files, fields
 
 
+async def _one_file(request: Request, part: str, what: str) -> admin_imports.UploadedFile:
+    """The file uploaded as multipart part ``part`` (``what`` names it in the error)."""
+    files, _ = await _files(request)
+    if part not in files:
+        raise Invalid(f"upload the {what} file as the multipart part {part!r}")
+    return files[part]
+
+
 def _opt_int(value: str | None, name: str) -> int | None:
     if value in (None, ""):
         return None
@@ -193,14 +201,12 @@ async def attach_grades(
     strict: bool = False,
 ) -> dict[str, Any]:
     """Attach grades from a qrels file (part ``qrels``) to existing documents."""
-    files, _ = await _files(request)
-    if "qrels" not in files:
-        raise Invalid("upload the qrels file as the multipart part 'qrels'")
+    qrels = await _one_file(request, "qrels", "qrels")
     report = await run_in_threadpool(
         admin_imports.attach_grades,
         db=db,
         collection_id=collection_id,
-        qrels=files["qrels"],
+        qrels=qrels,
         qrels_format=qrels_format,
         strict=strict,
     )
@@ -212,14 +218,12 @@ async def attach_features(
     collection_id: int, request: Request, db: DbDep, strict: bool = False
 ) -> dict[str, Any]:
     """Attach LETOR feature vectors (part ``features``) to existing documents."""
-    files, _ = await _files(request)
-    if "features" not in files:
-        raise Invalid("upload the LETOR file as the multipart part 'features'")
+    features = await _one_file(request, "features", "LETOR")
     report = await run_in_threadpool(
         admin_imports.attach_features,
         db=db,
         collection_id=collection_id,
-        features=files["features"],
+        features=features,
         strict=strict,
     )
     return _asdict(report)

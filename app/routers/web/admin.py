@@ -125,6 +125,14 @@ async def _guarded_post(request: Request, db: Any) -> tuple[Any, Response | None
     return resolved, None
 
 
+async def _guarded_form(request: Request, db: Any) -> tuple[Any, FormData, Response | None]:
+    """:func:`_guarded_post`, then the posted form (empty when the post is refused)."""
+    resolved, early = await _guarded_post(request, db)
+    if early is not None:
+        return resolved, FormData(), early
+    return resolved, await request.form(), None
+
+
 # --------------------------------------------------------------------------- pages
 
 
@@ -263,10 +271,9 @@ def _form_int(form: FormData, name: str) -> int | None:
 
 @router.post("/admin/collections", dependencies=[Depends(require_csrf_form)])
 async def create_collection(request: Request, db: DbDep) -> Response:
-    _resolved, early = await _guarded_post(request, db)
+    _resolved, form, early = await _guarded_form(request, db)
     if early is not None:
         return early
-    form = await request.form()
     try:
         coll = await run_in_threadpool(
             collections.create_collection,
@@ -283,10 +290,9 @@ async def create_collection(request: Request, db: DbDep) -> Response:
     "/admin/collections/{collection_id}/settings", dependencies=[Depends(require_csrf_form)]
 )
 async def collection_settings(request: Request, collection_id: int, db: DbDep) -> Response:
-    _resolved, early = await _guarded_post(request, db)
+    _resolved, form, early = await _guarded_form(request, db)
     if early is not None:
         return early
-    form = await request.form()
     url = f"/admin/collections/{collection_id}"
     if "\x00" in _field(form, "name") + _field(form, "description"):
         return _back(request, url, "Name and description must not contain NUL.", "error")
@@ -438,10 +444,9 @@ def _plan_spec(collection_id: int, form: FormData, run: str | None = None) -> pl
 
 @router.post("/admin/collections/{collection_id}/plan", dependencies=[Depends(require_csrf_form)])
 async def plan_page(request: Request, collection_id: int, db: DbDep) -> Response:
-    resolved, early = await _guarded_post(request, db)
+    resolved, form, early = await _guarded_form(request, db)
     if early is not None:
         return early
-    form = await request.form()
     url = f"/admin/collections/{collection_id}"
     try:
         run = await _run_text(form) if _field(form, "pool_mode") == "run" else None
@@ -482,10 +487,9 @@ async def plan_page(request: Request, collection_id: int, db: DbDep) -> Response
 
 @router.post("/admin/users", dependencies=[Depends(require_csrf_form)])
 async def create_user(request: Request, db: DbDep) -> Response:
-    _resolved, early = await _guarded_post(request, db)
+    _resolved, form, early = await _guarded_form(request, db)
     if early is not None:
         return early
-    form = await request.form()
     try:
         user = await run_in_threadpool(
             users.create_user,
@@ -501,10 +505,9 @@ async def create_user(request: Request, db: DbDep) -> Response:
 
 @router.post("/admin/users/{username}/{action}", dependencies=[Depends(require_csrf_form)])
 async def user_action(request: Request, username: str, action: str, db: DbDep) -> Response:
-    resolved, early = await _guarded_post(request, db)
+    resolved, form, early = await _guarded_form(request, db)
     if early is not None:
         return early
-    form = await request.form()
     try:
         if action in ("disable", "enable"):
             if action == "disable" and username == resolved.user.username:

@@ -575,23 +575,19 @@
     send({ kind: "judgment", path: "/judgments", body: body, seq: q.seq });
   }
 
+  // One answer to the current pair question; the pair is read when the action fires.
+  function pairAction(outcome) {
+    return function () {
+      var q = state.question;
+      judge({ left: q.pair.left.doc_id, right: q.pair.right.doc_id, outcome: outcome });
+    };
+  }
+
   var actions = {
-    left: function () {
-      var q = state.question;
-      judge({ left: q.pair.left.doc_id, right: q.pair.right.doc_id, outcome: "left" });
-    },
-    right: function () {
-      var q = state.question;
-      judge({ left: q.pair.left.doc_id, right: q.pair.right.doc_id, outcome: "right" });
-    },
-    tie: function () {
-      var q = state.question;
-      judge({ left: q.pair.left.doc_id, right: q.pair.right.doc_id, outcome: "tie" });
-    },
-    not_relevant: function () {
-      var q = state.question;
-      judge({ left: q.pair.left.doc_id, right: q.pair.right.doc_id, outcome: "not_relevant" });
-    },
+    left: pairAction("left"),
+    right: pairAction("right"),
+    tie: pairAction("tie"),
+    not_relevant: pairAction("not_relevant"),
     undo: function () {
       if (!canAct()) return;
       if (state.question.seq === 0) { notice("Nothing to undo yet.", "warning", false); return; }
