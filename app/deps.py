@@ -20,6 +20,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import FormData, UploadFile
 
 from app import security
 from app.db import Database
@@ -28,6 +29,10 @@ from app.models import User
 from app.settings import Settings
 
 FORM_CONTENT_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
+#: Multipart limits of the import uploads (web form and REST): the files of one import and a
+#: few option fields.
+MAX_UPLOAD_FILES = 8
+MAX_UPLOAD_FIELDS = 20
 
 
 def get_db(request: Request) -> Database:
@@ -69,13 +74,35 @@ async def check_csrf(request: Request, expected: str, settings: Settings) -> Non
         raise Forbidden("missing or invalid CSRF token")
 
 
-async def _authenticate(request: Request, db: Database) -> User | None:
+async def upload_form(request: Request) -> tuple[FormData, bool]:
+    """The multipart upload form and whether it keeps to ``MAX_UPLOAD_FILES`` files and
+    ``MAX_UPLOAD_FIELDS`` fields.
+
+    A cookie request whose CSRF token came as a form field had its form parsed (and cached by
+    Starlette) with the default limits by :func:`check_csrf` first; the ``max_*`` arguments do
+    not apply to a cached form, so the parts are counted here in every case."""
+    form = await request.form(max_files=MAX_UPLOAD_FILES, max_fields=MAX_UPLOAD_FIELDS)
+    parts = form.multi_items()
+    uploads = sum(isinstance(v, UploadFile) for _k, v in parts)
+    return form, uploads <= MAX_UPLOAD_FILES and len(parts) - uploads <= MAX_UPLOAD_FIELDS
+
+
+def _bearer_token(request: Request) -> str | None:
+    """The token of the ``Authorization: Bearer <token>`` header (None without the header);
+    401 for another scheme or an empty token."""
     authorization = request.headers.get("authorization")
-    if authorization:
-        scheme, _, token = authorization.partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
-            raise Unauthorized("unsupported Authorization header; use 'Bearer <token>'")
-        user = await run_in_threadpool(security.resolve_api_token, db, token.strip())
+    if not authorization:
+        return None
+    scheme, _, token = authorization.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise Unauthorized("unsupported Authorization header; use 'Bearer <token>'")
+    return token.strip()
+
+
+async def _authenticate(request: Request, db: Database) -> User | None:
+    token = _bearer_token(request)
+    if token is not None:
+        user = await run_in_threadpool(security.resolve_api_token, db, token)
         if user is None:
             raise Unauthorized("invalid or expired token")
         request.state.auth_via = "bearer"
@@ -141,13 +168,10 @@ class Principal:
 
 async def get_principal(request: Request, db: DbDep) -> Principal:
     """A :class:`Principal`: bearer token parsed (not yet looked up), or cookie user resolved."""
-    authorization = request.headers.get("authorization")
-    if authorization:
-        scheme, _, token = authorization.partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
-            raise Unauthorized("unsupported Authorization header; use 'Bearer <token>'")
+    token = _bearer_token(request)
+    if token is not None:
         request.state.auth_via = "bearer"
-        return Principal(None, token.strip())
+        return Principal(None, token)
     return Principal(await get_current_user(request, db), None)
 
 

@@ -64,6 +64,12 @@ class Invalid(DomainError):
     status_code = 422
 
 
+def issue_items(issues: Any) -> list[dict[str, Any]]:
+    """A parser's ``ParseIssue`` list (``labeling.sources.SourceError.issues``) as the items
+    of an :class:`Invalid` detail: ``{"file", "line", "msg"}`` each."""
+    return [{"file": i.file, "line": i.line, "msg": i.message} for i in issues]
+
+
 class TooManyRequests(DomainError):
     status_code = 429
 

@@ -50,6 +50,7 @@ from __future__ import annotations
 import math
 import random
 import typing
+from bisect import bisect_left
 from collections import deque
 from collections.abc import Generator, Mapping, Sequence
 from typing import Any, NamedTuple
@@ -158,6 +159,19 @@ class ReaskSchedule:
     def triggered(self, seq: int) -> bool:
         """True if the protocol question answered at ``seq`` is to be re-asked."""
         return _mix64((self.base + seq) & _MASK) < self.threshold
+
+    def triggered_in(self, lo: int, hi: int) -> list[int]:
+        """The seqs in ``[lo, hi)`` that :meth:`triggered` accepts, ascending (vectorised:
+        progress() needs a few thousand of them per call)."""
+        import numpy as np  # only with re-asks on: keeps importing the session module light
+
+        with np.errstate(over="ignore"):  # uint64 arithmetic is mod 2^64, as in _mix64
+            x = np.arange(lo, hi, dtype=np.uint64) + np.uint64(self.base)
+            x += np.uint64(0x9E3779B97F4A7C15)
+            x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+            x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+            x ^= x >> np.uint64(31)
+        return (np.flatnonzero(x < np.uint64(self.threshold)) + lo).tolist()
 
 
 def reask_triggered(seed: int, fraction: float, seq: int) -> bool:
@@ -540,23 +554,33 @@ class TopKSession:
         """
         schedule = self._schedule
         assert schedule is not None
-        base, threshold, mask, gap = schedule.base, schedule.threshold, _MASK, REASK_GAP + 1
+        gap = REASK_GAP + 1
         start = seq = len(self.answers)
-        dues = deque(r.due for r in self._queue)
-        posed = 0
+        dues = deque(r.due for r in self._queue)  # ascending: appended in seq order
+        # Every seq the walk can reach: each protocol question adds at most one re-ask.
+        triggers = schedule.triggered_in(start, start + 2 * protocol_bound + len(dues) + 1)
+        triggers.append(-1)  # sentinel: the scan below stops at the end without a length test
+        i, end, posed = 0, len(triggers) - 1, 0
         while posed < protocol_bound:
-            if dues and dues[0] <= seq:
+            if dues and dues[0] <= seq:  # a due re-ask takes this seq
                 dues.popleft()
-            else:
-                posed += 1
-                # ReaskSchedule.triggered(seq), with mix64 inlined: this loop runs once per
-                # remaining question on every progress() call.
-                x = (base + seq + 0x9E3779B97F4A7C15) & mask
-                x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & mask
-                x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & mask
-                if x ^ (x >> 31) < threshold:
-                    dues.append(seq + gap)
-            seq += 1
+                seq += 1
+                continue
+            # seq … stop-1 are all protocol questions: up to the next due re-ask, which a
+            # trigger inside the run may bring forward when none was queued.
+            stop = seq + protocol_bound - posed
+            if dues and dues[0] < stop:
+                stop = dues[0]
+            i = bisect_left(triggers, seq, i, end)  # skip the seqs that re-asks took
+            t = triggers[i]
+            while seq <= t < stop:
+                if not dues and t + gap < stop:
+                    stop = t + gap
+                dues.append(t + gap)
+                i += 1
+                t = triggers[i]
+            posed += stop - seq
+            seq = stop
         # The protocol has posed its last question: the queued re-asks follow at once.
         return seq - start + len(dues)
 

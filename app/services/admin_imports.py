@@ -40,7 +40,7 @@ from typing import IO, Any, Literal
 from sqlalchemy import select
 
 from app.db import Database
-from app.errors import Invalid, NotFound, PayloadTooLarge
+from app.errors import Invalid, NotFound, PayloadTooLarge, issue_items
 from app.models import Collection, Document, Query
 from app.services import collections
 from labeling.pools import parse_trec_run
@@ -168,9 +168,7 @@ def _first_byte(upload: UploadedFile) -> bytes:
 
 
 def _source_invalid(error: SourceError, what: str = "nothing was imported") -> Invalid:
-    items: list[dict[str, Any]] = [
-        {"file": i.file, "line": i.line, "msg": i.message} for i in error.issues
-    ]
+    items = issue_items(error.issues)
     if error.more:
         items.append({"file": "", "line": 0, "msg": f"... and {error.more} more error(s)"})
     count = len(error.issues) + error.more

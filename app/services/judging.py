@@ -62,9 +62,9 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from app.db import Database
-from app.errors import Conflict, Forbidden, Invalid, NotFound
+from app.errors import Conflict, Invalid
 from app.models import Document, Judgment, Task, User, utcnow
-from app.services.tasks import load_task_for
+from app.services.tasks import check_task_access, load_task_for
 from labeling.errors import Finished, WrongQuestion
 from labeling.session import open_session
 from labeling.types import Answer, GradeAnswer, GradeQuestion, PairAnswer, PairQuestion
@@ -350,24 +350,11 @@ class _Replayed:
         return self.task.created_at == created_at and self.version == version
 
 
-def _check_access(row: Any, user: User, task_id: int, *, judge: bool = False) -> None:
-    """Admins may read any task; only the task's own assessor may judge or undo it, because a
-    judgment row does not record who gave it (an admin's answer would pass as the assessor's)."""
-    if row is None:
-        raise NotFound(f"no task with id {task_id}")
-    if row.assessor_id == user.id:
-        return
-    if user.role != "admin":
-        raise Forbidden(f"task {task_id} belongs to another assessor")
-    if judge:
-        raise Forbidden(f"task {task_id} belongs to another assessor; admins can read it only")
-
-
 def _task_for(s: Any, user: User, task_id: int, *, judge: bool = False) -> Any:
     """The task's config and state as a Core row, if ``user`` may act on it (404 / 403);
     the same rules as :func:`app.services.tasks.load_task_for`, without ORM overhead."""
     task = s.execute(_TASK_ROW, {"task_id": task_id}).one_or_none()
-    _check_access(task, user, task_id, judge=judge)
+    check_task_access(task, user, task_id, judge=judge)
     return task
 
 
@@ -515,7 +502,7 @@ def submit_judgment(*, db: Database, user: User, task_id: int, data: dict[str, A
         else:
             state = c.execute(_TASK_STATE_FOR_UPDATE, {"task_id": task_id}).one_or_none()
             version = tuple(c.execute(_LIVE_VERSION, {"task_id": task_id}).one())
-        _check_access(state, user, task_id, judge=True)
+        check_task_access(state, user, task_id, judge=True)
         if state.status == "cancelled":
             raise Conflict(f"task {task_id} is cancelled")
         if answer is None:

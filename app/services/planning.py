@@ -31,7 +31,7 @@ from typing import Any
 from sqlalchemy import select
 
 from app.db import Database
-from app.errors import Invalid, NotFound
+from app.errors import Invalid, NotFound, issue_items
 from app.models import Collection, Document, Query, Task, User
 from labeling.assignment import (
     Plan,
@@ -183,7 +183,7 @@ def _build_plan(spec: PlanSpec, query_ids: list[str]) -> Plan:
             return Plan(plan.entries, tuple(assessors), tuple(query_ids))
     except SourceError as err:
         raise Invalid(
-            [{"file": i.file, "line": i.line, "msg": i.message} for i in err.issues],
+            issue_items(err.issues),
             extra={"message": "the plan CSV has errors; nothing was planned"},
         ) from None
     except PlanError as err:
@@ -193,9 +193,7 @@ def _build_plan(spec: PlanSpec, query_ids: list[str]) -> Plan:
     raise Invalid(f"unknown scheme {spec.scheme!r}; expected one of {', '.join(SCHEMES)}")
 
 
-def _pools(
-    s: Any, collection_id: int, queries: dict[str, Query], pool: PoolSpec
-) -> dict[str, list[str]]:
+def _pools(s: Any, queries: dict[str, Query], pool: PoolSpec) -> dict[str, list[str]]:
     run_order: dict[str, list[str]] = {}
     if pool.mode == "run":
         if not pool.run:
@@ -204,7 +202,7 @@ def _pools(
             parsed = parse_trec_run(pool.run, file="run")
         except SourceError as err:
             raise Invalid(
-                [{"file": i.file, "line": i.line, "msg": i.message} for i in err.issues],
+                issue_items(err.issues),
                 extra={"message": "the run has errors; nothing was planned"},
             ) from None
         run_order = {q: [e.doc_id for e in entries] for q, entries in parsed.items()}
@@ -286,7 +284,7 @@ def _preview_in(
         elif user.disabled:
             extra.append(_error("disabled_user", f"user {name!r} is disabled", assessor=name))
     known = {q: all_queries[q] for q in query_ids if q in all_queries}
-    pools = _pools(s, spec.collection_id, known, spec.pool)
+    pools = _pools(s, known, spec.pool)
     for q, ids in pools.items():
         if not ids:
             extra.append(_error("empty_pool", f"query {q} has no documents to judge", query_id=q))

@@ -177,15 +177,24 @@ def load_task_for(
     write transaction's BEGIN IMMEDIATE already serialises writers), so judging and undo on one
     task are serialised while different tasks proceed in parallel."""
     task = s.scalar(_TASK_FOR_UPDATE if lock else _TASK, {"task_id": task_id})
-    if task is None:
+    check_task_access(task, user, task_id, judge=judge)
+    assert task is not None
+    return task
+
+
+def check_task_access(row: Any, user: User, task_id: int, *, judge: bool = False) -> None:
+    """Raise unless ``user`` may act on the task ``row`` (an ORM Task or a Core row with
+    ``assessor_id``; ``None`` when missing → 404): its assessor, or an admin; with
+    ``judge=True`` only its assessor (403), because a judgment row does not record who gave
+    it (an admin's answer would pass as the assessor's)."""
+    if row is None:
         raise NotFound(f"no task with id {task_id}")
-    if task.assessor_id == user.id:
-        return task
+    if row.assessor_id == user.id:
+        return
     if user.role != "admin":
         raise Forbidden(f"task {task_id} belongs to another assessor")
-    if judge:  # a judgment row does not record who gave it: only the assessor may answer
+    if judge:
         raise Forbidden(f"task {task_id} belongs to another assessor; admins can read it only")
-    return task
 
 
 def get_task(*, db: Database, user: User, task_id: int) -> TaskView:

@@ -10,6 +10,7 @@ never see each other's tables. Without the URL the Postgres cases skip with a re
 from __future__ import annotations
 
 import os
+import re
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,6 +26,11 @@ PG_ENV = "HEAPJUDGE_TEST_POSTGRES_URL"
 REQUIRE_PG_ENV = "HEAPJUDGE_REQUIRE_POSTGRES"
 
 BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+
+
+def concrete(path: str) -> str:
+    """A route template with every ``{param}`` replaced by ``1`` (a requestable URL)."""
+    return re.sub(r"\{[^}]+\}", "1", path)
 
 
 def postgres_base_url() -> str:

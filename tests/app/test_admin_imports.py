@@ -12,6 +12,7 @@ from app.errors import Invalid, PayloadTooLarge
 from app.models import Document, Query
 from app.services import collections
 from app.services.admin_imports import (
+    AdminImportReport,
     UploadedFile,
     attach_features,
     attach_grades,
@@ -30,21 +31,42 @@ def _new(api: Api, name: str) -> int:
     return collections.create_collection(db=api.db, name=name).id
 
 
-def test_cranfield_import(api: Api, shared_data: Path) -> None:
-    cran = shared_data / "cranfield"
-    cid = _new(api, "cranfield")
-    report = import_files(
+def _import_cranfield(
+    api: Api,
+    cid: int,
+    cran: Path,
+    *,
+    documents: bytes | None = None,
+    queries: Path | None = None,
+    pairing: str = "qrels",
+    unjudged_grade: int | None = None,
+    ignore_unknown_qrels: bool = False,
+) -> AdminImportReport:
+    """Import the Cranfield SMART files (``cran.all.1400``, ``cran.qry``, ``cranqrel``) into
+    collection ``cid``; ``documents``/``queries`` replace the first two files."""
+    return import_files(
         db=api.db,
         collection_id=cid,
         kind="smart",
         files={
-            "documents": UploadedFile("cran.all.1400", cran / "cran.all.1400"),
-            "queries": UploadedFile("cran.qry", cran / "cran.qry"),
+            "documents": UploadedFile("cran.all.1400", documents or cran / "cran.all.1400"),
+            "queries": UploadedFile(
+                queries.name if queries else "cran.qry", queries or cran / "cran.qry"
+            ),
             "qrels": UploadedFile("cranqrel", cran / "cranqrel"),
         },
         qrels_format="cranfield",
+        pairing=pairing,
+        unjudged_grade=unjudged_grade,
+        ignore_unknown_qrels=ignore_unknown_qrels,
         max_bytes=0,
     )
+
+
+def test_cranfield_import(api: Api, shared_data: Path) -> None:
+    cran = shared_data / "cranfield"
+    cid = _new(api, "cranfield")
+    report = _import_cranfield(api, cid, cran)
     assert report.queries_created == 225
     assert report.documents_created == 1837  # the judged (query, document) pairs
     with api.db.read() as s:
@@ -79,18 +101,7 @@ def test_cranfield_import(api: Api, shared_data: Path) -> None:
         assert doc12 is not None and doc12.startswith("some structural and aerelastic")
         assert "\r" not in doc12
     # Importing the same files again changes nothing (idempotent).
-    again = import_files(
-        db=api.db,
-        collection_id=cid,
-        kind="smart",
-        files={
-            "documents": UploadedFile("cran.all.1400", cran / "cran.all.1400"),
-            "queries": UploadedFile("cran.qry", cran / "cran.qry"),
-            "qrels": UploadedFile("cranqrel", cran / "cranqrel"),
-        },
-        qrels_format="cranfield",
-        max_bytes=0,
-    )
+    again = _import_cranfield(api, cid, cran)
     assert again.documents_created == 0 and again.documents_unchanged == 1837
 
 
@@ -102,20 +113,8 @@ def test_cranfield_all_documents(api: Api, shared_data: Path, tmp_path: Path) ->
     two = tmp_path / "two.qry"
     two.write_bytes(b"".join(lines[:third]))
     cid = _new(api, "cranfield-all")
-    report = import_files(
-        db=api.db,
-        collection_id=cid,
-        kind="smart",
-        files={
-            "documents": UploadedFile("cran.all.1400", cran / "cran.all.1400"),
-            "queries": UploadedFile("two.qry", two),
-            "qrels": UploadedFile("cranqrel", cran / "cranqrel"),
-        },
-        qrels_format="cranfield",
-        pairing="all",
-        unjudged_grade=0,
-        ignore_unknown_qrels=True,
-        max_bytes=0,
+    report = _import_cranfield(
+        api, cid, cran, queries=two, pairing="all", unjudged_grade=0, ignore_unknown_qrels=True
     )
     assert report.rows == 2800
     with api.db.read() as s:
@@ -263,18 +262,7 @@ def test_smart_and_letor_corruption_store_nothing(
     line = docs[: docs.index(b".I 7OO")].count(b"\n") + 1
     cid = _new(api, "smart-broken")
     with pytest.raises(Invalid) as info:
-        import_files(
-            db=api.db,
-            collection_id=cid,
-            kind="smart",
-            files={
-                "documents": UploadedFile("cran.all.1400", docs),
-                "queries": UploadedFile("cran.qry", cran / "cran.qry"),
-                "qrels": UploadedFile("cranqrel", cran / "cranqrel"),
-            },
-            qrels_format="cranfield",
-            max_bytes=0,
-        )
+        _import_cranfield(api, cid, cran, documents=docs)
     assert [(d["file"], d["line"]) for d in info.value.detail] == [("cran.all.1400", line)]
     assert _counts(api, cid) == (0, 0)
 

@@ -13,16 +13,12 @@ import pytest
 from app import security
 from app.services import users
 from tests.app.admin_support import make_collection, ndjson
-from tests.app.conftest import Api
+from tests.app.conftest import Api, concrete
 
 #: Larger than any 64-bit integer column can hold.
 BIG = "99999999999999999999"
 #: Web pages under /admin that are reachable without an admin session (none).
 PUBLIC_ADMIN_PAGES: set[tuple[str, str]] = set()
-
-
-def concrete(path: str) -> str:
-    return re.sub(r"\{[^}]+\}", "1", path)
 
 
 def web_routes(app: Any) -> list[tuple[str, str]]:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from scipy.stats import chi2_contingency
+from scipy.stats import binomtest, chi2_contingency
 from sqlalchemy import select
 from typer.testing import CliRunner
 
@@ -183,7 +183,10 @@ def test_assessor_checks(study: dict[str, Any]) -> None:
     live_pairs = report["time"]["topk"]["judgments"]
     assert sum(b["left"] + b["right"] + b["ties"] for b in report["position_bias"]) == live_pairs
     for b in report["position_bias"]:
-        assert 0.0 <= b["p_value"] <= 1.0
+        # Two-sided exact binomial test of left vs right wins (ties excluded) against 1/2.
+        n = b["left"] + b["right"]
+        oracle = binomtest(b["left"], n, 0.5).pvalue if n else 1.0
+        assert b["p_value"] == pytest.approx(oracle, rel=1e-9), b
     # Pair cache off (the paper's protocol): the heap re-asks pairs, so repeats exist, and
     # every slip that was undone shows up as an inconsistent "undo" repeat.
     sc = report["self_consistency"]

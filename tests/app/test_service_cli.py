@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -14,6 +13,7 @@ from pathlib import Path
 import httpx
 
 from app.demo import DEMO_LOGINS, DEMO_QUERIES
+from tests.e2e.web_support import free_port
 
 
 def cli(
@@ -29,12 +29,6 @@ def cli(
         timeout=timeout,
         env=env,
     )
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_db_user_import_export_commands(tmp_path: Path) -> None:

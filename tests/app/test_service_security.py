@@ -13,7 +13,7 @@ import pytest
 from app import security
 from app.deps import require_admin
 from app.services import users
-from tests.app.conftest import Api
+from tests.app.conftest import Api, concrete
 from tests.app.test_service_api import make_collection, make_task, ndjson, pair_body, pool
 
 #: Admin-only endpoints named by the API contract; each must be guarded by require_admin.
@@ -49,10 +49,6 @@ def api_routes(app: Any) -> list[tuple[str, str, bool]]:
         for method in sorted(route.methods - {"HEAD"}):
             out.append((method, path, admin))
     return out
-
-
-def concrete(path: str) -> str:
-    return re.sub(r"\{[^}]+\}", "1", path)
 
 
 @pytest.fixture(scope="module")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -146,7 +144,11 @@ def test_binomial_test_known_values() -> None:
     assert binomial_test(0, 0) == 1.0
     # Large n stays accurate (log space): 5,400 left wins out of 10,000.
     assert binomial_test(5400, 10000) == pytest.approx(sps.binomtest(5400, 10000).pvalue, rel=1e-8)
-    assert math.isfinite(binomial_test(0, 5000))
+    # Extreme tails: p = 2·2^-n, still representable at n = 1000, below the smallest
+    # subnormal double (2^-1074) at n = 5000, where it must be 0.0 rather than NaN.
+    assert binomial_test(0, 1000) == pytest.approx(2.0**-999, rel=1e-9, abs=0.0)
+    assert binomial_test(1000, 1000) == pytest.approx(2.0**-999, rel=1e-9, abs=0.0)
+    assert binomial_test(0, 5000) == 0.0 == sps.binomtest(0, 5000).pvalue
 
 
 def test_binomial_test_bad_input() -> None:

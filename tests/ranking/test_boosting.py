@@ -28,7 +28,9 @@ def test_step_sizes_of_the_digest() -> None:
     for c, alpha in ((0.2, 0.202733), (0.5, 0.549306), (0.9, 1.472219)):
         assert step_size(c) == pytest.approx(alpha, abs=1e-6)
     assert step_size(-0.5) == pytest.approx(-0.549306, abs=1e-6)
-    assert np.isfinite(step_size(1.0))
+    # c = ±1 would give α = ±∞; c is clipped to 1 − ε (ε = 1e-10): α = ½ ln((2 − ε)/ε).
+    assert step_size(1.0) == pytest.approx(11.859499, abs=1e-6)
+    assert step_size(-1.0) == pytest.approx(-11.859499, abs=1e-6)
 
 
 def test_focusedboost_at_beta_1_is_adarank_on_the_top_k_round_by_round() -> None:

@@ -68,6 +68,12 @@ def test_cross_validate_tunes_beta_and_reports_significance(letor_dir: Path) -> 
             assert len(res.fold_means[model][m]) == 5
             assert 0.0 <= res.mean(model, m) <= 1.0
             assert res.per_query[model][m].shape == (30,)
+            # each fold's mean is the mean of its 6 test queries (folds in order, 6 each)
+            np.testing.assert_allclose(
+                res.per_query[model][m].reshape(5, 6).mean(axis=1),
+                res.fold_means[model][m],
+                atol=1e-12,
+            )
     assert all(c["beta"] in E.BETA_GRID for c in res.chosen["focusednet"])
     sig = E.significance(res)
     best = max(("ranknet", "rankboost"), key=lambda m: res.mean(m, "kappa_ndcg@10"))

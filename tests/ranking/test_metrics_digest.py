@@ -195,3 +195,27 @@ def test_7d_essential_loss_bound_side() -> None:
     value = metrics.ndcg([2, 1, 0], [2, 3, 1])[0]
     assert 1 - value == pytest.approx(0.203292, abs=1e-6)
     assert 1 - value <= 3 / (3 + 1 / math.log2(3))
+
+
+def test_004_toy_example_ndcg_prefers_f2() -> None:
+    """§7 "004 toy example": grades 5..1 on x1..x5, f1 = ln(4, 5, 3, 2, 1), f2 = ln(5, 4, 1, 2, 3).
+
+    f1 ranks (x2, x1, x3, x4, x5): DCG = 15 + 31/log2 3 + 7/2 + 3/log2 5 + 1/log2 6 = 39.737705;
+    f2 ranks (x1, x2, x5, x4, x3): DCG = 44.963946; ideal 45.642829.
+    """
+
+    def closed_dcg(rank_grades: list[int]) -> float:
+        return sum((2.0**r - 1) / math.log2(1 + j) for j, r in enumerate(rank_grades, start=1))
+
+    grades = np.array([5.0, 4, 3, 2, 1])
+    f1 = np.log([4.0, 5, 3, 2, 1])
+    f2 = np.log([5.0, 4, 1, 2, 3])
+    assert metrics.dcg(grades, f1)[0] == pytest.approx(closed_dcg([4, 5, 3, 2, 1]), abs=TOL)
+    assert metrics.dcg(grades, f1)[0] == pytest.approx(39.737705, abs=1e-6)
+    assert metrics.dcg(grades, f2)[0] == pytest.approx(closed_dcg([5, 4, 1, 2, 3]), abs=TOL)
+    assert metrics.dcg(grades, f2)[0] == pytest.approx(44.963946, abs=1e-6)
+    assert closed_dcg([5, 4, 3, 2, 1]) == pytest.approx(45.642829, abs=1e-6)
+    n1, n2 = metrics.ndcg(grades, f1, at=5)[0], metrics.ndcg(grades, f2, at=5)[0]
+    assert n1 == pytest.approx(closed_ndcg([4, 5, 3, 2, 1], 5), abs=TOL)
+    assert n2 == pytest.approx(closed_ndcg([5, 4, 1, 2, 3], 5), abs=TOL)
+    assert (round(n1, 6), round(n2, 6)) == (0.870623, 0.985126)

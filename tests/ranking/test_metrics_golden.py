@@ -182,7 +182,10 @@ def test_letor_discount_and_k_beyond() -> None:
     # discount 1 at positions 1-2, then 1/log2(3)
     assert metrics.dcg(lab, s, discount="letor")[0] == pytest.approx(1 + 3 / math.log2(3))
     assert metrics.ndcg(lab, s, at=5, k_beyond="zero")[0] == 0.0
-    assert metrics.ndcg(lab, s, at=3, k_beyond="zero")[0] > 0.0
+    # at = 3 = list length: scored normally, exp gain 2^r − 1 and log2(1 + i) discount:
+    # DCG = 0 + 1/log2(3) + 3/2, ideal = 3 + 1/log2(3) + 0.
+    hand = (1 / math.log2(3) + 3 / 2) / (3 + 1 / math.log2(3))
+    assert metrics.ndcg(lab, s, at=3, k_beyond="zero")[0] == pytest.approx(hand, abs=1e-12)
 
 
 def test_padding_is_ignored_wherever_it_is() -> None:

@@ -25,15 +25,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
 from starlette.datastructures import UploadFile
 
-from app.deps import DbDep, require_admin
+from app.deps import MAX_UPLOAD_FIELDS, MAX_UPLOAD_FILES, DbDep, require_admin, upload_form
 from app.errors import Invalid
 from app.services import admin_imports, admin_manage, exports_extra, planning, progress, users
 
 router = APIRouter(prefix="/admin", tags=["admin"], dependencies=[Depends(require_admin)])
-
-#: Multipart limits: the files of one import and a few option fields.
-MAX_FILES = 8
-MAX_FIELDS = 20
 
 
 class _Strict(BaseModel):
@@ -121,16 +117,14 @@ async def _files(request: Request) -> tuple[dict[str, admin_imports.UploadedFile
     content_type = request.headers.get("content-type", "")
     if not content_type.startswith("multipart/form-data"):
         raise Invalid("upload the files as multipart/form-data (one part per file)")
-    form = await request.form(max_files=MAX_FILES, max_fields=MAX_FIELDS)
-    parts = form.multi_items()
-    # A cookie request whose CSRF token came as a form field had its form parsed (and cached
-    # by Starlette) with the default limits before this call: count again.
-    uploads = sum(isinstance(v, UploadFile) for _k, v in parts)
-    if uploads > MAX_FILES or len(parts) - uploads > MAX_FIELDS:
-        raise Invalid(f"too many parts: at most {MAX_FILES} files and {MAX_FIELDS} fields")
+    form, within_limits = await upload_form(request)
+    if not within_limits:
+        raise Invalid(
+            f"too many parts: at most {MAX_UPLOAD_FILES} files and {MAX_UPLOAD_FIELDS} fields"
+        )
     files: dict[str, admin_imports.UploadedFile] = {}
     fields: dict[str, str] = {}
-    for key, value in parts:
+    for key, value in form.multi_items():
         if isinstance(value, UploadFile):
             files[key] = admin_imports.UploadedFile(value.filename or key, value.file)
         else:
@@ -144,15 +138,6 @@ async def _one_file(request: Request, part: str, what: str) -> admin_imports.Upl
     if part not in files:
         raise Invalid(f"upload the {what} file as the multipart part {part!r}")
     return files[part]
-
-
-def _opt_int(value: str | None, name: str) -> int | None:
-    if value in (None, ""):
-        return None
-    try:
-        return int(value)
-    except ValueError:
-        raise Invalid(f"{name} must be an integer") from None
 
 
 @router.post("/collections/{collection_id}/import-files")

@@ -23,7 +23,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData, UploadFile
 
 from app import security
-from app.deps import DbDep, require_csrf_form
+from app.deps import MAX_UPLOAD_FIELDS, MAX_UPLOAD_FILES, DbDep, require_csrf_form, upload_form
 from app.errors import DomainError, Invalid
 from app.routers.web.auth import login_redirect
 from app.services import (
@@ -39,9 +39,6 @@ from app.web_templates import render, set_flash
 
 router = APIRouter()
 
-#: Multipart limits of the import form (as the REST import).
-MAX_FILES = 8
-MAX_FIELDS = 20
 
 #: Chart geometry of the judgments-over-time bars (SVG user units).
 CHART_W = 640
@@ -51,26 +48,33 @@ CHART_BOTTOM = 22
 MAX_BAR = 24
 
 
-async def _admin(
+async def admin_session(
     request: Request, db: Any
 ) -> tuple[security.ResolvedSession | None, Response | None]:
+    """(session, early response) for an admin page: the early response is the login redirect
+    without a session, or the 403 page for a non-admin (shared with the analysis page)."""
     resolved = await run_in_threadpool(
         security.resolve_web_session, db, request.cookies.get(security.SESSION_COOKIE)
     )
     if resolved is None:
         return None, login_redirect(request)
-    if resolved.user.role != "admin":
-        return resolved, _page(
-            request,
-            resolved,
-            "assess/error.html",
-            {"title": "Admins only", "message": "This page is for admins."},
-            status=403,
-        )
-    return resolved, None
+    return resolved, _refuse_non_admin(request, resolved)
 
 
-def _page(
+def _refuse_non_admin(request: Request, resolved: security.ResolvedSession) -> Response | None:
+    """The 403 page unless the session's user is an admin."""
+    if resolved.user.role == "admin":
+        return None
+    return admin_page(
+        request,
+        resolved,
+        "assess/error.html",
+        {"title": "Admins only", "message": "This page is for admins."},
+        status=403,
+    )
+
+
+def admin_page(
     request: Request,
     resolved: security.ResolvedSession,
     name: str,
@@ -78,6 +82,7 @@ def _page(
     *,
     status: int = 200,
 ) -> Response:
+    """Render ``name`` for the session's user in the admin section of the navigation."""
     return render(
         request,
         name,
@@ -111,23 +116,15 @@ def _error_text(exc: DomainError) -> str:
     return str(detail)
 
 
-async def _guarded_post(request: Request, db: Any) -> tuple[Any, Response | None]:
+async def _guarded_post(request: Request) -> tuple[Any, Response | None]:
     """For form posts: CSRF is checked by the dependency; here the admin role."""
     resolved = request.state.web_session
-    if resolved.user.role != "admin":
-        return resolved, _page(
-            request,
-            resolved,
-            "assess/error.html",
-            {"title": "Admins only", "message": "This page is for admins."},
-            status=403,
-        )
-    return resolved, None
+    return resolved, _refuse_non_admin(request, resolved)
 
 
-async def _guarded_form(request: Request, db: Any) -> tuple[Any, FormData, Response | None]:
+async def _guarded_form(request: Request) -> tuple[Any, FormData, Response | None]:
     """:func:`_guarded_post`, then the posted form (empty when the post is refused)."""
-    resolved, early = await _guarded_post(request, db)
+    resolved, early = await _guarded_post(request)
     if early is not None:
         return resolved, FormData(), early
     return resolved, await request.form(), None
@@ -138,13 +135,13 @@ async def _guarded_form(request: Request, db: Any) -> tuple[Any, FormData, Respo
 
 @router.get("/admin")
 async def admin_home(request: Request, db: DbDep) -> Response:
-    resolved, early = await _admin(request, db)
+    resolved, early = await admin_session(request, db)
     if early is not None:
         return early
     assert resolved is not None
     colls = await run_in_threadpool(collections.list_collections, db=db)
     loads = await run_in_threadpool(admin_manage.workloads, db=db)
-    return _page(
+    return admin_page(
         request,
         resolved,
         "admin/index.html",
@@ -199,7 +196,7 @@ async def _progress_context(db: Any, collection_id: int) -> dict[str, Any]:
 
 @router.get("/admin/collections/{collection_id}")
 async def collection_page(request: Request, collection_id: int, db: DbDep) -> Response:
-    resolved, early = await _admin(request, db)
+    resolved, early = await admin_session(request, db)
     if early is not None:
         return early
     assert resolved is not None
@@ -209,7 +206,7 @@ async def collection_page(request: Request, collection_id: int, db: DbDep) -> Re
         )
         ctx = await _progress_context(db, collection_id)
     except DomainError as exc:
-        return _page(
+        return admin_page(
             request,
             resolved,
             "assess/error.html",
@@ -217,7 +214,7 @@ async def collection_page(request: Request, collection_id: int, db: DbDep) -> Re
             status=exc.status_code,
         )
     people = await run_in_threadpool(users.list_users, db=db)
-    return _page(
+    return admin_page(
         request,
         resolved,
         "admin/collection.html",
@@ -237,7 +234,7 @@ async def progress_fragment(request: Request, collection_id: int, db: DbDep) -> 
 
     Without a session: 401, not the login redirect, which ``fetch`` would follow and the
     script would then swap a whole login page into the progress box."""
-    resolved, early = await _admin(request, db)
+    resolved, early = await admin_session(request, db)
     if resolved is None:
         return Response("session expired; reload the page", status_code=401)
     if early is not None:
@@ -247,7 +244,7 @@ async def progress_fragment(request: Request, collection_id: int, db: DbDep) -> 
         ctx = await _progress_context(db, collection_id)
     except DomainError as exc:
         return Response(_error_text(exc), status_code=exc.status_code)
-    return _page(request, resolved, "admin/_progress.html", ctx)
+    return admin_page(request, resolved, "admin/_progress.html", ctx)
 
 
 # --------------------------------------------------------------------------- form posts
@@ -271,7 +268,7 @@ def _form_int(form: FormData, name: str) -> int | None:
 
 @router.post("/admin/collections", dependencies=[Depends(require_csrf_form)])
 async def create_collection(request: Request, db: DbDep) -> Response:
-    _resolved, form, early = await _guarded_form(request, db)
+    _resolved, form, early = await _guarded_form(request)
     if early is not None:
         return early
     try:
@@ -290,7 +287,7 @@ async def create_collection(request: Request, db: DbDep) -> Response:
     "/admin/collections/{collection_id}/settings", dependencies=[Depends(require_csrf_form)]
 )
 async def collection_settings(request: Request, collection_id: int, db: DbDep) -> Response:
-    _resolved, form, early = await _guarded_form(request, db)
+    _resolved, form, early = await _guarded_form(request)
     if early is not None:
         return early
     url = f"/admin/collections/{collection_id}"
@@ -312,20 +309,17 @@ async def collection_settings(request: Request, collection_id: int, db: DbDep) -
 
 @router.post("/admin/collections/{collection_id}/import", dependencies=[Depends(require_csrf_form)])
 async def import_page(request: Request, collection_id: int, db: DbDep) -> Response:
-    _resolved, early = await _guarded_post(request, db)
+    _resolved, early = await _guarded_post(request)
     if early is not None:
         return early
-    # The CSRF dependency has parsed (and Starlette cached) the form already, with Starlette's
-    # default limits: these arguments do not apply then, so the parts are counted here too.
-    form = await request.form(max_files=MAX_FILES, max_fields=MAX_FIELDS)
+    form, within_limits = await upload_form(request)
     url = f"/admin/collections/{collection_id}"
-    parts = form.multi_items()
-    uploads = sum(isinstance(v, UploadFile) for _k, v in parts)
-    if uploads > MAX_FILES or len(parts) - uploads > MAX_FIELDS:
+    if not within_limits:
         return _back(
             request,
             url,
-            f"Too many files or fields (at most {MAX_FILES} files, {MAX_FIELDS} fields).",
+            "Too many files or fields "
+            f"(at most {MAX_UPLOAD_FILES} files, {MAX_UPLOAD_FIELDS} fields).",
             "error",
         )
     action = _field(form, "action", "import")
@@ -444,7 +438,7 @@ def _plan_spec(collection_id: int, form: FormData, run: str | None = None) -> pl
 
 @router.post("/admin/collections/{collection_id}/plan", dependencies=[Depends(require_csrf_form)])
 async def plan_page(request: Request, collection_id: int, db: DbDep) -> Response:
-    resolved, form, early = await _guarded_form(request, db)
+    resolved, form, early = await _guarded_form(request)
     if early is not None:
         return early
     url = f"/admin/collections/{collection_id}"
@@ -471,7 +465,7 @@ async def plan_page(request: Request, collection_id: int, db: DbDep) -> Response
     ]
     if spec.pool.run is not None:
         hidden.append((RUN_TEXT, spec.pool.run))
-    return _page(
+    return admin_page(
         request,
         resolved,
         "admin/plan.html",
@@ -487,7 +481,7 @@ async def plan_page(request: Request, collection_id: int, db: DbDep) -> Response
 
 @router.post("/admin/users", dependencies=[Depends(require_csrf_form)])
 async def create_user(request: Request, db: DbDep) -> Response:
-    _resolved, form, early = await _guarded_form(request, db)
+    _resolved, form, early = await _guarded_form(request)
     if early is not None:
         return early
     try:
@@ -505,7 +499,7 @@ async def create_user(request: Request, db: DbDep) -> Response:
 
 @router.post("/admin/users/{username}/{action}", dependencies=[Depends(require_csrf_form)])
 async def user_action(request: Request, username: str, action: str, db: DbDep) -> Response:
-    resolved, form, early = await _guarded_form(request, db)
+    resolved, form, early = await _guarded_form(request)
     if early is not None:
         return early
     try:

@@ -14,12 +14,10 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
-from app import security
 from app.deps import DbDep
 from app.errors import NotFound
-from app.routers.web.auth import login_redirect
+from app.routers.web.admin import admin_page, admin_session
 from app.services.analysis import collection_analysis
-from app.web_templates import render
 
 router = APIRouter()
 
@@ -151,37 +149,26 @@ def per_query_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def _error_page(
-    request: Request, resolved: security.ResolvedSession, title: str, message: str, status: int
-) -> Response:
-    return render(
-        request,
-        "assess/error.html",
-        {"title": title, "message": message},
-        user=resolved.user,
-        csrf_token=resolved.csrf_token,
-        nav_active="admin",
-        status_code=status,
-    )
-
-
 @router.get("/admin/collections/{collection_id}/analysis")
 async def analysis_page(
     request: Request, collection_id: int, db: DbDep, mode: str = "direct"
 ) -> Response:
-    resolved = await run_in_threadpool(
-        security.resolve_web_session, db, request.cookies.get(security.SESSION_COOKIE)
-    )
-    if resolved is None:
-        return login_redirect(request)
-    if resolved.user.role != "admin":
-        return _error_page(request, resolved, "Admins only", "This page is for admins.", 403)
+    resolved, early = await admin_session(request, db)
+    if early is not None:
+        return early
+    assert resolved is not None
     if mode not in ("direct", "inferred"):
         mode = "direct"
     try:
         report = await run_in_threadpool(collection_analysis, collection_id, db=db, mode=mode)
     except NotFound as err:
-        return _error_page(request, resolved, "Not found", str(err.detail), 404)
+        return admin_page(
+            request,
+            resolved,
+            "assess/error.html",
+            {"title": "Not found", "message": str(err.detail)},
+            status=404,
+        )
     context = {
         "report": report,
         "labels": LABELS,
@@ -190,11 +177,4 @@ async def analysis_page(
         "per_query": per_query_rows(report),
         "mode": mode,
     }
-    return render(
-        request,
-        "admin/analysis.html",
-        context,
-        user=resolved.user,
-        csrf_token=resolved.csrf_token,
-        nav_active="admin",
-    )
+    return admin_page(request, resolved, "admin/analysis.html", context)

@@ -21,10 +21,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 
 from app.db import Database
 from app.models import Collection, Document, Judgment, Query, Task
+from app.services.judging import answer_of, live_judgments, replay_task
 from labeling.session import Session, open_session
 from labeling.types import GRADE_NAMES, Answer, GradeAnswer, PairAnswer, PairQuestion
 
@@ -110,38 +111,6 @@ class TaskRow:
     done: bool
 
 
-def answers_of(rows: Sequence[Judgment]) -> list[Answer]:
-    """The protocol answers of live judgment rows (already in seq order)."""
-    out: list[Answer] = []
-    for row in rows:
-        if row.doc_id is not None and row.grade is not None:
-            out.append(GradeAnswer(row.doc_id, row.grade))
-        else:
-            out.append(PairAnswer(str(row.left_doc), str(row.right_doc), row.outcome))  # type: ignore[arg-type]
-    return out
-
-
-def _replay(task: Task, rows: Sequence[Judgment]) -> Session:
-    return open_session(
-        task.method,
-        list(task.doc_ids),
-        k=task.k,
-        seed=int(task.seed),
-        options=dict(task.options or {}),
-        answers=answers_of(rows),
-    )
-
-
-def _live_judgments(s: Any, task_id: int) -> list[Judgment]:
-    return list(
-        s.scalars(
-            select(Judgment)
-            .where(Judgment.task_id == task_id, Judgment.undone.is_(False))
-            .order_by(Judgment.seq)
-        )
-    )
-
-
 def list_tasks(db: Database, assessor_id: int) -> list[TaskRow]:
     """The assessor's tasks (not cancelled), unfinished first, with progress from replay."""
     with db.read() as s:
@@ -154,10 +123,17 @@ def list_tasks(db: Database, assessor_id: int) -> list[TaskRow]:
                 .order_by(Task.id)
             )
         )
-        logs = {task.id: _live_judgments(s, task.id) for task, _, _ in tasks}
+        # One query for every task's live log (not one per task).
+        logs: dict[int, list[Any]] = {task.id: [] for task, _, _ in tasks}
+        for row in s.execute(
+            select(Judgment)
+            .where(Judgment.task_id.in_(list(logs)), Judgment.undone.is_(False))
+            .order_by(Judgment.task_id, Judgment.seq)
+        ).scalars():
+            logs[row.task_id].append(row)
     rows: list[TaskRow] = []
     for task, query_title, collection_name in tasks:
-        progress = _replay(task, logs[task.id]).progress()
+        progress = replay_task(task, logs[task.id]).progress()
         status = "done" if progress.done else ("active" if progress.judgments else task.status)
         rows.append(
             TaskRow(
@@ -191,7 +167,7 @@ def load_task(db: Database, task_id: int) -> TaskView | None:
             return None
         query = s.get(Query, task.query_id)
         collection = s.get(Collection, task.collection_id)
-        rows = _live_judgments(s, task_id)
+        rows = live_judgments(s, task_id)
         ids = list(task.doc_ids)
         docs = {
             d.external_id: DocView(d.external_id, d.title or "", d.text, d.html)
@@ -201,22 +177,14 @@ def load_task(db: Database, task_id: int) -> TaskView | None:
                 )
             )
         }
-        active_ms = int(
-            s.scalar(
-                select(func.coalesce(func.sum(Judgment.active_ms), 0)).where(
-                    Judgment.task_id == task_id, Judgment.undone.is_(False)
-                )
-            )
-            or 0
-        )
     assert query is not None
     return TaskView(
         task=task,
         query=query,
         collection_name=collection.name if collection else "",
-        session=_replay(task, rows),
+        session=replay_task(task, rows),
         docs=docs,
-        active_ms=active_ms,
+        active_ms=sum(r.active_ms for r in rows),
     )
 
 
@@ -232,12 +200,12 @@ def lookahead(db: Database, task_id: int, seq: int) -> list[DocView] | None:
         task = s.get(Task, task_id)
         if task is None:
             return None
-        rows = _live_judgments(s, task_id)
-        session = _replay(task, rows)
+        rows = live_judgments(s, task_id)
+        session = replay_task(task, rows)
         pending = session.pending
         if pending is None or pending.seq != seq:
             return None
-        answers = answers_of(rows)
+        answers = [answer_of(r) for r in rows]
         upcoming: list[str] = []
         current: set[str]
         if isinstance(pending, PairQuestion):
