@@ -136,46 +136,21 @@ async def get_current_user(request: Request, db: DbDep) -> User:
 CurrentUser = Annotated[User, Depends(get_current_user)]
 
 
-class Principal:
-    """The caller of a hot endpoint, with the bearer-token lookup left to the worker thread.
-
-    A bearer token is looked up by :meth:`resolve`, which the endpoint calls at the start of the
-    same threadpool call that runs the use case: one hop from the event loop to a worker thread
-    per request instead of two (the hand-over between threads, not the lookup, was the larger
-    cost under load). The semantics are those of :data:`CurrentUser` (unknown, expired or
-    revoked tokens and disabled users -> 401, checked against the database on every request);
-    a cookie (browser) caller is authenticated, CSRF included, by the dependency itself.
-    Only the order of errors differs: a request with a bad bearer token AND a malformed body
-    gets the body's 422 before the token's 401 (neither reveals anything about credentials).
-    """
-
-    __slots__ = ("_token", "_user")
-
-    def __init__(self, user: User | None, token: str | None) -> None:
-        self._user = user
-        self._token = token
-
-    def resolve(self, db: Database) -> User:
-        """The authenticated user (401 otherwise); call it in the worker thread."""
-        if self._user is not None:
-            return self._user
-        user = security.resolve_api_token(db, self._token or "")
-        if user is None:
-            raise Unauthorized("invalid or expired token")
-        self._user = user
-        return user
-
-
-async def get_principal(request: Request, db: DbDep) -> Principal:
-    """A :class:`Principal`: bearer token parsed (not yet looked up), or cookie user resolved."""
+async def get_caller(request: Request, db: DbDep) -> security.Caller:
+    """The caller of a judging-loop endpoint: a :class:`~app.security.BearerToken` (parsed, not
+    looked up: the use case checks it inside its own transaction, one hop to a worker thread
+    and one transaction per request instead of two), or the cookie user, resolved here with
+    CSRF checked (401 without either). The semantics are those of :data:`CurrentUser`; only
+    the order of errors differs: a bad bearer token AND a malformed body get the body's 422
+    before the token's 401 (neither reveals anything about credentials)."""
     token = _bearer_token(request)
     if token is not None:
         request.state.auth_via = "bearer"
-        return Principal(None, token)
-    return Principal(await get_current_user(request, db), None)
+        return security.BearerToken(token)
+    return await get_current_user(request, db)
 
 
-Caller = Annotated[Principal, Depends(get_principal)]
+Caller = Annotated[security.Caller, Depends(get_caller)]
 OptionalUser = Annotated[User | None, Depends(get_optional_user)]
 
 

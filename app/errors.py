@@ -92,66 +92,75 @@ def labeling_status(exc: lerr.LabelingError) -> int:
     return 422
 
 
-def _json(status: int, detail: Any, headers: dict[str, str] | None = None, **extra: Any) -> Any:
-    body = {"detail": detail, **extra}
-    return JSONResponse(jsonable_encoder(body), status_code=status, headers=headers)
-
-
-def install_error_handlers(app: FastAPI) -> None:
-    """Register the JSON error handlers on ``app``."""
-
-    @app.exception_handler(DomainError)
-    async def _domain(_request: Request, exc: DomainError) -> Any:
+def error_parts(exc: BaseException) -> tuple[int, dict[str, Any], dict[str, str] | None] | None:
+    """``(status, JSON body, extra headers)`` for an error the service answers itself, or None
+    for an unexpected one (a bug: 500). The one mapping behind the app's exception handlers
+    and the judging hot path (:mod:`app.hotpath`)."""
+    if isinstance(exc, DomainError):
         headers = None
         if isinstance(exc, Unauthorized):
             headers = {"WWW-Authenticate": "Bearer"}
         if isinstance(exc, TooManyRequests) and "retry_after" in exc.extra:
             headers = {"Retry-After": str(exc.extra["retry_after"])}
-        return _json(exc.status_code, exc.detail, headers, **exc.extra)
-
-    @app.exception_handler(lerr.LabelingError)
-    async def _labeling(_request: Request, exc: lerr.LabelingError) -> Any:
-        return _json(labeling_status(exc), str(exc) or type(exc).__name__)
-
-    @app.exception_handler(RequestValidationError)
-    async def _validation(_request: Request, exc: RequestValidationError) -> Any:
-        return _json(422, exc.errors())
-
-    @app.exception_handler(StarletteHTTPException)
-    async def _http(_request: Request, exc: StarletteHTTPException) -> Any:
-        return _json(exc.status_code, exc.detail, getattr(exc, "headers", None))
-
+        return exc.status_code, {"detail": exc.detail, **exc.extra}, headers
+    if isinstance(exc, lerr.LabelingError):
+        return labeling_status(exc), {"detail": str(exc) or type(exc).__name__}, None
+    if isinstance(exc, RequestValidationError):
+        return 422, {"detail": exc.errors()}, None
+    if isinstance(exc, StarletteHTTPException):
+        return exc.status_code, {"detail": exc.detail}, getattr(exc, "headers", None)
     # Database refusals that input validation did not anticipate are still client errors, not
     # 500s: a value the column cannot hold (a NUL character in Postgres text, an integer out of
     # range), a constraint the request violated, or SQLite's lock wait running out.
-    @app.exception_handler(sa_exc.DataError)
-    async def _data(_request: Request, exc: sa_exc.DataError) -> Any:
+    if isinstance(exc, sa_exc.DataError):
         log.info("data error: %s", exc.orig)
-        return _json(
-            422, "a value is not acceptable to the database (NUL character or out of range)"
-        )
-
-    @app.exception_handler(sa_exc.IntegrityError)
-    async def _integrity(_request: Request, exc: sa_exc.IntegrityError) -> Any:
+        detail = "a value is not acceptable to the database (NUL character or out of range)"
+        return 422, {"detail": detail}, None
+    if isinstance(exc, sa_exc.IntegrityError):
         log.info("integrity error: %s", exc.orig)
-        return _json(409, "the request conflicts with stored data")
-
-    @app.exception_handler(sa_exc.OperationalError)
-    async def _operational(_request: Request, exc: sa_exc.OperationalError) -> Any:
+        return 409, {"detail": "the request conflicts with stored data"}, None
+    if isinstance(exc, sa_exc.OperationalError):
         log.warning("database unavailable: %s", exc.orig)
-        return _json(503, "the database is busy or unavailable; retry", {"Retry-After": "1"})
-
+        detail = "the database is busy or unavailable; retry"
+        return 503, {"detail": detail}, {"Retry-After": "1"}
     # An integer the database driver cannot bind (an id of 2**64 in a URL: SQLite's driver
     # raises OverflowError before the query runs; Postgres says DataError, handled above).
-    @app.exception_handler(OverflowError)
-    async def _overflow(_request: Request, exc: OverflowError) -> Any:
+    if isinstance(exc, OverflowError):
         log.info("number out of range: %s", exc)
-        return _json(422, "a number in the request is out of range")
+        return 422, {"detail": "a number in the request is out of range"}, None
+    return None
+
+
+#: The exception classes :func:`error_parts` answers (each gets the same handler).
+HANDLED_ERRORS: tuple[type[BaseException], ...] = (
+    DomainError,
+    lerr.LabelingError,
+    RequestValidationError,
+    StarletteHTTPException,
+    sa_exc.DataError,
+    sa_exc.IntegrityError,
+    sa_exc.OperationalError,
+    OverflowError,
+)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Register the JSON error handlers on ``app``."""
+
+    async def _handled(_request: Request, exc: Exception) -> Any:
+        parts = error_parts(exc)
+        if parts is None:  # pragma: no cover - every registered class has a mapping
+            raise exc
+        status, body, headers = parts
+        return JSONResponse(jsonable_encoder(body), status_code=status, headers=headers)
+
+    for cls in HANDLED_ERRORS:
+        app.add_exception_handler(cls, _handled)
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> Any:  # pragma: no cover - bug
         log.exception("unhandled error on %s %s", request.method, request.url.path)
-        return _json(500, "internal server error")
+        return JSONResponse({"detail": "internal server error"}, status_code=500)
 
 
 class _BodyTooLarge(Exception):

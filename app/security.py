@@ -30,9 +30,10 @@ from functools import lru_cache
 
 from pwdlib import PasswordHash
 from pwdlib.hashers.argon2 import Argon2Hasher
-from sqlalchemy import bindparam, delete, func, select, update
+from sqlalchemy import Connection, bindparam, delete, func, select, update
 
 from app.db import Database
+from app.errors import Unauthorized
 from app.models import ApiToken, LoginAttempt, User, WebSession, utcnow
 
 SESSION_COOKIE = "heapjudge_session"
@@ -137,23 +138,24 @@ _TOUCH_TOKEN = (
 )
 
 
-def resolve_api_token(db: Database, raw: str, *, now: datetime | None = None) -> User | None:
-    """The active user owning the bearer token ``raw``, or None (unknown/expired/disabled).
-
-    Runs on every API request, so it is one Core query; the User returned is a plain
-    (transient) instance built from that row."""
-    now = now or utcnow()
-    # Deliberately not cached: a disabled user or a revoked token is refused on the very next
-    # request. A Core connection (no ORM Session) halves the cost of this lookup.
-    with db.read_conn() as c:
-        row = c.execute(_TOKEN_USER, {"digest": hash_token(raw)}).first()
+def _token_user(
+    db: Database, c: Connection, raw: str, now: datetime, *, writable: bool
+) -> User | None:
+    """The active user owning ``raw``, read through ``c``; ``last_used_at`` is refreshed (at
+    most once per :data:`TOUCH_INTERVAL`) in ``c`` if it is a write transaction, otherwise in
+    a write transaction of its own."""
+    row = c.execute(_TOKEN_USER, {"digest": hash_token(raw)}).first()
     if row is None:
         return None
     if row.disabled or (row.expires_at is not None and row.expires_at <= now):
         return None
     if row.last_used_at is None or now - row.last_used_at > TOUCH_INTERVAL:
-        with db.write_conn() as c:
-            c.execute(_TOUCH_TOKEN, {"token_id": row.token_id, "now": now})
+        touch = {"token_id": row.token_id, "now": now}
+        if writable:
+            c.execute(_TOUCH_TOKEN, touch)
+        else:
+            with db.write_conn() as w:
+                w.execute(_TOUCH_TOKEN, touch)
     return User(
         id=row.id,
         username=row.username,
@@ -162,6 +164,46 @@ def resolve_api_token(db: Database, raw: str, *, now: datetime | None = None) ->
         disabled=row.disabled,
         created_at=row.created_at,
     )
+
+
+def resolve_api_token(db: Database, raw: str, *, now: datetime | None = None) -> User | None:
+    """The active user owning the bearer token ``raw``, or None (unknown/expired/disabled).
+
+    Runs on every API request, so it is one Core query; the User returned is a plain
+    (transient) instance built from that row."""
+    # Deliberately not cached: a disabled user or a revoked token is refused on the very next
+    # request. A Core connection (no ORM Session) halves the cost of this lookup.
+    with db.read_conn() as c:
+        return _token_user(db, c, raw, now or utcnow(), writable=False)
+
+
+@dataclass(frozen=True, slots=True)
+class BearerToken:
+    """A bearer token not looked up yet: the judging loop checks it inside the transaction
+    that does the work (one transaction per request instead of two; the check is the same as
+    :func:`resolve_api_token`'s, on every request)."""
+
+    raw: str
+
+    def user_in(self, db: Database, c: Connection, *, writable: bool) -> User:
+        """The token's user, read through ``c`` (401 for an unknown/expired/revoked token or
+        a disabled user). ``writable``: ``c`` is a write transaction."""
+        user = _token_user(db, c, self.raw, utcnow(), writable=writable)
+        if user is None:
+            raise Unauthorized("invalid or expired token")
+        return user
+
+
+#: Who makes a request of the judging loop: a user already authenticated (cookie), or a
+#: bearer token to check in the request's own transaction.
+Caller = User | BearerToken
+
+
+def caller_user(db: Database, c: Connection, caller: Caller, *, writable: bool) -> User:
+    """The :class:`User` behind ``caller`` (checked through ``c`` for a bearer token)."""
+    if isinstance(caller, BearerToken):
+        return caller.user_in(db, c, writable=writable)
+    return caller
 
 
 # --------------------------------------------------------------------------- web sessions

@@ -71,6 +71,7 @@ class Level:
     rss_mb: float = 0.0
     hwm_mb: float = 0.0
     server_cpu: float = 0.0
+    client_cpu: float = 0.0
     task_ids: list[int] = field(default_factory=list)
 
 
@@ -378,9 +379,10 @@ def bench_backend(
     try:
         for n in levels:
             level = Level(backend if not rate else f"{backend}@{rate:g}", n)
-            cpu0 = cpu_seconds(proc.pid)
+            cpu0, client0 = cpu_seconds(proc.pid), time.process_time()
             run_level(port, seeded, level, duration, max_j, rate)
             level.server_cpu = cpu_seconds(proc.pid) - cpu0
+            level.client_cpu = time.process_time() - client0
             level.rss_mb, level.hwm_mb = memory_mb(proc.pid)
             level.stored = count_stored(url, level.task_ids)
             results.append(level)
@@ -397,7 +399,7 @@ def bench_backend(
 HEADER = (
     f"{'backend':<13}{'assessors':>10}{'judgments':>10}{'secs':>7}{'j/s':>8}{'p50 ms':>8}"
     f"{'p95 ms':>8}{'p99 ms':>8}{'errors':>7}{'stored=accepted':>17}{'RSS MB':>8}{'peak MB':>8}"
-    f"{'cpu ms/j':>9}"
+    f"{'cpu ms/j':>9}{'client':>7}"
 )
 
 
@@ -409,7 +411,8 @@ def print_row(lv: Level) -> None:
         f"{lv.backend:<13}{lv.assessors:>10}{lv.accepted:>10}{lv.seconds:>7.1f}{rate:>8.0f}"
         f"{percentile(ms, 50):>8.1f}{percentile(ms, 95):>8.1f}{percentile(ms, 99):>8.1f}"
         f"{lv.errors:>7}{ok:>17}{lv.rss_mb:>8.0f}{lv.hwm_mb:>8.0f}"
-        f"{1000 * lv.server_cpu / max(lv.accepted, 1):>9.1f}",
+        f"{1000 * lv.server_cpu / max(lv.accepted, 1):>9.1f}"
+        f"{1000 * lv.client_cpu / max(lv.accepted, 1):>7.1f}",
         flush=True,
     )
 

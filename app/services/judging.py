@@ -64,6 +64,7 @@ from sqlalchemy.orm import Session
 from app.db import Database
 from app.errors import Conflict, Invalid
 from app.models import Document, Judgment, Task, User, utcnow
+from app.security import Caller, caller_user
 from app.services.tasks import check_task_access, load_task_for
 from labeling.errors import Finished, WrongQuestion
 from labeling.session import open_session
@@ -380,11 +381,11 @@ def _body(c: Any, cache: _LRU, r: _Replayed) -> Payload:
     return _payload(r.task, r.session, r.active_ms, lambda ids: _documents(c, cache, r.task, ids))
 
 
-def next_question(*, db: Database, user: User, task_id: int) -> Payload:
+def next_question(*, db: Database, user: Caller, task_id: int) -> Payload:
     """The pending question of a task (or done), rebuilt from its log."""
     caches = _caches(db)
     with db.read_conn() as c:
-        task = _task_for(c, user, task_id)
+        task = _task_for(c, caller_user(db, c, user, writable=False), task_id)
         replayed = _replay_fresh(c, task)
         body = _body(c, caches.docs, replayed)
     caches.replay.put(task_id, replayed)  # warms the cache for the submit that follows
@@ -467,7 +468,7 @@ def _apply(c: Any, cache: _LRU, r: _Replayed, seq: int, answer: Answer) -> bool:
     return True
 
 
-def submit_judgment(*, db: Database, user: User, task_id: int, data: dict[str, Any]) -> Payload:
+def submit_judgment(*, db: Database, user: Caller, task_id: int, data: dict[str, Any]) -> Payload:
     """Record one judgment (see the module docstring for the exact semantics).
 
     Without a cached session, the log is read, replayed and the answer validated in a read
@@ -475,6 +476,9 @@ def submit_judgment(*, db: Database, user: User, task_id: int, data: dict[str, A
     transaction then locks the task, reads the log version and, if it differs from the
     replayed (or cached) one, re-reads and replays the log inside the transaction before
     validating: the outcome is the same as if everything had happened under the lock.
+
+    A bearer-token ``user`` is checked in the first transaction (with a cached session, the
+    write transaction is the only one: token, task state, log version, insert).
     """
     seq = int(data["seq"])
     active_ms = int(data.get("active_ms") or 0)
@@ -484,6 +488,7 @@ def submit_judgment(*, db: Database, user: User, task_id: int, data: dict[str, A
     applied = False
     if replayed is None:
         with db.read_conn() as c:
+            user = caller_user(db, c, user, writable=False)
             task = _task_for(c, user, task_id, judge=True)
             if task.status == "cancelled":
                 raise Conflict(f"task {task_id} is cancelled")
@@ -496,6 +501,7 @@ def submit_judgment(*, db: Database, user: User, task_id: int, data: dict[str, A
             applied = True
     config = replayed.task
     with db.write_conn() as c:
+        user = caller_user(db, c, user, writable=True)
         if db.is_sqlite:
             state = c.execute(_STATE_AND_VERSION, {"task_id": task_id}).one_or_none()
             version = (state.live, state.newest) if state is not None else (0, 0)
@@ -570,10 +576,11 @@ def _no_conn() -> Iterator[None]:
     yield None
 
 
-def undo_judgment(*, db: Database, user: User, task_id: int) -> Payload:
+def undo_judgment(*, db: Database, user: Caller, task_id: int) -> Payload:
     """Revert the last live judgment (kept in the log, marked undone); 409 if there is none."""
     _caches(db).replay.take(task_id)  # not needed for correctness (versions differ); frees it
     with db.write() as s:
+        user = caller_user(db, s.connection(), user, writable=True)
         task = load_task_for(s, user, task_id, lock=True, judge=True)
         if task.status == "cancelled":
             raise Conflict(f"task {task_id} is cancelled")

@@ -67,9 +67,11 @@ def get_task(task_id: int, db: DbDep, user: CurrentUser) -> TaskOut:
     return TaskOut(**asdict(tasks.get_task(db=db, user=user, task_id=task_id)))
 
 
-# The judging loop runs as ``async def`` endpoints that make exactly one threadpool call, which
-# authenticates a bearer token and runs the use case (see deps.Principal): the default (an
-# async auth dependency with its own threadpool call, then a sync endpoint) made two.
+# The judging loop runs as ``async def`` endpoints that make exactly one threadpool call, in
+# which the use case checks a bearer token inside its own transaction (see deps.get_caller):
+# the default (an async auth dependency with its own threadpool call, then a sync endpoint)
+# made two. Bearer-token requests of next/judgments are answered by app.hotpath before they
+# reach these routes; the routes serve cookie callers, odd requests and the OpenAPI schema.
 
 
 @router.get("/tasks/{task_id}/next", **QUESTION)
@@ -77,7 +79,7 @@ async def next_question(task_id: int, db: DbDep, caller: Caller) -> Any:
     """The pending question (a pair for topk, a document for graded) or ``done``."""
 
     def work() -> Payload:
-        return judging.next_question(db=db, user=caller.resolve(db), task_id=task_id)
+        return judging.next_question(db=db, user=caller, task_id=task_id)
 
     return JSONResponse(await run_in_threadpool(work))
 
@@ -89,8 +91,7 @@ async def submit_judgment(task_id: int, body: JudgmentIn, db: DbDep, caller: Cal
     data = body.model_dump(exclude_none=True)
 
     def work() -> Payload:
-        user = caller.resolve(db)
-        return judging.submit_judgment(db=db, user=user, task_id=task_id, data=data)
+        return judging.submit_judgment(db=db, user=caller, task_id=task_id, data=data)
 
     return JSONResponse(await run_in_threadpool(work))
 
@@ -100,7 +101,7 @@ async def undo(task_id: int, db: DbDep, caller: Caller) -> Any:
     """Revert the last live judgment (kept in the log, marked undone)."""
 
     def work() -> Payload:
-        return judging.undo_judgment(db=db, user=caller.resolve(db), task_id=task_id)
+        return judging.undo_judgment(db=db, user=caller, task_id=task_id)
 
     return JSONResponse(await run_in_threadpool(work))
 
