@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import gc
 import hashlib
 import importlib.util
 import re
@@ -34,6 +35,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.db import Database
 from app.errors import BodySizeLimitMiddleware, install_error_handlers
+from app.hotpath import JudgingHotPath
 from app.settings import Settings
 
 API_PREFIX = "/api/v1"
@@ -183,6 +185,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
         with contextlib.suppress(SQLAlchemyError):  # not migrated yet: nothing to reap
             training.reap_orphans(db=db)
+        # Everything imported and built so far lives as long as the process: move it out of
+        # the collector's sight. A full collection otherwise rescans those ~10^5 objects and
+        # stalled every request for ~85 ms under load (measured with gc.callbacks).
+        gc.freeze()
         yield
         db.dispose()
 
@@ -212,7 +218,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     def healthz() -> dict[str, str]:
         return {"status": "ok"}
 
-    # Outermost first: headers are added to every response, including 413s.
+    # Innermost first (the last added is outermost): the judging hot path sees only requests
+    # within the body limit, and headers are added to every response, including 413s.
+    app.add_middleware(JudgingHotPath, db=db)
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes)
     app.add_middleware(SecurityHeadersMiddleware, https=settings.secure_cookies)
     return app

@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import lru_cache
+from typing import Any, NamedTuple
 
 from pwdlib import PasswordHash
 from pwdlib.hashers.argon2 import Argon2Hasher
@@ -35,6 +36,7 @@ from sqlalchemy import Connection, bindparam, delete, func, select, update
 from app.db import Database
 from app.errors import Unauthorized
 from app.models import ApiToken, LoginAttempt, User, WebSession, utcnow
+from app.prepared import Prepared
 
 SESSION_COOKIE = "heapjudge_session"
 CSRF_HEADER = "X-CSRF-Token"
@@ -177,6 +179,25 @@ def resolve_api_token(db: Database, raw: str, *, now: datetime | None = None) ->
         return _token_user(db, c, raw, now or utcnow(), writable=False)
 
 
+class Identity(NamedTuple):
+    """Who a checked bearer token belongs to: what authorisation needs (the hot path builds
+    no ORM ``User`` per request)."""
+
+    id: int
+    username: str
+    role: str
+
+
+def _prepared_token_statements(db: Database) -> tuple[Prepared, Prepared]:
+    cached = db.caches.get(__name__)
+    if cached is None:
+        dialect = db.engine.dialect
+        cached = db.caches.setdefault(
+            __name__, (Prepared(_TOKEN_USER, dialect), Prepared(_TOUCH_TOKEN, dialect))
+        )
+    return cached
+
+
 @dataclass(frozen=True, slots=True)
 class BearerToken:
     """A bearer token not looked up yet: the judging loop checks it inside the transaction
@@ -193,6 +214,23 @@ class BearerToken:
             raise Unauthorized("invalid or expired token")
         return user
 
+    def identity_on(self, db: Database, cursor: Any, *, writable: bool) -> Identity:
+        """Like :meth:`user_in` on a raw DB-API ``cursor`` (:meth:`Database.raw_read` /
+        :meth:`Database.raw_write`), with the same checks."""
+        lookup, touch = _prepared_token_statements(db)
+        now = utcnow()
+        row = lookup.one_or_none(cursor, {"digest": hash_token(self.raw)})
+        if row is None or row.disabled or (row.expires_at is not None and row.expires_at <= now):
+            raise Unauthorized("invalid or expired token")
+        if row.last_used_at is None or now - row.last_used_at > TOUCH_INTERVAL:
+            values = {"token_id": row.token_id, "now": now}
+            if writable:
+                touch.execute(cursor, values)
+            else:
+                with db.raw_write() as w:
+                    touch.execute(w, values)
+        return Identity(row.id, row.username, row.role)
+
 
 #: Who makes a request of the judging loop: a user already authenticated (cookie), or a
 #: bearer token to check in the request's own transaction.
@@ -204,6 +242,13 @@ def caller_user(db: Database, c: Connection, caller: Caller, *, writable: bool) 
     if isinstance(caller, BearerToken):
         return caller.user_in(db, c, writable=writable)
     return caller
+
+
+def caller_identity(db: Database, cursor: Any, caller: Caller, *, writable: bool) -> Identity:
+    """The :class:`Identity` behind ``caller`` (a bearer token is checked on ``cursor``)."""
+    if isinstance(caller, BearerToken):
+        return caller.identity_on(db, cursor, writable=writable)
+    return Identity(caller.id, caller.username, caller.role)
 
 
 # --------------------------------------------------------------------------- web sessions

@@ -236,7 +236,10 @@ def assessor_loop(
 
     latencies: list[float] = []
     accepted = errors = 0
-    next_at = time.perf_counter() + random.random() * interval
+    # Paced assessors start at random moments within one interval (people do not open their
+    # tasks in the same millisecond); the first answer follows one interval later.
+    time.sleep(random.random() * interval)
+    next_at = time.perf_counter() + interval
     try:
         for tid in task_ids:
             _status, q = call("GET", f"/api/v1/tasks/{tid}/next")

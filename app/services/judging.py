@@ -52,8 +52,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -63,8 +62,9 @@ from sqlalchemy.orm import Session
 
 from app.db import Database
 from app.errors import Conflict, Invalid
-from app.models import Document, Judgment, Task, User, utcnow
-from app.security import Caller, caller_user
+from app.models import Document, Judgment, Task, utcnow
+from app.prepared import Prepared
+from app.security import Caller, Identity, caller_identity, caller_user
 from app.services.tasks import check_task_access, load_task_for
 from labeling.errors import Finished, WrongQuestion
 from labeling.session import open_session
@@ -125,8 +125,28 @@ _DOCUMENTS = select(_D.c.external_id, _D.c.title, _D.c.text, _D.c.html).where(
     _D.c.query_id == bindparam("query_id"),
     _D.c.external_id.in_(bindparam("ids", expanding=True)),
 )
+_DOCUMENT = select(_D.c.external_id, _D.c.title, _D.c.text, _D.c.html).where(
+    _D.c.query_id == bindparam("query_id"), _D.c.external_id == bindparam("doc_id")
+)
+#: Every column of a judgment row bound by name (a prepared statement has fixed columns; the
+#: unused ones of a pair or a grade are bound to NULL).
+_INSERT_VALUES = {
+    name: bindparam(name)
+    for name in (
+        "task_id",
+        "seq",
+        "left_doc",
+        "right_doc",
+        "outcome",
+        "doc_id",
+        "grade",
+        "active_ms",
+        "created_at",
+        "undone",
+    )
+}
 _INSERT = {
-    name: dialect.insert(_J).on_conflict_do_nothing().returning(_J.c.id)
+    name: dialect.insert(_J).values(**_INSERT_VALUES).on_conflict_do_nothing().returning(_J.c.id)
     for name, dialect in (("postgresql", postgresql), ("sqlite", sqlite))
 }
 
@@ -209,6 +229,13 @@ class _Caches:
         self.replay = _LRU(256)
         #: Document payloads by (task id, task created_at, doc id).
         self.docs = _LRU(4096)
+        self._sql: _Sql | None = None
+
+    def sql(self, db: Database) -> _Sql:
+        """The prepared statements (compiled on first use; a race compiles them twice)."""
+        if self._sql is None:
+            self._sql = _Sql(db)
+        return self._sql
 
 
 def _caches(db: Database) -> _Caches:
@@ -223,9 +250,37 @@ def clear_caches(db: Database) -> None:
     db.caches.pop(__name__, None)
 
 
-def _documents(c: Any, cache: _LRU, task: Any, ids: Sequence[str]) -> dict[str, Payload]:
+Fetch = Callable[[Any, list[str]], dict[str, Any]]
+
+
+def _fetch_with_session(s: Any) -> Fetch:
+    """Documents by external id through a SQLAlchemy connection/session (one IN query)."""
+
+    def fetch(task: Any, ids: list[str]) -> dict[str, Any]:
+        rows = s.execute(_DOCUMENTS, {"query_id": task.query_id, "ids": ids})
+        return {d.external_id: d for d in rows}
+
+    return fetch
+
+
+def _fetch_with_cursor(sql: _Sql, cursor: Any) -> Fetch:
+    """Documents by external id through a raw cursor (one prepared statement per document:
+    a pool is fetched once per task and process, then served from the cache)."""
+
+    def fetch(task: Any, ids: list[str]) -> dict[str, Any]:
+        found = {}
+        for doc_id in ids:
+            row = sql.document.one_or_none(cursor, {"query_id": task.query_id, "doc_id": doc_id})
+            if row is not None:
+                found[doc_id] = row
+        return found
+
+    return fetch
+
+
+def _documents(fetch: Fetch, cache: _LRU, task: Any, ids: Sequence[str]) -> dict[str, Payload]:
     """Payloads of the documents ``ids`` of ``task``'s query (cached in ``cache``; read
-    through ``c``)."""
+    with ``fetch``)."""
     out: dict[str, Payload] = {}
     missing: list[str] = []
     for doc_id in ids:
@@ -235,16 +290,13 @@ def _documents(c: Any, cache: _LRU, task: Any, ids: Sequence[str]) -> dict[str, 
         else:
             out[doc_id] = dict(cached)  # a copy: callers may decorate the payload
     if missing:
-        # Fetch the whole pool the first time (one statement per task instead of one per
-        # question); very large pools only what is asked for.
+        # Fetch the whole pool the first time (once per task instead of once per question);
+        # very large pools only what is asked for.
         pool = list(task.doc_ids or ())
         if len(pool) <= _PREFETCH_MAX:
             key = (task.id, task.created_at)
             missing = list(dict.fromkeys([*missing, *(d for d in pool if (*key, d) not in cache)]))
-        found = {
-            d.external_id: d
-            for d in c.execute(_DOCUMENTS, {"query_id": task.query_id, "ids": missing})
-        }
+        found = fetch(task, missing)
         for doc_id in missing:
             doc = found.get(doc_id)
             payload = _doc_payload(doc, doc_id)
@@ -302,8 +354,12 @@ def question_payload(
     """The body of ``/next`` for ``session`` replayed from ``rows`` (documents read via ``s``,
     cached in ``db``'s caches when given)."""
     cache = _caches(db).docs if db is not None else _LRU(0)
+    fetch = _fetch_with_session(s)
     return _payload(
-        task, session, sum(r.active_ms for r in rows), lambda ids: _documents(s, cache, task, ids)
+        task,
+        session,
+        sum(r.active_ms for r in rows),
+        lambda ids: _documents(fetch, cache, task, ids),
     )
 
 
@@ -322,6 +378,53 @@ _TASK_ROW = select(
     _T.c.status,
     _T.c.created_at,
 ).where(_T.c.id == bindparam("task_id"))
+_TASK_STATE_FOR_UPDATE = (
+    select(_T.c.status, _T.c.assessor_id, _T.c.created_at)
+    .where(_T.c.id == bindparam("task_id"))
+    .with_for_update()
+)
+_LIVE_VERSION = select(
+    func.count().label("live"), func.coalesce(func.max(_J.c.id), 0).label("newest")
+).where(_J.c.task_id == bindparam("task_id"), _J.c.undone.is_(False))
+# SQLite: BEGIN IMMEDIATE already serialises writers, so the task state and the log version
+# come from one statement (one round trip less inside the write lock). On Postgres the version
+# must be read by a statement that starts after the row lock is held (READ COMMITTED takes a
+# snapshot per statement), so there it stays two statements.
+_STATE_AND_VERSION = select(
+    _T.c.status,
+    _T.c.assessor_id,
+    _T.c.created_at,
+    _LIVE_VERSION.with_only_columns(func.count()).scalar_subquery().label("live"),
+    _LIVE_VERSION.with_only_columns(func.coalesce(func.max(_J.c.id), 0))
+    .scalar_subquery()
+    .label("newest"),
+).where(_T.c.id == bindparam("task_id"))
+_MARK = {
+    "active": update(_T)
+    .where(_T.c.id == bindparam("task_id"))
+    .values(status="active", started_at=bindparam("now")),
+    "done": update(_T)
+    .where(_T.c.id == bindparam("task_id"))
+    .values(status="done", finished_at=bindparam("now")),
+    "active+done": update(_T)
+    .where(_T.c.id == bindparam("task_id"))
+    .values(status="done", started_at=bindparam("now"), finished_at=bindparam("now")),
+}
+
+
+class _Sql:
+    """The judging loop's statements, prepared for one database's dialect (app.prepared)."""
+
+    def __init__(self, db: Database) -> None:
+        dialect = db.engine.dialect
+        self.task = Prepared(_TASK_ROW, dialect)
+        self.live_log = Prepared(_LIVE_LOG, dialect)
+        self.document = Prepared(_DOCUMENT, dialect)
+        self.state_and_version = Prepared(_STATE_AND_VERSION, dialect)
+        self.state_for_update = Prepared(_TASK_STATE_FOR_UPDATE, dialect)
+        self.live_version = Prepared(_LIVE_VERSION, dialect)
+        self.insert = Prepared(_INSERT[db.dialect], dialect)
+        self.mark = {name: Prepared(stmt, dialect) for name, stmt in _MARK.items()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -351,44 +454,60 @@ class _Replayed:
         return self.task.created_at == created_at and self.version == version
 
 
-def _task_for(s: Any, user: User, task_id: int, *, judge: bool = False) -> Any:
-    """The task's config and state as a Core row, if ``user`` may act on it (404 / 403);
-    the same rules as :func:`app.services.tasks.load_task_for`, without ORM overhead."""
-    task = s.execute(_TASK_ROW, {"task_id": task_id}).one_or_none()
-    check_task_access(task, user, task_id, judge=judge)
-    return task
+class _Tx:
+    """One transaction of the judging loop: a raw cursor, the prepared statements and the
+    document cache; what the helpers below need to read the task, its log and documents."""
 
+    __slots__ = ("cache", "cursor", "sql")
 
-def _replay_fresh(c: Any, task: Any) -> _Replayed:
-    """Read the live log through ``c`` and replay it."""
-    rows = live_judgments(c, task.id)
-    config = _TaskConfig(
-        task.id,
-        task.query_id,
-        task.method,
-        task.k,
-        task.seed,
-        task.options,
-        task.doc_ids,
-        task.created_at,
-    )
-    return _Replayed(
-        config, replay_task(task, rows), _log_version(rows), sum(r.active_ms for r in rows)
-    )
+    def __init__(self, db: Database, cursor: Any) -> None:
+        caches = _caches(db)
+        self.cursor = cursor
+        self.sql = caches.sql(db)
+        self.cache = caches.docs
 
+    def task_for(self, user: Identity, task_id: int, *, judge: bool = False) -> Any:
+        """The task's config and state, if ``user`` may act on it (404 / 403); the rules of
+        :func:`app.services.tasks.load_task_for`."""
+        task = self.sql.task.one_or_none(self.cursor, {"task_id": task_id})
+        check_task_access(task, user, task_id, judge=judge)
+        return task
 
-def _body(c: Any, cache: _LRU, r: _Replayed) -> Payload:
-    return _payload(r.task, r.session, r.active_ms, lambda ids: _documents(c, cache, r.task, ids))
+    def replay(self, task: Any) -> _Replayed:
+        """Read the task's live log and replay it."""
+        rows = self.sql.live_log.rows(self.cursor, {"task_id": task.id})
+        config = _TaskConfig(
+            task.id,
+            task.query_id,
+            task.method,
+            task.k,
+            task.seed,
+            task.options,
+            task.doc_ids,
+            task.created_at,
+        )
+        return _Replayed(
+            config, replay_task(task, rows), _log_version(rows), sum(r.active_ms for r in rows)
+        )
+
+    def body(self, r: _Replayed) -> Payload:
+        fetch = _fetch_with_cursor(self.sql, self.cursor)
+        return _payload(
+            r.task, r.session, r.active_ms, lambda ids: _documents(fetch, self.cache, r.task, ids)
+        )
+
+    def conflict(self, message: str, r: _Replayed) -> Conflict:
+        return Conflict(message, extra={"current": self.body(r)})
 
 
 def next_question(*, db: Database, user: Caller, task_id: int) -> Payload:
     """The pending question of a task (or done), rebuilt from its log."""
-    caches = _caches(db)
-    with db.read_conn() as c:
-        task = _task_for(c, caller_user(db, c, user, writable=False), task_id)
-        replayed = _replay_fresh(c, task)
-        body = _body(c, caches.docs, replayed)
-    caches.replay.put(task_id, replayed)  # warms the cache for the submit that follows
+    with db.raw_read() as cursor:
+        tx = _Tx(db, cursor)
+        task = tx.task_for(caller_identity(db, cursor, user, writable=False), task_id)
+        replayed = tx.replay(task)
+        body = tx.body(replayed)
+    _caches(db).replay.put(task_id, replayed)  # warms the cache for the submit that follows
     return body
 
 
@@ -410,45 +529,13 @@ def _answer_from_request(task: Any, data: dict[str, Any]) -> Answer:
     return GradeAnswer(str(data["doc_id"]), int(data["grade"]))
 
 
-def _conflict(message: str, c: Any, cache: _LRU, r: _Replayed) -> Conflict:
-    return Conflict(message, extra={"current": _body(c, cache, r)})
-
-
-def _insert_judgment(s: Any, dialect: str, values: dict[str, Any]) -> int | None:
-    """INSERT ... ON CONFLICT DO NOTHING RETURNING id (None when a live row already exists)."""
-    return s.execute(_INSERT[dialect], values).scalar()
-
-
 def _log_version(rows: Sequence[Any]) -> tuple[int, int]:
     """(number of live judgments, id of the newest): changes with every insert and undo, and
     an undo followed by a new answer gets a new id, so equal versions mean an equal log."""
     return len(rows), max((r.id for r in rows), default=0)
 
 
-_TASK_STATE_FOR_UPDATE = (
-    select(_T.c.status, _T.c.assessor_id, _T.c.created_at)
-    .where(_T.c.id == bindparam("task_id"))
-    .with_for_update()
-)
-_LIVE_VERSION = select(func.count(), func.coalesce(func.max(_J.c.id), 0)).where(
-    _J.c.task_id == bindparam("task_id"), _J.c.undone.is_(False)
-)
-# SQLite: BEGIN IMMEDIATE already serialises writers, so the task state and the log version
-# come from one statement (one round trip less inside the write lock). On Postgres the version
-# must be read by a statement that starts after the row lock is held (READ COMMITTED takes a
-# snapshot per statement), so there it stays two statements.
-_STATE_AND_VERSION = select(
-    _T.c.status,
-    _T.c.assessor_id,
-    _T.c.created_at,
-    _LIVE_VERSION.with_only_columns(func.count()).scalar_subquery().label("live"),
-    _LIVE_VERSION.with_only_columns(func.coalesce(func.max(_J.c.id), 0))
-    .scalar_subquery()
-    .label("newest"),
-).where(_T.c.id == bindparam("task_id"))
-
-
-def _apply(c: Any, cache: _LRU, r: _Replayed, seq: int, answer: Answer) -> bool:
+def _apply(tx: _Tx, r: _Replayed, seq: int, answer: Answer) -> bool:
     """Check ``answer`` for question ``seq`` against the replayed log and submit it to
     ``r.session``. Returns False for an identical retry (nothing to store); raises 409 (with
     the current question) or the labeling core's InvalidAnswer (422) otherwise. On any error
@@ -457,15 +544,36 @@ def _apply(c: Any, cache: _LRU, r: _Replayed, seq: int, answer: Answer) -> bool:
     if seq < len(answers):
         if answers[seq] == answer:
             return False
-        raise _conflict(f"question {seq} was already answered differently", c, cache, r)
+        raise tx.conflict(f"question {seq} was already answered differently", r)
     if seq > len(answers):
-        message = f"question {seq} is not open yet; the current question is {len(answers)}"
-        raise _conflict(message, c, cache, r)
+        raise tx.conflict(
+            f"question {seq} is not open yet; the current question is {len(answers)}", r
+        )
     try:
         r.session.submit(answer)
     except (WrongQuestion, Finished) as exc:
-        raise _conflict(str(exc), c, cache, r) from exc
+        raise tx.conflict(str(exc), r) from exc
     return True
+
+
+def _row_values(task_id: int, seq: int, answer: Answer, active_ms: int, now: Any) -> Payload:
+    values: Payload = {
+        "task_id": task_id,
+        "seq": seq,
+        "left_doc": None,
+        "right_doc": None,
+        "outcome": None,
+        "doc_id": None,
+        "grade": None,
+        "active_ms": active_ms,
+        "created_at": now,
+        "undone": False,
+    }
+    if isinstance(answer, PairAnswer):
+        values |= {"left_doc": answer.left, "right_doc": answer.right, "outcome": answer.outcome}
+    else:
+        values |= {"doc_id": answer.doc_id, "grade": answer.grade}
+    return values
 
 
 def submit_judgment(*, db: Database, user: Caller, task_id: int, data: dict[str, Any]) -> Payload:
@@ -486,29 +594,35 @@ def submit_judgment(*, db: Database, user: Caller, task_id: int, data: dict[str,
     replayed: _Replayed | None = caches.replay.take(task_id)
     answer: Answer | None = None
     applied = False
+    who: Identity | None = None
     if replayed is None:
-        with db.read_conn() as c:
-            user = caller_user(db, c, user, writable=False)
-            task = _task_for(c, user, task_id, judge=True)
+        with db.raw_read() as cursor:
+            tx = _Tx(db, cursor)
+            who = caller_identity(db, cursor, user, writable=False)
+            task = tx.task_for(who, task_id, judge=True)
             if task.status == "cancelled":
                 raise Conflict(f"task {task_id} is cancelled")
             answer = _answer_from_request(task, data)
-            replayed = _replay_fresh(c, task)
-            if not _apply(c, caches.docs, replayed, seq, answer):  # identical retry: store nothing
-                body = _body(c, caches.docs, replayed)
+            replayed = tx.replay(task)
+            if not _apply(tx, replayed, seq, answer):  # identical retry: store nothing
+                body = tx.body(replayed)
                 caches.replay.put(task_id, replayed)
                 return body
             applied = True
     config = replayed.task
-    with db.write_conn() as c:
-        user = caller_user(db, c, user, writable=True)
+    with db.raw_write() as cursor:
+        tx = _Tx(db, cursor)
+        sql = tx.sql
+        if who is None:
+            who = caller_identity(db, cursor, user, writable=True)
         if db.is_sqlite:
-            state = c.execute(_STATE_AND_VERSION, {"task_id": task_id}).one_or_none()
+            state = sql.state_and_version.one_or_none(cursor, {"task_id": task_id})
             version = (state.live, state.newest) if state is not None else (0, 0)
         else:
-            state = c.execute(_TASK_STATE_FOR_UPDATE, {"task_id": task_id}).one_or_none()
-            version = tuple(c.execute(_LIVE_VERSION, {"task_id": task_id}).one())
-        check_task_access(state, user, task_id, judge=True)
+            state = sql.state_for_update.one_or_none(cursor, {"task_id": task_id})
+            live = sql.live_version.one_or_none(cursor, {"task_id": task_id})
+            version = (live.live, live.newest)
+        check_task_access(state, who, task_id, judge=True)
         if state.status == "cancelled":
             raise Conflict(f"task {task_id} is cancelled")
         if answer is None:
@@ -516,49 +630,40 @@ def submit_judgment(*, db: Database, user: Caller, task_id: int, data: dict[str,
         if not replayed.matches(state.created_at, version):
             # Someone changed the log since it was replayed (or the cached entry is for
             # another incarnation of this id): replay the log as it is now, under the lock.
-            replayed = _replay_fresh(c, _task_for(c, user, task_id, judge=True))
+            replayed = tx.replay(tx.task_for(who, task_id, judge=True))
             config, applied = replayed.task, False
             answer = _answer_from_request(config, data)
-        if not applied and not _apply(c, caches.docs, replayed, seq, answer):
-            body = _body(c, caches.docs, replayed)
+        if not applied and not _apply(tx, replayed, seq, answer):
+            body = tx.body(replayed)
             caches.replay.put(task_id, replayed)
             return body
         now = utcnow()
-        values: dict[str, Any] = {
-            "task_id": task_id,
-            "seq": seq,
-            "active_ms": active_ms,
-            "created_at": now,
-            "undone": False,
-        }
-        if isinstance(answer, PairAnswer):
-            values |= {
-                "left_doc": answer.left,
-                "right_doc": answer.right,
-                "outcome": answer.outcome,
-            }
-        else:
-            values |= {"doc_id": answer.doc_id, "grade": answer.grade}
-        new_id = _insert_judgment(c, db.dialect, values)
-        if new_id is None:
+        inserted = sql.insert.one_or_none(cursor, _row_values(task_id, seq, answer, active_ms, now))
+        if inserted is None:
             # Lost a race the row lock should have prevented; the stored row decides.
-            current = _replay_fresh(c, _task_for(c, user, task_id, judge=True))
+            current = tx.replay(tx.task_for(who, task_id, judge=True))
             stored = current.session.answers
             if seq < len(stored) and stored[seq] == answer:
-                return _body(c, caches.docs, current)
-            raise _conflict(f"question {seq} was answered concurrently", c, caches.docs, current)
-        replayed.version = (version[0] + 1, new_id)
+                return tx.body(current)
+            raise tx.conflict(f"question {seq} was answered concurrently", current)
+        replayed.version = (version[0] + 1, inserted.id)
         replayed.active_ms += active_ms
-        changes: dict[str, Any] = {}
-        if state.status == "pending":
-            changes |= {"status": "active", "started_at": now}
+        mark = "active" if state.status == "pending" else ""
         if replayed.session.done:
-            changes |= {"status": "done", "finished_at": now}
-        if changes:
-            c.execute(update(_T).where(_T.c.id == task_id).values(**changes))
+            mark = "active+done" if mark else "done"
+        if mark:
+            sql.mark[mark].execute(cursor, {"task_id": task_id, "now": now})
     # After the commit: the documents come from the cache (or one read outside the lock).
-    with db.read_conn() if _needs_documents(caches.docs, replayed) else _no_conn() as c:
-        body = _body(c, caches.docs, replayed)
+    if _needs_documents(caches.docs, replayed):
+        with db.raw_read() as cursor:
+            body = _Tx(db, cursor).body(replayed)
+    else:
+        body = _payload(
+            replayed.task,
+            replayed.session,
+            replayed.active_ms,
+            lambda ids: _documents(_no_fetch, caches.docs, replayed.task, ids),
+        )
     caches.replay.put(task_id, replayed)
     return body
 
@@ -571,9 +676,9 @@ def _needs_documents(cache: _LRU, r: _Replayed) -> bool:
     return any((*key, i) not in cache for i in ids)
 
 
-@contextmanager
-def _no_conn() -> Iterator[None]:
-    yield None
+def _no_fetch(_task: Any, _ids: list[str]) -> dict[str, Any]:
+    """Used when every document is cached (checked by :func:`_needs_documents`)."""
+    return {}
 
 
 def undo_judgment(*, db: Database, user: Caller, task_id: int) -> Payload:

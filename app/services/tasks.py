@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 from app.db import Database
 from app.errors import Forbidden, Invalid, NotFound
 from app.models import Collection, Document, Judgment, Query, Task, User
+from app.security import Identity
 from labeling.session import open_session, validate_options
 
 
@@ -182,7 +183,9 @@ def load_task_for(
     return task
 
 
-def check_task_access(row: Any, user: User, task_id: int, *, judge: bool = False) -> None:
+def check_task_access(
+    row: Any, user: User | Identity, task_id: int, *, judge: bool = False
+) -> None:
     """Raise unless ``user`` may act on the task ``row`` (an ORM Task or a Core row with
     ``assessor_id``; ``None`` when missing → 404): its assessor, or an admin; with
     ``judge=True`` only its assessor (403), because a judgment row does not record who gave

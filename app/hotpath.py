@@ -1,0 +1,192 @@
+"""The judging loop's hot path: bearer-token ``GET /api/v1/tasks/{id}/next`` and
+``POST /api/v1/tasks/{id}/judgments`` answered by a plain ASGI handler.
+
+Why: a judgment is one small JSON request, and at 32 assessors the FastAPI machinery around
+the use case (route matching over every route, dependency solving, body validation plumbing,
+four framework middlewares, the threadpool's capacity limiter) cost more server CPU than the
+use case itself (measured with py-spy on ``benchmarks/api_load.py``). The handler sits inside
+the app's own middlewares (security headers, the streamed body limit) and calls the *same*
+use cases (:mod:`app.services.judging`), the same request model (:class:`JudgmentIn`) and the
+same error mapping (:func:`app.errors.error_parts`) as the routes in
+:mod:`app.routers.api.tasks`, which stay the documented API (OpenAPI) and answer everything
+this handler passes on:
+
+- no ``Authorization`` header (a browser with its session cookie: CSRF is checked there), a
+  scheme other than ``Bearer`` or an empty token (401 there);
+- a body that is not ``application/json`` or does not validate (422 there): the body already
+  read is handed on unchanged;
+- anything but a plain decimal task id (up to 18 digits), another method, another path.
+
+``tests/app/test_hotpath.py`` sends the same requests through both paths and compares status
+and body byte for byte.
+
+Work runs on a small thread pool of its own (:data:`THREADS` threads, one per process, shared
+by the apps of a process): SQLite admits one writer at a time, and more threads than that only
+contended for the GIL and the write lock (the default threadpool has 40).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from fastapi.encoders import jsonable_encoder
+from pydantic import ValidationError
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.db import Database
+from app.errors import HANDLED_ERRORS, error_parts
+from app.schemas import JudgmentIn
+from app.security import BearerToken
+from app.services import judging
+
+#: ``/api/v1/tasks/<id>/next`` and ``.../judgments``; ids longer than 18 digits (past int64)
+#: go to the routes, which answer them as the API always has.
+_PATH = re.compile(r"/api/v1/tasks/([0-9]{1,18})/(next|judgments)")
+_ROUTES = {("GET", "next"), ("POST", "judgments")}
+
+#: Worker threads of the hot path (per process).
+THREADS = int(__import__("os").environ.get("HJ_THREADS", "8"))
+_executor: ThreadPoolExecutor | None = None
+_executor_lock = threading.Lock()
+
+
+def executor() -> ThreadPoolExecutor:
+    """The process's hot-path thread pool (created on first use; threads start lazily)."""
+    global _executor
+    with _executor_lock:
+        if _executor is None:
+            _executor = ThreadPoolExecutor(max_workers=THREADS, thread_name_prefix="judging")
+        return _executor
+
+
+def _bearer(scope: Scope) -> str | None:
+    """The token of a well-formed ``Authorization: Bearer <token>`` header, else None."""
+    for name, value in scope["headers"]:
+        if name == b"authorization":
+            scheme, _, token = value.decode("latin-1").partition(" ")
+            token = token.strip()
+            return token if scheme.lower() == "bearer" and token else None
+    return None
+
+
+def _is_json(scope: Scope) -> bool:
+    for name, value in scope["headers"]:
+        if name == b"content-type":
+            return value.split(b";", 1)[0].strip().lower() == b"application/json"
+    return False
+
+
+def _dumps(body: Any) -> bytes:
+    """JSON as Starlette's JSONResponse writes it (compact, UTF-8, no NaN)."""
+    return json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
+
+
+async def _respond(
+    send: Send, status: int, payload: Any, headers: dict[str, str] | None = None
+) -> None:
+    body = _dumps(payload)
+    raw = [
+        (b"content-length", str(len(body)).encode("ascii")),
+        (b"content-type", b"application/json"),
+    ]
+    raw += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in (headers or {}).items()]
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": body})
+
+
+class JudgingHotPath:
+    """Pure ASGI middleware answering the judging loop's bearer-token requests (see the
+    module docstring); every other request goes to ``app`` untouched."""
+
+    def __init__(self, app: ASGIApp, db: Database) -> None:
+        self.app = app
+        self.db = db
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        match = _PATH.fullmatch(scope["path"])
+        if match is None or (scope["method"], match[2]) not in _ROUTES:
+            await self.app(scope, receive, send)
+            return
+        token = _bearer(scope)
+        if token is None:
+            await self.app(scope, receive, send)
+            return
+        task_id = int(match[1])
+        caller = BearerToken(token)
+        db = self.db
+        work: Callable[[], Any]
+        if scope["method"] == "GET":
+
+            def work() -> Any:
+                return judging.next_question(db=db, user=caller, task_id=task_id)
+
+        else:
+            body, disconnected = await _read_body(receive)
+            if disconnected:
+                return
+            data = _judgment(scope, body)
+            if data is None:  # the routes answer it (422), from the same bytes
+                await self.app(scope, _replay(body, receive), send)
+                return
+
+            def work() -> Any:
+                return judging.submit_judgment(db=db, user=caller, task_id=task_id, data=data)
+
+        loop = asyncio.get_running_loop()
+        try:
+            payload = await loop.run_in_executor(executor(), work)
+        except HANDLED_ERRORS as exc:
+            parts = error_parts(exc)
+            if parts is None:  # pragma: no cover - every handled class has a mapping
+                raise
+            status, error, headers = parts
+            await _respond(send, status, jsonable_encoder(error), headers)
+            return
+        await _respond(send, 200, payload)
+
+
+def _judgment(scope: Scope, body: bytes) -> dict[str, Any] | None:
+    """The judgment as the route would pass it on (``model_dump(exclude_none=True)``), or
+    None if the route should answer (not JSON, not valid)."""
+    if not _is_json(scope):
+        return None
+    try:
+        return JudgmentIn.model_validate(json.loads(body)).model_dump(exclude_none=True)
+    except (ValueError, ValidationError):  # JSONDecodeError and UnicodeDecodeError included
+        return None
+
+
+async def _read_body(receive: Receive) -> tuple[bytes, bool]:
+    """The whole request body (the body limit is enforced by the middleware around us) and
+    whether the client went away first."""
+    chunks: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return b"", True
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            return b"".join(chunks), False
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A ``receive`` that yields ``body`` once, then defers to the real one (disconnects)."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay

@@ -1,0 +1,95 @@
+"""Prepared statements: a SQLAlchemy Core statement compiled once per dialect and run on the
+raw DB-API cursor of a pooled connection.
+
+Why: the judging loop runs four or five small statements per judgment, and SQLAlchemy's
+per-execution machinery (execution context, events, parameter construction, result metadata)
+cost several times the statements themselves (py-spy on ``benchmarks/api_load.py``: about a
+quarter of the server's CPU per judgment). The statement is still written with Core (the same
+tables, so a schema change cannot silently drift from it) and compiled by SQLAlchemy for the
+dialect; what is skipped is only the per-call plumbing. Types keep working: every parameter
+goes through its column type's bind processor and every result column through its result
+processor (``TypeEngine.dialect_impl(dialect)``: UTC datetimes on SQLite, JSON columns, ...),
+exactly as SQLAlchemy applies them.
+
+Limits, checked at compile time: no expanding (``IN``) parameters; every parameter either has
+a literal value in the statement or is given by name at execution.
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from sqlalchemy.engine import Dialect
+from sqlalchemy.sql import ClauseElement
+
+Processor = Callable[[Any], Any] | None
+
+
+class Prepared:
+    """``stmt`` compiled for ``dialect``: :meth:`params` builds the driver's parameters from
+    a mapping (names as in the statement's ``bindparam``/``values``), :meth:`rows` runs it on
+    a DB-API cursor and returns named tuples with processed values."""
+
+    __slots__ = ("_bind", "_defaults", "_order", "_positional", "_result", "_row", "sql")
+
+    def __init__(self, stmt: ClauseElement, dialect: Dialect) -> None:
+        compiled = stmt.compile(dialect=dialect)
+        if getattr(compiled, "_has_postcompile", False) or compiled.literal_execute_params:
+            raise ValueError("prepared statements cannot have expanding/literal parameters")
+        self.sql: str = compiled.string
+        self._positional = bool(compiled.positional)
+        names = (
+            list(compiled.positiontup or ())
+            if self._positional
+            else list(dict.fromkeys(compiled.bind_names.values()))
+        )
+        self._order: tuple[str, ...] = tuple(names)
+        self._defaults: dict[str, Any] = {}
+        self._bind: dict[str, Processor] = {}
+        for bind, name in compiled.bind_names.items():
+            if not bind.required:
+                self._defaults[name] = bind.effective_value
+            self._bind[name] = bind.type.dialect_impl(dialect).bind_processor(dialect)
+        columns = list(getattr(stmt, "selected_columns", ()))
+        returning = getattr(compiled, "returning", None) or ()
+        if not columns and returning:
+            columns = list(returning)
+        self._result: tuple[Processor, ...] = tuple(
+            c.type.dialect_impl(dialect).result_processor(dialect, None) for c in columns
+        )
+        keys = [getattr(c, "key", None) or f"c{i}" for i, c in enumerate(columns)]
+        self._row = namedtuple("Row", keys, rename=True) if keys else None  # type: ignore[misc]
+
+    def params(self, values: Mapping[str, Any]) -> Sequence[Any] | dict[str, Any]:
+        """The driver parameters for ``values`` (missing names: the statement's literals)."""
+        out = []
+        for name in self._order:
+            value = values[name] if name in values else self._defaults[name]
+            processor = self._bind[name]
+            out.append(processor(value) if processor is not None else value)
+        return tuple(out) if self._positional else dict(zip(self._order, out, strict=True))
+
+    def rows(self, cursor: Any, values: Mapping[str, Any] | None = None) -> list[Any]:
+        """Execute on ``cursor`` and return all rows (named tuples; [] without a result)."""
+        cursor.execute(self.sql, self.params(values or {}))
+        if self._row is None or cursor.description is None:
+            return []
+        processors = self._result
+        make = self._row._make
+        return [
+            make(p(v) if p is not None else v for p, v in zip(processors, raw, strict=True))
+            for raw in cursor.fetchall()
+        ]
+
+    def one_or_none(self, cursor: Any, values: Mapping[str, Any] | None = None) -> Any:
+        found = self.rows(cursor, values)
+        if len(found) > 1:
+            raise ValueError("more than one row")
+        return found[0] if found else None
+
+    def execute(self, cursor: Any, values: Mapping[str, Any] | None = None) -> int:
+        """Execute a statement without a result; returns the driver's rowcount."""
+        cursor.execute(self.sql, self.params(values or {}))
+        return int(cursor.rowcount)
