@@ -3,18 +3,19 @@
 
 Why: a judgment is one small JSON request, and at 32 assessors the FastAPI machinery around
 the use case (route matching over every route, dependency solving, body validation plumbing,
-four framework middlewares, the threadpool's capacity limiter) cost more server CPU than the
-use case itself (measured with py-spy on ``benchmarks/api_load.py``). The handler sits inside
-the app's own middlewares (security headers, the streamed body limit) and calls the *same*
-use cases (:mod:`app.services.judging`), the same request model (:class:`JudgmentIn`) and the
-same error mapping (:func:`app.errors.error_parts`) as the routes in
-:mod:`app.routers.api.tasks`, which stay the documented API (OpenAPI) and answer everything
-this handler passes on:
+seven middleware layers, the threadpool's capacity limiter) cost more server CPU than the use
+case itself (measured with py-spy on ``benchmarks/api_load.py``). The handler runs in front of
+the whole stack (``HeapjudgeApp.__call__`` in :mod:`app.main`), adds the same response
+headers as ``SecurityHeadersMiddleware`` and calls the *same* use cases
+(:mod:`app.services.judging`), the same request model (:class:`JudgmentIn`) and the same error
+mapping (:func:`app.errors.error_parts`) as the routes in :mod:`app.routers.api.tasks`, which
+stay the documented API (OpenAPI) and answer everything this handler passes on:
 
 - no ``Authorization`` header (a browser with its session cookie: CSRF is checked there), a
   scheme other than ``Bearer`` or an empty token (401 there);
-- a body that is not ``application/json`` or does not validate (422 there): the body already
-  read is handed on unchanged;
+- a body without ``Content-Length`` (chunked) or longer than ``max_body_bytes`` (the stack's
+  streamed limit answers 413), not ``application/json`` or not valid (422 there): a body
+  already read is handed on unchanged;
 - anything but a plain decimal task id (up to 18 digits), another method, another path.
 
 ``tests/app/test_hotpath.py`` sends the same requests through both paths and compares status
@@ -29,9 +30,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -45,13 +47,15 @@ from app.schemas import JudgmentIn
 from app.security import BearerToken
 from app.services import judging
 
+log = logging.getLogger("heapjudge")
+
 #: ``/api/v1/tasks/<id>/next`` and ``.../judgments``; ids longer than 18 digits (past int64)
 #: go to the routes, which answer them as the API always has.
 _PATH = re.compile(r"/api/v1/tasks/([0-9]{1,18})/(next|judgments)")
 _ROUTES = {("GET", "next"), ("POST", "judgments")}
 
 #: Worker threads of the hot path (per process).
-THREADS = int(__import__("os").environ.get("HJ_THREADS", "8"))
+THREADS = 8
 _executor: ThreadPoolExecutor | None = None
 _executor_lock = threading.Lock()
 
@@ -87,26 +91,51 @@ def _dumps(body: Any) -> bytes:
     return json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
 
 
-async def _respond(
-    send: Send, status: int, payload: Any, headers: dict[str, str] | None = None
-) -> None:
-    body = _dumps(payload)
-    raw = [
-        (b"content-length", str(len(body)).encode("ascii")),
-        (b"content-type", b"application/json"),
-    ]
-    raw += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in (headers or {}).items()]
-    await send({"type": "http.response.start", "status": status, "headers": raw})
-    await send({"type": "http.response.body", "body": body})
+def _content_length(scope: Scope) -> int | None:
+    for name, value in scope["headers"]:
+        if name == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None
 
 
 class JudgingHotPath:
-    """Pure ASGI middleware answering the judging loop's bearer-token requests (see the
-    module docstring); every other request goes to ``app`` untouched."""
+    """Pure ASGI app answering the judging loop's bearer-token requests (see the module
+    docstring); every other request goes to ``app`` (the framework) untouched.
 
-    def __init__(self, app: ASGIApp, db: Database) -> None:
+    ``headers`` are added to every response (the security headers of the stack);
+    ``max_body_bytes`` is the stack's body limit."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        db: Database,
+        *,
+        headers: Sequence[tuple[bytes, bytes]] = (),
+        max_body_bytes: int,
+    ) -> None:
         self.app = app
         self.db = db
+        self.headers = list(headers)
+        self.max_body_bytes = max_body_bytes
+
+    async def _respond(
+        self, send: Send, status: int, payload: Any, headers: dict[str, str] | None = None
+    ) -> None:
+        body = _dumps(payload)
+        raw = [
+            (b"content-length", str(len(body)).encode("ascii")),
+            (b"content-type", b"application/json"),
+            *(
+                (k.lower().encode("latin-1"), v.encode("latin-1"))
+                for k, v in (headers or {}).items()
+            ),
+            *self.headers,
+        ]
+        await send({"type": "http.response.start", "status": status, "headers": raw})
+        await send({"type": "http.response.body", "body": body})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -130,6 +159,10 @@ class JudgingHotPath:
                 return judging.next_question(db=db, user=caller, task_id=task_id)
 
         else:
+            length = _content_length(scope)
+            if length is None or length > self.max_body_bytes:
+                await self.app(scope, receive, send)
+                return
             body, disconnected = await _read_body(receive)
             if disconnected:
                 return
@@ -149,9 +182,13 @@ class JudgingHotPath:
             if parts is None:  # pragma: no cover - every handled class has a mapping
                 raise
             status, error, headers = parts
-            await _respond(send, status, jsonable_encoder(error), headers)
+            await self._respond(send, status, jsonable_encoder(error), headers)
             return
-        await _respond(send, 200, payload)
+        except Exception:  # a bug: answer as the stack's catch-all handler does
+            log.exception("unhandled error on %s %s", scope["method"], scope["path"])
+            await self._respond(send, 500, {"detail": "internal server error"})
+            return
+        await self._respond(send, 200, payload)
 
 
 def _judgment(scope: Scope, body: bytes) -> dict[str, Any] | None:

@@ -137,6 +137,34 @@ def _api_routers() -> list[APIRouter]:
 HSTS = (b"strict-transport-security", b"max-age=31536000; includeSubDomains")
 
 
+def api_response_headers(https: bool) -> tuple[tuple[bytes, bytes], ...]:
+    """The headers :class:`SecurityHeadersMiddleware` adds to a JSON API response."""
+    return (
+        *SECURITY_HEADERS,
+        *((HSTS,) if https else ()),
+        (b"cache-control", b"no-store"),
+        (b"content-security-policy", CONTENT_SECURITY_POLICY.encode()),
+    )
+
+
+class HeapjudgeApp(FastAPI):
+    """The FastAPI app with the judging hot path (:mod:`app.hotpath`) in front of its whole
+    middleware stack: the hot path answers the judging loop's bearer-token requests and hands
+    every other request (and lifespan) to FastAPI."""
+
+    hot_path: JudgingHotPath | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.hot_path is None:
+            await super().__call__(scope, receive, send)
+        else:
+            await self.hot_path(scope, receive, send)
+
+    async def call_framework(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The app without the hot path (what the hot path falls back to)."""
+        await super().__call__(scope, receive, send)
+
+
 class SecurityHeadersMiddleware:
     """Adds the security headers (and a default CSP) to every HTTP response that lacks them;
     ``Strict-Transport-Security`` when served over https; ``Cache-Control: no-store`` on API
@@ -183,6 +211,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # mark it failed at start-up instead of leaving it "running" for ever.
         from app.services import training
 
+        db.start_checkpointer(settings.sqlite_checkpoint_seconds)
         with contextlib.suppress(SQLAlchemyError):  # not migrated yet: nothing to reap
             training.reap_orphans(db=db)
         # Everything imported and built so far lives as long as the process: move it out of
@@ -192,7 +221,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         yield
         db.dispose()
 
-    app = FastAPI(
+    app = HeapjudgeApp(
         title="heapjudge",
         version="1",
         summary="Top-k relevance labeling service (HeapSort preference judging, five grades)",
@@ -218,9 +247,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     def healthz() -> dict[str, str]:
         return {"status": "ok"}
 
-    # Innermost first (the last added is outermost): the judging hot path sees only requests
-    # within the body limit, and headers are added to every response, including 413s.
-    app.add_middleware(JudgingHotPath, db=db)
+    # Outermost last: headers are added to every response, including 413s.
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes)
     app.add_middleware(SecurityHeadersMiddleware, https=settings.secure_cookies)
+    app.hot_path = JudgingHotPath(
+        app.call_framework,
+        db,
+        headers=api_response_headers(settings.secure_cookies),
+        max_body_bytes=settings.max_body_bytes,
+    )
     return app
