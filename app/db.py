@@ -22,18 +22,17 @@ Postgres goes through psycopg 3 (``postgresql+psycopg://``); ``postgres://`` and
 
 from __future__ import annotations
 
-import logging
+import contextlib
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.settings import Settings
-
-log = logging.getLogger("heapjudge")
 
 #: Execution option naming the SQLite BEGIN mode ("DEFERRED" or "IMMEDIATE").
 SQLITE_BEGIN_OPTION = "heapjudge_sqlite_begin"
@@ -50,16 +49,7 @@ def normalise_url(url: str) -> str:
 _BEGIN = {"DEFERRED": "BEGIN DEFERRED", "IMMEDIATE": "BEGIN IMMEDIATE"}
 
 
-#: SQLite's own automatic checkpoint threshold (pages of WAL), its default.
-AUTOCHECKPOINT_PAGES = 1000
-#: The threshold while :class:`Checkpointer` runs: a safety net only (the WAL stays far below
-#: it when the background thread checkpoints every second).
-AUTOCHECKPOINT_PAGES_WITH_CHECKPOINTER = 20_000
-
-
-def _install_sqlite_listeners(
-    engine: Engine, busy_timeout_ms: int, autocheckpoint: list[int]
-) -> None:
+def _install_sqlite_listeners(engine: Engine, busy_timeout_ms: int) -> None:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         # Take transaction control away from pysqlite; _on_begin emits BEGIN itself.
@@ -70,7 +60,6 @@ def _install_sqlite_listeners(
             cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
             cursor.execute("PRAGMA foreign_keys=ON")
             cursor.execute("PRAGMA synchronous=NORMAL")
-            cursor.execute(f"PRAGMA wal_autocheckpoint={int(autocheckpoint[0])}")
         finally:
             cursor.close()
 
@@ -89,11 +78,8 @@ def make_engine(
     max_overflow: int = 20,
     busy_timeout_ms: int = 10_000,
     echo: bool = False,
-    autocheckpoint: list[int] | None = None,
 ) -> Engine:
-    """Create an engine with the pragmas/driver described in the module docstring
-    (``autocheckpoint``: a one-element list holding the SQLite ``wal_autocheckpoint`` for
-    connections opened from now on)."""
+    """Create an engine with the pragmas/driver described in the module docstring."""
     url = normalise_url(url)
     if url.startswith("sqlite"):
         # Every connection SQLite opens is kept (same total as pool_size + max_overflow):
@@ -106,7 +92,7 @@ def make_engine(
             pool_size=pool_size + max_overflow,
             max_overflow=0,
         )
-        _install_sqlite_listeners(engine, busy_timeout_ms, autocheckpoint or [AUTOCHECKPOINT_PAGES])
+        _install_sqlite_listeners(engine, busy_timeout_ms)
         return engine
     return create_engine(
         url, echo=echo, pool_size=pool_size, max_overflow=max_overflow, pool_pre_ping=True
@@ -119,15 +105,13 @@ class Database:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.url = normalise_url(settings.database_url)
-        self._autocheckpoint = [AUTOCHECKPOINT_PAGES]
         self.engine = make_engine(
             self.url,
             pool_size=settings.db_pool_size,
             max_overflow=settings.db_max_overflow,
             busy_timeout_ms=settings.sqlite_busy_timeout_ms,
-            autocheckpoint=self._autocheckpoint,
         )
-        self._checkpointer: Checkpointer | None = None
+
         self.is_sqlite = self.engine.dialect.name == "sqlite"
         write_bind = (
             self.engine.execution_options(**{SQLITE_BEGIN_OPTION: "IMMEDIATE"})
@@ -207,73 +191,43 @@ class Database:
         yield from self._raw("BEGIN DEFERRED", commit=False)
 
     def _raw(self, sqlite_begin: str, *, commit: bool = True) -> Iterator[Any]:
+        driver = self.engine.dialect.loaded_dbapi
         proxied = self.engine.raw_connection()  # a pooled connection (pool events apply)
+        invalidate = False
         try:
-            dbapi = proxied.driver_connection
-            if self.is_sqlite:
-                # isolation_level is None on our SQLite connections: we BEGIN ourselves.
-                dbapi.execute(sqlite_begin)
-            cursor = dbapi.cursor()
+            conn = proxied.driver_connection
             try:
-                yield cursor
+                if self.is_sqlite:
+                    # isolation_level is None on our SQLite connections: we BEGIN ourselves.
+                    conn.execute(sqlite_begin)
+                cursor = conn.cursor()
+                try:
+                    yield cursor
+                finally:
+                    cursor.close()
+                if commit:
+                    conn.commit()
+                else:
+                    conn.rollback()
             except BaseException:
-                dbapi.rollback()
+                with contextlib.suppress(driver.Error):
+                    conn.rollback()
                 raise
-            finally:
-                cursor.close()
-            if commit:
-                dbapi.commit()
-            else:
-                dbapi.rollback()
+        except driver.Error as exc:
+            # Driver errors become SQLAlchemy's classes (DataError, IntegrityError,
+            # OperationalError, ...), as for every other query: the app's handlers map those.
+            # A broken Postgres connection is dropped from the pool.
+            invalidate = not self.is_sqlite and isinstance(
+                exc, (driver.OperationalError, driver.InterfaceError)
+            )
+            raise DBAPIError.instance(
+                None, None, exc, driver.Error, dialect=self.engine.dialect
+            ) from exc
         finally:
-            proxied.close()  # back to the pool (which resets it)
-
-    def start_checkpointer(self, interval: float) -> None:
-        """SQLite: checkpoint the WAL from a background thread every ``interval`` seconds
-        (see :class:`Checkpointer`); call before the first connection is opened (the server's
-        start-up). No-op on Postgres or with ``interval`` <= 0."""
-        if not self.is_sqlite or interval <= 0 or self._checkpointer is not None:
-            return
-        self._autocheckpoint[0] = AUTOCHECKPOINT_PAGES_WITH_CHECKPOINTER
-        self._checkpointer = Checkpointer(self.engine, interval)
-        self._checkpointer.start()
+            if invalidate:
+                proxied.invalidate()
+            else:
+                proxied.close()  # back to the pool (which resets it)
 
     def dispose(self) -> None:
-        if self._checkpointer is not None:
-            self._checkpointer.stop()
-            self._checkpointer = None
         self.engine.dispose()
-
-
-class Checkpointer(threading.Thread):
-    """Background WAL checkpoints for a SQLite server.
-
-    By default SQLite checkpoints inside the COMMIT that pushes the WAL past 1000 pages: that
-    commit copies the pages back and fsyncs the database file while it still holds the write
-    lock, so every queued writer waits (5-10 ms about once a second at 300 judgments/s here;
-    measured by timing commits under ``benchmarks/api_load.py``). This thread runs
-    ``PRAGMA wal_checkpoint(PASSIVE)`` every ``interval`` seconds instead: a passive checkpoint
-    takes no writer lock and waits for no one, so commits stay short; the next writer after a
-    complete checkpoint starts the WAL from its beginning again. The per-connection automatic
-    threshold stays as a safety net (:data:`AUTOCHECKPOINT_PAGES_WITH_CHECKPOINTER`)."""
-
-    def __init__(self, engine: Engine, interval: float) -> None:
-        super().__init__(name="sqlite-checkpointer", daemon=True)
-        self.engine = engine
-        self.interval = interval
-        self._stop_event = threading.Event()
-
-    def run(self) -> None:
-        while not self._stop_event.wait(self.interval):
-            try:
-                proxied = self.engine.raw_connection()
-                try:
-                    proxied.driver_connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-                finally:
-                    proxied.close()
-            except Exception:  # never let a failed checkpoint kill the thread
-                log.warning("background WAL checkpoint failed", exc_info=True)
-
-    def stop(self) -> None:
-        self._stop_event.set()
-        self.join(timeout=5)

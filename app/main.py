@@ -211,7 +211,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # mark it failed at start-up instead of leaving it "running" for ever.
         from app.services import training
 
-        db.start_checkpointer(settings.sqlite_checkpoint_seconds)
         with contextlib.suppress(SQLAlchemyError):  # not migrated yet: nothing to reap
             training.reap_orphans(db=db)
         # Everything imported and built so far lives as long as the process: move it out of

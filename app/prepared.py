@@ -36,7 +36,7 @@ class Prepared:
 
     def __init__(self, stmt: ClauseElement, dialect: Dialect) -> None:
         compiled = stmt.compile(dialect=dialect)
-        if getattr(compiled, "_has_postcompile", False) or compiled.literal_execute_params:
+        if any(b.expanding or b.literal_execute for b in compiled.binds.values()):
             raise ValueError("prepared statements cannot have expanding/literal parameters")
         self.sql: str = compiled.string
         self._positional = bool(compiled.positional)

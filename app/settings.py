@@ -116,12 +116,6 @@ class Settings(BaseSettings):
     db_pool_size: int = Field(default=10, ge=1, description="Connection pool size.")
     db_max_overflow: int = Field(default=20, ge=0, description="Extra pooled connections.")
     sqlite_busy_timeout_ms: int = Field(default=10_000, ge=0, description="SQLite busy_timeout.")
-    sqlite_checkpoint_seconds: float = Field(
-        default=1.0,
-        ge=0,
-        description="SQLite: the server checkpoints the WAL in the background this often "
-        "(0: SQLite's own checkpoints, inside the committing request).",
-    )
 
     @property
     def dev_mode(self) -> bool:
