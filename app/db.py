@@ -99,6 +99,10 @@ def make_engine(
     )
 
 
+class WouldBlock(Exception):
+    """:meth:`Database.raw_write_nowait` could not start at once (someone else is writing)."""
+
+
 class Database:
     """The engine plus read/write session factories; passed to services as ``db``."""
 
@@ -129,6 +133,9 @@ class Database:
         #: replayed sessions). Per Database, so two databases in one process (tests) never
         #: see each other's entries; a cache must stay correct with other processes writing.
         self.caches: dict[str, Any] = {}
+        #: The connection of :meth:`raw_write_nowait` (SQLite; opened on first use, used only
+        #: under the write lock).
+        self._nowait: Any = None
         self._read = sessionmaker(bind=self.engine, expire_on_commit=False, autoflush=False)
         self._write = sessionmaker(bind=write_bind, expire_on_commit=False, autoflush=False)
 
@@ -190,16 +197,65 @@ class Database:
         """A DB-API cursor in a read transaction (deferred on SQLite), rolled back on exit."""
         yield from self._raw("BEGIN DEFERRED", commit=False)
 
+    @contextmanager
+    def raw_write_nowait(self) -> Iterator[Any]:
+        """Like :meth:`raw_write`, but never waits: raises :class:`WouldBlock` at once if
+        another thread of this process or another process is writing (SQLite only; on
+        Postgres always WouldBlock). For work short enough to run on the event loop thread
+        (app.hotpath): one dedicated connection with ``busy_timeout=0``."""
+        lock = self._write_lock
+        if lock is None or not lock.acquire(blocking=False):
+            raise WouldBlock
+        try:
+            if self._nowait is None:
+                self._nowait = self.engine.raw_connection()  # kept out of the pool for good
+                self._nowait.driver_connection.execute("PRAGMA busy_timeout=0")
+            conn = self._nowait.driver_connection
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except self.engine.dialect.loaded_dbapi.OperationalError as exc:
+                raise WouldBlock from exc  # SQLITE_BUSY: another process holds the lock
+            yield from self._transaction(conn, commit=True)
+        finally:
+            lock.release()
+
     def _raw(self, sqlite_begin: str, *, commit: bool = True) -> Iterator[Any]:
-        driver = self.engine.dialect.loaded_dbapi
         proxied = self.engine.raw_connection()  # a pooled connection (pool events apply)
+        conn = proxied.driver_connection
         invalidate = False
         try:
-            conn = proxied.driver_connection
-            try:
-                if self.is_sqlite:
-                    # isolation_level is None on our SQLite connections: we BEGIN ourselves.
+            if self.is_sqlite:
+                # isolation_level is None on our SQLite connections: we BEGIN ourselves.
+                try:
                     conn.execute(sqlite_begin)
+                except self.engine.dialect.loaded_dbapi.Error as exc:
+                    raise self._wrapped(exc) from exc
+            yield from self._transaction(conn, commit=commit)
+        except DBAPIError as exc:
+            # A broken Postgres connection is dropped from the pool.
+            driver = self.engine.dialect.loaded_dbapi
+            invalidate = not self.is_sqlite and isinstance(
+                exc.orig, (driver.OperationalError, driver.InterfaceError)
+            )
+            raise
+        finally:
+            if invalidate:
+                proxied.invalidate()
+            else:
+                proxied.close()  # back to the pool (which resets it)
+
+    def _wrapped(self, exc: Exception) -> DBAPIError:
+        """A driver error as SQLAlchemy's class for it (DataError, IntegrityError,
+        OperationalError, ...), as for every other query: the app's handlers map those."""
+        driver = self.engine.dialect.loaded_dbapi
+        return DBAPIError.instance(None, None, exc, driver.Error, dialect=self.engine.dialect)
+
+    def _transaction(self, conn: Any, *, commit: bool) -> Iterator[Any]:
+        """The body of a raw transaction already begun on ``conn``: yields a cursor, then
+        commits (or rolls back); rolls back on any error, driver errors re-raised wrapped."""
+        driver = self.engine.dialect.loaded_dbapi
+        try:
+            try:
                 cursor = conn.cursor()
                 try:
                     yield cursor
@@ -214,20 +270,10 @@ class Database:
                     conn.rollback()
                 raise
         except driver.Error as exc:
-            # Driver errors become SQLAlchemy's classes (DataError, IntegrityError,
-            # OperationalError, ...), as for every other query: the app's handlers map those.
-            # A broken Postgres connection is dropped from the pool.
-            invalidate = not self.is_sqlite and isinstance(
-                exc, (driver.OperationalError, driver.InterfaceError)
-            )
-            raise DBAPIError.instance(
-                None, None, exc, driver.Error, dialect=self.engine.dialect
-            ) from exc
-        finally:
-            if invalidate:
-                proxied.invalidate()
-            else:
-                proxied.close()  # back to the pool (which resets it)
+            raise self._wrapped(exc) from exc
 
     def dispose(self) -> None:
+        if self._nowait is not None:
+            self._nowait.invalidate()  # closes it (it never goes back to the pool)
+            self._nowait = None
         self.engine.dispose()

@@ -23,12 +23,18 @@ and body byte for byte.
 
 Work runs on a small thread pool of its own (:data:`THREADS` threads, one per process, shared
 by the apps of a process): SQLite admits one writer at a time, and more threads than that only
-contended for the GIL and the write lock (the default threadpool has 40).
+contended for the GIL and the write lock (the default threadpool has 40). One case runs on the
+event loop thread itself: a submit on SQLite whose session is cached and whose write lock is
+free at that instant (``submit_judgment(nowait=True)``: a bounded handful of statements, no
+replay, no waiting: a busy lock or a cache miss raises ``WouldBlock`` with nothing done and
+the request goes to the pool as usual). Handing that ~0.3 ms of work to a thread and back cost
+more than the work.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import re
@@ -41,7 +47,7 @@ from fastapi.encoders import jsonable_encoder
 from pydantic import ValidationError
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.db import Database
+from app.db import Database, WouldBlock
 from app.errors import HANDLED_ERRORS, error_parts
 from app.schemas import JudgmentIn
 from app.security import BearerToken
@@ -53,6 +59,8 @@ log = logging.getLogger("heapjudge")
 #: go to the routes, which answer them as the API always has.
 _PATH = re.compile(r"/api/v1/tasks/([0-9]{1,18})/(next|judgments)")
 _ROUTES = {("GET", "next"), ("POST", "judgments")}
+
+_NOT_YET = object()
 
 #: Worker threads of the hot path (per process).
 THREADS = 8
@@ -174,9 +182,17 @@ class JudgingHotPath:
             def work() -> Any:
                 return judging.submit_judgment(db=db, user=caller, task_id=task_id, data=data)
 
-        loop = asyncio.get_running_loop()
         try:
-            payload = await loop.run_in_executor(executor(), work)
+            payload = _NOT_YET
+            if scope["method"] == "POST" and db.is_sqlite:
+                # The short path (cached session, write lock free) right here: ~0.3 ms of
+                # work, less than handing it to a thread and back.
+                with contextlib.suppress(WouldBlock):
+                    payload = judging.submit_judgment(
+                        db=db, user=caller, task_id=task_id, data=data, nowait=True
+                    )
+            if payload is _NOT_YET:
+                payload = await asyncio.get_running_loop().run_in_executor(executor(), work)
         except HANDLED_ERRORS as exc:
             parts = error_parts(exc)
             if parts is None:  # pragma: no cover - every handled class has a mapping

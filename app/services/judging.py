@@ -53,6 +53,7 @@ import math
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -60,7 +61,7 @@ from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from app.db import Database
+from app.db import Database, WouldBlock
 from app.errors import Conflict, Invalid
 from app.models import Document, Judgment, Task, utcnow
 from app.prepared import Prepared
@@ -576,7 +577,9 @@ def _row_values(task_id: int, seq: int, answer: Answer, active_ms: int, now: Any
     return values
 
 
-def submit_judgment(*, db: Database, user: Caller, task_id: int, data: dict[str, Any]) -> Payload:
+def submit_judgment(
+    *, db: Database, user: Caller, task_id: int, data: dict[str, Any], nowait: bool = False
+) -> Payload:
     """Record one judgment (see the module docstring for the exact semantics).
 
     Without a cached session, the log is read, replayed and the answer validated in a read
@@ -587,11 +590,18 @@ def submit_judgment(*, db: Database, user: Caller, task_id: int, data: dict[str,
 
     A bearer-token ``user`` is checked in the first transaction (with a cached session, the
     write transaction is the only one: token, task state, log version, insert).
+
+    ``nowait=True`` (app.hotpath, on the event loop thread): only the short path is taken, a
+    cached session and a write lock free at once (:meth:`Database.raw_write_nowait`);
+    otherwise :class:`~app.db.WouldBlock` is raised with nothing done, and the caller makes
+    the ordinary call from a worker thread.
     """
     seq = int(data["seq"])
     active_ms = int(data.get("active_ms") or 0)
     caches = _caches(db)
     replayed: _Replayed | None = caches.replay.take(task_id)
+    if nowait and replayed is None:
+        raise WouldBlock
     answer: Answer | None = None
     applied = False
     who: Identity | None = None
@@ -610,7 +620,12 @@ def submit_judgment(*, db: Database, user: Caller, task_id: int, data: dict[str,
                 return body
             applied = True
     config = replayed.task
-    with db.raw_write() as cursor:
+    with ExitStack() as transaction:
+        try:
+            cursor = transaction.enter_context(db.raw_write_nowait() if nowait else db.raw_write())
+        except WouldBlock:
+            caches.replay.put(task_id, replayed)  # untouched: the transaction never began
+            raise
         tx = _Tx(db, cursor)
         sql = tx.sql
         if who is None:

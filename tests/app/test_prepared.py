@@ -26,7 +26,7 @@ def seeded(api: Api) -> dict[str, Any]:
     q = r.json()
     body = {"seq": 0, "left": q["pair"]["left"]["doc_id"], "right": q["pair"]["right"]["doc_id"]}
     assert api.post("prep", f"/api/v1/tasks/{tid}/judgments", json={**body, "outcome": "tie"})
-    return {"task": tid}
+    return {"task": tid, "cid": cid}
 
 
 def core_rows(db: Database, stmt: Any, params: dict[str, Any]) -> list[tuple[Any, ...]]:
@@ -93,3 +93,67 @@ def test_driver_errors_are_sqlalchemy_errors_and_roll_back(
         insert.one_or_none(cursor, {**values, "task_id": 10**9})
     with api.db.read_conn() as c:
         assert c.execute(judging._LIVE_VERSION, {"task_id": seeded["task"]}).one().live == 1
+
+
+def test_nowait_write_never_waits_and_changes_nothing(api: Api, seeded: dict[str, Any]) -> None:
+    """``submit_judgment(nowait=True)`` (the event-loop fast path) raises WouldBlock, with
+    nothing stored and the cached session kept, whenever it would have to wait: another
+    thread of the process writing, another process (connection) holding SQLite's write lock,
+    no cached session, or Postgres. The ordinary call then stores the judgment once."""
+    import sqlite3
+    import threading
+
+    from app.db import WouldBlock
+    from app.security import BearerToken
+
+    tid = make_task(api, seeded["cid"], "pq", "prep", k=2, seed=9)
+    caller = BearerToken(api.tokens["prep"])
+    with pytest.raises(WouldBlock):  # nothing cached for this task yet
+        judging.submit_judgment(db=api.db, user=caller, task_id=tid, data={"seq": 0}, nowait=True)
+    q = judging.next_question(db=api.db, user=caller, task_id=tid)  # caches the session
+    data = {"seq": 0, "left": q["pair"]["left"]["doc_id"], "right": q["pair"]["right"]["doc_id"]}
+    data |= {"outcome": "left", "active_ms": 5}
+
+    def attempt() -> None:
+        with pytest.raises(WouldBlock):
+            judging.submit_judgment(db=api.db, user=caller, task_id=tid, data=data, nowait=True)
+
+    if not api.db.is_sqlite:
+        attempt()
+    else:
+        # Another thread of this process is writing.
+        holding, release = threading.Event(), threading.Event()
+
+        def writer() -> None:
+            with api.db.raw_write():
+                holding.set()
+                release.wait(10)
+
+        thread = threading.Thread(target=writer)
+        thread.start()
+        assert holding.wait(10)
+        try:
+            attempt()
+        finally:
+            release.set()
+            thread.join()
+        # Another process (here: another connection, outside the process lock) holds it.
+        path = api.db.engine.url.database
+        other = sqlite3.connect(path, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        try:
+            attempt()
+        finally:
+            other.rollback()
+            other.close()
+        # Free: the fast path itself answers.
+        body = judging.submit_judgment(db=api.db, user=caller, task_id=tid, data=data, nowait=True)
+        assert body["seq"] == 1
+    if not api.db.is_sqlite:
+        body = judging.submit_judgment(db=api.db, user=caller, task_id=tid, data=data)
+        assert body["seq"] == 1
+    # Exactly one judgment stored, and the retry is still recognised as one.
+    again = judging.submit_judgment(db=api.db, user=caller, task_id=tid, data=data)
+    assert again["seq"] == 1
+    with api.db.read_conn() as c:
+        assert c.execute(judging._LIVE_VERSION, {"task_id": tid}).one().live == 1
