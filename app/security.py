@@ -31,7 +31,7 @@ from typing import Any, NamedTuple
 
 from pwdlib import PasswordHash
 from pwdlib.hashers.argon2 import Argon2Hasher
-from sqlalchemy import Connection, bindparam, delete, func, select, update
+from sqlalchemy import bindparam, delete, func, select, update
 
 from app.db import Database
 from app.errors import Unauthorized
@@ -140,54 +140,6 @@ _TOUCH_TOKEN = (
 )
 
 
-def _token_user(
-    db: Database, c: Connection, raw: str, now: datetime, *, writable: bool
-) -> User | None:
-    """The active user owning ``raw``, read through ``c``; ``last_used_at`` is refreshed (at
-    most once per :data:`TOUCH_INTERVAL`) in ``c`` if it is a write transaction, otherwise in
-    a write transaction of its own."""
-    row = c.execute(_TOKEN_USER, {"digest": hash_token(raw)}).first()
-    if row is None:
-        return None
-    if row.disabled or (row.expires_at is not None and row.expires_at <= now):
-        return None
-    if row.last_used_at is None or now - row.last_used_at > TOUCH_INTERVAL:
-        touch = {"token_id": row.token_id, "now": now}
-        if writable:
-            c.execute(_TOUCH_TOKEN, touch)
-        else:
-            with db.write_conn() as w:
-                w.execute(_TOUCH_TOKEN, touch)
-    return User(
-        id=row.id,
-        username=row.username,
-        password_hash=row.password_hash,
-        role=row.role,
-        disabled=row.disabled,
-        created_at=row.created_at,
-    )
-
-
-def resolve_api_token(db: Database, raw: str, *, now: datetime | None = None) -> User | None:
-    """The active user owning the bearer token ``raw``, or None (unknown/expired/disabled).
-
-    Runs on every API request, so it is one Core query; the User returned is a plain
-    (transient) instance built from that row."""
-    # Deliberately not cached: a disabled user or a revoked token is refused on the very next
-    # request. A Core connection (no ORM Session) halves the cost of this lookup.
-    with db.read_conn() as c:
-        return _token_user(db, c, raw, now or utcnow(), writable=False)
-
-
-class Identity(NamedTuple):
-    """Who a checked bearer token belongs to: what authorisation needs (the hot path builds
-    no ORM ``User`` per request)."""
-
-    id: int
-    username: str
-    role: str
-
-
 def _prepared_token_statements(db: Database) -> tuple[Prepared, Prepared]:
     cached = db.caches.get(__name__)
     if cached is None:
@@ -198,50 +150,76 @@ def _prepared_token_statements(db: Database) -> tuple[Prepared, Prepared]:
     return cached
 
 
+def _token_row(db: Database, cursor: Any, raw: str, *, writable: bool) -> Any:
+    """The token's row joined with its user, if the token is known and unexpired and the user
+    enabled (None otherwise), read on the DB-API ``cursor``. ``last_used_at`` is refreshed (at
+    most once per :data:`TOUCH_INTERVAL`) on ``cursor`` if it is in a write transaction
+    (``writable``), otherwise in a write transaction of its own."""
+    lookup, touch = _prepared_token_statements(db)
+    now = utcnow()
+    row = lookup.one_or_none(cursor, {"digest": hash_token(raw)})
+    if row is None or row.disabled or (row.expires_at is not None and row.expires_at <= now):
+        return None
+    if row.last_used_at is None or now - row.last_used_at > TOUCH_INTERVAL:
+        values = {"token_id": row.token_id, "now": now}
+        if writable:
+            touch.execute(cursor, values)
+        else:
+            with db.raw_write() as w:
+                touch.execute(w, values)
+    return row
+
+
+def resolve_api_token(db: Database, raw: str) -> User | None:
+    """The active user owning the bearer token ``raw``, or None (unknown/expired/disabled).
+
+    Runs on every API request: one prepared statement in a raw read transaction; the User
+    returned is a plain (transient) instance built from that row."""
+    # Deliberately not cached: a disabled user or a revoked token is refused on the very next
+    # request.
+    with db.raw_read() as cursor:
+        row = _token_row(db, cursor, raw, writable=False)
+    if row is None:
+        return None
+    return User(
+        id=row.id,
+        username=row.username,
+        password_hash=row.password_hash,
+        role=row.role,
+        disabled=row.disabled,
+        created_at=row.created_at,
+    )
+
+
+class Identity(NamedTuple):
+    """Who a checked bearer token belongs to: what authorisation needs (the judging loop
+    builds no ORM ``User`` per request)."""
+
+    id: int
+    username: str
+    role: str
+
+
 @dataclass(frozen=True, slots=True)
 class BearerToken:
     """A bearer token not looked up yet: the judging loop checks it inside the transaction
-    that does the work (one transaction per request instead of two; the check is the same as
+    that does the work (one transaction per request instead of two; the check is
     :func:`resolve_api_token`'s, on every request)."""
 
     raw: str
 
-    def user_in(self, db: Database, c: Connection, *, writable: bool) -> User:
-        """The token's user, read through ``c`` (401 for an unknown/expired/revoked token or
-        a disabled user). ``writable``: ``c`` is a write transaction."""
-        user = _token_user(db, c, self.raw, utcnow(), writable=writable)
-        if user is None:
-            raise Unauthorized("invalid or expired token")
-        return user
-
     def identity_on(self, db: Database, cursor: Any, *, writable: bool) -> Identity:
-        """Like :meth:`user_in` on a raw DB-API ``cursor`` (:meth:`Database.raw_read` /
-        :meth:`Database.raw_write`), with the same checks."""
-        lookup, touch = _prepared_token_statements(db)
-        now = utcnow()
-        row = lookup.one_or_none(cursor, {"digest": hash_token(self.raw)})
-        if row is None or row.disabled or (row.expires_at is not None and row.expires_at <= now):
+        """The token's user, read on the DB-API ``cursor`` (401 for an unknown, expired or
+        revoked token or a disabled user). ``writable``: the cursor's transaction writes."""
+        row = _token_row(db, cursor, self.raw, writable=writable)
+        if row is None:
             raise Unauthorized("invalid or expired token")
-        if row.last_used_at is None or now - row.last_used_at > TOUCH_INTERVAL:
-            values = {"token_id": row.token_id, "now": now}
-            if writable:
-                touch.execute(cursor, values)
-            else:
-                with db.raw_write() as w:
-                    touch.execute(w, values)
         return Identity(row.id, row.username, row.role)
 
 
 #: Who makes a request of the judging loop: a user already authenticated (cookie), or a
 #: bearer token to check in the request's own transaction.
 Caller = User | BearerToken
-
-
-def caller_user(db: Database, c: Connection, caller: Caller, *, writable: bool) -> User:
-    """The :class:`User` behind ``caller`` (checked through ``c`` for a bearer token)."""
-    if isinstance(caller, BearerToken):
-        return caller.user_in(db, c, writable=writable)
-    return caller
 
 
 def caller_identity(db: Database, cursor: Any, caller: Caller, *, writable: bool) -> Identity:

@@ -65,7 +65,7 @@ from app.db import Database, WouldBlock
 from app.errors import Conflict, Invalid
 from app.models import Document, Judgment, Task, utcnow
 from app.prepared import Prepared
-from app.security import Caller, Identity, caller_identity, caller_user
+from app.security import Caller, Identity, caller_identity
 from app.services.tasks import check_task_access, load_task_for
 from labeling.errors import Finished, WrongQuestion
 from labeling.session import open_session
@@ -700,7 +700,9 @@ def undo_judgment(*, db: Database, user: Caller, task_id: int) -> Payload:
     """Revert the last live judgment (kept in the log, marked undone); 409 if there is none."""
     _caches(db).replay.take(task_id)  # not needed for correctness (versions differ); frees it
     with db.write() as s:
-        user = caller_user(db, s.connection(), user, writable=True)
+        # The token is checked in this transaction, on its DB-API connection.
+        cursor = s.connection().connection.driver_connection.cursor()
+        user = caller_identity(db, cursor, user, writable=True)
         task = load_task_for(s, user, task_id, lock=True, judge=True)
         if task.status == "cancelled":
             raise Conflict(f"task {task_id} is cancelled")

@@ -169,7 +169,7 @@ _TASK_FOR_UPDATE = _TASK.with_for_update()
 
 
 def load_task_for(
-    s: Session, user: User, task_id: int, *, lock: bool = False, judge: bool = False
+    s: Session, user: User | Identity, task_id: int, *, lock: bool = False, judge: bool = False
 ) -> Task:
     """The task if ``user`` may act on it (its assessor, or an admin; with ``judge=True`` only
     its assessor). 404 / 403 otherwise.
