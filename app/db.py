@@ -100,7 +100,12 @@ def make_engine(
 
 
 class WouldBlock(Exception):
-    """:meth:`Database.raw_write_nowait` could not start at once (someone else is writing)."""
+    """:meth:`Database.raw_write_nowait` could not start at once (someone else is writing;
+    ``busy`` True), or the work does not qualify for it at all (``busy`` False)."""
+
+    def __init__(self, *, busy: bool = True) -> None:
+        super().__init__("busy" if busy else "not applicable")
+        self.busy = busy
 
 
 class Database:
@@ -204,7 +209,9 @@ class Database:
         Postgres always WouldBlock). For work short enough to run on the event loop thread
         (app.hotpath): one dedicated connection with ``busy_timeout=0``."""
         lock = self._write_lock
-        if lock is None or not lock.acquire(blocking=False):
+        if lock is None:
+            raise WouldBlock(busy=False)
+        if not lock.acquire(blocking=False):
             raise WouldBlock
         try:
             if self._nowait is None:

@@ -601,7 +601,7 @@ def submit_judgment(
     caches = _caches(db)
     replayed: _Replayed | None = caches.replay.take(task_id)
     if nowait and replayed is None:
-        raise WouldBlock
+        raise WouldBlock(busy=False)
     answer: Answer | None = None
     applied = False
     who: Identity | None = None
