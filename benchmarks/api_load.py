@@ -62,7 +62,7 @@ N_DOCS = 50
 K = 10
 #: Tasks are created so that no assessor runs out within a level: enough for this many
 #: judgments per second in total (a finished n=50, k=10 task takes ~135 judgments).
-PLANNED_RATE = 1000
+PLANNED_RATE = 2000
 JUDGMENTS_PER_TASK = 120
 
 
