@@ -24,11 +24,12 @@ and body byte for byte.
 Work runs on a small thread pool of its own (:data:`THREADS` threads, one per process, shared
 by the apps of a process): SQLite admits one writer at a time, and more threads than that only
 contended for the GIL and the write lock (the default threadpool has 40). One case runs on the
-event loop thread itself: a submit on SQLite whose session is cached and whose write lock is
-free at that instant (``submit_judgment(nowait=True)``: a bounded handful of statements, no
-replay, no waiting: a busy lock or a cache miss raises ``WouldBlock`` with nothing done and
-the request goes to the pool as usual). Handing that ~0.3 ms of work to a thread and back cost
-more than the work.
+event loop thread itself: a submit on SQLite whose session is cached
+(``submit_judgment(nowait=True)``: a bounded handful of statements, no replay, and never a
+wait on the event loop: a busy write lock or a cache miss raises ``WouldBlock`` with nothing
+done). A busy lock is tried again after short pauses in which the loop serves other requests
+(:data:`_RETRY_PAUSES`, 7.5 ms in all), then the request goes to the pool like a cache miss.
+Handing that ~0.3 ms of work to a thread and back cost more than the work.
 """
 
 from __future__ import annotations
@@ -234,13 +235,13 @@ def _judgment(scope: Scope, body: bytes) -> dict[str, Any] | None:
         return None
     try:
         return JudgmentIn.model_validate(json.loads(body)).model_dump(exclude_none=True)
-    except (ValueError, ValidationError):  # JSONDecodeError and UnicodeDecodeError included
+    except (ValueError, ValidationError, RecursionError):  # bad JSON, bad UTF-8, deep nesting
         return None
 
 
 async def _read_body(receive: Receive) -> tuple[bytes, bool]:
-    """The whole request body (the body limit is enforced by the middleware around us) and
-    whether the client went away first."""
+    """The whole request body and whether the client went away first (its declared length is
+    within the limit, checked before; the server holds the body to that length)."""
     chunks: list[bytes] = []
     while True:
         message = await receive()

@@ -247,6 +247,10 @@ def test_requests_the_hot_path_leaves_to_the_routes(
     # Malformed JSON -> the routes' 422.
     r = api.client.post(url, content=b"{", headers={**auth, "Content-Type": "application/json"})
     assert r.status_code == 422
+    # Nested too deep for the JSON parser -> the routes' answer (400), not a 500.
+    deep = b"[" * 60_000
+    r = api.client.post(url, content=deep, headers={**auth, "Content-Type": "application/json"})
+    assert r.status_code in (400, 422), r.text
     # Over the body limit -> the stack's 413.
     big = b" " * (api.settings.max_body_bytes + 1)
     r = api.client.post(url, content=big, headers={**auth, "Content-Type": "application/json"})
