@@ -111,6 +111,8 @@ def read_topk_jsonl(path: str | Path) -> list[TopKTruth]:
                     raise TopKFormatError(p, lineno, f"invalid JSON: {exc.msg}") from None
                 except ValueError as exc:
                     raise TopKFormatError(p, lineno, str(exc)) from None
+                except RecursionError:
+                    raise TopKFormatError(p, lineno, "invalid JSON: nested too deeply") from None
                 if truth.query_id in first_line:
                     raise TopKFormatError(
                         p,

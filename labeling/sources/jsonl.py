@@ -31,6 +31,12 @@ def parse_jsonl_docs(
         except json.JSONDecodeError as exc:
             issues.add(number, f"not valid JSON ({exc.msg} at column {exc.colno})")
             continue
+        except ValueError as exc:  # e.g. an integer beyond Python's 4300-digit limit
+            issues.add(number, f"not valid JSON ({exc})")
+            continue
+        except RecursionError:
+            issues.add(number, "not valid JSON (nested too deeply)")
+            continue
         if not isinstance(obj, dict):
             issues.add(number, "expected a JSON object")
             continue

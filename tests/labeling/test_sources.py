@@ -231,10 +231,16 @@ def test_jsonl_docs_and_errors() -> None:
         '{"doc_id": "b", "text": "x", "html": "y"}\n'
         '{"doc_id": "a", "text": "again"}\n'
         '{"doc_id": "c", "text": 5}\n'
+        + "[" * 100_000
+        + "\n"
+        + '{"doc_id": "d", "n": '
+        + "9" * 5000
+        + "}\n"
     )
     with pytest.raises(SourceError) as info:
         list(parse_jsonl_docs(bad, file="docs.jsonl"))
-    assert [i.line for i in info.value.issues] == [2, 3, 4, 5, 6, 7]
+    assert [i.line for i in info.value.issues] == [2, 3, 4, 5, 6, 7, 8, 9]
+    assert "nested too deeply" in info.value.issues[6].message
     assert str(info.value).startswith("docs.jsonl:2: not valid JSON")
 
 

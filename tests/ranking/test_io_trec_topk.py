@@ -76,6 +76,7 @@ def test_topk_round_trip_and_kappa(tmp_path: Path) -> None:
         ('{"query_id": "b", "k": 2, "top": [1], "rest": []}', "list of non-empty strings"),
         ('{"query_id": "a", "k": 2, "top": ["x"], "rest": []}', "already has a truth on line 1"),
         ("[1, 2]", "JSON object"),
+        ("[" * 100_000, "nested too deeply"),
     ],
 )
 def test_topk_errors(tmp_path: Path, line2: str, what: str) -> None:
