@@ -32,6 +32,7 @@ from typing import Any, NamedTuple
 from pwdlib import PasswordHash
 from pwdlib.hashers.argon2 import Argon2Hasher
 from sqlalchemy import bindparam, delete, func, select, update
+from sqlalchemy.orm import Session
 
 from app.db import Database
 from app.errors import Unauthorized
@@ -321,31 +322,28 @@ class LoginThrottled(Exception):
         self.retry_after = retry_after
 
 
-def login_retry_after(db: Database, username: str, ip: str, *, now: datetime | None = None) -> int:
-    """Seconds the caller must wait before another login attempt (0 = allowed)."""
-    now = now or utcnow()
-    settings = db.settings
+def _retry_after_in(s: Session, username: str, ip: str, now: datetime, settings: Any) -> int:
+    """Seconds before another attempt for (username, ip) is allowed (0 = now), read in ``s``."""
     window_start = now - timedelta(seconds=settings.login_window_seconds)
-    with db.read() as s:
-        last_success = s.scalar(
-            select(func.max(LoginAttempt.at)).where(
-                LoginAttempt.username == username, LoginAttempt.ip == ip, LoginAttempt.success
-            )
+    last_success = s.scalar(
+        select(func.max(LoginAttempt.at)).where(
+            LoginAttempt.username == username, LoginAttempt.ip == ip, LoginAttempt.success
         )
-        since = max(window_start, last_success) if last_success else window_start
-        failures = list(
-            s.scalars(
-                select(LoginAttempt.at)
-                .where(
-                    LoginAttempt.username == username,
-                    LoginAttempt.ip == ip,
-                    LoginAttempt.success.is_(False),
-                    LoginAttempt.at > since,
-                )
-                .order_by(LoginAttempt.at.desc())
-                .limit(settings.login_max_failures)
+    )
+    since = max(window_start, last_success) if last_success else window_start
+    failures = list(
+        s.scalars(
+            select(LoginAttempt.at)
+            .where(
+                LoginAttempt.username == username,
+                LoginAttempt.ip == ip,
+                LoginAttempt.success.is_(False),
+                LoginAttempt.at > since,
             )
+            .order_by(LoginAttempt.at.desc())
+            .limit(settings.login_max_failures)
         )
+    )
     if len(failures) < settings.login_max_failures:
         return 0
     # Allowed again once the oldest of the last N failures leaves the window.
@@ -353,36 +351,55 @@ def login_retry_after(db: Database, username: str, ip: str, *, now: datetime | N
     return max(1, int((free_at - now).total_seconds()) + 1)
 
 
+def login_retry_after(db: Database, username: str, ip: str, *, now: datetime | None = None) -> int:
+    """Seconds the caller must wait before another login attempt (0 = allowed)."""
+    with db.read() as s:
+        return _retry_after_in(s, username, ip, now or utcnow(), db.settings)
+
+
 def authenticate(
     db: Database, username: str, password: str, *, ip: str = "", now: datetime | None = None
 ) -> User | None:
     """Check credentials with throttling; record the attempt. Returns the user or None (one
     generic failure for unknown user, wrong password or disabled account). Raises
-    :class:`LoginThrottled` while locked out (the password is then not even checked)."""
+    :class:`LoginThrottled` while locked out (the password is then not even checked).
+
+    The throttle check and the record of the attempt are one step: the attempt is written as
+    a failure, in the write transaction that checked the count, BEFORE the password is
+    verified, and turned into a success afterwards if it was one. So parallel attempts each
+    count at once and no burst of concurrent guesses gets past ``login_max_failures``. The
+    transactions of one (username, ip) are serialised by SQLite's single writer, and on
+    Postgres by a transaction-level advisory lock on the pair."""
     now = now or utcnow()
     username = username.strip()[:64]
     ip = (ip or "")[:64]
     if "\x00" in username:  # cannot name a user (and Postgres text cannot hold it)
         verify_password(password, None)
         return None
-    wait = login_retry_after(db, username, ip, now=now)
-    if wait:
-        raise LoginThrottled(wait)
-    with db.read() as s:
+    with db.write() as s:
+        if not db.is_sqlite:
+            key = int.from_bytes(hashlib.sha256(f"{username}\n{ip}".encode()).digest()[:8], "big")
+            s.execute(select(func.pg_advisory_xact_lock(key - 2**63)))
+        wait = _retry_after_in(s, username, ip, now, db.settings)
+        if wait:
+            raise LoginThrottled(wait)
+        attempt = LoginAttempt(username=username, ip=ip, at=now, success=False)
+        s.add(attempt)
+        s.flush()
+        attempt_id = attempt.id
         user = s.scalar(select(User).where(User.username == username))
     # Argon2 runs outside any transaction so it never holds the SQLite write lock.
     ok = verify_password(password, user.password_hash if user else None)
     ok = ok and user is not None and not user.disabled
-    with db.write() as s:
-        s.add(LoginAttempt(username=username, ip=ip, at=now, success=ok))
-        if (
-            ok
-            and user is not None
-            and _password_hash.current_hasher.check_needs_rehash(user.password_hash)
-        ):
+    if ok and user is not None:
+        rehash = _password_hash.current_hasher.check_needs_rehash(user.password_hash)
+        new_hash = hash_password(password) if rehash else None  # outside the transaction too
+        with db.write() as s:
             s.execute(
-                update(User).where(User.id == user.id).values(password_hash=hash_password(password))
+                update(LoginAttempt).where(LoginAttempt.id == attempt_id).values(success=True)
             )
+            if new_hash is not None:
+                s.execute(update(User).where(User.id == user.id).values(password_hash=new_hash))
     return user if ok else None
 
 

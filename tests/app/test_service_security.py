@@ -187,6 +187,31 @@ def test_login_throttling(api: Api) -> None:
     assert r.status_code == 429 and int(r.headers["retry-after"]) >= 1
 
 
+def test_parallel_guesses_cannot_pass_the_throttle(api: Api) -> None:
+    """Many wrong passwords at once for one (username, ip): exactly ``login_max_failures`` are
+    checked, the rest are refused before any password check (the attempt is recorded in the
+    transaction that counts, before Argon2 runs). Afterwards the right password is refused too
+    while the window lasts, and another ip is not affected."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    users.create_user(db=api.db, username="tess", password="tess-password")
+    n = api.settings.login_max_failures
+
+    def guess(i: int) -> str:
+        try:
+            user = security.authenticate(api.db, "tess", f"wrong-{i}", ip="10.0.0.9")
+        except security.LoginThrottled:
+            return "throttled"
+        return "refused" if user is None else "accepted"
+
+    with ThreadPoolExecutor(max_workers=3 * n) as pool:
+        outcomes = list(pool.map(guess, range(3 * n)))
+    assert outcomes.count("refused") == n and outcomes.count("throttled") == 2 * n
+    with pytest.raises(security.LoginThrottled):
+        security.authenticate(api.db, "tess", "tess-password", ip="10.0.0.9")
+    assert security.authenticate(api.db, "tess", "tess-password", ip="10.0.0.10") is not None
+
+
 def test_oversized_bodies_get_413(api: Api, world: dict[str, Any]) -> None:
     limit = api.settings.max_body_bytes
     url = f"/api/v1/collections/{world['cid']}/import"
