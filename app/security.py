@@ -9,7 +9,9 @@
   (``expires_at`` fixed at login). A new session is minted on every login (no fixation).
 - Login throttling is DB-backed (``login_attempt``), so it holds across workers: after
   ``login_max_failures`` failures for a (username, ip) within ``login_window_seconds`` (and
-  since the last success) further attempts are refused until the window has moved on.
+  since the last success) further attempts are refused until the window has moved on. An
+  attempt is counted and recorded in one serialised transaction before its password is
+  checked, so concurrent guesses cannot slip past the limit.
 - CSRF for cookie-authenticated unsafe requests: ``Sec-Fetch-Site`` must be same-origin/none
   when present, else ``Origin`` must equal the public origin when present, and a per-session
   synchronizer token must match (compared with :func:`hmac.compare_digest`).
