@@ -35,6 +35,7 @@ from sqlalchemy.exc import IntegrityError
 from app.db import Database
 from app.errors import Conflict, Invalid, NotFound
 from app.models import Collection, Document, Query, Task
+from labeling.sources.base import parse_json_line
 
 MAX_REPORTED_ERRORS = 100
 MAX_ID_CHARS = 200
@@ -394,16 +395,9 @@ def parse_ndjson(data: NdjsonSource, *, max_lines: int, max_chars: int) -> list[
             continue
         if not raw.strip():
             continue
-        try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            errors.add(number, f"invalid JSON: {exc.msg} (column {exc.colno})")
-            continue
-        except ValueError as exc:  # e.g. an integer beyond Python's 4300-digit limit
-            errors.add(number, f"invalid JSON: {exc}")
-            continue
-        except RecursionError:
-            errors.add(number, "invalid JSON: nested too deeply")
+        obj, problem = parse_json_line(raw)
+        if problem is not None:
+            errors.add(number, f"invalid JSON: {problem}")
             continue
         parsed = _check_line(number, obj, errors, max_chars)
         if parsed is not None:

@@ -12,9 +12,11 @@ whole report in one go. Callers consume a parser completely before storing anyth
 from __future__ import annotations
 
 import codecs
+import json
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from labeling.errors import LabelingError
 
@@ -120,6 +122,20 @@ def split_lines(data: str | bytes) -> list[str] | list[bytes]:
     if isinstance(data, bytes):
         return data.splitlines(keepends=True)
     return [part for part in _LINE_BREAK.split(data) if part]
+
+
+def parse_json_line(text: str) -> tuple[Any, str | None]:
+    """``json.loads`` for one line of a JSON-lines file: ``(value, None)``, or ``(None, why)``
+    for text that is not JSON, including what ``json.loads`` refuses with other errors (an
+    integer beyond Python's digit limit, nesting deeper than the recursion limit)."""
+    try:
+        return json.loads(text), None
+    except json.JSONDecodeError as exc:
+        return None, f"{exc.msg} at column {exc.colno}"
+    except ValueError as exc:
+        return None, str(exc)
+    except RecursionError:
+        return None, "nested too deeply"
 
 
 def iter_byte_lines(chunks: Iterable[bytes]) -> Iterator[bytes]:

@@ -7,10 +7,15 @@ problem names the file and line; duplicate ids are errors.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator
 
-from labeling.sources.base import IssueCollector, SourceDocument, numbered_lines, split_lines
+from labeling.sources.base import (
+    IssueCollector,
+    SourceDocument,
+    numbered_lines,
+    parse_json_line,
+    split_lines,
+)
 
 ID_KEYS = ("doc_id", "docno", "id")
 
@@ -26,16 +31,9 @@ def parse_jsonl_docs(
     for number, text in numbered_lines(lines, file):
         if not text.strip():
             continue
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as exc:
-            issues.add(number, f"not valid JSON ({exc.msg} at column {exc.colno})")
-            continue
-        except ValueError as exc:  # e.g. an integer beyond Python's 4300-digit limit
-            issues.add(number, f"not valid JSON ({exc})")
-            continue
-        except RecursionError:
-            issues.add(number, "not valid JSON (nested too deeply)")
+        obj, problem = parse_json_line(text)
+        if problem is not None:
+            issues.add(number, f"not valid JSON ({problem})")
             continue
         if not isinstance(obj, dict):
             issues.add(number, "expected a JSON object")
