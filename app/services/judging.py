@@ -38,8 +38,14 @@ the version and forces a fresh replay of the log read in that transaction. Live 
 a stack (undo pops the last, ids only grow), so equal (count, newest id) means an equal log.
 An entry is *taken* out of the cache by the request that uses it (never shared between
 threads, so a session mutated by a failed request never goes back) and put back only after
-the commit. With a hit, a submit is one write transaction of two or three statements and no
-replay; validation still happens against the pending question inside that transaction.
+the commit. With a hit, a submit is one write transaction (the bearer token, the task state
+and log version, the insert, on a status change an update) and no replay; validation still
+happens against the pending question inside that transaction. (An entry taken by a request
+that then could not start, ``WouldBlock``, goes back untouched.)
+
+The hot statements run as prepared statements on raw DB-API cursors (:mod:`app.prepared`,
+``Database.raw_read/raw_write``): the same SQL and types as the Core statements they are
+compiled from, without SQLAlchemy's per-call machinery. Undo, rare, stays on the ORM.
 
 Document payloads (title/text/html) are cached per (task id, task created_at, doc id) in a
 second bounded LRU (the whole pool is loaded on the first miss): documents never change while
