@@ -6,14 +6,16 @@ concurrent assessors, on SQLite and on Postgres. Each level is bounded in time a
 Printed per level: judgments per second, p50/p95/p99 latency of ``POST .../judgments`` (which
 returns the next question), accepted vs stored judgments (must be equal: none lost, none
 doubled), the server's resident memory (VmRSS, and its peak VmHWM), and the server's CPU time
-per accepted judgment (``cpu ms/j``, user + system from /proc: a figure that does not depend on
-how busy the machine is, so ``2 cores / cpu ms/j`` bounds the throughput of an idle machine).
+per accepted judgment (``cpu ms/j``, user + system from /proc: a figure that depends little on
+how busy the machine is; one server process runs its Python on one core at a time, so
+``1 / cpu ms/j`` roughly bounds its throughput), and the load client's own CPU per judgment
+(``client``: it shares the machine's cores with the server).
 
 Two kinds of run, on the same server:
 
 - **saturation** (the levels): every assessor answers as soon as its next question arrives, so
   the server is never idle; j/s is the capacity at that concurrency, and by Little's law mean
-  latency = assessors / throughput (32 / 560 j/s = 57 ms), whatever the server does;
+  latency = assessors / throughput (32 / 960 j/s = 33 ms), whatever the server does;
 - **paced** (the target run, ``--target-rate``, default 330 j/s at 32 assessors): the
   assessors answer at a steady total rate offered from random phases, as people who look at a
   pair before answering; latency is then what an assessor waits at that load. The issue's
