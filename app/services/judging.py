@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
@@ -223,6 +224,10 @@ class _LRU:
         with self._lock:
             self._data.clear()
 
+
+#: A submit runs on the event loop (``nowait``) only if the previous one on its session took
+#: no more CPU than this: typical tasks take 0.1-0.5 ms; what takes longer goes to a thread.
+NOWAIT_MAX_SECONDS = 0.002
 
 #: Pools up to this size are loaded whole on the first miss.
 _PREFETCH_MAX = 256
@@ -456,6 +461,9 @@ class _Replayed:
     session: Any
     version: tuple[int, int]
     active_ms: int
+    #: CPU seconds the last submit on this session took (decides whether the next one may run
+    #: on the event loop: ``nowait``).
+    cost: float = 0.0
 
     def matches(self, created_at: Any, version: tuple[int, int]) -> bool:
         return self.task.created_at == created_at and self.version == version
@@ -598,16 +606,21 @@ def submit_judgment(
     write transaction is the only one: token, task state, log version, insert).
 
     ``nowait=True`` (app.hotpath, on the event loop thread): only the short path is taken, a
-    cached session and a write lock free at once (:meth:`Database.raw_write_nowait`);
-    otherwise :class:`~app.db.WouldBlock` is raised with nothing done, and the caller makes
+    cached session whose last submit took at most :data:`NOWAIT_MAX_SECONDS` (huge pools or
+    heaps make the protocol step itself slower) and a write lock free at once
+    (:meth:`Database.raw_write_nowait`); otherwise :class:`~app.db.WouldBlock` is raised with
+    nothing done, and the caller makes
     the ordinary call from a worker thread.
     """
     seq = int(data["seq"])
     active_ms = int(data.get("active_ms") or 0)
     caches = _caches(db)
     replayed: _Replayed | None = caches.replay.take(task_id)
-    if nowait and replayed is None:
+    if nowait and (replayed is None or replayed.cost > NOWAIT_MAX_SECONDS):
+        if replayed is not None:
+            caches.replay.put(task_id, replayed)
         raise WouldBlock(busy=False)
+    started = time.thread_time()  # CPU time: waiting for a lock must not count as cost
     answer: Answer | None = None
     applied = False
     who: Identity | None = None
@@ -685,6 +698,7 @@ def submit_judgment(
             replayed.active_ms,
             lambda ids: _documents(_no_fetch, caches.docs, replayed.task, ids),
         )
+    replayed.cost = time.thread_time() - started
     caches.replay.put(task_id, replayed)
     return body
 

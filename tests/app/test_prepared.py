@@ -157,3 +157,26 @@ def test_nowait_write_never_waits_and_changes_nothing(api: Api, seeded: dict[str
     assert again["seq"] == 1
     with api.db.read_conn() as c:
         assert c.execute(judging._LIVE_VERSION, {"task_id": tid}).one().live == 1
+
+
+def test_slow_sessions_leave_the_event_loop(api: Api, seeded: dict[str, Any]) -> None:
+    """A session whose last submit cost more CPU than NOWAIT_MAX_SECONDS is not run on the
+    event loop (WouldBlock, not busy), and stays cached for the ordinary call."""
+    from app.db import WouldBlock
+    from app.security import BearerToken
+
+    tid = make_task(api, seeded["cid"], "pq", "prep", k=2, seed=10)
+    caller = BearerToken(api.tokens["prep"])
+    q = judging.next_question(db=api.db, user=caller, task_id=tid)
+    data = {"seq": 0, "left": q["pair"]["left"]["doc_id"], "right": q["pair"]["right"]["doc_id"]}
+    data |= {"outcome": "left"}
+    cache = judging._caches(api.db).replay
+    entry = cache.get(tid)
+    entry.cost = 10 * judging.NOWAIT_MAX_SECONDS
+    with pytest.raises(WouldBlock) as info:
+        judging.submit_judgment(db=api.db, user=caller, task_id=tid, data=data, nowait=True)
+    assert info.value.busy is False and cache.get(tid) is entry
+    body = judging.submit_judgment(db=api.db, user=caller, task_id=tid, data=data)
+    assert body["seq"] == 1
+    after = cache.get(tid)
+    assert after is entry and 0 <= after.cost < 1  # measured again (CPU seconds)

@@ -277,3 +277,23 @@ def test_initial_expected_remaining_is_close_to_the_simulated_mean():
         estimate = open_session("topk", docs, k=10, seed=0, options={"pair_cache": cache})
         mean = sum(counts) / len(counts)
         assert abs(estimate.progress().expected_remaining / mean - 1) < 0.04
+
+
+def _worst_sift_by_recursion(i: int, size: int) -> int:
+    """The definition: 2 per step from a node with two children, 1 with one, max over paths."""
+    left = 2 * i + 1
+    if left >= size:
+        return 0
+    if left + 1 < size:
+        return 2 + max(
+            _worst_sift_by_recursion(left, size), _worst_sift_by_recursion(left + 1, size)
+        )
+    return 1 + _worst_sift_by_recursion(left, size)
+
+
+def test_worst_sift_closed_form_equals_the_recursion() -> None:
+    from labeling.heap import worst_sift
+
+    for size in range(0, 300):
+        for i in range(0, size + 2):
+            assert worst_sift(i, size) == _worst_sift_by_recursion(i, size), (i, size)
