@@ -28,8 +28,8 @@ event loop thread itself: a submit on SQLite whose session is cached
 (``submit_judgment(nowait=True)``: a bounded handful of statements, no replay, and never a
 wait on the event loop: a busy write lock or a cache miss raises ``WouldBlock`` with nothing
 done). A busy lock is tried again after short pauses in which the loop serves other requests
-(:data:`_RETRY_PAUSES`, 7.5 ms in all), then the request goes to the pool like a cache miss.
-Handing that ~0.3 ms of work to a thread and back cost more than the work.
+(:data:`_PAUSES`, up to the SQLite busy timeout); a cache miss goes to the pool. Handing that
+~0.3 ms of work to a thread and back cost more than the work.
 """
 
 from __future__ import annotations
@@ -188,7 +188,8 @@ class JudgingHotPath:
                 payload = await _inline(
                     lambda: judging.submit_judgment(
                         db=db, user=caller, task_id=task_id, data=data, nowait=True
-                    )
+                    ),
+                    db.settings.sqlite_busy_timeout_ms / 1000,
                 )
             if payload is _NOT_YET:
                 payload = await asyncio.get_running_loop().run_in_executor(executor(), work)
@@ -206,26 +207,32 @@ class JudgingHotPath:
         await self._respond(send, 200, payload)
 
 
-#: Pauses (s) between attempts of the event-loop path while another thread writes: a judging
-#: write holds the lock for ~0.3 ms. Without them, requests that found the lock taken went to
-#: the pool, whose writes then kept the lock taken for the next ones: under 32 assessors the
-#: process flipped for good into the slower path (measured: every submit of a 32-assessor
-#: run went to the pool, twice the CPU per judgment).
-_RETRY_PAUSES = (0.0005, 0.001, 0.002, 0.004)
+#: Pauses (s) between attempts of the event-loop path while another thread or process writes:
+#: a judging write holds the lock for ~0.3 ms, so the first pauses are short; then every 4 ms.
+#: The request keeps waiting here rather than going to the pool: requests that went to the
+#: pool when they found the lock taken made the pool's writes keep it taken for the next ones,
+#: and under 32 assessors the process flipped for good into that slower path (measured: every
+#: submit of a 32-assessor run through the pool, twice the CPU per judgment, half the rate).
+_PAUSES = (0.0005, 0.001, 0.002, 0.004)
 
 
-async def _inline(attempt: Callable[[], Any]) -> Any:
-    """``attempt()`` on the event loop thread, retried after short pauses while the write
-    lock is busy; :data:`_NOT_YET` if it never got the lock (or does not qualify)."""
-    for pause in (0.0, *_RETRY_PAUSES):
-        if pause:
-            await asyncio.sleep(pause)
+async def _inline(attempt: Callable[[], Any], patience: float) -> Any:
+    """``attempt()`` on the event loop thread, retried after short pauses (the loop serves
+    other requests meanwhile) while the write lock is busy, for up to ``patience`` seconds
+    (the SQLite busy timeout); :data:`_NOT_YET` if it does not qualify, or never got the
+    lock (the pool then waits for it as usual, and answers 503 if it cannot)."""
+    waited = 0.0
+    step = 0
+    while True:
         try:
             return attempt()
         except WouldBlock as exc:
-            if not exc.busy:
-                break
-    return _NOT_YET
+            if not exc.busy or waited >= patience:
+                return _NOT_YET
+        pause = _PAUSES[min(step, len(_PAUSES) - 1)]
+        step += 1
+        await asyncio.sleep(pause)
+        waited += pause
 
 
 def _judgment(scope: Scope, body: bytes) -> dict[str, Any] | None:
