@@ -286,3 +286,41 @@ def test_unexpected_error_is_a_json_500(
     assert r.status_code == 500 and r.json() == {"detail": "internal server error"}
     assert r.headers["x-content-type-options"] == "nosniff"
     assert r.headers["cache-control"] == "no-store"
+
+
+def test_graded_tasks_answer_like_the_routes(api: Api, spy: Spy, twins: dict[str, Any]) -> None:
+    """Five-grade tasks go through the same hot path: twins compared over a whole task, with
+    a retry, a grade out of range (the model's 422, from the routes) and a wrong document."""
+    fast = make_task(api, twins["cid"], "hq", "hp1", method="graded", seed=21)
+    slow = make_task(api, twins["cid"], "hq", "hp1", method="graded", seed=21)
+    pair = {"fast": fast, "slow": slow}
+    auth = api.auth("hp1")
+    status, q = both(api, spy, pair, "GET", "/next", headers=auth)
+    assert status == 200 and "document" in q
+    first = True
+    while not q["done"]:
+        body = {"seq": q["seq"], "doc_id": q["document"]["doc_id"], "grade": q["seq"] % 5}
+        if first:
+            wrong = {**body, "doc_id": "no-such-doc"}
+            status, error = both(api, spy, pair, "POST", "/judgments", headers=auth, json=wrong)
+            assert status in (409, 422) and "detail" in error
+            before = spy.count
+            bad = call(
+                api,
+                "POST",
+                f"/api/v1/tasks/{fast}/judgments",
+                headers=auth,
+                json={**body, "grade": 7},
+            )
+            assert bad[0] == 422 and spy.count == before  # invalid: the routes answered
+        status, nxt = both(api, spy, pair, "POST", "/judgments", headers=auth, json=body)
+        assert status == 200
+        if first:
+            status, again = both(api, spy, pair, "POST", "/judgments", headers=auth, json=body)
+            assert status == 200 and again == nxt
+            first = False
+        q = nxt
+    with framework_only(api):
+        grades_fast = api.get("hp1", f"/api/v1/tasks/{fast}/result").json()["grades"]
+        grades_slow = api.get("hp1", f"/api/v1/tasks/{slow}/result").json()["grades"]
+    assert grades_fast == grades_slow and len(grades_fast) == 12
