@@ -609,8 +609,7 @@ def submit_judgment(
     cached session whose last submit took at most :data:`NOWAIT_MAX_SECONDS` (huge pools or
     heaps make the protocol step itself slower) and a write lock free at once
     (:meth:`Database.raw_write_nowait`); otherwise :class:`~app.db.WouldBlock` is raised with
-    nothing done, and the caller makes
-    the ordinary call from a worker thread.
+    nothing done, and the caller makes the ordinary call from a worker thread.
     """
     seq = int(data["seq"])
     active_ms = int(data.get("active_ms") or 0)
