@@ -129,10 +129,6 @@ _LIVE_LOG = (
     .where(_J.c.task_id == bindparam("task_id"), _J.c.undone.is_(False))
     .order_by(_J.c.seq)
 )
-_DOCUMENTS = select(_D.c.external_id, _D.c.title, _D.c.text, _D.c.html).where(
-    _D.c.query_id == bindparam("query_id"),
-    _D.c.external_id.in_(bindparam("ids", expanding=True)),
-)
 _DOCUMENT = select(_D.c.external_id, _D.c.title, _D.c.text, _D.c.html).where(
     _D.c.query_id == bindparam("query_id"), _D.c.external_id == bindparam("doc_id")
 )
@@ -265,16 +261,6 @@ def clear_caches(db: Database) -> None:
 Fetch = Callable[[Any, list[str]], dict[str, Any]]
 
 
-def _fetch_with_session(s: Any) -> Fetch:
-    """Documents by external id through a SQLAlchemy connection/session (one IN query)."""
-
-    def fetch(task: Any, ids: list[str]) -> dict[str, Any]:
-        rows = s.execute(_DOCUMENTS, {"query_id": task.query_id, "ids": ids})
-        return {d.external_id: d for d in rows}
-
-    return fetch
-
-
 def _fetch_with_cursor(sql: _Sql, cursor: Any) -> Fetch:
     """Documents by external id through a raw cursor (one prepared statement per document:
     a pool is fetched once per task and process, then served from the cache)."""
@@ -286,6 +272,17 @@ def _fetch_with_cursor(sql: _Sql, cursor: Any) -> Fetch:
             if row is not None:
                 found[doc_id] = row
         return found
+
+    return fetch
+
+
+def _fetch_in_own_read(db: Database) -> Fetch:
+    """Like :func:`_fetch_with_cursor`, in a read transaction of its own opened only if a
+    document is not cached (after a submit's commit, outside the write lock)."""
+
+    def fetch(task: Any, ids: list[str]) -> dict[str, Any]:
+        with db.raw_read() as cursor:
+            return _fetch_with_cursor(_caches(db).sql(db), cursor)(task, ids)
 
     return fetch
 
@@ -358,21 +355,6 @@ def _payload(
         body["seq"] = q.seq
         body["document"] = documents([q.doc_id])[q.doc_id]
     return body
-
-
-def question_payload(
-    s: Any, task: Any, session: Any, rows: Sequence[LogRow], db: Database | None = None
-) -> Payload:
-    """The body of ``/next`` for ``session`` replayed from ``rows`` (documents read via ``s``,
-    cached in ``db``'s caches when given)."""
-    cache = _caches(db).docs if db is not None else _LRU(0)
-    fetch = _fetch_with_session(s)
-    return _payload(
-        task,
-        session,
-        sum(r.active_ms for r in rows),
-        lambda ids: _documents(fetch, cache, task, ids),
-    )
 
 
 # --------------------------------------------------------------------------- use cases
@@ -469,6 +451,23 @@ class _Replayed:
         return self.task.created_at == created_at and self.version == version
 
 
+def _replayed(task: Any, rows: Sequence[LogRow]) -> _Replayed:
+    """``task`` (an ORM Task or a row) replayed from its live log ``rows``."""
+    config = _TaskConfig(
+        task.id,
+        task.query_id,
+        task.method,
+        task.k,
+        task.seed,
+        task.options,
+        task.doc_ids,
+        task.created_at,
+    )
+    return _Replayed(
+        config, replay_task(task, rows), _log_version(rows), sum(r.active_ms for r in rows)
+    )
+
+
 class _Tx:
     """One transaction of the judging loop: a raw cursor, the prepared statements and the
     document cache; what the helpers below need to read the task, its log and documents."""
@@ -491,19 +490,7 @@ class _Tx:
     def replay(self, task: Any) -> _Replayed:
         """Read the task's live log and replay it."""
         rows = self.sql.live_log.rows(self.cursor, {"task_id": task.id})
-        config = _TaskConfig(
-            task.id,
-            task.query_id,
-            task.method,
-            task.k,
-            task.seed,
-            task.options,
-            task.doc_ids,
-            task.created_at,
-        )
-        return _Replayed(
-            config, replay_task(task, rows), _log_version(rows), sum(r.active_ms for r in rows)
-        )
+        return _replayed(task, rows)
 
     def body(self, r: _Replayed) -> Payload:
         fetch = _fetch_with_cursor(self.sql, self.cursor)
@@ -687,50 +674,32 @@ def submit_judgment(
         if mark:
             sql.mark[mark].execute(cursor, {"task_id": task_id, "now": now})
     # After the commit: the documents come from the cache (or one read outside the lock).
-    if _needs_documents(caches.docs, replayed):
-        with db.raw_read() as cursor:
-            body = _Tx(db, cursor).body(replayed)
-    else:
-        body = _payload(
-            replayed.task,
-            replayed.session,
-            replayed.active_ms,
-            lambda ids: _documents(_no_fetch, caches.docs, replayed.task, ids),
-        )
+    fetch = _fetch_in_own_read(db)
+    body = _payload(
+        replayed.task,
+        replayed.session,
+        replayed.active_ms,
+        lambda ids: _documents(fetch, caches.docs, replayed.task, ids),
+    )
     replayed.cost = time.thread_time() - started
     caches.replay.put(task_id, replayed)
     return body
-
-
-def _needs_documents(cache: _LRU, r: _Replayed) -> bool:
-    """True if the pending question shows a document that is not cached yet."""
-    q = r.session.pending
-    ids = [q.left, q.right] if isinstance(q, PairQuestion) else [q.doc_id] if q else []
-    key = (r.task.id, r.task.created_at)
-    return any((*key, i) not in cache for i in ids)
-
-
-def _no_fetch(_task: Any, _ids: list[str]) -> dict[str, Any]:
-    """Used when every document is cached (checked by :func:`_needs_documents`)."""
-    return {}
 
 
 def undo_judgment(*, db: Database, user: Caller, task_id: int) -> Payload:
     """Revert the last live judgment (kept in the log, marked undone); 409 if there is none."""
     _caches(db).replay.take(task_id)  # not needed for correctness (versions differ); frees it
     with db.write() as s:
-        # The token is checked in this transaction, on its DB-API connection.
-        cursor = s.connection().connection.driver_connection.cursor()
-        user = caller_identity(db, cursor, user, writable=True)
+        # The token is checked, and documents are read, in this transaction on its DB-API
+        # connection (the judging loop's prepared statements).
+        tx = _Tx(db, s.connection().connection.driver_connection.cursor())
+        user = caller_identity(db, tx.cursor, user, writable=True)
         task = load_task_for(s, user, task_id, lock=True, judge=True)
         if task.status == "cancelled":
             raise Conflict(f"task {task_id} is cancelled")
         rows = live_judgments(s, task.id)
         if not rows:
-            raise Conflict(
-                "nothing to undo",
-                extra={"current": question_payload(s, task, replay_task(task, rows), rows, db)},
-            )
+            raise Conflict("nothing to undo", extra={"current": tx.body(_replayed(task, rows))})
         last = rows[-1]
         now = utcnow()
         changed = s.execute(
@@ -745,9 +714,7 @@ def undo_judgment(*, db: Database, user: Caller, task_id: int) -> Payload:
         ).rowcount
         if changed != 1:
             raise Conflict("the last judgment was undone concurrently")
-        rows = rows[:-1]
-        session = replay_task(task, rows)
         if task.status == "done":
             task.status = "active"
             task.finished_at = None
-        return question_payload(s, task, session, rows, db)
+        return tx.body(_replayed(task, rows[:-1]))

@@ -73,8 +73,12 @@ def test_token_lookup_matches(api: Api) -> None:
 
 
 def test_expanding_parameters_are_refused(api: Api) -> None:
+    from sqlalchemy import bindparam, select
+
+    docs = judging._D
+    stmt = select(docs.c.title).where(docs.c.external_id.in_(bindparam("ids", expanding=True)))
     with pytest.raises(ValueError, match="expanding"):
-        Prepared(judging._DOCUMENTS, api.db.engine.dialect)
+        Prepared(stmt, api.db.engine.dialect)
 
 
 def test_driver_errors_are_sqlalchemy_errors_and_roll_back(
