@@ -93,10 +93,10 @@ def _bearer_token(request: Request) -> str | None:
     authorization = request.headers.get("authorization")
     if not authorization:
         return None
-    scheme, _, token = authorization.partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
+    token = security.bearer_token(authorization)
+    if token is None:
         raise Unauthorized("unsupported Authorization header; use 'Bearer <token>'")
-    return token.strip()
+    return token
 
 
 async def _authenticate(request: Request, db: Database) -> User | None:

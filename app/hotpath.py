@@ -50,7 +50,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from app.db import Database, WouldBlock
 from app.errors import HANDLED_ERRORS, error_parts
 from app.schemas import JudgmentIn
-from app.security import BearerToken
+from app.security import BearerToken, bearer_token
 from app.services import judging
 
 log = logging.getLogger("heapjudge")
@@ -81,9 +81,7 @@ def _bearer(scope: Scope) -> str | None:
     """The token of a well-formed ``Authorization: Bearer <token>`` header, else None."""
     for name, value in scope["headers"]:
         if name == b"authorization":
-            scheme, _, token = value.decode("latin-1").partition(" ")
-            token = token.strip()
-            return token if scheme.lower() == "bearer" and token else None
+            return bearer_token(value.decode("latin-1"))
     return None
 
 

@@ -194,6 +194,14 @@ def resolve_api_token(db: Database, raw: str) -> User | None:
     )
 
 
+def bearer_token(authorization: str) -> str | None:
+    """The token of an ``Authorization`` header value ``Bearer <token>`` (scheme in any case),
+    or None for another scheme or an empty token."""
+    scheme, _, token = authorization.partition(" ")
+    token = token.strip()
+    return token if scheme.lower() == "bearer" and token else None
+
+
 class Identity(NamedTuple):
     """Who a checked bearer token belongs to: what authorisation needs (the judging loop
     builds no ORM ``User`` per request)."""
