@@ -60,6 +60,8 @@ import httpx
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from labeling.timing import quantile  # noqa: E402
+
 N_DOCS = 50
 K = 10
 #: Tasks are created so that no assessor runs out within a level: enough for this many
@@ -86,11 +88,9 @@ class Level:
 
 
 def percentile(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
-    return ordered[index]
+    """The q-th percentile (q in 0..100): :func:`labeling.timing.quantile` (linear
+    interpolation, numpy's default), NaN for no values."""
+    return quantile(sorted(values), q / 100) if values else float("nan")
 
 
 def free_port() -> int:

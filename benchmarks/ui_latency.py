@@ -28,6 +28,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+from labeling.timing import quantile  # noqa: E402
 from tests.e2e.web_support import (  # noqa: E402
     LiveServer,
     add_user,
@@ -70,10 +71,9 @@ INSTRUMENT = """
 
 
 def percentile(values: list[float], q: float) -> float:
-    """Nearest-rank percentile (q in 0..100)."""
-    ordered = sorted(values)
-    rank = max(1, min(len(ordered), round(q / 100 * len(ordered) + 0.5)))
-    return ordered[rank - 1]
+    """The q-th percentile (q in 0..100): :func:`labeling.timing.quantile` (linear
+    interpolation, numpy's default), NaN for no values."""
+    return quantile(sorted(values), q / 100) if values else float("nan")
 
 
 def main() -> int:
