@@ -5,9 +5,8 @@ repository (never copied into it). Tests that need them skip cleanly when absent
 ``HEAPJUDGE_REQUIRE_SHARED_DATA=1`` (CI provides the data), which turns the skip into a failure.
 
 ``oracle(module)``: import an independent oracle package (scikit-learn, pytrec_eval, ...) or
-skip; ``HEAPJUDGE_REQUIRE_ORACLES=1`` (CI, where the ``dev`` extra installs them) turns the
-skip into a failure for oracles marked ``required_in_ci`` so an oracle test never silently
-stops running.
+skip; ``HEAPJUDGE_REQUIRE_ORACLES=1`` (CI, where the ``dev`` and ``bench`` extras install
+them) turns the skip into a failure, so an oracle test never silently stops running.
 """
 
 from __future__ import annotations
@@ -44,17 +43,13 @@ def shared_data() -> Path:
     return path
 
 
-def oracle(module: str, reason: str, *, required_in_ci: bool = True) -> ModuleType:
-    """Import the oracle ``module`` or skip the calling test with ``reason``.
-
-    Under ``HEAPJUDGE_REQUIRE_ORACLES=1`` a missing oracle with ``required_in_ci`` fails
-    the test instead (CI installs those through the ``dev`` extra). ``required_in_ci=False``
-    is for oracles that only the ``bench`` extra installs (ranx: too heavy for every CI run).
-    """
+def oracle(module: str, reason: str) -> ModuleType:
+    """Import the oracle ``module`` or skip the calling test with ``reason``; under
+    ``HEAPJUDGE_REQUIRE_ORACLES=1`` a missing oracle fails the test instead."""
     try:
         return importlib.import_module(module)
     except ImportError as exc:
         why = f"{reason} ({module} not importable: {exc})"
-        if required_in_ci and os.environ.get("HEAPJUDGE_REQUIRE_ORACLES") == "1":
+        if os.environ.get("HEAPJUDGE_REQUIRE_ORACLES") == "1":
             pytest.fail(f"HEAPJUDGE_REQUIRE_ORACLES=1 but {why}")
         pytest.skip(why)
