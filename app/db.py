@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from typing import Any
 
-from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -133,7 +133,6 @@ class Database:
         # busy_timeout still arbitrates between processes. (Reentrant, so a nested write in one
         # thread fails on SQLite's busy timeout, as it would without the lock, not hangs.)
         self._write_lock = threading.RLock() if self.is_sqlite else None
-        self._write_bind = write_bind
         #: In-process caches of services, by owner module name (e.g. the judging loop's
         #: replayed sessions). Per Database, so two databases in one process (tests) never
         #: see each other's entries; a cache must stay correct with other processes writing.
@@ -167,27 +166,9 @@ class Database:
         with self._read() as session:
             yield session
 
-    # Core connections for hot paths (the judging loop, token lookup): the same transaction
-    # discipline as write()/read() without the ORM Session's bookkeeping, which cost about as
-    # much as the statements themselves per request.
-
-    @contextmanager
-    def write_conn(self) -> Iterator[Connection]:
-        """Like :meth:`write` (BEGIN IMMEDIATE on SQLite, the process write lock), as a Core
-        connection: commits on success, rolls back on error."""
-        lock = self._write_lock if self._write_lock is not None else nullcontext()
-        with lock, self._write_bind.connect() as conn, conn.begin():
-            yield conn
-
-    @contextmanager
-    def read_conn(self) -> Iterator[Connection]:
-        """Like :meth:`read`, as a Core connection (one deferred transaction, rolled back)."""
-        with self.engine.connect() as conn, conn.begin():
-            yield conn
-
-    # Raw DB-API cursors for the judging loop's prepared statements (app.prepared): the same
-    # transactions again, without SQLAlchemy's Connection (whose begin/commit events and
-    # bookkeeping cost more than the BEGIN/COMMIT themselves on SQLite).
+    # Raw DB-API cursors for the hot paths' prepared statements (app.prepared: the judging
+    # loop, the token lookup): the same transactions as write()/read(), without the ORM
+    # Session's or Core Connection's bookkeeping, which cost more than the statements.
 
     @contextmanager
     def raw_write(self) -> Iterator[Any]:

@@ -30,7 +30,7 @@ def seeded(api: Api) -> dict[str, Any]:
 
 
 def core_rows(db: Database, stmt: Any, params: dict[str, Any]) -> list[tuple[Any, ...]]:
-    with db.read_conn() as c:
+    with db.read() as c:
         return [tuple(row) for row in c.execute(stmt, params)]
 
 
@@ -46,7 +46,7 @@ def test_prepared_rows_equal_core_rows(api: Api, seeded: dict[str, Any], name: s
     stmt = getattr(judging, name)
     params = {"task_id": seeded["task"], "query_id": 1, "doc_id": "d001"}
     if name == "_DOCUMENT":
-        with api.db.read_conn() as c:
+        with api.db.read() as c:
             params["query_id"] = c.execute(judging._TASK_ROW, params).one().query_id
     expected = core_rows(api.db, stmt, params)
     assert expected, "the statement should find something"
@@ -95,7 +95,7 @@ def test_driver_errors_are_sqlalchemy_errors_and_roll_back(
     # A foreign key violation: IntegrityError (409 in the app), and nothing stays behind.
     with pytest.raises(sa_exc.IntegrityError), api.db.raw_write() as cursor:
         insert.one_or_none(cursor, {**values, "task_id": 10**9})
-    with api.db.read_conn() as c:
+    with api.db.read() as c:
         assert c.execute(judging._LIVE_VERSION, {"task_id": seeded["task"]}).one().live == 1
 
 
@@ -159,7 +159,7 @@ def test_nowait_write_never_waits_and_changes_nothing(api: Api, seeded: dict[str
     # Exactly one judgment stored, and the retry is still recognised as one.
     again = judging.submit_judgment(db=api.db, user=caller, task_id=tid, data=data)
     assert again["seq"] == 1
-    with api.db.read_conn() as c:
+    with api.db.read() as c:
         assert c.execute(judging._LIVE_VERSION, {"task_id": tid}).one().live == 1
 
 
