@@ -77,34 +77,36 @@ def executor() -> ThreadPoolExecutor:
         return _executor
 
 
-def _bearer(scope: Scope) -> str | None:
-    """The token of a well-formed ``Authorization: Bearer <token>`` header, else None."""
-    for name, value in scope["headers"]:
-        if name == b"authorization":
-            return bearer_token(value.decode("latin-1"))
+def _header(scope: Scope, name: bytes) -> bytes | None:
+    """The first value of the request header ``name`` (lower case), or None."""
+    for key, value in scope["headers"]:
+        if key == name:
+            return value
     return None
 
 
+def _bearer(scope: Scope) -> str | None:
+    """The token of a well-formed ``Authorization: Bearer <token>`` header, else None."""
+    value = _header(scope, b"authorization")
+    return bearer_token(value.decode("latin-1")) if value is not None else None
+
+
 def _is_json(scope: Scope) -> bool:
-    for name, value in scope["headers"]:
-        if name == b"content-type":
-            return value.split(b";", 1)[0].strip().lower() == b"application/json"
-    return False
+    value = _header(scope, b"content-type")
+    return value is not None and value.split(b";", 1)[0].strip().lower() == b"application/json"
+
+
+def _content_length(scope: Scope) -> int | None:
+    value = _header(scope, b"content-length")
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
 
 
 def _dumps(body: Any) -> bytes:
     """JSON as Starlette's JSONResponse writes it (compact, UTF-8, no NaN)."""
     return json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
-
-
-def _content_length(scope: Scope) -> int | None:
-    for name, value in scope["headers"]:
-        if name == b"content-length":
-            try:
-                return int(value)
-            except ValueError:
-                return None
-    return None
 
 
 class JudgingHotPath:
