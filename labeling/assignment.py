@@ -36,7 +36,7 @@ from typing import Literal
 
 from labeling.csv_safety import neutralise_row, unneutralise_cell
 from labeling.errors import ConfigError
-from labeling.sources.base import IssueCollector, numbered_lines, split_lines
+from labeling.sources.base import IssueCollector, as_lines, numbered_lines
 from labeling.types import METHODS, Method
 
 Severity = Literal["error", "warning"]
@@ -565,7 +565,7 @@ def plan_from_csv(
     them). Without ``assessors``/``query_ids`` the plan's lists are taken from the file in order
     of first appearance.
     """
-    lines = split_lines(data) if isinstance(data, str | bytes) else data
+    lines = as_lines(data)
     issues = IssueCollector(file)
     # csv needs whole logical rows; numbered_lines gives us physical line numbers, and a quoted
     # cell with an embedded newline is not something a plan needs, so we parse line by line.

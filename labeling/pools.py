@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from labeling.errors import ConfigError
-from labeling.sources.base import IssueCollector, numbered_lines, split_lines
+from labeling.sources.base import IssueCollector, as_lines, numbered_lines
 
 PoolMode = Literal["all", "sample", "run"]
 POOL_MODES: tuple[PoolMode, ...] = ("all", "sample", "run")
@@ -70,7 +70,7 @@ def parse_trec_run(
     evaluator would score. Errors (wrong column count, non-numeric rank/score, a document listed
     twice for one query) carry the line number; the whole file is checked before returning.
     """
-    lines = split_lines(data) if isinstance(data, str | bytes) else data
+    lines = as_lines(data)
     issues = IssueCollector(file)
     out: dict[str, list[RunEntry]] = {}
     seen: dict[tuple[str, str], int] = {}

@@ -20,6 +20,9 @@ from typing import Any
 
 from labeling.errors import LabelingError
 
+#: What a parser reads: a whole text, or its lines (``str`` or ``bytes``) as they stream.
+Lines = str | bytes | Iterable[str | bytes]
+
 #: Issues kept per parse; more are counted but not listed (a broken 1 GB file should not
 #: produce a 1 GB error report).
 MAX_ISSUES = 50
@@ -122,6 +125,11 @@ def split_lines(data: str | bytes) -> list[str] | list[bytes]:
     if isinstance(data, bytes):
         return data.splitlines(keepends=True)
     return [part for part in _LINE_BREAK.split(data) if part]
+
+
+def as_lines(data: Lines) -> Iterable[str | bytes]:
+    """``data`` as lines: a whole text split by :func:`split_lines`, lines passed through."""
+    return split_lines(data) if isinstance(data, str | bytes) else data
 
 
 def parse_json_line(text: str) -> tuple[Any, str | None]:

@@ -12,9 +12,9 @@ from collections.abc import Iterable, Iterator
 from labeling.sources.base import (
     IssueCollector,
     SourceDocument,
+    as_lines,
     numbered_lines,
     parse_json_line,
-    split_lines,
 )
 
 ID_KEYS = ("doc_id", "docno", "id")
@@ -25,7 +25,7 @@ def parse_jsonl_docs(
 ) -> Iterator[SourceDocument]:
     """Yield :class:`SourceDocument` per line; raise one SourceError at the end if any line was
     bad (so consume it completely before storing anything)."""
-    lines = split_lines(data) if isinstance(data, str | bytes) else data
+    lines = as_lines(data)
     issues = IssueCollector(file)
     seen: dict[str, int] = {}
     for number, text in numbered_lines(lines, file):

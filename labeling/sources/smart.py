@@ -22,22 +22,21 @@ honoured:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from labeling.sources.base import (
     IssueCollector,
+    Lines,
     QrelsEntry,
     SourceDocument,
     Topic,
+    as_lines,
     numbered_lines,
-    split_lines,
 )
 from labeling.sources.trec import parse_qrels
-
-Lines = str | bytes | Iterable[str | bytes]
 
 _RECORD = re.compile(r"^\.I(?:\s+(.*?))?\s*$")
 _MARKER = re.compile(r"^\.([A-Z])\s*$")
@@ -57,13 +56,9 @@ class _Record:
     current: str | None = None
 
 
-def _lines(data: Lines) -> Iterable[str | bytes]:
-    return split_lines(data) if isinstance(data, str | bytes) else data
-
-
 def _records(data: Lines, file: str, issues: IssueCollector) -> Iterator[_Record]:
     record: _Record | None = None
-    for number, text in numbered_lines(_lines(data), file):
+    for number, text in numbered_lines(as_lines(data), file):
         m = _RECORD.match(text)
         if m:
             if record is not None:

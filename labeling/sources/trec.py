@@ -25,19 +25,18 @@ Qrels: ``qid iteration docno rel`` per line (binary or graded).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Literal
 
 from labeling.sources.base import (
     IssueCollector,
+    Lines,
     QrelsEntry,
     SourceDocument,
     Topic,
+    as_lines,
     numbered_lines,
-    split_lines,
 )
-
-Lines = str | bytes | Iterable[str | bytes]
 
 _TOPIC_FIELD = re.compile(r"<\s*(num|title|desc|narr)\s*>", re.IGNORECASE)
 _CLOSE_FIELD = re.compile(r"<\s*/\s*(num|title|desc|narr)\s*>", re.IGNORECASE)
@@ -48,10 +47,6 @@ _LABELS = {
     "title": re.compile(r"^\s*(?:topic|title)\s*:\s*", re.IGNORECASE),
 }
 _SPACE = re.compile(r"\s+")
-
-
-def _lines(data: Lines) -> Iterable[str | bytes]:
-    return split_lines(data) if isinstance(data, str | bytes) else data
 
 
 def _clean(text: str, *, keep_newlines: bool = False) -> str:
@@ -73,7 +68,7 @@ def parse_topics(data: Lines, *, file: str = "topics") -> list[Topic]:
     seen: dict[str, int] = {}
     block: list[tuple[int, str]] | None = None
     start = 0
-    for number, text in numbered_lines(_lines(data), file):
+    for number, text in numbered_lines(as_lines(data), file):
         stripped = text.strip()
         low = stripped.lower()
         if block is None:
@@ -184,7 +179,7 @@ def parse_trec_docs(
     seen: dict[str, int] = {}
     block: list[str] | None = None
     start = 0
-    for number, text in numbered_lines(_lines(data), file):
+    for number, text in numbered_lines(as_lines(data), file):
         low = text.strip().lower()
         if block is None:
             if not low:
@@ -297,7 +292,7 @@ def parse_qrels(
     issues = IssueCollector(file)
     out: list[QrelsEntry] = []
     seen: dict[tuple[str, str], int] = {}
-    for number, text in numbered_lines(_lines(data), file):
+    for number, text in numbered_lines(as_lines(data), file):
         cols = text.split()
         if not cols or cols[0].startswith("#"):
             continue

@@ -215,15 +215,20 @@
     if (!side || !names) return;
     if (side.getAttribute("data-side") === slot) return;
     side.textContent = "";
+    appendSideNames(side, names);
+    side.setAttribute("data-side", slot);
+  }
+
+  // The side's name in two spans: the wide-screen and the narrow-screen wording.
+  function appendSideNames(el, names) {
     var wide = document.createElement("span");
     wide.className = "wide-only";
     wide.textContent = names[0];
     var narrow = document.createElement("span");
     narrow.className = "narrow-only";
     narrow.textContent = names[1];
-    side.appendChild(wide);
-    side.appendChild(narrow);
-    side.setAttribute("data-side", slot);
+    el.appendChild(wide);
+    el.appendChild(narrow);
   }
 
   function cardOf(docId) {
@@ -332,14 +337,7 @@
       el.textContent = "";
       var names = side ? SIDES[side] : null;
       if (names) {
-        var wide = document.createElement("span");
-        wide.className = "wide-only";
-        wide.textContent = names[0];
-        var narrow = document.createElement("span");
-        narrow.className = "narrow-only";
-        narrow.textContent = names[1];
-        el.appendChild(wide);
-        el.appendChild(narrow);
+        appendSideNames(el, names);
         el.appendChild(document.createTextNode(" is not relevant"));
       } else {
         el.textContent = "New document is not relevant";
