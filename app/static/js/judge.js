@@ -642,6 +642,9 @@
     var btn = e.target.closest ? e.target.closest("[data-action]") : null;
     if (!btn) return;
     e.preventDefault();
+    // A double click is one press (as a held key is): its second click (detail 2) must not
+    // answer the next pair, which a fast server has already shown by then.
+    if (e.detail > 1) return;
     run(btn.getAttribute("data-action"));
   });
   els.retry.addEventListener("click", function () { retry(); });
