@@ -1,6 +1,6 @@
 """Table-4-style comparison on MQ2008 (or OHSUMED): graded and top-k truth, 5-fold CV.
 
-The paper's protocol (Niu et al. 2012 §6, seed-digest §6.3): 3 folds train, 1 validates
+The paper's protocol (Niu et al. 2012 §6; docs/ranking.md#protocol): 3 folds train, 1 validates
 (β, C and iterations tuned there), 1 tests; k = 10. Prints, per truth, the mean over the five
 test folds with ▲/▼ for a paired t-test (p < 0.05, per test query) against the best baseline,
 then checks the paper's top-k claims (FocusedNet > RankNet, ListNet; FocusedBoost > RankBoost,

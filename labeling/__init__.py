@@ -1,4 +1,4 @@
 """Pure labeling core: judging protocols, ground truth, agreement, assignment, simulation.
 
-Imports neither FastAPI nor SQLAlchemy (DESIGN.md §2).
+Imports neither FastAPI nor SQLAlchemy (docs/architecture.md).
 """

@@ -4,7 +4,7 @@ When a query was labeled more than once (the study assigns two assessors per que
 an export can either pick one labeling or aggregate them:
 
 * :func:`borda` — Borda count over top-k lists: in a list of a query with cut-off k the item
-  at position p (1-based) gets ``k + 1 - p`` points (the κ-label of seed-digest §0), items not
+  at position p (1-based) gets ``k + 1 - p`` points (the κ-label, docs/metrics.md#kappa), items not
   in the list get 0; points are summed over lists.
 * :func:`bradley_terry` — a Bradley–Terry model fitted to the pooled pairwise preferences of
   all assessors with Hunter's (2004) MM algorithm: P(i ≻ j) = π_i / (π_i + π_j).

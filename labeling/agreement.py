@@ -1,9 +1,9 @@
 """Inter-assessor agreement on pairwise preferences (Niu et al., SIGIR 2012, §4.1, Tables 2–3).
 
-The unit is a **co-judged pair instance** (seed-digest §3.4): an unordered document pair {A, B}
-of one query for which two different assessors U and V each have a relation in {≻, ≺, ∼}. The
-pair is written in a canonical orientation (A, B), so a relation says "A ≻ B", "A ≺ B" or
-"A ∼ B".
+The unit is a **co-judged pair instance** (docs/analysis.md#agreement): an unordered document
+pair {A, B} of one query for which two different assessors U and V each have a relation in
+{≻, ≺, ∼}. The pair is written in a canonical orientation (A, B), so a relation says "A ≻ B",
+"A ≺ B" or "A ∼ B".
 
 Where the relations come from:
 
@@ -100,7 +100,7 @@ def relation_from_topk(top: Sequence[str], rest: Iterable[str], a: str, b: str) 
     """Relation of a to b implied by a top-k ground truth T = ``top`` (best first), F = ``rest``.
 
     Both in T: by position (earlier is preferred); one in T: it wins; both in F: ∼ (unknown,
-    counted as a tie, seed-digest §3.4). None if either document is in neither list.
+    counted as a tie, docs/analysis.md#agreement). None if either document is in neither list.
     """
     position = {doc: i for i, doc in enumerate(top)}
     rest_set = set(rest)
@@ -385,7 +385,7 @@ def agreement_by_assessor_pair(
 
 @dataclass(frozen=True, slots=True)
 class MethodComparison:
-    """χ² tests of "agreement differs between the two methods" (seed-digest §3.4).
+    """χ² tests of "agreement differs between the two methods" (docs/analysis.md#chi-square).
 
     ``overall``: rows (method A, method B) × (agreed, disagreed); ``no_tie``: the same on the
     instances without a tie on either side. None where the test is undefined (a zero margin).
@@ -445,7 +445,7 @@ def study_instances(
     mode: Mode = "direct",
     reasks: ReaskKeys = (),
 ) -> list[PairInstance]:
-    """Co-judged instances of one method with the canonical orientation of seed-digest §3.4.
+    """Co-judged instances of one method, in the canonical orientation (docs/analysis.md#agreement).
 
     T1 ``direct``: the orientation of first display (a re-ask always comes after the question
     it repeats, so it never decides the orientation); T1 ``inferred`` and T2: ascending doc id.

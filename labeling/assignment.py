@@ -1,4 +1,4 @@
-"""Assigning queries to assessors for a labeling study (seed-digest §3.1).
+"""Assigning queries to assessors for a labeling study (docs/analysis.md#design).
 
 The paper's requirements for a study that compares tool T1 (top-k, ``"topk"``) with tool T2
 (five grades, ``"graded"``):

@@ -1,4 +1,4 @@
-"""Preference-specific quality checks of each assessor (anchors-labeling.md §4 items 2 and 8).
+"""Preference-specific quality checks of each assessor (docs/analysis.md#beyond).
 
 None of the peer tools reports these; they matter because position bias and inconsistency
 are the known failure modes of pairwise judging:

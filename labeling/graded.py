@@ -1,4 +1,4 @@
-"""The five-grade protocol (tool T2, seed-digest §3.1).
+"""The five-grade protocol (tool T2; docs/analysis.md#design).
 
 The query's documents are shown one at a time in the session's (seeded random) order and each
 gets one grade on 0..4 (Bad, Fair, Good, Excellent, Perfect). Written as a generator like the

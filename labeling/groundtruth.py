@@ -1,11 +1,12 @@
-"""Ground truth produced by the judging protocols (seed-digest §0 and §2.2 "Output record").
+"""Ground truth produced by the judging protocols (docs/protocols.md).
 
 Top-k ground truth (tool T1): an ordered list ``T = (t_1 ≻ … ≻ t_m)`` (``m = min(k, n)``) and
 an unordered rest ``F = D \\ T``, with the implied preferences ``t_i ≻ t_j`` (``i < j``) and
 ``t ≻ f`` for every ``t ∈ T, f ∈ F``: ``m(m-1)/2 + m(n-m)`` pairs. Pairs inside F are unknown.
 
-κ-labels (003 §3.2.1): ``y_d = k + 1 - pos(d)`` for ``d ∈ T`` (1-based), ``0`` for ``d ∈ F``;
-for ``n < k`` the labels run ``k … k-n+1`` so that ``y_max = k`` is comparable across queries.
+κ-labels (Niu et al. 2012 §3.2.1): ``y_d = k + 1 - pos(d)`` for ``d ∈ T`` (1-based), ``0`` for
+``d ∈ F``; for ``n < k`` the labels run ``k … k-n+1`` so that ``y_max = k`` is comparable across
+queries.
 
 The raw judgments are kept beside the implied pairs and never merged with them: an
 inconsistent assessor may have judged a pair against what the heap finally implies

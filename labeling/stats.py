@@ -3,7 +3,7 @@
 Pure Python (``math`` only) so that :mod:`labeling` needs neither scipy nor numpy; the tests
 compare every function with scipy as an independent oracle.
 
-References: seed-digest §3.4 and §7.F (the χ² construction of Niu et al., SIGIR 2012, Tables
+References: docs/analysis.md#chi-square (the χ² construction of Niu et al., SIGIR 2012, Tables
 2–3); Cohen (1960) for κ; the two-sided exact binomial test as in ``scipy.stats.binomtest``
 (sum of the probabilities of every outcome no more likely than the observed one).
 """
@@ -53,7 +53,8 @@ def _check_count(value: object, where: str) -> int:
 def chi2_2x2(table: Sequence[Sequence[int]], *, yates: bool = False) -> ChiSquare:
     """Pearson's χ² test of independence on the 2×2 table ``[[a, b], [c, d]]``.
 
-    With rows = methods and columns = (agreed, disagreed) this is the test of seed-digest §3.4::
+    With rows = methods and columns = (agreed, disagreed) this is the test of
+    docs/analysis.md#chi-square::
 
         χ² = N·(ad − bc)² / ((a+b)(c+d)(a+c)(b+d)),   df = 1,   p = erfc(√(χ²/2))
 

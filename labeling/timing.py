@@ -1,6 +1,6 @@
 """Time efficiency of the two judging methods (Niu et al., SIGIR 2012, §4.1, Table 1).
 
-Per method (seed-digest §3.1, metric 1):
+Per method (docs/analysis.md#time):
 
 - time per judgment = mean active time of one live judgment (seconds);
 - judgments per query = mean number of live judgments per (assessor, query) session = task;

@@ -1,4 +1,4 @@
 """Pure numpy learning-to-rank: data IO, metrics, losses, models, trainers, experiments.
 
-Imports neither FastAPI nor SQLAlchemy (DESIGN.md §2).
+Imports neither FastAPI nor SQLAlchemy (docs/architecture.md).
 """

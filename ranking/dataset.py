@@ -11,7 +11,7 @@ Padded ``(Q, L)`` views with a boolean mask (:meth:`QueryDataset.pad`) feed the 
 and metrics; ``padded[mask]`` is exactly the flat row order, so scores computed on the flat
 ``X`` scatter into the padded layout with one indexing operation.
 
-Conversions (Niu et al. 2012 §6.3; seed-digest §0, §4.2.1, §6.3):
+Conversions (Niu et al. 2012 §6.3; docs/ranking.md#conversions):
 
 - graded labels -> a seeded random total order consistent with the grades
   (:func:`random_total_order`: higher grade first, ties in random order);
@@ -277,7 +277,7 @@ def random_total_order(labels: ArrayLike, offsets: ArrayLike, seed: int) -> NDAr
     """Each row's 0-based position in a random total order consistent with the grades.
 
     Within a query, higher labels come first; documents with equal labels are ordered by a
-    seeded uniform random permutation (seed-digest §4.2.1 DECISION; Niu et al. 2012 §6.3).
+    seeded uniform random permutation (docs/ranking.md#conversions; Niu et al. 2012 §6.3).
     """
     y = np.asarray(labels, dtype=np.float64)
     off = np.asarray(offsets, dtype=np.int64)

@@ -1,6 +1,6 @@
 """Ranking metrics with every number-changing convention as a named parameter.
 
-All metrics take padded arrays (contract C2 in the project notes)::
+All metrics take padded arrays (docs/metrics.md#arrays)::
 
     labels (Q, L), scores (Q, L), mask (Q, L) bool  -> per-query values (Q,)
 
@@ -13,7 +13,7 @@ about 2^18 cells on up to 4 threads (``HEAPJUDGE_THREADS``); blocks change no va
 
 Ranking ``π``: documents sorted by descending score. Score ties (the ``ties`` parameter):
 
-* ``"stable"``   input order (the paper's choice, seed-digest §0; LightGBM, XGBoost, LETOR);
+* ``"stable"``   input order (the paper's choice; LightGBM, XGBoost, LETOR);
 * ``"docid"``    doc id *descending*, as trec_eval's ``comp_sim_docno`` and gdeval (needs
   ``docids``, a (Q, L) array of str compared bytewise like strcmp, or of integers compared
   numerically);
@@ -23,7 +23,7 @@ Ranking ``π``: documents sorted by descending score. Score ties (the ``ties`` p
   mean gain. Exact for the linear metrics (DCG, NDCG, P@k); ERR, AP and RR are not linear
   in the order, so they refuse it.
 
-Other conventions (paper defaults first; seed-digest §5, anchors-ranking.md §4):
+Other conventions (paper defaults first; docs/metrics.md):
 
 * ``gain``: ``"exp"`` G(r) = 2^r − 1, or ``"linear"`` G(r) = r.
 * ``discount``: ``"log2"`` D(j) = 1/log2(1 + j), or ``"letor"`` D(j) = 1/max(1, log2 j)
@@ -44,13 +44,13 @@ Other conventions (paper defaults first; seed-digest §5, anchors-ranking.md §4
 
 Negative labels (TREC's −1 = "judged unusable") have zero gain and are not relevant.
 
-Presets (:data:`PRESETS`, :func:`preset`; anchors-ranking.md §4), as (gain, discount, ideal,
+Presets (:data:`PRESETS`, :func:`preset`; docs/metrics.md#presets), as (gain, discount, ideal,
 empty, ties, k_beyond, ERR r_max):
 
 =========== ======= ======= ======= ====== ======= ====== =====================================
 preset      gain    disc.   ideal   empty  ties    k>n    notes
 =========== ======= ======= ======= ====== ======= ====== =====================================
-paper       exp     log2    list    0      stable  clip   Niu et al. 2012 / seed-digest; r_max
+paper       exp     log2    list    0      stable  clip   Niu et al. 2012; r_max
                                                           per query (the default)
 trec_eval   linear  log2    qrels   0      docid   clip   ndcg, ndcg_cut, map, P, recip_rank;
                                                           also pytrec_eval (same C code);
@@ -542,7 +542,7 @@ def ndcg(
     ideal_mask: ArrayLike | None = None,
     docids: ArrayLike | None = None,
 ) -> F64:
-    """NDCG@l per query, shape (Q,) (seed-digest §5.1).
+    """NDCG@l per query, shape (Q,) (docs/metrics.md#ndcg).
 
     NDCG@l = DCG@l / N_l, DCG@l = Σ_{j=1}^{min(l,n)} G(r_{π(j)}) D(j), and N_l the DCG@l of the
     labels sorted in descending order: of this list (default) or of ``ideal_labels``
@@ -605,7 +605,7 @@ def err(
     R_d = (2^{r_d} − 1) / 2^{r_max}.
 
     ``labels``/``scores``/``mask``: (Q, L) or (L,). ``r_max="query"``: the highest label of
-    the query, as in Niu et al. 2012 §3.3 (seed-digest §5.2): of ``ideal_labels`` ``(Q, M)``
+    the query, as in Niu et al. 2012 §3.3 (docs/metrics.md#err): of ``ideal_labels`` ``(Q, M)``
     (all judged documents) when given, else of the list; a number or a (Q,) array: the scale
     maximum (4 in Chapelle's paper, gdeval and RankLib; labels above it are an error). Not
     normalised. A query with no positive label (in ``ideal_labels`` when given) gets
@@ -634,7 +634,7 @@ def err(
 
 def kappa_labels_from_topk(top: Sequence[str], rest: Sequence[str], k: int) -> dict[str, int]:
     """κ-labels of a top-k ground truth: y_d = k + 1 − pos(d) for d in ``top`` (pos 1-based,
-    best first), 0 for d in ``rest`` (Niu et al. 2012 §3.2.1; seed-digest §0).
+    best first), 0 for d in ``rest`` (Niu et al. 2012 §3.2.1; docs/metrics.md#kappa).
 
     ``top`` may be shorter than k (fewer than k documents, or items judged not relevant).
     """
@@ -658,14 +658,14 @@ def kappa_labels_from_topk(top: Sequence[str], rest: Sequence[str], k: int) -> d
 def kappa_ndcg(
     kappa_labels: ArrayLike, scores: ArrayLike, mask: ArrayLike | None = None, **options: Any
 ) -> F64:
-    """κ-NDCG@l (Niu et al. 2012 §3.3; seed-digest §5.3), per query, shape (Q,).
+    """κ-NDCG@l (Niu et al. 2012 §3.3; docs/metrics.md#kappa), per query, shape (Q,).
 
     κ-NDCG@l = (1/N^κ_l) Σ_{j=1}^{min(l,n)} G(y_{π(j)}) D(j), with κ-labels y (see
     :func:`kappa_labels_from_topk`) in ``kappa_labels`` (Q, L) and N^κ_l =
     Σ_{j=1}^{min(l,|T|)} G(k + 1 − j) D(j), the DCG of the true top-k in true order. That ideal
     equals the list's own ideal whenever all of T is in the list; if the ranked list may miss
     some of T, pass the whole truth as ``ideal_labels``. The gain is a parameter because the
-    paper does not say (anchors-ranking.md §0.3).
+    paper does not say (docs/metrics.md#kappa).
 
     ``options`` are those of :func:`ndcg` (``at``, ``gain``, ``discount``, ``ties``,
     ``empty``, ``k_beyond``, ``ideal_labels``, ``ideal_mask``, ``docids``), same defaults: it
@@ -682,7 +682,7 @@ def kappa_err(
     k: int | ArrayLike | None = None,
     **options: Any,
 ) -> F64:
-    """κ-ERR (Niu et al. 2012 §3.3; seed-digest §5.3), per query, shape (Q,). Not normalised.
+    """κ-ERR (Niu et al. 2012 §3.3; docs/metrics.md#kappa), per query, shape (Q,). Not normalised.
 
     κ-ERR = Σ_{j=1}^{n} (1/j) R_{π(j)} Π_{i<j} (1 − R_{π(i)}), R_d = (2^{y_d} − 1)/2^{k}:
     the satisfaction probability uses y_max = k (an int, or a (Q,) array). ``k=None`` takes
@@ -813,9 +813,9 @@ def mean(values: ArrayLike) -> float:
 
 @dataclass(frozen=True)
 class Conventions:
-    """Every convention that changes a metric value (anchors-ranking.md §4, §10).
+    """Every convention that changes a metric value (docs/metrics.md).
 
-    Defaults are the paper's choices (Niu et al. 2012; seed-digest §0, §5).
+    Defaults are the paper's choices (Niu et al. 2012).
     ``ideal="qrels"`` asks callers (:mod:`ranking.evaluate`) to pass all judged labels as
     ``ideal_labels``; the array functions themselves take the ideal from ``ideal_labels`` when
     given. ``kappa_gain`` is the gain of κ-NDCG, kept separate from graded NDCG's because the
@@ -861,10 +861,10 @@ class Conventions:
         return asdict(self)
 
 
-#: Presets reproducing other tools (anchors-ranking.md §4; each checked in tests where an
+#: Presets reproducing other tools (docs/metrics.md#presets; each checked in tests where an
 #: oracle or golden vector exists). ``paper`` is the default.
 PRESETS: Mapping[str, Conventions] = {
-    # Niu et al. 2012 / seed-digest: 2^r−1, ideal from the list, empty -> 0, input-order ties,
+    # Niu et al. 2012: 2^r−1, ideal from the list, empty -> 0, input-order ties,
     # ERR with the query's own r_max.
     "paper": Conventions(),
     # trec_eval (and pytrec_eval): ndcg / ndcg_cut use the rel value itself as gain, the ideal
@@ -976,7 +976,7 @@ def parse_metric(name: str) -> tuple[str, int | None]:
 #: Conventions each metric family reads, beyond ``at`` (``gain`` is ``kappa_gain`` for
 #: κ-NDCG). ``ideal`` stands for ``ideal_labels``/``ideal_mask``. ERR and κ-ERR always receive
 #: the ideal labels when given: their r_max and "no relevant document" are properties of the
-#: query's judgments, not of what a run retrieved (seed-digest §5.2).
+#: query's judgments, not of what a run retrieved (docs/metrics.md#err).
 _NDCG_OPTIONS = ("gain", "discount", "ties", "empty", "k_beyond", "ideal", "docids")
 _FAMILIES: dict[str, tuple[Callable[..., F64], tuple[str, ...]]] = {
     "ndcg": (ndcg, _NDCG_OPTIONS),

@@ -1,8 +1,8 @@
 """Scoring functions f(x): a linear scorer and a small one-hidden-layer MLP.
 
 Both map flat features ``X (N, d)`` to scores ``(N,)`` and back-propagate ∂L/∂scores to their
-parameters (for a linear model ``∂L/∂w = Xᵀ ∂L/∂s``, seed-digest §4). Parameters are a list of
-float64 arrays updated in place by :mod:`ranking.optim`; ``to_dict``/``from_dict`` give a
+parameters (for a linear model ``∂L/∂w = Xᵀ ∂L/∂s``, docs/ranking.md#notation). Parameters are
+a list of float64 arrays updated in place by :mod:`ranking.optim`; ``to_dict``/``from_dict`` give a
 JSON-safe form (no pickle).
 """
 

@@ -253,9 +253,10 @@ def analyze_records(
     left out of the direct relations (agreement, transitivity), because the protocol acted on
     the first answer to the pair, not on its re-ask.
 
-    ``mode`` selects the top-k relations (seed-digest §3.4): ``direct`` pairs both assessors
-    compared, or ``inferred`` from each assessor's top-k ground truth. Five-grade relations
-    always come from the grades. The χ² tests compare top-k (row 1) with five-grade (row 2).
+    ``mode`` selects the top-k relations (docs/analysis.md#agreement): ``direct`` pairs both
+    assessors compared, or ``inferred`` from each assessor's top-k ground truth. Five-grade
+    relations always come from the grades. The χ² tests compare top-k (row 1) with five-grade
+    (row 2).
     """
     if mode not in MODES:
         raise ValueError(f"unknown agreement mode {mode!r}; expected one of {list(MODES)}")
@@ -328,7 +329,7 @@ def find_collection_id(name_or_id: str, *, db: Database) -> int:
 
 @dataclass(frozen=True)
 class StudyConfig:
-    """The design of a simulated study (defaults: the paper's, seed-digest §3.1).
+    """The design of a simulated study (defaults: the paper's, docs/analysis.md#design).
 
     Latent truth per (query, document): a grade g drawn from ``grade_weights`` (web pools are
     mostly non-relevant) plus a uniform offset in [0, 1), so documents of one grade still have

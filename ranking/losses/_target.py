@@ -6,13 +6,13 @@ Every loss in :mod:`ranking.losses` has the signature
 :class:`Target`, which caches the structures derived from the labels (truth order, pair index
 arrays) so that a training loop computes them once instead of once per epoch.
 
-Conventions (seed-digest §0, §4):
+Conventions (docs/ranking.md#conversions):
 
 - The truth order of a query is the stable sort of its labels in descending order (ties keep the
   input order) unless an explicit ``order`` is given (e.g. a seeded random total order
-  consistent with grades, seed-digest §4.2.1 DECISION).
-- Top-k ground truth is carried as κ-labels (seed-digest §0): ``T`` = documents with label > 0
-  (ordered by label), ``F`` = documents with label 0.
+  consistent with grades, docs/ranking.md#conversions).
+- Top-k ground truth is carried as κ-labels (docs/ranking.md#notation): ``T`` = documents with
+  label > 0 (ordered by label), ``F`` = documents with label 0.
 """
 
 from __future__ import annotations
@@ -137,7 +137,8 @@ class Target:
         return self.mask & (self.labels <= 0)  # type: ignore[operator]
 
     def graded_pairs(self) -> PairIndex:
-        """All pairs ``(u, v)`` of one query with ``label(u) > label(v)`` (seed-digest §4.1)."""
+        """All pairs ``(u, v)`` of one query with ``label(u) > label(v)``
+        (docs/ranking.md#pairwise)."""
         if "graded" not in self._cache:
             lab, m = self.labels, self.mask
             better = (lab[:, :, None] > lab[:, None, :]) & m[:, :, None] & m[:, None, :]
@@ -165,7 +166,7 @@ class Target:
         return self._cache["top_block"]  # type: ignore[return-value]
 
     def focused_pairs(self) -> PairIndex:
-        """The focused pairs ``P = T × F`` of FocusedRank (seed-digest §0, §4.7)."""
+        """The focused pairs ``P = T × F`` of FocusedRank (docs/ranking.md#focusedrank)."""
         if "focused" not in self._cache:
             better = self.top[:, :, None] & self.rest[:, None, :]
             self._cache["focused"] = _pairs_from_masks(better)

@@ -1,10 +1,10 @@
-"""FocusedRank losses (Niu et al. SIGIR 2012 §3.2.2; seed-digest §4.7).
+"""FocusedRank losses (Niu et al. SIGIR 2012 §3.2.2; docs/ranking.md#focusedrank).
 
 Per query with top-k ground truth (T ordered, F = the rest, focused pairs P = T × F):
 
     L(f; q) = β · L_list(f; T, y) / c_list + (1 − β) · L_pair(f; P) / c_pair
 
-Normalisation (003 footnote 2; DECISION ``normalization``):
+Normalisation (the paper's footnote 2 leaves it open; docs/ranking.md#normalisation):
 
 - ``"mean"`` (default): ``c_pair = |P|`` (mean pair loss); ``c_list = 1`` because both list
   parts used here (top-one ListNet, one structural hinge) are already O(1) per query;
@@ -151,7 +151,7 @@ def focused_net_loss(
     pair_scale: float = 1.0,
     reduction: str = "mean",
 ) -> tuple[float, np.ndarray]:
-    """FocusedNet = ListNet on T + RankNet on P = T × F (Niu et al. 2012; seed-digest §4.7(3)).
+    """FocusedNet = ListNet on T + RankNet on P = T × F (docs/ranking.md#focusedrank).
 
     ``L_list = −Σ_{d∈T} P_y(d) log P_s(d)`` with both softmaxes over T only (top-one form;
     ``list_form="permutation"`` uses the exact Plackett–Luce cross-entropy, |T| ≤ 6);
@@ -189,7 +189,7 @@ def focused_svm_loss(
     pair_scale: float = 1.0,
     reduction: str = "mean",
 ) -> tuple[float, np.ndarray]:
-    """FocusedSVM option A (Niu et al. 2012; seed-digest §4.7(1)): NDCG hinge on T + RankSVM on P.
+    """FocusedSVM option A (docs/ranking.md#structural): NDCG hinge on T + RankSVM on P.
 
     Per query ``β·ξ + (1 − β)·(1/|P|)·Σ_{(u,v)∈P} (1 − (s_u − s_v))₊``, ξ from
     :func:`ranking.losses.structural.ndcg_structural_hinge_loss` (exact sort-based

@@ -1,4 +1,4 @@
-"""The ListMLE family: ListMLE, top-k ListMLE, p-ListMLE, W-ListMLE (seed-digest §4.2).
+"""The ListMLE family: ListMLE, top-k ListMLE, p-ListMLE, W-ListMLE (docs/ranking.md#listmle).
 
 All four are position-weighted Plackett–Luce negative log-likelihoods of the truth order y:
 
@@ -83,7 +83,8 @@ def listmle_loss(
     *,
     reduction: str = "mean",
 ) -> tuple[float, np.ndarray]:
-    """ListMLE (Xia et al. 2008; seed-digest §4.2.1): ``−log P(y | s)`` under Plackett–Luce.
+    """ListMLE (Xia et al. 2008, "Listwise Approach to Learning to Rank"): ``−log P(y | s)``
+    under Plackett–Luce.
 
     ``L = Σ_{j=1}^{n} [−s_{y(j)} + log Σ_{t=j}^{n} exp(s_{y(t)})]``. The truth order is the
     target's ``order`` (stable label sort unless a seeded random total order was given).
@@ -106,7 +107,7 @@ def topk_listmle_loss(
     k: int = 10,
     reduction: str = "mean",
 ) -> tuple[float, np.ndarray]:
-    """Top-k ListMLE (Xia et al. 2009 eq. 10; seed-digest §4.2.2).
+    """Top-k ListMLE (Xia et al. 2009, "Statistical Consistency of Top-k Ranking", eq. 10).
 
     ``L = Σ_{j=1}^{k} [−s_{y(j)} + log Σ_{t=j}^{n} exp(s_{y(t)})]``: the denominators run over
     every remaining item, so the value does not depend on the order below position k.
@@ -127,10 +128,10 @@ def topk_listmle_loss(
 def p_listmle_alpha(
     n_docs: np.ndarray, length: int, alpha: str = "normalized", k: int = 10
 ) -> np.ndarray:
-    """Position weights of p-ListMLE, ``(Q, length)`` (seed-digest §4.2.3).
+    """Position weights of p-ListMLE, ``(Q, length)`` (docs/ranking.md#listmle).
 
-    - ``"paper"``: 004's ``α(i) = 2^{n−i} − 1`` (overflows beyond n ≈ 1000; fails 004's own toy
-      example, seed-digest §7.E).
+    - ``"paper"``: Lan et al.'s ``α(i) = 2^{n−i} − 1`` (overflows beyond n ≈ 1000; fails the
+      paper's own toy example).
     - ``"normalized"`` (default): ``α̃(i) = (2^{n−i} − 1)/(2^{n−1} − 1)``, the same minimiser,
       computed as ``(2^{1−i} − 2^{1−n})/(1 − 2^{1−n})`` so it never overflows; for n = 1 the
       only term is zero anyway.
@@ -158,7 +159,7 @@ def p_listmle_loss(
     k: int = 10,
     reduction: str = "mean",
 ) -> tuple[float, np.ndarray]:
-    """Position-aware p-ListMLE (Lan et al. 2014 eq. 9; seed-digest §4.2.3).
+    """Position-aware p-ListMLE (Lan et al. 2014, "Position-Aware ListMLE", eq. 9).
 
     ``L_p = Σ_{i=1}^{n} α(i)·[−s_{y(i)} + log Σ_{j=i}^{n} exp(s_{y(j)})]`` with α strictly
     decreasing; ``alpha`` is a scheme name (see :func:`p_listmle_alpha`) or explicit weights,
@@ -192,7 +193,7 @@ def w_listmle_loss(
     cutoff: int | None = None,
     reduction: str = "mean",
 ) -> tuple[float, np.ndarray]:
-    """W-ListMLE (Chen et al. 2009 §4; seed-digest §4.2.4).
+    """W-ListMLE (Chen et al. 2009, "Ranking Measures and Loss Functions in Learning to Rank", §4).
 
     ``L = Σ_{s=1}^{n−1} G(l(y(s)))·D(s)·[−s_{y(s)} + ln Σ_{i=s}^{n} exp(s_{y(i)})]`` with
     ``G(r) = 2^r − 1`` and ``D(s) = 1/log2(1 + s)``, ``D(s) = 0`` for ``s > cutoff``.

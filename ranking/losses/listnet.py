@@ -1,11 +1,11 @@
-"""ListNet (Cao et al. 2007; seed-digest §4.4): top-one and exact permutation forms.
+"""ListNet (Cao et al. 2007; docs/ranking.md#listnet): top-one and exact permutation forms.
 
 Top-one: ``P_s(j) = exp(s_j)/Σ_t exp(s_t)``, target ``P_y(j) = exp(y_j)/Σ_t exp(y_t)``
 (ψ = identity on the labels), ``L = −Σ_j P_y(j) log P_s(j)``, ``∂L/∂s_j = P_s(j) − P_y(j)``.
 
 Permutation form: ``L = −Σ_π P_y(π) log P_s(π)`` over all orderings π of the query's documents
 with Plackett–Luce ``P(π) = Π_j exp(v_{π(j)})/Σ_{l≥j} exp(v_{π(l)})``; exponential in n, so it
-is offered for n ≤ 6 only (a test oracle; seed-digest §4.7(3) DECISION).
+is offered for n ≤ 6 only (a test oracle; docs/ranking.md#listnet).
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def listnet_top_one_loss(
     *,
     reduction: str = "mean",
 ) -> tuple[float, np.ndarray]:
-    """Top-one ListNet (Cao et al. 2007; seed-digest §4.4) over every real document of a query.
+    """Top-one ListNet (Cao et al. 2007) over every real document of a query.
 
     ``L = −Σ_j P_y(j) log P_s(j)`` with ``P_s = softmax(s)``, ``P_y = softmax(labels)``
     (ψ = identity); ``∂L/∂s_j = P_s(j) − P_y(j)``.
@@ -93,7 +93,7 @@ def listnet_permutation_loss(
     subset: np.ndarray | None = None,
     reduction: str = "mean",
 ) -> tuple[float, np.ndarray]:
-    """Exact permutation-probability ListNet (Cao et al. 2007; seed-digest §4.4), n ≤ 6.
+    """Exact permutation-probability ListNet (Cao et al. 2007), n ≤ 6.
 
     ``L = −Σ_π P_y(π) log P_s(π)`` over all orderings π with Plackett–Luce
     ``P_v(π) = Π_j exp(v_{π(j)})/Σ_{l≥j} exp(v_{π(l)})``, ``v`` = labels (target) or scores.

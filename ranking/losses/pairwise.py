@@ -1,6 +1,7 @@
 """Pairwise surrogate losses: RankNet, RankSVM hinge, RankBoost exponential.
 
-Seed-digest §4.1 (001 eq. 2): ``L_p = Σ_{(u,v): l(u) > l(v)} φ(s_u − s_v)`` with
+Chen et al. 2009, "Ranking Measures and Loss Functions in Learning to Rank", eq. 2:
+``L_p = Σ_{(u,v): l(u) > l(v)} φ(s_u − s_v)`` with
 
 ==========  ==================  =====================
 model       φ(z)                φ'(z)
@@ -12,9 +13,9 @@ RankNet     log(1 + e^{−z})     −σ(−z)
 
 References: Herbrich et al. 2000 / Joachims 2002 (RankSVM), Freund et al. 2003 (RankBoost),
 Burges et al. 2005 (RankNet). Pairs: every pair with different labels ("graded"), or only the
-focused pairs T × F of top-k ground truth ("focused", seed-digest §4.7).
+focused pairs T × F of top-k ground truth ("focused", docs/ranking.md#focusedrank).
 
-Normalisation (a DECISION shared with FocusedRank, seed-digest §4.7): ``"mean"`` divides each
+Normalisation (shared with FocusedRank, docs/ranking.md#normalisation): ``"mean"`` divides each
 query's sum by its number of pairs, so every query weighs the same whatever its size;
 ``"none"`` keeps the plain sum. Queries are then averaged (``reduction="mean"``) or summed.
 """
@@ -33,7 +34,7 @@ Phi = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 
 def _logistic(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    # log(1 + e^{−z}) = max(−z, 0) + log1p(e^{−|z|}): never overflows (seed-digest §4 numerics,
+    # log(1 + e^{−z}) = max(−z, 0) + log1p(e^{−|z|}): never overflows (docs/ranking.md#numerics,
     # the same value as logaddexp(0, −z) with one exp instead of two).
     e = np.exp(-np.abs(z))
     value = np.maximum(-z, 0.0) + np.log1p(e)
@@ -59,7 +60,8 @@ def pair_terms(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per-query pair loss ``(Q,)`` and its gradient w.r.t. the flat padded scores.
 
-    ``normalization="mean"`` divides query q's sum by ``|pairs of q|`` (seed-digest §4.7).
+    ``normalization="mean"`` divides query q's sum by ``|pairs of q|``
+    (docs/ranking.md#normalisation).
     """
     n_q, length = scores.shape
     flat = scores.ravel()
@@ -145,7 +147,8 @@ ranknet_loss = _named_pair_loss(
     """RankNet (Burges et al. 2005): ``Σ_{u ≻ v} log(1 + exp(−(s_u − s_v)))``.
 
     Cross-entropy with target probability 1 for ``u ≻ v`` and ``P_uv = σ(s_u − s_v)``;
-    gradient ``−σ(−(s_u − s_v))`` on ``s_u`` and the opposite on ``s_v`` (seed-digest §4.1).""",
+    gradient ``−σ(−(s_u − s_v))`` on ``s_u`` and the opposite on ``s_v``
+    (docs/ranking.md#pairwise).""",
 )
 
 ranksvm_loss = _named_pair_loss(

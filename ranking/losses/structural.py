@@ -158,8 +158,8 @@ def ndcg_structural_hinge_loss(
 ) -> tuple[float, np.ndarray]:
     """Structural hinge with a position map and an NDCG loss (Chapelle, Le & Smola 2007 style).
 
-    FocusedSVM option A's list part (seed-digest §4.7(1)). Over the documents D' of ``subset``
-    (default: T = κ-label > 0) with truth order y:
+    FocusedSVM option A's list part (docs/ranking.md#structural). Over the documents D' of
+    ``subset`` (default: T = κ-label > 0) with truth order y:
 
     - ``Ψ(z) = Σ_j A(j)·x_{z(j)}``, ``A(j) = 1/log2(1 + j)``;
     - ``Δ(y, z) = 1 − Σ_j A(j)·G(y_{z(j)})/N``, ``G(r) = 2^r − 1``, N the ideal DCG of D';

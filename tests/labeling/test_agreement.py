@@ -1,4 +1,4 @@
-"""Agreement tables (seed-digest §3.4, §7.F): co-judged instances, relations, C, M, κ."""
+"""Agreement tables (docs/analysis.md#agreement): co-judged instances, relations, C, M, κ."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ U_REL = [">", ">", ">", "<", "<", "~", "~", ">", "<", "~"]
 V_REL = [">", ">", "<", "<", "~", "~", ">", ">", "<", "~"]
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
-# --- seed-digest §7.F -------------------------------------------------------------------------
+# --- hand-computed values -------------------------------------------------------------------------
 
 
 def check_digest_table(table) -> None:  # type: ignore[no-untyped-def]
@@ -164,7 +164,7 @@ def test_topk_relations_cover_every_pair() -> None:
 
 
 def test_relations_from_grades() -> None:
-    assert relation_from_grades({"A": 3, "B": 1}, "A", "B") == ">"  # seed-digest §7.F
+    assert relation_from_grades({"A": 3, "B": 1}, "A", "B") == ">"  # higher grade preferred
     assert relation_from_grades({"A": 3, "B": 1}, "B", "A") == "<"
     assert relation_from_grades({"A": 2, "B": 2}, "A", "B") == "~"
     assert relation_from_grades({"A": 2}, "A", "B") is None

@@ -1,4 +1,4 @@
-"""χ², Cohen's κ and the binomial test against seed-digest §7.F and scipy/sklearn oracles."""
+"""χ², Cohen's κ and the binomial test against hand-computed values and scipy/sklearn oracles."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from scipy import stats as sps
 
 from labeling.stats import binomial_test, chi2_2x2, chi2_sf_df1, cohen_kappa
 
-# --- seed-digest §7.F -------------------------------------------------------------------------
+# --- hand-computed values -------------------------------------------------------------------------
 
 
 def test_digest_chi2_745_vs_547() -> None:
@@ -37,7 +37,7 @@ def test_digest_chi2_ignoring_ties_example() -> None:
 
 
 def test_critical_value_at_p_0001() -> None:
-    # seed-digest §3.4: the critical value at p = 0.001, df = 1, is 10.828.
+    # docs/analysis.md#chi-square: the critical value at p = 0.001, df = 1, is 10.828.
     assert chi2_sf_df1(10.828) == pytest.approx(0.001, rel=1e-3)
 
 
@@ -119,7 +119,7 @@ def test_kappa_equals_brute_force_and_sklearn(cells: list[int]) -> None:
 
 
 def test_kappa_digest_example() -> None:
-    # C of seed-digest §7.F: p_o = 0.7, marginals U (4,3,3), V (4,3,3) -> p_e = 0.34.
+    # The hand-computed C above: p_o = 0.7, marginals U (4,3,3), V (4,3,3) -> p_e = 0.34.
     assert cohen_kappa([[3, 1, 0], [0, 2, 1], [1, 0, 2]]) == pytest.approx(0.36 / 0.66, abs=1e-12)
 
 

@@ -170,8 +170,8 @@ def test_focusedboost_needs_a_list_part_at_beta_1() -> None:
 
 
 def test_focusedboost_mixed_beta_matches_the_digest_pseudocode_with_short_tops() -> None:
-    # Some queries have |T| = 1: their list part is 0 (seed-digest §4.7), so they must not
-    # enter the query distribution P (E of a one-item T is 1 for every weak ranker).
+    # Some queries have |T| = 1: their list part is 0 (docs/ranking.md#focusedrank), so they must
+    # not enter the query distribution P (E of a one-item T is 1 for every weak ranker).
     rng = np.random.default_rng(11)
     k = 3
     queries, rows = [], []

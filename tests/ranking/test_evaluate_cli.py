@@ -66,7 +66,7 @@ def test_ideal_from_qrels_vs_list() -> None:
 
 
 def test_err_r_max_is_the_highest_judgment_of_the_query() -> None:
-    # seed-digest §5.2: r_max is "the highest relevance label in this query", a property of
+    # docs/metrics.md#err: r_max is "the highest relevance label in this query", a property of
     # the query's judgments, not of what a run retrieved. With the paper's conventions
     # (ideal from the list) a run that omits the grade-2 document must still use r_max = 2:
     # R = (2^1 - 1)/4 for b and c, ERR = 1/4 + (3/4)(1/4)/2 = 11/32. Taking r_max from the

@@ -62,7 +62,7 @@ def test_topk_round_trip_and_kappa(tmp_path: Path) -> None:
     back = read_topk_jsonl(p)
     assert back == truths
     assert back[0].kappa_labels() == {"d1": 3, "d2": 2, "d3": 1, "d4": 0, "d5": 0}
-    assert back[1].kappa_labels() == {"g": 3, "e": 2}  # n = 2 < k = 3 (seed-digest 7.A)
+    assert back[1].kappa_labels() == {"g": 3, "e": 2}  # n = 2 < k = 3 (docs/protocols.md: n < k)
 
 
 @pytest.mark.parametrize(

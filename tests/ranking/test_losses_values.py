@@ -1,4 +1,4 @@
-"""Worked values of seed-digest §7.E for every loss, plus brute-force oracles for the hinges."""
+"""Hand-checked worked values for every loss (docs/ranking.md), brute-force oracles for hinges."""
 
 from __future__ import annotations
 
@@ -66,7 +66,7 @@ def test_p_listmle_toy_example_of_004_both_alpha_settings() -> None:
     assert listmle_loss(F1, GRADES)[0] == pytest.approx(math.log(2970 / 120), abs=1e-12)
     assert listmle_loss(F1, GRADES)[0] == pytest.approx(3.208825, abs=TOL)
     assert listmle_loss(F2, GRADES)[0] == pytest.approx(4.722953, abs=TOL)
-    # 004's own α(i) = 2^{5−i} − 1 = (15, 7, 3, 1, 0) still prefers f1 (the lower loss).
+    # Lan et al.'s own α(i) = 2^{5−i} − 1 = (15, 7, 3, 1, 0) still prefers f1 (the lower loss).
     p1 = p_listmle_loss(F1, GRADES, alpha="paper")[0]
     p2 = p_listmle_loss(F2, GRADES, alpha="paper")[0]
     assert p1 == pytest.approx(27.830446, abs=TOL)

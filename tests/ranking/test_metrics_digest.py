@@ -1,4 +1,4 @@
-"""Every worked value of seed-digest §7.B, §7.C and §7.D, to 1e-9 where the digest gives it.
+"""Every worked value of docs/metrics.md#worked-values (and hand-computed ones), to 1e-9.
 
 Values printed with six or seven digits in the digest are checked against their closed forms
 (computed here independently with math.log2), and against the printed digits.
@@ -198,7 +198,8 @@ def test_7d_essential_loss_bound_side() -> None:
 
 
 def test_004_toy_example_ndcg_prefers_f2() -> None:
-    """§7 "004 toy example": grades 5..1 on x1..x5, f1 = ln(4, 5, 3, 2, 1), f2 = ln(5, 4, 1, 2, 3).
+    """The toy example of Lan et al. 2014 ("Position-Aware ListMLE"): grades 5..1 on x1..x5,
+    f1 = ln(4, 5, 3, 2, 1), f2 = ln(5, 4, 1, 2, 3).
 
     f1 ranks (x2, x1, x3, x4, x5): DCG = 15 + 31/log2 3 + 7/2 + 3/log2 5 + 1/log2 6 = 39.737705;
     f2 ranks (x1, x2, x5, x4, x3): DCG = 44.963946; ideal 45.642829.

@@ -1,4 +1,4 @@
-"""Golden vectors of anchors-ranking.md §7 and the conventions' edge cases."""
+"""Golden vectors computed by hand and by the reference tools, and the conventions' edge cases."""
 
 from __future__ import annotations
 

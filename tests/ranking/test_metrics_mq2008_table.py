@@ -1,4 +1,4 @@
-"""anchors-ranking.md §6: the same MQ2008 ranking (BM25, feature 25) under each convention.
+"""docs/metrics.md: the same MQ2008 ranking (BM25, feature 25) under each convention.
 
 The anchor computed these with its own numpy script; reproducing all of them to the printed 4
 digits checks the gain, empty-query, tie, LETOR-discount and k-beyond-list conventions and the

@@ -30,5 +30,5 @@ async def get_analysis(
         "by each assessor's top-k ground truth ('inferred'; rest×rest pairs count as ties).",
     ),
 ) -> dict[str, Any]:
-    """The agreement and time analysis of a collection (seed-digest §3)."""
+    """The agreement and time analysis of a collection (docs/analysis.md)."""
     return await run_in_threadpool(collection_analysis, collection_id, db=db, mode=mode)
