@@ -119,7 +119,17 @@ def _add_docs(app: FastAPI) -> None:
 
 def _api_routers() -> list[APIRouter]:
     """Every JSON API router (mounted under /api/v1). Add yours here with one line."""
-    from app.routers.api import admin, analysis, auth, collections, exports, tasks, training, users
+    from app.routers.api import (
+        admin,
+        analysis,
+        auth,
+        collections,
+        exports,
+        retrieval,
+        tasks,
+        training,
+        users,
+    )
 
     return [
         auth.router,
@@ -130,6 +140,7 @@ def _api_routers() -> list[APIRouter]:
         analysis.router,
         admin.router,
         training.router,
+        retrieval.router,
     ]
 
 

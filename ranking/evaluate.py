@@ -56,6 +56,8 @@ class EvaluationReport:
     unknown_queries: list[str] = field(default_factory=list)
     missing_queries: list[str] = field(default_factory=list)
     missing: str = "ignore"
+    qrels_read: str | None = None
+    """How the qrels file was read (layout detected or given, grade map), when from a file."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict; NaN (skipped queries) becomes None."""
@@ -76,6 +78,7 @@ class EvaluationReport:
             "unknown_queries": list(self.unknown_queries),
             "missing_queries": list(self.missing_queries),
             "missing_policy": self.missing,
+            "qrels_read": self.qrels_read,
         }
 
     def format_text(self, *, per_query: bool = False) -> str:
@@ -98,6 +101,8 @@ class EvaluationReport:
             f"truth: {self.truth}; {len(self.queries)} queries evaluated; "
             f"missing queries: {self.missing}"
         )
+        if self.qrels_read:
+            lines.append(f"qrels: {self.qrels_read}")
         if self.unknown_queries:
             lines.append(
                 f"WARNING: {len(self.unknown_queries)} run queries have no truth and were "

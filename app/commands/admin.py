@@ -33,6 +33,8 @@ def _report_error(exc: Any) -> None:
         for item in detail:
             if not isinstance(item, dict):
                 typer.echo(str(item), err=True)
+            elif "line" in item and not item["line"] and not item.get("file"):
+                typer.echo(str(item.get("msg", "")), err=True)  # a summary, not a place
             elif "line" in item:
                 where = f"{item.get('file', '')}:{item['line']}"
                 typer.echo(f"{where}: {item.get('msg', '')}", err=True)
@@ -72,9 +74,15 @@ def _run(database_url: str | None, fn: Any) -> Any:
 
 DB_OPTION = typer.Option(None, "--database-url", help="Overrides HEAPJUDGE_DATABASE_URL.")
 # Options that import-smart and import-trec share: how query-document pairs are chosen.
-PAIRING_OPTION = typer.Option("qrels", help="qrels | all | run")
+PAIRING_OPTION = typer.Option(
+    "qrels", help="qrels (judged documents) | all | run (top n of --run) | bm25 (top n by BM25)"
+)
 RUN_OPTION = typer.Option(None, exists=True, dir_okay=False, help="TREC run.")
-RUN_DEPTH_OPTION = typer.Option(None, help="Top n of the run per query.")
+RUN_DEPTH_OPTION = typer.Option(None, help="Top n of the run (or of BM25: default 100).")
+QRELS_FORMAT_HELP = (
+    "auto (sniffed: TREC 'qid iter doc rel', 3 columns 'qid doc rel', SMART .REL "
+    "'qid doc 0 0.0') | trec | 3col | smart-rel | cranfield"
+)
 
 
 def _import(
@@ -111,6 +119,10 @@ def _import(
         f"{collection}: {report.rows} rows, {report.queries_created} new queries, "
         f"{report.documents_created} new documents, {report.documents_unchanged} unchanged"
     )
+    if report.qrels:
+        typer.echo(f"qrels: {report.qrels}")
+    for note in report.notes:
+        typer.echo(f"note: {note}")
 
 
 @admin_app.command("import-smart")
@@ -119,7 +131,9 @@ def import_smart(
     documents: Path = typer.Option(..., exists=True, dir_okay=False, help="e.g. cran.all.1400"),
     queries: Path = typer.Option(..., exists=True, dir_okay=False, help="e.g. cran.qry"),
     qrels: Path | None = typer.Option(None, exists=True, dir_okay=False, help="e.g. cranqrel"),
-    qrels_format: str = typer.Option("cranfield", help="cranfield (query doc code) | trec"),
+    qrels_format: str = typer.Option(
+        "auto", help=QRELS_FORMAT_HELP + " (auto reads 3 columns as Cranfield codes)"
+    ),
     pairing: str = PAIRING_OPTION,
     run: Path | None = RUN_OPTION,
     run_depth: int | None = RUN_DEPTH_OPTION,
@@ -169,6 +183,8 @@ def import_trec(
     run: Path | None = RUN_OPTION,
     run_depth: int | None = RUN_DEPTH_OPTION,
     narrative: bool = typer.Option(False, help="Append the narrative to the description."),
+    qrels_format: str = typer.Option("auto", help=QRELS_FORMAT_HELP),
+    unjudged_grade: int | None = typer.Option(None, help="Grade of unjudged pairs (e.g. 0)."),
     database_url: str | None = DB_OPTION,
 ) -> None:
     """Import TREC topics + documents (+ qrels / run), all or nothing."""
@@ -180,6 +196,8 @@ def import_trec(
         pairing=pairing,
         run_depth=run_depth,
         include_narrative=narrative,
+        qrels_format=qrels_format,
+        unjudged_grade=unjudged_grade,
     )
 
 
@@ -197,7 +215,7 @@ def import_letor(
 def attach_grades_cmd(
     collection: str = typer.Argument(...),
     qrels: Path = typer.Argument(..., exists=True, dir_okay=False),
-    qrels_format: str = typer.Option("trec", help="trec | cranfield"),
+    qrels_format: str = typer.Option("auto", help=QRELS_FORMAT_HELP),
     strict: bool = typer.Option(False, help="Lines matching no document are errors."),
     database_url: str | None = DB_OPTION,
 ) -> None:
@@ -256,11 +274,14 @@ def plan_cmd(
     graded: int = typer.Option(2, help="balanced: graded assessors per query."),
     k: int = typer.Option(10, help="Top-k size of the topk tasks."),
     options: str | None = typer.Option(None, help='JSON per method, e.g. {"topk": {...}}.'),
-    pool: str = typer.Option("all", help="all | sample | run"),
-    pool_n: int | None = typer.Option(None, help="Pool size for sample/run."),
+    pool: str = typer.Option("all", help="all | sample | run | bm25 (top n by BM25)"),
+    pool_n: int | None = typer.Option(None, help="Pool size for sample/run/bm25."),
     pool_seed: int = typer.Option(0),
     dedupe: bool = typer.Option(False, help="Judge identical documents once."),
     run: Path | None = typer.Option(None, exists=True, dir_okay=False, help="TREC run (pool)."),
+    ranked_order: bool = typer.Option(
+        False, "--ranked-order", help="run/bm25 pools: top-k tasks start from the ranking."
+    ),
     seed: int = typer.Option(0, help="Plan seed (balanced plan and task seeds)."),
     name: str = typer.Option("plan"),
     create: bool = typer.Option(False, "--create", help="Create the tasks (default: preview)."),
@@ -288,6 +309,7 @@ def plan_cmd(
                 seed=pool_seed,
                 dedupe=dedupe,
                 run=run.read_text(encoding="utf-8") if run else None,
+                run_order=ranked_order,
             ),
         )
         preview = planning.preview_plan(db=db, spec=spec)
@@ -317,6 +339,55 @@ def _print_grid(preview: Any) -> None:
     for v in preview.violations:
         typer.echo(f"[{v['severity']}] {v['message']}")
     typer.echo(f"{len(preview.tasks)} tasks; plan is {'valid' if preview.ok else 'NOT valid'}")
+
+
+@admin_app.command("bm25")
+def bm25_cmd(
+    collection: str = typer.Argument(..., help="Collection name or id."),
+    depth: int = typer.Option(100, help="Documents per query (those sharing a query term)."),
+    k1: float | None = typer.Option(None, help="BM25 k1 (default 1.2)."),
+    b: float | None = typer.Option(None, help="BM25 b (default 0.75)."),
+    queries: str | None = typer.Option(None, help="Comma-separated query ids (default: all)."),
+    tag: str = typer.Option("heapjudge-bm25", help="Run tag (last column)."),
+    output: Path | None = typer.Option(None, "-o", "--output", help="File (default stdout)."),
+    database_url: str | None = DB_OPTION,
+) -> None:
+    """BM25 over the collection's documents as a TREC run (ids as imported), e.g. for
+    `heapjudge evaluate --qrels ORIGINAL_QRELS --run run.txt`."""
+    from app.services.retrieval import bm25_run
+
+    result = _run(
+        database_url,
+        lambda db: bm25_run(
+            db=db,
+            collection_id=_collection(db, collection),
+            depth=depth,
+            query_ids=[q.strip() for q in queries.split(",") if q.strip()] if queries else None,
+            k1=k1,
+            b=b,
+        ),
+    )
+    try:
+        text = result.trec(tag)
+    except ValueError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
+    if output is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        output.write_text(text, encoding="utf-8")
+    info = result.summary()
+    typer.echo(
+        f"bm25 (k1={info['k1']}, b={info['b']}): {info['queries']} queries over "
+        f"{info['documents']} documents, {info['lines']} lines, {info['seconds']:.2f} s"
+        + (
+            f"; no term of queries {', '.join(info['empty_queries'][:10])} occurs in any document"
+            if info["empty_queries"]
+            else ""
+        ),
+        err=True,
+    )
 
 
 @admin_app.command("progress")

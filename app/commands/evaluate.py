@@ -74,6 +74,8 @@ def run_evaluate(
     preset: str | None,
     overrides: dict[str, Any],
     missing: str,
+    qrels_format: str = "auto",
+    grade_map: str | None = None,
 ) -> Any:
     """Load the inputs and return a :class:`ranking.evaluate.EvaluationReport`.
 
@@ -83,7 +85,7 @@ def run_evaluate(
     from ranking.evaluate import evaluate, qrels_from_letor, run_from_letor
     from ranking.letor import read_letor
     from ranking.topk_io import read_topk_jsonl
-    from ranking.trec import read_qrels, read_run
+    from ranking.trec import parse_grade_map, read_qrels_detailed, read_run
 
     names = [m.strip() for m in metrics.split(",") if m.strip()]
     if not names:
@@ -114,8 +116,11 @@ def run_evaluate(
         the_run = read_run(run)
         if qrels is None and topk is None:
             raise ValueError("give the truth: --qrels FILE or --topk FILE.jsonl")
+    mapping = parse_grade_map(grade_map) if grade_map else None
+    qrels_read = None
     if qrels is not None:
-        truth_qrels = read_qrels(qrels)
+        truth_qrels, layout = read_qrels_detailed(qrels, layout=qrels_format, grade_map=mapping)
+        qrels_read = layout.describe() + (f"; grade map {mapping.name}" if mapping else "")
     if topk is not None:
         truth_topk = read_topk_jsonl(topk)
     preset_label = preset or ("paper" if not changes else None)
@@ -128,6 +133,7 @@ def run_evaluate(
         missing=missing,  # type: ignore[arg-type]
     )
     report.preset = preset_label if not changes else f"{preset or 'paper'} (modified)"
+    report.qrels_read = qrels_read
     return report
 
 
@@ -169,6 +175,18 @@ def register(app: typer.Typer) -> None:
         missing: str = typer.Option(
             "ignore", "--missing", help="Truth queries absent from the run: ignore | zero."
         ),
+        qrels_format: str = typer.Option(
+            "auto",
+            "--qrels-format",
+            help="auto (sniffed) | trec (qid iter doc rel) | 3col (qid doc rel) | "
+            "smart-rel (qid doc 0 0.0: every listed pair relevant).",
+        ),
+        grade_map: str | None = typer.Option(
+            None,
+            "--grade-map",
+            help="Qrels values -> grades: cranfield | threshold:T | FROM:TO,... "
+            "(needed for non-integer values).",
+        ),
         per_query: bool = typer.Option(False, "--per-query", help="Show per-query values."),
         as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     ) -> None:
@@ -195,6 +213,8 @@ def register(app: typer.Typer) -> None:
                 preset=preset,
                 overrides=overrides,
                 missing=missing,
+                qrels_format=qrels_format,
+                grade_map=grade_map,
             )
         except (ValueError, OSError) as exc:
             typer.echo(f"error: {exc}", err=True)

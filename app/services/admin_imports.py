@@ -11,13 +11,22 @@ Formats (``kind``):
 * ``trec`` — files ``topics`` (TREC ``<top>``), ``documents`` (TREC ``<DOC>`` SGML or JSONL,
   told apart by the first non-blank byte), optional ``qrels``;
 * ``smart`` — files ``documents`` (``.I/.T/.A/.B/.W``), ``queries``, optional ``qrels``
-  (Cranfield's ``query doc code`` with ``qrels_format="cranfield"``, or TREC qrels);
+  (Cranfield's ``query doc code``, the ``.REL`` layout ``qid docid 0 0.000000`` of CACM, CISI,
+  MED, ..., or TREC qrels);
 * ``letor`` — file ``features``: a LETOR file alone becomes a collection (features, grades from
   the labels, query ids as query text).
 
+``qrels_format``: ``"auto"`` (default) sniffs the layout from the file (TREC, three columns,
+SMART ``.REL``; ``docs/data-formats.md#qrels``); a layout name forces it; ``"cranfield"`` is the
+three-column layout with Cranfield's codes as grades (what ``auto`` picks for a three-column
+file in a SMART import). The report says what was read (``qrels``).
+
 ``pairing`` decides which documents each query gets: ``"qrels"`` (the judged ones), ``"all"``
-(every document under every query; refused above ``import_max_lines`` rows), or ``"run"`` (the
-top ``run_depth`` of a TREC run file ``run``, trec_eval order).
+(every document under every query; refused above ``import_max_lines`` rows), ``"run"`` (the
+top ``run_depth`` of a TREC run file ``run``, trec_eval order) or ``"bm25"`` (the top
+``run_depth``, default 100, by BM25 over the documents of the files, :mod:`labeling.bm25`).
+The report's ``notes`` say what a pairing left out (run documents that are not in the files,
+documents of the files no query got) and suggest a pairing for binary qrels.
 
 Attaching (:func:`attach_grades`, :func:`attach_features`) updates existing documents, matched by
 (query id, doc id), in one write transaction; lines that match no document are counted in the
@@ -43,29 +52,31 @@ from app.db import Database
 from app.errors import Invalid, NotFound, PayloadTooLarge, issue_items
 from app.models import Collection, Document, Query
 from app.services import collections
+from labeling.bm25 import Bm25Index
 from labeling.pools import parse_trec_run
 from labeling.sources import (
     SourceError,
     build_rows,
     join_features,
     join_grades,
-    parse_cranfield_qrels,
     parse_jsonl_docs,
-    parse_qrels,
     parse_smart_docs,
     parse_smart_queries,
     parse_topics,
     parse_trec_docs,
     rows_from_letor,
 )
-from labeling.sources.base import QrelsEntry
 from labeling.sources.letor import read_letor_features
 from labeling.sources.rows import Join
+from labeling.sources.smart import parse_smart_qrels
+from labeling.sources.trec import QRELS_FORMATS, QrelsFile, parse_qrels_file
+from labeling.text import document_text
 
 ImportKind = Literal["trec", "smart", "letor"]
 IMPORT_KINDS: tuple[ImportKind, ...] = ("trec", "smart", "letor")
-PAIRINGS = ("qrels", "all", "run")
-QRELS_FORMATS = ("trec", "cranfield")
+PAIRINGS = ("qrels", "all", "run", "bm25")
+#: Documents per query with ``pairing="bm25"`` when ``run_depth`` is not given.
+BM25_DEPTH = 100
 #: The files each kind accepts (required first).
 FILES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "trec": (("topics", "documents"), ("qrels", "run")),
@@ -93,6 +104,10 @@ class AdminImportReport:
     documents_created: int
     documents_unchanged: int
     files: list[str] = field(default_factory=list)
+    qrels: str | None = None
+    """How the qrels file was read: layout (detected or given, and why) and grades."""
+    notes: list[str] = field(default_factory=list)
+    """What the pairing left out, and suggestions (e.g. the pairing for binary qrels)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,10 +209,17 @@ def _features(upload: UploadedFile) -> list[Any]:
             path.unlink(missing_ok=True)
 
 
-def _qrels(upload: UploadedFile, qrels_format: str) -> list[QrelsEntry]:
-    if qrels_format == "cranfield":
-        return parse_cranfield_qrels(_lines(upload), file=upload.name)
-    return parse_qrels(_lines(upload), file=upload.name)
+def _qrels(upload: UploadedFile, qrels_format: str, kind: str = "trec") -> QrelsFile:
+    if kind == "smart" or qrels_format == "cranfield":
+        return parse_smart_qrels(_lines(upload), file=upload.name, qrels_format=qrels_format)
+    return parse_qrels_file(_lines(upload), file=upload.name, layout=qrels_format)
+
+
+def _check_qrels_format(qrels_format: str) -> None:
+    if qrels_format not in QRELS_FORMATS:
+        raise Invalid(
+            f"unknown qrels format {qrels_format!r}; expected one of {', '.join(QRELS_FORMATS)}"
+        )
 
 
 # --------------------------------------------------------------------------- import
@@ -210,7 +232,7 @@ def import_files(
     kind: str,
     files: Mapping[str, UploadedFile],
     pairing: str = "qrels",
-    qrels_format: str = "trec",
+    qrels_format: str = "auto",
     run_depth: int | None = None,
     unjudged_grade: int | None = None,
     include_narrative: bool = False,
@@ -238,8 +260,9 @@ def import_files(
         )
     if pairing not in PAIRINGS:
         raise Invalid(f"unknown pairing {pairing!r}; expected one of {', '.join(PAIRINGS)}")
-    if qrels_format not in QRELS_FORMATS:
-        raise Invalid(f"unknown qrels format {qrels_format!r}; expected trec or cranfield")
+    _check_qrels_format(qrels_format)
+    if run_depth is not None and run_depth < 1:
+        raise Invalid("run_depth must be at least 1")
     if unjudged_grade is not None and not 0 <= unjudged_grade <= 4:
         raise Invalid("unjudged_grade must be in 0..4")
     if kind != "letor":
@@ -251,6 +274,8 @@ def import_files(
     with db.read() as s:
         _require_collection(s, collection_id)
 
+    notes: list[str] = []
+    qrels_read: list[str] = []
     try:
         rows = list(
             _rows(
@@ -263,6 +288,8 @@ def import_files(
                 include_narrative=include_narrative,
                 ignore_unknown_qrels=ignore_unknown_qrels,
                 max_rows=db.settings.import_max_lines,
+                notes=notes,
+                qrels_read=qrels_read,
             )
         )
     except SourceError as err:
@@ -283,6 +310,8 @@ def import_files(
         documents_created=report.documents_created,
         documents_unchanged=report.documents_unchanged,
         files=[f.name for f in files.values()],
+        qrels=qrels_read[0] if qrels_read else None,
+        notes=notes,
     )
 
 
@@ -297,6 +326,8 @@ def _rows(
     include_narrative: bool,
     ignore_unknown_qrels: bool,
     max_rows: int,
+    notes: list[str],
+    qrels_read: list[str],
 ) -> Iterable[dict[str, Any]]:
     if kind == "letor":
         return rows_from_letor(_features(files["features"]))
@@ -323,7 +354,9 @@ def _rows(
         topics = attempt(
             lambda: parse_smart_queries(_lines(files["queries"]), file=files["queries"].name)
         )
-    qrels = attempt(lambda: _qrels(files["qrels"], qrels_format)) if "qrels" in files else None
+    qrels_file = (
+        attempt(lambda: _qrels(files["qrels"], qrels_format, kind)) if "qrels" in files else None
+    )
     run = None
     if "run" in files:
         run = attempt(lambda: parse_trec_run(_lines(files["run"]), file=files["run"].name))
@@ -334,19 +367,39 @@ def _rows(
         assert merged is not None
         raise merged
     assert topics is not None and docs is not None
+    qrels = qrels_file.entries if qrels_file is not None else None
+    if qrels_file is not None:
+        qrels_read.append(qrels_file.describe())
     if pairing == "all" and len(topics) * len(docs) > max_rows:
         raise Invalid(
             f"pairing 'all' would create {len(topics)} x {len(docs)} = "
             f"{len(topics) * len(docs)} rows (limit {max_rows}); use pairing 'qrels' or 'run'"
         )
     pairs: Any = pairing
+    known = {d.doc_id for d in docs}
+    topic_ids = {t.query_id for t in topics}
     if pairing == "run":
-        known = {d.doc_id for d in docs}
-        pairs = {
-            qid: [e.doc_id for e in entries if e.doc_id in known][:run_depth]
-            for qid, entries in (run or {}).items()
-            if qid in {t.query_id for t in topics}
-        }
+        pairs = {}
+        outside: dict[str, int] = {}
+        for qid, entries in (run or {}).items():
+            if qid not in topic_ids:
+                continue
+            ranked = [e.doc_id for e in entries][:run_depth]
+            pairs[qid] = [d for d in ranked if d in known]
+            if len(pairs[qid]) < len(ranked):
+                outside[qid] = len(ranked) - len(pairs[qid])
+        if outside:
+            notes.append(
+                f"{sum(outside.values())} run documents are not in the documents file and were "
+                f"left out ({len(outside)} queries, e.g. query {next(iter(outside))}: "
+                f"{next(iter(outside.values()))})"
+            )
+    elif pairing == "bm25":
+        index = Bm25Index((d.doc_id, document_text(d.title, d.text, d.html)) for d in docs)
+        depth = run_depth or BM25_DEPTH
+        pairs = {t.query_id: [h.doc_id for h in index.search(t.title, depth)] for t in topics}
+        notes.append(f"pairing bm25: the top {depth} documents of each query by BM25")
+    notes.extend(_pairing_notes(pairing, pairs, docs, qrels_file, kind, unjudged_grade))
     return build_rows(
         topics,
         docs,
@@ -357,6 +410,49 @@ def _rows(
         include_narrative=include_narrative,
         ignore_unknown_qrels=ignore_unknown_qrels,
     )
+
+
+def _pairing_notes(
+    pairing: str,
+    pairs: Any,
+    docs: list[Any],
+    qrels_file: QrelsFile | None,
+    kind: str,
+    unjudged_grade: int | None,
+) -> list[str]:
+    """What a pairing leaves out of the collection, and the pairing binary qrels need."""
+    notes: list[str] = []
+    if pairing == "all":
+        return notes
+    if pairing == "qrels":
+        used = {e.doc_id for e in (qrels_file.entries if qrels_file else [])}
+    else:
+        used = {d for ids in pairs.values() for d in ids}
+    left = sum(1 for d in docs if d.doc_id not in used)
+    if left:
+        notes.append(
+            f"{left} of the {len(docs)} documents in the files are under no query and were not "
+            "imported: a pool from a run or BM25 cannot include them (pairing 'bm25' or 'all' "
+            "imports them)"
+        )
+    if qrels_file is None:
+        return notes
+    grades = {e.grade for e in qrels_file.entries}
+    binary = qrels_file.layout.layout == "smart-rel" or grades <= {0, 1}
+    if binary and pairing == "qrels":
+        notes.append(
+            "the qrels are binary and list (almost) only relevant documents, so every query's "
+            "documents are all relevant; to judge, give each query non-relevant candidates too: "
+            "--pairing bm25 --unjudged-grade 0 (top 100 by BM25) or --pairing all "
+            "--unjudged-grade 0"
+            + (" (what the CACM/CISI/MED .REL files need)" if kind == "smart" else "")
+        )
+    elif binary and unjudged_grade is None:
+        notes.append(
+            "the qrels are binary: unlisted documents are not relevant, so --unjudged-grade 0 "
+            "grades them 0 instead of leaving them without a grade"
+        )
+    return notes
 
 
 def _explain_rows(err: Invalid, rows: list[dict[str, Any]]) -> Invalid:
@@ -434,16 +530,15 @@ def attach_grades(
     db: Database,
     collection_id: int,
     qrels: UploadedFile,
-    qrels_format: str = "trec",
+    qrels_format: str = "auto",
     strict: bool = False,
     max_bytes: int | None = None,
 ) -> AttachReport:
-    """Set ``document.grade`` from a qrels file (all or nothing)."""
-    if qrels_format not in QRELS_FORMATS:
-        raise Invalid(f"unknown qrels format {qrels_format!r}; expected trec or cranfield")
+    """Set ``document.grade`` from a qrels file (all or nothing; any layout, module doc)."""
+    _check_qrels_format(qrels_format)
     _check_sizes({"qrels": qrels}, _limit(max_bytes, db))
     try:
-        entries = _qrels(qrels, qrels_format)
+        entries = _qrels(qrels, qrels_format).entries
     except SourceError as err:
         raise _source_invalid(err, "no grade was attached") from None
     with db.write() as s:

@@ -10,9 +10,12 @@ and the task settings:
 * ``scheme="csv"`` — an admin's own plan (``assessor,query_id,method[,label]``).
 
 Settings per plan: ``k``, options per method (validated by the labeling core), and the pool
-(:mod:`labeling.pools`: all documents, a seeded sample of n, or the top n of a TREC run,
-optionally deduplicated by content). The pool is computed once per query and shared by every
-task on that query, so assessors of one query judge the same documents (agreement needs that).
+(:mod:`labeling.pools`: all documents, a seeded sample of n, the top n of a TREC run or the top
+n by BM25, optionally deduplicated by content). A ranked pool takes the first n documents of
+the ranking that the query has; the preview warns, per query, how many of the ranking's top n
+it could not take and why (not in the collection, or not among the query's documents). The
+pool is computed once per query and shared by every task on that query, so assessors of one
+query judge the same documents (agreement needs that).
 
 :func:`preview_plan` computes everything and checks the constraints (the pure validator plus
 the database: unknown or disabled users, queries without documents, tasks that already exist)
@@ -33,6 +36,7 @@ from sqlalchemy import select
 from app.db import Database
 from app.errors import Invalid, NotFound, issue_items
 from app.models import Collection, Document, Query, Task, User
+from app.services import retrieval
 from labeling.assignment import (
     Plan,
     PlanEntry,
@@ -49,6 +53,8 @@ from labeling.session import open_session, validate_options
 from labeling.sources import SourceError
 
 SCHEMES = ("rotation", "balanced", "csv")
+#: Pool modes that cut a ranking (a run, or BM25) at n.
+RANKED_POOLS = ("run", "bm25")
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,13 +62,16 @@ class PoolSpec:
     """How each query's judging pool is chosen (see :func:`labeling.pools.build_pool`)."""
 
     mode: str = "all"
+    """``all``, ``sample``, ``run`` (top n of ``run``) or ``bm25`` (top n of the query's
+    documents by BM25 over the collection, :mod:`app.services.retrieval`)."""
     n: int | None = None
     seed: int = 0
     dedupe: bool = False
     run: str | None = None
     """TREC run text for ``mode="run"``."""
     run_order: bool = False
-    """With ``mode="run"``: feed the heap in run order (topk option ``initial_order``)."""
+    """With ``mode="run"``/``"bm25"``: feed the heap in ranking order (topk option
+    ``initial_order``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +114,9 @@ class PlanPreview:
     pool_sizes: dict[str, int]
     violations: list[dict[str, Any]]
     options: dict[str, dict[str, Any]]
+    pool_lost: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Ranked pools (run, bm25): per query, documents of the ranking's top n the pool could
+    not take (``not_in_collection``, ``not_in_query``); also one warning per query."""
 
     @property
     def ok(self) -> bool:
@@ -123,6 +135,7 @@ class PlanPreview:
             "grid": self.grid,
             "loads": self.loads,
             "pool_sizes": self.pool_sizes,
+            "pool_lost": self.pool_lost,
             "violations": self.violations,
         }
 
@@ -193,8 +206,14 @@ def _build_plan(spec: PlanSpec, query_ids: list[str]) -> Plan:
     raise Invalid(f"unknown scheme {spec.scheme!r}; expected one of {', '.join(SCHEMES)}")
 
 
-def _pools(s: Any, queries: dict[str, Query], pool: PoolSpec) -> dict[str, list[str]]:
-    run_order: dict[str, list[str]] = {}
+def _pools(
+    s: Any, collection_id: int, queries: dict[str, Query], pool: PoolSpec
+) -> tuple[dict[str, list[str]], dict[str, dict[str, int]]]:
+    """Each query's pool, and for ranked pools (``run``, ``bm25``) what the cut lost: per
+    query, how many of the ranking's top n are not in the collection at all
+    (``not_in_collection``) or are in it but not among this query's documents
+    (``not_in_query``)."""
+    ranking: dict[str, list[str]] = {}
     if pool.mode == "run":
         if not pool.run:
             raise Invalid("pool mode 'run' needs a TREC run")
@@ -205,8 +224,21 @@ def _pools(s: Any, queries: dict[str, Query], pool: PoolSpec) -> dict[str, list[
                 issue_items(err.issues),
                 extra={"message": "the run has errors; nothing was planned"},
             ) from None
-        run_order = {q: [e.doc_id for e in entries] for q, entries in parsed.items()}
+        ranking = {q: [e.doc_id for e in entries] for q, entries in parsed.items()}
+    elif pool.mode == "bm25":
+        ranking = retrieval.bm25_rankings(s, collection_id, list(queries))
+    ranked = pool.mode in RANKED_POOLS
+    in_collection: set[str] = set()
+    if ranked:
+        in_collection = set(
+            s.scalars(
+                select(Document.external_id)
+                .where(Document.collection_id == collection_id)
+                .distinct()
+            )
+        )
     out: dict[str, list[str]] = {}
+    lost: dict[str, dict[str, int]] = {}
     for qid, query in queries.items():
         docs = list(
             s.scalars(select(Document).where(Document.query_id == query.id).order_by(Document.id))
@@ -220,16 +252,56 @@ def _pools(s: Any, queries: dict[str, Query], pool: PoolSpec) -> dict[str, list[
         try:
             chosen = build_pool(
                 ids,
-                mode=pool.mode,  # type: ignore[arg-type]
+                mode="run" if ranked else pool.mode,  # type: ignore[arg-type]
                 n=pool.n,
                 seed=pool.seed,
-                run=run_order.get(qid, []) if pool.mode == "run" else None,
+                run=ranking.get(qid, []) if ranked else None,
                 hashes=hashes,
             )
         except ConfigError as err:
             raise Invalid(f"pool of query {qid}: {err}") from None
         out[qid] = list(chosen.doc_ids)
-    return out
+        if ranked:
+            top = ranking.get(qid, [])[: pool.n]
+            have = set(ids)
+            missing = [d for d in top if d not in have]
+            if missing:
+                outside = sum(1 for d in missing if d not in in_collection)
+                lost[qid] = {
+                    "considered": len(top),
+                    "not_in_collection": outside,
+                    "not_in_query": len(missing) - outside,
+                }
+    return out, lost
+
+
+def _lost_warning(qid: str, mode: str, n: int | None, lost: dict[str, int], size: int) -> dict:
+    source = "the run" if mode == "run" else "the BM25 ranking of the collection"
+    parts = []
+    if lost["not_in_collection"]:
+        parts.append(f"{lost['not_in_collection']} are not in this collection")
+    if lost["not_in_query"]:
+        parts.append(
+            f"{lost['not_in_query']} are in the collection but not among this query's documents"
+        )
+    fix = (
+        "import them with pairing 'run' (or 'bm25'/'all') to judge them"
+        if mode == "run"
+        else "import the collection with pairing 'bm25' or 'all' to judge them"
+    )
+    top = f"top {lost['considered']}" if n is not None else f"{lost['considered']} documents"
+    return {
+        "code": "pool_lost_documents",
+        "severity": "warning",
+        "message": (
+            f"query {qid}: of the {top} of {source}, {' and '.join(parts)}; the pool has "
+            f"{size} documents ({fix})"
+        ),
+        "assessor": None,
+        "query_id": qid,
+        "method": None,
+        "lost": dict(lost),
+    }
 
 
 def _options(spec: PlanSpec) -> dict[str, dict[str, Any]]:
@@ -284,7 +356,7 @@ def _preview_in(
         elif user.disabled:
             extra.append(_error("disabled_user", f"user {name!r} is disabled", assessor=name))
     known = {q: all_queries[q] for q in query_ids if q in all_queries}
-    pools = _pools(s, known, spec.pool)
+    pools, lost = _pools(s, spec.collection_id, known, spec.pool)
     for q, ids in pools.items():
         if not ids:
             extra.append(_error("empty_pool", f"query {q} has no documents to judge", query_id=q))
@@ -331,6 +403,10 @@ def _preview_in(
         [v for v in violations if v["severity"] == "error"]
         + extra
         + [v for v in violations if v["severity"] != "error"]
+        + [
+            _lost_warning(q, spec.pool.mode, spec.pool.n, info, len(pools[q]))
+            for q, info in lost.items()
+        ]
     )
     grid: dict[str, dict[str, str]] = {a: {} for a in plan.assessors}
     for e in plan.entries:
@@ -357,6 +433,7 @@ def _preview_in(
         pool_sizes={q: len(v) for q, v in pools.items()},
         violations=violations,
         options=options,
+        pool_lost=lost,
     )
     return preview, pools
 
@@ -415,7 +492,7 @@ def create_plan(*, db: Database, spec: PlanSpec) -> CreatedPlan:
         for t in preview.tasks:
             doc_ids = pools[t.query_id]
             opts = dict(preview.options[t.method])
-            if t.method == "topk" and spec.pool.mode == "run" and spec.pool.run_order:
+            if t.method == "topk" and spec.pool.mode in RANKED_POOLS and spec.pool.run_order:
                 opts["initial_order"] = list(doc_ids)
             try:
                 # Fail now, not at the first judgment, if the protocol cannot run this config.

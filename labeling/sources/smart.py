@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
@@ -36,7 +36,7 @@ from labeling.sources.base import (
     as_lines,
     numbered_lines,
 )
-from labeling.sources.trec import parse_qrels
+from labeling.sources.trec import QrelsFile, parse_qrels, parse_qrels_file, trec_grade
 
 _RECORD = re.compile(r"^\.I(?:\s+(.*?))?\s*$")
 _MARKER = re.compile(r"^\.([A-Z])\s*$")
@@ -186,6 +186,41 @@ def cranfield_grade(code: int) -> int:
 def parse_cranfield_qrels(data: Lines, *, file: str = "cranqrel") -> list[QrelsEntry]:
     """``cranqrel``: ``query doc code`` (3 columns) with :func:`cranfield_grade`."""
     return parse_qrels(data, file=file, grade_of=cranfield_grade, columns=3)
+
+
+def parse_smart_qrels(data: Lines, *, file: str = "qrels", qrels_format: str = "auto") -> QrelsFile:
+    """Qrels of a SMART collection, in any layout (``docs/data-formats.md#qrels``).
+
+    ``qrels_format="auto"`` sniffs the layout; a three-column file is then read as Cranfield's
+    ``query doc code`` (the graded SMART qrels: :func:`cranfield_grade`), the four-column
+    ``.REL`` layout ``qid docid 0 0.000000`` of CACM/CISI/MED/... as binary (every listed pair
+    relevant), a four-column TREC file as TREC. ``"cranfield"`` forces Cranfield's reading;
+    ``"trec"``, ``"3col"`` and ``"smart-rel"`` force a layout with the file's own values.
+    """
+    if qrels_format == "cranfield":
+        parsed = parse_qrels_file(data, file=file, grade_of=cranfield_grade, layout="3col")
+        return QrelsFile(parsed.entries, parsed.layout, CRANFIELD_GRADES_TEXT)
+    if qrels_format != "auto":
+        return parse_qrels_file(data, file=file, layout=qrels_format)
+    # The layout decides the grade mapping: read once with the values kept, then map them.
+    parsed = parse_qrels_file(data, file=file, grade_of=lambda value: value)
+    if parsed.layout.layout == "smart-rel":
+        return parsed
+    cranfield = parsed.layout.layout == "3col"
+    grade_of = cranfield_grade if cranfield else trec_grade
+    issues = IssueCollector(file)
+    entries = []
+    for e in parsed.entries:
+        try:
+            entries.append(replace(e, grade=grade_of(e.grade)))
+        except ValueError as exc:
+            issues.add(e.line, str(exc))
+    issues.raise_if_any()
+    grades = CRANFIELD_GRADES_TEXT if cranfield else "the file's values (negative -> 0)"
+    return QrelsFile(entries, parsed.layout, grades)
+
+
+CRANFIELD_GRADES_TEXT = "Cranfield codes (grade = 5 - code; -1 -> 0)"
 
 
 @dataclass(frozen=True, slots=True)

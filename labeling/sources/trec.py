@@ -19,13 +19,16 @@ Documents::
     <TEXT> ... </TEXT>
     </DOC>
 
-Qrels: ``qid iteration docno rel`` per line (binary or graded).
+Qrels: ``qid iteration docno rel``, ``qid docno rel`` or SMART ``.REL`` ``qid docno 0 0.0``
+(sniffed; see :mod:`ranking.trec` and ``docs/data-formats.md#qrels``).
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Literal
 
 from labeling.sources.base import (
@@ -36,6 +39,18 @@ from labeling.sources.base import (
     Topic,
     as_lines,
     numbered_lines,
+)
+from ranking.trec import (
+    LAYOUT_TEXT,
+    QRELS_LAYOUTS,
+    SNIFF_LINES,
+    GradeMap,
+    SniffedLayout,
+    choose_layout,
+    is_zero_field,
+    layout_columns,
+    parse_relevance,
+    split_qrels_row,
 )
 
 _TOPIC_FIELD = re.compile(r"<\s*(num|title|desc|narr)\s*>", re.IGNORECASE)
@@ -275,45 +290,103 @@ def trec_grade(raw: int) -> int:
     return max(raw, 0)
 
 
+#: ``qrels_format`` values the importers accept: ``auto`` sniffs the layout; ``cranfield`` is
+#: the three-column layout with Cranfield's codes mapped to grades.
+QRELS_FORMATS = ("auto", *QRELS_LAYOUTS, "cranfield")
+
+
+@dataclass(frozen=True, slots=True)
+class QrelsFile:
+    """A parsed qrels file: its entries and the layout they were read with."""
+
+    entries: list[QrelsEntry]
+    layout: SniffedLayout
+    grades: str
+    """How values became grades, for the import summary (e.g. ``"Cranfield codes"``)."""
+
+    def describe(self) -> str:
+        return f"{self.layout.describe()}; grades: {self.grades}"
+
+
 def parse_qrels(
     data: Lines,
     *,
     file: str = "qrels",
     grade_of: Callable[[int], int] = trec_grade,
     columns: Literal[3, 4] | None = None,
+    layout: str = "auto",
+    grade_map: GradeMap | None = None,
 ) -> list[QrelsEntry]:
-    """Parse qrels: ``qid iter docno rel`` (4 columns, TREC) or ``qid docno rel`` (3 columns).
+    """The entries of :func:`parse_qrels_file` (same arguments)."""
+    return parse_qrels_file(
+        data, file=file, grade_of=grade_of, columns=columns, layout=layout, grade_map=grade_map
+    ).entries
 
-    ``columns=None`` decides from the first data line; a later line with another column count
-    is an error. ``grade_of`` maps the file's integer relevance to a 0..4 grade (raising
-    ``ValueError`` for a value it does not know, which becomes an error on that line). A
-    (query, document) pair listed twice is an error naming both lines.
+
+def parse_qrels_file(
+    data: Lines,
+    *,
+    file: str = "qrels",
+    grade_of: Callable[[int], int] = trec_grade,
+    columns: Literal[3, 4] | None = None,
+    layout: str = "auto",
+    grade_map: GradeMap | None = None,
+) -> QrelsFile:
+    """Parse qrels in any layout of :mod:`ranking.trec` (``trec``, ``3col``, ``smart-rel``).
+
+    ``layout="auto"`` sniffs it from the first data lines (:func:`ranking.trec.
+    sniff_qrels_layout`); ``columns`` (3 or 4) is the older way to force ``3col``/``trec``. A
+    later line that does not fit the layout is an error on that line. Relevance values are
+    integers or integer-valued floats (:func:`ranking.trec.parse_relevance`; ``grade_map``
+    maps other values), then ``grade_of`` maps the integer to a 0..4 grade (raising
+    ``ValueError`` for a value it does not know, which becomes an error on that line).
+    ``smart-rel`` lines are relevant: grade 1. A (query, document) pair listed twice is an
+    error naming both lines.
     """
+    if columns is not None:
+        layout = "3col" if columns == 3 else "trec"
     issues = IssueCollector(file)
+    rows = (
+        (number, text.split())
+        for number, text in numbered_lines(as_lines(data), file)
+        if text.split() and not text.lstrip().startswith("#")
+    )
+    head = list(itertools.islice(rows, SNIFF_LINES))
+    if not head:
+        issues.add(1, "no qrels lines found")
+        issues.raise_if_any()
+    try:
+        chosen = choose_layout([cols for _, cols in head], layout)
+    except ValueError as exc:
+        index = getattr(exc, "index", 0)
+        issues.add(head[index][0], str(exc))
+        issues.raise_if_any()
+        raise  # unreachable: raise_if_any raised
+    width = layout_columns(chosen.layout)
     out: list[QrelsEntry] = []
     seen: dict[tuple[str, str], int] = {}
-    for number, text in numbered_lines(as_lines(data), file):
-        cols = text.split()
-        if not cols or cols[0].startswith("#"):
+    for number, cols in itertools.chain(head, rows):
+        if len(cols) != width:
+            issues.add(
+                number,
+                f"expected {width} columns ({LAYOUT_TEXT[chosen.layout]}), got {len(cols)}",
+            )
             continue
-        if columns is None:
-            if len(cols) not in (3, 4):
-                issues.add(number, f"expected 'qid iter docno rel' (4 columns), got {len(cols)}")
-                continue
-            columns = 4 if len(cols) == 4 else 3
-        if len(cols) != columns:
-            issues.add(number, f"expected {columns} columns, got {len(cols)}")
-            continue
-        qid, doc, rel_s = (cols[0], cols[2], cols[3]) if columns == 4 else tuple(cols)
+        qid, doc, rel_s = split_qrels_row(cols, chosen.layout)
         try:
-            rel = int(rel_s)
-        except ValueError:
-            issues.add(number, f"relevance {rel_s!r} is not an integer")
-            continue
-        try:
-            grade = grade_of(rel)
+            if rel_s is None:
+                if not (is_zero_field(cols[2]) and is_zero_field(cols[3])):
+                    raise ValueError
+                grade = 1
+            else:
+                grade = grade_of(parse_relevance(rel_s, grade_map))
         except ValueError as exc:
-            issues.add(number, str(exc))
+            issues.add(
+                number,
+                str(exc)
+                or f"columns 3 and 4 are {cols[2]!r} {cols[3]!r}, not 0 as in the rest of this "
+                "SMART .REL file (choose the TREC qrels format if it is TREC qrels)",
+            )
             continue
         key = (qid, doc)
         if key in seen:
@@ -322,8 +395,14 @@ def parse_qrels(
             )
             continue
         seen[key] = number
-        out.append(QrelsEntry(qid, doc, grade, rel_s, number))
+        out.append(QrelsEntry(qid, doc, grade, rel_s if rel_s is not None else "1", number))
     if not out and not issues:
         issues.add(1, "no qrels lines found")
     issues.raise_if_any()
-    return out
+    if chosen.layout == "smart-rel":
+        grades = "every listed pair relevant (grade 1)"
+    elif grade_map is not None:
+        grades = f"grade map {grade_map.name}"
+    else:
+        grades = "the file's values (negative -> 0)"
+    return QrelsFile(out, chosen, grades)

@@ -232,7 +232,7 @@ def test_trec_upload_over_http(api: Api) -> None:
             5,
             "DOCNO",
         ),
-        ("qrels", QRELS.replace(b"2 0 c 3", b"2 0 c three"), 3, "not an integer"),
+        ("qrels", QRELS.replace(b"2 0 c 3", b"2 0 c three"), 3, "not a number"),
         ("qrels", QRELS + b"3 0 a 1\n", 5, "unknown query 3"),
     ],
 )

@@ -35,7 +35,8 @@ def test_run_rank_column_is_ignored(tmp_path: Path) -> None:
     ("reader", "text", "line", "what"),
     [
         (read_qrels, "1 0 a 1\n1 0 b\n", 2, "4 fields"),
-        (read_qrels, "1 0 a 1\n1 0 b x\n", 2, "not an integer"),
+        (read_qrels, "1 0 a 1\n1 0 b x\n", 2, "not a number"),
+        (read_qrels, "1 0 a 1\n1 0 b 0.5\n", 2, "not a whole number; give a grade map"),
         (read_qrels, "1 0 a 1\n1 0 a 2\n", 2, "already judged on line 1"),
         (read_run, "1 Q0 a 1 0.5 t\n1 Q0 b 2 high t\n", 2, "not a number"),
         (read_run, "1 Q0 a 1 0.5 t\n1 Q0 a 2 0.4 t\n", 2, "listed twice"),

@@ -47,7 +47,7 @@ class CollectionPatch(_Strict):
 
 
 class PoolIn(_Strict):
-    mode: Literal["all", "sample", "run"] = "all"
+    mode: Literal["all", "sample", "run", "bm25"] = "all"
     n: int | None = Field(default=None, ge=1, le=100_000)
     seed: int = 0
     dedupe: bool = False
@@ -146,8 +146,8 @@ async def import_files(
     request: Request,
     db: DbDep,
     kind: Literal["trec", "smart", "letor"],
-    pairing: Literal["qrels", "all", "run"] = "qrels",
-    qrels_format: Literal["trec", "cranfield"] = "trec",
+    pairing: Literal["qrels", "all", "run", "bm25"] = "qrels",
+    qrels_format: Literal["auto", "trec", "3col", "smart-rel", "cranfield"] = "auto",
     run_depth: int | None = None,
     unjudged_grade: int | None = None,
     include_narrative: bool = False,
@@ -182,7 +182,7 @@ async def attach_grades(
     collection_id: int,
     request: Request,
     db: DbDep,
-    qrels_format: Literal["trec", "cranfield"] = "trec",
+    qrels_format: Literal["auto", "trec", "3col", "smart-rel", "cranfield"] = "auto",
     strict: bool = False,
 ) -> dict[str, Any]:
     """Attach grades from a qrels file (part ``qrels``) to existing documents."""

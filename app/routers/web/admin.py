@@ -105,7 +105,9 @@ def _error_text(exc: DomainError) -> str:
     if isinstance(detail, list):
         parts = []
         for item in detail[:8]:
-            if isinstance(item, dict) and "line" in item:
+            if isinstance(item, dict) and "line" in item and not item["line"]:
+                parts.append(str(item.get("msg", "")))  # a summary, not a place
+            elif isinstance(item, dict) and "line" in item:
                 parts.append(f"{item.get('file', '')}:{item['line']}: {item.get('msg', '')}")
             elif isinstance(item, dict):
                 parts.append(str(item.get("message", item)))
@@ -335,7 +337,7 @@ async def import_page(request: Request, collection_id: int, db: DbDep) -> Respon
                 db=db,
                 collection_id=collection_id,
                 qrels=files["qrels"],
-                qrels_format=_field(form, "qrels_format", "trec"),
+                qrels_format=_field(form, "qrels_format", "auto"),
             )
             message = f"{report.matched} grades attached ({report.unmatched} lines unmatched)."
         elif action == "attach-features":
@@ -358,14 +360,18 @@ async def import_page(request: Request, collection_id: int, db: DbDep) -> Respon
                 kind=_field(form, "kind", "trec"),
                 files=files,
                 pairing=_field(form, "pairing", "qrels"),
-                qrels_format=_field(form, "qrels_format", "trec"),
+                qrels_format=_field(form, "qrels_format", "auto"),
                 run_depth=depth,
                 unjudged_grade=unjudged,
                 ignore_unknown_qrels=form.get("ignore_unknown_qrels") == "1",
             )
-            message = (
-                f"Imported {imported.rows} rows: {imported.queries_created} new queries, "
-                f"{imported.documents_created} new documents."
+            message = " ".join(
+                [
+                    f"Imported {imported.rows} rows: {imported.queries_created} new queries, "
+                    f"{imported.documents_created} new documents.",
+                    *([f"Qrels: {imported.qrels}."] if imported.qrels else []),
+                    *(f"Note: {note}." for note in imported.notes),
+                ]
             )
     except KeyError as exc:
         return _back(request, url, f"Choose the {exc.args[0]} file.", "error")
@@ -431,7 +437,7 @@ def _plan_spec(collection_id: int, form: FormData, run: str | None = None) -> pl
             seed=int(_field(form, "pool_seed", "0") or 0),
             dedupe=form.get("dedupe") == "1",
             run=run if mode == "run" else None,
-            run_order=mode == "run" and form.get("run_order") == "1",
+            run_order=mode in planning.RANKED_POOLS and form.get("run_order") == "1",
         ),
     )
 
