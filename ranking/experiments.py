@@ -188,9 +188,7 @@ class LightGBMRanker:
         )
         best = int(self.model_.best_iteration_ or 0)
         self.best_iteration_ = best if best > 0 else self.n_estimators
-        self.best_valid_score_ = (
-            math.nan if valid is None else self.score(valid)
-        )
+        self.best_valid_score_ = math.nan if valid is None else self.score(valid)
         return self
 
     def predict(self, data: QueryDataset) -> np.ndarray:

@@ -84,6 +84,43 @@ def _progress_bar(total: int, label: str) -> Any:
 def register(app: typer.Typer) -> None:
     """Add this area's commands to the CLI."""
 
+    @app.command("worker")
+    def worker_cmd(
+        database_url: str | None = typer.Option(
+            None, "--database-url", help="Overrides HEAPJUDGE_DATABASE_URL."
+        ),
+        queue_url: str | None = typer.Option(
+            None,
+            "--queue-url",
+            help="Overrides HEAPJUDGE_QUEUE_URL (redis://... or sqlite:///...; default: a "
+            "SQLite queue file beside a SQLite database).",
+        ),
+        threads: int = typer.Option(1, "--threads", min=1, help="Jobs run at once."),
+        parent: int | None = typer.Option(
+            None, "--parent", hidden=True, help="Exit when this process (serve) is gone."
+        ),
+    ) -> None:
+        """Execute queued training runs (serve starts one; run more for a team)."""
+        import logging
+        import os
+
+        from app.jobs import queue_url as resolve_queue
+        from app.jobs import run_worker
+        from app.settings import Settings
+
+        if database_url:
+            os.environ["HEAPJUDGE_DATABASE_URL"] = database_url
+        if queue_url:
+            os.environ["HEAPJUDGE_QUEUE_URL"] = queue_url
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+        settings = Settings()
+        try:
+            url = resolve_queue(settings)
+        except ValueError as exc:
+            _fail(str(exc))
+        typer.echo(f"heapjudge worker: database {settings.database_url}, queue {url}", err=True)
+        run_worker(settings, threads=threads, parent=parent)
+
     @app.command("cv")
     def cv_cmd(
         data: Path = typer.Option(

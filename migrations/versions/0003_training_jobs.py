@@ -33,13 +33,9 @@ def upgrade() -> None:
     with op.batch_alter_table("training_run") as batch:
         batch.add_column(sa.Column("options", JSON, nullable=True))
         batch.add_column(sa.Column("progress", JSON, nullable=True))
+        batch.add_column(sa.Column("attempts", sa.Integer(), nullable=False, server_default="0"))
         batch.add_column(
-            sa.Column("attempts", sa.Integer(), nullable=False, server_default="0")
-        )
-        batch.add_column(
-            sa.Column(
-                "cancel_requested", sa.Boolean(), nullable=False, server_default=sa.false()
-            )
+            sa.Column("cancel_requested", sa.Boolean(), nullable=False, server_default=sa.false())
         )
         batch.add_column(sa.Column("heartbeat_at", TS, nullable=True))
         batch.add_column(sa.Column("time_limit_seconds", sa.Integer(), nullable=True))
