@@ -7,7 +7,8 @@
         --out beta_sweep.svg
 
 ``cv`` prints a Table-4-style table (mean over the 5 test folds; ▲/▼ = paired t-test against
-the best baseline); ``--json`` writes the full result (fold means, chosen hyperparameters).
+the best baseline); ``--baseline lightgbm`` adds LightGBM lambdarank on the same folds and
+truth; ``--json`` writes the full result (fold means, chosen hyperparameters) as strict JSON.
 """
 
 from __future__ import annotations
@@ -136,7 +137,15 @@ def register(app: typer.Typer) -> None:
             "beta,C,iterations", "--tune", help="Tuned on validation: any of beta, C, iterations."
         ),
         seed: int = typer.Option(0, "--seed", help="Seed of truth sampling and training."),
-        as_json: Path | None = typer.Option(None, "--json", help="Also write results here."),
+        baseline: str = typer.Option(
+            "",
+            "--baseline",
+            help="Extra baselines on the same folds and truth: lightgbm (LightGBM lambdarank, "
+            "the bench extra; skipped with a reason when it is not installed).",
+        ),
+        as_json: Path | None = typer.Option(
+            None, "--json", help="Also write results here (strict JSON: null, never NaN)."
+        ),
     ) -> None:
         """Five-fold cross-validation with tuning on validation; a Table-4-style table."""
         from ranking import experiments as E
@@ -146,6 +155,17 @@ def register(app: typer.Typer) -> None:
         bad = [m for m in names if m not in ESTIMATORS]
         if bad:
             _fail(f"unknown model(s) {', '.join(bad)}; choose from {', '.join(ESTIMATORS)}")
+        extra = _split(baseline)
+        if any(b != E.LIGHTGBM for b in extra):
+            _fail(f"--baseline takes {E.LIGHTGBM}, got {baseline!r}")
+        skipped: dict[str, str] = {}
+        if extra:
+            reason = E.lightgbm_missing()
+            if reason:
+                skipped[E.LIGHTGBM] = reason
+                typer.echo(f"baseline {E.LIGHTGBM} skipped: {reason}", err=True)
+            else:
+                names = [*names, *extra]
         if truth not in ("graded", "topk", "both"):
             _fail(f"--truth must be graded, topk or both, got {truth!r}")
         if k < 1:
@@ -177,6 +197,7 @@ def register(app: typer.Typer) -> None:
             typer.echo(E.format_table(result))
             typer.echo("")
             out[t] = {
+                "skipped": skipped,
                 "measures": list(result.measures),
                 "mean": {m: {x: result.mean(m, x) for x in result.measures} for m in names},
                 "fold_means": result.fold_means,
@@ -188,7 +209,9 @@ def register(app: typer.Typer) -> None:
                 },
             }
         if as_json is not None:
-            as_json.write_text(json.dumps(out, indent=2, default=float), encoding="utf-8")
+            as_json.write_text(
+                json.dumps(E.strict_json(out), indent=2, allow_nan=False), encoding="utf-8"
+            )
 
     @app.command("sweep-beta")
     def sweep_cmd(
