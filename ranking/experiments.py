@@ -204,9 +204,10 @@ def _known(model: str) -> bool:
     return model in ESTIMATORS or model == LIGHTGBM
 
 
-def _new(model: str, **params: Any) -> Any:
-    """An unfitted estimator of ``model`` (one of ESTIMATORS, or ``"lightgbm"``)."""
-    return LightGBMRanker(**params) if model == LIGHTGBM else ESTIMATORS[model](**params)
+def _new(name: str, /, **params: Any) -> Any:
+    """An unfitted estimator ``name`` (one of ESTIMATORS, or ``"lightgbm"``); positional-only,
+    since ``model`` is also a hyperparameter of the gradient rankers ("linear" or "mlp")."""
+    return LightGBMRanker(**params) if name == LIGHTGBM else ESTIMATORS[name](**params)
 
 
 @dataclass
