@@ -17,7 +17,6 @@ its SHA-256 hash, :func:`inline_script_csp`). ReDoc is off: it has no offline bu
 from __future__ import annotations
 
 import base64
-import contextlib
 import gc
 import hashlib
 import importlib.util
@@ -29,7 +28,6 @@ from pathlib import Path
 from fastapi import APIRouter, FastAPI
 from fastapi.openapi.docs import get_swagger_ui_html, get_swagger_ui_oauth2_redirect_html
 from fastapi.responses import HTMLResponse
-from sqlalchemy.exc import SQLAlchemyError
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -218,12 +216,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
-        # A training run whose worker process died with an earlier server can never finish:
-        # mark it failed at start-up instead of leaving it "running" for ever.
-        from app.services import training
-
-        with contextlib.suppress(SQLAlchemyError):  # not migrated yet: nothing to reap
-            training.reap_orphans(db=db)
         # Everything imported and built so far lives as long as the process: move it out of
         # the collector's sight. A full collection otherwise rescans those ~10^5 objects and
         # stalled every request for ~85 ms under load (measured with gc.callbacks). Collect

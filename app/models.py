@@ -54,7 +54,7 @@ ROLES = ("assessor", "admin")
 METHODS = ("topk", "graded")
 TASK_STATUSES = ("pending", "active", "done", "cancelled")
 OUTCOMES = ("left", "right", "tie", "not_relevant")
-TRAINING_STATUSES = ("queued", "running", "done", "failed")
+TRAINING_STATUSES = ("queued", "running", "done", "failed", "cancelled")
 
 
 def utcnow() -> datetime:
@@ -278,7 +278,7 @@ class Judgment(Base):
 
 
 class TrainingRun(Base):
-    """A trainer run over a collection's labels (filled by the training engineer's service)."""
+    """A training job over a collection's labels (:mod:`app.services.training`)."""
 
     __tablename__ = "training_run"
     __table_args__ = (CheckConstraint(_in("status", TRAINING_STATUSES), name="status"),)
@@ -296,6 +296,19 @@ class TrainingRun(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # What to train on and how to evaluate: truth source, folds, k (docs/training.md#runs).
+    options: Mapped[dict[str, Any] | None] = mapped_column(
+        JSONType, nullable=True, default=dict
+    )
+    # The job: fold/iteration reached, executions started, the cancel flag, the worker's last
+    # sign of life (recovery fails or retries a run whose heartbeat stops) and its time limit.
+    progress: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
+    attempts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    cancel_requested: Mapped[bool] = mapped_column(
+        Boolean, default=False, server_default=false()
+    )
+    heartbeat_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    time_limit_seconds: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
 
 #: The live five-grade answers (created by the initial migration as a view).

@@ -41,6 +41,7 @@ from ranking.dataset import QueryDataset
 __all__ = [
     "BoostModel",
     "BoostResult",
+    "Progress",
     "WeakRankers",
     "adarank",
     "focusedboost",
@@ -206,6 +207,9 @@ class BoostResult:
 
 
 ValidFn = Callable[[np.ndarray], float]  # flat validation scores -> metric
+# Called as progress(round, rounds) after every round; it may raise to abort the fit (a
+# cancelled training job does), so a caller can stop a long fit between two rounds.
+Progress = Callable[[int, int], None]
 
 
 def _row_pairs(ds: QueryDataset, kind: str) -> tuple[np.ndarray, np.ndarray]:
@@ -234,9 +238,16 @@ class _Rounds:
     """The bookkeeping every booster shares: chosen rankers, steps, history and validation."""
 
     def __init__(
-        self, weak: WeakRankers, valid_X: np.ndarray | None, valid_fn: ValidFn | None
+        self,
+        weak: WeakRankers,
+        valid_X: np.ndarray | None,
+        valid_fn: ValidFn | None,
+        rounds: int = 0,
+        progress: Progress | None = None,
     ) -> None:
         self.weak = weak
+        self.rounds = rounds
+        self.progress = progress
         self.chosen: list[int] = []
         self.alphas: list[float] = []
         self.history: list[tuple[int, float, float]] = []
@@ -258,6 +269,8 @@ class _Rounds:
             X, fn = self._valid
             self._valid_s = self._valid_s + alpha * self.weak.values(X, np.array([m]))[:, 0]
             self.valid.append(fn(self._valid_s))
+        if self.progress is not None:
+            self.progress(len(self.chosen), self.rounds)
         return m, alpha
 
     def result(self) -> BoostResult:
@@ -274,6 +287,7 @@ def rankboost(
     forbid_repeat: bool = True,
     valid_X: np.ndarray | None = None,
     valid_fn: ValidFn | None = None,
+    progress: Progress | None = None,
 ) -> BoostResult:
     """RankBoost (Freund, Iyer, Schapire & Singer 2003), see the module docstring.
 
@@ -284,7 +298,7 @@ def rankboost(
         raise ValueError("RankBoost needs at least one pair with different labels")
     H = weak.values(ds.X)
     d = np.full(u.size, 1.0 / u.size)
-    rec = _Rounds(weak, valid_X, valid_fn)
+    rec = _Rounds(weak, valid_X, valid_fn, rounds, progress)
     for _ in range(rounds):
         m, alpha = rec.step(_potential(u, v, d, ds.n_docs) @ H, forbid_repeat)
         d = d * np.exp(-alpha * (H[u, m] - H[v, m]))
@@ -325,6 +339,7 @@ def adarank(
     forbid_repeat: bool = True,
     valid_X: np.ndarray | None = None,
     valid_fn: ValidFn | None = None,
+    progress: Progress | None = None,
 ) -> BoostResult:
     """AdaRank (Xu & Li, SIGIR 2007) with E = NDCG@``at`` (κ-NDCG@``at`` on κ-labels).
 
@@ -344,7 +359,7 @@ def adarank(
     E = _weak_measures(H, data, measure)
     p = np.full(data.n_queries, 1.0 / data.n_queries)
     f = np.zeros(data.n_docs)
-    rec = _Rounds(weak, valid_X, valid_fn)
+    rec = _Rounds(weak, valid_X, valid_fn, rounds, progress)
     for _ in range(rounds):
         # ½ ln(ΣP(1+E)/ΣP(1−E)) = ½ ln((1+a)/(1−a)) because ΣP = 1.
         m, alpha = rec.step(p @ E, forbid_repeat)
@@ -364,6 +379,7 @@ def focusedboost(
     forbid_repeat: bool = True,
     valid_X: np.ndarray | None = None,
     valid_fn: ValidFn | None = None,
+    progress: Progress | None = None,
 ) -> BoostResult:
     """FocusedBoost (seed-digest §4.7(2) reconstruction) on κ-labelled top-k truth.
 
@@ -401,7 +417,7 @@ def focusedboost(
             raise ValueError("FocusedBoost with beta < 1 needs at least one pair T x F")
         d = np.full(u.size, 1.0 / u.size)
     f = np.zeros(ds.n_docs)
-    rec = _Rounds(weak, valid_X, valid_fn)
+    rec = _Rounds(weak, valid_X, valid_fn, rounds, progress)
     for _ in range(rounds):
         c = np.zeros(weak.size)
         if beta > 0:

@@ -21,7 +21,10 @@ Which truth each estimator trains on (Niu et al. 2012 §6.3):
 - traditional models (RankNet, ListNet, RankSVM, SVM-MAP, RankBoost, AdaRank) use the labels
   as they are: grades, or κ-labels for top-k truth.
 
-Every estimator is deterministic given ``seed``.
+Every estimator is deterministic given ``seed``. ``fit(train, valid, progress)`` calls
+``progress(i, total)`` after every epoch, solver iteration or boosting round; an exception
+raised there aborts the fit, which is how a training job is cancelled or stopped at its time
+limit between two iterations.
 """
 
 from __future__ import annotations
@@ -109,7 +112,14 @@ class Ranker:
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
         return f"{type(self).__name__}({args})"
 
-    def fit(self, train: QueryDataset, valid: QueryDataset | None = None) -> Ranker:
+    def fit(
+        self,
+        train: QueryDataset,
+        valid: QueryDataset | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> Ranker:
+        """Learn from ``train`` (early-stopped on ``valid``); ``progress(i, total)`` is called
+        after every epoch, iteration or boosting round and may raise to abort the fit."""
         raise NotImplementedError
 
     def _check_fitted(self) -> None:
@@ -558,15 +568,19 @@ class BoostRanker(Ranker):
             data.X, self.weak, n_thresholds=self.n_thresholds, scale=self.scale
         )
         vfn = self._valid_fn(valid)
-        result = self._run(data, weak, valid_X=None if valid is None else valid.X, valid_fn=vfn)
+        result = self._run(
+            data,
+            weak,
+            valid_X=None if valid is None else valid.X,
+            valid_fn=vfn,
+            progress=progress,
+        )
         best = result.best_rounds()
         self.model_ = result.model.truncate(best)
         self.n_features_in_ = data.n_features
         self.best_iteration_ = best
         self.best_valid_score_ = float(result.valid[best - 1]) if result.valid else math.nan
         self.history_ = result.history
-        if progress is not None:
-            progress(self.n_rounds, self.n_rounds)
         return self
 
     def _model_from_dict(self, data: dict[str, Any]) -> Any:

@@ -12,6 +12,13 @@
 - the table reports the mean over folds and a paired t-test (per test query, all folds pooled)
   of every model against the best baseline of each column.
 
+Beyond the paper: ``"lightgbm"`` (LightGBM lambdarank, the optional ``bench`` extra) runs as a
+baseline on the same folds and truth (:class:`LightGBMRanker`); :func:`kfold_parts` and
+:func:`folds_from_parts` build folds for any data set (seeded k-fold by query, or named parts
+such as LETOR's S1..S5); :func:`evaluate_folds` fits one model with fixed hyperparameters on
+every fold and reports validation and test measures (what a training job runs); and
+:func:`strict_json` turns results into JSON without ``NaN`` (``null`` instead).
+
 :func:`sweep_beta` varies β over a grid (the paper: 0 to 1 in steps of 0.05) and
 :func:`beta_sweep_svg` draws the curves like the paper's Figures 1–2 (dependency-free SVG).
 """
@@ -21,7 +28,7 @@ from __future__ import annotations
 import html
 import math
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,18 +37,27 @@ import numpy as np
 
 from ranking.dataset import QueryDataset
 from ranking.estimators import ESTIMATORS, Ranker, metric_values
+from ranking.folds import Fold
 
 __all__ = [
     "BASELINES",
     "FOCUSED",
+    "LIGHTGBM",
     "CVResult",
+    "FoldOutcome",
+    "LightGBMRanker",
     "SweepResult",
     "beta_sweep_svg",
     "cross_validate",
     "default_grid",
+    "evaluate_folds",
+    "folds_from_parts",
     "format_table",
+    "kfold_parts",
+    "lightgbm_missing",
     "load_folds",
     "significance",
+    "strict_json",
     "sweep_beta",
 ]
 
@@ -57,6 +73,7 @@ BASELINES = (
     "listmle",
     "plistmle",
     "wlistmle",
+    "lightgbm",
 )
 BETA_GRID = tuple(round(0.1 * i, 2) for i in range(11))
 C_GRID = (1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0)  # seed-digest §4.7(1) DECISION
@@ -74,6 +91,123 @@ COLUMN_NAMES = {
 }
 
 Progress = Callable[[str], None]
+LIGHTGBM = "lightgbm"
+
+
+def lightgbm_missing() -> str | None:
+    """Why the LightGBM baseline cannot run here (None when it can)."""
+    try:
+        import lightgbm  # noqa: F401
+    except ImportError:
+        return "LightGBM is not installed (pip install -e '.[bench]')"
+    return None
+
+
+class LightGBMRanker:
+    """LightGBM lambdarank (Burges 2010, "From RankNet to LambdaRank to LambdaMART"; Ke et al.
+    2017, "LightGBM") with the estimators' interface: ``fit(train, valid, progress)``,
+    ``predict``, ``get_params``, ``best_iteration_``, ``best_valid_score_``.
+
+    The number of trees is early-stopped on validation (LightGBM's NDCG@10, ``early_stopping``
+    rounds without improvement); ``best_valid_score_`` is this project's ``metric`` on the
+    validation queries at that iteration, as for every other estimator. Labels (grades or
+    κ-labels) are the integer relevance levels lambdarank expects. A baseline only: it is not
+    in :data:`ranking.estimators.ESTIMATORS` and does not save as JSON.
+    """
+
+    _params = (
+        "n_estimators",
+        "learning_rate",
+        "num_leaves",
+        "min_child_samples",
+        "early_stopping",
+        "n_jobs",
+        "metric",
+        "seed",
+    )
+
+    def __init__(
+        self,
+        *,
+        n_estimators: int = 1000,
+        learning_rate: float = 0.05,
+        num_leaves: int = 31,
+        min_child_samples: int = 20,
+        early_stopping: int = 50,
+        n_jobs: int = 1,
+        metric: str = "ndcg@10",
+        seed: int = 0,
+    ) -> None:
+        self.n_estimators = n_estimators
+        self.learning_rate = learning_rate
+        self.num_leaves = num_leaves
+        self.min_child_samples = min_child_samples
+        self.early_stopping = early_stopping
+        self.n_jobs = n_jobs
+        self.metric = metric
+        self.seed = seed
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self._params}
+
+    def fit(
+        self,
+        train: QueryDataset,
+        valid: QueryDataset | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> LightGBMRanker:
+        import lightgbm as lgb
+
+        callbacks: list[Any] = []
+        if progress is not None:
+            callbacks.append(lambda env: progress(env.iteration + 1, env.end_iteration))
+        kwargs: dict[str, Any] = {}
+        if valid is not None:
+            kwargs = {
+                "eval_set": [(valid.X, valid.labels.astype(np.int64))],
+                "eval_group": [valid.sizes],
+                "eval_at": [10],
+            }
+            callbacks.append(lgb.early_stopping(self.early_stopping, verbose=False))
+        self.model_ = lgb.LGBMRanker(
+            objective="lambdarank",
+            n_estimators=self.n_estimators,
+            learning_rate=self.learning_rate,
+            num_leaves=self.num_leaves,
+            min_child_samples=self.min_child_samples,
+            random_state=self.seed,
+            n_jobs=self.n_jobs,
+            verbose=-1,
+        )
+        self.model_.fit(
+            train.X,
+            train.labels.astype(np.int64),
+            group=train.sizes,
+            callbacks=callbacks,
+            **kwargs,
+        )
+        best = int(self.model_.best_iteration_ or 0)
+        self.best_iteration_ = best if best > 0 else self.n_estimators
+        self.best_valid_score_ = math.nan if valid is None else self.score(valid)
+        return self
+
+    def predict(self, data: QueryDataset) -> np.ndarray:
+        return np.asarray(
+            self.model_.predict(data.X, num_iteration=self.best_iteration_), dtype=np.float64
+        )
+
+    def score(self, data: QueryDataset, metric: str | None = None) -> float:
+        return float(np.mean(metric_values(metric or self.metric, data, self.predict(data))))
+
+
+def _known(model: str) -> bool:
+    return model in ESTIMATORS or model == LIGHTGBM
+
+
+def _new(name: str, /, **params: Any) -> Any:
+    """An unfitted estimator ``name`` (one of ESTIMATORS, or ``"lightgbm"``); positional-only,
+    since ``model`` is also a hyperparameter of the gradient rankers ("linear" or "mlp")."""
+    return LightGBMRanker(**params) if name == LIGHTGBM else ESTIMATORS[name](**params)
 
 
 @dataclass
@@ -111,6 +245,29 @@ def load_folds(
         )
     names = sorted({n for f in folds for n in (*f.train, *f.vali, *f.test)})
     parts = {n: QueryDataset.read(d / f"{n}.txt") for n in names}
+    return folds_from_parts(parts, folds, truth=truth, k=k, seed=seed)
+
+
+def folds_from_parts(
+    parts: Mapping[str, QueryDataset],
+    folds: Sequence[Fold],
+    *,
+    truth: str,
+    k: int = 10,
+    seed: int = 0,
+) -> list[FoldData]:
+    """Assemble ``folds`` (part names per role) from the data sets ``parts``.
+
+    Graded parts are converted to top-k truth once per part (graded -> seeded random total
+    order -> top k, paper §6.3), with the seed ``seed * 1000 + i`` for the i-th part in name
+    order, so every model sees the same truth. Parts that already hold top-k truth (``topk``
+    set, e.g. a study's κ-labels) are used as they are; they need ``truth="topk"``.
+    """
+    if truth not in MEASURES:
+        raise ValueError(f"truth must be 'graded' or 'topk', got {truth!r}")
+    names = sorted(parts)
+    if truth == "graded" and any(parts[n].topk is not None for n in names):
+        raise ValueError("graded truth needs graded parts; these hold top-k truth")
     topk = {n: parts[n].to_topk(k, seed=seed * 1000 + i) for i, n in enumerate(names)}
     source = topk if truth == "topk" else parts
     out = []
@@ -127,6 +284,92 @@ def load_folds(
     return out
 
 
+def kfold_parts(data: QueryDataset, n_folds: int = 5, seed: int = 0) -> dict[str, QueryDataset]:
+    """Split ``data`` by query into ``n_folds`` parts ``P1..Pn`` of near-equal query counts
+    (a seeded permutation of the queries dealt out in turn); for :func:`folds_from_parts`
+    with :func:`ranking.folds.rotation_folds`."""
+    if n_folds < 3:
+        raise ValueError(f"k-fold needs at least 3 folds (train, validation, test), got {n_folds}")
+    if data.n_queries < n_folds:
+        raise ValueError(f"{n_folds} folds need at least {n_folds} queries, got {data.n_queries}")
+    order = np.random.default_rng(seed).permutation(data.n_queries)
+    return {f"P{i + 1}": data.subset(np.sort(order[i::n_folds])) for i in range(n_folds)}
+
+
+@dataclass
+class FoldOutcome:
+    """One fold of :func:`evaluate_folds`: sizes, measures on validation and test, the model."""
+
+    name: str
+    train_queries: int
+    valid_queries: int
+    test_queries: int
+    best_iteration: int
+    valid: dict[str, float]
+    test: dict[str, float]
+    model: Any
+
+
+FoldProgress = Callable[[int, int, int, int], None]  # (fold, folds, iteration, iterations)
+
+
+def evaluate_folds(
+    folds: Sequence[FoldData],
+    model: str,
+    params: Mapping[str, Any] | None = None,
+    *,
+    truth: str,
+    seed: int = 0,
+    progress: FoldProgress | None = None,
+) -> list[FoldOutcome]:
+    """Fit ``model`` with fixed ``params`` on every fold (iterations early-stopped on the
+    fold's validation part) and measure validation and test with the measures of ``truth``
+    (NDCG@5, NDCG@10, ERR for graded; κ-NDCG@5, κ-NDCG@10, κ-ERR for top-k).
+
+    ``progress(fold, folds, i, total)`` is called after every iteration of every fit (fold is
+    1-based); an exception it raises aborts the whole evaluation.
+    """
+    measures = MEASURES[truth]
+    out = []
+    for n, fold in enumerate(folds, start=1):
+
+        def step(i: int, total: int, n: int = n) -> None:
+            if progress is not None:
+                progress(n, len(folds), i, total)
+
+        est, _ = _fit(model, dict(params or {}), fold, True, seed, step)
+        valid_s, test_s = est.predict(fold.valid), est.predict(fold.test)
+        out.append(
+            FoldOutcome(
+                name=fold.name,
+                train_queries=fold.train.n_queries,
+                valid_queries=fold.valid.n_queries,
+                test_queries=fold.test.n_queries,
+                best_iteration=int(est.best_iteration_),
+                valid={m: float(metric_values(m, fold.valid, valid_s).mean()) for m in measures},
+                test={m: float(metric_values(m, fold.test, test_s).mean()) for m in measures},
+                model=est,
+            )
+        )
+    return out
+
+
+def strict_json(value: Any) -> Any:
+    """``value`` with NaN and ±inf as None and numpy scalars and arrays as Python values, so
+    that ``json.dumps(..., allow_nan=False)`` writes standard JSON (``null``, never ``NaN``)."""
+    if isinstance(value, dict):
+        return {str(k): strict_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [strict_json(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return strict_json(value.tolist())
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
 def default_grid(model: str, tune: Iterable[str]) -> list[dict[str, Any]]:
     """Hyperparameter grid of ``model`` for the names in ``tune`` (beta, C, iterations).
 
@@ -137,8 +380,7 @@ def default_grid(model: str, tune: Iterable[str]) -> list[dict[str, Any]]:
     unknown = tune - {"beta", "C", "iterations"}
     if unknown:
         raise ValueError(f"cannot tune {sorted(unknown)}; choose from beta, C, iterations")
-    cls = ESTIMATORS[model]
-    params = cls().get_params()
+    params = _new(model).get_params()
     grid: list[dict[str, Any]] = [{}]
     if "beta" in tune and "beta" in params:
         grid = [{**g, "beta": b} for g in grid for b in BETA_GRID]
@@ -148,14 +390,19 @@ def default_grid(model: str, tune: Iterable[str]) -> list[dict[str, Any]]:
 
 
 def _fit(
-    model: str, params: dict[str, Any], fold: FoldData, early_stop: bool, seed: int
+    model: str,
+    params: dict[str, Any],
+    fold: FoldData,
+    early_stop: bool,
+    seed: int,
+    progress: Callable[[int, int], None] | None = None,
 ) -> tuple[Ranker, float]:
     base: dict[str, Any] = {"seed": seed}
-    if "k" in ESTIMATORS[model]().get_params():
+    if "k" in _new(model).get_params():
         base["k"] = fold.train_topk.topk  # the k of this experiment's top-k truth
-    est = ESTIMATORS[model](**{**base, **params})
+    est = _new(model, **{**base, **params})
     train = fold.train_topk if model in TOPK_MODELS else fold.train
-    est.fit(train, valid=fold.valid if early_stop else None)
+    est.fit(train, valid=fold.valid if early_stop else None, progress=progress)
     score = est.best_valid_score_ if early_stop else est.score(fold.valid)
     return est, float(score)
 
@@ -195,9 +442,11 @@ def cross_validate(
     the best C) to keep the number of fits linear.
     """
     tune = tuple(tune)
-    unknown = [m for m in models if m not in ESTIMATORS]
+    unknown = [m for m in models if not _known(m)]
     if unknown:
-        raise ValueError(f"unknown model(s) {unknown}; choose from {sorted(ESTIMATORS)}")
+        raise ValueError(
+            f"unknown model(s) {unknown}; choose from {[*sorted(ESTIMATORS), LIGHTGBM]}"
+        )
     early_stop = "iterations" in tune
     measures = MEASURES[truth]
     result = CVResult(truth=truth, k=k, measures=measures, models=list(models))
@@ -237,7 +486,7 @@ def _search(
     seed: int,
     progress: Progress | None,
 ) -> Iterable[tuple[Ranker, float]]:
-    params = ESTIMATORS[model]().get_params()
+    params = _new(model).get_params()
     has_beta = "beta" in tune and "beta" in params and "beta" not in fixed
     has_c = "C" in tune and "C" in params and "C" not in fixed
 
@@ -265,7 +514,7 @@ def n_fits(models: Sequence[str], tune: Iterable[str], n_folds: int = 5) -> int:
     tune = tuple(tune)
     total = 0
     for m in models:
-        params = ESTIMATORS[m]().get_params()
+        params = _new(m).get_params()
         b = "beta" in tune and "beta" in params
         c = "C" in tune and "C" in params
         total += (

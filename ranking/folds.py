@@ -18,7 +18,7 @@ from typing import Literal
 
 from ranking.letor import LetorData, concat, read_letor
 
-__all__ = ["Fold", "letor4_folds", "load_fold", "ohsumed_folds"]
+__all__ = ["Fold", "letor4_folds", "load_fold", "ohsumed_folds", "rotation_folds"]
 
 Scheme = Literal["letor4", "ohsumed"]
 
@@ -47,6 +47,25 @@ def _rotation(parts: Sequence[str], what: str, train: int, vali: int, test: int)
             test=(p[(i + test) % 5],),
         )
         for i in range(5)
+    ]
+
+
+def rotation_folds(parts: Sequence[str]) -> list[Fold]:
+    """The LETOR 4.0 rotation generalised to n >= 3 parts: fold i trains on the n - 2 parts
+    from part i on, validates on part i + n - 2 and tests on part i + n - 1 (indices mod n).
+    Five parts give exactly :func:`letor4_folds`; every part is tested once."""
+    n = len(parts)
+    if n < 3:
+        raise ValueError(f"a rotation needs at least 3 parts (train, validation, test), got {n}")
+    p = list(parts)
+    return [
+        Fold(
+            name=f"Fold{i + 1}",
+            train=tuple(p[(i + j) % n] for j in range(n - 2)),
+            vali=(p[(i + n - 2) % n],),
+            test=(p[(i + n - 1) % n],),
+        )
+        for i in range(n)
     ]
 
 

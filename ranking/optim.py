@@ -9,6 +9,9 @@ Early stopping: every ``eval_every`` epochs the validation function (higher is b
 mean NDCG@10 on the validation queries) is evaluated; the best parameters are kept and training
 stops after ``patience`` evaluations without improvement. This tunes the number of iterations
 on validation data as in Niu et al. 2012 §6.
+
+``progress(i, total)`` is called after every epoch (iteration); an exception it raises aborts
+the loop, so a caller can cancel a long fit between two iterations.
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ Heavy imports (FastAPI, SQLAlchemy, uvicorn) happen inside the command functions
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -41,6 +42,11 @@ def serve(
     ),
     workers: int = typer.Option(1, help="uvicorn worker processes."),
     log_level: str = typer.Option("warning", help="uvicorn log level."),
+    training_worker: bool = typer.Option(
+        True,
+        "--training-worker/--no-training-worker",
+        help="Start a `heapjudge worker` process for training runs beside the server.",
+    ),
 ) -> None:
     """Apply migrations, then serve the web UI and REST API with uvicorn."""
     import uvicorn
@@ -78,15 +84,30 @@ def serve(
         for name, password, role in DEMO_LOGINS:
             typer.echo(f"  {name:<8} password {password:<12} ({role})")
     typer.echo(f"heapjudge serving on {url}  (API docs: {url}/docs)")
-    uvicorn.run(
-        "app.main:create_app",
-        factory=True,
-        host=host,
-        port=port,
-        workers=workers,
-        log_level=log_level,
-        proxy_headers=False,
-    )
+    # Training runs execute in their own process, so a long fit never competes with judging
+    # for this one (docs/training.md#queue); it exits when this process ends.
+    worker = None
+    if training_worker:
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "app.cli", "worker", "--parent", str(os.getpid())]
+        )
+    try:
+        uvicorn.run(
+            "app.main:create_app",
+            factory=True,
+            host=host,
+            port=port,
+            workers=workers,
+            log_level=log_level,
+            proxy_headers=False,
+        )
+    finally:
+        if worker is not None:
+            worker.terminate()
+            try:
+                worker.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                worker.kill()
 
 
 @db_app.command("upgrade")

@@ -7,7 +7,8 @@
         --out beta_sweep.svg
 
 ``cv`` prints a Table-4-style table (mean over the 5 test folds; ▲/▼ = paired t-test against
-the best baseline); ``--json`` writes the full result (fold means, chosen hyperparameters).
+the best baseline); ``--baseline lightgbm`` adds LightGBM lambdarank on the same folds and
+truth; ``--json`` writes the full result (fold means, chosen hyperparameters) as strict JSON.
 """
 
 from __future__ import annotations
@@ -84,6 +85,43 @@ def _progress_bar(total: int, label: str) -> Any:
 def register(app: typer.Typer) -> None:
     """Add this area's commands to the CLI."""
 
+    @app.command("worker")
+    def worker_cmd(
+        database_url: str | None = typer.Option(
+            None, "--database-url", help="Overrides HEAPJUDGE_DATABASE_URL."
+        ),
+        queue_url: str | None = typer.Option(
+            None,
+            "--queue-url",
+            help="Overrides HEAPJUDGE_QUEUE_URL (redis://... or sqlite:///...; default: a "
+            "SQLite queue file beside a SQLite database).",
+        ),
+        threads: int = typer.Option(1, "--threads", min=1, help="Jobs run at once."),
+        parent: int | None = typer.Option(
+            None, "--parent", hidden=True, help="Exit when this process (serve) is gone."
+        ),
+    ) -> None:
+        """Execute queued training runs (serve starts one; run more for a team)."""
+        import logging
+        import os
+
+        from app.jobs import queue_url as resolve_queue
+        from app.jobs import run_worker
+        from app.settings import Settings
+
+        if database_url:
+            os.environ["HEAPJUDGE_DATABASE_URL"] = database_url
+        if queue_url:
+            os.environ["HEAPJUDGE_QUEUE_URL"] = queue_url
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+        settings = Settings()
+        try:
+            url = resolve_queue(settings)
+        except ValueError as exc:
+            _fail(str(exc))
+        typer.echo(f"heapjudge worker: database {settings.database_url}, queue {url}", err=True)
+        run_worker(settings, threads=threads, parent=parent)
+
     @app.command("cv")
     def cv_cmd(
         data: Path = typer.Option(
@@ -99,7 +137,15 @@ def register(app: typer.Typer) -> None:
             "beta,C,iterations", "--tune", help="Tuned on validation: any of beta, C, iterations."
         ),
         seed: int = typer.Option(0, "--seed", help="Seed of truth sampling and training."),
-        as_json: Path | None = typer.Option(None, "--json", help="Also write results here."),
+        baseline: str = typer.Option(
+            "",
+            "--baseline",
+            help="Extra baselines on the same folds and truth: lightgbm (LightGBM lambdarank, "
+            "the bench extra; skipped with a reason when it is not installed).",
+        ),
+        as_json: Path | None = typer.Option(
+            None, "--json", help="Also write results here (strict JSON: null, never NaN)."
+        ),
     ) -> None:
         """Five-fold cross-validation with tuning on validation; a Table-4-style table."""
         from ranking import experiments as E
@@ -109,6 +155,17 @@ def register(app: typer.Typer) -> None:
         bad = [m for m in names if m not in ESTIMATORS]
         if bad:
             _fail(f"unknown model(s) {', '.join(bad)}; choose from {', '.join(ESTIMATORS)}")
+        extra = _split(baseline)
+        if any(b != E.LIGHTGBM for b in extra):
+            _fail(f"--baseline takes {E.LIGHTGBM}, got {baseline!r}")
+        skipped: dict[str, str] = {}
+        if extra:
+            reason = E.lightgbm_missing()
+            if reason:
+                skipped[E.LIGHTGBM] = reason
+                typer.echo(f"baseline {E.LIGHTGBM} skipped: {reason}", err=True)
+            else:
+                names = [*names, *extra]
         if truth not in ("graded", "topk", "both"):
             _fail(f"--truth must be graded, topk or both, got {truth!r}")
         if k < 1:
@@ -140,6 +197,7 @@ def register(app: typer.Typer) -> None:
             typer.echo(E.format_table(result))
             typer.echo("")
             out[t] = {
+                "skipped": skipped,
                 "measures": list(result.measures),
                 "mean": {m: {x: result.mean(m, x) for x in result.measures} for m in names},
                 "fold_means": result.fold_means,
@@ -151,7 +209,9 @@ def register(app: typer.Typer) -> None:
                 },
             }
         if as_json is not None:
-            as_json.write_text(json.dumps(out, indent=2, default=float), encoding="utf-8")
+            as_json.write_text(
+                json.dumps(E.strict_json(out), indent=2, allow_nan=False), encoding="utf-8"
+            )
 
     @app.command("sweep-beta")
     def sweep_cmd(

@@ -330,7 +330,11 @@ def _rows(
     qrels_read: list[str],
 ) -> Iterable[dict[str, Any]]:
     if kind == "letor":
-        return rows_from_letor(_features(files["features"]))
+        # The file's stem (S1..S5 of LETOR 4.0) is kept as the queries' partition: training
+        # folds follow the benchmark's rotation (docs/training.md#folds).
+        return rows_from_letor(
+            _features(files["features"]), part=Path(files["features"].name).stem
+        )
     errors: list[SourceError] = []
 
     def attempt(fn: Any) -> Any:

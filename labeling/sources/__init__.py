@@ -21,7 +21,14 @@ from labeling.sources.base import (
     iter_byte_lines,
 )
 from labeling.sources.jsonl import parse_jsonl_docs
-from labeling.sources.rows import build_rows, join_features, join_grades, rows_from_letor
+from labeling.sources.rows import (
+    LETOR_PART_PREFIX,
+    build_rows,
+    join_features,
+    join_grades,
+    letor_part,
+    rows_from_letor,
+)
 from labeling.sources.smart import (
     cranfield_grade,
     load_cranfield,
@@ -32,6 +39,7 @@ from labeling.sources.smart import (
 from labeling.sources.trec import parse_qrels, parse_topics, parse_trec_docs, trec_grade
 
 __all__ = [
+    "LETOR_PART_PREFIX",
     "FeatureRow",
     "ParseIssue",
     "QrelsEntry",
@@ -43,6 +51,7 @@ __all__ = [
     "iter_byte_lines",
     "join_features",
     "join_grades",
+    "letor_part",
     "load_cranfield",
     "parse_cranfield_qrels",
     "parse_jsonl_docs",

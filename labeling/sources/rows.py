@@ -126,13 +126,26 @@ def build_rows(
             yield row
 
 
+#: Query description of a LETOR import that names the partition file (e.g. ``S1`` of
+#: MQ2008): training folds follow the benchmark's own rotation when every query carries one.
+LETOR_PART_PREFIX = "LETOR part "
+
+
+def letor_part(description: str) -> str | None:
+    """The partition a LETOR-imported query came from (``"S1"``), or None."""
+    if description.startswith(LETOR_PART_PREFIX):
+        return description[len(LETOR_PART_PREFIX) :] or None
+    return None
+
+
 def rows_from_letor(
-    feature_rows: Iterable[FeatureRow], *, grades: bool = True
+    feature_rows: Iterable[FeatureRow], *, grades: bool = True, part: str | None = None
 ) -> Iterator[dict[str, Any]]:
     """Rows for a collection made from a LETOR file alone (features, no text).
 
     The query text is the query id (LETOR files carry no text); ``grade`` is the file's label
-    when ``grades`` (LETOR 4.0 labels 0..2 fit heapjudge's 0..4 scale).
+    when ``grades`` (LETOR 4.0 labels 0..2 fit heapjudge's 0..4 scale). ``part`` (the file's
+    stem, e.g. ``S1``) becomes the query description ``"LETOR part S1"``.
     """
     for r in feature_rows:
         row: dict[str, Any] = {
@@ -142,6 +155,8 @@ def rows_from_letor(
             "text": "",
             "features": list(r.features),
         }
+        if part:
+            row["description"] = LETOR_PART_PREFIX + part
         if grades:
             row["grade"] = int(r.label)
         yield row

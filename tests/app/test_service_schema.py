@@ -20,6 +20,7 @@ from app.settings import Settings
 from tests.app.conftest import BACKENDS, fresh_database
 
 REPO = Path(__file__).resolve().parents[2]
+HEAD = "0003_training_jobs"  # the newest migration
 TABLES = {
     "user",
     "api_token",
@@ -51,7 +52,7 @@ def _tables(url: str) -> set[str]:
 def test_migrations_up_down_up_match_the_models(empty_url: str) -> None:
     migrations.upgrade(empty_url)
     assert _tables(empty_url) == TABLES
-    assert migrations.current(empty_url) == "0001_initial"
+    assert migrations.current(empty_url) == HEAD
     migrations.downgrade(empty_url, "base")
     assert _tables(empty_url) == set()
     assert migrations.current(empty_url) is None
@@ -147,11 +148,24 @@ def test_sqlite_connections_get_the_pragmas(tmp_path: Path) -> None:
 def test_docker_compose_is_consistent_with_the_settings() -> None:
     compose = yaml.safe_load((REPO / "docker-compose.yml").read_text())
     services = compose["services"]
-    assert set(services) == {"app", "db"}
+    assert set(services) == {"app", "db", "redis", "worker"}
     app, db = services["app"], services["db"]
     env = app["environment"]
-    known = {f"HEAPJUDGE_{name.upper()}" for name in Settings.model_fields}
+    from app.jobs import JobSettings
+
+    known = {
+        f"HEAPJUDGE_{name.upper()}" for name in (*Settings.model_fields, *JobSettings.model_fields)
+    }
     assert set(env) <= known, set(env) - known
+    # The training worker shares the app's database and queue; the app starts none itself.
+    worker = services["worker"]
+    assert set(worker["environment"]) <= known
+    for name in ("HEAPJUDGE_DATABASE_URL", "HEAPJUDGE_QUEUE_URL"):
+        assert worker["environment"][name] == env[name]
+    assert env["HEAPJUDGE_QUEUE_URL"].startswith("redis://redis:6379")
+    assert worker["command"] == ["heapjudge", "worker"]
+    assert "--no-training-worker" in app["command"]
+    assert "healthcheck" in services["redis"]
     url = env["HEAPJUDGE_DATABASE_URL"]
     assert url.startswith("postgresql+psycopg://")
     user, password = url.split("://", 1)[1].split("@")[0].split(":")

@@ -150,3 +150,46 @@ def test_cli_cv_and_sweep_end_to_end(letor_dir: Path, tmp_path: Path) -> None:
     assert text.startswith("<svg") and text.count("<circle") >= 3
     bad = runner.invoke(cli, ["cv", "--data", str(letor_dir), "--models", "nope"])
     assert bad.exit_code == 2
+
+
+def test_evaluate_folds_reports_test_measures_and_a_progress_hook_can_abort() -> None:
+    import numpy as np
+    import pytest
+
+    from ranking.dataset import QueryDataset
+    from ranking.experiments import evaluate_folds, folds_from_parts, kfold_parts, strict_json
+    from ranking.folds import rotation_folds
+
+    rng = np.random.default_rng(0)
+    X = rng.random((60, 3))
+    y = (X[:, 0] * 3).astype(int).astype(float)  # grades follow feature 0
+    data = QueryDataset.from_arrays(X, y, np.repeat([f"q{i}" for i in range(6)], 10))
+    parts = kfold_parts(data, 3, seed=0)
+    assert sorted(q for p in parts.values() for q in p.query_ids) == sorted(data.query_ids)
+    folds = folds_from_parts(parts, rotation_folds(list(parts)), truth="graded")
+    out = evaluate_folds(folds, "ranknet", {"model": "mlp", "epochs": 30}, truth="graded")
+    assert [o.test_queries for o in out] == [2, 2, 2]
+    for o in out:  # the test measure is the model's NDCG on the fold's test part
+        from ranking.estimators import metric_values
+
+        fold = next(f for f in folds if f.name == o.name)
+        s = o.model.predict(fold.test)
+        assert o.test["ndcg@10"] == pytest.approx(metric_values("ndcg@10", fold.test, s).mean())
+
+    class Stop(Exception):
+        pass
+
+    seen: list[tuple[int, int]] = []
+
+    def hook(fold: int, folds_: int, i: int, total: int) -> None:
+        seen.append((fold, i))
+        if i == 3:
+            raise Stop
+
+    with pytest.raises(Stop):
+        evaluate_folds(folds, "rankboost", {"n_rounds": 50}, truth="graded", progress=hook)
+    assert seen == [(1, 1), (1, 2), (1, 3)]  # boosting rounds report, and the abort is at once
+    assert strict_json({"a": float("nan"), "b": [np.float64(1.5), float("inf")]}) == {
+        "a": None,
+        "b": [1.5, None],
+    }

@@ -1,0 +1,144 @@
+"""Acceptance on MQ2008 with heapjudge commands and REST only: import S1..S5 as one LETOR
+collection, ``heapjudge serve`` (with its training worker), a training run over REST on the
+imported labels with the S1-S5 folds, per-fold test metrics checked against the model applied
+to the partition file itself, then ``heapjudge cv --baseline lightgbm`` with strict JSON."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pytest
+
+from tests.conftest import oracle
+from tests.e2e.web_support import free_port
+
+
+def _cli(*args: str, cwd: Path, env: dict[str, str], stdin: str | None = None) -> str:
+    r = subprocess.run(
+        [sys.executable, "-m", "app.cli", *args],
+        cwd=cwd,
+        env=env,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    return r.stdout
+
+
+def _strict(text: str) -> object:
+    def refuse(name: str) -> None:
+        raise AssertionError(f"non-standard JSON constant {name}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+@pytest.mark.slow
+def test_mq2008_letor_import_train_over_rest_and_cv_baseline(
+    shared_data: Path, tmp_path: Path
+) -> None:
+    data = shared_data / "letor4-mq2008"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HEAPJUDGE_")}
+    env.update({"HEAPJUDGE_DEV": "1", "HEAPJUDGE_DATABASE_URL": f"sqlite:///{tmp_path / 'mq.db'}"})
+    _cli("db", "upgrade", cwd=tmp_path, env=env)
+    for part in ("S1", "S2", "S3", "S4", "S5"):
+        _cli("admin", "import-letor", "mq2008", str(data / f"{part}.txt"), cwd=tmp_path, env=env)
+    _cli(
+        "create-user", "admin", "--role", "admin", cwd=tmp_path, env=env, stdin="a long password\n"
+    )
+
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, "server did not start"
+            time.sleep(0.3)
+        token = httpx.post(
+            f"{base}/api/v1/auth/token", data={"username": "admin", "password": "a long password"}
+        ).json()["access_token"]
+        h = {"Authorization": f"Bearer {token}"}
+        (coll,) = [c for c in httpx.get(f"{base}/api/v1/collections", headers=h).json()]
+        body = {
+            "collection_id": coll["id"],
+            "model": "ranknet",
+            "params": {"epochs": 60, "eval_every": 5, "patience": 3},
+            "options": {"truth": "imported", "folds": "letor"},
+        }
+        r = httpx.post(f"{base}/api/v1/training-runs", json=body, headers=h)
+        assert r.status_code == 202, r.text
+        run_id = r.json()["id"]
+        deadline = time.monotonic() + 600
+        while True:
+            r = httpx.get(f"{base}/api/v1/training-runs/{run_id}", headers=h)
+            run = _strict(r.text)
+            assert isinstance(run, dict)
+            if run["status"] in ("done", "failed", "cancelled"):
+                break
+            assert time.monotonic() < deadline, run
+            time.sleep(0.5)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    assert run["status"] == "done", run["error"]
+    m = run["metrics"]
+    assert (m["truth"], m["kind"], m["folds_scheme"]) == ("imported", "graded", "letor")
+    from ranking.dataset import QueryDataset
+    from ranking.estimators import Ranker, metric_values
+    from ranking.folds import letor4_folds
+
+    parts = {n: QueryDataset.read(data / f"{n}.txt") for n in ("S1", "S2", "S3", "S4", "S5")}
+    folds = {f.name: f for f in letor4_folds()}
+    assert [f["name"] for f in m["folds"]] == list(folds)
+    for f in m["folds"]:
+        spec = folds[f["name"]]
+        assert f["test_queries"] == parts[spec.test[0]].n_queries
+        assert f["valid_queries"] == parts[spec.vali[0]].n_queries
+        assert f["train_queries"] == sum(parts[n].n_queries for n in spec.train)
+    # Oracle: the returned model applied to its fold's test file, read straight from disk.
+    model = Ranker.from_dict(run["model_json"])
+    best = next(f for f in m["folds"] if f["name"] == m["model_fold"])
+    test = parts[folds[m["model_fold"]].test[0]]
+    for measure in ("ndcg@5", "ndcg@10", "err"):
+        expected = float(np.mean(metric_values(measure, test, model.predict(test))))
+        assert best["test"][measure] == pytest.approx(expected, abs=1e-9)
+    assert 0.3 < m["mean_test"]["ndcg@10"] < 0.7  # MQ2008 rankers score about 0.5
+
+    out = tmp_path / "cv.json"
+    _cli(
+        "cv", "--data", str(data), "--truth", "graded", "--models", "ranknet",
+        "--tune", "iterations", "--baseline", "lightgbm", "--json", str(out),
+        cwd=tmp_path, env=env,
+    )  # fmt: skip
+    result = _strict(out.read_text())
+    assert isinstance(result, dict)
+    graded = result["graded"]
+    have_lgb = "lightgbm" not in graded["skipped"]
+    if not have_lgb:
+        assert "not installed" in graded["skipped"]["lightgbm"]
+        oracle("lightgbm", "the cv LightGBM baseline needs the bench extra")
+    assert set(graded["mean"]) == {"ranknet", "lightgbm"}
+    assert len(graded["fold_means"]["lightgbm"]["ndcg@10"]) == 5
+    assert 0.3 < graded["mean"]["lightgbm"]["ndcg@10"] < 0.7
+    # The best baseline's own p-value is undefined: null in strict JSON, not NaN.
+    assert None in [v["p"] for s in graded["significance"].values() for v in s.values()]
