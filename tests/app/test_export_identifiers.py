@@ -27,12 +27,14 @@ DOCS = ["d0", "d 1", "d\t2", "d\n3 0 forged 4", "d\u20284", "d\x855", "#d6", "d7
 K = 2
 
 
-def _log(method: str, doc_ids: list[str], seed: int) -> list[Any]:
+def answers_preferring_earlier(
+    method: str, doc_ids: list[str], seed: int, *, k: int = K
+) -> list[Any]:
     """Answers of an assessor who prefers earlier documents, until the protocol is done."""
     options = validate_options(method, None)
     answers: list[Any] = []
     while True:
-        session = open_session(method, doc_ids, k=K, seed=seed, options=options, answers=answers)
+        session = open_session(method, doc_ids, k=k, seed=seed, options=options, answers=answers)
         q = session.pending
         if q is None:
             return answers
@@ -85,7 +87,7 @@ def hostile(api: Api) -> dict[str, Any]:
             )
             s.add(task)
             s.flush()
-            answers = _log(method, list(DOCS), 5)
+            answers = answers_preferring_earlier(method, list(DOCS), 5)
             for seq, a in enumerate(answers):
                 if isinstance(a, PairAnswer):
                     row = Judgment(
