@@ -14,6 +14,18 @@ from typing import Any
 
 import typer
 
+from app.commands.service import (
+    ASSESSOR_OPTION,
+    FORMAT_OPTION_HELP,
+    LABELS_OPTION,
+    MISSING_OPTION,
+    OUTPUT_OPTION,
+    PLAN_OPTION,
+    SOURCE_OPTION,
+    ExportCommand,
+    run_export,
+)
+
 admin_app = typer.Typer(help="Admin console: imports, study plans, progress, exports, users.")
 
 
@@ -419,44 +431,31 @@ def progress_cmd(
         )
 
 
-@admin_app.command("export")
+@admin_app.command("export", deprecated=True, cls=ExportCommand)
 def export_cmd(
     collection: str = typer.Argument(...),
-    format: str = typer.Option(
-        "letor", "--format", "-f", help="letor|svmlight|group|qrels|pairs-csv"
-    ),
-    labels: str = typer.Option("kappa", help="kappa | grades"),
-    source: str = typer.Option("first", help="first | assessor | all | borda | bt | mean"),
-    assessor: str | None = typer.Option(None, help="With --source assessor."),
-    missing_features: str = typer.Option("error", help="error | skip | zero"),
-    plan: str | None = typer.Option(None, help="Only tasks of this plan label, e.g. study:A1."),
-    output: Path | None = typer.Option(None, "-o", "--output", help="File (default stdout)."),
+    format: str = typer.Option("letor", "--format", "-f", help=FORMAT_OPTION_HELP),
+    labels: str | None = LABELS_OPTION,
+    source: str = SOURCE_OPTION,
+    assessor: str | None = ASSESSOR_OPTION,
+    missing_features: str = MISSING_OPTION,
+    plan: str | None = PLAN_OPTION,
+    output: Path | None = OUTPUT_OPTION,
     database_url: str | None = DB_OPTION,
 ) -> None:
-    """Training exports: LETOR/SVMlight + LightGBM group file, qrels, pairs CSV."""
-    from app.services.exports_extra import ExportRequest, export_stream
-
-    def go(db: Any) -> None:
-        req = ExportRequest(
-            collection_id=_collection(db, collection),
-            format=format,
-            labels=labels,
-            source=source,
-            assessor=assessor,
-            missing_features=missing_features,
-            plan=plan,
-        )
-        chunks = export_stream(db=db, req=req)
-        if output is None:
-            for chunk in chunks:
-                sys.stdout.buffer.write(chunk)
-            sys.stdout.flush()
-        else:
-            with output.open("wb") as fh:
-                for chunk in chunks:
-                    fh.write(chunk)
-
-    _run(database_url, go)
+    """Deprecated: use `heapjudge export` (same options and formats; the default format here
+    is letor)."""
+    run_export(
+        collection=collection,
+        format=format,
+        labels=labels,
+        source=source,
+        assessor=assessor,
+        missing_features=missing_features,
+        plan=plan,
+        output=output,
+        database_url=database_url,
+    )
 
 
 @admin_app.command("reset-password")

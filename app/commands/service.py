@@ -11,7 +11,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
 import typer
+from typer.core import TyperCommand
 
 DEMO_DATABASE_URL = "sqlite:///./heapjudge-demo.db"
 
@@ -207,36 +209,119 @@ def import_(
     )
 
 
-def export(
-    collection: str = typer.Argument(..., help="Collection name or id."),
-    format: str = typer.Option(
-        "qrels", "--format", "-f", help="qrels | topk-jsonl | pairs-jsonl | grades-qrels"
-    ),
-    output: Path | None = typer.Option(None, "-o", "--output", help="File (default stdout)."),
-    assessor: str | None = typer.Option(
-        None, help="Take labels from this assessor (default: the first finished task)."
-    ),
-    database_url: str | None = typer.Option(None, "--database-url"),
+class ExportCommand(TyperCommand):
+    """The export commands' help ends with the registered formats, read from the registry only
+    when the help is shown (importing the exports service at start would slow every command)."""
+
+    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        from app.services.exports import FORMATS
+
+        lines = [f"{f.name}: {f.summary}" for f in FORMATS.values()]
+        self.epilog = "Formats (docs/exports.md):\n\n" + "\n\n".join(lines)
+        super().format_help(ctx, formatter)
+
+
+def run_export(
+    *,
+    collection: str,
+    format: str,
+    labels: str | None,
+    source: str,
+    assessor: str | None,
+    missing_features: str,
+    plan: str | None,
+    output: Path | None,
+    database_url: str | None,
 ) -> None:
-    """Export labels of COLLECTION (same formats as the REST export)."""
+    """The export command's body (``heapjudge export`` and its deprecated alias ``heapjudge
+    admin export``): validate, then write the bytes to ``output`` (default stdout). Errors
+    exit with status 1 and leave ``output`` untouched."""
     from app.errors import DomainError
     from app.services import collections, exports
 
     db = _open_db(database_url)
     try:
         coll = collections.find_collection(db=db, ref=collection)
-        lines = exports.export_lines(db=db, collection_id=coll.id, format=format, assessor=assessor)
+        req = exports.ExportRequest(
+            collection_id=coll.id,
+            format=format,
+            labels=labels,
+            source=source,
+            assessor=assessor,
+            missing_features=missing_features,
+            plan=plan,
+        )
+        chunks = exports.export_stream(db=db, req=req)
         if output is None:
-            for line in lines:
-                sys.stdout.write(line)
+            for chunk in chunks:
+                sys.stdout.buffer.write(chunk)
+            sys.stdout.flush()
         else:
-            with output.open("w", encoding="utf-8") as fh:
-                for line in lines:
-                    fh.write(line)
+            with output.open("wb") as fh:
+                for chunk in chunks:
+                    fh.write(chunk)
     except DomainError as exc:
         _fail(str(exc.detail))
     finally:
         db.dispose()
+
+
+FORMAT_OPTION_HELP = "Export format (listed below)."
+LABELS_OPTION = typer.Option(
+    None, "--labels", help="kappa | grades (default: the format's own: grades for grades-qrels)."
+)
+SOURCE_OPTION = typer.Option(
+    "first",
+    "--source",
+    help="Whose labels when a query has several finished tasks: first | assessor | all | "
+    "borda | bt | mean.",
+)
+ASSESSOR_OPTION = typer.Option(
+    None, "--assessor", help="Only this assessor's tasks (required by --source assessor)."
+)
+MISSING_OPTION = typer.Option(
+    "error",
+    "--missing-features",
+    help="LETOR formats, documents without features: error | skip | zero.",
+)
+PLAN_OPTION = typer.Option(None, "--plan", help="Only tasks of this plan label, e.g. study:A1.")
+OUTPUT_OPTION = typer.Option(None, "-o", "--output", help="File (default stdout).")
+
+
+def export(
+    collection: str = typer.Argument(..., help="Collection name or id."),
+    format: str = typer.Option("qrels", "--format", "-f", help=FORMAT_OPTION_HELP),
+    labels: str | None = LABELS_OPTION,
+    source: str = SOURCE_OPTION,
+    all_tasks: bool = typer.Option(
+        False,
+        "--all-tasks",
+        help="Every finished task instead of one per query (same as --source all; each "
+        "topk-jsonl line names its assessor).",
+    ),
+    assessor: str | None = ASSESSOR_OPTION,
+    missing_features: str = MISSING_OPTION,
+    plan: str | None = PLAN_OPTION,
+    output: Path | None = OUTPUT_OPTION,
+    database_url: str | None = typer.Option(None, "--database-url"),
+) -> None:
+    """Export labels or judgments of COLLECTION (the formats of the REST export).
+
+    One labeling per query unless --all-tasks: `heapjudge evaluate` reads the export as is.
+    """
+    if all_tasks and source not in ("first", "all"):
+        _fail(f"--all-tasks is --source all; it cannot go with --source {source}")
+    run_export(
+        collection=collection,
+        format=format,
+        labels=labels,
+        source="all" if all_tasks else source,
+        assessor=assessor,
+        missing_features=missing_features,
+        plan=plan,
+        output=output,
+        database_url=database_url,
+    )
 
 
 def register(app: typer.Typer) -> None:
@@ -244,5 +329,5 @@ def register(app: typer.Typer) -> None:
     app.command("serve")(serve)
     app.command("create-user")(create_user)
     app.command("import")(import_)
-    app.command("export")(export)
+    app.command("export", cls=ExportCommand)(export)
     app.add_typer(db_app, name="db")

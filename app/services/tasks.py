@@ -8,6 +8,7 @@ existing tasks, so their logs always replay.
 
 from __future__ import annotations
 
+import math
 import secrets
 from dataclasses import dataclass
 from datetime import datetime
@@ -43,6 +44,12 @@ class TaskView:
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+    collection: str = ""
+    """The collection's name."""
+    remaining: int | None = None
+    """Estimated judgments left (0 when done); only from ``list_tasks(with_progress=True)``."""
+    done: bool | None = None
+    """Whether the replayed log is complete; only with ``with_progress=True``."""
 
 
 def create_task(
@@ -105,7 +112,9 @@ def create_task(
         return _view(task, query, user, 0)
 
 
-def _view(task: Task, query: Query, user: User, judgments: int) -> TaskView:
+def _view(
+    task: Task, query: Query, user: User, judgments: int, collection: str = "", **progress: Any
+) -> TaskView:
     return TaskView(
         id=task.id,
         collection_id=task.collection_id,
@@ -123,6 +132,8 @@ def _view(task: Task, query: Query, user: User, judgments: int) -> TaskView:
         created_at=task.created_at,
         started_at=task.started_at,
         finished_at=task.finished_at,
+        collection=collection,
+        **progress,
     )
 
 
@@ -134,9 +145,14 @@ def list_tasks(
     assessor: str | None = None,
     status: str | None = None,
     query_id: str | None = None,
+    include_cancelled: bool = True,
+    with_progress: bool = False,
 ) -> list[TaskView]:
     """Tasks visible to ``user``: an assessor sees only their own; an admin sees all, filtered
-    by collection, assessor (username), status and query id when given."""
+    by collection, assessor (username), status and query id when given.
+
+    ``with_progress`` replays every task's live log (one query for all logs) to fill
+    ``remaining`` and ``done``, as the assessor's task list shows them."""
     live = (
         select(Judgment.task_id, func.count().label("n"))
         .where(Judgment.undone.is_(False))
@@ -144,9 +160,10 @@ def list_tasks(
         .subquery()
     )
     stmt = (
-        select(Task, Query, User, func.coalesce(live.c.n, 0))
+        select(Task, Query, User, Collection.name, func.coalesce(live.c.n, 0))
         .join(Query, Query.id == Task.query_id)
         .join(User, User.id == Task.assessor_id)
+        .join(Collection, Collection.id == Task.collection_id)
         .outerjoin(live, live.c.task_id == Task.id)
         .order_by(Task.id)
     )
@@ -158,10 +175,36 @@ def list_tasks(
         stmt = stmt.where(Task.collection_id == collection_id)
     if status is not None:
         stmt = stmt.where(Task.status == status)
+    if not include_cancelled:
+        stmt = stmt.where(Task.status != "cancelled")
     if query_id is not None:
         stmt = stmt.where(Query.external_id == query_id)
     with db.read() as s:
-        return [_view(t, q, u, n) for t, q, u, n in s.execute(stmt)]
+        rows = list(s.execute(stmt))
+        if not with_progress:
+            return [_view(t, q, u, n, name) for t, q, u, name, n in rows]
+        logs: dict[int, list[Any]] = {t.id: [] for t, *_ in rows}
+        for j in s.scalars(
+            select(Judgment)
+            .where(Judgment.task_id.in_(list(logs)), Judgment.undone.is_(False))
+            .order_by(Judgment.task_id, Judgment.seq)
+        ):
+            logs[j.task_id].append(j)
+    # Imported here: the judging service imports this module (task access rules).
+    from app.services.judging import replay_task
+
+    views = []
+    for t, q, u, name, n in rows:
+        progress = replay_task(t, logs[t.id]).progress()
+        left = 0 if progress.done else math.ceil(progress.expected_remaining - 1e-9)
+        views.append(_view(t, q, u, n, name, remaining=left, done=progress.done))
+    return views
+
+
+def task_owner(db: Database, task_id: int) -> int | None:
+    """The assessor id of a task (None when the task does not exist)."""
+    with db.read() as s:
+        return s.scalar(select(Task.assessor_id).where(Task.id == task_id))
 
 
 _TASK = select(Task).where(Task.id == bindparam("task_id"))

@@ -1,5 +1,5 @@
-"""Exports for training pipelines: LETOR / SVMlight / group files, qrels with label sources,
-pairs CSV; read back with ranking's own readers."""
+"""Exports for training pipelines through the one export endpoint: LETOR / SVMlight / group
+files, qrels with label sources, pairs CSV; read back with ranking's own readers."""
 
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ def labelled(api: Api):
 
 
 def _get(api: Api, cid: int, **params: str) -> bytes:
-    r = api.get("admin", f"/api/v1/admin/collections/{cid}/export-extra", params=params)
+    r = api.get("admin", f"/api/v1/collections/{cid}/export", params=params)
     assert r.status_code == 200, r.text
     return r.content
 
@@ -170,9 +170,9 @@ def test_pairs_csv_one_row_per_live_judgment(api: Api, labelled) -> None:
 )
 def test_bad_export_requests(api: Api, labelled, params: dict[str, str]) -> None:
     cid, _ = labelled
-    r = api.get("admin", f"/api/v1/admin/collections/{cid}/export-extra", params=params)
+    r = api.get("admin", f"/api/v1/collections/{cid}/export", params=params)
     assert r.status_code == 422, r.text
-    r = api.get("admin", "/api/v1/admin/collections/999999/export-extra")
+    r = api.get("admin", "/api/v1/collections/999999/export")
     assert r.status_code == 404
 
 
@@ -193,12 +193,12 @@ def test_letor_needs_features(api: Api) -> None:
     task = prog["tasks"][0]
     judge_task(api, "exp1", task["id"], scores["101"])
     r = api.get(
-        "admin", f"/api/v1/admin/collections/{cid}/export-extra", params={"format": "letor"}
+        "admin", f"/api/v1/collections/{cid}/export", params={"format": "letor"}
     )
     assert r.status_code == 422 and "no feature vector" in r.json()["detail"]
     ok = api.get(
         "admin",
-        f"/api/v1/admin/collections/{cid}/export-extra",
+        f"/api/v1/collections/{cid}/export",
         params={"format": "letor", "missing_features": "zero"},
     )
     assert ok.status_code == 200 and len(ok.text.splitlines()) == 4

@@ -7,8 +7,8 @@
   ``qrels`` / ``features``;
 * ``POST /admin/plans/preview`` and ``POST /admin/plans`` — study plans (JSON body);
 * ``GET /admin/collections/{id}/progress`` — live progress;
-* ``GET /admin/collections/{id}/export-extra?format=letor|svmlight|group|qrels|pairs-csv``
-  ``&labels=kappa|grades&source=first|assessor|all|borda|bt|mean[&assessor=NAME]`` — streamed;
+* ``GET /admin/collections/{id}/export-extra`` — deprecated alias of the export endpoint
+  (:mod:`app.routers.api.exports`);
 * ``GET /admin/users/workload``, ``POST /admin/users/{name}/password``,
   ``POST /admin/users/{name}/disable`` and ``/enable``.
 
@@ -20,14 +20,13 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
-from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
+from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
 from app.deps import MAX_UPLOAD_FIELDS, MAX_UPLOAD_FILES, DbDep, require_admin, upload_form
 from app.errors import Invalid
-from app.services import admin_imports, admin_manage, exports_extra, planning, progress, users
+from app.services import admin_imports, admin_manage, planning, progress, users
 
 router = APIRouter(prefix="/admin", tags=["admin"], dependencies=[Depends(require_admin)])
 
@@ -235,36 +234,6 @@ def collection_progress(collection_id: int, db: DbDep) -> dict[str, Any]:
     """Tasks by status, judgments, active time, estimated remaining and last activity per
     collection, query, assessor and task, plus judgments over time."""
     return progress.collection_progress(db=db, collection_id=collection_id)
-
-
-@router.get("/collections/{collection_id}/export-extra", response_class=StreamingResponse)
-def export_extra(
-    collection_id: int,
-    db: DbDep,
-    format: Literal["letor", "svmlight", "group", "qrels", "pairs-csv"] = "letor",
-    labels: Literal["kappa", "grades"] = "kappa",
-    source: Literal["first", "assessor", "all", "borda", "bt", "mean"] = "first",
-    assessor: str | None = None,
-    missing_features: Literal["error", "skip", "zero"] = "error",
-    plan: str | None = None,
-) -> StreamingResponse:
-    """LETOR/SVMlight (+ LightGBM group file), qrels with a label source, or pairs CSV."""
-    req = exports_extra.ExportRequest(
-        collection_id=collection_id,
-        format=format,
-        labels=labels,
-        source=source,
-        assessor=assessor,
-        missing_features=missing_features,
-        plan=plan,
-    )
-    body = exports_extra.export_stream(db=db, req=req)
-    name = f"collection-{collection_id}-{labels}-{source}-{exports_extra.FILE_NAMES[format]}"
-    return StreamingResponse(
-        iterate_in_threadpool(body),
-        media_type=exports_extra.MEDIA_TYPES[format],
-        headers={"Content-Disposition": f'attachment; filename="{name}"'},
-    )
 
 
 @router.get("/users/workload")

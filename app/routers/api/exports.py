@@ -1,55 +1,140 @@
-"""REST API v1: streamed exports of a collection's labels (admin)."""
+"""REST API v1: streamed exports of a collection's labels and judgments (admin).
+
+* ``GET /collections/{id}/export?format=...`` — every format of
+  :data:`app.services.exports.FORMATS` (``docs/exports.md``);
+* ``GET /admin/collections/{id}/export-extra`` — deprecated alias of the same endpoint whose
+  ``format`` defaults to ``letor`` (as it always did).
+"""
 
 from __future__ import annotations
 
-from urllib.parse import quote
+from typing import Annotated
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Query
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import iterate_in_threadpool
 
 from app.deps import DbDep, require_admin
-from app.schemas import ExportFormat
 from app.services import exports
 
 router = APIRouter(tags=["exports"], dependencies=[Depends(require_admin)])
+
+FORMAT_HELP = "One of the registered formats:\n\n" + "\n".join(
+    f"* `{f.name}`: {f.summary}" for f in exports.FORMATS.values()
+)
+_ENUM = {"enum": list(exports.FORMATS)}
+
+LabelsParam = Annotated[
+    str | None,
+    Query(
+        description="kappa (κ-labels of topk tasks) or grades (graded tasks); default: the "
+        "format's own.",
+        json_schema_extra={"enum": list(exports.LABELS)},
+    ),
+]
+SourceParam = Annotated[
+    str,
+    Query(
+        description="Whose labels when a query has several finished tasks: first, assessor, "
+        "all (one line per task), borda, bt, mean.",
+        json_schema_extra={"enum": list(exports.SOURCES)},
+    ),
+]
+AssessorParam = Annotated[
+    str | None, Query(description="Only this assessor's tasks (empty: everyone's).")
+]
+MissingParam = Annotated[
+    str,
+    Query(
+        description="LETOR formats: documents without features are an error, skipped, or "
+        "zero vectors.",
+        json_schema_extra={"enum": list(exports.MISSING_FEATURES)},
+    ),
+]
+PlanParam = Annotated[
+    str | None, Query(description="Only tasks of this plan label, e.g. study:A1 (empty: all).")
+]
+
+
+def export_response(db: DbDep, req: exports.ExportRequest) -> StreamingResponse:
+    """Validate (404/422 before any byte), then stream the export as an attachment."""
+    body = exports.export_stream(db=db, req=req)
+    req = exports.resolve(req)
+    headers = {"Content-Disposition": f'attachment; filename="{exports.download_name(req)}"'}
+    used = exports.sources_header(db, req)
+    if used is not None:
+        headers["X-Heapjudge-Sources"] = used
+    return StreamingResponse(
+        iterate_in_threadpool(body),
+        media_type=exports.FORMATS[req.format].media_type,
+        headers=headers,
+    )
+
+
+_RESPONSES = {200: {"content": {"text/plain": {}, "application/x-ndjson": {}, "text/csv": {}}}}
 
 
 @router.get(
     "/collections/{collection_id}/export",
     response_class=StreamingResponse,
-    responses={200: {"content": {"text/plain": {}, "application/x-ndjson": {}}}},
+    responses=_RESPONSES,
+    description=FORMAT_HELP
+    + "\n\nFor the qrels formats with one task per query, header `X-Heapjudge-Sources` "
+    "lists `query:assessor:task` per query, comma-separated, each part percent-encoded.",
 )
 def export_collection(
     collection_id: int,
     db: DbDep,
-    format: ExportFormat = "qrels",
-    assessor: str | None = None,
+    format: Annotated[str, Query(json_schema_extra=_ENUM)] = "qrels",
+    labels: LabelsParam = None,
+    source: SourceParam = "first",
+    assessor: AssessorParam = None,
+    missing_features: MissingParam = "error",
+    plan: PlanParam = None,
 ) -> StreamingResponse:
-    """``qrels`` (κ-labels of finished topk tasks), ``topk-jsonl``, ``pairs-jsonl``,
-    ``grades-qrels``. ``assessor`` picks whose labels (default: the first finished task).
-
-    For the qrels formats, header ``X-Heapjudge-Sources`` lists ``query:assessor:task`` per
-    query, comma-separated, each part percent-encoded (UTF-8)."""
-    lines = exports.export_lines(
-        db=db, collection_id=collection_id, format=format, assessor=assessor
+    """Export the collection's labels or judgments in one of the registered formats."""
+    return export_response(
+        db,
+        exports.ExportRequest(
+            collection_id=collection_id,
+            format=format,
+            labels=labels,
+            source=source,
+            assessor=assessor,
+            missing_features=missing_features,
+            plan=plan,
+        ),
     )
-    headers = {
-        "Content-Disposition": (
-            f'attachment; filename="collection-{collection_id}-{format}.'
-            f'{exports.FILE_SUFFIX[format]}"'
-        )
-    }
-    if format in ("qrels", "grades-qrels"):
-        method = "topk" if format == "qrels" else "graded"
-        used = exports.sources(db=db, collection_id=collection_id, method=method, assessor=assessor)
-        # Ids and names are free text: percent-encode each part (UTF-8), so the header is
-        # ASCII (no 500 on non-Latin-1 ids), cannot carry CR/LF (no header injection), and
-        # ':' / ',' inside an id stay unambiguous.
-        headers["X-Heapjudge-Sources"] = ",".join(
-            ":".join(quote(str(part), safe="") for part in (s.query_id, s.assessor, s.task_id))
-            for s in used
-        )[:4000]
-    return StreamingResponse(
-        iterate_in_threadpool(lines), media_type=exports.MEDIA_TYPES[format], headers=headers
+
+
+@router.get(
+    "/admin/collections/{collection_id}/export-extra",
+    response_class=StreamingResponse,
+    responses=_RESPONSES,
+    deprecated=True,
+    tags=["admin"],
+)
+def export_extra(
+    collection_id: int,
+    db: DbDep,
+    format: Annotated[str, Query(json_schema_extra=_ENUM)] = "letor",
+    labels: LabelsParam = None,
+    source: SourceParam = "first",
+    assessor: AssessorParam = None,
+    missing_features: MissingParam = "error",
+    plan: PlanParam = None,
+) -> StreamingResponse:
+    """Deprecated: use ``GET /collections/{id}/export`` (same parameters and formats; only
+    the default format differs, letor here)."""
+    return export_response(
+        db,
+        exports.ExportRequest(
+            collection_id=collection_id,
+            format=format,
+            labels=labels,
+            source=source,
+            assessor=assessor,
+            missing_features=missing_features,
+            plan=plan,
+        ),
     )

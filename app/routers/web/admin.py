@@ -3,7 +3,9 @@ live progress and exports. Server-rendered over the same services as the REST AP
 
 * ``GET /admin`` — collections and users (workload, disable/enable, reset password);
 * ``GET /admin/collections/{id}`` — progress (auto-refreshed by ``static/js/admin.js`` from
-  ``GET /admin/collections/{id}/progress-fragment``), imports, plan form, export links;
+  ``GET /admin/collections/{id}/progress-fragment``), imports, plan form, export form;
+* ``GET /admin/collections/{id}/export`` — the export form's download (errors shown on the
+  collection page, the form keeping its values);
 * ``POST /admin/collections/{id}/plan`` — the plan preview (grid + constraint check), whose
   "Create tasks" button posts the same fields with ``create=1``.
 
@@ -18,8 +20,8 @@ import json
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.responses import RedirectResponse, Response
-from starlette.concurrency import run_in_threadpool
+from fastapi.responses import RedirectResponse, Response, StreamingResponse
+from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
 from starlette.datastructures import FormData, UploadFile
 
 from app import security
@@ -30,7 +32,7 @@ from app.services import (
     admin_imports,
     admin_manage,
     collections,
-    exports_extra,
+    exports,
     planning,
     progress,
     users,
@@ -202,6 +204,21 @@ async def collection_page(request: Request, collection_id: int, db: DbDep) -> Re
     if early is not None:
         return early
     assert resolved is not None
+    return await _collection_response(request, resolved, db, collection_id)
+
+
+async def _collection_response(
+    request: Request,
+    resolved: security.ResolvedSession,
+    db: Any,
+    collection_id: int,
+    *,
+    export_form: dict[str, str] | None = None,
+    export_error: str | None = None,
+    status: int = 200,
+) -> Response:
+    """The collection page; ``export_form``/``export_error`` refill the export form and show
+    why an export was refused."""
     try:
         summary = await run_in_threadpool(
             collections.get_collection, db=db, collection_id=collection_id
@@ -223,10 +240,60 @@ async def collection_page(request: Request, collection_id: int, db: DbDep) -> Re
         {
             "collection": summary,
             "assessors": [u for u in people if not u.disabled],
-            "export_formats": exports_extra.FORMATS,
-            "export_sources": exports_extra.SOURCES,
+            "export_formats": list(exports.FORMATS.values()),
+            "export_form": export_form or {},
+            "export_error": export_error,
             **ctx,
         },
+        status=status,
+    )
+
+
+#: The export form's fields (those of the REST export endpoint).
+EXPORT_FIELDS = ("format", "labels", "source", "assessor", "missing_features", "plan")
+
+
+@router.get("/admin/collections/{collection_id}/export")
+async def export_download(request: Request, collection_id: int, db: DbDep) -> Response:
+    """The export form's target (a GET: a download changes nothing). Validates like the REST
+    endpoint, before any byte: on success the file is downloaded; on an error the collection
+    page comes back with the message next to the form, which keeps its values. Empty fields
+    mean "not given" (the form always sends every field)."""
+    resolved, early = await admin_session(request, db)
+    if early is not None:
+        return early
+    assert resolved is not None
+    values = {
+        name: request.query_params.get(name, "").strip()
+        for name in EXPORT_FIELDS
+        if request.query_params.get(name, "").strip()
+    }
+    req = exports.ExportRequest(
+        collection_id=collection_id,
+        format=values.get("format", "qrels"),
+        labels=values.get("labels"),
+        source=values.get("source", "first"),
+        assessor=values.get("assessor"),
+        missing_features=values.get("missing_features", "error"),
+        plan=values.get("plan"),
+    )
+    try:
+        body = await run_in_threadpool(exports.export_stream, db=db, req=req)
+    except DomainError as exc:
+        return await _collection_response(
+            request,
+            resolved,
+            db,
+            collection_id,
+            export_form=values,
+            export_error=_error_text(exc),
+            status=exc.status_code,
+        )
+    req = exports.resolve(req)
+    return StreamingResponse(
+        iterate_in_threadpool(body),
+        media_type=exports.FORMATS[req.format].media_type,
+        headers={"Content-Disposition": f'attachment; filename="{exports.download_name(req)}"'},
     )
 
 

@@ -22,7 +22,7 @@ from app import security
 from app.deps import DbDep
 from app.routers.web import page_data
 from app.routers.web.auth import login_redirect
-from app.services import judging
+from app.services import judging, tasks
 from app.web_templates import FRAME_CSP, render
 from labeling.types import GRADE_NAMES
 
@@ -101,7 +101,7 @@ async def my_tasks(request: Request, db: DbDep) -> Response:
     resolved = await _session(request, db)
     if resolved is None:
         return login_redirect(request)
-    rows = await run_in_threadpool(page_data.list_tasks, db, resolved.user.id)
+    rows = await run_in_threadpool(page_data.list_tasks, db, resolved.user)
     return render(
         request,
         "assess/tasks.html",
@@ -190,7 +190,7 @@ async def lookahead(request: Request, db: DbDep, task_id: int, seq: int) -> Resp
     resolved = await _session(request, db)
     if resolved is None:
         return JSONResponse({"detail": "not authenticated"}, status_code=401)
-    owner = await run_in_threadpool(page_data.task_owner, db, task_id)
+    owner = await run_in_threadpool(tasks.task_owner, db, task_id)
     if owner is None:
         return JSONResponse({"detail": f"no task {task_id}"}, status_code=404)
     if owner != resolved.user.id:

@@ -1,8 +1,10 @@
 """Read-only view data for the assessor pages (my tasks, judging page, done page).
 
+The task list comes from the REST API's service call (:func:`app.services.tasks.list_tasks`).
+
 The pages show what the judgment log says: a task's protocol state is rebuilt by replaying its
 live judgments (``undone`` false, in ``seq`` order) through :func:`labeling.session.open_session`
-(DESIGN §1), exactly as the REST API does. (The judging page takes its first question from
+exactly as the REST API does. (The judging page takes its first question from
 :func:`app.services.judging.next_question`, the body of ``GET /api/v1/tasks/{id}/next``, so
 ``app/static/js/judge.js`` handles the first and every later question alike.)
 
@@ -16,7 +18,6 @@ entity-encodes it into the attribute. judge.js builds the same string for later 
 from __future__ import annotations
 
 import html
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +25,8 @@ from typing import Any
 from sqlalchemy import select
 
 from app.db import Database
-from app.models import Collection, Document, Judgment, Query, Task
+from app.models import Collection, Document, Query, Task
+from app.services import tasks
 from app.services.judging import answer_of, live_judgments, replay_task
 from labeling.session import Session, open_session
 from labeling.types import GRADE_NAMES, Answer, GradeAnswer, PairAnswer, PairQuestion
@@ -111,52 +113,31 @@ class TaskRow:
     done: bool
 
 
-def list_tasks(db: Database, assessor_id: int) -> list[TaskRow]:
-    """The assessor's tasks (not cancelled), unfinished first, with progress from replay."""
-    with db.read() as s:
-        tasks = list(
-            s.execute(
-                select(Task, Query.title, Collection.name)
-                .join(Query, Query.id == Task.query_id)
-                .join(Collection, Collection.id == Task.collection_id)
-                .where(Task.assessor_id == assessor_id, Task.status != "cancelled")
-                .order_by(Task.id)
-            )
-        )
-        # One query for every task's live log (not one per task).
-        logs: dict[int, list[Any]] = {task.id: [] for task, _, _ in tasks}
-        for row in s.execute(
-            select(Judgment)
-            .where(Judgment.task_id.in_(list(logs)), Judgment.undone.is_(False))
-            .order_by(Judgment.task_id, Judgment.seq)
-        ).scalars():
-            logs[row.task_id].append(row)
+def list_tasks(db: Database, user: Any) -> list[TaskRow]:
+    """The user's own tasks (not cancelled), unfinished first, with progress from replay:
+    the REST task list's service call (:func:`app.services.tasks.list_tasks`)."""
+    views = tasks.list_tasks(
+        db=db, user=user, assessor=user.username, include_cancelled=False, with_progress=True
+    )
     rows: list[TaskRow] = []
-    for task, query_title, collection_name in tasks:
-        progress = replay_task(task, logs[task.id]).progress()
-        status = "done" if progress.done else ("active" if progress.judgments else task.status)
+    for v in views:
+        status = "done" if v.done else ("active" if v.judgments else v.status)
         rows.append(
             TaskRow(
-                id=task.id,
-                query_title=query_title,
-                collection_name=collection_name,
-                method=task.method,
-                method_label=METHOD_LABELS.get(task.method, task.method),
+                id=v.id,
+                query_title=v.query,
+                collection_name=v.collection,
+                method=v.method,
+                method_label=METHOD_LABELS.get(v.method, v.method),
                 status=status,
                 status_label=STATUS_LABELS.get(status, status),
-                judgments=progress.judgments,
-                remaining=0 if progress.done else math.ceil(progress.expected_remaining - 1e-9),
-                done=progress.done,
+                judgments=v.judgments,
+                remaining=v.remaining or 0,
+                done=bool(v.done),
             )
         )
     rows.sort(key=lambda r: (r.done, r.id))
     return rows
-
-
-def task_owner(db: Database, task_id: int) -> int | None:
-    """The assessor id of a task (None when the task does not exist)."""
-    with db.read() as s:
-        return s.scalar(select(Task.assessor_id).where(Task.id == task_id))
 
 
 def load_task(db: Database, task_id: int) -> TaskView | None:
