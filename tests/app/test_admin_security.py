@@ -289,8 +289,12 @@ def test_non_utf8_form_fields_and_uploads(api: Api, site: dict[str, Any]) -> Non
 
 
 def test_export_headers_survive_any_query_id(api: Api) -> None:
-    """Query ids are free text: a non-Latin-1 or CR/LF-carrying id must neither break the
-    ``X-Heapjudge-Sources`` header (500) nor inject a header of its own."""
+    """A query id stored before the identifier rule (imports refuse CR/LF now) may still be a
+    non-Latin-1, CR/LF-carrying id: it must neither break the ``X-Heapjudge-Sources`` header
+    (500) nor inject a header of its own."""
+    from sqlalchemy import update
+
+    from app.models import Query
     from tests.app.admin_support import judge_task
     from tests.app.test_service_api import make_task
 
@@ -299,7 +303,16 @@ def test_export_headers_survive_any_query_id(api: Api) -> None:
     r = api.post("admin", "/api/v1/collections", json={"name": "odd-ids"})
     cid = r.json()["id"]
     rows = [{"query_id": odd, "query": "q", "doc_id": f"e{i}"} for i in range(3)]
+    refused = api.post("admin", f"/api/v1/collections/{cid}/import", content=ndjson(rows))
+    assert refused.status_code == 422 and "query_id contains U+000D" in refused.text
+    rows = [{**row, "query_id": "legacy"} for row in rows]
     assert api.post("admin", f"/api/v1/collections/{cid}/import", content=ndjson(rows)).is_success
+    with api.db.write() as s:  # as an older version stored it
+        s.execute(
+            update(Query)
+            .where(Query.collection_id == cid, Query.external_id == "legacy")
+            .values(external_id=odd)
+        )
     tid = make_task(api, cid, odd, "hdr", k=1)
     judge_task(api, "hdr", tid, {"e0": 3.0, "e1": 2.0, "e2": 1.0})
     r = api.get("admin", f"/api/v1/collections/{cid}/export?format=qrels")
