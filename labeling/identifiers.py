@@ -79,6 +79,9 @@ spaces, tabs, line breaks or other control or format characters'
     """
     if not value:
         return f"is empty; an identifier is {IDENTIFIER_RULE}"
+    problem = text_problem(value)
+    if problem is not None:
+        return problem
     if len(value) > MAX_IDENTIFIER_CHARS:
         return f"is too long ({len(value)} characters); an identifier is {IDENTIFIER_RULE}"
     for i, char in enumerate(value):

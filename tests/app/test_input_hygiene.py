@@ -158,7 +158,7 @@ def test_lone_surrogates_and_nul_in_ndjson_imports(api: Api, world: dict[str, An
     msgs = {item["line"]: item["msg"] for item in detail}
     assert "text contains a lone surrogate U+D800 at character 5" in msgs[2]
     assert "title contains a NUL character at character 5" in msgs[3]
-    assert msgs[4].startswith("doc_id contains U+D800 at character 3")
+    assert msgs[4].startswith("doc_id contains a lone surrogate U+D800 at character 3")
     assert "query contains a lone surrogate" in msgs[5]
     assert 1 not in msgs
     queries = api.get("admin", f"/api/v1/collections/{cid}/queries").json()
