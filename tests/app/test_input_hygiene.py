@@ -380,7 +380,10 @@ def test_live_server_keeps_the_connection_after_a_surrogate(tmp_path: Path) -> N
             bodies = [
                 (url, b'{"seq":0,"left":"\\ud800","right":"d1","outcome":"left"}'),
                 ("/api/v1/collections", raw({"name": f"n{LONE}"})),
-                (f"/api/v1/collections/{cid}/import", raw({"query_id": LONE, "query": "q", "doc_id": "d"})),
+                (
+                    f"/api/v1/collections/{cid}/import",
+                    raw({"query_id": LONE, "query": "q", "doc_id": "d"}),
+                ),
             ]
             for path, body in bodies:
                 r = client.post(path, content=body, headers=auth)
