@@ -142,7 +142,15 @@ def ensure_demo(*, db: Database) -> bool:
         existing = set(s.scalars(select(User.username)))
     for name, password, role in DEMO_LOGINS:
         if name not in existing:
-            users.create_user(db=db, username=name, password=password, role=role)
+            # The demo logins are published (README, `serve --demo`): shorter than the policy
+            # allows, on purpose, and only ever in a demo database.
+            users.create_user(
+                db=db,
+                username=name,
+                password=password,
+                role=role,
+                enforce_password_policy=False,
+            )
     coll = collections.create_collection(
         db=db,
         name=DEMO_COLLECTION,

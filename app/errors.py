@@ -85,6 +85,26 @@ LABELING_STATUS: tuple[tuple[type[lerr.LabelingError], int], ...] = (
 )
 
 
+def _encodable(value: Any) -> Any:
+    """``value`` with every string made encodable as UTF-8: a lone surrogate (valid in a JSON
+    escape, ``"\\ud800"``, but not in UTF-8) is written as its ``\\udXXX`` escape. The 422
+    echoes what the client sent (``input``, ``loc``); an unencodable echo would make the
+    response itself fail and the server drop the connection."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, dict):
+        return {_encodable(k): _encodable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_encodable(v) for v in value]
+    return value
+
+
+def validation_detail(errors: Any) -> list[Any]:
+    """The ``detail`` list of a 422 for a request that failed validation: pydantic's error
+    items (``type``, ``loc``, ``msg``, ``input``, ``ctx``), safe to encode as JSON."""
+    return [_encodable(item) for item in errors]
+
+
 def labeling_status(exc: lerr.LabelingError) -> int:
     for cls, status in LABELING_STATUS:
         if isinstance(exc, cls):
@@ -106,7 +126,7 @@ def error_parts(exc: BaseException) -> tuple[int, dict[str, Any], dict[str, str]
     if isinstance(exc, lerr.LabelingError):
         return labeling_status(exc), {"detail": str(exc) or type(exc).__name__}, None
     if isinstance(exc, RequestValidationError):
-        return 422, {"detail": exc.errors()}, None
+        return 422, {"detail": validation_detail(exc.errors())}, None
     if isinstance(exc, StarletteHTTPException):
         return exc.status_code, {"detail": exc.detail}, getattr(exc, "headers", None)
     # Database refusals that input validation did not anticipate are still client errors, not

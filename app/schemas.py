@@ -1,15 +1,27 @@
 """Pydantic request/response models of the REST API v1 (they shape /openapi.json).
 
-Request models forbid unknown keys, so a typo is a 422 that names the field instead of a
-silently ignored option.
+Request models (:class:`StrictModel`) are checked once, at the edge, for every caller (the
+bearer hot path and the cookie routes validate the same models):
+
+- unknown keys are 422s that name the field, instead of silently ignored options;
+- types are strict: a number must be a JSON integer (``true``, ``"5"`` and ``1e3`` are not
+  integers) and a boolean a JSON boolean (``0`` is not ``false``);
+- no string anywhere in the body (keys included, nested options too) may hold a NUL or a lone
+  surrogate (``"\\ud800"``), which neither database can store;
+- one-line names (collections, plans, models) hold no control or format characters.
+
+The rules and their messages live in :mod:`labeling.identifiers`
+(``docs/security.md#text-hygiene``).
 """
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+
+from labeling.identifiers import USERNAME_PATTERN, check_label, text_problem
 
 Role = Literal["assessor", "admin"]
 MethodName = Literal["topk", "graded"]
@@ -20,29 +32,44 @@ ExportFormat = Literal["qrels", "topk-jsonl", "pairs-jsonl", "grades-qrels"]
 MAX_ACTIVE_MS = 24 * 3600 * 1000
 
 
-def _reject_nul(value: Any, where: str = "body") -> None:
+def _check_strings(value: Any, where: str) -> None:
+    """Raise ValueError for the first string (key or value) in ``value`` that is not clean
+    text (:func:`labeling.identifiers.text_problem`), naming where it is."""
     if isinstance(value, str):
-        if "\x00" in value:
-            raise ValueError(f"{where} contains a NUL character")
+        problem = text_problem(value)
+        if problem is not None:
+            raise ValueError(f"{where} {problem}")
     elif isinstance(value, dict):
         for key, item in value.items():
-            _reject_nul(key, where)
-            _reject_nul(item, f"{where}.{key}")
-    elif isinstance(value, list):
+            if isinstance(key, str):
+                problem = text_problem(key)
+                if problem is not None:
+                    raise ValueError(f"a key in {where} {problem}")
+            _check_strings(item, f"{where}.{key}")  # the key is clean text by now
+    elif isinstance(value, list | tuple):
         for i, item in enumerate(value):
-            _reject_nul(item, f"{where}[{i}]")
+            _check_strings(item, f"{where}[{i}]")
+
+
+def _label(field: str) -> AfterValidator:
+    return AfterValidator(lambda value: value if value is None else check_label(value, field))
+
+
+#: A one-line name (collection, plan, training model): see :func:`check_label`.
+CollectionName = Annotated[str, _label("name")]
+PlanName = Annotated[str, _label("plan")]
 
 
 class StrictModel(BaseModel):
-    """Request bodies: unknown keys and NUL characters (which Postgres text cannot store)
-    are 422s that say where."""
+    """Request bodies: unknown keys, loosely typed numbers or booleans, and NUL characters or
+    lone surrogates anywhere are 422s that say where."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     @model_validator(mode="before")
     @classmethod
-    def _no_nul(cls, data: Any) -> Any:
-        _reject_nul(data)
+    def _clean_text(cls, data: Any) -> Any:
+        _check_strings(data, "body")
         return data
 
 
@@ -53,8 +80,13 @@ class TokenOut(BaseModel):
 
 
 class UserCreate(StrictModel):
-    username: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.@-]+$")
-    password: str = Field(min_length=8, max_length=1024)
+    username: str = Field(min_length=1, max_length=64, pattern=USERNAME_PATTERN)
+    password: str = Field(
+        min_length=1,
+        max_length=1024,
+        description="At least 12 characters, not the username, not a common or easily guessed "
+        "password (docs/security.md#password-policy).",
+    )
     role: Role = "assessor"
 
 
@@ -69,7 +101,7 @@ class UserOut(BaseModel):
 
 
 class CollectionCreate(StrictModel):
-    name: str = Field(min_length=1, max_length=200)
+    name: CollectionName = Field(min_length=1, max_length=200)
     description: str = Field(default="", max_length=10_000)
 
 
@@ -109,7 +141,7 @@ class TaskCreate(StrictModel):
     k: int = Field(default=10, ge=1, le=10_000)
     seed: int | None = Field(default=None, ge=0, le=2**62)
     options: dict[str, Any] | None = None
-    plan: str | None = Field(default=None, max_length=100)
+    plan: PlanName | None = Field(default=None, max_length=100)
 
 
 class TaskOut(BaseModel):

@@ -1,17 +1,26 @@
-"""Passwords, API tokens, server-side web sessions, login throttling and CSRF checks (C3).
+"""Passwords, API tokens, server-side web sessions, login throttling and CSRF checks
+(``docs/security.md``).
 
 - Passwords: pwdlib Argon2 (not passlib, which breaks with bcrypt >= 4.1). Unknown users are
   verified against a dummy hash so both paths cost the same (no user enumeration by timing).
+- Password policy for new and changed passwords (:func:`password_problem`), after NIST SP
+  800-63B: at least 12 characters, no composition rules, and a blocklist check: not the
+  username, and not a password that zxcvbn (the maintained Python port of Dropbox's estimator,
+  whose lists include 30,000 common passwords from breach corpora) expects to fall within
+  10^8 guesses (common passwords, dictionary words, repeats, sequences, keyboard patterns).
 - Tokens (API and session): an opaque ``secrets.token_urlsafe(32)`` goes to the client; the
   database stores only ``sha256(token)`` hex, so a database leak yields no usable credential.
 - Web sessions are rows (revocable, unlike a signed cookie) with an idle expiry (measured from
   ``last_seen_at``, refreshed at most once a minute to keep writes rare) and an absolute expiry
   (``expires_at`` fixed at login). A new session is minted on every login (no fixation).
-- Login throttling is DB-backed (``login_attempt``), so it holds across workers: after
-  ``login_max_failures`` failures for a (username, ip) within ``login_window_seconds`` (and
-  since the last success) further attempts are refused until the window has moved on. An
-  attempt is counted and recorded in one serialised transaction before its password is
-  checked, so concurrent guesses cannot slip past the limit.
+- Login throttling is DB-backed (``login_attempt``), so it holds across workers. Three limits
+  over the failures within ``login_window_seconds`` (:func:`_retry_after_in`): per
+  (username, ip), per ip across usernames (a password spray from one address), and per
+  username across ips, where each failure past a free allowance doubles a short delay instead
+  of locking the account, and a familiar ip (one the user logged in from lately) is exempt
+  from the last two, so nobody can keep a known user out by failing logins in their name.
+  An attempt is counted and recorded in one serialised transaction before its password is
+  checked, so concurrent guesses cannot slip past a limit.
 - CSRF for cookie-authenticated unsafe requests: ``Sec-Fetch-Site`` must be same-origin/none
   when present, else ``Origin`` must equal the public origin when present, and a per-session
   synchronizer token must match (compared with :func:`hmac.compare_digest`).
@@ -25,6 +34,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -35,11 +45,14 @@ from pwdlib import PasswordHash
 from pwdlib.hashers.argon2 import Argon2Hasher
 from sqlalchemy import bindparam, delete, func, select, update
 from sqlalchemy.orm import Session
+from zxcvbn import zxcvbn
+from zxcvbn.frequency_lists import FREQUENCY_LISTS
 
 from app.db import Database
 from app.errors import Unauthorized
 from app.models import ApiToken, LoginAttempt, User, WebSession, utcnow
 from app.prepared import Prepared
+from labeling.identifiers import text_problem
 
 SESSION_COOKIE = "heapjudge_session"
 CSRF_HEADER = "X-CSRF-Token"
@@ -79,6 +92,62 @@ def verify_password(password: str, password_hash: str | None) -> bool:
 @lru_cache(maxsize=1)
 def _dummy_hash() -> str:
     return _password_hash.hash(secrets.token_urlsafe(16))
+
+
+#: Shortest new password, in characters after NFKC normalisation (NIST SP 800-63B asks for at
+#: least 8 and recommends more; 12 leaves room for memorable passphrases).
+MIN_PASSWORD_CHARS = 12
+MAX_PASSWORD_CHARS = 1024
+#: A new password must need at least this many guesses by zxcvbn's estimate (its score 3,
+#: "safely unguessable: moderate protection from offline slow-hash scenario").
+MIN_PASSWORD_GUESSES = 10**8
+#: zxcvbn's own input limit; a longer password is judged by its first characters.
+_ZXCVBN_MAX_CHARS = 72
+#: Words that are context-specific to this service (NIST: "the name of the service").
+SERVICE_WORDS = ("heapjudge", "judge", "relevance", "assessor")
+
+
+@lru_cache(maxsize=1)
+def common_passwords() -> frozenset[str]:
+    """zxcvbn's list of common passwords (30,000, most frequent first in the package)."""
+    return frozenset(FREQUENCY_LISTS["passwords"])
+
+
+def password_problem(password: str, *, username: str = "") -> str | None:
+    """Why ``password`` may not be set as a new password, or None (the policy of
+    ``docs/security.md#password-policy``, after NIST SP 800-63B section 3.1.1.2):
+
+    1. clean text (no NUL, no lone surrogate), 12 to 1024 characters after NFKC normalisation;
+    2. not the username (ignoring case and surrounding spaces);
+    3. not a common password (zxcvbn's list, ignoring case), and not guessable within
+       :data:`MIN_PASSWORD_GUESSES` by zxcvbn's estimator, which knows the username and the
+       service's name as well (repeats, sequences, keyboard walks, dictionary words and l33t
+       variants of these)."""
+    problem = text_problem(password)
+    if problem is not None:
+        return f"the password {problem}"
+    normalised = unicodedata.normalize("NFKC", password)
+    if len(normalised) < MIN_PASSWORD_CHARS:
+        return f"the password is too short: use at least {MIN_PASSWORD_CHARS} characters"
+    if len(normalised) > MAX_PASSWORD_CHARS:
+        return f"the password is too long: at most {MAX_PASSWORD_CHARS} characters"
+    folded = normalised.strip().casefold()
+    if username and folded == username.strip().casefold():
+        return "the password must not be the username"
+    if folded in common_passwords():
+        return "the password is one of the most common passwords; choose another"
+    estimate = zxcvbn(
+        normalised[:_ZXCVBN_MAX_CHARS],
+        user_inputs=[w for w in (username, *SERVICE_WORDS) if w],
+        max_length=_ZXCVBN_MAX_CHARS,
+    )
+    if estimate["guesses"] < MIN_PASSWORD_GUESSES:
+        warning = estimate["feedback"].get("warning") or "it follows a common pattern"
+        return (
+            "the password is too easy to guess (" + warning.rstrip(".") + "); a few unrelated "
+            "words make a strong, memorable password"
+        )
+    return None
 
 
 # --------------------------------------------------------------------------- tokens
@@ -325,40 +394,92 @@ def revoke_user_credentials(db: Database, user_id: int) -> None:
 
 
 class LoginThrottled(Exception):
-    """Too many failed logins for this (username, ip); retry after ``retry_after`` seconds."""
+    """Too many failed logins (see :func:`_retry_after_in`); retry after ``retry_after``
+    seconds."""
 
     def __init__(self, retry_after: int) -> None:
         super().__init__(f"too many failed login attempts; retry in {retry_after} s")
         self.retry_after = retry_after
 
 
-def _retry_after_in(s: Session, username: str, ip: str, now: datetime, settings: Any) -> int:
-    """Seconds before another attempt for (username, ip) is allowed (0 = now), read in ``s``."""
-    window_start = now - timedelta(seconds=settings.login_window_seconds)
-    last_success = s.scalar(
-        select(func.max(LoginAttempt.at)).where(
-            LoginAttempt.username == username, LoginAttempt.ip == ip, LoginAttempt.success
+def _seconds_until(free_at: datetime, now: datetime) -> int:
+    return max(0, int((free_at - now).total_seconds()) + 1) if free_at > now else 0
+
+
+def _window_wait(
+    s: Session, where: list[Any], since: datetime, limit: int, now: datetime, window: timedelta
+) -> int:
+    """Seconds until fewer than ``limit`` of the failures matching ``where`` (after ``since``)
+    are inside the window: the oldest of the last ``limit`` must leave it first."""
+    failures = list(
+        s.scalars(
+            select(LoginAttempt.at)
+            .where(*where, LoginAttempt.success.is_(False), LoginAttempt.at > since)
+            .order_by(LoginAttempt.at.desc())
+            .limit(limit)
         )
     )
-    since = max(window_start, last_success) if last_success else window_start
-    failures = list(
+    if len(failures) < limit:
+        return 0
+    return max(1, _seconds_until(failures[-1] + window, now))
+
+
+def _last_success(s: Session, *where: Any) -> datetime | None:
+    return s.scalar(select(func.max(LoginAttempt.at)).where(*where, LoginAttempt.success))
+
+
+def _retry_after_in(s: Session, username: str, ip: str, now: datetime, settings: Any) -> int:
+    """Seconds before another login attempt for ``username`` from ``ip`` is allowed (0 = now),
+    read in ``s``. Failures count within ``login_window_seconds``; the longest wait of:
+
+    1. (username, ip): ``login_max_failures`` failures since the pair's last success lock
+       the pair until the oldest of them leaves the window (it affects this ip only);
+    2. ip: ``login_ip_max_failures`` failures from the ip, for any usernames, lock the ip
+       (one address trying many accounts);
+    3. username: past ``login_user_free_failures`` failures since the user's last success,
+       from any ips, each attempt waits ``2**(failures - free)`` seconds (at most
+       ``login_user_max_delay_seconds``) after the latest failure: a distributed guesser gets
+       a few guesses a minute, never a lock-out of the account.
+
+    A *familiar* ip, one the user logged in from within ``login_known_ip_days``, is exempt
+    from 2 and 3, so an attacker elsewhere cannot keep the user out, and a spray from a
+    shared address does not stop the users who work there."""
+    window = timedelta(seconds=settings.login_window_seconds)
+    window_start = now - window
+    pair = [LoginAttempt.username == username, LoginAttempt.ip == ip]
+    pair_success = _last_success(s, *pair)
+    since = max(window_start, pair_success) if pair_success else window_start
+    wait = _window_wait(s, pair, since, settings.login_max_failures, now, window)
+    familiar = pair_success is not None and pair_success > now - timedelta(
+        days=settings.login_known_ip_days
+    )
+    if familiar:
+        return wait
+    ip_wait = _window_wait(
+        s, [LoginAttempt.ip == ip], window_start, settings.login_ip_max_failures, now, window
+    )
+    user_success = _last_success(s, LoginAttempt.username == username)
+    since = max(window_start, user_success) if user_success else window_start
+    free = settings.login_user_free_failures
+    cap = settings.login_user_max_delay_seconds
+    recent = list(
         s.scalars(
             select(LoginAttempt.at)
             .where(
                 LoginAttempt.username == username,
-                LoginAttempt.ip == ip,
                 LoginAttempt.success.is_(False),
                 LoginAttempt.at > since,
             )
             .order_by(LoginAttempt.at.desc())
-            .limit(settings.login_max_failures)
+            # Enough to know when the delay reaches its cap (2**k >= cap).
+            .limit(free + cap.bit_length() + 1)
         )
     )
-    if len(failures) < settings.login_max_failures:
-        return 0
-    # Allowed again once the oldest of the last N failures leaves the window.
-    free_at = failures[-1] + timedelta(seconds=settings.login_window_seconds)
-    return max(1, int((free_at - now).total_seconds()) + 1)
+    user_wait = 0
+    if len(recent) >= free:
+        delay = min(2 ** (len(recent) - free), cap)
+        user_wait = _seconds_until(recent[0] + timedelta(seconds=delay), now)
+    return max(wait, ip_wait, user_wait)
 
 
 def login_retry_after(db: Database, username: str, ip: str, *, now: datetime | None = None) -> int:
@@ -377,19 +498,21 @@ def authenticate(
     The throttle check and the record of the attempt are one step: the attempt is written as
     a failure, in the write transaction that checked the count, BEFORE the password is
     verified, and turned into a success afterwards if it was one. So parallel attempts each
-    count at once and no burst of concurrent guesses gets past ``login_max_failures``. The
-    transactions of one (username, ip) are serialised by SQLite's single writer, and on
-    Postgres by a transaction-level advisory lock on the pair."""
+    count at once and no burst of concurrent guesses gets past a limit. The transactions are
+    serialised by SQLite's single writer, and on Postgres by transaction-level advisory locks
+    on the username and on the ip (always taken in that order, so two attempts never wait for
+    each other in a cycle)."""
     now = now or utcnow()
     username = username.strip()[:64]
     ip = (ip or "")[:64]
-    if "\x00" in username:  # cannot name a user (and Postgres text cannot hold it)
+    if text_problem(username) is not None:  # cannot name a user (nor be stored or hashed)
         verify_password(password, None)
         return None
     with db.write() as s:
         if not db.is_sqlite:
-            key = int.from_bytes(hashlib.sha256(f"{username}\n{ip}".encode()).digest()[:8], "big")
-            s.execute(select(func.pg_advisory_xact_lock(key - 2**63)))
+            for scope in (f"user\n{username}", f"ip\n{ip}"):
+                key = int.from_bytes(hashlib.sha256(scope.encode()).digest()[:8], "big")
+                s.execute(select(func.pg_advisory_xact_lock(key - 2**63)))
         wait = _retry_after_in(s, username, ip, now, db.settings)
         if wait:
             raise LoginThrottled(wait)

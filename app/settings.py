@@ -109,6 +109,26 @@ class Settings(BaseSettings):
     login_window_seconds: int = Field(
         default=900, ge=1, description="Window in which failed logins are counted."
     )
+    login_ip_max_failures: int = Field(
+        default=20,
+        ge=1,
+        description="Failed logins per ip (any username) in the window before that ip is "
+        "throttled (except for a username that logged in from it before).",
+    )
+    login_user_free_failures: int = Field(
+        default=10,
+        ge=1,
+        description="Failed logins per username (any ip) in the window before each further "
+        "attempt from an unfamiliar ip must wait a delay that doubles per failure.",
+    )
+    login_user_max_delay_seconds: int = Field(
+        default=60, ge=1, description="Longest per-username delay (it never becomes a lock-out)."
+    )
+    login_known_ip_days: int = Field(
+        default=30,
+        ge=0,
+        description="An ip a user logged in from within this many days is familiar to them.",
+    )
     import_max_lines: int = Field(default=1_000_000, ge=1, description="NDJSON import line cap.")
     import_max_field_chars: int = Field(
         default=1_000_000, ge=16, description="Longest text/html field accepted on import."

@@ -100,7 +100,7 @@ def main() -> None:
             ),
         )
         for name in names[:10]:
-            users.create_user(db=db, username=name, password="password123")
+            users.create_user(db=db, username=name, password="bench admin passphrase")
         spec = PlanSpec(
             collection_id=cid,
             assessors=names[:10],

@@ -479,12 +479,22 @@ def reset_password_cmd(
 def disable_cmd(
     name: str = typer.Argument(...),
     enable: bool = typer.Option(False, "--enable", help="Re-enable instead."),
+    force: bool = typer.Option(
+        False,
+        "--force",
+        help="Disable even the last active admin (nobody can then log in "
+        "as an admin until one is re-enabled here).",
+    ),
     database_url: str | None = DB_OPTION,
 ) -> None:
-    """Disable a user (sessions and tokens stop at once), or --enable them again."""
+    """Disable a user (sessions and tokens stop at once), or --enable them again. The last
+    active admin is refused unless --force."""
     from app.services.users import set_disabled
 
-    _run(database_url, lambda db: set_disabled(db=db, username=name, disabled=not enable))
+    _run(
+        database_url,
+        lambda db: set_disabled(db=db, username=name, disabled=not enable, force=force),
+    )
     typer.echo(f"{name!r} {'enabled' if enable else 'disabled'}")
 
 

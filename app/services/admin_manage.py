@@ -18,7 +18,8 @@ from app import security
 from app.db import Database
 from app.errors import Conflict, Invalid, NotFound
 from app.models import TASK_STATUSES, Collection, Judgment, Task, User
-from app.services.users import MIN_PASSWORD_LENGTH
+from app.services.users import check_new_password
+from labeling.identifiers import label_problem, text_problem
 
 
 def update_collection(
@@ -38,8 +39,12 @@ def update_collection(
             if name is not None:
                 if not name.strip():
                     raise Invalid("collection name must not be blank")
+                if (problem := label_problem(name.strip())) is not None:
+                    raise Invalid(f"collection name {problem}")
                 coll.name = name.strip()
             if description is not None:
+                if (problem := text_problem(description)) is not None:
+                    raise Invalid(f"collection description {problem}")
                 coll.description = description
             if archived is not None:
                 coll.archived = archived
@@ -50,9 +55,9 @@ def update_collection(
 
 
 def reset_password(*, db: Database, username: str, password: str) -> User:
-    """Set a new password and end the user's sessions and API tokens at once."""
-    if len(password) < MIN_PASSWORD_LENGTH:
-        raise Invalid(f"password too short: at least {MIN_PASSWORD_LENGTH} characters")
+    """Set a new password (the password policy applies) and end the user's sessions and API
+    tokens at once."""
+    check_new_password(password, username=username)
     with db.write() as s:
         user = s.scalar(select(User).where(User.username == username))
         if user is None:

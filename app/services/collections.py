@@ -35,10 +35,16 @@ from sqlalchemy.exc import IntegrityError
 from app.db import Database
 from app.errors import Conflict, Invalid, NotFound
 from app.models import Collection, Document, Query, Task
+from labeling.identifiers import (
+    MAX_IDENTIFIER_CHARS,
+    identifier_problem,
+    label_problem,
+    text_problem,
+)
 from labeling.sources.base import parse_json_line
 
 MAX_REPORTED_ERRORS = 100
-MAX_ID_CHARS = 200
+MAX_ID_CHARS = MAX_IDENTIFIER_CHARS
 REQUIRED_KEYS = ("query_id", "query", "doc_id")
 OPTIONAL_KEYS = ("description", "title", "text", "html", "features", "grade")
 ALLOWED_KEYS = frozenset(REQUIRED_KEYS + OPTIONAL_KEYS)
@@ -81,9 +87,14 @@ def create_collection(*, db: Database, name: str, description: str = "") -> Coll
     name = name.strip()
     if not name:
         raise Invalid("collection name must not be blank")
-    if "\x00" in name or "\x00" in description:
-        # Postgres text cannot hold NUL; refuse it on SQLite too so both backends agree.
-        raise Invalid("collection name and description must not contain NUL characters")
+    # Postgres text cannot hold NUL; refuse it on SQLite too so both backends agree. A name is
+    # one line (no control characters); the description is free text.
+    problem = label_problem(name)
+    if problem is not None:
+        raise Invalid(f"collection name {problem}")
+    problem = text_problem(description)
+    if problem is not None:
+        raise Invalid(f"collection description {problem}")
     coll = Collection(name=name, description=description)
     try:
         with db.write() as s:
@@ -258,18 +269,13 @@ class _Errors:
 
 
 def _as_id(value: Any) -> str | None:
+    """An id as text (an integer as its decimal string), or None for another JSON type; the
+    identifier rule (:func:`labeling.identifiers.identifier_problem`) is checked after."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
         return str(value)
-    if (
-        isinstance(value, str)
-        and value.strip()
-        and len(value) <= MAX_ID_CHARS
-        and "\x00" not in value
-    ):
-        return value
-    return None
+    return value if isinstance(value, str) else None
 
 
 def _finite_floats(values: Any) -> list[float] | None:
@@ -306,12 +312,12 @@ def _check_line(number: int, obj: Any, errors: _Errors, max_chars: int) -> _Line
     for key in ("query_id", "doc_id"):
         if key in obj:
             value = _as_id(obj[key])
+            problem = identifier_problem(value) if value is not None else None
             if value is None:
-                errors.add(
-                    number,
-                    f"{key} must be a non-empty string (at most {MAX_ID_CHARS} chars) or an "
-                    f"integer, got {obj[key]!r}",
-                )
+                kind = "null" if obj[key] is None else type(obj[key]).__name__
+                errors.add(number, f"{key} must be a string or an integer, got {kind}")
+            elif problem is not None:
+                errors.add(number, f"{key} {problem}")
             else:
                 ids[key] = value
     strings: dict[str, str | None] = {}
@@ -326,8 +332,8 @@ def _check_line(number: int, obj: Any, errors: _Errors, max_chars: int) -> _Line
             errors.add(number, f"{key} must be a string, got {type(value).__name__}")
         elif len(value) > max_chars:
             errors.add(number, f"{key} is too long ({len(value)} > {max_chars} characters)")
-        elif "\x00" in value:
-            errors.add(number, f"{key} contains a NUL character")
+        elif (problem := text_problem(value)) is not None:
+            errors.add(number, f"{key} {problem}")
         elif key == "query" and not value.strip():
             errors.add(number, "query must be a non-empty string")
         else:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+from labeling.identifiers import identifier_problem, text_problem
 from labeling.sources.base import (
     IssueCollector,
     SourceDocument,
@@ -47,6 +48,10 @@ def parse_jsonl_docs(
             issues.add(number, f"{key} must be a non-empty string or integer")
             continue
         doc_id = str(raw_id)
+        problem = identifier_problem(doc_id)
+        if problem is not None:
+            issues.add(number, f"{key} {problem}")
+            continue
         bad = [
             k
             for k in ("title", "text", "html")
@@ -54,6 +59,10 @@ def parse_jsonl_docs(
         ]
         if bad:
             issues.add(number, f"{', '.join(bad)} must be text")
+            continue
+        unclean = [(k, p) for k in ("title", "text", "html") if (p := _text_problem(obj.get(k)))]
+        if unclean:
+            issues.add(number, "; ".join(f"{k} {p}" for k, p in unclean))
             continue
         text_v, html_v = obj.get("text"), obj.get("html")
         if text_v is not None and html_v is not None:
@@ -73,3 +82,7 @@ def parse_jsonl_docs(
     if not seen and not issues:
         issues.add(1, "no documents found")
     issues.raise_if_any()
+
+
+def _text_problem(value: str | None) -> str | None:
+    return text_problem(value) if value is not None else None

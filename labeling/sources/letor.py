@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from labeling.identifiers import identifier_problem as _bad
 from labeling.sources.base import FeatureRow, IssueCollector, SourceError
 
 
@@ -42,6 +43,10 @@ def read_letor_features(
     for i in range(data.n_rows):
         qid, doc = str(data.qids[i]), str(data.docids[i])
         line = linenos[i] if i < len(linenos) else 0
+        bad = [f"{what} {p}" for what, v in (("qid", qid), ("docid", doc)) if (p := _bad(v))]
+        if bad:
+            issues.add(line, "; ".join(bad))
+            continue
         if (qid, doc) in seen:
             issues.add(
                 line, f"query {qid} document {doc} appears twice (first on line {seen[(qid, doc)]})"

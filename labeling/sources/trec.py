@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
+from labeling.identifiers import identifier_problem
 from labeling.sources.base import (
     IssueCollector,
     Lines,
@@ -159,6 +160,10 @@ def _topic_from_block(
     if "num" not in values or not values["num"]:
         issues.add(start, "topic has no <num>")
         return None
+    problem = identifier_problem(values["num"])
+    if problem is not None:
+        issues.add(field_line.get("num", start), f"topic number {problem}")
+        return None
     if "title" not in values or not values["title"]:
         issues.add(field_line.get("title", start), f"topic {values['num']} has no <title> text")
         return None
@@ -251,6 +256,10 @@ def _doc_from_block(
         )
         return None
     doc_id = docnos[0].strip()
+    problem = identifier_problem(doc_id)
+    if problem is not None:
+        issues.add(start, f"DOCNO {problem}")
+        return None
     if doc_id in seen:
         issues.add(start, f"duplicate DOCNO {doc_id} (first on line {seen[doc_id]})")
         return None

@@ -22,7 +22,7 @@ def test_cli_import_plan_progress_export(shared_data: Path, tmp_path: Path) -> N
     out = run("admin", "import-cranfield", "cran", str(shared_data / "cranfield"))
     assert "1837 rows, 225 new queries" in out
     for name in ("u1", "u2", "u3", "u4"):
-        run("create-user", name, "--password-stdin", stdin="password123\n")
+        run("create-user", name, "--password-stdin", stdin="admin cli passphrase\n")
     out = run(
         "admin", "plan", "cran", "--assessors", "u1,u2,u3,u4", "--queries", "1,2,3,4", "--k", "3"
     )

@@ -44,8 +44,16 @@ def test_db_user_import_export_commands(tmp_path: Path) -> None:
 
     url = f"sqlite:///{tmp_path / 'cli.db'}"
     r = run("db", "upgrade", "--database-url", url)
-    assert r.exit_code == 0 and "0003_training_jobs" in r.output, r.output  # the head
-    r = run("create-user", "root", "--role", "admin", "--database-url", url, stdin="a-long-pw\n")
+    assert r.exit_code == 0 and "0003_training_jobs" in r.output, r.output
+    r = run(
+        "create-user",
+        "root",
+        "--role",
+        "admin",
+        "--database-url",
+        url,
+        stdin="a-long-root-passphrase\n",
+    )
     assert r.exit_code == 0 and "admin 'root'" in r.output, r.output
     r = run("create-user", "root", "--database-url", url, stdin="a-long-password\n")
     assert r.exit_code == 1 and "already taken" in r.output

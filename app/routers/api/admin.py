@@ -20,32 +20,32 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Request
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
-from app.deps import MAX_UPLOAD_FIELDS, MAX_UPLOAD_FILES, DbDep, require_admin, upload_form
+from app.deps import (
+    MAX_UPLOAD_FIELDS,
+    MAX_UPLOAD_FILES,
+    AdminUser,
+    DbDep,
+    require_admin,
+    upload_form,
+)
 from app.errors import Invalid
+from app.schemas import CollectionName, PlanName, StrictModel
 from app.services import admin_imports, admin_manage, planning, progress, users
 
 router = APIRouter(prefix="/admin", tags=["admin"], dependencies=[Depends(require_admin)])
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-#: Text fields may not contain NUL (Postgres text cannot hold it; refused on SQLite alike).
-NO_NUL = r"^[^\x00]*$"
-
-
-class CollectionPatch(_Strict):
-    name: str | None = Field(default=None, min_length=1, max_length=200, pattern=NO_NUL)
-    description: str | None = Field(default=None, max_length=10_000, pattern=NO_NUL)
+class CollectionPatch(StrictModel):
+    name: CollectionName | None = Field(default=None, min_length=1, max_length=200)
+    description: str | None = Field(default=None, max_length=10_000)
     archived: bool | None = None
 
 
-class PoolIn(_Strict):
+class PoolIn(StrictModel):
     mode: Literal["all", "sample", "run", "bm25"] = "all"
     n: int | None = Field(default=None, ge=1, le=100_000)
     seed: int = 0
@@ -54,7 +54,7 @@ class PoolIn(_Strict):
     run_order: bool = False
 
 
-class PlanIn(_Strict):
+class PlanIn(StrictModel):
     collection_id: int
     assessors: list[str] = Field(default_factory=list, max_length=1000)
     query_ids: list[str] | None = None
@@ -63,7 +63,7 @@ class PlanIn(_Strict):
     per_query: dict[str, int] = Field(default_factory=lambda: {"topk": 2, "graded": 2})
     seed: int = 0
     csv: str | None = None
-    name: str = Field(default="plan", min_length=1, max_length=60)
+    name: PlanName = Field(default="plan", min_length=1, max_length=60)
     k: int = Field(default=10, ge=1, le=10_000)
     options: dict[str, dict[str, Any]] = Field(default_factory=dict)
     pool: PoolIn = Field(default_factory=PoolIn)
@@ -85,8 +85,12 @@ class PlanIn(_Strict):
         )
 
 
-class PasswordIn(_Strict):
-    password: str = Field(min_length=8, max_length=1024)
+class PasswordIn(StrictModel):
+    password: str = Field(
+        min_length=1,
+        max_length=1024,
+        description="The password policy applies (docs/security.md#password-policy).",
+    )
 
 
 def _collection_out(coll: Any) -> dict[str, Any]:
@@ -250,9 +254,10 @@ def reset_password(username: str, body: PasswordIn, db: DbDep) -> dict[str, Any]
 
 
 @router.post("/users/{username}/disable")
-def disable_user(username: str, db: DbDep) -> dict[str, Any]:
-    """Disable a user: their sessions and tokens stop working at once."""
-    user = users.set_disabled(db=db, username=username, disabled=True)
+def disable_user(username: str, db: DbDep, admin: AdminUser) -> dict[str, Any]:
+    """Disable a user: their sessions and tokens stop working at once. 409 for the caller's
+    own account and for the last active admin."""
+    user = users.set_disabled(db=db, username=username, disabled=True, actor=admin.username)
     return {"username": user.username, "disabled": True}
 
 

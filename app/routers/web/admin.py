@@ -580,7 +580,11 @@ async def user_action(request: Request, username: str, action: str, db: DbDep) -
             if action == "disable" and username == resolved.user.username:
                 return _back(request, "/admin", "You cannot disable yourself.", "error")
             await run_in_threadpool(
-                users.set_disabled, db=db, username=username, disabled=action == "disable"
+                users.set_disabled,
+                db=db,
+                username=username,
+                disabled=action == "disable",
+                actor=resolved.user.username,
             )
             message = f"{username} {action}d."
         elif action == "password":

@@ -1,0 +1,137 @@
+"""The identifier rule and the text rule that every input path applies (request models, the
+NDJSON import and the file readers of :mod:`labeling.sources`).
+
+Identifiers (``query_id``, ``doc_id``) end up as columns of whitespace-separated export files
+(TREC qrels and runs, LETOR comments): an identifier with a space, tab or line break in it would
+split into extra columns or forge whole lines. So an identifier is
+
+* 1 to :data:`MAX_IDENTIFIER_CHARS` characters,
+* each one *printable and not a space*: no character of the Unicode categories ``Z*``
+  (separators: space, no-break space, line and paragraph separators) or ``C*`` (control
+  characters such as NUL, tab and newline; format characters such as zero-width spaces and
+  bidirectional overrides; lone surrogates; private-use and unassigned code points).
+
+Letters of any script, digits and punctuation are fine (``FBIS3-10082``, ``clueweb09-en0000-00-
+00000``, ``q:7``, ``文档-1``). Usernames have a narrower rule of their own (ASCII letters, digits
+and ``_.@-``; :data:`USERNAME_PATTERN`).
+
+Free text (query text, titles, document bodies, descriptions, names) may hold any character
+except NUL (PostgreSQL text cannot store it; SQLite refuses it too so both backends agree) and a
+lone surrogate (``"\\ud800"`` is valid JSON but no valid UTF-8: neither database driver can store
+it and no response can echo it). See ``docs/security.md#text-hygiene``.
+
+Pure functions: messages describe the problem and a position, never the offending value itself
+(which might be the unencodable character).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+#: Longest identifier (the ``external_id`` and judgment ``doc`` columns hold 200 characters).
+MAX_IDENTIFIER_CHARS = 200
+
+#: Usernames: ASCII letters, digits and ``_ . @ -``, 1 to 64 characters.
+USERNAME_PATTERN = r"^[A-Za-z0-9_.@-]{1,64}$"
+USERNAME_RE = re.compile(USERNAME_PATTERN)
+USERNAME_RULE = "1-64 characters from ASCII letters, digits and _.@-"
+
+IDENTIFIER_RULE = (
+    f"1-{MAX_IDENTIFIER_CHARS} printable characters without spaces, tabs, line breaks or "
+    "other control or format characters"
+)
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _describe(char: str) -> str:
+    """A safe, readable name for a character: ``U+0009`` plus its Unicode name when it has
+    one (surrogates and most control characters have none)."""
+    name = unicodedata.name(char, "")
+    return f"U+{ord(char):04X}" + (f" ({name})" if name else "")
+
+
+def text_problem(value: str) -> str | None:
+    """Why ``value`` cannot be stored as text (a lone surrogate or a NUL), or None.
+
+    The message gives the character's position (1-based), not the value."""
+    match = _SURROGATE.search(value)
+    if match is not None:
+        return (
+            f"contains a lone surrogate {_describe(match.group())} at character "
+            f"{match.start() + 1} (not valid Unicode text)"
+        )
+    nul = value.find("\x00")
+    if nul >= 0:
+        return f"contains a NUL character at character {nul + 1}"
+    return None
+
+
+def identifier_problem(value: str) -> str | None:
+    """Why ``value`` is not a valid identifier (see the module docstring), or None.
+
+    >>> identifier_problem("FBIS3-10082") is None
+    True
+    >>> identifier_problem("x\\ny 9 FAKE 4")
+    'contains U+000A at character 2; an identifier is 1-200 printable characters without \
+spaces, tabs, line breaks or other control or format characters'
+    """
+    if not value:
+        return f"is empty; an identifier is {IDENTIFIER_RULE}"
+    problem = text_problem(value)
+    if problem is not None:
+        return problem
+    if len(value) > MAX_IDENTIFIER_CHARS:
+        return f"is too long ({len(value)} characters); an identifier is {IDENTIFIER_RULE}"
+    for i, char in enumerate(value):
+        if not char.isprintable() or char == " ":
+            return (
+                f"contains {_describe(char)} at character {i + 1}; "
+                f"an identifier is {IDENTIFIER_RULE}"
+            )
+    return None
+
+
+def label_problem(value: str) -> str | None:
+    """Why ``value`` cannot be a one-line label (a collection, plan or model name), or None:
+    :func:`text_problem`, or a control or format character (tab, line break, zero-width or
+    bidirectional-override characters). Spaces and any script are fine."""
+    problem = text_problem(value)
+    if problem is not None:
+        return problem
+    for i, char in enumerate(value):
+        if unicodedata.category(char)[0] == "C" or char in "\u2028\u2029":
+            return f"contains {_describe(char)} at character {i + 1}; a name is one line of text"
+    return None
+
+
+def username_problem(value: str) -> str | None:
+    """Why ``value`` is not a valid username, or None."""
+    if USERNAME_RE.fullmatch(value):
+        return None
+    return f"is not a valid username: {USERNAME_RULE}"
+
+
+def check_text(value: str, field: str) -> str:
+    """``value`` if :func:`text_problem` finds nothing, else ``ValueError`` naming ``field``."""
+    problem = text_problem(value)
+    if problem is not None:
+        raise ValueError(f"{field} {problem}")
+    return value
+
+
+def check_label(value: str, field: str) -> str:
+    """``value`` if :func:`label_problem` finds nothing, else ``ValueError`` naming ``field``."""
+    problem = label_problem(value)
+    if problem is not None:
+        raise ValueError(f"{field} {problem}")
+    return value
+
+
+def check_identifier(value: str, field: str) -> str:
+    """``value`` if it is a valid identifier, else ``ValueError`` naming ``field``."""
+    problem = identifier_problem(value)
+    if problem is not None:
+        raise ValueError(f"{field} {problem}")
+    return value
