@@ -202,6 +202,13 @@ class HeapTopK:
             total += sum(worst_sift(0, e) for e in range(1, self.sort_end))
         return total
 
+    def expected_remaining(self, *, cache: bool) -> float:
+        """Expected oracle calls still to come (the pending one included) on a random order:
+        the model of :func:`labeling.estimate.expected_remaining`."""
+        from labeling.estimate import expected_remaining  # that module imports this one
+
+        return expected_remaining(self, cache=cache)
+
 
 def heap_topk(order: Sequence[str], k: int) -> Protocol:
     """Algorithm 1 on ``order`` (Steps 1 and 2 take items in this order) with heap size ``k``."""
