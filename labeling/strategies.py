@@ -19,14 +19,20 @@ from typing import TYPE_CHECKING
 
 from labeling.errors import ConfigError
 from labeling.heap import HeapTopK
+from labeling.insertion import InsertionTopK
+from labeling.tournament import TournamentTopK
 
 if TYPE_CHECKING:
     from labeling.session import PairStrategy
 
-#: Base strategies by option name. ``heap`` (Algorithm 1 of Niu et al., SIGIR 2012, "Top-k
-#: Learning to Rank: Labeling, Ranking and Evaluation") is the default.
+#: Base strategies by option name: ``heap`` (Algorithm 1 of Niu et al., SIGIR 2012, "Top-k
+#: Learning to Rank: Labeling, Ranking and Evaluation"; the default), ``tournament``
+#: (replacement selection, the fewest judgments on random orders) and ``insertion`` (binary
+#: insertion into a sorted top list, the fewest when documents come in a good prior order).
 STRATEGIES: dict[str, type[PairStrategy]] = {
     "heap": HeapTopK,
+    "tournament": TournamentTopK,
+    "insertion": InsertionTopK,
 }
 
 #: Strategy modifiers by name: ``MODIFIERS[m](cls)`` is ``cls`` changed by ``m``.
