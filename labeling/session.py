@@ -13,6 +13,9 @@ The judgment log is the only state (DESIGN.md §1): undo is ``open_session(..., 
 
 Decisions where the paper is silent (seed-digest §2.4):
 
+* **Strategy** (default ``"heap"``, Algorithm 1). The option names an entry of
+  :mod:`labeling.strategies` (``heap``, ``tournament``, ``insertion``, plus modifiers); the
+  conventions below hold for every strategy (``docs/protocols.md``).
 * **Initial order.** Steps 1 and 2 take documents in a seeded shuffle of ``doc_ids``
   (``random.Random(seed)``), or in ``initial_order`` (best first, e.g. a system ranking) when
   given; documents missing from ``initial_order`` follow it in seeded order.

@@ -69,9 +69,7 @@ def check_strategy_name(name: object) -> str:
         return name
     names = strategy_names()
     if not isinstance(name, str) or name not in names:
-        raise ConfigError(
-            f"option strategy must be one of {', '.join(names)}; got {name!r}"
-        )
+        raise ConfigError(f"option strategy must be one of {', '.join(names)}; got {name!r}")
     return name
 
 

@@ -209,9 +209,7 @@ def test_initial_order_feeds_every_strategy(name):
         oracle,
     )
     worst_first = run_session(
-        open_session(
-            "topk", docs, k=5, seed=3, options=options(name, initial_order=docs[::-1])
-        ),
+        open_session("topk", docs, k=5, seed=3, options=options(name, initial_order=docs[::-1])),
         oracle,
     )
     assert best_first.result.top == worst_first.result.top == docs[:5]
