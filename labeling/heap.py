@@ -21,7 +21,7 @@ Judgment counts (digest §2.3): worst case ``2k + (n-k)(1 + 2⌊log2 k⌋) + Σ_
 
 from __future__ import annotations
 
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -205,6 +205,20 @@ class HeapTopK:
         else:
             total += sum(worst_sift(0, e) for e in range(1, self.sort_end))
         return total
+
+    def expected_remaining(self, *, cache: bool) -> float:
+        """Expected oracle calls still to come (the pending one included) on a random order:
+        the model of :func:`labeling.estimate.expected_remaining`."""
+        return _estimate_model()(self, cache=cache)
+
+
+@lru_cache(maxsize=1)
+def _estimate_model() -> Callable[..., float]:
+    """:func:`labeling.estimate.expected_remaining`, imported on first use: that module
+    imports this one (a per-call import would cost more than the cached lookup)."""
+    from labeling.estimate import expected_remaining
+
+    return expected_remaining
 
 
 def heap_topk(order: Sequence[str], k: int) -> Protocol:

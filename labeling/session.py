@@ -63,11 +63,11 @@ from labeling.errors import (
     NotFinished,
     WrongQuestion,
 )
-from labeling.estimate import expected_remaining
 from labeling.graded import check_grade, five_grade
 from labeling.groundtruth import GradedResult, PairJudgment, TopKResult
-from labeling.heap import Compare, HeapTopK, Winner
+from labeling.heap import Compare, Winner
 from labeling.middleware import with_pair_cache
+from labeling.strategies import DEFAULT_STRATEGY, check_strategy_name, resolve_strategy
 from labeling.types import (
     METHODS,
     Answer,
@@ -87,6 +87,7 @@ DEFAULT_OPTIONS: dict[str, dict[str, Any]] = {
         "not_relevant": False,
         "initial_order": None,
         "reask_fraction": 0.0,
+        "strategy": DEFAULT_STRATEGY,
     },
     "graded": {},
 }
@@ -233,6 +234,8 @@ def validate_options(method: str, options: Mapping[str, Any] | None = None) -> d
             out[key] = _check_initial_order(value)
         elif key == "reask_fraction":
             out[key] = _check_reask_fraction(value)
+        elif key == "strategy":
+            out[key] = check_strategy_name(value)
         else:
             if not isinstance(value, bool):
                 raise ConfigError(f"option {key} must be true or false, got {value!r}")
@@ -295,10 +298,19 @@ def _check_seed(seed: object) -> int:
 class PairStrategy(typing.Protocol):
     """What :class:`TopKSession` needs from a pairwise strategy (the extension point).
 
-    Algorithm 1 (:class:`labeling.heap.HeapTopK`) is the only one today; a tournament, binary
-    insertion or targeted re-asks would implement the same four members and be passed as
-    ``strategy=``, leaving the service untouched. ``run()`` yields :class:`Compare` questions,
-    receives the winner (``None`` for a tie) and returns ``(top, rest)``.
+    The registry :mod:`labeling.strategies` names the implementations a task may choose with
+    the option ``strategy`` (Algorithm 1, :class:`labeling.heap.HeapTopK`, is the default).
+    ``run()`` yields :class:`Compare` questions, receives the winner (``None`` for a tie) and
+    returns ``(top, rest)``: ``top`` the best ``min(k, n)`` documents best first, ``rest`` the
+    others. It must be a pure function of ``(order, k)`` and the winners sent, so that replaying
+    the log rebuilds it. ``phase`` names the current step (``"done"`` at the end); a question
+    with ``challenger=True`` is the only one where "not relevant" is offered (it refers to
+    ``a``, and the session answers it as a win of ``b``).
+
+    ``max_remaining()`` bounds the questions still to come (the pending one included) for any
+    answers; ``expected_remaining(cache=...)`` is their expected number for a consistent
+    assessor on a random order, with or without the pair cache. The service shows "about
+    ⌈expected⌉ left", so it must never be below the questions certain to come.
     """
 
     phase: str
@@ -309,9 +321,14 @@ class PairStrategy(typing.Protocol):
 
     def max_remaining(self) -> int: ...
 
+    def expected_remaining(self, *, cache: bool) -> float: ...
+
 
 class TopKSession:
-    """Tool T1: Algorithm 1 (:mod:`labeling.heap`) behind the :class:`JudgingSession` interface.
+    """Tool T1: a top-k pairwise strategy (option ``strategy``, default Algorithm 1 of
+    :mod:`labeling.heap`) behind the :class:`JudgingSession` interface.
+
+    ``strategy=`` overrides the option with a class (for strategies outside the registry).
 
     With ``reask_fraction > 0`` some answered questions are posed again later with the sides
     swapped (see the module docstring); those answers are logged but never reach the protocol.
@@ -326,7 +343,7 @@ class TopKSession:
         k: int,
         seed: int,
         options: dict[str, Any],
-        strategy: type[PairStrategy] = HeapTopK,
+        strategy: type[PairStrategy] | None = None,
     ):
         self.doc_ids = doc_ids
         self.k = k
@@ -347,6 +364,8 @@ class TopKSession:
             listed = set(initial)
             order = list(initial) + seeded_order([d for d in doc_ids if d not in listed], seed)
         self.order = order
+        if strategy is None:
+            strategy = resolve_strategy(options.get("strategy", DEFAULT_STRATEGY))
         self.state = strategy(order, k)
         self.answers: list[PairAnswer] = []
         # Protocol comparisons as plain tuples (a, b, winner, not_relevant, cached); turned into
@@ -607,11 +626,14 @@ class TopKSession:
         if self._compare is None:  # only queued re-asks are left
             bound, expected = 0, 0.0
         else:
-            bound = self.state.max_remaining()
-            if isinstance(self.state, HeapTopK):
-                expected = min(float(bound), expected_remaining(self.state, cache=self.pair_cache))
-            else:  # no model of another strategy's mean cost: fall back to its bound
-                expected = float(bound)
+            state = self.state
+            bound = state.max_remaining()
+            # A strategy class passed as ``strategy=`` may predate expected_remaining: without
+            # a model of its mean cost, its bound is the honest estimate.
+            model = getattr(state, "expected_remaining", None)
+            expected = float(bound)
+            if model is not None:
+                expected = min(expected, model(cache=self.pair_cache))
         if self._schedule is None:
             return Progress(len(self.answers), max(1.0, expected), bound, False)
         total = self._reask_bound(bound)

@@ -48,6 +48,7 @@ def test_validate_options_fills_defaults_and_is_idempotent():
         "not_relevant": False,
         "initial_order": None,
         "reask_fraction": 0.0,
+        "strategy": "heap",
     }
     assert validate_options("topk", opts) == opts
     # A config stored before reask_fraction existed validates (and so replays) the same.
