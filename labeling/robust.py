@@ -111,6 +111,9 @@ class RobustStrategy:
         self.state = self.base(self.order, k)  # validates k and the order
         self.phase: str = self.state.phase
         self.votes: dict[Key, list[Winner]] = {}
+        # pair -> (combined answer, settled): kept with the votes, since replay reads it for
+        # every comparison of every run.
+        self.combined: dict[Key, tuple[Winner, bool]] = {}
         self.shown: dict[Key, int] = {}  # pair -> number of this strategy's last showing
         self.asked = 0
         self.path: list[Compare] = []
@@ -118,13 +121,16 @@ class RobustStrategy:
         self.reruns = 0
 
     def _record(self, key: Key, winner: Winner) -> None:
-        self.votes.setdefault(key, []).append(winner)
+        votes = self.votes.setdefault(key, [])
+        votes.append(winner)
+        combined, lead = combine(votes)
+        self.combined[key] = (combined, lead >= LEAD or len(votes) >= MAX_VOTES)
         self.shown[key] = self.asked
         self.asked += 1
 
     def run(self) -> Generator[Compare, Winner, tuple[list[str], list[str]]]:
         """Run the base on combined answers, then re-ask unsettled dependencies (see above)."""
-        votes = self.votes
+        combined = self.combined
         while True:
             state = self.state
             path: list[Compare] = []
@@ -134,31 +140,34 @@ class RobustStrategy:
                 question = next(gen)
                 while True:
                     key = pair_key(question.a, question.b)
-                    answers = votes.get(key)
-                    if answers is None:
+                    known = combined.get(key)
+                    if known is None:
                         self.phase = state.phase
                         winner = yield question
                         self._record(key, winner)
                     else:
-                        winner = combine(answers)[0]
+                        winner = known[0]
                     path.append(question)
                     question = gen.send(winner)
             except StopIteration as stop:
                 top, rest = stop.value
             dependencies = self.dependencies = depends_on(path, top)
-            while True:
-                open_ = [c for c in dependencies if not settled(votes[pair_key(c.a, c.b)])]
-                if not open_:
-                    self.phase = "done"
-                    return list(top), list(rest)
+            open_ = [c for c in dependencies if not combined[pair_key(c.a, c.b)][1]]
+            while open_:
                 compare = self._choose(open_)
                 key = pair_key(compare.a, compare.b)
-                before = combine(votes[key])[0]
+                before = combined[key][0]
                 self.phase = "verify"
                 winner = yield Compare(compare.a, compare.b, compare.challenger, repeat=True)
                 self._record(key, winner)
-                if combine(votes[key])[0] != before:
+                after, done = combined[key]
+                if after != before:
                     break  # the path changes from this pair on: run the base again
+                if done:
+                    open_.remove(compare)
+            else:
+                self.phase = "done"
+                return list(top), list(rest)
             self.reruns += 1
             self.state = self.base(self.order, self.k)
 
