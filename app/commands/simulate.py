@@ -25,7 +25,7 @@ def summarize(
     """Run :func:`labeling.simulation.simulate_study` and summarise it (the ``--json`` object).
 
     κ-NDCG@k of each produced ranking against the true top-k uses
-    :func:`ranking.metrics.kappa_ndcg` (gain 2^y − 1, docs/noise.md#scenarios), vectorised over trials.
+    :func:`ranking.metrics.kappa_ndcg` (gain 2^y − 1, docs/noise.md#scenarios), vectorised.
     """
     import numpy as np
 
