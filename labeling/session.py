@@ -375,6 +375,9 @@ class TopKSession:
         # PairJudgment records only for the result, because replay speed matters.
         self._judged: list[tuple[str, str, Winner, bool, bool]] = []
         self._orientation = Orientation(seed)
+        # Pair (sorted) -> the document shown on the left at its last showing: a deliberate
+        # repeat (Compare.repeat, labeling.robust) is shown the other way round.
+        self._shown_left: dict[tuple[str, str], str] = {}
         # Re-asks: None when off, so that f = 0 runs exactly the code it ran before the option.
         self._schedule = ReaskSchedule(seed, self.reask_fraction) if self.reask_fraction else None
         self._queue: deque[_Reask] = deque()
@@ -415,7 +418,15 @@ class TopKSession:
 
     def _orient(self, compare: Compare, seq: int) -> None:
         """Show the protocol's ``prefer(a, b)`` at ``seq`` as (left, right): swapped iff
-        :meth:`Orientation.swapped` (inlined here, because this runs once per replayed answer)."""
+        :meth:`Orientation.swapped` (inlined here, because this runs once per replayed answer);
+        a deliberate repeat (:attr:`Compare.repeat`) the other way round from its last
+        showing."""
+        if compare.repeat:
+            a, b = compare.a, compare.b
+            last_left = self._shown_left.get((a, b) if a < b else (b, a))
+            if last_left is not None:
+                self._left, self._right = (b, a) if last_left == a else (a, b)
+                return
         blocks = self._orientation.blocks
         if seq >> 6 >= len(blocks):
             blocks.append(self._orientation.bits(len(blocks)))
@@ -552,6 +563,7 @@ class TopKSession:
                 f"one of {', '.join(self.allowed_outcomes)}"
             )
         self.answers.append(answer)
+        self._shown_left[(left, right) if left < right else (right, left)] = left
         if reask is not None:
             # Logged, never sent to the protocol (nor to the pair cache): the heap keeps the
             # first answer, and the re-ask only measures self-consistency.

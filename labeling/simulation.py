@@ -30,7 +30,7 @@ from typing import Any, Literal
 from labeling.errors import ConfigError
 from labeling.graded import MAX_GRADE
 from labeling.groundtruth import GradedResult, TopKResult
-from labeling.session import GradedSession, TopKSession, open_session
+from labeling.session import GradedSession, TopKSession, open_session, validate_options
 from labeling.types import Answer, GradeAnswer, GradeQuestion, PairAnswer, PairQuestion
 
 NoiseModel = Literal["none", "thurstone", "bradley_terry"]
@@ -258,6 +258,8 @@ def simulate_study(
     model: NoiseModel = "none",
     scale: float = 1.0,
     time: TimeModel | None = None,
+    strategy: str = "heap",
+    prior_corr: float | None = None,
 ) -> list[StudyTrial]:
     """Budget a top-k study: ``trials`` sessions of ``n`` documents against simulated assessors.
 
@@ -266,6 +268,9 @@ def simulate_study(
     ``noise`` and says "tie" with probability ``ties`` (ties are enabled iff ``ties > 0``).
     ``model`` adds Thurstone or Bradley–Terry noise of ``scale`` on the latent scores, which
     are the ranks 0..n-1 (so ``scale = 1`` confuses neighbours often, distant documents rarely).
+    ``strategy`` is the task option of that name; with ``prior_corr`` = R the session takes the
+    documents in the order of a prior correlated ≈ R with the truth (:func:`prior_order`, as the
+    task option ``initial_order``) instead of the seeded shuffle.
     """
     if n < 1 or k < 1 or trials < 1:
         raise ConfigError(f"n, k and trials must be >= 1, got n={n}, k={k}, trials={trials}")
@@ -273,13 +278,22 @@ def simulate_study(
     _probability("ties", ties)
     master = random.Random(seed)
     docs = [f"d{i:04d}" for i in range(n)]
-    options = {"pair_cache": cache, "allow_ties": ties > 0}
+    options: dict[str, Any] = {
+        "pair_cache": cache,
+        "allow_ties": ties > 0,
+        "strategy": strategy,
+    }
+    validate_options("topk", options)  # an unknown strategy fails here, before any trial
     time = time or TimeModel()
     out: list[StudyTrial] = []
     for _ in range(trials):
         values = list(range(n))
         master.shuffle(values)
         scores = dict(zip(docs, map(float, values), strict=True))
+        if prior_corr is not None:
+            # Uniform latent values in the order of the scores: u has the ranks' order.
+            latent = {d: (v + 0.5) / n for d, v in scores.items()}
+            options["initial_order"] = prior_order(latent, prior_corr, master)
         assessor = Assessor(
             scores,
             seed=master.getrandbits(32),
@@ -303,6 +317,129 @@ def simulate_study(
                 seconds=run.total_seconds,
                 truth_labels=[truth_label.get(d, 0) for d in docs],
                 produced_rank=[position[d] for d in docs],
+            )
+        )
+    return out
+
+
+# -- judging strategies compared under noise (heapjudge simulate --compare) --------------------
+
+#: The scenarios of ``heapjudge simulate --compare`` (docs/noise.md#scenarios): a consistent
+#: assessor on a random order, the same on the order of a prior correlated ≈ 0.7 with the
+#: truth, 10% uniform answer flips, and Thurstone noise of σ = 2 ranks.
+SCENARIOS: tuple[str, ...] = ("random", "prior0.7", "flip0.1", "thurstone")
+#: Flip rate of the ``flip0.1`` scenario.
+SCENARIO_FLIP = 0.1
+#: σ of the ``thurstone`` scenario, in ranks.
+SCENARIO_SIGMA = 2.0
+#: Correlation of the ``prior0.7`` scenario's prior with the truth: 1/√2, i.e. noise of the
+#: same standard deviation as the latent values.
+SCENARIO_PRIOR_CORR = 1.0 / math.sqrt(2.0)
+#: Standard deviation of U(0, 1), the latent values' distribution.
+_UNIFORM_SD = 1.0 / math.sqrt(12.0)
+
+
+def prior_order(latent: Mapping[str, float], corr: float, rng: random.Random) -> list[str]:
+    """Documents in decreasing order of a noisy prior ``p_i = u_i + N(0, σ²)``.
+
+    For latent values ``u ~ U(0, 1)`` the correlation of ``p`` with ``u`` is
+    ``sd(u) / √(sd(u)² + σ²)``, so ``σ = sd(u)·√(1/R² − 1)`` with ``sd(u) = 1/√12`` gives
+    correlation R (R = 1/√2: σ = sd(u); R = 1: the true order).
+    """
+    if not 0.0 < corr <= 1.0:
+        raise ConfigError(f"prior correlation must be in (0, 1], got {corr!r}")
+    sigma = _UNIFORM_SD * math.sqrt(1.0 / corr**2 - 1.0)
+    noisy = {doc: u + rng.gauss(0.0, sigma) for doc, u in latent.items()}
+    return sorted(noisy, key=lambda doc: (-noisy[doc], doc))
+
+
+def scenario_assessor(scenario: str, rank: Mapping[str, int], seed: int) -> Assessor:
+    """The simulated assessor of a ``--compare`` scenario for documents with true ``rank``
+    (0 = best): consistent, flipping each answer with p = 0.1 (every re-ask an independent
+    draw), or Thurstone with fresh ``N(0, σ²)`` noise on both ranks per comparison."""
+    n = len(rank)
+    scores = {doc: float(n - 1 - r) for doc, r in rank.items()}  # higher is better
+    if scenario in ("random", "prior0.7"):
+        return Assessor(scores, seed=seed)
+    if scenario == "flip0.1":
+        return Assessor(scores, seed=seed, flip=SCENARIO_FLIP)
+    if scenario == "thurstone":
+        return Assessor(scores, seed=seed, noise="thurstone", scale=SCENARIO_SIGMA)
+    raise ConfigError(f"unknown scenario {scenario!r}; expected one of {', '.join(SCENARIOS)}")
+
+
+def run_strategy(
+    strategy: type[Any], order: Sequence[str], k: int, assessor: Assessor, *, cache: bool = True
+) -> tuple[list[str], list[str], int]:
+    """Drive a pairwise strategy with ``assessor`` directly (no session): ``(top, rest,
+    judgments)``. The fast path of :func:`compare_strategies`.
+
+    Equivalent to a :class:`TopKSession` with the same order for assessors whose answers do not
+    depend on the display orientation (all of :data:`SCENARIOS`): a repeated pair is answered
+    from its first answer when ``cache`` is on, except deliberate repeats
+    (:attr:`labeling.heap.Compare.repeat`), which are always posed.
+    """
+    gen = strategy(order, k).run()
+    prefers = assessor.prefers
+    answered: dict[tuple[str, str], str] = {}
+    judgments = 0
+    try:
+        question = next(gen)
+        while True:
+            a, b = question.a, question.b
+            key = (a, b) if a < b else (b, a)
+            winner = answered.get(key) if cache and not question.repeat else None
+            if winner is None:
+                winner = a if prefers(a, b) else b
+                judgments += 1
+                if not question.repeat:
+                    answered.setdefault(key, winner)
+            question = gen.send(winner)
+    except StopIteration as stop:
+        top, rest = stop.value
+    return top, rest, judgments
+
+
+def compare_strategies(
+    strategy: str, scenario: str, n: int, k: int, trials: int, *, seed: int = 0
+) -> list[StudyTrial]:
+    """``trials`` runs of ``strategy`` (a name the task option accepts) in ``scenario``.
+
+    Latent values ``u_i ~ U(0, 1)``; the true top k is the k largest. Trial ``t`` draws its
+    latent values, document order and assessor seed from ``random.Random((seed, t))`` alone,
+    so every strategy meets the same documents, orders and noise seeds (common random numbers).
+    """
+    from labeling.strategies import resolve_strategy
+
+    if n < 1 or k < 1 or trials < 1:
+        raise ConfigError(f"n, k and trials must be >= 1, got n={n}, k={k}, trials={trials}")
+    cls = resolve_strategy(strategy)
+    if scenario not in SCENARIOS:
+        raise ConfigError(f"unknown scenario {scenario!r}; expected one of {', '.join(SCENARIOS)}")
+    docs = [f"d{i:04d}" for i in range(n)]
+    out: list[StudyTrial] = []
+    for t in range(trials):
+        rng = random.Random(f"{seed}:{t}")
+        latent = {doc: rng.random() for doc in docs}
+        truth = sorted(docs, key=lambda doc: -latent[doc])
+        rank = {doc: r for r, doc in enumerate(truth)}
+        if scenario == "prior0.7":
+            order = prior_order(latent, SCENARIO_PRIOR_CORR, rng)
+        else:
+            order = docs[:]
+            rng.shuffle(order)
+        assessor = scenario_assessor(scenario, rank, rng.getrandbits(32))
+        top, rest, judgments = run_strategy(cls, order, k, assessor)
+        position = {doc: i for i, doc in enumerate([*top, *rest])}
+        label = {doc: k - i for i, doc in enumerate(truth[:k])}
+        out.append(
+            StudyTrial(
+                judgments=judgments,
+                calls=judgments,
+                exact=top == truth[:k],
+                seconds=0.0,
+                truth_labels=[label.get(doc, 0) for doc in docs],
+                produced_rank=[position[doc] for doc in docs],
             )
         )
     return out

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from labeling.errors import ConfigError
 from labeling.heap import HeapTopK
 from labeling.insertion import InsertionTopK
+from labeling.robust import robust
 from labeling.tournament import TournamentTopK
 
 if TYPE_CHECKING:
@@ -36,7 +37,10 @@ STRATEGIES: dict[str, type[PairStrategy]] = {
 }
 
 #: Strategy modifiers by name: ``MODIFIERS[m](cls)`` is ``cls`` changed by ``m``.
-MODIFIERS: dict[str, Callable[[type[PairStrategy]], type[PairStrategy]]] = {}
+MODIFIERS: dict[str, Callable[[type[PairStrategy]], type[PairStrategy]]] = {
+    # Re-ask the comparisons the result depends on and combine the answers (docs/noise.md).
+    "robust": robust,
+}
 
 #: The strategy of a task whose options do not name one (every task stored before the option).
 DEFAULT_STRATEGY = "heap"

@@ -19,17 +19,19 @@ def summarize(
     seed: int = 0,
     model: str = "none",
     scale: float = 1.0,
+    strategy: str = "heap",
+    prior_corr: float | None = None,
 ) -> dict[str, Any]:
     """Run :func:`labeling.simulation.simulate_study` and summarise it (the ``--json`` object).
 
     κ-NDCG@k of each produced ranking against the true top-k uses
-    :func:`ranking.metrics.kappa_ndcg` (gain 2^y − 1, seed-digest §5.3), vectorised over trials.
+    :func:`ranking.metrics.kappa_ndcg` (gain 2^y − 1, docs/noise.md#scenarios), vectorised.
     """
     import numpy as np
 
     from labeling.heap import worst_case_total
     from labeling.simulation import GRADE_SECONDS, simulate_study
-    from ranking.metrics import kappa_ndcg
+    from labeling.strategies import resolve_strategy
 
     runs = simulate_study(
         n,
@@ -41,17 +43,22 @@ def summarize(
         seed=seed,
         model=model,  # type: ignore[arg-type]
         scale=scale,
+        strategy=strategy,
+        prior_corr=prior_corr,
     )
     judgments = np.array([r.judgments for r in runs], dtype=float)
     seconds = np.array([r.seconds for r in runs], dtype=float)
-    labels = np.array([r.truth_labels for r in runs], dtype=float)
-    # Score = n - position, so the produced ranking is the descending-score order.
-    scores = n - np.array([r.produced_rank for r in runs], dtype=float)
-    kndcg = kappa_ndcg(labels, scores, at=k)
+    kndcg = _kappa_ndcg(runs, n, k)
+    if strategy == "heap":
+        worst_case = worst_case_total(n, k)
+    else:  # the strategy's own bound before the first answer (for a consistent assessor)
+        worst_case = resolve_strategy(strategy)([f"d{i}" for i in range(n)], k).max_remaining()
     return {
         "n": n,
         "k": k,
         "trials": trials,
+        "strategy": strategy,
+        "prior_corr": prior_corr,
         "noise": noise,
         "ties": ties,
         "cache": cache,
@@ -66,12 +73,76 @@ def summarize(
             "p95": float(np.percentile(judgments, 95)),
         },
         "oracle_calls": {"mean": float(np.mean([r.calls for r in runs]))},
-        "worst_case_bound": worst_case_total(n, k),
+        "worst_case_bound": worst_case,
         "exact_rate": float(np.mean([r.exact for r in runs])),
         "kappa_ndcg": {"mean": float(kndcg.mean()), "min": float(kndcg.min())},
         "active_seconds": {"mean": float(seconds.mean()), "p95": float(np.percentile(seconds, 95))},
         "graded_seconds_equivalent": n * GRADE_SECONDS,
     }
+
+
+def _kappa_ndcg(runs: list[Any], n: int, k: int) -> Any:
+    """κ-NDCG@k of each run's ranking against the true top-k (:func:`ranking.metrics.kappa_ndcg`,
+    gain 2^y − 1, docs/noise.md#scenarios), vectorised over runs."""
+    import numpy as np
+
+    from ranking.metrics import kappa_ndcg
+
+    labels = np.array([r.truth_labels for r in runs], dtype=float)
+    # Score = n - position, so the produced ranking is the descending-score order.
+    scores = n - np.array([r.produced_rank for r in runs], dtype=float)
+    return kappa_ndcg(labels, scores, at=k)
+
+
+def compare(
+    n: int, k: int, trials: int, *, seed: int = 0, strategies: list[str] | None = None
+) -> dict[str, Any]:
+    """The ``--compare`` table: every strategy name × every scenario of
+    :data:`labeling.simulation.SCENARIOS` -> mean and p95 judgments, exact rate and mean
+    κ-NDCG@k against the latent truth (the ``--json`` object), plus the lower bound."""
+    import numpy as np
+
+    from labeling.simulation import SCENARIOS, compare_strategies
+    from labeling.strategies import lower_bound, strategy_names
+
+    rows = []
+    for name in strategies or strategy_names():
+        for scenario in SCENARIOS:
+            runs = compare_strategies(name, scenario, n, k, trials, seed=seed)
+            judgments = np.array([r.judgments for r in runs], dtype=float)
+            rows.append(
+                {
+                    "strategy": name,
+                    "scenario": scenario,
+                    "judgments": {
+                        "mean": float(judgments.mean()),
+                        "p95": float(np.percentile(judgments, 95)),
+                    },
+                    "exact_rate": float(np.mean([r.exact for r in runs])),
+                    "kappa_ndcg": {"mean": float(_kappa_ndcg(runs, n, k).mean())},
+                }
+            )
+    return {"n": n, "k": k, "trials": trials, "lower_bound": lower_bound(n, k), "rows": rows}
+
+
+def compare_lines(table: dict[str, Any]) -> list[str]:
+    """The ``--compare`` table as text, one row per (strategy, scenario)."""
+    from labeling.simulation import SCENARIO_SIGMA
+
+    n, k = table["n"], table["k"]
+    lines = [
+        f"top-{k} of {n} documents, {table['trials']} trials per cell; lower bound "
+        f"{table['lower_bound']} comparisons (Kislitsyn); thurstone σ = {SCENARIO_SIGMA:g} ranks",
+        f"{'strategy':<20} {'scenario':<10} {'mean':>7} {'p95':>6} {'exact':>7} "
+        f"{'κ-NDCG@' + str(k):>10}",
+    ]
+    for row in table["rows"]:
+        j = row["judgments"]
+        lines.append(
+            f"{row['strategy']:<20} {row['scenario']:<10} {j['mean']:>7.1f} {j['p95']:>6.0f} "
+            f"{row['exact_rate']:>7.3f} {row['kappa_ndcg']['mean']:>10.4f}"
+        )
+    return lines
 
 
 def register(app: typer.Typer) -> None:
@@ -100,10 +171,43 @@ def register(app: typer.Typer) -> None:
         scale: float = typer.Option(
             1.0, "--scale", min=0.0, help="σ (Thurstone) or τ (Bradley–Terry), in rank units."
         ),
+        strategy: str = typer.Option(
+            "heap", "--strategy", help="Judging strategy (the task option 'strategy')."
+        ),
+        prior_corr: float | None = typer.Option(
+            None,
+            "--prior-corr",
+            help="Feed documents in the order of a prior with this correlation to the truth "
+            "(0 < R <= 1) instead of a random order.",
+        ),
+        compare_all: bool = typer.Option(
+            False,
+            "--compare",
+            help="Compare every strategy in the scenarios random, prior0.7, flip0.1 and "
+            "thurstone (uses --n, --k, --trials, --seed, --json only).",
+        ),
         as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     ) -> None:
-        """Simulate top-k HeapSort labeling to budget a study: judgments per query, how often
-        the top-k is exact, and the κ-NDCG@k of the produced ranking against the truth."""
+        """Simulate top-k labeling to budget a study: judgments per query, how often the top-k
+        is exact, and the κ-NDCG@k of the produced ranking against the truth."""
+        from labeling.strategies import strategy_names
+
+        if compare_all:
+            table = compare(n, k, trials, seed=seed)
+            if as_json:
+                typer.echo(json.dumps(table))
+            else:
+                typer.echo("\n".join(compare_lines(table)))
+            return
+        if strategy not in strategy_names():
+            raise typer.BadParameter(
+                f"{strategy!r} is not one of {', '.join(strategy_names())}",
+                param_hint="--strategy",
+            )
+        if prior_corr is not None and not 0.0 < prior_corr <= 1.0:
+            raise typer.BadParameter(
+                f"must be in (0, 1], got {prior_corr}", param_hint="--prior-corr"
+            )
         if model not in ("none", "thurstone", "bradley_terry"):
             raise typer.BadParameter(
                 f"{model!r} is not one of none, thurstone, bradley_terry", param_hint="--model"
@@ -120,6 +224,8 @@ def register(app: typer.Typer) -> None:
             seed=seed,
             model=model,
             scale=scale,
+            strategy=strategy,
+            prior_corr=prior_corr,
         )
         if as_json:
             typer.echo(json.dumps(s))
@@ -127,6 +233,8 @@ def register(app: typer.Typer) -> None:
         j = s["judgments"]
         mode = "pair cache on" if s["cache"] else "no pair cache (paper's protocol)"
         typer.echo(f"top-{k} of {n} documents, {trials} simulated sessions, {mode}")
+        order = "random order" if prior_corr is None else f"prior order (corr {prior_corr:g})"
+        typer.echo(f"  strategy: {strategy}, {order}")
         extra = f", {model} scale {scale}" if model != "none" else ""
         typer.echo(f"  assessor noise: flip p={noise}, tie p={ties}{extra}")
         typer.echo(

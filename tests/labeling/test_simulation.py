@@ -209,3 +209,76 @@ def test_cli_bradley_terry_with_a_small_scale():
     result = CliRunner().invoke(_cli(), ["simulate", *args, "--json"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["exact_rate"] == 1.0  # Δ ≥ 1 rank: virtually no confusion
+
+
+def test_prior_order_has_the_stated_correlation():
+    import numpy as np
+
+    from labeling.simulation import SCENARIO_PRIOR_CORR, prior_order
+
+    rng = random.Random(11)
+    latent = {f"p{i:04d}": rng.random() for i in range(4000)}
+    for corr in (SCENARIO_PRIOR_CORR, 0.5, 0.9):
+        order = prior_order(latent, corr, rng)
+        u = np.array([latent[d] for d in order])
+        position = -np.arange(len(order), dtype=float)
+        # The rank correlation of the fed order with u: for a uniform-plus-normal prior it is
+        # within a few hundredths of the Pearson correlation R of p with u.
+        assert stats.spearmanr(position, u).statistic == pytest.approx(corr, abs=0.04)
+    assert prior_order(latent, 1.0, rng) == sorted(latent, key=lambda d: -latent[d])
+    with pytest.raises(ConfigError, match="prior correlation"):
+        prior_order(latent, 0.0, rng)
+
+
+def test_scenario_assessors_flip_and_thurstone_rates():
+    from labeling.simulation import SCENARIO_SIGMA, scenario_assessor
+
+    rank = {f"r{i}": i for i in range(10)}
+    flip = scenario_assessor("flip0.1", rank, 5)
+    wrong = sum(not flip.prefers("r0", "r9") for _ in range(20000))  # re-asks: fresh draws
+    assert stats.binomtest(wrong, 20000, 0.1).pvalue > 1e-4
+    thurstone = scenario_assessor("thurstone", rank, 6)
+    for gap in (1, 4):
+        wrong = sum(not thurstone.prefers("r0", f"r{gap}") for _ in range(20000))
+        expect = stats.norm.cdf(-gap / (SCENARIO_SIGMA * math.sqrt(2)))
+        assert stats.binomtest(wrong, 20000, expect).pvalue > 1e-4
+    assert all(scenario_assessor("random", rank, 1).prefers("r3", "r4") for _ in range(100))
+    with pytest.raises(ConfigError, match="scenario"):
+        scenario_assessor("gauss", rank, 1)
+
+
+def test_cli_compare_json_rows_cover_every_strategy_and_scenario():
+    from labeling.simulation import SCENARIOS
+    from labeling.strategies import lower_bound, strategy_names
+
+    args = ["simulate", "--compare", "--n", "12", "--k", "3", "--trials", "20", "--json"]
+    result = CliRunner().invoke(_cli(), args)
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    assert (out["n"], out["k"], out["trials"]) == (12, 3, 20)
+    assert out["lower_bound"] == lower_bound(12, 3)
+    cells = [(r["strategy"], r["scenario"]) for r in out["rows"]]
+    assert cells == [(s, c) for s in strategy_names() for c in SCENARIOS]
+    for row in out["rows"]:
+        assert set(row) == {"strategy", "scenario", "judgments", "exact_rate", "kappa_ndcg"}
+        assert set(row["judgments"]) == {"mean", "p95"} and set(row["kappa_ndcg"]) == {"mean"}
+        if row["scenario"] in ("random", "prior0.7"):  # a consistent assessor: always exact
+            assert row["exact_rate"] == 1.0
+            assert row["judgments"]["mean"] >= out["lower_bound"] - 12  # a mean, not a worst case
+    text = CliRunner().invoke(_cli(), args[:-1])
+    assert text.exit_code == 0 and "heap+robust" in text.output and "flip0.1" in text.output
+
+
+def test_cli_strategy_and_prior_corr():
+    runner = CliRunner()
+    base = ["simulate", "--n", "20", "--k", "4", "--trials", "20", "--json"]
+    out = json.loads(runner.invoke(_cli(), [*base, "--strategy", "tournament+robust"]).output)
+    assert out["strategy"] == "tournament+robust" and out["exact_rate"] == 1.0
+    assert out["judgments"]["max"] <= out["worst_case_bound"]
+    prior = json.loads(runner.invoke(_cli(), [*base, "--prior-corr", "0.9"]).output)
+    plain = json.loads(runner.invoke(_cli(), base).output)
+    assert prior["prior_corr"] == 0.9 and prior["exact_rate"] == 1.0
+    assert prior["judgments"]["mean"] < plain["judgments"]["mean"]  # fewer replacements
+    bad = runner.invoke(_cli(), [*base, "--strategy", "bubble"])
+    assert bad.exit_code != 0 and "heap+robust" in bad.output
+    assert runner.invoke(_cli(), [*base, "--prior-corr", "1.5"]).exit_code != 0

@@ -93,6 +93,8 @@ def _modifier(tag: str):
 @pytest.fixture()
 def two_modifiers(monkeypatch):
     monkeypatch.setattr(strategies, "_resolved", {})
+    for name in list(MODIFIERS):  # the registered ones (robust): only the two below count here
+        monkeypatch.delitem(MODIFIERS, name)
     monkeypatch.setitem(MODIFIERS, "first", _modifier("first"))
     monkeypatch.setitem(MODIFIERS, "second", _modifier("second"))
     # monkeypatch removes the keys and restores the resolution cache afterwards.
