@@ -125,7 +125,7 @@ class ApiToken(Base):
 
 
 class WebSession(Base):
-    """A browser session (server-side row, hashed token; contract C3)."""
+    """A browser session (server-side row, hashed token; docs/security.md)."""
 
     __tablename__ = "web_session"
 

@@ -1,6 +1,6 @@
-"""Replay cost of a judging session and the size of its protocol state (issue 2 benchmark).
+"""Replay cost of a judging session and the size of its protocol state.
 
-The service keeps no protocol state (DESIGN.md §1): every request rebuilds the session from
+The service keeps no protocol state (docs/architecture.md): every request rebuilds the session from
 the task config and the judgment log. This prints
 
 * the cost of ``open_session`` replaying a 200-answer log (target < 1 ms);

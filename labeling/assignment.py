@@ -12,7 +12,7 @@ Two planners produce a :class:`Plan` (a list of ``(assessor, query, method, labe
 * :func:`fold_rotation` — the paper's scheme. Split the queries into m folds Q_1..Q_m (m =
   number of assessors); in assignment 1 assessor U_i judges Q_i with T1 and Q_{i+1} with T2
   (indices mod m, so U_m does Q_m and Q_1). Agreement needs two assessors per query and tool, so
-  a second assignment is added with the digest's shift-by-2 decision: U_i judges Q_{i+2} with T1
+  a second assignment is added with shift-by-2 (docs/analysis.md#design): U_i judges Q_{i+2} with T1
   and Q_{i+3} with T2. Generally assignment j with shift s_j gives U_i T1 on Q_{i+s_j} and T2 on
   Q_{i+s_j+1}; (b) holds iff all 2·len(shifts) folds per assessor are distinct.
 * :func:`plan_balanced` — the general form: ``per_query = {"topk": a, "graded": b}`` assessors
@@ -60,7 +60,7 @@ class PlanEntry:
     """One task to create: ``assessor`` judges ``query_id`` with ``method``.
 
     ``label`` names the assignment round (``"A1"``, ``"A2"`` for the rotation), stored as the
-    task's plan label so exports can pick "the first assignment" (digest §2.4 item 9).
+    task's plan label so exports can pick "the first assignment" (docs/exports.md).
     """
 
     assessor: str
@@ -176,11 +176,11 @@ def fold_rotation(
     *,
     shifts: Sequence[int] = (0, 2),
 ) -> Plan:
-    """The paper's fold rotation (digest §3.1) with one assignment per entry of ``shifts``.
+    """The paper's fold rotation with one assignment per entry of ``shifts`` (docs/analysis.md).
 
     With m assessors U_1..U_m (in the given order) and folds Q_1..Q_m (:func:`folds`),
     assignment j gives U_i ``topk`` on Q_{i+s_j} and ``graded`` on Q_{i+s_j+1} (indices mod m).
-    ``shifts=(0,)`` is the paper's single assignment; the default ``(0, 2)`` adds the digest's
+    ``shifts=(0,)`` is the paper's single assignment; the default ``(0, 2)`` adds the
     shift-by-2 second assignment, so every query gets two assessors per method and every
     assessor sees four distinct folds. Entries are labelled ``A1``, ``A2``, ...
 

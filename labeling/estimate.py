@@ -4,12 +4,12 @@ Model (uniformly random order, consistent assessor):
 
 * a stream item at 1-based position ``i > m`` of the order evicts the root with probability
   ``m / i`` (it must be among the best ``m`` of the first ``i`` items), so the expected number
-  of replacements still to come is ``Σ_i m/i`` (digest §2.3: ``k(H_n - H_k)`` = 15.7 for
+  of replacements still to come is ``Σ_i m/i`` (``k(H_n - H_k)`` = 15.7 for
   n = 50, k = 10);
 * every remaining sift-down costs a phase-dependent fraction of its structural worst case
   (:func:`labeling.heap.worst_sift`). The fractions were measured by simulation (3,000 random
   orders for (n, k) in {(50,10), (100,10), (20,10), (50,5), (30,3), (200,20)}); with them the
-  expected total matches the digest §2.3 means within about 1% (``benchmarks/labeling_counts.py``
+  expected total matches the simulated means within about 1% (``benchmarks/labeling_counts.py``
   prints the check).
 
 The hard guarantee lives in :meth:`HeapTopK.max_remaining`; this is only the expectation.

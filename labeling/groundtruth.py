@@ -10,7 +10,7 @@ queries.
 
 The raw judgments are kept beside the implied pairs and never merged with them: an
 inconsistent assessor may have judged a pair against what the heap finally implies
-(digest §2.4 item 6), which :class:`ImpliedPair` reports as ``contradicted``.
+(the paper leaves this open), which :class:`ImpliedPair` reports as ``contradicted``.
 """
 
 from __future__ import annotations
@@ -70,8 +70,8 @@ class TopKResult:
 
     ``top``: best first. ``rest``: eviction/discard order (kept for audit; semantically a set).
     ``judgments``: questions posed to the assessor, re-asks included. ``calls``: protocol
-    comparisons including those answered from the pair cache (digest §2.4 item 4: report
-    both). ``reasks``: how many of the ``judgments`` were swapped re-asks (task option
+    comparisons including those answered from the pair cache (docs/protocols.md#pair-cache:
+    report both). ``reasks``: how many of the ``judgments`` were swapped re-asks (task option
     ``reask_fraction``); their answers are in ``reasked`` and never shaped ``top``/``rest``,
     so they take no part in :meth:`implied_pairs` either.
     """

@@ -1,7 +1,7 @@
 """Algorithm 1 of Niu et al. (SIGIR 2012): top-k labeling with a size-k min-heap (tool T1).
 
 The protocol is written as a generator that *asks* for comparisons, so it reads like the
-paper (seed-digest §2.2, exact conventions):
+paper (docs/protocols.md#heap has the conventions and a worked trace):
 
 * Step 1: Floyd bottom-up heapify of the first ``m = min(k, n)`` items of the order;
 * Step 2: one comparison of every remaining item ``r`` with the root (the least relevant of
@@ -15,7 +15,7 @@ paper (seed-digest §2.2, exact conventions):
 replacement and no swap. Every ``yield`` is one oracle call ``prefer(a, b)``; the value sent
 back is the preferred document id, or ``None`` for a tie.
 
-Judgment counts (digest §2.3): worst case ``2k + (n-k)(1 + 2⌊log2 k⌋) + Σ_{e<k} 2⌊log2 e⌋``;
+Judgment counts: worst case ``2k + (n-k)(1 + 2⌊log2 k⌋) + Σ_{e<k} 2⌊log2 e⌋``;
 :func:`worst_sift` gives the exact structural bound used by the progress estimate.
 """
 
@@ -84,7 +84,7 @@ def _subtree_size(i: int, size: int) -> int:
 
 
 def worst_case_total(n: int, k: int) -> int:
-    """The digest §2.3 upper bound ``2k + (n-k)(1 + 2⌊log2 k⌋) + Σ_{e=1}^{k-1} 2⌊log2 e⌋``.
+    """The worst-case count ``2k + (n-k)(1 + 2⌊log2 k⌋) + Σ_{e=1}^{k-1} 2⌊log2 e⌋``.
 
     For ``n < k`` the heap holds ``m = n`` items and Step 2 is empty, so ``m`` replaces ``k``.
     """
@@ -156,7 +156,7 @@ class HeapTopK:
         return list(heap), list(self.rest)
 
     def _sift_down(self, i: int, size: int) -> Generator[Compare, Winner, None]:
-        """Restore the min-heap below ``i`` (digest §2.2 two-judgment convention)."""
+        """Restore the min-heap below ``i`` (two-judgment convention, docs/protocols.md#heap)."""
         heap = self.heap
         while True:
             left = 2 * i + 1

@@ -1,7 +1,7 @@
 """Judging pools: which of a query's documents an assessor will judge.
 
 The paper judged "50 documents sampled at random from each query's associated documents"
-(seed-digest §3.1). An admin can choose, per query:
+(Niu et al. 2012 §4.1). An admin can choose, per query:
 
 * ``all`` — every document of the query;
 * ``sample`` — a seeded random sample of ``n`` (the paper's setting, n = 50);
@@ -66,7 +66,7 @@ def parse_trec_run(
     """Read a TREC run; per query, entries sorted as trec_eval ranks them.
 
     trec_eval ignores the rank column and orders by score descending, breaking ties by docno
-    descending (anchors-ranking.md §4); we do the same so "top n of the run" means what the
+    descending (docs/metrics.md#ties); we do the same so "top n of the run" means what the
     evaluator would score. Errors (wrong column count, non-numeric rank/score, a document listed
     twice for one query) carry the line number; the whole file is checked before returning.
     """

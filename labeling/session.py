@@ -1,4 +1,4 @@
-"""Judging sessions: a protocol rebuilt from ``(task config, answers so far)`` (contract C1).
+"""Judging sessions: a protocol rebuilt from ``(task config, answers so far)``.
 
 ```python
 opts = validate_options("topk", {"allow_ties": True})
@@ -9,9 +9,9 @@ s.progress()     # Progress(judgments, expected_remaining, max_remaining, done)
 s.result()       # TopKResult | GradedResult
 ```
 
-The judgment log is the only state (DESIGN.md §1): undo is ``open_session(..., answers[:-1])``.
+The judgment log is the only state (docs/protocols.md): undo is ``open_session(..., answers[:-1])``.
 
-Decisions where the paper is silent (seed-digest §2.4):
+Decisions where the paper is silent (docs/protocols.md#conventions-shared-by-every-strategy):
 
 * **Strategy** (default ``"heap"``, Algorithm 1). The option names an entry of
   :mod:`labeling.strategies` (``heap``, ``tournament``, ``insertion``, plus modifiers); the
@@ -726,7 +726,7 @@ def open_session(
     options: Mapping[str, Any] | None = None,
     answers: Sequence[Answer] = (),
 ) -> Session:
-    """Rebuild a session from its config and replay ``answers`` in order (contract C1).
+    """Rebuild a session from its config and replay ``answers`` in order.
 
     Raises :class:`ConfigError` for a bad config and, if the log does not replay, the
     :class:`LabelingError` of the first answer that does not fit (its index in the message).

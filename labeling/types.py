@@ -2,7 +2,7 @@
 
 These are the contract between the pure labeling core and its adapters (REST API, web UI,
 exports, simulation). A protocol *session* is rebuilt from ``(config, answers so far)`` by
-replay; nothing else is state. See DESIGN.md §1 and §3.
+replay; nothing else is state (docs/protocols.md, docs/architecture.md).
 
 Orientation: a pairwise question is shown as ``(left, right)``. Which document is on the left
 is decided per question from the task seed (recorded with the answer), so the protocol itself
@@ -22,7 +22,7 @@ OUTCOMES: tuple[Outcome, ...] = ("left", "right", "tie", "not_relevant")
 Method = Literal["topk", "graded"]
 METHODS: tuple[Method, ...] = ("topk", "graded")
 
-#: The five-grade scale of tool T2 (seed-digest §3.1: Bad..Perfect mapped to 0..4).
+#: The five-grade scale of tool T2 (Bad..Perfect mapped to 0..4; docs/analysis.md#design).
 GRADE_NAMES: tuple[str, ...] = ("Bad", "Fair", "Good", "Excellent", "Perfect")
 
 

@@ -1,4 +1,4 @@
-"""Boosting rankers: RankBoost, AdaRank and FocusedBoost (seed-digest §4.1, §4.6, §4.7(2)).
+"""Boosting rankers: RankBoost, AdaRank and FocusedBoost (docs/ranking.md#boosting).
 
 All three build ``f = Σ_t α_t h_t`` from a finite family of weak rankers
 (:class:`WeakRankers`): single features min-max scaled to [0, 1] (AdaRank's choice) or binary
@@ -12,7 +12,7 @@ algorithms round by round:
 - **AdaRank** (Xu & Li 2007): distribution P over queries; ``a(h) = Σ_i P(i) E(h; q_i)`` with
   E = NDCG@k (κ-NDCG@k on κ-labels); pick ``argmax a``; ``α = ½ ln(ΣP(1+E)/ΣP(1−E))``;
   ``P(i) ∝ exp(−E(f_t; q_i))``.
-- **FocusedBoost** (Niu et al. 2012 Algorithm 2, reconstructed in seed-digest §4.7(2)): both
+- **FocusedBoost** (Niu et al. 2012 Algorithm 2, reconstructed in docs/ranking.md#focusedrank): both
   distributions, E = κ-NDCG@k restricted to T_i, pairs P_i = T_i × F_i,
   ``c(h) = β·a(h) + (1 − β)·b(h)``, ``α = ½ ln((1 + c)/(1 − c))``, ``P ∝ exp(−E(f_t))``,
   ``D ∝ exp(−(f_t(x_u) − f_t(x_v)))``. At β = 1 this is AdaRank on T, at β = 0 RankBoost on
@@ -381,12 +381,13 @@ def focusedboost(
     valid_fn: ValidFn | None = None,
     progress: Progress | None = None,
 ) -> BoostResult:
-    """FocusedBoost (seed-digest §4.7(2) reconstruction) on κ-labelled top-k truth.
+    """FocusedBoost (the reconstruction of docs/ranking.md#focusedrank) on κ-labelled top-k truth.
 
     List part: AdaRank's query distribution with E = κ-NDCG@k of the ranking of T_i's items;
     pair part: RankBoost's distribution over P_i = T_i × F_i. Mixed edge
     ``c = β·Σ_i P(i)E_i(h) + (1 − β)·Σ D(u,v)(h(x_u) − h(x_v))``. Queries with |T_i| < 2 have
-    no list part (seed-digest §4.7) and stay out of P; queries with empty F have no pairs.
+    no list part (docs/ranking.md#focusedrank) and stay out of P; queries with empty F have no
+    pairs.
     """
     if not 0.0 <= beta <= 1.0:
         raise ValueError(f"beta must be in [0, 1], got {beta}")
@@ -394,8 +395,8 @@ def focusedboost(
     top = t.top
     H = weak.values(ds.X)
     if beta > 0:
-        # |T_i| < 2 means L_list = 0 (seed-digest §4.7): E of a one-item T is 1 for every weak
-        # ranker, so such a query would only inflate c and α, never inform the choice.
+        # |T_i| < 2 means L_list = 0 (docs/ranking.md#focusedrank): E of a one-item T is 1 for
+        # every weak ranker, so such a query would only inflate c and α, never inform the choice.
         list_q = np.flatnonzero(top.sum(axis=1) >= 2)
         if list_q.size == 0 and beta == 1.0:
             raise ValueError(

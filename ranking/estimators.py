@@ -436,7 +436,7 @@ class FocusedNet(_TopKTruth, GradientRanker):
     def _extra_loss_params(self, data: QueryDataset, model: Model) -> dict[str, Any]:
         if self.normalization != "init":
             return {}
-        # Scale each part by its mean value at the initial model (seed-digest §4.7).
+        # Scale each part by its mean value at the initial model (docs/ranking.md#normalisation).
         t = data.target()
         s = np.zeros(t.shape)
         s[t.mask] = model.score(data.X)
@@ -612,7 +612,7 @@ class AdaRank(BoostRanker):
 
 
 class FocusedBoost(_TopKTruth, BoostRanker):
-    """FocusedBoost (seed-digest §4.7(2)): AdaRank on T mixed with RankBoost on T × F."""
+    """FocusedBoost (docs/ranking.md#focusedrank): AdaRank on T mixed with RankBoost on T × F."""
 
     _params = ("beta", "k", *BoostRanker._params)
 

@@ -1,4 +1,4 @@
-"""The paper's experimental protocol (Niu et al. 2012 §6; seed-digest §6.3).
+"""The paper's experimental protocol (Niu et al. 2012 §6; docs/ranking.md#protocol).
 
 - 5-fold cross-validation; in each fold 3 parts train, 1 validates, 1 tests (LETOR 4.0 rotation
   for MQ2008, the LETOR 3.0 scheme for OHSUMED; :mod:`ranking.folds`);
@@ -76,7 +76,7 @@ BASELINES = (
     "lightgbm",
 )
 BETA_GRID = tuple(round(0.1 * i, 2) for i in range(11))
-C_GRID = (1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0)  # seed-digest §4.7(1) DECISION
+C_GRID = (1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0)  # docs/ranking.md#structural
 MEASURES = {
     "graded": ("ndcg@5", "ndcg@10", "err"),
     "topk": ("kappa_ndcg@5", "kappa_ndcg@10", "kappa_err"),

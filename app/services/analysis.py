@@ -324,7 +324,7 @@ def find_collection_id(name_or_id: str, *, db: Database) -> int:
     return int(found)
 
 
-# --- the simulated study (issue 8 item 6) ------------------------------------------------------
+# --- the simulated study --------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)

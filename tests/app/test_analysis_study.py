@@ -1,5 +1,5 @@
 """The simulated user study, end to end through the service layer on a SQLite file, and the
-internal consistency of its analysis (issue 8 item 6, at reduced size 5 × 10 × 20)."""
+internal consistency of its analysis (at reduced size 5 × 10 × 20)."""
 
 from __future__ import annotations
 

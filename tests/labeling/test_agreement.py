@@ -41,7 +41,7 @@ T0 = datetime(2026, 1, 1, tzinfo=UTC)
 # --- hand-computed values -------------------------------------------------------------------------
 
 
-def check_digest_table(table) -> None:  # type: ignore[no-untyped-def]
+def check_worked_table(table) -> None:  # type: ignore[no-untyped-def]
     assert table.counts == ((3, 1, 0), (0, 2, 1), (1, 0, 2))
     assert table.symmetric == ((6, 1, 1), (1, 4, 1), (1, 1, 4))
     expected = ((0.75, 0.125, 0.125), (1 / 6, 2 / 3, 1 / 6), (1 / 6, 1 / 6, 2 / 3))
@@ -57,8 +57,8 @@ def check_digest_table(table) -> None:  # type: ignore[no-untyped-def]
     assert table.kappa == pytest.approx(cohen_kappa(table.counts), abs=1e-15)
 
 
-def test_digest_example_from_relations() -> None:
-    check_digest_table(table_from_counts(count_matrix(zip(U_REL, V_REL, strict=True))))  # type: ignore[arg-type]
+def test_worked_example_from_relations() -> None:
+    check_worked_table(table_from_counts(count_matrix(zip(U_REL, V_REL, strict=True))))  # type: ignore[arg-type]
 
 
 def _shown(task: int, assessor: str, left: str, right: str, rel: str, i: int) -> JudgmentRecord:
@@ -68,7 +68,7 @@ def _shown(task: int, assessor: str, left: str, right: str, rel: str, i: int) ->
     return JudgmentRecord(task, assessor, "q1", "topk", left, right, outcome, created_at=at, seq=i)  # type: ignore[arg-type]
 
 
-def test_digest_example_from_judgment_records() -> None:
+def test_worked_example_from_judgment_records() -> None:
     # Ten pairs (a_i, b_i) shown to U as (a_i, b_i); V sees every other pair swapped. U judges
     # first, so the canonical orientation is (a_i, b_i) and the §7.F table must come out.
     flip = {">": "<", "<": ">", "~": "~"}
@@ -80,10 +80,10 @@ def test_digest_example_from_judgment_records() -> None:
     instances = study_instances(records, [], method="topk", mode="direct")
     assert len(instances) == 10
     assert all(inst.a.startswith("z") for inst in instances)
-    check_digest_table(agreement_table(instances))
+    check_worked_table(agreement_table(instances))
 
 
-def test_digest_chi2_through_compare_methods() -> None:
+def test_worked_chi2_through_compare_methods() -> None:
     topk = table_from_counts([[500, 100, 55], [100, 245, 0], [0, 0, 0]])  # 745 agreed of 1000
     absolute = table_from_counts([[300, 200, 100], [53, 247, 100], [0, 0, 0]])  # 547 of 1000
     assert (topk.agreed, topk.instances, absolute.agreed, absolute.instances) == (
@@ -100,7 +100,7 @@ def test_digest_chi2_through_compare_methods() -> None:
     # No-tie instances: top-k 945 (745 agreed) vs absolute 800 (547 agreed).
     assert cmp.no_tie is not None
     assert cmp.no_tie.table == ((745, 200), (547, 253))
-    # The digest's "ignoring ties" example, (897, 103) vs (831, 169) on the non-tie instances,
+    # The worked "ignoring ties" example, (897, 103) vs (831, 169) on the non-tie instances,
     # with ties on either side that must not enter the test.
     topk = table_from_counts([[600, 50, 40], [53, 297, 7], [9, 11, 30]])
     absolute = table_from_counts([[500, 100, 80], [69, 331, 25], [40, 35, 70]])

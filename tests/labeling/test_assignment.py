@@ -45,7 +45,7 @@ def test_paper_rotation_5_assessors_50_queries() -> None:
         # Assignment 1 (the paper): T1 on Q_i, T2 on Q_{(i mod 5)+1}.
         assert assigned(user, "topk", "A1") == set(q[i])
         assert assigned(user, "graded", "A1") == set(q[(i + 1) % 5])
-        # Assignment 2 (digest decision, shift-by-2): T1 on Q_{i+2}, T2 on Q_{i+3}.
+        # Assignment 2 (shift-by-2, docs/analysis.md#design): T1 on Q_{i+2}, T2 on Q_{i+3}.
         assert assigned(user, "topk", "A2") == set(q[(i + 2) % 5])
         assert assigned(user, "graded", "A2") == set(q[(i + 3) % 5])
     # U5 judges Q5 with T1 and Q1 with T2 (the wrap-around the paper spells out).

@@ -1,7 +1,7 @@
-"""Hypothesis properties of the heap protocol (issue 2, DESIGN.md §8).
+"""Hypothesis properties of the heap protocol (docs/protocols.md#heap).
 
 For any consistent oracle and any n, k: the top is the true top-k in true order; every top
-item beats every rest item; the count never exceeds the worst-case bound (digest §2.3 and the
+item beats every rest item; the count never exceeds the worst-case bound (the closed form and the
 session's own ``max_remaining`` at every step); every prefix replays to the same state; undo
 equals replay without the last answer; the cache never changes the result.
 """
@@ -131,11 +131,11 @@ def test_bare_protocol_against_brute_force_over_permutations(n, k, seed):
 
 @settings(max_examples=80, deadline=None)
 @given(cases(), st.booleans())
-def test_session_asks_exactly_the_literal_digest_procedure(case, ties):
-    """Against an independent transcription of the digest §2.2 pseudocode: the same calls
+def test_session_asks_exactly_the_literal_procedure(case, ties):
+    """Against an independent transcription of Algorithm 1's pseudocode: the same calls
     prefer(a, b) in the same order (cache off: all of them; cache on: the first call of each
     unordered pair), the same top and rest. With ``ties`` equal scores are answered "tie"
-    (not preferred either way, digest §2.4 item 1), otherwise the oracle's total order."""
+    (not preferred either way, docs/protocols.md#ties), otherwise the oracle's total order."""
     from tests.labeling.test_heap_trace import reference_calls
 
     docs, scores, k, seed, cache = case
@@ -199,8 +199,9 @@ def test_about_n_left_never_promises_fewer_than_certainly_remain(case):
         assert about >= certain
 
 
-def test_mean_count_matches_the_digest_over_2000_trials():
-    """Digest §7.A: n=50, k=10, random order, no cache: mean ≈ 150.8 (±2 over 2,000 trials)."""
+def test_mean_count_matches_the_reference_over_2000_trials():
+    """n=50, k=10, random order, no cache: mean ≈ 150.8 as the paper reports (±2 over 2,000
+    trials)."""
     rng = random.Random(2012)
     docs = [f"d{i}" for i in range(50)]
     total = 0

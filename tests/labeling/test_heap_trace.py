@@ -1,15 +1,14 @@
-"""Seed-digest §7.A: the exact HeapSort labeling trace and its edge cases.
+"""The worked HeapSort labeling trace of docs/protocols.md#heap and its edge cases.
 
 The protocol is driven directly (labeling.heap) and through the C1 session (labeling.session)
-with ``initial_order`` fixing the processing order d1..d8, as in the digest, and checked against
-a literal transcription of the digest's pseudocode (:func:`digest_topk_label`).
+with ``initial_order`` fixing the processing order d1..d8, and checked against a literal
+transcription of Algorithm 1's pseudocode (:func:`reference_topk_label`).
 
-One deliberate deviation from the digest's text: it says the pair cache brings the trace from
-14 to **13** judgments, counting only the repeat of prefer(d1, d3). The cache specified in §2.4
-item 4 and contract C1 is keyed on the *unordered* pair, and the trace also repeats {d3, d5}
-(prefer(d5, d3) placing d7, prefer(d3, d5) in Step 3), so it poses **12**. 13 is what a cache
-keyed on the ordered call would give; the digest's own §2.3 means (135.8 at n = 50, k = 10) are
-those of the unordered cache (an ordered one gives ≈139).
+The pair cache (docs/protocols.md#pair-cache) is keyed on the *unordered* pair: the trace
+repeats prefer(d1, d3) and also {d3, d5} (prefer(d5, d3) placing d7, prefer(d3, d5) in Step 3),
+so it poses **12** of the 14 calls. 13 is what a cache keyed on the ordered call would give;
+the mean counts with the cache (135.8 at n = 50, k = 10) are those of the unordered cache (an
+ordered one gives ≈139).
 """
 
 from __future__ import annotations
@@ -47,8 +46,9 @@ TRACE = [
 TRACE_KAPPA = {"d5": 3, "d3": 2, "d7": 1, **dict.fromkeys(["d2", "d4", "d6", "d1", "d8"], 0)}
 
 
-def digest_topk_label(order, k, prefer):
-    """Seed-digest §2.2 ``topk_label`` transcribed literally (recursion-free, blocking oracle):
+def reference_topk_label(order, k, prefer):
+    """Algorithm 1's ``topk_label`` (docs/protocols.md#heap) transcribed literally
+    (recursion-free, blocking oracle):
     an independent reference for the generator in labeling.heap. ``prefer(a, b)`` is one call.
     """
     heap = list(order[:k])
@@ -103,7 +103,7 @@ def reference_calls(order, values, k, cache=None):
                 memo[key] = winner
         return winner == a
 
-    top, rest = digest_topk_label(list(order), k, prefer)
+    top, rest = reference_topk_label(list(order), k, prefer)
     return posed, top, rest
 
 
@@ -165,12 +165,10 @@ def test_trace_through_session_without_cache():
 def test_trace_with_pair_cache():
     """The unordered-pair cache answers two repeats, so 12 questions are posed.
 
-    The digest's §7.A says "prefer(d1, d3) is asked twice, so with a pair cache the total is
-    13", but the trace also repeats {d3, d5}: prefer(d5, d3) while placing d7 and
-    prefer(d3, d5) in Step 3 (the Step-3 repeat that §2.4 item 4 itself points to). A cache
-    keyed on the unordered pair (§2.4 item 4, contract C1, issue 2 item 3) answers both; the
-    13 counts only the same-orientation repeat (checked below). The digest's §2.3 table
-    (135.8 at n=50, k=10) matches the unordered cache, not an ordered one (≈139).
+    prefer(d1, d3) is asked twice, and the trace also repeats {d3, d5}: prefer(d5, d3) while
+    placing d7 and prefer(d3, d5) in Step 3. A cache keyed on the unordered pair answers both;
+    13 would count only the same-orientation repeat (checked below). The mean counts with the
+    cache (135.8 at n=50, k=10) match the unordered cache, not an ordered one (≈139).
     """
     s, asked = run_session(DOCS, VALUES, 3)
     expected = []
@@ -186,18 +184,18 @@ def test_trace_with_pair_cache():
     assert r.kappa_labels == TRACE_KAPPA
 
 
-def test_digest_thirteen_is_the_same_orientation_repeat_count():
+def test_thirteen_is_the_same_orientation_repeat_count():
     calls, _ = drive(heap_topk(DOCS, 3), VALUES)
     ordered = [(c.a, c.b) for c in calls]
     assert len(set(ordered)) == 13  # only (d1, d3) recurs in the same orientation
     assert len({frozenset(p) for p in ordered}) == 12
 
 
-def test_trace_counts_by_brute_force_on_the_literal_digest_procedure():
-    """Independent check of 14 / 13 / 12 with the digest's own pseudocode (not labeling.heap):
-    no cache 14 (the §7.A table); a cache keyed on the ordered call (a, b) 13 (the digest's
-    figure); a cache keyed on the unordered pair, which is what §2.4 item 4 and contract C1
-    specify, 12, because prefer(d3, d5) in Step 3 repeats prefer(d5, d3) from placing d7."""
+def test_trace_counts_by_brute_force_on_the_literal_procedure():
+    """Independent check of 14 / 13 / 12 with the literal pseudocode (not labeling.heap):
+    no cache 14; a cache keyed on the ordered call (a, b) 13; a cache keyed on the unordered
+    pair, which is what docs/protocols.md#pair-cache specifies, 12, because prefer(d3, d5) in
+    Step 3 repeats prefer(d5, d3) from placing d7."""
     posed, top, rest = reference_calls(DOCS, VALUES, 3)
     assert posed == [(a, b) for _, a, b in TRACE] and top == ["d5", "d3", "d7"]
     assert rest == ["d2", "d4", "d6", "d1", "d8"]
@@ -269,8 +267,9 @@ def test_edge_n_equals_k_asks_a_pair_in_both_orientations():
     assert s.result().kappa_labels == {"c": 3, "b": 2, "a": 1}
 
 
-def test_worst_case_formula_of_the_digest():
-    assert worst_case_total(50, 10) == 332  # digest §2.3: 20 + 40·7 + 32
+def test_worst_case_formula():
+    # 2k + (n-k)(1 + 2⌊log2 k⌋) + Σ_{e<k} 2⌊log2 e⌋ = 20 + 40·7 + 32
+    assert worst_case_total(50, 10) == 332
     assert worst_case_total(8, 3) == 6 + 5 * 3 + 2
     assert worst_case_total(1, 5) == 2
 
@@ -291,4 +290,4 @@ def test_progress_bound_holds_along_the_trace(cache):
         )
     total = len(bounds)
     assert all(b >= total - i for i, b in enumerate(bounds))
-    assert bounds[0] == 18  # exact structural bound, tighter than the digest's 23
+    assert bounds[0] == 18  # exact structural bound, tighter than the closed-form 23

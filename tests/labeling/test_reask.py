@@ -62,7 +62,7 @@ def protocol_seqs(s: TopKSession) -> list[int]:
 @pytest.mark.parametrize("value", [0.0, 0, 0.01, 0.25, 0.5, 1 / 3])
 def test_valid_fractions_are_recorded_and_idempotent(value: float) -> None:
     opts = validate_options("topk", {"reask_fraction": value})
-    # Filled in like every option (contract C1), always as a float; absent means 0.
+    # Filled in like every option, always as a float; absent means 0.
     assert opts["reask_fraction"] == value and isinstance(opts["reask_fraction"], float)
     if value == 0:
         assert opts == validate_options("topk", None)

@@ -12,7 +12,7 @@ from labeling.stats import binomial_test, chi2_2x2, chi2_sf_df1, cohen_kappa
 # --- hand-computed values -------------------------------------------------------------------------
 
 
-def test_digest_chi2_745_vs_547() -> None:
+def test_worked_chi2_745_vs_547() -> None:
     r = chi2_2x2([[745, 255], [547, 453]])
     assert round(r.statistic, 4) == 85.7165
     assert r.df == 1
@@ -21,7 +21,7 @@ def test_digest_chi2_745_vs_547() -> None:
     assert round(chi2_2x2([[745, 255], [547, 453]], yates=True).statistic, 4) == 84.8529
 
 
-def test_digest_chi2_30_vs_20() -> None:
+def test_worked_chi2_30_vs_20() -> None:
     r = chi2_2x2([[30, 10], [20, 20]])
     assert r.statistic == pytest.approx(16 / 3, abs=1e-9)
     assert round(r.statistic, 4) == 5.3333
@@ -29,7 +29,7 @@ def test_digest_chi2_30_vs_20() -> None:
     assert chi2_2x2([[30, 10], [20, 20]], yates=True).statistic == pytest.approx(4.32, abs=1e-9)
 
 
-def test_digest_chi2_ignoring_ties_example() -> None:
+def test_worked_chi2_ignoring_ties_example() -> None:
     r = chi2_2x2([[897, 103], [831, 169]])
     assert round(r.statistic, 4) == 18.5355
     assert r.p_value == pytest.approx(1.668e-5, rel=1e-3)
@@ -118,7 +118,7 @@ def test_kappa_equals_brute_force_and_sklearn(cells: list[int]) -> None:
     assert ours == pytest.approx(cohen_kappa_score(u, v), abs=1e-12)
 
 
-def test_kappa_digest_example() -> None:
+def test_kappa_worked_example() -> None:
     # The hand-computed C above: p_o = 0.7, marginals U (4,3,3), V (4,3,3) -> p_e = 0.34.
     assert cohen_kappa([[3, 1, 0], [0, 2, 1], [1, 0, 2]]) == pytest.approx(0.36 / 0.66, abs=1e-12)
 

@@ -24,7 +24,7 @@ def _synthetic(seed: int = 0, n_queries: int = 25, d: int = 6, k: int = 3) -> Qu
     return QueryDataset.from_arrays(X, grades, qid).to_topk(k, seed=seed)
 
 
-def test_step_sizes_of_the_digest() -> None:
+def test_step_sizes() -> None:
     for c, alpha in ((0.2, 0.202733), (0.5, 0.549306), (0.9, 1.472219)):
         assert step_size(c) == pytest.approx(alpha, abs=1e-6)
     assert step_size(-0.5) == pytest.approx(-0.549306, abs=1e-6)
@@ -63,8 +63,9 @@ def test_focusedboost_at_beta_0_is_rankboost_on_focused_pairs_round_by_round() -
 
 
 def test_rankboost_second_round_matches_a_brute_force_reweighting() -> None:
-    # α = ½ ln((1 + r)/(1 − r)) is the digest's bound-minimising step (§4.1); it zeroes the new
-    # edge of h_t only when no pair ties under h_t, so round 2 is checked against a loop instead.
+    # α = ½ ln((1 + r)/(1 − r)) is the bound-minimising step (docs/ranking.md#boosting); it
+    # zeroes the new edge of h_t only when no pair ties under h_t, so round 2 is checked against
+    # a loop instead.
     ds = _synthetic(3)
     weak = WeakRankers.build(ds.X, "threshold", n_thresholds=4)
     res = rankboost(ds, weak, rounds=2, forbid_repeat=False)
@@ -129,7 +130,7 @@ def _ndcg_on_top(h: np.ndarray, kappa: np.ndarray, at: int) -> float:
 def _focusedboost_oracle(
     queries: list[tuple[np.ndarray, np.ndarray]], beta: float, rounds: int, k: int
 ) -> list[tuple[int, float, float]]:
-    """Seed-digest §4.7(2) pseudo-code with loops; queries with |T| < 2 have no list part."""
+    """The pseudo-code of docs/ranking.md#focusedrank with loops; |T| < 2 has no list part."""
     n_weak = queries[0][0].shape[1]
     list_q = [i for i, (_, y) in enumerate(queries) if (y > 0).sum() >= 2]
     pairs = [
@@ -169,7 +170,7 @@ def test_focusedboost_needs_a_list_part_at_beta_1() -> None:
         focusedboost(ds, WeakRankers.build(ds.X, "feature"), rounds=2, beta=1.0, k=3)
 
 
-def test_focusedboost_mixed_beta_matches_the_digest_pseudocode_with_short_tops() -> None:
+def test_focusedboost_mixed_beta_matches_the_reference_pseudocode_with_short_tops() -> None:
     # Some queries have |T| = 1: their list part is 0 (docs/ranking.md#focusedrank), so they must
     # not enter the query distribution P (E of a one-item T is 1 for every weak ranker).
     rng = np.random.default_rng(11)

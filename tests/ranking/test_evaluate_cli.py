@@ -1,4 +1,4 @@
-"""ranking.evaluate and `heapjudge evaluate` (issue 4 item 3)."""
+"""ranking.evaluate and `heapjudge evaluate` (docs/metrics.md)."""
 
 from __future__ import annotations
 

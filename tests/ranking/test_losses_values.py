@@ -27,7 +27,7 @@ from ranking.losses import (
     w_listmle_loss,
 )
 
-TOL = 1e-6  # the digest prints six decimals
+TOL = 1e-6  # the worked values carry six decimals
 S3 = np.array([math.log(3.0), math.log(2.0), 0.0])
 ABCD = np.array([1.0, 0.0, 0.5, -1.0])  # scores of a, b, c, d
 KAPPA_ABCD = np.array([2.0, 1.0, 0.0, 0.0])  # T = (a ≻ b), F = {c, d}

@@ -1,6 +1,6 @@
 """Every worked value of docs/metrics.md#worked-values (and hand-computed ones), to 1e-9.
 
-Values printed with six or seven digits in the digest are checked against their closed forms
+Values printed with six or seven digits in docs/metrics.md are checked against their closed forms
 (computed here independently with math.log2), and against the printed digits.
 """
 

@@ -1,4 +1,4 @@
-"""Log in and log out (server-side sessions from :mod:`app.security`, contract C3).
+"""Log in and log out (server-side sessions from :mod:`app.security`; docs/security.md).
 
 - The login form is protected against login CSRF by a double-submit token: ``GET /login``
   sets a random value in an HttpOnly ``SameSite=Strict`` cookie and in the form; ``POST /login``
