@@ -99,7 +99,7 @@ class SecurityHeadersMiddleware:
         self.page = PAGE_HEADERS + extra
         self.own_policy = SECURITY_HEADERS + extra
         self.default = SECURITY_HEADERS + extra + ((_CSP, CONTENT_SECURITY_POLICY.encode()),)
-        self.api = self.default + (_NO_STORE,)
+        self.api = (*self.default, _NO_STORE)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -113,7 +113,7 @@ class SecurityHeadersMiddleware:
                 present = {name.lower() for name, _ in headers}
                 if _CSP in present:
                     wanted = self.own_policy + ((_NO_STORE,) if is_api else ())
-                elif _is_html(headers):
+                elif not is_api and _is_html(headers):  # the API answers JSON
                     wanted = self.page
                 else:
                     wanted = self.api if is_api else self.default

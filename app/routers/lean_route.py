@@ -10,8 +10,8 @@ what the solver would do for the one shape of endpoint it accepts,
 
 1. authenticate (:func:`app.deps.get_caller`: bearer token or session cookie with CSRF;
    401 / 403 first, as the solver resolves dependencies before parameters);
-2. validate the path parameters and the JSON body with FastAPI's own functions, so invalid
-   input gets FastAPI's 422 body (``detail``: a list of ``{type, loc, msg, input}``); a
+2. validate the path parameters and the JSON body with the route's own FastAPI fields, so
+   invalid input gets FastAPI's 422 body (``detail``: a list of ``{type, loc, msg, input}``); a
    body that is not JSON at all gets FastAPI's ``json_invalid`` item, one too deeply
    nested to parse FastAPI's 400;
 3. call the endpoint; a plain dict result is sent as compact JSON (``JSONResponse``).
@@ -22,13 +22,12 @@ built, so nothing an endpoint declares is silently skipped.
 
 from __future__ import annotations
 
-import email.message
 import json
 from collections.abc import Callable, Coroutine
 from typing import Any
 
 from fastapi import Request
-from fastapi.dependencies.utils import request_body_to_args, request_params_to_args
+from fastapi.dependencies.utils import get_missing_field_error
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi.routing import APIRoute
@@ -41,15 +40,11 @@ _DEPENDENCIES = {get_db: "db", get_caller: "caller"}
 
 
 def _is_json(content_type: str | None) -> bool:
-    """``application/json`` or ``application/*+json`` (FastAPI's rule)."""
+    """``application/json`` or ``application/*+json``, parameters ignored (FastAPI's rule)."""
     if not content_type:
         return False
-    message = email.message.Message()
-    message["content-type"] = content_type
-    subtype = message.get_content_subtype()
-    return message.get_content_maintype() == "application" and (
-        subtype == "json" or subtype.endswith("+json")
-    )
+    kind, _, subtype = content_type.partition(";")[0].strip().lower().partition("/")
+    return kind == "application" and (subtype == "json" or subtype.endswith("+json"))
 
 
 async def _json_body(request: Request) -> Any:
@@ -85,28 +80,38 @@ class LeanRoute(APIRoute):
             *dependant.header_params,
             *dependant.cookie_params,
         ]
-        if unsupported or len(dependant.body_params) > 1:
+        if unsupported or len(dependant.body_params) > 1 or self._embed_body_fields:
             raise TypeError(f"{self.path}: a LeanRoute takes path params and one JSON body only")
         injected: dict[str, str] = {}
         for sub in dependant.dependencies:
             if sub.call not in _DEPENDENCIES or sub.name is None:
                 raise TypeError(f"{self.path}: a LeanRoute may depend on DbDep and Caller only")
             injected[sub.name] = _DEPENDENCIES[sub.call]
-        path_params = dependant.path_params
-        body_params = dependant.body_params
-        embed = self._embed_body_fields
+        # FastAPI's own fields validate (its errors, with ``loc`` ("path", name) / ("body", ..)).
+        path_fields = [(f.alias, f) for f in dependant.path_params]
+        body_field = dependant.body_params[0] if dependant.body_params else None
+        if body_field is not None and not body_field.field_info.is_required():
+            raise TypeError(f"{self.path}: a LeanRoute's body is required")
         endpoint = self.endpoint
 
         async def handle(request: Request) -> Response:
             db = get_db(request)
             found = {"db": db, "caller": await get_caller(request, db)}
-            values, errors = request_params_to_args(path_params, request.path_params)
+            values: dict[str, Any] = {}
+            errors: list[Any] = []
+            for name, field in path_fields:
+                value, problems = field.validate(request.path_params[name], {}, loc=("path", name))
+                values[field.name] = value
+                errors.extend(problems)
             body = None
-            if body_params:
+            if body_field is not None:
                 body = await _json_body(request)
-                body_values, body_errors = await request_body_to_args(body_params, body, embed)
-                values.update(body_values)
-                errors.extend(body_errors)
+                if body is None:  # the body parameter is required
+                    errors.append(get_missing_field_error(("body",)))
+                else:
+                    value, problems = body_field.validate(body, {}, loc=("body",))
+                    values[body_field.name] = value
+                    errors.extend(problems)
             if errors:
                 raise RequestValidationError(errors, body=body)
             for name, what in injected.items():

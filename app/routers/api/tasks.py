@@ -20,7 +20,7 @@ admin = APIRouter(dependencies=[Depends(require_admin)])
 #: same routing, middleware, authentication and errors, without FastAPI's generic dependency
 #: solver). Their bodies are built by the service in their final JSON shape (QuestionOut
 #: documents it) and sent as they are, not re-validated.
-judging_loop = APIRouter(route_class=LeanRoute)
+judging_loop = APIRouter(route_class=LeanRoute, tags=["tasks"])
 
 QUESTION = {"response_model": QuestionOut, "response_model_exclude_none": True}
 CONFLICT = {409: {"description": "Not the pending question; body has `current` (the question)."}}
@@ -76,9 +76,7 @@ def get_task(task_id: int, db: DbDep, user: CurrentUser) -> TaskOut:
 @judging_loop.get("/tasks/{task_id}/next", **QUESTION)
 async def next_question(task_id: int, db: DbDep, caller: Caller) -> Payload:
     """The pending question (a pair for topk, a document for graded) or ``done``."""
-    return await offload.run(
-        db, lambda: judging.next_question(db=db, user=caller, task_id=task_id)
-    )
+    return await offload.run(db, lambda: judging.next_question(db=db, user=caller, task_id=task_id))
 
 
 @judging_loop.post("/tasks/{task_id}/judgments", responses=CONFLICT, **QUESTION)
@@ -96,9 +94,7 @@ async def submit_judgment(task_id: int, body: JudgmentIn, db: DbDep, caller: Cal
 @judging_loop.post("/tasks/{task_id}/undo", responses=CONFLICT, **QUESTION)
 async def undo(task_id: int, db: DbDep, caller: Caller) -> Payload:
     """Revert the last live judgment (kept in the log, marked undone)."""
-    return await offload.run(
-        db, lambda: judging.undo_judgment(db=db, user=caller, task_id=task_id)
-    )
+    return await offload.run(db, lambda: judging.undo_judgment(db=db, user=caller, task_id=task_id))
 
 
 @router.get("/tasks/{task_id}/result", response_model=ResultOut, response_model_exclude_none=True)
@@ -108,4 +104,3 @@ def task_result(task_id: int, db: DbDep, user: CurrentUser) -> Any:
 
 
 router.include_router(admin)
-router.include_router(judging_loop)
