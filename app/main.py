@@ -31,6 +31,7 @@ from fastapi.openapi.docs import get_swagger_ui_html, get_swagger_ui_oauth2_redi
 from fastapi.responses import HTMLResponse
 from sqlalchemy.exc import SQLAlchemyError
 from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp
 
 from app.db import Database
 from app.errors import BodySizeLimitMiddleware, install_error_handlers
@@ -123,6 +124,15 @@ def _api_routers() -> list[APIRouter]:
     ]
 
 
+class HeapjudgeApp(FastAPI):
+    """FastAPI with :class:`SecurityHeadersMiddleware` outside its whole stack, so that the
+    500 answer of Starlette's outermost ``ServerErrorMiddleware`` carries the headers too."""
+
+    def build_middleware_stack(self) -> ASGIApp:
+        https = bool(self.state.settings.secure_cookies)
+        return SecurityHeadersMiddleware(super().build_middleware_stack(), https=https)
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the service for ``settings`` (default: from the environment)."""
     settings = settings or Settings()
@@ -146,7 +156,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         yield
         db.dispose()
 
-    app = FastAPI(
+    app = HeapjudgeApp(
         title="heapjudge",
         version="1",
         summary="Top-k relevance labeling service (HeapSort preference judging, five grades)",
@@ -172,7 +182,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     def healthz() -> dict[str, str]:
         return {"status": "ok"}
 
-    # Outermost last: headers are added to every response, including 413s.
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes)
-    app.add_middleware(SecurityHeadersMiddleware, https=settings.secure_cookies)
     return app
