@@ -8,7 +8,7 @@ their transactions::
     with db.read() as s:       # plain deferred read transaction, rolled back on exit
         s.scalars(...)
 
-SQLite (anchors-engineering B1): every connection gets ``journal_mode=WAL``,
+SQLite (``docs/architecture.md#sqlite``): every connection gets ``journal_mode=WAL``,
 ``busy_timeout``, ``foreign_keys=ON`` and ``synchronous=NORMAL``. pysqlite's own implicit
 transaction handling is switched off (``isolation_level = None``) and the ``begin`` event emits
 ``BEGIN`` itself, following the SQLAlchemy pysqlite recipe ("Serializable isolation /
@@ -26,6 +26,7 @@ import contextlib
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
+from contextvars import ContextVar
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
@@ -100,12 +101,18 @@ def make_engine(
 
 
 class WouldBlock(Exception):
-    """:meth:`Database.raw_write_nowait` could not start at once (someone else is writing;
-    ``busy`` True), or the work does not qualify for it at all (``busy`` False)."""
+    """A transaction could not start without waiting, inside :meth:`Database.no_wait`:
+    someone else holds SQLite's write lock (``busy`` True), or the transaction is of a kind
+    that always may wait (``busy`` False). Raised before anything is done in it."""
 
     def __init__(self, *, busy: bool = True) -> None:
         super().__init__("busy" if busy else "not applicable")
         self.busy = busy
+
+
+#: Set by :meth:`Database.no_wait` for the work it encloses (per thread and task: a context
+#: variable, so work handed to a worker thread never inherits it).
+_NO_WAIT: ContextVar[bool] = ContextVar("heapjudge_no_wait", default=False)
 
 
 class Database:
@@ -137,8 +144,8 @@ class Database:
         #: replayed sessions). Per Database, so two databases in one process (tests) never
         #: see each other's entries; a cache must stay correct with other processes writing.
         self.caches: dict[str, Any] = {}
-        #: The connection of :meth:`raw_write_nowait` (SQLite; opened on first use, used only
-        #: under the write lock).
+        #: The connection of write transactions under :meth:`no_wait` (SQLite; opened on first
+        #: use, used only under the write lock).
         self._nowait: Any = None
         self._read = sessionmaker(bind=self.engine, expire_on_commit=False, autoflush=False)
         self._write = sessionmaker(bind=write_bind, expire_on_commit=False, autoflush=False)
@@ -155,6 +162,8 @@ class Database:
     @contextmanager
     def write(self) -> Iterator[Session]:
         """A write transaction: commits on success, rolls back on error."""
+        if _NO_WAIT.get():
+            raise WouldBlock(busy=False)
         lock = self._write_lock if self._write_lock is not None else nullcontext()
         with lock, self._write() as session, session.begin():
             yield session
@@ -163,6 +172,8 @@ class Database:
     def read(self) -> Iterator[Session]:
         """A read transaction, ended on exit (the pool rolls the connection back). Loaded objects
         stay usable afterwards (closed, not expired). Never takes the SQLite write lock."""
+        if _NO_WAIT.get() and not self.is_sqlite:
+            raise WouldBlock(busy=False)
         with self._read() as session:
             yield session
 
@@ -173,7 +184,11 @@ class Database:
     @contextmanager
     def raw_write(self) -> Iterator[Any]:
         """A DB-API cursor in a write transaction (BEGIN IMMEDIATE and the process write lock
-        on SQLite): commits on success, rolls back on error."""
+        on SQLite): commits on success, rolls back on error. Under :meth:`no_wait`, raises
+        :class:`WouldBlock` instead of waiting for the write lock."""
+        if _NO_WAIT.get():
+            yield from self._raw_write_without_waiting()
+            return
         lock = self._write_lock if self._write_lock is not None else nullcontext()
         with lock:
             yield from self._raw("BEGIN IMMEDIATE")
@@ -181,14 +196,27 @@ class Database:
     @contextmanager
     def raw_read(self) -> Iterator[Any]:
         """A DB-API cursor in a read transaction (deferred on SQLite), rolled back on exit."""
+        if _NO_WAIT.get() and not self.is_sqlite:
+            raise WouldBlock(busy=False)
         yield from self._raw("BEGIN DEFERRED", commit=False)
 
     @contextmanager
-    def raw_write_nowait(self) -> Iterator[Any]:
-        """Like :meth:`raw_write`, but never waits: raises :class:`WouldBlock` at once if
-        another thread of this process or another process is writing (SQLite only; on
-        Postgres always WouldBlock). For work short enough to run on the event loop thread
-        (app.hotpath): one dedicated connection with ``busy_timeout=0``."""
+    def no_wait(self) -> Iterator[None]:
+        """Run the enclosed work without ever waiting on the database: a write transaction
+        that cannot start at once raises :class:`WouldBlock` (with nothing done in it).
+
+        For short work run on the event loop thread (:mod:`app.offload`). Only SQLite
+        qualifies: its readers never wait in WAL mode, and a writer gets the process's write
+        lock or SQLite's without waiting or not at all (a dedicated connection with
+        ``busy_timeout=0``). On Postgres every transaction raises ``WouldBlock(busy=False)``
+        (each statement is a network round trip)."""
+        token = _NO_WAIT.set(True)
+        try:
+            yield
+        finally:
+            _NO_WAIT.reset(token)
+
+    def _raw_write_without_waiting(self) -> Iterator[Any]:
         lock = self._write_lock
         if lock is None:
             raise WouldBlock(busy=False)

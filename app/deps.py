@@ -99,13 +99,22 @@ def _bearer_token(request: Request) -> str | None:
     return token
 
 
-async def _authenticate(request: Request, db: Database) -> User | None:
+async def _authenticate(
+    request: Request, db: Database, *, look_up_bearer: bool = True
+) -> security.Caller | None:
+    """The one authentication of every route: a bearer token, else the session cookie (with
+    CSRF checked on unsafe methods); None without either (401 for a bearer token that is
+    not valid). ``look_up_bearer=False`` returns a bearer token unchecked, as a
+    :class:`~app.security.BearerToken` for a use case that checks it in its own
+    transaction."""
     token = _bearer_token(request)
     if token is not None:
+        request.state.auth_via = "bearer"
+        if not look_up_bearer:
+            return security.BearerToken(token)
         user = await run_in_threadpool(security.resolve_api_token, db, token)
         if user is None:
             raise Unauthorized("invalid or expired token")
-        request.state.auth_via = "bearer"
         return user
     cookie = request.cookies.get(security.SESSION_COOKIE)
     if not cookie:
@@ -122,12 +131,14 @@ async def _authenticate(request: Request, db: Database) -> User | None:
 
 async def get_optional_user(request: Request, db: DbDep) -> User | None:
     """The authenticated user or None (for pages that redirect to the login form)."""
-    return await _authenticate(request, db)
+    user = await _authenticate(request, db)
+    assert not isinstance(user, security.BearerToken)
+    return user
 
 
 async def get_current_user(request: Request, db: DbDep) -> User:
     """The authenticated user; 401 otherwise."""
-    user = await _authenticate(request, db)
+    user = await get_optional_user(request, db)
     if user is None:
         raise Unauthorized("not authenticated")
     return user
@@ -137,17 +148,15 @@ CurrentUser = Annotated[User, Depends(get_current_user)]
 
 
 async def get_caller(request: Request, db: DbDep) -> security.Caller:
-    """The caller of a judging-loop endpoint: a :class:`~app.security.BearerToken` (parsed, not
-    looked up: the use case checks it inside its own transaction, one hop to a worker thread
-    and one transaction per request instead of two), or the cookie user, resolved here with
-    CSRF checked (401 without either). The semantics are those of :data:`CurrentUser`; only
-    the order of errors differs: a bad bearer token AND a malformed body get the body's 422
+    """The caller of a judging-loop endpoint: :func:`get_current_user`, except that a
+    bearer token is returned unchecked (:class:`~app.security.BearerToken`): the use case
+    checks it inside the transaction that does the work (one transaction per request
+    instead of two). A bad bearer token AND a malformed body therefore get the body's 422
     before the token's 401 (neither reveals anything about credentials)."""
-    token = _bearer_token(request)
-    if token is not None:
-        request.state.auth_via = "bearer"
-        return security.BearerToken(token)
-    return await get_current_user(request, db)
+    caller = await _authenticate(request, db, look_up_bearer=False)
+    if caller is None:
+        raise Unauthorized("not authenticated")
+    return caller
 
 
 Caller = Annotated[security.Caller, Depends(get_caller)]

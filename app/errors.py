@@ -114,8 +114,8 @@ def labeling_status(exc: lerr.LabelingError) -> int:
 
 def error_parts(exc: BaseException) -> tuple[int, dict[str, Any], dict[str, str] | None] | None:
     """``(status, JSON body, extra headers)`` for an error the service answers itself, or None
-    for an unexpected one (a bug: 500). The one mapping behind the app's exception handlers
-    and the judging hot path (:mod:`app.hotpath`)."""
+    for an unexpected one (a bug: 500). The one mapping behind the app's exception
+    handlers."""
     if isinstance(exc, DomainError):
         headers = None
         if isinstance(exc, Unauthorized):

@@ -1,19 +1,14 @@
-"""Jinja2 templates for the server-rendered pages, and the headers every page carries.
+"""Jinja2 templates for the server-rendered pages.
 
 Templates live in the top-level ``templates/`` directory (``base.html``, ``login.html``,
 ``assess/*``, and the admin pages, which extend ``base.html``). Autoescaping is on for every
 template (not only ``.html``): document text, titles and query descriptions are untrusted.
 
 :func:`render` is what page routes call. It fills the context ``base.html`` needs
-(``current_user``, ``csrf_token``, ``flashes``, ``nav_active``, ``static_url``) and sets the
-security headers (:data:`PAGE_CSP` and friends). Judged documents are shown in
-``<iframe sandbox srcdoc=...>``; a ``srcdoc`` document has no URL of its own, so it inherits the
-embedding page's policy container: the header CSP below also binds the documents
-(anchors-engineering B4). Hence ``img-src data:`` (a document cannot load, or beacon to, any
-URL), ``frame-src 'none'`` (a framed document cannot navigate itself to a URL), and no inline
-script anywhere: pages pass data in ``<script type="application/json">`` blocks and
-``data-`` attributes. Inline *styles* are allowed, so judged HTML keeps its look; a style can
-only affect the frame it is in.
+(``current_user``, ``csrf_token``, ``flashes``, ``nav_active``, ``static_url``). The page's
+security headers (its CSP, which also binds the judged documents in their ``srcdoc`` frames)
+are set with every other response's, by :class:`app.response_headers.SecurityHeadersMiddleware`.
+:data:`FRAME_CSP` is the extra policy of those frames.
 
 Flash messages survive one redirect in a cookie signed with the server secret (HMAC-SHA256),
 so a forged cookie cannot put words in the app's mouth; messages are autoescaped like
@@ -43,42 +38,9 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 TEMPLATES_DIR = templates_dir()
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 
-#: The Content-Security-Policy of every HTML page (header, not <meta>: a meta CSP cannot set
-#: frame-ancestors and only applies after it has been parsed).
-PAGE_CSP = "; ".join(
-    (
-        "default-src 'none'",
-        "script-src 'self'",
-        "style-src 'self' 'unsafe-inline'",
-        "img-src data:",
-        "font-src 'none'",
-        "connect-src 'self'",
-        "frame-src 'none'",
-        "child-src 'none'",
-        "worker-src 'none'",
-        "media-src 'none'",
-        "object-src 'none'",
-        "manifest-src 'self'",
-        "base-uri 'none'",
-        "form-action 'self'",
-        "frame-ancestors 'none'",
-    )
-)
-
 #: Extra policy for the document frames (``<iframe csp=...>``, CSP Embedded Enforcement, honoured
 #: by Chromium): a judged document may use inline styles and data: images, and fetch nothing.
 FRAME_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
-
-#: Headers set on every page next to the CSP.
-PAGE_HEADERS: dict[str, str] = {
-    "Content-Security-Policy": PAGE_CSP,
-    "X-Content-Type-Options": "nosniff",
-    "X-Frame-Options": "DENY",
-    "Referrer-Policy": "no-referrer",
-    "Cross-Origin-Opener-Policy": "same-origin",
-    "Permissions-Policy": "camera=(), microphone=(), geolocation=(), payment=(), usb=()",
-    "Cache-Control": "no-store",
-}
 
 FLASH_COOKIE = "heapjudge_flash"
 
@@ -180,13 +142,6 @@ def read_flashes(request: Request) -> list[Flash]:
     return [Flash(level, message)]
 
 
-def apply_page_headers(response: Response) -> Response:
-    """Set the CSP and the other page headers on ``response``."""
-    for name, value in PAGE_HEADERS.items():
-        response.headers[name] = value
-    return response
-
-
 def render(
     request: Request,
     name: str,
@@ -198,7 +153,8 @@ def render(
     flashes: list[Flash] | None = None,
     status_code: int = 200,
 ) -> HTMLResponse:
-    """Render ``templates/<name>`` with the base context and the page security headers.
+    """Render ``templates/<name>`` with the base context (the page's security headers are
+    added by the middleware: it is an HTML response).
 
     ``user`` is the logged-in user (anything with ``username`` and ``role``) or None;
     ``csrf_token`` goes into every form (hidden field ``csrf_token``); ``flashes`` are shown in
@@ -213,7 +169,6 @@ def render(
     }
     ctx.update(context or {})
     response = templates().TemplateResponse(request, name, ctx, status_code=status_code)
-    apply_page_headers(response)
     if carried or FLASH_COOKIE in request.cookies:
         response.delete_cookie(FLASH_COOKIE, path="/")
     return response

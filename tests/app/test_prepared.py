@@ -11,8 +11,11 @@ from sqlalchemy import exc as sa_exc
 
 from app import security
 from app.db import Database
+from app.models import utcnow
 from app.prepared import Prepared
+from app.repositories import judgments as repo
 from app.services import judging
+from labeling.types import GradeAnswer
 from tests.app.conftest import Api
 from tests.app.test_service_api import make_collection, make_task, pool
 
@@ -40,14 +43,14 @@ def prepared_rows(db: Database, stmt: Any, params: dict[str, Any]) -> list[tuple
 
 
 @pytest.mark.parametrize(
-    "name", ["_TASK_ROW", "_LIVE_LOG", "_STATE_AND_VERSION", "_LIVE_VERSION", "_DOCUMENT"]
+    "name", ["TASK_ROW", "LIVE_LOG", "STATE_AND_VERSION", "LIVE_VERSION", "DOCUMENT"]
 )
 def test_prepared_rows_equal_core_rows(api: Api, seeded: dict[str, Any], name: str) -> None:
-    stmt = getattr(judging, name)
+    stmt = getattr(repo, name)
     params = {"task_id": seeded["task"], "query_id": 1, "doc_id": "d001"}
-    if name == "_DOCUMENT":
+    if name == "DOCUMENT":
         with api.db.read() as c:
-            params["query_id"] = c.execute(judging._TASK_ROW, params).one().query_id
+            params["query_id"] = c.execute(repo.TASK_ROW, params).one().query_id
     expected = core_rows(api.db, stmt, params)
     assert expected, "the statement should find something"
     assert prepared_rows(api.db, stmt, params) == expected
@@ -56,7 +59,7 @@ def test_prepared_rows_equal_core_rows(api: Api, seeded: dict[str, Any], name: s
 def test_typed_values_survive(api: Api, seeded: dict[str, Any]) -> None:
     """JSON columns come back decoded, datetimes as aware UTC, named like Core's rows."""
     with api.db.raw_read() as cursor:
-        row = Prepared(judging._TASK_ROW, api.db.engine.dialect).one_or_none(
+        row = Prepared(repo.TASK_ROW, api.db.engine.dialect).one_or_none(
             cursor, {"task_id": seeded["task"]}
         )
     assert row.options["allow_ties"] is True and row.options["pair_cache"] is True
@@ -75,7 +78,7 @@ def test_token_lookup_matches(api: Api) -> None:
 def test_expanding_parameters_are_refused(api: Api) -> None:
     from sqlalchemy import bindparam, select
 
-    docs = judging._D
+    docs = repo.D
     stmt = select(docs.c.title).where(docs.c.external_id.in_(bindparam("ids", expanding=True)))
     with pytest.raises(ValueError, match="expanding"):
         Prepared(stmt, api.db.engine.dialect)
@@ -84,10 +87,8 @@ def test_expanding_parameters_are_refused(api: Api) -> None:
 def test_driver_errors_are_sqlalchemy_errors_and_roll_back(
     api: Api, seeded: dict[str, Any]
 ) -> None:
-    insert = Prepared(judging._INSERT[api.db.dialect], api.db.engine.dialect)
-    values = judging._row_values(
-        seeded["task"], 99, judging.GradeAnswer("d001", 2), 0, judging.utcnow()
-    )
+    insert = Prepared(repo.INSERT[api.db.dialect], api.db.engine.dialect)
+    values = repo.row_values(seeded["task"], 99, GradeAnswer("d001", 2), 0, utcnow())
     # An out-of-range integer: Postgres says DataError (wrapped); SQLite's driver refuses to
     # bind it (OverflowError); the app answers 422 for both.
     with pytest.raises((sa_exc.DataError, OverflowError)), api.db.raw_write() as cursor:
@@ -96,14 +97,14 @@ def test_driver_errors_are_sqlalchemy_errors_and_roll_back(
     with pytest.raises(sa_exc.IntegrityError), api.db.raw_write() as cursor:
         insert.one_or_none(cursor, {**values, "task_id": 10**9})
     with api.db.read() as c:
-        assert c.execute(judging._LIVE_VERSION, {"task_id": seeded["task"]}).one().live == 1
+        assert c.execute(repo.LIVE_VERSION, {"task_id": seeded["task"]}).one().live == 1
 
 
-def test_nowait_write_never_waits_and_changes_nothing(api: Api, seeded: dict[str, Any]) -> None:
-    """``submit_judgment(nowait=True)`` (the event-loop fast path) raises WouldBlock, with
-    nothing stored and the cached session kept, whenever it would have to wait: another
-    thread of the process writing, another process (connection) holding SQLite's write lock,
-    no cached session, or Postgres. The ordinary call then stores the judgment once."""
+def test_no_wait_never_waits_and_changes_nothing(api: Api, seeded: dict[str, Any]) -> None:
+    """Inside ``db.no_wait()`` (how app.offload runs a submit on the event loop), the use case
+    raises WouldBlock, with nothing stored, whenever it would have to wait: another thread of
+    the process writing, another process (connection) holding SQLite's write lock, or
+    Postgres. The cached session survives; the ordinary call then stores the judgment once."""
     import sqlite3
     import threading
 
@@ -112,18 +113,20 @@ def test_nowait_write_never_waits_and_changes_nothing(api: Api, seeded: dict[str
 
     tid = make_task(api, seeded["cid"], "pq", "prep", k=2, seed=9)
     caller = BearerToken(api.tokens["prep"])
-    with pytest.raises(WouldBlock):  # nothing cached for this task yet
-        judging.submit_judgment(db=api.db, user=caller, task_id=tid, data={"seq": 0}, nowait=True)
     q = judging.next_question(db=api.db, user=caller, task_id=tid)  # caches the session
     data = {"seq": 0, "left": q["pair"]["left"]["doc_id"], "right": q["pair"]["right"]["doc_id"]}
     data |= {"outcome": "left", "active_ms": 5}
+    cached = judging._caches(api.db).sessions
 
     def attempt() -> None:
-        with pytest.raises(WouldBlock):
-            judging.submit_judgment(db=api.db, user=caller, task_id=tid, data=data, nowait=True)
+        entry = cached.get(tid)
+        with pytest.raises(WouldBlock), api.db.no_wait():
+            judging.submit_judgment(db=api.db, user=caller, task_id=tid, data=data)
+        assert cached.get(tid) is entry is not None  # untouched, back in the cache
 
     if not api.db.is_sqlite:
         attempt()
+        body = judging.submit_judgment(db=api.db, user=caller, task_id=tid, data=data)
     else:
         # Another thread of this process is writing.
         holding, release = threading.Event(), threading.Event()
@@ -142,45 +145,56 @@ def test_nowait_write_never_waits_and_changes_nothing(api: Api, seeded: dict[str
             release.set()
             thread.join()
         # Another process (here: another connection, outside the process lock) holds it.
-        path = api.db.engine.url.database
-        other = sqlite3.connect(path, isolation_level=None)
+        other = sqlite3.connect(api.db.engine.url.database, isolation_level=None)
         other.execute("BEGIN IMMEDIATE")
         try:
             attempt()
         finally:
             other.rollback()
             other.close()
-        # Free: the fast path itself answers.
-        body = judging.submit_judgment(db=api.db, user=caller, task_id=tid, data=data, nowait=True)
-        assert body["seq"] == 1
-    if not api.db.is_sqlite:
-        body = judging.submit_judgment(db=api.db, user=caller, task_id=tid, data=data)
-        assert body["seq"] == 1
+        with api.db.no_wait():  # free: it runs without waiting
+            body = judging.submit_judgment(db=api.db, user=caller, task_id=tid, data=data)
+    assert body["seq"] == 1
     # Exactly one judgment stored, and the retry is still recognised as one.
     again = judging.submit_judgment(db=api.db, user=caller, task_id=tid, data=data)
     assert again["seq"] == 1
     with api.db.read() as c:
-        assert c.execute(judging._LIVE_VERSION, {"task_id": tid}).one().live == 1
+        assert c.execute(repo.LIVE_VERSION, {"task_id": tid}).one().live == 1
 
 
-def test_slow_sessions_leave_the_event_loop(api: Api, seeded: dict[str, Any]) -> None:
-    """A session whose last submit cost more CPU than NOWAIT_MAX_SECONDS is not run on the
-    event loop (WouldBlock, not busy), and stays cached for the ordinary call."""
-    from app.db import WouldBlock
-    from app.security import BearerToken
+def test_offload_runs_cheap_keyed_calls_on_the_event_loop(api: Api) -> None:
+    """app.offload: a keyed call runs on a worker thread the first time, then on the event
+    loop thread while its last run was cheap (SQLite only), and goes back to a worker once a
+    run costs more than INLINE_MAX_SECONDS of CPU; unkeyed calls always run on a worker."""
+    import asyncio
+    import threading
+    import time
 
-    tid = make_task(api, seeded["cid"], "pq", "prep", k=2, seed=10)
-    caller = BearerToken(api.tokens["prep"])
-    q = judging.next_question(db=api.db, user=caller, task_id=tid)
-    data = {"seq": 0, "left": q["pair"]["left"]["doc_id"], "right": q["pair"]["right"]["doc_id"]}
-    data |= {"outcome": "left"}
-    cache = judging._caches(api.db).replay
-    entry = cache.get(tid)
-    entry.cost = 10 * judging.NOWAIT_MAX_SECONDS
-    with pytest.raises(WouldBlock) as info:
-        judging.submit_judgment(db=api.db, user=caller, task_id=tid, data=data, nowait=True)
-    assert info.value.busy is False and cache.get(tid) is entry
-    body = judging.submit_judgment(db=api.db, user=caller, task_id=tid, data=data)
-    assert body["seq"] == 1
-    after = cache.get(tid)
-    assert after is entry and 0 <= after.cost < 1  # measured again (CPU seconds)
+    from app import offload
+
+    def work(cpu_seconds: float = 0.0) -> str:
+        started = time.thread_time()
+        while time.thread_time() - started < cpu_seconds:
+            pass
+        return threading.current_thread().name
+
+    async def where(key: Any, cpu_seconds: float = 0.0) -> str:
+        loop_thread = threading.current_thread().name
+        name = await offload.run(api.db, lambda: work(cpu_seconds), cost_key=key)
+        return "loop" if name == loop_thread else "worker"
+
+    async def scenario() -> list[str]:
+        key = ("test", object())
+        return [
+            await where(key),  # unknown cost
+            await where(key, 3 * offload.INLINE_MAX_SECONDS),  # cheap so far: the loop
+            await where(key),  # the last run was costly
+            await where(key),  # cheap again
+            await where(None),
+        ]
+
+    places = asyncio.run(scenario())
+    if api.db.is_sqlite:
+        assert places == ["worker", "loop", "worker", "loop", "worker"]
+    else:
+        assert places == ["worker"] * 5

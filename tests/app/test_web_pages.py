@@ -18,7 +18,7 @@ from fastapi.testclient import TestClient
 
 from app.main import create_app
 from app.settings import Settings
-from app.web_templates import PAGE_CSP
+from app.response_headers import PAGE_CSP
 from tests.e2e.web_support import add_user, init_db, relevance_docs, seed_task
 
 HOSTILE_TITLE = '<img src=x onerror="document.title=\'pwned\'">Q&A "quoted"'

@@ -6,20 +6,22 @@ from dataclasses import asdict
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query
-from fastapi.responses import JSONResponse
-from starlette.concurrency import run_in_threadpool
 
+from app import offload
 from app.deps import Caller, CurrentUser, DbDep, require_admin
+from app.routers.lean_route import LeanRoute
 from app.schemas import JudgmentIn, QuestionOut, ResultOut, TaskCreate, TaskOut, TaskStatus
 from app.services import judging, results, tasks
 from app.services.judging import Payload
 
 router = APIRouter(tags=["tasks"])
 admin = APIRouter(dependencies=[Depends(require_admin)])
+#: The judging loop: a few small JSON requests per judgment, so lean routes (LeanRoute: the
+#: same routing, middleware, authentication and errors, without FastAPI's generic dependency
+#: solver). Their bodies are built by the service in their final JSON shape (QuestionOut
+#: documents it) and sent as they are, not re-validated.
+judging_loop = APIRouter(route_class=LeanRoute, tags=["tasks"])
 
-# The judging loop's bodies are built by the service already in their final JSON shape
-# (QuestionOut documents it); returning a JSONResponse skips re-validating every answer, a
-# measurable share of the per-judgment cost.
 QUESTION = {"response_model": QuestionOut, "response_model_exclude_none": True}
 CONFLICT = {409: {"description": "Not the pending question; body has `current` (the question)."}}
 
@@ -67,43 +69,32 @@ def get_task(task_id: int, db: DbDep, user: CurrentUser) -> TaskOut:
     return TaskOut(**asdict(tasks.get_task(db=db, user=user, task_id=task_id)))
 
 
-# The judging loop runs as ``async def`` endpoints that make exactly one threadpool call, in
-# which the use case checks a bearer token inside its own transaction (see deps.get_caller):
-# the default (an async auth dependency with its own threadpool call, then a sync endpoint)
-# made two. Bearer-token requests of next/judgments are answered by app.hotpath before they
-# reach these routes; the routes serve cookie callers, odd requests and the OpenAPI schema.
+# Where each use case runs (event loop or worker thread) is decided by app.offload; a submit
+# is keyed by its task, so a task whose submits are cheap is answered on the event loop.
 
 
-@router.get("/tasks/{task_id}/next", **QUESTION)
-async def next_question(task_id: int, db: DbDep, caller: Caller) -> Any:
+@judging_loop.get("/tasks/{task_id}/next", **QUESTION)
+async def next_question(task_id: int, db: DbDep, caller: Caller) -> Payload:
     """The pending question (a pair for topk, a document for graded) or ``done``."""
-
-    def work() -> Payload:
-        return judging.next_question(db=db, user=caller, task_id=task_id)
-
-    return JSONResponse(await run_in_threadpool(work))
+    return await offload.run(db, lambda: judging.next_question(db=db, user=caller, task_id=task_id))
 
 
-@router.post("/tasks/{task_id}/judgments", responses=CONFLICT, **QUESTION)
-async def submit_judgment(task_id: int, body: JudgmentIn, db: DbDep, caller: Caller) -> Any:
+@judging_loop.post("/tasks/{task_id}/judgments", responses=CONFLICT, **QUESTION)
+async def submit_judgment(task_id: int, body: JudgmentIn, db: DbDep, caller: Caller) -> Payload:
     """Answer the question ``seq``; returns the next question. Retrying an identical judgment
     stores nothing and returns the current question; anything else for a used seq -> 409."""
     data = body.model_dump(exclude_none=True)
+    return await offload.run(
+        db,
+        lambda: judging.submit_judgment(db=db, user=caller, task_id=task_id, data=data),
+        cost_key=("submit", task_id),
+    )
 
-    def work() -> Payload:
-        return judging.submit_judgment(db=db, user=caller, task_id=task_id, data=data)
 
-    return JSONResponse(await run_in_threadpool(work))
-
-
-@router.post("/tasks/{task_id}/undo", responses=CONFLICT, **QUESTION)
-async def undo(task_id: int, db: DbDep, caller: Caller) -> Any:
+@judging_loop.post("/tasks/{task_id}/undo", responses=CONFLICT, **QUESTION)
+async def undo(task_id: int, db: DbDep, caller: Caller) -> Payload:
     """Revert the last live judgment (kept in the log, marked undone)."""
-
-    def work() -> Payload:
-        return judging.undo_judgment(db=db, user=caller, task_id=task_id)
-
-    return JSONResponse(await run_in_threadpool(work))
+    return await offload.run(db, lambda: judging.undo_judgment(db=db, user=caller, task_id=task_id))
 
 
 @router.get("/tasks/{task_id}/result", response_model=ResultOut, response_model_exclude_none=True)

@@ -26,7 +26,7 @@ from starlette.concurrency import run_in_threadpool
 from app import security
 from app.deps import DbDep, check_csrf, client_ip
 from app.errors import Forbidden
-from app.web_templates import apply_page_headers, render, set_flash
+from app.web_templates import render, set_flash
 
 router = APIRouter()
 
@@ -175,7 +175,7 @@ def _forbidden(
     request: Request, reason: str, *, user: object = None, csrf_token: str = ""
 ) -> Response:
     """The HTML 403 page for a refused form post (cross-site or missing CSRF token)."""
-    response = render(
+    return render(
         request,
         "assess/error.html",
         {
@@ -187,4 +187,3 @@ def _forbidden(
         csrf_token=csrf_token,
         status_code=403,
     )
-    return apply_page_headers(response)

@@ -1,0 +1,1 @@
+"""Repositories: the SQL of a use case, as named statements over one transaction's cursor."""

@@ -1,0 +1,274 @@
+"""The judging loop's SQL: tasks, the judgment log and documents, as prepared statements.
+
+Every statement is written once with SQLAlchemy Core (the same tables as the models, so a
+schema change cannot drift from it) and compiled once per database into a
+:class:`~app.prepared.Prepared` statement that runs on the raw DB-API cursor of a transaction
+(``Database.raw_read`` / ``raw_write``). :class:`JudgmentStore` gives the use cases of
+:mod:`app.services.judging` one named method per statement.
+
+The judgment log is a stack per task: live rows (``undone`` false) have contiguous ``seq``
+from 0, an undo marks the newest live row undone, and ids only grow. So the pair
+``(live count, newest live id)`` (:data:`LogVersion`) identifies a task's live log: any insert
+or undo changes it. The partial unique index on live ``(task_id, seq)`` makes the database the
+arbiter between two answers to one question (``INSERT ... ON CONFLICT DO NOTHING``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, Protocol
+
+from sqlalchemy import bindparam, func, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from app.db import Database
+from app.models import Document, Judgment, Task
+from app.prepared import Prepared
+from labeling.types import Answer, PairAnswer
+
+#: ``(number of live judgments, id of the newest live judgment)`` of a task.
+LogVersion = tuple[int, int]
+
+
+class LogRow(Protocol):
+    """A judgment as replay and the payloads read it (a prepared row or a Core row)."""
+
+    id: int
+    seq: int
+    left_doc: str | None
+    right_doc: str | None
+    outcome: str | None
+    doc_id: str | None
+    grade: int | None
+    active_ms: int
+
+
+# Core tables, not ORM entities: statements over ORM attributes go through the ORM's compile
+# and DML machinery even when they return plain rows.
+J = Judgment.__table__
+T = Task.__table__
+D = Document.__table__
+
+#: The eight columns replay and the payloads read, in seq order.
+LIVE_LOG = (
+    select(
+        J.c.id,
+        J.c.seq,
+        J.c.left_doc,
+        J.c.right_doc,
+        J.c.outcome,
+        J.c.doc_id,
+        J.c.grade,
+        J.c.active_ms,
+    )
+    .where(J.c.task_id == bindparam("task_id"), J.c.undone.is_(False))
+    .order_by(J.c.seq)
+)
+TASK_ROW = select(
+    T.c.id,
+    T.c.query_id,
+    T.c.assessor_id,
+    T.c.method,
+    T.c.k,
+    T.c.seed,
+    T.c.options,
+    T.c.doc_ids,
+    T.c.status,
+    T.c.created_at,
+).where(T.c.id == bindparam("task_id"))
+DOCUMENT = select(D.c.external_id, D.c.title, D.c.text, D.c.html).where(
+    D.c.query_id == bindparam("query_id"), D.c.external_id == bindparam("doc_id")
+)
+LIVE_VERSION = select(
+    func.count().label("live"), func.coalesce(func.max(J.c.id), 0).label("newest")
+).where(J.c.task_id == bindparam("task_id"), J.c.undone.is_(False))
+TASK_STATE_FOR_UPDATE = (
+    select(T.c.status, T.c.assessor_id, T.c.created_at)
+    .where(T.c.id == bindparam("task_id"))
+    .with_for_update()
+)
+# SQLite: BEGIN IMMEDIATE already serialises writers, so the task state and the log version
+# come from one statement (one round trip less inside the write lock). On Postgres the version
+# must be read by a statement that starts after the row lock is held (READ COMMITTED takes a
+# snapshot per statement), so there it is two statements.
+STATE_AND_VERSION = select(
+    T.c.status,
+    T.c.assessor_id,
+    T.c.created_at,
+    LIVE_VERSION.with_only_columns(func.count()).scalar_subquery().label("live"),
+    LIVE_VERSION.with_only_columns(func.coalesce(func.max(J.c.id), 0))
+    .scalar_subquery()
+    .label("newest"),
+).where(T.c.id == bindparam("task_id"))
+#: Every column of a judgment row bound by name (a prepared statement has fixed columns; the
+#: unused ones of a pair or a grade are bound to NULL).
+_ROW_COLUMNS = (
+    "task_id",
+    "seq",
+    "left_doc",
+    "right_doc",
+    "outcome",
+    "doc_id",
+    "grade",
+    "active_ms",
+    "created_at",
+    "undone",
+)
+INSERT = {
+    name: dialect.insert(J)
+    .values(**{c: bindparam(c) for c in _ROW_COLUMNS})
+    .on_conflict_do_nothing()
+    .returning(J.c.id)
+    for name, dialect in (("postgresql", postgresql), ("sqlite", sqlite))
+}
+#: Status changes of a submit: pending -> active on the first answer, -> done on the last.
+MARK = {
+    "active": update(T)
+    .where(T.c.id == bindparam("task_id"))
+    .values(status="active", started_at=bindparam("now")),
+    "done": update(T)
+    .where(T.c.id == bindparam("task_id"))
+    .values(status="done", finished_at=bindparam("now")),
+    "active+done": update(T)
+    .where(T.c.id == bindparam("task_id"))
+    .values(status="done", started_at=bindparam("now"), finished_at=bindparam("now")),
+}
+UNDO = (
+    update(J)
+    .where(J.c.task_id == bindparam("task_id"), J.c.seq == bindparam("seq"), J.c.undone.is_(False))
+    .values(undone=True, undone_at=bindparam("now"))
+)
+REOPEN = (
+    update(T)
+    .where(T.c.id == bindparam("task_id"), T.c.status == "done")
+    .values(status="active", finished_at=None)
+)
+
+
+def row_values(
+    task_id: int, seq: int, answer: Answer, active_ms: int, now: datetime
+) -> dict[str, Any]:
+    """The bound values of :data:`INSERT` for ``answer`` to question ``seq``."""
+    values: dict[str, Any] = {
+        "task_id": task_id,
+        "seq": seq,
+        "left_doc": None,
+        "right_doc": None,
+        "outcome": None,
+        "doc_id": None,
+        "grade": None,
+        "active_ms": active_ms,
+        "created_at": now,
+        "undone": False,
+    }
+    if isinstance(answer, PairAnswer):
+        values |= {"left_doc": answer.left, "right_doc": answer.right, "outcome": answer.outcome}
+    else:
+        values |= {"doc_id": answer.doc_id, "grade": answer.grade}
+    return values
+
+
+def live_judgments(s: Session, task_id: int) -> list[Any]:
+    """The task's live log in seq order on an ORM session (for the read-only services:
+    results, exports, pages), as light Core rows: replay needs no ORM objects."""
+    return list(s.execute(LIVE_LOG, {"task_id": task_id}))
+
+
+def log_version(rows: Sequence[Any]) -> LogVersion:
+    """The :data:`LogVersion` of a live log read in full."""
+    return len(rows), max((r.id for r in rows), default=0)
+
+
+class _Statements:
+    """The statements above compiled for one database's dialect."""
+
+    def __init__(self, db: Database) -> None:
+        dialect = db.engine.dialect
+        self.task = Prepared(TASK_ROW, dialect)
+        self.task_for_update = Prepared(TASK_ROW.with_for_update(), dialect)
+        self.live_log = Prepared(LIVE_LOG, dialect)
+        self.document = Prepared(DOCUMENT, dialect)
+        self.state_and_version = Prepared(STATE_AND_VERSION, dialect)
+        self.state_for_update = Prepared(TASK_STATE_FOR_UPDATE, dialect)
+        self.live_version = Prepared(LIVE_VERSION, dialect)
+        self.insert = Prepared(INSERT[db.dialect], dialect)
+        self.mark = {name: Prepared(stmt, dialect) for name, stmt in MARK.items()}
+        self.undo = Prepared(UNDO, dialect)
+        self.reopen = Prepared(REOPEN, dialect)
+
+
+def _statements(db: Database) -> _Statements:
+    found = db.caches.get(__name__)
+    if found is None:  # two threads may both compile; either result is the same
+        found = db.caches.setdefault(__name__, _Statements(db))
+    return found
+
+
+class JudgmentStore:
+    """The judging loop's reads and writes in one transaction (``cursor``, from
+    ``db.raw_read()`` or ``db.raw_write()``)."""
+
+    __slots__ = ("_sql", "cursor", "is_sqlite")
+
+    def __init__(self, db: Database, cursor: Any) -> None:
+        self._sql = _statements(db)
+        self.cursor = cursor
+        self.is_sqlite = db.is_sqlite
+
+    def task(self, task_id: int, *, lock: bool = False) -> Any:
+        """The task's config and state (None if there is no such task); ``lock`` takes its
+        row lock on Postgres (SQLite's write transaction holds the database lock already)."""
+        stmt = self._sql.task_for_update if lock else self._sql.task
+        return stmt.one_or_none(self.cursor, {"task_id": task_id})
+
+    def live_log(self, task_id: int) -> list[LogRow]:
+        """The task's live judgments in seq order."""
+        return self._sql.live_log.rows(self.cursor, {"task_id": task_id})
+
+    def locked_state(self, task_id: int) -> tuple[Any, LogVersion]:
+        """The task's status, assessor and ``created_at`` (None if missing) with its row
+        locked, and the log version read after the lock was taken."""
+        params = {"task_id": task_id}
+        if self.is_sqlite:
+            state = self._sql.state_and_version.one_or_none(self.cursor, params)
+            return state, ((state.live, state.newest) if state is not None else (0, 0))
+        state = self._sql.state_for_update.one_or_none(self.cursor, params)
+        live = self._sql.live_version.one_or_none(self.cursor, params)
+        return state, (live.live, live.newest)
+
+    def insert(
+        self, task_id: int, seq: int, answer: Answer, active_ms: int, now: datetime
+    ) -> int | None:
+        """Store ``answer`` as live judgment ``seq``; its id, or None if a live judgment
+        ``seq`` exists already (nothing stored)."""
+        row = self._sql.insert.one_or_none(
+            self.cursor, row_values(task_id, seq, answer, active_ms, now)
+        )
+        return None if row is None else int(row.id)
+
+    def mark(self, task_id: int, change: str, now: datetime) -> None:
+        """Apply a status change of :data:`MARK` (``"active"``, ``"done"``, ``"active+done"``)."""
+        self._sql.mark[change].execute(self.cursor, {"task_id": task_id, "now": now})
+
+    def undo(self, task_id: int, seq: int, now: datetime) -> bool:
+        """Mark live judgment ``seq`` undone; False if it was not live (nothing changed)."""
+        values = {"task_id": task_id, "seq": seq, "now": now}
+        return self._sql.undo.execute(self.cursor, values) == 1
+
+    def reopen(self, task_id: int) -> None:
+        """A done task becomes active again (its last judgment was undone)."""
+        self._sql.reopen.execute(self.cursor, {"task_id": task_id})
+
+    def documents(self, query_id: int, doc_ids: Sequence[str]) -> dict[str, Any]:
+        """Documents of a query by external id (one prepared statement each: a pool is read
+        once per task and process, then served from the document cache)."""
+        found = {}
+        for doc_id in doc_ids:
+            row = self._sql.document.one_or_none(
+                self.cursor, {"query_id": query_id, "doc_id": doc_id}
+            )
+            if row is not None:
+                found[doc_id] = row
+        return found
