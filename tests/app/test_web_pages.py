@@ -17,8 +17,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.main import create_app
-from app.settings import Settings
 from app.response_headers import PAGE_CSP
+from app.settings import Settings
 from tests.e2e.web_support import add_user, init_db, relevance_docs, seed_task
 
 HOSTILE_TITLE = '<img src=x onerror="document.title=\'pwned\'">Q&A "quoted"'
