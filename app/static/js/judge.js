@@ -438,7 +438,8 @@
   }
 
   function navigateFrame(card) {
-    var frag = card._pos >= card._anchors ? "hj-end" : "hj-a" + card._pos;
+    // "#top" is the document's top by definition (HTML: no element needed).
+    var frag = card._pos >= card._anchors ? "hj-end" : card._pos === 0 ? "top" : "hj-a" + card._pos;
     card.setAttribute("data-pos", String(card._pos));
     if (!card._loaded) return; // applied on load
     try {
