@@ -305,7 +305,9 @@ def test_narrow_buttons_are_never_narrower_than_their_labels(
         open_task(page, env, task.task_id)
         cut = page.evaluate(
             """() => [...document.querySelectorAll('.actions button')]
-                 .filter(b => b.scrollWidth > b.clientWidth + 1 || b.clientWidth < 60)
+                 .filter(b => { const r = b.getBoundingClientRect();
+                   return b.scrollWidth > b.clientWidth + 1 || r.width < 60
+                     || r.left < 0 || r.right > innerWidth; })
                  .map(b => b.dataset.action)"""
         )
         assert cut == []
