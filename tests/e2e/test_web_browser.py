@@ -460,8 +460,10 @@ def test_hostile_documents_do_nothing(env: dict[str, Any], ctx: Any) -> None:
         frame.locator("body").wait_for(state="attached")
     right_slot = "right" if shown_pair(page)[1] == "evil-b" else "left"
     frame_b = page.frame_locator(f"article[data-slot={right_slot}] iframe")
+    # The frames take no pointer events (the page scrolls them), so a real click cannot reach
+    # a link; activate each one from inside its frame instead.
     for target in ("#jslink", "#go", "#toplink", "#selflink"):
-        frame_b.locator(target).click()
+        frame_b.locator(target).dispatch_event("click")
     page.wait_for_timeout(1500)  # time for meta refresh, navigation, requests
 
     for slot in ("left", "right"):
@@ -498,7 +500,10 @@ def test_hostile_documents_do_nothing(env: dict[str, Any], ctx: Any) -> None:
     assert hit == "left"
     # Nothing was judged and the session still works (the form/refresh to /logout did nothing).
     assert all_judgments(env["db"], task.task_id) == []
-    # Clicking into a frame moved keyboard focus there; the page takes it back, so keys work.
+    # A real click on a document lands on the page, not in the frame: keys keep working.
+    fbox = page.locator(f"article[data-slot={right_slot}] iframe").bounding_box()
+    assert fbox is not None
+    page.mouse.click(fbox["x"] + fbox["width"] / 2, fbox["y"] + fbox["height"] / 2)
     page.wait_for_function("() => document.activeElement.id === 'judge-main'")
     page.keyboard.press("ArrowLeft")
     page.wait_for_url(task_url + "/done")

@@ -12,9 +12,10 @@ the page around the first question, which it takes from the same replay as the A
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Request
+from fastapi import Query as FastApiQuery
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
@@ -22,7 +23,7 @@ from app import security
 from app.deps import DbDep
 from app.routers.web import page_data
 from app.routers.web.auth import login_redirect
-from app.services import judging, tasks
+from app.services import judging
 from app.web_templates import FRAME_CSP, render
 from labeling.types import GRADE_NAMES
 
@@ -90,10 +91,26 @@ async def _own_task(
     return resolved, view, None
 
 
+#: Cookie holding the assessor's highlighting choice ("0" off; anything else on), set by
+#: judge.js when the H key toggles it, read here so the first render already follows it.
+HIGHLIGHT_COOKIE = "heapjudge_highlight"
+
+
+def _highlight_on(request: Request, hl: int | None = None) -> bool:
+    if hl is not None:
+        return hl != 0
+    return request.cookies.get(HIGHLIGHT_COOKIE) != "0"
+
+
 @router.get("/")
 async def home(request: Request, db: DbDep) -> Response:
+    """Admins land on their dashboard, assessors on their tasks."""
     resolved = await _session(request, db)
-    return RedirectResponse("/tasks" if resolved else "/login", status_code=303)
+    if resolved is None:
+        return RedirectResponse("/login", status_code=303)
+    return RedirectResponse(
+        "/admin" if resolved.user.role == "admin" else "/tasks", status_code=303
+    )
 
 
 @router.get("/tasks")
@@ -137,6 +154,8 @@ async def judge_page(request: Request, db: DbDep, task_id: int) -> Response:
     total = done_count + remaining
     options = dict(view.task.options or {})
     settings = request.app.state.settings
+    highlight = _highlight_on(request)
+    terms = page_data.highlight_terms(view.query.title or "") if highlight else frozenset()
     boot = {
         "task_id": view.task.id,
         "method": view.task.method,
@@ -148,9 +167,12 @@ async def judge_page(request: Request, db: DbDep, task_id: int) -> Response:
         "active_ms": int(question.get("active_ms", view.active_ms)),
         "done_url": f"/tasks/{task_id}/done",
         "login_url": f"/login?next=/tasks/{task_id}",
-        "frame_prefix": page_data.FRAME_PREFIX,
         "frame_csp": FRAME_CSP,
+        "frame_prefix": page_data.FRAME_PREFIX,
         "lookahead_url": f"/tasks/{task_id}/lookahead",
+        "frames_url": f"/tasks/{task_id}/frames",
+        "highlight": highlight,
+        "highlight_cookie": HIGHLIGHT_COOKIE,
         "question": question,
     }
     context: dict[str, Any] = {
@@ -162,15 +184,16 @@ async def judge_page(request: Request, db: DbDep, task_id: int) -> Response:
         "idle_seconds": settings.idle_pause_seconds,
         "allow_ties": boot["allow_ties"],
         "not_relevant": boot["not_relevant"],
+        "highlight": highlight,
     }
     if question.get("done"):  # finished between the two reads (another tab)
         return RedirectResponse(f"/tasks/{task_id}/done", status_code=303)
     if view.task.method == "topk":
-        context["left"] = page_data.doc_view(question["pair"]["left"])
-        context["right"] = page_data.doc_view(question["pair"]["right"])
+        context["left"] = page_data.doc_view(question["pair"]["left"]).framed(terms)
+        context["right"] = page_data.doc_view(question["pair"]["right"]).framed(terms)
         template = "assess/pairwise.html"
     else:
-        context["document"] = page_data.doc_view(question["document"])
+        context["document"] = page_data.doc_view(question["document"]).framed(terms)
         context["grade_names"] = GRADE_NAMES
         template = "assess/graded.html"
     return render(
@@ -183,23 +206,59 @@ async def judge_page(request: Request, db: DbDep, task_id: int) -> Response:
     )
 
 
-@router.get("/tasks/{task_id}/lookahead")
-async def lookahead(request: Request, db: DbDep, task_id: int, seq: int) -> Response:
-    """Documents that may come next after question ``seq`` (the judging page preloads them
-    into hidden sandboxed frames). Read-only; what is shown is always the server's answer."""
+async def _own_query_terms(
+    request: Request, db: Any, task_id: int, hl: int | None
+) -> tuple[frozenset[str] | None, Response | None]:
+    """(terms to highlight, early JSON error) for the frame endpoints of the judging page."""
     resolved = await _session(request, db)
     if resolved is None:
-        return JSONResponse({"detail": "not authenticated"}, status_code=401)
-    owner = await run_in_threadpool(tasks.task_owner, db, task_id)
+        return None, JSONResponse({"detail": "not authenticated"}, status_code=401)
+    owner = await run_in_threadpool(page_data.task_owner_and_query, db, task_id)
     if owner is None:
-        return JSONResponse({"detail": f"no task {task_id}"}, status_code=404)
-    if owner != resolved.user.id:
-        return JSONResponse({"detail": "this task is assigned to another assessor"}, 403)
+        return None, JSONResponse({"detail": f"no task {task_id}"}, status_code=404)
+    if owner[0] != resolved.user.id:
+        return None, JSONResponse({"detail": "this task is assigned to another assessor"}, 403)
+    on = _highlight_on(request, hl)
+    return (page_data.highlight_terms(owner[1]) if on else frozenset()), None
+
+
+def _framed_json(docs: list[page_data.DocView], terms: frozenset[str]) -> list[dict[str, Any]]:
+    return [{**d.as_json(), **d.framed(terms).as_json()} for d in docs]
+
+
+@router.get("/tasks/{task_id}/lookahead")
+async def lookahead(
+    request: Request, db: DbDep, task_id: int, seq: int, hl: int | None = None
+) -> Response:
+    """Documents that may come next after question ``seq``, rendered for their frames (the
+    judging page preloads them into hidden sandboxed frames). Read-only; what is shown is
+    always the server's answer. ``hl=0|1`` overrides the highlighting cookie."""
+    terms, early = await _own_query_terms(request, db, task_id, hl)
+    if early is not None:
+        return early
+    assert terms is not None
     docs = await run_in_threadpool(page_data.lookahead, db, task_id, seq)
-    return JSONResponse(
-        {"seq": seq, "docs": [d.as_json() for d in docs or []]},
-        headers={"Cache-Control": "no-store"},
-    )
+    framed = await run_in_threadpool(_framed_json, docs or [], terms)
+    return JSONResponse({"seq": seq, "docs": framed}, headers={"Cache-Control": "no-store"})
+
+
+@router.get("/tasks/{task_id}/frames")
+async def frames(
+    request: Request,
+    db: DbDep,
+    task_id: int,
+    ids: Annotated[list[str], FastApiQuery(max_length=8)],
+    hl: int | None = None,
+) -> Response:
+    """The task's documents ``ids`` rendered for their frames (for a document the page has not
+    preloaded, and when highlighting is switched). Unknown ids are left out."""
+    terms, early = await _own_query_terms(request, db, task_id, hl)
+    if early is not None:
+        return early
+    assert terms is not None
+    docs = await run_in_threadpool(page_data.task_documents, db, task_id, ids)
+    framed = await run_in_threadpool(_framed_json, docs, terms)
+    return JSONResponse({"docs": framed}, headers={"Cache-Control": "no-store"})
 
 
 @router.get("/tasks/{task_id}/done")
@@ -221,6 +280,9 @@ async def done_page(request: Request, db: DbDep, task_id: int) -> Response:
             "method_label": page_data.METHOD_LABELS.get(view.task.method, view.task.method),
             "top": page_data.top_list(view),
             "grade_counts": page_data.grade_counts(view),
+            "next_task": await run_in_threadpool(
+                page_data.next_open_task, db, resolved.user.id, task_id
+            ),
         },
         user=resolved.user,
         csrf_token=resolved.csrf_token,

@@ -83,9 +83,11 @@ async def login_form(request: Request, db: DbDep, next: str | None = None) -> Re
     resolved = await run_in_threadpool(
         security.resolve_web_session, db, request.cookies.get(security.SESSION_COOKIE)
     )
+    # Without a ``next``, "/" decides by role: admins land on their dashboard.
+    target = safe_next(next) if next else "/"
     if resolved is not None:
-        return RedirectResponse(safe_next(next), status_code=303)
-    return _login_page(request, next_url=safe_next(next))
+        return RedirectResponse(target, status_code=303)
+    return _login_page(request, next_url=target)
 
 
 @router.post("/login")

@@ -3,23 +3,25 @@
 The task list comes from the REST API's service call (:func:`app.services.tasks.list_tasks`).
 
 The pages show what the judgment log says: a task's protocol state is rebuilt by replaying its
-live judgments (``undone`` false, in ``seq`` order) through :func:`labeling.session.open_session`
+live judgments (``undone`` false, in ``seq`` order) through :func:`labeling.session.open_session`,
 exactly as the REST API does. (The judging page takes its first question from
 :func:`app.services.judging.next_question`, the body of ``GET /api/v1/tasks/{id}/next``, so
 ``app/static/js/judge.js`` handles the first and every later question alike.)
 
-Documents are shown in ``<iframe sandbox srcdoc=...>``. :func:`frame_srcdoc` builds that
-document: a fixed prefix (charset and a readable default style) followed by the stored HTML,
-or by the escaped plain text. The result is a plain ``str`` (never ``Markup``), so the template
-entity-encodes it into the attribute. judge.js builds the same string for later questions from
-``boot.frame_prefix``.
+Documents are shown in ``<iframe sandbox srcdoc=...>``. :func:`render_frame` builds that
+document on the server, the only place where it can be built, since nothing runs in the frame:
+a fixed prefix (charset, a readable default style, the "more below" cue) followed by the stored
+HTML, or by the escaped and reflowed plain text, with the query's words marked and reading
+anchors for keyboard scrolling (:mod:`labeling.highlight`). The result is a plain ``str`` (never
+``Markup``), so the template entity-encodes it into the attribute; judge.js gets the same
+string for later documents from ``GET /tasks/{id}/frames`` and ``/lookahead``.
 """
 
 from __future__ import annotations
 
-import html
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from sqlalchemy import select
@@ -28,20 +30,34 @@ from app.db import Database
 from app.models import Collection, Document, Query, Task
 from app.services import tasks
 from app.services.judging import answer_of, live_judgments, replay_task
+from labeling.highlight import Marked, mark_html, mark_text, query_terms
 from labeling.session import Session, open_session
 from labeling.types import GRADE_NAMES, Answer, GradeAnswer, PairAnswer, PairQuestion
 
 #: Start of every framed document: the charset, a viewport and a calm default style. A
-#: document's own CSS comes after and may override it (it only ever styles its frame).
+#: document's own CSS comes after and may override it (it only ever styles its frame). The
+#: ``.hj-more`` cue fades in at the bottom while the document continues below the frame: a CSS
+#: scroll-driven animation on the frame's own scroller (no script runs in the frame); when the
+#: document fits, the scroll timeline is inactive and the cue keeps its base style, hidden.
 FRAME_PREFIX = (
     '<!doctype html><html><head><meta charset="utf-8">'
     '<meta name="viewport" content="width=device-width, initial-scale=1">'
     "<style>html{color-scheme:light}"
-    "body{margin:0;padding:14px 18px;font:16px/1.6 system-ui,-apple-system,'Segoe UI',Roboto,"
-    "'Noto Sans',Arial,sans-serif;color:#1b1f24;background:#fff;overflow-wrap:anywhere}"
+    "body{margin:0;padding:14px 18px 40px;font:16px/1.6 system-ui,-apple-system,'Segoe UI',"
+    "Roboto,'Noto Sans',Arial,sans-serif;color:#1b1f24;background:#fff;overflow-wrap:anywhere}"
     "img,video,table{max-width:100%}img{height:auto}pre{white-space:pre-wrap}"
-    ".hj-text{white-space:pre-wrap}</style></head><body>"
+    ".hj-text p{margin:0 0 .8em;max-width:75ch}"
+    "mark{background:#ffe98a;color:inherit;border-radius:2px;box-shadow:0 0 0 1px #e0c040}"
+    ".hj-more{position:fixed;left:0;right:0;bottom:0;height:34px;padding:10px 18px 0;"
+    "pointer-events:none;font:600 12px/1 system-ui,sans-serif;letter-spacing:.04em;"
+    "text-transform:uppercase;text-align:right;color:#0b5cad;opacity:0;"
+    "background:linear-gradient(rgba(255,255,255,0),#fff 70%);"
+    "animation:hj-more linear both;animation-timeline:scroll(root)}"
+    "@keyframes hj-more{0%,97%{opacity:1}100%{opacity:0}}"
+    "</style></head><body>"
 )
+#: End of every framed document: the "more below" cue (see :data:`FRAME_PREFIX`).
+FRAME_SUFFIX = "<div class=hj-more aria-hidden=true>more below &#9662;</div></body></html>"
 
 METHOD_LABELS = {"topk": "Pairwise top-k", "graded": "Five grades"}
 STATUS_LABELS = {
@@ -52,11 +68,39 @@ STATUS_LABELS = {
 }
 
 
-def frame_srcdoc(*, text: str | None, html_body: str | None) -> str:
-    """The ``srcdoc`` document for one judged document (plain str; the template escapes it)."""
-    if html_body:
-        return FRAME_PREFIX + html_body
-    return FRAME_PREFIX + '<div class="hj-text">' + html.escape(text or "") + "</div>"
+def render_frame(
+    *,
+    text: str | None,
+    html_body: str | None,
+    title: str | None = None,
+    terms: frozenset[str] = frozenset(),
+) -> Marked:
+    """The ``srcdoc`` document for one judged document and its number of reading anchors.
+
+    HTML is kept as stored, with query words marked and reading anchors placed in its text
+    runs (:func:`labeling.highlight.mark_html`); plain text is escaped, reflowed into
+    paragraphs without a leading copy of the title, and marked
+    (:func:`labeling.highlight.mark_text`). ``terms`` empty: no highlighting.
+    """
+    body = mark_html(html_body, terms) if html_body else mark_text(text or "", terms, title=title)
+    return Marked(FRAME_PREFIX + body.markup + FRAME_SUFFIX, body.anchors)
+
+
+def frame_srcdoc(
+    *,
+    text: str | None,
+    html_body: str | None,
+    title: str | None = None,
+    terms: frozenset[str] = frozenset(),
+) -> str:
+    """The ``srcdoc`` string of :func:`render_frame` (plain str; the template escapes it)."""
+    return render_frame(text=text, html_body=html_body, title=title, terms=terms).markup
+
+
+@lru_cache(maxsize=256)
+def highlight_terms(query_title: str) -> frozenset[str]:
+    """The stems highlighted for a query (:func:`labeling.highlight.query_terms`)."""
+    return query_terms(query_title)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,9 +114,32 @@ class DocView:
         """The document as the REST API returns it."""
         return {"doc_id": self.doc_id, "title": self.title, "text": self.text, "html": self.html}
 
+    def framed(self, terms: frozenset[str] = frozenset()) -> FramedDoc:
+        """This document rendered for its frame, highlighting ``terms``."""
+        frame = render_frame(text=self.text, html_body=self.html, title=self.title, terms=terms)
+        return FramedDoc(self.doc_id, self.title, frame.markup, frame.anchors)
+
     @property
     def srcdoc(self) -> str:
-        return frame_srcdoc(text=self.text, html_body=self.html)
+        return self.framed().srcdoc
+
+
+@dataclass(frozen=True, slots=True)
+class FramedDoc:
+    """A document as the judging page shows it: title, ``srcdoc`` and reading anchors."""
+
+    doc_id: str
+    title: str
+    srcdoc: str
+    anchors: int
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "doc_id": self.doc_id,
+            "title": self.title,
+            "srcdoc": self.srcdoc,
+            "anchors": self.anchors,
+        }
 
 
 def doc_view(payload: dict[str, Any]) -> DocView:
@@ -138,6 +205,45 @@ def list_tasks(db: Database, user: Any) -> list[TaskRow]:
         )
     rows.sort(key=lambda r: (r.done, r.id))
     return rows
+
+
+def next_open_task(db: Database, assessor_id: int, after: int) -> TaskRow | None:
+    """The assessor's next unfinished task other than ``after`` (None when all are done)."""
+    for row in list_tasks(db, assessor_id):
+        if not row.done and row.id != after:
+            return row
+    return None
+
+
+def task_owner_and_query(db: Database, task_id: int) -> tuple[int, str] | None:
+    """(assessor id, query title) of a task; None when the task does not exist."""
+    with db.read() as s:
+        row = s.execute(
+            select(Task.assessor_id, Query.title)
+            .join(Query, Query.id == Task.query_id)
+            .where(Task.id == task_id)
+        ).first()
+    return None if row is None else (int(row[0]), str(row[1] or ""))
+
+
+def task_documents(db: Database, task_id: int, doc_ids: Sequence[str]) -> list[DocView]:
+    """The task's documents among ``doc_ids`` (others are ignored), in the order asked."""
+    with db.read() as s:
+        task = s.get(Task, task_id)
+        if task is None:
+            return []
+        wanted = [d for d in dict.fromkeys(doc_ids) if d in set(task.doc_ids)]
+        if not wanted:
+            return []
+        docs = {
+            d.external_id: DocView(d.external_id, d.title or "", d.text, d.html)
+            for d in s.scalars(
+                select(Document).where(
+                    Document.query_id == task.query_id, Document.external_id.in_(wanted)
+                )
+            )
+        }
+    return [docs[d] for d in wanted if d in docs]
 
 
 def load_task(db: Database, task_id: int) -> TaskView | None:

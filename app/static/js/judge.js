@@ -1,13 +1,22 @@
 /* heapjudge judging loop (tools T1 pairwise and T2 five-grade).
  *
  * The server is the source of truth: every question shown comes from the REST API
- * (/api/v1/tasks/{id}/next, /judgments, /undo; issue 3), this script only posts what the
- * assessor chose for the question it was shown (with its seq) and swaps in the answer.
+ * (/api/v1/tasks/{id}/next, /judgments, /undo), this script only posts what the assessor
+ * chose for the question it was shown (with its seq) and swaps in the answer. Documents are
+ * rendered on the server for their sandboxed frames (query words marked, text reflowed,
+ * reading anchors; /tasks/{id}/frames and /lookahead), since nothing may run inside a frame.
  *
  * Honest time: `active_ms` sent with a judgment is the time the question was on screen while
- * the clock ran. The clock stops when the assessor pauses (clock button, P or Space), when the
- * tab is hidden, and after `idle_seconds` without input; idle time is cut back to the last
- * input, so nothing after it counts.
+ * the clock ran. The clock stops when the assessor pauses (clock button or P), when the tab is
+ * hidden, and after `idle_seconds` without input; idle time is cut back to the last input, so
+ * nothing after it counts. Reading counts as input: keys, pointer movement and the wheel over
+ * a document (the frames take no pointer events, so these reach this page).
+ *
+ * Scrolling a document from the keyboard: the page may not touch a frame's content (opaque
+ * origin), but it may navigate it. Every rendered document carries empty anchors (hj-a0,
+ * hj-a1, ... every few words, and hj-end); a scroll key navigates the frame to
+ * about:srcdoc#hj-aN, a same-document navigation that scrolls and reloads nothing. The page
+ * keeps each frame's anchor index; wheel turns are converted the same way.
  *
  * Nothing is lost or doubled: a key press while a request is in flight is ignored; a failed
  * request keeps its exact body (same seq, same active_ms) and is retried unchanged, which the
@@ -42,7 +51,8 @@
     idleOverlay: $("idle-overlay"),
     resume: $("resume-button"),
     stillHere: $("still-here-button"),
-    undo: $("undo-button")
+    undo: $("undo-button"),
+    highlight: $("highlight-button")
   };
 
   // ---------------------------------------------------------------- clock
@@ -105,8 +115,21 @@
     clock.paused = paused;
     syncClock();
     els.pauseOverlay.hidden = !paused;
-    if (!paused) { clock.lastInput = now(); focusHome(); } else { els.resume.focus(); }
+    renderCover();
+    if (!paused) {
+      clock.lastInput = now();
+      if (state.noticeKind === "paused") clearNotice();
+      focusHome();
+    } else {
+      els.resume.focus();
+    }
     renderClock();
+  }
+
+  // Paused or idle: the documents are hidden (not only covered), so nothing can be read.
+  function renderCover() {
+    if (clock.paused || clock.idle) main.classList.add("covered");
+    else main.classList.remove("covered");
   }
 
   function markInput() {
@@ -127,6 +150,7 @@
     clock.runningSince = null;
     clock.idle = true;
     els.idleOverlay.hidden = false;
+    renderCover();
     els.stillHere.focus();
     renderClock();
   }
@@ -136,6 +160,7 @@
     clock.idle = false;
     clock.lastInput = now();
     els.idleOverlay.hidden = true;
+    renderCover();
     syncClock();
     focusHome();
     renderClock();
@@ -157,32 +182,70 @@
     question: null,     // the last body from the server
     inFlight: false,
     failed: null,       // {path, body, kind, undoFromSeq} awaiting a retry
-    retryTimer: null
+    retryTimer: null,
+    noticeKind: null,   // what the notice on screen is about ("paused", "undo", ...)
+    noticeTimer: null,
+    renderToken: 0,     // the latest render; an older one whose frames arrive late stops
+    shownIds: []        // doc ids of the question on screen, for the "new" marker
   };
 
-  function escapeHtml(s) {
-    return String(s).replace(/[&<>"']/g, function (c) {
-      return { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c];
-    });
+  // Rendered documents by doc_id ({srcdoc, anchors}) from /frames and /lookahead.
+  var frameCache = {};
+  var frameCacheOrder = [];
+  var FRAME_CACHE_MAX = 24;
+  function cacheFrame(doc) {
+    if (!frameCache[doc.doc_id]) frameCacheOrder.push(doc.doc_id);
+    frameCache[doc.doc_id] = { srcdoc: doc.srcdoc, anchors: doc.anchors || 1, title: doc.title };
+    while (frameCacheOrder.length > FRAME_CACHE_MAX) delete frameCache[frameCacheOrder.shift()];
   }
 
-  // Same composition as app/routers/web/assess.py:frame_srcdoc (server-side first render).
-  function srcdocFor(doc) {
-    if (doc.html !== null && doc.html !== undefined && doc.html !== "") {
-      return boot.frame_prefix + doc.html;
-    }
-    return boot.frame_prefix + '<div class="hj-text">' + escapeHtml(doc.text || "") + "</div>";
+  function hlParam() { return boot.highlight ? "1" : "0"; }
+
+  // Fetch the rendered frames of the documents not yet cached (one request).
+  function fetchFrames(ids) {
+    var missing = ids.filter(function (id) { return !frameCache[id]; });
+    if (!missing.length) return Promise.resolve(true);
+    var qs = missing.map(function (id) { return "ids=" + encodeURIComponent(id); }).join("&");
+    return fetch(boot.frames_url + "?" + qs + "&hl=" + hlParam(), {
+      credentials: "same-origin", cache: "no-store", headers: { "Accept": "application/json" }
+    }).then(function (resp) { return resp.ok ? resp.json() : null; }).then(function (data) {
+      (data && data.docs || []).forEach(cacheFrame);
+      return true;
+    }, function () { return false; });
   }
 
   // Document cards are pooled by doc_id: a document that stays on screen, or moves to the
   // other side, keeps its already-loaded frame (placed with CSS `order`, never re-inserted,
-  // which would reload it). Loading a sandboxed frame costs a navigation, often in another
-  // process, so this is most of the time between a key press and the next pair.
+  // which would reload it) and its scroll position.
   var docsBox = document.querySelector(".docs");
   var pool = Array.prototype.slice.call(docsBox.querySelectorAll(".doc"));
   var POOL_MAX = boot.method === "topk" ? 8 : 4;
   var useTick = 0;
   var SIDES = { left: ["Left", "Top"], right: ["Right", "Bottom"] };
+  var current = null; // the card the scroll keys act on
+
+  function initCard(card) {
+    var frame = card.querySelector("iframe");
+    card._anchors = parseInt(card.getAttribute("data-anchors") || "1", 10) || 1;
+    card._pos = 0;
+    card._loaded = false;
+    frame.addEventListener("load", function () {
+      card._loaded = true;
+      if (card._pos > 0) navigateFrame(card);
+    });
+  }
+  pool.forEach(initCard);
+  // The server-rendered frames may have loaded before this script ran (their load event then
+  // went unseen); the window's load event comes after every frame's.
+  function initialFramesLoaded() {
+    pool.forEach(function (c) {
+      if (c._initial && !c._loaded) { c._loaded = true; if (c._pos > 0) navigateFrame(c); }
+      c._initial = false;
+    });
+  }
+  pool.forEach(function (c) { c._initial = true; });
+  if (document.readyState === "complete") initialFramesLoaded();
+  else window.addEventListener("load", initialFramesLoaded);
 
   function makeCard() {
     var card = document.createElement("article");
@@ -197,6 +260,10 @@
     var title = document.createElement("h2");
     title.className = "doc-title";
     head.appendChild(title);
+    var badge = document.createElement("span");
+    badge.className = "doc-badge";
+    badge.hidden = true;
+    head.appendChild(badge);
     card.appendChild(head);
     var frame = document.createElement("iframe");
     // Attributes first: the sandbox and csp apply from the frame's first navigation.
@@ -205,7 +272,21 @@
     frame.setAttribute("referrerpolicy", "no-referrer");
     frame.setAttribute("tabindex", "-1");
     card.appendChild(frame);
+    initCard(card);
     return card;
+  }
+
+  // Load a rendered document into a card (a property assignment, not markup: the document
+  // stays inside the sandboxed frame).
+  function loadCard(card, docId, rendered) {
+    card._initial = false;
+    card.setAttribute("data-doc-id", docId);
+    card._anchors = rendered.anchors || 1;
+    card._pos = 0;
+    card._loaded = false;
+    card.setAttribute("data-anchors", String(card._anchors));
+    card.setAttribute("data-pos", "0");
+    card.querySelector("iframe").srcdoc = rendered.srcdoc;
   }
 
   function setSide(card, slot) {
@@ -238,65 +319,169 @@
     return null;
   }
 
-  // assign: [[slot, doc], ...] in display order.
+  function spareCard(keep) {
+    var spare = pool.filter(function (c) { return keep.indexOf(c) < 0; })
+      .sort(function (x, y) { return (x._used || 0) - (y._used || 0); });
+    if (pool.length < POOL_MAX || spare.length === 0) {
+      var card = makeCard();
+      card.hidden = true;
+      docsBox.appendChild(card);
+      pool.push(card);
+      return card;
+    }
+    return spare[0];
+  }
+
+  // "New" on a document that was not in the previous question; "Moved" on one that stayed
+  // but changed sides. (Which side a document is shown on is decided per question by the
+  // labeling core; the page only says what changed.)
+  function setBadge(card, text, kind) {
+    var badge = card.querySelector(".doc-badge");
+    if (!badge) return;
+    badge.hidden = !text;
+    badge.textContent = text || "";
+    badge.className = "doc-badge" + (kind ? " badge-" + kind : "");
+    card.classList.remove("doc-new");
+    if (kind === "new") {
+      void card.offsetWidth; // restart the arrival animation
+      card.classList.add("doc-new");
+    }
+  }
+
+  // assign: [[slot, doc], ...] in display order. Every document's frame is cached or pooled.
   function showDocs(assign) {
     var wanted = assign.map(function (a) { return cardOf(a[1].doc_id); });
+    var prevSlots = {};
+    pool.forEach(function (c) {
+      if (!c.hidden) prevSlots[c.getAttribute("data-doc-id")] = c.getAttribute("data-slot");
+    });
+    var previous = state.shownIds;
     var shown = [];
     assign.forEach(function (a, i) {
       var slot = a[0], doc = a[1];
       var card = wanted[i];
       if (!card) {
-        var spare = pool.filter(function (c) {
-          return wanted.indexOf(c) < 0 && shown.indexOf(c) < 0;
-        }).sort(function (x, y) { return (x._used || 0) - (y._used || 0); });
-        var fresh = pool.length < POOL_MAX || spare.length === 0;
-        card = fresh ? makeCard() : spare[0];
-        card.setAttribute("data-doc-id", doc.doc_id);
-        // A property assignment, not markup: the document stays inside the sandboxed frame.
-        card.querySelector("iframe").srcdoc = srcdocFor(doc);
-        if (fresh) { docsBox.appendChild(card); pool.push(card); }
+        card = spareCard(wanted.concat(shown));
+        loadCard(card, doc.doc_id, frameCache[doc.doc_id] || { srcdoc: "", anchors: 1 });
       }
       var name = doc.title || doc.doc_id;
       card.querySelector(".doc-title").textContent = name;
+      card.querySelector(".doc-title").title = name;
       card.querySelector("iframe").setAttribute("title",
         (SIDES[slot] ? SIDES[slot][0] + " document: " : "Document: ") + name);
       setSide(card, slot);
       card.style.order = String(i);
       card.hidden = false;
       card._used = ++useTick;
+      if (boot.method === "topk" && previous.length) {
+        if (previous.indexOf(doc.doc_id) < 0) setBadge(card, "New", "new");
+        else if (prevSlots[doc.doc_id] && prevSlots[doc.doc_id] !== slot) {
+          setBadge(card, "Moved", "moved");
+        } else setBadge(card, "", "");
+      }
       shown.push(card);
     });
     pool.forEach(function (c) {
       if (shown.indexOf(c) < 0) { c.hidden = true; c.removeAttribute("data-slot"); }
     });
+    state.shownIds = assign.map(function (a) { return a[1].doc_id; });
+    if (!current || shown.indexOf(current) < 0) setCurrent(shown[0]);
   }
 
-  // Preload the documents that may come next (GET /tasks/{id}/lookahead) into hidden cards,
-  // so the next pair usually shows without waiting for a frame to load. Best effort: errors
-  // are ignored, and the server's answer decides what is shown.
+  // Preload the documents that may come next (GET /tasks/{id}/lookahead, rendered) into
+  // hidden cards, so the next pair usually shows without waiting. Best effort: errors are
+  // ignored, and the server's answer decides what is shown.
   function prefetch(seq) {
     if (!window.fetch) return;
-    fetch(boot.lookahead_url + "?seq=" + encodeURIComponent(seq), {
+    fetch(boot.lookahead_url + "?seq=" + encodeURIComponent(seq) + "&hl=" + hlParam(), {
       credentials: "same-origin", cache: "no-store", headers: { "Accept": "application/json" }
     }).then(function (resp) { return resp.ok ? resp.json() : null; }).then(function (data) {
       if (!data || !state.question || state.question.seq !== seq) return;
       var visible = pool.filter(function (c) { return !c.hidden; });
       (data.docs || []).forEach(function (doc) {
+        cacheFrame(doc);
         if (cardOf(doc.doc_id)) return;
-        var spare = pool.filter(function (c) { return visible.indexOf(c) < 0; })
-          .sort(function (x, y) { return (x._used || 0) - (y._used || 0); });
-        var fresh = pool.length < POOL_MAX || spare.length === 0;
-        var card = fresh ? makeCard() : spare[0];
+        var card = spareCard(visible);
         card.hidden = true;
         card.removeAttribute("data-slot");
-        card.setAttribute("data-doc-id", doc.doc_id);
-        card.querySelector("iframe").srcdoc = srcdocFor(doc);
+        loadCard(card, doc.doc_id, frameCache[doc.doc_id]);
         card.querySelector(".doc-title").textContent = doc.title || doc.doc_id;
         card._used = ++useTick;
-        if (fresh) { docsBox.appendChild(card); pool.push(card); }
+        visible.push(card);
       });
     }).catch(function () { /* prefetching is optional */ });
   }
+
+  // ---------------------------------------------------------------- scrolling documents
+  function setCurrent(card) {
+    if (!card || card === current) return;
+    if (current) current.classList.remove("doc-current");
+    current = card;
+    if (boot.method === "topk") card.classList.add("doc-current");
+  }
+
+  function cardInSlot(slot) {
+    for (var i = 0; i < pool.length; i++) {
+      if (!pool[i].hidden && pool[i].getAttribute("data-slot") === slot) return pool[i];
+    }
+    return null;
+  }
+
+  // About how many anchors fit in the frame: text at 16px/1.6 with ~7.5px per character and
+  // ANCHOR_WORDS (24) words of ~6 characters between anchors (labeling/highlight.py).
+  function anchorsPerScreen(card) {
+    var f = card.querySelector("iframe");
+    var w = Math.max(120, f.clientWidth - 36);
+    var linesPerAnchor = Math.max(1, (24 * 6.2 * 7.5) / w);
+    var pxPerAnchor = linesPerAnchor * 25.6;
+    return Math.max(1, Math.floor((0.8 * f.clientHeight) / pxPerAnchor));
+  }
+
+  function navigateFrame(card) {
+    // "#top" is the document's top by definition (HTML: no element needed).
+    var frag = card._pos >= card._anchors ? "hj-end" : card._pos === 0 ? "top" : "hj-a" + card._pos;
+    card.setAttribute("data-pos", String(card._pos));
+    if (!card._loaded) return; // applied on load
+    try {
+      card.querySelector("iframe").contentWindow.location.replace("about:srcdoc#" + frag);
+    } catch (e) { /* a frame being replaced */ }
+  }
+
+  // how: a number of anchors (+ down, - up), or "page" / "-page" / "home" / "end".
+  function scrollCard(card, how) {
+    if (!card) return;
+    setCurrent(card);
+    var pos = card._pos || 0;
+    var n = card._anchors || 1;
+    if (how === "home") pos = 0;
+    else if (how === "end") pos = n;
+    else if (how === "page") pos += anchorsPerScreen(card);
+    else if (how === "-page") pos -= anchorsPerScreen(card);
+    else pos += how;
+    pos = Math.max(0, Math.min(n, pos));
+    if (pos === card._pos) return;
+    card._pos = pos;
+    navigateFrame(card);
+  }
+
+  var wheelAcc = 0;
+  docsBox.addEventListener("wheel", function (e) {
+    var card = e.target.closest ? e.target.closest(".doc") : null;
+    if (!card) return;
+    e.preventDefault();
+    markInput();
+    setCurrent(card);
+    var px = e.deltaMode === 1 ? e.deltaY * 25.6 : e.deltaMode === 2 ? e.deltaY * 400 : e.deltaY;
+    wheelAcc += px;
+    var f = card.querySelector("iframe");
+    var pxPerAnchor = Math.max(8, (0.8 * f.clientHeight) / anchorsPerScreen(card));
+    var steps = wheelAcc > 0 ? Math.floor(wheelAcc / pxPerAnchor) : Math.ceil(wheelAcc / pxPerAnchor);
+    if (steps !== 0) { wheelAcc -= steps * pxPerAnchor; scrollCard(card, steps); }
+  }, { passive: false });
+  docsBox.addEventListener("pointerover", function (e) {
+    var card = e.target.closest ? e.target.closest(".doc") : null;
+    if (card) setCurrent(card);
+  });
 
   // Only the outcomes the protocol accepts now are offered: "not relevant" applies to the
   // challenger of a Step-2 root comparison only (labeling.session.TopKSession.allowed_outcomes).
@@ -362,7 +547,41 @@
       (state.question && state.question.done ? " · finished" : " · about " + left + " left");
   }
 
+  function escapeHtml(s) {
+    return String(s).replace(/[&<>"']/g, function (c) {
+      return { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c];
+    });
+  }
+
+  // Only when the server's rendering could not be fetched: the plain text, escaped.
+  function fallbackFrame(doc) {
+    var body = doc.html ? doc.html
+      : '<div style="white-space:pre-wrap">' + escapeHtml(doc.text || "") + "</div>";
+    return { srcdoc: boot.frame_prefix + body, anchors: 1 };
+  }
+
+  // Show question q: first make sure every document's rendered frame is at hand (pooled,
+  // cached or fetched in one request), then swap everything in one go. Until then the
+  // previous question stays on screen and keys are ignored (state.loading).
   function render(q) {
+    var token = ++state.renderToken;
+    if (q.done) { paint(q); return; }
+    var docs = boot.method === "topk" ? [q.pair.left, q.pair.right] : [q.document];
+    var need = docs.filter(function (d) { return !cardOf(d.doc_id); })
+      .map(function (d) { return d.doc_id; });
+    if (need.every(function (id) { return frameCache[id]; })) { paint(q); return; }
+    state.loading = true;
+    fetchFrames(need).then(function () {
+      if (token !== state.renderToken) return;
+      docs.forEach(function (d) { if (!frameCache[d.doc_id] && !cardOf(d.doc_id)) cacheFrame(
+        Object.assign({ doc_id: d.doc_id, title: d.title }, fallbackFrame(d))); });
+      state.loading = false;
+      paint(q);
+    });
+  }
+
+  function paint(q) {
+    state.loading = false;
     state.question = q;
     if (q.done) {
       clearStored();
@@ -388,15 +607,22 @@
   }
 
   // ---------------------------------------------------------------- notices
-  function notice(text, level, withRetry) {
+  // One notice at a time, floating over the documents (it moves nothing). `kind` names what it
+  // is about so that it can be cleared when that is over; `autoHideMs` for passing news.
+  function notice(text, level, withRetry, kind, autoHideMs) {
+    if (state.noticeTimer) { clearTimeout(state.noticeTimer); state.noticeTimer = null; }
     els.noticeText.textContent = text;
-    els.notice.className = "notice notice-" + (level || "info");
+    els.notice.className = "notice notice-float notice-" + (level || "info");
     els.retry.hidden = !withRetry;
     els.notice.hidden = false;
+    state.noticeKind = kind || null;
+    if (autoHideMs) state.noticeTimer = setTimeout(clearNotice, autoHideMs);
   }
   function clearNotice() {
+    if (state.noticeTimer) { clearTimeout(state.noticeTimer); state.noticeTimer = null; }
     els.notice.hidden = true;
     els.retry.hidden = true;
+    state.noticeKind = null;
   }
 
   function stored() {
@@ -487,6 +713,9 @@
         if (req.kind === "judgment") clock.sessionMs += req.body.active_ms || 0;
         if (req.kind === "undo" && r.data && r.data.seq >= req.undoFromSeq) {
           notice("Nothing to undo.", "warning", false);
+        } else if (req.kind === "undo") {
+          notice("Undone: your last answer was taken back; the question is asked again.",
+            "info", false, "undo", 4000);
         }
         render(r.data);
         return;
@@ -554,7 +783,7 @@
 
   // ---------------------------------------------------------------- actions
   function canAct() {
-    return !state.inFlight && !state.failed && state.question !== null && !state.question.done &&
+    return !state.inFlight && !state.loading && !state.failed && state.question !== null && !state.question.done &&
       !clock.paused && !clock.idle;
   }
 
@@ -592,14 +821,47 @@
       send({ kind: "undo", path: "/undo", body: { seq: state.question.seq },
         undoFromSeq: state.question.seq });
     },
-    pause: function () { setPaused(!clock.paused); }
+    pause: function () { setPaused(!clock.paused); },
+    highlight: function () { setHighlight(!boot.highlight); }
   };
+
+  // Highlighting on/off: the frames are rendered again by the server (nothing runs in them)
+  // and each goes back to its anchor. The choice is kept in a cookie for the next pages.
+  function setHighlight(on) {
+    boot.highlight = on;
+    document.cookie = boot.highlight_cookie + "=" + (on ? "1" : "0") +
+      "; path=/; max-age=31536000; samesite=strict";
+    if (els.highlight) els.highlight.setAttribute("aria-pressed", on ? "true" : "false");
+    frameCache = {};
+    frameCacheOrder = [];
+    var visible = pool.filter(function (c) { return !c.hidden; });
+    // Preloaded frames have the old rendering: drop them (the next lookahead refills).
+    pool.filter(function (c) { return c.hidden; }).forEach(function (c) {
+      c.parentNode.removeChild(c);
+    });
+    pool = visible;
+    var ids = visible.map(function (c) { return c.getAttribute("data-doc-id"); });
+    fetchFrames(ids).then(function () {
+      visible.forEach(function (c) {
+        var r = frameCache[c.getAttribute("data-doc-id")];
+        if (!r) return;
+        var pos = c._pos;
+        loadCard(c, c.getAttribute("data-doc-id"), r);
+        c._pos = Math.min(pos, c._anchors); // restored when the frame has loaded
+        c.setAttribute("data-pos", String(c._pos));
+      });
+      if (state.question) prefetch(state.question.seq);
+    });
+    notice(on ? "Query words highlighted (H to turn off)." : "Highlighting off (H to turn on).",
+      "info", false, "highlight", 2500);
+  }
   function gradeAction(g) {
     return function () { judge({ doc_id: state.question.document.doc_id, grade: g }); };
   }
   for (var g = 0; g < 5; g++) actions["grade" + g] = gradeAction(g);
 
-  var keymap = { "u": "undo", "U": "undo", "p": "pause", "P": "pause", " ": "pause" };
+  var keymap = { "u": "undo", "U": "undo", "p": "pause", "P": "pause", "h": "highlight",
+    "H": "highlight" };
   if (boot.method === "topk") {
     keymap.ArrowLeft = "left"; keymap["1"] = "left";
     keymap.ArrowRight = "right"; keymap["2"] = "right";
@@ -609,14 +871,44 @@
     for (var k = 1; k <= 5; k++) keymap[String(k)] = "grade" + (k - 1);
   }
 
+  // The answer button of an action flashes when it is sent (by key or click).
+  function flash(name) {
+    var b = document.querySelector('.actions [data-action="' + name + '"]');
+    if (!b) return;
+    b.classList.remove("pressed");
+    void b.offsetWidth;
+    b.classList.add("pressed");
+  }
+
   function run(name) {
     var fn = actions[name];
     if (!fn) return;
-    if (name !== "pause" && clock.paused) {
-      notice("Paused. Press P or Space (or the clock) to resume.", "warning", false);
+    if (name !== "pause" && name !== "highlight" && clock.paused) {
+      notice("Paused. Press P (or the clock) to resume.", "warning", false, "paused");
       return;
     }
+    if (name !== "pause" && name !== "highlight" && name !== "undo" && canAct()) flash(name);
     fn();
+  }
+
+  // Scroll keys (never the outer page, which fits the screen): Shift+Down/Up the left (top)
+  // document, J/K the right (bottom) one, and Down/Up, PageDown/PageUp, Space/Shift+Space,
+  // Home/End the current one (outlined: last pointed at or scrolled). True when handled.
+  function scrollKey(e) {
+    var k = e.key;
+    var target = null, how = null;
+    if (e.shiftKey && (k === "ArrowDown" || k === "ArrowUp") && boot.method === "topk") {
+      target = cardInSlot("left"); how = k === "ArrowDown" ? "page" : "-page";
+    } else if ((k === "j" || k === "J" || k === "k" || k === "K") && boot.method === "topk") {
+      target = cardInSlot("right"); how = (k === "j" || k === "J") ? "page" : "-page";
+    } else {
+      var map = { ArrowDown: 2, ArrowUp: -2, PageDown: "page", PageUp: "-page", Home: "home",
+        End: "end", " ": e.shiftKey ? "-page" : "page" };
+      if (!(k in map)) return false;
+      target = current; how = map[k];
+    }
+    scrollCard(target, how);
+    return true;
   }
 
   document.addEventListener("keydown", function (e) {
@@ -631,6 +923,7 @@
       return;
     }
     if ((e.key === "r" || e.key === "R") && state.failed) { e.preventDefault(); retry(); return; }
+    if (!clock.paused && scrollKey(e)) { e.preventDefault(); return; }
     var name = keymap[e.key];
     if (!name) return;
     e.preventDefault(); // no page scroll on arrows/space, no button "click" on space
@@ -661,9 +954,10 @@
     var a = document.activeElement;
     if (a && a.tagName === "IFRAME") focusHome();
   }
+  // Frames take no pointer events on desktop, so focus enters one only by touch; then take it
+  // back on the next focus change. (No polling: that fought the assessor's own focus.)
   window.addEventListener("blur", function () { setTimeout(reclaimFocus, 0); });
   document.addEventListener("focusin", function () { setTimeout(reclaimFocus, 0); }, true);
-  setInterval(reclaimFocus, 250); // not every browser reports focus entering a frame
 
   // ---------------------------------------------------------------- start
   function start(q) {
