@@ -30,7 +30,7 @@ again. Written as a generator that asks for comparisons, like :mod:`labeling.hea
 
 Judgment counts: exactly n − 1 to build, then ``m − 1`` replays, each at most the depth of the
 leaf taken out. Means at (n, k) = (50, 10), pair cache on: about 82 with a prior that
-correlates 0.7 with the truth and 101 on random orders (``benchmarks/labeling_counts.py``).
+correlates 0.7 with the truth and 102 on random orders (``benchmarks/labeling_counts.py``).
 See ``docs/protocols.md#prior``.
 """
 
