@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from labeling.errors import ConfigError
 from labeling.heap import HeapTopK
 from labeling.insertion import InsertionTopK
+from labeling.prior import PriorTournamentTopK
 from labeling.robust import robust
 from labeling.tournament import TournamentTopK
 
@@ -29,11 +30,13 @@ if TYPE_CHECKING:
 #: Base strategies by option name: ``heap`` (Algorithm 1 of Niu et al., SIGIR 2012, "Top-k
 #: Learning to Rank: Labeling, Ranking and Evaluation"; the default), ``tournament``
 #: (replacement selection, the fewest judgments on random orders) and ``insertion`` (binary
-#: insertion into a sorted top list, the fewest when documents come in a good prior order).
+#: insertion into a sorted top list) and ``prior`` (a tournament shaped by the order, the
+#: fewest when documents come in a good prior order; docs/protocols.md#prior).
 STRATEGIES: dict[str, type[PairStrategy]] = {
     "heap": HeapTopK,
     "tournament": TournamentTopK,
     "insertion": InsertionTopK,
+    "prior": PriorTournamentTopK,
 }
 
 #: Strategy modifiers by name: ``MODIFIERS[m](cls)`` is ``cls`` changed by ``m``.

@@ -119,7 +119,7 @@ def test_pair_cache_never_changes_a_consistent_result(case):
     assert on.result().judgments <= off.result().judgments
 
 
-@pytest.mark.parametrize("name", ["tournament", "insertion"])
+@pytest.mark.parametrize("name", ["tournament", "insertion", "prior"])
 @SETTINGS
 @given(case=cases())
 def test_tournament_and_insertion_never_repeat_a_pair(name, case):
@@ -253,9 +253,10 @@ def test_not_relevant_only_at_the_insertion_gate():
     assert s.state.rest[-1] == challenger and s.judged[-1].not_relevant
 
 
-def test_tournament_never_offers_not_relevant():
+@pytest.mark.parametrize("name", ["tournament", "prior"])
+def test_tournaments_never_offer_not_relevant(name):
     docs = [f"d{i}" for i in range(9)]
-    s = open_session("topk", docs, k=3, seed=2, options=options("tournament", not_relevant=True))
+    s = open_session("topk", docs, k=3, seed=2, options=options(name, not_relevant=True))
     while not s.done:
         assert "not_relevant" not in s.allowed_outcomes and s.pending_challenger is None
         q = s.pending

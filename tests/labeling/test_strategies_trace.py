@@ -11,6 +11,7 @@ import pytest
 
 from labeling.insertion import InsertionTopK, mean_search, search_depths, worst_search
 from labeling.middleware import with_pair_cache
+from labeling.prior import PriorTournamentTopK, huffman_shape, leaf_depths, leaf_weights
 from labeling.session import open_session
 from labeling.simulation import Assessor, run_session
 from labeling.strategies import lower_bound
@@ -117,7 +118,7 @@ def test_n_equals_k_sorts_everything():
     )
 
 
-@pytest.mark.parametrize("name", ["tournament", "insertion"])
+@pytest.mark.parametrize("name", ["tournament", "insertion", "prior"])
 def test_session_counts_on_the_trace(name):
     """Through the session (seeded order replaced by initial_order): the same counts."""
     s = open_session(
@@ -129,7 +130,7 @@ def test_session_counts_on_the_trace(name):
     )
     run = run_session(s, Assessor({d: float(v) for d, v in VALUES.items()}))
     assert run.result.top == ["d5", "d3", "d7"]
-    assert run.judgments == {"tournament": 11, "insertion": 12}[name]
+    assert run.judgments == {"tournament": 11, "insertion": 12, "prior": 11}[name]
 
 
 def test_search_costs_by_hand():
@@ -148,3 +149,55 @@ def test_replay_cost_model_by_hand():
     assert mean_replay_cost(8) == 2
     # 50 leaves: 36 at depth 6 (5 questions), 14 at depth 5 (4 questions).
     assert mean_replay_cost(50) == pytest.approx((36 * 5 + 14 * 4) / 50)
+
+
+def test_prior_shape_by_hand():
+    """Weights for n = 8, k = 3: ⌊2^20·27 / (27 + i³)⌋. Huffman merges, lightest first:
+    leaves 6+7 -> node 8, 5+8 -> 9, 4+9 -> 10, 3+10 -> 11, 1+2 -> 12, 0+11 -> 13, then
+    13+12 -> the root 14 (the subtree with the earlier first position on the left)."""
+    assert leaf_weights(8, 3)[:4] == [1048576, 1011126, 808901, 524288]
+    children, parent = huffman_shape(8, 3)
+    assert children == ((6, 7), (5, 8), (4, 9), (3, 10), (1, 2), (0, 11), (13, 12))
+    assert parent[14] == -1 and parent[0] == 13 and parent[7] == 8
+    assert leaf_depths(8, 3) == (2, 2, 2, 3, 4, 5, 6, 6)
+
+
+def test_prior_trace():
+    asked, top, rest = calls(PriorTournamentTopK, ORDER, VALUES, 3)
+    assert asked == [
+        # Build, nodes 8 … 14 (leaf i holds the (i+1)-th document of the order).
+        ("d7", "d8"),  # node 8 -> d7
+        ("d6", "d7"),  # node 9 -> d7
+        ("d5", "d7"),  # node 10 -> d5
+        ("d4", "d5"),  # node 11 -> d5
+        ("d2", "d3"),  # node 12 -> d3
+        ("d1", "d5"),  # node 13 -> d5
+        ("d5", "d3"),  # root -> d5: the best
+        # d5 out: node 10 takes d7 without a question; nodes 11, 13 and the root replay.
+        ("d4", "d7"),
+        ("d1", "d7"),
+        ("d7", "d3"),  # -> d3: the second
+        # d3 out: node 12 takes d2 without a question; the root replays.
+        ("d7", "d2"),  # -> d7: the third
+    ]
+    assert top == ["d5", "d3", "d7"]
+    assert rest == ["d1", "d2", "d4", "d6", "d8"]  # input order
+    assert calls(PriorTournamentTopK, ORDER, VALUES, 3, cache=True)[0] == asked
+
+
+def test_prior_progress_by_hand():
+    """At the first question: 7 build matches, then 2 replays; the bound adds the two largest
+    leaf depths (6 + 6), the estimate twice the mean depth (30 / 8)."""
+    state = PriorTournamentTopK(ORDER, 3)
+    assert state.max_remaining() == 7 + 12
+    assert state.expected_remaining(cache=True) == pytest.approx(7 + 2 * 30 / 8)
+    protocol = state.run()
+    q = next(protocol)
+    for _ in range(7):  # the build
+        q = protocol.send(q.a if VALUES[q.a] > VALUES[q.b] else q.b)
+    # Pending: node 11 (d4 vs d7) of the first replay; node 13 and the root follow (2 more);
+    # one replay is left, at most the largest cost of a leaf still in the tree: leaf 7 (d8)
+    # has non-empty siblings at nodes 8, 9, 11, 13 and 14, but node 10's other child (leaf 4,
+    # d5) is empty now: 5.
+    assert (q.a, q.b) == ("d4", "d7") and state.phase == "select"
+    assert state.max_remaining() == 3 + 5
