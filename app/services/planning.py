@@ -394,6 +394,8 @@ def _prior_source(spec: PlanSpec) -> PriorSource:
     if prior == "run":
         run = spec.prior_run or spec.pool.run
         if not run:
+            if spec.pool.mode == "run":
+                raise Invalid("pool mode 'run' needs a TREC run")
             raise Invalid("prior 'run' needs a TREC run (upload one, or pool from a run)")
     return check_source(prior, run)
 
