@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -82,8 +83,8 @@ def create_task(
     404 for an unknown collection, query or user; 422 for a disabled assessor, a query without
     documents, a prior that cannot rank the pool or a bad configuration (the labeling core's
     ConfigError message)."""
+    explicit = _check_prior_request(method, options or {}, prior)
     opts = validate_options(method, options)
-    explicit = _check_prior_request(method, opts, prior)
     if seed is None:
         seed = secrets.randbelow(2**31)
     with db.write() as s:
@@ -137,7 +138,7 @@ def create_task(
         return _view(task, query, user, 0)
 
 
-def _check_prior_request(method: str, opts: dict[str, Any], prior: PriorSource | None) -> bool:
+def _check_prior_request(method: str, opts: Mapping[str, Any], prior: PriorSource | None) -> bool:
     """Whether the caller gave ``initial_order`` itself; Invalid for a prior on a graded task,
     for ``options.prior`` set by the caller (the service records it), and for an explicit
     order together with a prior to resolve."""
