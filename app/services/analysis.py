@@ -257,7 +257,8 @@ def analyze_records(
 ) -> dict[str, Any]:
     """The full analysis of a study's records as a JSON-ready dict (no database access).
 
-    ``reasks``: (task_id, seq) of the configured re-ask answers (from :func:`build_records`):
+    ``reasks``: (task_id, seq) of the re-ask answers, configured or a strategy's deliberate
+    repeats (from :func:`build_records`):
     they are reported apart in the self-consistency rows and in their own Table 1 keys, and
     left out of the direct relations (agreement, transitivity), because the protocol acted on
     the first answer to the pair, not on its re-ask.

@@ -340,3 +340,66 @@ def test_plan_preview_shows_each_strategys_expected_cost(
     errors = [v for v in r.json()["violations"] if v["code"] == "prior"]
     assert len(errors) == 3 and "has only 3 features" in errors[0]["message"]
     assert not r.json()["ok"]
+
+
+def test_plan_cli_and_form_take_strategy_and_prior(
+    api: Api, coll: tuple[int, dict[str, dict[str, float]]]
+) -> None:
+    """``heapjudge admin plan --strategy --prior`` prints the cost table; the plan form's
+    preview page shows it too; unknown strategies are refused with the valid names."""
+    from fastapi.testclient import TestClient
+    from typer.testing import CliRunner
+
+    from app.cli import cli
+    from tests.app.test_web_pages import hidden_csrf
+
+    cid, scores = coll
+    for who in ("f1", "f2", "f3"):
+        if who not in api.tokens:
+            api.add_user(who)
+    expected = (
+        open_session("topk", list(scores["101"]), k=K, seed=0, options={"strategy": "insertion"})
+        .progress()
+        .expected_remaining
+    )
+    runner = CliRunner()
+    base = ["admin", "plan", str(cid), "--assessors", "f1,f2,f3", "--shifts", "0", "--k", str(K)]
+    url = ["--database-url", api.settings.database_url]
+    out = runner.invoke(cli, [*base, "--strategy", "insertion", "--prior", "feature:1", *url])
+    assert out.exit_code == 0, out.output
+    assert "expected cost (strategy insertion, prior feature:1" in out.output
+    table = out.output.split("expected cost", 1)[1].splitlines()
+    row = next(line.split() for line in table if line.split()[:1] == ["101"])
+    assert float(row[1]) == pytest.approx(expected, abs=0.05)
+    assert float(row[2]) == pytest.approx(expected * PAIR_SECONDS / 60, abs=0.05)
+    bad = runner.invoke(cli, [*base, "--strategy", "bubble", *url])
+    assert bad.exit_code != 0 and "tournament+robust" in bad.output
+
+    with TestClient(api.client.app, base_url="http://testserver") as web:
+        token = hidden_csrf(web.get("/login").text)
+        r = web.post(
+            "/login",
+            data={"username": "admin", "password": "pw-admin-secret", "csrf_token": token},
+            follow_redirects=False,
+        )
+        assert r.status_code == 303, r.text
+        page = web.get(f"/admin/collections/{cid}")
+        assert 'name="strategy"' in page.text and "tournament+robust" in page.text
+        form = {
+            "csrf_token": hidden_csrf(page.text),
+            "assessors": ["f1", "f2", "f3"],
+            "scheme": "rotation",
+            "shifts": "0",
+            "k": str(K),
+            "strategy": "insertion",
+            "prior": "feature",
+            "prior_feature": "1",
+            "pool_mode": "all",
+            "name": "formcost",
+        }
+        r = web.post(f"/admin/collections/{cid}/plan", data=form)
+        assert r.status_code == 200, r.text
+        assert "T1 strategy <strong>insertion</strong>, prior <strong>feature:1</strong>" in r.text
+        assert f">{round(expected, 1)}</td>" in r.text
+        r = web.post(f"/admin/collections/{cid}/plan", data={**form, "strategy": "bubble"})
+        assert "The plan was not created" in r.text and "tournament+robust" in r.text
