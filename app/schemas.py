@@ -133,6 +133,24 @@ class ImportReportOut(BaseModel):
     documents_unchanged: int
 
 
+class PriorIn(StrictModel):
+    """Where a top-k task's initial order comes from, resolved once at creation
+    (docs/strategies-in-practice.md#priors)."""
+
+    source: str = Field(
+        min_length=1,
+        max_length=120,
+        description="none | bm25 (the collection's BM25) | feature:<number> (a LETOR feature, "
+        "1-based, descending) | run (the TREC run below).",
+    )
+    run: str | None = Field(
+        default=None,
+        max_length=20_000_000,
+        description="source=run: TREC run lines (qid Q0 docno rank score tag); only the task's "
+        "query is used, ranked by score as trec_eval does.",
+    )
+
+
 class TaskCreate(StrictModel):
     collection_id: int
     query_id: str = Field(min_length=1, max_length=200, description="The imported query_id.")
@@ -142,6 +160,13 @@ class TaskCreate(StrictModel):
     seed: int | None = Field(default=None, ge=0, le=2**62)
     options: dict[str, Any] | None = None
     plan: PlanName | None = Field(default=None, max_length=100)
+    prior: PriorIn | str | None = Field(
+        default=None,
+        description="topk: the prior to start from, an object or its source as a string "
+        "('bm25', 'feature:25'); recorded in options.prior with the resolved "
+        "options.initial_order. Default: none (a seeded shuffle), or 'explicit' when "
+        "options.initial_order is given.",
+    )
 
 
 class TaskOut(BaseModel):

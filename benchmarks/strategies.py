@@ -8,6 +8,9 @@ Kislitsyn's lower bound beside it, then the check of the robust strategy's progr
 
     python benchmarks/strategies.py                 # 5,000 trials per cell (long)
     python benchmarks/strategies.py --trials 300    # a quick look
+
+Then the real-data table of ``benchmarks/strategies_real.py`` (Cranfield and MQ2008 through
+the service layer; ``--no-real`` skips it, ``--real-queries`` bounds it).
 """
 
 from __future__ import annotations
@@ -40,6 +43,8 @@ def main() -> None:
     parser.add_argument(
         "--sizes", default=",".join(f"{n}x{k}" for n, k in SIZES), help="e.g. 50x10,100x10"
     )
+    parser.add_argument("--real", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument("--real-queries", type=int, default=20, help="per real collection")
     args = parser.parse_args()
     for size in args.sizes.split(","):
         n, k = (int(x) for x in size.split("x"))
@@ -52,6 +57,13 @@ def main() -> None:
             f"{measured:.3f} measured, {model:.3f} in the progress model"
         )
         print(f"({time.perf_counter() - start:.0f} s)\n", flush=True)
+    if args.real:
+        try:
+            from benchmarks import strategies_real
+        except ImportError:  # run as a script: this directory is on sys.path
+            import strategies_real  # type: ignore[no-redef]
+
+        strategies_real.main(["--queries", str(args.real_queries), "--seed", str(args.seed)])
 
 
 if __name__ == "__main__":

@@ -18,7 +18,9 @@ Decisions where the paper is silent (docs/protocols.md#conventions-shared-by-eve
   conventions below hold for every strategy (``docs/protocols.md``).
 * **Initial order.** Steps 1 and 2 take documents in a seeded shuffle of ``doc_ids``
   (``random.Random(seed)``), or in ``initial_order`` (best first, e.g. a system ranking) when
-  given; documents missing from ``initial_order`` follow it in seeded order.
+  given; documents missing from ``initial_order`` follow it in seeded order. The option
+  ``prior`` only records where that order came from (:mod:`labeling.priors`); it never
+  changes a question.
 * **Orientation.** Which document is on the left is a hash of ``(seed, seq)``: deterministic,
   independent of the answers' content, and balanced. The protocol only sees the pair.
 * **Pair cache** (default on). A repeated pair, in either orientation, is answered from the
@@ -70,6 +72,7 @@ from labeling.graded import check_grade, five_grade
 from labeling.groundtruth import GradedResult, PairJudgment, TopKResult
 from labeling.heap import Compare, Winner
 from labeling.middleware import with_pair_cache
+from labeling.priors import check_prior, check_prior_matches_order
 from labeling.strategies import DEFAULT_STRATEGY, check_strategy_name, resolve_strategy
 from labeling.types import (
     METHODS,
@@ -91,6 +94,7 @@ DEFAULT_OPTIONS: dict[str, dict[str, Any]] = {
         "initial_order": None,
         "reask_fraction": 0.0,
         "strategy": DEFAULT_STRATEGY,
+        "prior": None,
     },
     "graded": {},
 }
@@ -239,10 +243,14 @@ def validate_options(method: str, options: Mapping[str, Any] | None = None) -> d
             out[key] = _check_reask_fraction(value)
         elif key == "strategy":
             out[key] = check_strategy_name(value)
+        elif key == "prior":
+            out[key] = check_prior(value)
         else:
             if not isinstance(value, bool):
                 raise ConfigError(f"option {key} must be true or false, got {value!r}")
             out[key] = value
+    if method == "topk" and out["prior"] is not None:
+        check_prior_matches_order(out["prior"], out["initial_order"])
     return out
 
 
@@ -384,6 +392,9 @@ class TopKSession:
         self._reask: _Reask | None = None  # the pending question when it is a re-ask
         #: Answered re-asks: seq of the re-ask -> seq of the protocol question it repeats.
         self.reasks: dict[int, int] = {}
+        #: Seqs of the answered deliberate repeats a strategy asked for (Compare.repeat, e.g.
+        #: labeling.robust): protocol questions, but a second look at a pair, like a re-ask.
+        self.repeats: list[int] = []
         self._reasked: list[tuple[str, str, Winner, bool, bool]] = []
         self._outcome: tuple[list[str], list[str]] | None = None
         gen = self.state.run()
@@ -573,6 +584,8 @@ class TopKSession:
             self._settle()
             return
         self._judged.append((compare.a, compare.b, winner, not_relevant, False))
+        if compare.repeat:
+            self.repeats.append(seq)
         schedule = self._schedule
         if schedule is not None and schedule.triggered(seq):
             self._queue.append(_Reask(seq + REASK_GAP + 1, seq, compare, right, left))

@@ -294,6 +294,14 @@ def plan_cmd(
     ranked_order: bool = typer.Option(
         False, "--ranked-order", help="run/bm25 pools: top-k tasks start from the ranking."
     ),
+    strategy: str | None = typer.Option(
+        None, help="Judging strategy of the topk tasks (heap, tournament, insertion, +robust)."
+    ),
+    prior: str = typer.Option(
+        "none",
+        help="Initial order of the topk tasks: none | bm25 | feature:<number> (LETOR) | run "
+        "(the --run file).",
+    ),
     seed: int = typer.Option(0, help="Plan seed (balanced plan and task seeds)."),
     name: str = typer.Option("plan"),
     create: bool = typer.Option(False, "--create", help="Create the tasks (default: preview)."),
@@ -323,6 +331,8 @@ def plan_cmd(
                 run=run.read_text(encoding="utf-8") if run else None,
                 run_order=ranked_order,
             ),
+            strategy=strategy,
+            prior=prior,
         )
         preview = planning.preview_plan(db=db, spec=spec)
         _print_grid(preview)
@@ -350,7 +360,32 @@ def _print_grid(preview: Any) -> None:
         typer.echo(f"{a:{width}} {cells}   T1={load.get('topk', 0)} T2={load.get('graded', 0)}")
     for v in preview.violations:
         typer.echo(f"[{v['severity']}] {v['message']}")
+    _print_cost(preview)
     typer.echo(f"{len(preview.tasks)} tasks; plan is {'valid' if preview.ok else 'NOT valid'}")
+
+
+def _print_cost(preview: Any) -> None:
+    """Expected judgments and minutes per query (one task of each method) and in total."""
+    from app.services.planning import COST_MODEL
+
+    typer.echo(
+        f"expected cost (strategy {preview.strategy}, prior {preview.prior}; "
+        f"{COST_MODEL['seconds_per_pair']:.2f} s per pair, "
+        f"{COST_MODEL['seconds_per_grade']:.2f} s per grade):"
+    )
+    typer.echo(f"{'query':>10} {'T1 judg.':>9} {'T1 min':>7} {'T2 judg.':>9} {'T2 min':>7}")
+    for q in preview.query_ids:
+        c = preview.cost.get(q, {})
+        cells = [
+            f"{c[key]:.1f}" if key in c else "-"
+            for key in ("topk_judgments", "topk_minutes", "graded_judgments", "graded_minutes")
+        ]
+        typer.echo(f"{q[-10:]:>10} {cells[0]:>9} {cells[1]:>7} {cells[2]:>9} {cells[3]:>7}")
+    t = preview.totals
+    typer.echo(
+        f"{'all tasks':>10} {t.get('topk_judgments', 0):>9.1f} {t.get('topk_minutes', 0):>7.1f} "
+        f"{t.get('graded_judgments', 0):>9.1f} {t.get('graded_minutes', 0):>7.1f}"
+    )
 
 
 @admin_app.command("bm25")

@@ -234,6 +234,11 @@ def simulate_study(
         help="Top-k task option: re-ask this share of the pairs later with the sides swapped "
         "(self-consistency; reported apart from the protocol's judgments).",
     ),
+    strategy: str = typer.Option(
+        "heap",
+        "--strategy",
+        help="Judging strategy of the top-k tasks (heapjudge simulate --compare lists them).",
+    ),
     mode: str = typer.Option("direct", "--mode", help="Top-k relations: direct or inferred."),
     corpus: str | None = typer.Option(
         None,
@@ -279,6 +284,7 @@ def simulate_study(
         undo_rate=undo_rate,
         pair_cache=pair_cache,
         reask_fraction=reask_fraction,
+        strategy=strategy,
         corpus=corpus,
     )
     with tempfile.TemporaryDirectory(prefix="heapjudge-study-") as tmp:

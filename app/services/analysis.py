@@ -11,6 +11,12 @@ page). The top-k ground truth of a finished topk task is rebuilt by replaying it
 Decisions: cancelled tasks are left out entirely; judgments of unfinished tasks count for time
 per judgment, direct agreement and the consistency checks, while the per-query figures of
 Table 1 and the inferred top-k relations use finished tasks only.
+
+Second looks at a pair are all treated as re-asks, whatever asked for them: the configured
+re-asks (option ``reask_fraction``) and the deliberate repeats of a strategy that combines
+several answers per pair (``+robust``, :attr:`labeling.session.TopKSession.repeats`). Direct
+agreement uses an assessor's first answer to a pair, self-consistency counts the repeats as
+re-asks, and time per judgment reports them apart (``docs/strategies-in-practice.md#analysis``).
 """
 
 from __future__ import annotations
@@ -46,6 +52,7 @@ from labeling.errors import LabelingError
 from labeling.records import JudgmentRecord, TaskRecord, is_reask
 from labeling.session import open_session
 from labeling.stats import ChiSquare
+from labeling.strategies import check_strategy_name
 from labeling.timing import time_histograms, time_table
 from labeling.types import GradeAnswer, PairAnswer
 
@@ -53,7 +60,8 @@ from labeling.types import GradeAnswer, PairAnswer
 HISTOGRAM_BIN_SECONDS = 1.0
 HISTOGRAM_UPPER_SECONDS = 60.0
 
-#: (task_id, seq) of one configured re-ask answer (task option ``reask_fraction``).
+#: (task_id, seq) of one re-ask answer: a configured re-ask (task option ``reask_fraction``) or
+#: a strategy's deliberate repeat of a pair (``TopKSession.repeats``).
 Reask = tuple[Any, int]
 
 METHOD_NAMES = {"topk": "Top-k labeling", "graded": "Five-grade judgment"}
@@ -122,8 +130,8 @@ def build_records(
 ) -> tuple[list[JudgmentRecord], list[TaskRecord], list[str], set[Reask]]:
     """Turn task rows (id, assessor, query, method, k, seed, options, doc_ids, status) and log
     rows (task, seq, left, right, outcome, doc_id, grade, active_ms, created_at, undone) into
-    records, replaying each finished topk task for its top-k ground truth, and each topk task
-    with the ``reask_fraction`` option for the (task_id, seq) of its swapped re-asks."""
+    records, replaying every topk task for the (task_id, seq) of its re-asks and deliberate
+    repeats, and each finished one for its top-k ground truth."""
     info = {row[0]: row for row in tasks_raw}
     judgments: list[JudgmentRecord] = []
     live_answers: dict[Any, list[Any]] = defaultdict(list)
@@ -160,7 +168,7 @@ def build_records(
         finished = status == "done"
         top = rest = None
         grades: dict[str, int] = {}
-        if method == "topk" and (finished or options.get("reask_fraction")):
+        if method == "topk":
             try:
                 session = open_session(
                     "topk",
@@ -171,6 +179,7 @@ def build_records(
                     answers=live_answers.get(task_id, []),
                 )
                 reasks.update((task_id, seq) for seq in getattr(session, "reasks", {}))
+                reasks.update((task_id, seq) for seq in getattr(session, "repeats", ()))
                 if finished:
                     result = session.result()
                     top, rest = tuple(result.top), tuple(result.rest)  # type: ignore[union-attr]
@@ -248,7 +257,8 @@ def analyze_records(
 ) -> dict[str, Any]:
     """The full analysis of a study's records as a JSON-ready dict (no database access).
 
-    ``reasks``: (task_id, seq) of the configured re-ask answers (from :func:`build_records`):
+    ``reasks``: (task_id, seq) of the re-ask answers, configured or a strategy's deliberate
+    repeats (from :func:`build_records`):
     they are reported apart in the self-consistency rows and in their own Table 1 keys, and
     left out of the direct relations (agreement, transitivity), because the protocol acted on
     the first answer to the pair, not on its re-ask.
@@ -351,6 +361,7 @@ class StudyConfig:
     again (with the side shown decided afresh), which also measures self-consistency.
     ``reask_fraction``: the topk task option of that name (swapped re-asks of a seeded share of
     the pairs, reported apart by the analysis); 0, the default, is the paper's protocol.
+    ``strategy``: the topk task option of that name (``heap``, the paper's, by default).
     """
 
     assessors: int = 5
@@ -364,6 +375,7 @@ class StudyConfig:
     undo_rate: float = 0.01
     pair_cache: bool = False
     reask_fraction: float = 0.0
+    strategy: str = "heap"
     grade_weights: tuple[float, ...] = (0.45, 0.25, 0.15, 0.10, 0.05)
     collection: str = "simulated-study"
     corpus: str | None = None
@@ -471,6 +483,7 @@ def run_simulated_study(
         raise Invalid(f"need at least as many queries as assessors ({config.assessors})")
     if config.docs < 2:
         raise Invalid("need at least 2 documents per query")
+    check_strategy_name(config.strategy)  # before anything is written
     rng = random.Random(config.seed)
     rows, truth = _study_rows(config, rng)
     names = [f"assessor{i + 1}" for i in range(config.assessors)]
@@ -502,7 +515,11 @@ def run_simulated_study(
             k=config.k,
             seed=rng.getrandbits(31),
             options=(
-                {"pair_cache": config.pair_cache, "reask_fraction": config.reask_fraction}
+                {
+                    "pair_cache": config.pair_cache,
+                    "reask_fraction": config.reask_fraction,
+                    "strategy": config.strategy,
+                }
                 if entry.method == "topk"
                 else None
             ),

@@ -17,6 +17,13 @@ it could not take and why (not in the collection, or not among the query's docum
 pool is computed once per query and shared by every task on that query, so assessors of one
 query judge the same documents (agreement needs that).
 
+The top-k tasks' judging strategy is the option ``strategy`` (:func:`labeling.strategies.
+strategy_names`; ``PlanSpec.strategy`` sets it), and their prior (``PlanSpec.prior``: none,
+bm25, feature:<number>, run) is resolved per query into ``initial_order`` when the plan is
+previewed (:mod:`app.services.priors`). The preview gives, per query and in total, the
+expected judgments and minutes of each method (:func:`expected_cost`), so an admin can compare
+strategies before a study starts (``docs/strategies-in-practice.md#planning``).
+
 :func:`preview_plan` computes everything and checks the constraints (the pure validator plus
 the database: unknown or disabled users, queries without documents, tasks that already exist)
 without writing; :func:`create_plan` runs the same check and inserts all the tasks in ONE write
@@ -37,6 +44,7 @@ from app.db import Database
 from app.errors import Invalid, NotFound, issue_items
 from app.models import Collection, Document, Query, Task, User
 from app.services import retrieval
+from app.services.priors import PriorResolver, PriorSource, check_source
 from labeling.assignment import (
     Plan,
     PlanEntry,
@@ -49,10 +57,23 @@ from labeling.assignment import (
 )
 from labeling.errors import ConfigError
 from labeling.pools import build_pool, content_hash, parse_trec_run
+from labeling.priors import NO_PRIOR
 from labeling.session import open_session, validate_options
+from labeling.simulation import GRADE_SECONDS, PAIR_SECONDS
 from labeling.sources import SourceError
 
 SCHEMES = ("rotation", "balanced", "csv")
+#: What the preview's expected judgments and minutes mean (shown with them).
+COST_MODEL = {
+    "topk_judgments": "the strategy's own expected count at the start of a task (session "
+    "progress: a consistent assessor, documents in random order; a good prior makes "
+    "insertion cheaper than this)",
+    "graded_judgments": "one grade per document of the pool",
+    "seconds_per_pair": PAIR_SECONDS,
+    "seconds_per_grade": GRADE_SECONDS,
+    "minutes": "judgments times the time model's mean seconds per judgment "
+    "(labeling.simulation.TimeModel: 13.87 s per grade, 13.87/2.5 = 5.55 s per pair)",
+}
 #: Pool modes that cut a ranking (a run, or BM25) at n.
 RANKED_POOLS = ("run", "bm25")
 
@@ -70,8 +91,8 @@ class PoolSpec:
     run: str | None = None
     """TREC run text for ``mode="run"``."""
     run_order: bool = False
-    """With ``mode="run"``/``"bm25"``: feed the heap in ranking order (topk option
-    ``initial_order``)."""
+    """With ``mode="run"``/``"bm25"``: top-k tasks start from the pool's ranking (the same as
+    ``PlanSpec.prior`` = ``run``/``bm25`` with that run)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +109,12 @@ class PlanSpec:
     k: int = 10
     options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     pool: PoolSpec = field(default_factory=PoolSpec)
+    strategy: str | None = None
+    """The top-k tasks' judging strategy (None: ``options["topk"]["strategy"]`` or heap)."""
+    prior: str = NO_PRIOR
+    """Where the top-k tasks' initial order comes from: none, bm25, feature:<number>, run."""
+    prior_run: str | None = None
+    """TREC run text of ``prior="run"`` (default: the pool's run, ``pool.run``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +144,18 @@ class PlanPreview:
     pool_lost: dict[str, dict[str, int]] = field(default_factory=dict)
     """Ranked pools (run, bm25): per query, documents of the ranking's top n the pool could
     not take (``not_in_collection``, ``not_in_query``); also one warning per query."""
+    prior: str = NO_PRIOR
+    """The top-k tasks' prior source (as requested; each task records its resolved spec)."""
+    cost: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Per query: ``topk_judgments``, ``topk_minutes``, ``graded_judgments``,
+    ``graded_minutes`` for ONE task of each method (:func:`expected_cost`)."""
+    totals: dict[str, float] = field(default_factory=dict)
+    """Sums over the plan's tasks: ``topk_judgments``, ``topk_minutes``, ``graded_judgments``,
+    ``graded_minutes``, ``judgments``, ``minutes``."""
+
+    @property
+    def strategy(self) -> str:
+        return str(self.options["topk"]["strategy"])
 
     @property
     def ok(self) -> bool:
@@ -137,6 +176,11 @@ class PlanPreview:
             "pool_sizes": self.pool_sizes,
             "pool_lost": self.pool_lost,
             "violations": self.violations,
+            "strategy": self.strategy,
+            "prior": self.prior,
+            "cost": self.cost,
+            "totals": self.totals,
+            "cost_model": COST_MODEL,
         }
 
 
@@ -305,28 +349,95 @@ def _lost_warning(qid: str, mode: str, n: int | None, lost: dict[str, int], size
 
 
 def _options(spec: PlanSpec) -> dict[str, dict[str, Any]]:
+    """Each method's validated options; ``spec.strategy`` goes into the top-k options (an
+    unknown name is a 422 listing the valid ones). ``initial_order`` and ``prior`` are per
+    query, so a plan sets them through ``spec.prior`` only."""
     unknown = sorted(set(spec.options) - {"topk", "graded"})
     if unknown:
         raise Invalid(f"options are given per method (topk, graded), not {', '.join(unknown)}")
     if spec.k < 1:
         raise Invalid("k must be at least 1")
+    topk = dict(spec.options.get("topk") or {})
+    for key in ("initial_order", "prior"):
+        if topk.get(key) is not None:
+            raise Invalid(
+                f"options.topk.{key} is per query: choose the plan's prior (none, bm25, "
+                "feature:<number>, run) instead"
+            )
+    if spec.strategy is not None:
+        named = topk.get("strategy")
+        if named is not None and named != spec.strategy:
+            raise Invalid(
+                f"strategy {spec.strategy!r} and options.topk.strategy {named!r} disagree"
+            )
+        topk["strategy"] = spec.strategy
     try:
-        return {m: validate_options(m, spec.options.get(m)) for m in ("topk", "graded")}
+        return {
+            "topk": validate_options("topk", topk),
+            "graded": validate_options("graded", spec.options.get("graded")),
+        }
     except ConfigError as err:
         raise Invalid(str(err)) from None
+
+
+def _prior_source(spec: PlanSpec) -> PriorSource:
+    """The plan's prior: ``spec.prior``, or the pool's ranking with ``pool.run_order``."""
+    prior = spec.prior or NO_PRIOR
+    if spec.pool.run_order and spec.pool.mode in RANKED_POOLS:
+        if prior not in (NO_PRIOR, spec.pool.mode):
+            raise Invalid(
+                f"the pool's ranking order ({spec.pool.mode}) and prior {prior!r} disagree; "
+                "choose one"
+            )
+        prior = spec.pool.mode
+    run = None
+    if prior == "run":
+        run = spec.prior_run or spec.pool.run
+        if not run:
+            if spec.pool.mode == "run":
+                raise Invalid("pool mode 'run' needs a TREC run")
+            raise Invalid("prior 'run' needs a TREC run (upload one, or pool from a run)")
+    return check_source(prior, run)
+
+
+def expected_cost(
+    method: str, doc_ids: list[str], *, k: int, options: dict[str, Any]
+) -> tuple[float, float]:
+    """``(judgments, minutes)`` expected for one task of ``method`` on ``doc_ids``.
+
+    Top-k: the expected count of the task's strategy at the start,
+    ``open_session(...).progress().expected_remaining`` (its model for a consistent assessor
+    on a random order; re-asks included when ``reask_fraction`` > 0); graded: one grade per
+    document. Minutes = judgments × the time model's mean seconds per judgment / 60
+    (:class:`labeling.simulation.TimeModel`: ``PAIR_SECONDS`` = 13.87/2.5 = 5.55 s per pair,
+    ``GRADE_SECONDS`` = 13.87 s per grade, after Niu et al., SIGIR 2012, Table 1)."""
+    if not doc_ids:
+        return 0.0, 0.0
+    if method == "graded":
+        judgments = float(len(doc_ids))
+        return judgments, judgments * GRADE_SECONDS / 60.0
+    progress = open_session("topk", doc_ids, k=k, seed=0, options=options).progress()
+    judgments = 0.0 if progress.done else progress.expected_remaining
+    return judgments, judgments * PAIR_SECONDS / 60.0
 
 
 def preview_plan(*, db: Database, spec: PlanSpec) -> PlanPreview:
     """Build the plan, its pools and every violated constraint, without writing anything."""
     options = _options(spec)
+    prior = _prior_source(spec)
     with db.read() as s:
-        return _preview_in(s, spec, options)[0]
+        return _preview_in(s, spec, options, prior)[0]
+
+
+#: A query's resolved prior: (initial_order, recorded prior spec).
+Resolved = tuple[list[str] | None, str]
 
 
 def _preview_in(
-    s: Any, spec: PlanSpec, options: dict[str, dict[str, Any]]
-) -> tuple[PlanPreview, dict[str, list[str]]]:
-    """The preview computed with session ``s`` (read or write transaction), plus the pools.
+    s: Any, spec: PlanSpec, options: dict[str, dict[str, Any]], prior: PriorSource
+) -> tuple[PlanPreview, dict[str, list[str]], dict[str, Resolved]]:
+    """The preview computed with session ``s`` (read or write transaction), plus the pools and
+    each top-k query's resolved prior.
 
     :func:`create_plan` calls this inside its write transaction, so the check against the
     existing tasks sees every plan committed before it (see there)."""
@@ -360,6 +471,19 @@ def _preview_in(
     for q, ids in pools.items():
         if not ids:
             extra.append(_error("empty_pool", f"query {q} has no documents to judge", query_id=q))
+    topk_queries = [
+        q
+        for q in dict.fromkeys(e.query_id for e in plan.entries if e.method == "topk")
+        if pools.get(q)
+    ]
+    resolver = PriorResolver(s, spec.collection_id, prior)
+    resolver.prefetch(topk_queries)
+    resolved: dict[str, Resolved] = {}
+    for q in topk_queries:
+        try:
+            resolved[q] = resolver.resolve(known[q], pools[q])
+        except Invalid as err:
+            extra.append(_error("prior", str(err.detail), query_id=q))
     existing = s.execute(
         select(User.username, Query.external_id, Task.method, Task.id)
         .join(User, User.id == Task.assessor_id)
@@ -423,6 +547,14 @@ def _preview_in(
         )
         for e in plan.entries
     ]
+    cost = _plan_cost(spec, options, pools, resolved, tasks)
+    totals: dict[str, float] = {}
+    for t in tasks:
+        one = cost.get(t.query_id, {})
+        for what in ("judgments", "minutes"):
+            value = one.get(f"{t.method}_{what}", 0.0)
+            totals[f"{t.method}_{what}"] = totals.get(f"{t.method}_{what}", 0.0) + value
+            totals[what] = totals.get(what, 0.0) + value
     preview = PlanPreview(
         spec=spec,
         assessors=list(plan.assessors),
@@ -434,8 +566,42 @@ def _preview_in(
         violations=violations,
         options=options,
         pool_lost=lost,
+        prior=prior.spec,
+        cost=cost,
+        totals={key: round(value, 1) for key, value in totals.items()},
     )
-    return preview, pools
+    return preview, pools, resolved
+
+
+def _plan_cost(
+    spec: PlanSpec,
+    options: dict[str, dict[str, Any]],
+    pools: dict[str, list[str]],
+    resolved: dict[str, Resolved],
+    tasks: list[PlannedTask],
+) -> dict[str, dict[str, float]]:
+    """Per query, the expected judgments and minutes of one task of each method it has."""
+    methods: dict[str, set[str]] = {}
+    for t in tasks:
+        methods.setdefault(t.query_id, set()).add(t.method)
+    cost: dict[str, dict[str, float]] = {}
+    for q, used in methods.items():
+        ids = pools.get(q, [])
+        row: dict[str, float] = {}
+        for method in sorted(used):
+            opts = dict(options[method])
+            if method == "topk":
+                if q not in resolved:
+                    continue  # its prior failed: reported as a violation
+                opts["initial_order"], opts["prior"] = resolved[q]
+            try:
+                judgments, minutes = expected_cost(method, ids, k=spec.k, options=opts)
+            except ConfigError:
+                continue  # create_plan reports the config error with the task's name
+            row[f"{method}_judgments"] = round(judgments, 1)
+            row[f"{method}_minutes"] = round(minutes, 1)
+        cost[q] = row
+    return cost
 
 
 @dataclass(frozen=True, slots=True)
@@ -459,6 +625,7 @@ def create_plan(*, db: Database, spec: PlanSpec) -> CreatedPlan:
     waits for the first to commit and its check statements, each with a fresh snapshot, then
     see the first plan's tasks."""
     options = _options(spec)
+    prior = _prior_source(spec)
     created: list[int] = []
     with db.write() as s:
         # Postgres: FOR NO KEY UPDATE (key_share=True) conflicts with itself, so plans on one
@@ -472,7 +639,7 @@ def create_plan(*, db: Database, spec: PlanSpec) -> CreatedPlan:
         ).scalar_one_or_none()
         if locked is None:
             raise NotFound(f"no collection with id {spec.collection_id}")
-        preview, pools = _preview_in(s, spec, options)
+        preview, pools, resolved = _preview_in(s, spec, options, prior)
         if not preview.ok:
             raise Invalid(
                 [v for v in preview.violations if v["severity"] == "error"],
@@ -492,8 +659,8 @@ def create_plan(*, db: Database, spec: PlanSpec) -> CreatedPlan:
         for t in preview.tasks:
             doc_ids = pools[t.query_id]
             opts = dict(preview.options[t.method])
-            if t.method == "topk" and spec.pool.mode in RANKED_POOLS and spec.pool.run_order:
-                opts["initial_order"] = list(doc_ids)
+            if t.method == "topk":
+                opts["initial_order"], opts["prior"] = resolved[t.query_id]
             try:
                 # Fail now, not at the first judgment, if the protocol cannot run this config.
                 open_session(t.method, doc_ids, k=spec.k, seed=t.seed, options=opts, answers=())

@@ -4,12 +4,17 @@ A task freezes everything its protocol is replayed from: method, k, seed, the va
 options (defaults filled in by :func:`labeling.session.validate_options`) and ``doc_ids``, the
 snapshot of the query's pool in import order. Later imports into the query do not change
 existing tasks, so their logs always replay.
+
+A top-k task's prior (BM25, a LETOR feature, a TREC run, or none) is resolved here, once,
+into the options ``initial_order`` and ``prior`` (:mod:`app.services.priors`), so replay never
+looks at the collection again (``docs/strategies-in-practice.md#priors``).
 """
 
 from __future__ import annotations
 
 import math
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -21,6 +26,9 @@ from app.db import Database
 from app.errors import Forbidden, Invalid, NotFound
 from app.models import Collection, Document, Judgment, Query, Task, User
 from app.security import Identity
+from app.services.priors import PriorResolver, PriorSource
+from labeling.errors import ConfigError
+from labeling.priors import NO_PRIOR
 from labeling.session import open_session, validate_options
 
 
@@ -63,11 +71,19 @@ def create_task(
     seed: int | None = None,
     options: dict[str, Any] | None = None,
     plan: str | None = None,
+    prior: PriorSource | None = None,
 ) -> TaskView:
     """Assign ``assessor`` to judge ``query_id`` of a collection with ``method``.
 
+    ``prior`` (top-k only) names where the initial order comes from; it is resolved against
+    the query's pool now and stored as ``options.initial_order`` with ``options.prior``. A
+    caller that gives ``options.initial_order`` itself gets ``prior = "explicit"``; neither
+    gives ``prior = "none"`` (the seeded shuffle).
+
     404 for an unknown collection, query or user; 422 for a disabled assessor, a query without
-    documents or a bad configuration (the labeling core's ConfigError message)."""
+    documents, a prior that cannot rank the pool or a bad configuration (the labeling core's
+    ConfigError message)."""
+    explicit = _check_prior_request(method, options or {}, prior)
     opts = validate_options(method, options)
     if seed is None:
         seed = secrets.randbelow(2**31)
@@ -93,8 +109,18 @@ def create_task(
         )
         if not doc_ids:
             raise Invalid(f"query {query_id!r} has no documents to judge")
-        # Fail now, not at the first judgment, if the protocol cannot run this config.
-        open_session(method, doc_ids, k=k, seed=seed, options=opts, answers=())
+        if method == "topk":
+            if explicit:
+                opts["prior"] = "explicit"
+            else:
+                resolver = PriorResolver(s, collection_id, prior or PriorSource())
+                opts["initial_order"], opts["prior"] = resolver.resolve(query, doc_ids)
+        try:
+            opts = validate_options(method, opts)
+            # Fail now, not at the first judgment, if the protocol cannot run this config.
+            open_session(method, doc_ids, k=k, seed=seed, options=opts, answers=())
+        except ConfigError as err:
+            raise Invalid(str(err)) from None
         task = Task(
             collection_id=collection_id,
             query_id=query.id,
@@ -110,6 +136,26 @@ def create_task(
         s.add(task)
         s.flush()
         return _view(task, query, user, 0)
+
+
+def _check_prior_request(method: str, opts: Mapping[str, Any], prior: PriorSource | None) -> bool:
+    """Whether the caller gave ``initial_order`` itself; Invalid for a prior on a graded task,
+    for ``options.prior`` set by the caller (the service records it), and for an explicit
+    order together with a prior to resolve."""
+    requested = prior is not None and prior.spec != NO_PRIOR
+    if method != "topk":
+        if requested:
+            raise Invalid(f"a prior orders the documents of a topk task; method is {method!r}")
+        return False
+    if opts.get("prior") is not None:
+        raise Invalid(
+            "options.prior is recorded by the service: give the prior to resolve as the "
+            "field 'prior' (or the order itself as options.initial_order)"
+        )
+    explicit = opts.get("initial_order") is not None
+    if explicit and requested:
+        raise Invalid("give either options.initial_order or a prior to resolve, not both")
+    return explicit
 
 
 def _view(

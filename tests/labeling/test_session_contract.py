@@ -49,6 +49,7 @@ def test_validate_options_fills_defaults_and_is_idempotent():
         "initial_order": None,
         "reask_fraction": 0.0,
         "strategy": "heap",
+        "prior": None,
     }
     assert validate_options("topk", opts) == opts
     # A config stored before reask_fraction existed validates (and so replays) the same.

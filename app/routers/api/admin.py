@@ -67,6 +67,19 @@ class PlanIn(StrictModel):
     k: int = Field(default=10, ge=1, le=10_000)
     options: dict[str, dict[str, Any]] = Field(default_factory=dict)
     pool: PoolIn = Field(default_factory=PoolIn)
+    strategy: str | None = Field(
+        default=None,
+        max_length=100,
+        description="Judging strategy of the topk tasks (heap, tournament, insertion, with "
+        "+robust; default heap); the preview gives its expected judgments and minutes.",
+    )
+    prior: str = Field(
+        default="none",
+        max_length=120,
+        description="Initial order of the topk tasks, resolved per query: none, bm25, "
+        "feature:<number> (LETOR, 1-based) or run (prior_run, else pool.run).",
+    )
+    prior_run: str | None = Field(default=None, description="TREC run text for prior=run.")
 
     def spec(self) -> planning.PlanSpec:
         return planning.PlanSpec(
@@ -82,6 +95,9 @@ class PlanIn(StrictModel):
             k=self.k,
             options=self.options,
             pool=planning.PoolSpec(**self.pool.model_dump()),
+            strategy=self.strategy,
+            prior=self.prior,
+            prior_run=self.prior_run,
         )
 
 

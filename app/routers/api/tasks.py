@@ -11,7 +11,7 @@ from app import offload
 from app.deps import Caller, CurrentUser, DbDep, require_admin
 from app.routers.lean_route import LeanRoute
 from app.schemas import JudgmentIn, QuestionOut, ResultOut, TaskCreate, TaskOut, TaskStatus
-from app.services import judging, results, tasks
+from app.services import judging, priors, results, tasks
 from app.services.judging import Payload
 
 router = APIRouter(tags=["tasks"])
@@ -28,7 +28,16 @@ CONFLICT = {409: {"description": "Not the pending question; body has `current` (
 
 @admin.post("/tasks", response_model=TaskOut, status_code=201)
 def create_task(body: TaskCreate, db: DbDep) -> TaskOut:
-    """Assign an assessor to a query (admin)."""
+    """Assign an assessor to a query (admin). ``options.strategy`` picks the judging strategy;
+    ``prior`` the initial order (docs/rest-api.md#tasks-strategies-and-priors)."""
+    prior = body.prior
+    source = (
+        priors.check_source(prior)
+        if isinstance(prior, str)
+        else priors.check_source(prior.source, prior.run)
+        if prior is not None
+        else None
+    )
     view = tasks.create_task(
         db=db,
         collection_id=body.collection_id,
@@ -39,6 +48,7 @@ def create_task(body: TaskCreate, db: DbDep) -> TaskOut:
         seed=body.seed,
         options=body.options,
         plan=body.plan,
+        prior=source,
     )
     return TaskOut(**asdict(view))
 

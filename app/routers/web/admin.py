@@ -38,6 +38,7 @@ from app.services import (
     users,
 )
 from app.web_templates import render, set_flash
+from labeling.strategies import strategy_names
 
 router = APIRouter()
 
@@ -240,6 +241,7 @@ async def _collection_response(
         {
             "collection": summary,
             "assessors": [u for u in people if not u.disabled],
+            "strategies": strategy_names(),
             "export_formats": list(exports.FORMATS.values()),
             "export_form": export_form or {},
             "export_error": export_error,
@@ -478,6 +480,12 @@ def _plan_spec(collection_id: int, form: FormData, run: str | None = None) -> pl
             for key in ("allow_ties", "pair_cache", "not_relevant")
         }
     }
+    strategy = _field(form, "strategy")
+    if strategy:
+        options["topk"]["strategy"] = strategy
+    prior = _field(form, "prior", "none") or "none"
+    if prior == "feature":
+        prior = f"feature:{_field(form, 'prior_feature')}"
     queries = _field(form, "query_ids")
     mode = _field(form, "pool_mode", "all")
     n = _form_int(form, "run_depth") if mode == "run" else _form_int(form, "pool_n")
@@ -506,6 +514,8 @@ def _plan_spec(collection_id: int, form: FormData, run: str | None = None) -> pl
             run=run if mode == "run" else None,
             run_order=mode in planning.RANKED_POOLS and form.get("run_order") == "1",
         ),
+        prior=prior,
+        prior_run=run if prior == "run" else None,
     )
 
 
@@ -516,7 +526,8 @@ async def plan_page(request: Request, collection_id: int, db: DbDep) -> Response
         return early
     url = f"/admin/collections/{collection_id}"
     try:
-        run = await _run_text(form) if _field(form, "pool_mode") == "run" else None
+        wants_run = _field(form, "pool_mode") == "run" or _field(form, "prior") == "run"
+        run = await _run_text(form) if wants_run else None
         spec = _plan_spec(collection_id, form, run)
     except ValueError:
         return _back(request, url, "Numbers expected for k, seeds and sizes.", "error")
@@ -536,8 +547,8 @@ async def plan_page(request: Request, collection_id: int, db: DbDep) -> Response
         for k, v in form.multi_items()
         if k not in ("csrf_token", "create", RUN_TEXT) and isinstance(v, str)
     ]
-    if spec.pool.run is not None:
-        hidden.append((RUN_TEXT, spec.pool.run))
+    if run is not None:
+        hidden.append((RUN_TEXT, run))
     return admin_page(
         request,
         resolved,
@@ -548,6 +559,7 @@ async def plan_page(request: Request, collection_id: int, db: DbDep) -> Response
             "hidden": hidden,
             "options_json": json.dumps(preview.options),
             "csv": planning.plan_entries_csv(preview),
+            "cost_model": planning.COST_MODEL,
         },
     )
 
