@@ -27,17 +27,26 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from ranking import metrics as M
 from ranking.letor import LetorData
 from ranking.padding import offsets_from_sizes, pad_groups
 from ranking.topk_io import TopKTruth
 
-__all__ = ["EvaluationReport", "evaluate", "qrels_from_letor", "run_from_letor"]
+if TYPE_CHECKING:
+    from ranking.trec_columns import TrecColumns
+
+__all__ = [
+    "EvaluationReport",
+    "evaluate",
+    "evaluate_columns",
+    "qrels_from_letor",
+    "run_from_letor",
+]
 
 Missing = Literal["ignore", "zero"]
 
@@ -151,6 +160,54 @@ def _grouped(data: LetorData, values: list[float]) -> dict[str, dict[str, float]
     return out
 
 
+def _setup(
+    metrics: Sequence[str], conventions: M.Conventions | str | None, missing: str
+) -> tuple[M.Conventions, str | None, dict[str, tuple[str, int | None]]]:
+    """Validated conventions, preset name and parsed metric names."""
+    if missing not in ("ignore", "zero"):
+        raise ValueError(f"missing must be 'ignore' or 'zero', got {missing!r}")
+    if not metrics:
+        raise ValueError("no metrics requested")
+    if isinstance(conventions, str):
+        preset_name: str | None = conventions
+        conv = M.preset(conventions)
+    else:
+        preset_name = None
+        conv = conventions or M.Conventions()
+    parsed = {name: M.parse_metric(name) for name in metrics}
+    if len(parsed) != len(metrics):
+        raise ValueError("a metric is requested twice")
+    return conv, preset_name, parsed
+
+
+def _refuse_kappa_with_qrels(parsed: Mapping[str, tuple[str, int | None]]) -> None:
+    kappa = [n for n, (fam, _) in parsed.items() if fam.startswith("kappa")]
+    if kappa:
+        raise ValueError(f"{', '.join(kappa)} need a top-k ground truth (--topk), not graded qrels")
+
+
+@dataclass
+class _Grouped:
+    """The evaluated queries' rows, flat and grouped by query (``sizes`` rows each, in
+    ``queries`` order), ready to be padded for the metric kernels."""
+
+    queries: list[str]
+    unknown: list[str]
+    missing: list[str]
+    labels: NDArray[np.float64]
+    scores: NDArray[np.float64]
+    sizes: NDArray[np.int64]
+    ideal: NDArray[np.float64]
+    """All judged labels of each query (``ideal_sizes`` each), for ideal DCG, R and r_max."""
+    ideal_sizes: NDArray[np.int64]
+    answered: NDArray[np.bool_]
+    """Whether the run has the query at all (``missing="zero"`` adds queries it has not)."""
+    docids: NDArray[Any] | None = None
+    """Per row: the doc id (str) or an integer whose order within each query is the ids' byte
+    order; needed for ``ties="docid"`` only."""
+    kappa_k: NDArray[np.int64] | None = None
+
+
 def evaluate(
     run: Mapping[str, Mapping[str, float]],
     *,
@@ -169,19 +226,7 @@ def evaluate(
     """
     if (qrels is None) == (topk is None):
         raise ValueError("give exactly one truth: qrels or topk")
-    if missing not in ("ignore", "zero"):
-        raise ValueError(f"missing must be 'ignore' or 'zero', got {missing!r}")
-    if not metrics:
-        raise ValueError("no metrics requested")
-    if isinstance(conventions, str):
-        preset_name: str | None = conventions
-        conv = M.preset(conventions)
-    else:
-        preset_name = None
-        conv = conventions or M.Conventions()
-    parsed = {name: M.parse_metric(name) for name in metrics}
-    if len(parsed) != len(metrics):
-        raise ValueError("a metric is requested twice")
+    conv, preset_name, parsed = _setup(metrics, conventions, missing)
 
     truth: dict[str, Mapping[str, float]]
     kappa_k: dict[str, int] = {}
@@ -198,11 +243,7 @@ def evaluate(
         assert qrels is not None
         truth = {str(q): d for q, d in qrels.items()}
         kind = "qrels"
-        kappa = [n for n, (fam, _) in parsed.items() if fam.startswith("kappa")]
-        if kappa:
-            raise ValueError(
-                f"{', '.join(kappa)} need a top-k ground truth (--topk), not graded qrels"
-            )
+        _refuse_kappa_with_qrels(parsed)
 
     unknown = [q for q in run if q not in truth]
     missing_q = [q for q in truth if q not in run]
@@ -228,26 +269,212 @@ def evaluate(
         sizes.append(len(docs))
         ideal.extend(float(v) for v in judged.values())
         ideal_sizes.append(len(judged))
-    off = offsets_from_sizes(sizes)
-    lab, mask = pad_groups(np.asarray(labels, dtype=np.float64), off)
-    sco, _ = pad_groups(np.asarray(scores, dtype=np.float64), off)
-    docs_arr = np.asarray(docids, dtype=str) if docids else np.zeros(0, dtype="<U1")
-    dids, _ = pad_groups(docs_arr, off, fill="")
+    grouped = _Grouped(
+        queries=queries,
+        unknown=unknown,
+        missing=missing_q,
+        labels=np.asarray(labels, dtype=np.float64),
+        scores=np.asarray(scores, dtype=np.float64),
+        sizes=np.asarray(sizes, dtype=np.int64),
+        ideal=np.asarray(ideal, dtype=np.float64),
+        ideal_sizes=np.asarray(ideal_sizes, dtype=np.int64),
+        answered=np.array([q in run for q in queries], dtype=bool),
+        docids=np.asarray(docids, dtype=str) if docids else np.zeros(0, dtype="<U1"),
+        kappa_k=np.array([kappa_k[q] for q in queries]) if kappa_k else None,
+    )
+    return _report(grouped, metrics, conv, preset_name, kind, missing)
+
+
+def evaluate_columns(
+    run: TrecColumns,
+    qrels: TrecColumns,
+    *,
+    metrics: Sequence[str] = ("ndcg@10",),
+    conventions: M.Conventions | str | None = None,
+    missing: Missing = "ignore",
+) -> EvaluationReport:
+    """:func:`evaluate` of a run against qrels given as columns (the readers of
+    :mod:`ranking.trec_columns`): the same report, numbers and query lists, with grouping and
+    joining done in numpy (docs/metrics.md#large-files).
+
+    Run rows are matched with judgments on their 64-bit (query, document) keys, and every
+    match is checked on the strings; if two pairs ever share a key the join is redone on the
+    strings. ``ties="docid"`` ranks the ids of the tied documents only (in byte order, as
+    strcmp), since the order of untied documents does not depend on their ids.
+    """
+    conv, preset_name, parsed = _setup(metrics, conventions, missing)
+    _refuse_kappa_with_qrels(parsed)
+    run_index = {q: i for i, q in enumerate(run.qids)}
+    truth_qids = set(qrels.qids)
+    unknown = [q for q in run.qids if q not in truth_qids]
+    missing_q = [q for q in qrels.qids if q not in run_index]
+    queries = list(qrels.qids) if missing == "zero" else [q for q in qrels.qids if q in run_index]
+    if not queries:
+        raise ValueError("no query is in both the run and the truth")
+    position = {q: k for k, q in enumerate(queries)}
+    run_pos = np.array([position.get(q, -1) for q in run.qids], dtype=np.int32)[run.query]
+    truth_pos = np.array([position.get(q, -1) for q in qrels.qids], dtype=np.int32)[qrels.query]
+
+    rows, sizes = _group_rows(run_pos, len(queries))
+    del run_pos
+    labels = _join_labels(run, qrels, run_index)[rows]
+    ideal_rows, ideal_sizes = _group_rows(truth_pos, len(queries))
+    del truth_pos
+    ideal = qrels.values[ideal_rows]
+    del ideal_rows
+    scores = run.values[rows]
+    docids = _docid_tie_codes(run, rows, scores, sizes) if conv.ties == "docid" else None
+    grouped = _Grouped(
+        queries=queries,
+        unknown=unknown,
+        missing=missing_q,
+        labels=labels,
+        scores=scores,
+        sizes=sizes,
+        ideal=ideal,
+        ideal_sizes=ideal_sizes,
+        answered=np.array([q in run_index for q in queries], dtype=bool),
+        docids=docids,
+    )
+    del labels, rows, scores, ideal, docids
+    return _report(grouped, metrics, conv, preset_name, "qrels", missing)
+
+
+def _group_rows(
+    position: NDArray[np.int32], n_groups: int
+) -> tuple[NDArray[np.intp], NDArray[np.int64]]:
+    """Indices of the rows with ``position >= 0``, grouped by position (file order kept within
+    a group: a stable sort), and the size of each group."""
+    selected = np.flatnonzero(position >= 0)
+    keys = position[selected]
+    rows = selected[np.argsort(keys, kind="stable")]
+    return rows, np.bincount(keys, minlength=n_groups).astype(np.int64)
+
+
+def _arrow_indices(indices: NDArray[np.int64]) -> Any:
+    """An Arrow int64 array over ``indices`` (no copy)."""
+    import pyarrow as pa
+
+    data = np.ascontiguousarray(indices, dtype=np.int64)
+    return pa.Array.from_buffers(pa.int64(), data.shape[0], [None, pa.py_buffer(data)])
+
+
+def _join_labels(
+    run: TrecColumns, qrels: TrecColumns, run_index: Mapping[str, int]
+) -> NDArray[np.float64]:
+    """The judged label of each run row (0 for an unjudged document)."""
+    labels = np.zeros(run.n_rows, dtype=np.float64)
+    if qrels.n_rows == 0 or run.n_rows == 0:
+        return labels
+    if run.unique_keys and qrels.unique_keys:
+        judged_keys = qrels.sorted_keys
+        at = np.searchsorted(judged_keys, run.sorted_keys)
+        at[at == judged_keys.shape[0]] = 0
+        hit = judged_keys[at] == run.sorted_keys
+        r_rows = run.key_order[hit]
+        t_rows = qrels.key_order[at[hit]]
+        del at, hit
+        # A key match is a candidate: check both ids.
+        truth_to_run = np.array([run_index.get(q, -1) for q in qrels.qids], dtype=np.int64)
+        same_query = bool((truth_to_run[qrels.query[t_rows]] == run.query[r_rows]).all())
+        same_doc = same_query and _same_strings(run.docids, r_rows, qrels.docids, t_rows)
+        if same_doc:
+            labels[r_rows] = qrels.values[t_rows]
+            return labels
+    # Two pairs share a key (odds about n^2 / 2^65): match on the strings.
+    judged = {
+        (qrels.qids[q], d): v
+        for q, d, v in zip(
+            qrels.query.tolist(), qrels.docids.to_pylist(), qrels.values.tolist(), strict=True
+        )
+    }
+    labels[:] = [
+        judged.get((run.qids[q], d), 0.0)
+        for q, d in zip(run.query.tolist(), run.docids.to_pylist(), strict=True)
+    ]
+    return labels
+
+
+def _same_strings(
+    a: Any, a_rows: NDArray[np.intp], b: Any, b_rows: NDArray[np.intp], step: int = 1 << 18
+) -> bool:
+    """Whether ``a[a_rows[i]] == b[b_rows[i]]`` for every i (Arrow string arrays), in slices
+    so that the gathered strings stay small."""
+    import pyarrow.compute as pc
+
+    for start in range(0, a_rows.shape[0], step):
+        left = a.take(_arrow_indices(a_rows[start : start + step]))
+        right = b.take(_arrow_indices(b_rows[start : start + step]))
+        if not pc.all(pc.equal(left, right)).as_py():
+            return False
+    return True
+
+
+def _docid_tie_codes(
+    run: TrecColumns,
+    rows: NDArray[np.int64],
+    scores: NDArray[np.float64],
+    sizes: NDArray[np.int64],
+) -> NDArray[np.int64]:
+    """Per grouped row: 0, or for a document whose score ties another in its query, the dense
+    rank of its id in byte order (Arrow compares strings as bytes, as strcmp does).
+
+    Ties are found in single precision, which ties every pair that ties in double precision
+    and more, so the codes serve ``score_precision`` "single" and "double" alike.
+    """
+    import pyarrow.compute as pc
+
+    codes = np.zeros(rows.shape[0], dtype=np.int64)
+    if rows.shape[0] == 0:
+        return codes
+    offsets = offsets_from_sizes(sizes)
+    padded, mask = pad_groups(scores.astype(np.float32), offsets, fill=np.nan)
+    order = np.argsort(padded, axis=1)
+    ordered = np.take_along_axis(padded, order, axis=1)
+    equal = ordered[:, 1:] == ordered[:, :-1]  # NaN padding never ties
+    tied_sorted = np.zeros(padded.shape, dtype=bool)
+    tied_sorted[:, 1:] |= equal
+    tied_sorted[:, :-1] |= equal
+    tied = np.zeros(padded.shape, dtype=bool)
+    np.put_along_axis(tied, order, tied_sorted, axis=1)
+    at = np.flatnonzero(tied[mask])  # row-major cells of the mask = grouped row order
+    if at.shape[0]:
+        ids = run.docids.take(_arrow_indices(rows[at]))
+        ranks = pc.rank(ids.combine_chunks(), sort_keys="ascending", tiebreaker="dense")
+        codes[at] = np.asarray(ranks, dtype=np.int64)
+    return codes
+
+
+def _report(
+    g: _Grouped,
+    metrics: Sequence[str],
+    conv: M.Conventions,
+    preset_name: str | None,
+    kind: str,
+    missing: str,
+) -> EvaluationReport:
+    """Pad ``g`` and compute every metric (one vectorised call each)."""
+    queries = g.queries
+    off = offsets_from_sizes(g.sizes)
+    lab, mask = pad_groups(g.labels, off)
+    sco, _ = pad_groups(g.scores, off)
+    dids: NDArray[Any] | None = None
+    if conv.ties == "docid" and g.docids is not None:
+        fill: Any = 0 if np.issubdtype(g.docids.dtype, np.integer) else ""
+        dids, _ = pad_groups(g.docids, off, fill=fill)
     if lab.shape[1] == 0:  # every ranking empty: keep one padding column
         lab, sco, mask = (
             np.zeros((len(queries), 1)),
             np.zeros((len(queries), 1)),
             np.zeros((len(queries), 1), bool),
         )
-        dids = np.full((len(queries), 1), "")
-    ilab, imask = pad_groups(np.asarray(ideal, dtype=np.float64), offsets_from_sizes(ideal_sizes))
-    kk = np.array([kappa_k[q] for q in queries]) if kappa_k else None
+        if dids is not None:
+            dids = np.zeros((len(queries), 1), dtype=dids.dtype)
+    ilab, imask = pad_groups(g.ideal, offsets_from_sizes(g.ideal_sizes))
     # missing="zero": a truth query the run does not answer scores 0 whenever it has a relevant
     # judgment, under every convention (with an ideal taken from the empty list the empty-query
     # policy would give it 1 or skip it); without one, the empty-query policy decides.
-    unanswered = np.array([q not in run for q in queries]) & (
-        np.where(imask, ilab, 0.0).max(axis=1, initial=0.0) > 0
-    )
+    unanswered = ~g.answered & (np.where(imask, ilab, 0.0).max(axis=1, initial=0.0) > 0)
 
     means: dict[str, float] = {}
     per_query: dict[str, dict[str, float]] = {}
@@ -261,8 +488,8 @@ def evaluate(
             conventions=conv,
             ideal_labels=ilab,
             ideal_mask=imask,
-            docids=dids if conv.ties == "docid" else None,
-            kappa_k=kk,
+            docids=dids,
+            kappa_k=g.kappa_k,
         )
         values = np.where(unanswered, 0.0, values)
         per_query[name] = dict(zip(queries, values.tolist(), strict=True))
@@ -276,7 +503,7 @@ def evaluate(
         preset=preset_name,
         truth=kind,
         queries=queries,
-        unknown_queries=unknown,
-        missing_queries=missing_q,
+        unknown_queries=g.unknown,
+        missing_queries=g.missing,
         missing=missing,
     )

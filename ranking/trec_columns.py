@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 from numpy.typing import NDArray
 
@@ -38,8 +39,8 @@ from ranking.trec import (
     SNIFF_LINES,
     GradeMap,
     SniffedLayout,
-    _lines,
     choose_layout,
+    data_lines,
     layout_columns,
     read_qrels_detailed,
     read_run,
@@ -58,15 +59,27 @@ __all__ = [
 BLOCK_SIZE = 1 << 22
 
 
+def _reading_pool() -> pa.MemoryPool:
+    """The Arrow memory pool of the reader: jemalloc with immediate page return where pyarrow
+    has it. The default pool (mimalloc) keeps the pages of freed parse buffers for reuse,
+    which on a 2M-line file held about 100 MB of resident memory that nothing used again."""
+    try:
+        pool = pa.jemalloc_memory_pool()
+        pa.jemalloc_set_decay_ms(0)
+    except (NotImplementedError, pa.ArrowException):
+        return pa.default_memory_pool()
+    return pool
+
+
 @dataclass(frozen=True, eq=False)
 class TrecColumns:
     """One TREC run or qrels file as columns; row ``i`` is one (query, document) line.
 
     ``qids``: the distinct query ids in order of first appearance (the key order of the dict
     readers); ``query[i]`` indexes it. ``docids[i]``: the document id. ``values[i]``: the
-    score (run) or the integer grade as a float (qrels). ``keys[i]``: :func:`pair_keys` of the
-    row's query and document ids; ``key_order`` sorts ``keys`` (no two are equal: a
-    (query, document) pair occurs once). Within a query, rows keep file order (the "input
+    score (run) or the integer grade as a float (qrels). ``sorted_keys``: the :func:`pair_keys`
+    of the rows' query and document ids, ascending; ``key_order[j]`` is the row of
+    ``sorted_keys[j]``. Within a query, rows keep file order (the "input
     order" of ``ties="stable"``). ``fast``: read by the CSV reader (False: by the exact reader,
     see the module doc).
     """
@@ -75,8 +88,8 @@ class TrecColumns:
     query: NDArray[np.int32]
     docids: pa.ChunkedArray
     values: NDArray[np.float64]
-    keys: NDArray[np.uint64]
-    key_order: NDArray[np.int64]
+    sorted_keys: NDArray[np.uint64]
+    key_order: NDArray[np.intp]
     unique_keys: bool
     path: str | None = None
     layout: SniffedLayout | None = None
@@ -99,9 +112,10 @@ class TrecColumns:
         """Columns with their join keys (:func:`pair_keys`) sorted."""
         keys = pair_keys(qids, query, doc_hashes)
         order = np.argsort(keys)
-        ordered = keys[order]
-        unique = not bool((ordered[1:] == ordered[:-1]).any())
-        del ordered
+        if order.shape[0] < 2**31:
+            order = order.astype(np.int32)  # half the memory
+        keys = keys[order]
+        unique = not bool((keys[1:] == keys[:-1]).any())
         return cls(qids, query, docids, values, keys, order, unique, **extra)
 
     @classmethod
@@ -237,64 +251,35 @@ class _NotSimple(Exception):
     """The file is outside what the fast path reads exactly; the exact reader takes it."""
 
 
-def _allowed_bytes(delimiter: bytes) -> bytes:
-    return bytes(range(0x21, 0x7F)) + delimiter + b"\n\r"
-
-
-class _ScreenedFile:
-    """A binary file whose blocks are checked, as the CSV reader pulls them, for the byte
-    patterns that would make a delimiter split differ from ``str.split()`` (module doc).
-    ``problem`` says what was found; the caller discards the parse when it is set."""
-
-    def __init__(self, path: Path, delimiter: bytes) -> None:
-        self._fh = path.open("rb")
-        self._allowed = _allowed_bytes(delimiter)
-        self._bad_pairs = (
-            delimiter * 2,
-            delimiter + b"\n",
-            delimiter + b"\r",
-            b"\n" + delimiter,
-            b"\r" + delimiter,
-            b"\n#",
-            b"\r#",
-        )
-        self._delimiter = delimiter
-        self._last = b"\n"  # the file starts as if after a line break
-        self.problem: str | None = None
-        self.closed = False
-
-    def _screen(self, block: bytes) -> None:
-        if self.problem is not None or not block:
-            return
-        if block.translate(None, self._allowed):
-            self.problem = "a byte other than printable ASCII, the delimiter or a line break"
-            return
-        joined = self._last + block[:1]
-        for pair in self._bad_pairs:
-            if pair in joined or pair in block:
-                self.problem = f"the byte pair {pair!r}"
-                return
-        self._last = block[-1:]
-
-    def read(self, size: int = -1) -> bytes:
-        block = self._fh.read(size)
-        self._screen(block)
-        return block
-
-    def finish(self) -> None:
-        """Check the end of the file (a delimiter right before EOF)."""
-        if self.problem is None and self._last == self._delimiter:
-            self.problem = "a delimiter at the end of the file"
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return False
-
-    def close(self) -> None:
-        self._fh.close()
-        self.closed = True
+def _screen(path: Path, delimiter: bytes) -> str | None:
+    """What, if anything, makes cutting the lines of ``path`` at ``delimiter`` differ from
+    ``str.split()`` (module doc); None when nothing does. One pass over the file in blocks
+    read into one reused buffer."""
+    allowed = bytes(range(0x21, 0x7F)) + delimiter + b"\n\r"
+    bad_pairs = (
+        delimiter * 2,
+        delimiter + b"\n",
+        delimiter + b"\r",
+        b"\n" + delimiter,
+        b"\r" + delimiter,
+        b"\n#",
+        b"\r#",
+    )
+    buffer = bytearray(BLOCK_SIZE)
+    last = b"\n"  # the file starts as if after a line break
+    with path.open("rb") as fh:
+        while n := fh.readinto(buffer):
+            block = buffer if n == len(buffer) else buffer[:n]
+            if block.translate(None, allowed):
+                return "a byte other than printable ASCII, the delimiter or a line break"
+            edge = last + block[:1]
+            for pair in bad_pairs:
+                if pair in edge or pair in block:
+                    return f"the byte pair {bytes(pair)!r}"
+            last = bytes(block[-1:])
+    if last == delimiter:
+        return "a delimiter at the end of the file"
+    return None
 
 
 def _first_line(path: Path) -> bytes:
@@ -309,10 +294,13 @@ def _read_columns(
     raises :class:`_NotSimple` when the file is not one the fast path reads exactly."""
     first = _first_line(path)
     delimiter = b"\t" if b"\t" in first and b" " not in first else b" "
-    screened = _ScreenedFile(path, delimiter)
+    problem = _screen(path, delimiter)
+    if problem is not None:
+        raise _NotSimple(problem)
+    pool = _reading_pool()
     try:
         reader = pacsv.open_csv(
-            screened,
+            pa.OSFile(str(path), "r", memory_pool=pool),
             read_options=pacsv.ReadOptions(column_names=names, block_size=BLOCK_SIZE),
             parse_options=pacsv.ParseOptions(
                 delimiter=delimiter.decode(),
@@ -322,6 +310,7 @@ def _read_columns(
                 newlines_in_values=False,
                 ignore_empty_lines=True,
             ),
+            memory_pool=pool,
             convert_options=pacsv.ConvertOptions(
                 include_columns=list(types),
                 column_types=types,
@@ -330,17 +319,9 @@ def _read_columns(
                 quoted_strings_can_be_null=False,
             ),
         )
-        for batch in reader:
-            if screened.problem is not None:
-                raise _NotSimple(screened.problem)
-            yield batch
-        screened.finish()
-        if screened.problem is not None:
-            raise _NotSimple(screened.problem)
-    except (pa.ArrowException, UnicodeError) as exc:  # bad field count, bad number, ...
+        yield from reader
+    except pa.ArrowException as exc:  # a line with another field count, a bad number, ...
         raise _NotSimple(str(exc)) from None
-    finally:
-        screened.close()
 
 
 def _float_values(column: pa.Array) -> NDArray[np.float64]:
@@ -361,7 +342,7 @@ def _collect(
     value_parts: dict[str, list[np.ndarray]] = {c: [] for c in value_columns}
     for batch in _read_columns(path, names, types):
         # A block holds few distinct queries: encode it, then number its dictionary globally.
-        encoded = batch.column("qid").dictionary_encode()
+        encoded = pc.dictionary_encode(batch.column("qid"), memory_pool=_reading_pool())
         codes = np.array(
             [index.setdefault(q, len(index)) for q in encoded.dictionary.to_pylist()],
             dtype=np.int32,
@@ -470,7 +451,7 @@ def read_qrels_columns(
     p = Path(path)
     try:
         head = []
-        for _, fields in _lines(p):
+        for _, fields in data_lines(p):
             head.append(fields)
             if len(head) >= SNIFF_LINES:
                 break
