@@ -177,7 +177,7 @@ def _mix(x: NDArray[np.uint64]) -> NDArray[np.uint64]:
 def _hash_bytes(data: NDArray[np.uint8], offsets: NDArray[np.int64]) -> NDArray[np.uint64]:
     """Hash string ``i`` = ``data[offsets[i]:offsets[i + 1]]``: its bytes, zero-padded to whole
     8-byte words, folded word by word through :func:`_mix`, starting from the byte length (so
-    that zero padding cannot make two strings equal)."""
+    that zero padding cannot make two strings equal). The value depends on the string only."""
     n = offsets.shape[0] - 1
     out = np.empty(n, dtype=np.uint64)
     if n == 0:
@@ -197,9 +197,11 @@ def _hash_bytes(data: NDArray[np.uint8], offsets: NDArray[np.int64]) -> NDArray[
         matrix[np.repeat(base, lens) + np.arange(end - start, dtype=np.int64)] = data[start:end]
         words = matrix.view(">u8").reshape(rows, width // 8).astype(np.uint64)
         h = _mix(lens.astype(np.uint64) + _GOLDEN)
+        folded = np.empty_like(h)
         for j in range(width // 8):
-            np.bitwise_xor(h, words[:, j], out=h)
-            _mix(h)
+            # only the words a string has: its hash must not depend on the longest neighbour
+            np.bitwise_xor(h, words[:, j], out=folded)
+            np.copyto(h, _mix(folded), where=lens > 8 * j)
         out[a:b] = h
     return out
 
