@@ -34,7 +34,6 @@ from numpy.typing import ArrayLike, NDArray
 
 from ranking import metrics as M
 from ranking.letor import LetorData
-from ranking.padding import offsets_from_sizes, pad_groups
 from ranking.topk_io import TopKTruth
 
 if TYPE_CHECKING:
@@ -187,24 +186,24 @@ def _refuse_kappa_with_qrels(parsed: Mapping[str, tuple[str, int | None]]) -> No
 
 
 @dataclass
-class _Grouped:
-    """The evaluated queries' rows, flat and grouped by query (``sizes`` rows each, in
-    ``queries`` order), ready to be padded for the metric kernels."""
+class _Padded:
+    """The evaluated queries as padded (Q, L) arrays for the metric kernels, row q = query
+    ``queries[q]`` (docs/metrics.md#arrays)."""
 
     queries: list[str]
     unknown: list[str]
     missing: list[str]
     labels: NDArray[np.float64]
     scores: NDArray[np.float64]
-    sizes: NDArray[np.int64]
+    mask: NDArray[np.bool_]
     ideal: NDArray[np.float64]
-    """All judged labels of each query (``ideal_sizes`` each), for ideal DCG, R and r_max."""
-    ideal_sizes: NDArray[np.int64]
+    """(Q, M): all judged labels of each query, for ideal DCG, R and r_max."""
+    ideal_mask: NDArray[np.bool_]
     answered: NDArray[np.bool_]
     """Whether the run has the query at all (``missing="zero"`` adds queries it has not)."""
     docids: NDArray[Any] | None = None
-    """Per row: the doc id (str) or an integer whose order within each query is the ids' byte
-    order; needed for ``ties="docid"`` only."""
+    """(Q, L) doc ids (str) or integers whose order within each row is the ids' byte order;
+    for ``ties="docid"`` only."""
     kappa_k: NDArray[np.int64] | None = None
 
 
@@ -269,20 +268,23 @@ def evaluate(
         sizes.append(len(docs))
         ideal.extend(float(v) for v in judged.values())
         ideal_sizes.append(len(judged))
-    grouped = _Grouped(
+    mask = _group_mask(np.asarray(sizes, dtype=np.int64))
+    ideal_mask = _group_mask(np.asarray(ideal_sizes, dtype=np.int64))
+    docs_arr = np.asarray(docids, dtype=str) if docids else np.zeros(0, dtype="<U1")
+    padded = _Padded(
         queries=queries,
         unknown=unknown,
         missing=missing_q,
-        labels=np.asarray(labels, dtype=np.float64),
-        scores=np.asarray(scores, dtype=np.float64),
-        sizes=np.asarray(sizes, dtype=np.int64),
-        ideal=np.asarray(ideal, dtype=np.float64),
-        ideal_sizes=np.asarray(ideal_sizes, dtype=np.int64),
+        labels=_pad(np.asarray(labels, dtype=np.float64), mask, 0.0),
+        scores=_pad(np.asarray(scores, dtype=np.float64), mask, 0.0),
+        mask=mask,
+        ideal=_pad(np.asarray(ideal, dtype=np.float64), ideal_mask, 0.0),
+        ideal_mask=ideal_mask,
         answered=np.array([q in run for q in queries], dtype=bool),
-        docids=np.asarray(docids, dtype=str) if docids else np.zeros(0, dtype="<U1"),
+        docids=_pad(docs_arr, mask, "") if conv.ties == "docid" else None,
         kappa_k=np.array([kappa_k[q] for q in queries]) if kappa_k else None,
     )
-    return _report(grouped, metrics, conv, preset_name, kind, missing)
+    return _report(padded, metrics, conv, preset_name, kind, missing)
 
 
 def evaluate_columns(
@@ -315,29 +317,34 @@ def evaluate_columns(
     run_pos = np.array([position.get(q, -1) for q in run.qids], dtype=np.int32)[run.query]
     truth_pos = np.array([position.get(q, -1) for q in qrels.qids], dtype=np.int32)[qrels.query]
 
+    # Each flat array is padded as soon as it exists, so flat and padded copies of one
+    # column never coexist with the others (peak memory, docs/metrics.md#large-files).
     rows, sizes = _group_rows(run_pos, len(queries))
     del run_pos
-    labels = _join_labels(run, qrels, run_index)[rows]
+    mask = _group_mask(sizes)
+    labels = _pad(_join_labels(run, qrels, run_index)[rows], mask, 0.0)
+    scores = _pad(run.values[rows], mask, 0.0)
+    docids = _docid_tie_codes(run, rows, scores, mask) if conv.ties == "docid" else None
+    del rows
     ideal_rows, ideal_sizes = _group_rows(truth_pos, len(queries))
     del truth_pos
-    ideal = qrels.values[ideal_rows]
+    ideal_mask = _group_mask(ideal_sizes)
+    ideal = _pad(qrels.values[ideal_rows], ideal_mask, 0.0)
     del ideal_rows
-    scores = run.values[rows]
-    docids = _docid_tie_codes(run, rows, scores, sizes) if conv.ties == "docid" else None
-    grouped = _Grouped(
+    padded = _Padded(
         queries=queries,
         unknown=unknown,
         missing=missing_q,
         labels=labels,
         scores=scores,
-        sizes=sizes,
+        mask=mask,
         ideal=ideal,
-        ideal_sizes=ideal_sizes,
+        ideal_mask=ideal_mask,
         answered=np.array([q in run_index for q in queries], dtype=bool),
         docids=docids,
     )
-    del labels, rows, scores, ideal, docids
-    return _report(grouped, metrics, conv, preset_name, "qrels", missing)
+    del labels, scores, ideal, docids
+    return _report(padded, metrics, conv, preset_name, "qrels", missing)
 
 
 def _group_rows(
@@ -345,10 +352,11 @@ def _group_rows(
 ) -> tuple[NDArray[np.intp], NDArray[np.int64]]:
     """Indices of the rows with ``position >= 0``, grouped by position (file order kept within
     a group: a stable sort), and the size of each group."""
+    sizes = np.bincount(position[position >= 0], minlength=n_groups).astype(np.int64)
+    if int(sizes.sum()) == position.shape[0]:  # every row is selected (the common case)
+        return np.argsort(position, kind="stable"), sizes
     selected = np.flatnonzero(position >= 0)
-    keys = position[selected]
-    rows = selected[np.argsort(keys, kind="stable")]
-    return rows, np.bincount(keys, minlength=n_groups).astype(np.int64)
+    return selected[np.argsort(position[selected], kind="stable")], sizes
 
 
 def _arrow_indices(indices: NDArray[np.int64]) -> Any:
@@ -377,6 +385,10 @@ def _join_labels(
         # A key match is a candidate: check both ids.
         truth_to_run = np.array([run_index.get(q, -1) for q in qrels.qids], dtype=np.int64)
         same_query = bool((truth_to_run[qrels.query[t_rows]] == run.query[r_rows]).all())
+        # in run-file order, the gathers below read both files nearly sequentially
+        by_row = np.argsort(r_rows)
+        r_rows, t_rows = r_rows[by_row], t_rows[by_row]
+        del by_row
         same_doc = same_query and _same_strings(run.docids, r_rows, qrels.docids, t_rows)
         if same_doc:
             labels[r_rows] = qrels.values[t_rows]
@@ -402,66 +414,88 @@ def _same_strings(
     so that the gathered strings stay small."""
     import pyarrow.compute as pc
 
+    from ranking.trec_columns import arrow_pool
+
+    pool = arrow_pool()
     for start in range(0, a_rows.shape[0], step):
-        left = a.take(_arrow_indices(a_rows[start : start + step]))
-        right = b.take(_arrow_indices(b_rows[start : start + step]))
-        if not pc.all(pc.equal(left, right)).as_py():
+        left = pc.take(a, _arrow_indices(a_rows[start : start + step]), memory_pool=pool)
+        right = pc.take(b, _arrow_indices(b_rows[start : start + step]), memory_pool=pool)
+        if not pc.all(pc.equal(left, right, memory_pool=pool), memory_pool=pool).as_py():
             return False
     return True
 
 
 def _docid_tie_codes(
     run: TrecColumns,
-    rows: NDArray[np.int64],
+    rows: NDArray[np.intp],
     scores: NDArray[np.float64],
-    sizes: NDArray[np.int64],
+    mask: NDArray[np.bool_],
 ) -> NDArray[np.int64]:
-    """Per grouped row: 0, or for a document whose score ties another in its query, the dense
-    rank of its id in byte order (Arrow compares strings as bytes, as strcmp does).
+    """(Q, L) codes for ``ties="docid"``: 0, or for a document whose score ties another in its
+    query, the dense rank of its id in byte order (Arrow compares strings as bytes, as strcmp
+    does). ``rows``: the run row of each real cell of ``mask``, in row-major order.
 
     Ties are found in single precision, which ties every pair that ties in double precision
     and more, so the codes serve ``score_precision`` "single" and "double" alike.
     """
     import pyarrow.compute as pc
 
-    codes = np.zeros(rows.shape[0], dtype=np.int64)
+    from ranking.trec_columns import arrow_pool
+
+    codes = np.zeros(mask.shape, dtype=np.int64)
     if rows.shape[0] == 0:
         return codes
-    offsets = offsets_from_sizes(sizes)
-    padded, mask = pad_groups(scores.astype(np.float32), offsets, fill=np.nan)
-    order = np.argsort(padded, axis=1)
-    ordered = np.take_along_axis(padded, order, axis=1)
-    equal = ordered[:, 1:] == ordered[:, :-1]  # NaN padding never ties
-    tied_sorted = np.zeros(padded.shape, dtype=bool)
+    single = np.where(mask, scores.astype(np.float32), np.float32(np.nan))
+    order = np.argsort(single, axis=1)
+    single = np.take_along_axis(single, order, axis=1)
+    equal = single[:, 1:] == single[:, :-1]  # NaN padding never ties
+    del single
+    tied_sorted = np.zeros(mask.shape, dtype=bool)
     tied_sorted[:, 1:] |= equal
     tied_sorted[:, :-1] |= equal
-    tied = np.zeros(padded.shape, dtype=bool)
+    tied = np.zeros(mask.shape, dtype=bool)
     np.put_along_axis(tied, order, tied_sorted, axis=1)
-    at = np.flatnonzero(tied[mask])  # row-major cells of the mask = grouped row order
+    del order, tied_sorted
+    at = np.flatnonzero(tied[mask])  # positions among the real cells, row-major
     if at.shape[0]:
-        ids = run.docids.take(_arrow_indices(rows[at]))
-        ranks = pc.rank(ids.combine_chunks(), sort_keys="ascending", tiebreaker="dense")
-        codes[at] = np.asarray(ranks, dtype=np.int64)
+        ids = pc.take(run.docids, _arrow_indices(rows[at]), memory_pool=arrow_pool())
+        ranks = pc.rank(
+            ids.combine_chunks(memory_pool=arrow_pool()),
+            sort_keys="ascending",
+            tiebreaker="dense",
+            memory_pool=arrow_pool(),
+        )
+        codes[tied & mask] = np.asarray(ranks, dtype=np.int64)
     return codes
 
 
+def _group_mask(sizes: NDArray[np.int64]) -> NDArray[np.bool_]:
+    """(Q, L) mask of padded groups: row q has ``sizes[q]`` real cells, then padding
+    (docs/metrics.md#arrays; L = the largest group)."""
+    width = int(sizes.max()) if sizes.shape[0] else 0
+    return np.arange(width) < sizes[:, None]
+
+
+def _pad(values: NDArray[Any], mask: NDArray[np.bool_], fill: Any) -> NDArray[Any]:
+    """Grouped flat ``values`` scattered into the True cells of ``mask``: boolean assignment
+    walks the cells row by row, which is the grouped order (as
+    :func:`ranking.padding.pad_groups`, without its index arrays)."""
+    padded = np.full(mask.shape, fill, dtype=np.result_type(values, np.asarray(fill)))
+    padded[mask] = values
+    return padded
+
+
 def _report(
-    g: _Grouped,
+    g: _Padded,
     metrics: Sequence[str],
     conv: M.Conventions,
     preset_name: str | None,
     kind: str,
     missing: str,
 ) -> EvaluationReport:
-    """Pad ``g`` and compute every metric (one vectorised call each)."""
+    """Compute every metric on ``g`` (one vectorised call each)."""
     queries = g.queries
-    off = offsets_from_sizes(g.sizes)
-    lab, mask = pad_groups(g.labels, off)
-    sco, _ = pad_groups(g.scores, off)
-    dids: NDArray[Any] | None = None
-    if conv.ties == "docid" and g.docids is not None:
-        fill: Any = 0 if np.issubdtype(g.docids.dtype, np.integer) else ""
-        dids, _ = pad_groups(g.docids, off, fill=fill)
+    lab, sco, mask, dids = g.labels, g.scores, g.mask, g.docids
     if lab.shape[1] == 0:  # every ranking empty: keep one padding column
         lab, sco, mask = (
             np.zeros((len(queries), 1)),
@@ -470,7 +504,7 @@ def _report(
         )
         if dids is not None:
             dids = np.zeros((len(queries), 1), dtype=dids.dtype)
-    ilab, imask = pad_groups(g.ideal, offsets_from_sizes(g.ideal_sizes))
+    ilab, imask = g.ideal, g.ideal_mask
     # missing="zero": a truth query the run does not answer scores 0 whenever it has a relevant
     # judgment, under every convention (with an ideal taken from the empty list the empty-query
     # policy would give it 1 or skip it); without one, the empty-query policy decides.
@@ -488,7 +522,7 @@ def _report(
             conventions=conv,
             ideal_labels=ilab,
             ideal_mask=imask,
-            docids=dids,
+            docids=dids if conv.ties == "docid" else None,
             kappa_k=g.kappa_k,
         )
         values = np.where(unanswered, 0.0, values)

@@ -48,6 +48,7 @@ from ranking.trec import (
 
 __all__ = [
     "TrecColumns",
+    "arrow_pool",
     "pair_keys",
     "read_qrels_columns",
     "read_run_columns",
@@ -59,10 +60,11 @@ __all__ = [
 BLOCK_SIZE = 1 << 22
 
 
-def _reading_pool() -> pa.MemoryPool:
-    """The Arrow memory pool of the reader: jemalloc with immediate page return where pyarrow
-    has it. The default pool (mimalloc) keeps the pages of freed parse buffers for reuse,
-    which on a 2M-line file held about 100 MB of resident memory that nothing used again."""
+def arrow_pool() -> pa.MemoryPool:
+    """The Arrow memory pool of the reader and of the joins on its columns: jemalloc with
+    immediate page return where pyarrow has it. The default pool (mimalloc) keeps the pages
+    of freed parse buffers for reuse, which on a 2M-line file held about 100 MB of resident
+    memory that nothing used again."""
     try:
         pool = pa.jemalloc_memory_pool()
         pa.jemalloc_set_decay_ms(0)
@@ -175,34 +177,34 @@ def _mix(x: NDArray[np.uint64]) -> NDArray[np.uint64]:
 
 
 def _hash_bytes(data: NDArray[np.uint8], offsets: NDArray[np.int64]) -> NDArray[np.uint64]:
-    """Hash string ``i`` = ``data[offsets[i]:offsets[i + 1]]``: its bytes, zero-padded to whole
-    8-byte words, folded word by word through :func:`_mix`, starting from the byte length (so
-    that zero padding cannot make two strings equal). The value depends on the string only."""
+    """Hash string ``i`` = ``data[offsets[i]:offsets[i + 1]]``: its bytes as big-endian 8-byte
+    words (the last one zero-filled), folded word by word through :func:`_mix`, starting from
+    the byte length (so that the zero fill cannot make two strings equal). The value depends
+    on the string only."""
     n = offsets.shape[0] - 1
     out = np.empty(n, dtype=np.uint64)
     if n == 0:
         return out
     lengths = np.diff(offsets)
-    width = max(8, -(-int(lengths.max()) // 8) * 8)
-    # rows per step: the padded byte matrix and its scatter index stay near 8 MB
-    step = max(1, (1 << 20) // width)
-    for a in range(0, n, step):
-        b = min(n, a + step)
-        lens = lengths[a:b]
-        start, end = int(offsets[a]), int(offsets[b])
-        rows = b - a
-        matrix = np.zeros(rows * width, dtype=np.uint8)
-        # flat target of byte k of row r: r * width + k
-        base = np.arange(rows, dtype=np.int64) * width - (offsets[a:b] - start)
-        matrix[np.repeat(base, lens) + np.arange(end - start, dtype=np.int64)] = data[start:end]
-        words = matrix.view(">u8").reshape(rows, width // 8).astype(np.uint64)
-        h = _mix(lens.astype(np.uint64) + _GOLDEN)
-        folded = np.empty_like(h)
-        for j in range(width // 8):
-            # only the words a string has: its hash must not depend on the longest neighbour
-            np.bitwise_xor(h, words[:, j], out=folded)
-            np.copyto(h, _mix(folded), where=lens > 8 * j)
-        out[a:b] = h
+    start = int(offsets[0])
+    # the bytes plus 8 zero bytes, read as one overlapping uint64 at every byte position
+    padded = np.zeros(int(offsets[-1]) - start + 8, dtype=np.uint8)
+    padded[:-8] = data[start : int(offsets[-1])]
+    at_byte = np.ndarray((padded.shape[0] - 7,), dtype=">u8", buffer=padded, strides=(1,))
+    begin = offsets[:-1] - start
+    h = _mix(lengths.astype(np.uint64) + _GOLDEN)
+    word = np.empty(n, dtype=np.uint64)
+    for j in range(-(-int(lengths.max()) // 8)):
+        left = lengths - 8 * j  # bytes of the string from this word on
+        active = left > 0
+        np.copyto(word, at_byte[np.where(active, begin + 8 * j, 0)])
+        # keep the string's own bytes of a last, partial word (shift 0..56 bits)
+        drop = (8 * (8 - np.clip(left, 1, 8))).astype(np.uint64)
+        np.left_shift(np.right_shift(word, drop, out=word), drop, out=word)
+        np.bitwise_xor(h, word, out=word)
+        # only the words a string has: its hash must not depend on the longest neighbour
+        np.copyto(h, _mix(word), where=active)
+    out[:] = h
     return out
 
 
@@ -255,18 +257,15 @@ class _NotSimple(Exception):
 
 def _screen(path: Path, delimiter: bytes) -> str | None:
     """What, if anything, makes cutting the lines of ``path`` at ``delimiter`` differ from
-    ``str.split()`` (module doc); None when nothing does. One pass over the file in blocks
-    read into one reused buffer."""
+    ``str.split()`` that the CSV reader would not notice itself; None when nothing does. One
+    pass over the file in blocks read into one reused buffer.
+
+    Checked here: bytes other than printable ASCII, the delimiter and line breaks; comment
+    lines (``#`` first). Empty fields (a delimiter doubled, or at the start or end of a line)
+    are found by :func:`_read_columns`: every line has the expected number of fields there,
+    so one that ``str.split()`` would see as shorter has an empty one.
+    """
     allowed = bytes(range(0x21, 0x7F)) + delimiter + b"\n\r"
-    bad_pairs = (
-        delimiter * 2,
-        delimiter + b"\n",
-        delimiter + b"\r",
-        b"\n" + delimiter,
-        b"\r" + delimiter,
-        b"\n#",
-        b"\r#",
-    )
     buffer = bytearray(BLOCK_SIZE)
     last = b"\n"  # the file starts as if after a line break
     with path.open("rb") as fh:
@@ -274,13 +273,11 @@ def _screen(path: Path, delimiter: bytes) -> str | None:
             block = buffer if n == len(buffer) else buffer[:n]
             if block.translate(None, allowed):
                 return "a byte other than printable ASCII, the delimiter or a line break"
-            edge = last + block[:1]
-            for pair in bad_pairs:
-                if pair in edge or pair in block:
-                    return f"the byte pair {bytes(pair)!r}"
+            if b"#" in block:
+                edge = last + block[:1]
+                if any(p in edge or p in block for p in (b"\n#", b"\r#")):
+                    return "a comment line"
             last = bytes(block[-1:])
-    if last == delimiter:
-        return "a delimiter at the end of the file"
     return None
 
 
@@ -289,17 +286,24 @@ def _first_line(path: Path) -> bytes:
         return fh.readline(1 << 16)
 
 
+_WORDS = pa.dictionary(pa.int32(), pa.string())
+
+
 def _read_columns(
     path: Path, names: list[str], types: dict[str, pa.DataType]
 ) -> Iterator[pa.RecordBatch]:
     """Stream the columns ``types`` of a file whose lines have exactly ``len(names)`` fields;
-    raises :class:`_NotSimple` when the file is not one the fast path reads exactly."""
+    raises :class:`_NotSimple` when the file is not one the fast path reads exactly.
+
+    The other columns are read too, as dictionaries (few distinct values: ``Q0``, ranks, run
+    tags), only to check that no field is empty; float columns refuse an empty field.
+    """
     first = _first_line(path)
     delimiter = b"\t" if b"\t" in first and b" " not in first else b" "
     problem = _screen(path, delimiter)
     if problem is not None:
         raise _NotSimple(problem)
-    pool = _reading_pool()
+    pool = arrow_pool()
     try:
         reader = pacsv.open_csv(
             pa.OSFile(str(path), "r", memory_pool=pool),
@@ -314,14 +318,20 @@ def _read_columns(
             ),
             memory_pool=pool,
             convert_options=pacsv.ConvertOptions(
-                include_columns=list(types),
-                column_types=types,
+                column_types={n: types.get(n, _WORDS) for n in names},
                 null_values=[],
                 strings_can_be_null=False,
                 quoted_strings_can_be_null=False,
             ),
         )
-        yield from reader
+        for batch in reader:
+            for name, column in zip(batch.schema.names, batch.columns, strict=True):
+                if column.type == pa.float64():
+                    continue
+                words = column.dictionary if column.type == _WORDS else column
+                if len(words) and pc.min(pc.binary_length(words, memory_pool=pool)).as_py() == 0:
+                    raise _NotSimple(f"an empty field in column {name}")
+            yield batch
     except pa.ArrowException as exc:  # a line with another field count, a bad number, ...
         raise _NotSimple(str(exc)) from None
 
@@ -344,7 +354,7 @@ def _collect(
     value_parts: dict[str, list[np.ndarray]] = {c: [] for c in value_columns}
     for batch in _read_columns(path, names, types):
         # A block holds few distinct queries: encode it, then number its dictionary globally.
-        encoded = pc.dictionary_encode(batch.column("qid"), memory_pool=_reading_pool())
+        encoded = pc.dictionary_encode(batch.column("qid"), memory_pool=arrow_pool())
         codes = np.array(
             [index.setdefault(q, len(index)) for q in encoded.dictionary.to_pylist()],
             dtype=np.int32,
@@ -360,9 +370,24 @@ def _collect(
             value_parts[c].append(_float_values(batch.column(c)))
     if not index:
         raise _NotSimple("no data lines")
-    values = [np.concatenate(value_parts.pop(c)) for c in value_columns]
+    # one column at a time, each one's blocks freed before the next is joined (peak memory)
+    query = _concatenate(query_parts)
+    hashes = _concatenate(hash_parts)
+    values = [_concatenate(value_parts[c]) for c in value_columns]
     docids = pa.chunked_array(d_chunks, type=pa.string())
-    return list(index), np.concatenate(query_parts), docids, np.concatenate(hash_parts), values
+    return list(index), query, docids, hashes, values
+
+
+def _concatenate(parts: list[np.ndarray]) -> np.ndarray:
+    """``np.concatenate(parts)``, emptying ``parts`` as it goes."""
+    out = np.empty(sum(p.shape[0] for p in parts), dtype=parts[0].dtype)
+    at = 0
+    parts.reverse()
+    while parts:
+        part = parts.pop()
+        out[at : at + part.shape[0]] = part
+        at += part.shape[0]
+    return out
 
 
 # --------------------------------------------------------------------------------------------
