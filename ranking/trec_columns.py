@@ -287,6 +287,7 @@ def _first_line(path: Path) -> bytes:
 
 
 _WORDS = pa.dictionary(pa.int32(), pa.string())
+_TRAILING = "(after the last delimiter)"
 
 
 def _read_columns(
@@ -296,10 +297,14 @@ def _read_columns(
     raises :class:`_NotSimple` when the file is not one the fast path reads exactly.
 
     The other columns are read too, as dictionaries (few distinct values: ``Q0``, ranks, run
-    tags), only to check that no field is empty; float columns refuse an empty field.
+    tags), only to check that no field is empty; float columns refuse an empty field. A file
+    whose first line ends with the delimiter (Cranfield's ``cranqrel``) is read with one more,
+    always empty, column: every line must end so.
     """
     first = _first_line(path)
     delimiter = b"\t" if b"\t" in first and b" " not in first else b" "
+    if first.rstrip(b"\r\n").endswith(delimiter):
+        names = [*names, _TRAILING]
     problem = _screen(path, delimiter)
     if problem is not None:
         raise _NotSimple(problem)
@@ -329,7 +334,11 @@ def _read_columns(
                 if column.type == pa.float64():
                     continue
                 words = column.dictionary if column.type == _WORDS else column
-                if len(words) and pc.min(pc.binary_length(words, memory_pool=pool)).as_py() == 0:
+                lengths = pc.binary_length(words, memory_pool=pool)
+                if name == _TRAILING:
+                    if len(words) and pc.max(lengths).as_py() > 0:
+                        raise _NotSimple("a line with one field more than the first line")
+                elif len(words) and pc.min(lengths).as_py() == 0:
                     raise _NotSimple(f"an empty field in column {name}")
             yield batch
     except pa.ArrowException as exc:  # a line with another field count, a bad number, ...

@@ -92,7 +92,9 @@ VARIANTS = {
     "tabs": ("\t", "\n", None, True),
     "crlf": (" ", "\r\n", None, True),
     "double-spaces": ("  ", "\n", None, False),
-    "trailing-space": (" ", " \n", None, False),
+    "trailing-space": (" ", " \n", None, True),
+    "trailing-space-crlf": (" ", " \r\n", None, True),
+    "trailing-space-some-lines": (" ", "\n", "trailing-some", False),
     "mixed-tab-space": (" ", "\n", "tab-first-field", False),
     "comment-lines": (" ", "\n", "comment", False),
     "non-ascii-id": (" ", "\n", "non-ascii", False),
@@ -112,6 +114,10 @@ def _variant_files(tmp_path: Path, name: str, seed: int = 1) -> tuple[Path, Path
         text = run_path.read_text().splitlines(keepends=True)
         text[3] = text[3].replace(" ", "\t", 1)
         run_path.write_text("".join(text))
+    if extra == "trailing-some":
+        text = run_path.read_text().splitlines(keepends=True)
+        text[0] = text[0].replace("\n", " \n")  # the first line ends with a space, not all do
+        run_path.write_text("".join(text))
     if extra == "comment":
         run_path.write_text("# a comment line\n" + run_path.read_text())
         qrels_path.write_text(qrels_path.read_text() + "# trailing comment\n")
@@ -124,8 +130,9 @@ def test_columns_hold_what_the_exact_readers_read(tmp_path: Path, variant: str) 
     fast = VARIANTS[variant][3]
     run_cols = read_run_columns(run_path)
     qrels_cols = read_qrels_columns(qrels_path)
-    # the mixed separators are in the run only
-    assert run_cols.fast is fast and qrels_cols.fast is (fast or variant == "mixed-tab-space")
+    # the mixed separators and the partly trailing spaces are in the run only
+    run_only = variant in ("mixed-tab-space", "trailing-space-some-lines")
+    assert run_cols.fast is fast and qrels_cols.fast is (fast or run_only)
     assert run_cols.to_mapping() == read_run(run_path)
     assert qrels_cols.to_mapping() == read_qrels(qrels_path)
     assert qrels_cols.layout == read_qrels_detailed(qrels_path)[1]
