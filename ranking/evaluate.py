@@ -302,7 +302,8 @@ def evaluate_columns(
     Run rows are matched with judgments on their 64-bit (query, document) keys, and every
     match is checked on the strings; if two pairs ever share a key the join is redone on the
     strings. ``ties="docid"`` ranks the ids of the tied documents only (in byte order, as
-    strcmp), since the order of untied documents does not depend on their ids.
+    strcmp), since the order of untied documents does not depend on their ids. The columns'
+    join indexes are released after the join (memory; another call rebuilds them).
     """
     conv, preset_name, parsed = _setup(metrics, conventions, missing)
     _refuse_kappa_with_qrels(parsed)
@@ -319,10 +320,15 @@ def evaluate_columns(
 
     # Each flat array is padded as soon as it exists, so flat and padded copies of one
     # column never coexist with the others (peak memory, docs/metrics.md#large-files).
+    judged = _join_labels(run, qrels, run_index)
+    # The join indexes (24 bytes a row of each file) are not needed any more.
+    run.release_join_index()
+    qrels.release_join_index()
     rows, sizes = _group_rows(run_pos, len(queries))
     del run_pos
     mask = _group_mask(sizes)
-    labels = _pad(_join_labels(run, qrels, run_index)[rows], mask, 0.0)
+    labels = _pad(judged[rows], mask, 0.0)
+    del judged
     scores = _pad(run.values[rows], mask, 0.0)
     docids = _docid_tie_codes(run, rows, scores, mask) if conv.ties == "docid" else None
     del rows
@@ -374,14 +380,21 @@ def _join_labels(
     labels = np.zeros(run.n_rows, dtype=np.float64)
     if qrels.n_rows == 0 or run.n_rows == 0:
         return labels
-    if run.unique_keys and qrels.unique_keys:
-        judged_keys = qrels.sorted_keys
-        at = np.searchsorted(judged_keys, run.sorted_keys)
-        at[at == judged_keys.shape[0]] = 0
-        hit = judged_keys[at] == run.sorted_keys
-        r_rows = run.key_order[hit]
-        t_rows = qrels.key_order[at[hit]]
-        del at, hit
+    run_keys, qrels_keys = run.join_index(), qrels.join_index()
+    if run_keys.unique and qrels_keys.unique:
+        judged_keys = qrels_keys.sorted_keys
+        last = judged_keys.shape[0] - 1
+        r_parts: list[NDArray[np.intp]] = []
+        t_parts: list[NDArray[np.intp]] = []
+        step = 1 << 18  # slices of run keys: the search temporaries stay small
+        for start in range(0, run_keys.sorted_keys.shape[0], step):
+            keys = run_keys.sorted_keys[start : start + step]
+            at = np.minimum(np.searchsorted(judged_keys, keys), last)
+            hit = judged_keys[at] == keys
+            r_parts.append(run_keys.key_order[start : start + step][hit])
+            t_parts.append(qrels_keys.key_order[at[hit]])
+        r_rows, t_rows = np.concatenate(r_parts), np.concatenate(t_parts)
+        del r_parts, t_parts
         # A key match is a candidate: check both ids.
         truth_to_run = np.array([run_index.get(q, -1) for q in qrels.qids], dtype=np.int64)
         same_query = bool((truth_to_run[qrels.query[t_rows]] == run.query[r_rows]).all())
@@ -430,7 +443,7 @@ def _docid_tie_codes(
     rows: NDArray[np.intp],
     scores: NDArray[np.float64],
     mask: NDArray[np.bool_],
-) -> NDArray[np.int64]:
+) -> NDArray[np.int32]:
     """(Q, L) codes for ``ties="docid"``: 0, or for a document whose score ties another in its
     query, the dense rank of its id in byte order (Arrow compares strings as bytes, as strcmp
     does). ``rows``: the run row of each real cell of ``mask``, in row-major order.
@@ -442,20 +455,21 @@ def _docid_tie_codes(
 
     from ranking.trec_columns import arrow_pool
 
-    codes = np.zeros(mask.shape, dtype=np.int64)
+    codes = np.zeros(mask.shape, dtype=np.int32)
     if rows.shape[0] == 0:
         return codes
-    single = np.where(mask, scores.astype(np.float32), np.float32(np.nan))
-    order = np.argsort(single, axis=1)
-    single = np.take_along_axis(single, order, axis=1)
-    equal = single[:, 1:] == single[:, :-1]  # NaN padding never ties
-    del single
-    tied_sorted = np.zeros(mask.shape, dtype=bool)
-    tied_sorted[:, 1:] |= equal
-    tied_sorted[:, :-1] |= equal
     tied = np.zeros(mask.shape, dtype=bool)
-    np.put_along_axis(tied, order, tied_sorted, axis=1)
-    del order, tied_sorted
+    step = max(1, (1 << 18) // max(mask.shape[1], 1))  # rows per block: small temporaries
+    for start in range(0, mask.shape[0], step):
+        block = slice(start, start + step)
+        single = np.where(mask[block], scores[block].astype(np.float32), np.float32(np.nan))
+        order = np.argsort(single, axis=1)
+        single = np.take_along_axis(single, order, axis=1)
+        equal = single[:, 1:] == single[:, :-1]  # NaN padding never ties
+        tied_sorted = np.zeros(single.shape, dtype=bool)
+        tied_sorted[:, 1:] |= equal
+        tied_sorted[:, :-1] |= equal
+        np.put_along_axis(tied[block], order, tied_sorted, axis=1)
     at = np.flatnonzero(tied[mask])  # positions among the real cells, row-major
     if at.shape[0]:
         ids = pc.take(run.docids, _arrow_indices(rows[at]), memory_pool=arrow_pool())
@@ -465,7 +479,7 @@ def _docid_tie_codes(
             tiebreaker="dense",
             memory_pool=arrow_pool(),
         )
-        codes[tied & mask] = np.asarray(ranks, dtype=np.int64)
+        codes[tied & mask] = np.asarray(ranks, dtype=np.int32)
     return codes
 
 

@@ -25,7 +25,7 @@ ever share a hash.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +47,7 @@ from ranking.trec import (
 )
 
 __all__ = [
+    "JoinIndex",
     "TrecColumns",
     "arrow_pool",
     "pair_keys",
@@ -73,33 +74,64 @@ def arrow_pool() -> pa.MemoryPool:
     return pool
 
 
+@dataclass(frozen=True)
+class JoinIndex:
+    """``sorted_keys``: the :func:`pair_keys` of a file's rows, ascending; ``key_order[j]`` is
+    the row of ``sorted_keys[j]``; ``unique`` is False only if two rows share a key (a
+    repeated pair, or two pairs whose 64-bit keys collide: odds about n^2 / 2^65)."""
+
+    sorted_keys: NDArray[np.uint64]
+    key_order: NDArray[np.intp]
+    unique: bool
+
+    @classmethod
+    def of(
+        cls, qids: list[str], query: NDArray[np.int32], doc_hashes: NDArray[np.uint64]
+    ) -> JoinIndex:
+        """The index of rows with these query codes and document hashes (overwritten)."""
+        keys = pair_keys(qids, query, doc_hashes)
+        order = np.argsort(keys)
+        if order.shape[0] < 2**31:
+            order = order.astype(np.int32)  # half the memory
+        keys = keys[order]
+        return cls(keys, order, not bool((keys[1:] == keys[:-1]).any()))
+
+
 @dataclass(frozen=True, eq=False)
 class TrecColumns:
     """One TREC run or qrels file as columns; row ``i`` is one (query, document) line.
 
     ``qids``: the distinct query ids in order of first appearance (the key order of the dict
     readers); ``query[i]`` indexes it. ``docids[i]``: the document id. ``values[i]``: the
-    score (run) or the integer grade as a float (qrels). ``sorted_keys``: the :func:`pair_keys`
-    of the rows' query and document ids, ascending; ``key_order[j]`` is the row of
-    ``sorted_keys[j]``. Within a query, rows keep file order (the "input
-    order" of ``ties="stable"``). ``fast``: read by the CSV reader (False: by the exact reader,
-    see the module doc).
+    score (run) or the integer grade as a float (qrels). Within a query, rows keep file order
+    (the "input order" of ``ties="stable"``). ``fast``: read by the CSV reader (False: by the
+    exact reader, see the module doc). :meth:`join_index` finds rows by (query, document).
     """
 
     qids: list[str]
     query: NDArray[np.int32]
     docids: pa.ChunkedArray
     values: NDArray[np.float64]
-    sorted_keys: NDArray[np.uint64]
-    key_order: NDArray[np.intp]
-    unique_keys: bool
     path: str | None = None
     layout: SniffedLayout | None = None
     fast: bool = True
+    _join: list[JoinIndex] = field(default_factory=list, repr=False)
 
     @property
     def n_rows(self) -> int:
         return int(self.values.shape[0])
+
+    def join_index(self) -> JoinIndex:
+        """The rows' :class:`JoinIndex` (the readers build it while checking for repeated
+        pairs; rebuilt from the ids after :meth:`release_join_index`)."""
+        if not self._join:
+            hashes = string_hashes(self.docids)
+            self._join.append(JoinIndex.of(self.qids, self.query, hashes))
+        return self._join[0]
+
+    def release_join_index(self) -> None:
+        """Drop the join index (24 bytes a row) once a join is done with it."""
+        self._join.clear()
 
     @classmethod
     def build(
@@ -111,14 +143,9 @@ class TrecColumns:
         values: NDArray[np.float64],
         **extra: Any,
     ) -> TrecColumns:
-        """Columns with their join keys (:func:`pair_keys`) sorted."""
-        keys = pair_keys(qids, query, doc_hashes)
-        order = np.argsort(keys)
-        if order.shape[0] < 2**31:
-            order = order.astype(np.int32)  # half the memory
-        keys = keys[order]
-        unique = not bool((keys[1:] == keys[:-1]).any())
-        return cls(qids, query, docids, values, keys, order, unique, **extra)
+        """Columns with their join index, built from ``doc_hashes`` (overwritten)."""
+        index = JoinIndex.of(qids, query, doc_hashes)
+        return cls(qids, query, docids, values, _join=[index], **extra)
 
     @classmethod
     def from_mapping(
@@ -416,7 +443,7 @@ def _fast_run(path: Path) -> TrecColumns:
     if np.isnan(scores).any():
         raise _NotSimple("a NaN score")  # the exact reader names its line
     columns = TrecColumns.build(qids, query, docids, hashes, scores, path=str(path))
-    if not columns.unique_keys:  # a document listed twice (or a hash collision)
+    if not columns.join_index().unique:  # a document listed twice (or a hash collision)
         raise _NotSimple("a repeated (query, document) key")
     return columns
 
@@ -474,7 +501,7 @@ def _fast_qrels(path: Path, chosen: SniffedLayout, grade_map: GradeMap | None) -
         grades = _grades(parts[0], grade_map)
     del parts
     columns = TrecColumns.build(qids, query, docids, hashes, grades, path=str(path), layout=chosen)
-    if not columns.unique_keys:  # a pair judged twice (or a hash collision)
+    if not columns.join_index().unique:  # a pair judged twice (or a hash collision)
         raise _NotSimple("a repeated (query, document) key")
     return columns
 

@@ -23,7 +23,7 @@ from ranking.trec import (
     read_qrels_detailed,
     read_run,
 )
-from ranking.trec_columns import TrecColumns, read_qrels_columns, read_run_columns
+from ranking.trec_columns import JoinIndex, TrecColumns, read_qrels_columns, read_run_columns
 
 PRESETS = ["paper", "trec_eval", "gdeval", "lightgbm", "letor4", "ranx"]
 METRICS = ["ndcg@10", "ndcg", "dcg@3", "err", "map", "mrr", "p@5"]
@@ -157,9 +157,13 @@ def test_docid_ties_and_score_precision(tmp_path: Path, seed: int, precision: st
     from ranking.metrics import preset
 
     conv = preset("trec_eval").replace(score_precision=precision)
-    exact, columns, run_cols, _ = _both(run_path, qrels_path, metrics=METRICS, conventions=conv)
+    exact, columns, run_cols, qrels_cols = _both(
+        run_path, qrels_path, metrics=METRICS, conventions=conv
+    )
     assert run_cols.fast
     _same_report(exact, columns)
+    # a second evaluation rebuilds the released join indexes
+    _same_report(exact, evaluate_columns(run_cols, qrels_cols, metrics=METRICS, conventions=conv))
     # the tie rule matters on these files: stable ties give other values
     stable = evaluate(
         read_run(run_path),
@@ -183,7 +187,8 @@ def test_key_collisions_fall_back_to_a_join_on_the_strings(
 
     monkeypatch.setattr(trec_columns, "pair_keys", one_key)
     run_cols, qrels_cols = read_run_columns(run_path), read_qrels_columns(qrels_path)
-    assert not run_cols.fast and not run_cols.unique_keys and not qrels_cols.unique_keys
+    assert not run_cols.fast and not run_cols.join_index().unique
+    assert not qrels_cols.join_index().unique
     _same_report(exact, evaluate_columns(run_cols, qrels_cols, metrics=METRICS))
 
 
@@ -194,14 +199,15 @@ def test_a_false_key_match_is_caught_by_the_string_check(tmp_path: Path) -> None
     qrels = {"q": {"c": 2, "a": 1}}
     run_cols = TrecColumns.from_mapping(run)
     qrels_cols = TrecColumns.from_mapping(qrels)
+    real = qrels_cols.join_index()
+    # "c" now seems to match a run document
+    forged_index = JoinIndex(run_cols.join_index().sorted_keys.copy(), real.key_order, True)
     forged = TrecColumns(
         qids=qrels_cols.qids,
         query=qrels_cols.query,
         docids=qrels_cols.docids,
         values=qrels_cols.values,
-        sorted_keys=run_cols.sorted_keys.copy(),  # "c" now seems to match a run document
-        key_order=qrels_cols.key_order,
-        unique_keys=True,
+        _join=[forged_index],
     )
     report = evaluate_columns(run_cols, forged, metrics=["ndcg"], conventions="ranx")
     _same_report(evaluate(run, qrels=qrels, metrics=["ndcg"], conventions="ranx"), report)
