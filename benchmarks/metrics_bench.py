@@ -306,7 +306,8 @@ def phases(run_path: Path, qrels_path: Path) -> None:
     print(
         f"  in process (CPU s): read run {steps[0]:.2f} (fast path: {run.fast}), read qrels "
         f"{steps[1]:.2f} (fast path: {qrels.fast}), join + group + NDCG@10 {steps[2]:.2f} "
-        f"(ranx conventions), {steps[3]:.2f} (trec_eval: ties by docid, single precision)"
+        f"(ranx conventions), {steps[3]:.2f} (trec_eval: ties by docid, single precision; "
+        "includes rebuilding the join indexes the first call released)"
     )
 
 

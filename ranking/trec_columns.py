@@ -7,19 +7,21 @@ queries, documents, values and order, the same ``file:line`` errors), as flat ar
 row per line instead of nested dicts, so that grouping and joining stay in numpy.
 
 Fast path: pyarrow's streaming CSV reader with a one-character delimiter (space, or tab when
-the first line has tabs and no spaces). It is used only when the bytes guarantee that cutting
-each line at every delimiter gives exactly Python's ``str.split()``: every byte printable
-ASCII, the delimiter or a line break; no delimiter at the start or end of a line nor two in a
-row; no comment line (``#`` first). Each block of the file is screened for that as it is read.
-Anything else (other whitespace, non-ASCII bytes, a BOM, a malformed or duplicate line, a
-number pyarrow does not parse the way ``float()`` does) sends the file to the exact Python
+the first line has tabs and no spaces). It is used only when cutting each line at every
+delimiter gives exactly Python's ``str.split()``: a first pass over the bytes
+(:func:`_screen`) refuses anything but printable ASCII, the delimiter and line breaks, and
+comment lines (``#`` first); the reader refuses a line with another number of fields; an empty
+field (a delimiter doubled, or at the start or end of a line) is found in the parsed columns.
+A delimiter at the end of every line (Cranfield's ``cranqrel``) is read as one more, empty,
+column. Anything else (other whitespace, non-ASCII bytes, a BOM, a malformed or repeated line,
+a number pyarrow does not parse the way ``float()`` does) sends the file to the exact Python
 reader of :mod:`ranking.trec`, which raises the error with its line or returns the content,
 then turned into columns (:meth:`TrecColumns.from_mapping`).
 
 Joining run and qrels rows needs a key per (query, document) pair: a 64-bit hash of both ids
-(:func:`pair_keys`). A hash only finds candidates; :func:`ranking.evaluate.evaluate_columns`
-checks every match on the strings themselves and falls back to an exact join if two pairs
-ever share a hash.
+(:func:`pair_keys`, sorted in a :class:`JoinIndex`). A hash only finds candidates;
+:func:`ranking.evaluate.evaluate_columns` checks every match on the strings themselves and
+falls back to a join on the strings if two pairs ever share a key.
 """
 
 from __future__ import annotations
@@ -360,7 +362,7 @@ def _read_columns(
             for name, column in zip(batch.schema.names, batch.columns, strict=True):
                 if column.type == pa.float64():
                     continue
-                words = column.dictionary if column.type == _WORDS else column
+                words = column.dictionary if isinstance(column, pa.DictionaryArray) else column
                 lengths = pc.binary_length(words, memory_pool=pool)
                 if name == _TRAILING:
                     if len(words) and pc.max(lengths).as_py() > 0:
