@@ -1,20 +1,37 @@
-"""Evaluator benchmark: NDCG@10 and κ-NDCG@10 over 100,000 queries x 100 documents, and the
+"""Evaluator benchmark: ``heapjudge evaluate`` from TREC files (20,000 queries x 100 documents)
+against ranx's public API, NDCG@10 and κ-NDCG@10 over 100,000 queries x 100 documents, and the
 LETOR reader on all of MQ2008.
 
     python benchmarks/metrics_bench.py [--queries 100000] [--docs 100] [--repeat 3] [--no-ranx]
+        [--file-queries 20000] [--file-docs 100] [--no-files] [--no-kernels]
 
-Prints queries/second (best of ``--repeat``) and the peak memory traced while computing (numpy
-allocations are visible to tracemalloc), for heapjudge and, in the same run, for ranx if it is
-installed (after a warm-up call that triggers its numba compilation). ranx is timed on its
-own array kernel (descending sort of each run + ndcg), i.e. without building its Qrels/Run
-objects, which is the fairest like-for-like comparison. Values are cross-checked between the
-two before timing.
+Files -> numbers: a seeded run (``qid Q0 doc rank score tag``, 100 documents per query, scores
+distinct within a query so that no tie order matters) and qrels (100 judged documents per
+query, half of them retrieved, grades 0-4) are written to a temporary directory. Each tool
+then runs in its own subprocess, timed from start to exit (interpreter start and imports
+included), with its CPU time and peak resident memory (``wait4`` rusage): ``heapjudge
+evaluate --preset ranx --metrics ndcg@10 --json``, and ranx's ``Qrels.from_file``,
+``Run.from_file`` and ``evaluate(qrels, run, "ndcg@10")`` (after one small warm-up run, so
+that numba's compiled-code cache is filled and not timed). The two NDCG@10 must agree to 6
+digits. An in-process breakdown of heapjudge's phases follows.
+
+Kernels: prints queries/second (best of ``--repeat``) and the peak memory traced while
+computing (numpy allocations are visible to tracemalloc), for heapjudge and, in the same run,
+for ranx if it is installed (after a warm-up call that triggers its numba compilation). ranx
+is timed on its own array kernel (descending sort of each run + ndcg), i.e. without building
+its Qrels/Run objects, the like-for-like comparison of kernels. Values are cross-checked
+between the two before timing.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import resource
+import subprocess
+import sys
+import tempfile
 import time
 import tracemalloc
 from collections.abc import Callable
@@ -150,14 +167,166 @@ def bench_letor(repeat: int) -> None:
         print(f"read_letor OHSUMED (16,140 rows): {osecs:.3f} s (best of {repeat})")
 
 
+# --------------------------------------------------------------------------------------------
+# files -> numbers
+# --------------------------------------------------------------------------------------------
+
+
+def write_trec_pair(directory: Path, n_q: int, n_d: int, seed: int = 0) -> tuple[Path, Path]:
+    """A run and qrels of ``n_q`` queries: ``n_d`` retrieved documents per query with scores
+    distinct within the query, ``n_d`` judged documents (half retrieved) with grades 0-4."""
+    rng = np.random.default_rng(seed)
+    run_path, qrels_path = directory / "run.txt", directory / "qrels.txt"
+    half = n_d // 2
+    with run_path.open("w") as run_fh, qrels_path.open("w") as qrels_fh:
+        for start in range(0, n_q, 1000):
+            run_lines: list[str] = []
+            qrels_lines: list[str] = []
+            for q in range(start, min(n_q, start + 1000)):
+                docs = rng.choice(5_000_000, size=n_d + half, replace=False)
+                scores = rng.choice(1_000_000, size=n_d, replace=False) / 1e6
+                order = np.argsort(-scores)
+                grades = rng.integers(0, 5, size=n_d)
+                qid = f"q{q + 1}"
+                run_lines.extend(
+                    f"{qid} Q0 doc{docs[i]} {r} {scores[i]:.6f} bench\n"
+                    for r, i in enumerate(order.tolist(), start=1)
+                )
+                qrels_lines.extend(
+                    f"{qid} 0 doc{d} {g}\n"
+                    for d, g in zip(docs[half:].tolist(), grades.tolist(), strict=True)
+                )
+            run_fh.write("".join(run_lines))
+            qrels_fh.write("".join(qrels_lines))
+    return run_path, qrels_path
+
+
+_RANX_SCRIPT = """
+import json, sys
+from ranx import Qrels, Run, evaluate
+qrels = Qrels.from_file(sys.argv[1], kind="trec")
+run = Run.from_file(sys.argv[2], kind="trec")
+print(json.dumps({"ndcg@10": float(evaluate(qrels, run, "ndcg@10"))}))
+"""
+
+
+def timed_subprocess(cmd: list[str]) -> tuple[float, float, float, str]:
+    """Run ``cmd``: (wall s, CPU s (user + system), peak RSS MiB, stdout). Raises on failure."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env={**os.environ})
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        if proc.returncode != 0:
+            raise RuntimeError(f"{cmd[:3]} failed: {err.read().decode(errors='replace')}")
+        return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, out.read().decode()
+
+
+def bench_files(n_q: int, n_d: int, repeat: int, with_ranx: bool) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        t0 = time.perf_counter()
+        run_path, qrels_path = write_trec_pair(Path(tmp), n_q, n_d)
+        size = (run_path.stat().st_size + qrels_path.stat().st_size) / 2**20
+        print(
+            f"files -> NDCG@10: {n_q:,} queries x {n_d} documents, run + qrels {size:.0f} MiB "
+            f"(written in {time.perf_counter() - t0:.1f} s); best of {repeat}, each in its own "
+            "subprocess, from start to exit"
+        )
+        ours_cmd = [
+            sys.executable,
+            "-m",
+            "app.cli",
+            "evaluate",
+            "--qrels",
+            str(qrels_path),
+            "--run",
+            str(run_path),
+            "--metrics",
+            "ndcg@10",
+            "--preset",
+            "ranx",
+            "--json",
+        ]
+        rows: dict[str, tuple[float, float, float, float]] = {}
+        best = min((timed_subprocess(ours_cmd) for _ in range(repeat)), key=lambda r: r[0])
+        ours = json.loads(best[3])["metrics"]["ndcg@10"]
+        rows["heapjudge evaluate --preset ranx"] = (*best[:3], ours)
+        if with_ranx:
+            try:
+                import ranx  # noqa: F401
+            except ImportError:
+                print("  ranx not installed: pip install ranx (or .[bench]) to compare")
+            else:
+                small = Path(tmp) / "small"
+                small.mkdir()
+                small_run, small_qrels = write_trec_pair(small, 20, 10)
+                timed_subprocess(
+                    [sys.executable, "-c", _RANX_SCRIPT, str(small_qrels), str(small_run)]
+                )
+                ranx_cmd = [sys.executable, "-c", _RANX_SCRIPT, str(qrels_path), str(run_path)]
+                best = min((timed_subprocess(ranx_cmd) for _ in range(repeat)), key=lambda r: r[0])
+                rows["ranx Qrels/Run.from_file + evaluate"] = (
+                    *best[:3],
+                    json.loads(best[3])["ndcg@10"],
+                )
+        for name, (wall, cpu, rss, value) in rows.items():
+            print(
+                f"  {name:38s} {wall:7.2f} s wall {cpu:7.2f} s CPU  peak RSS {rss:6.0f} MiB "
+                f"({rss / size:.1f}x input)  NDCG@10 {value:.6f}"
+            )
+        if len(rows) == 2:
+            (ours_row, ranx_row) = rows.values()
+            agree = f"{ours_row[3]:.6f}" == f"{ranx_row[3]:.6f}"
+            wall_x, cpu_x = ranx_row[0] / ours_row[0], ranx_row[1] / ours_row[1]
+            print(
+                f"  speed-up {wall_x:.1f}x wall, {cpu_x:.1f}x CPU; "
+                f"NDCG@10 agrees to 6 digits: {agree}"
+            )
+        phases(run_path, qrels_path)
+
+
+def phases(run_path: Path, qrels_path: Path) -> None:
+    """heapjudge's phases in this process (CPU seconds; the CSV reader uses threads)."""
+    from ranking.evaluate import evaluate_columns
+    from ranking.trec_columns import read_qrels_columns, read_run_columns
+
+    marks = [time.process_time()]
+    run = read_run_columns(run_path)
+    marks.append(time.process_time())
+    qrels = read_qrels_columns(qrels_path)
+    marks.append(time.process_time())
+    evaluate_columns(run, qrels, metrics=["ndcg@10"], conventions="ranx")
+    marks.append(time.process_time())
+    evaluate_columns(run, qrels, metrics=["ndcg@10"], conventions="trec_eval")
+    marks.append(time.process_time())
+    steps = np.diff(marks)
+    print(
+        f"  in process (CPU s): read run {steps[0]:.2f} (fast path: {run.fast}), read qrels "
+        f"{steps[1]:.2f} (fast path: {qrels.fast}), join + group + NDCG@10 {steps[2]:.2f} "
+        f"(ranx conventions), {steps[3]:.2f} (trec_eval: ties by docid, single precision; "
+        "includes rebuilding the join indexes the first call released)"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--queries", type=int, default=100_000)
     ap.add_argument("--docs", type=int, default=100)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--no-ranx", action="store_true")
+    ap.add_argument("--file-queries", type=int, default=20_000)
+    ap.add_argument("--file-docs", type=int, default=100)
+    ap.add_argument("--no-files", action="store_true", help="skip files -> numbers")
+    ap.add_argument("--no-kernels", action="store_true", help="skip the kernel figures")
     args = ap.parse_args()
 
+    if not args.no_files:
+        bench_files(args.file_queries, args.file_docs, args.repeat, not args.no_ranx)
+    if args.no_kernels:
+        return
     bench_letor(args.repeat)
     graded, kappa, scores = make_data(args.queries, args.docs)
     print(

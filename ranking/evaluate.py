@@ -27,17 +27,25 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from ranking import metrics as M
 from ranking.letor import LetorData
-from ranking.padding import offsets_from_sizes, pad_groups
 from ranking.topk_io import TopKTruth
 
-__all__ = ["EvaluationReport", "evaluate", "qrels_from_letor", "run_from_letor"]
+if TYPE_CHECKING:
+    from ranking.trec_columns import TrecColumns
+
+__all__ = [
+    "EvaluationReport",
+    "evaluate",
+    "evaluate_columns",
+    "qrels_from_letor",
+    "run_from_letor",
+]
 
 Missing = Literal["ignore", "zero"]
 
@@ -151,6 +159,54 @@ def _grouped(data: LetorData, values: list[float]) -> dict[str, dict[str, float]
     return out
 
 
+def _setup(
+    metrics: Sequence[str], conventions: M.Conventions | str | None, missing: str
+) -> tuple[M.Conventions, str | None, dict[str, tuple[str, int | None]]]:
+    """Validated conventions, preset name and parsed metric names."""
+    if missing not in ("ignore", "zero"):
+        raise ValueError(f"missing must be 'ignore' or 'zero', got {missing!r}")
+    if not metrics:
+        raise ValueError("no metrics requested")
+    if isinstance(conventions, str):
+        preset_name: str | None = conventions
+        conv = M.preset(conventions)
+    else:
+        preset_name = None
+        conv = conventions or M.Conventions()
+    parsed = {name: M.parse_metric(name) for name in metrics}
+    if len(parsed) != len(metrics):
+        raise ValueError("a metric is requested twice")
+    return conv, preset_name, parsed
+
+
+def _refuse_kappa_with_qrels(parsed: Mapping[str, tuple[str, int | None]]) -> None:
+    kappa = [n for n, (fam, _) in parsed.items() if fam.startswith("kappa")]
+    if kappa:
+        raise ValueError(f"{', '.join(kappa)} need a top-k ground truth (--topk), not graded qrels")
+
+
+@dataclass
+class _Padded:
+    """The evaluated queries as padded (Q, L) arrays for the metric kernels, row q = query
+    ``queries[q]`` (docs/metrics.md#arrays)."""
+
+    queries: list[str]
+    unknown: list[str]
+    missing: list[str]
+    labels: NDArray[np.float64]
+    scores: NDArray[np.float64]
+    mask: NDArray[np.bool_]
+    ideal: NDArray[np.float64]
+    """(Q, M): all judged labels of each query, for ideal DCG, R and r_max."""
+    ideal_mask: NDArray[np.bool_]
+    answered: NDArray[np.bool_]
+    """Whether the run has the query at all (``missing="zero"`` adds queries it has not)."""
+    docids: NDArray[Any] | None = None
+    """(Q, L) doc ids (str) or integers whose order within each row is the ids' byte order;
+    for ``ties="docid"`` only."""
+    kappa_k: NDArray[np.int64] | None = None
+
+
 def evaluate(
     run: Mapping[str, Mapping[str, float]],
     *,
@@ -169,19 +225,7 @@ def evaluate(
     """
     if (qrels is None) == (topk is None):
         raise ValueError("give exactly one truth: qrels or topk")
-    if missing not in ("ignore", "zero"):
-        raise ValueError(f"missing must be 'ignore' or 'zero', got {missing!r}")
-    if not metrics:
-        raise ValueError("no metrics requested")
-    if isinstance(conventions, str):
-        preset_name: str | None = conventions
-        conv = M.preset(conventions)
-    else:
-        preset_name = None
-        conv = conventions or M.Conventions()
-    parsed = {name: M.parse_metric(name) for name in metrics}
-    if len(parsed) != len(metrics):
-        raise ValueError("a metric is requested twice")
+    conv, preset_name, parsed = _setup(metrics, conventions, missing)
 
     truth: dict[str, Mapping[str, float]]
     kappa_k: dict[str, int] = {}
@@ -198,11 +242,7 @@ def evaluate(
         assert qrels is not None
         truth = {str(q): d for q, d in qrels.items()}
         kind = "qrels"
-        kappa = [n for n, (fam, _) in parsed.items() if fam.startswith("kappa")]
-        if kappa:
-            raise ValueError(
-                f"{', '.join(kappa)} need a top-k ground truth (--topk), not graded qrels"
-            )
+        _refuse_kappa_with_qrels(parsed)
 
     unknown = [q for q in run if q not in truth]
     missing_q = [q for q in truth if q not in run]
@@ -228,26 +268,261 @@ def evaluate(
         sizes.append(len(docs))
         ideal.extend(float(v) for v in judged.values())
         ideal_sizes.append(len(judged))
-    off = offsets_from_sizes(sizes)
-    lab, mask = pad_groups(np.asarray(labels, dtype=np.float64), off)
-    sco, _ = pad_groups(np.asarray(scores, dtype=np.float64), off)
+    mask = _group_mask(np.asarray(sizes, dtype=np.int64))
+    ideal_mask = _group_mask(np.asarray(ideal_sizes, dtype=np.int64))
     docs_arr = np.asarray(docids, dtype=str) if docids else np.zeros(0, dtype="<U1")
-    dids, _ = pad_groups(docs_arr, off, fill="")
+    padded = _Padded(
+        queries=queries,
+        unknown=unknown,
+        missing=missing_q,
+        labels=_pad(np.asarray(labels, dtype=np.float64), mask, 0.0),
+        scores=_pad(np.asarray(scores, dtype=np.float64), mask, 0.0),
+        mask=mask,
+        ideal=_pad(np.asarray(ideal, dtype=np.float64), ideal_mask, 0.0),
+        ideal_mask=ideal_mask,
+        answered=np.array([q in run for q in queries], dtype=bool),
+        docids=_pad(docs_arr, mask, "") if conv.ties == "docid" else None,
+        kappa_k=np.array([kappa_k[q] for q in queries]) if kappa_k else None,
+    )
+    return _report(padded, metrics, conv, preset_name, kind, missing)
+
+
+def evaluate_columns(
+    run: TrecColumns,
+    qrels: TrecColumns,
+    *,
+    metrics: Sequence[str] = ("ndcg@10",),
+    conventions: M.Conventions | str | None = None,
+    missing: Missing = "ignore",
+) -> EvaluationReport:
+    """:func:`evaluate` of a run against qrels given as columns (the readers of
+    :mod:`ranking.trec_columns`): the same report, numbers and query lists, with grouping and
+    joining done in numpy (docs/metrics.md#large-files).
+
+    Run rows are matched with judgments on their 64-bit (query, document) keys, and every
+    match is checked on the strings; if two pairs ever share a key the join is redone on the
+    strings. ``ties="docid"`` ranks the ids of the tied documents only (in byte order, as
+    strcmp), since the order of untied documents does not depend on their ids. The columns'
+    join indexes are released after the join (memory; another call rebuilds them).
+    """
+    conv, preset_name, parsed = _setup(metrics, conventions, missing)
+    _refuse_kappa_with_qrels(parsed)
+    run_index = {q: i for i, q in enumerate(run.qids)}
+    truth_qids = set(qrels.qids)
+    unknown = [q for q in run.qids if q not in truth_qids]
+    missing_q = [q for q in qrels.qids if q not in run_index]
+    queries = list(qrels.qids) if missing == "zero" else [q for q in qrels.qids if q in run_index]
+    if not queries:
+        raise ValueError("no query is in both the run and the truth")
+    position = {q: k for k, q in enumerate(queries)}
+    run_pos = np.array([position.get(q, -1) for q in run.qids], dtype=np.int32)[run.query]
+    truth_pos = np.array([position.get(q, -1) for q in qrels.qids], dtype=np.int32)[qrels.query]
+
+    # Each flat array is padded as soon as it exists, so flat and padded copies of one
+    # column never coexist with the others (peak memory, docs/metrics.md#large-files).
+    judged = _join_labels(run, qrels, run_index)
+    # The join indexes (24 bytes a row of each file) are not needed any more.
+    run.release_join_index()
+    qrels.release_join_index()
+    rows, sizes = _group_rows(run_pos, len(queries))
+    del run_pos
+    mask = _group_mask(sizes)
+    labels = _pad(judged[rows], mask, 0.0)
+    del judged
+    scores = _pad(run.values[rows], mask, 0.0)
+    docids = _docid_tie_codes(run, rows, scores, mask) if conv.ties == "docid" else None
+    del rows
+    ideal_rows, ideal_sizes = _group_rows(truth_pos, len(queries))
+    del truth_pos
+    ideal_mask = _group_mask(ideal_sizes)
+    ideal = _pad(qrels.values[ideal_rows], ideal_mask, 0.0)
+    del ideal_rows
+    padded = _Padded(
+        queries=queries,
+        unknown=unknown,
+        missing=missing_q,
+        labels=labels,
+        scores=scores,
+        mask=mask,
+        ideal=ideal,
+        ideal_mask=ideal_mask,
+        answered=np.array([q in run_index for q in queries], dtype=bool),
+        docids=docids,
+    )
+    del labels, scores, ideal, docids
+    return _report(padded, metrics, conv, preset_name, "qrels", missing)
+
+
+def _group_rows(
+    position: NDArray[np.int32], n_groups: int
+) -> tuple[NDArray[np.intp], NDArray[np.int64]]:
+    """Indices of the rows with ``position >= 0``, grouped by position (file order kept within
+    a group: a stable sort), and the size of each group."""
+    sizes = np.bincount(position[position >= 0], minlength=n_groups).astype(np.int64)
+    if int(sizes.sum()) == position.shape[0]:  # every row is selected (the common case)
+        return np.argsort(position, kind="stable"), sizes
+    selected = np.flatnonzero(position >= 0)
+    return selected[np.argsort(position[selected], kind="stable")], sizes
+
+
+def _arrow_indices(indices: NDArray[np.int64]) -> Any:
+    """An Arrow int64 array over ``indices`` (no copy)."""
+    import pyarrow as pa
+
+    data = np.ascontiguousarray(indices, dtype=np.int64)
+    return pa.Array.from_buffers(pa.int64(), data.shape[0], [None, pa.py_buffer(data)])
+
+
+def _join_labels(
+    run: TrecColumns, qrels: TrecColumns, run_index: Mapping[str, int]
+) -> NDArray[np.float64]:
+    """The judged label of each run row (0 for an unjudged document)."""
+    labels = np.zeros(run.n_rows, dtype=np.float64)
+    if qrels.n_rows == 0 or run.n_rows == 0:
+        return labels
+    run_keys, qrels_keys = run.join_index(), qrels.join_index()
+    if run_keys.unique and qrels_keys.unique:
+        judged_keys = qrels_keys.sorted_keys
+        last = judged_keys.shape[0] - 1
+        r_parts: list[NDArray[np.intp]] = []
+        t_parts: list[NDArray[np.intp]] = []
+        step = 1 << 18  # slices of run keys: the search temporaries stay small
+        for start in range(0, run_keys.sorted_keys.shape[0], step):
+            keys = run_keys.sorted_keys[start : start + step]
+            at = np.minimum(np.searchsorted(judged_keys, keys), last)
+            hit = judged_keys[at] == keys
+            r_parts.append(run_keys.key_order[start : start + step][hit])
+            t_parts.append(qrels_keys.key_order[at[hit]])
+        r_rows, t_rows = np.concatenate(r_parts), np.concatenate(t_parts)
+        del r_parts, t_parts
+        # A key match is a candidate: check both ids.
+        truth_to_run = np.array([run_index.get(q, -1) for q in qrels.qids], dtype=np.int64)
+        same_query = bool((truth_to_run[qrels.query[t_rows]] == run.query[r_rows]).all())
+        # in run-file order, the gathers below read both files nearly sequentially
+        by_row = np.argsort(r_rows)
+        r_rows, t_rows = r_rows[by_row], t_rows[by_row]
+        del by_row
+        same_doc = same_query and _same_strings(run.docids, r_rows, qrels.docids, t_rows)
+        if same_doc:
+            labels[r_rows] = qrels.values[t_rows]
+            return labels
+    # Two pairs share a key (odds about n^2 / 2^65): match on the strings.
+    judged = {
+        (qrels.qids[q], d): v
+        for q, d, v in zip(
+            qrels.query.tolist(), qrels.docids.to_pylist(), qrels.values.tolist(), strict=True
+        )
+    }
+    labels[:] = [
+        judged.get((run.qids[q], d), 0.0)
+        for q, d in zip(run.query.tolist(), run.docids.to_pylist(), strict=True)
+    ]
+    return labels
+
+
+def _same_strings(
+    a: Any, a_rows: NDArray[np.intp], b: Any, b_rows: NDArray[np.intp], step: int = 1 << 18
+) -> bool:
+    """Whether ``a[a_rows[i]] == b[b_rows[i]]`` for every i (Arrow string arrays), in slices
+    so that the gathered strings stay small."""
+    import pyarrow.compute as pc
+
+    from ranking.trec_columns import arrow_pool
+
+    pool = arrow_pool()
+    for start in range(0, a_rows.shape[0], step):
+        left = pc.take(a, _arrow_indices(a_rows[start : start + step]), memory_pool=pool)
+        right = pc.take(b, _arrow_indices(b_rows[start : start + step]), memory_pool=pool)
+        if not pc.all(pc.equal(left, right, memory_pool=pool), memory_pool=pool).as_py():
+            return False
+    return True
+
+
+def _docid_tie_codes(
+    run: TrecColumns,
+    rows: NDArray[np.intp],
+    scores: NDArray[np.float64],
+    mask: NDArray[np.bool_],
+) -> NDArray[np.int32]:
+    """(Q, L) codes for ``ties="docid"``: 0, or for a document whose score ties another in its
+    query, the dense rank of its id in byte order (Arrow compares strings as bytes, as strcmp
+    does). ``rows``: the run row of each real cell of ``mask``, in row-major order.
+
+    Ties are found in single precision, which ties every pair that ties in double precision
+    and more, so the codes serve ``score_precision`` "single" and "double" alike.
+    """
+    import pyarrow.compute as pc
+
+    from ranking.trec_columns import arrow_pool
+
+    codes = np.zeros(mask.shape, dtype=np.int32)
+    if rows.shape[0] == 0:
+        return codes
+    tied = np.zeros(mask.shape, dtype=bool)
+    step = max(1, (1 << 18) // max(mask.shape[1], 1))  # rows per block: small temporaries
+    for start in range(0, mask.shape[0], step):
+        block = slice(start, start + step)
+        single = np.where(mask[block], scores[block].astype(np.float32), np.float32(np.nan))
+        order = np.argsort(single, axis=1)
+        single = np.take_along_axis(single, order, axis=1)
+        equal = single[:, 1:] == single[:, :-1]  # NaN padding never ties
+        tied_sorted = np.zeros(single.shape, dtype=bool)
+        tied_sorted[:, 1:] |= equal
+        tied_sorted[:, :-1] |= equal
+        np.put_along_axis(tied[block], order, tied_sorted, axis=1)
+    at = np.flatnonzero(tied[mask])  # positions among the real cells, row-major
+    if at.shape[0]:
+        ids = pc.take(run.docids, _arrow_indices(rows[at]), memory_pool=arrow_pool())
+        ranks = pc.rank(
+            ids.combine_chunks(memory_pool=arrow_pool()),
+            sort_keys="ascending",
+            tiebreaker="dense",
+            memory_pool=arrow_pool(),
+        )
+        codes[tied & mask] = np.asarray(ranks, dtype=np.int32)
+    return codes
+
+
+def _group_mask(sizes: NDArray[np.int64]) -> NDArray[np.bool_]:
+    """(Q, L) mask of padded groups: row q has ``sizes[q]`` real cells, then padding
+    (docs/metrics.md#arrays; L = the largest group)."""
+    width = int(sizes.max()) if sizes.shape[0] else 0
+    return np.arange(width) < sizes[:, None]
+
+
+def _pad(values: NDArray[Any], mask: NDArray[np.bool_], fill: Any) -> NDArray[Any]:
+    """Grouped flat ``values`` scattered into the True cells of ``mask``: boolean assignment
+    walks the cells row by row, which is the grouped order (as
+    :func:`ranking.padding.pad_groups`, without its index arrays)."""
+    padded = np.full(mask.shape, fill, dtype=np.result_type(values, np.asarray(fill)))
+    padded[mask] = values
+    return padded
+
+
+def _report(
+    g: _Padded,
+    metrics: Sequence[str],
+    conv: M.Conventions,
+    preset_name: str | None,
+    kind: str,
+    missing: str,
+) -> EvaluationReport:
+    """Compute every metric on ``g`` (one vectorised call each)."""
+    queries = g.queries
+    lab, sco, mask, dids = g.labels, g.scores, g.mask, g.docids
     if lab.shape[1] == 0:  # every ranking empty: keep one padding column
         lab, sco, mask = (
             np.zeros((len(queries), 1)),
             np.zeros((len(queries), 1)),
             np.zeros((len(queries), 1), bool),
         )
-        dids = np.full((len(queries), 1), "")
-    ilab, imask = pad_groups(np.asarray(ideal, dtype=np.float64), offsets_from_sizes(ideal_sizes))
-    kk = np.array([kappa_k[q] for q in queries]) if kappa_k else None
+        if dids is not None:
+            dids = np.zeros((len(queries), 1), dtype=dids.dtype)
+    ilab, imask = g.ideal, g.ideal_mask
     # missing="zero": a truth query the run does not answer scores 0 whenever it has a relevant
     # judgment, under every convention (with an ideal taken from the empty list the empty-query
     # policy would give it 1 or skip it); without one, the empty-query policy decides.
-    unanswered = np.array([q not in run for q in queries]) & (
-        np.where(imask, ilab, 0.0).max(axis=1, initial=0.0) > 0
-    )
+    unanswered = ~g.answered & (np.where(imask, ilab, 0.0).max(axis=1, initial=0.0) > 0)
 
     means: dict[str, float] = {}
     per_query: dict[str, dict[str, float]] = {}
@@ -262,7 +537,7 @@ def evaluate(
             ideal_labels=ilab,
             ideal_mask=imask,
             docids=dids if conv.ties == "docid" else None,
-            kappa_k=kk,
+            kappa_k=g.kappa_k,
         )
         values = np.where(unanswered, 0.0, values)
         per_query[name] = dict(zip(queries, values.tolist(), strict=True))
@@ -276,7 +551,7 @@ def evaluate(
         preset=preset_name,
         truth=kind,
         queries=queries,
-        unknown_queries=unknown,
-        missing_queries=missing_q,
+        unknown_queries=g.unknown,
+        missing_queries=g.missing,
         missing=missing,
     )

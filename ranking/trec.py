@@ -74,7 +74,9 @@ class TrecFormatError(FileFormatError):
     """A malformed qrels/run file; the message names the file and line."""
 
 
-def _lines(path: Path) -> Iterable[tuple[int, list[str]]]:
+def data_lines(path: Path) -> Iterable[tuple[int, list[str]]]:
+    """``(line number, str.split() fields)`` of each line that is neither blank nor a comment
+    (first field starting with ``#``); the file is UTF-8, a BOM is skipped."""
     try:
         with path.open(encoding="utf-8-sig") as fh:
             for lineno, raw in enumerate(fh, start=1):
@@ -274,7 +276,7 @@ def read_qrels_detailed(
 ) -> tuple[Qrels, SniffedLayout]:
     """:func:`read_qrels` plus the layout it read (sniffed or given)."""
     p = Path(path)
-    lines = iter(_lines(p))
+    lines = iter(data_lines(p))
     head: list[tuple[int, list[str]]] = []
     for item in lines:
         head.append(item)
@@ -329,7 +331,7 @@ def read_run(path: str | Path, *, with_tag: bool = False) -> Run | tuple[Run, st
     run: Run = {}
     seen: dict[tuple[str, str], int] = {}
     tag = ""
-    for lineno, f in _lines(p):
+    for lineno, f in data_lines(p):
         if len(f) != 6:
             raise TrecFormatError(
                 p, lineno, f"expected 6 fields 'qid Q0 docno rank score tag', got {len(f)}"

@@ -82,10 +82,11 @@ def run_evaluate(
     Raises ValueError (with file and line where it applies) on bad input.
     """
     from ranking import metrics as M
-    from ranking.evaluate import evaluate, qrels_from_letor, run_from_letor
+    from ranking.evaluate import evaluate, evaluate_columns, qrels_from_letor, run_from_letor
     from ranking.letor import read_letor
     from ranking.topk_io import read_topk_jsonl
     from ranking.trec import parse_grade_map, read_qrels_detailed, read_run
+    from ranking.trec_columns import read_qrels_columns, read_run_columns
 
     names = [m.strip() for m in metrics.split(",") if m.strip()]
     if not names:
@@ -113,25 +114,39 @@ def run_evaluate(
         if scores is not None:
             raise ValueError("--scores goes with --letor, not with --run")
         assert run is not None
-        the_run = read_run(run)
         if qrels is None and topk is None:
             raise ValueError("give the truth: --qrels FILE or --topk FILE.jsonl")
+        # TREC run + qrels: the columnar path (docs/metrics.md#large-files)
+        the_run = read_run_columns(run) if qrels is not None else read_run(run)
     mapping = parse_grade_map(grade_map) if grade_map else None
     qrels_read = None
     if qrels is not None:
-        truth_qrels, layout = read_qrels_detailed(qrels, layout=qrels_format, grade_map=mapping)
+        if run is not None:
+            truth_qrels = read_qrels_columns(qrels, layout=qrels_format, grade_map=mapping)
+            layout = truth_qrels.layout
+        else:  # with --letor
+            truth_qrels, layout = read_qrels_detailed(qrels, layout=qrels_format, grade_map=mapping)
         qrels_read = layout.describe() + (f"; grade map {mapping.name}" if mapping else "")
     if topk is not None:
         truth_topk = read_topk_jsonl(topk)
     preset_label = preset or ("paper" if not changes else None)
-    report = evaluate(
-        the_run,
-        qrels=truth_qrels,
-        topk=truth_topk,
-        metrics=names,
-        conventions=conv,
-        missing=missing,  # type: ignore[arg-type]
-    )
+    if run is not None and qrels is not None:
+        report = evaluate_columns(
+            the_run,
+            truth_qrels,
+            metrics=names,
+            conventions=conv,
+            missing=missing,  # type: ignore[arg-type]
+        )
+    else:
+        report = evaluate(
+            the_run,
+            qrels=truth_qrels,
+            topk=truth_topk,
+            metrics=names,
+            conventions=conv,
+            missing=missing,  # type: ignore[arg-type]
+        )
     report.preset = preset_label if not changes else f"{preset or 'paper'} (modified)"
     report.qrels_read = qrels_read
     return report

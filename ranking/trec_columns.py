@@ -1,0 +1,529 @@
+"""TREC runs and qrels as columns, read with a C CSV reader: the input path of
+``heapjudge evaluate`` for large files (docs/metrics.md#large-files).
+
+:func:`read_run_columns` and :func:`read_qrels_columns` return what
+:func:`ranking.trec.read_run` and :func:`ranking.trec.read_qrels_detailed` return (the same
+queries, documents, values and order, the same ``file:line`` errors), as flat arrays with one
+row per line instead of nested dicts, so that grouping and joining stay in numpy.
+
+Fast path: pyarrow's streaming CSV reader with a one-character delimiter (space, or tab when
+the first line has tabs and no spaces). It is used only when cutting each line at every
+delimiter gives exactly Python's ``str.split()``: a first pass over the bytes
+(:func:`_screen`) refuses anything but printable ASCII, the delimiter and line breaks, and
+comment lines (``#`` first); the reader refuses a line with another number of fields; an empty
+field (a delimiter doubled, or at the start or end of a line) is found in the parsed columns.
+A delimiter at the end of every line (Cranfield's ``cranqrel``) is read as one more, empty,
+column. Anything else (other whitespace, non-ASCII bytes, a BOM, a malformed or repeated line,
+a number pyarrow does not parse the way ``float()`` does) sends the file to the exact Python
+reader of :mod:`ranking.trec`, which raises the error with its line or returns the content,
+then turned into columns (:meth:`TrecColumns.from_mapping`).
+
+Joining run and qrels rows needs a key per (query, document) pair: a 64-bit hash of both ids
+(:func:`pair_keys`, sorted in a :class:`JoinIndex`). A hash only finds candidates;
+:func:`ranking.evaluate.evaluate_columns` checks every match on the strings themselves and
+falls back to a join on the strings if two pairs ever share a key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+from numpy.typing import NDArray
+
+from ranking.trec import (
+    SNIFF_LINES,
+    GradeMap,
+    SniffedLayout,
+    choose_layout,
+    data_lines,
+    layout_columns,
+    read_qrels_detailed,
+    read_run,
+)
+
+__all__ = [
+    "JoinIndex",
+    "TrecColumns",
+    "arrow_pool",
+    "pair_keys",
+    "read_qrels_columns",
+    "read_run_columns",
+    "string_hashes",
+]
+
+#: Bytes the CSV reader gets per block; the screen and the parser both work block by block, so
+#: memory stays near the size of the columns rather than of the file.
+BLOCK_SIZE = 1 << 22
+
+
+def arrow_pool() -> pa.MemoryPool:
+    """The Arrow memory pool of the reader and of the joins on its columns: jemalloc with
+    immediate page return where pyarrow has it. The default pool (mimalloc) keeps the pages
+    of freed parse buffers for reuse, which on a 2M-line file held about 100 MB of resident
+    memory that nothing used again."""
+    try:
+        pool = pa.jemalloc_memory_pool()
+        pa.jemalloc_set_decay_ms(0)
+    except (NotImplementedError, pa.ArrowException):
+        return pa.default_memory_pool()
+    return pool
+
+
+@dataclass(frozen=True)
+class JoinIndex:
+    """``sorted_keys``: the :func:`pair_keys` of a file's rows, ascending; ``key_order[j]`` is
+    the row of ``sorted_keys[j]``; ``unique`` is False only if two rows share a key (a
+    repeated pair, or two pairs whose 64-bit keys collide: odds about n^2 / 2^65)."""
+
+    sorted_keys: NDArray[np.uint64]
+    key_order: NDArray[np.intp]
+    unique: bool
+
+    @classmethod
+    def of(
+        cls, qids: list[str], query: NDArray[np.int32], doc_hashes: NDArray[np.uint64]
+    ) -> JoinIndex:
+        """The index of rows with these query codes and document hashes (overwritten)."""
+        keys = pair_keys(qids, query, doc_hashes)
+        order = np.argsort(keys)
+        if order.shape[0] < 2**31:
+            order = order.astype(np.int32)  # half the memory
+        keys = keys[order]
+        return cls(keys, order, not bool((keys[1:] == keys[:-1]).any()))
+
+
+@dataclass(frozen=True, eq=False)
+class TrecColumns:
+    """One TREC run or qrels file as columns; row ``i`` is one (query, document) line.
+
+    ``qids``: the distinct query ids in order of first appearance (the key order of the dict
+    readers); ``query[i]`` indexes it. ``docids[i]``: the document id. ``values[i]``: the
+    score (run) or the integer grade as a float (qrels). Within a query, rows keep file order
+    (the "input order" of ``ties="stable"``). ``fast``: read by the CSV reader (False: by the
+    exact reader, see the module doc). :meth:`join_index` finds rows by (query, document).
+    """
+
+    qids: list[str]
+    query: NDArray[np.int32]
+    docids: pa.ChunkedArray
+    values: NDArray[np.float64]
+    path: str | None = None
+    layout: SniffedLayout | None = None
+    fast: bool = True
+    _join: list[JoinIndex] = field(default_factory=list, repr=False)
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.values.shape[0])
+
+    def join_index(self) -> JoinIndex:
+        """The rows' :class:`JoinIndex` (the readers build it while checking for repeated
+        pairs; rebuilt from the ids after :meth:`release_join_index`)."""
+        if not self._join:
+            hashes = string_hashes(self.docids)
+            self._join.append(JoinIndex.of(self.qids, self.query, hashes))
+        return self._join[0]
+
+    def release_join_index(self) -> None:
+        """Drop the join index (24 bytes a row) once a join is done with it."""
+        self._join.clear()
+
+    @classmethod
+    def build(
+        cls,
+        qids: list[str],
+        query: NDArray[np.int32],
+        docids: pa.ChunkedArray,
+        doc_hashes: NDArray[np.uint64],
+        values: NDArray[np.float64],
+        **extra: Any,
+    ) -> TrecColumns:
+        """Columns with their join index, built from ``doc_hashes`` (overwritten)."""
+        index = JoinIndex.of(qids, query, doc_hashes)
+        return cls(qids, query, docids, values, _join=[index], **extra)
+
+    @classmethod
+    def from_mapping(
+        cls,
+        mapping: Mapping[str, Mapping[str, float]],
+        *,
+        path: str | None = None,
+        layout: SniffedLayout | None = None,
+    ) -> TrecColumns:
+        """Columns of a ``{qid: {docno: value}}`` mapping (the dict readers' result)."""
+        qids = [str(q) for q in mapping]
+        sizes = np.fromiter((len(d) for d in mapping.values()), dtype=np.int64, count=len(qids))
+        docs = [str(d) for inner in mapping.values() for d in inner]
+        values = np.fromiter(
+            (float(v) for inner in mapping.values() for v in inner.values()),
+            dtype=np.float64,
+            count=len(docs),
+        )
+        docids = pa.chunked_array([pa.array(docs, type=pa.string())])
+        query = np.repeat(np.arange(len(qids), dtype=np.int32), sizes)
+        hashes = string_hashes(docids)
+        return cls.build(qids, query, docids, hashes, values, path=path, layout=layout, fast=False)
+
+    def to_mapping(self) -> dict[str, dict[str, float]]:
+        """The ``{qid: {docno: value}}`` mapping (file order kept)."""
+        out: dict[str, dict[str, float]] = {q: {} for q in self.qids}
+        qids = self.qids
+        for q, d, v in zip(
+            self.query.tolist(), self.docids.to_pylist(), self.values.tolist(), strict=True
+        ):
+            out[qids[q]][d] = v
+        return out
+
+
+# --------------------------------------------------------------------------------------------
+# hashing
+# --------------------------------------------------------------------------------------------
+
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _mix(x: NDArray[np.uint64]) -> NDArray[np.uint64]:
+    """The splitmix64 finaliser (Steele, Lea & Flood 2014, "Fast splittable pseudorandom number
+    generators"), in place: a bijection of uint64 whose every output bit depends on every input
+    bit. Returns ``x``."""
+    tmp = np.empty_like(x)
+    for shift, factor in ((30, _M1), (27, _M2)):
+        np.right_shift(x, np.uint64(shift), out=tmp)
+        np.bitwise_xor(x, tmp, out=x)
+        np.multiply(x, factor, out=x)
+    np.right_shift(x, np.uint64(31), out=tmp)
+    np.bitwise_xor(x, tmp, out=x)
+    return x
+
+
+def _hash_bytes(data: NDArray[np.uint8], offsets: NDArray[np.int64]) -> NDArray[np.uint64]:
+    """Hash string ``i`` = ``data[offsets[i]:offsets[i + 1]]``: its bytes as big-endian 8-byte
+    words (the last one zero-filled), folded word by word through :func:`_mix`, starting from
+    the byte length (so that the zero fill cannot make two strings equal). The value depends
+    on the string only."""
+    n = offsets.shape[0] - 1
+    out = np.empty(n, dtype=np.uint64)
+    if n == 0:
+        return out
+    lengths = np.diff(offsets)
+    start = int(offsets[0])
+    # the bytes plus 8 zero bytes, read as one overlapping uint64 at every byte position
+    padded = np.zeros(int(offsets[-1]) - start + 8, dtype=np.uint8)
+    padded[:-8] = data[start : int(offsets[-1])]
+    at_byte = np.ndarray((padded.shape[0] - 7,), dtype=">u8", buffer=padded, strides=(1,))
+    begin = offsets[:-1] - start
+    h = _mix(lengths.astype(np.uint64) + _GOLDEN)
+    word = np.empty(n, dtype=np.uint64)
+    for j in range(-(-int(lengths.max()) // 8)):
+        left = lengths - 8 * j  # bytes of the string from this word on
+        active = left > 0
+        np.copyto(word, at_byte[np.where(active, begin + 8 * j, 0)])
+        # keep the string's own bytes of a last, partial word (shift 0..56 bits)
+        drop = (8 * (8 - np.clip(left, 1, 8))).astype(np.uint64)
+        np.left_shift(np.right_shift(word, drop, out=word), drop, out=word)
+        np.bitwise_xor(h, word, out=word)
+        # only the words a string has: its hash must not depend on the longest neighbour
+        np.copyto(h, _mix(word), where=active)
+    out[:] = h
+    return out
+
+
+def _arrow_strings(chunk: pa.Array) -> tuple[NDArray[np.uint8], NDArray[np.int64]]:
+    """The UTF-8 bytes and offsets of a string array, without copying the bytes."""
+    if chunk.type not in (pa.string(), pa.large_string()):
+        chunk = chunk.cast(pa.string())
+    width = 8 if chunk.type == pa.large_string() else 4
+    bufs = chunk.buffers()
+    offsets = np.frombuffer(
+        bufs[1],
+        dtype=np.int64 if width == 8 else np.int32,
+        count=len(chunk) + 1,
+        offset=chunk.offset * width,
+    ).astype(np.int64)
+    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
+    return data, offsets
+
+
+def string_hashes(strings: pa.Array | pa.ChunkedArray | list[str]) -> NDArray[np.uint64]:
+    """A 64-bit hash of each string (vectorised; equal strings hash equal)."""
+    if isinstance(strings, list):
+        encoded = [s.encode("utf-8") for s in strings]
+        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+        np.cumsum([len(e) for e in encoded], out=offsets[1:])
+        return _hash_bytes(np.frombuffer(b"".join(encoded), dtype=np.uint8), offsets)
+    chunks = strings.chunks if isinstance(strings, pa.ChunkedArray) else [strings]
+    parts = [_hash_bytes(*_arrow_strings(chunk)) for chunk in chunks if len(chunk)]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint64)
+
+
+def pair_keys(
+    qids: list[str], query: NDArray[np.int32], doc_hashes: NDArray[np.uint64]
+) -> NDArray[np.uint64]:
+    """A 64-bit key per (query id, document id) row, comparable across files: it depends on
+    the two strings only, not on the file's query numbering. Overwrites ``doc_hashes``."""
+    q_keys = _mix(string_hashes(qids) * _GOLDEN)
+    np.bitwise_xor(doc_hashes, q_keys[query], out=doc_hashes)
+    return _mix(doc_hashes)
+
+
+# --------------------------------------------------------------------------------------------
+# the screened CSV reader
+# --------------------------------------------------------------------------------------------
+
+
+class _NotSimple(Exception):
+    """The file is outside what the fast path reads exactly; the exact reader takes it."""
+
+
+def _screen(path: Path, delimiter: bytes) -> str | None:
+    """What, if anything, makes cutting the lines of ``path`` at ``delimiter`` differ from
+    ``str.split()`` that the CSV reader would not notice itself; None when nothing does. One
+    pass over the file in blocks read into one reused buffer.
+
+    Checked here: bytes other than printable ASCII, the delimiter and line breaks; comment
+    lines (``#`` first). Empty fields (a delimiter doubled, or at the start or end of a line)
+    are found by :func:`_read_columns`: every line has the expected number of fields there,
+    so one that ``str.split()`` would see as shorter has an empty one.
+    """
+    allowed = bytes(range(0x21, 0x7F)) + delimiter + b"\n\r"
+    buffer = bytearray(BLOCK_SIZE)
+    last = b"\n"  # the file starts as if after a line break
+    with path.open("rb") as fh:
+        while n := fh.readinto(buffer):
+            block = buffer if n == len(buffer) else buffer[:n]
+            if block.translate(None, allowed):
+                return "a byte other than printable ASCII, the delimiter or a line break"
+            if b"#" in block:
+                edge = last + block[:1]
+                if any(p in edge or p in block for p in (b"\n#", b"\r#")):
+                    return "a comment line"
+            last = bytes(block[-1:])
+    return None
+
+
+def _first_line(path: Path) -> bytes:
+    with path.open("rb") as fh:
+        return fh.readline(1 << 16)
+
+
+_WORDS = pa.dictionary(pa.int32(), pa.string())
+_TRAILING = "(after the last delimiter)"
+
+
+def _read_columns(
+    path: Path, names: list[str], types: dict[str, pa.DataType]
+) -> Iterator[pa.RecordBatch]:
+    """Stream the columns ``types`` of a file whose lines have exactly ``len(names)`` fields;
+    raises :class:`_NotSimple` when the file is not one the fast path reads exactly.
+
+    The other columns are read too, as dictionaries (few distinct values: ``Q0``, ranks, run
+    tags), only to check that no field is empty; float columns refuse an empty field. A file
+    whose first line ends with the delimiter (Cranfield's ``cranqrel``) is read with one more,
+    always empty, column: every line must end so.
+    """
+    first = _first_line(path)
+    delimiter = b"\t" if b"\t" in first and b" " not in first else b" "
+    if first.rstrip(b"\r\n").endswith(delimiter):
+        names = [*names, _TRAILING]
+    problem = _screen(path, delimiter)
+    if problem is not None:
+        raise _NotSimple(problem)
+    pool = arrow_pool()
+    try:
+        reader = pacsv.open_csv(
+            pa.OSFile(str(path), "r", memory_pool=pool),
+            read_options=pacsv.ReadOptions(column_names=names, block_size=BLOCK_SIZE),
+            parse_options=pacsv.ParseOptions(
+                delimiter=delimiter.decode(),
+                quote_char=False,
+                escape_char=False,
+                double_quote=False,
+                newlines_in_values=False,
+                ignore_empty_lines=True,
+            ),
+            memory_pool=pool,
+            convert_options=pacsv.ConvertOptions(
+                column_types={n: types.get(n, _WORDS) for n in names},
+                null_values=[],
+                strings_can_be_null=False,
+                quoted_strings_can_be_null=False,
+            ),
+        )
+        for batch in reader:
+            for name, column in zip(batch.schema.names, batch.columns, strict=True):
+                if column.type == pa.float64():
+                    continue
+                words = column.dictionary if isinstance(column, pa.DictionaryArray) else column
+                lengths = pc.binary_length(words, memory_pool=pool)
+                if name == _TRAILING:
+                    if len(words) and pc.max(lengths).as_py() > 0:
+                        raise _NotSimple("a line with one field more than the first line")
+                elif len(words) and pc.min(lengths).as_py() == 0:
+                    raise _NotSimple(f"an empty field in column {name}")
+            yield batch
+    except pa.ArrowException as exc:  # a line with another field count, a bad number, ...
+        raise _NotSimple(str(exc)) from None
+
+
+def _float_values(column: pa.Array) -> NDArray[np.float64]:
+    """A float64 column without nulls as numpy (a copy, so the batch can be freed)."""
+    assert column.type == pa.float64() and column.null_count == 0
+    return np.frombuffer(column.buffers()[1], np.float64, len(column), column.offset * 8).copy()
+
+
+def _collect(
+    path: Path, names: list[str], types: dict[str, pa.DataType], value_columns: list[str]
+) -> tuple[list[str], NDArray[np.int32], pa.ChunkedArray, NDArray[np.uint64], list[np.ndarray]]:
+    """Read ``qid``/``docid`` and the float ``value_columns`` of every line: query ids as codes
+    (first appearance order), document ids as strings and hashes."""
+    index: dict[str, int] = {}
+    query_parts: list[NDArray[np.int32]] = []
+    d_chunks: list[pa.Array] = []
+    hash_parts: list[NDArray[np.uint64]] = []
+    value_parts: dict[str, list[np.ndarray]] = {c: [] for c in value_columns}
+    for batch in _read_columns(path, names, types):
+        # A block holds few distinct queries: encode it, then number its dictionary globally.
+        encoded = pc.dictionary_encode(batch.column("qid"), memory_pool=arrow_pool())
+        codes = np.array(
+            [index.setdefault(q, len(index)) for q in encoded.dictionary.to_pylist()],
+            dtype=np.int32,
+        )
+        indices = encoded.indices
+        query_parts.append(
+            codes[np.frombuffer(indices.buffers()[1], np.int32, len(indices), indices.offset * 4)]
+        )
+        docs = batch.column("docid")
+        d_chunks.append(docs)
+        hash_parts.append(string_hashes(docs))
+        for c in value_columns:
+            value_parts[c].append(_float_values(batch.column(c)))
+    if not index:
+        raise _NotSimple("no data lines")
+    # one column at a time, each one's blocks freed before the next is joined (peak memory)
+    query = _concatenate(query_parts)
+    hashes = _concatenate(hash_parts)
+    values = [_concatenate(value_parts[c]) for c in value_columns]
+    docids = pa.chunked_array(d_chunks, type=pa.string())
+    return list(index), query, docids, hashes, values
+
+
+def _concatenate(parts: list[np.ndarray]) -> np.ndarray:
+    """``np.concatenate(parts)``, emptying ``parts`` as it goes."""
+    out = np.empty(sum(p.shape[0] for p in parts), dtype=parts[0].dtype)
+    at = 0
+    parts.reverse()
+    while parts:
+        part = parts.pop()
+        out[at : at + part.shape[0]] = part
+        at += part.shape[0]
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# readers
+# --------------------------------------------------------------------------------------------
+
+_RUN_NAMES = ["qid", "q0", "docid", "rank", "score", "tag"]
+
+
+def _fast_run(path: Path) -> TrecColumns:
+    qids, query, docids, hashes, (scores,) = _collect(
+        path,
+        _RUN_NAMES,
+        {"qid": pa.string(), "docid": pa.string(), "score": pa.float64()},
+        ["score"],
+    )
+    if np.isnan(scores).any():
+        raise _NotSimple("a NaN score")  # the exact reader names its line
+    columns = TrecColumns.build(qids, query, docids, hashes, scores, path=str(path))
+    if not columns.join_index().unique:  # a document listed twice (or a hash collision)
+        raise _NotSimple("a repeated (query, document) key")
+    return columns
+
+
+def read_run_columns(path: str | Path) -> TrecColumns:
+    """A TREC run (``qid Q0 docno rank score tag``; the rank is ignored) as columns; same
+    content and errors as :func:`ranking.trec.read_run`."""
+    p = Path(path)
+    try:
+        return _fast_run(p)
+    except (_NotSimple, OSError):
+        pass
+    run = read_run(p)
+    assert isinstance(run, dict)
+    return TrecColumns.from_mapping(run, path=str(p))
+
+
+def _grades(values: NDArray[np.float64], grade_map: GradeMap | None) -> NDArray[np.float64]:
+    """What :func:`ranking.trec.parse_relevance` makes of each value, or :class:`_NotSimple`
+    where it would raise (the exact reader then names the line)."""
+    if not np.isfinite(values).all():
+        raise _NotSimple("a non-finite relevance")
+    if grade_map is None:
+        if not (values == np.trunc(values)).all():
+            raise _NotSimple("a relevance that is not a whole number")
+        return values + 0.0  # -0.0 -> 0.0, as int() does
+    distinct, inverse = np.unique(values, return_inverse=True)
+    try:
+        mapped = np.array([float(grade_map(float(v))) for v in distinct.tolist()])
+    except ValueError:
+        raise _NotSimple("a relevance outside the grade map") from None
+    return mapped[inverse]
+
+
+def _fast_qrels(path: Path, chosen: SniffedLayout, grade_map: GradeMap | None) -> TrecColumns:
+    layout = chosen.layout
+    if layout == "trec":
+        names = ["qid", "iteration", "docid", "rel"]
+        value_columns = ["rel"]
+    elif layout == "3col":
+        names = ["qid", "docid", "rel"]
+        value_columns = ["rel"]
+    else:  # smart-rel: columns 3 and 4 must be zero, every pair relevant
+        names = ["qid", "docid", "c3", "c4"]
+        value_columns = ["c3", "c4"]
+    assert len(names) == layout_columns(layout)
+    types = {"qid": pa.string(), "docid": pa.string()}
+    types.update({c: pa.float64() for c in value_columns})
+    qids, query, docids, hashes, parts = _collect(path, names, types, value_columns)
+    if layout == "smart-rel":
+        if not all((part == 0.0).all() for part in parts):
+            raise _NotSimple("a SMART .REL line whose columns 3 and 4 are not 0")
+        grades = np.ones(query.shape[0])
+    else:
+        grades = _grades(parts[0], grade_map)
+    del parts
+    columns = TrecColumns.build(qids, query, docids, hashes, grades, path=str(path), layout=chosen)
+    if not columns.join_index().unique:  # a pair judged twice (or a hash collision)
+        raise _NotSimple("a repeated (query, document) key")
+    return columns
+
+
+def read_qrels_columns(
+    path: str | Path, *, layout: str = "auto", grade_map: GradeMap | None = None
+) -> TrecColumns:
+    """Qrels in any layout of :mod:`ranking.trec` as columns (``layout`` set to the one read);
+    same content and errors as :func:`ranking.trec.read_qrels_detailed`."""
+    p = Path(path)
+    try:
+        head = []
+        for _, fields in data_lines(p):
+            head.append(fields)
+            if len(head) >= SNIFF_LINES:
+                break
+        if head:
+            chosen = choose_layout(head, layout)
+            return _fast_qrels(p, chosen, grade_map)
+    except (_NotSimple, ValueError, OSError):
+        pass  # the exact reader raises (with the line) or reads what the fast path did not
+    qrels, chosen = read_qrels_detailed(p, layout=layout, grade_map=grade_map)
+    return TrecColumns.from_mapping(qrels, path=str(p), layout=chosen)
