@@ -102,6 +102,9 @@ def run_evaluate(
             conv = conv.replace(**changes)
     except ValueError as exc:
         raise UsageProblem(str(exc)) from None
+    kappa = [n for n in names if M.parse_metric(n)[0].startswith("kappa")]
+    if kappa and topk is None:  # before reading the files; ranking.evaluate checks it too
+        raise UsageProblem(f"{', '.join(kappa)} need a top-k ground truth (--topk), not qrels")
     if (run is None) == (letor is None):
         raise UsageProblem("give exactly one of --run FILE or --letor FILE (with --scores FILE)")
     if qrels is not None and topk is not None:
