@@ -57,7 +57,15 @@ def _options(cmd: Any) -> list[TyperOption]:
 
 def test_the_tree_is_complete() -> None:
     names = {" ".join(p) for p in LEAVES}
-    assert {"import", "export", "analyze", "simulate", "simulate-study", "cv", "sweep-beta"} <= names
+    assert {
+        "import",
+        "export",
+        "analyze",
+        "simulate",
+        "simulate-study",
+        "cv",
+        "sweep-beta",
+    } <= names
     assert {"admin progress", "admin plan", "db upgrade", "db current"} <= names
     assert len(LEAVES) == 27
 
