@@ -14,8 +14,18 @@ from typing import Any
 
 import typer
 
+from app.commands.conventions import (
+    FAILURE,
+    Command,
+    Group,
+    aliased,
+    report_error,
+    usage_error,
+)
+from app.commands.database import database
 from app.commands.service import (
     ASSESSOR_OPTION,
+    DB_OPTION,
     FORMAT_OPTION_HELP,
     LABELS_OPTION,
     MISSING_OPTION,
@@ -26,20 +36,14 @@ from app.commands.service import (
     run_export,
 )
 
-admin_app = typer.Typer(help="Admin console: imports, study plans, progress, exports, users.")
-
-
-def _open_db(database_url: str | None) -> Any:
-    import migrations
-    from app.db import Database
-    from app.settings import Settings
-
-    settings = Settings(**({"database_url": database_url} if database_url else {}), dev=True)
-    migrations.upgrade(settings.database_url)
-    return Database(settings)
+admin_app = typer.Typer(
+    cls=Group, help="Admin console: imports, study plans, progress, exports, users."
+)
 
 
 def _report_error(exc: Any) -> None:
+    """A service error: the problems of a file one per line (``file:line: what``), then the
+    one ``error:`` line; exit 1."""
     detail = exc.detail
     if isinstance(detail, list):
         for item in detail:
@@ -54,10 +58,10 @@ def _report_error(exc: Any) -> None:
                 typer.echo(
                     f"[{item.get('severity', 'error')}] {item.get('message', item)}", err=True
                 )
-        typer.echo(f"error: {exc.extra.get('message', f'{len(detail)} error(s)')}", err=True)
+        report_error(str(exc.extra.get("message", f"{len(detail)} error(s)")))
     else:
-        typer.echo(f"error: {detail}", err=True)
-    raise typer.Exit(1)
+        report_error(str(detail))
+    raise typer.Exit(FAILURE)
 
 
 def _collection(db: Any, ref: str, *, create: bool = False) -> int:
@@ -72,25 +76,50 @@ def _collection(db: Any, ref: str, *, create: bool = False) -> int:
         return collections.create_collection(db=db, name=ref).id
 
 
-def _run(database_url: str | None, fn: Any) -> Any:
+def _run(database_url: str | None, fn: Any, *, create: bool = False) -> Any:
+    """``fn(db)`` on the command's database (docs/cli.md#database: only the imports, ``create``,
+    may create a missing SQLite file); a service error is reported and exits 1."""
     from app.errors import DomainError
 
-    db = _open_db(database_url)
-    try:
-        return fn(db)
-    except DomainError as exc:
-        _report_error(exc)
-    finally:
-        db.dispose()
+    with database(database_url, create=create) as db:
+        try:
+            return fn(db)
+        except DomainError as exc:
+            _report_error(exc)
 
 
-DB_OPTION = typer.Option(None, "--database-url", help="Overrides HEAPJUDGE_DATABASE_URL.")
 # Options that import-smart and import-trec share: how query-document pairs are chosen.
 PAIRING_OPTION = typer.Option(
     "qrels", help="qrels (judged documents) | all | run (top n of --run) | bm25 (top n by BM25)"
 )
 RUN_OPTION = typer.Option(None, exists=True, dir_okay=False, help="TREC run.")
 RUN_DEPTH_OPTION = typer.Option(None, help="Top n of the run (or of BM25: default 100).")
+QUERY_IDS_OPTION = typer.Option(
+    None, "--query-ids", help="Comma-separated query ids (default: all)."
+)
+
+
+def _int_list(value: str | None) -> str | None:
+    """Check a comma list of integers (``--shifts``): a bad one is a usage error."""
+    if value is not None:
+        bad = [x for x in value.split(",") if x.strip() and not x.strip().lstrip("-").isdigit()]
+        if bad:
+            raise typer.BadParameter(f"not an integer: {', '.join(bad)}")
+    return value
+
+
+def _json_object(value: str | None) -> str | None:
+    """Check that ``--options`` is a JSON object: a bad one is a usage error."""
+    if value is not None:
+        try:
+            parsed = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise typer.BadParameter(f"not JSON: {exc}") from None
+        if not isinstance(parsed, dict):
+            raise typer.BadParameter('must be a JSON object, e.g. {"topk": {"allow_ties": true}}')
+    return value
+
+
 QRELS_FORMAT_HELP = (
     "auto (sniffed: TREC 'qid iter doc rel', 3 columns 'qid doc rel', SMART .REL "
     "'qid doc 0 0.0') | trec | 3col | smart-rel | cranfield"
@@ -126,7 +155,7 @@ def _import(
                     s.delete(s.get(Collection, cid))
             raise
 
-    report = _run(database_url, go)
+    report = _run(database_url, go, create=True)
     typer.echo(
         f"{collection}: {report.rows} rows, {report.queries_created} new queries, "
         f"{report.documents_created} new documents, {report.documents_unchanged} unchanged"
@@ -137,7 +166,7 @@ def _import(
         typer.echo(f"note: {note}")
 
 
-@admin_app.command("import-smart")
+@admin_app.command("import-smart", cls=Command)
 def import_smart(
     collection: str = typer.Argument(..., help="Collection name (created if missing) or id."),
     documents: Path = typer.Option(..., exists=True, dir_okay=False, help="e.g. cran.all.1400"),
@@ -165,7 +194,7 @@ def import_smart(
     )
 
 
-@admin_app.command("import-cranfield")
+@admin_app.command("import-cranfield", cls=Command)
 def import_cranfield(
     collection: str = typer.Argument(..., help="Collection name (created if missing)."),
     directory: Path = typer.Argument(..., exists=True, file_okay=False, help="cranfield dir"),
@@ -185,7 +214,7 @@ def import_cranfield(
     )
 
 
-@admin_app.command("import-trec")
+@admin_app.command("import-trec", cls=Command)
 def import_trec(
     collection: str = typer.Argument(..., help="Collection name (created if missing) or id."),
     topics: Path = typer.Option(..., exists=True, dir_okay=False, help="<top> topics file."),
@@ -194,7 +223,9 @@ def import_trec(
     pairing: str = PAIRING_OPTION,
     run: Path | None = RUN_OPTION,
     run_depth: int | None = RUN_DEPTH_OPTION,
-    narrative: bool = typer.Option(False, help="Append the narrative to the description."),
+    narrative: bool = typer.Option(
+        False, "--narrative/--no-narrative", help="Append the narrative to the description."
+    ),
     qrels_format: str = typer.Option("auto", help=QRELS_FORMAT_HELP),
     unjudged_grade: int | None = typer.Option(None, help="Grade of unjudged pairs (e.g. 0)."),
     database_url: str | None = DB_OPTION,
@@ -213,7 +244,7 @@ def import_trec(
     )
 
 
-@admin_app.command("import-letor")
+@admin_app.command("import-letor", cls=Command)
 def import_letor(
     collection: str = typer.Argument(..., help="Collection name (created if missing) or id."),
     features: Path = typer.Argument(..., exists=True, dir_okay=False, help="LETOR file."),
@@ -223,12 +254,14 @@ def import_letor(
     _import(collection, "letor", {"features": features}, database_url)
 
 
-@admin_app.command("attach-grades")
+@admin_app.command("attach-grades", cls=Command)
 def attach_grades_cmd(
     collection: str = typer.Argument(...),
     qrels: Path = typer.Argument(..., exists=True, dir_okay=False),
     qrels_format: str = typer.Option("auto", help=QRELS_FORMAT_HELP),
-    strict: bool = typer.Option(False, help="Lines matching no document are errors."),
+    strict: bool = typer.Option(
+        False, "--strict/--no-strict", help="Lines matching no document are errors."
+    ),
     database_url: str | None = DB_OPTION,
 ) -> None:
     """Attach grades from a qrels file to the collection's documents."""
@@ -248,11 +281,13 @@ def attach_grades_cmd(
     typer.echo(f"{report.matched} grades attached; {report.unmatched} qrels lines unmatched")
 
 
-@admin_app.command("attach-features")
+@admin_app.command("attach-features", cls=Command)
 def attach_features_cmd(
     collection: str = typer.Argument(...),
     features: Path = typer.Argument(..., exists=True, dir_okay=False),
-    strict: bool = typer.Option(False, help="Rows matching no document are errors."),
+    strict: bool = typer.Option(
+        False, "--strict/--no-strict", help="Rows matching no document are errors."
+    ),
     database_url: str | None = DB_OPTION,
 ) -> None:
     """Attach LETOR feature vectors (matched by qid and docid) to the collection's documents."""
@@ -274,25 +309,35 @@ def attach_features_cmd(
     )
 
 
-@admin_app.command("plan")
+@admin_app.command("plan", cls=Command)
 def plan_cmd(
     collection: str = typer.Argument(...),
     assessors: str = typer.Option(..., help="Comma-separated usernames, in order (U1, U2, ...)."),
     scheme: str = typer.Option("rotation", help="rotation | balanced | csv"),
     csv_file: Path | None = typer.Option(None, "--csv", exists=True, dir_okay=False),
-    queries: str | None = typer.Option(None, help="Comma-separated query ids (default: all)."),
-    shifts: str = typer.Option("0,2", help="rotation: one shift per assignment."),
-    topk: int = typer.Option(2, help="balanced: topk assessors per query."),
-    graded: int = typer.Option(2, help="balanced: graded assessors per query."),
+    queries: str | None = QUERY_IDS_OPTION,
+    shifts: str = typer.Option(
+        "0,2", help="rotation: one shift per assignment.", callback=_int_list
+    ),
+    topk: int = typer.Option(2, "--topk-per-query", help="balanced: topk assessors per query."),
+    graded: int = typer.Option(
+        2, "--graded-per-query", help="balanced: graded assessors per query."
+    ),
     k: int = typer.Option(10, help="Top-k size of the topk tasks."),
-    options: str | None = typer.Option(None, help='JSON per method, e.g. {"topk": {...}}.'),
+    options: str | None = typer.Option(
+        None, help='JSON per method, e.g. {"topk": {...}}.', callback=_json_object
+    ),
     pool: str = typer.Option("all", help="all | sample | run | bm25 (top n by BM25)"),
     pool_n: int | None = typer.Option(None, help="Pool size for sample/run/bm25."),
-    pool_seed: int = typer.Option(0),
-    dedupe: bool = typer.Option(False, help="Judge identical documents once."),
+    pool_seed: int = typer.Option(0, help="Seed of the sampled pool."),
+    dedupe: bool = typer.Option(
+        False, "--dedupe/--no-dedupe", help="Judge identical documents once."
+    ),
     run: Path | None = typer.Option(None, exists=True, dir_okay=False, help="TREC run (pool)."),
     ranked_order: bool = typer.Option(
-        False, "--ranked-order", help="run/bm25 pools: top-k tasks start from the ranking."
+        False,
+        "--ranked-order/--no-ranked-order",
+        help="run/bm25 pools: top-k tasks start from the ranking.",
     ),
     strategy: str | None = typer.Option(
         None, help="Judging strategy of the topk tasks (heap, tournament, insertion, +robust)."
@@ -303,12 +348,21 @@ def plan_cmd(
         "(the --run file).",
     ),
     seed: int = typer.Option(0, help="Plan seed (balanced plan and task seeds)."),
-    name: str = typer.Option("plan"),
-    create: bool = typer.Option(False, "--create", help="Create the tasks (default: preview)."),
+    name: str = typer.Option("plan", help="Plan name (task labels name:A1, ...)."),
+    create: bool = typer.Option(
+        False, "--create/--no-create", help="Create the tasks (default: preview)."
+    ),
     database_url: str | None = DB_OPTION,
+    old_queries: str | None = typer.Option(None, "--queries", hidden=True),
+    old_topk: int | None = typer.Option(None, "--topk", hidden=True),
+    old_graded: int | None = typer.Option(None, "--graded", hidden=True),
 ) -> None:
     """Preview a study plan as a grid with its constraint check; --create makes the tasks."""
     from app.services import planning
+
+    queries = aliased(queries, old_queries, "--queries", "--query-ids")
+    topk = aliased(topk, old_topk, "--topk", "--topk-per-query")
+    graded = aliased(graded, old_graded, "--graded", "--graded-per-query")
 
     def go(db: Any) -> Any:
         spec = planning.PlanSpec(
@@ -388,20 +442,23 @@ def _print_cost(preview: Any) -> None:
     )
 
 
-@admin_app.command("bm25")
+@admin_app.command("bm25", cls=Command)
 def bm25_cmd(
     collection: str = typer.Argument(..., help="Collection name or id."),
     depth: int = typer.Option(100, help="Documents per query (those sharing a query term)."),
     k1: float | None = typer.Option(None, help="BM25 k1 (default 1.2)."),
     b: float | None = typer.Option(None, help="BM25 b (default 0.75)."),
-    queries: str | None = typer.Option(None, help="Comma-separated query ids (default: all)."),
+    queries: str | None = QUERY_IDS_OPTION,
     tag: str = typer.Option("heapjudge-bm25", help="Run tag (last column)."),
-    output: Path | None = typer.Option(None, "-o", "--output", help="File (default stdout)."),
+    output: Path | None = OUTPUT_OPTION,
     database_url: str | None = DB_OPTION,
+    old_queries: str | None = typer.Option(None, "--queries", hidden=True),
 ) -> None:
     """BM25 over the collection's documents as a TREC run (ids as imported), e.g. for
     `heapjudge evaluate --qrels ORIGINAL_QRELS --run run.txt`."""
     from app.services.retrieval import bm25_run
+
+    queries = aliased(queries, old_queries, "--queries", "--query-ids")
 
     result = _run(
         database_url,
@@ -417,8 +474,7 @@ def bm25_cmd(
     try:
         text = result.trec(tag)
     except ValueError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from None
+        usage_error(str(exc))  # the tag: bad characters for a TREC run
     if output is None:
         sys.stdout.write(text)
         sys.stdout.flush()
@@ -437,10 +493,10 @@ def bm25_cmd(
     )
 
 
-@admin_app.command("progress")
+@admin_app.command("progress", cls=Command)
 def progress_cmd(
     collection: str = typer.Argument(...),
-    as_json: bool = typer.Option(False, "--json"),
+    as_json: bool = typer.Option(False, "--json/--no-json", help="Print the report as JSON."),
     database_url: str | None = DB_OPTION,
 ) -> None:
     """Tasks by status, judgments, active time and estimated remaining, per assessor."""
@@ -493,10 +549,14 @@ def export_cmd(
     )
 
 
-@admin_app.command("reset-password")
+@admin_app.command("reset-password", cls=Command)
 def reset_password_cmd(
     name: str = typer.Argument(...),
-    password_stdin: bool = typer.Option(False, "--password-stdin"),
+    password_stdin: bool = typer.Option(
+        False,
+        "--password-stdin/--no-password-stdin",
+        help="Read the password from stdin instead of a prompt.",
+    ),
     database_url: str | None = DB_OPTION,
 ) -> None:
     """Set a user's password (prompt or stdin); their sessions and tokens end at once."""
@@ -510,13 +570,13 @@ def reset_password_cmd(
     typer.echo(f"password of {name!r} reset; sessions and tokens revoked")
 
 
-@admin_app.command("disable")
+@admin_app.command("disable", cls=Command)
 def disable_cmd(
     name: str = typer.Argument(...),
-    enable: bool = typer.Option(False, "--enable", help="Re-enable instead."),
+    enable: bool = typer.Option(False, "--enable/--no-enable", help="Re-enable instead."),
     force: bool = typer.Option(
         False,
-        "--force",
+        "--force/--no-force",
         help="Disable even the last active admin (nobody can then log in "
         "as an admin until one is re-enabled here).",
     ),
@@ -533,15 +593,20 @@ def disable_cmd(
     typer.echo(f"{name!r} {'enabled' if enable else 'disabled'}")
 
 
-@admin_app.command("collection")
+@admin_app.command("collection", cls=Command)
 def collection_cmd(
     collection: str = typer.Argument(...),
     rename: str | None = typer.Option(None, help="New name."),
-    archive: bool | None = typer.Option(None, "--archive/--unarchive"),
+    archive: bool | None = typer.Option(
+        None, "--archive/--no-archive", help="Archive, or un-archive (default: unchanged)."
+    ),
     database_url: str | None = DB_OPTION,
+    old_unarchive: bool | None = typer.Option(None, "--unarchive", hidden=True),
 ) -> None:
     """Rename and/or archive a collection."""
     from app.services.admin_manage import update_collection
+
+    archive = aliased(archive, False if old_unarchive else None, "--unarchive", "--no-archive")
 
     coll = _run(
         database_url,

@@ -13,6 +13,11 @@ from typing import Any
 
 import typer
 
+from app.commands.conventions import Command, aliased, fail, usage_error
+from app.commands.database import database
+from app.commands.service import DB_OPTION
+from app.commands.simulate import PAIR_CACHE_OPTION
+
 ROW_NAMES = ("A ≻ B", "A ≺ B", "A ∼ B")
 
 
@@ -165,40 +170,22 @@ def analyze(
         help="Top-k relations: 'direct' (pairs both assessors compared) or 'inferred' "
         "(implied by each assessor's top-k ground truth).",
     ),
-    as_json: bool = typer.Option(False, "--json", help="Print the whole report as JSON."),
-    database_url: str | None = typer.Option(
-        None, "--database-url", help="Overrides HEAPJUDGE_DATABASE_URL."
-    ),
+    as_json: bool = typer.Option(False, "--json/--no-json", help="Print the whole report as JSON."),
+    database_url: str | None = DB_OPTION,
 ) -> None:
     """Print Tables 1–3 of the paper and the χ² tests for a collection's judgments."""
-    from sqlalchemy.exc import SQLAlchemyError
-
-    from app.db import Database
     from app.errors import DomainError
     from app.services.analysis import collection_analysis, find_collection_id
-    from app.settings import Settings
     from labeling.agreement import MODES
 
     if mode not in MODES:
-        typer.echo(f"error: --mode must be one of {', '.join(MODES)}, got {mode!r}", err=True)
-        raise typer.Exit(2)
-    settings = Settings(database_url=database_url) if database_url else Settings()
-    db = Database(settings)
-    try:
-        cid = find_collection_id(collection, db=db)
-        report = collection_analysis(cid, db=db, mode=mode)  # type: ignore[arg-type]
-    except DomainError as err:
-        typer.echo(f"error: {err.detail}", err=True)
-        raise typer.Exit(1) from err
-    except SQLAlchemyError as err:  # no such table, cannot connect, ...
-        typer.echo(
-            f"error: cannot read the database {settings.database_url!r} "
-            f"(is it migrated? `heapjudge db upgrade`): {type(err).__name__}",
-            err=True,
-        )
-        raise typer.Exit(1) from err
-    finally:
-        db.dispose()
+        usage_error(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
+    with database(database_url) as db:
+        try:
+            cid = find_collection_id(collection, db=db)
+            report = collection_analysis(cid, db=db, mode=mode)  # type: ignore[arg-type]
+        except DomainError as err:
+            fail(str(err.detail))
     if as_json:
         typer.echo(json.dumps(report, indent=2, ensure_ascii=False, default=_json_default))
     else:
@@ -206,13 +193,19 @@ def analyze(
 
 
 def simulate_study(
-    assessors: int = typer.Option(5, help="Number of simulated assessors (at least 4)."),
-    queries: int = typer.Option(50, help="Number of queries (split into one fold per assessor)."),
-    docs: int = typer.Option(50, help="Documents per query."),
+    assessors: int = typer.Option(
+        5, "--n-assessors", min=4, help="Number of simulated assessors (two disjoint assignments)."
+    ),
+    queries: int = typer.Option(
+        50, "--n-queries", min=1, help="Number of queries (one fold per assessor; >= assessors)."
+    ),
+    docs: int = typer.Option(50, "--n", min=2, help="Documents per query (as in simulate)."),
     k: int = typer.Option(10, help="k of the top-k tasks."),
     seed: int = typer.Option(0, help="Seed of the whole simulation."),
     pair_noise: float = typer.Option(
-        0.35, help="Thurstone noise of one pairwise judgment (latent score units)."
+        0.35,
+        "--pair-sd",
+        help="σ of the Thurstone noise of one pairwise judgment (latent score units).",
     ),
     grade_flip: float = typer.Option(
         0.35, help="Probability that a grade is moved one step (grading noise)."
@@ -221,11 +214,7 @@ def simulate_study(
         0.35, help="Spread of each assessor's personal view of a document's relevance."
     ),
     undo_rate: float = typer.Option(0.01, help="Share of judgments first slipped, then undone."),
-    pair_cache: bool = typer.Option(
-        False,
-        "--pair-cache/--no-pair-cache",
-        help="Answer repeated pairs from the log (off = the paper's protocol and counts).",
-    ),
+    pair_cache: bool = PAIR_CACHE_OPTION,
     reask_fraction: float = typer.Option(
         0.0,
         "--reask-fraction",
@@ -251,7 +240,11 @@ def simulate_study(
         "--database",
         help="Write the study to this new SQLite file and keep it (default: a temporary one).",
     ),
-    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    as_json: bool = typer.Option(False, "--json/--no-json", help="Print the report as JSON."),
+    old_assessors: int | None = typer.Option(None, "--assessors", hidden=True),
+    old_queries: int | None = typer.Option(None, "--queries", hidden=True),
+    old_docs: int | None = typer.Option(None, "--docs", hidden=True),
+    old_pair_noise: float | None = typer.Option(None, "--pair-noise", hidden=True),
 ) -> None:
     """Simulate the paper's user study end to end through the service layer, then analyse it.
 
@@ -269,9 +262,12 @@ def simulate_study(
     from labeling.agreement import MODES
     from labeling.errors import LabelingError
 
+    assessors = aliased(assessors, old_assessors, "--assessors", "--n-assessors")
+    queries = aliased(queries, old_queries, "--queries", "--n-queries")
+    docs = aliased(docs, old_docs, "--docs", "--n")
+    pair_noise = aliased(pair_noise, old_pair_noise, "--pair-noise", "--pair-sd")
     if mode not in MODES:
-        typer.echo(f"error: --mode must be one of {', '.join(MODES)}, got {mode!r}", err=True)
-        raise typer.Exit(2)
+        usage_error(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
     config = StudyConfig(
         assessors=assessors,
         queries=queries,
@@ -290,8 +286,7 @@ def simulate_study(
     with tempfile.TemporaryDirectory(prefix="heapjudge-study-") as tmp:
         path = Path(database) if database else Path(tmp) / "study.db"
         if path.exists():
-            typer.echo(f"error: {path} already exists; give a new file", err=True)
-            raise typer.Exit(2)
+            usage_error(f"--database {path} already exists; give a new file")
         url = f"sqlite:///{path}"
         migrations.upgrade(url)
         db = Database.from_url(url)
@@ -309,8 +304,7 @@ def simulate_study(
             summary = run_simulated_study(db=db, config=config, progress=progress)
             report = collection_analysis(summary.collection_id, db=db, mode=mode)  # type: ignore[arg-type]
         except (DomainError, LabelingError) as err:
-            typer.echo(f"error: {getattr(err, 'detail', err)}", err=True)
-            raise typer.Exit(1) from err
+            fail(str(getattr(err, "detail", err)))
         finally:
             db.dispose()
     report["simulation"] = {
@@ -332,5 +326,5 @@ def simulate_study(
 
 def register(app: typer.Typer) -> None:
     """Add this area's commands to the CLI."""
-    app.command("analyze")(analyze)
-    app.command("simulate-study")(simulate_study)
+    app.command("analyze", cls=Command)(analyze)
+    app.command("simulate-study", cls=Command)(simulate_study)

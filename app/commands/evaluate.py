@@ -18,6 +18,8 @@ from typing import Any
 
 import typer
 
+from app.commands.conventions import Command, UsageProblem, fail, usage_error
+
 _CONVENTION_HELP = "Overrides the preset (default preset: paper)."
 
 
@@ -26,7 +28,7 @@ def _parse_empty(value: str) -> Any:
         return int(value)
     if value == "skip":
         return "skip"
-    raise ValueError(f"--empty must be 0, 1 or skip, got {value!r}")
+    raise UsageProblem(f"--empty must be 0, 1 or skip, got {value!r}")
 
 
 def _parse_r_max(value: str) -> Any:
@@ -35,7 +37,7 @@ def _parse_r_max(value: str) -> Any:
     try:
         number = float(value)
     except ValueError:
-        raise ValueError(f"--r-max must be 'query' or a number, got {value!r}") from None
+        raise UsageProblem(f"--r-max must be 'query' or a number, got {value!r}") from None
     return int(number) if number.is_integer() else number
 
 
@@ -79,7 +81,8 @@ def run_evaluate(
 ) -> Any:
     """Load the inputs and return a :class:`ranking.evaluate.EvaluationReport`.
 
-    Raises ValueError (with file and line where it applies) on bad input.
+    Raises :class:`~app.commands.conventions.UsageProblem` for options that are wrong or do
+    not go together, ValueError (with file and line where it applies) on bad input files.
     """
     from ranking import metrics as M
     from ranking.evaluate import evaluate, evaluate_columns, qrels_from_letor, run_from_letor
@@ -90,35 +93,44 @@ def run_evaluate(
 
     names = [m.strip() for m in metrics.split(",") if m.strip()]
     if not names:
-        raise ValueError("--metrics is empty")
-    for name in names:
-        M.parse_metric(name)  # fail early, before reading big files
-    conv = M.preset(preset or "paper")
-    changes = {k: v for k, v in overrides.items() if v is not None}
-    if changes:
-        conv = conv.replace(**changes)
+        raise UsageProblem("--metrics is empty")
+    try:
+        for name in names:
+            M.parse_metric(name)  # fail early, before reading big files
+        conv = M.preset(preset or "paper")
+        changes = {k: v for k, v in overrides.items() if v is not None}
+        if changes:
+            conv = conv.replace(**changes)
+    except ValueError as exc:
+        raise UsageProblem(str(exc)) from None
+    kappa = [n for n in names if M.parse_metric(n)[0].startswith("kappa")]
+    if kappa and topk is None:  # before reading the files; ranking.evaluate checks it too
+        raise UsageProblem(f"{', '.join(kappa)} need a top-k ground truth (--topk), not qrels")
     if (run is None) == (letor is None):
-        raise ValueError("give exactly one of --run FILE or --letor FILE (with --scores FILE)")
+        raise UsageProblem("give exactly one of --run FILE or --letor FILE (with --scores FILE)")
     if qrels is not None and topk is not None:
-        raise ValueError("give at most one truth: --qrels or --topk")
+        raise UsageProblem("give at most one truth: --qrels or --topk")
     truth_qrels: Any = None
     truth_topk: Any = None
     if letor is not None:
         if scores is None:
-            raise ValueError("--letor needs --scores FILE (one score per row)")
+            raise UsageProblem("--letor needs --scores FILE (one score per row)")
         data = read_letor(letor)
         the_run: Any = run_from_letor(data, _read_scores(scores, data.n_rows))
         if qrels is None and topk is None:
             truth_qrels = qrels_from_letor(data)
     else:
         if scores is not None:
-            raise ValueError("--scores goes with --letor, not with --run")
-        assert run is not None
+            raise UsageProblem("--scores goes with --letor, not with --run")
         if qrels is None and topk is None:
-            raise ValueError("give the truth: --qrels FILE or --topk FILE.jsonl")
+            raise UsageProblem("give the truth: --qrels FILE or --topk FILE.jsonl")
+        assert run is not None
         # TREC run + qrels: the columnar path (docs/metrics.md#large-files)
         the_run = read_run_columns(run) if qrels is not None else read_run(run)
-    mapping = parse_grade_map(grade_map) if grade_map else None
+    try:
+        mapping = parse_grade_map(grade_map) if grade_map else None
+    except ValueError as exc:
+        raise UsageProblem(str(exc)) from None
     qrels_read = None
     if qrels is not None:
         if run is not None:
@@ -155,17 +167,31 @@ def run_evaluate(
 def register(app: typer.Typer) -> None:
     """Add this area's commands to the CLI."""
 
-    @app.command("evaluate")
+    @app.command("evaluate", cls=Command)
     def evaluate_cmd(
-        qrels: Path | None = typer.Option(None, "--qrels", help="TREC qrels (graded truth)."),
+        qrels: Path | None = typer.Option(
+            None, "--qrels", exists=True, dir_okay=False, help="TREC qrels (graded truth)."
+        ),
         topk: Path | None = typer.Option(
-            None, "--topk", help="Top-k ground truth JSONL (query_id, k, top, rest)."
+            None,
+            "--topk",
+            exists=True,
+            dir_okay=False,
+            help="Top-k ground truth JSONL (query_id, k, top, rest).",
         ),
-        run: Path | None = typer.Option(None, "--run", help="TREC run file (rank ignored)."),
+        run: Path | None = typer.Option(
+            None, "--run", exists=True, dir_okay=False, help="TREC run file (rank ignored)."
+        ),
         letor: Path | None = typer.Option(
-            None, "--letor", help="LETOR file whose rows --scores scores (labels = truth)."
+            None,
+            "--letor",
+            exists=True,
+            dir_okay=False,
+            help="LETOR file whose rows --scores scores (labels = truth).",
         ),
-        scores: Path | None = typer.Option(None, "--scores", help="One score per LETOR row."),
+        scores: Path | None = typer.Option(
+            None, "--scores", exists=True, dir_okay=False, help="One score per LETOR row."
+        ),
         metrics: str = typer.Option(
             "ndcg@10",
             "--metrics",
@@ -202,8 +228,10 @@ def register(app: typer.Typer) -> None:
             help="Qrels values -> grades: cranfield | threshold:T | FROM:TO,... "
             "(needed for non-integer values).",
         ),
-        per_query: bool = typer.Option(False, "--per-query", help="Show per-query values."),
-        as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+        per_query: bool = typer.Option(
+            False, "--per-query/--no-per-query", help="Show per-query values."
+        ),
+        as_json: bool = typer.Option(False, "--json/--no-json", help="Print one JSON object."),
     ) -> None:
         """Score a run (TREC run, or LETOR file + scores) against qrels or top-k truth."""
         try:
@@ -231,9 +259,10 @@ def register(app: typer.Typer) -> None:
                 qrels_format=qrels_format,
                 grade_map=grade_map,
             )
-        except (ValueError, OSError) as exc:
-            typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(code=2) from None
+        except UsageProblem as exc:
+            usage_error(str(exc))
+        except (ValueError, OSError) as exc:  # an input file that cannot be read or parsed
+            fail(str(exc))
         if as_json:
             # per-query values are always in the JSON object (key "per_query")
             typer.echo(json.dumps(report.to_dict(), ensure_ascii=False))

@@ -11,37 +11,29 @@ import subprocess
 import sys
 from pathlib import Path
 
-import click
 import typer
-from typer.core import TyperCommand
+from typer._click import Context, HelpFormatter
+
+from app.commands.conventions import Command, Group, fail, usage_error
+from app.commands.database import database, require_existing, settings_for
 
 DEMO_DATABASE_URL = "sqlite:///./heapjudge-demo.db"
 
-db_app = typer.Typer(help="Database schema migrations.", no_args_is_help=True)
+db_app = typer.Typer(cls=Group, help="Database schema migrations.", no_args_is_help=True)
 
-
-def _settings(database_url: str | None = None, **overrides: object):  # -> Settings
-    from app.settings import Settings
-
-    if database_url:
-        overrides["database_url"] = database_url
-    return Settings(**overrides)  # type: ignore[arg-type]
-
-
-def _fail(message: str, code: int = 1) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(code)
+#: ``--database-url``, the same declaration in every command that opens the database.
+DB_OPTION = typer.Option(
+    None, "--database-url", help="Overrides HEAPJUDGE_DATABASE_URL (docs/cli.md#database)."
+)
 
 
 def serve(
     host: str = typer.Option("127.0.0.1", help="Interface to bind."),
     port: int = typer.Option(8000, help="TCP port."),
     demo: bool = typer.Option(
-        False, "--demo", help="Create (once) and serve a demo database with demo logins."
+        False, "--demo/--no-demo", help="Create (once) and serve a demo database with demo logins."
     ),
-    database_url: str | None = typer.Option(
-        None, "--database-url", help="Overrides HEAPJUDGE_DATABASE_URL."
-    ),
+    database_url: str | None = DB_OPTION,
     workers: int = typer.Option(1, help="uvicorn worker processes."),
     log_level: str = typer.Option("warning", help="uvicorn log level."),
     training_worker: bool = typer.Option(
@@ -54,7 +46,7 @@ def serve(
     import uvicorn
 
     import migrations
-    from app.settings import InsecureSettings
+    from app.settings import InsecureSettings, Settings
 
     if demo:
         os.environ["HEAPJUDGE_DEMO"] = "1"
@@ -65,11 +57,11 @@ def serve(
     if "HEAPJUDGE_PUBLIC_ORIGIN" not in os.environ:
         shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
         os.environ["HEAPJUDGE_PUBLIC_ORIGIN"] = f"http://{shown}:{port}"
-    settings = _settings()
+    settings = Settings()  # the server's own settings: a real secret unless dev or demo
     try:
         settings.check()
     except InsecureSettings as exc:
-        _fail(str(exc))
+        fail(str(exc))
     migrations.upgrade(settings.database_url)
     url = settings.public_origin
     if demo:
@@ -112,58 +104,70 @@ def serve(
                 worker.kill()
 
 
-@db_app.command("upgrade")
-def db_upgrade(
-    revision: str = typer.Argument("head"),
-    database_url: str | None = typer.Option(None, "--database-url"),
-) -> None:
-    """Apply migrations up to REVISION (default: head)."""
+def _migrate(database_url: str | None, step: str, revision: str) -> None:
+    """``db upgrade`` (which creates a missing SQLite file) or ``db downgrade`` (which refuses
+    one); an unknown revision or an unreachable database is exit 1."""
+    from alembic.util import CommandError
+    from sqlalchemy.exc import SQLAlchemyError
+
     import migrations
 
-    settings = _settings(database_url)
-    migrations.upgrade(settings.database_url, revision)
-    typer.echo(f"database at {migrations.current(settings.database_url)}")
+    url = settings_for(database_url).database_url
+    if step == "downgrade":
+        require_existing(url)
+    try:
+        getattr(migrations, step)(url, revision)
+        now = migrations.current(url)
+    except (CommandError, SQLAlchemyError) as exc:
+        fail(f"cannot {step} {url!r} to {revision!r}: {exc}")
+    typer.echo(f"database at {now or 'base'}")
 
 
-@db_app.command("downgrade")
+@db_app.command("upgrade", cls=Command)
+def db_upgrade(
+    revision: str = typer.Argument("head", help="Target revision."),
+    database_url: str | None = DB_OPTION,
+) -> None:
+    """Apply migrations up to REVISION (default: head); creates a missing SQLite file."""
+    _migrate(database_url, "upgrade", revision)
+
+
+@db_app.command("downgrade", cls=Command)
 def db_downgrade(
     revision: str = typer.Argument(..., help="Target revision ('base' drops everything)."),
-    database_url: str | None = typer.Option(None, "--database-url"),
+    database_url: str | None = DB_OPTION,
 ) -> None:
     """Revert migrations down to REVISION."""
-    import migrations
-
-    settings = _settings(database_url)
-    migrations.downgrade(settings.database_url, revision)
-    typer.echo(f"database at {migrations.current(settings.database_url) or 'base'}")
+    _migrate(database_url, "downgrade", revision)
 
 
-@db_app.command("current")
-def db_current(database_url: str | None = typer.Option(None, "--database-url")) -> None:
+@db_app.command("current", cls=Command)
+def db_current(database_url: str | None = DB_OPTION) -> None:
     """Print the database's migration revision."""
+    from sqlalchemy.exc import SQLAlchemyError
+
     import migrations
 
-    typer.echo(migrations.current(_settings(database_url).database_url) or "base")
-
-
-def _open_db(database_url: str | None):  # -> Database
-    import migrations
-    from app.db import Database
-
-    settings = _settings(database_url, dev=True)
-    migrations.upgrade(settings.database_url)
-    return Database(settings)
+    url = settings_for(database_url).database_url
+    require_existing(url)
+    try:
+        typer.echo(migrations.current(url) or "base")
+    except SQLAlchemyError as exc:
+        fail(f"cannot read the revision of {url!r}: {exc}")
 
 
 def create_user(
     name: str = typer.Argument(..., help="Username."),
     role: str = typer.Option("assessor", help="assessor | admin"),
     password_stdin: bool = typer.Option(
-        False, "--password-stdin", help="Read the password from stdin instead of a prompt."
+        False,
+        "--password-stdin/--no-password-stdin",
+        help="Read the password from stdin instead of a prompt.",
     ),
-    database_url: str | None = typer.Option(None, "--database-url"),
+    database_url: str | None = DB_OPTION,
 ) -> None:
-    """Create a user; the password comes from a prompt (or stdin, for scripts)."""
+    """Create a user; the password comes from a prompt (or stdin, for scripts). Creates a
+    missing SQLite database."""
     from app.errors import DomainError
     from app.services import users
 
@@ -171,49 +175,50 @@ def create_user(
         password = sys.stdin.readline().rstrip("\r\n")
     else:
         password = typer.prompt("Password", hide_input=True, confirmation_prompt=True)
-    db = _open_db(database_url)
-    try:
-        user = users.create_user(db=db, username=name, password=password, role=role)
-    except DomainError as exc:
-        _fail(str(exc.detail))
-    finally:
-        db.dispose()
+    with database(database_url, create=True) as db:
+        try:
+            user = users.create_user(db=db, username=name, password=password, role=role)
+        except DomainError as exc:
+            fail(str(exc.detail))
     typer.echo(f"created {user.role} {user.username!r} (id {user.id})")
 
 
 def import_(
     collection: str = typer.Argument(..., help="Collection name (created if missing)."),
     file: Path = typer.Argument(..., exists=True, dir_okay=False, help="NDJSON file."),
-    database_url: str | None = typer.Option(None, "--database-url"),
+    database_url: str | None = DB_OPTION,
 ) -> None:
-    """Import an NDJSON file (one object per query-document) into COLLECTION, all or nothing."""
+    """Import an NDJSON file (one object per query-document) into COLLECTION, all or nothing.
+    Creates a missing SQLite database."""
     from app.errors import DomainError
     from app.services import collections
 
-    db = _open_db(database_url)
     try:
-        coll = collections.get_or_create_collection(db=db, name=collection)
-        report = collections.import_ndjson(db=db, collection_id=coll.id, data=file.read_bytes())
-    except DomainError as exc:
-        detail = exc.detail
-        if isinstance(detail, list):
-            for item in detail:
-                typer.echo(f"{file}:{item.get('line')}: {item.get('msg')}", err=True)
-            _fail(f"nothing imported ({len(detail)} error(s))")
-        _fail(str(detail))
-    finally:
-        db.dispose()
+        data = file.read_bytes()
+    except OSError as exc:
+        fail(f"cannot read {file}: {exc.strerror or exc}")
+    with database(database_url, create=True) as db:
+        try:
+            coll = collections.get_or_create_collection(db=db, name=collection)
+            report = collections.import_ndjson(db=db, collection_id=coll.id, data=data)
+        except DomainError as exc:
+            detail = exc.detail
+            if isinstance(detail, list):
+                for item in detail:
+                    typer.echo(f"{file}:{item.get('line')}: {item.get('msg')}", err=True)
+                fail(f"nothing imported ({len(detail)} error(s))")
+            fail(str(detail))
     typer.echo(
         f"{collection}: {report.lines} lines, {report.queries_created} new queries, "
         f"{report.documents_created} new documents, {report.documents_unchanged} unchanged"
     )
 
 
-class ExportCommand(TyperCommand):
+class ExportCommand(Command):
     """The export commands' help ends with the registered formats, read from the registry only
     when the help is shown (importing the exports service at start would slow every command)."""
 
-    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+    def format_help(self, ctx: Context, formatter: HelpFormatter) -> None:
         from app.services.exports import FORMATS
 
         lines = [f"{f.name}: {f.summary}" for f in FORMATS.values()]
@@ -235,35 +240,35 @@ def run_export(
 ) -> None:
     """The export command's body (``heapjudge export`` and its deprecated alias ``heapjudge
     admin export``): validate, then write the bytes to ``output`` (default stdout). Errors
-    exit with status 1 and leave ``output`` untouched."""
+    exit with status 1 and leave ``output`` untouched; a missing database is refused."""
     from app.errors import DomainError
     from app.services import collections, exports
 
-    db = _open_db(database_url)
-    try:
-        coll = collections.find_collection(db=db, ref=collection)
-        req = exports.ExportRequest(
-            collection_id=coll.id,
-            format=format,
-            labels=labels,
-            source=source,
-            assessor=assessor,
-            missing_features=missing_features,
-            plan=plan,
-        )
-        chunks = exports.export_stream(db=db, req=req)
-        if output is None:
-            for chunk in chunks:
-                sys.stdout.buffer.write(chunk)
-            sys.stdout.flush()
-        else:
-            with output.open("wb") as fh:
+    with database(database_url) as db:
+        try:
+            coll = collections.find_collection(db=db, ref=collection)
+            req = exports.ExportRequest(
+                collection_id=coll.id,
+                format=format,
+                labels=labels,
+                source=source,
+                assessor=assessor,
+                missing_features=missing_features,
+                plan=plan,
+            )
+            chunks = exports.export_stream(db=db, req=req)
+            if output is None:
                 for chunk in chunks:
-                    fh.write(chunk)
-    except DomainError as exc:
-        _fail(str(exc.detail))
-    finally:
-        db.dispose()
+                    sys.stdout.buffer.write(chunk)
+                sys.stdout.flush()
+            else:
+                with output.open("wb") as fh:
+                    for chunk in chunks:
+                        fh.write(chunk)
+        except DomainError as exc:
+            fail(str(exc.detail))
+        except OSError as exc:
+            fail(f"cannot write {output}: {exc.strerror or exc}")
 
 
 FORMAT_OPTION_HELP = "Export format (listed below)."
@@ -295,7 +300,7 @@ def export(
     source: str = SOURCE_OPTION,
     all_tasks: bool = typer.Option(
         False,
-        "--all-tasks",
+        "--all-tasks/--no-all-tasks",
         help="Every finished task instead of one per query (same as --source all; each "
         "topk-jsonl line names its assessor).",
     ),
@@ -303,14 +308,14 @@ def export(
     missing_features: str = MISSING_OPTION,
     plan: str | None = PLAN_OPTION,
     output: Path | None = OUTPUT_OPTION,
-    database_url: str | None = typer.Option(None, "--database-url"),
+    database_url: str | None = DB_OPTION,
 ) -> None:
     """Export labels or judgments of COLLECTION (the formats of the REST export).
 
     One labeling per query unless --all-tasks: `heapjudge evaluate` reads the export as is.
     """
     if all_tasks and source not in ("first", "all"):
-        _fail(f"--all-tasks is --source all; it cannot go with --source {source}")
+        usage_error(f"--all-tasks is --source all; it cannot go with --source {source}")
     run_export(
         collection=collection,
         format=format,
@@ -326,8 +331,8 @@ def export(
 
 def register(app: typer.Typer) -> None:
     """Add the service commands to the CLI."""
-    app.command("serve")(serve)
-    app.command("create-user")(create_user)
-    app.command("import")(import_)
+    app.command("serve", cls=Command)(serve)
+    app.command("create-user", cls=Command)(create_user)
+    app.command("import", cls=Command)(import_)
     app.command("export", cls=ExportCommand)(export)
     app.add_typer(db_app, name="db")

@@ -7,6 +7,17 @@ from typing import Any
 
 import typer
 
+from app.commands.conventions import Command, aliased
+
+#: ``--pair-cache/--no-pair-cache``: the same declaration in ``simulate`` and
+#: ``simulate-study``; on by default, as the task option ``pair_cache`` (docs/protocols.md).
+PAIR_CACHE_OPTION = typer.Option(
+    True,
+    "--pair-cache/--no-pair-cache",
+    help="Answer a pair asked again from the log; --no-pair-cache asks it again (the paper's "
+    "protocol and judgment counts).",
+)
+
 
 def summarize(
     n: int,
@@ -148,7 +159,7 @@ def compare_lines(table: dict[str, Any]) -> list[str]:
 def register(app: typer.Typer) -> None:
     """Add this area's commands to the CLI."""
 
-    @app.command("simulate")
+    @app.command("simulate", cls=Command)
     def simulate(
         n: int = typer.Option(50, "--n", min=1, help="Documents per query."),
         k: int = typer.Option(10, "--k", min=1, help="Size of the top list (heap size)."),
@@ -156,12 +167,14 @@ def register(app: typer.Typer) -> None:
         noise: float = typer.Option(
             0.0, "--noise", min=0.0, max=1.0, help="Probability that an answer is flipped."
         ),
-        ties: float = typer.Option(
-            0.0, "--ties", min=0.0, max=1.0, help="Probability of a tie answer (enables ties)."
+        tie_rate: float = typer.Option(
+            0.0,
+            "--tie-rate",
+            min=0.0,
+            max=1.0,
+            help="Probability of a tie answer (enables ties).",
         ),
-        no_cache: bool = typer.Option(
-            False, "--no-cache", help="Disable the pair cache (the paper's judgment counts)."
-        ),
+        pair_cache: bool = PAIR_CACHE_OPTION,
         seed: int = typer.Option(0, "--seed", help="Seed of the whole simulation."),
         model: str = typer.Option(
             "none",
@@ -182,15 +195,24 @@ def register(app: typer.Typer) -> None:
         ),
         compare_all: bool = typer.Option(
             False,
-            "--compare",
+            "--compare/--no-compare",
             help="Compare every strategy in the scenarios random, prior0.7, flip0.1 and "
             "thurstone (uses --n, --k, --trials, --seed, --json only).",
         ),
-        as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+        as_json: bool = typer.Option(False, "--json/--no-json", help="Print one JSON object."),
+        old_ties: float | None = typer.Option(None, "--ties", hidden=True),
+        old_no_cache: bool = typer.Option(False, "--no-cache", hidden=True),
     ) -> None:
         """Simulate top-k labeling to budget a study: judgments per query, how often the top-k
         is exact, and the κ-NDCG@k of the produced ranking against the truth."""
         from labeling.strategies import strategy_names
+
+        ties = aliased(tie_rate, old_ties, "--ties", "--tie-rate")
+        pair_cache = aliased(
+            pair_cache, False if old_no_cache else None, "--no-cache", "--no-pair-cache"
+        )
+        if not 0.0 <= ties <= 1.0:
+            raise typer.BadParameter(f"must be in [0, 1], got {ties}", param_hint="--tie-rate")
 
         if compare_all:
             table = compare(n, k, trials, seed=seed)
@@ -220,7 +242,7 @@ def register(app: typer.Typer) -> None:
             trials,
             noise=noise,
             ties=ties,
-            cache=not no_cache,
+            cache=pair_cache,
             seed=seed,
             model=model,
             scale=scale,

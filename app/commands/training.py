@@ -19,6 +19,9 @@ from typing import Any
 
 import typer
 
+from app.commands.conventions import Command, aliased, fail, usage_error
+from app.commands.service import DB_OPTION
+
 ALL_MODELS = (
     "focusednet,focusedsvm,focusedboost,topk-listmle,listmle,plistmle,ranknet,"
     "listnet,ranksvm,svmmap,rankboost,adarank"
@@ -29,9 +32,15 @@ def _split(value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
 
 
-def _fail(message: str) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(code=2)
+#: ``--truth``: the same choices and default in ``cv`` and ``sweep-beta``. ``both`` is the
+#: paper's Table 4 and Figures 1-2 (graded and top-k columns side by side).
+TRUTH_OPTION = typer.Option(
+    "both", "--truth", help="graded | topk | both (the paper's Table 4 shows both)."
+)
+TRUTHS = ("graded", "topk", "both")
+DATA_HELP = (
+    "Folder with S1..S5.txt (LETOR 4.0) or Fold1_test.txt..Fold5_test.txt (LETOR 3.0 OHSUMED)."
+)
 
 
 class _LineProgress:
@@ -85,11 +94,9 @@ def _progress_bar(total: int, label: str) -> Any:
 def register(app: typer.Typer) -> None:
     """Add this area's commands to the CLI."""
 
-    @app.command("worker")
+    @app.command("worker", cls=Command)
     def worker_cmd(
-        database_url: str | None = typer.Option(
-            None, "--database-url", help="Overrides HEAPJUDGE_DATABASE_URL."
-        ),
+        database_url: str | None = DB_OPTION,
         queue_url: str | None = typer.Option(
             None,
             "--queue-url",
@@ -118,19 +125,14 @@ def register(app: typer.Typer) -> None:
         try:
             url = resolve_queue(settings)
         except ValueError as exc:
-            _fail(str(exc))
+            usage_error(str(exc))  # a queue URL of an unknown scheme
         typer.echo(f"heapjudge worker: database {settings.database_url}, queue {url}", err=True)
         run_worker(settings, threads=threads, parent=parent)
 
-    @app.command("cv")
+    @app.command("cv", cls=Command)
     def cv_cmd(
-        data: Path = typer.Option(
-            ...,
-            "--data",
-            help="Folder with S1..S5.txt (LETOR 4.0) or "
-            "Fold1_test.txt..Fold5_test.txt (LETOR 3.0 OHSUMED).",
-        ),
-        truth: str = typer.Option("topk", "--truth", help="graded | topk | both."),
+        data: Path = typer.Option(..., "--data", exists=True, file_okay=False, help=DATA_HELP),
+        truth: str = TRUTH_OPTION,
         k: int = typer.Option(10, "--k", help="Size of the top-k ground truth."),
         models: str = typer.Option(ALL_MODELS, "--models", help="Comma list of models."),
         tune: str = typer.Option(
@@ -143,21 +145,27 @@ def register(app: typer.Typer) -> None:
             help="Extra baselines on the same folds and truth: lightgbm (LightGBM lambdarank, "
             "the bench extra; skipped with a reason when it is not installed).",
         ),
-        as_json: Path | None = typer.Option(
-            None, "--json", help="Also write results here (strict JSON: null, never NaN)."
+        output: Path | None = typer.Option(
+            None,
+            "-o",
+            "--output",
+            help="Also write the results here as JSON (strict JSON: null, never NaN).",
         ),
+        old_json: Path | None = typer.Option(None, "--json", hidden=True),
     ) -> None:
         """Five-fold cross-validation with tuning on validation; a Table-4-style table."""
         from ranking import experiments as E
         from ranking.estimators import ESTIMATORS
 
+        as_json = aliased(output, old_json, "--json FILE", "--output FILE")
+
         names = _split(models)
         bad = [m for m in names if m not in ESTIMATORS]
         if bad:
-            _fail(f"unknown model(s) {', '.join(bad)}; choose from {', '.join(ESTIMATORS)}")
+            usage_error(f"unknown model(s) {', '.join(bad)}; choose from {', '.join(ESTIMATORS)}")
         extra = _split(baseline)
         if any(b != E.LIGHTGBM for b in extra):
-            _fail(f"--baseline takes {E.LIGHTGBM}, got {baseline!r}")
+            usage_error(f"--baseline takes {E.LIGHTGBM}, got {baseline!r}")
         skipped: dict[str, str] = {}
         if extra:
             reason = E.lightgbm_missing()
@@ -166,22 +174,22 @@ def register(app: typer.Typer) -> None:
                 typer.echo(f"baseline {E.LIGHTGBM} skipped: {reason}", err=True)
             else:
                 names = [*names, *extra]
-        if truth not in ("graded", "topk", "both"):
-            _fail(f"--truth must be graded, topk or both, got {truth!r}")
+        if truth not in TRUTHS:
+            usage_error(f"--truth must be graded, topk or both, got {truth!r}")
         if k < 1:
-            _fail(f"--k must be >= 1, got {k}")
+            usage_error(f"--k must be >= 1, got {k}")
         tune_names = _split(tune)
         try:
             E.default_grid(names[0], tune_names)
         except ValueError as exc:
-            _fail(str(exc))
+            usage_error(str(exc))
         truths = ["graded", "topk"] if truth == "both" else [truth]
         out: dict[str, Any] = {}
         for t in truths:
             try:
                 folds = E.load_folds(data, t, k=k, seed=seed)
             except (ValueError, OSError) as exc:
-                _fail(str(exc))
+                fail(str(exc))
             total = E.n_fits(names, tune_names, len(folds))
             progress, task = _progress_bar(total, f"cv {t}")
             with progress:
@@ -213,39 +221,44 @@ def register(app: typer.Typer) -> None:
                 json.dumps(E.strict_json(out), indent=2, allow_nan=False), encoding="utf-8"
             )
 
-    @app.command("sweep-beta")
+    @app.command("sweep-beta", cls=Command)
     def sweep_cmd(
-        data: Path = typer.Option(..., "--data", help="LETOR folder (as for cv)."),
+        data: Path = typer.Option(..., "--data", exists=True, file_okay=False, help=DATA_HELP),
         models: str = typer.Option(
             "focusednet,focusedsvm,focusedboost", "--models", help="FocusedRank models to sweep."
         ),
-        truth: str = typer.Option("both", "--truth", help="graded | topk | both."),
+        truth: str = TRUTH_OPTION,
         k: int = typer.Option(10, "--k", help="Size of the top-k ground truth."),
         step: float = typer.Option(0.05, "--step", help="β step (the paper: 0.05)."),
         measure: int = typer.Option(1, "--measure", help="0 = @5, 1 = @10, 2 = ERR."),
-        out: Path = typer.Option(Path("beta_sweep.svg"), "--out", help="SVG plot to write."),
-        seed: int = typer.Option(0, "--seed"),
+        output: Path = typer.Option(
+            Path("beta_sweep.svg"), "-o", "--output", help="SVG plot to write."
+        ),
+        seed: int = typer.Option(0, "--seed", help="Seed of truth sampling and training."),
+        old_out: Path | None = typer.Option(None, "--out", hidden=True),
     ) -> None:
         """Vary β from 0 to 1, report the test mean over folds, plot like Figures 1-2."""
         from ranking import experiments as E
 
+        out = aliased(output, old_out, "--out", "--output")
+
         names = _split(models)
         bad = [m for m in names if m not in E.FOCUSED]
         if bad:
-            _fail(f"sweep-beta takes {', '.join(E.FOCUSED)}, got {', '.join(bad)}")
+            usage_error(f"sweep-beta takes {', '.join(E.FOCUSED)}, got {', '.join(bad)}")
         if not 0 < step <= 1:
-            _fail(f"--step must be in (0, 1], got {step}")
+            usage_error(f"--step must be in (0, 1], got {step}")
         if measure not in (0, 1, 2):
-            _fail("--measure must be 0, 1 or 2")
+            usage_error("--measure must be 0, 1 or 2")
+        if truth not in TRUTHS:
+            usage_error(f"--truth must be graded, topk or both, got {truth!r}")
         truths = ["graded", "topk"] if truth == "both" else [truth]
-        if any(t not in ("graded", "topk") for t in truths):
-            _fail(f"--truth must be graded, topk or both, got {truth!r}")
         n = round(1 / step)
         betas = tuple(round(min(1.0, i * step), 4) for i in range(n + 1))
         try:
             folds = {t: E.load_folds(data, t, k=k, seed=seed) for t in truths}
         except (ValueError, OSError) as exc:
-            _fail(str(exc))
+            fail(str(exc))
         total = len(betas) * len(names) * sum(len(f) for f in folds.values())
         progress, task = _progress_bar(total, "sweep-beta")
         with progress:

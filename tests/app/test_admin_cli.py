@@ -24,11 +24,11 @@ def test_cli_import_plan_progress_export(shared_data: Path, tmp_path: Path) -> N
     for name in ("u1", "u2", "u3", "u4"):
         run("create-user", name, "--password-stdin", stdin="admin cli passphrase\n")
     out = run(
-        "admin", "plan", "cran", "--assessors", "u1,u2,u3,u4", "--queries", "1,2,3,4", "--k", "3"
+        "admin", "plan", "cran", "--assessors", "u1,u2,u3,u4", "--query-ids", "1,2,3,4", "--k", "3"
     )
     assert "16 tasks; plan is valid" in out and "created" not in out
     out = run(
-        "admin", "plan", "cran", "--assessors", "u1,u2,u3,u4", "--queries", "1,2,3,4", "--create"
+        "admin", "plan", "cran", "--assessors", "u1,u2,u3,u4", "--query-ids", "1,2,3,4", "--create"
     )
     assert "created 16 tasks" in out
     report = json.loads(run("admin", "progress", "cran", "--json"))

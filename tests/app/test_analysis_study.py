@@ -225,7 +225,7 @@ def test_cli_analyze(study: dict[str, Any]) -> None:
 def test_cli_simulate_study_small(tmp_path: Path) -> None:
     runner = CliRunner()
     target = tmp_path / "tiny.db"
-    args = ["simulate-study", "--assessors", "4", "--queries", "4", "--docs", "6", "--k", "3"]
+    args = ["simulate-study", "--n-assessors", "4", "--n-queries", "4", "--n", "6", "--k", "3"]
     out = runner.invoke(cli, [*args, "--database", str(target), "--json"])
     assert out.exit_code == 0, out.output
     data = json.loads(out.output[out.output.index("{") :])
@@ -262,7 +262,7 @@ def test_simulated_study_with_reasks_reports_them_apart(tmp_path: Path) -> None:
     """Re-asks stored through the real service layer are found again by replaying each task's
     stored config, counted apart in Table 1, kept out of the direct agreement, and printed."""
     runner = CliRunner()
-    args = ["simulate-study", "--assessors", "4", "--queries", "4", "--docs", "12", "--k", "4"]
+    args = ["simulate-study", "--n-assessors", "4", "--n-queries", "4", "--n", "12", "--k", "4"]
     out = runner.invoke(cli, [*args, "--reask-fraction", "0.3", "--undo-rate", "0", "--json"])
     assert out.exit_code == 0, out.output
     report = json.loads(out.output[out.output.index("{") :])

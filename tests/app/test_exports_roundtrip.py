@@ -220,9 +220,9 @@ def test_topk_jsonl_one_line_per_query_and_all_tasks(study: dict[str, Any], tmp_
     run = tmp_path / "run.txt"
     write_run(run, study["run"])
     r = _cli("evaluate", "--topk", str(every), "--run", str(run))
-    assert r.exit_code == 2 and "keep one per query" in r.output
+    assert r.exit_code == 1 and "keep one per query" in r.output
     r = _cli("export", str(study["cid"]), "--all-tasks", "--source", "borda")
-    assert r.exit_code == 1 and "--all-tasks is --source all" in r.output
+    assert r.exit_code == 2 and "--all-tasks is --source all" in r.output
 
 
 def test_qrels_all_tasks_names_the_task(study: dict[str, Any], tmp_path: Path) -> None:

@@ -127,7 +127,7 @@ def test_mq2008_letor_import_train_over_rest_and_cv_baseline(
     out = tmp_path / "cv.json"
     _cli(
         "cv", "--data", str(data), "--truth", "graded", "--models", "ranknet",
-        "--tune", "iterations", "--baseline", "lightgbm", "--json", str(out),
+        "--tune", "iterations", "--baseline", "lightgbm", "--output", str(out),
         cwd=tmp_path, env=env,
     )  # fmt: skip
     result = _strict(out.read_text())

@@ -168,8 +168,8 @@ def test_cli_noise_lowers_kappa_ndcg_and_no_cache_costs_more():
     runner = CliRunner()
     base = ["simulate", "--n", "30", "--k", "5", "--trials", "40", "--json"]
     clean = json.loads(runner.invoke(_cli(), base).output)
-    paper = json.loads(runner.invoke(_cli(), [*base, "--no-cache"]).output)
-    noisy = json.loads(runner.invoke(_cli(), [*base, "--noise", "0.2", "--ties", "0.1"]).output)
+    paper = json.loads(runner.invoke(_cli(), [*base, "--no-pair-cache"]).output)
+    noisy = json.loads(runner.invoke(_cli(), [*base, "--noise", "0.2", "--tie-rate", "0.1"]).output)
     assert paper["judgments"]["mean"] > clean["judgments"]["mean"]
     assert paper["cache"] is False and clean["cache"] is True
     assert noisy["kappa_ndcg"]["mean"] < 1.0 and noisy["exact_rate"] < 1.0

@@ -206,13 +206,13 @@ def test_cli_letor_with_scores(files: dict[str, Path]) -> None:
     assert json.loads(res.stdout)["per_query"]["1"]["ndcg@10"] == pytest.approx(1 / math.log2(3))
     scores.write_text("0.1\n0.9\n")
     res = invoke("--letor", str(letor), "--scores", str(scores))
-    assert res.exit_code == 2 and "2 scores for 3 rows" in res.output
+    assert res.exit_code == 1 and "2 scores for 3 rows" in res.output
     scores.write_text("0.1\n\n0.9 x\n")
     res = invoke("--letor", str(letor), "--scores", str(scores))
-    assert res.exit_code == 2 and f"{scores}:3: score" in res.output
+    assert res.exit_code == 1 and f"{scores}:3: score" in res.output
     scores.write_bytes(b"0.1\n\xff\n")
     res = invoke("--letor", str(letor), "--scores", str(scores))
-    assert res.exit_code == 2 and "not UTF-8" in res.output
+    assert res.exit_code == 1 and "not UTF-8" in res.output
 
 
 @pytest.mark.parametrize(
@@ -235,4 +235,4 @@ def test_cli_bad_file_line(files: dict[str, Path]) -> None:
     bad = files["dir"] / "bad_run.txt"
     bad.write_text("q1 Q0 d1 1 1.0 t\nq1 Q0 d2 2 oops t\n")
     res = invoke("--qrels", str(files["qrels"]), "--run", str(bad))
-    assert res.exit_code == 2 and f"{bad}:2:" in res.output
+    assert res.exit_code == 1 and f"{bad}:2:" in res.output

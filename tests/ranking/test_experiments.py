@@ -117,7 +117,7 @@ def test_cli_cv_and_sweep_end_to_end(letor_dir: Path, tmp_path: Path) -> None:
             "focusednet,ranksvm",
             "--tune",
             "beta,iterations",
-            "--json",
+            "--output",
             str(out_json),
         ],
     )
@@ -141,7 +141,7 @@ def test_cli_cv_and_sweep_end_to_end(letor_dir: Path, tmp_path: Path) -> None:
             "3",
             "--step",
             "0.5",
-            "--out",
+            "--output",
             str(svg),
         ],
     )

@@ -145,4 +145,4 @@ def test_evaluate_cli_reads_every_layout_and_says_which(tmp_path: Path) -> None:
         cli,
         ["evaluate", "--qrels", str(tmp_path / "rel"), "--qrels-format", "trec", "--run", str(run)],
     )
-    assert bad.exit_code == 2 and "already judged on line 1" in bad.output
+    assert bad.exit_code == 1 and "already judged on line 1" in bad.output

@@ -38,6 +38,77 @@ from app.services import admin_imports, admin_manage, planning, progress, users
 
 router = APIRouter(prefix="/admin", tags=["admin"], dependencies=[Depends(require_admin)])
 
+#: The multipart part that ``attach-grades`` and ``attach-features`` read (the import's parts
+#: are ``admin_imports.FILES``, per kind). The handlers and the OpenAPI bodies below both use
+#: these names, so the schema cannot list a part the handler does not read.
+GRADES_PART = "qrels"
+FEATURES_PART = "features"
+
+#: What each uploadable part holds (docs/data-formats.md).
+PART_DESCRIPTIONS: dict[str, str] = {
+    "topics": "TREC topics file (<top> ... </top>).",
+    "documents": "Documents: TREC <DOC> SGML or JSONL (kind=trec); a SMART .I/.T/.A/.B/.W "
+    "file such as cran.all.1400 (kind=smart).",
+    "queries": "SMART queries (.I/.W), e.g. cran.qry.",
+    "qrels": "Qrels in the TREC, three-column or SMART .REL layout (see qrels_format).",
+    "run": "A TREC run (qid Q0 docid rank score tag); pairing=run takes its top run_depth.",
+    "features": "A LETOR feature file (label qid:Q 1:v ... # docid = D).",
+}
+
+
+def _binary(description: str) -> dict[str, Any]:
+    return {"type": "string", "format": "binary", "description": description}
+
+
+def _multipart_body(
+    description: str, properties: dict[str, dict[str, Any]], required: list[str]
+) -> dict[str, Any]:
+    """An ``openapi_extra`` request body: multipart/form-data with one binary part per file.
+    Declared by hand because the handlers read the form themselves (Starlette spools each part
+    to disk under the upload limits) instead of through FastAPI's ``File()`` parameters."""
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = required
+    return {
+        "requestBody": {
+            "required": True,
+            "description": description,
+            "content": {"multipart/form-data": {"schema": schema}},
+        }
+    }
+
+
+def _import_files_body() -> dict[str, Any]:
+    """Every part some kind reads, with ``x-kinds`` saying for which kind it is required or
+    optional (no part is required by every kind, so the schema's ``required`` stays empty)."""
+    properties: dict[str, dict[str, Any]] = {}
+    for kind, (required, optional) in admin_imports.FILES.items():
+        for part in (*required, *optional):
+            prop = properties.setdefault(part, {**_binary(PART_DESCRIPTIONS[part]), "x-kinds": {}})
+            prop["x-kinds"][kind] = "required" if part in required else "optional"
+    for prop in properties.values():
+        needs = "; ".join(f"{need} for kind={kind}" for kind, need in prop["x-kinds"].items())
+        prop["description"] += f" {needs.capitalize()}."
+    per_kind = "; ".join(
+        f"kind={kind}: {', '.join(required)}"
+        + (f" (optional {', '.join(optional)})" if optional else "")
+        for kind, (required, optional) in admin_imports.FILES.items()
+    )
+    return _multipart_body(
+        f"One part per file, named after what it holds ({per_kind}).", properties, []
+    )
+
+
+IMPORT_FILES_BODY = _import_files_body()
+ATTACH_GRADES_BODY = _multipart_body(
+    "The qrels file.", {GRADES_PART: _binary(PART_DESCRIPTIONS["qrels"])}, [GRADES_PART]
+)
+ATTACH_FEATURES_BODY = _multipart_body(
+    "The LETOR feature file.",
+    {FEATURES_PART: _binary(PART_DESCRIPTIONS["features"])},
+    [FEATURES_PART],
+)
+
 
 class CollectionPatch(StrictModel):
     name: CollectionName | None = Field(default=None, min_length=1, max_length=200)
@@ -159,7 +230,7 @@ async def _one_file(request: Request, part: str, what: str) -> admin_imports.Upl
     return files[part]
 
 
-@router.post("/collections/{collection_id}/import-files")
+@router.post("/collections/{collection_id}/import-files", openapi_extra=IMPORT_FILES_BODY)
 async def import_files(
     collection_id: int,
     request: Request,
@@ -196,7 +267,7 @@ def _asdict(obj: Any) -> dict[str, Any]:
     return asdict(obj)
 
 
-@router.post("/collections/{collection_id}/attach-grades")
+@router.post("/collections/{collection_id}/attach-grades", openapi_extra=ATTACH_GRADES_BODY)
 async def attach_grades(
     collection_id: int,
     request: Request,
@@ -205,7 +276,7 @@ async def attach_grades(
     strict: bool = False,
 ) -> dict[str, Any]:
     """Attach grades from a qrels file (part ``qrels``) to existing documents."""
-    qrels = await _one_file(request, "qrels", "qrels")
+    qrels = await _one_file(request, GRADES_PART, "qrels")
     report = await run_in_threadpool(
         admin_imports.attach_grades,
         db=db,
@@ -217,12 +288,12 @@ async def attach_grades(
     return _asdict(report)
 
 
-@router.post("/collections/{collection_id}/attach-features")
+@router.post("/collections/{collection_id}/attach-features", openapi_extra=ATTACH_FEATURES_BODY)
 async def attach_features(
     collection_id: int, request: Request, db: DbDep, strict: bool = False
 ) -> dict[str, Any]:
     """Attach LETOR feature vectors (part ``features``) to existing documents."""
-    features = await _one_file(request, "features", "LETOR")
+    features = await _one_file(request, FEATURES_PART, "LETOR")
     report = await run_in_threadpool(
         admin_imports.attach_features,
         db=db,
