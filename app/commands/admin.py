@@ -311,6 +311,7 @@ def attach_features_cmd(
 
 @admin_app.command("plan", cls=Command)
 def plan_cmd(
+    ctx: typer.Context,
     collection: str = typer.Argument(...),
     assessors: str = typer.Option(..., help="Comma-separated usernames, in order (U1, U2, ...)."),
     scheme: str = typer.Option("rotation", help="rotation | balanced | csv"),
@@ -339,8 +340,10 @@ def plan_cmd(
         "--ranked-order/--no-ranked-order",
         help="run/bm25 pools: top-k tasks start from the ranking.",
     ),
-    strategy: str | None = typer.Option(
-        None, help="Judging strategy of the topk tasks (heap, tournament, insertion, +robust)."
+    strategy: str = typer.Option(
+        "heap",
+        help="Judging strategy of the topk tasks (heap, tournament, insertion, prior, +robust); "
+        "when not given, --options' topk.strategy applies if it names one.",
     ),
     prior: str = typer.Option(
         "none",
@@ -385,7 +388,8 @@ def plan_cmd(
                 run=run.read_text(encoding="utf-8") if run else None,
                 run_order=ranked_order,
             ),
-            strategy=strategy,
+            # Not given on the command line: --options may name the strategy instead.
+            strategy=None if _defaulted(ctx, "strategy") else strategy,
             prior=prior,
         )
         preview = planning.preview_plan(db=db, spec=spec)
@@ -416,6 +420,13 @@ def _print_grid(preview: Any) -> None:
         typer.echo(f"[{v['severity']}] {v['message']}")
     _print_cost(preview)
     typer.echo(f"{len(preview.tasks)} tasks; plan is {'valid' if preview.ok else 'NOT valid'}")
+
+
+def _defaulted(ctx: typer.Context, name: str) -> bool:
+    """True when option ``name`` took its default (the user did not give it)."""
+    import click
+
+    return ctx.get_parameter_source(name) is click.core.ParameterSource.DEFAULT
 
 
 def _print_cost(preview: Any) -> None:
