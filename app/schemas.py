@@ -250,3 +250,52 @@ class ResultOut(BaseModel):
     rest: list[str] | None = None
     kappa_labels: dict[str, int] | None = None
     grades: dict[str, int] | None = None
+
+
+# ---------------------------------------------------------------------------------- errors
+# Every error answer of the API has one shape, ErrorOut (docs/rest-api.md#errors); the
+# statuses each route can answer are declared from app.errors.declare_errors.
+
+
+class ErrorItem(BaseModel):
+    """One problem of a 422 whose ``detail`` is a list, saying what (``msg``) and where.
+
+    Request validation (FastAPI/pydantic) gives ``type``, ``loc``, ``msg``, ``input`` and
+    maybe ``ctx``; a file import gives ``file`` (when the import has several files), ``line``
+    (1-based; 0 for a summary item) and ``msg``; a plan's constraint violations also carry
+    ``code``, ``severity`` and the ``assessor``/``query_id``/``method`` concerned."""
+
+    model_config = ConfigDict(extra="allow")
+
+    msg: str
+    type: str | None = Field(default=None, description="Validation: the error type.")
+    loc: list[str | int] | None = Field(
+        default=None, description='Validation: where, e.g. ["body", "grade"].'
+    )
+    input: Any = Field(default=None, description="Validation: the value refused.")
+    ctx: dict[str, Any] | None = None
+    file: str | None = Field(default=None, description="Imports: the file's name.")
+    line: int | None = Field(default=None, description="Imports: the 1-based line (0: none).")
+    code: str | None = Field(default=None, description="Plans: the violated constraint.")
+    severity: Literal["error", "warning"] | None = None
+    message: str | None = Field(default=None, description="Plans: the violation, for people.")
+    assessor: str | None = None
+    query_id: str | None = None
+    method: str | None = None
+
+
+class ErrorOut(BaseModel):
+    """The body of every error answer (4xx, 5xx)."""
+
+    detail: str | list[ErrorItem] = Field(
+        description="What is wrong: a text, or (422) a list of items saying what and where."
+    )
+    message: str | None = Field(
+        default=None, description="With a list of items: a one-line summary of them."
+    )
+    current: QuestionOut | None = Field(
+        default=None, description="Judging loop, 409: the pending question (or done)."
+    )
+    retry_after: int | None = Field(
+        default=None, description="429: seconds until a login may be tried again."
+    )

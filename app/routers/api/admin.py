@@ -32,7 +32,7 @@ from app.deps import (
     require_admin,
     upload_form,
 )
-from app.errors import Invalid
+from app.errors import Invalid, declare_errors
 from app.schemas import CollectionName, PlanName, StrictModel
 from app.services import admin_imports, admin_manage, planning, progress, users
 
@@ -282,3 +282,6 @@ def enable_user(username: str, db: DbDep) -> dict[str, Any]:
     """Re-enable a disabled user (they log in again)."""
     user = users.set_disabled(db=db, username=username, disabled=False)
     return {"username": user.username, "disabled": False}
+
+
+declare_errors(router)

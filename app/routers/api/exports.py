@@ -15,6 +15,7 @@ from fastapi.responses import StreamingResponse
 from starlette.concurrency import iterate_in_threadpool
 
 from app.deps import DbDep, require_admin
+from app.errors import declare_errors
 from app.services import exports
 
 router = APIRouter(tags=["exports"], dependencies=[Depends(require_admin)])
@@ -138,3 +139,6 @@ def export_extra(
             plan=plan,
         ),
     )
+
+
+declare_errors(router)

@@ -14,6 +14,7 @@ from fastapi import APIRouter, Depends, Query
 from fastapi.responses import PlainTextResponse, Response
 
 from app.deps import DbDep, require_admin
+from app.errors import declare_errors
 from app.services import retrieval
 
 router = APIRouter(prefix="/admin", tags=["retrieval"], dependencies=[Depends(require_admin)])
@@ -61,3 +62,6 @@ def bm25_order(
     """The query's documents best first by BM25 (ties by document id descending)."""
     order = retrieval.bm25_order(db=db, collection_id=collection_id, query_id=query_id, k1=k1, b=b)
     return {"query_id": query_id, "order": order}
+
+
+declare_errors(router)

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Depends, Query
 
 from app import offload
 from app.deps import Caller, CurrentUser, DbDep, require_admin
+from app.errors import declare_errors
 from app.routers.lean_route import LeanRoute
 from app.schemas import JudgmentIn, QuestionOut, ResultOut, TaskCreate, TaskOut, TaskStatus
 from app.services import judging, priors, results, tasks
@@ -107,10 +108,17 @@ async def undo(task_id: int, db: DbDep, caller: Caller) -> Payload:
     return await offload.run(db, lambda: judging.undo_judgment(db=db, user=caller, task_id=task_id))
 
 
-@router.get("/tasks/{task_id}/result", response_model=ResultOut, response_model_exclude_none=True)
+@router.get(
+    "/tasks/{task_id}/result",
+    response_model=ResultOut,
+    response_model_exclude_none=True,
+    responses={409: {"description": "The task is not finished."}},
+)
 def task_result(task_id: int, db: DbDep, user: CurrentUser) -> Any:
     """topk: k, top, rest, judgments, active_ms; graded: grades. 409 while not done."""
     return results.task_result(db=db, user=user, task_id=task_id)
 
 
 router.include_router(admin)
+declare_errors(router)
+declare_errors(judging_loop)

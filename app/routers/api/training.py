@@ -16,6 +16,7 @@ from pydantic import Field
 from starlette.concurrency import run_in_threadpool
 
 from app.deps import AdminUser, DbDep
+from app.errors import declare_errors
 from app.jobs import enqueue_training
 from app.schemas import StrictModel
 from app.services import training
@@ -99,3 +100,6 @@ async def get_training_run(run_id: int, _admin: AdminUser, db: DbDep) -> dict[st
 async def cancel_training_run(run_id: int, _admin: AdminUser, db: DbDep) -> dict[str, Any]:
     """Cancel a run: a queued one at once, a running one within about a second."""
     return await run_in_threadpool(training.cancel_run, db=db, run_id=run_id)
+
+
+declare_errors(router)
