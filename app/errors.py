@@ -32,7 +32,7 @@ from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from sqlalchemy import exc as sa_exc
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.routing import Match, Route
+from starlette.routing import BaseRoute, Match, Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from labeling import errors as lerr
@@ -177,17 +177,21 @@ HANDLED_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 
-def allowed_methods(routes: Iterable[Any], scope: Scope) -> list[str]:
-    """Every method the routes matching ``scope``'s path accept, sorted (the ``Allow`` header
-    of a 405). Starlette's router names only the methods of the first route whose path
-    matched, but one path is often served by several routes (``GET`` and ``POST /tasks``)."""
-    methods: set[str] = set()
-    for route in routes:
-        if isinstance(route, Route) and route.methods:
-            match, _ = route.matches({**scope, "method": next(iter(route.methods))})
-            if match is Match.FULL:
-                methods |= route.methods
-    return sorted(methods)
+#: The methods an ``Allow`` header can name.
+HTTP_METHODS = ("DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT")
+
+
+def allowed_methods(routes: Iterable[BaseRoute], scope: Scope) -> list[str]:
+    """Every method some route accepts for ``scope``'s path (the ``Allow`` header of a 405).
+    Starlette's router names only the methods of the first route whose path matched, but one
+    path is often served by several routes (``GET`` and ``POST /api/v1/tasks``). Mounts
+    (static files) are left out: they match a path whatever the method."""
+    candidates = [r for r in routes if not isinstance(r, Mount)]
+    return [
+        method
+        for method in HTTP_METHODS
+        if any(r.matches({**scope, "method": method})[0] is Match.FULL for r in candidates)
+    ]
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -268,10 +272,11 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     return out
 
 
-def _calls(dependant: Dependant) -> Iterator[Any]:
+def _dependants(dependant: Dependant) -> Iterator[Dependant]:
+    """``dependant`` and, depth first, every dependency it has."""
+    yield dependant
     for sub in dependant.dependencies:
-        yield sub.call
-        yield from _calls(sub)
+        yield from _dependants(sub)
 
 
 def route_error_statuses(route: APIRoute) -> set[int]:
@@ -287,25 +292,22 @@ def route_error_statuses(route: APIRoute) -> set[int]:
     """
     from app import deps
 
-    dependant = route.dependant
-    calls = set(_calls(dependant))
-    statuses = set(ANY_ROUTE)
-    has_input = bool(
-        dependant.path_params
-        or dependant.query_params
-        or dependant.header_params
-        or dependant.cookie_params
-        or dependant.body_params
-        or route.openapi_extra
+    every = list(_dependants(route.dependant))  # the parameters of dependencies count too
+    calls = {d.call for d in every}
+    path_params = any(d.path_params for d in every)
+    has_input = route.openapi_extra is not None or any(
+        d.path_params or d.query_params or d.header_params or d.cookie_params or d.body_params
+        for d in every
     )
+    statuses = set(ANY_ROUTE)
     write = bool(route.methods & UNSAFE_METHODS)
     if has_input:
         statuses.add(422)
-    if dependant.path_params:
+    if path_params:
         statuses.add(404)
     if calls & {deps.get_current_user, deps.get_caller, deps.require_admin}:
         statuses.add(401)
-        if deps.require_admin in calls or dependant.path_params or write:
+        if deps.require_admin in calls or path_params or write:
             statuses.add(403)
     if write:
         statuses.add(409)

@@ -642,7 +642,13 @@ def create_plan(*, db: Database, spec: PlanSpec) -> CreatedPlan:
         preview, pools, resolved = _preview_in(s, spec, options, prior)
         if not preview.ok:
             raise Invalid(
-                [v for v in preview.violations if v["severity"] == "error"],
+                # Each violation as an error item: ``msg`` (what every 422 item has) and its
+                # ``code``, ``message`` and where (docs/rest-api.md#errors).
+                [
+                    {"msg": v["message"], **v}
+                    for v in preview.violations
+                    if v["severity"] == "error"
+                ],
                 extra={"message": "the plan violates its constraints; no task was created"},
             )
         if not preview.tasks:

@@ -15,12 +15,13 @@ from starlette.concurrency import run_in_threadpool
 
 from app.deps import AdminUser, DbDep
 from app.errors import declare_errors
+from app.schemas import AnalysisOut
 from app.services.analysis import collection_analysis
 
 router = APIRouter(tags=["analysis"])
 
 
-@router.get("/collections/{collection_id}/analysis")
+@router.get("/collections/{collection_id}/analysis", response_model=AnalysisOut)
 async def get_analysis(
     collection_id: int,
     _admin: AdminUser,

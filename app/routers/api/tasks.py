@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, Query
 
 from app import offload
 from app.deps import Caller, CurrentUser, DbDep, require_admin
-from app.errors import declare_errors
+from app.errors import declare_errors, error_responses
 from app.routers.lean_route import LeanRoute
 from app.schemas import JudgmentIn, QuestionOut, ResultOut, TaskCreate, TaskOut, TaskStatus
 from app.services import judging, priors, results, tasks
@@ -27,7 +27,9 @@ QUESTION = {"response_model": QuestionOut, "response_model_exclude_none": True}
 CONFLICT = {409: {"description": "Not the pending question; body has `current` (the question)."}}
 
 
-@admin.post("/tasks", response_model=TaskOut, status_code=201)
+@admin.post(
+    "/tasks", response_model=TaskOut, status_code=201, responses=error_responses(404)
+)
 def create_task(body: TaskCreate, db: DbDep) -> TaskOut:
     """Assign an assessor to a query (admin). ``options.strategy`` picks the judging strategy;
     ``prior`` the initial order (docs/rest-api.md#tasks-strategies-and-priors)."""
