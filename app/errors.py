@@ -165,7 +165,7 @@ def error_parts(exc: BaseException) -> tuple[int, dict[str, Any], dict[str, str]
 
 
 #: The exception classes :func:`error_parts` answers (each gets the same handler).
-HANDLED_ERRORS: tuple[type[BaseException], ...] = (
+HANDLED_ERRORS: tuple[type[Exception], ...] = (
     DomainError,
     lerr.LabelingError,
     RequestValidationError,
@@ -300,7 +300,7 @@ def route_error_statuses(route: APIRoute) -> set[int]:
         for d in every
     )
     statuses = set(ANY_ROUTE)
-    write = bool(route.methods & UNSAFE_METHODS)
+    write = bool((route.methods or set()) & UNSAFE_METHODS)
     if has_input:
         statuses.add(422)
     if path_params:

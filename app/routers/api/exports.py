@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import StreamingResponse
@@ -72,7 +72,9 @@ def export_response(db: DbDep, req: exports.ExportRequest) -> StreamingResponse:
     )
 
 
-_RESPONSES = {200: {"content": {"text/plain": {}, "application/x-ndjson": {}, "text/csv": {}}}}
+_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {"content": {"text/plain": {}, "application/x-ndjson": {}, "text/csv": {}}}
+}
 
 
 @router.get(

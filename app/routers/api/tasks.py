@@ -23,8 +23,9 @@ admin = APIRouter(dependencies=[Depends(require_admin)])
 #: documents it) and sent as they are, not re-validated.
 judging_loop = APIRouter(route_class=LeanRoute, tags=["tasks"])
 
-QUESTION = {"response_model": QuestionOut, "response_model_exclude_none": True}
-CONFLICT = {409: {"description": "Not the pending question; body has `current` (the question)."}}
+CONFLICT: dict[int | str, dict[str, Any]] = {
+    409: {"description": "Not the pending question; body has `current` (the question)."}
+}
 
 
 @admin.post(
@@ -86,13 +87,20 @@ def get_task(task_id: int, db: DbDep, user: CurrentUser) -> TaskOut:
 # is keyed by its task, so a task whose submits are cheap is answered on the event loop.
 
 
-@judging_loop.get("/tasks/{task_id}/next", **QUESTION)
+@judging_loop.get(
+    "/tasks/{task_id}/next", response_model=QuestionOut, response_model_exclude_none=True
+)
 async def next_question(task_id: int, db: DbDep, caller: Caller) -> Payload:
     """The pending question (a pair for topk, a document for graded) or ``done``."""
     return await offload.run(db, lambda: judging.next_question(db=db, user=caller, task_id=task_id))
 
 
-@judging_loop.post("/tasks/{task_id}/judgments", responses=CONFLICT, **QUESTION)
+@judging_loop.post(
+    "/tasks/{task_id}/judgments",
+    response_model=QuestionOut,
+    response_model_exclude_none=True,
+    responses=CONFLICT,
+)
 async def submit_judgment(task_id: int, body: JudgmentIn, db: DbDep, caller: Caller) -> Payload:
     """Answer the question ``seq``; returns the next question. Retrying an identical judgment
     stores nothing and returns the current question; anything else for a used seq -> 409."""
@@ -104,7 +112,12 @@ async def submit_judgment(task_id: int, body: JudgmentIn, db: DbDep, caller: Cal
     )
 
 
-@judging_loop.post("/tasks/{task_id}/undo", responses=CONFLICT, **QUESTION)
+@judging_loop.post(
+    "/tasks/{task_id}/undo",
+    response_model=QuestionOut,
+    response_model_exclude_none=True,
+    responses=CONFLICT,
+)
 async def undo(task_id: int, db: DbDep, caller: Caller) -> Payload:
     """Revert the last live judgment (kept in the log, marked undone)."""
     return await offload.run(db, lambda: judging.undo_judgment(db=db, user=caller, task_id=task_id))
