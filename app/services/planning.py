@@ -319,7 +319,9 @@ def _pools(
     return out, lost
 
 
-def _lost_warning(qid: str, mode: str, n: int | None, lost: dict[str, int], size: int) -> dict:
+def _lost_warning(
+    qid: str, mode: str, n: int | None, lost: dict[str, int], size: int
+) -> dict[str, Any]:
     source = "the run" if mode == "run" else "the BM25 ranking of the collection"
     parts = []
     if lost["not_in_collection"]:
