@@ -1,25 +1,38 @@
-"""Domain errors and their HTTP mapping, in one place (DESIGN §5).
+"""Domain errors, their HTTP mapping and their OpenAPI declarations, in one place.
 
 Services raise :class:`DomainError` subclasses (or let :mod:`labeling.errors` propagate); the
 handlers installed by :func:`install_error_handlers` turn them into JSON ``{"detail": ...}``
-with the right status (plus any ``extra`` keys, e.g. the current question on a 409).
-A 500 is always a bug: the catch-all handler still answers JSON, never an HTML traceback.
+with the right status (plus any ``extra`` keys, e.g. the current question on a 409): the one
+body shape :class:`app.schemas.ErrorOut` (docs/rest-api.md#errors). A 500 is always a bug:
+the catch-all handler still answers JSON, never an HTML traceback.
+
+:func:`declare_errors` declares on every API route each error status it can answer, derived
+from what the route is (authenticated, admin-only, with parameters, a write), so
+``/openapi.json`` lists them all with the :class:`~app.schemas.ErrorOut` schema.
+
+A 405 (and so any ``OPTIONS`` request) carries an ``Allow`` header listing every method of
+the path, not only those of the first route that matched it (:func:`allowed_methods`).
 
 :class:`BodySizeLimitMiddleware` enforces ``max_body_bytes`` by counting the bytes actually
-received (a ``Content-Length`` check alone is bypassed by chunked bodies; anchors B5).
+received (a ``Content-Length`` check alone is bypassed by chunked bodies,
+docs/security.md).
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable, Iterator
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.dependencies.models import Dependant
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
 from sqlalchemy import exc as sa_exc
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import BaseRoute, Match, Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from labeling import errors as lerr
@@ -152,7 +165,7 @@ def error_parts(exc: BaseException) -> tuple[int, dict[str, Any], dict[str, str]
 
 
 #: The exception classes :func:`error_parts` answers (each gets the same handler).
-HANDLED_ERRORS: tuple[type[BaseException], ...] = (
+HANDLED_ERRORS: tuple[type[Exception], ...] = (
     DomainError,
     lerr.LabelingError,
     RequestValidationError,
@@ -164,14 +177,34 @@ HANDLED_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 
+#: The methods an ``Allow`` header can name.
+HTTP_METHODS = ("DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT")
+
+
+def allowed_methods(routes: Iterable[BaseRoute], scope: Scope) -> list[str]:
+    """Every method some route accepts for ``scope``'s path (the ``Allow`` header of a 405).
+    Starlette's router names only the methods of the first route whose path matched, but one
+    path is often served by several routes (``GET`` and ``POST /api/v1/tasks``). Mounts
+    (static files) are left out: they match a path whatever the method."""
+    candidates = [r for r in routes if not isinstance(r, Mount)]
+    return [
+        method
+        for method in HTTP_METHODS
+        if any(r.matches({**scope, "method": method})[0] is Match.FULL for r in candidates)
+    ]
+
+
 def install_error_handlers(app: FastAPI) -> None:
     """Register the JSON error handlers on ``app``."""
 
-    async def _handled(_request: Request, exc: Exception) -> Any:
+    async def _handled(request: Request, exc: Exception) -> Any:
         parts = error_parts(exc)
         if parts is None:  # pragma: no cover - every registered class has a mapping
             raise exc
         status, body, headers = parts
+        if status == 405:
+            allow = allowed_methods(request.app.router.routes, request.scope)
+            headers = {**(headers or {}), "Allow": ", ".join(allow)}
         return JSONResponse(jsonable_encoder(body), status_code=status, headers=headers)
 
     for cls in HANDLED_ERRORS:
@@ -181,6 +214,126 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _unexpected(request: Request, exc: Exception) -> Any:  # pragma: no cover - bug
         log.exception("unhandled error on %s %s", request.method, request.url.path)
         return JSONResponse({"detail": "internal server error"}, status_code=500)
+
+
+# ---------------------------------------------------------------------- OpenAPI declarations
+
+#: Every error status the service answers, with when (the OpenAPI description of each).
+ERROR_STATUSES: dict[int, str] = {
+    400: "The body cannot be parsed at all (nested too deep, not UTF-8) or the "
+    "Content-Length header is malformed.",
+    401: "No or bad credentials (`WWW-Authenticate: Bearer`).",
+    403: "Not allowed: admin role required, not the caller's task, or a cookie request "
+    "without a valid CSRF token.",
+    404: "No such object.",
+    409: "The request conflicts with the stored state.",
+    413: "The body exceeds `HEAPJUDGE_MAX_BODY_BYTES`.",
+    422: "Invalid input: a list of items saying what and where, or a text.",
+    429: "Too many failed logins from this address or for this user (`Retry-After`).",
+    503: "The database is busy or unavailable (`Retry-After: 1`); retry.",
+}
+
+_RETRY_AFTER = {
+    "Retry-After": {
+        "description": "Seconds to wait before retrying.",
+        "schema": {"type": "string"},
+    }
+}
+_HEADERS: dict[int, dict[str, Any]] = {
+    401: {
+        "WWW-Authenticate": {
+            "description": "The scheme to authenticate with.",
+            "schema": {"type": "string"},
+        }
+    },
+    429: _RETRY_AFTER,
+    503: _RETRY_AFTER,
+}
+
+#: Statuses any API route can answer whatever it does: a malformed Content-Length or body
+#: (400), a body over the limit (413), the database unavailable (503).
+ANY_ROUTE = (400, 413, 503)
+
+#: The write methods: a cookie caller's CSRF check (403) and a constraint violation (409).
+UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` declaring ``statuses`` with the :class:`~app.schemas.ErrorOut`
+    body (use in a route decorator for a status :func:`declare_errors` cannot derive)."""
+    from app.schemas import ErrorOut
+
+    out: dict[int | str, dict[str, Any]] = {}
+    for status in sorted(set(statuses)):
+        entry: dict[str, Any] = {"model": ErrorOut, "description": ERROR_STATUSES[status]}
+        if status in _HEADERS:
+            entry["headers"] = _HEADERS[status]
+        out[status] = entry
+    return out
+
+
+def _dependants(dependant: Dependant) -> Iterator[Dependant]:
+    """``dependant`` and, depth first, every dependency it has."""
+    yield dependant
+    for sub in dependant.dependencies:
+        yield from _dependants(sub)
+
+
+def route_error_statuses(route: APIRoute) -> set[int]:
+    """The error statuses ``route`` can answer, from what it is:
+
+    - any route: :data:`ANY_ROUTE`;
+    - with parameters or a body: 422 (validation; an id out of the database's range);
+    - with path parameters: 404 (no such object);
+    - authenticated (bearer or cookie): 401; and 403 when admin-only, when it names an object
+      (the caller's own tasks only), or for a write (a cookie caller's CSRF check);
+    - a write: 409 (it conflicts with stored data);
+    - plus the error statuses the route's decorator declares itself (``responses=``).
+    """
+    from app import deps
+
+    every = list(_dependants(route.dependant))  # the parameters of dependencies count too
+    calls = {d.call for d in every}
+    path_params = any(d.path_params for d in every)
+    has_input = route.openapi_extra is not None or any(
+        d.path_params or d.query_params or d.header_params or d.cookie_params or d.body_params
+        for d in every
+    )
+    statuses = set(ANY_ROUTE)
+    write = bool((route.methods or set()) & UNSAFE_METHODS)
+    if has_input:
+        statuses.add(422)
+    if path_params:
+        statuses.add(404)
+    if calls & {deps.get_current_user, deps.get_caller, deps.require_admin}:
+        statuses.add(401)
+        if deps.require_admin in calls or path_params or write:
+            statuses.add(403)
+    if write:
+        statuses.add(409)
+    statuses |= {int(s) for s in route.responses if str(s).isdigit() and int(s) in ERROR_STATUSES}
+    return statuses
+
+
+def declare_errors(router: APIRouter) -> APIRouter:
+    """Declare on every route of ``router`` the error statuses it can answer
+    (:func:`route_error_statuses`) with the :class:`~app.schemas.ErrorOut` body; a
+    description the decorator gave is kept. Call it on a router once its routes are all
+    added and before the app includes it; routers it included are declared too. Returns
+    ``router``."""
+    for route in router.routes:
+        included = getattr(route, "original_router", None)  # a router it included
+        if isinstance(included, APIRouter):
+            declare_errors(included)
+            continue
+        if not isinstance(route, APIRoute):
+            continue
+        declared = error_responses(*route_error_statuses(route))
+        for status, entry in declared.items():
+            given = route.responses.get(status) or route.responses.get(str(status)) or {}
+            route.responses.pop(str(status), None)
+            route.responses[status] = {**entry, **given}
+    return router
 
 
 class _BodyTooLarge(Exception):

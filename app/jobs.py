@@ -95,13 +95,13 @@ def get_queue(url: str) -> Huey:
 
         execute_run(run_id, db=_worker_database(), jobs=JobSettings())
 
-    huey.train_task = train  # type: ignore[attr-defined]
+    huey.train_task = train
     return huey
 
 
 def enqueue_training(settings: Settings, run_id: int) -> None:
     """Put run ``run_id`` on the queue (the web process's only part in executing it)."""
-    get_queue(queue_url(settings)).train_task(run_id)  # type: ignore[attr-defined]
+    get_queue(queue_url(settings)).train_task(run_id)
 
 
 def pending_run_ids(huey: Huey) -> set[int]:
@@ -137,7 +137,7 @@ def _sweep(huey: Huey, jobs: JobSettings, stop: threading.Event) -> None:
                 db=_worker_database(),
                 jobs=jobs,
                 pending=lambda: pending_run_ids(huey),
-                enqueue=lambda run_id: huey.train_task(run_id),  # type: ignore[attr-defined]
+                enqueue=lambda run_id: huey.train_task(run_id),
             )
         except Exception:  # a sweep that fails (database restarting) tries again later
             log.exception("training recovery sweep failed")

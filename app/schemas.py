@@ -250,3 +250,314 @@ class ResultOut(BaseModel):
     rest: list[str] | None = None
     kappa_labels: dict[str, int] | None = None
     grades: dict[str, int] | None = None
+
+
+# ------------------------------------------------------------------ admin console responses
+# The services build these bodies as dicts (their web pages read the same dicts); the models
+# below validate and document them at the API edge. Datetimes the services already give as
+# ISO 8601 strings stay strings.
+
+IsoTime = Annotated[str, Field(description="ISO 8601 date and time (UTC).")]
+
+
+class CollectionBriefOut(BaseModel):
+    id: int
+    name: str
+    description: str
+    archived: bool
+
+
+class FilesImportOut(BaseModel):
+    """A TREC/SMART/LETOR import (``import-files``)."""
+
+    collection_id: int
+    kind: str
+    rows: int = Field(description="(query, document) rows imported.")
+    queries_created: int
+    documents_created: int
+    documents_unchanged: int
+    files: list[str] = Field(description="The uploaded files read, in the order read.")
+    qrels: str | None = Field(
+        description="How the qrels file was read: layout (detected or given, and why) and "
+        "grades."
+    )
+    notes: list[str] = Field(description="What the pairing left out, and suggestions.")
+
+
+class AttachOut(BaseModel):
+    """Grades or feature vectors attached to existing documents."""
+
+    collection_id: int
+    what: str
+    lines: int
+    matched: int
+    unmatched: int
+    unmatched_lines: list[int]
+    documents_without: int
+
+
+class ViolationOut(BaseModel):
+    """A violated constraint of a study plan (``code`` for programs, ``message`` for people)."""
+
+    code: str
+    severity: Literal["error", "warning"]
+    message: str
+    assessor: str | None
+    query_id: str | None
+    method: str | None
+
+
+class PlannedTaskOut(BaseModel):
+    assessor: str
+    query_id: str
+    method: MethodName
+    label: str
+    seed: int
+    n: int = Field(description="Documents in the task's pool.")
+
+
+class PlanPreviewOut(BaseModel):
+    """A study plan as a grid, with loads, pools, costs and every violated constraint."""
+
+    ok: bool = Field(description="No violation of severity error.")
+    name: str
+    scheme: str
+    k: int
+    options: dict[str, dict[str, Any]] = Field(description="The options of each method's tasks.")
+    assessors: list[str]
+    query_ids: list[str]
+    tasks: list[PlannedTaskOut]
+    grid: dict[str, dict[str, str]] = Field(
+        description='grid[assessor][query_id] = "topk" | "graded" ("topk+graded": a conflict).'
+    )
+    loads: dict[str, dict[str, int]] = Field(description="Tasks per assessor and method.")
+    pool_sizes: dict[str, int] = Field(description="Documents in each query's pool.")
+    pool_lost: dict[str, dict[str, int]] = Field(
+        description="Ranked pools: per query, documents of the ranking the pool could not take."
+    )
+    violations: list[ViolationOut]
+    strategy: str
+    prior: str
+    cost: dict[str, dict[str, float]] = Field(
+        description="Per query: expected judgments and minutes of one task of each method."
+    )
+    totals: dict[str, float] = Field(description="Expected judgments and minutes of the plan.")
+    cost_model: dict[str, str | float] = Field(description="How the costs are estimated.")
+    csv: str = Field(description="The plan's entries as CSV (assessor,query_id,method).")
+
+
+class PlanCreatedOut(BaseModel):
+    name: str
+    task_ids: list[int]
+    warnings: list[ViolationOut]
+
+
+class ProgressTotalsOut(BaseModel):
+    """Progress summed over some tasks (the collection, a query or an assessor)."""
+
+    tasks: dict[str, int] = Field(description="Tasks by status.")
+    judgments: int
+    active_ms: int
+    expected_remaining: float
+    max_remaining: int
+    last_activity: IsoTime | None
+    done_fraction: float | None = Field(description="Done tasks over all tasks (null: none).")
+
+
+class QueryProgressOut(ProgressTotalsOut):
+    query_id: str
+    query: str
+
+
+class AssessorProgressOut(ProgressTotalsOut):
+    assessor: str
+    disabled: bool
+
+
+class TaskProgressOut(BaseModel):
+    id: int
+    query_id: str
+    query: str
+    assessor: str
+    assessor_disabled: bool
+    method: MethodName
+    k: int
+    n: int
+    plan: str | None
+    status: TaskStatus
+    judgments: int
+    active_ms: int
+    expected_remaining: float
+    max_remaining: int
+    last_activity: IsoTime | None
+    created_at: IsoTime | None
+    finished_at: IsoTime | None
+
+
+class TimelinePointOut(BaseModel):
+    t: IsoTime = Field(description="Start of the bucket.")
+    topk: int
+    graded: int
+
+
+class TimelineOut(BaseModel):
+    bucket_seconds: int
+    points: list[TimelinePointOut]
+
+
+class CollectionProgressOut(BaseModel):
+    """Live progress of a collection: totals, per query, per assessor, per task, timeline."""
+
+    collection: dict[str, Any] = Field(description="id, name, archived.")
+    generated_at: IsoTime
+    totals: ProgressTotalsOut
+    by_query: list[QueryProgressOut]
+    by_assessor: list[AssessorProgressOut]
+    tasks: list[TaskProgressOut]
+    timeline: TimelineOut
+
+
+class WorkloadOut(BaseModel):
+    username: str
+    role: Role
+    disabled: bool
+    tasks: dict[str, int] = Field(description="Tasks by status.")
+    judgments: int
+    active_ms: int
+    last_activity: IsoTime | None
+
+
+class PasswordResetOut(BaseModel):
+    username: str
+    sessions_revoked: bool
+
+
+class UserStateOut(BaseModel):
+    username: str
+    disabled: bool
+
+
+# ---------------------------------------------------------------- analysis, training, BM25
+
+
+class AnalysisOut(BaseModel):
+    """The agreement and time analysis of a collection; the sections are described in
+    docs/analysis.md."""
+
+    collection: dict[str, Any] = Field(description="id and name.")
+    mode: Literal["direct", "inferred"]
+    methods: dict[str, str]
+    relations: list[str]
+    relation_symbols: list[str]
+    tasks: dict[str, dict[str, int]] = Field(description="Per method: tasks and finished.")
+    judgments: dict[str, int] = Field(description="live, undone, reasks.")
+    time: dict[str, dict[str, Any]] = Field(description="Table 1, per method.")
+    agreement: dict[str, dict[str, Any]] = Field(description="Per method: the agreement block.")
+    chi2: dict[str, dict[str, Any]] = Field(description="pearson and yates.")
+    position_bias: list[dict[str, Any]]
+    self_consistency: list[dict[str, Any]]
+    transitivity: list[dict[str, Any]]
+    topk_overlap: list[dict[str, Any]]
+    time_histogram: dict[str, Any]
+    warnings: list[str]
+
+
+TrainingStatus = Literal["queued", "running", "done", "failed", "cancelled"]
+
+
+class TrainingRunOut(BaseModel):
+    """A training run: status, progress, metrics and (when done, single reads) the model."""
+
+    id: int
+    collection_id: int
+    model: str
+    params: dict[str, Any]
+    options: dict[str, Any]
+    status: TrainingStatus
+    progress: dict[str, Any] | None
+    attempts: int
+    cancel_requested: bool
+    time_limit_seconds: int | None
+    metrics: dict[str, Any] | None = Field(description="Per-fold validation and test metrics.")
+    model_json: dict[str, Any] | None = Field(
+        description="The fitted model (done runs, GET of one run only)."
+    )
+    error: str | None
+    created_at: IsoTime | None
+    started_at: IsoTime | None
+    heartbeat_at: IsoTime | None
+    finished_at: IsoTime | None
+
+
+class Bm25HitOut(BaseModel):
+    doc_id: str
+    score: float
+
+
+class Bm25RunOut(BaseModel):
+    """A BM25 run as JSON: its summary and the hits of each query, best first."""
+
+    collection_id: int
+    k1: float
+    b: float
+    depth: int
+    documents: int
+    queries: int
+    lines: int
+    empty_queries: list[str] = Field(description="Queries none of whose terms occurs.")
+    seconds: float
+    hits: dict[str, list[Bm25HitOut]]
+
+
+class Bm25OrderOut(BaseModel):
+    query_id: str
+    order: list[str] = Field(description="The query's documents, best first.")
+
+
+# ---------------------------------------------------------------------------------- errors
+# Every error answer of the API has one shape, ErrorOut (docs/rest-api.md#errors); the
+# statuses each route can answer are declared from app.errors.declare_errors.
+
+
+class ErrorItem(BaseModel):
+    """One problem of a 422 whose ``detail`` is a list, saying what (``msg``) and where.
+
+    Request validation (FastAPI/pydantic) gives ``type``, ``loc``, ``msg``, ``input`` and
+    maybe ``ctx``; a file import gives ``file`` (when the import has several files), ``line``
+    (1-based; 0 for a summary item) and ``msg``; a plan's constraint violations also carry
+    ``code``, ``severity`` and the ``assessor``/``query_id``/``method`` concerned."""
+
+    model_config = ConfigDict(extra="allow")
+
+    msg: str
+    type: str | None = Field(default=None, description="Validation: the error type.")
+    loc: list[str | int] | None = Field(
+        default=None, description='Validation: where, e.g. ["body", "grade"].'
+    )
+    input: Any = Field(default=None, description="Validation: the value refused.")
+    ctx: dict[str, Any] | None = None
+    file: str | None = Field(default=None, description="Imports: the file's name.")
+    line: int | None = Field(default=None, description="Imports: the 1-based line (0: none).")
+    code: str | None = Field(default=None, description="Plans: the violated constraint.")
+    severity: Literal["error", "warning"] | None = None
+    message: str | None = Field(default=None, description="Plans: the violation, for people.")
+    assessor: str | None = None
+    query_id: str | None = None
+    method: str | None = None
+
+
+class ErrorOut(BaseModel):
+    """The body of every error answer (4xx, 5xx)."""
+
+    detail: str | list[ErrorItem] = Field(
+        description="What is wrong: a text, or (422) a list of items saying what and where."
+    )
+    message: str | None = Field(
+        default=None, description="With a list of items: a one-line summary of them."
+    )
+    current: QuestionOut | None = Field(
+        default=None, description="Judging loop, 409: the pending question (or done)."
+    )
+    retry_after: int | None = Field(
+        default=None, description="429: seconds until a login may be tried again."
+    )

@@ -222,7 +222,7 @@ class QueryDataset:
             qid=np.concatenate([p.qid for p in parts]),
             offsets=np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
             doc_ids=np.concatenate([p.doc_ids for p in parts]),
-            rank=np.concatenate([p.rank for p in parts]) if has_rank else None,  # type: ignore[misc]
+            rank=np.concatenate([p.rank for p in parts]) if has_rank else None,
             topk=parts[0].topk if len({p.topk for p in parts}) == 1 else None,
         )
 

@@ -162,7 +162,7 @@ def choose_layout(rows: Sequence[Sequence[str]], layout: str = "auto") -> Sniffe
         raise ValueError(
             f"unknown qrels layout {layout!r}; expected auto, {', '.join(QRELS_LAYOUTS)}"
         )
-    return SniffedLayout(layout, "--qrels-format", explicit=True)  # type: ignore[arg-type]
+    return SniffedLayout(layout, "--qrels-format", explicit=True)
 
 
 def layout_columns(layout: QrelsLayout) -> int:

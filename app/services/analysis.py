@@ -27,7 +27,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from sqlalchemy import select
 
@@ -537,6 +537,7 @@ def run_simulated_study(
         body = judging.next_question(db=db, user=user, task_id=view.id)
         while not body["done"]:
             seq = body["seq"]
+            kind: Literal["pair", "grade"]
             if "pair" in body:
                 left = body["pair"]["left"]["doc_id"]
                 right = body["pair"]["right"]["doc_id"]

@@ -319,7 +319,9 @@ def _pools(
     return out, lost
 
 
-def _lost_warning(qid: str, mode: str, n: int | None, lost: dict[str, int], size: int) -> dict:
+def _lost_warning(
+    qid: str, mode: str, n: int | None, lost: dict[str, int], size: int
+) -> dict[str, Any]:
     source = "the run" if mode == "run" else "the BM25 ranking of the collection"
     parts = []
     if lost["not_in_collection"]:
@@ -642,7 +644,13 @@ def create_plan(*, db: Database, spec: PlanSpec) -> CreatedPlan:
         preview, pools, resolved = _preview_in(s, spec, options, prior)
         if not preview.ok:
             raise Invalid(
-                [v for v in preview.violations if v["severity"] == "error"],
+                # Each violation as an error item: ``msg`` (what every 422 item has) and its
+                # ``code``, ``message`` and where (docs/rest-api.md#errors).
+                [
+                    {"msg": v["message"], **v}
+                    for v in preview.violations
+                    if v["severity"] == "error"
+                ],
                 extra={"message": "the plan violates its constraints; no task was created"},
             )
         if not preview.tasks:

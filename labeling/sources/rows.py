@@ -116,7 +116,7 @@ def build_rows(
         elif pairing == "qrels":
             ids = sorted(judged.get(topic.query_id, []), key=order.__getitem__)
         else:
-            ids = list(dict.fromkeys(pairing.get(topic.query_id, ())))  # type: ignore[union-attr]
+            ids = list(dict.fromkeys(pairing.get(topic.query_id, ())))
         head = topic_fields(topic, include_narrative=include_narrative)
         for doc_id in ids:
             row = {**head, **document_fields(docs[doc_id])}

@@ -117,7 +117,7 @@ class Target:
 
     @property
     def shape(self) -> tuple[int, int]:
-        return self.labels.shape  # type: ignore[return-value]
+        return self.labels.shape
 
     @property
     def n_docs(self) -> np.ndarray:

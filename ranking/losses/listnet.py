@@ -111,7 +111,7 @@ def listnet_permutation_loss(
     per_query = np.zeros(t.shape[0])
     grad = np.zeros(t.shape)
     for q in range(t.shape[0]):
-        idx = np.flatnonzero(sub[q])  # type: ignore[index]
+        idx = np.flatnonzero(sub[q])
         n = idx.size
         if n > MAX_PERMUTATION_DOCS:
             raise ValueError(

@@ -32,8 +32,21 @@ from app.deps import (
     require_admin,
     upload_form,
 )
-from app.errors import Invalid
-from app.schemas import CollectionName, PlanName, StrictModel
+from app.errors import Invalid, declare_errors, error_responses
+from app.schemas import (
+    AttachOut,
+    CollectionBriefOut,
+    CollectionName,
+    FilesImportOut,
+    PasswordResetOut,
+    PlanCreatedOut,
+    PlanName,
+    PlanPreviewOut,
+    StrictModel,
+    UserStateOut,
+    WorkloadOut,
+)
+from app.schemas import CollectionProgressOut as ProgressReportOut
 from app.services import admin_imports, admin_manage, planning, progress, users
 
 router = APIRouter(prefix="/admin", tags=["admin"], dependencies=[Depends(require_admin)])
@@ -189,7 +202,7 @@ def _collection_out(coll: Any) -> dict[str, Any]:
     }
 
 
-@router.patch("/collections/{collection_id}")
+@router.patch("/collections/{collection_id}", response_model=CollectionBriefOut)
 def patch_collection(collection_id: int, body: CollectionPatch, db: DbDep) -> dict[str, Any]:
     """Rename, describe, archive or un-archive a collection."""
     coll = admin_manage.update_collection(
@@ -230,7 +243,11 @@ async def _one_file(request: Request, part: str, what: str) -> admin_imports.Upl
     return files[part]
 
 
-@router.post("/collections/{collection_id}/import-files", openapi_extra=IMPORT_FILES_BODY)
+@router.post(
+    "/collections/{collection_id}/import-files",
+    response_model=FilesImportOut,
+    openapi_extra=IMPORT_FILES_BODY,
+)
 async def import_files(
     collection_id: int,
     request: Request,
@@ -267,7 +284,11 @@ def _asdict(obj: Any) -> dict[str, Any]:
     return asdict(obj)
 
 
-@router.post("/collections/{collection_id}/attach-grades", openapi_extra=ATTACH_GRADES_BODY)
+@router.post(
+    "/collections/{collection_id}/attach-grades",
+    response_model=AttachOut,
+    openapi_extra=ATTACH_GRADES_BODY,
+)
 async def attach_grades(
     collection_id: int,
     request: Request,
@@ -288,7 +309,11 @@ async def attach_grades(
     return _asdict(report)
 
 
-@router.post("/collections/{collection_id}/attach-features", openapi_extra=ATTACH_FEATURES_BODY)
+@router.post(
+    "/collections/{collection_id}/attach-features",
+    response_model=AttachOut,
+    openapi_extra=ATTACH_FEATURES_BODY,
+)
 async def attach_features(
     collection_id: int, request: Request, db: DbDep, strict: bool = False
 ) -> dict[str, Any]:
@@ -304,7 +329,7 @@ async def attach_features(
     return _asdict(report)
 
 
-@router.post("/plans/preview")
+@router.post("/plans/preview", response_model=PlanPreviewOut, responses=error_responses(404))
 def preview_plan(body: PlanIn, db: DbDep) -> dict[str, Any]:
     """The plan as a grid with loads, pool sizes and every violated constraint; writes nothing."""
     preview = planning.preview_plan(db=db, spec=body.spec())
@@ -313,34 +338,36 @@ def preview_plan(body: PlanIn, db: DbDep) -> dict[str, Any]:
     return out
 
 
-@router.post("/plans", status_code=201)
+@router.post(
+    "/plans", status_code=201, response_model=PlanCreatedOut, responses=error_responses(404)
+)
 def create_plan(body: PlanIn, db: DbDep) -> dict[str, Any]:
     """Create the plan's tasks in one transaction (422 with the violations if it has errors)."""
     created = planning.create_plan(db=db, spec=body.spec())
     return {"name": created.name, "task_ids": created.task_ids, "warnings": created.warnings}
 
 
-@router.get("/collections/{collection_id}/progress")
+@router.get("/collections/{collection_id}/progress", response_model=ProgressReportOut)
 def collection_progress(collection_id: int, db: DbDep) -> dict[str, Any]:
     """Tasks by status, judgments, active time, estimated remaining and last activity per
     collection, query, assessor and task, plus judgments over time."""
     return progress.collection_progress(db=db, collection_id=collection_id)
 
 
-@router.get("/users/workload")
+@router.get("/users/workload", response_model=list[WorkloadOut])
 def workload(db: DbDep) -> list[dict[str, Any]]:
     """Every user's tasks by status, judgments, active time and last activity."""
     return [w.as_dict() for w in admin_manage.workloads(db=db)]
 
 
-@router.post("/users/{username}/password")
+@router.post("/users/{username}/password", response_model=PasswordResetOut)
 def reset_password(username: str, body: PasswordIn, db: DbDep) -> dict[str, Any]:
     """Set a new password; the user's sessions and API tokens stop working at once."""
     user = admin_manage.reset_password(db=db, username=username, password=body.password)
     return {"username": user.username, "sessions_revoked": True}
 
 
-@router.post("/users/{username}/disable")
+@router.post("/users/{username}/disable", response_model=UserStateOut)
 def disable_user(username: str, db: DbDep, admin: AdminUser) -> dict[str, Any]:
     """Disable a user: their sessions and tokens stop working at once. 409 for the caller's
     own account and for the last active admin."""
@@ -348,8 +375,11 @@ def disable_user(username: str, db: DbDep, admin: AdminUser) -> dict[str, Any]:
     return {"username": user.username, "disabled": True}
 
 
-@router.post("/users/{username}/enable")
+@router.post("/users/{username}/enable", response_model=UserStateOut)
 def enable_user(username: str, db: DbDep) -> dict[str, Any]:
     """Re-enable a disabled user (they log in again)."""
     user = users.set_disabled(db=db, username=username, disabled=False)
     return {"username": user.username, "disabled": False}
+
+
+declare_errors(router)

@@ -14,12 +14,14 @@ from fastapi import APIRouter, Query
 from starlette.concurrency import run_in_threadpool
 
 from app.deps import AdminUser, DbDep
+from app.errors import declare_errors
+from app.schemas import AnalysisOut
 from app.services.analysis import collection_analysis
 
 router = APIRouter(tags=["analysis"])
 
 
-@router.get("/collections/{collection_id}/analysis")
+@router.get("/collections/{collection_id}/analysis", response_model=AnalysisOut)
 async def get_analysis(
     collection_id: int,
     _admin: AdminUser,
@@ -32,3 +34,6 @@ async def get_analysis(
 ) -> dict[str, Any]:
     """The agreement and time analysis of a collection (docs/analysis.md)."""
     return await run_in_threadpool(collection_analysis, collection_id, db=db, mode=mode)
+
+
+declare_errors(router)

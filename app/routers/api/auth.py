@@ -9,13 +9,14 @@ from fastapi.security import OAuth2PasswordRequestForm
 from starlette.concurrency import run_in_threadpool
 
 from app.deps import DbDep, client_ip
+from app.errors import declare_errors, error_responses
 from app.schemas import TokenOut
 from app.services import tokens
 
 router = APIRouter(tags=["auth"])
 
 
-@router.post("/auth/token", response_model=TokenOut)
+@router.post("/auth/token", response_model=TokenOut, responses=error_responses(401, 429))
 async def login_for_token(
     request: Request, db: DbDep, form: Annotated[OAuth2PasswordRequestForm, Depends()]
 ) -> TokenOut:
@@ -28,3 +29,6 @@ async def login_for_token(
         ip=client_ip(request),
     )
     return TokenOut(access_token=raw, expires_in=expires_in)
+
+
+declare_errors(router)

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Depends, Request
 from starlette.concurrency import run_in_threadpool
 
 from app.deps import CurrentUser, DbDep, require_admin
+from app.errors import declare_errors
 from app.schemas import CollectionCreate, CollectionOut, ImportReportOut, QueryOut
 from app.services import collections
 
@@ -76,3 +77,4 @@ async def import_documents(collection_id: int, request: Request, db: DbDep) -> I
 
 
 router.include_router(admin)
+declare_errors(router)

@@ -8,13 +8,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import iterate_in_threadpool
 
 from app.deps import DbDep, require_admin
+from app.errors import declare_errors
 from app.services import exports
 
 router = APIRouter(tags=["exports"], dependencies=[Depends(require_admin)])
@@ -71,7 +72,9 @@ def export_response(db: DbDep, req: exports.ExportRequest) -> StreamingResponse:
     )
 
 
-_RESPONSES = {200: {"content": {"text/plain": {}, "application/x-ndjson": {}, "text/csv": {}}}}
+_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {"content": {"text/plain": {}, "application/x-ndjson": {}, "text/csv": {}}}
+}
 
 
 @router.get(
@@ -138,3 +141,6 @@ def export_extra(
             plan=plan,
         ),
     )
+
+
+declare_errors(router)

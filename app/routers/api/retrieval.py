@@ -14,12 +14,24 @@ from fastapi import APIRouter, Depends, Query
 from fastapi.responses import PlainTextResponse, Response
 
 from app.deps import DbDep, require_admin
+from app.errors import declare_errors
+from app.schemas import Bm25HitOut, Bm25OrderOut, Bm25RunOut
 from app.services import retrieval
 
 router = APIRouter(prefix="/admin", tags=["retrieval"], dependencies=[Depends(require_admin)])
 
 
-@router.get("/collections/{collection_id}/bm25", response_model=None)
+@router.get(
+    "/collections/{collection_id}/bm25",
+    response_model=None,
+    responses={
+        200: {
+            "description": "format=trec: the TREC run file (download); format=json: the run.",
+            "model": Bm25RunOut,
+            "content": {"text/plain": {"schema": {"type": "string"}}},
+        }
+    },
+)
 def bm25_run(
     collection_id: int,
     db: DbDep,
@@ -28,20 +40,20 @@ def bm25_run(
     b: float | None = Query(None, ge=0, le=1),
     query_id: list[str] | None = Query(None, description="Only these queries (repeatable)."),
     format: Literal["trec", "json"] = "trec",
-) -> Response | dict[str, Any]:
+) -> Response | Bm25RunOut:
     """BM25 run over the collection's documents, ids as imported (evaluates against the
     original qrels file)."""
     run = retrieval.bm25_run(
         db=db, collection_id=collection_id, depth=depth, query_ids=query_id, k1=k1, b=b
     )
     if format == "json":
-        return {
+        return Bm25RunOut(
             **run.summary(),
-            "hits": {
-                q: [{"doc_id": h.doc_id, "score": h.score} for h in hits]
+            hits={
+                q: [Bm25HitOut(doc_id=h.doc_id, score=h.score) for h in hits]
                 for q, hits in run.hits.items()
             },
-        }
+        )
     return PlainTextResponse(
         run.trec(),
         headers={
@@ -50,7 +62,7 @@ def bm25_run(
     )
 
 
-@router.get("/collections/{collection_id}/bm25/order")
+@router.get("/collections/{collection_id}/bm25/order", response_model=Bm25OrderOut)
 def bm25_order(
     collection_id: int,
     db: DbDep,
@@ -61,3 +73,6 @@ def bm25_order(
     """The query's documents best first by BM25 (ties by document id descending)."""
     order = retrieval.bm25_order(db=db, collection_id=collection_id, query_id=query_id, k1=k1, b=b)
     return {"query_id": query_id, "order": order}
+
+
+declare_errors(router)

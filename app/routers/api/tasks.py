@@ -9,6 +9,7 @@ from fastapi import APIRouter, Depends, Query
 
 from app import offload
 from app.deps import Caller, CurrentUser, DbDep, require_admin
+from app.errors import declare_errors, error_responses
 from app.routers.lean_route import LeanRoute
 from app.schemas import JudgmentIn, QuestionOut, ResultOut, TaskCreate, TaskOut, TaskStatus
 from app.services import judging, priors, results, tasks
@@ -22,11 +23,14 @@ admin = APIRouter(dependencies=[Depends(require_admin)])
 #: documents it) and sent as they are, not re-validated.
 judging_loop = APIRouter(route_class=LeanRoute, tags=["tasks"])
 
-QUESTION = {"response_model": QuestionOut, "response_model_exclude_none": True}
-CONFLICT = {409: {"description": "Not the pending question; body has `current` (the question)."}}
+CONFLICT: dict[int | str, dict[str, Any]] = {
+    409: {"description": "Not the pending question; body has `current` (the question)."}
+}
 
 
-@admin.post("/tasks", response_model=TaskOut, status_code=201)
+@admin.post(
+    "/tasks", response_model=TaskOut, status_code=201, responses=error_responses(404)
+)
 def create_task(body: TaskCreate, db: DbDep) -> TaskOut:
     """Assign an assessor to a query (admin). ``options.strategy`` picks the judging strategy;
     ``prior`` the initial order (docs/rest-api.md#tasks-strategies-and-priors)."""
@@ -83,13 +87,20 @@ def get_task(task_id: int, db: DbDep, user: CurrentUser) -> TaskOut:
 # is keyed by its task, so a task whose submits are cheap is answered on the event loop.
 
 
-@judging_loop.get("/tasks/{task_id}/next", **QUESTION)
+@judging_loop.get(
+    "/tasks/{task_id}/next", response_model=QuestionOut, response_model_exclude_none=True
+)
 async def next_question(task_id: int, db: DbDep, caller: Caller) -> Payload:
     """The pending question (a pair for topk, a document for graded) or ``done``."""
     return await offload.run(db, lambda: judging.next_question(db=db, user=caller, task_id=task_id))
 
 
-@judging_loop.post("/tasks/{task_id}/judgments", responses=CONFLICT, **QUESTION)
+@judging_loop.post(
+    "/tasks/{task_id}/judgments",
+    response_model=QuestionOut,
+    response_model_exclude_none=True,
+    responses=CONFLICT,
+)
 async def submit_judgment(task_id: int, body: JudgmentIn, db: DbDep, caller: Caller) -> Payload:
     """Answer the question ``seq``; returns the next question. Retrying an identical judgment
     stores nothing and returns the current question; anything else for a used seq -> 409."""
@@ -101,16 +112,28 @@ async def submit_judgment(task_id: int, body: JudgmentIn, db: DbDep, caller: Cal
     )
 
 
-@judging_loop.post("/tasks/{task_id}/undo", responses=CONFLICT, **QUESTION)
+@judging_loop.post(
+    "/tasks/{task_id}/undo",
+    response_model=QuestionOut,
+    response_model_exclude_none=True,
+    responses=CONFLICT,
+)
 async def undo(task_id: int, db: DbDep, caller: Caller) -> Payload:
     """Revert the last live judgment (kept in the log, marked undone)."""
     return await offload.run(db, lambda: judging.undo_judgment(db=db, user=caller, task_id=task_id))
 
 
-@router.get("/tasks/{task_id}/result", response_model=ResultOut, response_model_exclude_none=True)
+@router.get(
+    "/tasks/{task_id}/result",
+    response_model=ResultOut,
+    response_model_exclude_none=True,
+    responses={409: {"description": "The task is not finished."}},
+)
 def task_result(task_id: int, db: DbDep, user: CurrentUser) -> Any:
     """topk: k, top, rest, judgments, active_ms; graded: grades. 409 while not done."""
     return results.task_result(db=db, user=user, task_id=task_id)
 
 
 router.include_router(admin)
+declare_errors(router)
+declare_errors(judging_loop)

@@ -16,8 +16,9 @@ from pydantic import Field
 from starlette.concurrency import run_in_threadpool
 
 from app.deps import AdminUser, DbDep
+from app.errors import declare_errors, error_responses
 from app.jobs import enqueue_training
-from app.schemas import StrictModel
+from app.schemas import StrictModel, TrainingRunOut
 from app.services import training
 
 router = APIRouter(tags=["training"])
@@ -63,7 +64,12 @@ class TrainingRunCreate(StrictModel):
     )
 
 
-@router.post("/training-runs", status_code=202)
+@router.post(
+    "/training-runs",
+    status_code=202,
+    response_model=TrainingRunOut,
+    responses=error_responses(404),
+)
 async def create_training_run(
     body: TrainingRunCreate, _admin: AdminUser, db: DbDep, request: Request
 ) -> dict[str, Any]:
@@ -81,7 +87,7 @@ async def create_training_run(
     return run
 
 
-@router.get("/training-runs")
+@router.get("/training-runs", response_model=list[TrainingRunOut])
 async def list_training_runs(
     _admin: AdminUser, db: DbDep, collection_id: int | None = None
 ) -> list[dict[str, Any]]:
@@ -89,13 +95,16 @@ async def list_training_runs(
     return await run_in_threadpool(training.list_runs, db=db, collection_id=collection_id)
 
 
-@router.get("/training-runs/{run_id}")
+@router.get("/training-runs/{run_id}", response_model=TrainingRunOut)
 async def get_training_run(run_id: int, _admin: AdminUser, db: DbDep) -> dict[str, Any]:
     """Status, progress, per-fold metrics and (when done) the model JSON of a run."""
     return await run_in_threadpool(training.get_run, db=db, run_id=run_id)
 
 
-@router.post("/training-runs/{run_id}/cancel")
+@router.post("/training-runs/{run_id}/cancel", response_model=TrainingRunOut)
 async def cancel_training_run(run_id: int, _admin: AdminUser, db: DbDep) -> dict[str, Any]:
     """Cancel a run: a queued one at once, a running one within about a second."""
     return await run_in_threadpool(training.cancel_run, db=db, run_id=run_id)
+
+
+declare_errors(router)

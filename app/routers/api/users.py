@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends
 
 from app.deps import CurrentUser, DbDep, require_admin
+from app.errors import declare_errors
 from app.schemas import UserCreate, UserOut
 from app.services import users
 
@@ -32,3 +33,4 @@ def list_users(db: DbDep) -> list[UserOut]:
 
 
 router.include_router(admin)
+declare_errors(router)
