@@ -18,7 +18,19 @@
  * about:srcdoc#hj-aN, a same-document navigation that scrolls and reloads nothing. The page
  * keeps each frame's anchor index; wheel turns are converted the same way.
  *
- * Nothing is lost or doubled: a key press while a request is in flight is ignored; a failed
+ * The next pair at once: /lookahead also says which question follows each possible answer
+ * (the protocol is deterministic given the answer). When that question's documents are already
+ * preloaded, a key press shows it right away (provisionally) while the judgment is posted; the
+ * server's answer then confirms it (same seq and documents: nothing moves) or replaces it. One
+ * answer to the provisional question is held until the confirmation and then sent; a failed
+ * post puts the answered question back on screen. Preloaded documents wait in hidden cards
+ * that are laid out at a slot's size (app.css), so showing one is only a paint.
+ *
+ * Performance marks (hj-key, hj-sent, hj-response, hj-shown; read by benchmarks/ui_latency.py)
+ * time the path key -> request -> response -> documents swapped.
+ *
+ * Nothing is lost or doubled: a second key press while a request is in flight is ignored (or,
+ * on a provisional question, held as described above); a failed
  * request keeps its exact body (same seq, same active_ms) and is retried unchanged, which the
  * service treats as an idempotent retry; the pending body is also kept in sessionStorage so a
  * reload or a new login resends it if that question is still the pending one.
@@ -186,8 +198,15 @@
     noticeKind: null,   // what the notice on screen is about ("paused", "undo", ...)
     noticeTimer: null,
     renderToken: 0,     // the latest render; an older one whose frames arrive late stops
-    shownIds: []        // doc ids of the question on screen, for the "new" marker
+    shownIds: [],       // doc ids of the question on screen, for the "new" marker
+    ahead: null,        // {seq, next: {answer key: question}} from /lookahead
+    provisional: null,  // {answered: the question answered} while a predicted one is shown
+    held: null          // an answer to the provisional question, sent once it is confirmed
   };
+
+  function mark(name) {
+    if (window.performance && performance.mark) performance.mark(name);
+  }
 
   // Rendered documents by doc_id ({srcdoc, anchors}) from /frames and /lookahead.
   var frameCache = {};
@@ -396,7 +415,8 @@
     fetch(boot.lookahead_url + "?seq=" + encodeURIComponent(seq) + "&hl=" + hlParam(), {
       credentials: "same-origin", cache: "no-store", headers: { "Accept": "application/json" }
     }).then(function (resp) { return resp.ok ? resp.json() : null; }).then(function (data) {
-      if (!data || !state.question || state.question.seq !== seq) return;
+      if (!data || !state.question || state.question.seq !== seq || state.provisional) return;
+      state.ahead = { seq: seq, next: data.next || {} };
       var visible = pool.filter(function (c) { return !c.hidden; });
       (data.docs || []).forEach(function (doc) {
         cacheFrame(doc);
@@ -560,29 +580,84 @@
     return { srcdoc: boot.frame_prefix + body, anchors: 1 };
   }
 
-  // Show question q: first make sure every document's rendered frame is at hand (pooled,
-  // cached or fetched in one request), then swap everything in one go. Until then the
-  // previous question stays on screen and keys are ignored (state.loading).
+  // Show question q: first make sure every document is in a card whose frame has loaded
+  // (pooled, or loaded now into a hidden card from the cache or one /frames request), then swap
+  // everything in one go, so no frame is ever shown blank. Until then the previous question
+  // stays on screen and keys are ignored (state.loading).
   function render(q) {
     var token = ++state.renderToken;
     if (q.done) { paint(q); return; }
-    var docs = boot.method === "topk" ? [q.pair.left, q.pair.right] : [q.document];
+    var docs = questionDocs(q);
+    if (docs.every(function (d) { var c = cardOf(d.doc_id); return c && c._loaded; })) {
+      paint(q);
+      return;
+    }
+    state.loading = true;
     var need = docs.filter(function (d) { return !cardOf(d.doc_id); })
       .map(function (d) { return d.doc_id; });
-    if (need.every(function (id) { return frameCache[id]; })) { paint(q); return; }
-    state.loading = true;
     fetchFrames(need).then(function () {
-      if (token !== state.renderToken) return;
-      docs.forEach(function (d) { if (!frameCache[d.doc_id] && !cardOf(d.doc_id)) cacheFrame(
-        Object.assign({ doc_id: d.doc_id, title: d.title }, fallbackFrame(d))); });
+      if (token !== state.renderToken) return null;
+      var keep = pool.filter(function (c) { return !c.hidden; });
+      var cards = docs.map(function (d) {
+        var card = cardOf(d.doc_id);
+        if (!card) {
+          var rendered = frameCache[d.doc_id] || fallbackFrame(d);
+          card = spareCard(keep);
+          card.hidden = true;
+          card.removeAttribute("data-slot");
+          loadCard(card, d.doc_id, rendered);
+          card._used = ++useTick;
+        }
+        keep.push(card);
+        return card;
+      });
+      return Promise.all(cards.map(function (c) { return whenLoaded(c, 3000); }));
+    }).then(function (loaded) {
+      if (loaded === null || token !== state.renderToken) return;
       state.loading = false;
       paint(q);
     });
   }
 
-  function paint(q) {
+  function questionDocs(q) {
+    return boot.method === "topk" ? [q.pair.left, q.pair.right] : [q.document];
+  }
+
+  // Resolves when the card's frame has loaded (or after `ms`, not to hang on a lost event).
+  function whenLoaded(card, ms) {
+    if (card._loaded) return Promise.resolve();
+    return new Promise(function (resolve) {
+      var frame = card.querySelector("iframe");
+      var timer = setTimeout(resolve, ms);
+      frame.addEventListener("load", function () { clearTimeout(timer); resolve(); },
+        { once: true });
+    });
+  }
+
+  // The predicted question after answer `key`, if its documents are ready to be shown now.
+  function predicted(key) {
+    var q = state.question;
+    if (!state.ahead || !q || state.ahead.seq !== q.seq) return null;
+    var next = state.ahead.next && state.ahead.next[key];
+    if (!next) return null;
+    var ready = questionDocs(next).every(function (d) {
+      var c = cardOf(d.doc_id);
+      return c && c._loaded;
+    });
+    return ready ? next : null;
+  }
+
+  function sameQuestion(a, b) {
+    if (!a || !b || a.seq !== b.seq || !!a.done !== !!b.done) return false;
+    var x = questionDocs(a), y = questionDocs(b);
+    return x.length === y.length && x.every(function (d, i) { return d.doc_id === y[i].doc_id; });
+  }
+
+  // provisional: q is the predicted next question (no prefetch until the server confirms it).
+  function paint(q, provisional) {
     state.loading = false;
     state.question = q;
+    state.ahead = null;
     if (q.done) {
       clearStored();
       main.setAttribute("data-done", "true");
@@ -602,8 +677,31 @@
     clock.runningSince = null;
     syncClock();
     main.setAttribute("data-seq", String(q.seq));
+    mark("hj-shown");
     renderClock();
-    setTimeout(function () { prefetch(q.seq); }, 0);
+    if (!provisional) setTimeout(function () { prefetch(q.seq); }, 0);
+  }
+
+  // The server answered the judgment posted while its predicted successor was on screen.
+  function settleProvisional(r) {
+    var shown = state.question;
+    var held = state.held;
+    state.provisional = null;
+    state.held = null;
+    if (r.ok && sameQuestion(shown, r.data)) {
+      // Confirmed: keep the documents, clock and badges; take the server's full body.
+      state.question = r.data;
+      if (boot.method === "topk") renderOutcomes(r.data);
+      renderProgress(r.data.progress);
+      setTimeout(function () { prefetch(r.data.seq); }, 0);
+      if (held) send(held);
+      return true;
+    }
+    if (held) {
+      notice("This task moved on; your last answer was not sent. Showing the current question.",
+        "warning", false);
+    }
+    return false;
   }
 
   // ---------------------------------------------------------------- notices
@@ -692,6 +790,7 @@
 
   function send(req) {
     setBusy(true);
+    if (req.kind === "judgment") mark("hj-sent");
     var call;
     if (req.kind === "undo" && req.attempts) {
       // An undo is not idempotent: after a failure, look first whether it already happened.
@@ -705,6 +804,23 @@
     }
     return call.then(function (r) {
       setBusy(false);
+      mark("hj-response");
+      var answered = state.provisional && state.provisional.answered;
+      if (answered) {
+        if (r.ok && settleProvisional(r)) {
+          state.failed = null;
+          clearStored();
+          if (req.kind === "judgment") clock.sessionMs += req.body.active_ms || 0;
+          return;
+        }
+        // Not what was predicted, or refused: the answered question goes back on screen
+        // first (a retry then shows what it is about); a new body replaces it below.
+        if (!r.ok) {
+          state.provisional = null;
+          state.held = null;
+          paint(answered, true);
+        }
+      }
       if (r.ok) {
         state.failed = null;
         if (state.retryTimer) { clearTimeout(state.retryTimer); state.retryTimer = null; }
@@ -759,6 +875,12 @@
       notice(detailText(r.data, "The server refused this (" + r.status + ")."), "error", false);
     }, function () {
       setBusy(false);
+      if (state.provisional) {
+        var answered = state.provisional.answered;
+        state.provisional = null;
+        state.held = null;
+        paint(answered, true);
+      }
       fail(req, "Could not reach the server.");
     });
   }
@@ -788,6 +910,7 @@
   }
 
   function judge(extra) {
+    if (state.provisional && !state.held && canHold()) { hold(extra); return; }
     if (!canAct()) return;
     if (extra.outcome && !outcomeAllowed(extra.outcome)) {
       notice(extra.outcome === "not_relevant"
@@ -799,7 +922,26 @@
     var q = state.question;
     var body = { seq: q.seq, active_ms: questionActiveMs() };
     Object.keys(extra).forEach(function (k) { body[k] = extra[k]; });
-    send({ kind: "judgment", path: "/judgments", body: body, seq: q.seq });
+    var req = { kind: "judgment", path: "/judgments", body: body, seq: q.seq };
+    var next = predicted(extra.outcome || "grade");
+    send(req);
+    if (next) {
+      state.provisional = { answered: q };
+      paint(next, true);
+    }
+  }
+
+  // An answer to the provisional question, held until the server confirms that question.
+  function canHold() {
+    return state.inFlight && !state.failed && !clock.paused && !clock.idle && state.question;
+  }
+  function hold(extra) {
+    if (extra.outcome && !outcomeAllowed(extra.outcome)) return;
+    syncClock();
+    var q = state.question;
+    var body = { seq: q.seq, active_ms: questionActiveMs() };
+    Object.keys(extra).forEach(function (k) { body[k] = extra[k]; });
+    state.held = { kind: "judgment", path: "/judgments", body: body, seq: q.seq };
   }
 
   // One answer to the current pair question; the pair is read when the action fires.
@@ -887,7 +1029,11 @@
       notice("Paused. Press P (or the clock) to resume.", "warning", false, "paused");
       return;
     }
-    if (name !== "pause" && name !== "highlight" && name !== "undo" && canAct()) flash(name);
+    if (name !== "pause" && name !== "highlight" && name !== "undo" &&
+        (canAct() || (state.provisional && !state.held && canHold()))) {
+      mark("hj-key");
+      flash(name);
+    }
     fn();
   }
 
