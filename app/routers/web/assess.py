@@ -287,7 +287,7 @@ async def done_page(request: Request, db: DbDep, task_id: int) -> Response:
             "top": page_data.top_list(view),
             "grade_counts": page_data.grade_counts(view),
             "next_task": await run_in_threadpool(
-                page_data.next_open_task, db, resolved.user.id, task_id
+                page_data.next_open_task, db, resolved.user, task_id
             ),
         },
         user=resolved.user,

@@ -222,9 +222,10 @@ def list_tasks(db: Database, user: Any) -> list[TaskRow]:
     return rows
 
 
-def next_open_task(db: Database, assessor_id: int, after: int) -> TaskRow | None:
-    """The assessor's next unfinished task other than ``after`` (None when all are done)."""
-    for row in list_tasks(db, assessor_id):
+def next_open_task(db: Database, user: Any, after: int) -> TaskRow | None:
+    """The assessor's (``user``'s) next unfinished task other than ``after`` (None when all
+    are done)."""
+    for row in list_tasks(db, user):
         if not row.done and row.id != after:
             return row
     return None
