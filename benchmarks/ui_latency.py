@@ -203,6 +203,12 @@ def main() -> int:
                     key = "ArrowLeft" if scores[left] > scores[right] else "ArrowRight"
                     if args.think_ms:
                         page.wait_for_timeout(args.think_ms)
+                    # A key is taken once the previous judgment is confirmed (or, on a
+                    # predicted pair, 150 ms after it appeared; sooner is a double press).
+                    page.wait_for_function(
+                        "() => document.getElementById('judge-main')"
+                        ".getAttribute('aria-busy') !== 'true'"
+                    )
                     page.keyboard.press(key)
                     page.wait_for_function(
                         "(n) => window.__lat && window.__lat.length >= n || "

@@ -588,7 +588,12 @@
     var token = ++state.renderToken;
     if (q.done) { paint(q); return; }
     var docs = questionDocs(q);
-    if (docs.every(function (d) { var c = cardOf(d.doc_id); return c && c._loaded; })) {
+    // Server-rendered cards (the first question) are shown as they are: their frames load
+    // with the page.
+    if (docs.every(function (d) {
+      var c = cardOf(d.doc_id);
+      return c && (c._loaded || c._initial);
+    })) {
       paint(q);
       return;
     }
@@ -926,14 +931,18 @@
     var next = predicted(extra.outcome || "grade");
     send(req);
     if (next) {
-      state.provisional = { answered: q };
+      state.provisional = { answered: q, at: now() };
       paint(next, true);
     }
   }
 
-  // An answer to the provisional question, held until the server confirms that question.
+  // An answer to the provisional question, held until the server confirms that question. Only
+  // after HOLD_AFTER_MS on screen: nobody reads a new pair faster, so an earlier press is the
+  // second half of a double press and is ignored, as it always was.
+  var HOLD_AFTER_MS = 150;
   function canHold() {
-    return state.inFlight && !state.failed && !clock.paused && !clock.idle && state.question;
+    return state.inFlight && !state.failed && !clock.paused && !clock.idle && state.question &&
+      state.provisional && now() - state.provisional.at >= HOLD_AFTER_MS;
   }
   function hold(extra) {
     if (extra.outcome && !outcomeAllowed(extra.outcome)) return;
