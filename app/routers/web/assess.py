@@ -232,9 +232,9 @@ async def lookahead(
 ) -> Response:
     """What may come after question ``seq``: ``docs``, the documents that may be shown next,
     rendered for their frames (the judging page preloads them into hidden sandboxed frames),
-    and ``next``, the next question per answer (:class:`page_data.Lookahead`), which the page
-    shows as soon as the key is pressed when its documents are preloaded, then confirms with
-    the server's answer. Read-only. ``hl=0|1`` overrides the highlighting cookie."""
+    and ``next``, the next question per answer (:class:`page_data.Lookahead`; judge.js does not
+    use it yet: showing it before the server's answer broke quick key sequences, see
+    docs/assessor-guide.md#next-pair). Read-only. ``hl=0|1`` overrides the highlighting cookie."""
     terms, early = await _own_query_terms(request, db, task_id, hl)
     if early is not None:
         return early

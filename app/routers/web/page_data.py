@@ -294,7 +294,7 @@ def load_task(db: Database, task_id: int) -> TaskView | None:
 @dataclass(frozen=True, slots=True)
 class Lookahead:
     """What may come after the pending question: the documents to preload and, per answer,
-    the next question itself (so the page can show it the moment the key is pressed)."""
+    the next question itself (for showing it the moment the key is pressed)."""
 
     docs: list[DocView]
     next: dict[str, dict[str, Any]]

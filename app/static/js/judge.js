@@ -18,19 +18,13 @@
  * about:srcdoc#hj-aN, a same-document navigation that scrolls and reloads nothing. The page
  * keeps each frame's anchor index; wheel turns are converted the same way.
  *
- * The next pair at once: /lookahead also says which question follows each possible answer
- * (the protocol is deterministic given the answer). When that question's documents are already
- * preloaded, a key press shows it right away (provisionally) while the judgment is posted; the
- * server's answer then confirms it (same seq and documents: nothing moves) or replaces it. One
- * answer to the provisional question is held until the confirmation and then sent; a failed
- * post puts the answered question back on screen. Preloaded documents wait in hidden cards
- * that are laid out at a slot's size (app.css), so showing one is only a paint.
+ * Preloaded documents wait in hidden cards that are laid out at a slot's size (app.css), so
+ * showing one is only a paint; a document that was not preloaded is loaded out of sight and
+ * swapped in once its frame has loaded, so no frame is shown blank. Performance marks (hj-key,
+ * hj-sent, hj-response, hj-shown; read by benchmarks/ui_latency.py) time the path key ->
+ * request -> response -> documents swapped.
  *
- * Performance marks (hj-key, hj-sent, hj-response, hj-shown; read by benchmarks/ui_latency.py)
- * time the path key -> request -> response -> documents swapped.
- *
- * Nothing is lost or doubled: a second key press while a request is in flight is ignored (or,
- * on a provisional question, held as described above); a failed
+ * Nothing is lost or doubled: a key press while a request is in flight is ignored; a failed
  * request keeps its exact body (same seq, same active_ms) and is retried unchanged, which the
  * service treats as an idempotent retry; the pending body is also kept in sessionStorage so a
  * reload or a new login resends it if that question is still the pending one.
@@ -198,10 +192,7 @@
     noticeKind: null,   // what the notice on screen is about ("paused", "undo", ...)
     noticeTimer: null,
     renderToken: 0,     // the latest render; an older one whose frames arrive late stops
-    shownIds: [],       // doc ids of the question on screen, for the "new" marker
-    ahead: null,        // {seq, next: {answer key: question}} from /lookahead
-    provisional: null,  // {answered: the question answered} while a predicted one is shown
-    held: null          // an answer to the provisional question, sent once it is confirmed
+    shownIds: []        // doc ids of the question on screen, for the "new" marker
   };
 
   function mark(name) {
@@ -415,8 +406,7 @@
     fetch(boot.lookahead_url + "?seq=" + encodeURIComponent(seq) + "&hl=" + hlParam(), {
       credentials: "same-origin", cache: "no-store", headers: { "Accept": "application/json" }
     }).then(function (resp) { return resp.ok ? resp.json() : null; }).then(function (data) {
-      if (!data || !state.question || state.question.seq !== seq || state.provisional) return;
-      state.ahead = { seq: seq, next: data.next || {} };
+      if (!data || !state.question || state.question.seq !== seq) return;
       var visible = pool.filter(function (c) { return !c.hidden; });
       (data.docs || []).forEach(function (doc) {
         cacheFrame(doc);
@@ -639,30 +629,9 @@
     });
   }
 
-  // The predicted question after answer `key`, if its documents are ready to be shown now.
-  function predicted(key) {
-    var q = state.question;
-    if (!state.ahead || !q || state.ahead.seq !== q.seq) return null;
-    var next = state.ahead.next && state.ahead.next[key];
-    if (!next) return null;
-    var ready = questionDocs(next).every(function (d) {
-      var c = cardOf(d.doc_id);
-      return c && c._loaded;
-    });
-    return ready ? next : null;
-  }
-
-  function sameQuestion(a, b) {
-    if (!a || !b || a.seq !== b.seq || !!a.done !== !!b.done) return false;
-    var x = questionDocs(a), y = questionDocs(b);
-    return x.length === y.length && x.every(function (d, i) { return d.doc_id === y[i].doc_id; });
-  }
-
-  // provisional: q is the predicted next question (no prefetch until the server confirms it).
-  function paint(q, provisional) {
+  function paint(q) {
     state.loading = false;
     state.question = q;
-    state.ahead = null;
     if (q.done) {
       clearStored();
       main.setAttribute("data-done", "true");
@@ -684,29 +653,7 @@
     main.setAttribute("data-seq", String(q.seq));
     mark("hj-shown");
     renderClock();
-    if (!provisional) setTimeout(function () { prefetch(q.seq); }, 0);
-  }
-
-  // The server answered the judgment posted while its predicted successor was on screen.
-  function settleProvisional(r) {
-    var shown = state.question;
-    var held = state.held;
-    state.provisional = null;
-    state.held = null;
-    if (r.ok && sameQuestion(shown, r.data)) {
-      // Confirmed: keep the documents, clock and badges; take the server's full body.
-      state.question = r.data;
-      if (boot.method === "topk") renderOutcomes(r.data);
-      renderProgress(r.data.progress);
-      setTimeout(function () { prefetch(r.data.seq); }, 0);
-      if (held) send(held);
-      return true;
-    }
-    if (held) {
-      notice("This task moved on; your last answer was not sent. Showing the current question.",
-        "warning", false);
-    }
-    return false;
+    setTimeout(function () { prefetch(q.seq); }, 0);
   }
 
   // ---------------------------------------------------------------- notices
@@ -810,22 +757,6 @@
     return call.then(function (r) {
       setBusy(false);
       mark("hj-response");
-      var answered = state.provisional && state.provisional.answered;
-      if (answered) {
-        if (r.ok && settleProvisional(r)) {
-          state.failed = null;
-          clearStored();
-          if (req.kind === "judgment") clock.sessionMs += req.body.active_ms || 0;
-          return;
-        }
-        // Not what was predicted, or refused: the answered question goes back on screen
-        // first (a retry then shows what it is about); a new body replaces it below.
-        if (!r.ok) {
-          state.provisional = null;
-          state.held = null;
-          paint(answered, true);
-        }
-      }
       if (r.ok) {
         state.failed = null;
         if (state.retryTimer) { clearTimeout(state.retryTimer); state.retryTimer = null; }
@@ -880,12 +811,6 @@
       notice(detailText(r.data, "The server refused this (" + r.status + ")."), "error", false);
     }, function () {
       setBusy(false);
-      if (state.provisional) {
-        var answered = state.provisional.answered;
-        state.provisional = null;
-        state.held = null;
-        paint(answered, true);
-      }
       fail(req, "Could not reach the server.");
     });
   }
@@ -915,7 +840,6 @@
   }
 
   function judge(extra) {
-    if (state.provisional && !state.held && canHold()) { hold(extra); return; }
     if (!canAct()) return;
     if (extra.outcome && !outcomeAllowed(extra.outcome)) {
       notice(extra.outcome === "not_relevant"
@@ -927,30 +851,7 @@
     var q = state.question;
     var body = { seq: q.seq, active_ms: questionActiveMs() };
     Object.keys(extra).forEach(function (k) { body[k] = extra[k]; });
-    var req = { kind: "judgment", path: "/judgments", body: body, seq: q.seq };
-    var next = predicted(extra.outcome || "grade");
-    send(req);
-    if (next) {
-      state.provisional = { answered: q, at: now() };
-      paint(next, true);
-    }
-  }
-
-  // An answer to the provisional question, held until the server confirms that question. Only
-  // after HOLD_AFTER_MS on screen: nobody reads a new pair faster, so an earlier press is the
-  // second half of a double press and is ignored, as it always was.
-  var HOLD_AFTER_MS = 150;
-  function canHold() {
-    return state.inFlight && !state.failed && !clock.paused && !clock.idle && state.question &&
-      state.provisional && now() - state.provisional.at >= HOLD_AFTER_MS;
-  }
-  function hold(extra) {
-    if (extra.outcome && !outcomeAllowed(extra.outcome)) return;
-    syncClock();
-    var q = state.question;
-    var body = { seq: q.seq, active_ms: questionActiveMs() };
-    Object.keys(extra).forEach(function (k) { body[k] = extra[k]; });
-    state.held = { kind: "judgment", path: "/judgments", body: body, seq: q.seq };
+    send({ kind: "judgment", path: "/judgments", body: body, seq: q.seq });
   }
 
   // One answer to the current pair question; the pair is read when the action fires.
@@ -1038,8 +939,7 @@
       notice("Paused. Press P (or the clock) to resume.", "warning", false, "paused");
       return;
     }
-    if (name !== "pause" && name !== "highlight" && name !== "undo" &&
-        (canAct() || (state.provisional && !state.held && canHold()))) {
+    if (name !== "pause" && name !== "highlight" && name !== "undo" && canAct()) {
       mark("hj-key");
       flash(name);
     }
