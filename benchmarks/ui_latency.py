@@ -9,6 +9,12 @@ through the DevTools protocol; the app has no timing code) to record:
   whose ``srcdoc`` was replaced has fired ``load``, and two animation frames have passed (the
   first paint after the swap).
 
+Where the time goes: judge.js sets performance marks (``hj-key`` when an answer key is taken,
+``hj-sent`` when the judgment is posted, ``hj-response`` when the server's answer arrives,
+``hj-shown`` when the next question's documents are swapped in). Per judgment the script
+reports key -> sent, key -> shown, shown -> painted and key -> response, and how many next
+questions were shown before the server answered (predicted from ``/lookahead``).
+
 Documents are long by default (``--words 5000``, plain text rendered by the server with
 highlighting and reading anchors). A frame whose document is swapped in while visible shows
 blank until its ``load``: those blank stretches are recorded too (prefetching should leave
@@ -24,6 +30,7 @@ milliseconds; no pass/fail (target from the issue: p95 < 100 ms on this machine)
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -57,11 +64,14 @@ INSTRUMENT = """
     if (!armed || !seqChanged || pending > 0) return;
     armed = false;
     requestAnimationFrame(() => requestAnimationFrame(() => {
-      window.__lat.push(performance.now() - t0);
+      const t = performance.now();
+      window.__lat.push(t - t0); window.__painted.push(t);
     }));
   }
+  window.__keys = [];
+  window.__painted = [];
   document.addEventListener('keydown', () => {
-    t0 = performance.now(); seqChanged = false; pending = 0; armed = true;
+    t0 = performance.now(); window.__keys.push(t0); seqChanged = false; pending = 0; armed = true;
   }, true);
   new MutationObserver((records) => {
     for (const r of records) {
@@ -94,6 +104,49 @@ def percentile(values: list[float], q: float) -> float:
     """The q-th percentile (q in 0..100): :func:`labeling.timing.quantile` (linear
     interpolation, numpy's default), NaN for no values."""
     return quantile(sorted(values), q / 100) if values else float("nan")
+
+
+def breakdown(
+    keys: list[float], painted: list[float], marks: list[tuple[str, float]]
+) -> dict[str, list[float]]:
+    """Per judgment i (from key press i to key press i+1): the first ``hj-sent``,
+    ``hj-response`` and ``hj-shown`` marks, as stages of key -> painted."""
+    out: dict[str, list[float]] = {
+        "key -> judgment sent": [],
+        "key -> next pair swapped in": [],
+        "swapped in -> painted": [],
+        "key -> server answer received": [],
+    }
+    shown_first = 0
+    for i, (t0, done) in enumerate(zip(keys, painted, strict=False)):
+        end = keys[i + 1] if i + 1 < len(keys) else float("inf")
+
+        def first(name: str, t0: float = t0, end: float = end) -> float | None:
+            return next((t for n, t in marks if n == name and t0 <= t < end), None)
+
+        sent, response, shown = first("hj-sent"), first("hj-response"), first("hj-shown")
+        if sent is not None:
+            out["key -> judgment sent"].append(sent - t0)
+        if shown is not None:
+            out["key -> next pair swapped in"].append(shown - t0)
+            out["swapped in -> painted"].append(done - shown)
+        if response is not None:
+            out["key -> server answer received"].append(response - t0)
+            if shown is not None and shown < response:
+                shown_first += 1
+    out[f"shown before the server answered: {shown_first} of {len(painted)}; "
+        "key -> painted when so"] = [
+        done - t0
+        for i, (t0, done) in enumerate(zip(keys, painted, strict=False))
+        if _shown_before_response(marks, t0, keys[i + 1] if i + 1 < len(keys) else float("inf"))
+    ]
+    return out
+
+
+def _shown_before_response(marks: list[tuple[str, float]], t0: float, end: float) -> bool:
+    shown = next((t for n, t in marks if n == "hj-shown" and t0 <= t < end), None)
+    response = next((t for n, t in marks if n == "hj-response" and t0 <= t < end), None)
+    return shown is not None and (response is None or shown < response)
 
 
 def main() -> int:
@@ -150,6 +203,12 @@ def main() -> int:
                     key = "ArrowLeft" if scores[left] > scores[right] else "ArrowRight"
                     if args.think_ms:
                         page.wait_for_timeout(args.think_ms)
+                    # A key is taken once the previous judgment is confirmed (or, on a
+                    # predicted pair, 150 ms after it appeared; sooner is a double press).
+                    page.wait_for_function(
+                        "() => document.getElementById('judge-main')"
+                        ".getAttribute('aria-busy') !== 'true'"
+                    )
                     page.keyboard.press(key)
                     page.wait_for_function(
                         "(n) => window.__lat && window.__lat.length >= n || "
@@ -160,6 +219,13 @@ def main() -> int:
                 wall = time.perf_counter() - started
                 lat = [float(x) for x in page.evaluate("() => window.__lat")]
                 blank = [float(x) for x in page.evaluate("() => window.__blank")]
+                keys = [float(x) for x in page.evaluate("() => window.__keys")]
+                painted = [float(x) for x in page.evaluate("() => window.__painted")]
+                marks = page.evaluate(
+                    "() => performance.getEntriesByType('mark')"
+                    ".filter(m => m.name.startsWith('hj-'))"
+                    ".map(m => [m.name, m.startTime])"
+                )
                 rtt = [
                     float(x)
                     for x in page.evaluate(
@@ -172,6 +238,8 @@ def main() -> int:
         finally:
             server.stop()
             db.dispose()
+    if os.environ.get("UI_LATENCY_DEBUG"):
+        print([round(x) for x in lat])
     if not lat:
         print("no measurements")
         return 1
@@ -190,6 +258,12 @@ def main() -> int:
             f"  of which POST /judgments round trip (ms): p50 {percentile(rtt, 50):.1f}  "
             f"p95 {percentile(rtt, 95):.1f}  (resource timing, n={len(rtt)})"
         )
+    for name, values in breakdown(keys, painted, marks).items():
+        if values:
+            print(
+                f"  {name} (ms): p50 {percentile(values, 50):.1f}  "
+                f"p95 {percentile(values, 95):.1f}  (n={len(values)})"
+            )
     over = sum(1 for b in blank if b > 100)
     print(
         f"  visible frames shown blank: {len(blank)} (max {max(blank, default=0.0):.1f} ms, "

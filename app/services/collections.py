@@ -59,7 +59,10 @@ class CollectionSummary:
     created_at: Any
     queries: int = 0
     documents: int = 0
+    """Query-document pairs (one stored row per document under each query it belongs to)."""
     tasks: dict[str, int] = field(default_factory=dict)
+    distinct_documents: int = 0
+    """Distinct document ids: a document judged under several queries counts once."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +148,13 @@ def _summaries(db: Database, ids: list[int] | None) -> list[CollectionSummary]:
                 .group_by(Document.collection_id)
             ).all()
         )
+        ndistinct = dict(
+            s.execute(
+                select(Document.collection_id, func.count(func.distinct(Document.external_id)))
+                .where(Document.collection_id.in_(cids))
+                .group_by(Document.collection_id)
+            ).all()
+        )
         tasks: dict[int, dict[str, int]] = {cid: {} for cid in cids}
         for cid, status, count in s.execute(
             select(Task.collection_id, Task.status, func.count())
@@ -162,6 +172,7 @@ def _summaries(db: Database, ids: list[int] | None) -> list[CollectionSummary]:
             queries=nq.get(c.id, 0),
             documents=nd.get(c.id, 0),
             tasks=tasks[c.id],
+            distinct_documents=ndistinct.get(c.id, 0),
         )
         for c in colls
     ]

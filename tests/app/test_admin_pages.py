@@ -70,7 +70,7 @@ def test_admin_workflow_in_pages(site: dict[str, Any]) -> None:
             "qrels": ("qrels.txt", QRELS, "text/plain"),
         },
     )
-    assert r.status_code == 200 and "Imported 12 rows" in r.text
+    assert r.status_code == 200 and "Imported 12 query–document pairs" in r.text
     # A corrupted file is rejected with its line, and nothing more is stored.
     r = client.post(
         f"/admin/collections/{cid}/import",
@@ -81,7 +81,9 @@ def test_admin_workflow_in_pages(site: dict[str, Any]) -> None:
             "qrels": ("qrels.txt", QRELS, "text/plain"),
         },
     )
-    assert "Nothing was imported" in r.text and "docs.jsonl:7" in r.text
+    # Errors as a list item with file and line; the form keeps its values.
+    assert r.status_code == 422
+    assert "Nothing was imported" in r.text and "<li>docs.jsonl, line 7: " in r.text
     assert collections.get_collection(db=site["db"], collection_id=cid).documents == 12
     # Plan: preview (grid), then create.
     plan = {
@@ -124,7 +126,7 @@ def test_rotation_plan_and_progress_fragment(site: dict[str, Any]) -> None:
             "qrels": ("q.txt", qrels, "text/plain"),
         },
     )
-    assert "Imported 48 rows" in r.text
+    assert "Imported 48 query–document pairs" in r.text
     plan = {
         "csrf_token": csrf,
         "assessors": ["ann", "ben", "cat", "dan"],
@@ -203,10 +205,10 @@ def test_plan_pooled_from_an_uploaded_run(site: dict[str, Any]) -> None:
             "qrels": ("qrels.txt", QRELS, "text/plain"),
         },
     )
-    assert "Imported 12 rows" in r.text
+    assert "Imported 12 query–document pairs" in r.text
     page = client.get(f"/admin/collections/{cid}")
     assert 'name="pool_run"' in page.text and 'name="run_depth"' in page.text
-    assert 'enctype="multipart/form-data" class="stack">' in page.text
+    assert 'enctype="multipart/form-data" class="stack" id="plan-form"' in page.text
     # Scores decide the order (rank column ignored); d9 is unknown to the collection and
     # skipped; query 2's run lists d5 and d0 only. CRLF line ends, as browsers send text.
     run = (
@@ -256,12 +258,12 @@ def test_plan_pooled_from_an_uploaded_run(site: dict[str, Any]) -> None:
     def refused(data: dict[str, Any], upload: bytes | None, needle: str) -> None:
         up = {"pool_run": ("bad-run.txt", upload, "text/plain")} if upload is not None else None
         r = client.post(url, data={**data, "name": "bad"}, files=up)
-        assert r.status_code == 200 and "The plan was not created" in r.text, r.text
+        assert r.status_code == 422 and "The plan was not created" in r.text, r.text
         assert needle in r.text, r.text
 
     fresh = {**plan, "assessors": ["cat", "dan"]}
     refused(fresh, None, "pool mode &#39;run&#39; needs a TREC run")
-    refused(fresh, b"1 Q0 d1 1 0.5 sys\n1 Q0 d2 x 0.4 sys\n", "run:2: rank &#39;x&#39;")
+    refused(fresh, b"1 Q0 d1 1 0.5 sys\n1 Q0 d2 x 0.4 sys\n", "run, line 2: rank &#39;x&#39;")
     refused(fresh, b"1 Q0 d1 1 0.5 sys\n\xff\xfe\n", "bad-run.txt:2: the run is not UTF-8")
     refused({**fresh, "run_depth": "three"}, run, "run_depth must be an integer")
     refused({**fresh, "run_depth": "0"}, run, "pool size n must be at least 1")

@@ -116,7 +116,9 @@ def test_admin_console_in_browser(tmp_path: Path) -> None:
             page.set_input_files("#f-documents", str(files["documents"]))
             page.set_input_files("#f-qrels", str(files["qrels"]))
             page.click("button:text-is('Import')")
-            expect(page.locator(".flash-success")).to_contain_text("Imported 32 rows")
+            expect(page.locator(".flash-success")).to_contain_text(
+                "Imported 32 query–document pairs"
+            )
             # Plan: the paper's rotation for 4 assessors x 4 queries, single assignment.
             # Pool: the top 6 of an uploaded TREC run per query.
             page.fill("#shifts", "0")

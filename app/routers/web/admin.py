@@ -10,13 +10,19 @@ live progress and exports. Server-rendered over the same services as the REST AP
   "Create tasks" button posts the same fields with ``create=1``.
 
 Every page needs an admin's browser session (login redirect without one, 403 page for an
-assessor); every form post checks the CSRF field (``require_csrf_form``). Errors of the
-services (422 with line-numbered items) are shown on the page, never as a 500.
+assessor); every form post checks the CSRF field (``require_csrf_form``). A refused form comes
+back on its page (status 422, or the service's status) with the values it was posted with, the
+names of the files to choose again (a browser cannot refill a file input) and the errors as a
+list (file, line, message; the first :data:`MAX_LISTED_ERRORS`, then "and M more"); never a
+500. docs/admin-guide.md describes every page.
 """
 
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request
@@ -103,6 +109,48 @@ def _back(request: Request, url: str, message: str, level: str = "success") -> R
     return response
 
 
+#: Errors listed under a refused form; the rest are counted ("and M more").
+MAX_LISTED_ERRORS = 10
+
+
+@dataclass(frozen=True, slots=True)
+class FormErrors:
+    """Why a form was refused, as the page lists it."""
+
+    summary: str
+    items: list[str] = field(default_factory=list)
+    more: int = 0
+    """Errors not listed (beyond :data:`MAX_LISTED_ERRORS`, or beyond what the service
+    reported)."""
+
+
+def form_errors(exc: DomainError, summary: str, *, file: str = "") -> FormErrors:
+    """The service error ``exc`` as a list: ``"file, line N: message"`` per located item
+    (``file`` names items that carry none, e.g. the NDJSON import's), plain messages otherwise.
+    The total comes from the service's ``"N error(s); ..."`` message when it capped its list."""
+    detail = exc.detail
+    if not isinstance(detail, list):
+        return FormErrors(summary, [str(detail)])
+    texts: list[str] = []
+    for item in detail:
+        if not isinstance(item, dict):
+            texts.append(str(item))
+            continue
+        msg = str(item.get("msg", item.get("message", item)))
+        line = item.get("line")
+        if line:
+            where = item.get("file") or file
+            texts.append(f"{where}, line {line}: {msg}" if where else f"line {line}: {msg}")
+        elif not msg.startswith("..."):  # the service's own "... and N more": counted below
+            texts.append(msg)
+    total = len(texts)
+    counted = re.match(r"(\d+) error", str(exc.extra.get("message", "")))
+    if counted:
+        total = max(total, int(counted.group(1)))
+    listed = texts[:MAX_LISTED_ERRORS]
+    return FormErrors(summary, listed, total - len(listed))
+
+
 def _error_text(exc: DomainError) -> str:
     detail = exc.detail
     if isinstance(detail, list):
@@ -144,13 +192,33 @@ async def admin_home(request: Request, db: DbDep) -> Response:
     if early is not None:
         return early
     assert resolved is not None
+    return await _home_response(request, resolved, db)
+
+
+async def _home_response(
+    request: Request,
+    resolved: security.ResolvedSession,
+    db: Any,
+    *,
+    forms: Mapping[str, Mapping[str, Any]] | None = None,
+    errors: Mapping[str, FormErrors] | None = None,
+    status: int = 200,
+) -> Response:
+    """The admin home; ``forms``/``errors`` refill a refused form ("collection", "user") and
+    list why it was refused."""
     colls = await run_in_threadpool(collections.list_collections, db=db)
     loads = await run_in_threadpool(admin_manage.workloads, db=db)
     return admin_page(
         request,
         resolved,
         "admin/index.html",
-        {"collections": colls, "workloads": [w.as_dict() for w in loads]},
+        {
+            "collections": colls,
+            "workloads": [w.as_dict() for w in loads],
+            "forms": forms or {},
+            "errors": errors or {},
+        },
+        status=status,
     )
 
 
@@ -216,10 +284,15 @@ async def _collection_response(
     *,
     export_form: dict[str, str] | None = None,
     export_error: str | None = None,
+    forms: Mapping[str, Mapping[str, Any]] | None = None,
+    errors: Mapping[str, FormErrors] | None = None,
+    rechoose: Sequence[str] = (),
     status: int = 200,
 ) -> Response:
     """The collection page; ``export_form``/``export_error`` refill the export form and show
-    why an export was refused."""
+    why an export was refused; ``forms`` refills the other forms by name ("plan", "import",
+    "grades", "features", "settings"), ``errors`` lists why one was refused, ``rechoose``
+    names the files chosen for it (to be chosen again)."""
     try:
         summary = await run_in_threadpool(
             collections.get_collection, db=db, collection_id=collection_id
@@ -234,21 +307,105 @@ async def _collection_response(
             status=exc.status_code,
         )
     people = await run_in_threadpool(users.list_users, db=db)
+    enabled = [u for u in people if not u.disabled]
+    filled = dict(forms or {})
+    if "plan" not in filled:
+        filled["plan"] = plan_defaults([u.username for u in enabled if u.role == "assessor"])
     return admin_page(
         request,
         resolved,
         "admin/collection.html",
         {
             "collection": summary,
-            "assessors": [u for u in people if not u.disabled],
+            "assessors": enabled,
             "strategies": strategy_names(),
             "export_formats": list(exports.FORMATS.values()),
             "export_form": export_form or {},
             "export_error": export_error,
+            "forms": filled,
+            "errors": errors or {},
+            "rechoose": list(rechoose),
+            "plan_fit": plan_fit(len(filled["plan"].get("assessors", [])), summary.queries),
             **ctx,
         },
         status=status,
     )
+
+
+# --------------------------------------------------------------------------- plan defaults
+
+
+def fitting_shifts(assessors: int) -> str:
+    """Rotation shifts that fit ``assessors`` people: the paper's ``0,2`` (two assignments)
+    needs four, since assignment j uses folds s_j and s_j + 1 of m and no assessor may meet a
+    fold twice (:func:`labeling.assignment.fold_rotation`); with two or three, one assignment
+    (``0``)."""
+    return "0,2" if assessors >= 4 else "0"
+
+
+def fitting_per_query(assessors: int) -> int:
+    """Assessors per query and method for the balanced scheme: two (as the paper's study) when
+    four or more are chosen, else one, so that T1 and T2 assessors of a query are different
+    people (2 x per_query <= assessors)."""
+    return max(1, min(2, assessors // 2))
+
+
+def plan_fit(assessors: int, queries: int) -> dict[str, Any]:
+    """What the plan form says next to the assessors before Preview: the defaults that fit and
+    a problem (or None). admin.js recomputes the same when the choice changes."""
+    problem = None
+    if assessors < 2:
+        problem = "Choose at least two assessors: every assessor uses both tools."
+    elif queries and queries < assessors:
+        problem = (
+            f"The rotation needs at least as many queries as assessors ({queries} < "
+            f"{assessors}); choose fewer assessors or the balanced scheme."
+        )
+    return {
+        "assessors": assessors,
+        "queries": queries,
+        "shifts": fitting_shifts(assessors),
+        "per_query": fitting_per_query(assessors),
+        "problem": problem,
+    }
+
+
+def plan_defaults(assessors: Sequence[str]) -> dict[str, Any]:
+    """The plan form's initial values for the assessors ticked by default (every enabled
+    assessor): shifts and per-query counts that fit their number."""
+    return {
+        "assessors": list(assessors),
+        "scheme": "rotation",
+        "shifts": fitting_shifts(len(assessors)),
+        "per_topk": str(fitting_per_query(len(assessors))),
+        "per_graded": str(fitting_per_query(len(assessors))),
+        "k": "10",
+        "opt_pair_cache": "1",
+        "pool_mode": "all",
+        "pool_n": "50",
+        "pool_seed": "0",
+        "seed": "0",
+        "name": "study",
+    }
+
+
+def _posted(form: FormData) -> dict[str, Any]:
+    """A posted form's text fields (``assessors`` as a list), to refill it after an error."""
+    values: dict[str, Any] = {
+        k: v for k, v in form.items() if isinstance(v, str) and k not in ("csrf_token", "create")
+    }
+    values["assessors"] = [v for v in form.getlist("assessors") if isinstance(v, str)]
+    return values
+
+
+def _chosen_files(form: FormData) -> list[str]:
+    """The files chosen in a posted form as "Label: file name" (to be chosen again: a browser
+    never refills a file input)."""
+    return [
+        f"{FILE_LABELS.get(key, key)}: {value.filename}"
+        for key, value in form.multi_items()
+        if isinstance(value, UploadFile) and value.filename
+    ]
 
 
 #: The export form's fields (those of the REST export endpoint).
@@ -339,7 +496,7 @@ def _form_int(form: FormData, name: str) -> int | None:
 
 @router.post("/admin/collections", dependencies=[Depends(require_csrf_form)])
 async def create_collection(request: Request, db: DbDep) -> Response:
-    _resolved, form, early = await _guarded_form(request)
+    resolved, form, early = await _guarded_form(request)
     if early is not None:
         return early
     try:
@@ -350,7 +507,14 @@ async def create_collection(request: Request, db: DbDep) -> Response:
             description=_field(form, "description"),
         )
     except DomainError as exc:
-        return _back(request, "/admin", _error_text(exc), "error")
+        return await _home_response(
+            request,
+            resolved,
+            db,
+            forms={"collection": _posted(form)},
+            errors={"collection": form_errors(exc, "The collection was not created.")},
+            status=exc.status_code,
+        )
     return _back(request, f"/admin/collections/{coll.id}", f"Collection {coll.name!r} created.")
 
 
@@ -358,13 +522,13 @@ async def create_collection(request: Request, db: DbDep) -> Response:
     "/admin/collections/{collection_id}/settings", dependencies=[Depends(require_csrf_form)]
 )
 async def collection_settings(request: Request, collection_id: int, db: DbDep) -> Response:
-    _resolved, form, early = await _guarded_form(request)
+    resolved, form, early = await _guarded_form(request)
     if early is not None:
         return early
     url = f"/admin/collections/{collection_id}"
-    if "\x00" in _field(form, "name") + _field(form, "description"):
-        return _back(request, url, "Name and description must not contain NUL.", "error")
     try:
+        if "\x00" in _field(form, "name") + _field(form, "description"):
+            raise Invalid("name and description must not contain NUL")
         await run_in_threadpool(
             admin_manage.update_collection,
             db=db,
@@ -374,85 +538,183 @@ async def collection_settings(request: Request, collection_id: int, db: DbDep) -
             archived=form.get("archived") == "1",
         )
     except DomainError as exc:
-        return _back(request, url, _error_text(exc), "error")
-    return _back(request, url, "Collection updated.")
-
-
-@router.post("/admin/collections/{collection_id}/import", dependencies=[Depends(require_csrf_form)])
-async def import_page(request: Request, collection_id: int, db: DbDep) -> Response:
-    _resolved, early = await _guarded_post(request)
-    if early is not None:
-        return early
-    form, within_limits = await upload_form(request)
-    url = f"/admin/collections/{collection_id}"
-    if not within_limits:
-        return _back(
+        return await _collection_response(
             request,
-            url,
-            "Too many files or fields "
-            f"(at most {MAX_UPLOAD_FILES} files, {MAX_UPLOAD_FIELDS} fields).",
-            "error",
+            resolved,
+            db,
+            collection_id,
+            forms={"settings": _posted(form)},
+            errors={"settings": form_errors(exc, "The settings were not saved.")},
+            status=exc.status_code,
         )
-    action = _field(form, "action", "import")
-    files = {
-        key: admin_imports.UploadedFile(value.filename or key, value.file)
-        for key, value in form.multi_items()
-        if isinstance(value, UploadFile) and value.filename
-    }
-    try:
-        if action == "attach-grades":
-            report = await run_in_threadpool(
-                admin_imports.attach_grades,
-                db=db,
-                collection_id=collection_id,
-                qrels=files["qrels"],
-                qrels_format=_field(form, "qrels_format", "auto"),
-            )
-            message = f"{report.matched} grades attached ({report.unmatched} lines unmatched)."
-        elif action == "attach-features":
-            report = await run_in_threadpool(
-                admin_imports.attach_features,
-                db=db,
-                collection_id=collection_id,
-                features=files["features"],
-            )
-            message = (
-                f"{report.matched} feature vectors attached ({report.unmatched} rows unmatched)."
-            )
-        else:
-            unjudged = _form_int(form, "unjudged_grade")
-            depth = _form_int(form, "run_depth")
-            imported = await run_in_threadpool(
-                admin_imports.import_files,
-                db=db,
-                collection_id=collection_id,
-                kind=_field(form, "kind", "trec"),
-                files=files,
-                pairing=_field(form, "pairing", "qrels"),
-                qrels_format=_field(form, "qrels_format", "auto"),
-                run_depth=depth,
-                unjudged_grade=unjudged,
-                ignore_unknown_qrels=form.get("ignore_unknown_qrels") == "1",
-            )
-            message = " ".join(
-                [
-                    f"Imported {imported.rows} rows: {imported.queries_created} new queries, "
-                    f"{imported.documents_created} new documents.",
-                    *([f"Qrels: {imported.qrels}."] if imported.qrels else []),
-                    *(f"Note: {note}." for note in imported.notes),
-                ]
-            )
-    except KeyError as exc:
-        return _back(request, url, f"Choose the {exc.args[0]} file.", "error")
-    except DomainError as exc:
-        return _back(request, url, "Nothing was imported: " + _error_text(exc), "error")
-    return _back(request, url, message)
+    return _back(request, url, "Collection updated.")
 
 
 #: Name of the plan form's run upload, and of the hidden field that carries the run's text from
 #: the preview page to its "Create tasks" post (a file input cannot be re-posted).
 RUN_UPLOAD = "pool_run"
 RUN_TEXT = "pool_run_text"
+#: The import forms' names by ``action`` (their values and errors are kept apart).
+IMPORT_FORMS = {"import": "import", "attach-grades": "grades", "attach-features": "features"}
+#: The file each import form needs, by its field name, as the page labels it.
+FILE_LABELS = {
+    "topics": "Topics",
+    "queries": "Queries",
+    "documents": "Documents",
+    "qrels": "Qrels",
+    "features": "LETOR file",
+    "run": "TREC run",
+    "ndjson": "NDJSON file",
+    RUN_UPLOAD: "TREC run for pooling",
+}
+
+
+@router.post("/admin/collections/{collection_id}/import", dependencies=[Depends(require_csrf_form)])
+async def import_page(request: Request, collection_id: int, db: DbDep) -> Response:
+    resolved, early = await _guarded_post(request)
+    if early is not None:
+        return early
+    form, within_limits = await upload_form(request)
+    url = f"/admin/collections/{collection_id}"
+    action = _field(form, "action", "import")
+    name = IMPORT_FORMS.get(action, "import")
+    if not within_limits:
+        return await _import_refused(
+            request,
+            resolved,
+            db,
+            collection_id,
+            form,
+            name,
+            FormErrors(
+                "Nothing was imported: too many files or fields "
+                f"(at most {MAX_UPLOAD_FILES} files, {MAX_UPLOAD_FIELDS} fields)."
+            ),
+            413,
+        )
+    files = {
+        key: admin_imports.UploadedFile(value.filename or key, value.file)
+        for key, value in form.multi_items()
+        if isinstance(value, UploadFile) and value.filename
+    }
+    try:
+        message = await _run_import(db, collection_id, action, form, files)
+        summary = await run_in_threadpool(
+            collections.get_collection, db=db, collection_id=collection_id
+        )
+    except KeyError as exc:
+        field_name = str(exc.args[0])
+        missing = FormErrors(f"Choose the {FILE_LABELS.get(field_name, field_name)} file.")
+        return await _import_refused(request, resolved, db, collection_id, form, name, missing)
+    except DomainError as exc:
+        only = next(iter(files.values())).name if len(files) == 1 else ""
+        errors = form_errors(exc, "Nothing was imported.", file=only)
+        return await _import_refused(
+            request, resolved, db, collection_id, form, name, errors, exc.status_code
+        )
+    if action == "import":
+        message += (
+            f" The collection now has {summary.queries} queries, "
+            f"{summary.distinct_documents} documents and {summary.documents} "
+            "query–document pairs."
+        )
+    return _back(request, url, message)
+
+
+async def _import_refused(
+    request: Request,
+    resolved: security.ResolvedSession,
+    db: Any,
+    collection_id: int,
+    form: FormData,
+    name: str,
+    errors: FormErrors,
+    status: int = 422,
+) -> Response:
+    """The collection page with the import form ``name`` as it was posted and its errors."""
+    return await _collection_response(
+        request,
+        resolved,
+        db,
+        collection_id,
+        forms={name: _posted(form)},
+        errors={name: errors},
+        rechoose=_chosen_files(form),
+        status=status,
+    )
+
+
+def _pairs(n: int) -> str:
+    return f"{n} query–document pair" + ("" if n == 1 else "s")
+
+
+async def _run_import(
+    db: Any,
+    collection_id: int,
+    action: str,
+    form: FormData,
+    files: Mapping[str, admin_imports.UploadedFile],
+) -> str:
+    """Run the import form's ``action`` through its service; the success message. Raises
+    KeyError naming a required file that was not chosen, DomainError for the rest."""
+    if action == "attach-grades":
+        report = await run_in_threadpool(
+            admin_imports.attach_grades,
+            db=db,
+            collection_id=collection_id,
+            qrels=files["qrels"],
+            qrels_format=_field(form, "qrels_format", "auto"),
+        )
+        return (
+            f"{report.matched} grades attached to query–document pairs "
+            f"({report.unmatched} lines unmatched)."
+        )
+    if action == "attach-features":
+        report = await run_in_threadpool(
+            admin_imports.attach_features,
+            db=db,
+            collection_id=collection_id,
+            features=files["features"],
+        )
+        return (
+            f"{report.matched} feature vectors attached to query–document pairs "
+            f"({report.unmatched} rows unmatched)."
+        )
+    kind = _field(form, "kind", "trec")
+    if kind == "ndjson":
+        # The REST import's service: one object per (query, document), all or nothing.
+        upload = files["ndjson"]
+        nd = await run_in_threadpool(
+            collections.import_ndjson, db=db, collection_id=collection_id, data=upload.content
+        )
+        return (
+            f"Imported {nd.lines} lines of {upload.name}: {nd.queries_created} new queries, "
+            f"{_pairs(nd.documents_created)} new ({nd.documents_unchanged} already there "
+            "unchanged)."
+        )
+    imported = await run_in_threadpool(
+        admin_imports.import_files,
+        db=db,
+        collection_id=collection_id,
+        kind=kind,
+        files=files,
+        pairing=_field(form, "pairing", "qrels"),
+        qrels_format=_field(form, "qrels_format", "auto"),
+        run_depth=_form_int(form, "run_depth"),
+        unjudged_grade=_form_int(form, "unjudged_grade"),
+        ignore_unknown_qrels=form.get("ignore_unknown_qrels") == "1",
+    )
+    return " ".join(
+        [
+            f"Imported {_pairs(imported.rows)}: {imported.queries_created} new queries, "
+            f"{_pairs(imported.documents_created)} new "
+            f"({imported.documents_unchanged} already there unchanged).",
+            *([f"Qrels: {imported.qrels}."] if imported.qrels else []),
+            *(f"Note: {note}." for note in imported.notes),
+        ]
+    )
+
+
 
 
 async def _run_text(form: FormData) -> str | None:
@@ -525,23 +787,31 @@ async def plan_page(request: Request, collection_id: int, db: DbDep) -> Response
     if early is not None:
         return early
     url = f"/admin/collections/{collection_id}"
+    creating = form.get("create") == "1"
+    summary = "The plan was not created."
     try:
         wants_run = _field(form, "pool_mode") == "run" or _field(form, "prior") == "run"
         run = await _run_text(form) if wants_run else None
         spec = _plan_spec(collection_id, form, run)
-    except ValueError:
-        return _back(request, url, "Numbers expected for k, seeds and sizes.", "error")
-    except DomainError as exc:
-        return _back(request, url, "The plan was not created: " + _error_text(exc), "error")
-    try:
-        if form.get("create") == "1":
+        if creating:
             created = await run_in_threadpool(planning.create_plan, db=db, spec=spec)
             return _back(
                 request, url, f"Created {len(created.task_ids)} tasks (plan {created.name!r})."
             )
         preview = await run_in_threadpool(planning.preview_plan, db=db, spec=spec)
+    except ValueError:
+        return await _plan_refused(
+            request,
+            resolved,
+            db,
+            collection_id,
+            form,
+            FormErrors(summary, ["Numbers expected for k, seeds and sizes."]),
+        )
     except DomainError as exc:
-        return _back(request, url, "The plan was not created: " + _error_text(exc), "error")
+        return await _plan_refused(
+            request, resolved, db, collection_id, form, form_errors(exc, summary), exc.status_code
+        )
     hidden = [
         (k, v)
         for k, v in form.multi_items()
@@ -564,9 +834,34 @@ async def plan_page(request: Request, collection_id: int, db: DbDep) -> Response
     )
 
 
+async def _plan_refused(
+    request: Request,
+    resolved: security.ResolvedSession,
+    db: Any,
+    collection_id: int,
+    form: FormData,
+    errors: FormErrors,
+    status: int = 422,
+) -> Response:
+    """The collection page with the plan form as posted and its errors. A run chosen for
+    pooling must be chosen again; one carried over from the preview page comes back in the
+    hidden field."""
+    values = _posted(form)
+    return await _collection_response(
+        request,
+        resolved,
+        db,
+        collection_id,
+        forms={"plan": values},
+        errors={"plan": errors},
+        rechoose=_chosen_files(form),
+        status=status,
+    )
+
+
 @router.post("/admin/users", dependencies=[Depends(require_csrf_form)])
 async def create_user(request: Request, db: DbDep) -> Response:
-    _resolved, form, early = await _guarded_form(request)
+    resolved, form, early = await _guarded_form(request)
     if early is not None:
         return early
     try:
@@ -578,7 +873,15 @@ async def create_user(request: Request, db: DbDep) -> Response:
             role=_field(form, "role", "assessor"),
         )
     except DomainError as exc:
-        return _back(request, "/admin", _error_text(exc), "error")
+        values = {k: v for k, v in _posted(form).items() if k != "password"}
+        return await _home_response(
+            request,
+            resolved,
+            db,
+            forms={"user": values},
+            errors={"user": form_errors(exc, "The user was not created.")},
+            status=exc.status_code,
+        )
     return _back(request, "/admin", f"User {user.username!r} created.")
 
 

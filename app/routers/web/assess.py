@@ -230,16 +230,22 @@ def _framed_json(docs: list[page_data.DocView], terms: frozenset[str]) -> list[d
 async def lookahead(
     request: Request, db: DbDep, task_id: int, seq: int, hl: int | None = None
 ) -> Response:
-    """Documents that may come next after question ``seq``, rendered for their frames (the
-    judging page preloads them into hidden sandboxed frames). Read-only; what is shown is
-    always the server's answer. ``hl=0|1`` overrides the highlighting cookie."""
+    """What may come after question ``seq``: ``docs``, the documents that may be shown next,
+    rendered for their frames (the judging page preloads them into hidden sandboxed frames),
+    and ``next``, the next question per answer (:class:`page_data.Lookahead`; judge.js does not
+    use it yet: showing it before the server's answer broke quick key sequences, see
+    docs/assessor-guide.md#next-pair). Read-only. ``hl=0|1`` overrides the highlighting cookie."""
     terms, early = await _own_query_terms(request, db, task_id, hl)
     if early is not None:
         return early
     assert terms is not None
-    docs = await run_in_threadpool(page_data.lookahead, db, task_id, seq)
-    framed = await run_in_threadpool(_framed_json, docs or [], terms)
-    return JSONResponse({"seq": seq, "docs": framed}, headers={"Cache-Control": "no-store"})
+    ahead = await run_in_threadpool(page_data.lookahead, db, task_id, seq)
+    docs = ahead.docs if ahead is not None else []
+    framed = await run_in_threadpool(_framed_json, docs, terms)
+    return JSONResponse(
+        {"seq": seq, "docs": framed, "next": ahead.next if ahead is not None else {}},
+        headers={"Cache-Control": "no-store"},
+    )
 
 
 @router.get("/tasks/{task_id}/frames")

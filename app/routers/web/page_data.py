@@ -19,6 +19,7 @@ string for later documents from ``GET /tasks/{id}/frames`` and ``/lookahead``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -82,6 +83,20 @@ def render_frame(
     paragraphs without a leading copy of the title, and marked
     (:func:`labeling.highlight.mark_text`). ``terms`` empty: no highlighting.
     """
+    return _render_frame_cached(text, html_body, title, terms)
+
+
+#: Rendered frames kept per (text, html, title, terms): the judging page asks for a document
+#: again and again (first as a lookahead candidate, later when it is shown, again after every
+#: undo or highlight switch), and marking a 5,000-word document takes milliseconds that would
+#: otherwise sit on the page's critical path. About 128 documents of a few hundred kB at most.
+FRAME_CACHE_SIZE = 128
+
+
+@lru_cache(maxsize=FRAME_CACHE_SIZE)
+def _render_frame_cached(
+    text: str | None, html_body: str | None, title: str | None, terms: frozenset[str]
+) -> Marked:
     body = mark_html(html_body, terms) if html_body else mark_text(text or "", terms, title=title)
     return Marked(FRAME_PREFIX + body.markup + FRAME_SUFFIX, body.anchors)
 
@@ -208,7 +223,8 @@ def list_tasks(db: Database, user: Any) -> list[TaskRow]:
 
 
 def next_open_task(db: Database, user: Any, after: int) -> TaskRow | None:
-    """The user's next unfinished task other than ``after`` (None when all are done)."""
+    """The assessor's (``user``'s) next unfinished task other than ``after`` (None when all
+    are done)."""
     for row in list_tasks(db, user):
         if not row.done and row.id != after:
             return row
@@ -275,13 +291,59 @@ def load_task(db: Database, task_id: int) -> TaskView | None:
     )
 
 
-def lookahead(db: Database, task_id: int, seq: int) -> list[DocView] | None:
-    """Documents the assessor may see after answering question ``seq``, for prefetching.
+@dataclass(frozen=True, slots=True)
+class Lookahead:
+    """What may come after the pending question: the documents to preload and, per answer,
+    the next question itself (for showing it the moment the key is pressed)."""
 
-    For a topk task: the documents of the next question after each answer the protocol
-    accepts now (replayed hypothetically; nothing is stored). For a graded task: the next two
-    documents (their order does not depend on the grades). Documents of the current question
-    are left out. None when ``seq`` is not the pending question (the page is stale).
+    docs: list[DocView]
+    next: dict[str, dict[str, Any]]
+    """Answer key -> the next question in the shape of the API's question body, reduced to what
+    the page draws: ``seq``, ``pair`` (``left``/``right``: ``doc_id``, ``title``) or
+    ``document``, ``allowed_outcomes``, ``challenger`` and ``progress``. Keys: the outcomes
+    allowed now (topk) or ``"grade"`` (graded: the next document does not depend on the grade).
+    An answer after which the task is done is left out (the page then waits for the server)."""
+
+
+def _next_body(session: Session, titles: dict[str, str]) -> dict[str, Any] | None:
+    """The page's view of ``session.pending`` (see :attr:`Lookahead.next`); None when done."""
+    q = session.pending
+    if q is None:
+        return None
+    p = session.progress()
+    body: dict[str, Any] = {
+        "seq": q.seq,
+        "done": False,
+        "progress": {
+            "judgments": p.judgments,
+            "estimated_remaining": math.ceil(p.expected_remaining - 1e-9),
+            "expected_remaining": p.expected_remaining,
+            "max_remaining": p.max_remaining,
+            "done": False,
+        },
+    }
+    if isinstance(q, PairQuestion):
+        challenger = session.pending_challenger
+        body["pair"] = {
+            side: {"doc_id": d, "title": titles.get(d, "")}
+            for side, d in (("left", q.left), ("right", q.right))
+        }
+        body["allowed_outcomes"] = list(session.allowed_outcomes)
+        body["challenger"] = (
+            "left" if challenger == q.left else "right" if challenger == q.right else None
+        )
+    else:
+        body["document"] = {"doc_id": q.doc_id, "title": titles.get(q.doc_id, "")}
+    return body
+
+
+def lookahead(db: Database, task_id: int, seq: int) -> Lookahead | None:
+    """What the assessor may see after answering question ``seq``, for preloading.
+
+    For a topk task: the next question after each answer the protocol accepts now (replayed
+    hypothetically; nothing is stored). For a graded task: the next two documents (their order
+    does not depend on the grades). ``docs`` leaves out the documents of the current question.
+    None when ``seq`` is not the pending question (the page is stale).
     """
     with db.read() as s:
         task = s.get(Task, task_id)
@@ -294,40 +356,56 @@ def lookahead(db: Database, task_id: int, seq: int) -> list[DocView] | None:
             return None
         answers = [answer_of(r) for r in rows]
         upcoming: list[str] = []
+        branches: dict[str, Session] = {}
         current: set[str]
         if isinstance(pending, PairQuestion):
             current = {pending.left, pending.right}
             for outcome in session.allowed_outcomes:
-                nxt = _replay_pending(
-                    task, [*answers, PairAnswer(pending.left, pending.right, outcome)]
-                )
+                after = _replay(task, [*answers, PairAnswer(pending.left, pending.right, outcome)])
+                nxt = after.pending
                 if isinstance(nxt, PairQuestion):
                     upcoming += [nxt.left, nxt.right]
+                    branches[outcome] = after
         else:
             current = {pending.doc_id}
             hypothetical = list(answers)
             q: Any = pending
-            for _ in range(2):
+            for step in range(2):
                 hypothetical.append(GradeAnswer(q.doc_id, 0))
-                q = _replay_pending(task, hypothetical)
+                after = _replay(task, hypothetical)
+                q = after.pending
                 if q is None:
                     break
+                if step == 0:
+                    branches["grade"] = after
                 upcoming.append(q.doc_id)
         wanted = list(dict.fromkeys(d for d in upcoming if d not in current))
-        if not wanted:
-            return []
-        docs = {
-            d.external_id: DocView(d.external_id, d.title or "", d.text, d.html)
+        shown = {d for b in branches.values() for d in _pending_ids(b)}
+        found = {
+            d.external_id: d
             for d in s.scalars(
                 select(Document).where(
-                    Document.query_id == task.query_id, Document.external_id.in_(wanted)
+                    Document.query_id == task.query_id,
+                    Document.external_id.in_(sorted(set(wanted) | shown)),
                 )
             )
         }
-    return [docs[d] for d in wanted if d in docs]
+    titles = {d: doc.title or "" for d, doc in found.items()}
+    docs = [
+        DocView(d, found[d].title or "", found[d].text, found[d].html) for d in wanted if d in found
+    ]
+    nxt_bodies = {key: _next_body(b, titles) for key, b in branches.items()}
+    return Lookahead(docs, {key: b for key, b in nxt_bodies.items() if b is not None})
 
 
-def _replay_pending(task: Task, answers: Sequence[Answer]) -> Any:
+def _pending_ids(session: Session) -> list[str]:
+    q = session.pending
+    if isinstance(q, PairQuestion):
+        return [q.left, q.right]
+    return [q.doc_id] if q is not None else []
+
+
+def _replay(task: Task, answers: Sequence[Answer]) -> Session:
     return open_session(
         task.method,
         list(task.doc_ids),
@@ -335,7 +413,7 @@ def _replay_pending(task: Task, answers: Sequence[Answer]) -> Any:
         seed=int(task.seed),
         options=dict(task.options or {}),
         answers=answers,
-    ).pending
+    )
 
 
 def top_list(view: TaskView) -> list[DocView] | None:

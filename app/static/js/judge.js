@@ -18,6 +18,12 @@
  * about:srcdoc#hj-aN, a same-document navigation that scrolls and reloads nothing. The page
  * keeps each frame's anchor index; wheel turns are converted the same way.
  *
+ * Preloaded documents wait in hidden cards that are laid out at a slot's size (app.css), so
+ * showing one is only a paint; a document that was not preloaded is loaded out of sight and
+ * swapped in once its frame has loaded, so no frame is shown blank. Performance marks (hj-key,
+ * hj-sent, hj-response, hj-shown; read by benchmarks/ui_latency.py) time the path key ->
+ * request -> response -> documents swapped.
+ *
  * Nothing is lost or doubled: a key press while a request is in flight is ignored; a failed
  * request keeps its exact body (same seq, same active_ms) and is retried unchanged, which the
  * service treats as an idempotent retry; the pending body is also kept in sessionStorage so a
@@ -188,6 +194,10 @@
     renderToken: 0,     // the latest render; an older one whose frames arrive late stops
     shownIds: []        // doc ids of the question on screen, for the "new" marker
   };
+
+  function mark(name) {
+    if (window.performance && performance.mark) performance.mark(name);
+  }
 
   // Rendered documents by doc_id ({srcdoc, anchors}) from /frames and /lookahead.
   var frameCache = {};
@@ -560,23 +570,62 @@
     return { srcdoc: boot.frame_prefix + body, anchors: 1 };
   }
 
-  // Show question q: first make sure every document's rendered frame is at hand (pooled,
-  // cached or fetched in one request), then swap everything in one go. Until then the
-  // previous question stays on screen and keys are ignored (state.loading).
+  // Show question q: first make sure every document is in a card whose frame has loaded
+  // (pooled, or loaded now into a hidden card from the cache or one /frames request), then swap
+  // everything in one go, so no frame is ever shown blank. Until then the previous question
+  // stays on screen and keys are ignored (state.loading).
   function render(q) {
     var token = ++state.renderToken;
     if (q.done) { paint(q); return; }
-    var docs = boot.method === "topk" ? [q.pair.left, q.pair.right] : [q.document];
+    var docs = questionDocs(q);
+    // Server-rendered cards (the first question) are shown as they are: their frames load
+    // with the page.
+    if (docs.every(function (d) {
+      var c = cardOf(d.doc_id);
+      return c && (c._loaded || c._initial);
+    })) {
+      paint(q);
+      return;
+    }
+    state.loading = true;
     var need = docs.filter(function (d) { return !cardOf(d.doc_id); })
       .map(function (d) { return d.doc_id; });
-    if (need.every(function (id) { return frameCache[id]; })) { paint(q); return; }
-    state.loading = true;
     fetchFrames(need).then(function () {
-      if (token !== state.renderToken) return;
-      docs.forEach(function (d) { if (!frameCache[d.doc_id] && !cardOf(d.doc_id)) cacheFrame(
-        Object.assign({ doc_id: d.doc_id, title: d.title }, fallbackFrame(d))); });
+      if (token !== state.renderToken) return null;
+      var keep = pool.filter(function (c) { return !c.hidden; });
+      var cards = docs.map(function (d) {
+        var card = cardOf(d.doc_id);
+        if (!card) {
+          var rendered = frameCache[d.doc_id] || fallbackFrame(d);
+          card = spareCard(keep);
+          card.hidden = true;
+          card.removeAttribute("data-slot");
+          loadCard(card, d.doc_id, rendered);
+          card._used = ++useTick;
+        }
+        keep.push(card);
+        return card;
+      });
+      return Promise.all(cards.map(function (c) { return whenLoaded(c, 3000); }));
+    }).then(function (loaded) {
+      if (loaded === null || token !== state.renderToken) return;
       state.loading = false;
       paint(q);
+    });
+  }
+
+  function questionDocs(q) {
+    return boot.method === "topk" ? [q.pair.left, q.pair.right] : [q.document];
+  }
+
+  // Resolves when the card's frame has loaded (or after `ms`, not to hang on a lost event).
+  function whenLoaded(card, ms) {
+    if (card._loaded) return Promise.resolve();
+    return new Promise(function (resolve) {
+      var frame = card.querySelector("iframe");
+      var timer = setTimeout(resolve, ms);
+      frame.addEventListener("load", function () { clearTimeout(timer); resolve(); },
+        { once: true });
     });
   }
 
@@ -602,6 +651,7 @@
     clock.runningSince = null;
     syncClock();
     main.setAttribute("data-seq", String(q.seq));
+    mark("hj-shown");
     renderClock();
     setTimeout(function () { prefetch(q.seq); }, 0);
   }
@@ -692,6 +742,7 @@
 
   function send(req) {
     setBusy(true);
+    if (req.kind === "judgment") mark("hj-sent");
     var call;
     if (req.kind === "undo" && req.attempts) {
       // An undo is not idempotent: after a failure, look first whether it already happened.
@@ -705,6 +756,7 @@
     }
     return call.then(function (r) {
       setBusy(false);
+      mark("hj-response");
       if (r.ok) {
         state.failed = null;
         if (state.retryTimer) { clearTimeout(state.retryTimer); state.retryTimer = null; }
@@ -887,7 +939,10 @@
       notice("Paused. Press P (or the clock) to resume.", "warning", false, "paused");
       return;
     }
-    if (name !== "pause" && name !== "highlight" && name !== "undo" && canAct()) flash(name);
+    if (name !== "pause" && name !== "highlight" && name !== "undo" && canAct()) {
+      mark("hj-key");
+      flash(name);
+    }
     fn();
   }
 
