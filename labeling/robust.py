@@ -7,41 +7,46 @@ rule (docs/noise.md#the-robust-rule):
 1. **Votes per unordered pair.** Every answer is a vote for one document of the pair, or for
    "tie". A pair's combined answer is the plurality of its votes; equal counts keep the
    earliest of the leading answers, so one dissenting repeat (1-1) does not change the path:
-   only a real majority against the first answer (2-1) does.
+   only a real majority against the first answer (2-1) does. Its *lead* is its count minus
+   the next largest count.
 2. **Replay with the combined answers.** The base strategy is run from the start with every
    pair it asks answered by its combined answer; the first pair without votes is posed. When a
    repeat changes a pair's combined answer, the base is run again, so the corrected answer
    repairs the result and new questions appear where the path changed.
-3. **Dependencies.** When the base finishes, the result ``(top, rest)`` depends on the
-   comparisons of the final run between two documents of ``top`` (their order) and on the last
-   comparison of each document of ``rest`` (its loss edge: the one that put it there).
-4. **Stakes.** Each dependency "w beat l" gets a stake: the κ-NDCG@k the result loses if the
-   answer is wrong (l is better than w), :func:`stake`. If l is better than w, it is the best
-   of the documents w is known to beat (directly or through others, by the combined answers of
-   the final run), so its true rank is that of the best of ``m`` random documents of ``n``,
-   ``P(rank j) = C(n − j, m − 1) / C(n, m)``, and it cannot be worse than w's position; the
-   loss of a document of true rank j shown at position p is :func:`damage`.
-5. **Confidence.** Under uniform flips with rate ``p`` (:data:`ASSUMED_FLIP`), a combined
-   answer leading by ``L`` votes is wrong with probability ``ρ^L / (1 + ρ^L)``, ``ρ = p / (1 − p)``
-   (a uniform prior on the pair's order). A dependency is *settled* when its risk, stake ×
-   that probability, is at most :data:`TOLERANCE`, or after :data:`MAX_VOTES` votes (a pair
-   the assessor keeps calling both ways is a close call). A high-stake pair (the order of the
-   top two, the loss edge of a document that had beaten many) needs a lead of 3 or 4; a
-   low-stake one (the order of positions 8 and 9) none beyond its first answer.
-6. **Re-asks.** The open dependency of highest risk is asked again (marked
-   :attr:`Compare.repeat`, so the pair cache passes it through and the session shows it with
-   the sides swapped relative to the previous showing), preferring pairs last shown more than
-   :data:`GAP` questions ago. The strategy stops when every dependency is settled: the sum of
-   the risks left is at most :data:`TOLERANCE` per dependency.
+3. **Stakes.** A wrong "w beat l" costs what l misses: :func:`stake`, the expected κ-NDCG@k
+   lost. If w is shown at position i of the result, l is taken to belong at i; otherwise l is
+   the best of the ``m`` documents w is known to beat (directly or through others, by the
+   combined answers), which among ``n`` random documents has rank j with probability
+   ``C(n − j, m − 1) / C(n, m)``. The loss of a document of true rank j shown at position p is
+   :func:`damage_table` (κ-NDCG's gain 2^(k+1−j) − 1 puts 65% of the ideal on position 1 at
+   k = 10, and 1.5% on positions 6–10 together).
+4. **Risk.** Under uniform flips with rate ``p`` (:data:`ASSUMED_FLIP`) and a uniform prior on
+   the pair's order, a combined answer leading by ``L`` votes is wrong with probability
+   ``ρ^L / (1 + ρ^L)``, ``ρ = p / (1 − p)`` (:func:`wrong_probability`); risk = stake × that.
+   A pair with :data:`MAX_VOTES` votes has no risk left to remove (a close call).
+5. **Early confirmation.** While the base runs, every answer whose provisional risk exceeds
+   :data:`EAGER_RISK` / n is confirmed (to a lead of :data:`EAGER_LEAD`) once
+   :data:`GAP` other questions have passed, before the base builds much on it: an overturned
+   answer then re-runs only a short stretch of new path. The provisional stake treats the
+   loser as sent to the rest, below the positions the base has already fixed
+   (:func:`fixed_positions`).
+6. **Final confirmation.** When the base finishes, the result depends on its comparisons
+   between two documents of ``top`` (their order) and on the last comparison of each document
+   of ``rest`` (its loss edge): :func:`depends_on`. While the sum of their risks exceeds
+   :data:`BUDGET`, the dependency of highest risk is asked again, preferring pairs last shown
+   more than :data:`GAP` questions ago. The result is then settled with the stated confidence:
+   expected κ-NDCG@k loss at most :data:`BUDGET` under the model.
 
+Every re-ask is a :class:`Compare` with ``repeat=True``: the pair cache passes it through and
+the session shows it with the sides swapped relative to the pair's previous showing.
 Everything is a deterministic function of ``(order, k)`` and the answers, so replaying a log
 rebuilds the same state and pending question. Outcomes: a tie is a vote for "tie" (the base
 sees ``None``, "not preferred"); "not relevant" reaches the strategy as a win of the root and
 counts as that vote.
 
-Cost for a consistent assessor: the base strategy's questions with the pair cache, plus
-:func:`lead_needed` − 1 confirmations per dependency (every vote agrees, so no re-run ever
-happens). :meth:`RobustStrategy.max_remaining` bounds what such an assessor can still need.
+Cost for a consistent assessor: the base strategy's questions with the pair cache plus the
+confirmations of 5. and 6.; no re-run ever happens. :meth:`RobustStrategy.max_remaining` bounds
+what such an assessor can still need.
 """
 
 from __future__ import annotations
@@ -51,22 +56,39 @@ from collections.abc import Generator, Sequence
 from functools import cache, lru_cache
 from typing import TYPE_CHECKING, ClassVar
 
-from labeling.heap import Compare, Winner
+from labeling.heap import Compare, HeapTopK, Winner
+from labeling.insertion import InsertionTopK
+from labeling.tournament import TournamentTopK
 
 if TYPE_CHECKING:
     from labeling.session import PairStrategy
 
-#: Flip rate the confidence rule assumes for one answer.
+#: Flip rate the risk model assumes for one answer.
 ASSUMED_FLIP = 0.1
-#: Largest risk (stake × probability that the combined answer is wrong) a dependency may keep.
-TOLERANCE = 1e-3
-#: Votes after which a pair counts as settled whatever they say.
+#: The stated confidence: the final confirmations stop when the dependencies' risks sum to at
+#: most this expected κ-NDCG@k loss. Chosen on the flip0.1 scenario at (50, 10)
+#: (docs/noise.md#measured): the model's risks are conservative, so the measured loss is
+#: lower (about 0.045).
+BUDGET = 0.15
+#: An answer is confirmed while the base runs when its provisional risk exceeds this / n (so a
+#: first-round loss, of risk ≈ 0.16 / n, is always confirmed).
+EAGER_RISK = 0.05
+#: Lead an early confirmation aims at.
+EAGER_LEAD = 2
+#: Votes after which a pair is left as it is (the assessor keeps calling it both ways: a close
+#: call, where asking more would cost more than it can change).
 MAX_VOTES = 5
 #: Questions that should pass between two showings of one pair (memory helps less).
 GAP = 3
-#: Confirmations per base question a consistent assessor gives (the progress model): measured
-#: for the heap at (50, 10), random order (``benchmarks/strategies.py`` prints the check).
-DEPENDENCY_SHARE = 0.51
+#: Confirmations per base question a consistent assessor gives on a random order, by base
+#: (the progress model), measured at (50, 10) (``benchmarks/strategies.py`` prints the check).
+CONFIRMATION_SHARE: dict[type, float] = {
+    HeapTopK: 0.99,
+    TournamentTopK: 0.71,
+    InsertionTopK: 0.98,
+}
+#: The share for a base not listed above.
+DEFAULT_SHARE = 1.0
 
 Key = tuple[str, str]
 
@@ -93,37 +115,19 @@ def combine(votes: Sequence[Winner]) -> tuple[Winner, int]:
 
 def wrong_probability(lead: int) -> float:
     """Probability that a combined answer leading by ``lead`` votes is wrong, under uniform
-    flips with rate :data:`ASSUMED_FLIP` and a uniform prior: ``ρ^L / (1 + ρ^L)``."""
+    flips with rate :data:`ASSUMED_FLIP` and a uniform prior on the pair's order:
+    ``ρ^L / (1 + ρ^L)`` with ``ρ = p / (1 − p)`` (0.1 at L = 1, 0.012 at 2, 0.0014 at 3)."""
     odds = _RATIO**lead
     return odds / (1.0 + odds)
 
 
-def settled(votes: Sequence[Winner], stake: float) -> bool:
-    """True when the pair's risk ``stake × P(wrong | lead)`` is at most :data:`TOLERANCE` or
-    it has :data:`MAX_VOTES` votes."""
-    return len(votes) >= MAX_VOTES or stake * wrong_probability(combine(votes)[1]) <= TOLERANCE
-
-
-@lru_cache(maxsize=4096)
-def lead_needed(stake: float) -> int:
-    """The smallest lead (≥ 1) whose risk at this ``stake`` is within :data:`TOLERANCE`, capped
-    at :data:`MAX_VOTES`: the votes a consistent assessor gives the pair."""
-    lead = 1
-    while lead < MAX_VOTES and stake * wrong_probability(lead) > TOLERANCE:
-        lead += 1
-    return lead
-
-
-#: Votes any pair can need from a consistent assessor (the stake is at most 1).
-MAX_LEAD = lead_needed(1.0)
-
-
-def votes_needed(votes: Sequence[Winner], stake: float = 1.0) -> int:
-    """Votes a pair still needs if every further vote agrees with its combined answer."""
-    if len(votes) >= MAX_VOTES:
-        return 0
-    lead = combine(votes)[1]
-    return max(0, min(lead_needed(stake) - lead, MAX_VOTES - len(votes)))
+def fixed_positions(state: object) -> int:
+    """Top positions a paused base has already fixed for good: the documents a tournament has
+    taken out (:class:`labeling.tournament.TournamentTopK`); 0 for the others, whose top list
+    can change until they finish."""
+    if isinstance(state, TournamentTopK) and state.phase == "select":
+        return len(state.top)
+    return 0
 
 
 @lru_cache(maxsize=64)
@@ -150,24 +154,22 @@ def damage_table(k: int) -> tuple[tuple[float, ...], ...]:
 
 
 @lru_cache(maxsize=65536)
-def stake(n: int, k: int, m: int, winner_pos: int, loser_pos: int) -> float:
-    """What a wrong "w beat l" costs: l is then the best of the ``m`` documents w covers (w, l
-    and everything w is known to beat), whose rank among ``n`` random documents is j with
-    probability ``C(n − j, m − 1) / C(n, m)``, and at least as good as w's position
-    ``winner_pos``; l is shown at ``loser_pos`` (k + 1: in the rest). Positions are 1-based;
-    the expected :func:`damage_table` loss."""
+def stake(n: int, k: int, m: int, above: int, loser_pos: int) -> float:
+    """What a wrong "w beat l" costs, in expected κ-NDCG@k: l is then the best of the ``m``
+    documents w covers (w, l and everything w is known to beat); ``above`` documents are known
+    to be better than all of them, and among the ``n − above`` others the best of ``m`` random
+    ones has rank j with probability ``C(n − above − j, m − 1) / C(n − above, m)``. So l's true
+    rank is ``above + j``, while it is shown at ``loser_pos`` (1-based; k + 1: in the rest):
+    the loss is :func:`damage_table` ``[above + j][loser_pos]``."""
     table = damage_table(k)
-    m = max(1, min(m, n))
-    total = math.comb(n, m)
+    pool = n - above
+    m = max(1, min(m, pool))
+    total = math.comb(pool, m)
     out = 0.0
-    for j in range(1, min(k, n - m + 1) + 1):
-        rank = min(j, winner_pos)
+    for j in range(1, min(k - above, pool - m + 1) + 1):
+        rank = above + j
         if rank < loser_pos:
-            out += math.comb(n - j, m - 1) / total * table[rank][loser_pos]
-    # Ranks beyond k are clipped to the winner's position when it is in the top.
-    if winner_pos <= k and winner_pos < loser_pos:
-        beyond = sum(math.comb(n - j, m - 1) for j in range(k + 1, n - m + 2)) / total
-        out += beyond * table[winner_pos][loser_pos]
+            out += math.comb(pool - j, m - 1) / total * table[rank][loser_pos]
     return out
 
 
@@ -208,133 +210,184 @@ class RobustStrategy:
         self.asked += 1
 
     def _risk(self, key: Key) -> float:
-        votes = self.votes[key]
-        if len(votes) >= MAX_VOTES:
+        """A dependency's risk: stake × P(its combined answer is wrong); 0 at MAX_VOTES."""
+        if len(self.votes[key]) >= MAX_VOTES:
             return 0.0
-        risk = self.stakes[key] * wrong_probability(self.combined[key][1])
-        return risk if risk > TOLERANCE else 0.0
+        return self.stakes[key] * wrong_probability(self.combined[key][1])
+
+    def _winner_loser(self, c: Compare) -> tuple[str, str]:
+        """The pair of ``c`` as (winner, loser) by its combined answer; a tie lets ``c.b``
+        advance ("not preferred"), as every base reads it."""
+        return (c.a, c.b) if self.combined[pair_key(c.a, c.b)][0] == c.a else (c.b, c.a)
 
     def run(self) -> Generator[Compare, Winner, tuple[list[str], list[str]]]:
-        """Run the base on combined answers, then re-ask risky dependencies (see above)."""
-        combined = self.combined
+        """Run the base on combined answers with early confirmations, then confirm the
+        dependencies until their risks fit :data:`BUDGET` (see the module docstring)."""
+        combined, index = self.combined, self._index
+        n, k = len(self.order), self.k
+        eager_risk = EAGER_RISK / n
         while True:
             state = self.state
             path: list[Compare] = []
             self.path, self.dependencies = path, None
             gen = state.run()
+            queue: dict[Key, Compare] = {}  # answers of this run awaiting an early confirmation
+            reach = [0] * n  # per document: bit set of those it has beaten so far in this run
+            changed = False
             try:
                 question = next(gen)
                 while True:
+                    due = self._due(queue)
+                    while due is not None:
+                        c = queue[due]
+                        before = combined[due][0]
+                        self.phase = state.phase
+                        winner = yield Compare(c.a, c.b, c.challenger, repeat=True)
+                        self._record(due, winner)
+                        if combined[due][0] != before:
+                            changed = True  # the path changes from this pair on
+                            break
+                        votes = len(self.votes[due])
+                        if combined[due][1] >= EAGER_LEAD or votes >= MAX_VOTES:
+                            del queue[due]
+                        due = self._due(queue)
+                    if changed:
+                        break
                     key = pair_key(question.a, question.b)
                     known = combined.get(key)
                     if known is None:
                         self.phase = state.phase
                         winner = yield question
                         self._record(key, winner)
+                        known = combined[key]
                     else:
                         winner = known[0]
+                    w, loser = self._winner_loser(question)
+                    iw, il = index[w], index[loser]
+                    reach[iw] |= reach[il] | (1 << il)
+                    if known[1] < EAGER_LEAD and len(self.votes[key]) < MAX_VOTES:
+                        m = (reach[iw] | (1 << iw)).bit_count()
+                        provisional = stake(n, k, m, fixed_positions(state), k + 1)
+                        if provisional * wrong_probability(known[1]) > eager_risk:
+                            queue.setdefault(key, question)
                     path.append(question)
                     question = gen.send(winner)
             except StopIteration as stop:
                 top, rest = stop.value
-            dependencies = self.dependencies = depends_on(path, top)
-            self.stakes = self._stakes(path, dependencies, top)
-            open_ = [c for c in dependencies if self._risk(pair_key(c.a, c.b)) > 0.0]
-            while open_:
-                compare = self._choose(open_)
-                key = pair_key(compare.a, compare.b)
-                before = combined[key][0]
-                self.phase = "verify"
-                winner = yield Compare(compare.a, compare.b, compare.challenger, repeat=True)
-                self._record(key, winner)
-                if combined[key][0] != before:
-                    break  # the path changes from this pair on: run the base again
-                if self._risk(key) == 0.0:
-                    open_.remove(compare)
-            else:
-                self.phase = "done"
-                return list(top), list(rest)
+            if not changed:
+                dependencies = self.dependencies = depends_on(path, top)
+                self.stakes = self._stakes(path, dependencies, top)
+                open_ = [c for c in dependencies if self._risk(pair_key(c.a, c.b)) > 0.0]
+                while sum(self._risk(pair_key(c.a, c.b)) for c in open_) > BUDGET:
+                    compare = self._choose(open_)
+                    key = pair_key(compare.a, compare.b)
+                    before = combined[key][0]
+                    self.phase = "verify"
+                    winner = yield Compare(compare.a, compare.b, compare.challenger, repeat=True)
+                    self._record(key, winner)
+                    if combined[key][0] != before:
+                        break  # the path changes from this pair on: run the base again
+                    if len(self.votes[key]) >= MAX_VOTES:
+                        open_.remove(compare)
+                else:
+                    self.phase = "done"
+                    return list(top), list(rest)
             self.reruns += 1
             self.state = self.base(self.order, self.k)
+
+    def _due(self, queue: dict[Key, Compare]) -> Key | None:
+        """The first queued pair last shown more than :data:`GAP` questions ago, if any."""
+        for key in queue:
+            if self.asked - self.shown[key] > GAP:
+                return key
+        return None
 
     def _stakes(
         self, path: Sequence[Compare], dependencies: Sequence[Compare], top: Sequence[str]
     ) -> dict[Key, float]:
         """:func:`stake` of every dependency, from the combined answers of the final run."""
         index = self._index
-        edges: list[tuple[int, int]] = []  # (winner, loser) by order index, path order
-        for c in path:
-            winner = self.combined[pair_key(c.a, c.b)][0]
-            # A tie lets b advance ("not preferred"), as every base reads it.
-            w, loser = (c.a, c.b) if winner == c.a else (c.b, c.a)
-            edges.append((index[w], index[loser]))
-        reach = _reach(len(self.order), edges)
-        position = {doc: i + 1 for i, doc in enumerate(top)}
         n, k = len(self.order), self.k
+        edges = [(index[w], index[loser]) for w, loser in map(self._winner_loser, path)]
+        reach = _reach(n, edges)
+        position = {doc: i + 1 for i, doc in enumerate(top)}
         out: dict[Key, float] = {}
         for c in dependencies:
-            key = pair_key(c.a, c.b)
-            winner = self.combined[key][0]
-            w, loser = (c.a, c.b) if winner == c.a else (c.b, c.a)
-            covered = (reach[index[w]] | (1 << index[w])).bit_count()
-            out[key] = stake(n, k, covered, position.get(w, k + 1), position.get(loser, k + 1))
+            w, loser = self._winner_loser(c)
+            above = position.get(w, 0) - 1
+            if above >= 0:  # w is shown at position above + 1: a wrong answer swaps l into it
+                out[pair_key(w, loser)] = stake(n, k, n - above, above, position.get(loser, k + 1))
+            else:
+                covered = (reach[index[w]] | (1 << index[w])).bit_count()
+                out[pair_key(w, loser)] = stake(n, k, covered, 0, k + 1)
         return out
 
     def _choose(self, open_: list[Compare]) -> Compare:
-        """The open dependency of highest risk last shown more than :data:`GAP` questions ago
-        (else of highest risk); equal risks in path order."""
-        best: Compare | None = None
-        best_risk = -1.0
-        for compare in open_:
-            key = pair_key(compare.a, compare.b)
-            if self.asked - self.shown[key] > GAP:
-                risk = self._risk(key)
-                if risk > best_risk:
-                    best, best_risk = compare, risk
-        if best is not None:
-            return best
-        return max(open_, key=lambda c: self._risk(pair_key(c.a, c.b)))
+        """The open dependency of highest risk last shown more than :data:`GAP` questions ago,
+        else the one of highest risk; equal risks in path order."""
+        fresh = [c for c in open_ if self.asked - self.shown[pair_key(c.a, c.b)] > GAP]
+        return max(fresh or open_, key=lambda c: self._risk(pair_key(c.a, c.b)))
 
-    def _open_need(self) -> int:
-        """Votes the pairs answered so far still need from a consistent assessor: every pair of
-        the path at the largest stake while the base runs (which become dependencies is not
-        known yet), the dependencies at their stakes once it has finished."""
-        if self.dependencies is None:
-            keys = {pair_key(c.a, c.b) for c in self.path}
-            return sum(votes_needed(self.votes[key]) for key in keys)
-        return sum(
-            votes_needed(self.votes[key], self.stakes[key])
-            for key in {pair_key(c.a, c.b) for c in self.dependencies}
-        )
+    def _owed(self) -> int:
+        """Re-asks a consistent assessor still gives once the base has finished: the final
+        confirmation loop played out with every vote agreeing (highest risk first)."""
+        assert self.dependencies is not None
+        leads: dict[Key, tuple[int, int]] = {}  # pair -> (lead, votes)
+        for c in self.dependencies:
+            key = pair_key(c.a, c.b)
+            leads[key] = (self.combined[key][1], len(self.votes[key]))
+
+        def risk(key: Key) -> float:
+            lead, votes = leads[key]
+            return 0.0 if votes >= MAX_VOTES else self.stakes[key] * wrong_probability(lead)
+
+        owed = 0
+        while sum(map(risk, leads)) > BUDGET:
+            key = max(leads, key=risk)
+            lead, votes = leads[key]
+            leads[key] = (lead + 1, votes + 1)
+            owed += 1
+        return owed
 
     def max_remaining(self) -> int:
         """Upper bound on the questions still to come (the pending one included) for an
         assessor who has answered consistently: each question the base can still pose
-        (:meth:`max_remaining` of the base, structural) costs at most :data:`MAX_LEAD` votes,
-        and every pair answered so far needs :func:`votes_needed` more.
+        (:meth:`max_remaining` of the base, structural) and each pair answered so far can get
+        up to :data:`MAX_VOTES` votes. (Once the base has finished the final confirmations
+        are :meth:`_owed` exactly, but the re-ask order prefers pairs not just shown, which
+        may cost a few more; the bound stays on votes.)
 
         An inconsistent assessor can need more: a repeat that changes a combined answer runs
         the base again and may open new pairs.
         """
         if self.phase == "done":
             return 0
-        base = 0 if self.dependencies is not None else self.state.max_remaining()
-        return MAX_LEAD * base + self._open_need()
+        if self.dependencies is not None:
+            pairs = {pair_key(c.a, c.b) for c in self.dependencies}
+            return sum(max(0, MAX_VOTES - len(self.votes[key])) for key in pairs)
+        pairs = {pair_key(c.a, c.b) for c in self.path}
+        owed = sum(max(0, MAX_VOTES - len(self.votes[key])) for key in pairs)
+        return MAX_VOTES * self.state.max_remaining() + owed
 
     def expected_remaining(self, *, cache: bool = True) -> float:
-        """Expected questions still to come for a consistent assessor: the base's expected
-        remaining questions (with the pair cache: votes are reused whatever ``cache`` says),
-        plus :data:`DEPENDENCY_SHARE` confirmations for each, plus those still owed, capped by
-        :meth:`max_remaining`."""
+        """Expected questions still to come for a consistent assessor: once the base has
+        finished, :meth:`_owed`; before, the base's expected remaining questions (with the pair
+        cache: votes are reused whatever ``cache`` says) each with its base's
+        :data:`CONFIRMATION_SHARE` of confirmations, plus that share of the path so far
+        still owed at most; capped by :meth:`max_remaining`."""
         bound = self.max_remaining()
         if bound == 0:
             return 0.0
         if self.dependencies is not None:
-            return float(self._open_need())
+            return float(min(bound, max(1, self._owed())))
+        share = CONFIRMATION_SHARE.get(self.base, DEFAULT_SHARE)
         model = getattr(self.state, "expected_remaining", None)
         base = float(self.state.max_remaining()) if model is None else model(cache=True)
-        owed = DEPENDENCY_SHARE * len(self.path)
-        return min(float(bound), max(1.0, base * (1.0 + DEPENDENCY_SHARE) + owed))
+        confirmed = sum(
+            1 for key in {pair_key(c.a, c.b) for c in self.path} if len(self.votes[key]) > 1
+        )
+        owed = max(0.0, share * len(self.path) - confirmed)
+        return min(float(bound), max(1.0, base * (1.0 + share) + owed))
 
 
 def _reach(n: int, edges: Sequence[tuple[int, int]]) -> list[int]:
