@@ -51,6 +51,7 @@ what such an assessor can still need.
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Generator, Sequence
 from functools import cache, lru_cache
@@ -237,7 +238,7 @@ class RobustStrategy:
             try:
                 question = next(gen)
                 while True:
-                    due = self._due(queue)
+                    due = self._due(queue) if queue else None
                     while due is not None:
                         c = queue[due]
                         before = combined[due][0]
@@ -262,8 +263,10 @@ class RobustStrategy:
                         known = combined[key]
                     else:
                         winner = known[0]
-                    w, loser = self._winner_loser(question)
-                    iw, il = index[w], index[loser]
+                    if winner == question.a:
+                        iw, il = index[question.a], index[question.b]
+                    else:  # b won, or a tie let b advance
+                        iw, il = index[question.b], index[question.a]
                     reach[iw] |= reach[il] | (1 << il)
                     if known[1] < EAGER_LEAD and len(self.votes[key]) < MAX_VOTES:
                         m = (reach[iw] | (1 << iw)).bit_count()
@@ -277,18 +280,18 @@ class RobustStrategy:
             if not changed:
                 dependencies = self.dependencies = depends_on(path, top)
                 self.stakes = self._stakes(path, dependencies, top)
-                open_ = [c for c in dependencies if self._risk(pair_key(c.a, c.b)) > 0.0]
-                while sum(self._risk(pair_key(c.a, c.b)) for c in open_) > BUDGET:
-                    compare = self._choose(open_)
-                    key = pair_key(compare.a, compare.b)
+                compares = {pair_key(c.a, c.b): c for c in dependencies}
+                risks = {key: self._risk(key) for key in compares}
+                while sum(risks.values()) > BUDGET:
+                    key = self._choose(risks)
+                    compare = compares[key]
                     before = combined[key][0]
                     self.phase = "verify"
                     winner = yield Compare(compare.a, compare.b, compare.challenger, repeat=True)
                     self._record(key, winner)
                     if combined[key][0] != before:
                         break  # the path changes from this pair on: run the base again
-                    if len(self.votes[key]) >= MAX_VOTES:
-                        open_.remove(compare)
+                    risks[key] = self._risk(key)
                 else:
                     self.phase = "done"
                     return list(top), list(rest)
@@ -322,11 +325,16 @@ class RobustStrategy:
                 out[pair_key(w, loser)] = stake(n, k, covered, 0, k + 1)
         return out
 
-    def _choose(self, open_: list[Compare]) -> Compare:
-        """The open dependency of highest risk last shown more than :data:`GAP` questions ago,
-        else the one of highest risk; equal risks in path order."""
-        fresh = [c for c in open_ if self.asked - self.shown[pair_key(c.a, c.b)] > GAP]
-        return max(fresh or open_, key=lambda c: self._risk(pair_key(c.a, c.b)))
+    def _choose(self, risks: dict[Key, float]) -> Key:
+        """The dependency of highest risk among those last shown more than :data:`GAP`
+        questions ago, else of highest risk; equal risks in path order."""
+        # At most GAP pairs were shown in the last GAP questions: the best fresh one is among
+        # the GAP + 1 largest risks.
+        ranked = heapq.nlargest(GAP + 1, risks, key=risks.__getitem__)
+        for key in ranked:
+            if self.asked - self.shown[key] > GAP:
+                return key
+        return ranked[0]
 
     def _owed(self) -> int:
         """Re-asks a consistent assessor still gives once the base has finished: the final
