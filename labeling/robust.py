@@ -332,9 +332,9 @@ class RobustStrategy:
         # the GAP + 1 largest risks.
         ranked = heapq.nlargest(GAP + 1, risks, key=risks.__getitem__)
         for key in ranked:
-            if self.asked - self.shown[key] > GAP:
+            if risks[key] > 0.0 and self.asked - self.shown[key] > GAP:
                 return key
-        return ranked[0]
+        return ranked[0]  # positive: the loop runs only while the risks sum above BUDGET
 
     def _owed(self) -> int:
         """Re-asks a consistent assessor still gives once the base has finished: the final

@@ -306,3 +306,26 @@ def test_repeats_are_shown_swapped_and_pass_the_pair_cache():
     with pytest.raises(StopIteration) as stop:
         gen.send("b")  # the repeat's answer does not replace the cached first answer
     assert stop.value.value == (["a", "b", "a"], [])
+
+
+@pytest.mark.parametrize("base", BASES)
+def test_no_pair_gets_more_than_max_votes_from_a_flipping_assessor(base):
+    """Close calls stop at MAX_VOTES even when the assessor keeps contradicting itself, and
+    the result is still a partition of the documents with k in the top."""
+    cls = robust(STRATEGIES[base])
+    docs = _docs(30)
+    for seed in range(8):
+        order = docs[:]
+        random.Random(seed).shuffle(order)
+        assessor = Assessor({d: float(i) for i, d in enumerate(docs)}, seed=seed, flip=0.3)
+        strategy = cls(order, 6)
+        gen = strategy.run()
+        try:
+            q = next(gen)
+            while True:
+                q = gen.send(q.a if assessor.prefers(q.a, q.b) else q.b)
+        except StopIteration as stop:
+            top, rest = stop.value
+        assert max(len(v) for v in strategy.votes.values()) <= robust_module.MAX_VOTES
+        assert any(len(v) == robust_module.MAX_VOTES for v in strategy.votes.values())
+        assert len(top) == 6 and sorted(top + rest) == sorted(docs)
