@@ -79,6 +79,8 @@ EAGER_LEAD = 2
 #: Votes after which a pair is left as it is (the assessor keeps calling it both ways: a close
 #: call, where asking more would cost more than it can change).
 MAX_VOTES = 5
+#: Positions the stake model looks at (:func:`stake`).
+DAMAGE_DEPTH = 40
 #: Questions that should pass between two showings of one pair (memory helps less).
 GAP = 3
 #: Confirmations per base question a consistent assessor gives on a random order, by base
@@ -162,12 +164,17 @@ def stake(n: int, k: int, m: int, above: int, loser_pos: int) -> float:
     ones has rank j with probability ``C(n − above − j, m − 1) / C(n − above, m)``. So l's true
     rank is ``above + j``, while it is shown at ``loser_pos`` (1-based; k + 1: in the rest):
     the loss is :func:`damage_table` ``[above + j][loser_pos]``."""
-    table = damage_table(k)
+    # Gains halve per position, so ranks and positions past DAMAGE_DEPTH change the loss by
+    # less than 2^-DAMAGE_DEPTH: the table stops there (a large k would cost O(k^3) to build
+    # and overflow a float at 2^1024).
+    depth = min(k, DAMAGE_DEPTH)
+    table = damage_table(depth)
+    loser_pos = min(loser_pos, depth + 1)
     pool = n - above
     m = max(1, min(m, pool))
     total = math.comb(pool, m)
     out = 0.0
-    for j in range(1, min(k - above, pool - m + 1) + 1):
+    for j in range(1, min(depth - above, pool - m + 1) + 1):
         rank = above + j
         if rank < loser_pos:
             out += math.comb(pool - j, m - 1) / total * table[rank][loser_pos]
