@@ -3,11 +3,12 @@
 Prints, for (n, k) in (50, 10), (100, 10), (200, 20), every strategy the task option
 ``strategy`` accepts × the scenarios random, prior0.7, flip0.1 and thurstone (docs/noise.md):
 mean and p95 judgments, exact top-k rate and mean κ-NDCG@k against the latent truth, with
-Kislitsyn's lower bound beside it, then the check of the robust strategy's progress model
-(:data:`labeling.robust.DEPENDENCY_SHARE`).
+Kislitsyn's lower bound beside it, then the check of the robust modifier's progress model
+(:data:`labeling.robust.CONFIRMATION_SHARE`) and the seconds each size took.
 
-    python benchmarks/strategies.py                 # 5,000 trials per cell (long)
-    python benchmarks/strategies.py --trials 300    # a quick look
+    python benchmarks/strategies.py                          # 5,000 trials per cell (long)
+    python benchmarks/strategies.py --trials 300             # a quick look
+    python benchmarks/strategies.py --sizes 50x10 --trials 1000
 
 Then the real-data table of ``benchmarks/strategies_real.py`` (Cranfield and MQ2008 through
 the service layer; ``--no-real`` skips it, ``--real-queries`` bounds it).
@@ -17,23 +18,35 @@ from __future__ import annotations
 
 import argparse
 import time
+from typing import Any
 
 from app.commands.simulate import compare, compare_lines
 
 SIZES = ((50, 10), (100, 10), (200, 20))
 
 
-def dependency_share(n: int, k: int, trials: int) -> tuple[float, float]:
-    """(measured, model) share of the heap's questions that heap+robust confirms once with a
-    consistent assessor on a random order."""
-    from statistics import fmean
+def confirmation_shares(table: dict[str, Any]) -> list[str]:
+    """Per base, the re-asks per base question that ``<base>+robust`` gave a consistent
+    assessor on a random order (from the table's ``random`` rows: robust mean / base mean − 1),
+    beside the share the progress model uses."""
+    from labeling.robust import CONFIRMATION_SHARE, DEFAULT_SHARE
+    from labeling.strategies import STRATEGIES
 
-    from labeling.robust import DEPENDENCY_SHARE
-    from labeling.simulation import compare_strategies
-
-    base = fmean(t.judgments for t in compare_strategies("heap", "random", n, k, trials))
-    robust = fmean(t.judgments for t in compare_strategies("heap+robust", "random", n, k, trials))
-    return (robust - base) / base, DEPENDENCY_SHARE
+    mean = {
+        row["strategy"]: row["judgments"]["mean"]
+        for row in table["rows"]
+        if row["scenario"] == "random"
+    }
+    lines = []
+    for name, cls in STRATEGIES.items():
+        if name in mean and f"{name}+robust" in mean:
+            measured = mean[f"{name}+robust"] / mean[name] - 1.0
+            model = CONFIRMATION_SHARE.get(cls, DEFAULT_SHARE)
+            lines.append(
+                f"{name}+robust re-asks per {name} question (consistent, random order): "
+                f"{measured:.3f} measured, {model:.3f} in the progress model"
+            )
+    return lines
 
 
 def main() -> None:
@@ -51,11 +64,7 @@ def main() -> None:
         start = time.perf_counter()
         table = compare(n, k, args.trials, seed=args.seed)
         print("\n".join(compare_lines(table)))
-        measured, model = dependency_share(n, k, min(args.trials, 500))
-        print(
-            f"heap+robust confirmations per heap question (consistent, random order): "
-            f"{measured:.3f} measured, {model:.3f} in the progress model"
-        )
+        print("\n".join(confirmation_shares(table)))
         print(f"({time.perf_counter() - start:.0f} s)\n", flush=True)
     if args.real:
         try:

@@ -1,4 +1,4 @@
-"""Noise-robust judging: re-ask the comparisons a top-k result depends on, combine the answers.
+"""Noise-robust judging: re-ask the comparisons a top-k result depends on, by what is at stake.
 
 ``robust(base)`` turns any pairwise strategy (:class:`labeling.heap.HeapTopK`, a tournament,
 binary insertion, ...) into one that survives an assessor who sometimes answers wrongly. The
@@ -7,60 +7,95 @@ rule (docs/noise.md#the-robust-rule):
 1. **Votes per unordered pair.** Every answer is a vote for one document of the pair, or for
    "tie". A pair's combined answer is the plurality of its votes; equal counts keep the
    earliest of the leading answers, so one dissenting repeat (1-1) does not change the path:
-   only a real majority against the first answer (2-1) does.
+   only a real majority against the first answer (2-1) does. Its *lead* is its count minus
+   the next largest count.
 2. **Replay with the combined answers.** The base strategy is run from the start with every
    pair it asks answered by its combined answer; the first pair without votes is posed. When a
    repeat changes a pair's combined answer, the base is run again, so the corrected answer
    repairs the result and new questions appear where the path changed.
-3. **Dependencies.** When the base finishes, the result ``(top, rest)`` depends on the
-   comparisons of the final run between two documents of ``top`` (their order) and on the last
-   comparison of each document of ``rest`` (its loss edge: the one that put it there). A
-   comparison between a top document and one that later left the top is neither: the result
-   no longer rests on it.
-4. **Confidence.** A pair is *settled* when its combined answer leads every other answer by
-   :data:`LEAD` = 2 votes (2-0, 3-1, 4-2), or after :data:`MAX_VOTES` = 5 votes. Under uniform
-   flips with rate p, a lead of 2 is wrong with probability ``p² / (p² + (1-p)²)`` (gambler's
-   ruin with barriers ±2): 1.2% at p = 0.1 against 10% for one answer, at an expected
-   ``2 / (p² + (1-p)²)`` = 2.44 votes per pair from scratch (1.44 more after the first).
-5. **Re-asks.** The first unsettled dependency in path order is asked again (marked
-   :attr:`Compare.repeat`, so the pair cache passes it through and the session shows it with
-   the sides swapped relative to the previous showing), preferring pairs last shown more than
-   :data:`GAP` questions ago. The strategy stops when every dependency is settled.
+3. **Stakes.** A wrong "w beat l" costs what l misses: :func:`stake`, the expected κ-NDCG@k
+   lost. If w is shown at position i of the result, l is taken to belong at i; otherwise l is
+   the best of the ``m`` documents w is known to beat (directly or through others, by the
+   combined answers), which among ``n`` random documents has rank j with probability
+   ``C(n − j, m − 1) / C(n, m)``. The loss of a document of true rank j shown at position p is
+   :func:`damage_table` (κ-NDCG's gain 2^(k+1−j) − 1 puts 65% of the ideal on position 1 at
+   k = 10, and 1.5% on positions 6–10 together).
+4. **Risk.** Under uniform flips with rate ``p`` (:data:`ASSUMED_FLIP`) and a uniform prior on
+   the pair's order, a combined answer leading by ``L`` votes is wrong with probability
+   ``ρ^L / (1 + ρ^L)``, ``ρ = p / (1 − p)`` (:func:`wrong_probability`); risk = stake × that.
+   A pair with :data:`MAX_VOTES` votes has no risk left to remove (a close call).
+5. **Early confirmation.** While the base runs, every answer whose provisional risk exceeds
+   :data:`EAGER_RISK` / n is confirmed (to a lead of :data:`EAGER_LEAD`) once
+   :data:`GAP` other questions have passed, before the base builds much on it: an overturned
+   answer then re-runs only a short stretch of new path. The provisional stake treats the
+   loser as sent to the rest, below the positions the base has already fixed
+   (:func:`fixed_positions`).
+6. **Final confirmation.** When the base finishes, the result depends on its comparisons
+   between two documents of ``top`` (their order) and on the last comparison of each document
+   of ``rest`` (its loss edge): :func:`depends_on`. While the sum of their risks exceeds
+   :data:`BUDGET`, the dependency of highest risk is asked again, preferring pairs last shown
+   more than :data:`GAP` questions ago. The result is then settled with the stated confidence:
+   expected κ-NDCG@k loss at most :data:`BUDGET` under the model.
 
+Every re-ask is a :class:`Compare` with ``repeat=True``: the pair cache passes it through and
+the session shows it with the sides swapped relative to the pair's previous showing.
 Everything is a deterministic function of ``(order, k)`` and the answers, so replaying a log
 rebuilds the same state and pending question. Outcomes: a tie is a vote for "tie" (the base
 sees ``None``, "not preferred"); "not relevant" reaches the strategy as a win of the root and
 counts as that vote.
 
-Cost for a consistent assessor: the base strategy's questions with the pair cache, plus one
-confirmation per dependency (every vote agrees, so no re-run ever happens).
-:meth:`RobustStrategy.max_remaining` bounds what such an assessor can still need.
+Cost for a consistent assessor: the base strategy's questions with the pair cache plus the
+confirmations of 5. and 6.; no re-run ever happens. :meth:`RobustStrategy.max_remaining` bounds
+what such an assessor can still need.
 """
 
 from __future__ import annotations
 
+import heapq
+import math
 from collections.abc import Generator, Sequence
-from functools import cache
+from functools import cache, lru_cache
 from typing import TYPE_CHECKING, ClassVar
 
-from labeling.heap import Compare, Winner
+from labeling.heap import Compare, HeapTopK, Winner
+from labeling.insertion import InsertionTopK
+from labeling.tournament import TournamentTopK
 
 if TYPE_CHECKING:
     from labeling.session import PairStrategy
 
-#: Votes the combined answer must lead by before a pair is settled.
-LEAD = 2
-#: Votes after which a pair counts as settled whatever they say (a pair the assessor keeps
-#: calling both ways is a close call; asking more would cost more than it can change).
+#: Flip rate the risk model assumes for one answer.
+ASSUMED_FLIP = 0.1
+#: The stated confidence: the final confirmations stop when the dependencies' risks sum to at
+#: most this expected κ-NDCG@k loss. Chosen on the flip0.1 scenario at (50, 10)
+#: (docs/noise.md#measured): the model's risks are conservative, so the measured loss is
+#: lower (about 0.045).
+BUDGET = 0.15
+#: An answer is confirmed while the base runs when its provisional risk exceeds this / n (so a
+#: first-round loss, of risk ≈ 0.16 / n, is always confirmed).
+EAGER_RISK = 0.05
+#: Lead an early confirmation aims at.
+EAGER_LEAD = 2
+#: Votes after which a pair is left as it is (the assessor keeps calling it both ways: a close
+#: call, where asking more would cost more than it can change).
 MAX_VOTES = 5
+#: Positions the stake model looks at (:func:`stake`).
+DAMAGE_DEPTH = 40
 #: Questions that should pass between two showings of one pair (memory helps less).
 GAP = 3
-#: Share of the base strategy's remaining questions that end up as dependencies, i.e. get one
-#: confirmation each from a consistent assessor: measured for the heap at (50, 10), random
-#: order (``benchmarks/strategies.py`` prints the expected-vs-actual check).
-DEPENDENCY_SHARE = 0.51
+#: Confirmations per base question a consistent assessor gives on a random order, by base
+#: (the progress model), measured at (50, 10) (``benchmarks/strategies.py`` prints the check).
+CONFIRMATION_SHARE: dict[type, float] = {
+    HeapTopK: 0.99,
+    TournamentTopK: 0.71,
+    InsertionTopK: 0.98,
+}
+#: The share for a base not listed above.
+DEFAULT_SHARE = 1.0
 
 Key = tuple[str, str]
+
+_RATIO = ASSUMED_FLIP / (1.0 - ASSUMED_FLIP)
 
 
 def pair_key(a: str, b: str) -> Key:
@@ -70,8 +105,8 @@ def pair_key(a: str, b: str) -> Key:
 
 def combine(votes: Sequence[Winner]) -> tuple[Winner, int]:
     """The combined answer of a pair's ``votes`` (document ids or ``None`` for a tie, in the
-    order given) and its lead: plurality, equal counts broken by the most recent of the
-    leaders; ``lead`` = its count minus the next largest count."""
+    order given) and its lead: plurality, equal counts broken by the earliest of the leaders;
+    ``lead`` = its count minus the next largest count."""
     counts: dict[Winner, int] = {}
     for vote in votes:
         counts[vote] = counts.get(vote, 0) + 1
@@ -81,17 +116,69 @@ def combine(votes: Sequence[Winner]) -> tuple[Winner, int]:
     return winner, best - second
 
 
-def settled(votes: Sequence[Winner]) -> bool:
-    """True when the combined answer leads by :data:`LEAD` votes or the pair has
-    :data:`MAX_VOTES` votes."""
-    return len(votes) >= MAX_VOTES or combine(votes)[1] >= LEAD
+def wrong_probability(lead: int) -> float:
+    """Probability that a combined answer leading by ``lead`` votes is wrong, under uniform
+    flips with rate :data:`ASSUMED_FLIP` and a uniform prior on the pair's order:
+    ``ρ^L / (1 + ρ^L)`` with ``ρ = p / (1 − p)`` (0.1 at L = 1, 0.012 at 2, 0.0014 at 3)."""
+    odds = _RATIO**lead
+    return odds / (1.0 + odds)
 
 
-def votes_needed(votes: Sequence[Winner]) -> int:
-    """Votes a pair still needs if every further vote agrees with its combined answer."""
-    if len(votes) >= MAX_VOTES:
-        return 0
-    return max(0, min(LEAD - combine(votes)[1], MAX_VOTES - len(votes)))
+def fixed_positions(state: object) -> int:
+    """Top positions a paused base has already fixed for good: the documents a tournament has
+    taken out (:class:`labeling.tournament.TournamentTopK`); 0 for the others, whose top list
+    can change until they finish."""
+    if isinstance(state, TournamentTopK) and state.phase == "select":
+        return len(state.top)
+    return 0
+
+
+@lru_cache(maxsize=64)
+def damage_table(k: int) -> tuple[tuple[float, ...], ...]:
+    """``table[j][p]``: the κ-NDCG@k lost when the document of true rank ``j`` (1..k) is shown
+    at position ``p`` (1..k, or k + 1 for "in the rest") and every other document keeps its
+    true order (gain 2^y − 1, y = k + 1 − rank, discount 1 / log2(1 + position), as
+    :func:`ranking.metrics.kappa_ndcg`). Row and column 0 are unused."""
+
+    def dcg(labels: list[int]) -> float:
+        return sum((2**y - 1) / math.log2(i + 2) for i, y in enumerate(labels[:k]))
+
+    ideal = [k - i for i in range(k)] + [0]
+    best = dcg(ideal)
+    rows: list[tuple[float, ...]] = [(0.0,) * (k + 2)]
+    for j in range(1, k + 1):
+        row = [0.0]
+        for p in range(1, k + 2):
+            labels = ideal[:]
+            labels.insert(p - 1, labels.pop(j - 1))
+            row.append(max(0.0, 1.0 - dcg(labels) / best))
+        rows.append(tuple(row))
+    return tuple(rows)
+
+
+@lru_cache(maxsize=65536)
+def stake(n: int, k: int, m: int, above: int, loser_pos: int) -> float:
+    """What a wrong "w beat l" costs, in expected κ-NDCG@k: l is then the best of the ``m``
+    documents w covers (w, l and everything w is known to beat); ``above`` documents are known
+    to be better than all of them, and among the ``n − above`` others the best of ``m`` random
+    ones has rank j with probability ``C(n − above − j, m − 1) / C(n − above, m)``. So l's true
+    rank is ``above + j``, while it is shown at ``loser_pos`` (1-based; k + 1: in the rest):
+    the loss is :func:`damage_table` ``[above + j][loser_pos]``."""
+    # Gains halve per position, so ranks and positions past DAMAGE_DEPTH change the loss by
+    # less than 2^-DAMAGE_DEPTH: the table stops there (a large k would cost O(k^3) to build
+    # and overflow a float at 2^1024).
+    depth = min(k, DAMAGE_DEPTH)
+    table = damage_table(depth)
+    loser_pos = min(loser_pos, depth + 1)
+    pool = n - above
+    m = max(1, min(m, pool))
+    total = math.comb(pool, m)
+    out = 0.0
+    for j in range(1, min(depth - above, pool - m + 1) + 1):
+        rank = above + j
+        if rank < loser_pos:
+            out += math.comb(pool - j, m - 1) / total * table[rank][loser_pos]
+    return out
 
 
 class RobustStrategy:
@@ -99,8 +186,9 @@ class RobustStrategy:
 
     Readable while the generator is paused: ``votes`` (pair -> answers in order), ``state``
     (the current run of the base strategy), ``path`` (its comparisons so far),
-    ``dependencies`` (once the base has finished), ``phase`` (the base's phase while it runs,
-    then ``verify``, then ``done``) and ``reruns`` (how often a changed answer restarted it).
+    ``dependencies`` and ``stakes`` (once the base has finished), ``phase`` (the base's phase
+    while it runs, then ``verify``, then ``done``) and ``reruns`` (how often a changed answer
+    restarted it).
     """
 
     base: ClassVar[type[PairStrategy]]
@@ -111,110 +199,227 @@ class RobustStrategy:
         self.state = self.base(self.order, k)  # validates k and the order
         self.phase: str = self.state.phase
         self.votes: dict[Key, list[Winner]] = {}
-        # pair -> (combined answer, settled): kept with the votes, since replay reads it for
+        # pair -> (combined answer, lead): kept with the votes, since replay reads it for
         # every comparison of every run.
-        self.combined: dict[Key, tuple[Winner, bool]] = {}
+        self.combined: dict[Key, tuple[Winner, int]] = {}
         self.shown: dict[Key, int] = {}  # pair -> number of this strategy's last showing
         self.asked = 0
         self.path: list[Compare] = []
         self.dependencies: list[Compare] | None = None
+        self.stakes: dict[Key, float] = {}
         self.reruns = 0
+        self._index = {doc: i for i, doc in enumerate(self.order)}
 
     def _record(self, key: Key, winner: Winner) -> None:
         votes = self.votes.setdefault(key, [])
         votes.append(winner)
-        combined, lead = combine(votes)
-        self.combined[key] = (combined, lead >= LEAD or len(votes) >= MAX_VOTES)
+        self.combined[key] = combine(votes)
         self.shown[key] = self.asked
         self.asked += 1
 
+    def _risk(self, key: Key) -> float:
+        """A dependency's risk: stake × P(its combined answer is wrong); 0 at MAX_VOTES."""
+        if len(self.votes[key]) >= MAX_VOTES:
+            return 0.0
+        return self.stakes[key] * wrong_probability(self.combined[key][1])
+
+    def _winner_loser(self, c: Compare) -> tuple[str, str]:
+        """The pair of ``c`` as (winner, loser) by its combined answer; a tie lets ``c.b``
+        advance ("not preferred"), as every base reads it."""
+        return (c.a, c.b) if self.combined[pair_key(c.a, c.b)][0] == c.a else (c.b, c.a)
+
     def run(self) -> Generator[Compare, Winner, tuple[list[str], list[str]]]:
-        """Run the base on combined answers, then re-ask unsettled dependencies (see above)."""
-        combined = self.combined
+        """Run the base on combined answers with early confirmations, then confirm the
+        dependencies until their risks fit :data:`BUDGET` (see the module docstring)."""
+        combined, index = self.combined, self._index
+        n, k = len(self.order), self.k
+        eager_risk = EAGER_RISK / n
         while True:
             state = self.state
             path: list[Compare] = []
             self.path, self.dependencies = path, None
             gen = state.run()
+            queue: dict[Key, Compare] = {}  # answers of this run awaiting an early confirmation
+            reach = [0] * n  # per document: bit set of those it has beaten so far in this run
+            changed = False
             try:
                 question = next(gen)
                 while True:
+                    due = self._due(queue) if queue else None
+                    while due is not None:
+                        c = queue[due]
+                        before = combined[due][0]
+                        self.phase = state.phase
+                        winner = yield Compare(c.a, c.b, c.challenger, repeat=True)
+                        self._record(due, winner)
+                        if combined[due][0] != before:
+                            changed = True  # the path changes from this pair on
+                            break
+                        votes = len(self.votes[due])
+                        if combined[due][1] >= EAGER_LEAD or votes >= MAX_VOTES:
+                            del queue[due]
+                        due = self._due(queue)
+                    if changed:
+                        break
                     key = pair_key(question.a, question.b)
                     known = combined.get(key)
                     if known is None:
                         self.phase = state.phase
                         winner = yield question
                         self._record(key, winner)
+                        known = combined[key]
                     else:
                         winner = known[0]
+                    if winner == question.a:
+                        iw, il = index[question.a], index[question.b]
+                    else:  # b won, or a tie let b advance
+                        iw, il = index[question.b], index[question.a]
+                    reach[iw] |= reach[il] | (1 << il)
+                    if known[1] < EAGER_LEAD and len(self.votes[key]) < MAX_VOTES:
+                        m = (reach[iw] | (1 << iw)).bit_count()
+                        provisional = stake(n, k, m, fixed_positions(state), k + 1)
+                        if provisional * wrong_probability(known[1]) > eager_risk:
+                            queue.setdefault(key, question)
                     path.append(question)
                     question = gen.send(winner)
             except StopIteration as stop:
                 top, rest = stop.value
-            dependencies = self.dependencies = depends_on(path, top)
-            open_ = [c for c in dependencies if not combined[pair_key(c.a, c.b)][1]]
-            while open_:
-                compare = self._choose(open_)
-                key = pair_key(compare.a, compare.b)
-                before = combined[key][0]
-                self.phase = "verify"
-                winner = yield Compare(compare.a, compare.b, compare.challenger, repeat=True)
-                self._record(key, winner)
-                after, done = combined[key]
-                if after != before:
-                    break  # the path changes from this pair on: run the base again
-                if done:
-                    open_.remove(compare)
-            else:
-                self.phase = "done"
-                return list(top), list(rest)
+            if not changed:
+                dependencies = self.dependencies = depends_on(path, top)
+                self.stakes = self._stakes(path, dependencies, top)
+                compares = {pair_key(c.a, c.b): c for c in dependencies}
+                risks = {key: self._risk(key) for key in compares}
+                while sum(risks.values()) > BUDGET:
+                    key = self._choose(risks)
+                    compare = compares[key]
+                    before = combined[key][0]
+                    self.phase = "verify"
+                    winner = yield Compare(compare.a, compare.b, compare.challenger, repeat=True)
+                    self._record(key, winner)
+                    if combined[key][0] != before:
+                        break  # the path changes from this pair on: run the base again
+                    risks[key] = self._risk(key)
+                else:
+                    self.phase = "done"
+                    return list(top), list(rest)
             self.reruns += 1
             self.state = self.base(self.order, self.k)
 
-    def _choose(self, open_: list[Compare]) -> Compare:
-        """The first open dependency (path order: an early correction changes the most) last
-        shown more than :data:`GAP` questions ago, else the first one."""
-        for compare in open_:
-            if self.asked - self.shown[pair_key(compare.a, compare.b)] > GAP:
-                return compare
-        return open_[0]
+    def _due(self, queue: dict[Key, Compare]) -> Key | None:
+        """The first queued pair last shown more than :data:`GAP` questions ago, if any."""
+        for key in queue:
+            if self.asked - self.shown[key] > GAP:
+                return key
+        return None
 
-    def _open_need(self) -> int:
-        """Votes the pairs answered so far still need from a consistent assessor: every pair of
-        the path while the base runs (which become dependencies is not known yet), the
-        dependencies once it has finished."""
-        pairs = self.path if self.dependencies is None else self.dependencies
-        keys = {pair_key(c.a, c.b) for c in pairs}
-        return sum(votes_needed(self.votes[key]) for key in keys)
+    def _stakes(
+        self, path: Sequence[Compare], dependencies: Sequence[Compare], top: Sequence[str]
+    ) -> dict[Key, float]:
+        """:func:`stake` of every dependency, from the combined answers of the final run."""
+        index = self._index
+        n, k = len(self.order), self.k
+        edges = [(index[w], index[loser]) for w, loser in map(self._winner_loser, path)]
+        reach = _reach(n, edges)
+        position = {doc: i + 1 for i, doc in enumerate(top)}
+        out: dict[Key, float] = {}
+        for c in dependencies:
+            w, loser = self._winner_loser(c)
+            above = position.get(w, 0) - 1
+            if above >= 0:  # w is shown at position above + 1: a wrong answer swaps l into it
+                out[pair_key(w, loser)] = stake(n, k, n - above, above, position.get(loser, k + 1))
+            else:
+                covered = (reach[index[w]] | (1 << index[w])).bit_count()
+                out[pair_key(w, loser)] = stake(n, k, covered, 0, k + 1)
+        return out
+
+    def _choose(self, risks: dict[Key, float]) -> Key:
+        """The dependency of highest risk among those last shown more than :data:`GAP`
+        questions ago, else of highest risk; equal risks in path order."""
+        # At most GAP pairs were shown in the last GAP questions: the best fresh one is among
+        # the GAP + 1 largest risks.
+        ranked = heapq.nlargest(GAP + 1, risks, key=risks.__getitem__)
+        for key in ranked:
+            if risks[key] > 0.0 and self.asked - self.shown[key] > GAP:
+                return key
+        return ranked[0]  # positive: the loop runs only while the risks sum above BUDGET
+
+    def _owed(self) -> int:
+        """Re-asks a consistent assessor still gives once the base has finished: the final
+        confirmation loop played out with every vote agreeing (highest risk first)."""
+        assert self.dependencies is not None
+        leads: dict[Key, tuple[int, int]] = {}  # pair -> (lead, votes)
+        for c in self.dependencies:
+            key = pair_key(c.a, c.b)
+            leads[key] = (self.combined[key][1], len(self.votes[key]))
+
+        def risk(key: Key) -> float:
+            lead, votes = leads[key]
+            return 0.0 if votes >= MAX_VOTES else self.stakes[key] * wrong_probability(lead)
+
+        owed = 0
+        while sum(map(risk, leads)) > BUDGET:
+            key = max(leads, key=risk)
+            lead, votes = leads[key]
+            leads[key] = (lead + 1, votes + 1)
+            owed += 1
+        return owed
 
     def max_remaining(self) -> int:
         """Upper bound on the questions still to come (the pending one included) for an
         assessor who has answered consistently: each question the base can still pose
-        (:meth:`max_remaining` of the base, structural) costs at most 2 (the answer and one
-        confirmation), and every pair answered so far needs :func:`votes_needed` more.
+        (:meth:`max_remaining` of the base, structural) and each pair answered so far can get
+        up to :data:`MAX_VOTES` votes. (Once the base has finished the final confirmations
+        are :meth:`_owed` exactly, but the re-ask order prefers pairs not just shown, which
+        may cost a few more; the bound stays on votes.)
 
         An inconsistent assessor can need more: a repeat that changes a combined answer runs
         the base again and may open new pairs.
         """
         if self.phase == "done":
             return 0
-        base = 0 if self.dependencies is not None else self.state.max_remaining()
-        return 2 * base + self._open_need()
+        if self.dependencies is not None:
+            pairs = {pair_key(c.a, c.b) for c in self.dependencies}
+            return sum(max(0, MAX_VOTES - len(self.votes[key])) for key in pairs)
+        pairs = {pair_key(c.a, c.b) for c in self.path}
+        owed = sum(max(0, MAX_VOTES - len(self.votes[key])) for key in pairs)
+        return MAX_VOTES * self.state.max_remaining() + owed
 
     def expected_remaining(self, *, cache: bool = True) -> float:
-        """Expected questions still to come for a consistent assessor: the base's expected
-        remaining questions (with the pair cache: votes are reused whatever ``cache`` says),
-        each confirmed with probability :data:`DEPENDENCY_SHARE`, plus the confirmations still
-        owed, capped by :meth:`max_remaining`."""
+        """Expected questions still to come for a consistent assessor: once the base has
+        finished, :meth:`_owed`; before, the base's expected remaining questions (with the pair
+        cache: votes are reused whatever ``cache`` says) each with its base's
+        :data:`CONFIRMATION_SHARE` of confirmations, plus that share of the path so far
+        still owed at most; capped by :meth:`max_remaining`."""
         bound = self.max_remaining()
         if bound == 0:
             return 0.0
         if self.dependencies is not None:
-            return float(self._open_need())
+            return float(min(bound, max(1, self._owed())))
+        share = CONFIRMATION_SHARE.get(self.base, DEFAULT_SHARE)
         model = getattr(self.state, "expected_remaining", None)
         base = float(self.state.max_remaining()) if model is None else model(cache=True)
-        owed = DEPENDENCY_SHARE * self._open_need()
-        return min(float(bound), max(1.0, base * (1.0 + DEPENDENCY_SHARE) + owed))
+        confirmed = sum(
+            1 for key in {pair_key(c.a, c.b) for c in self.path} if len(self.votes[key]) > 1
+        )
+        owed = max(0.0, share * len(self.path) - confirmed)
+        return min(float(bound), max(1.0, base * (1.0 + share) + owed))
+
+
+def _reach(n: int, edges: Sequence[tuple[int, int]]) -> list[int]:
+    """Per document (by index), the bit set of documents it beats directly or through others,
+    over ``edges`` (winner, loser): passes in reverse order until nothing changes (bases ask
+    bottom-up, so two or three passes usually suffice; cycles from noisy answers only make
+    the closure larger, and it is finite)."""
+    reach = [0] * n
+    changed = True
+    while changed:
+        changed = False
+        for w, loser in reversed(edges):
+            new = reach[w] | reach[loser] | (1 << loser)
+            if new != reach[w]:
+                reach[w] = new
+                changed = True
+    return reach
 
 
 def depends_on(path: Sequence[Compare], top: Sequence[str]) -> list[Compare]:

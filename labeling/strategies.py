@@ -41,7 +41,9 @@ STRATEGIES: dict[str, type[PairStrategy]] = {
 
 #: Strategy modifiers by name: ``MODIFIERS[m](cls)`` is ``cls`` changed by ``m``.
 MODIFIERS: dict[str, Callable[[type[PairStrategy]], type[PairStrategy]]] = {
-    # Re-ask the comparisons the result depends on and combine the answers (docs/noise.md).
+    # Re-ask the comparisons the result depends on, by what a wrong answer would cost, and
+    # combine the answers (docs/noise.md#the-robust-rule; tournament+robust meets the cost
+    # goal under 10% flips).
     "robust": robust,
 }
 

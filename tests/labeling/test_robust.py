@@ -1,22 +1,35 @@
-"""The noise-robust modifier (labeling.robust): combining votes, cost for a consistent assessor,
-recovery under flips, replay purity, undo, the progress bound, and how the session shows repeats."""
+"""The noise-robust modifier (labeling.robust): combining votes, the risk model (against
+kappa_ndcg and a brute-force rank distribution), cost for a consistent assessor, recovery under
+flips, replay purity, undo, the progress bound, and how the session shows repeats."""
 
 from __future__ import annotations
 
+import itertools
 import random
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
+from labeling import robust as robust_module
 from labeling.heap import Compare, HeapTopK
 from labeling.middleware import with_pair_cache
-from labeling.robust import LEAD, MAX_VOTES, combine, robust, settled, votes_needed
+from labeling.robust import (
+    ASSUMED_FLIP,
+    CONFIRMATION_SHARE,
+    combine,
+    damage_table,
+    robust,
+    stake,
+    wrong_probability,
+)
 from labeling.session import open_session
 from labeling.simulation import Assessor, compare_strategies, run_strategy
 from labeling.strategies import STRATEGIES, strategy_names
 from labeling.types import PairAnswer
+from ranking.metrics import kappa_ndcg
 
 SETTINGS = settings(max_examples=60, deadline=None)
 BASES = list(STRATEGIES)
@@ -39,13 +52,55 @@ def test_combine_plurality_earliest_leader_and_lead():
     assert combine(["a", "b"]) == ("a", 0)  # one dissent does not overturn the first answer
     assert combine(["a", "b", "b"]) == ("b", 1)
     assert combine(["b", "a", "a", "a"]) == ("a", 2)
-    assert combine([None, None]) == (None, 2)  # two ties: settled as a tie
+    assert combine([None, None]) == (None, 2)  # two ties: a tie leading by 2
     assert combine(["a", None, "b"]) == ("a", 0)
-    assert not settled(["a"]) and settled(["a", "a"]) and settled(["a", "b", "a", "a"])
-    assert settled(["a", "b", "a", "b", None])  # MAX_VOTES reached
-    assert (LEAD, MAX_VOTES) == (2, 5)
-    assert votes_needed(["a"]) == 1 and votes_needed(["a", "b"]) == 2
-    assert votes_needed(["a", "a"]) == 0 and votes_needed(["a", "b", "a", "b"]) == 1
+
+
+def test_wrong_probability_is_the_posterior_under_uniform_flips():
+    """Bayes with a uniform prior: after c votes for the answer and d against, the answer is
+    wrong with probability p^c (1-p)^d / (p^c (1-p)^d + (1-p)^c p^d), which depends on c - d."""
+    p = ASSUMED_FLIP
+    for c, d in [(1, 0), (2, 0), (3, 1), (3, 0), (4, 2), (1, 1)]:
+        wrong, right = p**c * (1 - p) ** d, (1 - p) ** c * p**d
+        assert wrong_probability(c - d) == pytest.approx(wrong / (wrong + right), rel=1e-12)
+    assert wrong_probability(1) == pytest.approx(0.1)
+    assert wrong_probability(2) == pytest.approx(0.01 / 0.82)
+
+
+@pytest.mark.parametrize("k", [1, 3, 10])
+def test_damage_table_is_the_kappa_ndcg_loss_of_one_misplaced_document(k):
+    table = damage_table(k)
+    truth = np.array([k - i for i in range(k)] + [0, 0], dtype=float)  # two rest documents
+    for j in range(1, k + 1):
+        for p in range(1, k + 2):
+            order = list(range(k + 2))
+            order.insert(p - 1, order.pop(j - 1))  # the rank-j document moved to position p
+            scores = np.empty(k + 2)
+            scores[order] = np.arange(k + 2, 0, -1)  # position 1 gets the highest score
+            expected = 1.0 - kappa_ndcg(truth[None, :], scores[None, :], at=k)[0]
+            assert table[j][p] == pytest.approx(expected, abs=1e-12)
+    assert table[1][1] == 0.0
+
+
+def test_stake_matches_a_brute_force_rank_distribution():
+    """The best of m random documents of n: enumerate every m-subset of ranks 1..n."""
+    n, k = 9, 4
+    table = damage_table(k)
+    for m in range(1, n + 1):
+        for above in (0, 2):
+            for loser_pos in range(1, k + 2):
+                pool = n - above
+                if m > pool:
+                    continue
+                subsets = list(itertools.combinations(range(1, pool + 1), m))
+                expected = 0.0
+                for subset in subsets:
+                    rank = above + min(subset)
+                    if rank <= k and rank < loser_pos:
+                        expected += table[rank][loser_pos] / len(subsets)
+                assert stake(n, k, m, above, loser_pos) == pytest.approx(expected, abs=1e-12)
+    # A loss to the document shown first: the loser belongs at position 1.
+    assert stake(n, k, n, 0, k + 1) == pytest.approx(table[1][k + 1])
 
 
 def test_registered_as_a_modifier_of_every_base():
@@ -57,33 +112,44 @@ def test_registered_as_a_modifier_of_every_base():
     assert robust(HeapTopK) is robust(HeapTopK)  # one class per base
 
 
+def _drive(strategy, assessor):
+    """Answer ``strategy`` with ``assessor``; (top, questions asked, re-asks)."""
+    gen = strategy.run()
+    asked = repeats = 0
+    try:
+        q = next(gen)
+        while True:
+            asked += 1
+            repeats += q.repeat
+            q = gen.send(q.a if assessor.prefers(q.a, q.b) else q.b)
+    except StopIteration as stop:
+        top, _ = stop.value
+    return top, asked, repeats
+
+
 @pytest.mark.parametrize("base", BASES)
-def test_consistent_cost_is_base_with_cache_plus_one_confirmation_per_dependency(base):
-    """The stated overhead: a consistent assessor pays the base's questions (pair cache on)
-    plus exactly one confirmation per dependency, and there are fewer dependencies than
-    base questions."""
+def test_consistent_cost_is_base_with_cache_plus_the_stated_confirmations(base):
+    """The stated overhead for a consistent assessor: the base's questions (pair cache on)
+    plus re-asks only; no re-run; the re-asks per base question average the base's
+    CONFIRMATION_SHARE (measured at (50, 10), the progress model) within 0.1, and no pair
+    gets more than MAX_VOTES votes."""
     cls = robust(STRATEGIES[base])
-    for seed in range(15):
-        docs = _docs(30)
+    shares = []
+    for seed in range(12):
+        docs = [f"d{i:04d}" for i in range(50)]
         order = docs[:]
         random.Random(seed).shuffle(order)
-        _, _, base_cost = run_strategy(STRATEGIES[base], order, 6, _consistent(docs, seed))
-        strategy = cls(order, 6)
-        assessor = _consistent(docs, seed)
-        gen = strategy.run()
-        asked = 0
-        try:
-            q = next(gen)
-            while True:
-                asked += 1
-                q = gen.send(q.a if assessor.prefers(q.a, q.b) else q.b)
-        except StopIteration as stop:
-            top, _ = stop.value
-        assert top == assessor.true_topk(6)
+        _, _, base_cost = run_strategy(STRATEGIES[base], order, 10, _consistent(docs, seed))
+        strategy = cls(order, 10)
+        top, asked, repeats = _drive(strategy, _consistent(docs, seed))
+        assert top == _consistent(docs, seed).true_topk(10)
         assert strategy.reruns == 0
         assert strategy.dependencies is not None
-        assert asked == base_cost + len(strategy.dependencies)
-        assert len(strategy.dependencies) < base_cost
+        assert asked == base_cost + repeats
+        assert repeats == sum(len(v) - 1 for v in strategy.votes.values())
+        assert max(len(v) for v in strategy.votes.values()) <= robust_module.MAX_VOTES
+        shares.append(repeats / base_cost)
+    assert np.mean(shares) == pytest.approx(CONFIRMATION_SHARE[STRATEGIES[base]], abs=0.1)
 
 
 def test_flipping_assessor_recovers_the_truth_more_often_than_the_heap():
@@ -101,6 +167,24 @@ def test_flipping_assessor_recovers_the_truth_more_often_than_the_heap():
     assert stats.binomtest(better, better + worse, 0.5, alternative="greater").pvalue < 0.01
     assert sum(t.exact for t in rob) > sum(t.exact for t in heap)
     assert kr.mean() > kh.mean()
+
+
+def test_tournament_robust_meets_the_minimum_goal_at_10_percent_flips():
+    """The issue's minimum at (50, 10), 10% flips, on a fixed seed set: κ-NDCG@10 ≥ 0.90 with
+    at most 1.5× the judgments of the noiseless heap (measured here on the same documents),
+    and a paired gain over the heap under the same flips (sign test, computed here)."""
+    from app.commands.simulate import _kappa_ndcg
+
+    n, k, trials = 50, 10, 150
+    noiseless = compare_strategies("heap", "random", n, k, trials, seed=11)
+    heap = compare_strategies("heap", "flip0.1", n, k, trials, seed=11)
+    rob = compare_strategies("tournament+robust", "flip0.1", n, k, trials, seed=11)
+    budget = 1.5 * np.mean([t.judgments for t in noiseless])
+    assert np.mean([t.judgments for t in rob]) <= budget
+    kh, kr = _kappa_ndcg(heap, n, k), _kappa_ndcg(rob, n, k)
+    assert kr.mean() >= 0.90
+    better, worse = int((kr > kh + 1e-12).sum()), int((kr < kh - 1e-12).sum())
+    assert stats.binomtest(better, better + worse, 0.5, alternative="greater").pvalue < 1e-6
 
 
 @st.composite
@@ -222,3 +306,26 @@ def test_repeats_are_shown_swapped_and_pass_the_pair_cache():
     with pytest.raises(StopIteration) as stop:
         gen.send("b")  # the repeat's answer does not replace the cached first answer
     assert stop.value.value == (["a", "b", "a"], [])
+
+
+@pytest.mark.parametrize("base", BASES)
+def test_no_pair_gets_more_than_max_votes_from_a_flipping_assessor(base):
+    """Close calls stop at MAX_VOTES even when the assessor keeps contradicting itself, and
+    the result is still a partition of the documents with k in the top."""
+    cls = robust(STRATEGIES[base])
+    docs = _docs(30)
+    for seed in range(8):
+        order = docs[:]
+        random.Random(seed).shuffle(order)
+        assessor = Assessor({d: float(i) for i, d in enumerate(docs)}, seed=seed, flip=0.3)
+        strategy = cls(order, 6)
+        gen = strategy.run()
+        try:
+            q = next(gen)
+            while True:
+                q = gen.send(q.a if assessor.prefers(q.a, q.b) else q.b)
+        except StopIteration as stop:
+            top, rest = stop.value
+        assert max(len(v) for v in strategy.votes.values()) <= robust_module.MAX_VOTES
+        assert any(len(v) == robust_module.MAX_VOTES for v in strategy.votes.values())
+        assert len(top) == 6 and sorted(top + rest) == sorted(docs)
