@@ -8,11 +8,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from sqlalchemy import create_engine, event, text
+from sqlalchemy import create_engine, text
 
 from app.db import _IDLE_SINCE, PING_AFTER_IDLE_SECONDS, Database, normalise_url
-from tests.app.conftest import Api, postgres_base_url
-from tests.app.test_service_api import make_collection, make_task, oracle_outcome, pool
+from tests.app.conftest import postgres_base_url
 
 pytestmark = pytest.mark.postgres
 
