@@ -177,7 +177,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # router then calls each one's own ASGI app (LeanRoute's, app/routers/lean_route.py),
     # where an included router would wrap it in FastAPI's generic one and match the path
     # twice (once to choose the router, once inside it).
-    app.router.routes.extend(judging_loop.routes)
+    app.router.routes[:0] = judging_loop.routes
     for router in _api_routers():
         app.include_router(router, prefix=API_PREFIX)
 

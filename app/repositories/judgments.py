@@ -236,9 +236,7 @@ class JudgmentStore:
         """The task's live judgments in seq order."""
         return self._sql.live_log.rows(self.cursor, {"task_id": task_id})
 
-    def locked_state(
-        self, task_id: int, identify: Callable[[], T]
-    ) -> tuple[Any, LogVersion, T]:
+    def locked_state(self, task_id: int, identify: Callable[[], T]) -> tuple[Any, LogVersion, T]:
         """The task's status, assessor and ``created_at`` (None if missing) with its row
         locked, the log version read after the lock was taken, and ``identify()`` (the
         caller's identity, read on this store's cursor).
