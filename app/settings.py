@@ -136,6 +136,12 @@ class Settings(BaseSettings):
     db_pool_size: int = Field(default=10, ge=1, description="Connection pool size.")
     db_max_overflow: int = Field(default=20, ge=0, description="Extra pooled connections.")
     sqlite_busy_timeout_ms: int = Field(default=10_000, ge=0, description="SQLite busy_timeout.")
+    postgres_async_commit: bool = Field(
+        default=False,
+        description="Postgres: judgment writes commit without waiting for the WAL flush "
+        "(faster; a crash of the database server can lose its last fraction of a second of "
+        "judgments). Off: every acknowledged judgment is on disk.",
+    )
 
     @property
     def dev_mode(self) -> bool:
