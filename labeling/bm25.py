@@ -30,7 +30,6 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-import bm25s
 import numpy as np
 
 from labeling.errors import ConfigError
@@ -80,6 +79,10 @@ class Bm25Index:
         self.params = params or Bm25Params()
         self.doc_ids: tuple[str, ...] = tuple(ids)
         self._position = {d: i for i, d in enumerate(ids)}
+        # Imported here, not at module level: bm25s loads numba and scipy (about 100 MB), which
+        # a web process needs only once someone builds an index.
+        import bm25s
+
         self._model = bm25s.BM25(
             k1=self.params.k1, b=self.params.b, method="lucene", dtype="float64"
         )

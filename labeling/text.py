@@ -23,7 +23,6 @@ from collections.abc import Iterable, Sequence
 from html.parser import HTMLParser
 
 import Stemmer
-from bm25s.tokenization import STOPWORDS_EN
 
 __all__ = [
     "STOPWORDS",
@@ -38,8 +37,14 @@ __all__ = [
 
 #: Tokens: runs of two or more word characters (Unicode-aware).
 TOKEN_PATTERN = re.compile(r"\b\w\w+\b")
-#: Lucene's English stop set (``EnglishAnalyzer.ENGLISH_STOP_WORDS_SET``).
-STOPWORDS: frozenset[str] = frozenset(STOPWORDS_EN)
+#: Lucene's English stop set (``EnglishAnalyzer.ENGLISH_STOP_WORDS_SET``; bm25s ships the same
+#: 33 words as ``bm25s.tokenization.STOPWORDS_EN``, checked in tests/labeling/test_bm25.py).
+#: Spelled out here so that tokenising (BM25, highlighting) does not import bm25s, which
+#: loads numba and scipy: about 100 MB in every web process.
+STOPWORDS: frozenset[str] = frozenset(
+    """a an and are as at be but by for if in into is it no not of on or such that the their
+    then there these they this to was will with""".split()  # noqa: SIM905
+)
 
 _local = threading.local()
 

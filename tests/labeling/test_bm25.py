@@ -131,3 +131,37 @@ def test_cranfield_index_is_complete(shared_data: Path) -> None:
     hits = index.search(cran.topics[0].title, depth=10)
     assert [h.doc_id for h in hits] == top
     assert [h.score for h in hits] == pytest.approx([expected[d] for d in top], rel=1e-12)
+
+
+def test_stopwords_are_lucenes_as_bm25s_ships_them() -> None:
+    """labeling.text spells the stop set out (so tokenising does not import bm25s); it must
+    stay the set bm25s uses for Lucene-style BM25."""
+    from bm25s.tokenization import STOPWORDS_EN
+
+    from labeling.text import STOPWORDS
+
+    assert frozenset(STOPWORDS_EN) == STOPWORDS and len(STOPWORDS) == 33
+
+
+def test_importing_the_app_does_not_load_bm25s() -> None:
+    """bm25s (numba, scipy) is loaded only when an index is built, not by the web app."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from app.main import create_app\n"
+        "from app.settings import Settings\n"
+        "create_app(Settings(dev=True, database_url='sqlite:///' + sys.argv[1]))\n"
+        "print('bm25s' in sys.modules, 'numba' in sys.modules)\n"
+    )
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = subprocess.run(
+            [sys.executable, "-c", code, f"{tmp}/app.db"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+    assert out == ["False", "False"]
