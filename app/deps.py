@@ -9,9 +9,8 @@ token, sent as the ``X-CSRF-Token`` header (JavaScript) or, for HTML form posts,
 ``AdminUser`` additionally requires role admin (403). Disabled users fail authentication at
 once (401) because token and session lookups both check the flag on every request.
 
-After authentication ``request.state.auth_via`` is ``"bearer"`` or ``"cookie"`` and, for
-cookies, ``request.state.web_session`` is the :class:`app.security.ResolvedSession` (its
-``csrf_token`` is what templates embed).
+After a cookie authentication ``request.state.web_session`` is the
+:class:`app.security.ResolvedSession` (its ``csrf_token`` is what templates embed).
 """
 
 from __future__ import annotations
@@ -109,7 +108,6 @@ async def _authenticate(
     transaction."""
     token = _bearer_token(request)
     if token is not None:
-        request.state.auth_via = "bearer"
         if not look_up_bearer:
             return security.BearerToken(token)
         user = await run_in_threadpool(security.resolve_api_token, db, token)
@@ -124,7 +122,6 @@ async def _authenticate(
         return None
     if request.method not in security.SAFE_METHODS:
         await check_csrf(request, resolved.csrf_token, db.settings)
-    request.state.auth_via = "cookie"
     request.state.web_session = resolved
     return resolved.user
 
@@ -160,7 +157,6 @@ async def get_caller(request: Request, db: DbDep) -> security.Caller:
 
 
 Caller = Annotated[security.Caller, Depends(get_caller)]
-OptionalUser = Annotated[User | None, Depends(get_optional_user)]
 
 
 async def require_admin(user: CurrentUser) -> User:
@@ -183,13 +179,5 @@ async def require_csrf_form(request: Request, db: DbDep) -> None:
     if resolved is None:
         raise Unauthorized("not authenticated")
     await check_csrf(request, resolved.csrf_token, db.settings)
-    request.state.auth_via = "cookie"
     request.state.web_session = resolved
 
-
-async def require_same_origin(request: Request, settings: SettingsDep) -> None:
-    """Origin / Sec-Fetch-Site check for unsafe requests that have no session yet (login)."""
-    if request.method not in security.SAFE_METHODS and not security.origin_allowed(
-        request.headers, settings.public_origin
-    ):
-        raise Forbidden("cross-origin request refused")

@@ -105,10 +105,6 @@ class User(Base):
     disabled: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
-    @property
-    def is_admin(self) -> bool:
-        return self.role == "admin"
-
 
 class ApiToken(Base):
     """A bearer token for scripts; only its sha256 is stored."""
@@ -306,10 +302,3 @@ class TrainingRun(Base):
     heartbeat_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     time_limit_seconds: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
-
-#: The live five-grade answers (created by the initial migration as a view).
-GRADE_VIEW_SQL = (
-    "CREATE VIEW grade AS SELECT j.id AS judgment_id, j.task_id, t.query_id, t.assessor_id, "
-    "j.doc_id, j.grade, j.active_ms, j.created_at FROM judgment j JOIN task t ON t.id = j.task_id "
-    "WHERE j.grade IS NOT NULL AND NOT j.undone"
-)

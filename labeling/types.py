@@ -12,7 +12,6 @@ only reasons about the unordered pair; outcomes are always expressed in display 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
@@ -100,5 +99,3 @@ class JudgingSession(Protocol):
     def result(self) -> object:
         """The protocol's result (``TopKResult`` or ``GradedResult``); ``NotFinished`` before."""
 
-
-AnswerLog = Sequence[Answer]

@@ -247,12 +247,6 @@ def list_tasks(
     return views
 
 
-def task_owner(db: Database, task_id: int) -> int | None:
-    """The assessor id of a task (None when the task does not exist)."""
-    with db.read() as s:
-        return s.scalar(select(Task.assessor_id).where(Task.id == task_id))
-
-
 _TASK = select(Task).where(Task.id == bindparam("task_id"))
 _TASK_FOR_UPDATE = _TASK.with_for_update()
 
