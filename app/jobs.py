@@ -89,13 +89,14 @@ def get_queue(url: str) -> Huey:
     else:
         raise ValueError(f"queue URL must start with redis:// or sqlite:///, got {url!r}")
 
-    @huey.task(name=TRAIN_TASK)
     def train(run_id: int) -> None:
         from app.services.training import execute_run
 
         execute_run(run_id, db=_worker_database(), jobs=JobSettings())
 
-    huey.train_task = train
+    # Registered by a call, not as a decorator: huey has no type information, and its untyped
+    # decorator would make `train` untyped too.
+    huey.train_task = huey.task(name=TRAIN_TASK)(train)
     return huey
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from sqlalchemy.engine import Dialect
 from sqlalchemy.sql import ClauseElement
+from sqlalchemy.sql.compiler import SQLCompiler
 
 Processor = Callable[[Any], Any] | None
 
@@ -36,6 +37,8 @@ class Prepared:
 
     def __init__(self, stmt: ClauseElement, dialect: Dialect) -> None:
         compiled = stmt.compile(dialect=dialect)
+        if not isinstance(compiled, SQLCompiler):  # e.g. DDL, which has no bind parameters
+            raise TypeError(f"prepared statements need a SQL statement, got {type(stmt).__name__}")
         if any(b.expanding or b.literal_execute for b in compiled.binds.values()):
             raise ValueError("prepared statements cannot have expanding/literal parameters")
         self.sql: str = compiled.string
@@ -60,7 +63,9 @@ class Prepared:
             c.type.dialect_impl(dialect).result_processor(dialect, None) for c in columns
         )
         keys = [getattr(c, "key", None) or f"c{i}" for i, c in enumerate(columns)]
-        self._row = namedtuple("Row", keys, rename=True) if keys else None  # type: ignore[misc]
+        self._row: type[tuple[Any, ...]] | None = (
+            namedtuple("Row", keys, rename=True) if keys else None
+        )
 
     def params(self, values: Mapping[str, Any]) -> Sequence[Any] | dict[str, Any]:
         """The driver parameters for ``values`` (missing names: the statement's literals)."""
@@ -88,7 +93,8 @@ class Prepared:
         # fetchall first: in pipeline mode the result (description included) arrives with it.
         raw_rows = cursor.fetchall()
         processors = self._result
-        make = self._row._make
+        # typeshed types a namedtuple() built at run time as type[tuple], without _make.
+        make = self._row._make  # type: ignore[attr-defined]
         return [
             make(p(v) if p is not None else v for p, v in zip(processors, raw, strict=True))
             for raw in raw_rows

@@ -43,7 +43,7 @@ from typing import Any, NamedTuple
 
 from pwdlib import PasswordHash
 from pwdlib.hashers.argon2 import Argon2Hasher
-from sqlalchemy import bindparam, delete, func, select, update
+from sqlalchemy import Table, bindparam, delete, func, select, update
 from sqlalchemy.orm import Session
 from zxcvbn import zxcvbn
 from zxcvbn.frequency_lists import FREQUENCY_LISTS
@@ -188,6 +188,8 @@ def create_api_token(db: Database, user_id: int, *, name: str = "", days: int | 
 
 
 _TOKENS, _USERS = ApiToken.__table__, User.__table__
+# Declarative classes type __table__ as a FromClause; these are Tables, as update() needs.
+assert isinstance(_TOKENS, Table) and isinstance(_USERS, Table)
 _TOKEN_USER = (  # Core, not ORM: this runs on every API request
     select(
         _TOKENS.c.id.label("token_id"),
@@ -213,7 +215,7 @@ _TOUCH_TOKEN = (
 
 
 def _prepared_token_statements(db: Database) -> tuple[Prepared, Prepared]:
-    cached = db.caches.get(__name__)
+    cached: tuple[Prepared, Prepared] | None = db.caches.get(__name__)
     if cached is None:
         dialect = db.engine.dialect
         cached = db.caches.setdefault(

@@ -324,20 +324,20 @@ def table_from_counts(counts: Sequence[Sequence[int]]) -> AgreementTable:
     """All the agreement figures of a 3×3 count matrix C (rows U, columns V; ≻ ≺ ∼)."""
     if len(counts) != 3 or any(len(row) != 3 for row in counts):
         raise ValueError(f"count matrix must be 3×3, got {[list(r) for r in counts]!r}")
-    c = tuple(tuple(int(x) for x in row) for row in counts)
+    c = _matrix(counts)
     for i in range(3):
         for j in range(3):
             if c[i][j] < 0:
                 raise ValueError(f"count matrix entry [{i}][{j}] is negative: {c[i][j]}")
-    m = tuple(tuple(c[i][j] + c[j][i] for j in range(3)) for i in range(3))
+    m = _matrix([[c[i][j] + c[j][i] for j in range(3)] for i in range(3)])
     conditional = tuple(tuple((x / sum(row)) if sum(row) else None for x in row) for row in m)
     n = sum(map(sum, c))
     agreed = c[0][0] + c[1][1] + c[2][2]
     n_no_tie = c[0][0] + c[0][1] + c[1][0] + c[1][1]
     agreed_no_tie = c[0][0] + c[1][1]
     return AgreementTable(
-        counts=c,  # type: ignore[arg-type]
-        symmetric=m,  # type: ignore[arg-type]
+        counts=c,
+        symmetric=m,
         conditional=conditional,
         instances=n,
         agreed=agreed,
@@ -354,7 +354,13 @@ def count_matrix(pairs: Iterable[tuple[Relation, Relation]]) -> Matrix:
     c = [[0, 0, 0] for _ in range(3)]
     for rel_u, rel_v in pairs:
         c[_INDEX[rel_u]][_INDEX[rel_v]] += 1
-    return tuple(tuple(row) for row in c)  # type: ignore[return-value]
+    return _matrix(c)
+
+
+def _matrix(rows: Sequence[Sequence[int]]) -> Matrix:
+    """A 3×3 count matrix (already checked to be 3×3) as the :data:`Matrix` tuple."""
+    a, b, c = ((int(row[0]), int(row[1]), int(row[2])) for row in rows)
+    return a, b, c
 
 
 def agreement_table(instances: Iterable[PairInstance]) -> AgreementTable:

@@ -388,7 +388,7 @@ def _graded_by_flow(topk: list[list[int]], t_load: list[int], m: int, b: int) ->
 def validate_plan(
     plan: Plan,
     *,
-    per_query: Mapping[str, int] | None = None,
+    per_query: Mapping[str, int] | Mapping[Method, int] | None = None,
     require_both_tools: bool = True,
     check_balance: bool = True,
 ) -> list[Violation]:

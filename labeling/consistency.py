@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
-from itertools import permutations
+from itertools import product
 from typing import Any
 
 from labeling.agreement import (
@@ -229,13 +229,12 @@ def _rank_relation(ra: int, rb: int) -> Relation:
 
 
 # The 13 weak orders of three items as rank vectors (lower rank = better, equal = tie).
+# A rank vector is a weak order when its ranks are dense (0..max all used); in lexicographic
+# order, as itertools.product yields them.
 _WEAK_ORDERS: tuple[tuple[int, int, int], ...] = tuple(
-    sorted(
-        {p for p in permutations((0, 1, 2))}
-        | {p for p in permutations((0, 0, 1))}
-        | {p for p in permutations((0, 1, 1))}
-        | {(0, 0, 0)}
-    )
+    (x, y, z)
+    for x, y, z in product(range(3), repeat=3)
+    if {x, y, z} == set(range(max(x, y, z) + 1))
 )
 
 
@@ -277,11 +276,10 @@ def intransitive_triples(relations: Mapping[Pair, Relation]) -> tuple[int, int]:
             if c <= b:  # count each triple once, at its ordering a < b < c
                 continue
             triples += 1
-            if not triple_is_transitive(
-                _rel(a, b, relations),
-                _rel(b, c, relations),
-                _rel(a, c, relations),  # type: ignore[arg-type]
-            ):
+            ab, bc, ac = _rel(a, b, relations), _rel(b, c, relations), _rel(a, c, relations)
+            # c is a common neighbour of a and b, so all three pairs were judged.
+            assert ab is not None and bc is not None and ac is not None
+            if not triple_is_transitive(ab, bc, ac):
                 bad += 1
     return triples, bad
 

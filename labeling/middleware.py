@@ -31,7 +31,7 @@ def with_pair_cache(
     try:
         question = next(protocol)
     except StopIteration as stop:
-        return stop.value
+        return _result(stop)
     while True:
         a, b = question.a, question.b
         key = (a, b) if a < b else (b, a)
@@ -47,4 +47,11 @@ def with_pair_cache(
         try:
             question = protocol.send(winner)
         except StopIteration as stop:
-            return stop.value
+            return _result(stop)
+
+
+def _result(stop: StopIteration) -> tuple[list[str], list[str]]:
+    """The inner protocol's return value, (top-k, rest), carried by its ``StopIteration``
+    (typed ``Any`` there; a :data:`labeling.heap.Protocol` returns this pair)."""
+    result: tuple[list[str], list[str]] = stop.value
+    return result

@@ -58,7 +58,7 @@ import typing
 from bisect import bisect_left
 from collections import deque
 from collections.abc import Generator, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple, TypeGuard, overload
 
 from labeling.errors import (
     ConfigError,
@@ -288,16 +288,23 @@ def _unique_ids(ids: Sequence[object], name: str, duplicate: str) -> list[str]:
         unique = set(ids)
     except TypeError:  # an unhashable entry (a list from JSON, ...): the loop names it
         unique = set()
-    if len(unique) == len(ids) and set(map(type, unique)) <= {str} and "" not in unique:
-        return list(ids)  # type: ignore[arg-type]
-    seen: set[object] = set()
+    if _distinct_names(ids, unique):
+        return list(ids)
+    checked: list[str] = []
+    seen: set[str] = set()
     for pos, doc in enumerate(ids):
         if not isinstance(doc, str) or not doc:
             raise ConfigError(f"{name}[{pos}] must be a non-empty string, got {doc!r}")
         if doc in seen:
             raise ConfigError(f"{name}[{pos}]: " + duplicate.format(doc=doc))
         seen.add(doc)
-    return list(ids)  # type: ignore[arg-type]  # unreachable: the fast path accepts these
+        checked.append(doc)
+    return checked  # not reached: the fast path accepts ids that pass every check
+
+
+def _distinct_names(ids: Sequence[object], unique: set[object]) -> TypeGuard[Sequence[str]]:
+    """True when ``unique`` (the set of ``ids``) shows distinct, non-empty strings."""
+    return len(unique) == len(ids) and set(map(type, unique)) <= {str} and "" not in unique
 
 
 def _check_seed(seed: object) -> int:
@@ -728,6 +735,42 @@ class GradedSession:
 
 
 Session = TopKSession | GradedSession
+
+
+@overload
+def open_session(
+    method: Literal["topk"],
+    doc_ids: Sequence[str],
+    *,
+    k: int = 10,
+    seed: int,
+    options: Mapping[str, Any] | None = None,
+    answers: Sequence[Answer] = (),
+) -> TopKSession: ...
+
+
+@overload
+def open_session(
+    method: Literal["graded"],
+    doc_ids: Sequence[str],
+    *,
+    k: int = 10,
+    seed: int,
+    options: Mapping[str, Any] | None = None,
+    answers: Sequence[Answer] = (),
+) -> GradedSession: ...
+
+
+@overload
+def open_session(
+    method: str,
+    doc_ids: Sequence[str],
+    *,
+    k: int = 10,
+    seed: int,
+    options: Mapping[str, Any] | None = None,
+    answers: Sequence[Answer] = (),
+) -> Session: ...
 
 
 def open_session(

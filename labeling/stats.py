@@ -75,7 +75,10 @@ def chi2_2x2(table: Sequence[Sequence[int]], *, yates: bool = False) -> ChiSquar
         raise ValueError(
             f"χ² undefined for table [[{a}, {b}], [{c}, {d}]]: a row or column sums to zero"
         )
-    expected = tuple(tuple(rows[i] * cols[j] / n for j in range(2)) for i in range(2))
+    expected = (
+        (rows[0] * cols[0] / n, rows[0] * cols[1] / n),
+        (rows[1] * cols[0] / n, rows[1] * cols[1] / n),
+    )
     diff = abs(a * d - b * c)  # exact in integers; |O − E| = diff / N in every cell
     # Integer numerator and denominator: one correctly rounded division at the end.
     if yates:
@@ -89,7 +92,7 @@ def chi2_2x2(table: Sequence[Sequence[int]], *, yates: bool = False) -> ChiSquar
         p_value=chi2_sf_df1(statistic),
         yates=yates,
         table=((a, b), (c, d)),
-        expected=expected,  # type: ignore[arg-type]
+        expected=expected,
     )
 
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ranking import metrics
 from ranking.dataset import QueryDataset
@@ -137,7 +138,11 @@ class WeakRankers:
         if self.lo is None or self.hi is None:
             return x.astype(np.float64)
         lo, span = self.lo[f], self.hi[f] - self.lo[f]
-        return np.clip((x - lo) / np.where(span > 0, span, 1.0), 0.0, 1.0) * (span > 0)
+        # Typed: numpy's stubs lose the dtype through where/clip on these arrays.
+        scaled: NDArray[np.float64] = np.clip(
+            (x - lo) / np.where(span > 0, span, 1.0), 0.0, 1.0
+        ) * (span > 0)
+        return scaled
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -170,7 +175,8 @@ class BoostModel:
     def score(self, X: np.ndarray) -> np.ndarray:
         if self.chosen.size == 0:
             return np.zeros(X.shape[0])
-        return self.weak.values(X, self.chosen) @ self.alphas
+        scores: NDArray[np.float64] = self.weak.values(X, self.chosen) @ self.alphas
+        return scores
 
     def truncate(self, rounds: int) -> BoostModel:
         return BoostModel(self.weak, self.chosen[:rounds].copy(), self.alphas[:rounds].copy())

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -43,6 +43,13 @@ __all__ = [
 ]
 
 
+class _Derived(TypedDict, total=False):
+    """What a :class:`QueryDataset` computes on first use and keeps."""
+
+    mask: NDArray[np.bool_]
+    target: Target
+
+
 @dataclass(frozen=True, eq=False)
 class QueryDataset:
     """Features, labels and query structure of a ranking data set (see module docstring)."""
@@ -54,7 +61,7 @@ class QueryDataset:
     doc_ids: NDArray[Any]
     rank: NDArray[np.int64] | None = None
     topk: int | None = None
-    _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    _cache: _Derived = field(default_factory=_Derived, repr=False, compare=False)
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -140,12 +147,13 @@ class QueryDataset:
         return np.repeat(np.arange(self.n_queries), self.sizes)
 
     # ------------------------------------------------------------------ views
-    def pad(self, values: ArrayLike, fill: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    def pad(self, values: ArrayLike, fill: float = 0.0) -> tuple[NDArray[Any], NDArray[np.bool_]]:
         """Flat per-row values ``(N, ...)`` -> padded ``(Q, L, ...)`` plus mask ``(Q, L)``."""
         return pad_groups(np.asarray(values), self.offsets, fill=fill)
 
     @property
-    def mask(self) -> np.ndarray:
+    def mask(self) -> NDArray[np.bool_]:
+        """``(Q, L)`` boolean, True for real documents (as in :meth:`pad`)."""
         if "mask" not in self._cache:
             self._cache["mask"] = self.pad(np.zeros(self.n_docs))[1]
         return self._cache["mask"]

@@ -34,12 +34,19 @@ import math
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
 from ranking import metrics
-from ranking.boosting import BoostModel, WeakRankers, adarank, focusedboost, rankboost
+from ranking.boosting import (
+    BoostModel,
+    BoostResult,
+    WeakRankers,
+    adarank,
+    focusedboost,
+    rankboost,
+)
 from ranking.dataset import QueryDataset
 from ranking.losses import focused_parts, get_loss
 from ranking.models import LinearModel, MLPModel, Model, model_from_dict
@@ -90,12 +97,29 @@ def metric_values(name: str, data: QueryDataset, scores: np.ndarray) -> np.ndarr
     raise ValueError(f"unknown metric {name!r}; use ndcg@K, err, kappa_ndcg@K or kappa_err")
 
 
+class FittedModel(Protocol):
+    """What a fitted estimator keeps in ``model_``: a :class:`~ranking.models.Model` (gradient
+    and SVM rankers) or a :class:`~ranking.boosting.BoostModel`."""
+
+    def score(self, X: np.ndarray) -> np.ndarray: ...
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+
 class Ranker:
     """Base class: hyperparameter handling, predict/score and JSON persistence."""
 
     _params: ClassVar[tuple[str, ...]] = ("metric", "seed")
     metric: str
     seed: int
+
+    # Learned by fit() or from_dict(). Declared, not assigned: an unfitted estimator has none
+    # of them, which is how _check_fitted tells (the scikit-learn convention).
+    model_: FittedModel
+    n_features_in_: int
+    best_iteration_: int
+    best_valid_score_: float  # NaN when fitted without validation data
+    history_: list[tuple[int, float, float]]  # per epoch/round; empty after loading
 
     # ---------------------------------------------------------------- sklearn conventions
     def get_params(self, deep: bool = True) -> dict[str, Any]:
@@ -194,7 +218,7 @@ class Ranker:
     def load(cls, path: str | Path) -> Ranker:
         return cls.from_json(Path(path).read_text(encoding="utf-8"))
 
-    def _model_from_dict(self, data: dict[str, Any]) -> Any:
+    def _model_from_dict(self, data: dict[str, Any]) -> FittedModel:
         return model_from_dict(data)
 
     # ---------------------------------------------------------------- truth preparation
@@ -277,7 +301,7 @@ class _LossRanker(Ranker):
 class GradientRanker(_LossRanker):
     """A loss of :mod:`ranking.losses` minimised by Adam/SGD with early stopping."""
 
-    _params = (
+    _params: ClassVar[tuple[str, ...]] = (
         "model",
         "hidden",
         "optimizer",
@@ -451,7 +475,15 @@ class FocusedNet(_TopKTruth, GradientRanker):
 class SVMRanker(_LossRanker):
     """A hinge loss minimised by the Pegasos solver; linear scorer."""
 
-    _params = ("C", "iterations", "batch_queries", "eval_every", "patience", "metric", "seed")
+    _params: ClassVar[tuple[str, ...]] = (
+        "C",
+        "iterations",
+        "batch_queries",
+        "eval_every",
+        "patience",
+        "metric",
+        "seed",
+    )
 
     def __init__(
         self,
@@ -532,7 +564,15 @@ class FocusedSVM(_TopKTruth, SVMRanker):
 class BoostRanker(Ranker):
     """Base of the boosting estimators; the number of rounds is chosen on validation."""
 
-    _params = ("n_rounds", "weak", "n_thresholds", "scale", "forbid_repeat", "metric", "seed")
+    _params: ClassVar[tuple[str, ...]] = (
+        "n_rounds",
+        "weak",
+        "n_thresholds",
+        "scale",
+        "forbid_repeat",
+        "metric",
+        "seed",
+    )
     _default_weak: ClassVar[str] = "feature"
 
     def __init__(
@@ -554,7 +594,7 @@ class BoostRanker(Ranker):
         self.metric = metric
         self.seed = seed
 
-    def _run(self, data: QueryDataset, weak: WeakRankers, **kw: Any) -> Any:
+    def _run(self, data: QueryDataset, weak: WeakRankers, **kw: Any) -> BoostResult:
         raise NotImplementedError
 
     def fit(
@@ -583,7 +623,7 @@ class BoostRanker(Ranker):
         self.history_ = result.history
         return self
 
-    def _model_from_dict(self, data: dict[str, Any]) -> Any:
+    def _model_from_dict(self, data: dict[str, Any]) -> FittedModel:
         return BoostModel.from_dict(data)
 
 
@@ -592,7 +632,7 @@ class RankBoost(BoostRanker):
 
     _default_weak = "threshold"
 
-    def _run(self, data: QueryDataset, weak: WeakRankers, **kw: Any) -> Any:
+    def _run(self, data: QueryDataset, weak: WeakRankers, **kw: Any) -> BoostResult:
         return rankboost(data, weak, self.n_rounds, forbid_repeat=self.forbid_repeat, **kw)
 
 
@@ -605,7 +645,7 @@ class AdaRank(BoostRanker):
         super().__init__(**kwargs)
         self.at = at
 
-    def _run(self, data: QueryDataset, weak: WeakRankers, **kw: Any) -> Any:
+    def _run(self, data: QueryDataset, weak: WeakRankers, **kw: Any) -> BoostResult:
         return adarank(
             data, weak, self.n_rounds, at=self.at, forbid_repeat=self.forbid_repeat, **kw
         )
@@ -621,7 +661,7 @@ class FocusedBoost(_TopKTruth, BoostRanker):
         self.beta = beta
         self.k = k
 
-    def _run(self, data: QueryDataset, weak: WeakRankers, **kw: Any) -> Any:
+    def _run(self, data: QueryDataset, weak: WeakRankers, **kw: Any) -> BoostResult:
         return focusedboost(
             data,
             weak,

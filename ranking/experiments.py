@@ -560,7 +560,11 @@ def format_table(result: CVResult, *, markdown: bool = True) -> str:
     """Table-4-style text: mean over folds, best in column in bold, ▲/▼ vs the best baseline."""
     sig = significance(result)
     cols = [COLUMN_NAMES[m] for m in result.measures]
-    best = {m: max(result.models, key=lambda x, m=m: result.mean(x, m)) for m in result.measures}
+
+    def best_model(measure: str) -> str:
+        return max(result.models, key=lambda model: result.mean(model, measure))
+
+    best = {m: best_model(m) for m in result.measures}
     lines = [
         f"| model ({result.truth} truth, k={result.k}) | " + " | ".join(cols) + " | time s |",
         "|---|" + "---|" * (len(cols) + 1),
@@ -585,6 +589,9 @@ def format_table(result: CVResult, *, markdown: bool = True) -> str:
 
 
 # ====================================================================================== sweep
+PAPER_BETAS: tuple[float, ...] = tuple(round(0.05 * i, 2) for i in range(21))  # 0, 0.05, …, 1
+
+
 @dataclass
 class SweepResult:
     """Test measures (mean over folds) per model, truth and β."""
@@ -595,10 +602,10 @@ class SweepResult:
 
 
 def sweep_beta(
-    folds_by_truth: dict[str, Sequence[FoldData]],
+    folds_by_truth: Mapping[str, Sequence[FoldData]],
     models: Sequence[str] = FOCUSED,
     *,
-    betas: Sequence[float] = tuple(round(0.05 * i, 2) for i in range(21)),
+    betas: Sequence[float] = PAPER_BETAS,
     overrides: dict[str, dict[str, Any]] | None = None,
     seed: int = 0,
     progress: Progress | None = None,
@@ -612,7 +619,7 @@ def sweep_beta(
         for model in models:
             curve: dict[str, list[float]] = {m: [] for m in MEASURES[truth]}
             for beta in betas:
-                sums = {m: [] for m in MEASURES[truth]}
+                sums: dict[str, list[float]] = {m: [] for m in MEASURES[truth]}
                 for fold in folds:
                     est, _ = _fit(
                         model, {**(overrides or {}).get(model, {}), "beta": beta}, fold, True, seed

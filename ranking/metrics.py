@@ -311,7 +311,8 @@ def _gain(labels: F64, gain: str) -> F64:
 def _rowdot(x: F64, w: F64) -> F64:
     """Row-wise Σ_j x[q, j] w[j]. Not ``x @ w``: BLAS may sum in a blocking-dependent order,
     and a query's value must not depend on which other queries share its batch."""
-    return (x * w).sum(axis=1)
+    dot: F64 = (x * w).sum(axis=1)  # numpy's stubs type an axis reduction as Any
+    return dot
 
 
 def _discounts(n: int, discount: str) -> F64:
@@ -477,7 +478,8 @@ def _n_relevant(
     b: _Batch, ideal_labels: ArrayLike | None, ideal_mask: ArrayLike | None, threshold: float
 ) -> F64:
     """R per query: relevant documents in the list, or in ``ideal_labels`` (all qrels)."""
-    return _relevant(*_ideal_source(b, ideal_labels, ideal_mask), threshold).sum(axis=1)
+    count: F64 = _relevant(*_ideal_source(b, ideal_labels, ideal_mask), threshold).sum(axis=1)
+    return count
 
 
 def _ranked_relevance(
@@ -729,10 +731,11 @@ def precision(
     if denominator not in ("k", "list"):
         raise ValueError(f"denominator must be 'k' or 'list', got {denominator!r}")
     b, rel = _ranked_relevance(labels, scores, mask, at, ties, docids, rel_threshold)
-    hits = rel.sum(axis=1)
+    hits: F64 = rel.sum(axis=1)
     if denominator == "k":
         return hits / float(at)
-    return hits / np.maximum(np.minimum(b.mask.sum(axis=1), at), 1)
+    listed: NDArray[np.intp] = b.mask.sum(axis=1)
+    return hits / np.maximum(np.minimum(listed, at), 1)
 
 
 @_row_chunked

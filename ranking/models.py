@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 __all__ = ["MODELS", "LinearModel", "MLPModel", "Model", "model_from_dict"]
 
@@ -59,7 +60,8 @@ class LinearModel(Model):
 
     def score(self, X: np.ndarray) -> np.ndarray:
         _check_x(X, self.params[0].shape[0])
-        return X @ self.params[0]
+        scores: NDArray[np.float64] = X @ self.params[0]  # numpy's stubs type `@` as Any here
+        return scores
 
     def score_and_backward(self, X: np.ndarray) -> tuple[np.ndarray, Any]:
         return self.score(X), None

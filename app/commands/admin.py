@@ -424,9 +424,10 @@ def _print_grid(preview: Any) -> None:
 
 def _defaulted(ctx: typer.Context, name: str) -> bool:
     """True when option ``name`` took its default (the user did not give it)."""
-    import click
+    # typer's Context is the vendored click's: its ParameterSource, not the click package's.
+    from typer._click.core import ParameterSource
 
-    return ctx.get_parameter_source(name) is click.core.ParameterSource.DEFAULT
+    return ctx.get_parameter_source(name) is ParameterSource.DEFAULT
 
 
 def _print_cost(preview: Any) -> None:

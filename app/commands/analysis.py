@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from typing import Any
 
 import typer
@@ -123,7 +124,8 @@ def format_report(report: dict[str, Any]) -> str:
         f"  with Yates' correction: {_chi2_phrase(yates['overall'])}; "
         f"ignoring ties {_chi2_phrase(yates['no_tie'])}",
     ]
-    sections = (
+    # (report key, heading, one assessor's row as text)
+    sections: tuple[tuple[str, str, Callable[[dict[str, Any]], str]], ...] = (
         (
             "position_bias",
             "Position bias (share of 'left' wins; two-sided binomial test vs 1/2):",
@@ -183,7 +185,7 @@ def analyze(
     with database(database_url) as db:
         try:
             cid = find_collection_id(collection, db=db)
-            report = collection_analysis(cid, db=db, mode=mode)  # type: ignore[arg-type]
+            report = collection_analysis(cid, db=db, mode=mode)
         except DomainError as err:
             fail(str(err.detail))
     if as_json:
@@ -302,7 +304,7 @@ def simulate_study(
                 err=True,
             )
             summary = run_simulated_study(db=db, config=config, progress=progress)
-            report = collection_analysis(summary.collection_id, db=db, mode=mode)  # type: ignore[arg-type]
+            report = collection_analysis(summary.collection_id, db=db, mode=mode)
         except (DomainError, LabelingError) as err:
             fail(str(getattr(err, "detail", err)))
         finally:

@@ -14,11 +14,14 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from app.commands.conventions import Command, UsageProblem, fail, usage_error
+
+if TYPE_CHECKING:  # ranking is imported when the command runs (fast CLI start)
+    from ranking.evaluate import Missing
 
 _CONVENTION_HELP = "Overrides the preset (default preset: paper)."
 
@@ -103,6 +106,9 @@ def run_evaluate(
             conv = conv.replace(**changes)
     except ValueError as exc:
         raise UsageProblem(str(exc)) from None
+    missing_modes: tuple[Missing, ...] = ("ignore", "zero")
+    if missing not in missing_modes:
+        raise UsageProblem(f"--missing must be ignore or zero, got {missing!r}")
     kappa = [n for n in names if M.parse_metric(n)[0].startswith("kappa")]
     if kappa and topk is None:  # before reading the files; ranking.evaluate checks it too
         raise UsageProblem(f"{', '.join(kappa)} need a top-k ground truth (--topk), not qrels")
@@ -148,7 +154,7 @@ def run_evaluate(
             truth_qrels,
             metrics=names,
             conventions=conv,
-            missing=missing,  # type: ignore[arg-type]
+            missing=missing,
         )
     else:
         report = evaluate(
@@ -157,7 +163,7 @@ def run_evaluate(
             topk=truth_topk,
             metrics=names,
             conventions=conv,
-            missing=missing,  # type: ignore[arg-type]
+            missing=missing,
         )
     report.preset = preset_label if not changes else f"{preset or 'paper'} (modified)"
     report.qrels_read = qrels_read

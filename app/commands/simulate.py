@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from app.commands.conventions import Command, aliased
+
+if TYPE_CHECKING:  # labeling.simulation is imported when a command runs (fast CLI start)
+    from labeling.simulation import NoiseModel
 
 #: ``--pair-cache/--no-pair-cache``: the same declaration in ``simulate`` and
 #: ``simulate-study``; on by default, as the task option ``pair_cache`` (docs/protocols.md).
@@ -28,7 +31,7 @@ def summarize(
     ties: float = 0.0,
     cache: bool = True,
     seed: int = 0,
-    model: str = "none",
+    model: NoiseModel = "none",
     scale: float = 1.0,
     strategy: str = "heap",
     prior_corr: float | None = None,
@@ -52,7 +55,7 @@ def summarize(
         ties=ties,
         cache=cache,
         seed=seed,
-        model=model,  # type: ignore[arg-type]
+        model=model,
         scale=scale,
         strategy=strategy,
         prior_corr=prior_corr,
@@ -230,9 +233,10 @@ def register(app: typer.Typer) -> None:
             raise typer.BadParameter(
                 f"must be in (0, 1], got {prior_corr}", param_hint="--prior-corr"
             )
-        if model not in ("none", "thurstone", "bradley_terry"):
+        noise_models: tuple[NoiseModel, ...] = ("none", "thurstone", "bradley_terry")
+        if model not in noise_models:
             raise typer.BadParameter(
-                f"{model!r} is not one of none, thurstone, bradley_terry", param_hint="--model"
+                f"{model!r} is not one of {', '.join(noise_models)}", param_hint="--model"
             )
         if model != "none" and scale <= 0:
             raise typer.BadParameter("must be > 0", param_hint="--scale")

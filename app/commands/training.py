@@ -14,6 +14,8 @@ truth; ``--json`` writes the full result (fold means, chosen hyperparameters) as
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -56,14 +58,17 @@ class _LineProgress:
     def __exit__(self, *exc: object) -> None:
         return None
 
-    def update(self, _task: Any, advance: int = 1, last: str = "") -> None:
-        self.done += advance
+    def advance(self, last: str) -> None:
+        self.done += 1
         if self.done % self.step == 0 or self.done == self.total:
             typer.echo(f"{self.label}: {self.done}/{self.total} ({last})", err=True)
 
 
-def _progress_bar(total: int, label: str) -> Any:
-    """A rich progress bar on stderr (plain lines when stderr is not a terminal)."""
+def _progress_bar(
+    total: int, label: str
+) -> tuple[AbstractContextManager[object], Callable[[str], None]]:
+    """A rich progress bar on stderr (plain lines when stderr is not a terminal): the context
+    that shows it, and the callback that advances it by one step showing the last message."""
     from rich.console import Console
     from rich.progress import (
         BarColumn,
@@ -76,7 +81,8 @@ def _progress_bar(total: int, label: str) -> Any:
 
     console = Console(stderr=True)
     if not console.is_terminal:
-        return _LineProgress(total, label), None
+        lines = _LineProgress(total, label)
+        return lines, lines.advance
     progress = Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -88,7 +94,11 @@ def _progress_bar(total: int, label: str) -> Any:
         console=console,
     )
     task = progress.add_task(label, total=total, last="")
-    return progress, task
+
+    def advance(last: str) -> None:
+        progress.update(task, advance=1, last=last)
+
+    return progress, advance
 
 
 def register(app: typer.Typer) -> None:
@@ -191,7 +201,7 @@ def register(app: typer.Typer) -> None:
             except (ValueError, OSError) as exc:
                 fail(str(exc))
             total = E.n_fits(names, tune_names, len(folds))
-            progress, task = _progress_bar(total, f"cv {t}")
+            progress, advance = _progress_bar(total, f"cv {t}")
             with progress:
                 result = E.cross_validate(
                     folds,
@@ -200,7 +210,7 @@ def register(app: typer.Typer) -> None:
                     k=k,
                     tune=tune_names,
                     seed=seed,
-                    progress=lambda msg, p=progress, tk=task: p.update(tk, advance=1, last=msg),
+                    progress=advance,
                 )
             typer.echo(E.format_table(result))
             typer.echo("")
@@ -260,14 +270,14 @@ def register(app: typer.Typer) -> None:
         except (ValueError, OSError) as exc:
             fail(str(exc))
         total = len(betas) * len(names) * sum(len(f) for f in folds.values())
-        progress, task = _progress_bar(total, "sweep-beta")
+        progress, advance = _progress_bar(total, "sweep-beta")
         with progress:
             res = E.sweep_beta(
                 folds,
                 names,
                 betas=betas,
                 seed=seed,
-                progress=lambda msg: progress.update(task, advance=1, last=msg),
+                progress=advance,
             )
         for (model, t), curve in res.curves.items():
             typer.echo(f"{model} ({t} truth)")

@@ -182,7 +182,7 @@ def build_records(
                 reasks.update((task_id, seq) for seq in getattr(session, "repeats", ()))
                 if finished:
                     result = session.result()
-                    top, rest = tuple(result.top), tuple(result.rest)  # type: ignore[union-attr]
+                    top, rest = tuple(result.top), tuple(result.rest)
             except LabelingError as err:  # a log that does not replay is reported, not fatal
                 what = "top-k result not rebuilt" if finished else "re-asks not identified"
                 warnings.append(f"task {task_id}: {what}: {err}")

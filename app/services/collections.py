@@ -503,8 +503,8 @@ def import_ndjson(*, db: Database, collection_id: int, data: NdjsonSource) -> Im
                         ln.line,
                         f"query_id {ln.query_id!r} already exists with another description",
                     )
-                d = existing_docs.get((q.id, ln.doc_id))
-                if d is not None and d.content_hash != ln.content_hash():
+                stored = existing_docs.get((q.id, ln.doc_id))
+                if stored is not None and stored.content_hash != ln.content_hash():
                     errors.add(
                         ln.line,
                         f"doc_id {ln.doc_id!r} of query_id {ln.query_id!r} already exists "

@@ -221,7 +221,7 @@ def method_of(labels: str | None) -> str:
 # --------------------------------------------------------------------------- task selection
 
 
-def finished_tasks_select(collection_id: int, method: str) -> Select[tuple[Task, str, str]]:
+def finished_tasks_select(collection_id: int, method: str) -> Select[Task, str, str]:
     """(task, query external id, assessor username) of the collection's finished tasks of one
     method, in query import order, then finishing order: the rows every export starts from."""
     return (
@@ -454,7 +454,7 @@ def _write_topk_jsonl(db: Database, req: ExportRequest) -> Iterator[bytes]:
     return _batched(lines())
 
 
-def _judgments_select(req: ExportRequest) -> Select[Any]:
+def _judgments_select(req: ExportRequest) -> Select[Judgment, int, str, str]:
     """Live judgments of the collection's topk tasks (finished or not), in task and seq
     order, with the task's seed, query id and assessor; filtered by assessor and plan."""
     stmt = (

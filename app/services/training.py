@@ -35,7 +35,8 @@ from collections.abc import Callable, Iterable
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import CursorResult, Update, select, update
+from sqlalchemy.orm import Session
 
 from app.db import Database
 from app.errors import Conflict, Invalid, NotFound
@@ -249,7 +250,7 @@ def recover_stalled(
             values = {"status": "queued", "heartbeat_at": now, "progress": None}
             kind = "retried" if status == "running" else "requeued"
         with db.write() as s:
-            changed = s.execute(update(TrainingRun).where(guard).values(**values)).rowcount
+            changed = _rows_updated(s, update(TrainingRun).where(guard).values(**values))
         if changed:
             out[kind].append(run_id)
             if kind != "failed":
@@ -286,16 +287,26 @@ def _finish(db: Database, run_id: int, attempt: int, **fields: Any) -> bool:
     values = {**fields, "finished_at": utcnow(), "heartbeat_at": utcnow()}
     with db.write() as s:
         return bool(
-            s.execute(
+            _rows_updated(
+                s,
                 update(TrainingRun)
                 .where(
                     TrainingRun.id == run_id,
                     TrainingRun.status == "running",
                     TrainingRun.attempts == attempt,
                 )
-                .values(**values)
-            ).rowcount
+                .values(**values),
+            )
         )
+
+
+def _rows_updated(s: Session, stmt: Update) -> int:
+    """Rows an UPDATE matched: its guard tells whether this caller won the transition."""
+    result = s.execute(stmt)
+    # Session.execute is typed as returning a Result; for DML without RETURNING it is a
+    # CursorResult, which carries the rowcount.
+    assert isinstance(result, CursorResult)
+    return result.rowcount
 
 
 class _Watch:

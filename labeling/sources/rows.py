@@ -102,10 +102,10 @@ def build_rows(
             raise ValueError(f"unknown pairing {pairing!r}")
     else:
         issues = IssueCollector("pairing")
-        for qid, ids in pairing.items():
+        for qid, paired in pairing.items():
             if qid not in topic_ids:
                 issues.add(0, f"unknown query {qid}")
-            for d in ids:
+            for d in paired:
                 if d not in docs:
                     issues.add(0, f"query {qid}: unknown document {d}")
         issues.raise_if_any()

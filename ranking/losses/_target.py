@@ -18,8 +18,10 @@ Conventions (docs/ranking.md#conversions):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 __all__ = ["PairIndex", "Target", "as_target"]
 
@@ -60,7 +62,16 @@ def _pairs_from_masks(better: np.ndarray) -> PairIndex:
     return PairIndex(u=q * length + i, v=q * length + j, query=q, count=count)
 
 
-@dataclass
+class _Derived(TypedDict, total=False):
+    """What a :class:`Target` computes on first use and keeps."""
+
+    top: NDArray[np.bool_]
+    graded: PairIndex
+    top_block: tuple[NDArray[np.intp], NDArray[np.bool_]]
+    focused: PairIndex
+
+
+@dataclass(init=False)
 class Target:
     """Labels of padded queries plus lazily computed, cached derived structures.
 
@@ -74,67 +85,76 @@ class Target:
         Optional ``(Q, L)`` integer array: for each query the column indices of its documents
         from best to worst (real documents first, padding after). Must be consistent with the
         labels. Defaults to a stable descending sort of the labels.
+
+    After construction all three are validated 2-D arrays: ``labels`` float (0 at padding),
+    ``mask`` bool and ``order`` integer column indices.
     """
 
-    labels: np.ndarray
-    mask: np.ndarray | None = None
-    order: np.ndarray | None = None
-    _cache: dict[str, object] = field(default_factory=dict, repr=False)
+    labels: NDArray[np.float64]
+    mask: NDArray[np.bool_]
+    order: NDArray[np.intp]
+    _cache: _Derived = field(repr=False)
 
-    def __post_init__(self) -> None:
-        labels = np.asarray(self.labels, dtype=np.float64)
-        if labels.ndim == 1:
-            labels = labels[None, :]
-        if labels.ndim != 2:
-            raise ValueError(f"labels must be 1-D or 2-D (Q, L), got shape {labels.shape}")
-        if self.mask is None:
-            mask = np.ones(labels.shape, dtype=bool)
+    def __init__(
+        self, labels: ArrayLike, mask: ArrayLike | None = None, order: ArrayLike | None = None
+    ) -> None:
+        lab: NDArray[np.float64] = np.asarray(labels, dtype=np.float64)
+        if lab.ndim == 1:
+            lab = lab[None, :]
+        if lab.ndim != 2:
+            raise ValueError(f"labels must be 1-D or 2-D (Q, L), got shape {lab.shape}")
+        real: NDArray[np.bool_]
+        if mask is None:
+            real = np.ones(lab.shape, dtype=bool)
         else:
-            mask = np.asarray(self.mask, dtype=bool)
-            if mask.ndim == 1:
-                mask = mask[None, :]
-        if mask.shape != labels.shape:
-            raise ValueError(f"mask shape {mask.shape} != labels shape {labels.shape}")
-        if not np.all(np.isfinite(labels[mask])):
+            real = np.asarray(mask, dtype=bool)
+            if real.ndim == 1:
+                real = real[None, :]
+        if real.shape != lab.shape:
+            raise ValueError(f"mask shape {real.shape} != labels shape {lab.shape}")
+        if not np.all(np.isfinite(lab[real])):
             raise ValueError("labels contain NaN or infinite values at real documents")
-        self.labels = np.where(mask, labels, 0.0)
-        self.mask = mask
-        if self.order is None:
+        self.labels = np.where(real, lab, 0.0)
+        self.mask = real
+        self._cache = {}
+        if order is None:
             # Stable descending sort; padding sorts last because its key is +inf.
-            key = np.where(mask, -self.labels, np.inf)
+            key = np.where(real, -self.labels, np.inf)
             self.order = np.argsort(key, axis=1, kind="stable")
         else:
-            order = np.asarray(self.order, dtype=np.int64)
-            if order.ndim == 1:
-                order = order[None, :]
-            if order.shape != labels.shape:
-                raise ValueError(f"order shape {order.shape} != labels shape {labels.shape}")
-            n = mask.sum(axis=1)
-            ranked_mask = np.take_along_axis(mask, order, axis=1)
-            if not np.array_equal(ranked_mask, np.arange(mask.shape[1])[None, :] < n[:, None]):
+            ranked: NDArray[np.intp] = np.asarray(order, dtype=np.intp)
+            if ranked.ndim == 1:
+                ranked = ranked[None, :]
+            if ranked.shape != lab.shape:
+                raise ValueError(f"order shape {ranked.shape} != labels shape {lab.shape}")
+            n = real.sum(axis=1)
+            ranked_mask = np.take_along_axis(real, ranked, axis=1)
+            if not np.array_equal(ranked_mask, np.arange(real.shape[1])[None, :] < n[:, None]):
                 raise ValueError("order must list every real document before the padding")
-            self.order = order
+            self.order = ranked
 
     @property
     def shape(self) -> tuple[int, int]:
-        return self.labels.shape
+        q, length = self.labels.shape
+        return q, length
 
     @property
-    def n_docs(self) -> np.ndarray:
+    def n_docs(self) -> NDArray[np.intp]:
         """Number of real documents per query, ``(Q,)``."""
-        return self.mask.sum(axis=1)  # type: ignore[union-attr]
+        count: NDArray[np.intp] = self.mask.sum(axis=1)
+        return count
 
     @property
-    def top(self) -> np.ndarray:
+    def top(self) -> NDArray[np.bool_]:
         """``(Q, L)`` boolean: members of T (κ-label > 0)."""
         if "top" not in self._cache:
-            self._cache["top"] = self.mask & (self.labels > 0)  # type: ignore[operator]
-        return self._cache["top"]  # type: ignore[return-value]
+            self._cache["top"] = self.mask & (self.labels > 0)
+        return self._cache["top"]
 
     @property
-    def rest(self) -> np.ndarray:
+    def rest(self) -> NDArray[np.bool_]:
         """``(Q, L)`` boolean: members of F (κ-label 0)."""
-        return self.mask & (self.labels <= 0)  # type: ignore[operator]
+        return self.mask & (self.labels <= 0)
 
     def graded_pairs(self) -> PairIndex:
         """All pairs ``(u, v)`` of one query with ``label(u) > label(v)``
@@ -143,9 +163,9 @@ class Target:
             lab, m = self.labels, self.mask
             better = (lab[:, :, None] > lab[:, None, :]) & m[:, :, None] & m[:, None, :]
             self._cache["graded"] = _pairs_from_masks(better)
-        return self._cache["graded"]  # type: ignore[return-value]
+        return self._cache["graded"]
 
-    def top_block(self) -> tuple[np.ndarray, np.ndarray]:
+    def top_block(self) -> tuple[NDArray[np.intp], NDArray[np.bool_]]:
         """Columns of T per query in truth order, padded: ``(cols (Q, K), valid (Q, K))``.
 
         K = the largest |T|. Lets list parts over T work on ``(Q, K)`` instead of ``(Q, L)``.
@@ -163,14 +183,14 @@ class Target:
             ]
             valid = np.arange(width)[None, :] < count[:, None]
             self._cache["top_block"] = (cols, valid)
-        return self._cache["top_block"]  # type: ignore[return-value]
+        return self._cache["top_block"]
 
     def focused_pairs(self) -> PairIndex:
         """The focused pairs ``P = T × F`` of FocusedRank (docs/ranking.md#focusedrank)."""
         if "focused" not in self._cache:
             better = self.top[:, :, None] & self.rest[:, None, :]
             self._cache["focused"] = _pairs_from_masks(better)
-        return self._cache["focused"]  # type: ignore[return-value]
+        return self._cache["focused"]
 
 
 def as_target(target: Target | np.ndarray, mask: np.ndarray | None = None) -> Target:

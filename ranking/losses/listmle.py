@@ -24,6 +24,7 @@ Numerics: the reverse cumulative log-sum-exp and the cumulative gradient sums ar
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ranking.losses._target import Target, as_scores, as_target, reduce_queries
 
@@ -127,7 +128,7 @@ def topk_listmle_loss(
 
 def p_listmle_alpha(
     n_docs: np.ndarray, length: int, alpha: str = "normalized", k: int = 10
-) -> np.ndarray:
+) -> NDArray[np.float64]:
     """Position weights of p-ListMLE, ``(Q, length)`` (docs/ranking.md#listmle).
 
     - ``"paper"``: Lan et al.'s ``α(i) = 2^{n−i} − 1`` (overflows beyond n ≈ 1000; fails the
@@ -144,9 +145,14 @@ def p_listmle_alpha(
     if alpha == "normalized":
         tail = np.exp2(1.0 - n)
         denom = np.where(n > 1, 1.0 - tail, 1.0)
-        return np.maximum(np.exp2(1.0 - i) - tail, 0.0) / denom
+        # numpy's stubs lose the dtype through exp2 and where; the values are float64.
+        normalized: NDArray[np.float64] = np.maximum(np.exp2(1.0 - i) - tail, 0.0) / denom
+        return normalized
     if alpha == "topk":
-        return np.where(i <= k, np.exp2(np.maximum(k + 1 - i, 0.0)) - 1.0, 0.0) * np.ones_like(n)
+        gains: NDArray[np.float64] = np.where(
+            i <= k, np.exp2(np.maximum(k + 1 - i, 0.0)) - 1.0, 0.0
+        )
+        return gains * np.ones_like(n)
     raise ValueError(f"alpha must be 'normalized', 'paper', 'topk' or an array, got {alpha!r}")
 
 

@@ -69,7 +69,7 @@ def listnet_top_one_loss(
     """
     t = as_target(target, mask)
     s = as_scores(scores, t)
-    per_query, grad = softmax_cross_entropy(s, t.labels, t.mask)  # type: ignore[arg-type]
+    per_query, grad = softmax_cross_entropy(s, t.labels, t.mask)
     return finish(per_query, grad, reduction, np.shape(scores))
 
 
@@ -107,7 +107,7 @@ def listnet_permutation_loss(
     """
     t = as_target(target, mask)
     s = as_scores(scores, t)
-    sub = as_subset(subset, t, t.mask)  # type: ignore[arg-type]
+    sub = as_subset(subset, t, t.mask)
     per_query = np.zeros(t.shape[0])
     grad = np.zeros(t.shape)
     for q in range(t.shape[0]):

@@ -101,8 +101,8 @@ def svm_map_loss(
     """
     t = as_target(target, mask)
     s = as_scores(scores, t)
-    rel = t.mask & (t.labels > relevant_above)  # type: ignore[operator]
-    irr = t.mask & ~rel  # type: ignore[operator]
+    rel = t.mask & (t.labels > relevant_above)
+    irr = t.mask & ~rel
     per_query = np.zeros(s.shape[0])
     grad = np.zeros_like(s)
     # Queries in blocks of similar |C⁺|·|C⁻| so the (block, P, N) work arrays stay small.

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
+from typing import Any
 
 from typer.testing import CliRunner
 
@@ -59,3 +61,40 @@ def test_cli_import_plan_progress_export(shared_data: Path, tmp_path: Path) -> N
     assert "bad.qry:4:" in result.output
     missing = runner.invoke(cli, ["admin", "progress", "other", "--database-url", url])
     assert missing.exit_code == 1 and "no collection" in missing.output
+
+
+def test_cli_plan_strategy_defaults_to_the_options(tmp_path: Path) -> None:
+    """Without --strategy, --options' topk.strategy names the judging strategy; a --strategy
+    given on the command line that contradicts it is an error, not silently preferred."""
+    url = f"sqlite:///{tmp_path / 'strategy.db'}"
+    runner = CliRunner()
+
+    def invoke(*args: str, stdin: str | None = None) -> Any:
+        return runner.invoke(cli, [*args, "--database-url", url], input=stdin)
+
+    docs = tmp_path / "docs.all"
+    docs.write_text("".join(f".I {i}\n.W\ndocument number {i}\n" for i in range(1, 6)))
+    queries = tmp_path / "queries.qry"
+    queries.write_text("".join(f".I {i}\n.W\nquery number {i}\n" for i in range(1, 5)))
+    imported = invoke(
+        "admin", "import-smart", "tiny", "--documents", str(docs), "--queries", str(queries),
+        "--pairing", "all",
+    )  # fmt: skip
+    assert imported.exit_code == 0, imported.output
+    for name in ("u1", "u2", "u3", "u4"):
+        made = invoke("create-user", name, "--password-stdin", stdin="admin cli passphrase\n")
+        assert made.exit_code == 0, made.output
+    plan = ("admin", "plan", "tiny", "--assessors", "u1,u2,u3,u4", "--query-ids", "1,2,3,4")
+    options = json.dumps({"topk": {"strategy": "tournament"}})
+
+    clash = invoke(*plan, "--options", options, "--strategy", "insertion")
+    assert clash.exit_code == 1
+    assert "'insertion' and options.topk.strategy 'tournament' disagree" in clash.output
+
+    created = invoke(*plan, "--k", "3", "--options", options, "--create")
+    assert created.exit_code == 0, created.output
+    assert "created 16 tasks" in created.output
+    with sqlite3.connect(tmp_path / "strategy.db") as con:
+        rows = con.execute("SELECT method, options FROM task").fetchall()
+    strategies = {json.loads(opts).get("strategy") for method, opts in rows if method == "topk"}
+    assert len(rows) == 16 and strategies == {"tournament"}

@@ -165,6 +165,7 @@ def _run(*args: str, **kw: Any) -> Any:
         (["cv", "--data", ".", "--truth", "all"], "--truth must be graded, topk or both"),
         (["admin", "plan", "c", "--assessors", "a", "--options", "{x"], "not JSON"),
         (["evaluate", "--run", "missing-run.txt"], "does not exist"),
+        (["evaluate", "--missing", "none"], "--missing must be ignore or zero, got 'none'"),
     ],
 )
 def test_usage_errors_exit_2_in_the_one_style(args: list[str], message: str) -> None:
