@@ -9,7 +9,7 @@
    fed in decreasing u + N(0, 1/12), correlation ≈ 0.707 with u), beside
    ``lower_bound(n, k)`` and each strategy's start-of-session estimate and bound.
 
-Both drive the bare protocol (+ labeling.middleware's pair cache), which is exactly what a
+Both drive the bare protocol (+ labeling.pair_cache's pair cache), which is exactly what a
 session runs (the session only adds orientation and validation, which never change a count).
 
     python benchmarks/labeling_counts.py [--trials 20000] [--strategy-trials 2000]
@@ -25,8 +25,8 @@ import statistics
 import time
 from collections.abc import Sequence
 
-from labeling.heap import Protocol, heap_topk, worst_case_total
-from labeling.middleware import with_pair_cache
+from labeling.heap import ComparisonGenerator, heap_topk, worst_case_total
+from labeling.pair_cache import with_pair_cache
 from labeling.session import open_session
 from labeling.strategies import STRATEGIES, lower_bound
 
@@ -58,7 +58,7 @@ def count(order: list[int], k: int, cache: bool) -> int:
 STRATEGY_SIZES = ((50, 10), (100, 10), (200, 20))
 
 
-def asked_by(protocol: Protocol, truth: dict[str, float]) -> int:
+def asked_by(protocol: ComparisonGenerator, truth: dict[str, float]) -> int:
     """Questions a protocol poses to a consistent assessor with latent scores ``truth``."""
     asked = 0
     try:

@@ -49,8 +49,9 @@ class Compare(NamedTuple):
 #: What the assessor said: the preferred document id, or ``None`` for a tie.
 Winner = str | None
 
-#: The protocol type: yields questions, receives winners, returns ``(top, rest)``.
-Protocol = Generator[Compare, Winner, tuple[list[str], list[str]]]
+#: A strategy's run: yields questions, receives winners, returns ``(top, rest)``. (Not named
+#: ``Protocol``: that is :class:`typing.Protocol`.)
+ComparisonGenerator = Generator[Compare, Winner, tuple[list[str], list[str]]]
 
 
 @lru_cache(maxsize=8192)  # progress estimates sum it over every heap size up to k
@@ -125,7 +126,7 @@ class HeapTopK:
         self.sort_end = self.m
         self.cursor: tuple[int, int, int | None] | None = None
 
-    def run(self) -> Protocol:
+    def run(self) -> ComparisonGenerator:
         """Algorithm 1 as a generator: yields :class:`Compare`, returns ``(top, rest)``."""
         heap, m = self.heap, self.m
         # Step 1: bottom-up heapify (Floyd), O(k) judgments.
@@ -221,6 +222,6 @@ def _estimate_model() -> Callable[..., float]:
     return expected_remaining
 
 
-def heap_topk(order: Sequence[str], k: int) -> Protocol:
+def heap_topk(order: Sequence[str], k: int) -> ComparisonGenerator:
     """Algorithm 1 on ``order`` (Steps 1 and 2 take items in this order) with heap size ``k``."""
     return HeapTopK(order, k).run()

@@ -36,7 +36,7 @@ from collections.abc import Generator, Sequence
 from functools import lru_cache
 
 from labeling.errors import ConfigError
-from labeling.heap import Compare, Protocol, Winner
+from labeling.heap import Compare, ComparisonGenerator, Winner
 
 
 @lru_cache(maxsize=4096)
@@ -84,7 +84,7 @@ class InsertionTopK:
         self.pos = 0
         self.bracket: tuple[int, int] | None = None
 
-    def run(self) -> Protocol:
+    def run(self) -> ComparisonGenerator:
         """Binary insertion as a generator: yields :class:`Compare`, returns ``(top, rest)``."""
         top, m = self.top, self.m
         for pos, x in enumerate(self.order):
@@ -161,6 +161,6 @@ class InsertionTopK:
         return total + sum(1.0 + per_win * m / i for i in streams)
 
 
-def insertion_topk(order: Sequence[str], k: int) -> Protocol:
+def insertion_topk(order: Sequence[str], k: int) -> ComparisonGenerator:
     """Binary insertion on ``order`` (the first ``k`` fill the list) for the best ``k``."""
     return InsertionTopK(order, k).run()

@@ -41,7 +41,7 @@ from collections.abc import Generator, Sequence
 from functools import lru_cache
 
 from labeling.errors import ConfigError
-from labeling.heap import Compare, Protocol, Winner
+from labeling.heap import Compare, ComparisonGenerator, Winner
 
 #: Scale of the integer leaf weights (exact integer arithmetic keeps the shape, and so every
 #: stored task's questions, the same on every platform).
@@ -124,7 +124,7 @@ class PriorTournamentTopK:
         self.phase = "build"
         self.cursor = n if n > 1 else -1  # the build's first match (-1: nothing to ask)
 
-    def run(self) -> Protocol:
+    def run(self) -> ComparisonGenerator:
         """The tournament as a generator: yields :class:`Compare`, returns ``(top, rest)``."""
         n, winner, parent, top = self.n, self.winner, self.parent, self.top
         for node in range(n, 2 * n - 1):  # children come before their parent
@@ -222,6 +222,6 @@ class PriorTournamentTopK:
         return self._now() + replays * mean
 
 
-def prior_topk(order: Sequence[str], k: int) -> Protocol:
+def prior_topk(order: Sequence[str], k: int) -> ComparisonGenerator:
     """The prior-shaped tournament on ``order`` for the best ``k``."""
     return PriorTournamentTopK(order, k).run()

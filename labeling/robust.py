@@ -59,6 +59,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from labeling.heap import Compare, HeapTopK, Winner
 from labeling.insertion import InsertionTopK
+from labeling.prior import PriorTournamentTopK
 from labeling.tournament import TournamentTopK
 
 if TYPE_CHECKING:
@@ -89,6 +90,7 @@ CONFIRMATION_SHARE: dict[type, float] = {
     HeapTopK: 0.99,
     TournamentTopK: 0.71,
     InsertionTopK: 0.98,
+    PriorTournamentTopK: 0.98,
 }
 #: The share for a base not listed above.
 DEFAULT_SHARE = 1.0

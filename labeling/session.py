@@ -71,7 +71,7 @@ from labeling.errors import (
 from labeling.graded import check_grade, five_grade
 from labeling.groundtruth import GradedResult, PairJudgment, TopKResult
 from labeling.heap import Compare, Winner
-from labeling.middleware import with_pair_cache
+from labeling.pair_cache import with_pair_cache
 from labeling.priors import check_prior, check_prior_matches_order
 from labeling.strategies import DEFAULT_STRATEGY, check_strategy_name, resolve_strategy
 from labeling.types import (
@@ -734,7 +734,7 @@ class GradedSession:
         return self._result
 
 
-Session = TopKSession | GradedSession
+AnySession = TopKSession | GradedSession
 
 
 @overload
@@ -770,7 +770,7 @@ def open_session(
     seed: int,
     options: Mapping[str, Any] | None = None,
     answers: Sequence[Answer] = (),
-) -> Session: ...
+) -> AnySession: ...
 
 
 def open_session(
@@ -781,7 +781,7 @@ def open_session(
     seed: int,
     options: Mapping[str, Any] | None = None,
     answers: Sequence[Answer] = (),
-) -> Session:
+) -> AnySession:
     """Rebuild a session from its config and replay ``answers`` in order.
 
     Raises :class:`ConfigError` for a bad config and, if the log does not replay, the
@@ -791,7 +791,7 @@ def open_session(
     opts = validate_options(method, options)
     ids = _check_doc_ids(doc_ids)
     seed = _check_seed(seed)
-    session: Session
+    session: AnySession
     if method == "topk":
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise ConfigError(f"k must be an integer >= 1, got {k!r}")
@@ -802,7 +802,7 @@ def open_session(
     return session
 
 
-def replay(session: Session, answers: Sequence[Answer]) -> Session:
+def replay(session: AnySession, answers: Sequence[Answer]) -> AnySession:
     """Submit ``answers`` in order; a failure names the answer index."""
     for index, answer in enumerate(answers):
         try:

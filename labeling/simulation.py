@@ -236,7 +236,7 @@ def simulate(
 
 @dataclass(frozen=True)
 class StudyTrial:
-    """One simulated (assessor, query) session of :func:`simulate_study`."""
+    """One simulated (assessor, query) session of :func:`simulate_tasks`."""
 
     judgments: int
     calls: int
@@ -246,7 +246,7 @@ class StudyTrial:
     produced_rank: list[int]  # position of each document in the produced ranking (0 = best)
 
 
-def simulate_study(
+def simulate_tasks(
     n: int,
     k: int,
     trials: int,

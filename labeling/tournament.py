@@ -40,7 +40,7 @@ from collections.abc import Generator, Sequence
 from functools import lru_cache
 
 from labeling.errors import ConfigError
-from labeling.heap import Compare, Protocol, Winner
+from labeling.heap import Compare, ComparisonGenerator, Winner
 
 
 @lru_cache(maxsize=4096)
@@ -80,7 +80,7 @@ class TournamentTopK:
         self.phase = "build"
         self.cursor = n - 2  # the build's first node (-1 when n = 1: nothing to ask)
 
-    def run(self) -> Protocol:
+    def run(self) -> ComparisonGenerator:
         """The tournament as a generator: yields :class:`Compare`, returns ``(top, rest)``."""
         tree, top = self.tree, self.top
         # Build: every internal node, deepest first, plays its two children's winners.
@@ -165,6 +165,6 @@ class TournamentTopK:
         return total
 
 
-def tournament_topk(order: Sequence[str], k: int) -> Protocol:
+def tournament_topk(order: Sequence[str], k: int) -> ComparisonGenerator:
     """The tournament on ``order`` (leaves in this order) for the best ``k``."""
     return TournamentTopK(order, k).run()

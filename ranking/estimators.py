@@ -80,17 +80,20 @@ def metric_values(name: str, data: QueryDataset, scores: np.ndarray) -> np.ndarr
     ``kappa_err`` (metrics of :mod:`ranking.metrics` with their default conventions: exp gain,
     log2 discount, stable ties, queries without a relevant document score 0).
 
-    On κ-labelled data ``ndcg@K`` is κ-NDCG@K, and ``err`` uses ``r_max = k`` (κ-ERR).
+    On κ-labelled data ``ndcg@K`` is κ-NDCG@K, and ``err`` uses ``r_max = k`` (κ-ERR). Names
+    are read by :func:`ranking.metrics.parse_metric`, the evaluator's own parser.
     """
-    base, _, at_text = name.partition("@")
-    at = int(at_text) if at_text else None
+    try:
+        base, at = metrics.parse_metric(name)
+    except ValueError:
+        base, at = "", None
     target = data.target()  # cached padded labels and mask (validation runs call this often)
     labels, mask = target.labels, target.mask
     s = np.zeros(labels.shape)
     s[mask] = scores
-    if base in ("ndcg", "kappa_ndcg"):
+    if base in ("ndcg", "kappa-ndcg"):
         return metrics.ndcg(labels, s, mask, at=at)
-    if base in ("err", "kappa_err"):
+    if base in ("err", "kappa-err"):
         if data.topk is not None:
             return metrics.kappa_err(labels, s, mask, k=data.topk, at=at)
         return metrics.err(labels, s, mask, at=at)

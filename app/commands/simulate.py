@@ -36,7 +36,7 @@ def summarize(
     strategy: str = "heap",
     prior_corr: float | None = None,
 ) -> dict[str, Any]:
-    """Run :func:`labeling.simulation.simulate_study` and summarise it (the ``--json`` object).
+    """Run :func:`labeling.simulation.simulate_tasks` and summarise it (the ``--json`` object).
 
     κ-NDCG@k of each produced ranking against the true top-k uses
     :func:`ranking.metrics.kappa_ndcg` (gain 2^y − 1, docs/noise.md#scenarios), vectorised.
@@ -44,10 +44,10 @@ def summarize(
     import numpy as np
 
     from labeling.heap import worst_case_total
-    from labeling.simulation import GRADE_SECONDS, simulate_study
+    from labeling.simulation import GRADE_SECONDS, simulate_tasks
     from labeling.strategies import resolve_strategy
 
-    runs = simulate_study(
+    runs = simulate_tasks(
         n,
         k,
         trials,

@@ -16,7 +16,7 @@ from __future__ import annotations
 import pytest
 
 from labeling.heap import Compare, heap_topk, worst_case_total
-from labeling.middleware import with_pair_cache
+from labeling.pair_cache import with_pair_cache
 from labeling.session import open_session
 from labeling.types import PairAnswer
 

@@ -15,7 +15,7 @@ from scipy import stats
 
 from labeling import robust as robust_module
 from labeling.heap import Compare, HeapTopK
-from labeling.middleware import with_pair_cache
+from labeling.pair_cache import with_pair_cache
 from labeling.robust import (
     ASSUMED_FLIP,
     CONFIRMATION_SHARE,

@@ -21,7 +21,7 @@ from labeling.simulation import (
     TimeModel,
     run_session,
     simulate,
-    simulate_study,
+    simulate_tasks,
 )
 from labeling.types import PairQuestion
 
@@ -85,7 +85,7 @@ def test_bad_parameters():
     with pytest.raises(ConfigError):
         TimeModel(pair_mean=0)
     with pytest.raises(ConfigError):
-        simulate_study(0, 3, 1)
+        simulate_tasks(0, 3, 1)
 
 
 def test_lognormal_time_model_has_the_configured_means():
@@ -129,11 +129,11 @@ def test_run_session_records_answers_and_times():
     assert open_session("topk", DOCS, k=5, seed=1, answers=run.answers).result() == run.result
 
 
-def test_simulate_study_is_seeded_and_exact_without_noise():
-    a = simulate_study(20, 5, 30, seed=9)
-    assert a == simulate_study(20, 5, 30, seed=9)
+def test_simulate_tasks_is_seeded_and_exact_without_noise():
+    a = simulate_tasks(20, 5, 30, seed=9)
+    assert a == simulate_tasks(20, 5, 30, seed=9)
     assert all(t.exact for t in a)
-    noisy = simulate_study(20, 5, 30, seed=9, noise=0.3, ties=0.1)
+    noisy = simulate_tasks(20, 5, 30, seed=9, noise=0.3, ties=0.1)
     assert not all(t.exact for t in noisy)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from labeling.insertion import InsertionTopK, mean_search, search_depths, worst_search
-from labeling.middleware import with_pair_cache
+from labeling.pair_cache import with_pair_cache
 from labeling.prior import PriorTournamentTopK, huffman_shape, leaf_depths, leaf_weights
 from labeling.session import open_session
 from labeling.simulation import Assessor, run_session

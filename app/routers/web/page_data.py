@@ -32,7 +32,7 @@ from app.models import Collection, Document, Query, Task
 from app.services import tasks
 from app.services.judging import answer_of, live_judgments, replay_task
 from labeling.highlight import Marked, mark_html, mark_text, query_terms
-from labeling.session import Session, open_session
+from labeling.session import AnySession, open_session
 from labeling.types import GRADE_NAMES, Answer, GradeAnswer, PairAnswer, PairQuestion
 
 #: Start of every framed document: the charset, a viewport and a calm default style. A
@@ -171,7 +171,7 @@ class TaskView:
     task: Task
     query: Query
     collection_name: str
-    session: Session
+    session: AnySession
     docs: dict[str, DocView]
     active_ms: int
 
@@ -305,7 +305,7 @@ class Lookahead:
     An answer after which the task is done is left out (the page then waits for the server)."""
 
 
-def _next_body(session: Session, titles: dict[str, str]) -> dict[str, Any] | None:
+def _next_body(session: AnySession, titles: dict[str, str]) -> dict[str, Any] | None:
     """The page's view of ``session.pending`` (see :attr:`Lookahead.next`); None when done."""
     q = session.pending
     if q is None:
@@ -356,7 +356,7 @@ def lookahead(db: Database, task_id: int, seq: int) -> Lookahead | None:
             return None
         answers = [answer_of(r) for r in rows]
         upcoming: list[str] = []
-        branches: dict[str, Session] = {}
+        branches: dict[str, AnySession] = {}
         current: set[str]
         if isinstance(pending, PairQuestion):
             current = {pending.left, pending.right}
@@ -398,14 +398,14 @@ def lookahead(db: Database, task_id: int, seq: int) -> Lookahead | None:
     return Lookahead(docs, {key: b for key, b in nxt_bodies.items() if b is not None})
 
 
-def _pending_ids(session: Session) -> list[str]:
+def _pending_ids(session: AnySession) -> list[str]:
     q = session.pending
     if isinstance(q, PairQuestion):
         return [q.left, q.right]
     return [q.doc_id] if q is not None else []
 
 
-def _replay(task: Task, answers: Sequence[Answer]) -> Session:
+def _replay(task: Task, answers: Sequence[Answer]) -> AnySession:
     return open_session(
         task.method,
         list(task.doc_ids),

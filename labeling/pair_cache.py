@@ -1,20 +1,21 @@
-"""Middlewares: functions from protocol to protocol.
+"""The pair cache: a wrapper from comparison generator to comparison generator
+(docs/protocols.md#pair-cache).
 
-A middleware drives an inner protocol generator and may answer some of its questions itself;
-the questions it passes through are the ones the assessor sees. The protocol never knows.
+It drives an inner strategy's generator and answers some of its questions itself; the
+questions it passes through are the ones the assessor sees. The strategy never knows.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from labeling.heap import Compare, Protocol, Winner
+from labeling.heap import Compare, ComparisonGenerator, Winner
 
 
 def with_pair_cache(
-    protocol: Protocol,
+    protocol: ComparisonGenerator,
     on_hit: Callable[[Compare, Winner], None] | None = None,
-) -> Protocol:
+) -> ComparisonGenerator:
     """Answer a repeated pair (either orientation) from its first answer.
 
     The cache is keyed by the unordered pair and stores the winner (``None`` for a tie), which
@@ -52,6 +53,6 @@ def with_pair_cache(
 
 def _result(stop: StopIteration) -> tuple[list[str], list[str]]:
     """The inner protocol's return value, (top-k, rest), carried by its ``StopIteration``
-    (typed ``Any`` there; a :data:`labeling.heap.Protocol` returns this pair)."""
+    (typed ``Any`` there; a :data:`labeling.heap.ComparisonGenerator` returns this pair)."""
     result: tuple[list[str], list[str]] = stop.value
     return result
