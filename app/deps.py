@@ -1,4 +1,4 @@
-"""FastAPI dependencies: the database, settings and the authenticated user (contract C3).
+"""FastAPI dependencies: the database, settings and the authenticated user (docs/security.md).
 
 ``CurrentUser`` accepts EITHER ``Authorization: Bearer <api token>`` OR the ``heapjudge_session``
 cookie. A cookie-authenticated unsafe request (POST/PUT/PATCH/DELETE) must also pass the CSRF

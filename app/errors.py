@@ -346,7 +346,7 @@ class BodySizeLimitMiddleware:
     A declared ``Content-Length`` over the limit is refused before reading. Otherwise the body
     streams through to the app chunk by chunk (Starlette spools multipart uploads to disk, so
     nothing holds a whole upload in memory twice) while the bytes are counted, so chunked
-    uploads without Content-Length are limited too (anchors B5). As soon as the running total
+    uploads without Content-Length are limited too. As soon as the running total
     passes the limit, the app's next ``receive`` raises; whatever the app then does (a parse
     error, a 400, an exception) is discarded and the client gets the 413 instead. The app
     therefore never acts on a truncated body: every handler reads its body before writing.

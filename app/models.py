@@ -1,6 +1,6 @@
 """SQLAlchemy 2 ORM tables: every table of the service (one initial migration covers them).
 
-Conventions (DESIGN §4): singular table names, ``_at`` suffix for times (UTC, timezone-aware in
+Conventions: singular table names, ``_at`` suffix for times (UTC, timezone-aware in
 Python on both databases), an explicit constraint naming convention, and invariants enforced by
 the database itself: CHECK constraints on roles, methods, statuses, outcomes and grades; foreign
 keys; and a *partial* unique index on live judgments ``(task_id, seq) WHERE NOT undone`` so that

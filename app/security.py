@@ -542,7 +542,7 @@ def authenticate(
 
 
 def origin_allowed(headers: Mapping[str, str], public_origin: str) -> bool:
-    """Fetch-metadata / Origin check for unsafe cookie requests (anchors B3):
+    """Fetch-metadata / Origin check for unsafe cookie requests (docs/security.md#csrf):
     ``Sec-Fetch-Site`` in {same-origin, none} when present, else ``Origin`` equal to the
     public origin when present; requests with neither (non-browser clients) pass here and are
     still held to the synchronizer token."""

@@ -1,4 +1,4 @@
-"""Judging-page latency: key press -> next pair visible, over a 100-judgment task (issue 5).
+"""Judging-page latency: key press -> next pair visible, over a 100-judgment task.
 
 Runs the real app under uvicorn (subprocess, temporary SQLite file) and drives the system
 Chromium with Playwright. For every judgment the page is instrumented (from the test side,

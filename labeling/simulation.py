@@ -229,7 +229,8 @@ def simulate(
     options: Mapping[str, Any] | None = None,
     timed: bool = True,
 ) -> SimulatedRun:
-    """Open a fresh session (contract C1) and run it to the end against ``assessor``."""
+    """Open a fresh session (:func:`labeling.session.open_session`) and run it to the end
+    against ``assessor``."""
     session = open_session(method, doc_ids, k=k, seed=seed, options=options)
     return run_session(session, assessor, timed=timed)
 

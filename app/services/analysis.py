@@ -6,7 +6,7 @@ The numbers come from the pure modules :mod:`labeling.agreement`, :mod:`labeling
 tasks and judgment log from the database into :mod:`labeling.records` and assembles one
 JSON-ready report (``GET /api/v1/collections/{id}/analysis``, ``heapjudge analyze``, the admin
 page). The top-k ground truth of a finished topk task is rebuilt by replaying its live log
-(DESIGN §1: the log is the only state).
+(docs/architecture.md: the log is the only state).
 
 Decisions: cancelled tasks are left out entirely; judgments of unfinished tasks count for time
 per judgment, direct agreement and the consistency checks, while the per-query figures of

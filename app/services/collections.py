@@ -9,7 +9,7 @@ NDJSON import format: one JSON object per line and per (query, document)::
 stored as their decimal string); everything else is optional; unknown keys are errors (a typo
 must not silently drop data). Blank lines are skipped.
 
-All or nothing (anchors B5): the whole file is decoded (strict UTF-8) and validated first, and
+All or nothing: the whole file is decoded (strict UTF-8) and validated first, and
 every problem is reported with its 1-based line number (up to :data:`MAX_REPORTED_ERRORS`);
 only a clean file is written, in ONE write transaction that re-checks against what the
 database already holds. Idempotent: re-importing an identical document changes nothing.

@@ -2,9 +2,9 @@
 
 For every task: status, live judgments, active time (sum of ``active_ms``), the labeling core's
 estimate of what remains (``expected_remaining`` and the worst-case ``max_remaining`` from
-:meth:`JudgingSession.progress`, obtained by replaying the log, DESIGN §1) and the time of the
-last judgment. These are summed per query, per assessor and for the collection, together with a
-timeline of judgments per time bucket and method (the admin page's chart).
+:meth:`JudgingSession.progress`, obtained by replaying the log: docs/architecture.md) and the
+time of the last judgment. These are summed per query, per assessor and for the collection,
+together with a timeline of judgments per time bucket and method (the admin page's chart).
 
 One read transaction; cost is one replay per unfinished task (well under a millisecond each).
 """

@@ -208,7 +208,7 @@ def upgrade() -> None:
             ["task_id"], ["task.id"], ondelete="CASCADE", name=op.f("fk_judgment_task_id_task")
         ),
     )
-    # The arbiter of "one live answer per question" (DESIGN §4): a partial unique index.
+    # The arbiter of "one live answer per question" (docs/architecture.md): a partial unique index.
     op.create_index(
         "uq_judgment_task_id_seq_live",
         "judgment",

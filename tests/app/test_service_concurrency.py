@@ -1,4 +1,4 @@
-"""No lost and no doubled judgments under concurrency (anchors B1), on SQLite and Postgres.
+"""No lost and no doubled judgments under concurrency, on SQLite and Postgres.
 
 Threads released together by a barrier send requests through the real app (TestClient runs
 the ASGI app in one event loop; sync endpoints run in its thread pool, each with its own

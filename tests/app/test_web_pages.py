@@ -316,7 +316,8 @@ def boot_data(html: str) -> dict[str, Any]:
 def test_judging_api_with_the_session_cookie_needs_the_pages_csrf_token(
     site: dict[str, Any],
 ) -> None:
-    """The page's JavaScript posts judgments with the cookie and X-CSRF-Token (contract C3)."""
+    """The page's JavaScript posts judgments with the cookie and X-CSRF-Token
+    (docs/security.md#csrf)."""
     client = site["client"]
     login(client)
     tid = site["task"].task_id

@@ -1,4 +1,4 @@
-"""The assessor UI in a real headless Chromium against a real uvicorn (issue 5).
+"""The assessor UI in a real headless Chromium against a real uvicorn (docs/assessor-guide.md).
 
 One server (subprocess, temporary SQLite file) and one browser for the module; every test
 seeds its own task and uses a fresh browser context. Skips with a reason when Playwright or
