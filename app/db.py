@@ -283,6 +283,7 @@ class Database:
     def _raw(self, sqlite_begin: str, *, commit: bool = True) -> Iterator[Any]:
         proxied = self.engine.raw_connection()  # a pooled connection (pool events apply)
         conn = proxied.driver_connection
+        assert conn is not None  # a checked-out connection has its driver connection
         invalidate = False
         try:
             if self.is_sqlite:
@@ -309,7 +310,9 @@ class Database:
         """A driver error as SQLAlchemy's class for it (DataError, IntegrityError,
         OperationalError, ...), as for every other query: the app's handlers map those."""
         driver = self.engine.dialect.loaded_dbapi
-        return DBAPIError.instance(None, None, exc, driver.Error, dialect=self.engine.dialect)
+        wrapped = DBAPIError.instance(None, None, exc, driver.Error, dialect=self.engine.dialect)
+        assert isinstance(wrapped, DBAPIError)  # a driver error maps to a DBAPIError subclass
+        return wrapped
 
     def _transaction(self, conn: Any, *, commit: bool) -> Iterator[Any]:
         """The body of a raw transaction already begun on ``conn``: yields a cursor, then

@@ -36,11 +36,13 @@ MAX_UPLOAD_FIELDS = 20
 
 def get_db(request: Request) -> Database:
     """The app's :class:`Database` (created by ``create_app``)."""
-    return request.app.state.db
+    db: Database = request.app.state.db
+    return db
 
 
 def get_settings(request: Request) -> Settings:
-    return request.app.state.settings
+    settings: Settings = request.app.state.settings
+    return settings
 
 
 DbDep = Annotated[Database, Depends(get_db)]

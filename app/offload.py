@@ -68,6 +68,7 @@ def _costs(db: Database) -> LRU:
     found = db.caches.get(__name__)
     if found is None:
         found = db.caches.setdefault(__name__, LRU(1024))
+    assert isinstance(found, LRU)
     return found
 
 

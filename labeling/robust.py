@@ -143,7 +143,7 @@ def damage_table(k: int) -> tuple[tuple[float, ...], ...]:
     :func:`ranking.metrics.kappa_ndcg`). Row and column 0 are unused."""
 
     def dcg(labels: list[int]) -> float:
-        return sum((2**y - 1) / math.log2(i + 2) for i, y in enumerate(labels[:k]))
+        return math.fsum((2**y - 1) / math.log2(i + 2) for i, y in enumerate(labels[:k]))
 
     ideal = [k - i for i in range(k)] + [0]
     best = dcg(ideal)

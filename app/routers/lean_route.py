@@ -35,10 +35,10 @@ from typing import Any
 
 import orjson
 from fastapi import Request
-from fastapi.dependencies.utils import get_missing_field_error
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from fastapi.routing import APIRoute
+from pydantic import ValidationError
 from starlette.exceptions import HTTPException
 from starlette.types import Receive, Scope, Send
 
@@ -103,6 +103,18 @@ async def _json_body(request: Request) -> Any:
     return _decode_json(raw)
 
 
+
+def _missing(*loc: str) -> dict[str, Any]:
+    """The validation error of a required field that is absent, as FastAPI words it (pydantic's
+    ``missing`` error, without its documentation URL)."""
+    error: dict[str, Any] = dict(
+        ValidationError.from_exception_data(
+            "Field required", [{"type": "missing", "loc": loc, "input": {}}]
+        ).errors(include_url=False)[0]
+    )
+    error["input"] = None
+    return error
+
 class LeanRoute(APIRoute):
     """See the module docstring."""
 
@@ -145,7 +157,7 @@ class LeanRoute(APIRoute):
             if body_field is not None:
                 body = await _json_body(request)
                 if body is None:  # the body parameter is required
-                    errors.append(get_missing_field_error(("body",)))
+                    errors.append(_missing("body"))
                 else:
                     value, problems = body_field.validate(body, {}, loc=("body",))
                     values[body_field.name] = value

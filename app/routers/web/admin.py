@@ -20,6 +20,7 @@ list (file, line, message; the first :data:`MAX_LISTED_ERRORS`, then "and M more
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -684,8 +685,10 @@ async def _run_import(
     if kind == "ndjson":
         # The REST import's service: one object per (query, document), all or nothing.
         upload = files["ndjson"]
+        content = upload.content
+        assert not isinstance(content, str | os.PathLike)  # a web upload is a spooled file
         nd = await run_in_threadpool(
-            collections.import_ndjson, db=db, collection_id=collection_id, data=upload.content
+            collections.import_ndjson, db=db, collection_id=collection_id, data=content
         )
         return (
             f"Imported {nd.lines} lines of {upload.name}: {nd.queries_created} new queries, "

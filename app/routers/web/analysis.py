@@ -18,6 +18,7 @@ from app.deps import DbDep
 from app.errors import NotFound
 from app.routers.web.admin import admin_page, admin_session
 from app.services.analysis import collection_analysis
+from labeling.agreement import Mode
 
 router = APIRouter()
 
@@ -157,10 +158,9 @@ async def analysis_page(
     if early is not None:
         return early
     assert resolved is not None
-    if mode not in ("direct", "inferred"):
-        mode = "direct"
+    chosen: Mode = "inferred" if mode == "inferred" else "direct"
     try:
-        report = await run_in_threadpool(collection_analysis, collection_id, db=db, mode=mode)
+        report = await run_in_threadpool(collection_analysis, collection_id, db=db, mode=chosen)
     except NotFound as err:
         return admin_page(
             request,
@@ -175,6 +175,6 @@ async def analysis_page(
         "heatmaps": {m: heatmap(report["agreement"][m]["pooled"]) for m in ("topk", "graded")},
         "histogram": histogram_chart(report["time_histogram"]),
         "per_query": per_query_rows(report),
-        "mode": mode,
+        "mode": chosen,
     }
     return admin_page(request, resolved, "admin/analysis.html", context)

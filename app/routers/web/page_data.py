@@ -32,7 +32,7 @@ from app.models import Collection, Document, Query, Task
 from app.services import tasks
 from app.services.judging import answer_of, live_judgments, replay_task
 from labeling.highlight import Marked, mark_html, mark_text, query_terms
-from labeling.session import AnySession, open_session
+from labeling.session import AnySession, TopKSession, open_session
 from labeling.types import GRADE_NAMES, Answer, GradeAnswer, PairAnswer, PairQuestion
 
 #: Start of every framed document: the charset, a viewport and a calm default style. A
@@ -323,6 +323,7 @@ def _next_body(session: AnySession, titles: dict[str, str]) -> dict[str, Any] | 
         },
     }
     if isinstance(q, PairQuestion):
+        assert isinstance(session, TopKSession)  # a pair question comes from a top-k session
         challenger = session.pending_challenger
         body["pair"] = {
             side: {"doc_id": d, "title": titles.get(d, "")}
