@@ -297,16 +297,12 @@ class TrainingRun(Base):
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     # What to train on and how to evaluate: truth source, folds, k (docs/training.md#runs).
-    options: Mapped[dict[str, Any] | None] = mapped_column(
-        JSONType, nullable=True, default=dict
-    )
+    options: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True, default=dict)
     # The job: fold/iteration reached, executions started, the cancel flag, the worker's last
     # sign of life (recovery fails or retries a run whose heartbeat stops) and its time limit.
     progress: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
     attempts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
-    cancel_requested: Mapped[bool] = mapped_column(
-        Boolean, default=False, server_default=false()
-    )
+    cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     heartbeat_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     time_limit_seconds: Mapped[int | None] = mapped_column(Integer, nullable=True)
 

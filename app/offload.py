@@ -15,9 +15,11 @@ endpoint runs one through :func:`run`, which decides where, in this one place:
   handed to the pool. Handing ~0.3 ms of work to a thread and back cost more than the work
   (measured: ``docs/architecture.md#where-a-call-runs``).
 
-Costs are CPU seconds (``time.thread_time``: waiting for a lock or I/O does not count),
-measured on every run under a key, so a task whose protocol step grows expensive (a huge pool
-or heap) leaves the event loop by itself. A key seen for the first time runs on a worker.
+Costs are CPU seconds, measured on every run under a key, so a task whose protocol step
+grows expensive (a huge pool or heap) leaves the event loop by itself. On a worker they are
+``time.thread_time`` (waiting for a lock or I/O does not count); on the loop, where nothing
+waits, the wall clock, a tenth of the price (a run the OS preempted may look costly once: the
+next run, on a worker, measures it again). A key seen for the first time runs on a worker.
 """
 
 from __future__ import annotations
@@ -69,22 +71,24 @@ def _costs(db: Database) -> LRU:
     return found
 
 
-def _measured(work: Callable[[], T], costs: LRU, key: Hashable | None) -> Callable[[], T]:
-    """``work`` recording its CPU time under ``key`` (not for an attempt that would block:
-    it did nothing)."""
+def _measured(
+    work: Callable[[], T], costs: LRU, key: Hashable | None, clock: Callable[[], float]
+) -> Callable[[], T]:
+    """``work`` recording its cost under ``key``, measured with ``clock`` (not for an attempt
+    that would block: it did nothing)."""
 
     def run() -> T:
-        started = time.thread_time()
+        started = clock()
         try:
             result = work()
         except WouldBlock:
             raise
         except BaseException:
             if key is not None:
-                costs.put(key, time.thread_time() - started)
+                costs.put(key, clock() - started)
             raise
         if key is not None:
-            costs.put(key, time.thread_time() - started)
+            costs.put(key, clock() - started)
         return result
 
     return run
@@ -96,16 +100,18 @@ async def run(db: Database, work: Callable[[], T], *, cost_key: Hashable | None 
     ``cost_key`` marks a call that may run on the event loop (see above); None: always on a
     worker thread."""
     costs = _costs(db)
-    measured = _measured(work, costs, cost_key)
     if cost_key is not None and db.is_sqlite:
         cost = costs.get(cost_key)
         if cost is not None and cost <= INLINE_MAX_SECONDS:
+            # On the loop the call never waits (no_wait), so its wall time is its CPU time,
+            # and perf_counter costs a tenth of thread_time (a system call on some VMs).
+            inline = _measured(work, costs, cost_key, time.perf_counter)
             waited, step = 0.0, 0
             patience = db.settings.sqlite_busy_timeout_ms / 1000
             while True:
                 try:
                     with db.no_wait():
-                        return measured()
+                        return inline()
                 except WouldBlock as exc:
                     if not exc.busy or waited >= patience:
                         break
@@ -113,4 +119,5 @@ async def run(db: Database, work: Callable[[], T], *, cost_key: Hashable | None 
                 step += 1
                 await asyncio.sleep(pause)
                 waited += pause
+    measured = _measured(work, costs, cost_key, time.thread_time)
     return await asyncio.get_running_loop().run_in_executor(executor(), measured)

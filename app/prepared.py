@@ -73,21 +73,37 @@ class Prepared:
 
     def rows(self, cursor: Any, values: Mapping[str, Any] | None = None) -> list[Any]:
         """Execute on ``cursor`` and return all rows (named tuples; [] without a result)."""
+        self.send(cursor, values)
+        return self.fetch(cursor)
+
+    def send(self, cursor: Any, values: Mapping[str, Any] | None = None) -> None:
+        """Execute on ``cursor`` without reading the result: in psycopg's pipeline mode the
+        statement is only queued, and travels with the next ones (:meth:`fetch` reads it)."""
         cursor.execute(self.sql, self.params(values or {}))
-        if self._row is None or cursor.description is None:
+
+    def fetch(self, cursor: Any) -> list[Any]:
+        """The rows of the statement last executed on ``cursor`` (see :meth:`rows`)."""
+        if self._row is None:
             return []
+        # fetchall first: in pipeline mode the result (description included) arrives with it.
+        raw_rows = cursor.fetchall()
         processors = self._result
         make = self._row._make
         return [
             make(p(v) if p is not None else v for p, v in zip(processors, raw, strict=True))
-            for raw in cursor.fetchall()
+            for raw in raw_rows
         ]
 
-    def one_or_none(self, cursor: Any, values: Mapping[str, Any] | None = None) -> Any:
-        found = self.rows(cursor, values)
+    def fetch_one(self, cursor: Any) -> Any:
+        """The one row (or None) of the statement last executed on ``cursor``."""
+        found = self.fetch(cursor)
         if len(found) > 1:
             raise ValueError("more than one row")
         return found[0] if found else None
+
+    def one_or_none(self, cursor: Any, values: Mapping[str, Any] | None = None) -> Any:
+        self.send(cursor, values)
+        return self.fetch_one(cursor)
 
     def execute(self, cursor: Any, values: Mapping[str, Any] | None = None) -> int:
         """Execute a statement without a result; returns the driver's rowcount."""

@@ -326,12 +326,14 @@ def run_level(port: int, seeded: dict, run: int, level: Level, duration: float, 
 
 
 def start_server(url: str, port: int, workers: int = 1) -> subprocess.Popen:
+    """``heapjudge serve`` on ``port``, without its training worker: that is a process of its
+    own (idle here, ~115 MB) that the server's RSS and CPU figures must not include."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("HEAPJUDGE_")}
     env |= {"HEAPJUDGE_DEV": "1", "HEAPJUDGE_DATABASE_URL": url}
     proc = subprocess.Popen(
         [
             *(sys.executable, "-m", "app.cli", "serve", "--host", "127.0.0.1"),
-            *("--port", str(port), "--workers", str(workers)),
+            *("--port", str(port), "--workers", str(workers), "--no-training-worker"),
         ],
         env=env,
         cwd=REPO,
@@ -427,8 +429,8 @@ def print_row(lv: Level) -> None:
         f"{lv.backend:<13}{lv.assessors:>10}{lv.accepted:>10}{lv.seconds:>7.1f}{rate:>8.0f}"
         f"{percentile(ms, 50):>8.1f}{percentile(ms, 95):>8.1f}{percentile(ms, 99):>8.1f}"
         f"{lv.errors:>7}{ok:>17}{lv.rss_mb:>8.0f}{lv.hwm_mb:>8.0f}"
-        f"{1000 * lv.server_cpu / max(lv.accepted, 1):>9.1f}"
-        f"{1000 * lv.client_cpu / max(lv.accepted, 1):>7.1f}",
+        f"{1000 * lv.server_cpu / max(lv.accepted, 1):>9.2f}"
+        f"{1000 * lv.client_cpu / max(lv.accepted, 1):>7.2f}",
         flush=True,
     )
 

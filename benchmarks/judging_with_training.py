@@ -95,9 +95,10 @@ def main() -> int:
                 },
             ).json()
             deadline = time.monotonic() + 60
-            while httpx.get(f"{base}/training-runs/{run['id']}", headers=h).json()[
-                "status"
-            ] != "running":
+            while (
+                httpx.get(f"{base}/training-runs/{run['id']}", headers=h).json()["status"]
+                != "running"
+            ):
                 if time.monotonic() > deadline:
                     raise RuntimeError("the training run did not start")
                 time.sleep(0.2)

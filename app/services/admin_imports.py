@@ -332,9 +332,7 @@ def _rows(
     if kind == "letor":
         # The file's stem (S1..S5 of LETOR 4.0) is kept as the queries' partition: training
         # folds follow the benchmark's rotation (docs/training.md#folds).
-        return rows_from_letor(
-            _features(files["features"]), part=Path(files["features"].name).stem
-        )
+        return rows_from_letor(_features(files["features"]), part=Path(files["features"].name).stem)
     errors: list[SourceError] = []
 
     def attempt(fn: Any) -> Any:

@@ -310,9 +310,12 @@ def submit_judgment(*, db: Database, user: Caller, task_id: int, data: dict[str,
     try:
         with db.raw_write() as cursor:
             store = JudgmentStore(db, cursor)
-            if who is None:
-                who = caller_identity(db, cursor, user, writable=True)
-            state, version = store.locked_state(task_id)
+            known = who
+
+            def identify() -> Identity:
+                return known or caller_identity(db, cursor, user, writable=True)
+
+            state, version, who = store.locked_state(task_id, identify)
             _authorise(state, who, task_id, judge=True)
             if replayed is None or not replayed.matches(state.created_at, version):
                 # Someone changed the log since it was replayed (or the entry is for another

@@ -10,6 +10,7 @@ from fastapi import APIRouter, Depends, Query
 from app import offload
 from app.deps import Caller, CurrentUser, DbDep, require_admin
 from app.errors import declare_errors, error_responses
+from app.response_headers import API_PREFIX
 from app.routers.lean_route import LeanRoute
 from app.schemas import JudgmentIn, QuestionOut, ResultOut, TaskCreate, TaskOut, TaskStatus
 from app.services import judging, priors, results, tasks
@@ -20,8 +21,9 @@ admin = APIRouter(dependencies=[Depends(require_admin)])
 #: The judging loop: a few small JSON requests per judgment, so lean routes (LeanRoute: the
 #: same routing, middleware, authentication and errors, without FastAPI's generic dependency
 #: solver). Their bodies are built by the service in their final JSON shape (QuestionOut
-#: documents it) and sent as they are, not re-validated.
-judging_loop = APIRouter(route_class=LeanRoute, tags=["tasks"])
+#: documents it) and sent as they are, not re-validated. ``create_app`` puts these routes in
+#: the app's own router (hence the full prefix here), not through ``include_router``.
+judging_loop = APIRouter(prefix=API_PREFIX, route_class=LeanRoute, tags=["tasks"])
 
 CONFLICT: dict[int | str, dict[str, Any]] = {
     409: {"description": "Not the pending question; body has `current` (the question)."}
