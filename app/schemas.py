@@ -21,11 +21,14 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from app.models import MAX_COMMENT, MAX_REASON
 from labeling.identifiers import USERNAME_PATTERN, check_label, text_problem
 
 Role = Literal["assessor", "admin"]
 MethodName = Literal["topk", "graded"]
 OutcomeName = Literal["left", "right", "tie", "not_relevant"]
+#: Outcomes a request may send: a protocol outcome, or ``broken`` (a broken document).
+AnswerOutcomeName = Literal["left", "right", "tie", "not_relevant", "broken"]
 TaskStatus = Literal["pending", "active", "done", "cancelled"]
 ExportFormat = Literal["qrels", "topk-jsonl", "pairs-jsonl", "grades-qrels"]
 
@@ -188,16 +191,33 @@ class TaskOut(BaseModel):
     finished_at: datetime | None
 
 
+#: A one-line reason (a broken document): see :func:`check_label`.
+ReasonText = Annotated[str, _label("reason")]
+
+
 class JudgmentIn(StrictModel):
-    """A pair judgment (``left``, ``right``, ``outcome``) or a grade (``doc_id``, ``grade``)."""
+    """A pair judgment (``left``, ``right``, ``outcome``), a grade (``doc_id``, ``grade``), or
+    a broken document (``outcome`` ``broken``, ``doc_id``, ``reason``; for topk with the pair
+    as shown). Any of them may carry a ``comment`` (docs/rest-api.md#the-judging-loop)."""
 
     seq: int = Field(ge=0, description="The seq of the question being answered (from /next).")
     left: str | None = Field(default=None, max_length=200)
     right: str | None = Field(default=None, max_length=200)
-    outcome: OutcomeName | None = None
+    outcome: AnswerOutcomeName | None = None
     doc_id: str | None = Field(default=None, max_length=200)
     grade: int | None = Field(default=None, ge=0, le=4)
     active_ms: int = Field(default=0, ge=0, le=MAX_ACTIVE_MS)
+    reason: ReasonText | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_REASON,
+        description="Why the document is broken (outcome broken only; one line).",
+    )
+    comment: str | None = Field(
+        default=None,
+        max_length=MAX_COMMENT,
+        description="An optional note on this judgment (any judgment; empty means none).",
+    )
 
 
 class DocumentOut(BaseModel):
@@ -250,6 +270,10 @@ class ResultOut(BaseModel):
     rest: list[str] | None = None
     kappa_labels: dict[str, int] | None = None
     grades: dict[str, int] | None = None
+    broken: dict[str, str] = Field(
+        default_factory=dict,
+        description="Documents marked broken (id -> reason): in no list, with no label.",
+    )
 
 
 # ------------------------------------------------------------------ admin console responses

@@ -6,6 +6,7 @@ the questions it passes through are the ones the assessor sees. The protocol nev
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 
 from labeling.heap import Compare, Protocol, Winner
@@ -44,6 +45,38 @@ def with_pair_cache(
         else:
             winner = yield question
             cache[key] = winner
+        try:
+            question = protocol.send(winner)
+        except StopIteration as stop:
+            return stop.value
+
+
+def with_memo(
+    protocol: Protocol,
+    memo: dict[tuple[str, str], deque[tuple[Winner, bool]]],
+    on_hit: Callable[[Compare, Winner, bool], None],
+) -> Protocol:
+    """Answer questions from earlier answers: ``memo`` maps a pair (sorted) to the answers
+    given to it, oldest first, as ``(winner, not_relevant)``; each is used once, in order.
+
+    A rerun of a strategy over fewer documents (a broken document,
+    docs/protocols.md#broken-documents) answers through this every comparison the judgment
+    log already holds, so the assessor is never asked a pair twice, and poses only what is
+    new. ``on_hit(question, winner, not_relevant)`` is told about every answered question.
+    ``memo`` is consumed.
+    """
+    try:
+        question = next(protocol)
+    except StopIteration as stop:
+        return stop.value
+    while True:
+        a, b = question.a, question.b
+        answers = memo.get((a, b) if a < b else (b, a))
+        if answers:
+            winner, not_relevant = answers.popleft()
+            on_hit(question, winner, not_relevant)
+        else:
+            winner = yield question
         try:
             question = protocol.send(winner)
         except StopIteration as stop:

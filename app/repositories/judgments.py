@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session
 from app.db import Database
 from app.models import Document, Judgment, Task
 from app.prepared import Prepared
-from labeling.types import Answer, PairAnswer
+from labeling.types import Answer, BrokenAnswer, PairAnswer
 
 #: ``(number of live judgments, id of the newest live judgment)`` of a task.
 LogVersion = tuple[int, int]
@@ -45,6 +45,7 @@ class LogRow(Protocol):
     doc_id: str | None
     grade: int | None
     active_ms: int
+    reason: str | None
 
 
 # Core tables, not ORM entities: statements over ORM attributes go through the ORM's compile
@@ -53,7 +54,7 @@ J = Judgment.__table__
 T = Task.__table__
 D = Document.__table__
 
-#: The eight columns replay and the payloads read, in seq order.
+#: The columns replay and the payloads read, in seq order.
 LIVE_LOG = (
     select(
         J.c.id,
@@ -64,6 +65,7 @@ LIVE_LOG = (
         J.c.doc_id,
         J.c.grade,
         J.c.active_ms,
+        J.c.reason,
     )
     .where(J.c.task_id == bindparam("task_id"), J.c.undone.is_(False))
     .order_by(J.c.seq)
@@ -124,6 +126,8 @@ _ROW_COLUMNS = (
     "active_ms",
     "created_at",
     "undone",
+    "reason",
+    "comment",
 )
 INSERT = {
     name: dialect.insert(J)
@@ -157,9 +161,15 @@ REOPEN = (
 
 
 def row_values(
-    task_id: int, seq: int, answer: Answer, active_ms: int, now: datetime
+    task_id: int,
+    seq: int,
+    answer: Answer,
+    active_ms: int,
+    now: datetime,
+    comment: str | None = None,
 ) -> dict[str, Any]:
-    """The bound values of :data:`INSERT` for ``answer`` to question ``seq``."""
+    """The bound values of :data:`INSERT` for ``answer`` to question ``seq`` (a broken
+    document: outcome ``broken``, ``doc_id``, ``reason``, and the pair shown for topk)."""
     values: dict[str, Any] = {
         "task_id": task_id,
         "seq": seq,
@@ -171,9 +181,19 @@ def row_values(
         "active_ms": active_ms,
         "created_at": now,
         "undone": False,
+        "reason": None,
+        "comment": comment,
     }
     if isinstance(answer, PairAnswer):
         values |= {"left_doc": answer.left, "right_doc": answer.right, "outcome": answer.outcome}
+    elif isinstance(answer, BrokenAnswer):
+        values |= {
+            "left_doc": answer.left,
+            "right_doc": answer.right,
+            "outcome": "broken",
+            "doc_id": answer.doc_id,
+            "reason": answer.reason,
+        }
     else:
         values |= {"doc_id": answer.doc_id, "grade": answer.grade}
     return values
@@ -262,12 +282,18 @@ class JudgmentStore:
         return state, (live.live, live.newest), who
 
     def insert(
-        self, task_id: int, seq: int, answer: Answer, active_ms: int, now: datetime
+        self,
+        task_id: int,
+        seq: int,
+        answer: Answer,
+        active_ms: int,
+        now: datetime,
+        comment: str | None = None,
     ) -> int | None:
-        """Store ``answer`` as live judgment ``seq``; its id, or None if a live judgment
-        ``seq`` exists already (nothing stored)."""
+        """Store ``answer`` (with the assessor's ``comment``) as live judgment ``seq``; its
+        id, or None if a live judgment ``seq`` exists already (nothing stored)."""
         row = self._sql.insert.one_or_none(
-            self.cursor, row_values(task_id, seq, answer, active_ms, now)
+            self.cursor, row_values(task_id, seq, answer, active_ms, now, comment)
         )
         return None if row is None else int(row.id)
 

@@ -53,7 +53,14 @@ from app.services.document_cache import LRU, DocumentCache, Payload
 from app.services.tasks import check_task_access
 from labeling.errors import Finished, WrongQuestion
 from labeling.session import open_session
-from labeling.types import Answer, GradeAnswer, GradeQuestion, PairAnswer, PairQuestion
+from labeling.types import (
+    Answer,
+    BrokenAnswer,
+    GradeAnswer,
+    GradeQuestion,
+    PairAnswer,
+    PairQuestion,
+)
 
 # live_judgments: the read-only services (results, exports, pages) replay with it too.
 __all__ = [
@@ -73,6 +80,8 @@ __all__ = [
 
 def answer_of(row: LogRow) -> Answer:
     """The protocol answer recorded in a judgment row."""
+    if row.outcome == "broken":
+        return BrokenAnswer(row.doc_id or "", row.reason or "", row.left_doc, row.right_doc)
     if row.doc_id is not None:
         return GradeAnswer(row.doc_id, int(row.grade if row.grade is not None else -1))
     return PairAnswer(row.left_doc or "", row.right_doc or "", row.outcome)  # type: ignore[arg-type]
@@ -234,6 +243,10 @@ def _authorise(task: Any, who: Identity, task_id: int, *, judge: bool) -> None:
 
 def _answer_from_request(method: str, data: dict[str, Any]) -> Answer:
     """The protocol answer of a request body (422 if its fields do not fit the method)."""
+    if data.get("outcome") == "broken":
+        return _broken_from_request(method, data)
+    if data.get("reason") is not None:
+        raise Invalid("reason is for a broken document only (outcome broken)")
     if method == "topk":
         missing = [k for k in ("left", "right", "outcome") if data.get(k) is None]
         if missing or data.get("doc_id") is not None or data.get("grade") is not None:
@@ -249,6 +262,33 @@ def _answer_from_request(method: str, data: dict[str, Any]) -> Answer:
             + (f"; missing: {', '.join(missing)}" if missing else "")
         )
     return GradeAnswer(str(data["doc_id"]), int(data["grade"]))
+
+
+def _broken_from_request(method: str, data: dict[str, Any]) -> BrokenAnswer:
+    """A broken-document answer (docs/protocols.md#broken-documents): ``doc_id`` and
+    ``reason``, plus ``left``/``right`` as shown for topk; never a grade."""
+    needed = ("left", "right", "doc_id", "reason") if method == "topk" else ("doc_id", "reason")
+    missing = [k for k in needed if not data.get(k)]
+    extra = [k for k in ("left", "right", "grade") if k not in needed and data.get(k) is not None]
+    if missing or extra:
+        raise Invalid(
+            f"a broken document of a {method} task needs {', '.join(needed)}"
+            + (f"; missing: {', '.join(missing)}" if missing else "")
+            + (f"; not allowed: {', '.join(extra)}" if extra else "")
+        )
+    reason = str(data["reason"]).strip()
+    if not reason:
+        raise Invalid("a broken document needs a reason (a short text)")
+    return BrokenAnswer(str(data["doc_id"]), reason, data.get("left"), data.get("right"))
+
+
+def _comment_of(data: dict[str, Any]) -> str | None:
+    """The request's comment, trimmed; None when absent or blank."""
+    comment = data.get("comment")
+    if comment is None:
+        return None
+    comment = str(comment).strip()
+    return comment or None
 
 
 def _is_retry(r: _Replayed, seq: int, answer: Answer, conflict: Callable[[str], Conflict]) -> bool:
@@ -335,7 +375,7 @@ def submit_judgment(*, db: Database, user: Caller, task_id: int, data: dict[str,
                 raise conflict(str(exc)) from exc
             dirty = True
             now = utcnow()
-            inserted = store.insert(task_id, seq, answer, active_ms, now)
+            inserted = store.insert(task_id, seq, answer, active_ms, now, _comment_of(data))
             if inserted is None:
                 # Only if the row lock failed to serialise us: the stored row decides.
                 current = _replay(store.task(task_id), store.live_log(task_id))
