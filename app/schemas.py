@@ -220,6 +220,40 @@ class JudgmentIn(StrictModel):
     )
 
 
+class UndoIn(StrictModel):
+    """Optional body of an undo: ``to_seq`` undoes every live answer from that seq on."""
+
+    to_seq: int | None = Field(
+        default=None,
+        ge=0,
+        description="Undo back to here: every live answer with this seq or later (none: the "
+        "last one). Nothing live there: nothing changes (idempotent).",
+    )
+
+
+class DocRefOut(BaseModel):
+    doc_id: str
+    title: str
+
+
+class AnswerOut(BaseModel):
+    """One live answer of a task, for the assessor's review list."""
+
+    seq: int
+    kind: Literal["pair", "grade", "broken"]
+    left: DocRefOut | None = Field(default=None, description="topk: the pair as shown.")
+    right: DocRefOut | None = None
+    document: DocRefOut | None = Field(
+        default=None, description="graded: the document; broken: the broken document."
+    )
+    outcome: OutcomeName | None = None
+    grade: int | None = None
+    reason: str | None = None
+    comment: str | None = None
+    active_ms: int
+    time: datetime
+
+
 class DocumentOut(BaseModel):
     doc_id: str
     title: str
@@ -302,8 +336,7 @@ class FilesImportOut(BaseModel):
     documents_unchanged: int
     files: list[str] = Field(description="The uploaded files read, in the order read.")
     qrels: str | None = Field(
-        description="How the qrels file was read: layout (detected or given, and why) and "
-        "grades."
+        description="How the qrels file was read: layout (detected or given, and why) and grades."
     )
     notes: list[str] = Field(description="What the pairing left out, and suggestions.")
 

@@ -70,6 +70,8 @@ LIVE_LOG = (
     .where(J.c.task_id == bindparam("task_id"), J.c.undone.is_(False))
     .order_by(J.c.seq)
 )
+#: The live log with what the review list shows besides replay's columns.
+REVIEW_LOG = LIVE_LOG.add_columns(J.c.comment, J.c.created_at)
 TASK_ROW = select(
     T.c.id,
     T.c.query_id,
@@ -153,6 +155,13 @@ UNDO = (
     .where(J.c.task_id == bindparam("task_id"), J.c.seq == bindparam("seq"), J.c.undone.is_(False))
     .values(undone=True, undone_at=bindparam("now"))
 )
+#: Undo back to a point: every live judgment from ``seq`` on (the newest first or not: one
+#: statement, so the log is never seen half undone).
+UNDO_FROM = (
+    update(J)
+    .where(J.c.task_id == bindparam("task_id"), J.c.seq >= bindparam("seq"), J.c.undone.is_(False))
+    .values(undone=True, undone_at=bindparam("now"))
+)
 REOPEN = (
     update(T)
     .where(T.c.id == bindparam("task_id"), T.c.status == "done")
@@ -218,6 +227,7 @@ class _Statements:
         self.task = Prepared(TASK_ROW, dialect)
         self.task_for_update = Prepared(TASK_ROW.with_for_update(), dialect)
         self.live_log = Prepared(LIVE_LOG, dialect)
+        self.review_log = Prepared(REVIEW_LOG, dialect)
         self.document = Prepared(DOCUMENT, dialect)
         self.state_and_version = Prepared(STATE_AND_VERSION, dialect)
         self.state_for_update = Prepared(TASK_STATE_FOR_UPDATE, dialect)
@@ -225,6 +235,7 @@ class _Statements:
         self.insert = Prepared(INSERT[db.dialect], dialect)
         self.mark = {name: Prepared(stmt, dialect) for name, stmt in MARK.items()}
         self.undo = Prepared(UNDO, dialect)
+        self.undo_from = Prepared(UNDO_FROM, dialect)
         self.reopen = Prepared(REOPEN, dialect)
 
 
@@ -255,6 +266,10 @@ class JudgmentStore:
     def live_log(self, task_id: int) -> list[LogRow]:
         """The task's live judgments in seq order."""
         return self._sql.live_log.rows(self.cursor, {"task_id": task_id})
+
+    def review_log(self, task_id: int) -> list[Any]:
+        """The task's live judgments in seq order with their comment and time stored."""
+        return self._sql.review_log.rows(self.cursor, {"task_id": task_id})
 
     def locked_state(self, task_id: int, identify: Callable[[], T]) -> tuple[Any, LogVersion, T]:
         """The task's status, assessor and ``created_at`` (None if missing) with its row
@@ -305,6 +320,11 @@ class JudgmentStore:
         """Mark live judgment ``seq`` undone; False if it was not live (nothing changed)."""
         values = {"task_id": task_id, "seq": seq, "now": now}
         return self._sql.undo.execute(self.cursor, values) == 1
+
+    def undo_from(self, task_id: int, seq: int, now: datetime) -> int:
+        """Mark every live judgment with ``seq`` or later undone; how many were."""
+        values = {"task_id": task_id, "seq": seq, "now": now}
+        return int(self._sql.undo_from.execute(self.cursor, values))
 
     def reopen(self, task_id: int) -> None:
         """A done task becomes active again (its last judgment was undone)."""
