@@ -21,6 +21,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from app.guidelines import MAX_GUIDELINES
 from app.models import MAX_COMMENT, MAX_REASON
 from labeling.identifiers import USERNAME_PATTERN, check_label, text_problem
 
@@ -106,6 +107,20 @@ class UserOut(BaseModel):
 class CollectionCreate(StrictModel):
     name: CollectionName = Field(min_length=1, max_length=200)
     description: str = Field(default="", max_length=10_000)
+
+
+class GuidelinesIn(StrictModel):
+    markdown: str = Field(
+        max_length=MAX_GUIDELINES,
+        description="The collection's judging guidelines in Markdown (raw HTML is shown as "
+        "text); empty for none.",
+    )
+
+
+class GuidelinesOut(BaseModel):
+    collection_id: int
+    markdown: str
+    html: str = Field(description="The Markdown rendered and sanitised (safe to embed).")
 
 
 class CollectionOut(BaseModel):

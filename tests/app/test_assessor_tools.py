@@ -207,3 +207,41 @@ def test_undo_to_seq_reopens_a_done_task_and_undoes_a_broken_answer(api: Api) ->
     assert api.get("ann", f"/api/v1/tasks/{tid}").json()["status"] == "active"
     after = r.json()
     assert after["pair"] == before["pair"] and after["progress"] == before["progress"]
+
+
+def test_guidelines_are_edited_by_admins_and_rendered_sanitised(api: Api) -> None:
+    cid, _ = _setup(api, "guided", k=3, seed=1)
+    empty = api.get("ann", f"/api/v1/collections/{cid}/guidelines").json()
+    assert empty == {"collection_id": cid, "markdown": "", "html": ""}
+    source = (
+        "# Rules\n\n**Relevant** means on topic. <script>alert(1)</script>\n\n"
+        "[spec](https://example.org/spec) [bad](javascript:alert(1))\n\n"
+        '<img src=x onerror="alert(1)">'
+    )
+    r = api.client.put(
+        f"/api/v1/collections/{cid}/guidelines",
+        json={"markdown": source},
+        headers=api.auth("admin"),
+    )
+    assert r.status_code == 200, r.text
+    got = api.get("ann", f"/api/v1/collections/{cid}/guidelines").json()
+    assert got["markdown"] == source and got == r.json()
+    html = got["html"]
+    assert "<h1>Rules</h1>" in html and "<strong>Relevant</strong>" in html
+    assert '<a href="https://example.org/spec" rel="noopener noreferrer">spec</a>' in html
+    # No raw HTML passes: tags in the source are text, javascript: is no link.
+    assert "<script" not in html and "<img" not in html and 'href="javascript' not in html
+    assert "&lt;script&gt;" in html
+    put = api.client.put
+    forbidden = put(
+        f"/api/v1/collections/{cid}/guidelines", json={"markdown": "x"}, headers=api.auth("ann")
+    )
+    assert forbidden.status_code == 403
+    for body in ({"markdown": "a\x00b"}, {"markdown": "x" * 50_001}, {"text": "x"}):
+        bad = put(f"/api/v1/collections/{cid}/guidelines", json=body, headers=api.auth("admin"))
+        assert bad.status_code == 422, body
+    nothing = put(
+        "/api/v1/collections/99999/guidelines", json={"markdown": ""}, headers=api.auth("admin")
+    )
+    assert nothing.status_code == 404
+    assert api.get("ann", f"/api/v1/collections/{cid}/guidelines").json()["markdown"] == source
