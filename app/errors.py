@@ -30,6 +30,7 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
+from fastapi.utils import create_model_field
 from sqlalchemy import exc as sa_exc
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import BaseRoute, Match, Mount
@@ -333,6 +334,14 @@ def declare_errors(router: APIRouter) -> APIRouter:
             given = route.responses.get(status) or route.responses.get(str(status)) or {}
             route.responses.pop(str(status), None)
             route.responses[status] = {**entry, **given}
+            # The body model's field, as APIRoute builds it for a status declared in its
+            # decorator: OpenAPI reads it from here for a route the app uses as it is (the
+            # judging loop's), not rebuilt by include_router.
+            route.response_fields[status] = create_model_field(
+                name=f"Response_{status}_{route.unique_id}",
+                type_=route.responses[status]["model"],
+                mode="serialization",
+            )
     return router
 
 

@@ -53,7 +53,10 @@ NAMING_CONVENTION = {
 ROLES = ("assessor", "admin")
 METHODS = ("topk", "graded")
 TASK_STATUSES = ("pending", "active", "done", "cancelled")
-OUTCOMES = ("left", "right", "tie", "not_relevant")
+OUTCOMES = ("left", "right", "tie", "not_relevant", "broken")
+#: Longest comment on a judgment and longest reason of a broken-document answer (characters).
+MAX_COMMENT = 2000
+MAX_REASON = 500
 TRAINING_STATUSES = ("queued", "running", "done", "failed", "cancelled")
 
 
@@ -158,6 +161,8 @@ class Collection(Base):
     description: Mapped[str] = mapped_column(Text, default="", server_default="")
     archived: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    #: Judging guidelines in Markdown, shown (sanitised) on the judging page.
+    guidelines: Mapped[str] = mapped_column(Text, default="", server_default="")
 
     queries: Mapped[list[Query]] = relationship(back_populates="collection", lazy="raise")
 
@@ -231,6 +236,19 @@ class Task(Base):
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
 
 
+#: The judgment row shapes (docs/protocols.md#broken-documents). Written out here and in the
+#: migration that introduced the third shape.
+JUDGMENT_SHAPE = (
+    "(outcome IS NOT NULL AND outcome <> 'broken' AND left_doc IS NOT NULL"
+    " AND right_doc IS NOT NULL AND doc_id IS NULL AND grade IS NULL AND reason IS NULL) OR "
+    "(left_doc IS NULL AND right_doc IS NULL AND outcome IS NULL"
+    " AND doc_id IS NOT NULL AND grade IS NOT NULL AND reason IS NULL) OR "
+    "(outcome = 'broken' AND doc_id IS NOT NULL AND grade IS NULL AND reason IS NOT NULL"
+    " AND ((left_doc IS NULL AND right_doc IS NULL)"
+    " OR (left_doc IS NOT NULL AND right_doc IS NOT NULL)))"
+)
+
+
 class Judgment(Base):
     """One answer in a task's append-only log. Undo marks a row ``undone``; it stays."""
 
@@ -240,14 +258,9 @@ class Judgment(Base):
         CheckConstraint("active_ms >= 0", name="active_ms"),
         CheckConstraint("outcome IS NULL OR " + _in("outcome", OUTCOMES), name="outcome"),
         CheckConstraint("grade IS NULL OR (grade >= 0 AND grade <= 4)", name="grade"),
-        # Exactly one shape: a pair answer or a grade answer.
-        CheckConstraint(
-            "(left_doc IS NOT NULL AND right_doc IS NOT NULL AND outcome IS NOT NULL"
-            " AND doc_id IS NULL AND grade IS NULL) OR "
-            "(left_doc IS NULL AND right_doc IS NULL AND outcome IS NULL"
-            " AND doc_id IS NOT NULL AND grade IS NOT NULL)",
-            name="shape",
-        ),
+        # Exactly one shape: a pair answer, a grade answer, or a broken document (named by
+        # doc_id, with a reason; the pair it was shown in for topk, none for graded).
+        CheckConstraint(JUDGMENT_SHAPE, name="shape"),
         Index(
             "uq_judgment_task_id_seq_live",
             "task_id",
@@ -271,6 +284,10 @@ class Judgment(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     undone: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     undone_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    #: The assessor's optional free-text note on this judgment (docs/assessor-guide.md).
+    comment: Mapped[str | None] = mapped_column(Text, nullable=True)
+    #: Why the document ``doc_id`` is broken (outcome ``broken`` only).
+    reason: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
 class TrainingRun(Base):

@@ -21,11 +21,15 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from app.guidelines import MAX_GUIDELINES
+from app.models import MAX_COMMENT, MAX_REASON
 from labeling.identifiers import USERNAME_PATTERN, check_label, text_problem
 
 Role = Literal["assessor", "admin"]
 MethodName = Literal["topk", "graded"]
 OutcomeName = Literal["left", "right", "tie", "not_relevant"]
+#: Outcomes a request may send: a protocol outcome, or ``broken`` (a broken document).
+AnswerOutcomeName = Literal["left", "right", "tie", "not_relevant", "broken"]
 TaskStatus = Literal["pending", "active", "done", "cancelled"]
 ExportFormat = Literal["qrels", "topk-jsonl", "pairs-jsonl", "grades-qrels"]
 
@@ -103,6 +107,20 @@ class UserOut(BaseModel):
 class CollectionCreate(StrictModel):
     name: CollectionName = Field(min_length=1, max_length=200)
     description: str = Field(default="", max_length=10_000)
+
+
+class GuidelinesIn(StrictModel):
+    markdown: str = Field(
+        max_length=MAX_GUIDELINES,
+        description="The collection's judging guidelines in Markdown (raw HTML is shown as "
+        "text); empty for none.",
+    )
+
+
+class GuidelinesOut(BaseModel):
+    collection_id: int
+    markdown: str
+    html: str = Field(description="The Markdown rendered and sanitised (safe to embed).")
 
 
 class CollectionOut(BaseModel):
@@ -188,16 +206,67 @@ class TaskOut(BaseModel):
     finished_at: datetime | None
 
 
+#: A one-line reason (a broken document): see :func:`check_label`.
+ReasonText = Annotated[str, _label("reason")]
+
+
 class JudgmentIn(StrictModel):
-    """A pair judgment (``left``, ``right``, ``outcome``) or a grade (``doc_id``, ``grade``)."""
+    """A pair judgment (``left``, ``right``, ``outcome``), a grade (``doc_id``, ``grade``), or
+    a broken document (``outcome`` ``broken``, ``doc_id``, ``reason``; for topk with the pair
+    as shown). Any of them may carry a ``comment`` (docs/rest-api.md#the-judging-loop)."""
 
     seq: int = Field(ge=0, description="The seq of the question being answered (from /next).")
     left: str | None = Field(default=None, max_length=200)
     right: str | None = Field(default=None, max_length=200)
-    outcome: OutcomeName | None = None
+    outcome: AnswerOutcomeName | None = None
     doc_id: str | None = Field(default=None, max_length=200)
     grade: int | None = Field(default=None, ge=0, le=4)
     active_ms: int = Field(default=0, ge=0, le=MAX_ACTIVE_MS)
+    reason: ReasonText | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_REASON,
+        description="Why the document is broken (outcome broken only; one line).",
+    )
+    comment: str | None = Field(
+        default=None,
+        max_length=MAX_COMMENT,
+        description="An optional note on this judgment (any judgment; empty means none).",
+    )
+
+
+class UndoIn(StrictModel):
+    """Optional body of an undo: ``to_seq`` undoes every live answer from that seq on."""
+
+    to_seq: int | None = Field(
+        default=None,
+        ge=0,
+        description="Undo back to here: every live answer with this seq or later (none: the "
+        "last one). Nothing live there: nothing changes (idempotent).",
+    )
+
+
+class DocRefOut(BaseModel):
+    doc_id: str
+    title: str
+
+
+class AnswerOut(BaseModel):
+    """One live answer of a task, for the assessor's review list."""
+
+    seq: int
+    kind: Literal["pair", "grade", "broken"]
+    left: DocRefOut | None = Field(default=None, description="topk: the pair as shown.")
+    right: DocRefOut | None = None
+    document: DocRefOut | None = Field(
+        default=None, description="graded: the document; broken: the broken document."
+    )
+    outcome: OutcomeName | None = None
+    grade: int | None = None
+    reason: str | None = None
+    comment: str | None = None
+    active_ms: int
+    time: datetime
 
 
 class DocumentOut(BaseModel):
@@ -250,6 +319,10 @@ class ResultOut(BaseModel):
     rest: list[str] | None = None
     kappa_labels: dict[str, int] | None = None
     grades: dict[str, int] | None = None
+    broken: dict[str, str] = Field(
+        default_factory=dict,
+        description="Documents marked broken (id -> reason): in no list, with no label.",
+    )
 
 
 # ------------------------------------------------------------------ admin console responses
@@ -278,8 +351,7 @@ class FilesImportOut(BaseModel):
     documents_unchanged: int
     files: list[str] = Field(description="The uploaded files read, in the order read.")
     qrels: str | None = Field(
-        description="How the qrels file was read: layout (detected or given, and why) and "
-        "grades."
+        description="How the qrels file was read: layout (detected or given, and why) and grades."
     )
     notes: list[str] = Field(description="What the pairing left out, and suggestions.")
 

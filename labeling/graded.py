@@ -16,7 +16,8 @@ from labeling.types import GRADE_NAMES
 #: Highest grade of the five-grade scale (Perfect).
 MAX_GRADE = len(GRADE_NAMES) - 1
 
-GradedProtocol = Generator[str, int, dict[str, int]]
+#: Yields documents, receives grades (None: skipped as broken), returns the grades.
+GradedProtocol = Generator[str, int | None, dict[str, int]]
 
 
 def check_grade(grade: object) -> int:
@@ -27,10 +28,15 @@ def check_grade(grade: object) -> int:
 
 
 def five_grade(order: Sequence[str]) -> GradedProtocol:
-    """Ask for one grade per document, in ``order``; return ``{doc: grade}``."""
+    """Ask for one grade per document, in ``order``; return ``{doc: grade}``.
+
+    ``None`` sent for a document skips it (a broken document: docs/protocols.md#broken-documents),
+    so it gets no grade."""
     if len(order) == 0:
         raise ConfigError("the protocol needs at least one document")
     grades: dict[str, int] = {}
     for doc in order:
-        grades[doc] = yield doc
+        grade = yield doc
+        if grade is not None:
+            grades[doc] = grade
     return grades

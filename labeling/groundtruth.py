@@ -86,6 +86,7 @@ class TopKResult:
     judged: tuple[PairJudgment, ...] = field(default=(), repr=False)
     reasks: int = 0
     reasked: tuple[PairJudgment, ...] = field(default=(), repr=False)
+    broken: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def build(
@@ -95,21 +96,34 @@ class TopKResult:
         rest: Sequence[str],
         judged: Sequence[PairJudgment] = (),
         reasked: Sequence[PairJudgment] = (),
+        *,
+        judgments: int | None = None,
+        broken: dict[str, str] | None = None,
     ) -> TopKResult:
-        """Assemble a result, deriving n, κ-labels and the judgment counts."""
+        """Assemble a result, deriving n, κ-labels and the judgment counts.
+
+        ``broken``: documents the assessor marked broken (id -> reason;
+        docs/protocols.md#broken-documents). They are in neither ``top`` nor ``rest``, so
+        ``n`` and the κ-labels cover the remaining documents only; ``judgments`` (default:
+        the posed questions in ``judged`` plus the re-asks) is then the length of the log,
+        which also holds the broken answers and the answers about pairs with a broken
+        document."""
         judged = tuple(judged)
         reasked = tuple(reasked)
+        if judgments is None:
+            judgments = sum(1 for j in judged if not j.cached) + len(reasked)
         return cls(
             k=k,
             n=len(top) + len(rest),
             top=list(top),
             rest=list(rest),
             kappa_labels=kappa_labels(top, rest, k),
-            judgments=sum(1 for j in judged if not j.cached) + len(reasked),
+            judgments=judgments,
             calls=len(judged),
             judged=judged,
             reasks=len(reasked),
             reasked=reasked,
+            broken=dict(broken or {}),
         )
 
     def ranking(self) -> list[str]:
@@ -154,3 +168,5 @@ class GradedResult:
     grades: dict[str, int]
     judgments: int
     order: tuple[str, ...] = ()
+    #: Documents marked broken (id -> reason): skipped, so they have no grade.
+    broken: dict[str, str] = field(default_factory=dict)

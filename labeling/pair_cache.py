@@ -7,6 +7,7 @@ questions it passes through are the ones the assessor sees. The strategy never k
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 
 from labeling.heap import Compare, ComparisonGenerator, Winner
@@ -56,3 +57,35 @@ def _result(stop: StopIteration) -> tuple[list[str], list[str]]:
     (typed ``Any`` there; a :data:`labeling.heap.ComparisonGenerator` returns this pair)."""
     result: tuple[list[str], list[str]] = stop.value
     return result
+
+
+def with_memo(
+    protocol: ComparisonGenerator,
+    memo: dict[tuple[str, str], deque[tuple[Winner, bool]]],
+    on_hit: Callable[[Compare, Winner, bool], None],
+) -> ComparisonGenerator:
+    """Answer questions from earlier answers: ``memo`` maps a pair (sorted) to the answers
+    given to it, oldest first, as ``(winner, not_relevant)``; each is used once, in order.
+
+    A rerun of a strategy over fewer documents (a broken document,
+    docs/protocols.md#broken-documents) answers through this every comparison the judgment
+    log already holds, so the assessor is never asked a pair twice, and poses only what is
+    new. ``on_hit(question, winner, not_relevant)`` is told about every answered question.
+    ``memo`` is consumed.
+    """
+    try:
+        question = next(protocol)
+    except StopIteration as stop:
+        return _result(stop)
+    while True:
+        a, b = question.a, question.b
+        answers = memo.get((a, b) if a < b else (b, a))
+        if answers:
+            winner, not_relevant = answers.popleft()
+            on_hit(question, winner, not_relevant)
+        else:
+            winner = yield question
+        try:
+            question = protocol.send(winner)
+        except StopIteration as stop:
+            return _result(stop)

@@ -33,6 +33,13 @@ Decisions where the paper is silent (docs/protocols.md#conventions-shared-by-eve
   rest, exactly like a lost root comparison, and the answer is recorded as ``"not_relevant"``.
   In the build and sort phases both documents are already in the top k, so the answer is
   :class:`InvalidAnswer` there (see :attr:`TopKSession.allowed_outcomes`).
+* **Broken documents** (docs/protocols.md#broken-documents). A :class:`BrokenAnswer` names
+  one document of the pending question (with a reason) and takes its ``seq``. Top-k: the
+  document leaves the pool and the strategy runs again from the start over the remaining
+  documents, every comparison it makes that the log already answered (a protocol answer, not
+  a re-ask, about two remaining documents) answered from the log (:func:`with_memo`), so no
+  pair is posed twice; queued re-asks of pairs with the document are dropped. Five-grade: the
+  document is skipped. Replay and undo stay exact because this is a function of the log.
 * **Re-asks** (``reask_fraction`` f in [0, 0.5], default 0). After the protocol question with
   ``seq = s`` is answered, it is re-asked iff ``mix64(mix64(mix64(seed) ^ salt) + s) < f·2^64``
   (:class:`ReaskSchedule`): a function of ``(seed, s)`` only, never of the answers, so replay
@@ -70,13 +77,14 @@ from labeling.errors import (
 )
 from labeling.graded import check_grade, five_grade
 from labeling.groundtruth import GradedResult, PairJudgment, TopKResult
-from labeling.heap import Compare, Winner
-from labeling.pair_cache import with_pair_cache
+from labeling.heap import Compare, ComparisonGenerator, Winner
+from labeling.pair_cache import with_memo, with_pair_cache
 from labeling.priors import check_prior, check_prior_matches_order
 from labeling.strategies import DEFAULT_STRATEGY, check_strategy_name, resolve_strategy
 from labeling.types import (
     METHODS,
     Answer,
+    BrokenAnswer,
     GradeAnswer,
     GradeQuestion,
     Outcome,
@@ -210,6 +218,13 @@ def seeded_order(doc_ids: Sequence[str], seed: int) -> list[str]:
     """
     draw = random.Random(seed).random
     return [doc for _, doc in sorted([(draw(), doc) for doc in doc_ids])]
+
+
+def check_reason(reason: object, seq: int) -> str:
+    """The reason of a broken-document answer, or InvalidAnswer: a non-blank string."""
+    if not isinstance(reason, str) or not reason.strip():
+        raise InvalidAnswer(f"question {seq}: a broken document needs a reason (a short text)")
+    return reason
 
 
 def _check_method(method: object) -> str:
@@ -384,8 +399,14 @@ class TopKSession:
         self.order = order
         if strategy is None:
             strategy = resolve_strategy(options.get("strategy", DEFAULT_STRATEGY))
+        self._strategy = strategy
         self.state = strategy(order, k)
-        self.answers: list[PairAnswer] = []
+        self.answers: list[PairAnswer | BrokenAnswer] = []
+        #: Documents marked broken, id -> reason, in the order marked.
+        self.broken: dict[str, str] = {}
+        # Every answered protocol question (not re-asks, not broken answers) as (a, b, winner,
+        # not_relevant), in log order: the memo a rerun after a broken document answers from.
+        self._posed: list[tuple[str, str, Winner, bool]] = []
         # Protocol comparisons as plain tuples (a, b, winner, not_relevant, cached); turned into
         # PairJudgment records only for the result, because replay speed matters.
         self._judged: list[tuple[str, str, Winner, bool, bool]] = []
@@ -407,7 +428,7 @@ class TopKSession:
         gen = self.state.run()
         if self.pair_cache:
             gen = with_pair_cache(gen, self._cache_hit)
-        self._gen = gen
+        self._gen: ComparisonGenerator = gen
         self._compare: Compare | None = None
         self._left = self._right = ""
         self._question: PairQuestion | None = None
@@ -416,6 +437,37 @@ class TopKSession:
 
     def _cache_hit(self, question: Compare, winner: Winner) -> None:
         self._judged.append((question.a, question.b, winner, False, True))
+
+    def _memo_hit(self, question: Compare, winner: Winner, not_relevant: bool) -> None:
+        # Posed to the assessor (earlier in the log), so not a cached call.
+        self._judged.append((question.a, question.b, winner, not_relevant, False))
+
+    def _rerun_without_broken(self) -> None:
+        """Run the strategy again from the start over the documents not marked broken,
+        answering from the log whatever it already answered (the module docstring)."""
+        broken = self.broken
+        order = [doc for doc in self.order if doc not in broken]
+        self.state = self._strategy(order, self.k)
+        memo: dict[tuple[str, str], deque[tuple[Winner, bool]]] = {}
+        for a, b, winner, not_relevant in self._posed:
+            if a in broken or b in broken:
+                continue
+            memo.setdefault((a, b) if a < b else (b, a), deque()).append((winner, not_relevant))
+        gen: ComparisonGenerator = self.state.run()
+        if self.pair_cache:
+            gen = with_pair_cache(gen, self._cache_hit)
+        self._gen = with_memo(gen, memo, self._memo_hit)
+        self._judged = []
+        self._outcome = None
+        self._result = None
+        # Re-asks of a pair with a broken document are not asked (queued) or not counted.
+        self._queue = deque(r for r in self._queue if not self._has_broken(r.compare))
+        self._reasked = [j for j in self._reasked if j[0] not in broken and j[1] not in broken]
+        self._reask = None
+        self._advance(None, first=True)
+
+    def _has_broken(self, compare: Compare) -> bool:
+        return compare.a in self.broken or compare.b in self.broken
 
     def _advance(self, winner: Winner, *, first: bool = False) -> None:
         """Send the winner to the protocol and orient its next question (the replay hot path)."""
@@ -535,21 +587,15 @@ class TopKSession:
         if compare is None:
             raise Finished("the session is finished; there is no pending question")
         left, right = self._left, self._right
+        if isinstance(answer, BrokenAnswer):
+            self._submit_broken(answer, left, right)
+            return
         if not isinstance(answer, PairAnswer):
             raise WrongQuestion(
                 f"question {len(self.answers)} is a pair ({left!r}, {right!r}); "
                 f"got {type(answer).__name__}"
             )
-        if answer.left != left or answer.right != right:
-            if answer.left == right and answer.right == left:
-                raise WrongQuestion(
-                    f"question {len(self.answers)} shows ({left!r}, {right!r}); the answer has "
-                    "the pair in swapped orientation (echo left/right as shown)"
-                )
-            raise WrongQuestion(
-                f"question {len(self.answers)} is ({left!r}, {right!r}), "
-                f"not ({answer.left!r}, {answer.right!r})"
-            )
+        self._check_shown(answer.left, answer.right, left, right)
         outcome = answer.outcome
         seq = len(self.answers)
         not_relevant = False
@@ -591,12 +637,47 @@ class TopKSession:
             self._settle()
             return
         self._judged.append((compare.a, compare.b, winner, not_relevant, False))
+        self._posed.append((compare.a, compare.b, winner, not_relevant))
         if compare.repeat:
             self.repeats.append(seq)
         schedule = self._schedule
         if schedule is not None and schedule.triggered(seq):
             self._queue.append(_Reask(seq + REASK_GAP + 1, seq, compare, right, left))
         self._advance(winner)
+
+    def _check_shown(self, a_left: str | None, a_right: str | None, left: str, right: str) -> None:
+        """WrongQuestion unless the answer echoes the pending pair as shown."""
+        if a_left == left and a_right == right:
+            return
+        seq = len(self.answers)
+        if a_left == right and a_right == left:
+            raise WrongQuestion(
+                f"question {seq} shows ({left!r}, {right!r}); the answer has "
+                "the pair in swapped orientation (echo left/right as shown)"
+            )
+        raise WrongQuestion(
+            f"question {seq} is ({left!r}, {right!r}), not ({a_left!r}, {a_right!r})"
+        )
+
+    def _submit_broken(self, answer: BrokenAnswer, left: str, right: str) -> None:
+        """Mark one document of the pending pair broken (module docstring); on error raise and
+        change nothing."""
+        self._check_shown(answer.left, answer.right, left, right)
+        seq = len(self.answers)
+        if answer.doc_id not in (left, right):
+            raise InvalidAnswer(
+                f"question {seq} ({left!r}, {right!r}): the broken document must be one of "
+                f"the two shown, not {answer.doc_id!r}"
+            )
+        reason = check_reason(answer.reason, seq)
+        self.answers.append(answer)
+        self.broken[answer.doc_id] = reason
+        self.repeats = [s for s in self.repeats if not self._broken_at(s)]
+        self._rerun_without_broken()
+
+    def _broken_at(self, seq: int) -> bool:
+        answer = self.answers[seq]
+        return answer.left in self.broken or answer.right in self.broken
 
     def _reask_bound(self, protocol_bound: int) -> int:
         """Most questions still to come, re-asks included, if the protocol poses at most
@@ -669,7 +750,15 @@ class TopKSession:
             raise NotFinished(f"{len(self.answers)} judgments so far; the session is not finished")
         if self._result is None:
             top, rest = self._outcome
-            self._result = TopKResult.build(self.k, top, rest, self.judged, self.reasked)
+            self._result = TopKResult.build(
+                self.k,
+                top,
+                rest,
+                self.judged,
+                self.reasked,
+                judgments=len(self.answers),
+                broken=self.broken,
+            )
         return self._result
 
 
@@ -683,7 +772,9 @@ class GradedSession:
         self.seed = seed
         self.options: dict[str, Any] = {}
         self.order = seeded_order(doc_ids, seed)
-        self.answers: list[GradeAnswer] = []
+        self.answers: list[GradeAnswer | BrokenAnswer] = []
+        #: Documents marked broken (skipped, no grade), id -> reason.
+        self.broken: dict[str, str] = {}
         self._gen = five_grade(self.order)
         self._pending: GradeQuestion | None = GradeQuestion(0, next(self._gen))
         self._result: GradedResult | None = None
@@ -706,22 +797,34 @@ class GradedSession:
         q = self._pending
         if q is None:
             raise Finished("the session is finished; there is no pending question")
-        if not isinstance(answer, GradeAnswer):
+        if not isinstance(answer, GradeAnswer | BrokenAnswer):
             raise WrongQuestion(
                 f"question {q.seq} grades {q.doc_id!r}; got {type(answer).__name__}"
             )
         if answer.doc_id != q.doc_id:
             raise WrongQuestion(f"question {q.seq} grades {q.doc_id!r}, not {answer.doc_id!r}")
-        try:
-            grade = check_grade(answer.grade)
-        except InvalidAnswer as err:
-            raise InvalidAnswer(f"question {q.seq} ({q.doc_id}): {err}") from None
+        grade: int | None = None
+        if isinstance(answer, BrokenAnswer):
+            if answer.left is not None or answer.right is not None:
+                raise InvalidAnswer(
+                    f"question {q.seq} ({q.doc_id}): a broken document of a graded task names "
+                    "no pair"
+                )
+            reason = check_reason(answer.reason, q.seq)
+            self.broken[q.doc_id] = reason
+        else:
+            try:
+                grade = check_grade(answer.grade)
+            except InvalidAnswer as err:
+                raise InvalidAnswer(f"question {q.seq} ({q.doc_id}): {err}") from None
         self.answers.append(answer)
         try:
             self._pending = GradeQuestion(len(self.answers), self._gen.send(grade))
         except StopIteration as stop:
             self._pending = None
-            self._result = GradedResult(stop.value, len(self.answers), tuple(self.order))
+            self._result = GradedResult(
+                stop.value, len(self.answers), tuple(self.order), dict(self.broken)
+            )
 
     def progress(self) -> Progress:
         """``done / n``: exactly ``n - judgments`` remain."""

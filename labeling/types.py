@@ -62,7 +62,23 @@ class GradeAnswer:
     grade: int
 
 
-Answer = PairAnswer | GradeAnswer
+@dataclass(frozen=True, slots=True)
+class BrokenAnswer:
+    """The pending question's document ``doc_id`` cannot be judged (empty, unreadable, wrong
+    language...): the answer outcome ``broken``, with the assessor's ``reason``.
+
+    For a pair, ``left`` and ``right`` echo the pair as shown and ``doc_id`` is one of them;
+    for a grade question both are None. What it does to the protocol:
+    docs/protocols.md#broken-documents.
+    """
+
+    doc_id: str
+    reason: str
+    left: str | None = None
+    right: str | None = None
+
+
+Answer = PairAnswer | GradeAnswer | BrokenAnswer
 
 
 @dataclass(frozen=True, slots=True)

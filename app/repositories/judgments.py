@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session
 from app.db import Database
 from app.models import Document, Judgment, Task
 from app.prepared import Prepared
-from labeling.types import Answer, PairAnswer
+from labeling.types import Answer, BrokenAnswer, PairAnswer
 
 #: ``(number of live judgments, id of the newest live judgment)`` of a task.
 LogVersion = tuple[int, int]
@@ -45,6 +45,7 @@ class LogRow(Protocol):
     doc_id: str | None
     grade: int | None
     active_ms: int
+    reason: str | None
 
 
 # Core tables, not ORM entities: statements over ORM attributes go through the ORM's compile
@@ -53,7 +54,7 @@ J = Judgment.__table__
 T = Task.__table__
 D = Document.__table__
 
-#: The eight columns replay and the payloads read, in seq order.
+#: The columns replay and the payloads read, in seq order.
 LIVE_LOG = (
     select(
         J.c.id,
@@ -64,10 +65,13 @@ LIVE_LOG = (
         J.c.doc_id,
         J.c.grade,
         J.c.active_ms,
+        J.c.reason,
     )
     .where(J.c.task_id == bindparam("task_id"), J.c.undone.is_(False))
     .order_by(J.c.seq)
 )
+#: The live log with what the review list shows besides replay's columns.
+REVIEW_LOG = LIVE_LOG.add_columns(J.c.comment, J.c.created_at)
 TASK_ROW = select(
     T.c.id,
     T.c.query_id,
@@ -124,6 +128,8 @@ _ROW_COLUMNS = (
     "active_ms",
     "created_at",
     "undone",
+    "reason",
+    "comment",
 )
 INSERT = {
     name: dialect.insert(J)
@@ -149,6 +155,13 @@ UNDO = (
     .where(J.c.task_id == bindparam("task_id"), J.c.seq == bindparam("seq"), J.c.undone.is_(False))
     .values(undone=True, undone_at=bindparam("now"))
 )
+#: Undo back to a point: every live judgment from ``seq`` on (the newest first or not: one
+#: statement, so the log is never seen half undone).
+UNDO_FROM = (
+    update(J)
+    .where(J.c.task_id == bindparam("task_id"), J.c.seq >= bindparam("seq"), J.c.undone.is_(False))
+    .values(undone=True, undone_at=bindparam("now"))
+)
 REOPEN = (
     update(T)
     .where(T.c.id == bindparam("task_id"), T.c.status == "done")
@@ -157,9 +170,15 @@ REOPEN = (
 
 
 def row_values(
-    task_id: int, seq: int, answer: Answer, active_ms: int, now: datetime
+    task_id: int,
+    seq: int,
+    answer: Answer,
+    active_ms: int,
+    now: datetime,
+    comment: str | None = None,
 ) -> dict[str, Any]:
-    """The bound values of :data:`INSERT` for ``answer`` to question ``seq``."""
+    """The bound values of :data:`INSERT` for ``answer`` to question ``seq`` (a broken
+    document: outcome ``broken``, ``doc_id``, ``reason``, and the pair shown for topk)."""
     values: dict[str, Any] = {
         "task_id": task_id,
         "seq": seq,
@@ -171,9 +190,19 @@ def row_values(
         "active_ms": active_ms,
         "created_at": now,
         "undone": False,
+        "reason": None,
+        "comment": comment,
     }
     if isinstance(answer, PairAnswer):
         values |= {"left_doc": answer.left, "right_doc": answer.right, "outcome": answer.outcome}
+    elif isinstance(answer, BrokenAnswer):
+        values |= {
+            "left_doc": answer.left,
+            "right_doc": answer.right,
+            "outcome": "broken",
+            "doc_id": answer.doc_id,
+            "reason": answer.reason,
+        }
     else:
         values |= {"doc_id": answer.doc_id, "grade": answer.grade}
     return values
@@ -198,6 +227,7 @@ class _Statements:
         self.task = Prepared(TASK_ROW, dialect)
         self.task_for_update = Prepared(TASK_ROW.with_for_update(), dialect)
         self.live_log = Prepared(LIVE_LOG, dialect)
+        self.review_log = Prepared(REVIEW_LOG, dialect)
         self.document = Prepared(DOCUMENT, dialect)
         self.state_and_version = Prepared(STATE_AND_VERSION, dialect)
         self.state_for_update = Prepared(TASK_STATE_FOR_UPDATE, dialect)
@@ -205,6 +235,7 @@ class _Statements:
         self.insert = Prepared(INSERT[db.dialect], dialect)
         self.mark = {name: Prepared(stmt, dialect) for name, stmt in MARK.items()}
         self.undo = Prepared(UNDO, dialect)
+        self.undo_from = Prepared(UNDO_FROM, dialect)
         self.reopen = Prepared(REOPEN, dialect)
 
 
@@ -237,6 +268,10 @@ class JudgmentStore:
         """The task's live judgments in seq order."""
         return self._sql.live_log.rows(self.cursor, {"task_id": task_id})
 
+    def review_log(self, task_id: int) -> list[Any]:
+        """The task's live judgments in seq order with their comment and time stored."""
+        return self._sql.review_log.rows(self.cursor, {"task_id": task_id})
+
     def locked_state(self, task_id: int, identify: Callable[[], T]) -> tuple[Any, LogVersion, T]:
         """The task's status, assessor and ``created_at`` (None if missing) with its row
         locked, the log version read after the lock was taken, and ``identify()`` (the
@@ -264,12 +299,18 @@ class JudgmentStore:
         return state, (live.live, live.newest), who
 
     def insert(
-        self, task_id: int, seq: int, answer: Answer, active_ms: int, now: datetime
+        self,
+        task_id: int,
+        seq: int,
+        answer: Answer,
+        active_ms: int,
+        now: datetime,
+        comment: str | None = None,
     ) -> int | None:
-        """Store ``answer`` as live judgment ``seq``; its id, or None if a live judgment
-        ``seq`` exists already (nothing stored)."""
+        """Store ``answer`` (with the assessor's ``comment``) as live judgment ``seq``; its
+        id, or None if a live judgment ``seq`` exists already (nothing stored)."""
         row = self._sql.insert.one_or_none(
-            self.cursor, row_values(task_id, seq, answer, active_ms, now)
+            self.cursor, row_values(task_id, seq, answer, active_ms, now, comment)
         )
         return None if row is None else int(row.id)
 
@@ -281,6 +322,11 @@ class JudgmentStore:
         """Mark live judgment ``seq`` undone; False if it was not live (nothing changed)."""
         values = {"task_id": task_id, "seq": seq, "now": now}
         return self._sql.undo.execute(self.cursor, values) == 1
+
+    def undo_from(self, task_id: int, seq: int, now: datetime) -> int:
+        """Mark every live judgment with ``seq`` or later undone; how many were."""
+        values = {"task_id": task_id, "seq": seq, "now": now}
+        return int(self._sql.undo_from.execute(self.cursor, values))
 
     def reopen(self, task_id: int) -> None:
         """A done task becomes active again (its last judgment was undone)."""

@@ -7,7 +7,7 @@ body limit, Starlette's error and exception middleware) and error handlers
 signature. Only its request handling is lean. FastAPI's generic dependency solver cost more
 than a warm judgment itself, so the handler does, in order, what the solver would do for the
 one shape of endpoint it accepts,
-``endpoint(<path params>, [<one JSON body model>], db: DbDep, caller: Caller)``:
+``endpoint(<path params>, [<one JSON body model, optional or not>], db: DbDep, caller: Caller)``:
 
 1. authenticate (:func:`app.deps.get_caller`: bearer token or session cookie with CSRF;
    401 / 403 first, as the solver resolves dependencies before parameters);
@@ -140,8 +140,7 @@ class LeanRoute(APIRoute):
         # FastAPI's own fields validate (its errors, with ``loc`` ("path", name) / ("body", ..)).
         path_fields = [(f.alias, f) for f in dependant.path_params]
         body_field = dependant.body_params[0] if dependant.body_params else None
-        if body_field is not None and not body_field.field_info.is_required():
-            raise TypeError(f"{self.path}: a LeanRoute's body is required")
+        body_required = body_field is not None and body_field.field_info.is_required()
         endpoint = self.endpoint
 
         async def call(request: Request) -> Any:
@@ -156,8 +155,11 @@ class LeanRoute(APIRoute):
             body = None
             if body_field is not None:
                 body = await _json_body(request)
-                if body is None:  # the body parameter is required
-                    errors.append(_missing("body"))
+                if body is None:  # no body: missing if required, else the parameter's default
+                    if body_required:
+                        errors.append(_missing("body"))
+                    else:
+                        values[body_field.name] = body_field.field_info.get_default()
                 else:
                     value, problems = body_field.validate(body, {}, loc=("body",))
                     values[body_field.name] = value

@@ -54,7 +54,7 @@ from labeling.session import open_session
 from labeling.stats import ChiSquare
 from labeling.strategies import check_strategy_name
 from labeling.timing import time_histograms, time_table
-from labeling.types import GradeAnswer, PairAnswer
+from labeling.types import BrokenAnswer, GradeAnswer, PairAnswer
 
 #: Histogram of time per judgment on the admin page: 1-second bins up to 60 s, then "≥ 60 s".
 HISTOGRAM_BIN_SECONDS = 1.0
@@ -102,6 +102,7 @@ def load_records(
                     Judgment.active_ms,
                     Judgment.created_at,
                     Judgment.undone,
+                    Judgment.reason,
                 )
                 .join(Task, Judgment.task_id == Task.id)
                 .where(Task.collection_id == collection_id, Task.status != "cancelled")
@@ -129,14 +130,33 @@ def build_records(
     tasks_raw: Sequence[tuple[Any, ...]], log: Sequence[tuple[Any, ...]]
 ) -> tuple[list[JudgmentRecord], list[TaskRecord], list[str], set[Reask]]:
     """Turn task rows (id, assessor, query, method, k, seed, options, doc_ids, status) and log
-    rows (task, seq, left, right, outcome, doc_id, grade, active_ms, created_at, undone) into
-    records, replaying every topk task for the (task_id, seq) of its re-asks and deliberate
-    repeats, and each finished one for its top-k ground truth."""
+    rows (task, seq, left, right, outcome, doc_id, grade, active_ms, created_at, undone,
+    reason) into records, replaying every topk task for the (task_id, seq) of its re-asks and
+    deliberate repeats, and each finished one for its top-k ground truth.
+
+    A document its assessor marked broken (docs/protocols.md#broken-documents) takes no part
+    in agreement: the broken answer itself and every judgment of that task about the document
+    give no record (the replay still sees them, so results stay those of the task)."""
     info = {row[0]: row for row in tasks_raw}
     judgments: list[JudgmentRecord] = []
     live_answers: dict[Any, list[Any]] = defaultdict(list)
-    for task_id, seq, left, right, outcome, doc_id, grade, ms, created, undone in log:
+    broken: dict[Any, set[str]] = defaultdict(set)
+    for task_id, _, _, _, outcome, doc_id, *_, undone, _ in log:
+        if outcome == "broken" and not undone:
+            broken[task_id].add(doc_id)
+    for task_id, seq, left, right, outcome, doc_id, grade, ms, created, undone, reason in log:
         if task_id not in info:  # a task created after the task list was read (READ COMMITTED)
+            continue
+        if not undone:
+            live_answers[task_id].append(
+                BrokenAnswer(doc_id, reason, left, right)
+                if outcome == "broken"
+                else PairAnswer(left, right, outcome)
+                if left is not None
+                else GradeAnswer(doc_id, grade)
+            )
+        gone = broken.get(task_id)
+        if outcome == "broken" or (gone and (left in gone or right in gone or doc_id in gone)):
             continue
         _, assessor, query_id, method, *_ = info[task_id]
         judgments.append(
@@ -156,11 +176,6 @@ def build_records(
                 seq=seq,
             )
         )
-        if not undone:
-            if left is not None:
-                live_answers[task_id].append(PairAnswer(left, right, outcome))
-            else:
-                live_answers[task_id].append(GradeAnswer(doc_id, grade))
     tasks: list[TaskRecord] = []
     warnings: list[str] = []
     reasks: set[Reask] = set()
@@ -188,7 +203,8 @@ def build_records(
                 warnings.append(f"task {task_id}: {what}: {err}")
         elif method == "graded":
             for answer in live_answers.get(task_id, []):
-                grades[answer.doc_id] = answer.grade
+                if isinstance(answer, GradeAnswer):
+                    grades[answer.doc_id] = answer.grade
         tasks.append(
             TaskRecord(
                 task_id=task_id,

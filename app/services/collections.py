@@ -34,6 +34,7 @@ from sqlalchemy.exc import IntegrityError
 
 from app.db import Database
 from app.errors import Conflict, Invalid, NotFound
+from app.guidelines import MAX_GUIDELINES, render_guidelines
 from app.models import Collection, Document, Query, Task
 from labeling.identifiers import (
     MAX_IDENTIFIER_CHARS,
@@ -580,3 +581,37 @@ def documents_by_query(*, db: Database, collection_id: int) -> dict[str, int]:
             .group_by(Query.external_id)
         ).all()
     return dict(Counter({q: n for q, n in rows}))
+
+
+@dataclass(frozen=True, slots=True)
+class Guidelines:
+    """A collection's judging guidelines: the admin's Markdown and its sanitised HTML."""
+
+    collection_id: int
+    markdown: str
+    html: str
+
+
+def get_guidelines(*, db: Database, collection_id: int) -> Guidelines:
+    """The collection's guidelines (404 if there is no such collection)."""
+    with db.read() as s:
+        coll = s.get(Collection, collection_id)
+        if coll is None:
+            raise NotFound(f"no collection with id {collection_id}")
+        return Guidelines(coll.id, coll.guidelines, render_guidelines(coll.guidelines))
+
+
+def set_guidelines(*, db: Database, collection_id: int, markdown: str) -> Guidelines:
+    """Replace the collection's guidelines (admin); 422 for text that cannot be stored or is
+    longer than :data:`~app.guidelines.MAX_GUIDELINES`, 404 for no such collection."""
+    problem = text_problem(markdown)
+    if problem is not None:
+        raise Invalid(f"guidelines {problem}")
+    if len(markdown) > MAX_GUIDELINES:
+        raise Invalid(f"guidelines are {len(markdown)} characters; at most {MAX_GUIDELINES}")
+    with db.write() as s:
+        coll = s.get(Collection, collection_id)
+        if coll is None:
+            raise NotFound(f"no collection with id {collection_id}")
+        coll.guidelines = markdown
+    return Guidelines(collection_id, markdown, render_guidelines(markdown))

@@ -78,6 +78,9 @@ PAIR_COLUMNS = (
     "shown_swapped",
     "active_ms",
     "time",
+    "broken_doc",
+    "reason",
+    "comment",
 )
 
 
@@ -154,6 +157,8 @@ class QueryLabels:
     k: int | None = None
     top: list[str] = field(default_factory=list)
     rest: list[str] = field(default_factory=list)
+    #: Documents marked broken (id -> reason; docs/protocols.md#broken-documents): no label.
+    broken: dict[str, str] = field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------- validation
@@ -271,12 +276,13 @@ def _labels_of_task(s: Session, task: Task, qid: str, username: str) -> QueryLab
     rows = live_judgments(s, task.id)
     result = replay_task(task, rows).result()
     info = TaskInfo(task.id, username, len(rows), sum(r.active_ms for r in rows))
+    broken = dict(result.broken)
     if task.method == "topk":
         top, rest = list(result.top), list(result.rest)
         labels = kappa_labels(top, sorted(rest), result.k)
-        return QueryLabels(qid, labels, [info], k=result.k, top=top, rest=rest)
+        return QueryLabels(qid, labels, [info], k=result.k, top=top, rest=rest, broken=broken)
     grades = {doc: result.grades[doc] for doc in sorted(result.grades)}
-    return QueryLabels(qid, grades, [info])
+    return QueryLabels(qid, grades, [info], broken=broken)
 
 
 def query_labels(s: Session, req: ExportRequest) -> Iterator[QueryLabels]:
@@ -299,15 +305,24 @@ def _aggregate(s: Session, source: str, qid: str, tasks: list[tuple[Task, str]])
         rows = live_judgments(s, task.id)
         replayed.append((task, replay_task(task, rows).result()))
         infos.append(TaskInfo(task.id, username, len(rows), sum(r.active_ms for r in rows)))
+    # A document any of the tasks marked broken gets no aggregate label (its first reason is
+    # listed), so every aggregate covers the same documents.
+    broken: dict[str, str] = {}
+    for _, r in replayed:
+        for doc, reason in r.broken.items():
+            broken.setdefault(doc, reason)
     if source == "mean":
         # Mean grade, rounded half up (floor(x + 0.5)), over the tasks that graded the doc.
         given: dict[str, list[int]] = {}
         for _, r in replayed:
             for doc, g in r.grades.items():
-                given.setdefault(doc, []).append(g)
+                if doc not in broken:
+                    given.setdefault(doc, []).append(g)
         labels = {d: math.floor(sum(v) / len(v) + 0.5) for d, v in sorted(given.items())}
-        return QueryLabels(qid, labels, infos, aggregate=source)
-    universe = list(dict.fromkeys(d for task, _ in replayed for d in task.doc_ids))
+        return QueryLabels(qid, labels, infos, aggregate=source, broken=broken)
+    universe = [
+        d for d in dict.fromkeys(d for task, _ in replayed for d in task.doc_ids) if d not in broken
+    ]
     k = max(task.k for task, _ in replayed)
     if source == "borda":
         agg = borda([r.top for _, r in replayed], k=k, universe=universe)
@@ -316,12 +331,12 @@ def _aggregate(s: Session, source: str, qid: str, tasks: list[tuple[Task, str]])
             Preference(j.a, j.b, "tie" if j.winner is None else ("a" if j.winner == j.a else "b"))
             for _, r in replayed
             for j in r.judged
-            if not j.cached
+            if not j.cached and j.a not in broken and j.b not in broken
         ]
         agg = bradley_terry(prefs, universe=universe)
     top, rest = agg.top(min(k, len(agg.order)))
     labels = kappa_labels(top, sorted(rest), k)
-    return QueryLabels(qid, labels, infos, aggregate=source, k=k, top=top, rest=rest)
+    return QueryLabels(qid, labels, infos, aggregate=source, k=k, top=top, rest=rest, broken=broken)
 
 
 # --------------------------------------------------------------------------- identifiers
@@ -439,6 +454,7 @@ def _topk_record(ql: QueryLabels) -> dict[str, Any]:
             assessors=[t.assessor for t in ql.tasks],
             task_ids=[t.task_id for t in ql.tasks],
         )
+    record["broken"] = ql.broken
     return record
 
 
@@ -492,6 +508,9 @@ def _write_pairs_jsonl(db: Database, req: ExportRequest) -> Iterator[bytes]:
                         "outcome": j.outcome,
                         "active_ms": j.active_ms,
                         "time": j.created_at.isoformat(),
+                        "doc_id": j.doc_id,
+                        "reason": j.reason,
+                        "comment": j.comment,
                     }
                 )
 
@@ -521,6 +540,9 @@ def _write_pairs_csv(db: Database, req: ExportRequest) -> Iterator[bytes]:
                             shows_swapped(seed, j.seq),
                             j.active_ms,
                             j.created_at.isoformat(),
+                            j.doc_id or "",
+                            j.reason or "",
+                            j.comment or "",
                         )
                     )
                 )
@@ -726,7 +748,7 @@ FORMATS: dict[str, ExportFormat] = {
         ExportFormat(
             "pairs-jsonl",
             "one JSON object per live pair judgment (query, assessor, task, seq, left, right, "
-            "outcome, active_ms, time)",
+            "outcome, active_ms, time, doc_id and reason of a broken document, comment)",
             _NDJSON,
             "pairs.jsonl",
             _write_pairs_jsonl,
@@ -734,7 +756,8 @@ FORMATS: dict[str, ExportFormat] = {
         ),
         ExportFormat(
             "pairs-csv",
-            "one CSV row per live pair judgment, with the winner and the side shown",
+            "one CSV row per live pair judgment, with the winner, the side shown, a broken "
+            "document and its reason, and the comment",
             "text/csv; charset=utf-8",
             "pairs.csv",
             _write_pairs_csv,

@@ -53,7 +53,14 @@ from app.services.document_cache import LRU, DocumentCache, Payload
 from app.services.tasks import check_task_access
 from labeling.errors import Finished, WrongQuestion
 from labeling.session import open_session
-from labeling.types import Answer, GradeAnswer, GradeQuestion, PairAnswer, PairQuestion
+from labeling.types import (
+    Answer,
+    BrokenAnswer,
+    GradeAnswer,
+    GradeQuestion,
+    PairAnswer,
+    PairQuestion,
+)
 
 # live_judgments: the read-only services (results, exports, pages) replay with it too.
 __all__ = [
@@ -63,6 +70,7 @@ __all__ = [
     "live_judgments",
     "next_question",
     "replay_task",
+    "review_answers",
     "submit_judgment",
     "undo_judgment",
 ]
@@ -73,6 +81,8 @@ __all__ = [
 
 def answer_of(row: LogRow) -> Answer:
     """The protocol answer recorded in a judgment row."""
+    if row.outcome == "broken":
+        return BrokenAnswer(row.doc_id or "", row.reason or "", row.left_doc, row.right_doc)
     if row.doc_id is not None:
         return GradeAnswer(row.doc_id, int(row.grade if row.grade is not None else -1))
     return PairAnswer(row.left_doc or "", row.right_doc or "", row.outcome)  # type: ignore[arg-type]
@@ -234,6 +244,10 @@ def _authorise(task: Any, who: Identity, task_id: int, *, judge: bool) -> None:
 
 def _answer_from_request(method: str, data: dict[str, Any]) -> Answer:
     """The protocol answer of a request body (422 if its fields do not fit the method)."""
+    if data.get("outcome") == "broken":
+        return _broken_from_request(method, data)
+    if data.get("reason") is not None:
+        raise Invalid("reason is for a broken document only (outcome broken)")
     if method == "topk":
         missing = [k for k in ("left", "right", "outcome") if data.get(k) is None]
         if missing or data.get("doc_id") is not None or data.get("grade") is not None:
@@ -249,6 +263,33 @@ def _answer_from_request(method: str, data: dict[str, Any]) -> Answer:
             + (f"; missing: {', '.join(missing)}" if missing else "")
         )
     return GradeAnswer(str(data["doc_id"]), int(data["grade"]))
+
+
+def _broken_from_request(method: str, data: dict[str, Any]) -> BrokenAnswer:
+    """A broken-document answer (docs/protocols.md#broken-documents): ``doc_id`` and
+    ``reason``, plus ``left``/``right`` as shown for topk; never a grade."""
+    needed = ("left", "right", "doc_id", "reason") if method == "topk" else ("doc_id", "reason")
+    missing = [k for k in needed if not data.get(k)]
+    extra = [k for k in ("left", "right", "grade") if k not in needed and data.get(k) is not None]
+    if missing or extra:
+        raise Invalid(
+            f"a broken document of a {method} task needs {', '.join(needed)}"
+            + (f"; missing: {', '.join(missing)}" if missing else "")
+            + (f"; not allowed: {', '.join(extra)}" if extra else "")
+        )
+    reason = str(data["reason"]).strip()
+    if not reason:
+        raise Invalid("a broken document needs a reason (a short text)")
+    return BrokenAnswer(str(data["doc_id"]), reason, data.get("left"), data.get("right"))
+
+
+def _comment_of(data: dict[str, Any]) -> str | None:
+    """The request's comment, trimmed; None when absent or blank."""
+    comment = data.get("comment")
+    if comment is None:
+        return None
+    comment = str(comment).strip()
+    return comment or None
 
 
 def _is_retry(r: _Replayed, seq: int, answer: Answer, conflict: Callable[[str], Conflict]) -> bool:
@@ -335,7 +376,7 @@ def submit_judgment(*, db: Database, user: Caller, task_id: int, data: dict[str,
                 raise conflict(str(exc)) from exc
             dirty = True
             now = utcnow()
-            inserted = store.insert(task_id, seq, answer, active_ms, now)
+            inserted = store.insert(task_id, seq, answer, active_ms, now, _comment_of(data))
             if inserted is None:
                 # Only if the row lock failed to serialise us: the stored row decides.
                 current = _replay(store.task(task_id), store.live_log(task_id))
@@ -357,8 +398,15 @@ def submit_judgment(*, db: Database, user: Caller, task_id: int, data: dict[str,
             sessions.put(task_id, replayed)
 
 
-def undo_judgment(*, db: Database, user: Caller, task_id: int) -> Payload:
-    """Revert the last live judgment (kept in the log, marked undone); 409 if there is none."""
+def undo_judgment(
+    *, db: Database, user: Caller, task_id: int, to_seq: int | None = None
+) -> Payload:
+    """Revert the last live judgment, or with ``to_seq`` every live judgment from that seq on
+    (kept in the log, marked undone), in one transaction; returns the question then pending.
+
+    Without ``to_seq``: 409 if there is nothing to undo. With it: nothing live at or after
+    ``to_seq`` (a repeated request, a double click) changes nothing and returns the current
+    question, so the request is idempotent."""
     sessions = _caches(db).sessions
     sessions.take(task_id)  # its version is about to be stale; frees the entry
     with db.raw_write() as cursor:
@@ -367,14 +415,60 @@ def undo_judgment(*, db: Database, user: Caller, task_id: int) -> Payload:
         task = store.task(task_id, lock=True)
         _authorise(task, who, task_id, judge=True)
         rows = store.live_log(task_id)
-        if not rows:
-            current = _body(db, _replay(task, rows), store)
-            raise Conflict("nothing to undo", extra={"current": current})
-        if not store.undo(task_id, rows[-1].seq, utcnow()):
-            raise Conflict("the last judgment was undone concurrently")
-        if task.status == "done":
+        if to_seq is None:
+            if not rows:
+                current = _body(db, _replay(task, rows), store)
+                raise Conflict("nothing to undo", extra={"current": current})
+            if not store.undo(task_id, rows[-1].seq, utcnow()):
+                raise Conflict("the last judgment was undone concurrently")
+            kept = rows[:-1]
+        else:
+            kept = rows[:to_seq]
+            if len(kept) < len(rows):
+                store.undo_from(task_id, to_seq, utcnow())
+        if len(kept) < len(rows) and task.status == "done":
             store.reopen(task_id)
-        replayed = _replay(task, rows[:-1])
+        replayed = _replay(task, kept)
         body = _body(db, replayed, store)
     sessions.put(task_id, replayed)
     return body
+
+
+def review_answers(*, db: Database, user: Caller, task_id: int) -> list[Payload]:
+    """The task's live answers, oldest first, for the assessor's review list (read-only): per
+    answer its ``seq``, ``kind`` (``pair``, ``grade`` or ``broken``), the pair as shown or the
+    document (ids and titles), the outcome or grade, a broken document's ``reason``, the
+    ``comment``, ``active_ms`` and the time stored. Its assessor or an admin may read it."""
+    with db.raw_read() as cursor:
+        store = JudgmentStore(db, cursor)
+        who = caller_identity(db, cursor, user, writable=False)
+        task = store.task(task_id)
+        _authorise(task, who, task_id, judge=False)
+        rows = store.review_log(task_id)
+        wanted = {d for r in rows for d in (r.left_doc, r.right_doc, r.doc_id) if d is not None}
+        titles = {
+            doc: row.title for doc, row in store.documents(task.query_id, sorted(wanted)).items()
+        }
+    out: list[Payload] = []
+    for r in rows:
+        kind = "broken" if r.outcome == "broken" else "grade" if r.grade is not None else "pair"
+        out.append(
+            {
+                "seq": r.seq,
+                "kind": kind,
+                "left": _doc_ref(r.left_doc, titles),
+                "right": _doc_ref(r.right_doc, titles),
+                "document": _doc_ref(r.doc_id, titles),
+                "outcome": r.outcome if kind == "pair" else None,
+                "grade": r.grade,
+                "reason": r.reason,
+                "comment": r.comment,
+                "active_ms": r.active_ms,
+                "time": r.created_at,
+            }
+        )
+    return out
+
+
+def _doc_ref(doc_id: str | None, titles: dict[str, str]) -> Payload | None:
+    return None if doc_id is None else {"doc_id": doc_id, "title": titles.get(doc_id, "")}

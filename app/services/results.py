@@ -22,6 +22,7 @@ def task_result(*, db: Database, user: User, task_id: int) -> Payload:
             "query_id": query.external_id if query else "",
             "judgments": len(rows),
             "active_ms": sum(r.active_ms for r in rows),
+            "broken": dict(result.broken),
         }
         if task.method == "topk":
             body |= {

@@ -211,6 +211,7 @@ def test_judging_loop_retry_conflict_undo_and_exports(api: Api) -> None:
             "task_id": tid,
             "judgments": steps,
             "active_ms": 50 * steps,
+            "broken": {},
         }
     ]
     pairs = api.get(

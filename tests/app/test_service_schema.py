@@ -20,7 +20,7 @@ from app.settings import Settings
 from tests.app.conftest import BACKENDS, fresh_database
 
 REPO = Path(__file__).resolve().parents[2]
-HEAD = "0003_training_jobs"  # the newest migration
+HEAD = "0018_assessor_tools"  # the newest migration
 TABLES = {
     "user",
     "api_token",
@@ -121,6 +121,34 @@ def test_database_enforces_invariants(empty_url: str) -> None:
                 s.execute(text(insert), {**row, "now": now, "u": False})
         with db.write() as s:  # an undone row may share its seq with the live one
             s.execute(text(insert), {**ok, "o": "right", "now": now, "u": True})
+        # Broken documents (docs/protocols.md#broken-documents): doc_id and a reason, with the
+        # pair shown (topk) or without one (graded); never with a grade.
+        with_reason = (
+            "INSERT INTO judgment (task_id, seq, left_doc, right_doc, outcome, doc_id, grade, "
+            "active_ms, created_at, undone, reason, comment) "
+            "VALUES (:t, :seq, :l, :r, :o, :d, :g, :ms, :now, :u, :why, :note)"
+        )
+        broken = {**ok, "seq": 1, "o": "broken", "d": "a", "why": "empty page", "note": None}
+        with db.write() as s:
+            s.execute(text(with_reason), {**broken, "now": now, "u": False})
+            s.execute(
+                text(with_reason),
+                {**broken, "seq": 2, "l": None, "r": None, "now": now, "u": False},
+            )
+            s.execute(
+                text(with_reason),
+                {**ok, "seq": 3, "why": None, "note": "hm", "now": now, "u": False},
+            )
+        bad_broken = [
+            {**broken, "seq": 4, "why": None},  # no reason
+            {**broken, "seq": 4, "d": None},  # names no document
+            {**broken, "seq": 4, "g": 2},  # a grade too
+            {**broken, "seq": 4, "r": None},  # half a pair
+            {**ok, "seq": 4, "why": "x", "note": None},  # a reason on a pair answer
+        ]
+        for row in bad_broken:
+            with pytest.raises(IntegrityError), db.write() as s:
+                s.execute(text(with_reason), {**row, "now": now, "u": False})
         for stmt in [
             "UPDATE \"user\" SET role = 'root' WHERE id = 1",
             "UPDATE task SET method = 'coinflip' WHERE id = 1",

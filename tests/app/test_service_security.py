@@ -82,12 +82,14 @@ ASSESSOR_API_ROUTES = {
     ("GET", "/api/v1/collections"),
     ("GET", "/api/v1/collections/{collection_id}"),
     ("GET", "/api/v1/collections/{collection_id}/queries"),
+    ("GET", "/api/v1/collections/{collection_id}/guidelines"),
     ("GET", "/api/v1/tasks"),
     ("GET", "/api/v1/tasks/{task_id}"),
     ("GET", "/api/v1/tasks/{task_id}/next"),
     ("POST", "/api/v1/tasks/{task_id}/judgments"),
     ("POST", "/api/v1/tasks/{task_id}/undo"),
     ("GET", "/api/v1/tasks/{task_id}/result"),
+    ("GET", "/api/v1/tasks/{task_id}/answers"),
 }
 
 

@@ -17,7 +17,6 @@ from tests.app.conftest import Api
 BASE = "/api/v1/admin/collections/{collection_id}"
 #: Operations that take no request body at all (actions named by their URL).
 NO_BODY = {
-    ("post", "/api/v1/tasks/{task_id}/undo"),
     ("post", "/api/v1/admin/users/{username}/disable"),
     ("post", "/api/v1/admin/users/{username}/enable"),
     ("post", "/api/v1/training-runs/{run_id}/cancel"),

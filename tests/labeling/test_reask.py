@@ -347,7 +347,7 @@ def test_analysis_service_labels_reasks() -> None:
     options = validate_options("topk", {"reask_fraction": 0.5})
     tasks_raw = [(1, "A", "q1", "topk", 5, 4, options, DOCS, "done")]
     log = [
-        (1, i, a.left, a.right, a.outcome, None, None, 1000, None, False)
+        (1, i, a.left, a.right, a.outcome, None, None, 1000, None, False, None)
         for i, a in enumerate(s.answers)
     ]
     judgments, tasks, warnings, reasks = build_records(tasks_raw, log)
@@ -426,7 +426,7 @@ def test_analysis_report_uses_protocol_answers_and_prints_reasks() -> None:
         (t, f"U{t}", "q1", "topk", 5, s.seed, options, DOCS, "done") for t, s in sessions.items()
     ]
     log = [
-        (t, i, a.left, a.right, a.outcome, None, None, 1000 + i, None, False)
+        (t, i, a.left, a.right, a.outcome, None, None, 1000 + i, None, False, None)
         for t, s in sessions.items()
         for i, a in enumerate(s.answers)
     ]

@@ -10,7 +10,14 @@ from starlette.concurrency import run_in_threadpool
 
 from app.deps import CurrentUser, DbDep, require_admin
 from app.errors import declare_errors
-from app.schemas import CollectionCreate, CollectionOut, ImportReportOut, QueryOut
+from app.schemas import (
+    CollectionCreate,
+    CollectionOut,
+    GuidelinesIn,
+    GuidelinesOut,
+    ImportReportOut,
+    QueryOut,
+)
 from app.services import collections
 
 router = APIRouter(tags=["collections"])
@@ -54,6 +61,21 @@ def list_queries(collection_id: int, db: DbDep, _user: CurrentUser) -> list[Quer
     return [
         QueryOut(**asdict(q)) for q in collections.list_queries(db=db, collection_id=collection_id)
     ]
+
+
+@router.get("/collections/{collection_id}/guidelines", response_model=GuidelinesOut)
+def get_guidelines(collection_id: int, db: DbDep, _user: CurrentUser) -> GuidelinesOut:
+    """The collection's judging guidelines: Markdown and sanitised HTML."""
+    return GuidelinesOut(**asdict(collections.get_guidelines(db=db, collection_id=collection_id)))
+
+
+@admin.put("/collections/{collection_id}/guidelines", response_model=GuidelinesOut)
+def set_guidelines(collection_id: int, body: GuidelinesIn, db: DbDep) -> GuidelinesOut:
+    """Replace the collection's judging guidelines (admin)."""
+    guidelines = collections.set_guidelines(
+        db=db, collection_id=collection_id, markdown=body.markdown
+    )
+    return GuidelinesOut(**asdict(guidelines))
 
 
 @admin.post(

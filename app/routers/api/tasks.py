@@ -12,7 +12,16 @@ from app.deps import Caller, CurrentUser, DbDep, require_admin
 from app.errors import declare_errors, error_responses
 from app.response_headers import API_PREFIX
 from app.routers.lean_route import LeanRoute
-from app.schemas import JudgmentIn, QuestionOut, ResultOut, TaskCreate, TaskOut, TaskStatus
+from app.schemas import (
+    AnswerOut,
+    JudgmentIn,
+    QuestionOut,
+    ResultOut,
+    TaskCreate,
+    TaskOut,
+    TaskStatus,
+    UndoIn,
+)
 from app.services import judging, priors, results, tasks
 from app.services.judging import Payload
 
@@ -37,9 +46,7 @@ _LOOP_WRITE_ERRORS = error_responses(400, 401, 403, 404, 409, 413, 422, 503)
 _LOOP_WRITE_ERRORS[409] = {**_LOOP_WRITE_ERRORS[409], **CONFLICT[409]}
 
 
-@admin.post(
-    "/tasks", response_model=TaskOut, status_code=201, responses=error_responses(404)
-)
+@admin.post("/tasks", response_model=TaskOut, status_code=201, responses=error_responses(404))
 def create_task(body: TaskCreate, db: DbDep) -> TaskOut:
     """Assign an assessor to a query (admin). ``options.strategy`` picks the judging strategy;
     ``prior`` the initial order (docs/rest-api.md#tasks-strategies-and-priors)."""
@@ -130,9 +137,21 @@ async def submit_judgment(task_id: int, body: JudgmentIn, db: DbDep, caller: Cal
     response_model_exclude_none=True,
     responses=_LOOP_WRITE_ERRORS,
 )
-async def undo(task_id: int, db: DbDep, caller: Caller) -> Payload:
-    """Revert the last live judgment (kept in the log, marked undone)."""
-    return await offload.run(db, lambda: judging.undo_judgment(db=db, user=caller, task_id=task_id))
+async def undo(task_id: int, db: DbDep, caller: Caller, body: UndoIn | None = None) -> Payload:
+    """Revert the last live judgment (kept in the log, marked undone), or with ``to_seq``
+    every one from that seq on, atomically; the same ``to_seq`` again changes nothing."""
+    to_seq = body.to_seq if body is not None else None
+    return await offload.run(
+        db, lambda: judging.undo_judgment(db=db, user=caller, task_id=task_id, to_seq=to_seq)
+    )
+
+
+@judging_loop.get("/tasks/{task_id}/answers", response_model=list[AnswerOut])
+async def review_answers(task_id: int, db: DbDep, caller: Caller) -> list[Payload]:
+    """The task's live answers, oldest first (the assessor's review list; read-only)."""
+    return await offload.run(
+        db, lambda: judging.review_answers(db=db, user=caller, task_id=task_id)
+    )
 
 
 @router.get(

@@ -745,7 +745,8 @@
     if (req.kind === "judgment") mark("hj-sent");
     var call;
     if (req.kind === "undo" && req.attempts) {
-      // An undo is not idempotent: after a failure, look first whether it already happened.
+      // After a failure, look first whether the undo already happened (then show that
+      // question as it is now, rather than sending the request again).
       call = request("GET", "/next").then(function (r) {
         if (r.ok && r.data && !r.data.done && r.data.seq < req.undoFromSeq) return r;
         if (r.ok && r.data && r.data.seq !== req.undoFromSeq) return r;
@@ -870,7 +871,8 @@
     undo: function () {
       if (!canAct()) return;
       if (state.question.seq === 0) { notice("Nothing to undo yet.", "warning", false); return; }
-      send({ kind: "undo", path: "/undo", body: { seq: state.question.seq },
+      // Undo back to the last answer (to_seq): the same request twice undoes it once.
+      send({ kind: "undo", path: "/undo", body: { to_seq: state.question.seq - 1 },
         undoFromSeq: state.question.seq });
     },
     pause: function () { setPaused(!clock.paused); },
