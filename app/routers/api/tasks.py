@@ -37,13 +37,6 @@ judging_loop = APIRouter(prefix=API_PREFIX, route_class=LeanRoute, tags=["tasks"
 CONFLICT: dict[int | str, dict[str, Any]] = {
     409: {"description": "Not the pending question; body has `current` (the question)."}
 }
-#: The judging loop's error statuses, declared in its decorators: its routes go into the app's
-#: router as they are (app/main.py), so a declaration added after they were created
-#: (:func:`declare_errors`) would not reach the OpenAPI document. The same statuses
-#: :func:`app.errors.route_error_statuses` derives for them (tests/app/test_api_contracts.py).
-_LOOP_READ_ERRORS = error_responses(400, 401, 403, 404, 413, 422, 503)
-_LOOP_WRITE_ERRORS = error_responses(400, 401, 403, 404, 409, 413, 422, 503)
-_LOOP_WRITE_ERRORS[409] = {**_LOOP_WRITE_ERRORS[409], **CONFLICT[409]}
 
 
 @admin.post("/tasks", response_model=TaskOut, status_code=201, responses=error_responses(404))
@@ -107,7 +100,6 @@ def get_task(task_id: int, db: DbDep, user: CurrentUser) -> TaskOut:
     "/tasks/{task_id}/next",
     response_model=QuestionOut,
     response_model_exclude_none=True,
-    responses=_LOOP_READ_ERRORS,
 )
 async def next_question(task_id: int, db: DbDep, caller: Caller) -> Payload:
     """The pending question (a pair for topk, a document for graded) or ``done``."""
@@ -118,7 +110,7 @@ async def next_question(task_id: int, db: DbDep, caller: Caller) -> Payload:
     "/tasks/{task_id}/judgments",
     response_model=QuestionOut,
     response_model_exclude_none=True,
-    responses=_LOOP_WRITE_ERRORS,
+    responses=CONFLICT,
 )
 async def submit_judgment(task_id: int, body: JudgmentIn, db: DbDep, caller: Caller) -> Payload:
     """Answer the question ``seq``; returns the next question. Retrying an identical judgment
@@ -135,7 +127,7 @@ async def submit_judgment(task_id: int, body: JudgmentIn, db: DbDep, caller: Cal
     "/tasks/{task_id}/undo",
     response_model=QuestionOut,
     response_model_exclude_none=True,
-    responses=_LOOP_WRITE_ERRORS,
+    responses=CONFLICT,
 )
 async def undo(task_id: int, db: DbDep, caller: Caller, body: UndoIn | None = None) -> Payload:
     """Revert the last live judgment (kept in the log, marked undone), or with ``to_seq``
