@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
-from sqlalchemy import bindparam, func, select, update
+from sqlalchemy import Table, bindparam, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -31,7 +31,7 @@ from labeling.types import Answer, BrokenAnswer, PairAnswer
 #: ``(number of live judgments, id of the newest live judgment)`` of a task.
 LogVersion = tuple[int, int]
 
-T = TypeVar("T")
+Who = TypeVar("Who")  # what identify() returns (the caller)
 
 
 class LogRow(Protocol):
@@ -53,6 +53,8 @@ class LogRow(Protocol):
 J = Judgment.__table__
 T = Task.__table__
 D = Document.__table__
+# Declarative classes type __table__ as a FromClause; these are Tables, as update() needs.
+assert isinstance(J, Table) and isinstance(T, Table) and isinstance(D, Table)
 
 #: The columns replay and the payloads read, in seq order.
 LIVE_LOG = (
@@ -243,6 +245,7 @@ def _statements(db: Database) -> _Statements:
     found = db.caches.get(__name__)
     if found is None:  # two threads may both compile; either result is the same
         found = db.caches.setdefault(__name__, _Statements(db))
+    assert isinstance(found, _Statements)
     return found
 
 
@@ -272,7 +275,9 @@ class JudgmentStore:
         """The task's live judgments in seq order with their comment and time stored."""
         return self._sql.review_log.rows(self.cursor, {"task_id": task_id})
 
-    def locked_state(self, task_id: int, identify: Callable[[], T]) -> tuple[Any, LogVersion, T]:
+    def locked_state(
+        self, task_id: int, identify: Callable[[], Who]
+    ) -> tuple[Any, LogVersion, Who]:
         """The task's status, assessor and ``created_at`` (None if missing) with its row
         locked, the log version read after the lock was taken, and ``identify()`` (the
         caller's identity, read on this store's cursor).

@@ -160,6 +160,7 @@ def _caches(db: Database) -> _Caches:
     found = db.caches.get(__name__)
     if found is None:
         found = db.caches.setdefault(__name__, _Caches())
+    assert isinstance(found, _Caches)
     return found
 
 
@@ -356,8 +357,8 @@ def submit_judgment(*, db: Database, user: Caller, task_id: int, data: dict[str,
             def identify() -> Identity:
                 return known or caller_identity(db, cursor, user, writable=True)
 
-            state, version, who = store.locked_state(task_id, identify)
-            _authorise(state, who, task_id, judge=True)
+            state, version, checked = store.locked_state(task_id, identify)
+            _authorise(state, checked, task_id, judge=True)
             if replayed is None or not replayed.matches(state.created_at, version):
                 # Someone changed the log since it was replayed (or the entry is for another
                 # incarnation of this id): replay the log as it is now, under the lock.
