@@ -101,9 +101,7 @@ class Assessor:
             assert self.answered < 5000
 
 
-def _pytrec(
-    qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]]
-) -> dict[str, float]:
+def _pytrec(qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]]) -> dict[str, float]:
     """MAP and NDCG@10 by pytrec_eval, averaged over the qrels' queries (as trec_eval)."""
     pytrec_eval = oracle("pytrec_eval", "pytrec_eval is the independent oracle")
     measures = pytrec_eval.RelevanceEvaluator(qrels, {"map", "ndcg_cut"}).evaluate(
@@ -192,7 +190,11 @@ def test_cranfield_from_files_to_evaluated_exports(shared_data: Path, tmp_path: 
             time.sleep(0.3)
         assessors = [Assessor(base, name, grades) for name in ASSESSORS]
         tasks = [(a, t) for a in assessors for t in a.judge_all()]
-        results = {t["id"]: a.client.get(f"/api/v1/tasks/{t['id']}/result").json() for a, t in tasks}
+        results = {
+            t["id"]: a.client.get(f"/api/v1/tasks/{t['id']}/result").json() for a, t in tasks
+        }
+        for a in assessors:
+            a.client.close()
     finally:
         server.terminate()
         server.wait(timeout=30)
