@@ -54,6 +54,15 @@ Winner = str | None
 ComparisonGenerator = Generator[Compare, Winner, tuple[list[str], list[str]]]
 
 
+def check_strategy_args(order: Sequence[str], k: int) -> None:
+    """ConfigError unless ``k`` is an integer >= 1 and ``order`` has a document: the arguments
+    every strategy's constructor takes (docs/protocols.md#adding-a-strategy)."""
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ConfigError(f"k must be an integer >= 1, got {k!r}")
+    if len(order) == 0:
+        raise ConfigError("the protocol needs at least one document")
+
+
 @lru_cache(maxsize=8192)  # progress estimates sum it over every heap size up to k
 def worst_sift(i: int, size: int) -> int:
     """Most judgments ``sift_down(i, size)`` can take: 2 per step down from a node with two
@@ -109,10 +118,7 @@ class HeapTopK:
     """
 
     def __init__(self, order: Sequence[str], k: int) -> None:
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise ConfigError(f"k must be an integer >= 1, got {k!r}")
-        if len(order) == 0:
-            raise ConfigError("the protocol needs at least one document")
+        check_strategy_args(order, k)
         self.k = k
         self.n = len(order)
         self.m = min(k, self.n)

@@ -40,8 +40,7 @@ import heapq
 from collections.abc import Generator, Sequence
 from functools import lru_cache
 
-from labeling.errors import ConfigError
-from labeling.heap import Compare, ComparisonGenerator, Winner
+from labeling.heap import Compare, ComparisonGenerator, Winner, check_strategy_args
 
 #: Scale of the integer leaf weights (exact integer arithmetic keeps the shape, and so every
 #: stored task's questions, the same on every platform).
@@ -110,10 +109,7 @@ class PriorTournamentTopK:
     """
 
     def __init__(self, order: Sequence[str], k: int) -> None:
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise ConfigError(f"k must be an integer >= 1, got {k!r}")
-        if len(order) == 0:
-            raise ConfigError("the protocol needs at least one document")
+        check_strategy_args(order, k)
         self.k = k
         self.n = n = len(order)
         self.m = min(k, n)

@@ -39,8 +39,7 @@ from __future__ import annotations
 from collections.abc import Generator, Sequence
 from functools import lru_cache
 
-from labeling.errors import ConfigError
-from labeling.heap import Compare, ComparisonGenerator, Winner
+from labeling.heap import Compare, ComparisonGenerator, Winner, check_strategy_args
 
 
 @lru_cache(maxsize=4096)
@@ -66,10 +65,7 @@ class TournamentTopK:
     """
 
     def __init__(self, order: Sequence[str], k: int) -> None:
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise ConfigError(f"k must be an integer >= 1, got {k!r}")
-        if len(order) == 0:
-            raise ConfigError("the protocol needs at least one document")
+        check_strategy_args(order, k)
         self.k = k
         self.n = n = len(order)
         self.m = min(k, n)

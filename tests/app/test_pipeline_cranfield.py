@@ -12,9 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +22,7 @@ from typer.testing import CliRunner
 from app.cli import cli
 from app.services.exports import FORMATS
 from tests.conftest import oracle
-from tests.e2e.web_support import free_port
+from tests.e2e.web_support import heapjudge_serve
 
 QUERIES = ("1", "2", "3", "4")
 K = 10
@@ -169,25 +166,7 @@ def test_cranfield_from_files_to_evaluated_exports(shared_data: Path, tmp_path: 
     # 4. Judging over REST against a real server.
     env = {k: v for k, v in os.environ.items() if not k.startswith("HEAPJUDGE_")}
     env.update({"HEAPJUDGE_DEV": "1", "HEAPJUDGE_DATABASE_URL": url})
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    server = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert server.poll() is None and time.monotonic() < deadline, "server did not start"
-            time.sleep(0.3)
+    with heapjudge_serve(tmp_path, env) as base:
         assessors = [Assessor(base, name, grades) for name in ASSESSORS]
         tasks = [(a, t) for a in assessors for t in a.judge_all()]
         results = {
@@ -195,9 +174,6 @@ def test_cranfield_from_files_to_evaluated_exports(shared_data: Path, tmp_path: 
         }
         for a in assessors:
             a.client.close()
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
     topk = {t["query_id"]: t for _, t in tasks if t["method"] == "topk"}
     graded = {t["query_id"]: t for _, t in tasks if t["method"] == "graded"}
     assert sorted(topk) == sorted(graded) == sorted(QUERIES)

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import oracle
-from tests.e2e.web_support import free_port
+from tests.e2e.web_support import heapjudge_serve
 
 
 def _cli(*args: str, cwd: Path, env: dict[str, str], stdin: str | None = None) -> str:
@@ -55,25 +55,7 @@ def test_mq2008_letor_import_train_over_rest_and_cv_baseline(
         "create-user", "admin", "--role", "admin", cwd=tmp_path, env=env, stdin="a long password\n"
     )
 
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    server = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "server did not start"
-            time.sleep(0.3)
+    with heapjudge_serve(tmp_path, env) as base:
         token = httpx.post(
             f"{base}/api/v1/auth/token", data={"username": "admin", "password": "a long password"}
         ).json()["access_token"]
@@ -97,9 +79,6 @@ def test_mq2008_letor_import_train_over_rest_and_cv_baseline(
                 break
             assert time.monotonic() < deadline, run
             time.sleep(0.5)
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
     assert run["status"] == "done", run["error"]
     m = run["metrics"]
     assert (m["truth"], m["kind"], m["folds_scheme"]) == ("imported", "graded", "letor")

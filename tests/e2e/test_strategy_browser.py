@@ -9,82 +9,22 @@ HEAPJUDGE_REQUIRE_BROWSER=1 (CI), where that is a failure.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from labeling.session import open_session
 from labeling.types import PairAnswer
-from tests.e2e.web_support import (
-    LiveServer,
-    add_user,
-    init_db,
-    launch_chromium,
-    oracle_scores,
-    relevance_docs,
-    require_browser,
-    seed_task,
+from tests.e2e.test_web_browser import (  # noqa: F401  (pytest fixtures)
+    ctx,
+    env,
+    wait_next,
 )
+from tests.e2e.web_support import oracle_scores, relevance_docs, seed_task
 
 pytestmark = pytest.mark.browser
 
-PASSWORD = "assessor password 1"
-#: Generous waits: CI shares two cores between many jobs (no timing is asserted anywhere).
-TIMEOUT_MS = 90_000
 N, K = 12, 4
-
-
-@pytest.fixture(scope="module")
-def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    executable = require_browser()
-    from playwright.sync_api import sync_playwright
-
-    tmp = tmp_path_factory.mktemp("strategy-e2e")
-    db_path = tmp / "e2e.db"
-    db = init_db(db_path)
-    user_id = add_user(db, "ann", PASSWORD)
-    server = LiveServer(db_path).start(timeout=120)
-    try:
-        with sync_playwright() as pw:
-            browser = launch_chromium(pw, executable)
-            ctx = browser.new_context()
-            ctx.set_default_timeout(TIMEOUT_MS)
-            page = ctx.new_page()
-            page.goto(server.url + "/login")
-            page.wait_for_function("document.activeElement?.id === 'username'")
-            page.keyboard.type("ann")
-            page.keyboard.press("Tab")
-            page.keyboard.type(PASSWORD)
-            page.keyboard.press("Enter")
-            page.wait_for_url(server.url + "/tasks")
-            yield {"db": db, "user_id": user_id, "server": server, "ctx": ctx}
-            browser.close()
-    finally:
-        server.stop()
-        db.dispose()
-
-
-def wait_next(page: Any, seq: int) -> None:
-    """Wait until the page shows a question other than ``seq``, or has gone to the done page
-    (the navigation may destroy the page's context while we look)."""
-    from playwright.sync_api import Error as PlaywrightError
-
-    try:
-        page.wait_for_function(
-            """(s) => { const m = document.getElementById('judge-main');
-                        return !m || m.dataset.seq !== String(s) || m.dataset.done === 'true'; }""",
-            arg=seq,
-        )
-        done = page.evaluate(
-            "() => { const m = document.getElementById('judge-main');"
-            " return !m || m.dataset.done === 'true'; }"
-        )
-    except PlaywrightError:
-        done = True
-    if done:
-        page.wait_for_url("**/done")
-        page.wait_for_load_state()
 
 
 def judge_by_keyboard(page: Any, url: str, scores: dict[str, float]) -> list[tuple[str, str]]:
@@ -121,7 +61,10 @@ def core_replay(task: Any, scores: dict[str, float], shown: list[tuple[str, str]
     return s.result()
 
 
-def test_tournament_and_insertion_with_a_prior_by_keyboard(env: dict[str, Any]) -> None:
+def test_tournament_and_insertion_with_a_prior_by_keyboard(
+    env: dict[str, Any],  # noqa: F811
+    ctx: Any,  # noqa: F811
+) -> None:
     from app.models import Query, Task
     from app.services import tasks
     from app.services.priors import PriorSource
@@ -153,7 +96,7 @@ def test_tournament_and_insertion_with_a_prior_by_keyboard(env: dict[str, Any]) 
     )
     assert insertion.options["prior"] == "bm25"
     assert sorted(insertion.options["initial_order"]) == sorted(seeded.doc_ids)
-    page = env["ctx"].new_page()
+    page = ctx.new_page()
     for task_id in (seeded.task_id, insertion.id):
         shown = judge_by_keyboard(page, f"{env['server'].url}/tasks/{task_id}", scores)
         with db.read() as s:
