@@ -3,10 +3,12 @@
 A judged document is shown in a sandboxed frame that runs no script, so everything the frame
 shows is decided here, on the server, as markup:
 
-* **Highlighting.** Every word of the document whose Snowball (Porter 2) English stem equals the
-  stem of a query word is wrapped in ``<mark>``; the comparison ignores case, and query words on
-  a short stop list are left out (unless the query has nothing else). Stemming follows M. F.
-  Porter, "An algorithm for suffix stripping" (1980), as implemented by PyStemmer.
+* **Highlighting.** Words and terms are those of :mod:`labeling.text`, the one analyser BM25
+  uses too (docs/retrieval.md#tokenisation): every token of the document (``TOKEN_PATTERN``,
+  two or more word characters) whose Snowball English stem is one of the query's terms
+  (:func:`labeling.text.tokenize`: lower-cased, Lucene's English stop words left out unless the
+  query has nothing else) is wrapped in ``<mark>``. Stemming follows M. F. Porter, "Snowball: A
+  language for stemming algorithms" (2001), as implemented by PyStemmer.
 * **Reading anchors.** An empty ``<span id="hj-a{i}">`` before the first word and then before
   every :data:`ANCHOR_WORDS`-th word, and ``<span id="hj-end">`` at the end. The judging page
   scrolls a frame from the keyboard by navigating it to one of these fragments (a same-document
@@ -26,31 +28,14 @@ from __future__ import annotations
 
 import html
 import re
-import threading
-from collections.abc import Iterable
 from dataclasses import dataclass
 from html.parser import HTMLParser
 
-import Stemmer
-
 from labeling.reflow import paragraphs
+from labeling.text import TOKEN_PATTERN, stem, tokenize
 
 #: Words between two reading anchors (about two lines of a frame at desktop width).
 ANCHOR_WORDS = 24
-
-#: Letters and digits; an apostrophe inside a word (``don't``) keeps it one word.
-WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
-
-#: Query words that would mark half of any English text.
-STOPWORDS = frozenset(
-    """a about above after again against all am an and any are as at be because been before
-    being below between both but by can did do does doing down during each few for from further
-    had has have having he her here hers herself him himself his how i if in into is it its
-    itself just me more most my myself no nor not now of off on once only or other our ours
-    ourselves out over own same she should so some such than that the their theirs them
-    themselves then there these they this those through to too under until up very was we were
-    what when where which while who whom why will with you your yours yourself yourselves""".split()  # noqa: SIM905
-)
 
 #: Elements whose text is not rendered as ordinary HTML text (raw text, options, foreign
 #: content): no marks or anchors inside them.
@@ -79,27 +64,14 @@ _MARK_OPEN = "<mark>"
 _MARK_CLOSE = "</mark>"
 _END = "<span id=hj-end></span>"
 
-_local = threading.local()
-
-
-def _stemmer() -> Stemmer.Stemmer:
-    # PyStemmer objects are not thread-safe: one per thread (the server renders in a pool).
-    st = getattr(_local, "stemmer", None)
-    if st is None:
-        st = _local.stemmer = Stemmer.Stemmer("english")
-    return st
-
-
-def stems(words: Iterable[str]) -> list[str]:
-    """Snowball English stems of ``words``, lower-cased first."""
-    return list(_stemmer().stemWords([w.lower().replace("’", "'") for w in words]))
-
 
 def query_terms(query: str) -> frozenset[str]:
-    """The stems to highlight for a query text (its words minus stop words)."""
-    words = WORD.findall(query)
-    kept = [w for w in words if w.lower() not in STOPWORDS] or words
-    return frozenset(stems(kept))
+    """The stems to highlight for a query text: :func:`labeling.text.tokenize` (the terms BM25
+    ranks by), or, for a query of stop words only, the stems of all its tokens."""
+    terms = tokenize(query)
+    if not terms:
+        terms = stem(TOKEN_PATTERN.findall(query.lower()))
+    return frozenset(terms)
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,14 +95,14 @@ class _Marker:
         if not self.terms:
             return [False] * len(words)
         todo = [w for w in dict.fromkeys(words) if w not in self._cache]
-        for w, st in zip(todo, stems(todo), strict=True):
+        for w, st in zip(todo, stem([w.lower() for w in todo]), strict=True):
             self._cache[w] = st in self.terms
         return [self._cache[w] for w in words]
 
     def run(self, raw: str, *, escape: bool) -> str:
         """One text run with marks and anchors; ``escape`` for plain text (HTML runs are
         already markup and are copied as they are between the insertions)."""
-        found = list(WORD.finditer(raw))
+        found = list(TOKEN_PATTERN.finditer(raw))
         hits = self._hit([m.group() for m in found])
         out: list[str] = []
         pos = 0

@@ -16,7 +16,19 @@ def test_query_terms_are_snowball_stems_without_stop_words() -> None:
     assert (
         query_terms("Solar panels on the flat ROOFS") == want == {"solar", "panel", "flat", "roof"}
     )
-    assert query_terms("the who") == {"the", "who"}  # only stop words: keep them
+    # Only stop words (labeling.text.STOPWORDS): keep them.
+    assert query_terms("to be or not to be") == {"to", "be", "or", "not"}
+
+
+def test_highlighting_uses_the_bm25_analyser() -> None:
+    from labeling.text import term_spans, tokenize
+
+    query = "Roofing of the solar_panel arrays, don't"
+    text = "roofs and solar_panel array; don't stop. Roofing: arrays."
+    terms = query_terms(query)
+    assert terms == frozenset(tokenize(query))
+    want = [text[a:b] for a, b, t in term_spans(text) if t in terms]
+    assert re.findall(r"<mark>(.*?)</mark>", mark_text(text, terms).markup) == want
 
 
 def test_text_marks_inflected_forms_case_insensitively_and_escapes() -> None:
