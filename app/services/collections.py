@@ -601,14 +601,25 @@ def get_guidelines(*, db: Database, collection_id: int) -> Guidelines:
         return Guidelines(coll.id, coll.guidelines, render_guidelines(coll.guidelines))
 
 
-def set_guidelines(*, db: Database, collection_id: int, markdown: str) -> Guidelines:
-    """Replace the collection's guidelines (admin); 422 for text that cannot be stored or is
-    longer than :data:`~app.guidelines.MAX_GUIDELINES`, 404 for no such collection."""
+def _check_guidelines(markdown: str) -> None:
     problem = text_problem(markdown)
     if problem is not None:
         raise Invalid(f"guidelines {problem}")
     if len(markdown) > MAX_GUIDELINES:
         raise Invalid(f"guidelines are {len(markdown)} characters; at most {MAX_GUIDELINES}")
+
+
+def preview_guidelines(markdown: str) -> str:
+    """The sanitised HTML ``markdown`` would be shown as, storing nothing (the admin page's
+    preview); 422 for text :func:`set_guidelines` would refuse."""
+    _check_guidelines(markdown)
+    return render_guidelines(markdown)
+
+
+def set_guidelines(*, db: Database, collection_id: int, markdown: str) -> Guidelines:
+    """Replace the collection's guidelines (admin); 422 for text that cannot be stored or is
+    longer than :data:`~app.guidelines.MAX_GUIDELINES`, 404 for no such collection."""
+    _check_guidelines(markdown)
     with db.write() as s:
         coll = s.get(Collection, collection_id)
         if coll is None:

@@ -7,7 +7,9 @@ live progress and exports. Server-rendered over the same services as the REST AP
 * ``GET /admin/collections/{id}/export`` — the export form's download (errors shown on the
   collection page, the form keeping its values);
 * ``POST /admin/collections/{id}/plan`` — the plan preview (grid + constraint check), whose
-  "Create tasks" button posts the same fields with ``create=1``.
+  "Create tasks" button posts the same fields with ``create=1``;
+* ``POST /admin/collections/{id}/guidelines`` — the judging guidelines: ``action=preview``
+  shows the sanitised HTML and stores nothing, ``action=save`` stores them.
 
 Every page needs an admin's browser session (login redirect without one, 403 page for an
 assessor); every form post checks the CSRF field (``require_csrf_form``). A refused form comes
@@ -28,6 +30,7 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import RedirectResponse, Response, StreamingResponse
+from markupsafe import Markup
 from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
 from starlette.datastructures import FormData, UploadFile
 
@@ -288,17 +291,22 @@ async def _collection_response(
     forms: Mapping[str, Mapping[str, Any]] | None = None,
     errors: Mapping[str, FormErrors] | None = None,
     rechoose: Sequence[str] = (),
+    guidelines_preview: str | None = None,
     status: int = 200,
 ) -> Response:
     """The collection page; ``export_form``/``export_error`` refill the export form and show
     why an export was refused; ``forms`` refills the other forms by name ("plan", "import",
-    "grades", "features", "settings"), ``errors`` lists why one was refused, ``rechoose``
-    names the files chosen for it (to be chosen again)."""
+    "grades", "features", "settings", "guidelines"), ``errors`` lists why one was refused,
+    ``rechoose`` names the files chosen for it (to be chosen again); ``guidelines_preview``
+    is the sanitised HTML of guidelines not saved yet (shown instead of the saved ones)."""
     try:
         summary = await run_in_threadpool(
             collections.get_collection, db=db, collection_id=collection_id
         )
         ctx = await _progress_context(db, collection_id)
+        guidelines = await run_in_threadpool(
+            collections.get_guidelines, db=db, collection_id=collection_id
+        )
     except DomainError as exc:
         return admin_page(
             request,
@@ -327,6 +335,12 @@ async def _collection_response(
             "errors": errors or {},
             "rechoose": list(rechoose),
             "plan_fit": plan_fit(len(filled["plan"].get("assessors", [])), summary.queries),
+            "guidelines": guidelines,
+            # Both are sanitised (app.guidelines: markdown-it-py with raw HTML off, then nh3).
+            "guidelines_html": Markup(
+                guidelines.html if guidelines_preview is None else guidelines_preview
+            ),
+            "guidelines_previewing": guidelines_preview is not None,
             **ctx,
         },
         status=status,
@@ -549,6 +563,48 @@ async def collection_settings(request: Request, collection_id: int, db: DbDep) -
             status=exc.status_code,
         )
     return _back(request, url, "Collection updated.")
+
+
+@router.post(
+    "/admin/collections/{collection_id}/guidelines", dependencies=[Depends(require_csrf_form)]
+)
+async def collection_guidelines(request: Request, collection_id: int, db: DbDep) -> Response:
+    """Preview (``action=preview``: the page again with the sanitised HTML, nothing stored) or
+    save (``action=save``) the collection's judging guidelines."""
+    resolved, form, early = await _guarded_form(request)
+    if early is not None:
+        return early
+    raw = form.get("markdown")
+    # Browsers post CRLF line ends; the API stores what it is sent, so store LF like it.
+    markdown = raw.replace("\r\n", "\n") if isinstance(raw, str) else ""
+    action = _field(form, "action", "save")
+    try:
+        if action not in ("preview", "save"):
+            raise Invalid(f"unknown action {action[:20]!r}: preview or save")
+        if action == "preview":
+            html = await run_in_threadpool(collections.preview_guidelines, markdown)
+            return await _collection_response(
+                request,
+                resolved,
+                db,
+                collection_id,
+                forms={"guidelines": {"markdown": markdown}},
+                guidelines_preview=html,
+            )
+        await run_in_threadpool(
+            collections.set_guidelines, db=db, collection_id=collection_id, markdown=markdown
+        )
+    except DomainError as exc:
+        return await _collection_response(
+            request,
+            resolved,
+            db,
+            collection_id,
+            forms={"guidelines": {"markdown": markdown}},
+            errors={"guidelines": form_errors(exc, "The guidelines were not saved.")},
+            status=exc.status_code,
+        )
+    return _back(request, f"/admin/collections/{collection_id}#guidelines", "Guidelines saved.")
 
 
 #: Name of the plan form's run upload, and of the hidden field that carries the run's text from

@@ -11,19 +11,21 @@ the page around the first question, which it takes from the same replay as the A
 
 from __future__ import annotations
 
+import hashlib
 import math
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Request
 from fastapi import Query as FastApiQuery
 from fastapi.responses import JSONResponse, RedirectResponse, Response
+from markupsafe import Markup
 from starlette.concurrency import run_in_threadpool
 
 from app import security
 from app.deps import DbDep
 from app.routers.web import page_data
 from app.routers.web.auth import login_redirect
-from app.services import judging
+from app.services import collections, judging
 from app.web_templates import FRAME_CSP, render
 from labeling.types import GRADE_NAMES
 
@@ -102,6 +104,20 @@ def _highlight_on(request: Request, hl: int | None = None) -> bool:
     return request.cookies.get(HIGHLIGHT_COOKIE) != "0"
 
 
+def guidelines_seen_key(user_id: int, collection_id: int) -> str:
+    """The browser's ``localStorage`` key under which judge.js remembers which version of a
+    collection's guidelines this user has seen (docs/assessor-guide.md#guidelines)."""
+    return f"heapjudge.guidelines.{user_id}.{collection_id}"
+
+
+def guidelines_version(markdown: str) -> str:
+    """A short fingerprint of the guidelines text ("" for none): the panel opens by itself
+    when the stored fingerprint differs, i.e. on the first visit and after an edit."""
+    if not markdown.strip():
+        return ""
+    return hashlib.sha256(markdown.encode("utf-8")).hexdigest()[:16]
+
+
 @router.get("/")
 async def home(request: Request, db: DbDep) -> Response:
     """Admins land on their dashboard, assessors on their tasks."""
@@ -156,6 +172,9 @@ async def judge_page(request: Request, db: DbDep, task_id: int) -> Response:
     settings = request.app.state.settings
     highlight = _highlight_on(request)
     terms = page_data.highlight_terms(view.query.title or "") if highlight else frozenset()
+    guidelines = await run_in_threadpool(
+        collections.get_guidelines, db=db, collection_id=view.task.collection_id
+    )
     boot = {
         "task_id": view.task.id,
         "method": view.task.method,
@@ -173,6 +192,9 @@ async def judge_page(request: Request, db: DbDep, task_id: int) -> Response:
         "frames_url": f"/tasks/{task_id}/frames",
         "highlight": highlight,
         "highlight_cookie": HIGHLIGHT_COOKIE,
+        "guidelines_key": guidelines_seen_key(resolved.user.id, view.task.collection_id),
+        "guidelines_version": guidelines_version(guidelines.markdown),
+        "grade_names": list(GRADE_NAMES),
         "question": question,
     }
     context: dict[str, Any] = {
@@ -185,6 +207,10 @@ async def judge_page(request: Request, db: DbDep, task_id: int) -> Response:
         "allow_ties": boot["allow_ties"],
         "not_relevant": boot["not_relevant"],
         "highlight": highlight,
+        "collection_name": view.collection_name,
+        # Sanitised by app.guidelines (markdown-it-py with raw HTML off, then the nh3
+        # allow-list), so it may be embedded; the page CSP runs no inline script either way.
+        "guidelines_html": Markup(guidelines.html),
     }
     if question.get("done"):  # finished between the two reads (another tab)
         return RedirectResponse(f"/tasks/{task_id}/done", status_code=303)

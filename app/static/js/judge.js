@@ -58,7 +58,14 @@
     resume: $("resume-button"),
     stillHere: $("still-here-button"),
     undo: $("undo-button"),
-    highlight: $("highlight-button")
+    highlight: $("highlight-button"),
+    commentButton: $("comment-button"),
+    commentText: $("comment-text"),
+    answersStatus: $("answers-status"),
+    answersList: $("answers-list"),
+    brokenForm: $("broken-form"),
+    brokenDetail: $("broken-detail"),
+    brokenError: $("broken-error")
   };
 
   // ---------------------------------------------------------------- clock
@@ -192,7 +199,8 @@
     noticeKind: null,   // what the notice on screen is about ("paused", "undo", ...)
     noticeTimer: null,
     renderToken: 0,     // the latest render; an older one whose frames arrive late stops
-    shownIds: []        // doc ids of the question on screen, for the "new" marker
+    shownIds: [],       // doc ids of the question on screen, for the "new" marker
+    panel: null         // the open tool panel ("guidelines", "answers", "broken", "comment")
   };
 
   function mark(name) {
@@ -764,11 +772,19 @@
         clearStored();
         clearNotice();
         if (req.kind === "judgment") clock.sessionMs += req.body.active_ms || 0;
+        if (req.kind === "judgment" && req.body.comment) commentSent(req.body.comment);
         if (req.kind === "undo" && r.data && r.data.seq >= req.undoFromSeq) {
           notice("Nothing to undo.", "warning", false);
+        } else if (req.kind === "undo" && req.undoFromSeq - r.data.seq > 1) {
+          notice("Undone: your last " + (req.undoFromSeq - r.data.seq) + " answers were taken " +
+            "back; answer " + (r.data.seq + 1) + "'s question is asked again.", "info", false,
+            "undo", 5000);
         } else if (req.kind === "undo") {
           notice("Undone: your last answer was taken back; the question is asked again.",
             "info", false, "undo", 4000);
+        } else if (req.kind === "judgment" && req.body.outcome === "broken") {
+          notice("Marked as broken: \u201c" + req.brokenTitle + "\u201d will not be asked again.",
+            "info", false, "broken", 4000);
         }
         render(r.data);
         return;
@@ -840,9 +856,11 @@
       !clock.paused && !clock.idle;
   }
 
-  function judge(extra) {
+  // One answer to the question on screen; `brokenTitle` names the document of a broken answer
+  // (for the note shown once it is stored).
+  function judge(extra, brokenTitle) {
     if (!canAct()) return;
-    if (extra.outcome && !outcomeAllowed(extra.outcome)) {
+    if (extra.outcome && extra.outcome !== "broken" && !outcomeAllowed(extra.outcome)) {
       notice(extra.outcome === "not_relevant"
         ? "\u201cNot relevant\u201d is only offered when a new document is compared with the current top k."
         : "This answer is not available for this question.", "warning", false);
@@ -852,7 +870,11 @@
     var q = state.question;
     var body = { seq: q.seq, active_ms: questionActiveMs() };
     Object.keys(extra).forEach(function (k) { body[k] = extra[k]; });
-    send({ kind: "judgment", path: "/judgments", body: body, seq: q.seq });
+    // The comment box's text goes with this answer (docs/rest-api.md#the-judging-loop: any
+    // judgment may carry a comment); it is cleared once the server has stored the answer.
+    var comment = pendingComment();
+    if (comment) body.comment = comment;
+    send({ kind: "judgment", path: "/judgments", body: body, seq: q.seq, brokenTitle: brokenTitle });
   }
 
   // One answer to the current pair question; the pair is read when the action fires.
@@ -876,7 +898,11 @@
         undoFromSeq: state.question.seq });
     },
     pause: function () { setPaused(!clock.paused); },
-    highlight: function () { setHighlight(!boot.highlight); }
+    highlight: function () { setHighlight(!boot.highlight); },
+    broken: function () { togglePanel("broken"); },
+    comment: function () { togglePanel("comment"); },
+    answers: function () { togglePanel("answers"); },
+    guidelines: function () { togglePanel("guidelines", true); }
   };
 
   // Highlighting on/off: the frames are rendered again by the server (nothing runs in them)
@@ -915,7 +941,8 @@
   for (var g = 0; g < 5; g++) actions["grade" + g] = gradeAction(g);
 
   var keymap = { "u": "undo", "U": "undo", "p": "pause", "P": "pause", "h": "highlight",
-    "H": "highlight" };
+    "H": "highlight", "b": "broken", "B": "broken", "c": "comment", "C": "comment",
+    "a": "answers", "A": "answers", "g": "guidelines", "G": "guidelines", "?": "guidelines" };
   if (boot.method === "topk") {
     keymap.ArrowLeft = "left"; keymap["1"] = "left";
     keymap.ArrowRight = "right"; keymap["2"] = "right";
@@ -934,6 +961,11 @@
     b.classList.add("pressed");
   }
 
+  // The answers (what hj-key times and the answer bar flashes for); every other action is a
+  // tool of the toolbar.
+  var ANSWERS = { left: 1, right: 1, tie: 1, not_relevant: 1, grade0: 1, grade1: 1, grade2: 1,
+    grade3: 1, grade4: 1 };
+
   function run(name) {
     var fn = actions[name];
     if (!fn) return;
@@ -941,7 +973,13 @@
       notice("Paused. Press P (or the clock) to resume.", "warning", false, "paused");
       return;
     }
-    if (name !== "pause" && name !== "highlight" && name !== "undo" && canAct()) {
+    if ((ANSWERS[name] || name === "undo") && MODAL[state.panel]) {
+      // An answer while "my answers", the comment or the broken dialog is open would change
+      // the question under it: close it first.
+      notice("Close the open panel first (Esc).", "warning", false, "panel", 3000);
+      return;
+    }
+    if (ANSWERS[name] && canAct()) {
       mark("hj-key");
       flash(name);
     }
@@ -970,9 +1008,15 @@
 
   document.addEventListener("keydown", function (e) {
     if (e.ctrlKey || e.metaKey || e.altKey) return;
+    markInput(); // typing a comment or a reason is work too
+    if (e.key === "Escape" && state.panel && !clock.idle) {
+      e.preventDefault();
+      closePanel();
+      return;
+    }
+    if (!clock.idle && panelKey(e)) return;
     var tag = e.target && e.target.tagName;
     if (tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT") return;
-    markInput();
     if (clock.idle) {
       // The key that answers "still there?" does nothing else.
       e.preventDefault();
@@ -1016,11 +1060,290 @@
   window.addEventListener("blur", function () { setTimeout(reclaimFocus, 0); });
   document.addEventListener("focusin", function () { setTimeout(reclaimFocus, 0); }, true);
 
+
+  // ---------------------------------------------------------------- assessor tools
+  // Four panels over the documents (templates/assess/_judge_common.html): the guidelines (a
+  // side panel; answering stays possible while it is open), my answers, the broken-document
+  // dialog and the comment box (these three hold the keyboard until closed: Esc). One at a
+  // time; the toolbar button and key of a panel toggle it.
+  var panels = {
+    guidelines: $("guidelines-panel"),
+    answers: $("answers-panel"),
+    broken: $("broken-panel"),
+    comment: $("comment-panel")
+  };
+  var panelButtons = {
+    guidelines: $("guidelines-button"),
+    answers: $("answers-button"),
+    broken: $("broken-button"),
+    comment: $("comment-button")
+  };
+  var MODAL = { answers: true, broken: true, comment: true };
+  var TOGGLE_KEYS = { guidelines: "gG?", answers: "aA" };
+
+  function togglePanel(name, focusIt) {
+    if (state.panel === name) { closePanel(); return; }
+    if (name !== "guidelines" && (!state.question || state.question.done)) return;
+    openPanel(name, focusIt !== false);
+  }
+
+  function openPanel(name, focusIt) {
+    var el = panels[name];
+    if (!el) return;
+    if (state.panel) closePanel(true);
+    state.panel = name;
+    el.hidden = false;
+    var b = panelButtons[name];
+    if (b && b.hasAttribute("aria-expanded")) b.setAttribute("aria-expanded", "true");
+    if (name === "answers") loadAnswers();
+    if (name === "broken") prepareBroken();
+    if (!focusIt) return;
+    var target = name === "guidelines" ? $("guidelines-body")
+      : name === "comment" ? els.commentText
+      : name === "broken" ? el.querySelector("input[type=radio]:checked")
+      : $("answers-body");
+    if (target) target.focus({ preventScroll: true });
+  }
+
+  // Close the open panel; focus goes back to the judging area (unless another panel opens).
+  function closePanel(opening) {
+    var name = state.panel;
+    if (!name) return false;
+    panels[name].hidden = true;
+    state.panel = null;
+    var b = panelButtons[name];
+    if (b && b.hasAttribute("aria-expanded")) b.setAttribute("aria-expanded", "false");
+    if (name === "comment") renderCommentButton();
+    if (state.noticeKind === "panel") clearNotice();
+    if (!opening) focusHome();
+    return true;
+  }
+
+  // Keys typed inside an open panel belong to it (radio arrows, Enter, Space, typing), except
+  // its own toggle key outside text fields; true when the page must not act on the key.
+  function panelKey(e) {
+    var inPanel = e.target && e.target.closest ? e.target.closest(".tool-panel") : null;
+    if (!inPanel || !state.panel) return false;
+    var typing = e.target.tagName === "TEXTAREA" ||
+      (e.target.tagName === "INPUT" && e.target.type === "text");
+    var toggles = TOGGLE_KEYS[state.panel] || "";
+    if (!typing && e.key.length === 1 && toggles.indexOf(e.key) >= 0) {
+      e.preventDefault();
+      closePanel();
+      return true;
+    }
+    if (state.panel === "broken" && e.key === "Enter" && e.target.tagName !== "BUTTON") {
+      e.preventDefault();
+      submitBroken();
+    }
+    return true;
+  }
+
+  // Guidelines open by themselves on the first visit to a collection's task, and again after
+  // the admin changed them: the version seen is kept in this browser's localStorage per user
+  // and collection (boot.guidelines_key). They do not take the focus: keys keep answering.
+  function autoGuidelines() {
+    if (!boot.guidelines_version || !panels.guidelines) return;
+    var seen = null;
+    try { seen = window.localStorage.getItem(boot.guidelines_key); } catch (e) { seen = null; }
+    if (seen === boot.guidelines_version) return;
+    openPanel("guidelines", false);
+    try { window.localStorage.setItem(boot.guidelines_key, boot.guidelines_version); } catch (e) { /* private mode */ }
+  }
+
+  // -- comment
+  function pendingComment() {
+    return els.commentText ? els.commentText.value.trim() : "";
+  }
+  function renderCommentButton() {
+    if (!els.commentButton) return;
+    var on = pendingComment() !== "";
+    els.commentButton.setAttribute("aria-pressed", on ? "true" : "false");
+    els.commentButton.title = on ? "A comment goes with your next answer (C to edit)"
+      : "Add a comment to your next answer (C)";
+  }
+  function commentSent(text) {
+    if (els.commentText && els.commentText.value.trim() === text) els.commentText.value = "";
+    renderCommentButton();
+  }
+
+  // -- broken document
+  function prepareBroken() {
+    var q = state.question;
+    els.brokenError.hidden = true;
+    var titles = panels.broken.querySelectorAll(".broken-doc-title");
+    for (var i = 0; i < titles.length; i++) {
+      var side = titles[i].getAttribute("data-side");
+      var doc = side === "single" ? q.document : q.pair && q.pair[side];
+      titles[i].textContent = doc ? (doc.title || doc.doc_id) : "";
+    }
+  }
+  function checkedValue(name) {
+    var el = els.brokenForm.querySelector("input[name=" + name + "]:checked");
+    return el ? el.value : null;
+  }
+  function brokenError(text) {
+    els.brokenError.textContent = text;
+    els.brokenError.hidden = false;
+  }
+  function submitBroken() {
+    var q = state.question;
+    if (!q || q.done) return;
+    var doc = boot.method === "topk" ? q.pair[checkedValue("broken-side") || "left"] : q.document;
+    var reason = checkedValue("broken-reason") || "Other";
+    var detail = els.brokenDetail.value.replace(/\s+/g, " ").trim();
+    if (reason === "Other" && !detail) {
+      brokenError("Say what is wrong with it in Details.");
+      els.brokenDetail.focus();
+      return;
+    }
+    if (!canAct()) { brokenError("The page is still busy; try again in a moment."); return; }
+    var text = (reason === "Other" ? detail : detail ? reason + ": " + detail : reason).slice(0, 500);
+    var extra = { outcome: "broken", doc_id: doc.doc_id, reason: text };
+    if (boot.method === "topk") { extra.left = q.pair.left.doc_id; extra.right = q.pair.right.doc_id; }
+    closePanel();
+    els.brokenForm.reset();
+    judge(extra, doc.title || doc.doc_id);
+  }
+  if (els.brokenForm) {
+    els.brokenForm.addEventListener("submit", function (e) { e.preventDefault(); submitBroken(); });
+  }
+
+  // -- my answers
+  var OUTCOME_TEXT = { left: ["Left better", "Top better"], right: ["Right better", "Bottom better"],
+    tie: ["Equal", "Equal"], not_relevant: ["Not relevant", "Not relevant"] };
+
+  function textEl(tag, cls, text) {
+    var el = document.createElement(tag);
+    if (cls) el.className = cls;
+    if (text !== undefined) el.textContent = text;
+    return el;
+  }
+  // A wording in its wide-screen and narrow-screen forms ([wide, narrow]).
+  function sideTextOf(names) {
+    var span = document.createElement("span");
+    appendSideNames(span, names);
+    return span;
+  }
+  function docName(ref) { return ref ? (ref.title || ref.doc_id) : "?"; }
+
+  function loadAnswers() {
+    els.answersStatus.textContent = "Loading…";
+    els.answersStatus.hidden = false;
+    els.answersList.textContent = "";
+    request("GET", "/answers").then(function (r) {
+      if (state.panel !== "answers") return;
+      if (!r.ok || !Array.isArray(r.data)) {
+        els.answersStatus.textContent = detailText(r.data, "Your answers could not be loaded.");
+        return;
+      }
+      renderAnswers(r.data);
+    }, function () {
+      els.answersStatus.textContent = "Could not reach the server.";
+    });
+  }
+
+  // Newest first; every answer can be the point to undo back to (it and every later one).
+  function renderAnswers(rows) {
+    var list = els.answersList;
+    list.textContent = "";
+    var live = rows.length;
+    els.answersStatus.textContent = live === 0 ? "No answers yet for this query."
+      : live + (live === 1 ? " answer" : " answers") + ", newest first. " +
+        "“Undo back to here” takes back that answer and every later one.";
+    rows.slice().reverse().forEach(function (a) {
+      var li = textEl("li");
+      li.setAttribute("data-seq", String(a.seq));
+      var line = textEl("div", "answer-line");
+      line.appendChild(textEl("span", "answer-no", "#" + (a.seq + 1)));
+      var what = textEl("span", "answer-what");
+      if (a.kind === "pair") {
+        what.appendChild(sideTextOf(SIDES.left));
+        what.appendChild(document.createTextNode(": " + docName(a.left) + " · "));
+        what.appendChild(sideTextOf(SIDES.right));
+        what.appendChild(document.createTextNode(": " + docName(a.right) + " → "));
+        var o = OUTCOME_TEXT[a.outcome] || [a.outcome, a.outcome];
+        what.appendChild(sideTextOf(o)).className = "answer-outcome";
+      } else if (a.kind === "grade") {
+        what.appendChild(document.createTextNode(docName(a.document) + " → "));
+        what.appendChild(textEl("span", "answer-outcome",
+          (boot.grade_names && boot.grade_names[a.grade]) || String(a.grade)));
+      } else {
+        what.appendChild(textEl("span", "answer-broken", "Broken: "));
+        what.appendChild(document.createTextNode(docName(a.document) + " (" + (a.reason || "") + ")"));
+      }
+      line.appendChild(what);
+      line.appendChild(textEl("span", "muted", fmt(a.active_ms || 0)));
+      var undo = textEl("button", "btn btn-small", "Undo back to here");
+      undo.type = "button";
+      undo.setAttribute("data-tool", "undo-to");
+      undo.setAttribute("data-seq", String(a.seq));
+      var later = live - 1 - a.seq;
+      undo.setAttribute("aria-label", "Undo back to answer " + (a.seq + 1) +
+        (later > 0 ? " (and the " + later + " after it)" : ""));
+      line.appendChild(undo);
+      li.appendChild(line);
+      if (a.comment) li.appendChild(textEl("p", "answer-comment", "Comment: " + a.comment));
+      list.appendChild(li);
+    });
+  }
+
+  // "Undo back to here" asks first, in place: what will be taken back, Yes / Cancel.
+  function confirmUndo(button) {
+    var li = button.closest("li");
+    var old = li.querySelector(".answer-confirm");
+    if (old) old.parentNode.removeChild(old);
+    var seq = parseInt(button.getAttribute("data-seq"), 10);
+    var n = state.question.seq - seq;
+    var box = textEl("div", "answer-confirm");
+    box.setAttribute("role", "group");
+    box.setAttribute("aria-label", "Confirm undo");
+    box.appendChild(textEl("p", "", n > 1
+      ? "Take back answer #" + (seq + 1) + " and the " + (n - 1) + " after it? Its question is asked again."
+      : "Take back answer #" + (seq + 1) + "? Its question is asked again."));
+    var yes = textEl("button", "btn btn-small btn-primary", "Yes, undo " + n + (n === 1 ? " answer" : " answers"));
+    yes.type = "button";
+    yes.setAttribute("data-tool", "undo-confirm");
+    yes.setAttribute("data-seq", String(seq));
+    var no = textEl("button", "btn btn-small", "Cancel");
+    no.type = "button";
+    no.setAttribute("data-tool", "undo-cancel");
+    box.appendChild(yes);
+    box.appendChild(document.createTextNode(" "));
+    box.appendChild(no);
+    li.appendChild(box);
+    yes.focus();
+  }
+
+  function undoTo(seq) {
+    if (!canAct()) { notice("The page is still busy; try again in a moment.", "warning", false); return; }
+    var from = state.question.seq;
+    if (seq >= from) return;
+    closePanel();
+    send({ kind: "undo", path: "/undo", body: { to_seq: seq }, undoFromSeq: from });
+  }
+
+  document.addEventListener("click", function (e) {
+    var t = e.target.closest ? e.target.closest("[data-tool]") : null;
+    if (!t) return;
+    var tool = t.getAttribute("data-tool");
+    if (tool === "close") closePanel();
+    else if (tool === "clear-comment") { els.commentText.value = ""; els.commentText.focus(); }
+    else if (tool === "undo-to") confirmUndo(t);
+    else if (tool === "undo-cancel") {
+      var li = t.closest("li");
+      t.closest(".answer-confirm").remove();
+      var back = li && li.querySelector("[data-tool=undo-to]");
+      if (back) back.focus();
+    } else if (tool === "undo-confirm") undoTo(parseInt(t.getAttribute("data-seq"), 10));
+  });
+
   // ---------------------------------------------------------------- start
   function start(q) {
     // Documents of the first question are already in the (server-rendered) cards.
     render(q);
     focusHome();
+    if (!q.done) autoGuidelines();
     var saved = stored();
     if (saved && saved.kind === "judgment" && saved.body && saved.body.seq === q.seq && !q.done) {
       // A judgment that never got through (network, expired session): send it now.
