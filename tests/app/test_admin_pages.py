@@ -274,3 +274,47 @@ def test_plan_pooled_from_an_uploaded_run(site: dict[str, Any]) -> None:
     # Without the CSRF field the upload is refused.
     no_csrf = {k: v for k, v in plan.items() if k != "csrf_token"}
     assert client.post(url, data=no_csrf, files=files).status_code == 403
+
+
+def test_guidelines_block_previews_saves_and_refuses(site: dict[str, Any]) -> None:
+    client: TestClient = site["client"]
+    db = site["db"]
+    login(client, "boss", "boss password 1")
+    csrf = hidden_csrf(client.get("/admin").text)
+    r = client.post("/admin/collections", data={"name": "rules", "csrf_token": csrf})
+    found = re.search(r"/admin/collections/(\d+)", str(r.url))
+    assert found is not None, r.text
+    cid = int(found[1])
+    url = f"/admin/collections/{cid}/guidelines"
+    page = client.get(f"/admin/collections/{cid}").text
+    assert 'id="guidelines-form"' in page and "No guidelines yet." in page
+    source = "**Bold** rule\n\n<script>alert(1)</script>\n\n[x](javascript:alert(2))"
+    # Preview: the sanitised HTML on the page, nothing stored.
+    r = client.post(url, data={"csrf_token": csrf, "action": "preview", "markdown": source})
+    assert r.status_code == 200
+    assert "Preview (not saved yet)" in r.text and "<strong>Bold</strong> rule" in r.text
+    assert "<script>alert(1)" not in r.text and "&lt;script&gt;alert(1)" in r.text
+    assert 'href="javascript' not in r.text
+    assert collections.get_guidelines(db=db, collection_id=cid).markdown == ""
+    # Without the CSRF field: refused, nothing stored.
+    r = client.post(url, data={"action": "save", "markdown": source})
+    assert r.status_code == 403
+    assert collections.get_guidelines(db=db, collection_id=cid).markdown == ""
+    # Bad input: refused on the page with the text kept, never a 500.
+    r = client.post(url, data={"csrf_token": csrf, "action": "save", "markdown": "a\x00b"})
+    assert r.status_code == 422 and "The guidelines were not saved." in r.text
+    r = client.post(url, data={"csrf_token": csrf, "action": "drop", "markdown": "x"})
+    assert r.status_code == 422
+    assert collections.get_guidelines(db=db, collection_id=cid).markdown == ""
+    # Save (browsers post CRLF): stored with LF, shown as assessors see them.
+    r = client.post(
+        url,
+        data={"csrf_token": csrf, "action": "save", "markdown": source.replace("\n", "\r\n")},
+        follow_redirects=False,
+    )
+    assert r.status_code == 303
+    assert collections.get_guidelines(db=db, collection_id=cid).markdown == source
+    page = client.get(f"/admin/collections/{cid}").text
+    assert "As assessors see them" in page and "<strong>Bold</strong> rule" in page
+    missing = {"csrf_token": csrf, "action": "save", "markdown": "x"}
+    assert client.post("/admin/collections/999/guidelines", data=missing).status_code == 404
