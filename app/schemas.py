@@ -206,6 +206,9 @@ class TaskOut(BaseModel):
     finished_at: datetime | None
 
 
+#: How the question in a judgment's or undo's answer carries its documents.
+DocumentsShape = Literal["full", "refs"]
+
 #: A one-line reason (a broken document): see :func:`check_label`.
 ReasonText = Annotated[str, _label("reason")]
 
@@ -233,10 +236,20 @@ class JudgmentIn(StrictModel):
         max_length=MAX_COMMENT,
         description="An optional note on this judgment (any judgment; empty means none).",
     )
+    documents: DocumentsShape | None = Field(
+        default=None,
+        description="'refs': the question in the answer names its documents by doc_id and "
+        "title only, without text or html (the judging page, which renders them itself); "
+        "'full' (the default): as /next.",
+    )
 
 
 class UndoIn(StrictModel):
     """Optional body of an undo: ``to_seq`` undoes every live answer from that seq on."""
+
+    documents: DocumentsShape | None = Field(
+        default=None, description="As for a judgment: 'refs' leaves out text and html."
+    )
 
     to_seq: int | None = Field(
         default=None,

@@ -232,6 +232,23 @@ def _question_body(
     return body
 
 
+def documents_as_refs(body: Payload) -> Payload:
+    """``body`` with its documents as ``{doc_id, title}`` (no text or html): the answer a
+    client asks for with ``"documents": "refs"`` when it renders documents itself (the judging
+    page, from /tasks/{id}/frames), which saves it reading and parsing both texts on every
+    answer."""
+    out = dict(body)
+    if "pair" in out:
+        out["pair"] = {side: _ref(doc) for side, doc in out["pair"].items()}
+    if "document" in out:
+        out["document"] = _ref(out["document"])
+    return out
+
+
+def _ref(doc: Payload) -> Payload:
+    return {"doc_id": doc["doc_id"], "title": doc.get("title", "")}
+
+
 # --------------------------------------------------------------------------- checks
 
 

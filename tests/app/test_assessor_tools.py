@@ -245,3 +245,31 @@ def test_guidelines_are_edited_by_admins_and_rendered_sanitised(api: Api) -> Non
     )
     assert nothing.status_code == 404
     assert api.get("ann", f"/api/v1/collections/{cid}/guidelines").json()["markdown"] == source
+
+
+def test_documents_refs_answers_name_the_documents_without_their_texts(api: Api) -> None:
+    _, tid = _setup(api, "refs", k=3, seed=5)
+    q = _next(api, "ann", tid)
+    assert "text" in q["pair"]["left"]  # /next: full documents
+    body = pair_body(q, oracle_outcome(q, RANK))
+    r = _judge(api, tid, {**body, "documents": "refs"})
+    assert r.status_code == 200, r.text
+    lean = r.json()
+    full = _next(api, "ann", tid)
+    assert lean["seq"] == full["seq"] == 1
+    for side in ("left", "right"):
+        doc = full["pair"][side]
+        assert lean["pair"][side] == {"doc_id": doc["doc_id"], "title": doc["title"]}
+    assert {k: v for k, v in lean.items() if k != "pair"} == {
+        k: v for k, v in full.items() if k != "pair"
+    }
+    # An identical retry may ask for either shape; the answer is stored once.
+    assert _judge(api, tid, body).json()["pair"] == full["pair"]
+    r = api.post("ann", f"/api/v1/tasks/{tid}/undo", json={"to_seq": 0, "documents": "refs"})
+    assert r.status_code == 200 and r.json()["seq"] == 0
+    assert set(r.json()["pair"]["left"]) == {"doc_id", "title"}
+    assert len(api.get("ann", f"/api/v1/tasks/{tid}/answers").json()) == 0
+    # Anything else is a 422 that stores nothing.
+    r = _judge(api, tid, {**pair_body(_next(api, "ann", tid), "left"), "documents": "none"})
+    assert r.status_code == 422
+    assert len(api.get("ann", f"/api/v1/tasks/{tid}/answers").json()) == 0

@@ -116,11 +116,13 @@ async def submit_judgment(task_id: int, body: JudgmentIn, db: DbDep, caller: Cal
     """Answer the question ``seq``; returns the next question. Retrying an identical judgment
     stores nothing and returns the current question; anything else for a used seq -> 409."""
     data = body.model_dump(exclude_none=True)
-    return await offload.run(
+    shape = data.pop("documents", "full")
+    answer = await offload.run(
         db,
         lambda: judging.submit_judgment(db=db, user=caller, task_id=task_id, data=data),
         cost_key=("submit", task_id),
     )
+    return judging.documents_as_refs(answer) if shape == "refs" else answer
 
 
 @judging_loop.post(
@@ -133,9 +135,11 @@ async def undo(task_id: int, db: DbDep, caller: Caller, body: UndoIn | None = No
     """Revert the last live judgment (kept in the log, marked undone), or with ``to_seq``
     every one from that seq on, atomically; the same ``to_seq`` again changes nothing."""
     to_seq = body.to_seq if body is not None else None
-    return await offload.run(
+    answer = await offload.run(
         db, lambda: judging.undo_judgment(db=db, user=caller, task_id=task_id, to_seq=to_seq)
     )
+    refs = body is not None and body.documents == "refs"
+    return judging.documents_as_refs(answer) if refs else answer
 
 
 @judging_loop.get("/tasks/{task_id}/answers", response_model=list[AnswerOut])

@@ -21,8 +21,8 @@
  * Preloaded documents wait in hidden cards that are laid out at a slot's size (app.css), so
  * showing one is only a paint; a document that was not preloaded is loaded out of sight and
  * swapped in once its frame has loaded, so no frame is shown blank. Performance marks (hj-key,
- * hj-sent, hj-response, hj-shown; read by benchmarks/ui_latency.py) time the path key ->
- * request -> response -> documents swapped.
+ * hj-sent, hj-response, hj-shown, and hj-load when the documents had not been preloaded; read
+ * by benchmarks/ui_latency.py) time the path key -> request -> response -> documents swapped.
  *
  * Nothing is lost or doubled: a key press while a request is in flight is ignored; a failed
  * request keeps its exact body (same seq, same active_ms) and is retried unchanged, which the
@@ -265,6 +265,14 @@
   if (document.readyState === "complete") initialFramesLoaded();
   else window.addEventListener("load", initialFramesLoaded);
 
+  // A card out of view keeps the `hidden` attribute (app.css lays it out, transparent, under
+  // the shown ones) and is kept from assistive technology too.
+  function setShown(card, shown) {
+    card.hidden = !shown;
+    if (shown) card.removeAttribute("aria-hidden");
+    else card.setAttribute("aria-hidden", "true");
+  }
+
   function makeCard() {
     var card = document.createElement("article");
     card.className = "doc";
@@ -342,13 +350,27 @@
       .sort(function (x, y) { return (x._used || 0) - (y._used || 0); });
     if (pool.length < POOL_MAX || spare.length === 0) {
       var card = makeCard();
-      card.hidden = true;
+      setShown(card, false);
       docsBox.appendChild(card);
       pool.push(card);
       return card;
     }
     return spare[0];
   }
+
+  // Play the CSS animation of class `cls` on `el` from its start. No forced layout (reading
+  // offsetWidth to restart it made the browser lay out the page, new documents included, in the
+  // middle of the swap): the class is removed when the animation ends, and a running one is
+  // rewound through the Web Animations API.
+  function replay(el, cls) {
+    if (!el.classList.contains(cls)) { el.classList.add(cls); return; }
+    if (!el.getAnimations) return;
+    el.getAnimations().forEach(function (a) { a.currentTime = 0; a.play(); });
+  }
+  document.addEventListener("animationend", function (e) {
+    var el = e.target;
+    if (el && el.classList) { el.classList.remove("doc-new"); el.classList.remove("pressed"); }
+  }, true);
 
   // "New" on a document that was not in the previous question; "Moved" on one that stayed
   // but changed sides. (Which side a document is shown on is decided per question by the
@@ -359,11 +381,7 @@
     badge.hidden = !text;
     badge.textContent = text || "";
     badge.className = "doc-badge" + (kind ? " badge-" + kind : "");
-    card.classList.remove("doc-new");
-    if (kind === "new") {
-      void card.offsetWidth; // restart the arrival animation
-      card.classList.add("doc-new");
-    }
+    if (kind === "new") replay(card, "doc-new");
   }
 
   // assign: [[slot, doc], ...] in display order. Every document's frame is cached or pooled.
@@ -389,7 +407,7 @@
         (SIDES[slot] ? SIDES[slot][0] + " document: " : "Document: ") + name);
       setSide(card, slot);
       card.style.order = String(i);
-      card.hidden = false;
+      setShown(card, true);
       card._used = ++useTick;
       if (boot.method === "topk" && previous.length) {
         if (previous.indexOf(doc.doc_id) < 0) setBadge(card, "New", "new");
@@ -400,7 +418,7 @@
       shown.push(card);
     });
     pool.forEach(function (c) {
-      if (shown.indexOf(c) < 0) { c.hidden = true; c.removeAttribute("data-slot"); }
+      if (shown.indexOf(c) < 0) { setShown(c, false); c.removeAttribute("data-slot"); }
     });
     state.shownIds = assign.map(function (a) { return a[1].doc_id; });
     if (!current || shown.indexOf(current) < 0) setCurrent(shown[0]);
@@ -420,7 +438,7 @@
         cacheFrame(doc);
         if (cardOf(doc.doc_id)) return;
         var card = spareCard(visible);
-        card.hidden = true;
+        setShown(card, false);
         card.removeAttribute("data-slot");
         loadCard(card, doc.doc_id, frameCache[doc.doc_id]);
         card.querySelector(".doc-title").textContent = doc.title || doc.doc_id;
@@ -571,10 +589,12 @@
     });
   }
 
-  // Only when the server's rendering could not be fetched: the plain text, escaped.
+  // Only when the server's rendering could not be fetched: the plain text, escaped (a question
+  // from /next carries it; one from an answer names its documents only).
   function fallbackFrame(doc) {
     var body = doc.html ? doc.html
-      : '<div style="white-space:pre-wrap">' + escapeHtml(doc.text || "") + "</div>";
+      : doc.text !== undefined ? '<div style="white-space:pre-wrap">' + escapeHtml(doc.text) + "</div>"
+      : "<p>This document could not be loaded. Reload the page to try again.</p>";
     return { srcdoc: boot.frame_prefix + body, anchors: 1 };
   }
 
@@ -596,6 +616,7 @@
       return;
     }
     state.loading = true;
+    mark("hj-load"); // not preloaded: the documents are loaded now, before the swap
     var need = docs.filter(function (d) { return !cardOf(d.doc_id); })
       .map(function (d) { return d.doc_id; });
     fetchFrames(need).then(function () {
@@ -606,7 +627,7 @@
         if (!card) {
           var rendered = frameCache[d.doc_id] || fallbackFrame(d);
           card = spareCard(keep);
-          card.hidden = true;
+          setShown(card, false);
           card.removeAttribute("data-slot");
           loadCard(card, d.doc_id, rendered);
           card._used = ++useTick;
@@ -868,7 +889,9 @@
     }
     syncClock();
     var q = state.question;
-    var body = { seq: q.seq, active_ms: questionActiveMs() };
+    // documents "refs": the answer names the next documents without their texts, which the
+    // page does not use (it shows the server's rendering from /frames and /lookahead).
+    var body = { seq: q.seq, active_ms: questionActiveMs(), documents: "refs" };
     Object.keys(extra).forEach(function (k) { body[k] = extra[k]; });
     // The comment box's text goes with this answer (docs/rest-api.md#the-judging-loop: any
     // judgment may carry a comment); it is cleared once the server has stored the answer.
@@ -894,7 +917,7 @@
       if (!canAct()) return;
       if (state.question.seq === 0) { notice("Nothing to undo yet.", "warning", false); return; }
       // Undo back to the last answer (to_seq): the same request twice undoes it once.
-      send({ kind: "undo", path: "/undo", body: { to_seq: state.question.seq - 1 },
+      send({ kind: "undo", path: "/undo", body: { to_seq: state.question.seq - 1, documents: "refs" },
         undoFromSeq: state.question.seq });
     },
     pause: function () { setPaused(!clock.paused); },
@@ -956,9 +979,7 @@
   function flash(name) {
     var b = document.querySelector('.actions [data-action="' + name + '"]');
     if (!b) return;
-    b.classList.remove("pressed");
-    void b.offsetWidth;
-    b.classList.add("pressed");
+    replay(b, "pressed");
   }
 
   // The answers (what hj-key times and the answer bar flashes for); every other action is a
@@ -1320,7 +1341,8 @@
     var from = state.question.seq;
     if (seq >= from) return;
     closePanel();
-    send({ kind: "undo", path: "/undo", body: { to_seq: seq }, undoFromSeq: from });
+    send({ kind: "undo", path: "/undo", body: { to_seq: seq, documents: "refs" },
+      undoFromSeq: from });
   }
 
   document.addEventListener("click", function (e) {
