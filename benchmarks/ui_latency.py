@@ -34,6 +34,8 @@ load average is printed with each run, since other jobs share its two cores.
 from __future__ import annotations
 
 import argparse
+import bisect
+import json
 import os
 import statistics
 import sys
@@ -136,6 +138,8 @@ class Run:
     judgments: int
     wall: float
     load: float
+    drawn: list[float]
+    """With ``--trace``: key -> the swap's frame drawn, from a Chromium trace."""
 
 
 def _first(marks: list[tuple[str, float]], name: str, t0: float, end: float) -> float | None:
@@ -147,7 +151,7 @@ def stages(run: Run) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {
         "browser: key -> request sent (network stack)": [],
         "server: request sent -> first byte of the answer": [s[2] - s[1] for s in run.server],
-        "server: first -> last byte (65 KB question body)": [s[3] - s[2] for s in run.server],
+        "server: first -> last byte of the answer": [s[3] - s[2] for s in run.server],
         "browser: last byte -> answer parsed (hj-response)": [],
         "key -> answer parsed (hj-response)": [],
         "answer parsed -> next pair swapped in (hj-shown)": [],
@@ -196,6 +200,49 @@ def print_slowest(run: Run, count: int = 3) -> None:
         print(f"      #{i}: {total:.0f} = {r:.0f} + {sw:.0f} + {pt:.0f}{extra}")
 
 
+#: Trace categories for ``--trace``: the page's marks and the compositor's frame events.
+TRACE_CATEGORIES = [
+    "blink.user_timing",
+    "disabled-by-default-devtools.timeline.frame",
+    "devtools.timeline",
+    "cc",
+]
+
+
+def drawn_from_trace(raw: bytes) -> list[float]:
+    """Per judgment, key (``hj-key``) -> the swap's frame drawn: the first main frame begun
+    after ``hj-shown`` (``ProxyMain::BeginMainFrame``, it commits the swap), the first tree
+    activation after it (``LayerTreeHostImpl::ActivateSyncTree``: its tiles are rastered), and
+    the first ``DrawFrame`` after that. A cross-check of the in-page probes."""
+    data = json.loads(raw)
+    events = data["traceEvents"] if isinstance(data, dict) else data
+
+    def times(name: str) -> list[float]:
+        return sorted(float(e["ts"]) for e in events if e.get("name") == name)
+
+    keys, shown = times("hj-key"), times("hj-shown")
+    begins, activations = (
+        times("ProxyMain::BeginMainFrame"),
+        times("LayerTreeHostImpl::ActivateSyncTree"),
+    )
+    draws = times("DrawFrame")
+
+    def after(ts: list[float], t: float | None) -> float | None:
+        if t is None:
+            return None
+        i = bisect.bisect_left(ts, t)
+        return ts[i] if i < len(ts) else None
+
+    out = []
+    for i, key in enumerate(keys):
+        end = keys[i + 1] if i + 1 < len(keys) else float("inf")
+        swap = after(shown, key)
+        drawn = after(draws, after(activations, after(begins, swap)))
+        if swap is not None and swap < end and drawn is not None:
+            out.append((drawn - key) / 1000)  # trace times are in microseconds
+    return out
+
+
 def measure(args: argparse.Namespace) -> Run:
     from playwright.sync_api import sync_playwright
 
@@ -224,6 +271,8 @@ def measure(args: argparse.Namespace) -> Run:
                 page.goto(f"{server.url}/tasks/{task.task_id}")
                 page.wait_for_selector("#judge-main[data-seq]")
                 page.evaluate(INSTRUMENT)
+                if args.trace:
+                    browser.start_tracing(page=page, categories=TRACE_CATEGORIES)
                 started = time.perf_counter()
                 done = 0
                 for i in range(args.judgments):
@@ -248,6 +297,7 @@ def measure(args: argparse.Namespace) -> Run:
                     )
                     done += 1
                 wall = time.perf_counter() - started
+                drawn = drawn_from_trace(browser.stop_tracing()) if args.trace else []
                 got = page.evaluate(
                     """() => ({lat: window.__lat, lat2: window.__lat2, blank: window.__blank,
                          keys: window.__keys, painted: window.__painted, long: window.__long,
@@ -274,6 +324,7 @@ def measure(args: argparse.Namespace) -> Run:
         judgments=done,
         wall=wall,
         load=os.getloadavg()[0],
+        drawn=drawn,
     )
 
 
@@ -298,6 +349,11 @@ def report(run: Run, number: int) -> None:
         f"    ... as two animation frames (ms): p50 {percentile(lat2, 50):.1f}  "
         f"p95 {percentile(lat2, 95):.1f}  max {max(lat2):.1f}"
     )
+    if run.drawn:
+        print(
+            f"    ... as drawn (Chromium trace, ms): p50 {percentile(run.drawn, 50):.1f}  "
+            f"p95 {percentile(run.drawn, 95):.1f}  max {max(run.drawn):.1f}  (n={len(run.drawn)})"
+        )
     for name, values in stages(run).items():
         if values:
             print(_line(name, values))
@@ -313,6 +369,9 @@ def report(run: Run, number: int) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=1, help="repeat the whole measurement")
+    parser.add_argument(
+        "--trace", action="store_true", help="also time the swap's frame from a Chromium trace"
+    )
     parser.add_argument("--judgments", type=int, default=100)
     parser.add_argument("--n", type=int, default=80, help="documents in the topk task")
     parser.add_argument("--k", type=int, default=10)

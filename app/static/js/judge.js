@@ -358,19 +358,14 @@
     return spare[0];
   }
 
-  // Play the CSS animation of class `cls` on `el` from its start. No forced layout (reading
-  // offsetWidth to restart it made the browser lay out the page, new documents included, in the
-  // middle of the swap): the class is removed when the animation ends, and a running one is
-  // rewound through the Web Animations API.
-  function replay(el, cls) {
-    if (!el.classList.contains(cls)) { el.classList.add(cls); return; }
-    if (!el.getAnimations) return;
-    el.getAnimations().forEach(function (a) { a.currentTime = 0; a.play(); });
+  // Give `el` the class `cls` for `ms`: a state shown for a moment (two repaints), not an
+  // animation (a repaint every frame while the next answer is awaited and swapped in), and no
+  // forced layout to restart one.
+  function briefly(el, cls, ms) {
+    el.classList.add(cls);
+    if (el._briefly) clearTimeout(el._briefly);
+    el._briefly = setTimeout(function () { el.classList.remove(cls); el._briefly = null; }, ms);
   }
-  document.addEventListener("animationend", function (e) {
-    var el = e.target;
-    if (el && el.classList) { el.classList.remove("doc-new"); el.classList.remove("pressed"); }
-  }, true);
 
   // "New" on a document that was not in the previous question; "Moved" on one that stayed
   // but changed sides. (Which side a document is shown on is decided per question by the
@@ -381,7 +376,8 @@
     badge.hidden = !text;
     badge.textContent = text || "";
     badge.className = "doc-badge" + (kind ? " badge-" + kind : "");
-    if (kind === "new") replay(card, "doc-new");
+    if (kind === "new") briefly(card, "doc-new", 600);
+    else if (card._briefly) { clearTimeout(card._briefly); card._briefly = null; card.classList.remove("doc-new"); }
   }
 
   // assign: [[slot, doc], ...] in display order. Every document's frame is cached or pooled.
@@ -979,7 +975,7 @@
   function flash(name) {
     var b = document.querySelector('.actions [data-action="' + name + '"]');
     if (!b) return;
-    replay(b, "pressed");
+    briefly(b, "pressed", 160);
   }
 
   // The answers (what hj-key times and the answer bar flashes for); every other action is a
