@@ -355,3 +355,47 @@ def test_no_guidelines_no_automatic_panel(env: dict[str, Any]) -> None:  # noqa:
         assert "No guidelines" in page.inner_text("#guidelines-body")
     finally:
         context.close()
+
+
+@pytest.mark.parametrize(("width", "height"), SIZES)
+def test_admin_edits_guidelines_with_a_sanitised_preview(
+    env: dict[str, Any],  # noqa: F811
+    width: int,
+    height: int,
+) -> None:
+    from tests.e2e.web_support import add_user
+
+    task = seed_task(env["db"], assessor_id=env["user_id"], docs=relevance_docs(3), k=1, seed=1)
+    coll = collection_of(env, task.task_id)
+    boss = f"boss{width}"
+    add_user(env["db"], boss, "boss password 1", role="admin")
+    context = env["browser"].new_context(viewport={"width": width, "height": height})
+    try:
+        page = context.new_page()
+        page.goto(f"{env['server'].url}/login?next=/admin/collections/{coll}")
+        page.fill("#username", boss)
+        page.fill("#password", "boss password 1")
+        page.click("button[type=submit]")
+        page.wait_for_selector("#guidelines-form")
+        page.fill("#g-markdown", GUIDELINES)
+        page.click("#guidelines-form button[value=preview]")
+        page.wait_for_selector("#guidelines-preview strong")
+        preview = page.locator("#guidelines-preview")
+        assert "Preview (not saved yet)" in page.inner_text("#guidelines-preview-title")
+        assert preview.locator("strong").all_inner_texts() == ["Relevant"]
+        assert preview.locator("script, img").count() == 0
+        assert "<script>" in preview.inner_text()  # shown as text
+        assert page.evaluate("() => document.body.dataset.pwned || null") is None
+        assert page.input_value("#g-markdown") == GUIDELINES  # the text is kept
+        assert collections.get_guidelines(db=env["db"], collection_id=coll).markdown == ""
+        preview.scroll_into_view_if_needed()
+        page.screenshot(
+            path=str(ARTIFACTS / f"admin-guidelines-preview{'' if width > 800 else '-phone'}.png")
+        )
+        page.click("#guidelines-form button[value=save]")
+        page.wait_for_selector(".flash")
+        assert "Guidelines saved." in page.inner_text(".flashes")
+        saved = collections.get_guidelines(db=env["db"], collection_id=coll).markdown
+        assert saved == GUIDELINES
+    finally:
+        context.close()
