@@ -393,6 +393,7 @@ def main() -> int:
     )
     p95: list[float] = []
     p95_two: list[float] = []
+    p95_drawn: list[float] = []
     for number in range(1, args.runs + 1):
         run = measure(args)
         if not run.lat:
@@ -401,11 +402,19 @@ def main() -> int:
         report(run, number)
         p95.append(percentile(run.lat, 95))
         p95_two.append(percentile(run.lat2, 95))
+        if run.drawn:
+            p95_drawn.append(percentile(run.drawn, 95))
     if args.runs > 1:
         print(
             f"  p95 over {args.runs} runs (ms): painted min {min(p95):.1f} median "
             f"{statistics.median(p95):.1f} max {max(p95):.1f}; two frames min "
             f"{min(p95_two):.1f} median {statistics.median(p95_two):.1f} max {max(p95_two):.1f}"
+            + (
+                f"; drawn min {min(p95_drawn):.1f} median {statistics.median(p95_drawn):.1f} "
+                f"max {max(p95_drawn):.1f}"
+                if p95_drawn
+                else ""
+            )
         )
     return 0
 
