@@ -138,6 +138,21 @@ def test_broken_document_of_a_graded_task_needs_a_reason_for_other(
         assert (row.outcome, row.doc_id, row.grade) == ("broken", doc, None)
         assert row.reason == "only a cookie banner"
         assert page.get_attribute("article[data-slot=single]", "data-doc-id") != doc
+        # A grade with a comment, then my answers: newest first, with the grade's name.
+        page.keyboard.press("c")
+        page.keyboard.type("borderline")
+        page.keyboard.press("Escape")
+        page.keyboard.press("4")
+        wait_next(page, 1)
+        rows = live_judgments(env["db"], task.task_id)
+        assert [(r.grade, r.comment) for r in rows] == [(None, None), (3, "borderline")]
+        page.keyboard.press("a")
+        page.wait_for_selector("#answers-list li")
+        texts = page.locator("#answers-list > li").all_inner_texts()
+        assert "Excellent" in texts[0] and "borderline" in texts[0]
+        assert "Broken" in texts[1] and "only a cookie banner" in texts[1]
+        assert in_viewport(page, ".actions", 844)
+        shot(page, "t2-my-answers", 390)
     finally:
         context.close()
 
