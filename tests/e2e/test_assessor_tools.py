@@ -315,6 +315,9 @@ def test_guidelines_open_on_the_first_visit_only_and_are_sanitised(
         assert state["scripts"] == 0 and state["pwned"] is None
         assert "&lt;script&gt;" in state["html"]  # shown as text
         assert state["hrefs"] == ["https://example.org/manual"]  # no javascript: link
+        link = page.locator("#guidelines-body a")
+        assert link.get_attribute("target") == "_blank"  # never leaves the task
+        assert link.get_attribute("rel") == "noopener noreferrer"
         # Focus stayed on the judging area: the answer keys still work with the panel open.
         bar = bar_box(page)
         assert in_viewport(page, ".actions", height)

@@ -1096,6 +1096,12 @@
     comment: $("comment-button")
   };
   var MODAL = { answers: true, broken: true, comment: true };
+  // A link in the guidelines opens in a new tab: following it here would leave the task.
+  if (panels.guidelines) {
+    Array.prototype.forEach.call(panels.guidelines.querySelectorAll("a[href]"), function (a) {
+      a.target = "_blank";
+    });
+  }
   var TOGGLE_KEYS = { guidelines: "gG?", answers: "aA" };
 
   function togglePanel(name, focusIt) {
