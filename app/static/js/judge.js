@@ -41,6 +41,10 @@
   var api = "/api/v1/tasks/" + encodeURIComponent(boot.task_id);
   var storeKey = "heapjudge.pending." + boot.task_id;
 
+  // The tasks API (documents: "refs" on answers, the assessor tools), unless the boot names
+  // another URL to answer on.
+  var taskApi = !boot.api_url;
+
   function $(id) { return document.getElementById(id); }
   var main = $("judge-main");
   var els = {
@@ -887,7 +891,8 @@
     var q = state.question;
     // documents "refs": the answer names the next documents without their texts, which the
     // page does not use (it shows the server's rendering from /frames and /lookahead).
-    var body = { seq: q.seq, active_ms: questionActiveMs(), documents: "refs" };
+    var body = { seq: q.seq, active_ms: questionActiveMs() };
+    if (taskApi) body.documents = "refs";
     Object.keys(extra).forEach(function (k) { body[k] = extra[k]; });
     // The comment box's text goes with this answer (docs/rest-api.md#the-judging-loop: any
     // judgment may carry a comment); it is cleared once the server has stored the answer.
@@ -913,7 +918,9 @@
       if (!canAct()) return;
       if (state.question.seq === 0) { notice("Nothing to undo yet.", "warning", false); return; }
       // Undo back to the last answer (to_seq): the same request twice undoes it once.
-      send({ kind: "undo", path: "/undo", body: { to_seq: state.question.seq - 1, documents: "refs" },
+      var undoBody = { to_seq: state.question.seq - 1 };
+      if (taskApi) undoBody.documents = "refs";
+      send({ kind: "undo", path: "/undo", body: undoBody,
         undoFromSeq: state.question.seq });
     },
     pause: function () { setPaused(!clock.paused); },
@@ -1096,6 +1103,13 @@
     comment: $("comment-button")
   };
   var MODAL = { answers: true, broken: true, comment: true };
+  // The tools belong to the assessor's own task: a page whose boot names another answering
+  // URL (boot.api_url) answers a question that is not in a task of its own, so it has none.
+  if (!taskApi) {
+    Object.keys(panels).forEach(function (name) { panels[name] = null; });
+    var toolBar = document.querySelector(".tool-buttons");
+    if (toolBar) toolBar.hidden = true;
+  }
   // A link in the guidelines opens in a new tab: following it here would leave the task.
   if (panels.guidelines) {
     Array.prototype.forEach.call(panels.guidelines.querySelectorAll("a[href]"), function (a) {
