@@ -381,4 +381,3 @@ class TrainingRun(Base):
     cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     heartbeat_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     time_limit_seconds: Mapped[int | None] = mapped_column(Integer, nullable=True)
-

@@ -283,8 +283,10 @@ def validate_options(method: str, options: Mapping[str, Any] | None = None) -> d
             out[key] = value
     if method == "topk" and out["prior"] is not None:
         check_prior_matches_order(out["prior"], out["initial_order"])
-    if method == "topk" and out["second_assessor"] is not None and not makes_repeats(
-        out["strategy"]
+    if (
+        method == "topk"
+        and out["second_assessor"] is not None
+        and not makes_repeats(out["strategy"])
     ):
         raise ConfigError(
             "option second_assessor routes a strategy's repeated comparisons; strategy "
