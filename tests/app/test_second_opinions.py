@@ -8,6 +8,7 @@ database rows themselves (``judgment.answered_by``, ``second_opinion.status``).
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from typing import Any
 
@@ -171,6 +172,18 @@ def test_consistent_assessors_route_every_repeat_and_get_the_oracle_top_k(
             s.scalars(select(SecondOpinion.status).where(SecondOpinion.task_id == task["id"]))
         )
     assert statuses == ["answered"] * routed
+    # Exports and the analysis tell who answered: bob's answers are his records.
+    r = api.get("admin", f"/api/v1/collections/{cid}/export?format=pairs-jsonl&assessor=ann")
+    assert r.status_code == 200, r.text
+    exported = [json.loads(line) for line in r.text.splitlines()]
+    exported = [x for x in exported if x["task_id"] == task["id"]]
+    assert [x["seq"] for x in exported if x["answered_by"] == "bob"] == by_bob
+    assert all(x["answered_by"] is None for x in exported if x["seq"] not in by_bob)
+    report = api.get("admin", f"/api/v1/collections/{cid}/analysis").json()
+    consistency = {c["assessor"]: c for c in report["self_consistency"]}
+    # Ann repeated nothing herself (every repeat went to bob, who saw each pair once).
+    assert consistency.get("ann", {}).get("repeats", 0) == 0
+    assert consistency.get("bob", {}).get("repeats", 0) == 0
     # Bob's queue is empty and counts what he answered; the task status is done.
     nxt = api.get("bob", "/api/v1/second-opinions/next").json()
     assert nxt["done"] is True and nxt["progress"]["judgments"] >= routed
@@ -452,3 +465,69 @@ def test_second_assessor_option_is_validated(
             s.execute(update(User).where(User.username == "dee").values(disabled=False))
     with api.db.read() as s:
         assert len(s.scalars(select(Task.id)).all()) == before
+
+
+def test_planner_gives_robust_tasks_their_querys_other_topk_assessors(
+    api: Api, coll: tuple[int, dict[str, dict[str, float]]]
+) -> None:
+    cid, _ = make_collection(api, "second-opinions-plan", queries=2, docs=N)
+    csv = (
+        "assessor,query_id,method\n"
+        "ann,101,topk\nbob,101,topk\ncy,101,topk\ndee,101,graded\n"
+        "ann,102,graded\nbob,102,graded\ncy,102,graded\ndee,102,topk\n"
+    )
+    body = {
+        "collection_id": cid,
+        "scheme": "csv",
+        "csv": csv,
+        "name": "routed",
+        "k": K,
+        "strategy": STRATEGY,
+        "options": {"topk": {"second_opinion_timeout_s": 120}},
+    }
+    preview = api.post("admin", "/api/v1/admin/plans/preview", json=body)
+    assert preview.status_code == 200, preview.text
+    planned = {(t["assessor"], t["query_id"], t["method"]): t for t in preview.json()["tasks"]}
+    # Only top-k assessors of the same query; the graded assessor is never asked (no one sees
+    # a query under both methods), and a query with one top-k assessor routes nothing.
+    assert planned[("ann", "101", "topk")]["second_assessor"] == ["bob", "cy"]
+    assert planned[("bob", "101", "topk")]["second_assessor"] == ["ann", "cy"]
+    assert planned[("dee", "101", "graded")]["second_assessor"] == []
+    assert planned[("dee", "102", "topk")]["second_assessor"] == []
+    r = api.post("admin", "/api/v1/admin/plans", json=body)
+    assert r.status_code == 201, r.text
+    with api.db.read() as s:
+        tasks = list(s.scalars(select(Task).where(Task.id.in_(r.json()["task_ids"]))))
+        names = dict(s.execute(select(User.id, User.username)).all())
+    topk = [t for t in tasks if t.method == "topk"]
+    routed = sorted(t.options["second_assessor"] for t in topk if t.options["second_assessor"])
+    assert routed == [["ann", "bob"], ["ann", "cy"], ["bob", "cy"]]
+    assert all(t.options["second_opinion_timeout_s"] == 120 for t in topk)
+    assert [names[t.assessor_id] for t in topk if not t.options["second_assessor"]] == ["dee"]
+    # Off on request, and never for a strategy without repeats.
+    for extra in ({"second_opinions": False}, {"strategy": "tournament"}):
+        p = api.post("admin", "/api/v1/admin/plans/preview", json={**body, **extra}).json()
+        assert all(t["second_assessor"] == [] for t in p["tasks"]), extra
+    # A plan does not take a second assessor as a plan-wide option.
+    bad = {**body, "options": {"topk": {"second_assessor": ["ann"]}}}
+    r = api.post("admin", "/api/v1/admin/plans/preview", json=bad)
+    assert r.status_code == 422 and "per task" in r.text
+
+
+def test_workload_counts_a_second_opinion_for_its_second_assessor(
+    api: Api, coll: tuple[int, dict[str, dict[str, float]]]
+) -> None:
+    """After the tests above, bob answered second opinions in ann's tasks: the workload
+    counts them (and their time) for bob, from the log itself."""
+    with api.db.read() as s:
+        bob = user_id(api, "bob")
+        rows = s.execute(
+            select(Judgment.active_ms, Judgment.answered_by, Task.assessor_id)
+            .join(Task, Task.id == Judgment.task_id)
+            .where(Judgment.undone.is_(False))
+        ).all()
+    expected = [ms for ms, by, owner in rows if (by or owner) == bob]
+    assert any(by == bob for _, by, _ in rows)
+    loads = {w["username"]: w for w in api.get("admin", "/api/v1/admin/users/workload").json()}
+    assert loads["bob"]["judgments"] == len(expected)
+    assert loads["bob"]["active_ms"] == sum(expected)
