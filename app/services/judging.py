@@ -172,10 +172,17 @@ def clear_caches(db: Database) -> None:
 # --------------------------------------------------------------------------- payloads
 
 
-def _body(db: Database, r: _Replayed, store: JudgmentStore | None = None) -> Payload:
+def _body(
+    db: Database, r: _Replayed, store: JudgmentStore | None = None, *, locked: bool = False
+) -> Payload:
     """The body of ``/next`` (and of a successful submit or undo) for ``r``. Documents come
     from the cache, else are read on ``store`` (or, after a commit, in a read transaction of
     their own).
+
+    A deliberate repeat of a task with a second assessor may be routed to them: then the
+    body is the waiting state (:func:`app.services.second_opinions.gate`), decided in
+    ``store``'s transaction when ``locked`` (a write transaction holding the task's row lock),
+    in one of its own when there is no ``store``, and by the caller when ``store`` is a read.
 
     ``progress.estimated_remaining`` is ``ceil(expected_remaining)``, 0 once done.
     ``challenger`` (topk) is the side, ``"left"`` or ``"right"``, showing Step 2's new
@@ -191,7 +198,19 @@ def _body(db: Database, r: _Replayed, store: JudgmentStore | None = None) -> Pay
     def documents(doc_ids: Sequence[str]) -> dict[str, Payload]:
         return _caches(db).documents.payloads(r.task, doc_ids, fetch)
 
-    return _question_body(r.task, r.session, r.active_ms, documents)
+    body = _question_body(r.task, r.session, r.active_ms, documents)
+    if (locked or store is None) and _routes(r):
+        from app.services import second_opinions
+
+        body = second_opinions.gate(db, r, body, store.cursor if store is not None else None)
+    return body
+
+
+def _routes(r: _Replayed) -> bool:
+    """Whether the pending question of ``r`` is a repeat its task routes to a second assessor
+    (docs/noise.md#routing-re-asks-to-a-second-assessor). One dict lookup for a task that
+    routes nothing, so the hot path of every other task stays as it was."""
+    return bool(r.task.options.get("second_assessor")) and r.session.pending_is_repeat
 
 
 def _question_body(
@@ -319,6 +338,10 @@ def next_question(*, db: Database, user: Caller, task_id: int) -> Payload:
         replayed = _replay(task, store.live_log(task_id))
         body = _body(db, replayed, store)
     _caches(db).sessions.put(task_id, replayed)  # warms the cache for the submit that follows
+    if _routes(replayed):  # after the read transaction: routing writes
+        from app.services import second_opinions
+
+        body = second_opinions.gate(db, replayed, body)
     return body
 
 
@@ -366,11 +389,17 @@ def submit_judgment(*, db: Database, user: Caller, task_id: int, data: dict[str,
             current = replayed
 
             def conflict(message: str) -> Conflict:
-                return Conflict(message, extra={"current": _body(db, current, store)})
+                return Conflict(message, extra={"current": _body(db, current, store, locked=True)})
 
             answer = _answer_from_request(replayed.task.method, data)
             if _is_retry(replayed, seq, answer, conflict):
-                return _body(db, replayed, store)
+                return _body(db, replayed, store, locked=True)
+            if seq == len(replayed.session.answers) and _routes(replayed):
+                from app.services import second_opinions
+
+                waiting = second_opinions.check_submit(db, cursor, task_id, seq)
+                if waiting is not None:
+                    raise conflict(waiting["message"])
             try:
                 replayed.session.submit(answer)  # validates; unchanged if it raises
             except (WrongQuestion, Finished) as exc:
@@ -382,7 +411,7 @@ def submit_judgment(*, db: Database, user: Caller, task_id: int, data: dict[str,
                 # Only if the row lock failed to serialise us: the stored row decides.
                 current = _replay(store.task(task_id), store.live_log(task_id))
                 if _is_retry(current, seq, answer, conflict):
-                    return _body(db, current, store)
+                    return _body(db, current, store, locked=True)
                 raise conflict(f"question {seq} was answered concurrently")
             change = "active" if state.status == "pending" else ""
             if replayed.session.done:
@@ -418,7 +447,7 @@ def undo_judgment(
         rows = store.live_log(task_id)
         if to_seq is None:
             if not rows:
-                current = _body(db, _replay(task, rows), store)
+                current = _body(db, _replay(task, rows), store, locked=True)
                 raise Conflict("nothing to undo", extra={"current": current})
             if not store.undo(task_id, rows[-1].seq, utcnow()):
                 raise Conflict("the last judgment was undone concurrently")
@@ -429,8 +458,13 @@ def undo_judgment(
                 store.undo_from(task_id, to_seq, utcnow())
         if len(kept) < len(rows) and task.status == "done":
             store.reopen(task_id)
+        if task.options.get("second_assessor"):
+            from app.services import second_opinions
+
+            # Routed questions after the new pending one are no longer asked (docs/noise.md).
+            second_opinions.cancel_after(db, cursor, task_id, len(kept))
         replayed = _replay(task, kept)
-        body = _body(db, replayed, store)
+        body = _body(db, replayed, store, locked=True)
     sessions.put(task_id, replayed)
     return body
 

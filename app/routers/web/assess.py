@@ -23,7 +23,7 @@ from app import security
 from app.deps import DbDep
 from app.routers.web import page_data
 from app.routers.web.auth import login_redirect
-from app.services import judging
+from app.services import judging, second_opinions
 from app.web_templates import FRAME_CSP, render
 from labeling.types import GRADE_NAMES
 
@@ -119,10 +119,11 @@ async def my_tasks(request: Request, db: DbDep) -> Response:
     if resolved is None:
         return login_redirect(request)
     rows = await run_in_threadpool(page_data.list_tasks, db, resolved.user)
+    opinions = await run_in_threadpool(second_opinions.list_items, db=db, user=resolved.user)
     return render(
         request,
         "assess/tasks.html",
-        {"rows": rows},
+        {"rows": rows, "second_opinions": opinions},
         user=resolved.user,
         csrf_token=resolved.csrf_token,
         nav_active="tasks",
@@ -148,6 +149,15 @@ async def judge_page(request: Request, db: DbDep, task_id: int) -> Response:
     question = await run_in_threadpool(
         judging.next_question, db=db, user=resolved.user, task_id=task_id
     )
+    if question.get("waiting"):  # a repeat routed to a second assessor (docs/noise.md)
+        return render(
+            request,
+            "assess/waiting.html",
+            {"query": view.query, "task_id": task_id, "waiting": question["waiting"]},
+            user=resolved.user,
+            csrf_token=resolved.csrf_token,
+            nav_active="tasks",
+        )
     progress = question["progress"]
     done_count = int(progress["judgments"])
     remaining = math.ceil(float(progress["estimated_remaining"]))
