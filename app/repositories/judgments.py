@@ -24,7 +24,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from app.db import Database
-from app.models import Document, Judgment, Task
+from app.models import Document, Judgment, Query, Task
 from app.prepared import Prepared
 from labeling.types import Answer, BrokenAnswer, PairAnswer
 
@@ -53,6 +53,7 @@ class LogRow(Protocol):
 J = Judgment.__table__
 T = Task.__table__
 D = Document.__table__
+Q = Query.__table__
 # Declarative classes type __table__ as a FromClause; these are Tables, as update() needs.
 assert isinstance(J, Table) and isinstance(T, Table) and isinstance(D, Table)
 
@@ -89,6 +90,7 @@ TASK_ROW = select(
 DOCUMENT = select(D.c.external_id, D.c.title, D.c.text, D.c.html).where(
     D.c.query_id == bindparam("query_id"), D.c.external_id == bindparam("doc_id")
 )
+QUERY_TEXT = select(Q.c.title, Q.c.description).where(Q.c.id == bindparam("query_id"))
 LIVE_VERSION = select(
     func.count().label("live"), func.coalesce(func.max(J.c.id), 0).label("newest")
 ).where(J.c.task_id == bindparam("task_id"), J.c.undone.is_(False))
@@ -231,6 +233,7 @@ class _Statements:
         self.live_log = Prepared(LIVE_LOG, dialect)
         self.review_log = Prepared(REVIEW_LOG, dialect)
         self.document = Prepared(DOCUMENT, dialect)
+        self.query_text = Prepared(QUERY_TEXT, dialect)
         self.state_and_version = Prepared(STATE_AND_VERSION, dialect)
         self.state_for_update = Prepared(TASK_STATE_FOR_UPDATE, dialect)
         self.live_version = Prepared(LIVE_VERSION, dialect)
@@ -266,6 +269,11 @@ class JudgmentStore:
         row lock on Postgres (SQLite's write transaction holds the database lock already)."""
         stmt = self._sql.task_for_update if lock else self._sql.task
         return stmt.one_or_none(self.cursor, {"task_id": task_id})
+
+    def query_text(self, query_id: int) -> tuple[str, str]:
+        """A query's title and description (empty strings for what it lacks)."""
+        row = self._sql.query_text.one_or_none(self.cursor, {"query_id": query_id})
+        return ("", "") if row is None else (str(row.title or ""), str(row.description or ""))
 
     def live_log(self, task_id: int) -> list[LogRow]:
         """The task's live judgments in seq order."""
