@@ -22,11 +22,13 @@ Postgres goes through psycopg 3 (``postgresql+psycopg://``); ``postgres://`` and
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+import weakref
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager, nullcontext
 from contextvars import ContextVar
 from typing import Any
 
@@ -164,6 +166,64 @@ class _NoWait:
         _NO_WAIT.reset(self._token)
 
 
+class _LoopPool:
+    """The idle connections of :class:`LoopConnections` for one event loop, and the number
+    that may be in use at once."""
+
+    __slots__ = ("idle", "slots")
+
+    def __init__(self, size: int) -> None:
+        self.idle: list[Any] = []
+        self.slots = asyncio.Semaphore(size)
+
+
+class LoopConnections:
+    """Postgres connections for work done on the event loop itself: psycopg
+    ``AsyncConnection`` in autocommit mode (the user sends ``BEGIN`` and ``COMMIT`` in its
+    own pipeline, so a whole transaction is one round trip; psycopg's implicit ``BEGIN`` is a
+    round trip of its own), opened with the engine's connect arguments.
+
+    Per event loop (a connection waits on the loop that uses it), at most ``size`` in use per
+    loop (others wait, on the loop). A connection is kept only if it comes back idle and
+    without error; any error closes it, so a dead or half-used connection is never reused.
+    """
+
+    def __init__(self, engine: Engine, size: int) -> None:
+        _args, self._connect = engine.dialect.create_connect_args(engine.url)
+        self._size = size
+        self._pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopPool] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[Any]:
+        import psycopg
+
+        loop = asyncio.get_running_loop()
+        pool = self._pools.get(loop)
+        if pool is None:
+            pool = self._pools.setdefault(loop, _LoopPool(self._size))
+        async with pool.slots:
+            conn = pool.idle.pop() if pool.idle else None
+            if conn is None:
+                conn = await psycopg.AsyncConnection.connect(**self._connect, autocommit=True)
+            reusable = False
+            try:
+                yield conn
+                reusable = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+            finally:
+                if reusable:
+                    pool.idle.append(conn)
+                else:
+                    await conn.close()
+
+    def close(self) -> None:
+        """Close the idle connections of every loop (those in use close when returned)."""
+        for pool in list(self._pools.values()):
+            while pool.idle:
+                pool.idle.pop().pgconn.finish()  # synchronous: no loop needed
+
+
 class Database:
     """The engine plus read/write session factories; passed to services as ``db``."""
 
@@ -196,6 +256,11 @@ class Database:
         #: The connection of write transactions under :meth:`no_wait` (SQLite; opened on first
         #: use, used only under the write lock).
         self._nowait: Any = None
+        #: Postgres: connections for the judging loop's work on the event loop
+        #: (:mod:`app.offload`); None on SQLite.
+        self.loop_connections = (
+            None if self.is_sqlite else LoopConnections(self.engine, settings.db_pool_size)
+        )
         self._read = sessionmaker(bind=self.engine, expire_on_commit=False, autoflush=False)
         self._write = sessionmaker(bind=write_bind, expire_on_commit=False, autoflush=False)
 
@@ -337,6 +402,8 @@ class Database:
             raise self._wrapped(exc) from exc
 
     def dispose(self) -> None:
+        if self.loop_connections is not None:
+            self.loop_connections.close()
         if self._nowait is not None:
             self._nowait.invalidate()  # closes it (it never goes back to the pool)
             self._nowait = None

@@ -91,7 +91,24 @@ class Prepared:
         if self._row is None:
             return []
         # fetchall first: in pipeline mode the result (description included) arrives with it.
-        raw_rows = cursor.fetchall()
+        return self.made(cursor.fetchall())
+
+    async def send_async(self, cursor: Any, values: Mapping[str, Any] | None = None) -> None:
+        """:meth:`send` on an asynchronous (psycopg ``AsyncCursor``) cursor."""
+        await cursor.execute(self.sql, self.params(values or {}))
+
+    async def fetch_one_async(self, cursor: Any) -> Any:
+        """:meth:`fetch_one` on an asynchronous cursor."""
+        if self._row is None:
+            return None
+        found = self.made(await cursor.fetchall())
+        if len(found) > 1:
+            raise ValueError("more than one row")
+        return found[0] if found else None
+
+    def made(self, raw_rows: Sequence[Sequence[Any]]) -> list[Any]:
+        """Driver rows as this statement's named tuples, each value through its processor."""
+        assert self._row is not None
         processors = self._result
         # typeshed types a namedtuple() built at run time as type[tuple], without _make.
         make = self._row._make  # type: ignore[attr-defined]

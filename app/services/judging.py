@@ -38,8 +38,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import psycopg
+
 from app.db import Database
-from app.errors import Conflict, Invalid
+from app.errors import Conflict, DomainError, Invalid
 from app.models import utcnow
 from app.repositories.judgments import (
     JudgmentStore,
@@ -47,11 +49,12 @@ from app.repositories.judgments import (
     LogVersion,
     live_judgments,
     log_version,
+    store_if_current,
 )
-from app.security import Caller, Identity, caller_identity
+from app.security import BearerToken, Caller, Identity, caller_identity
 from app.services.document_cache import LRU, DocumentCache, Payload
 from app.services.tasks import check_task_access
-from labeling.errors import Finished, WrongQuestion
+from labeling.errors import Finished, LabelingError, WrongQuestion
 from labeling.session import TopKSession, open_session
 from labeling.types import (
     Answer,
@@ -75,6 +78,7 @@ __all__ = [
     "replay_task",
     "review_answers",
     "submit_judgment",
+    "submit_on_loop",
     "task_documents",
     "task_page",
     "undo_judgment",
@@ -339,6 +343,86 @@ def _replay_outside_lock(
         if task is None or task.assessor_id != who.id:
             return who, None
         return who, _replay(task, store.live_log(task_id))
+
+
+def _fresh_answer(r: _Replayed, seq: int, data: dict[str, Any]) -> Answer | None:
+    """The request's answer if it is a fresh answer to ``r``'s pending question that the
+    protocol accepts, now submitted to ``r.session``; None otherwise (a retry, a conflict or
+    an invalid answer, which the general path answers), ``r`` unchanged."""
+    try:
+        answer = _answer_from_request(r.task.method, data)
+    except (DomainError, ValueError):
+        return None
+    if seq != len(r.session.answers):
+        return None
+    try:
+        r.session.submit(answer)  # validates; unchanged if it raises
+    except LabelingError:
+        return None
+    return answer
+
+
+async def submit_on_loop(
+    *, db: Database, user: Caller, task_id: int, data: dict[str, Any]
+) -> Payload | None:
+    """:func:`submit_judgment` for the common case on Postgres, run on the event loop in one
+    round trip; None where it does not apply, with nothing stored (the caller then runs
+    :func:`submit_judgment`, which makes every check itself).
+
+    It applies to a fresh answer (:func:`_fresh_answer`) to a task whose session is cached
+    with the documents of the question that follows. The session takes the answer, then
+    :func:`app.repositories.judgments.store_if_current` stores it in one transaction, only if
+    the task, the caller and the log are still what the session assumed: the general path's
+    checks, made by the database in the storing statement. Anything else (a refused caller, a
+    cancelled task, a log that moved on through another process or an undo) stores nothing
+    and returns None, the session dropped; so does a driver error (a dead connection), after
+    which the general path finds the judgment stored (an identical retry) or not."""
+    sessions = _caches(db).sessions
+    r: _Replayed | None = sessions.take(task_id)
+    if r is None:
+        return None
+    seq = int(data["seq"])
+    answer = _fresh_answer(r, seq, data)
+    if answer is None:
+        sessions.put(task_id, r)
+        return None
+    # From here the session is ahead of the log until the judgment is stored: on any exit
+    # without storing, it is dropped (the general path replays).
+    if not _caches(db).documents.has(r.task, _pending_ids(r.session)):
+        return None  # the next question's documents would be read here, blocking the loop
+    connections = db.loop_connections
+    assert connections is not None  # Postgres only (app.offload)
+    if isinstance(user, BearerToken):
+        digest, user_id = user.digest, None
+    else:
+        digest, user_id = None, user.id
+    active_ms = int(data.get("active_ms") or 0)
+    now = utcnow()
+    try:
+        async with connections.connection() as conn:
+            inserted = await store_if_current(
+                db,
+                conn,
+                task_id=task_id,
+                incarnation=r.task.created_at,
+                version=r.version,
+                seq=seq,
+                answer=answer,
+                active_ms=active_ms,
+                now=now,
+                comment=_comment_of(data),
+                finishes=bool(r.session.done),
+                digest=digest,
+                user_id=user_id,
+            )
+    except psycopg.Error:
+        return None
+    if inserted is None:
+        return None
+    r.version = (r.version[0] + 1, inserted)
+    r.active_ms += active_ms
+    sessions.put(task_id, r)
+    return _body(db, r)
 
 
 def submit_judgment(*, db: Database, user: Caller, task_id: int, data: dict[str, Any]) -> Payload:
