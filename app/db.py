@@ -30,6 +30,7 @@ import weakref
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager, nullcontext
 from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
@@ -166,6 +167,16 @@ class _NoWait:
         _NO_WAIT.reset(self._token)
 
 
+@dataclass(slots=True)
+class LoopConnection:
+    """A connection of :class:`LoopConnections` (``connection``: a psycopg
+    ``AsyncConnection``) with the names of the statements prepared on it (SQL ``PREPARE``:
+    they live as long as the connection)."""
+
+    connection: Any
+    prepared: set[str] = field(default_factory=set)
+
+
 class _LoopPool:
     """The idle connections of :class:`LoopConnections` for one event loop, and the number
     that may be in use at once."""
@@ -173,7 +184,7 @@ class _LoopPool:
     __slots__ = ("idle", "slots")
 
     def __init__(self, size: int) -> None:
-        self.idle: list[Any] = []
+        self.idle: list[LoopConnection] = []
         self.slots = asyncio.Semaphore(size)
 
 
@@ -185,7 +196,8 @@ class LoopConnections:
 
     Per event loop (a connection waits on the loop that uses it), at most ``size`` in use per
     loop (others wait, on the loop). A connection is kept only if it comes back idle and
-    without error; any error closes it, so a dead or half-used connection is never reused.
+    without error; any error closes it, so a dead or half-used connection (or one whose
+    prepared statements are in doubt) is never reused.
     """
 
     def __init__(self, engine: Engine, size: int) -> None:
@@ -196,7 +208,7 @@ class LoopConnections:
         )
 
     @asynccontextmanager
-    async def connection(self) -> AsyncIterator[Any]:
+    async def connection(self) -> AsyncIterator[LoopConnection]:
         import psycopg
 
         loop = asyncio.get_running_loop()
@@ -206,22 +218,24 @@ class LoopConnections:
         async with pool.slots:
             conn = pool.idle.pop() if pool.idle else None
             if conn is None:
-                conn = await psycopg.AsyncConnection.connect(**self._connect, autocommit=True)
+                raw = await psycopg.AsyncConnection.connect(**self._connect, autocommit=True)
+                conn = LoopConnection(raw)
             reusable = False
             try:
                 yield conn
-                reusable = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+                status = conn.connection.info.transaction_status
+                reusable = status == psycopg.pq.TransactionStatus.IDLE
             finally:
                 if reusable:
                     pool.idle.append(conn)
                 else:
-                    await conn.close()
+                    await conn.connection.close()
 
     def close(self) -> None:
         """Close the idle connections of every loop (those in use close when returned)."""
         for pool in list(self._pools.values()):
             while pool.idle:
-                pool.idle.pop().pgconn.finish()  # synchronous: no loop needed
+                pool.idle.pop().connection.pgconn.finish()  # synchronous: no loop needed
 
 
 class Database:

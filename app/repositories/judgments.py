@@ -19,11 +19,12 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
+import psycopg
 from sqlalchemy import Select, Table, bindparam, case, exists, func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from app.db import Database
+from app.db import Database, LoopConnection
 from app.models import Document, Judgment, Query, Task
 from app.prepared import Prepared
 from app.security import TOUCH_DUE_TOKEN, TOUCH_INTERVAL, token_acts_for
@@ -442,7 +443,7 @@ class JudgmentStore:
 
 async def store_if_current(
     db: Database,
-    conn: Any,
+    conn: LoopConnection,
     *,
     task_id: int,
     incarnation: datetime,
@@ -459,22 +460,26 @@ async def store_if_current(
     """Postgres, on the event loop: a whole submit transaction from a cached session in ONE
     round trip on ``conn`` (an autocommit ``AsyncConnection``: ``db.loop_connections``).
 
-    One psycopg pipeline of two statements and one Sync, which is one transaction (the
-    protocol's implicit transaction: the statements up to a Sync, committed at the Sync, rolled
-    back on an error; psycopg's explicit ``BEGIN`` would cost a round trip of its own): the row
-    lock (:data:`TASK_STATE_FOR_UPDATE`), then :func:`store_if_current_statement`, which
-    inserts ``answer`` as live judgment ``seq`` only if the task (created at
-    ``incarnation``), the caller (``digest`` of a bearer token, else ``user_id``) and the log
-    ``version`` are as the session assumed, and changes the status (``finishes``: the last
-    answer). The lock comes first, so the storing statement's snapshot (READ COMMITTED: one
-    per statement) sees every writer that held the lock before.
+    One simple query, two statements, one transaction (the protocol's implicit transaction:
+    the statements of one query message, committed at its end, rolled back on an error; an
+    explicit ``BEGIN`` from psycopg would cost a round trip of its own): the row lock
+    (:data:`TASK_STATE_FOR_UPDATE`), then :func:`store_if_current_statement`, which inserts
+    ``answer`` as live judgment ``seq`` only if the task (created at ``incarnation``), the
+    caller (``digest`` of a bearer token, else ``user_id``) and the log ``version`` are as the
+    session assumed, and changes the status (``finishes``: the last answer). The lock comes
+    first, so the storing statement's snapshot (READ COMMITTED: one per statement) sees every
+    writer that held the lock before.
+
+    Both are prepared on the connection (``PREPARE``, in the same message the first time) and
+    run as ``EXECUTE`` with their arguments bound by psycopg's client-side cursor (libpq
+    quotes every value as a literal): one message and one wait, where the extended protocol
+    (psycopg's pipeline) cost the event loop about as much CPU as the rest of the request.
 
     Returns the new judgment's id; None when nothing was stored (and nothing written but the
     token's refresh when due)."""
     sql = _statements(db)
     caller = "token" if digest is not None else "user"
     mark = "finish" if finishes else "start" if version[0] == 0 else None
-    store = sql.store_if_current[caller, mark]
     values = row_values(task_id, seq, answer, active_ms, now, comment)
     values |= {
         "task_created_at": incarnation,
@@ -485,11 +490,17 @@ async def store_if_current(
         "now": now,
         "touch_before": now - TOUCH_INTERVAL,
     }
-    async with conn.pipeline():
-        locked, stored = conn.cursor(), conn.cursor()
-        if db.settings.postgres_async_commit:
-            await locked.execute(ASYNCHRONOUS_COMMIT_IMPLICIT)
-        await sql.state_for_update.send_async(locked, {"task_id": task_id})
-        await store.send_async(stored, values)
-    row = await store.fetch_one_async(stored)
-    return None if row is None else int(row.id)
+    lock, store = sql.state_for_update, sql.store_if_current[caller, mark]
+    names = {lock: "heapjudge_lock_task", store: f"heapjudge_store_{caller}_{mark or 'only'}"}
+    statements = [p.server_prepare(n) for p, n in names.items() if n not in conn.prepared]
+    if db.settings.postgres_async_commit:
+        statements.append(ASYNCHRONOUS_COMMIT_IMPLICIT)
+    statements += [lock.server_execute(names[lock]), store.server_execute(names[store])]
+    params = lock.named_params({"task_id": task_id}) | store.named_params(values)
+    async with psycopg.AsyncClientCursor(conn.connection) as cursor:
+        await cursor.execute("; ".join(statements), params)
+        while cursor.nextset():  # to the last statement's result: the store's
+            pass
+        rows = store.made(await cursor.fetchall())
+    conn.prepared.update(names.values())
+    return None if not rows else int(rows[0].id)

@@ -150,35 +150,57 @@ def test_a_whole_task_judged_on_the_loop_is_stored_as_the_protocol_says(world: W
 
 
 def test_a_warm_submit_on_the_loop_is_one_round_trip(world: World, tmp_path: Path) -> None:
+    """libpq's trace of three submits on one connection: each is one message and one wait; a
+    statement is prepared once per connection (the first answer's status change is a variant
+    of its own)."""
     q = world.next()
-    trace = tmp_path / "trace.txt"
+    traces = [tmp_path / f"submit{i}.txt" for i in range(3)]
 
-    async def traced_submit() -> Any:
+    async def traced_submits() -> list[Any]:
         connections = world.db.loop_connections
         assert connections is not None
-        async with connections.connection() as conn:  # the connection the submit reuses
-            conn.pgconn.trace(out.fileno())
-        try:
-            return await judging.submit_on_loop(
-                db=world.db, user=world.caller, task_id=world.task_id, data=answer(q)
-            )
-        finally:
-            conn.pgconn.untrace()
+        async with connections.connection() as conn:  # the connection the submits reuse
+            pgconn = conn.connection.pgconn
+        answers, current = [], q
+        for trace in traces:
+            with trace.open("w") as out:
+                pgconn.trace(out.fileno())
+                try:
+                    current = await judging.submit_on_loop(
+                        db=world.db,
+                        user=world.caller,
+                        task_id=world.task_id,
+                        data=answer(current),
+                    )
+                finally:
+                    pgconn.untrace()
+            assert current is not None
+            answers.append(current)
+        return answers
 
-    with trace.open("w") as out:
-        nxt = world.loop.run_until_complete(traced_submit())
-    assert nxt is not None and nxt["seq"] == q["seq"] + 1
-    # libpq's trace: one message per entry, "timestamp, F(rontend) or B(ackend), length,
-    # kind, detail" (a statement's text may span lines).
-    entries = re.split(r"\n(?=\d{4}-\d\d-\d\d )", trace.read_text().strip())
-    messages = [entry.split("\t")[1:4:2] for entry in entries]
-    # The client waits for the server each time its messages are followed by the server's.
-    turns = sum(1 for a, b in itertools.pairwise(messages) if a[0] == "F" and b[0] == "B")
-    assert turns == 1, messages
-    sent = [kind for direction, kind in messages if direction == "F"]
-    assert sent.count("Execute") == 2 and sent.count("Sync") == 1  # the lock, the store
-    assert "Query" not in sent  # no BEGIN or COMMIT of their own
-    assert len(world.stored()) == 1
+    answers = world.loop.run_until_complete(traced_submits())
+    assert [a["progress"]["judgments"] for a in answers] == [1, 2, 3]
+    prepared = []
+    for trace in traces:
+        # One message per entry: "timestamp, F(rontend) or B(ackend), length, kind, detail"
+        # (a statement's text may span lines).
+        entries = re.split(r"\n(?=\d{4}-\d\d-\d\d )", trace.read_text().strip())
+        messages = [entry.split("\t") for entry in entries]
+        # The client waits for the server each time its messages are followed by the server's.
+        turns = sum(1 for a, b in itertools.pairwise(messages) if a[1] == "F" and b[1] == "B")
+        assert turns == 1, messages
+        sent = [m for m in messages if m[1] == "F"]
+        assert [m[3] for m in sent] == ["Query"]
+        text = sent[0][4]
+        assert text.count("EXECUTE heapjudge_") == 2
+        assert text.index("EXECUTE heapjudge_lock_task") < text.index("EXECUTE heapjudge_store")
+        prepared.append(re.findall(r"PREPARE (\w+)", text))
+    assert prepared == [
+        ["heapjudge_lock_task", "heapjudge_store_token_start"],
+        ["heapjudge_store_token_only"],
+        [],
+    ]
+    assert len(world.stored()) == 3
 
 
 def test_nothing_is_stored_on_the_loop_when_another_process_moved_the_log(
@@ -261,3 +283,13 @@ def test_the_token_is_refreshed_on_the_loop_when_due(world: World) -> None:
     assert world.on_loop(answer(q)) is not None
     with world.db.read() as s:
         assert s.scalar(select(ApiToken.last_used_at)) == refreshed
+
+
+def test_text_is_stored_on_the_loop_exactly_as_sent(world: World) -> None:
+    """The arguments are bound client-side (quoted as literals): quotes, backslashes, a
+    semicolon, a dollar-quote and non-ASCII text come back unchanged."""
+    q = world.next()
+    comment = 'it\'s \\ "quoted"; DROP TABLE judgment; -- $$ $1 %(seq)s ünïcödé ✓'
+    assert world.on_loop(answer(q) | {"comment": comment}) is not None
+    [row] = world.stored()
+    assert row.comment == comment
