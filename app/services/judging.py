@@ -29,6 +29,13 @@ it (never shared between threads) and goes back only if its session still matche
 transaction first, outside the write lock (SQLite admits one writer, and replay is the
 costly part); the write transaction then only confirms the version. So a warm submit is one
 write transaction of four or five short statements and no replay.
+
+On Postgres the common submit (a fresh answer from a cached session) has a form of its own,
+:func:`submit_on_loop`, run on the event loop: the session takes the answer first and the
+database stores it in one round trip only if the task, the caller and the log version are
+still what the session assumed (the checks above, made by the storing statement itself:
+:func:`app.repositories.judgments.store_if_current`). When they are not, it stores nothing and
+:func:`submit_judgment` answers as above; so the semantics are the general path's.
 """
 
 from __future__ import annotations
