@@ -293,3 +293,28 @@ def test_text_is_stored_on_the_loop_exactly_as_sent(world: World) -> None:
     assert world.on_loop(answer(q) | {"comment": comment}) is not None
     [row] = world.stored()
     assert row.comment == comment
+
+
+def test_a_dead_connection_sends_the_submit_to_the_general_path(world: World) -> None:
+    from tests.app.test_db_pool import terminate
+
+    q = world.next()
+
+    async def backend_of_the_idle_connection() -> int:
+        connections = world.db.loop_connections
+        assert connections is not None
+        async with connections.connection() as conn:
+            cursor = await conn.connection.execute("SELECT pg_backend_pid()")
+            row = await cursor.fetchone()
+            assert row is not None
+            return int(row[0])
+
+    terminate(world.loop.run_until_complete(backend_of_the_idle_connection()))
+    assert world.on_loop(answer(q)) is None  # the server went away: nothing stored here
+    assert world.stored() == []
+    nxt = judging.submit_judgment(
+        db=world.db, user=world.caller, task_id=world.task_id, data=answer(q)
+    )
+    assert len(world.stored()) == 1
+    assert world.on_loop(answer(nxt)) is not None  # a new connection, the session cached again
+    assert len(world.stored()) == 2
