@@ -190,9 +190,10 @@ class _LoopPool:
 
 class LoopConnections:
     """Postgres connections for work done on the event loop itself: psycopg
-    ``AsyncConnection`` in autocommit mode (the user sends ``BEGIN`` and ``COMMIT`` in its
-    own pipeline, so a whole transaction is one round trip; psycopg's implicit ``BEGIN`` is a
-    round trip of its own), opened with the engine's connect arguments.
+    ``AsyncConnection`` in autocommit mode, opened with the engine's connect arguments. The
+    user sends a whole transaction in one message (the protocol's implicit transaction: the
+    statements of one simple query), so it is one round trip; outside autocommit, psycopg's
+    own ``BEGIN`` would be a round trip of its own.
 
     Per event loop (a connection waits on the loop that uses it), at most ``size`` in use per
     loop (others wait, on the loop). A connection is kept only if it comes back idle and

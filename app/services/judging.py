@@ -40,6 +40,7 @@ still what the session assumed (the checks above, made by the storing statement 
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -50,6 +51,7 @@ import psycopg
 from app.db import Database
 from app.errors import Conflict, DomainError, Invalid
 from app.models import utcnow
+from app.offload import executor
 from app.repositories.judgments import (
     JudgmentStore,
     LogRow,
@@ -376,8 +378,8 @@ async def submit_on_loop(
     round trip; None where it does not apply, with nothing stored (the caller then runs
     :func:`submit_judgment`, which makes every check itself).
 
-    It applies to a fresh answer (:func:`_fresh_answer`) to a task whose session is cached
-    with the documents of the question that follows. The session takes the answer, then
+    It applies to a fresh answer (:func:`_fresh_answer`) to a task whose session is cached.
+    The session takes the answer, then
     :func:`app.repositories.judgments.store_if_current` stores it in one transaction, only if
     the task, the caller and the log are still what the session assumed: the general path's
     checks, made by the database in the storing statement. Anything else (a refused caller, a
@@ -395,8 +397,6 @@ async def submit_on_loop(
         return None
     # From here the session is ahead of the log until the judgment is stored: on any exit
     # without storing, it is dropped (the general path replays).
-    if not _caches(db).documents.has(r.task, _pending_ids(r.session)):
-        return None  # the next question's documents would be read here, blocking the loop
     connections = db.loop_connections
     assert connections is not None  # Postgres only (app.offload)
     if isinstance(user, BearerToken):
@@ -429,7 +429,11 @@ async def submit_on_loop(
     r.version = (r.version[0] + 1, inserted)
     r.active_ms += active_ms
     sessions.put(task_id, r)
-    return _body(db, r)
+    if _caches(db).documents.has(r.task, _pending_ids(r.session)):
+        return _body(db, r)
+    # The next question's documents must be read (not cached yet, or evicted): a blocking
+    # read, so on a worker thread, not on the loop.
+    return await asyncio.get_running_loop().run_in_executor(executor(), _body, db, r)
 
 
 def submit_judgment(*, db: Database, user: Caller, task_id: int, data: dict[str, Any]) -> Payload:

@@ -318,3 +318,17 @@ def test_a_dead_connection_sends_the_submit_to_the_general_path(world: World) ->
     assert len(world.stored()) == 1
     assert world.on_loop(answer(nxt)) is not None  # a new connection, the session cached again
     assert len(world.stored()) == 2
+
+
+def test_documents_not_cached_are_read_off_the_loop(world: World) -> None:
+    """The session cached, its documents not (evicted): the judgment is still stored in one
+    round trip, and the next question comes with its documents (read on a worker)."""
+    from app.services.document_cache import DocumentCache
+
+    q = world.next()
+    judging._caches(world.db).documents = DocumentCache()  # as if every entry was evicted
+    nxt = world.on_loop(answer(q))
+    assert nxt is not None and len(world.stored()) == 1
+    for side in ("left", "right"):
+        assert nxt["pair"][side]["title"] == f"t {nxt['pair'][side]['doc_id']}"
+        assert nxt["pair"][side]["text"] == "x"
