@@ -4,7 +4,10 @@ Every statement is written once with SQLAlchemy Core (the same tables as the mod
 schema change cannot drift from it) and compiled once per database into a
 :class:`~app.prepared.Prepared` statement that runs on the raw DB-API cursor of a transaction
 (``Database.raw_read`` / ``raw_write``). :class:`JudgmentStore` gives the use cases of
-:mod:`app.services.judging` one named method per statement.
+:mod:`app.services.judging` one named method per statement. On Postgres,
+:func:`store_if_current` runs the common submit as one message on an asynchronous connection
+(``Database.loop_connections``), its statements prepared with SQL ``PREPARE`` on the
+connection.
 
 The judgment log is a stack per task: live rows (``undone`` false) have contiguous ``seq``
 from 0, an undo marks the newest live row undone, and ids only grow. So the pair
