@@ -22,12 +22,15 @@ Postgres goes through psycopg 3 (``postgresql+psycopg://``); ``postgres://`` and
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+import weakref
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager, nullcontext
 from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
@@ -164,6 +167,78 @@ class _NoWait:
         _NO_WAIT.reset(self._token)
 
 
+@dataclass(slots=True)
+class LoopConnection:
+    """A connection of :class:`LoopConnections` (``connection``: a psycopg
+    ``AsyncConnection``) with the names of the statements prepared on it (SQL ``PREPARE``:
+    they live as long as the connection)."""
+
+    connection: Any
+    prepared: set[str] = field(default_factory=set)
+
+
+class _LoopPool:
+    """The idle connections of :class:`LoopConnections` for one event loop, and the number
+    that may be in use at once."""
+
+    __slots__ = ("idle", "slots")
+
+    def __init__(self, size: int) -> None:
+        self.idle: list[LoopConnection] = []
+        self.slots = asyncio.Semaphore(size)
+
+
+class LoopConnections:
+    """Postgres connections for work done on the event loop itself: psycopg
+    ``AsyncConnection`` in autocommit mode, opened with the engine's connect arguments. The
+    user sends a whole transaction in one message (the protocol's implicit transaction: the
+    statements of one simple query), so it is one round trip; outside autocommit, psycopg's
+    own ``BEGIN`` would be a round trip of its own.
+
+    Per event loop (a connection waits on the loop that uses it), at most ``size`` in use per
+    loop (others wait, on the loop). A connection is kept only if it comes back idle and
+    without error; any error closes it, so a dead or half-used connection (or one whose
+    prepared statements are in doubt) is never reused.
+    """
+
+    def __init__(self, engine: Engine, size: int) -> None:
+        _args, self._connect = engine.dialect.create_connect_args(engine.url)
+        self._size = size
+        self._pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopPool] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[LoopConnection]:
+        import psycopg
+
+        loop = asyncio.get_running_loop()
+        pool = self._pools.get(loop)
+        if pool is None:
+            pool = self._pools.setdefault(loop, _LoopPool(self._size))
+        async with pool.slots:
+            conn = pool.idle.pop() if pool.idle else None
+            if conn is None:
+                raw = await psycopg.AsyncConnection.connect(**self._connect, autocommit=True)
+                conn = LoopConnection(raw)
+            reusable = False
+            try:
+                yield conn
+                status = conn.connection.info.transaction_status
+                reusable = status == psycopg.pq.TransactionStatus.IDLE
+            finally:
+                if reusable:
+                    pool.idle.append(conn)
+                else:
+                    await conn.connection.close()
+
+    def close(self) -> None:
+        """Close the idle connections of every loop (those in use close when returned)."""
+        for pool in list(self._pools.values()):
+            while pool.idle:
+                pool.idle.pop().connection.pgconn.finish()  # synchronous: no loop needed
+
+
 class Database:
     """The engine plus read/write session factories; passed to services as ``db``."""
 
@@ -196,6 +271,11 @@ class Database:
         #: The connection of write transactions under :meth:`no_wait` (SQLite; opened on first
         #: use, used only under the write lock).
         self._nowait: Any = None
+        #: Postgres: connections for the judging loop's work on the event loop
+        #: (:mod:`app.offload`); None on SQLite.
+        self.loop_connections = (
+            None if self.is_sqlite else LoopConnections(self.engine, settings.db_pool_size)
+        )
         self._read = sessionmaker(bind=self.engine, expire_on_commit=False, autoflush=False)
         self._write = sessionmaker(bind=write_bind, expire_on_commit=False, autoflush=False)
 
@@ -337,6 +417,8 @@ class Database:
             raise self._wrapped(exc) from exc
 
     def dispose(self) -> None:
+        if self.loop_connections is not None:
+            self.loop_connections.close()
         if self._nowait is not None:
             self._nowait.invalidate()  # closes it (it never goes back to the pool)
             self._nowait = None

@@ -58,6 +58,11 @@ OUTCOMES = ("left", "right", "tie", "not_relevant", "broken")
 MAX_COMMENT = 2000
 MAX_REASON = 500
 TRAINING_STATUSES = ("queued", "running", "done", "failed", "cancelled")
+#: A second opinion's life (docs/noise.md#routing-re-asks-to-a-second-assessor): ``open`` in the
+#: second assessor's queue; ``answered`` (recorded in the first task's log); ``reclaimed`` (the
+#: first assessor asked for it back); ``expired`` (its time ran out: back to the first
+#: assessor); ``cancelled`` (the first assessor's undo went back past it, or its task is gone).
+SECOND_OPINION_STATUSES = ("open", "answered", "reclaimed", "expired", "cancelled")
 
 
 def utcnow() -> datetime:
@@ -288,6 +293,64 @@ class Judgment(Base):
     comment: Mapped[str | None] = mapped_column(Text, nullable=True)
     #: Why the document ``doc_id`` is broken (outcome ``broken`` only).
     reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+    #: Who gave the answer when it was not the task's assessor: a second assessor's answer to
+    #: a routed repeat (:class:`SecondOpinion`); NULL for the task's own assessor.
+    answered_by: Mapped[int | None] = mapped_column(
+        ForeignKey("user.id", ondelete="RESTRICT"), nullable=True
+    )
+
+
+class SecondOpinion(Base):
+    """A strategy's repeat of a pair routed from a task to a second assessor's queue
+    (docs/noise.md#routing-re-asks-to-a-second-assessor).
+
+    The question is question ``seq`` of task ``task_id`` as that task shows it (``left_doc``,
+    ``right_doc``: the sides swapped relative to the pair's last showing). The answer, once
+    given, is the task's live judgment ``seq`` (``judgment_id``, ``answered_by`` set there);
+    this row keeps the routing: who was asked, when, until when, and what became of it. At most
+    one row per (task, seq) is undecided (open, reclaimed or expired): the partial unique index
+    makes the database the arbiter when two requests route the same question.
+    """
+
+    __tablename__ = "second_opinion"
+    __table_args__ = (
+        CheckConstraint(_in("status", SECOND_OPINION_STATUSES), name="status"),
+        CheckConstraint("seq >= 0", name="seq"),
+        CheckConstraint("active_ms >= 0", name="active_ms"),
+        CheckConstraint(
+            "outcome IS NULL OR outcome IN ('left', 'right', 'tie', 'not_relevant')",
+            name="outcome",
+        ),
+        Index(
+            "uq_second_opinion_task_id_seq_undecided",
+            "task_id",
+            "seq",
+            unique=True,
+            sqlite_where=text("status IN ('open', 'reclaimed', 'expired')"),
+            postgresql_where=text("status IN ('open', 'reclaimed', 'expired')"),
+        ),
+        Index("ix_second_opinion_assignee_id_status", "assignee_id", "status"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    task_id: Mapped[int] = mapped_column(ForeignKey("task.id", ondelete="CASCADE"))
+    seq: Mapped[int] = mapped_column(Integer)
+    left_doc: Mapped[str] = mapped_column(String(200))
+    right_doc: Mapped[str] = mapped_column(String(200))
+    #: The outcomes the question accepts (those of the repeat in the first task), as a list.
+    allowed: Mapped[list[str]] = mapped_column(JSONType)
+    assignee_id: Mapped[int] = mapped_column(ForeignKey("user.id", ondelete="RESTRICT"))
+    status: Mapped[str] = mapped_column(String(16), default="open")
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    #: After this time the question is no longer offered to the assignee; the first
+    #: assessor's next request takes it back (status ``expired``).
+    deadline_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    decided_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    outcome: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    active_ms: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    judgment_id: Mapped[int | None] = mapped_column(
+        ForeignKey("judgment.id", ondelete="SET NULL"), nullable=True
+    )
 
 
 class TrainingRun(Base):
@@ -318,4 +381,3 @@ class TrainingRun(Base):
     cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     heartbeat_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     time_limit_seconds: Mapped[int | None] = mapped_column(Integer, nullable=True)
-

@@ -15,6 +15,13 @@ endpoint runs one through :func:`run`, which decides where, in this one place:
   handed to the pool. Handing ~0.3 ms of work to a thread and back cost more than the work
   (measured: ``docs/architecture.md#where-a-call-runs``).
 
+On Postgres, where every statement is a network round trip, the common submit has an
+asynchronous form (:func:`app.services.judging.submit_on_loop`): one round trip on an
+asynchronous connection of :attr:`Database.loop_connections <app.db.Database.loop_connections>`,
+awaited on the loop, so the request never leaves the loop thread (no hand-over to a worker and
+back, no contention for the GIL with the workers). Where it does not apply (no cached session, a
+retry or conflict, the log moved on) it stores nothing and the call goes to a worker as usual.
+
 Costs are CPU seconds, measured on every run under a key, so a task whose protocol step
 grows expensive (a huge pool or heap) leaves the event loop by itself. On a worker they are
 ``time.thread_time`` (waiting for a lock or I/O does not count); on the loop, where nothing
@@ -27,7 +34,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Awaitable, Callable, Hashable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
@@ -95,11 +102,22 @@ def _measured(
     return run
 
 
-async def run(db: Database, work: Callable[[], T], *, cost_key: Hashable | None = None) -> T:
+async def run(
+    db: Database,
+    work: Callable[[], T],
+    *,
+    cost_key: Hashable | None = None,
+    on_loop: Callable[[], Awaitable[T | None]] | None = None,
+) -> T:
     """``work()``'s result, computed on the event loop or a worker thread (module docstring).
 
     ``cost_key`` marks a call that may run on the event loop (see above); None: always on a
-    worker thread."""
+    worker thread. ``on_loop`` (Postgres) is tried first, on the loop: its result if not None,
+    else ``work()`` as without it."""
+    if on_loop is not None and db.loop_connections is not None:
+        found = await on_loop()
+        if found is not None:
+            return found
     costs = _costs(db)
     if cost_key is not None and db.is_sqlite:
         cost = costs.get(cost_key)

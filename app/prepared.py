@@ -17,6 +17,7 @@ a literal value in the statement or is given by name at execution.
 
 from __future__ import annotations
 
+import re
 from collections import namedtuple
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -33,7 +34,17 @@ class Prepared:
     a mapping (names as in the statement's ``bindparam``/``values``), :meth:`rows` runs it on
     a DB-API cursor and returns named tuples with processed values."""
 
-    __slots__ = ("_bind", "_defaults", "_order", "_positional", "_result", "_row", "sql")
+    __slots__ = (
+        "_bind",
+        "_defaults",
+        "_dialect",
+        "_order",
+        "_positional",
+        "_result",
+        "_row",
+        "_types",
+        "sql",
+    )
 
     def __init__(self, stmt: ClauseElement, dialect: Dialect) -> None:
         compiled = stmt.compile(dialect=dialect)
@@ -51,6 +62,8 @@ class Prepared:
         self._order: tuple[str, ...] = tuple(names)
         self._defaults: dict[str, Any] = {}
         self._bind: dict[str, Processor] = {}
+        self._dialect = dialect
+        self._types = {name: bind.type for bind, name in compiled.bind_names.items()}
         for bind, name in compiled.bind_names.items():
             if not bind.required:
                 self._defaults[name] = bind.effective_value
@@ -76,6 +89,32 @@ class Prepared:
             out.append(processor(value) if processor is not None else value)
         return tuple(out) if self._positional else dict(zip(self._order, out, strict=True))
 
+    def named_params(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        """:meth:`params` of a named (pyformat) statement, as a dict."""
+        params = self.params(values)
+        if not isinstance(params, dict):
+            raise ValueError("a positional statement has no named parameters")
+        return params
+
+    def server_prepare(self, name: str) -> str:
+        """Postgres: ``PREPARE name (types) AS <this statement>``, its parameters as ``$1``,
+        ``$2``, ... in :meth:`params` order, typed as their columns. For a connection that
+        sends its statements in one simple query (several statements in one message, which the
+        extended protocol cannot), where the driver prepares nothing itself: the server then
+        plans the statement once per connection, not at every call."""
+        if self._positional:
+            raise ValueError("server_prepare expects a named (pyformat) statement")
+        index = {n: i for i, n in enumerate(self._order, start=1)}
+        body = re.sub(r"%\((\w+)\)s", lambda m: f"${index[m[1]]}", self.sql)
+        types = ", ".join(self._types[n].compile(dialect=self._dialect) for n in self._order)
+        return f"PREPARE {name} ({types}) AS {body}"
+
+    def server_execute(self, name: str) -> str:
+        """``EXECUTE name(...)`` of :meth:`server_prepare`, its arguments as named (pyformat)
+        placeholders for the driver's client-side binding of :meth:`params` (psycopg's
+        ``ClientCursor``: each value quoted by libpq as a literal)."""
+        return f"EXECUTE {name}({', '.join(f'%({n})s' for n in self._order)})"
+
     def rows(self, cursor: Any, values: Mapping[str, Any] | None = None) -> list[Any]:
         """Execute on ``cursor`` and return all rows (named tuples; [] without a result)."""
         self.send(cursor, values)
@@ -91,7 +130,11 @@ class Prepared:
         if self._row is None:
             return []
         # fetchall first: in pipeline mode the result (description included) arrives with it.
-        raw_rows = cursor.fetchall()
+        return self.made(cursor.fetchall())
+
+    def made(self, raw_rows: Sequence[Sequence[Any]]) -> list[Any]:
+        """Driver rows as this statement's named tuples, each value through its processor."""
+        assert self._row is not None
         processors = self._result
         # typeshed types a namedtuple() built at run time as type[tuple], without _make.
         make = self._row._make  # type: ignore[attr-defined]

@@ -119,6 +119,7 @@ class GuidelinesIn(StrictModel):
 
 class GuidelinesOut(BaseModel):
     collection_id: int
+    collection_name: str
     markdown: str
     html: str = Field(description="The Markdown rendered and sanitised (safe to embed).")
 
@@ -302,8 +303,19 @@ class ProgressOut(BaseModel):
     done: bool
 
 
+class WaitingOut(BaseModel):
+    """A repeat of the task routed to a second assessor (docs/noise.md)."""
+
+    second_opinion_id: int
+    seq: int = Field(description="The question that waits (not to be answered here).")
+    assessor: str = Field(description="Who was asked.")
+    since: str
+    until: str = Field(description="After this time the question comes back to this task.")
+
+
 class QuestionOut(BaseModel):
-    """The current state of a task: the pending question, or done."""
+    """The current state of a task: the pending question, or done, or ``waiting`` for a
+    second opinion (then no ``seq``/``pair``: ask again later, or reclaim it)."""
 
     task_id: int
     method: MethodName
@@ -319,6 +331,64 @@ class QuestionOut(BaseModel):
     )
     progress: ProgressOut
     active_ms: int = Field(description="Active judging time so far (live judgments).")
+    waiting: WaitingOut | None = None
+
+
+class SecondOpinionInfo(BaseModel):
+    id: int
+    task_id: int = Field(description="The first assessor's task (the answer goes to its log).")
+    seq: int
+    query_id: str
+    query: str
+    first_assessor: str
+    status: Literal["open", "answered", "reclaimed", "expired", "cancelled"]
+    created_at: str
+    deadline_at: str
+    decided_at: str | None = None
+    outcome: OutcomeName | None = None
+
+
+class SecondOpinionOut(BaseModel):
+    """A second opinion in the judging loop's shape: ``seq``, ``pair``, ``allowed_outcomes``
+    while it is open; ``done`` once decided (or, from ``/next``, when none is open)."""
+
+    task_id: int | None = None
+    method: MethodName
+    done: bool
+    seq: int | None = None
+    pair: PairOut | None = None
+    allowed_outcomes: list[OutcomeName] | None = None
+    challenger: Literal["left", "right"] | None = None
+    progress: ProgressOut = Field(
+        description="judgments: second opinions answered; estimated_remaining: open ones."
+    )
+    active_ms: int
+    second_opinion: SecondOpinionInfo | None = None
+
+
+class SecondOpinionListItem(BaseModel):
+    id: int
+    task_id: int
+    seq: int
+    query_id: str
+    query: str
+    first_assessor: str
+    status: str
+    created_at: datetime
+    deadline_at: datetime
+    decided_at: datetime | None = None
+    outcome: str | None = None
+
+
+class SecondOpinionAnswerIn(StrictModel):
+    """The answer to a second opinion: echo ``seq``, ``left`` and ``right`` as shown."""
+
+    seq: int = Field(ge=0)
+    left: str = Field(min_length=1, max_length=200)
+    right: str = Field(min_length=1, max_length=200)
+    outcome: Literal["left", "right", "tie"]
+    active_ms: int = Field(default=0, ge=0, le=MAX_ACTIVE_MS)
+    comment: str | None = Field(default=None, max_length=MAX_COMMENT)
 
 
 class ResultOut(BaseModel):
@@ -399,6 +469,10 @@ class PlannedTaskOut(BaseModel):
     label: str
     seed: int
     n: int = Field(description="Documents in the task's pool.")
+    second_assessor: list[str] = Field(
+        default_factory=list,
+        description="topk, +robust: who gets this task's repeats (options.second_assessor).",
+    )
 
 
 class PlanPreviewOut(BaseModel):

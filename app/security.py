@@ -43,7 +43,7 @@ from typing import Any, NamedTuple
 
 from pwdlib import PasswordHash
 from pwdlib.hashers.argon2 import Argon2Hasher
-from sqlalchemy import Table, bindparam, delete, func, select, update
+from sqlalchemy import ColumnElement, Table, bindparam, delete, exists, func, or_, select, update
 from sqlalchemy.orm import Session
 from zxcvbn import zxcvbn
 from zxcvbn.frequency_lists import FREQUENCY_LISTS
@@ -214,6 +214,40 @@ _TOUCH_TOKEN = (
 )
 
 
+def token_acts_for(user_id: ColumnElement[Any]) -> ColumnElement[bool]:
+    """SQL: the token whose hash is bound as ``digest`` is usable at the time bound as ``now``
+    (:func:`_token_usable`: known, unexpired, its user enabled) and belongs to ``user_id``.
+
+    For a statement that must act only for a token's user without waiting for the lookup's
+    result (the judging loop's one-round-trip submit: ``app.repositories.judgments``)."""
+    return exists().where(
+        _TOKENS.c.token_hash == bindparam("digest"),
+        _TOKENS.c.user_id == user_id,
+        _USERS.c.id == _TOKENS.c.user_id,
+        _USERS.c.disabled.is_(False),
+        or_(_TOKENS.c.expires_at.is_(None), _TOKENS.c.expires_at > bindparam("now")),
+    )
+
+
+#: :func:`_token_row`'s refresh of ``last_used_at`` as one statement, for a request that sends
+#: it before the lookup's result is known: the token bound as ``digest``, if usable at ``now``
+#: and last used before ``touch_before`` (``now`` - :data:`TOUCH_INTERVAL`). (Also a CTE of
+#: the judging loop's one-round-trip submit.)
+TOUCH_DUE_TOKEN = (
+    update(_TOKENS)
+    .where(
+        _TOKENS.c.token_hash == bindparam("digest"),
+        or_(
+            _TOKENS.c.last_used_at.is_(None),
+            _TOKENS.c.last_used_at < bindparam("touch_before", type_=_TOKENS.c.last_used_at.type),
+        ),
+        or_(_TOKENS.c.expires_at.is_(None), _TOKENS.c.expires_at > bindparam("now")),
+        exists().where(_USERS.c.id == _TOKENS.c.user_id, _USERS.c.disabled.is_(False)),
+    )
+    .values(last_used_at=bindparam("now"))
+)
+
+
 def _prepared_token_statements(db: Database) -> tuple[Prepared, Prepared]:
     cached: tuple[Prepared, Prepared] | None = db.caches.get(__name__)
     if cached is None:
@@ -224,6 +258,14 @@ def _prepared_token_statements(db: Database) -> tuple[Prepared, Prepared]:
     return cached
 
 
+def _token_usable(row: Any, now: datetime) -> bool:
+    """Whether a looked-up token row (None: unknown) is usable at ``now``: unexpired, its user
+    enabled. (:func:`token_acts_for` is the same rule in SQL.)"""
+    return not (
+        row is None or row.disabled or (row.expires_at is not None and row.expires_at <= now)
+    )
+
+
 def _token_row(db: Database, cursor: Any, raw: str, *, writable: bool) -> Any:
     """The token's row joined with its user, if the token is known and unexpired and the user
     enabled (None otherwise), read on the DB-API ``cursor``. ``last_used_at`` is refreshed (at
@@ -232,7 +274,7 @@ def _token_row(db: Database, cursor: Any, raw: str, *, writable: bool) -> Any:
     lookup, touch = _prepared_token_statements(db)
     now = utcnow()
     row = lookup.one_or_none(cursor, {"digest": hash_token(raw)})
-    if row is None or row.disabled or (row.expires_at is not None and row.expires_at <= now):
+    if not _token_usable(row, now):
         return None
     if row.last_used_at is None or now - row.last_used_at > TOUCH_INTERVAL:
         values = {"token_id": row.token_id, "now": now}
@@ -289,6 +331,11 @@ class BearerToken:
     :func:`resolve_api_token`'s, on every request)."""
 
     raw: str
+
+    @property
+    def digest(self) -> str:
+        """The token's hash, as stored."""
+        return hash_token(self.raw)
 
     def identity_on(self, db: Database, cursor: Any, *, writable: bool) -> Identity:
         """The token's user, read on the DB-API ``cursor`` (401 for an unknown, expired or

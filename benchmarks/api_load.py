@@ -325,11 +325,13 @@ def run_level(port: int, seeded: dict, run: int, level: Level, duration: float, 
     level.seconds = time.perf_counter() - start
 
 
-def start_server(url: str, port: int, workers: int = 1) -> subprocess.Popen:
+def start_server(
+    url: str, port: int, workers: int = 1, settings: dict[str, str] | None = None
+) -> subprocess.Popen:
     """``heapjudge serve`` on ``port``, without its training worker: that is a process of its
     own (idle here, ~115 MB) that the server's RSS and CPU figures must not include."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("HEAPJUDGE_")}
-    env |= {"HEAPJUDGE_DEV": "1", "HEAPJUDGE_DATABASE_URL": url}
+    env |= {"HEAPJUDGE_DEV": "1", "HEAPJUDGE_DATABASE_URL": url, **(settings or {})}
     proc = subprocess.Popen(
         [
             *(sys.executable, "-m", "app.cli", "serve", "--host", "127.0.0.1"),
@@ -387,12 +389,13 @@ def bench_backend(
     duration: float,
     max_j: int,
     workers: int = 1,
+    settings: dict[str, str] | None = None,
 ) -> list[Level]:
     """``runs``: (assessors, offered j/s or 0 for saturation), one after the other on one
     server."""
     seeded = seed_database(url, runs, duration)
     port = free_port()
-    proc = start_server(url, port, workers)
+    proc = start_server(url, port, workers, settings)
     results = []
     try:
         for index, (n, rate) in enumerate(runs):
@@ -498,6 +501,12 @@ def main() -> int:
     )
     parser.add_argument("--postgres-url", default=os.environ.get("HEAPJUDGE_TEST_POSTGRES_URL"))
     parser.add_argument("--workers", type=int, default=1, help="uvicorn worker processes")
+    parser.add_argument(
+        "--postgres-async-commit",
+        action="store_true",
+        help="serve Postgres with HEAPJUDGE_POSTGRES_ASYNC_COMMIT=1 (judgments committed without "
+        "waiting for the WAL flush; off by default, as in the server)",
+    )
     args = parser.parse_args()
     levels = [int(x) for x in args.levels.split(",")]
     runs = [(n, args.rate) for n in levels]
@@ -526,8 +535,17 @@ def main() -> int:
         else:
             url, schema = postgres_url(args.postgres_url)
             try:
+                settings = (
+                    {"HEAPJUDGE_POSTGRES_ASYNC_COMMIT": "1"} if args.postgres_async_commit else {}
+                )
                 rows = bench_backend(
-                    "postgres", url, runs, args.duration, args.max_judgments, args.workers
+                    "postgres",
+                    url,
+                    runs,
+                    args.duration,
+                    args.max_judgments,
+                    args.workers,
+                    settings,
                 )
                 failed |= any(r.stored != r.accepted for r in rows)
             finally:

@@ -16,6 +16,11 @@ Usage::
     python benchmarks/profile_judgment.py                  # path + profile of 300 judgments
     python benchmarks/profile_judgment.py --judgments 0    # the path only
     python benchmarks/profile_judgment.py --repo ../other-checkout   # another version's code
+    python benchmarks/profile_judgment.py --postgres-url postgresql+psycopg://u:p@127.0.0.1/db
+
+With ``--postgres-url`` the app runs over a fresh schema on that Postgres server (dropped at
+the end) instead of a SQLite file; the CPU figures then include psycopg's side of every round
+trip, and the wall time per judgment (one at a time, so no queueing) is printed too.
 """
 
 from __future__ import annotations
@@ -173,6 +178,7 @@ def main() -> int:
     parser.add_argument("--top", type=int, default=25, help="functions listed by own time")
     parser.add_argument("--sort", default="tottime", help="cProfile sort key (tottime, cumulative)")
     parser.add_argument("--repo", type=Path, default=REPO, help="checkout whose code runs")
+    parser.add_argument("--postgres-url", help="profile on a fresh schema of this Postgres")
     args = parser.parse_args()
     repo = args.repo.resolve()
     sys.path.insert(0, str(repo))
@@ -180,75 +186,94 @@ def main() -> int:
     from app.main import create_app
     from app.settings import Settings
 
+    schema = None
     with tempfile.TemporaryDirectory() as tmp:
         url = f"sqlite:///{Path(tmp) / 'profile.db'}"
-        token, task_ids, scores = seed(url)
-        app = create_app(Settings(database_url=url, dev=True))
-        # As the app's lifespan does in the server (not run here): what was imported and
-        # built so far is moved out of the collector's sight, so the cost of full collections
-        # does not grow with the size of the imported libraries.
-        gc.collect()
-        gc.freeze()
-        client = Client(app, token)
-        tasks = iter(task_ids)
-        task_id = next(tasks)
-        _status, q = client.call("GET", f"/api/v1/tasks/{task_id}/next")
-        for _ in range(3):  # warm: session and documents cached, the submit's cost known
+        if args.postgres_url:
+            from benchmarks.api_load import postgres_url
+
+            url, schema = postgres_url(args.postgres_url)
+        try:
+            return run(args, repo, url, create_app, Settings)
+        finally:
+            if schema is not None:
+                from benchmarks.api_load import drop_schema
+
+                drop_schema(args.postgres_url, schema)
+
+
+def run(args: argparse.Namespace, repo: Path, url: str, create_app: Any, settings: Any) -> int:
+    """Seed ``url``, then print the path, the CPU time and the profile (module docstring)."""
+    token, task_ids, scores = seed(url)
+    app = create_app(settings(database_url=url, dev=True))
+    # As the app's lifespan does in the server (not run here): what was imported and
+    # built so far is moved out of the collector's sight, so the cost of full collections
+    # does not grow with the size of the imported libraries.
+    gc.collect()
+    gc.freeze()
+    client = Client(app, token)
+    tasks = iter(task_ids)
+    task_id = next(tasks)
+    _status, q = client.call("GET", f"/api/v1/tasks/{task_id}/next")
+    for _ in range(3):  # warm: session and documents cached, the submit's cost known
+        q = judge(client, task_id, q, scores)
+
+    path: list[tuple[str, int, str]] = []
+
+    def one() -> None:
+        nonlocal q
+        q = judge(client, task_id, q, scores)
+
+    path = project_path(repo, one)
+    files = sorted({f for f, _, _ in path})
+    print(f"{repo}: one warm judgment (POST /api/v1/tasks/{{id}}/judgments), project functions:")
+    for file, line, name in path:
+        print(f"  {file}:{line}  {name}")
+    print(f"{len(path)} project functions in {len(files)} files: {', '.join(files)}")
+
+    walls: list[float] = []
+
+    def judge_many(n: int, profiler: cProfile.Profile | None = None) -> list[float]:
+        """CPU seconds (this process: server side and the in-process client) of each of
+        ``n`` more judgments, tasks taken in turn (their wall seconds go to ``walls``)."""
+        nonlocal q, task_id
+        costs: list[float] = []
+        walls.clear()
+        while len(costs) < n:
+            if q["done"]:
+                task_id = next(tasks)
+                _status, q = client.call("GET", f"/api/v1/tasks/{task_id}/next")
+                continue
+            t0, w0 = time.process_time(), time.perf_counter()
+            if profiler is not None:
+                profiler.enable()
             q = judge(client, task_id, q, scores)
+            if profiler is not None:
+                profiler.disable()
+            costs.append(time.process_time() - t0)
+            walls.append(time.perf_counter() - w0)
+        return costs
 
-        path: list[tuple[str, int, str]] = []
-
-        def one() -> None:
-            nonlocal q
-            q = judge(client, task_id, q, scores)
-
-        path = project_path(repo, one)
-        files = sorted({f for f, _, _ in path})
+    if args.judgments > 0:
+        costs = judge_many(args.judgments)
+        # CPU time, not wall time: the machine is shared, and a judgment preempted by
+        # another process would count its wait. Per batch of 100: the median resists the
+        # odd batch a collection makes slow; the fastest batch is the figure least
+        # disturbed by other processes (which still slow a CPU shared by hyperthreads).
+        batches = sorted(sum(costs[i : i + 100]) / 100 for i in range(0, len(costs) - 99, 100)) or [
+            sum(costs) / len(costs)
+        ]
         print(
-            f"{repo}: one warm judgment (POST /api/v1/tasks/{{id}}/judgments), project functions:"
+            f"\n{args.judgments} judgments: {1000 * statistics.median(batches):.3f} ms of "
+            f"CPU each (median of batches of 100; fastest batch {1000 * batches[0]:.3f} ms; "
+            "server and in-process client, one judgment at a time); wall time median "
+            f"{1000 * statistics.median(walls):.3f} ms"
         )
-        for file, line, name in path:
-            print(f"  {file}:{line}  {name}")
-        print(f"{len(path)} project functions in {len(files)} files: {', '.join(files)}")
-
-        def judge_many(n: int, profiler: cProfile.Profile | None = None) -> list[float]:
-            """CPU seconds (this process: server side and the in-process client) of each of
-            ``n`` more judgments, tasks taken in turn."""
-            nonlocal q, task_id
-            costs: list[float] = []
-            while len(costs) < n:
-                if q["done"]:
-                    task_id = next(tasks)
-                    _status, q = client.call("GET", f"/api/v1/tasks/{task_id}/next")
-                    continue
-                t0 = time.process_time()
-                if profiler is not None:
-                    profiler.enable()
-                q = judge(client, task_id, q, scores)
-                if profiler is not None:
-                    profiler.disable()
-                costs.append(time.process_time() - t0)
-            return costs
-
-        if args.judgments > 0:
-            costs = judge_many(args.judgments)
-            # CPU time, not wall time: the machine is shared, and a judgment preempted by
-            # another process would count its wait. Per batch of 100: the median resists the
-            # odd batch a collection makes slow; the fastest batch is the figure least
-            # disturbed by other processes (which still slow a CPU shared by hyperthreads).
-            batches = sorted(
-                sum(costs[i : i + 100]) / 100 for i in range(0, len(costs) - 99, 100)
-            ) or [sum(costs) / len(costs)]
-            print(
-                f"\n{args.judgments} judgments: {1000 * statistics.median(batches):.3f} ms of "
-                f"CPU each (median of batches of 100; fastest batch {1000 * batches[0]:.3f} ms; "
-                "server and in-process client, one judgment at a time)"
-            )
-            profiler = cProfile.Profile()
-            judge_many(args.judgments, profiler)
-            print(f"{args.judgments} more under cProfile, by own time:")
-            pstats.Stats(profiler).sort_stats(args.sort).print_stats(args.top)
-        app.state.db.dispose()
+        profiler = cProfile.Profile()
+        judge_many(args.judgments, profiler)
+        print(f"{args.judgments} more under cProfile, by own time:")
+        pstats.Stats(profiler).sort_stats(args.sort).print_stats(args.top)
+    app.state.db.dispose()
     return 0
 
 

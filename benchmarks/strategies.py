@@ -9,6 +9,7 @@ Kislitsyn's lower bound beside it, then the check of the robust modifier's progr
     python benchmarks/strategies.py                          # 5,000 trials per cell (long)
     python benchmarks/strategies.py --trials 300             # a quick look
     python benchmarks/strategies.py --sizes 50x10 --trials 1000
+    python benchmarks/strategies.py --jobs 1                 # one process (default: every core)
 
 Then the real-data table of ``benchmarks/strategies_real.py`` (Cranfield and MQ2008 through
 the service layer; ``--no-real`` skips it, ``--real-queries`` bounds it).
@@ -17,6 +18,7 @@ the service layer; ``--no-real`` skips it, ``--real-queries`` bounds it).
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from typing import Any
 
@@ -54,6 +56,9 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=5000, help="trials per cell")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
+        "--jobs", type=int, default=os.cpu_count() or 1, help="processes (same table for any)"
+    )
+    parser.add_argument(
         "--sizes", default=",".join(f"{n}x{k}" for n, k in SIZES), help="e.g. 50x10,100x10"
     )
     parser.add_argument("--real", action=argparse.BooleanOptionalAction, default=True)
@@ -62,7 +67,7 @@ def main() -> None:
     for size in args.sizes.split(","):
         n, k = (int(x) for x in size.split("x"))
         start = time.perf_counter()
-        table = compare(n, k, args.trials, seed=args.seed)
+        table = compare(n, k, args.trials, seed=args.seed, jobs=args.jobs)
         print("\n".join(compare_lines(table)))
         print("\n".join(confirmation_shares(table)))
         print(f"({time.perf_counter() - start:.0f} s)\n", flush=True)

@@ -103,9 +103,22 @@ DEFAULT_OPTIONS: dict[str, dict[str, Any]] = {
         "reask_fraction": 0.0,
         "strategy": DEFAULT_STRATEGY,
         "prior": None,
+        "second_assessor": None,
+        "second_opinion_timeout_s": 600,
     },
     "graded": {},
 }
+
+#: Options the protocol never reads: where the service routes a strategy's deliberate repeats
+#: (docs/noise.md#routing-re-asks-to-a-second-assessor). Recorded with the config like every
+#: option, so a task's routing is part of what was assigned; replay ignores them.
+ROUTING_OPTIONS = ("second_assessor", "second_opinion_timeout_s")
+
+#: Bounds of ``second_opinion_timeout_s`` (seconds): at least a minute, so a second assessor
+#: who opens the question has time to answer it; at most a day, so a first assessor is never
+#: kept waiting longer than that for a routed question.
+MIN_SECOND_OPINION_TIMEOUT = 60
+MAX_SECOND_OPINION_TIMEOUT = 86_400
 
 #: Largest allowed ``reask_fraction``: at a half, re-asks already add 50% to the judgments
 #: that build the ranking; more would measure the assessor rather than label the query.
@@ -260,13 +273,59 @@ def validate_options(method: str, options: Mapping[str, Any] | None = None) -> d
             out[key] = check_strategy_name(value)
         elif key == "prior":
             out[key] = check_prior(value)
+        elif key == "second_assessor":
+            out[key] = _check_second_assessor(value)
+        elif key == "second_opinion_timeout_s":
+            out[key] = _check_second_opinion_timeout(value)
         else:
             if not isinstance(value, bool):
                 raise ConfigError(f"option {key} must be true or false, got {value!r}")
             out[key] = value
     if method == "topk" and out["prior"] is not None:
         check_prior_matches_order(out["prior"], out["initial_order"])
+    if (
+        method == "topk"
+        and out["second_assessor"] is not None
+        and not makes_repeats(out["strategy"])
+    ):
+        raise ConfigError(
+            "option second_assessor routes a strategy's repeated comparisons; strategy "
+            f"{out['strategy']!r} repeats none (use a +robust strategy, e.g. tournament+robust)"
+        )
     return out
+
+
+def makes_repeats(strategy: str) -> bool:
+    """Whether a strategy name asks deliberate repeats (:attr:`Compare.repeat`): the modifier
+    ``robust`` (:mod:`labeling.robust`) is the one that does."""
+    return "robust" in strategy.split("+")[1:]
+
+
+def _check_second_assessor(value: object) -> list[str] | None:
+    """None, or the usernames of the second assessors as a list (a single name is a list of
+    one): distinct non-empty strings. Whether they exist is the service's check."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = [value]
+    if isinstance(value, bytes) or not isinstance(value, Sequence) or not value:
+        raise ConfigError(
+            "option second_assessor must be null, a username or a non-empty list of usernames"
+        )
+    return _unique_ids(value, "second_assessor", "user {doc!r} is listed twice")
+
+
+def _check_second_opinion_timeout(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(
+            f"option second_opinion_timeout_s must be a whole number of seconds, got {value!r}"
+        )
+    if not MIN_SECOND_OPINION_TIMEOUT <= value <= MAX_SECOND_OPINION_TIMEOUT:
+        raise ConfigError(
+            "option second_opinion_timeout_s must be in "
+            f"[{MIN_SECOND_OPINION_TIMEOUT}, {MAX_SECOND_OPINION_TIMEOUT}], got {value!r}"
+        )
+    return value
 
 
 def _check_reask_fraction(value: object) -> float:
@@ -539,6 +598,13 @@ class TopKSession:
         if self._question is None:
             self._question = PairQuestion(len(self.answers), self._left, self._right)
         return self._question
+
+    @property
+    def pending_is_repeat(self) -> bool:
+        """True when the pending question is a strategy's deliberate repeat of a pair
+        (:attr:`Compare.repeat`, e.g. :mod:`labeling.robust`), not a configured re-ask: the
+        question the service may route to a second assessor (docs/noise.md)."""
+        return self._reask is None and self._compare is not None and self._compare.repeat
 
     @property
     def pending_is_reask(self) -> bool:

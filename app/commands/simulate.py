@@ -109,34 +109,59 @@ def _kappa_ndcg(runs: list[Any], n: int, k: int) -> Any:
 
 
 def compare(
-    n: int, k: int, trials: int, *, seed: int = 0, strategies: list[str] | None = None
+    n: int,
+    k: int,
+    trials: int,
+    *,
+    seed: int = 0,
+    strategies: list[str] | None = None,
+    jobs: int = 1,
 ) -> dict[str, Any]:
     """The ``--compare`` table: every strategy name × every scenario of
     :data:`labeling.simulation.SCENARIOS` -> mean and p95 judgments, exact rate and mean
-    κ-NDCG@k against the latent truth (the ``--json`` object), plus the lower bound."""
-    import numpy as np
+    κ-NDCG@k against the latent truth (the ``--json`` object), plus the lower bound.
 
-    from labeling.simulation import SCENARIOS, compare_strategies
+    ``jobs`` > 1 computes the cells in that many processes. Every cell draws its trials from
+    its own seeds (:func:`labeling.simulation.compare_strategies`), so the table is the same
+    whatever the number of processes.
+    """
+    from labeling.simulation import SCENARIOS
     from labeling.strategies import lower_bound, strategy_names
 
-    rows = []
-    for name in strategies or strategy_names():
-        for scenario in SCENARIOS:
-            runs = compare_strategies(name, scenario, n, k, trials, seed=seed)
-            judgments = np.array([r.judgments for r in runs], dtype=float)
-            rows.append(
-                {
-                    "strategy": name,
-                    "scenario": scenario,
-                    "judgments": {
-                        "mean": float(judgments.mean()),
-                        "p95": float(np.percentile(judgments, 95)),
-                    },
-                    "exact_rate": float(np.mean([r.exact for r in runs])),
-                    "kappa_ndcg": {"mean": float(_kappa_ndcg(runs, n, k).mean())},
-                }
-            )
+    cells = [
+        (name, scenario, n, k, trials, seed)
+        for name in strategies or strategy_names()
+        for scenario in SCENARIOS
+    ]
+    if jobs > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            rows = list(pool.map(_compare_cell, cells))
+    else:
+        rows = [_compare_cell(cell) for cell in cells]
     return {"n": n, "k": k, "trials": trials, "lower_bound": lower_bound(n, k), "rows": rows}
+
+
+def _compare_cell(cell: tuple[str, str, int, int, int, int]) -> dict[str, Any]:
+    """One row of the ``--compare`` table (a module-level function: process pools pickle it)."""
+    import numpy as np
+
+    from labeling.simulation import compare_strategies
+
+    name, scenario, n, k, trials, seed = cell
+    runs = compare_strategies(name, scenario, n, k, trials, seed=seed)
+    judgments = np.array([r.judgments for r in runs], dtype=float)
+    return {
+        "strategy": name,
+        "scenario": scenario,
+        "judgments": {
+            "mean": float(judgments.mean()),
+            "p95": float(np.percentile(judgments, 95)),
+        },
+        "exact_rate": float(np.mean([r.exact for r in runs])),
+        "kappa_ndcg": {"mean": float(_kappa_ndcg(runs, n, k).mean())},
+    }
 
 
 def compare_lines(table: dict[str, Any]) -> list[str]:
@@ -203,6 +228,12 @@ def register(app: typer.Typer) -> None:
             "thurstone (uses --n, --k, --trials, --seed, --json only).",
         ),
         as_json: bool = typer.Option(False, "--json/--no-json", help="Print one JSON object."),
+        jobs: int = typer.Option(
+            1,
+            "--jobs",
+            min=1,
+            help="Processes for --compare (the table is the same for any number).",
+        ),
         old_ties: float | None = typer.Option(None, "--ties", hidden=True),
         old_no_cache: bool = typer.Option(False, "--no-cache", hidden=True),
     ) -> None:
@@ -218,7 +249,7 @@ def register(app: typer.Typer) -> None:
             raise typer.BadParameter(f"must be in [0, 1], got {ties}", param_hint="--tie-rate")
 
         if compare_all:
-            table = compare(n, k, trials, seed=seed)
+            table = compare(n, k, trials, seed=seed, jobs=jobs)
             if as_json:
                 typer.echo(json.dumps(table))
             else:

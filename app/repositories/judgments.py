@@ -4,7 +4,10 @@ Every statement is written once with SQLAlchemy Core (the same tables as the mod
 schema change cannot drift from it) and compiled once per database into a
 :class:`~app.prepared.Prepared` statement that runs on the raw DB-API cursor of a transaction
 (``Database.raw_read`` / ``raw_write``). :class:`JudgmentStore` gives the use cases of
-:mod:`app.services.judging` one named method per statement.
+:mod:`app.services.judging` one named method per statement. On Postgres,
+:func:`store_if_current` runs the common submit as one message on an asynchronous connection
+(``Database.loop_connections``), its statements prepared with SQL ``PREPARE`` on the
+connection.
 
 The judgment log is a stack per task: live rows (``undone`` false) have contiguous ``seq``
 from 0, an undo marks the newest live row undone, and ids only grow. So the pair
@@ -17,15 +20,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any, Protocol, TypeVar
+from typing import Any, NamedTuple, Protocol, TypeVar
 
-from sqlalchemy import Table, bindparam, func, select, update
+import psycopg
+from sqlalchemy import Select, Table, bindparam, case, exists, func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from app.db import Database
-from app.models import Document, Judgment, Task
+from app.db import Database, LoopConnection
+from app.models import Document, Judgment, Query, Task
 from app.prepared import Prepared
+from app.security import TOUCH_DUE_TOKEN, TOUCH_INTERVAL, token_acts_for
 from labeling.types import Answer, BrokenAnswer, PairAnswer
 
 #: ``(number of live judgments, id of the newest live judgment)`` of a task.
@@ -53,6 +58,7 @@ class LogRow(Protocol):
 J = Judgment.__table__
 T = Task.__table__
 D = Document.__table__
+Q = Query.__table__
 # Declarative classes type __table__ as a FromClause; these are Tables, as update() needs.
 assert isinstance(J, Table) and isinstance(T, Table) and isinstance(D, Table)
 
@@ -88,6 +94,9 @@ TASK_ROW = select(
 ).where(T.c.id == bindparam("task_id"))
 DOCUMENT = select(D.c.external_id, D.c.title, D.c.text, D.c.html).where(
     D.c.query_id == bindparam("query_id"), D.c.external_id == bindparam("doc_id")
+)
+QUERY_TEXT = select(Q.c.title, Q.c.description, Q.c.collection_id).where(
+    Q.c.id == bindparam("query_id")
 )
 LIVE_VERSION = select(
     func.count().label("live"), func.coalesce(func.max(J.c.id), 0).label("newest")
@@ -140,6 +149,81 @@ INSERT = {
     .returning(J.c.id)
     for name, dialect in (("postgresql", postgresql), ("sqlite", sqlite))
 }
+#: The status change of a submit from a cached session, sent before it is known whether the
+#: judgment is stored (:func:`store_if_current`): ``"start"`` for an answer to an empty log
+#: (pending -> active: a task is pending only until its first judgment), ``"finish"`` for the
+#: last answer (-> done, and started now if it was pending).
+MARK_IF = {
+    "start": update(T)
+    .where(T.c.id == bindparam("task_id"), T.c.status == "pending")
+    .values(status="active", started_at=bindparam("now")),
+    "finish": update(T)
+    .where(T.c.id == bindparam("task_id"))
+    .values(
+        status="done",
+        finished_at=bindparam("now"),
+        started_at=case(
+            (T.c.status == "pending", bindparam("now", type_=T.c.started_at.type)),
+            else_=T.c.started_at,
+        ),
+    ),
+}
+
+
+def store_if_current_statement(caller: str, mark: str | None) -> Select[Any]:
+    """Postgres: ONE statement that stores a judgment answered from a cached session, and
+    only if everything the general path checks still holds (:func:`store_if_current`):
+
+    - the task is the incarnation the session was replayed for (``task_created_at``), not
+      cancelled (nor done), and the caller is its assessor: for ``caller`` ``"token"`` the
+      token bound as ``digest`` is usable and its user's (:func:`app.security.token_acts_for`),
+      for ``"user"`` the assessor is ``user_id`` (a browser session, checked before);
+    - its live log is still at the session's version (``live``, ``newest``);
+    - no live judgment ``seq`` exists (``ON CONFLICT DO NOTHING`` on the unique index).
+
+    Data-modifying CTEs do the rest in the same statement: the status change
+    :data:`MARK_IF` ``[mark]`` if the row was inserted, and for a token its ``last_used_at``
+    refresh when due (``app.security``'s rule; whether or not the row was inserted, as the
+    general path's token check does). Returns the new id, or no row."""
+    assert isinstance(J, Table)  # as at the top: module-level narrowing does not reach here
+    acts = (
+        token_acts_for(T.c.assessor_id)
+        if caller == "token"
+        else T.c.assessor_id == bindparam("user_id", type_=T.c.assessor_id.type)
+    )
+    current = (
+        exists().where(
+            T.c.id == bindparam("task_id"),
+            T.c.created_at == bindparam("task_created_at", type_=T.c.created_at.type),
+            or_(T.c.status == "pending", T.c.status == "active"),
+            acts,
+        ),
+        LIVE_VERSION.with_only_columns(func.count()).scalar_subquery() == bindparam("live"),
+        LIVE_VERSION.with_only_columns(func.coalesce(func.max(J.c.id), 0)).scalar_subquery()
+        == bindparam("newest"),
+    )
+    row = select(*(bindparam(c, type_=J.c[c].type) for c in _ROW_COLUMNS)).where(*current)
+    inserted = (
+        postgresql.insert(J)
+        .from_select(list(_ROW_COLUMNS), row)
+        .on_conflict_do_nothing()
+        .returning(J.c.id)
+        .cte("inserted")
+    )
+    stored = select(inserted.c.id)
+    if mark is not None:
+        marked = MARK_IF[mark].where(exists(select(inserted.c.id))).cte("marked")
+        stored = stored.add_cte(marked)
+    if caller == "token":
+        stored = stored.add_cte(TOUCH_DUE_TOKEN.cte("touched"))
+    return stored
+
+
+#: :data:`ASYNCHRONOUS_COMMIT` for a pipeline's implicit transaction, where ``SET LOCAL``
+#: works but warns that it is outside a transaction block.
+ASYNCHRONOUS_COMMIT_IMPLICIT = "SELECT set_config('synchronous_commit', 'off', true)"
+
+
 #: Status changes of a submit: pending -> active on the first answer, -> done on the last.
 MARK = {
     "active": update(T)
@@ -231,6 +315,7 @@ class _Statements:
         self.live_log = Prepared(LIVE_LOG, dialect)
         self.review_log = Prepared(REVIEW_LOG, dialect)
         self.document = Prepared(DOCUMENT, dialect)
+        self.query_text = Prepared(QUERY_TEXT, dialect)
         self.state_and_version = Prepared(STATE_AND_VERSION, dialect)
         self.state_for_update = Prepared(TASK_STATE_FOR_UPDATE, dialect)
         self.live_version = Prepared(LIVE_VERSION, dialect)
@@ -239,6 +324,12 @@ class _Statements:
         self.undo = Prepared(UNDO, dialect)
         self.undo_from = Prepared(UNDO_FROM, dialect)
         self.reopen = Prepared(REOPEN, dialect)
+        if db.dialect == "postgresql":
+            self.store_if_current = {
+                (caller, mark): Prepared(store_if_current_statement(caller, mark), dialect)
+                for caller in ("token", "user")
+                for mark in (None, "start", "finish")
+            }
 
 
 def _statements(db: Database) -> _Statements:
@@ -247,6 +338,14 @@ def _statements(db: Database) -> _Statements:
         found = db.caches.setdefault(__name__, _Statements(db))
     assert isinstance(found, _Statements)
     return found
+
+
+class QueryText(NamedTuple):
+    """What the judging pages show of a task's query."""
+
+    title: str
+    description: str
+    collection_id: int
 
 
 class JudgmentStore:
@@ -266,6 +365,14 @@ class JudgmentStore:
         row lock on Postgres (SQLite's write transaction holds the database lock already)."""
         stmt = self._sql.task_for_update if lock else self._sql.task
         return stmt.one_or_none(self.cursor, {"task_id": task_id})
+
+    def query_text(self, query_id: int) -> QueryText:
+        """A query's title and description (empty strings for what it lacks) and collection
+        (0 for a query that does not exist)."""
+        row = self._sql.query_text.one_or_none(self.cursor, {"query_id": query_id})
+        if row is None:
+            return QueryText("", "", 0)
+        return QueryText(str(row.title or ""), str(row.description or ""), int(row.collection_id))
 
     def live_log(self, task_id: int) -> list[LogRow]:
         """The task's live judgments in seq order."""
@@ -348,3 +455,68 @@ class JudgmentStore:
             if row is not None:
                 found[doc_id] = row
         return found
+
+
+async def store_if_current(
+    db: Database,
+    conn: LoopConnection,
+    *,
+    task_id: int,
+    incarnation: datetime,
+    version: LogVersion,
+    seq: int,
+    answer: Answer,
+    active_ms: int,
+    now: datetime,
+    comment: str | None,
+    finishes: bool,
+    digest: str | None,
+    user_id: int | None,
+) -> int | None:
+    """Postgres, on the event loop: a whole submit transaction from a cached session in ONE
+    round trip on ``conn`` (an autocommit ``AsyncConnection``: ``db.loop_connections``).
+
+    One simple query, two statements, one transaction (the protocol's implicit transaction:
+    the statements of one query message, committed at its end, rolled back on an error; an
+    explicit ``BEGIN`` from psycopg would cost a round trip of its own): the row lock
+    (:data:`TASK_STATE_FOR_UPDATE`), then :func:`store_if_current_statement`, which inserts
+    ``answer`` as live judgment ``seq`` only if the task (created at ``incarnation``), the
+    caller (``digest`` of a bearer token, else ``user_id``) and the log ``version`` are as the
+    session assumed, and changes the status (``finishes``: the last answer). The lock comes
+    first, so the storing statement's snapshot (READ COMMITTED: one per statement) sees every
+    writer that held the lock before.
+
+    Both are prepared on the connection (``PREPARE``, in the same message the first time) and
+    run as ``EXECUTE`` with their arguments bound by psycopg's client-side cursor (libpq
+    quotes every value as a literal): one message and one wait, where the extended protocol
+    (psycopg's pipeline) cost the event loop about as much CPU as the rest of the request.
+
+    Returns the new judgment's id; None when nothing was stored (and nothing written but the
+    token's refresh when due)."""
+    sql = _statements(db)
+    caller = "token" if digest is not None else "user"
+    mark = "finish" if finishes else "start" if version[0] == 0 else None
+    values = row_values(task_id, seq, answer, active_ms, now, comment)
+    values |= {
+        "task_created_at": incarnation,
+        "live": version[0],
+        "newest": version[1],
+        "digest": digest,
+        "user_id": user_id,
+        "now": now,
+        "touch_before": now - TOUCH_INTERVAL,
+    }
+    lock, store = sql.state_for_update, sql.store_if_current[caller, mark]
+    names = {lock: "heapjudge_lock_task", store: f"heapjudge_store_{caller}_{mark or 'only'}"}
+    statements = [p.server_prepare(n) for p, n in names.items() if n not in conn.prepared]
+    if db.settings.postgres_async_commit:
+        statements.append(ASYNCHRONOUS_COMMIT_IMPLICIT)
+    statements += [lock.server_execute(names[lock]), store.server_execute(names[store])]
+    params = lock.named_params({"task_id": task_id}) | store.named_params(values)
+    async with psycopg.AsyncClientCursor(conn.connection) as cursor:
+        await cursor.execute("; ".join(statements), params)
+        while cursor.nextset():  # to the last statement's result: the store's
+            pass
+        rows = store.made(await cursor.fetchall())
+    conn.prepared.update(names.values())
+    return None if not rows else int(rows[0].id)

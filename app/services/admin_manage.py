@@ -91,7 +91,9 @@ class Workload:
 
 def workloads(*, db: Database) -> list[Workload]:
     """Every user with tasks by status (all collections), live judgments, active time and the
-    time of their last judgment."""
+    time of their last judgment. A judgment counts for whoever gave it: a second opinion
+    (``judgment.answered_by``, docs/noise.md) for its second assessor, not the task's."""
+    answerer = func.coalesce(Judgment.answered_by, Task.assessor_id)
     with db.read() as s:
         users = list(s.scalars(select(User).order_by(User.username)))
         tasks: dict[int, dict[str, int]] = {u.id: dict.fromkeys(TASK_STATUSES, 0) for u in users}
@@ -105,14 +107,14 @@ def workloads(*, db: Database) -> list[Workload]:
             uid: (n, ms, last)
             for uid, n, ms, last in s.execute(
                 select(
-                    Task.assessor_id,
+                    answerer,
                     func.count(Judgment.id),
                     func.coalesce(func.sum(Judgment.active_ms), 0),
                     func.max(Judgment.created_at),
                 )
                 .join(Task, Task.id == Judgment.task_id)
                 .where(Judgment.undone.is_(False))
-                .group_by(Task.assessor_id)
+                .group_by(answerer)
             )
         }
     out = []

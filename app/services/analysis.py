@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from sqlalchemy import select
+from sqlalchemy.orm import aliased
 
 from app.db import Database
 from app.errors import Invalid, NotFound
@@ -88,6 +89,7 @@ def load_records(
             .order_by(Task.id)
         ).all()
         # Plain column tuples (no ORM objects): a study log has tens of thousands of rows.
+        second = aliased(User)
         log = [
             tuple(row)
             for row in s.execute(
@@ -103,8 +105,10 @@ def load_records(
                     Judgment.created_at,
                     Judgment.undone,
                     Judgment.reason,
+                    second.username,
                 )
                 .join(Task, Judgment.task_id == Task.id)
+                .outerjoin(second, second.id == Judgment.answered_by)
                 .where(Task.collection_id == collection_id, Task.status != "cancelled")
                 .order_by(Judgment.task_id, Judgment.seq, Judgment.id)
             )
@@ -131,20 +135,26 @@ def build_records(
 ) -> tuple[list[JudgmentRecord], list[TaskRecord], list[str], set[Reask]]:
     """Turn task rows (id, assessor, query, method, k, seed, options, doc_ids, status) and log
     rows (task, seq, left, right, outcome, doc_id, grade, active_ms, created_at, undone,
-    reason) into records, replaying every topk task for the (task_id, seq) of its re-asks and
-    deliberate repeats, and each finished one for its top-k ground truth.
+    reason[, answered_by]) into records, replaying every topk task for the (task_id, seq) of
+    its re-asks and deliberate repeats, and each finished one for its top-k ground truth.
 
     A document its assessor marked broken (docs/protocols.md#broken-documents) takes no part
     in agreement: the broken answer itself and every judgment of that task about the document
-    give no record (the replay still sees them, so results stay those of the task)."""
+    give no record (the replay still sees them, so results stay those of the task).
+
+    A judgment a second assessor gave (``answered_by``: a routed repeat, docs/noise.md) is
+    that assessor's record: it counts in their time and self-consistency, never in the task
+    assessor's; like every repeat it stays out of direct agreement and Table 1."""
     info = {row[0]: row for row in tasks_raw}
     judgments: list[JudgmentRecord] = []
     live_answers: dict[Any, list[Any]] = defaultdict(list)
     broken: dict[Any, set[str]] = defaultdict(set)
-    for task_id, _, _, _, outcome, doc_id, *_, undone, _ in log:
+    for task_id, _, _, _, outcome, doc_id, _, _, _, undone, *_ in log:
         if outcome == "broken" and not undone:
             broken[task_id].add(doc_id)
-    for task_id, seq, left, right, outcome, doc_id, grade, ms, created, undone, reason in log:
+    for row in log:
+        task_id, seq, left, right, outcome, doc_id, grade, ms, created, undone, reason = row[:11]
+        answered_by = row[11] if len(row) > 11 else None
         if task_id not in info:  # a task created after the task list was read (READ COMMITTED)
             continue
         if not undone:
@@ -159,6 +169,8 @@ def build_records(
         if outcome == "broken" or (gone and (left in gone or right in gone or doc_id in gone)):
             continue
         _, assessor, query_id, method, *_ = info[task_id]
+        if answered_by:
+            assessor = answered_by
         judgments.append(
             JudgmentRecord(
                 task_id=task_id,

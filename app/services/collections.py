@@ -588,6 +588,7 @@ class Guidelines:
     """A collection's judging guidelines: the admin's Markdown and its sanitised HTML."""
 
     collection_id: int
+    collection_name: str
     markdown: str
     html: str
 
@@ -598,7 +599,7 @@ def get_guidelines(*, db: Database, collection_id: int) -> Guidelines:
         coll = s.get(Collection, collection_id)
         if coll is None:
             raise NotFound(f"no collection with id {collection_id}")
-        return Guidelines(coll.id, coll.guidelines, render_guidelines(coll.guidelines))
+        return Guidelines(coll.id, coll.name, coll.guidelines, render_guidelines(coll.guidelines))
 
 
 def _check_guidelines(markdown: str) -> None:
@@ -625,4 +626,5 @@ def set_guidelines(*, db: Database, collection_id: int, markdown: str) -> Guidel
         if coll is None:
             raise NotFound(f"no collection with id {collection_id}")
         coll.guidelines = markdown
-    return Guidelines(collection_id, markdown, render_guidelines(markdown))
+        name = coll.name
+    return Guidelines(collection_id, name, markdown, render_guidelines(markdown))

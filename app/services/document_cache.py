@@ -74,6 +74,10 @@ class DocumentCache:
     def __init__(self, size: int = 4096) -> None:
         self._lru = LRU(size)
 
+    def has(self, task: Any, doc_ids: Sequence[str]) -> bool:
+        """Whether the payloads of all ``doc_ids`` of ``task`` are cached (no fetch needed)."""
+        return all((task.id, task.created_at, d) in self._lru for d in doc_ids)
+
     def payloads(self, task: Any, doc_ids: Sequence[str], fetch: Fetch) -> dict[str, Payload]:
         """Payloads of ``doc_ids`` of ``task`` (anything with ``id``, ``created_at``,
         ``query_id`` and ``doc_ids``); what is not cached is read with ``fetch``. Each

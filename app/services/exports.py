@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 from sqlalchemy import Select, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, aliased
 
 from app.db import Database
 from app.errors import Invalid, NotFound
@@ -81,6 +81,7 @@ PAIR_COLUMNS = (
     "broken_doc",
     "reason",
     "comment",
+    "answered_by",
 )
 
 
@@ -470,11 +471,14 @@ def _write_topk_jsonl(db: Database, req: ExportRequest) -> Iterator[bytes]:
     return _batched(lines())
 
 
-def _judgments_select(req: ExportRequest) -> Select[Judgment, int, str, str]:
+def _judgments_select(req: ExportRequest) -> Select[Judgment, int, str, str, str | None]:
     """Live judgments of the collection's topk tasks (finished or not), in task and seq
-    order, with the task's seed, query id and assessor; filtered by assessor and plan."""
+    order, with the task's seed, query id and assessor, and who answered when it was not the
+    assessor (a second opinion, docs/noise.md); filtered by assessor and plan."""
+    second = aliased(User)
+    answered_by = select(second.username).where(second.id == Judgment.answered_by).scalar_subquery()
     stmt = (
-        select(Judgment, Task.seed, Query.external_id, User.username)
+        select(Judgment, Task.seed, Query.external_id, User.username, answered_by)
         .join(Task, Task.id == Judgment.task_id)
         .join(Query, Query.id == Task.query_id)
         .join(User, User.id == Task.assessor_id)
@@ -496,7 +500,7 @@ def _judgments_select(req: ExportRequest) -> Select[Judgment, int, str, str]:
 def _write_pairs_jsonl(db: Database, req: ExportRequest) -> Iterator[bytes]:
     def lines() -> Iterator[str]:
         with db.read() as s:
-            for j, _seed, qid, username in s.execute(_judgments_select(req)):
+            for j, _seed, qid, username, second in s.execute(_judgments_select(req)):
                 yield json_line(
                     {
                         "query_id": qid,
@@ -511,6 +515,7 @@ def _write_pairs_jsonl(db: Database, req: ExportRequest) -> Iterator[bytes]:
                         "doc_id": j.doc_id,
                         "reason": j.reason,
                         "comment": j.comment,
+                        "answered_by": second,
                     }
                 )
 
@@ -524,7 +529,7 @@ def _write_pairs_csv(db: Database, req: ExportRequest) -> Iterator[bytes]:
     def lines() -> Iterator[str]:
         yield csv_line(PAIR_COLUMNS)
         with db.read() as s:
-            for j, seed, qid, username in s.execute(_judgments_select(req)):
+            for j, seed, qid, username, second in s.execute(_judgments_select(req)):
                 winner = {"left": j.left_doc, "right": j.right_doc}.get(j.outcome or "", "")
                 yield csv_line(
                     neutralise_row(
@@ -543,6 +548,7 @@ def _write_pairs_csv(db: Database, req: ExportRequest) -> Iterator[bytes]:
                             j.doc_id or "",
                             j.reason or "",
                             j.comment or "",
+                            second or "",
                         )
                     )
                 )
@@ -748,7 +754,8 @@ FORMATS: dict[str, ExportFormat] = {
         ExportFormat(
             "pairs-jsonl",
             "one JSON object per live pair judgment (query, assessor, task, seq, left, right, "
-            "outcome, active_ms, time, doc_id and reason of a broken document, comment)",
+            "outcome, active_ms, time, doc_id and reason of a broken document, comment, "
+            "answered_by: the second assessor of a routed repeat, else null)",
             _NDJSON,
             "pairs.jsonl",
             _write_pairs_jsonl,
@@ -757,7 +764,7 @@ FORMATS: dict[str, ExportFormat] = {
         ExportFormat(
             "pairs-csv",
             "one CSV row per live pair judgment, with the winner, the side shown, a broken "
-            "document and its reason, and the comment",
+            "document and its reason, the comment and answered_by (a second opinion's assessor)",
             "text/csv; charset=utf-8",
             "pairs.csv",
             _write_pairs_csv,

@@ -29,30 +29,42 @@ it (never shared between threads) and goes back only if its session still matche
 transaction first, outside the write lock (SQLite admits one writer, and replay is the
 costly part); the write transaction then only confirms the version. So a warm submit is one
 write transaction of four or five short statements and no replay.
+
+On Postgres the common submit (a fresh answer from a cached session) has a form of its own,
+:func:`submit_on_loop`, run on the event loop: the session takes the answer first and the
+database stores it in one round trip only if the task, the caller and the log version are
+still what the session assumed (the checks above, made by the storing statement itself:
+:func:`app.repositories.judgments.store_if_current`). When they are not, it stores nothing and
+:func:`submit_judgment` answers as above; so the semantics are the general path's.
 """
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import psycopg
+
 from app.db import Database
-from app.errors import Conflict, Invalid
+from app.errors import Conflict, DomainError, Invalid
 from app.models import utcnow
+from app.offload import executor
 from app.repositories.judgments import (
     JudgmentStore,
     LogRow,
     LogVersion,
     live_judgments,
     log_version,
+    store_if_current,
 )
-from app.security import Caller, Identity, caller_identity
+from app.security import BearerToken, Caller, Identity, caller_identity
 from app.services.document_cache import LRU, DocumentCache, Payload
 from app.services.tasks import check_task_access
-from labeling.errors import Finished, WrongQuestion
-from labeling.session import open_session
+from labeling.errors import Finished, LabelingError, WrongQuestion
+from labeling.session import TopKSession, open_session
 from labeling.types import (
     Answer,
     BrokenAnswer,
@@ -64,14 +76,20 @@ from labeling.types import (
 
 # live_judgments: the read-only services (results, exports, pages) replay with it too.
 __all__ = [
+    "Lookahead",
     "Payload",
+    "TaskPage",
     "answer_of",
     "clear_caches",
     "live_judgments",
+    "lookahead",
     "next_question",
     "replay_task",
     "review_answers",
     "submit_judgment",
+    "submit_on_loop",
+    "task_documents",
+    "task_page",
     "undo_judgment",
 ]
 
@@ -130,18 +148,8 @@ class _Replayed:
 
 
 def _replay(task: Any, rows: Sequence[LogRow]) -> _Replayed:
-    config = _TaskConfig(
-        task.id,
-        task.query_id,
-        task.method,
-        task.k,
-        task.seed,
-        task.options,
-        task.doc_ids,
-        task.created_at,
-    )
     active_ms = sum(r.active_ms for r in rows)
-    return _Replayed(config, replay_task(task, rows), log_version(rows), active_ms)
+    return _Replayed(_config(task), replay_task(task, rows), log_version(rows), active_ms)
 
 
 # --------------------------------------------------------------------------- caches
@@ -172,26 +180,54 @@ def clear_caches(db: Database) -> None:
 # --------------------------------------------------------------------------- payloads
 
 
-def _body(db: Database, r: _Replayed, store: JudgmentStore | None = None) -> Payload:
+def _body(
+    db: Database, r: _Replayed, store: JudgmentStore | None = None, *, locked: bool = False
+) -> Payload:
     """The body of ``/next`` (and of a successful submit or undo) for ``r``. Documents come
     from the cache, else are read on ``store`` (or, after a commit, in a read transaction of
     their own).
+
+    A deliberate repeat of a task with a second assessor may be routed to them: then the
+    body is the waiting state (:func:`app.services.second_opinions.gate`), decided in
+    ``store``'s transaction when ``locked`` (a write transaction holding the task's row lock),
+    in one of its own when there is no ``store``, and by the caller when ``store`` is a read.
 
     ``progress.estimated_remaining`` is ``ceil(expected_remaining)``, 0 once done.
     ``challenger`` (topk) is the side, ``"left"`` or ``"right"``, showing Step 2's new
     document (the stream item "not relevant" refers to; ``TopKSession.pending_challenger``),
     null otherwise."""
 
-    def fetch(query_id: int, doc_ids: Sequence[str]) -> dict[str, Any]:
-        if store is not None:
-            return store.documents(query_id, doc_ids)
-        with db.raw_read() as cursor:
-            return JudgmentStore(db, cursor).documents(query_id, doc_ids)
-
     def documents(doc_ids: Sequence[str]) -> dict[str, Payload]:
-        return _caches(db).documents.payloads(r.task, doc_ids, fetch)
+        return _documents(db, r.task, doc_ids, store)
 
-    return _question_body(r.task, r.session, r.active_ms, documents)
+    body = _question_body(r.task, r.session, r.active_ms, documents)
+    if (locked or store is None) and _routes(r):
+        from app.services import second_opinions
+
+        body = second_opinions.gate(db, r, body, store.cursor if store is not None else None)
+    return body
+
+
+def _routes(r: _Replayed) -> bool:
+    """Whether the pending question of ``r`` is a repeat its task routes to a second assessor
+    (docs/noise.md#routing-re-asks-to-a-second-assessor). One dict lookup for a task that
+    routes nothing, so the hot path of every other task stays as it was."""
+    return bool(r.task.options.get("second_assessor")) and r.session.pending_is_repeat
+
+
+def _documents(
+    db: Database, task: Any, doc_ids: Sequence[str], store: JudgmentStore | None = None
+) -> dict[str, Payload]:
+    """Payloads of the task's documents ``doc_ids``, from the document cache; what is not
+    cached is read on ``store`` (or in a read transaction of its own)."""
+
+    def fetch(query_id: int, ids: Sequence[str]) -> dict[str, Any]:
+        if store is not None:
+            return store.documents(query_id, ids)
+        with db.raw_read() as cursor:
+            return JudgmentStore(db, cursor).documents(query_id, ids)
+
+    return _caches(db).documents.payloads(task, doc_ids, fetch)
 
 
 def _question_body(
@@ -336,6 +372,10 @@ def next_question(*, db: Database, user: Caller, task_id: int) -> Payload:
         replayed = _replay(task, store.live_log(task_id))
         body = _body(db, replayed, store)
     _caches(db).sessions.put(task_id, replayed)  # warms the cache for the submit that follows
+    if _routes(replayed):  # after the read transaction: routing writes
+        from app.services import second_opinions
+
+        body = second_opinions.gate(db, replayed, body)
     return body
 
 
@@ -352,6 +392,91 @@ def _replay_outside_lock(
         if task is None or task.assessor_id != who.id:
             return who, None
         return who, _replay(task, store.live_log(task_id))
+
+
+def _fresh_answer(r: _Replayed, seq: int, data: dict[str, Any]) -> Answer | None:
+    """The request's answer if it is a fresh answer to ``r``'s pending question that the
+    protocol accepts, now submitted to ``r.session``; None otherwise (a retry, a conflict or
+    an invalid answer, which the general path answers), ``r`` unchanged."""
+    try:
+        answer = _answer_from_request(r.task.method, data)
+    except (DomainError, ValueError):
+        return None
+    if seq != len(r.session.answers):
+        return None
+    try:
+        r.session.submit(answer)  # validates; unchanged if it raises
+    except LabelingError:
+        return None
+    return answer
+
+
+async def submit_on_loop(
+    *, db: Database, user: Caller, task_id: int, data: dict[str, Any]
+) -> Payload | None:
+    """:func:`submit_judgment` for the common case on Postgres, run on the event loop in one
+    round trip; None where it does not apply, with nothing stored (the caller then runs
+    :func:`submit_judgment`, which makes every check itself).
+
+    It applies to a fresh answer (:func:`_fresh_answer`) to a task whose session is cached.
+    The session takes the answer, then
+    :func:`app.repositories.judgments.store_if_current` stores it in one transaction, only if
+    the task, the caller and the log are still what the session assumed: the general path's
+    checks, made by the database in the storing statement. Anything else (a refused caller, a
+    cancelled task, a log that moved on through another process or an undo) stores nothing
+    and returns None, the session dropped; so does a driver error (a dead connection), after
+    which the general path finds the judgment stored (an identical retry) or not."""
+    sessions = _caches(db).sessions
+    r: _Replayed | None = sessions.take(task_id)
+    if r is None:
+        return None
+    seq = int(data["seq"])
+    # A repeat routed to a second assessor is not the first assessor's to answer: the general
+    # path says so (docs/noise.md#routing-re-asks-to-a-second-assessor).
+    answer = None if _routes(r) else _fresh_answer(r, seq, data)
+    if answer is None:
+        sessions.put(task_id, r)
+        return None
+    # From here the session is ahead of the log until the judgment is stored: on any exit
+    # without storing, it is dropped (the general path replays).
+    connections = db.loop_connections
+    assert connections is not None  # Postgres only (app.offload)
+    if isinstance(user, BearerToken):
+        digest, user_id = user.digest, None
+    else:
+        digest, user_id = None, user.id
+    active_ms = int(data.get("active_ms") or 0)
+    now = utcnow()
+    try:
+        async with connections.connection() as conn:
+            inserted = await store_if_current(
+                db,
+                conn,
+                task_id=task_id,
+                incarnation=r.task.created_at,
+                version=r.version,
+                seq=seq,
+                answer=answer,
+                active_ms=active_ms,
+                now=now,
+                comment=_comment_of(data),
+                finishes=bool(r.session.done),
+                digest=digest,
+                user_id=user_id,
+            )
+    except psycopg.Error:
+        return None
+    if inserted is None:
+        return None
+    r.version = (r.version[0] + 1, inserted)
+    r.active_ms += active_ms
+    sessions.put(task_id, r)
+    if not _routes(r) and _caches(db).documents.has(r.task, _pending_ids(r.session)):
+        return _body(db, r)
+    # The next question's documents must be read (not cached yet, or evicted), or the next
+    # question is routed to a second assessor (a write): blocking, so on a worker thread,
+    # not on the loop.
+    return await asyncio.get_running_loop().run_in_executor(executor(), _body, db, r)
 
 
 def submit_judgment(*, db: Database, user: Caller, task_id: int, data: dict[str, Any]) -> Payload:
@@ -383,11 +508,17 @@ def submit_judgment(*, db: Database, user: Caller, task_id: int, data: dict[str,
             current = replayed
 
             def conflict(message: str) -> Conflict:
-                return Conflict(message, extra={"current": _body(db, current, store)})
+                return Conflict(message, extra={"current": _body(db, current, store, locked=True)})
 
             answer = _answer_from_request(replayed.task.method, data)
             if _is_retry(replayed, seq, answer, conflict):
-                return _body(db, replayed, store)
+                return _body(db, replayed, store, locked=True)
+            if seq == len(replayed.session.answers) and _routes(replayed):
+                from app.services import second_opinions
+
+                waiting = second_opinions.check_submit(db, cursor, task_id, seq)
+                if waiting is not None:
+                    raise conflict(waiting["message"])
             try:
                 replayed.session.submit(answer)  # validates; unchanged if it raises
             except (WrongQuestion, Finished) as exc:
@@ -399,7 +530,7 @@ def submit_judgment(*, db: Database, user: Caller, task_id: int, data: dict[str,
                 # Only if the row lock failed to serialise us: the stored row decides.
                 current = _replay(store.task(task_id), store.live_log(task_id))
                 if _is_retry(current, seq, answer, conflict):
-                    return _body(db, current, store)
+                    return _body(db, current, store, locked=True)
                 raise conflict(f"question {seq} was answered concurrently")
             change = "active" if state.status == "pending" else ""
             if replayed.session.done:
@@ -435,7 +566,7 @@ def undo_judgment(
         rows = store.live_log(task_id)
         if to_seq is None:
             if not rows:
-                current = _body(db, _replay(task, rows), store)
+                current = _body(db, _replay(task, rows), store, locked=True)
                 raise Conflict("nothing to undo", extra={"current": current})
             if not store.undo(task_id, rows[-1].seq, utcnow()):
                 raise Conflict("the last judgment was undone concurrently")
@@ -446,8 +577,13 @@ def undo_judgment(
                 store.undo_from(task_id, to_seq, utcnow())
         if len(kept) < len(rows) and task.status == "done":
             store.reopen(task_id)
+        if task.options.get("second_assessor"):
+            from app.services import second_opinions
+
+            # Routed questions after the new pending one are no longer asked (docs/noise.md).
+            second_opinions.cancel_after(db, cursor, task_id, len(kept))
         replayed = _replay(task, kept)
-        body = _body(db, replayed, store)
+        body = _body(db, replayed, store, locked=True)
     sessions.put(task_id, replayed)
     return body
 
@@ -490,3 +626,220 @@ def review_answers(*, db: Database, user: Caller, task_id: int) -> list[Payload]
 
 def _doc_ref(doc_id: str | None, titles: dict[str, str]) -> Payload | None:
     return None if doc_id is None else {"doc_id": doc_id, "title": titles.get(doc_id, "")}
+
+
+# --------------------------------------------------------------------------- the assessor's pages
+# Read-only views for the judging page, its done page and the page's preloading
+# (app/routers/web/assess.py): the same statements, replay, question body and document cache
+# as the REST judging loop, and only for the task's own assessor (an admin reads tasks
+# through the REST API).
+
+
+@dataclass(frozen=True, slots=True)
+class TaskPage:
+    """What the judging page and the done page show about one of the caller's tasks."""
+
+    task_id: int
+    method: str
+    k: int
+    options: dict[str, Any]
+    status: str
+    collection_id: int
+    query_title: str
+    query_description: str
+    question: Payload
+    """The body of ``GET /api/v1/tasks/{id}/next`` (:func:`next_question`): ``done``,
+    ``progress``, ``active_ms`` and the pending question."""
+    result: Any
+    """The protocol's result once the log is complete (``session.result()``), else None."""
+    documents: dict[str, Payload]
+    """Payloads of the documents of a finished top-k list (for their titles)."""
+
+    @property
+    def done(self) -> bool:
+        return bool(self.question["done"])
+
+
+def _own_task(store: JudgmentStore, who: Identity, task_id: int) -> Any:
+    """The task row if ``who`` is its assessor: 404 if it does not exist, 403 otherwise."""
+    task = store.task(task_id)
+    check_task_access(task, who, task_id, judge=True)
+    return task
+
+
+def task_page(*, db: Database, user: Caller, task_id: int) -> TaskPage:
+    """The caller's task replayed from its log, with its query's text and (as
+    :func:`next_question`) the pending question; 404 / 403 for a missing or foreign task."""
+    with db.raw_read() as cursor:
+        store = JudgmentStore(db, cursor)
+        task = _own_task(store, caller_identity(db, cursor, user, writable=False), task_id)
+        replayed = _replay(task, store.live_log(task_id))
+        question = _body(db, replayed, store)
+        result = replayed.session.result() if replayed.session.done else None
+        top = list(result.top) if result is not None and task.method == "topk" else []
+        documents = _documents(db, replayed.task, top, store) if top else {}
+        query = store.query_text(task.query_id)
+    if result is None:
+        _caches(db).sessions.put(task_id, replayed)  # warms the cache for the first submit
+        if _routes(replayed):  # after the read transaction: routing writes
+            from app.services import second_opinions
+
+            question = second_opinions.gate(db, replayed, question)
+    return TaskPage(
+        task_id=task.id,
+        method=task.method,
+        k=task.k,
+        options=dict(task.options or {}),
+        status=task.status,
+        collection_id=query.collection_id,
+        query_title=query.title,
+        query_description=query.description,
+        question=question,
+        result=result,
+        documents=documents,
+    )
+
+
+def task_documents(
+    *, db: Database, user: Caller, task_id: int, doc_ids: Sequence[str]
+) -> tuple[str, list[Payload]]:
+    """(query text, payloads of the task's documents among ``doc_ids`` in the order asked;
+    ids not in the task are left out) for the caller's task; 404 / 403 as :func:`task_page`."""
+    with db.raw_read() as cursor:
+        store = JudgmentStore(db, cursor)
+        task = _own_task(store, caller_identity(db, cursor, user, writable=False), task_id)
+        pool = set(task.doc_ids)
+        wanted = [d for d in dict.fromkeys(doc_ids) if d in pool]
+        found = _documents(db, task, wanted, store) if wanted else {}
+        title = store.query_text(task.query_id).title
+    return title, [found[d] for d in wanted]
+
+
+@dataclass(frozen=True, slots=True)
+class Lookahead:
+    """What may come after the pending question: the documents to preload and, per answer,
+    the next question itself (for showing it the moment the key is pressed)."""
+
+    docs: list[Payload]
+    """Payloads of the documents that may be shown next, not those shown now."""
+    next: dict[str, Payload]
+    """Answer key -> the next question in the shape of the API's question body, reduced to what
+    the page draws: ``seq``, ``pair`` (``left``/``right``: ``doc_id``, ``title``) or
+    ``document``, ``allowed_outcomes``, ``challenger`` and ``progress``. Keys: the outcomes
+    allowed now (topk) or ``"grade"`` (graded: the next document does not depend on the grade).
+    An answer after which the task is done is left out (the page then waits for the server)."""
+
+
+def lookahead(
+    *, db: Database, user: Caller, task_id: int, seq: int
+) -> tuple[str, Lookahead | None]:
+    """(query text, what the assessor may see after answering question ``seq``) for
+    preloading; 404 / 403 as :func:`task_page`.
+
+    For a topk task: the next question after each answer the protocol accepts now (replayed
+    hypothetically; nothing is stored). For a graded task: the next two documents (their order
+    does not depend on the grades). The lookahead is None when ``seq`` is not the pending
+    question (the page is stale)."""
+    with db.raw_read() as cursor:
+        store = JudgmentStore(db, cursor)
+        task = _own_task(store, caller_identity(db, cursor, user, writable=False), task_id)
+        title = store.query_text(task.query_id).title
+        rows = store.live_log(task_id)
+        session = replay_task(task, rows)
+        pending = session.pending
+        if pending is None or pending.seq != seq:
+            return title, None
+        answers = [answer_of(r) for r in rows]
+        upcoming: list[str] = []
+        branches: dict[str, Any] = {}
+        current: set[str]
+        if isinstance(pending, PairQuestion):
+            current = {pending.left, pending.right}
+            for outcome in session.allowed_outcomes:
+                answer = PairAnswer(pending.left, pending.right, outcome)
+                after = _hypothetical(task, [*answers, answer])
+                nxt = after.pending
+                if isinstance(nxt, PairQuestion):
+                    upcoming += [nxt.left, nxt.right]
+                    branches[outcome] = after
+        else:
+            current = {pending.doc_id}
+            hypothetical = list(answers)
+            q: Any = pending
+            for step in range(2):
+                hypothetical.append(GradeAnswer(q.doc_id, 0))
+                after = _hypothetical(task, hypothetical)
+                q = after.pending
+                if q is None:
+                    break
+                if step == 0:
+                    branches["grade"] = after
+                upcoming.append(q.doc_id)
+        wanted = list(dict.fromkeys(d for d in upcoming if d not in current))
+        shown = {d for b in branches.values() for d in _pending_ids(b)}
+        found = _documents(db, task, sorted(set(wanted) | shown), store)
+    titles = {d: str(p.get("title") or "") for d, p in found.items()}
+    nxt_bodies = {key: _next_body(b, titles) for key, b in branches.items()}
+    return title, Lookahead(
+        [found[d] for d in wanted], {key: b for key, b in nxt_bodies.items() if b is not None}
+    )
+
+
+def _config(task: Any) -> _TaskConfig:
+    return _TaskConfig(
+        task.id,
+        task.query_id,
+        task.method,
+        task.k,
+        task.seed,
+        task.options,
+        task.doc_ids,
+        task.created_at,
+    )
+
+
+def _hypothetical(task: Any, answers: Sequence[Answer]) -> Any:
+    """The session of ``task`` after ``answers`` (none of them stored)."""
+    return open_session(
+        task.method, task.doc_ids, k=task.k, seed=task.seed, options=task.options, answers=answers
+    )
+
+
+def _pending_ids(session: Any) -> list[str]:
+    q = session.pending
+    if isinstance(q, PairQuestion):
+        return [q.left, q.right]
+    return [q.doc_id] if q is not None else []
+
+
+def _next_body(session: Any, titles: dict[str, str]) -> Payload | None:
+    """The page's view of ``session.pending`` (see :attr:`Lookahead.next`); None when done."""
+    q = session.pending
+    if q is None:
+        return None
+    p = session.progress()
+    body: Payload = {
+        "seq": q.seq,
+        "done": False,
+        "progress": {
+            "judgments": p.judgments,
+            "estimated_remaining": math.ceil(p.expected_remaining - 1e-9),
+            "expected_remaining": p.expected_remaining,
+            "max_remaining": p.max_remaining,
+            "done": False,
+        },
+    }
+    if isinstance(q, PairQuestion):
+        assert isinstance(session, TopKSession)  # a pair question comes from a top-k session
+        challenger = session.pending_challenger
+        body["pair"] = {
+            side: {"doc_id": d, "title": titles.get(d, "")}
+            for side, d in (("left", q.left), ("right", q.right))
+        }
+        body["allowed_outcomes"] = list(session.allowed_outcomes)
+        body["challenger"] = (
+            "left" if challenger == q.left else "right" if challenger == q.right else None
+        )
+    else:
+        body["document"] = {"doc_id": q.doc_id, "title": titles.get(q.doc_id, "")}
+    return body

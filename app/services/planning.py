@@ -58,7 +58,7 @@ from labeling.assignment import (
 from labeling.errors import ConfigError
 from labeling.pools import build_pool, content_hash, parse_trec_run
 from labeling.priors import NO_PRIOR
-from labeling.session import open_session, validate_options
+from labeling.session import makes_repeats, open_session, validate_options
 from labeling.simulation import GRADE_SECONDS, PAIR_SECONDS
 from labeling.sources import SourceError
 
@@ -115,6 +115,10 @@ class PlanSpec:
     """Where the top-k tasks' initial order comes from: none, bm25, feature:<number>, run."""
     prior_run: str | None = None
     """TREC run text of ``prior="run"`` (default: the pool's run, ``pool.run``)."""
+    second_opinions: bool = True
+    """With a ``+robust`` strategy: route each top-k task's repeats to the plan's other top-k
+    assessors of its query (option ``second_assessor``; docs/noise.md#routing-re-asks-to-a-
+    second-assessor). The timeout is ``options.topk.second_opinion_timeout_s``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +129,9 @@ class PlannedTask:
     label: str
     seed: int
     n: int
+    second_assessor: tuple[str, ...] = ()
+    """Top-k with a ``+robust`` strategy: the plan's other top-k assessors of the query, who
+    get this task's repeats (empty: none, or ``PlanSpec.second_opinions`` off)."""
 
 
 @dataclass(slots=True)
@@ -192,6 +199,7 @@ def _task_dict(t: PlannedTask) -> dict[str, Any]:
         "label": t.label,
         "seed": t.seed,
         "n": t.n,
+        "second_assessor": list(t.second_assessor),
     }
 
 
@@ -360,6 +368,11 @@ def _options(spec: PlanSpec) -> dict[str, dict[str, Any]]:
     if spec.k < 1:
         raise Invalid("k must be at least 1")
     topk = dict(spec.options.get("topk") or {})
+    if topk.get("second_assessor") is not None:
+        raise Invalid(
+            "options.topk.second_assessor is per task: a plan gives each +robust top-k task "
+            "the other top-k assessors of its query (second_opinions)"
+        )
     for key in ("initial_order", "prior"):
         if topk.get(key) is not None:
             raise Invalid(
@@ -538,6 +551,11 @@ def _preview_in(
     for e in plan.entries:
         cell = grid.setdefault(e.assessor, {})
         cell[e.query_id] = e.method if e.query_id not in cell else f"{cell[e.query_id]}+{e.method}"
+    routes = spec.second_opinions and makes_repeats(options["topk"]["strategy"])
+    topk_assessors: dict[str, list[str]] = {}
+    for e in plan.entries:
+        if e.method == "topk":
+            topk_assessors.setdefault(e.query_id, []).append(e.assessor)
     tasks = [
         PlannedTask(
             e.assessor,
@@ -546,6 +564,9 @@ def _preview_in(
             e.label,
             task_seed(spec.seed, e.assessor, e.query_id, e.method),
             len(pools.get(e.query_id, [])),
+            tuple(dict.fromkeys(a for a in topk_assessors[e.query_id] if a != e.assessor))
+            if routes and e.method == "topk"
+            else (),
         )
         for e in plan.entries
     ]
@@ -669,6 +690,8 @@ def create_plan(*, db: Database, spec: PlanSpec) -> CreatedPlan:
             opts = dict(preview.options[t.method])
             if t.method == "topk":
                 opts["initial_order"], opts["prior"] = resolved[t.query_id]
+                if t.second_assessor:
+                    opts["second_assessor"] = list(t.second_assessor)
             try:
                 # Fail now, not at the first judgment, if the protocol cannot run this config.
                 open_session(t.method, doc_ids, k=spec.k, seed=t.seed, options=opts, answers=())

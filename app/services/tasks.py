@@ -80,9 +80,13 @@ def create_task(
     caller that gives ``options.initial_order`` itself gets ``prior = "explicit"``; neither
     gives ``prior = "none"`` (the seeded shuffle).
 
-    404 for an unknown collection, query or user; 422 for a disabled assessor, a query without
-    documents, a prior that cannot rank the pool or a bad configuration (the labeling core's
-    ConfigError message)."""
+    ``options.second_assessor`` (a ``+robust`` strategy only) routes the strategy's repeats to
+    those users (docs/noise.md#routing-re-asks-to-a-second-assessor): each must be an
+    existing, active user other than ``assessor``.
+
+    404 for an unknown collection, query or user; 422 for a disabled assessor, a bad second
+    assessor, a query without documents, a prior that cannot rank the pool or a bad
+    configuration (the labeling core's ConfigError message)."""
     explicit = _check_prior_request(method, options or {}, prior)
     opts = validate_options(method, options)
     if seed is None:
@@ -100,6 +104,10 @@ def create_task(
             raise NotFound(f"no user named {assessor!r}")
         if user.disabled:
             raise Invalid(f"user {assessor!r} is disabled")
+        if opts.get("second_assessor"):
+            from app.services.second_opinions import check_second_assessors
+
+            check_second_assessors(s, opts["second_assessor"], assessor)
         doc_ids = list(
             s.scalars(
                 select(Document.external_id)

@@ -144,6 +144,7 @@ def test_pairs_csv_one_row_per_live_judgment(api: Api, labelled) -> None:
         "broken_doc",
         "reason",
         "comment",
+        "answered_by",
     )
     prog = api.get("admin", f"/api/v1/admin/collections/{cid}/progress").json()
     live = sum(t["judgments"] for t in prog["tasks"] if t["method"] == "topk")

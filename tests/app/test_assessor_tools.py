@@ -51,9 +51,11 @@ def test_a_comment_is_stored_trimmed_returned_and_exported(api: Api) -> None:
     assert [json.loads(x)["comment"] for x in pairs.splitlines()] == [note.strip(), None]
     text = api.get("admin", f"/api/v1/collections/{cid}/export?format=pairs-csv").text
     rows = list(csv.reader(io.StringIO(text)))
-    assert rows[0][-1] == "comment"
+    col = rows[0].index("comment")
+    assert rows[0][col + 1 :] == ["answered_by"]  # the task's own assessor: empty
+    assert rows[1][col + 1 :] == [""] and rows[2][col + 1 :] == [""]
     # Neutralised against formula injection: a leading quote, the line break kept inside.
-    assert rows[1][-1] == "'" + note.strip() and rows[2][-1] == ""
+    assert rows[1][col] == "'" + note.strip() and rows[2][col] == ""
 
 
 def test_bad_comments_and_reasons_are_422_and_store_nothing(api: Api) -> None:
@@ -212,7 +214,7 @@ def test_undo_to_seq_reopens_a_done_task_and_undoes_a_broken_answer(api: Api) ->
 def test_guidelines_are_edited_by_admins_and_rendered_sanitised(api: Api) -> None:
     cid, _ = _setup(api, "guided", k=3, seed=1)
     empty = api.get("ann", f"/api/v1/collections/{cid}/guidelines").json()
-    assert empty == {"collection_id": cid, "markdown": "", "html": ""}
+    assert empty == {"collection_id": cid, "collection_name": "guided", "markdown": "", "html": ""}
     source = (
         "# Rules\n\n**Relevant** means on topic. <script>alert(1)</script>\n\n"
         "[spec](https://example.org/spec) [bad](javascript:alert(1))\n\n"

@@ -1,6 +1,8 @@
 """Postgres connections: a pooled connection is pinged only after sitting idle
-(``app.db._install_idle_ping``), a dead one is replaced, and a warm judgment is three round
-trips (``JudgmentStore.locked_state`` pipelines the lock, the log version and the token)."""
+(``app.db._install_idle_ping``), a dead one is replaced, and a warm judgment on the general
+path (``judging.submit_judgment``, on a worker thread) is three round trips
+(``JudgmentStore.locked_state`` pipelines the lock, the log version and the token). The
+one-round-trip submit on the event loop is ``tests/app/test_judging_on_loop.py``'s."""
 
 from __future__ import annotations
 

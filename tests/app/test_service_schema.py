@@ -20,7 +20,7 @@ from app.settings import Settings
 from tests.app.conftest import BACKENDS, fresh_database
 
 REPO = Path(__file__).resolve().parents[2]
-HEAD = "0018_assessor_tools"  # the newest migration
+HEAD = "0019_second_opinions"  # the newest migration
 TABLES = {
     "user",
     "api_token",
@@ -32,6 +32,7 @@ TABLES = {
     "task",
     "judgment",
     "training_run",
+    "second_opinion",
 }
 
 

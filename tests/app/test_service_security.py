@@ -90,6 +90,16 @@ ASSESSOR_API_ROUTES = {
     ("POST", "/api/v1/tasks/{task_id}/undo"),
     ("GET", "/api/v1/tasks/{task_id}/result"),
     ("GET", "/api/v1/tasks/{task_id}/answers"),
+    # Second opinions (docs/rest-api.md#second-opinions): the assignee's queue and answers,
+    # the page loop's names for them, and the first assessor's "ask me instead".
+    ("GET", "/api/v1/second-opinions"),
+    ("GET", "/api/v1/second-opinions/next"),
+    ("GET", "/api/v1/second-opinions/{item_id}"),
+    ("POST", "/api/v1/second-opinions/{item_id}/answer"),
+    ("GET", "/api/v1/second-opinions/{item_id}/next"),
+    ("POST", "/api/v1/second-opinions/{item_id}/judgments"),
+    ("POST", "/api/v1/second-opinions/{item_id}/undo"),
+    ("POST", "/api/v1/tasks/{task_id}/second-opinion/reclaim"),
 }
 
 

@@ -149,11 +149,14 @@ def expected_topk(doc_ids: list[str], k: int, seed: int, scores: dict[str, float
 
 
 def stored_result(env: dict[str, Any], task_id: int) -> Any:
-    from app.routers.web.page_data import load_task
+    """The task's protocol session replayed from its stored live log."""
+    from app.models import Task
+    from app.services.judging import live_judgments, replay_task
 
-    view = load_task(env["db"], task_id)
-    assert view is not None
-    return view.session
+    with env["db"].read() as s:
+        task = s.get(Task, task_id)
+        assert task is not None
+        return replay_task(task, live_judgments(s, task_id))
 
 
 # --------------------------------------------------------------------------- T1 loop

@@ -50,6 +50,8 @@ def test_validate_options_fills_defaults_and_is_idempotent():
         "reask_fraction": 0.0,
         "strategy": "heap",
         "prior": None,
+        "second_assessor": None,
+        "second_opinion_timeout_s": 600,
     }
     assert validate_options("topk", opts) == opts
     # A config stored before reask_fraction existed validates (and so replays) the same.

@@ -269,6 +269,15 @@ def test_cli_compare_json_rows_cover_every_strategy_and_scenario():
     assert text.exit_code == 0 and "heap+robust" in text.output and "flip0.1" in text.output
 
 
+def test_cli_compare_jobs_gives_the_same_table():
+    args = ["simulate", "--compare", "--n", "10", "--k", "3", "--trials", "15", "--json"]
+    one = CliRunner().invoke(_cli(), args)
+    two = CliRunner().invoke(_cli(), [*args, "--jobs", "2"])
+    assert one.exit_code == 0 and two.exit_code == 0, (one.output, two.output)
+    assert json.loads(one.output) == json.loads(two.output)
+    assert len(json.loads(two.output)["rows"]) > 4
+
+
 def test_cli_strategy_and_prior_corr():
     runner = CliRunner()
     base = ["simulate", "--n", "20", "--k", "4", "--trials", "20", "--json"]

@@ -164,6 +164,11 @@ class PlanIn(StrictModel):
         "feature:<number> (LETOR, 1-based) or run (prior_run, else pool.run).",
     )
     prior_run: str | None = Field(default=None, description="TREC run text for prior=run.")
+    second_opinions: bool = Field(
+        default=True,
+        description="With a +robust strategy, each topk task's repeats go to the plan's other "
+        "topk assessors of its query (options.second_assessor; docs/noise.md).",
+    )
 
     def spec(self) -> planning.PlanSpec:
         return planning.PlanSpec(
@@ -182,6 +187,7 @@ class PlanIn(StrictModel):
             strategy=self.strategy,
             prior=self.prior,
             prior_run=self.prior_run,
+            second_opinions=self.second_opinions,
         )
 
 

@@ -121,6 +121,7 @@ async def submit_judgment(task_id: int, body: JudgmentIn, db: DbDep, caller: Cal
         db,
         lambda: judging.submit_judgment(db=db, user=caller, task_id=task_id, data=data),
         cost_key=("submit", task_id),
+        on_loop=lambda: judging.submit_on_loop(db=db, user=caller, task_id=task_id, data=data),
     )
     return judging.documents_as_refs(answer) if shape == "refs" else answer
 

@@ -6,14 +6,15 @@ otherwise, 404 when it does not exist). The judging loop itself runs in
 ``app/static/js/judge.js`` against the REST API (``/api/v1/tasks/{id}/next``, ``/judgments``,
 ``/undo``) with the session cookie and the ``X-CSRF-Token`` header; this module only renders
 the page around the first question, which it takes from the same replay as the API
-(:mod:`app.routers.web.page_data`).
+(:func:`app.services.judging.task_page`; presentation in :mod:`app.routers.web.page_data`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Request
 from fastapi import Query as FastApiQuery
@@ -23,13 +24,17 @@ from starlette.concurrency import run_in_threadpool
 
 from app import security
 from app.deps import DbDep
+from app.errors import Forbidden, NotFound
+from app.models import User
 from app.routers.web import page_data
 from app.routers.web.auth import login_redirect
-from app.services import collections, judging
+from app.services import collections, judging, second_opinions
 from app.web_templates import FRAME_CSP, render
 from labeling.types import GRADE_NAMES
 
 router = APIRouter()
+
+T = TypeVar("T")
 
 
 async def _session(request: Request, db: Any) -> security.ResolvedSession | None:
@@ -59,38 +64,31 @@ def _error(
 
 async def _own_task(
     request: Request, db: Any, task_id: int
-) -> tuple[security.ResolvedSession | None, page_data.TaskView | None, Response | None]:
-    """(session, task view, early response): the early response is a redirect to the login
-    form, or an error page for a missing or foreign task."""
+) -> tuple[security.ResolvedSession | None, judging.TaskPage | None, Response | None]:
+    """(session, task page data, early response): the early response is a redirect to the
+    login form, or an error page for a missing or foreign task."""
     resolved = await _session(request, db)
     if resolved is None:
         return None, None, login_redirect(request)
-    view = await run_in_threadpool(page_data.load_task, db, task_id)
-    if view is None:
+    try:
+        page = await run_in_threadpool(
+            lambda: judging.task_page(db=db, user=resolved.user, task_id=task_id)
+        )
+    except NotFound:
+        message = f"There is no task {task_id}."
         return (
             resolved,
             None,
-            _error(
-                request,
-                resolved,
-                title="Task not found",
-                message=f"There is no task {task_id}.",
-                status_code=404,
-            ),
+            _error(request, resolved, title="Task not found", message=message, status_code=404),
         )
-    if view.task.assessor_id != resolved.user.id:
+    except Forbidden:
+        message = "This task is assigned to another assessor."
         return (
             resolved,
             None,
-            _error(
-                request,
-                resolved,
-                title="Not your task",
-                message="This task is assigned to another assessor.",
-                status_code=403,
-            ),
+            _error(request, resolved, title="Not your task", message=message, status_code=403),
         )
-    return resolved, view, None
+    return resolved, page, None
 
 
 #: Cookie holding the assessor's highlighting choice ("0" off; anything else on), set by
@@ -135,10 +133,11 @@ async def my_tasks(request: Request, db: DbDep) -> Response:
     if resolved is None:
         return login_redirect(request)
     rows = await run_in_threadpool(page_data.list_tasks, db, resolved.user)
+    opinions = await run_in_threadpool(second_opinions.list_items, db=db, user=resolved.user)
     return render(
         request,
         "assess/tasks.html",
-        {"rows": rows},
+        {"rows": rows, "second_opinions": opinions},
         user=resolved.user,
         csrf_token=resolved.csrf_token,
         nav_active="tasks",
@@ -147,11 +146,11 @@ async def my_tasks(request: Request, db: DbDep) -> Response:
 
 @router.get("/tasks/{task_id}")
 async def judge_page(request: Request, db: DbDep, task_id: int) -> Response:
-    resolved, view, early = await _own_task(request, db, task_id)
+    resolved, page, early = await _own_task(request, db, task_id)
     if early is not None:
         return early
-    assert resolved is not None and view is not None
-    if view.task.status == "cancelled":
+    assert resolved is not None and page is not None
+    if page.status == "cancelled":
         return _error(
             request,
             resolved,
@@ -159,31 +158,42 @@ async def judge_page(request: Request, db: DbDep, task_id: int) -> Response:
             message="An administrator cancelled this task.",
             status_code=409,
         )
-    if view.session.done:
+    question = page.question
+    if page.done:
         return RedirectResponse(f"/tasks/{task_id}/done", status_code=303)
-    question = await run_in_threadpool(
-        judging.next_question, db=db, user=resolved.user, task_id=task_id
-    )
+    if question.get("waiting"):  # a repeat routed to a second assessor (docs/noise.md)
+        return render(
+            request,
+            "assess/waiting.html",
+            {
+                "query": {"title": page.query_title},
+                "task_id": task_id,
+                "waiting": question["waiting"],
+            },
+            user=resolved.user,
+            csrf_token=resolved.csrf_token,
+            nav_active="tasks",
+        )
     progress = question["progress"]
     done_count = int(progress["judgments"])
     remaining = math.ceil(float(progress["estimated_remaining"]))
     total = done_count + remaining
-    options = dict(view.task.options or {})
+    options = page.options
     settings = request.app.state.settings
     highlight = _highlight_on(request)
-    terms = page_data.highlight_terms(view.query.title or "") if highlight else frozenset()
+    terms = page_data.highlight_terms(page.query_title) if highlight else frozenset()
     guidelines = await run_in_threadpool(
-        collections.get_guidelines, db=db, collection_id=view.task.collection_id
+        collections.get_guidelines, db=db, collection_id=page.collection_id
     )
     boot = {
-        "task_id": view.task.id,
-        "method": view.task.method,
-        "k": view.task.k,
+        "task_id": page.task_id,
+        "method": page.method,
+        "k": page.k,
         "allow_ties": bool(options.get("allow_ties", False)),
         "not_relevant": bool(options.get("not_relevant", False)),
         "csrf_token": resolved.csrf_token,
         "idle_seconds": settings.idle_pause_seconds,
-        "active_ms": int(question.get("active_ms", view.active_ms)),
+        "active_ms": int(question["active_ms"]),
         "done_url": f"/tasks/{task_id}/done",
         "login_url": f"/login?next=/tasks/{task_id}",
         "frame_csp": FRAME_CSP,
@@ -192,13 +202,13 @@ async def judge_page(request: Request, db: DbDep, task_id: int) -> Response:
         "frames_url": f"/tasks/{task_id}/frames",
         "highlight": highlight,
         "highlight_cookie": HIGHLIGHT_COOKIE,
-        "guidelines_key": guidelines_seen_key(resolved.user.id, view.task.collection_id),
+        "guidelines_key": guidelines_seen_key(resolved.user.id, page.collection_id),
         "guidelines_version": guidelines_version(guidelines.markdown),
         "grade_names": list(GRADE_NAMES),
         "question": question,
     }
     context: dict[str, Any] = {
-        "query": view.query,
+        "query": {"title": page.query_title, "description": page.query_description},
         "question": question,
         "boot": boot,
         "remaining": remaining,
@@ -207,14 +217,12 @@ async def judge_page(request: Request, db: DbDep, task_id: int) -> Response:
         "allow_ties": boot["allow_ties"],
         "not_relevant": boot["not_relevant"],
         "highlight": highlight,
-        "collection_name": view.collection_name,
+        "collection_name": guidelines.collection_name,
         # Sanitised by app.guidelines (markdown-it-py with raw HTML off, then the nh3
         # allow-list), so it may be embedded; the page CSP runs no inline script either way.
         "guidelines_html": Markup(guidelines.html),
     }
-    if question.get("done"):  # finished between the two reads (another tab)
-        return RedirectResponse(f"/tasks/{task_id}/done", status_code=303)
-    if view.task.method == "topk":
+    if page.method == "topk":
         context["left"] = page_data.doc_view(question["pair"]["left"]).framed(terms)
         context["right"] = page_data.doc_view(question["pair"]["right"]).framed(terms)
         template = "assess/pairwise.html"
@@ -232,24 +240,26 @@ async def judge_page(request: Request, db: DbDep, task_id: int) -> Response:
     )
 
 
-async def _own_query_terms(
-    request: Request, db: Any, task_id: int, hl: int | None
-) -> tuple[frozenset[str] | None, Response | None]:
-    """(terms to highlight, early JSON error) for the frame endpoints of the judging page."""
+async def _page_json(
+    request: Request, db: Any, work: Callable[[User], tuple[str, T]], hl: int | None
+) -> tuple[frozenset[str], T] | Response:
+    """For the frame endpoints of the judging page: ``work(user)``'s result (a service call
+    that checks the task is the user's and gives its query's text) with the terms to
+    highlight, or a JSON error (401 without a session, the service's 404 / 403)."""
     resolved = await _session(request, db)
     if resolved is None:
-        return None, JSONResponse({"detail": "not authenticated"}, status_code=401)
-    owner = await run_in_threadpool(page_data.task_owner_and_query, db, task_id)
-    if owner is None:
-        return None, JSONResponse({"detail": f"no task {task_id}"}, status_code=404)
-    if owner[0] != resolved.user.id:
-        return None, JSONResponse({"detail": "this task is assigned to another assessor"}, 403)
+        return JSONResponse({"detail": "not authenticated"}, status_code=401)
+    try:
+        title, found = await run_in_threadpool(work, resolved.user)
+    except (NotFound, Forbidden) as exc:
+        return JSONResponse({"detail": str(exc)}, status_code=exc.status_code)
     on = _highlight_on(request, hl)
-    return (page_data.highlight_terms(owner[1]) if on else frozenset()), None
+    return (page_data.highlight_terms(title) if on else frozenset()), found
 
 
-def _framed_json(docs: list[page_data.DocView], terms: frozenset[str]) -> list[dict[str, Any]]:
-    return [{**d.as_json(), **d.framed(terms).as_json()} for d in docs]
+def _framed_json(docs: list[dict[str, Any]], terms: frozenset[str]) -> list[dict[str, Any]]:
+    views = [page_data.doc_view(d) for d in docs]
+    return [{**d.as_json(), **d.framed(terms).as_json()} for d in views]
 
 
 @router.get("/tasks/{task_id}/lookahead")
@@ -258,16 +268,17 @@ async def lookahead(
 ) -> Response:
     """What may come after question ``seq``: ``docs``, the documents that may be shown next,
     rendered for their frames (the judging page preloads them into hidden sandboxed frames),
-    and ``next``, the next question per answer (:class:`page_data.Lookahead`; judge.js does not
-    use it yet: showing it before the server's answer broke quick key sequences, see
-    docs/assessor-guide.md#next-pair). Read-only. ``hl=0|1`` overrides the highlighting cookie."""
-    terms, early = await _own_query_terms(request, db, task_id, hl)
-    if early is not None:
-        return early
-    assert terms is not None
-    ahead = await run_in_threadpool(page_data.lookahead, db, task_id, seq)
-    docs = ahead.docs if ahead is not None else []
-    framed = await run_in_threadpool(_framed_json, docs, terms)
+    and ``next``, the next question per answer (:class:`app.services.judging.Lookahead`;
+    judge.js does not use it yet: showing it before the server's answer broke quick key
+    sequences, see docs/assessor-guide.md#next-pair). Read-only. ``hl=0|1`` overrides the
+    highlighting cookie."""
+    found = await _page_json(
+        request, db, lambda user: judging.lookahead(db=db, user=user, task_id=task_id, seq=seq), hl
+    )
+    if isinstance(found, Response):
+        return found
+    terms, ahead = found
+    framed = await run_in_threadpool(_framed_json, ahead.docs if ahead else [], terms)
     return JSONResponse(
         {"seq": seq, "docs": framed, "next": ahead.next if ahead is not None else {}},
         headers={"Cache-Control": "no-store"},
@@ -284,34 +295,39 @@ async def frames(
 ) -> Response:
     """The task's documents ``ids`` rendered for their frames (for a document the page has not
     preloaded, and when highlighting is switched). Unknown ids are left out."""
-    terms, early = await _own_query_terms(request, db, task_id, hl)
-    if early is not None:
-        return early
-    assert terms is not None
-    docs = await run_in_threadpool(page_data.task_documents, db, task_id, ids)
+    found = await _page_json(
+        request,
+        db,
+        lambda user: judging.task_documents(db=db, user=user, task_id=task_id, doc_ids=ids),
+        hl,
+    )
+    if isinstance(found, Response):
+        return found
+    terms, docs = found
     framed = await run_in_threadpool(_framed_json, docs, terms)
     return JSONResponse({"docs": framed}, headers={"Cache-Control": "no-store"})
 
 
 @router.get("/tasks/{task_id}/done")
 async def done_page(request: Request, db: DbDep, task_id: int) -> Response:
-    resolved, view, early = await _own_task(request, db, task_id)
+    resolved, page, early = await _own_task(request, db, task_id)
     if early is not None:
         return early
-    assert resolved is not None and view is not None
-    if not view.session.done:
+    assert resolved is not None and page is not None
+    if not page.done:
         return RedirectResponse(f"/tasks/{task_id}", status_code=303)
+    active_ms = int(page.question["active_ms"])
     return render(
         request,
         "assess/done.html",
         {
-            "query": view.query,
-            "judgments": view.session.progress().judgments,
-            "active_time": page_data.format_duration(view.active_ms),
-            "active_ms": view.active_ms,
-            "method_label": page_data.METHOD_LABELS.get(view.task.method, view.task.method),
-            "top": page_data.top_list(view),
-            "grade_counts": page_data.grade_counts(view),
+            "query": {"title": page.query_title, "description": page.query_description},
+            "judgments": page.question["progress"]["judgments"],
+            "active_time": page_data.format_duration(active_ms),
+            "active_ms": active_ms,
+            "method_label": page_data.METHOD_LABELS.get(page.method, page.method),
+            "top": page_data.top_list(page),
+            "grade_counts": page_data.grade_counts(page),
             "next_task": await run_in_threadpool(
                 page_data.next_open_task, db, resolved.user, task_id
             ),

@@ -1,12 +1,12 @@
-"""Read-only view data for the assessor pages (my tasks, judging page, done page).
+"""Presentation of the assessor pages' data (my tasks, judging page, done page); no queries.
 
-The task list comes from the REST API's service call (:func:`app.services.tasks.list_tasks`).
-
-The pages show what the judgment log says: a task's protocol state is rebuilt by replaying its
-live judgments (``undone`` false, in ``seq`` order) through :func:`labeling.session.open_session`,
-exactly as the REST API does. (The judging page takes its first question from
-:func:`app.services.judging.next_question`, the body of ``GET /api/v1/tasks/{id}/next``, so
-``app/static/js/judge.js`` handles the first and every later question alike.)
+The data comes from the services the REST API uses: the task list from
+:func:`app.services.tasks.list_tasks`; a task from :func:`app.services.judging.task_page`,
+which replays its live log as ``GET /api/v1/tasks/{id}/next`` does and carries that endpoint's
+body as the first question (so ``app/static/js/judge.js`` handles the first and every later
+question alike); documents for the frames and the lookahead from
+:func:`app.services.judging.task_documents` and :func:`app.services.judging.lookahead`
+(the judging loop's document cache).
 
 Documents are shown in ``<iframe sandbox srcdoc=...>``. :func:`render_frame` builds that
 document on the server, the only place where it can be built, since nothing runs in the frame:
@@ -19,21 +19,15 @@ string for later documents from ``GET /tasks/{id}/frames`` and ``/lookahead``.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import select
-
 from app.db import Database
-from app.models import Collection, Document, Query, Task
 from app.services import tasks
-from app.services.judging import answer_of, live_judgments, replay_task
+from app.services.judging import TaskPage
 from labeling.highlight import Marked, mark_html, mark_text, query_terms
-from labeling.session import AnySession, TopKSession, open_session
-from labeling.types import GRADE_NAMES, Answer, GradeAnswer, PairAnswer, PairQuestion
+from labeling.types import GRADE_NAMES
 
 #: Start of every framed document: the charset, a viewport and a calm default style. A
 #: document's own CSS comes after and may override it (it only ever styles its frame). The
@@ -164,21 +158,6 @@ def doc_view(payload: dict[str, Any]) -> DocView:
     )
 
 
-@dataclass(slots=True)
-class TaskView:
-    """Everything a judging or done page needs about one task."""
-
-    task: Task
-    query: Query
-    collection_name: str
-    session: AnySession
-    docs: dict[str, DocView]
-    active_ms: int
-
-    def doc(self, doc_id: str) -> DocView:
-        return self.docs.get(doc_id) or DocView(doc_id, doc_id, "(document not found)", None)
-
-
 @dataclass(frozen=True, slots=True)
 class TaskRow:
     """One line of the "My tasks" table."""
@@ -231,204 +210,18 @@ def next_open_task(db: Database, user: Any, after: int) -> TaskRow | None:
     return None
 
 
-def task_owner_and_query(db: Database, task_id: int) -> tuple[int, str] | None:
-    """(assessor id, query title) of a task; None when the task does not exist."""
-    with db.read() as s:
-        row = s.execute(
-            select(Task.assessor_id, Query.title)
-            .join(Query, Query.id == Task.query_id)
-            .where(Task.id == task_id)
-        ).first()
-    return None if row is None else (int(row[0]), str(row[1] or ""))
-
-
-def task_documents(db: Database, task_id: int, doc_ids: Sequence[str]) -> list[DocView]:
-    """The task's documents among ``doc_ids`` (others are ignored), in the order asked."""
-    with db.read() as s:
-        task = s.get(Task, task_id)
-        if task is None:
-            return []
-        wanted = [d for d in dict.fromkeys(doc_ids) if d in set(task.doc_ids)]
-        if not wanted:
-            return []
-        docs = {
-            d.external_id: DocView(d.external_id, d.title or "", d.text, d.html)
-            for d in s.scalars(
-                select(Document).where(
-                    Document.query_id == task.query_id, Document.external_id.in_(wanted)
-                )
-            )
-        }
-    return [docs[d] for d in wanted if d in docs]
-
-
-def load_task(db: Database, task_id: int) -> TaskView | None:
-    """Replay one task and load its query and documents; None when it does not exist."""
-    with db.read() as s:
-        task = s.get(Task, task_id)
-        if task is None:
-            return None
-        query = s.get(Query, task.query_id)
-        collection = s.get(Collection, task.collection_id)
-        rows = live_judgments(s, task_id)
-        ids = list(task.doc_ids)
-        docs = {
-            d.external_id: DocView(d.external_id, d.title or "", d.text, d.html)
-            for d in s.scalars(
-                select(Document).where(
-                    Document.query_id == task.query_id, Document.external_id.in_(ids)
-                )
-            )
-        }
-    assert query is not None
-    return TaskView(
-        task=task,
-        query=query,
-        collection_name=collection.name if collection else "",
-        session=replay_task(task, rows),
-        docs=docs,
-        active_ms=sum(r.active_ms for r in rows),
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class Lookahead:
-    """What may come after the pending question: the documents to preload and, per answer,
-    the next question itself (for showing it the moment the key is pressed)."""
-
-    docs: list[DocView]
-    next: dict[str, dict[str, Any]]
-    """Answer key -> the next question in the shape of the API's question body, reduced to what
-    the page draws: ``seq``, ``pair`` (``left``/``right``: ``doc_id``, ``title``) or
-    ``document``, ``allowed_outcomes``, ``challenger`` and ``progress``. Keys: the outcomes
-    allowed now (topk) or ``"grade"`` (graded: the next document does not depend on the grade).
-    An answer after which the task is done is left out (the page then waits for the server)."""
-
-
-def _next_body(session: AnySession, titles: dict[str, str]) -> dict[str, Any] | None:
-    """The page's view of ``session.pending`` (see :attr:`Lookahead.next`); None when done."""
-    q = session.pending
-    if q is None:
-        return None
-    p = session.progress()
-    body: dict[str, Any] = {
-        "seq": q.seq,
-        "done": False,
-        "progress": {
-            "judgments": p.judgments,
-            "estimated_remaining": math.ceil(p.expected_remaining - 1e-9),
-            "expected_remaining": p.expected_remaining,
-            "max_remaining": p.max_remaining,
-            "done": False,
-        },
-    }
-    if isinstance(q, PairQuestion):
-        assert isinstance(session, TopKSession)  # a pair question comes from a top-k session
-        challenger = session.pending_challenger
-        body["pair"] = {
-            side: {"doc_id": d, "title": titles.get(d, "")}
-            for side, d in (("left", q.left), ("right", q.right))
-        }
-        body["allowed_outcomes"] = list(session.allowed_outcomes)
-        body["challenger"] = (
-            "left" if challenger == q.left else "right" if challenger == q.right else None
-        )
-    else:
-        body["document"] = {"doc_id": q.doc_id, "title": titles.get(q.doc_id, "")}
-    return body
-
-
-def lookahead(db: Database, task_id: int, seq: int) -> Lookahead | None:
-    """What the assessor may see after answering question ``seq``, for preloading.
-
-    For a topk task: the next question after each answer the protocol accepts now (replayed
-    hypothetically; nothing is stored). For a graded task: the next two documents (their order
-    does not depend on the grades). ``docs`` leaves out the documents of the current question.
-    None when ``seq`` is not the pending question (the page is stale).
-    """
-    with db.read() as s:
-        task = s.get(Task, task_id)
-        if task is None:
-            return None
-        rows = live_judgments(s, task_id)
-        session = replay_task(task, rows)
-        pending = session.pending
-        if pending is None or pending.seq != seq:
-            return None
-        answers = [answer_of(r) for r in rows]
-        upcoming: list[str] = []
-        branches: dict[str, AnySession] = {}
-        current: set[str]
-        if isinstance(pending, PairQuestion):
-            current = {pending.left, pending.right}
-            for outcome in session.allowed_outcomes:
-                after = _replay(task, [*answers, PairAnswer(pending.left, pending.right, outcome)])
-                nxt = after.pending
-                if isinstance(nxt, PairQuestion):
-                    upcoming += [nxt.left, nxt.right]
-                    branches[outcome] = after
-        else:
-            current = {pending.doc_id}
-            hypothetical = list(answers)
-            q: Any = pending
-            for step in range(2):
-                hypothetical.append(GradeAnswer(q.doc_id, 0))
-                after = _replay(task, hypothetical)
-                q = after.pending
-                if q is None:
-                    break
-                if step == 0:
-                    branches["grade"] = after
-                upcoming.append(q.doc_id)
-        wanted = list(dict.fromkeys(d for d in upcoming if d not in current))
-        shown = {d for b in branches.values() for d in _pending_ids(b)}
-        found = {
-            d.external_id: d
-            for d in s.scalars(
-                select(Document).where(
-                    Document.query_id == task.query_id,
-                    Document.external_id.in_(sorted(set(wanted) | shown)),
-                )
-            )
-        }
-    titles = {d: doc.title or "" for d, doc in found.items()}
-    docs = [
-        DocView(d, found[d].title or "", found[d].text, found[d].html) for d in wanted if d in found
-    ]
-    nxt_bodies = {key: _next_body(b, titles) for key, b in branches.items()}
-    return Lookahead(docs, {key: b for key, b in nxt_bodies.items() if b is not None})
-
-
-def _pending_ids(session: AnySession) -> list[str]:
-    q = session.pending
-    if isinstance(q, PairQuestion):
-        return [q.left, q.right]
-    return [q.doc_id] if q is not None else []
-
-
-def _replay(task: Task, answers: Sequence[Answer]) -> AnySession:
-    return open_session(
-        task.method,
-        list(task.doc_ids),
-        k=task.k,
-        seed=int(task.seed),
-        options=dict(task.options or {}),
-        answers=answers,
-    )
-
-
-def top_list(view: TaskView) -> list[DocView] | None:
+def top_list(page: TaskPage) -> list[DocView] | None:
     """The finished top-k list, best first, with titles (None for graded or unfinished)."""
-    if view.task.method != "topk" or not view.session.done:
+    if page.method != "topk" or page.result is None:
         return None
-    return [view.doc(d) for d in view.session.result().top]  # type: ignore[union-attr]
+    return [doc_view(page.documents.get(d) or {"doc_id": d}) for d in page.result.top]
 
 
-def grade_counts(view: TaskView) -> list[tuple[str, int]] | None:
+def grade_counts(page: TaskPage) -> list[tuple[str, int]] | None:
     """(grade name, number of documents) for a finished graded task; None otherwise."""
-    if view.task.method != "graded" or not view.session.done:
+    if page.method != "graded" or page.result is None:
         return None
-    grades = view.session.result().grades  # type: ignore[union-attr]
+    grades = page.result.grades
     return [
         (f"{i + 1} {name}", sum(1 for g in grades.values() if g == i))
         for i, name in enumerate(GRADE_NAMES)

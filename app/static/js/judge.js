@@ -38,8 +38,9 @@
   var bootEl = document.getElementById("hj-boot");
   if (!bootEl) return;
   var boot = JSON.parse(bootEl.textContent);
-  var api = "/api/v1/tasks/" + encodeURIComponent(boot.task_id);
-  var storeKey = "heapjudge.pending." + boot.task_id;
+  // A second opinion (another assessor's routed question) runs the same loop on its own URL.
+  var api = boot.api_url || "/api/v1/tasks/" + encodeURIComponent(boot.task_id);
+  var storeKey = "heapjudge.pending." + (boot.store_key || boot.task_id);
 
   // The tasks API (documents: "refs" on answers, the assessor tools), unless the boot names
   // another URL to answer on.
@@ -605,6 +606,8 @@
   function render(q) {
     var token = ++state.renderToken;
     if (q.done) { paint(q); return; }
+    // The question went to a second assessor: the page shows the waiting state.
+    if (q.waiting) { clearStored(); window.location.reload(); return; }
     var docs = questionDocs(q);
     // Server-rendered cards (the first question) are shown as they are: their frames load
     // with the page.
