@@ -10,6 +10,7 @@ HEAPJUDGE_REQUIRE_BROWSER=1 (CI), where that is a failure.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +22,8 @@ from tests.e2e.test_web_browser import (  # noqa: F401  (pytest fixtures)
     env,
 )
 from tests.e2e.web_support import add_user, oracle_scores, relevance_docs, seed_task
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
 
 pytestmark = pytest.mark.browser
 
@@ -84,18 +87,25 @@ def test_second_assessor_answers_a_routed_question_by_keyboard(
     zed_page.wait_for_selector("#waiting")
     assert "waiting for a second opinion from ann" in zed_page.inner_text("#waiting-text").lower()
     assert zed_page.locator("#reclaim-button").count() == 1
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    zed_page.screenshot(path=str(ARTIFACTS / "second-opinion-waiting.png"))
 
     # Ann: My tasks lists the second opinion; she opens it and answers by keyboard.
     page = ctx.new_page()
     page.goto(f"{url}/tasks")
     item = page.locator(f"#second-opinions li[data-second-opinion-id='{item_id}']")
     assert item.count() == 1 and "for zed" in item.inner_text()
+    page.screenshot(path=str(ARTIFACTS / "tasks-second-opinions.png"))
     page.locator("#second-opinions-start").focus()
     page.keyboard.press("Enter")
     page.wait_for_url(f"{url}/second-opinions/{item_id}")
     page.wait_for_selector("#judge-main[data-seq]")
     assert int(page.get_attribute("#judge-main", "data-seq")) == seq
     assert "for zed" in page.inner_text("#second-opinion-note")
+    # The assessor tools belong to one's own task: none on another task's question.
+    assert page.locator(".tool-buttons").is_hidden() and page.locator("#undo-button").is_hidden()
+    assert "my answers" not in page.inner_text("#keys-help")
+    page.screenshot(path=str(ARTIFACTS / "second-opinion.png"))
     left = str(page.get_attribute("article[data-slot=left]", "data-doc-id"))
     right = str(page.get_attribute("article[data-slot=right]", "data-doc-id"))
     better_left = scores[left] > scores[right]
