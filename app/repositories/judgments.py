@@ -23,7 +23,20 @@ from datetime import datetime
 from typing import Any, NamedTuple, Protocol, TypeVar
 
 import psycopg
-from sqlalchemy import Select, Table, bindparam, case, exists, func, or_, select, update
+from sqlalchemy import (
+    JSON,
+    Select,
+    String,
+    Table,
+    any_,
+    bindparam,
+    case,
+    exists,
+    func,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -92,9 +105,22 @@ TASK_ROW = select(
     T.c.status,
     T.c.created_at,
 ).where(T.c.id == bindparam("task_id"))
-DOCUMENT = select(D.c.external_id, D.c.title, D.c.text, D.c.html).where(
-    D.c.query_id == bindparam("query_id"), D.c.external_id == bindparam("doc_id")
-)
+#: Documents of a query by a list of external ids, in one statement (one round trip on
+#: Postgres, where reading a pool of 50 one by one cost 50 round trips and ~5 ms of CPU when a
+#: task is first opened). The list travels as one parameter: an array on Postgres, a JSON
+#: array unpacked by ``json_each`` on SQLite (a prepared statement has no expanding ``IN``).
+DOCUMENTS = {
+    "postgresql": select(D.c.external_id, D.c.title, D.c.text, D.c.html).where(
+        D.c.query_id == bindparam("query_id"),
+        D.c.external_id == any_(bindparam("doc_ids", type_=postgresql.ARRAY(String))),
+    ),
+    "sqlite": select(D.c.external_id, D.c.title, D.c.text, D.c.html).where(
+        D.c.query_id == bindparam("query_id"),
+        D.c.external_id.in_(
+            select(func.json_each(bindparam("doc_ids", type_=JSON)).table_valued("value").c.value)
+        ),
+    ),
+}
 QUERY_TEXT = select(Q.c.title, Q.c.description, Q.c.collection_id).where(
     Q.c.id == bindparam("query_id")
 )
@@ -314,7 +340,7 @@ class _Statements:
         self.task_for_update = Prepared(TASK_ROW.with_for_update(), dialect)
         self.live_log = Prepared(LIVE_LOG, dialect)
         self.review_log = Prepared(REVIEW_LOG, dialect)
-        self.document = Prepared(DOCUMENT, dialect)
+        self.documents = Prepared(DOCUMENTS[db.dialect], dialect)
         self.query_text = Prepared(QUERY_TEXT, dialect)
         self.state_and_version = Prepared(STATE_AND_VERSION, dialect)
         self.state_for_update = Prepared(TASK_STATE_FOR_UPDATE, dialect)
@@ -445,16 +471,14 @@ class JudgmentStore:
         self._sql.reopen.execute(self.cursor, {"task_id": task_id})
 
     def documents(self, query_id: int, doc_ids: Sequence[str]) -> dict[str, Any]:
-        """Documents of a query by external id (one prepared statement each: a pool is read
-        once per task and process, then served from the document cache)."""
-        found = {}
-        for doc_id in doc_ids:
-            row = self._sql.document.one_or_none(
-                self.cursor, {"query_id": query_id, "doc_id": doc_id}
-            )
-            if row is not None:
-                found[doc_id] = row
-        return found
+        """Documents of a query by external id, in one statement (a pool is read once per
+        task and process, then served from the document cache); absent ids are left out."""
+        if not doc_ids:
+            return {}
+        rows = self._sql.documents.rows(
+            self.cursor, {"query_id": query_id, "doc_ids": list(doc_ids)}
+        )
+        return {row.external_id: row for row in rows}
 
 
 async def store_if_current(

@@ -43,17 +43,54 @@ def prepared_rows(db: Database, stmt: Any, params: dict[str, Any]) -> list[tuple
 
 
 @pytest.mark.parametrize(
-    "name", ["TASK_ROW", "LIVE_LOG", "STATE_AND_VERSION", "LIVE_VERSION", "DOCUMENT"]
+    "name", ["TASK_ROW", "LIVE_LOG", "STATE_AND_VERSION", "LIVE_VERSION", "DOCUMENTS"]
 )
 def test_prepared_rows_equal_core_rows(api: Api, seeded: dict[str, Any], name: str) -> None:
     stmt = getattr(repo, name)
-    params = {"task_id": seeded["task"], "query_id": 1, "doc_id": "d001"}
-    if name == "DOCUMENT":
+    params: dict[str, Any] = {"task_id": seeded["task"]}
+    if name == "DOCUMENTS":  # one statement per dialect; the id list is one parameter
+        stmt = stmt[api.db.dialect]
         with api.db.read() as c:
             params["query_id"] = c.execute(repo.TASK_ROW, params).one().query_id
+        params["doc_ids"] = ["d001", "d003", "absent"]
     expected = core_rows(api.db, stmt, params)
     assert expected, "the statement should find something"
     assert prepared_rows(api.db, stmt, params) == expected
+    if name == "DOCUMENTS":
+        assert sorted(row[0] for row in expected) == ["d001", "d003"]
+
+
+def test_documents_in_one_statement(api: Api, seeded: dict[str, Any]) -> None:
+    """A pool's documents are read with one statement, whatever their number: opening a task
+    on Postgres cost one round trip per document before."""
+    with api.db.read() as c:
+        query_id = c.execute(repo.TASK_ROW, {"task_id": seeded["task"]}).one().query_id
+    ids = [f"d{i:03d}" for i in range(6)]
+    executed: list[str] = []
+
+    class Counting:
+        """The transaction's cursor, counting the statements sent on it."""
+
+        def __init__(self, cursor: Any) -> None:
+            self.cursor = cursor
+
+        def execute(self, sql: Any, *args: Any) -> Any:
+            executed.append(str(sql))
+            return self.cursor.execute(sql, *args)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.cursor, name)
+
+    with api.db.raw_read() as cursor:
+        store = repo.JudgmentStore(api.db, Counting(cursor))
+        found = store.documents(query_id, [*ids, "absent"])
+        assert store.documents(query_id, []) == {}
+    assert len(executed) == 1
+    assert sorted(found) == ids
+    assert {d: row.title for d, row in found.items()} == {
+        f"d{i:03d}": f"Document d{i}" for i in range(6)
+    }
+    assert all(row.external_id == d for d, row in found.items())
 
 
 def test_typed_values_survive(api: Api, seeded: dict[str, Any]) -> None:
