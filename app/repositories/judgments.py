@@ -105,10 +105,11 @@ TASK_ROW = select(
     T.c.status,
     T.c.created_at,
 ).where(T.c.id == bindparam("task_id"))
-#: Documents of a query by a list of external ids, in one statement (one round trip on
-#: Postgres, where reading a pool of 50 one by one cost 50 round trips and ~5 ms of CPU when a
-#: task is first opened). The list travels as one parameter: an array on Postgres, a JSON
-#: array unpacked by ``json_each`` on SQLite (a prepared statement has no expanding ``IN``).
+#: Documents of a query by a list of external ids, in one statement: a task's first question
+#: reads its whole pool, and one statement per document made that a round trip per document
+#: on Postgres (docs/architecture.md#postgres-opening-a-task-and-the-load-clients-collector).
+#: The list travels as one parameter: an array on Postgres, a JSON array unpacked by
+#: ``json_each`` on SQLite (a prepared statement has no expanding ``IN``).
 DOCUMENTS = {
     "postgresql": select(D.c.external_id, D.c.title, D.c.text, D.c.html).where(
         D.c.query_id == bindparam("query_id"),
