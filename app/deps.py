@@ -172,12 +172,17 @@ async def require_admin(user: CurrentUser) -> User:
 AdminUser = Annotated[User, Depends(require_admin)]
 
 
+async def web_session(request: Request, db: Database) -> security.ResolvedSession | None:
+    """The web session of the request's session cookie (None without a valid one)."""
+    return await run_in_threadpool(
+        security.resolve_web_session, db, request.cookies.get(security.SESSION_COOKIE)
+    )
+
+
 async def require_csrf_form(request: Request, db: DbDep) -> None:
     """For HTML form posts made with the session cookie: same-origin + form field
     ``csrf_token`` matching the session (403 otherwise; 401 without a session)."""
-    resolved = await run_in_threadpool(
-        security.resolve_web_session, db, request.cookies.get(security.SESSION_COOKIE)
-    )
+    resolved = await web_session(request, db)
     if resolved is None:
         raise Unauthorized("not authenticated")
     await check_csrf(request, resolved.csrf_token, db.settings)

@@ -169,13 +169,25 @@ _ROW_COLUMNS = (
     "reason",
     "comment",
 )
-INSERT = {
-    name: dialect.insert(J)
-    .values(**{c: bindparam(c) for c in _ROW_COLUMNS})
-    .on_conflict_do_nothing()
-    .returning(J.c.id)
-    for name, dialect in (("postgresql", postgresql), ("sqlite", sqlite))
-}
+
+
+def _insert(columns: Sequence[str]) -> dict[str, Any]:
+    """Per dialect: insert a judgment row with ``columns`` bound by name; nothing on a
+    conflict with the live ``(task_id, seq)`` (the arbiter between two answers), returning
+    the new id."""
+    return {
+        name: dialect.insert(J)
+        .values(**{c: bindparam(c) for c in columns})
+        .on_conflict_do_nothing()
+        .returning(J.c.id)
+        for name, dialect in (("postgresql", postgresql), ("sqlite", sqlite))
+    }
+
+
+INSERT = _insert(_ROW_COLUMNS)
+#: A judgment given by someone other than the task's assessor (a routed second opinion):
+#: :func:`row_values` plus ``answered_by``.
+INSERT_ANSWERED_BY = _insert((*_ROW_COLUMNS, "answered_by"))
 #: The status change of a submit from a cached session, sent before it is known whether the
 #: judgment is stored (:func:`store_if_current`): ``"start"`` for an answer to an empty log
 #: (pending -> active: a task is pending only until its first judgment), ``"finish"`` for the

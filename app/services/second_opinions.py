@@ -39,7 +39,12 @@ from app.db import Database
 from app.errors import Conflict, Forbidden, Invalid, NotFound
 from app.models import Judgment, Query, SecondOpinion, Task, User, utcnow
 from app.prepared import Prepared
-from app.repositories.judgments import LIVE_VERSION, JudgmentStore, row_values
+from app.repositories.judgments import (
+    INSERT_ANSWERED_BY,
+    LIVE_VERSION,
+    JudgmentStore,
+    row_values,
+)
 from app.security import Caller, Identity, caller_identity
 from app.services.document_cache import Payload, document_payload
 from labeling.errors import Finished, InvalidAnswer, WrongQuestion
@@ -149,34 +154,6 @@ CANCEL_AFTER = (
     )
     .values(status="cancelled", decided_at=bindparam("now"))
 )
-#: A judgment of the first task given by someone else (``answered_by``).
-INSERT_JUDGMENT = {
-    name: dialect.insert(J)
-    .values(
-        **{
-            c: bindparam(c)
-            for c in (
-                "task_id",
-                "seq",
-                "left_doc",
-                "right_doc",
-                "outcome",
-                "doc_id",
-                "grade",
-                "active_ms",
-                "created_at",
-                "undone",
-                "reason",
-                "comment",
-                "answered_by",
-            )
-        }
-    )
-    .on_conflict_do_nothing()
-    .returning(J.c.id)
-    for name, dialect in (("postgresql", postgresql), ("sqlite", sqlite))
-}
-
 QUERY_TITLE = select(Q.c.external_id, Q.c.title).where(Q.c.id == bindparam("id"))
 ANSWERED_COUNT = select(func.count()).where(
     SO.c.assignee_id == bindparam("assignee_id"), SO.c.status == "answered"
@@ -211,7 +188,7 @@ class _Statements:
         self.decide = Prepared(DECIDE, dialect)
         self.answered = Prepared(ANSWERED, dialect)
         self.cancel_after = Prepared(CANCEL_AFTER, dialect)
-        self.insert_judgment = Prepared(INSERT_JUDGMENT[db.dialect], dialect)
+        self.insert_judgment = Prepared(INSERT_ANSWERED_BY[db.dialect], dialect)
         self.live_version = Prepared(LIVE_VERSION, dialect)
         self.query = Prepared(QUERY_TITLE, dialect)
         self.answered_count = Prepared(ANSWERED_COUNT, dialect)

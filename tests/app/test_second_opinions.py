@@ -110,6 +110,17 @@ def step(api: Api, user: str, task_id: int, body: dict[str, Any], oracle: Assess
     return r.json()
 
 
+def judge_until_routed(
+    api: Api, user: str, task_id: int, body: dict[str, Any], oracle: Assessor
+) -> Any:
+    """Answer ``body`` and the questions after it until the task waits for a second opinion;
+    the waiting body (the task must not finish first)."""
+    while "waiting" not in body:
+        body = step(api, user, task_id, body, oracle)
+        assert not body["done"]
+    return body
+
+
 def log_rows(api: Api, task_id: int) -> list[Any]:
     with api.db.read() as s:
         return list(
@@ -244,10 +255,9 @@ def test_timeout_and_reclaim_return_the_question_to_the_first_assessor(
     task = create(api, cid, "103", "cy", second_assessor="dee", second_opinion_timeout_s=60)
     oracle = Assessor(scores["103"], seed=1)
     tid = task["id"]
-    body = api.get("cy", f"/api/v1/tasks/{tid}/next").json()
-    while "waiting" not in body:
-        body = step(api, "cy", tid, body, oracle)
-        assert not body["done"]
+    body = judge_until_routed(
+        api, "cy", tid, api.get("cy", f"/api/v1/tasks/{tid}/next").json(), oracle
+    )
     waiting = body["waiting"]
     item_id, seq = waiting["second_opinion_id"], waiting["seq"]
     # While it waits, the first assessor cannot answer it (409 with the waiting state).
@@ -278,9 +288,7 @@ def test_timeout_and_reclaim_return_the_question_to_the_first_assessor(
     body = step(api, "cy", tid, body, oracle)
     assert log_rows(api, tid)[seq].answered_by is None
     # The next repeat is routed again; this time cy reclaims it ("ask me instead").
-    while "waiting" not in body:
-        body = step(api, "cy", tid, body, oracle)
-        assert not body["done"]
+    body = judge_until_routed(api, "cy", tid, body, oracle)
     second_id, seq2 = body["waiting"]["second_opinion_id"], body["waiting"]["seq"]
     assert second_id != item_id
     r = api.post("cy", f"/api/v1/tasks/{tid}/second-opinion/reclaim")
@@ -313,9 +321,9 @@ def test_answers_are_idempotent_and_only_the_assignee_may_answer(
     task = create(api, cid, "104", "ann", second_assessor="bob")
     oracle = Assessor(scores["104"], seed=1)
     tid = task["id"]
-    body = api.get("ann", f"/api/v1/tasks/{tid}/next").json()
-    while "waiting" not in body:
-        body = step(api, "ann", tid, body, oracle)
+    body = judge_until_routed(
+        api, "ann", tid, api.get("ann", f"/api/v1/tasks/{tid}/next").json(), oracle
+    )
     item_id = body["waiting"]["second_opinion_id"]
     item = api.get("bob", f"/api/v1/second-opinions/{item_id}").json()
     payload = answer_body(item, oracle, active_ms=1234)
@@ -386,9 +394,9 @@ def test_undo_past_a_routed_question_cancels_it(
     task = create(api, cid, "105", "bob", second_assessor="ann")
     oracle = Assessor(scores["105"], seed=1)
     tid = task["id"]
-    body = api.get("bob", f"/api/v1/tasks/{tid}/next").json()
-    while "waiting" not in body:
-        body = step(api, "bob", tid, body, oracle)
+    body = judge_until_routed(
+        api, "bob", tid, api.get("bob", f"/api/v1/tasks/{tid}/next").json(), oracle
+    )
     item_id, seq = body["waiting"]["second_opinion_id"], body["waiting"]["seq"]
     item = api.get("ann", f"/api/v1/second-opinions/{item_id}").json()
     # Undo of the last answer: the routed question after it is cancelled.
@@ -406,8 +414,7 @@ def test_undo_past_a_routed_question_cancels_it(
     # Answering seq - 1 again routes the repeat anew (a new row), which ann answers; an undo
     # of that answer (bob's log, his to undo) puts it back in the queue as a new question.
     body = step(api, "bob", tid, r.json(), oracle)
-    while "waiting" not in body:
-        body = step(api, "bob", tid, body, oracle)
+    body = judge_until_routed(api, "bob", tid, body, oracle)
     new_id = body["waiting"]["second_opinion_id"]
     assert new_id != item_id
     item = api.get("ann", f"/api/v1/second-opinions/{new_id}").json()

@@ -50,6 +50,12 @@ def next_second_opinion(db: DbDep, caller: Caller) -> Payload:
 @router.get(
     "/second-opinions/{item_id}", response_model=SecondOpinionOut, response_model_exclude_none=True
 )
+@router.get(  # the judging page's name for it (judge.js asks ``{api_url}/next``)
+    "/second-opinions/{item_id}/next",
+    response_model=SecondOpinionOut,
+    response_model_exclude_none=True,
+    include_in_schema=False,
+)
 def get_second_opinion(item_id: int, db: DbDep, caller: Caller) -> Payload:
     """One of the caller's second opinions (403 for anyone else's)."""
     return second_opinions.get_item(db=db, user=caller, item_id=item_id)
@@ -61,35 +67,18 @@ def get_second_opinion(item_id: int, db: DbDep, caller: Caller) -> Payload:
     response_model_exclude_none=True,
     responses=CONFLICT,
 )
+@router.post(  # the judging page's name for it (judge.js posts ``{api_url}/judgments``)
+    "/second-opinions/{item_id}/judgments",
+    response_model=SecondOpinionOut,
+    response_model_exclude_none=True,
+    include_in_schema=False,
+)
 def answer_second_opinion(
     item_id: int, body: SecondOpinionAnswerIn, db: DbDep, caller: Caller
 ) -> Payload:
     """Answer it: recorded as the first task's judgment ``seq`` (``answered_by`` = you).
     An identical retry stores nothing; a different answer, or a question no longer open, is
     409."""
-    data = body.model_dump(exclude_none=True)
-    return second_opinions.answer(db=db, user=caller, item_id=item_id, data=data)
-
-
-@router.get(
-    "/second-opinions/{item_id}/next",
-    response_model=SecondOpinionOut,
-    response_model_exclude_none=True,
-    include_in_schema=False,
-)
-def page_next(item_id: int, db: DbDep, caller: Caller) -> Payload:
-    """The judging page's name for ``GET /second-opinions/{id}``."""
-    return second_opinions.get_item(db=db, user=caller, item_id=item_id)
-
-
-@router.post(
-    "/second-opinions/{item_id}/judgments",
-    response_model=SecondOpinionOut,
-    response_model_exclude_none=True,
-    include_in_schema=False,
-)
-def page_answer(item_id: int, body: SecondOpinionAnswerIn, db: DbDep, caller: Caller) -> Payload:
-    """The judging page's name for ``POST /second-opinions/{id}/answer``."""
     data = body.model_dump(exclude_none=True)
     return second_opinions.answer(db=db, user=caller, item_id=item_id, data=data)
 

@@ -35,7 +35,14 @@ from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
 from starlette.datastructures import FormData, UploadFile
 
 from app import security
-from app.deps import MAX_UPLOAD_FIELDS, MAX_UPLOAD_FILES, DbDep, require_csrf_form, upload_form
+from app.deps import (
+    MAX_UPLOAD_FIELDS,
+    MAX_UPLOAD_FILES,
+    DbDep,
+    require_csrf_form,
+    upload_form,
+    web_session,
+)
 from app.errors import DomainError, Invalid
 from app.routers.web.auth import login_redirect
 from app.services import (
@@ -66,9 +73,7 @@ async def admin_session(
 ) -> tuple[security.ResolvedSession | None, Response | None]:
     """(session, early response) for an admin page: the early response is the login redirect
     without a session, or the 403 page for a non-admin (shared with the analysis page)."""
-    resolved = await run_in_threadpool(
-        security.resolve_web_session, db, request.cookies.get(security.SESSION_COOKIE)
-    )
+    resolved = await web_session(request, db)
     if resolved is None:
         return None, login_redirect(request)
     return resolved, _refuse_non_admin(request, resolved)
@@ -577,6 +582,7 @@ async def collection_guidelines(request: Request, collection_id: int, db: DbDep)
     raw = form.get("markdown")
     # Browsers post CRLF line ends; the API stores what it is sent, so store LF like it.
     markdown = raw.replace("\r\n", "\n") if isinstance(raw, str) else ""
+    kept = {"guidelines": {"markdown": markdown}}  # the form as posted, shown again
     action = _field(form, "action", "save")
     try:
         if action not in ("preview", "save"):
@@ -588,7 +594,7 @@ async def collection_guidelines(request: Request, collection_id: int, db: DbDep)
                 resolved,
                 db,
                 collection_id,
-                forms={"guidelines": {"markdown": markdown}},
+                forms=kept,
                 guidelines_preview=html,
             )
         await run_in_threadpool(
@@ -600,7 +606,7 @@ async def collection_guidelines(request: Request, collection_id: int, db: DbDep)
             resolved,
             db,
             collection_id,
-            forms={"guidelines": {"markdown": markdown}},
+            forms=kept,
             errors={"guidelines": form_errors(exc, "The guidelines were not saved.")},
             status=exc.status_code,
         )

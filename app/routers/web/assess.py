@@ -23,7 +23,7 @@ from markupsafe import Markup
 from starlette.concurrency import run_in_threadpool
 
 from app import security
-from app.deps import DbDep
+from app.deps import DbDep, web_session
 from app.errors import Forbidden, NotFound
 from app.models import User
 from app.routers.web import page_data
@@ -37,13 +37,7 @@ router = APIRouter()
 T = TypeVar("T")
 
 
-async def _session(request: Request, db: Any) -> security.ResolvedSession | None:
-    return await run_in_threadpool(
-        security.resolve_web_session, db, request.cookies.get(security.SESSION_COOKIE)
-    )
-
-
-def _error(
+def error_page(
     request: Request,
     resolved: security.ResolvedSession,
     *,
@@ -67,7 +61,7 @@ async def _own_task(
 ) -> tuple[security.ResolvedSession | None, judging.TaskPage | None, Response | None]:
     """(session, task page data, early response): the early response is a redirect to the
     login form, or an error page for a missing or foreign task."""
-    resolved = await _session(request, db)
+    resolved = await web_session(request, db)
     if resolved is None:
         return None, None, login_redirect(request)
     try:
@@ -79,14 +73,14 @@ async def _own_task(
         return (
             resolved,
             None,
-            _error(request, resolved, title="Task not found", message=message, status_code=404),
+            error_page(request, resolved, title="Task not found", message=message, status_code=404),
         )
     except Forbidden:
         message = "This task is assigned to another assessor."
         return (
             resolved,
             None,
-            _error(request, resolved, title="Not your task", message=message, status_code=403),
+            error_page(request, resolved, title="Not your task", message=message, status_code=403),
         )
     return resolved, page, None
 
@@ -96,7 +90,8 @@ async def _own_task(
 HIGHLIGHT_COOKIE = "heapjudge_highlight"
 
 
-def _highlight_on(request: Request, hl: int | None = None) -> bool:
+def highlight_on(request: Request, hl: int | None = None) -> bool:
+    """Whether query terms are highlighted: ``hl`` if given (0 off), else the cookie."""
     if hl is not None:
         return hl != 0
     return request.cookies.get(HIGHLIGHT_COOKIE) != "0"
@@ -119,7 +114,7 @@ def guidelines_version(markdown: str) -> str:
 @router.get("/")
 async def home(request: Request, db: DbDep) -> Response:
     """Admins land on their dashboard, assessors on their tasks."""
-    resolved = await _session(request, db)
+    resolved = await web_session(request, db)
     if resolved is None:
         return RedirectResponse("/login", status_code=303)
     return RedirectResponse(
@@ -129,7 +124,7 @@ async def home(request: Request, db: DbDep) -> Response:
 
 @router.get("/tasks")
 async def my_tasks(request: Request, db: DbDep) -> Response:
-    resolved = await _session(request, db)
+    resolved = await web_session(request, db)
     if resolved is None:
         return login_redirect(request)
     rows = await run_in_threadpool(page_data.list_tasks, db, resolved.user)
@@ -151,7 +146,7 @@ async def judge_page(request: Request, db: DbDep, task_id: int) -> Response:
         return early
     assert resolved is not None and page is not None
     if page.status == "cancelled":
-        return _error(
+        return error_page(
             request,
             resolved,
             title="Task cancelled",
@@ -180,7 +175,7 @@ async def judge_page(request: Request, db: DbDep, task_id: int) -> Response:
     total = done_count + remaining
     options = page.options
     settings = request.app.state.settings
-    highlight = _highlight_on(request)
+    highlight = highlight_on(request)
     terms = page_data.highlight_terms(page.query_title) if highlight else frozenset()
     guidelines = await run_in_threadpool(
         collections.get_guidelines, db=db, collection_id=page.collection_id
@@ -246,14 +241,14 @@ async def _page_json(
     """For the frame endpoints of the judging page: ``work(user)``'s result (a service call
     that checks the task is the user's and gives its query's text) with the terms to
     highlight, or a JSON error (401 without a session, the service's 404 / 403)."""
-    resolved = await _session(request, db)
+    resolved = await web_session(request, db)
     if resolved is None:
         return JSONResponse({"detail": "not authenticated"}, status_code=401)
     try:
         title, found = await run_in_threadpool(work, resolved.user)
     except (NotFound, Forbidden) as exc:
         return JSONResponse({"detail": str(exc)}, status_code=exc.status_code)
-    on = _highlight_on(request, hl)
+    on = highlight_on(request, hl)
     return (page_data.highlight_terms(title) if on else frozenset()), found
 
 

@@ -24,7 +24,7 @@ from fastapi.responses import RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from app import security
-from app.deps import DbDep, check_csrf, client_ip
+from app.deps import DbDep, check_csrf, client_ip, web_session
 from app.errors import Forbidden
 from app.web_templates import render, set_flash
 
@@ -80,9 +80,7 @@ def _login_page(
 
 @router.get("/login")
 async def login_form(request: Request, db: DbDep, next: str | None = None) -> Response:
-    resolved = await run_in_threadpool(
-        security.resolve_web_session, db, request.cookies.get(security.SESSION_COOKIE)
-    )
+    resolved = await web_session(request, db)
     # Without a ``next``, "/" decides by role: admins land on their dashboard.
     target = safe_next(next) if next else "/"
     if resolved is not None:

@@ -17,10 +17,10 @@ from fastapi import Query as FastApiQuery
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
-from app import security
-from app.deps import DbDep, require_csrf_form
+from app.deps import DbDep, require_csrf_form, web_session
 from app.errors import DomainError
 from app.routers.web import page_data
+from app.routers.web.assess import HIGHLIGHT_COOKIE, error_page, highlight_on
 from app.routers.web.auth import login_redirect
 from app.services import second_opinions
 from app.web_templates import FRAME_CSP, render
@@ -28,28 +28,10 @@ from app.web_templates import FRAME_CSP, render
 router = APIRouter()
 
 
-async def _session(request: Request, db: Any) -> security.ResolvedSession | None:
-    return await run_in_threadpool(
-        security.resolve_web_session, db, request.cookies.get(security.SESSION_COOKIE)
-    )
-
-
-def _error(request: Request, resolved: Any, title: str, message: str, code: int) -> Response:
-    return render(
-        request,
-        "assess/error.html",
-        {"title": title, "message": message},
-        user=resolved.user,
-        csrf_token=resolved.csrf_token,
-        nav_active="tasks",
-        status_code=code,
-    )
-
-
 @router.get("/second-opinions")
 async def next_page(request: Request, db: DbDep) -> Response:
     """The caller's oldest open second opinion, or My tasks when none is open."""
-    resolved = await _session(request, db)
+    resolved = await web_session(request, db)
     if resolved is None:
         return login_redirect(request)
     items = await run_in_threadpool(second_opinions.list_items, db=db, user=resolved.user)
@@ -60,7 +42,7 @@ async def next_page(request: Request, db: DbDep) -> Response:
 
 @router.get("/second-opinions/{item_id}")
 async def judge_page(request: Request, db: DbDep, item_id: int) -> Response:
-    resolved = await _session(request, db)
+    resolved = await web_session(request, db)
     if resolved is None:
         return login_redirect(request)
     try:
@@ -69,11 +51,13 @@ async def judge_page(request: Request, db: DbDep, item_id: int) -> Response:
         )
     except DomainError as err:
         title = "Not yours" if err.status_code == 403 else "Not found"
-        return _error(request, resolved, title, str(err.detail), err.status_code)
+        return error_page(
+            request, resolved, title=title, message=str(err.detail), status_code=err.status_code
+        )
     if item["done"]:
         return RedirectResponse("/second-opinions", status_code=303)
     info = item["second_opinion"]
-    highlight = request.cookies.get("heapjudge_highlight") != "0"
+    highlight = highlight_on(request)
     terms = page_data.highlight_terms(info["query"]) if highlight else frozenset()
     settings = request.app.state.settings
     allowed = item["allowed_outcomes"]
@@ -96,7 +80,7 @@ async def judge_page(request: Request, db: DbDep, item_id: int) -> Response:
         "lookahead_url": f"{base}/lookahead",
         "frames_url": f"{base}/frames",
         "highlight": highlight,
-        "highlight_cookie": "heapjudge_highlight",
+        "highlight_cookie": HIGHLIGHT_COOKIE,
         "question": item,
     }
     progress = item["progress"]
@@ -127,7 +111,7 @@ async def judge_page(request: Request, db: DbDep, item_id: int) -> Response:
 async def _own_item_terms(
     request: Request, db: Any, item_id: int, hl: int | None
 ) -> tuple[dict[str, Any] | None, frozenset[str], Response | None]:
-    resolved = await _session(request, db)
+    resolved = await web_session(request, db)
     if resolved is None:
         return None, frozenset(), JSONResponse({"detail": "not authenticated"}, status_code=401)
     try:
@@ -136,7 +120,7 @@ async def _own_item_terms(
         )
     except DomainError as err:
         return None, frozenset(), JSONResponse({"detail": err.detail}, err.status_code)
-    on = hl != 0 if hl is not None else request.cookies.get("heapjudge_highlight") != "0"
+    on = highlight_on(request, hl)
     info = item["second_opinion"]
     return item, (page_data.highlight_terms(info["query"]) if on else frozenset()), None
 
@@ -176,11 +160,17 @@ async def lookahead(
 @router.post("/tasks/{task_id}/reclaim", dependencies=[Depends(require_csrf_form)])
 async def reclaim(request: Request, db: DbDep, task_id: int) -> Response:
     """ "Ask me instead" on the waiting page: the routed question comes back to this task."""
-    resolved = await _session(request, db)
+    resolved = await web_session(request, db)
     if resolved is None:
         return login_redirect(request)
     try:
         await run_in_threadpool(second_opinions.reclaim, db=db, user=resolved.user, task_id=task_id)
     except DomainError as err:
-        return _error(request, resolved, "Not possible", str(err.detail), err.status_code)
+        return error_page(
+            request,
+            resolved,
+            title="Not possible",
+            message=str(err.detail),
+            status_code=err.status_code,
+        )
     return RedirectResponse(f"/tasks/{task_id}", status_code=303)
