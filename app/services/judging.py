@@ -61,6 +61,7 @@ from app.repositories.judgments import (
     store_if_current,
 )
 from app.security import BearerToken, Caller, Identity, caller_identity
+from app.services import second_opinions
 from app.services.document_cache import LRU, DocumentCache, Payload
 from app.services.tasks import check_task_access
 from labeling.errors import Finished, LabelingError, WrongQuestion
@@ -201,10 +202,8 @@ def _body(
         return _documents(db, r.task, doc_ids, store)
 
     body = _question_body(r.task, r.session, r.active_ms, documents)
-    if (locked or store is None) and _routes(r):
-        from app.services import second_opinions
-
-        body = second_opinions.gate(db, r, body, store.cursor if store is not None else None)
+    if locked or store is None:
+        body = _gated(db, r, body, store.cursor if store is not None else None)
     return body
 
 
@@ -213,6 +212,13 @@ def _routes(r: _Replayed) -> bool:
     (docs/noise.md#routing-re-asks-to-a-second-assessor). One dict lookup for a task that
     routes nothing, so the hot path of every other task stays as it was."""
     return bool(r.task.options.get("second_assessor")) and r.session.pending_is_repeat
+
+
+def _gated(db: Database, r: _Replayed, body: Payload, cursor: Any | None = None) -> Payload:
+    """``body``, or the waiting state when its question is routed to a second assessor
+    (:func:`app.services.second_opinions.gate`: a write, in ``cursor``'s transaction or in one
+    of its own)."""
+    return second_opinions.gate(db, r, body, cursor) if _routes(r) else body
 
 
 def _documents(
@@ -372,11 +378,7 @@ def next_question(*, db: Database, user: Caller, task_id: int) -> Payload:
         replayed = _replay(task, store.live_log(task_id))
         body = _body(db, replayed, store)
     _caches(db).sessions.put(task_id, replayed)  # warms the cache for the submit that follows
-    if _routes(replayed):  # after the read transaction: routing writes
-        from app.services import second_opinions
-
-        body = second_opinions.gate(db, replayed, body)
-    return body
+    return _gated(db, replayed, body)  # after the read transaction: routing writes
 
 
 def _replay_outside_lock(
@@ -514,8 +516,6 @@ def submit_judgment(*, db: Database, user: Caller, task_id: int, data: dict[str,
             if _is_retry(replayed, seq, answer, conflict):
                 return _body(db, replayed, store, locked=True)
             if seq == len(replayed.session.answers) and _routes(replayed):
-                from app.services import second_opinions
-
                 waiting = second_opinions.check_submit(db, cursor, task_id, seq)
                 if waiting is not None:
                     raise conflict(waiting["message"])
@@ -578,8 +578,6 @@ def undo_judgment(
         if len(kept) < len(rows) and task.status == "done":
             store.reopen(task_id)
         if task.options.get("second_assessor"):
-            from app.services import second_opinions
-
             # Routed questions after the new pending one are no longer asked (docs/noise.md).
             second_opinions.cancel_after(db, cursor, task_id, len(kept))
         replayed = _replay(task, kept)
@@ -681,10 +679,7 @@ def task_page(*, db: Database, user: Caller, task_id: int) -> TaskPage:
         query = store.query_text(task.query_id)
     if result is None:
         _caches(db).sessions.put(task_id, replayed)  # warms the cache for the first submit
-        if _routes(replayed):  # after the read transaction: routing writes
-            from app.services import second_opinions
-
-            question = second_opinions.gate(db, replayed, question)
+        question = _gated(db, replayed, question)  # after the read transaction: routing writes
     return TaskPage(
         task_id=task.id,
         method=task.method,
