@@ -185,8 +185,14 @@ def test_not_relevant_button_names_the_challenger_side(tmp_path: Path) -> None:
 
     from labeling.session import open_session
     from labeling.types import PairAnswer
-    from tests.e2e.test_web_browser import on_done_page, shown_pair, wait_next
-    from tests.e2e.web_support import live_judgments, relevance_docs, seed_task
+    from tests.e2e.web_support import (
+        live_judgments,
+        on_done_page,
+        relevance_docs,
+        seed_task,
+        shown_pair,
+        wait_next,
+    )
 
     db_path = tmp_path / "nr-e2e.db"
     db = init_db(db_path)

@@ -1,7 +1,7 @@
 """An assessor's day with long documents, in a real Chromium against a real uvicorn.
 
-Each test seeds its own task on the shared server of ``test_web_browser`` (its fixtures are
-reused) and checks one behaviour that failed before: the dead Retry button, see-through pause,
+Each test seeds its own task on the module's server (``env`` in tests/e2e/conftest.py) and
+checks one behaviour that failed before: the dead Retry button, see-through pause,
 reading counted as idle, keyboard scrolling of long documents, the stale pause notice, cut
 buttons on a phone, notices that moved the answer bar; and the new tools: highlighting, the
 "new" marker, the undo toast, "Next task". Screenshots go to ``artifacts/screenshots/``.
@@ -13,17 +13,17 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.test_web_browser import (  # noqa: F401  (pytest fixtures)
+from tests.e2e.web_support import (
     ARTIFACTS,
     TIMEOUT_MS,
-    ctx,
-    env,
+    live_judgments,
     open_task,
+    relevance_docs,
+    seed_task,
     shown_pair,
     shown_seq,
     wait_next,
 )
-from tests.e2e.web_support import live_judgments, relevance_docs, seed_task
 
 pytestmark = pytest.mark.browser
 
@@ -56,7 +56,7 @@ def long_docs(n: int, words: int = 5000) -> list[dict[str, Any]]:
     ]
 
 
-def new_page(env: dict[str, Any], width: int, height: int) -> Any:  # noqa: F811
+def new_page(env: dict[str, Any], width: int, height: int) -> Any:
     context = env["browser"].new_context(
         storage_state=env["state"], viewport={"width": width, "height": height}
     )
@@ -80,8 +80,8 @@ def in_viewport(page: Any, selector: str, height: int) -> bool:
 
 
 def test_notices_have_no_dead_retry_button_and_pause_notice_clears(
-    env: dict[str, Any],  # noqa: F811
-    ctx: Any,  # noqa: F811
+    env: dict[str, Any],
+    ctx: Any,
 ) -> None:
     task = seed_task(env["db"], assessor_id=env["user_id"], docs=relevance_docs(6), k=2, seed=3)
     page = ctx.new_page()
@@ -101,7 +101,7 @@ def test_notices_have_no_dead_retry_button_and_pause_notice_clears(
 # --------------------------------------------------------------------------- bug 4
 
 
-def test_pause_and_idle_hide_the_documents(env: dict[str, Any], ctx: Any) -> None:  # noqa: F811
+def test_pause_and_idle_hide_the_documents(env: dict[str, Any], ctx: Any) -> None:
     task = seed_task(env["db"], assessor_id=env["user_id"], docs=relevance_docs(6), k=2, seed=3)
     page = ctx.new_page()
     page.clock.install(time=1_900_000_000_000)
@@ -135,7 +135,7 @@ def test_pause_and_idle_hide_the_documents(env: dict[str, Any], ctx: Any) -> Non
 
 
 def test_long_document_read_to_its_end_by_keyboard_with_no_idle_cut(
-    env: dict[str, Any],  # noqa: F811
+    env: dict[str, Any],
 ) -> None:
     task = seed_task(env["db"], assessor_id=env["user_id"], docs=long_docs(4), k=1, seed=5)
     context, page = new_page(env, 1280, 800)
@@ -201,8 +201,8 @@ def test_long_document_read_to_its_end_by_keyboard_with_no_idle_cut(
 
 
 def test_highlighting_in_text_and_html_documents_and_the_toggle(
-    env: dict[str, Any],  # noqa: F811
-    ctx: Any,  # noqa: F811
+    env: dict[str, Any],
+    ctx: Any,
 ) -> None:
     docs = [
         {"doc_id": "t", "title": "Text", "text": "Roofing rules.\nSolar panels on a flat roof."},
@@ -258,7 +258,7 @@ def test_highlighting_in_text_and_html_documents_and_the_toggle(
 
 @pytest.mark.parametrize(("width", "height"), [(1280, 800), (1366, 768)])
 def test_answer_bar_and_keys_stay_on_screen_under_every_notice(
-    env: dict[str, Any],  # noqa: F811
+    env: dict[str, Any],
     width: int,
     height: int,
 ) -> None:
@@ -300,7 +300,7 @@ def test_answer_bar_and_keys_stay_on_screen_under_every_notice(
 
 
 def test_narrow_buttons_are_never_narrower_than_their_labels(
-    env: dict[str, Any],  # noqa: F811
+    env: dict[str, Any],
 ) -> None:
     task = seed_task(
         env["db"],
@@ -336,7 +336,7 @@ def test_narrow_buttons_are_never_narrower_than_their_labels(
 # --------------------------------------------------------------------------- feedback
 
 
-def test_new_marker_undo_toast_and_next_task(env: dict[str, Any], ctx: Any) -> None:  # noqa: F811
+def test_new_marker_undo_toast_and_next_task(env: dict[str, Any], ctx: Any) -> None:
     task = seed_task(env["db"], assessor_id=env["user_id"], docs=relevance_docs(6), k=1, seed=4)
     seed_task(env["db"], assessor_id=env["user_id"], docs=relevance_docs(3), k=1, seed=4)
     page = ctx.new_page()

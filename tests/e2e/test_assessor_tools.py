@@ -18,22 +18,24 @@ from sqlalchemy import select
 from app.models import Task
 from app.services import collections
 from tests.e2e.test_assessor_day import in_viewport, new_page
-from tests.e2e.test_web_browser import (  # noqa: F401  (pytest fixtures)
+from tests.e2e.web_support import (
     ARTIFACTS,
-    env,
+    all_judgments,
+    live_judgments,
     open_task,
+    relevance_docs,
+    seed_task,
     shown_pair,
     shown_seq,
     wait_next,
 )
-from tests.e2e.web_support import all_judgments, live_judgments, relevance_docs, seed_task
 
 pytestmark = pytest.mark.browser
 
 SIZES = [pytest.param(1280, 800, id="1280x800"), pytest.param(390, 844, id="390x844")]
 
 
-def collection_of(env: dict[str, Any], task_id: int) -> int:  # noqa: F811
+def collection_of(env: dict[str, Any], task_id: int) -> int:
     with env["db"].read() as s:
         return int(s.scalar(select(Task.collection_id).where(Task.id == task_id)))
 
@@ -74,7 +76,7 @@ def shot(page: Any, name: str, width: int) -> None:
 
 @pytest.mark.parametrize(("width", "height"), SIZES)
 def test_broken_document_dialog_records_the_broken_outcome(
-    env: dict[str, Any],  # noqa: F811
+    env: dict[str, Any],
     width: int,
     height: int,
 ) -> None:
@@ -117,7 +119,7 @@ def test_broken_document_dialog_records_the_broken_outcome(
 
 
 def test_broken_document_of_a_graded_task_needs_a_reason_for_other(
-    env: dict[str, Any],  # noqa: F811
+    env: dict[str, Any],
 ) -> None:
     docs = relevance_docs(3, prefix="gb")
     task = seed_task(env["db"], assessor_id=env["user_id"], docs=docs, method="graded", seed=2)
@@ -162,7 +164,7 @@ def test_broken_document_of_a_graded_task_needs_a_reason_for_other(
 
 @pytest.mark.parametrize(("width", "height"), SIZES)
 def test_comment_is_stored_with_the_next_judgment_only(
-    env: dict[str, Any],  # noqa: F811
+    env: dict[str, Any],
     width: int,
     height: int,
 ) -> None:
@@ -205,7 +207,7 @@ def test_comment_is_stored_with_the_next_judgment_only(
 
 @pytest.mark.parametrize(("width", "height"), SIZES)
 def test_my_answers_and_undo_back_to_here(
-    env: dict[str, Any],  # noqa: F811
+    env: dict[str, Any],
     width: int,
     height: int,
 ) -> None:
@@ -299,7 +301,7 @@ def _guidelines_state(page: Any) -> dict[str, Any]:
 
 @pytest.mark.parametrize(("width", "height"), SIZES)
 def test_guidelines_open_on_the_first_visit_only_and_are_sanitised(
-    env: dict[str, Any],  # noqa: F811
+    env: dict[str, Any],
     width: int,
     height: int,
 ) -> None:
@@ -361,7 +363,7 @@ def test_guidelines_open_on_the_first_visit_only_and_are_sanitised(
         context.close()
 
 
-def test_no_guidelines_no_automatic_panel(env: dict[str, Any]) -> None:  # noqa: F811
+def test_no_guidelines_no_automatic_panel(env: dict[str, Any]) -> None:
     task = seed_task(env["db"], assessor_id=env["user_id"], docs=relevance_docs(4), k=1, seed=1)
     context, page = new_page(env, 1280, 800)
     try:
@@ -377,7 +379,7 @@ def test_no_guidelines_no_automatic_panel(env: dict[str, Any]) -> None:  # noqa:
 
 @pytest.mark.parametrize(("width", "height"), SIZES)
 def test_admin_edits_guidelines_with_a_sanitised_preview(
-    env: dict[str, Any],  # noqa: F811
+    env: dict[str, Any],
     width: int,
     height: int,
 ) -> None:

@@ -16,12 +16,13 @@ from typing import Any
 import pytest
 
 from app.security import Identity
-from tests.e2e.test_web_browser import (  # noqa: F401  (pytest fixtures)
+from tests.e2e.web_support import (
     PASSWORD,
-    ctx,
-    env,
+    add_user,
+    oracle_scores,
+    relevance_docs,
+    seed_task,
 )
-from tests.e2e.web_support import add_user, oracle_scores, relevance_docs, seed_task
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
 
@@ -46,8 +47,8 @@ def log_in(browser: Any, url: str, username: str) -> Any:
 
 
 def test_second_assessor_answers_a_routed_question_by_keyboard(
-    env: dict[str, Any],  # noqa: F811
-    ctx: Any,  # noqa: F811
+    env: dict[str, Any],
+    ctx: Any,
 ) -> None:
     from sqlalchemy import select
 

@@ -15,12 +15,12 @@ import pytest
 
 from labeling.session import open_session
 from labeling.types import PairAnswer
-from tests.e2e.test_web_browser import (  # noqa: F401  (pytest fixtures)
-    ctx,
-    env,
+from tests.e2e.web_support import (
+    oracle_scores,
+    relevance_docs,
+    seed_task,
     wait_next,
 )
-from tests.e2e.web_support import oracle_scores, relevance_docs, seed_task
 
 pytestmark = pytest.mark.browser
 
@@ -62,8 +62,8 @@ def core_replay(task: Any, scores: dict[str, float], shown: list[tuple[str, str]
 
 
 def test_tournament_and_insertion_with_a_prior_by_keyboard(
-    env: dict[str, Any],  # noqa: F811
-    ctx: Any,  # noqa: F811
+    env: dict[str, Any],
+    ctx: Any,
 ) -> None:
     from app.models import Query, Task
     from app.services import tasks

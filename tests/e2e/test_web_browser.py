@@ -1,8 +1,9 @@
 """The assessor UI in a real headless Chromium against a real uvicorn (docs/assessor-guide.md).
 
-One server (subprocess, temporary SQLite file) and one browser for the module; every test
-seeds its own task and uses a fresh browser context. Skips with a reason when Playwright or
-Chromium is missing, unless HEAPJUDGE_REQUIRE_BROWSER=1 (CI), where that is a failure.
+One server (subprocess, temporary SQLite file) and one browser for the module (``env`` in
+tests/e2e/conftest.py); every test seeds its own task and uses a fresh browser context. Skips
+with a reason when Playwright or Chromium is missing, unless HEAPJUDGE_REQUIRE_BROWSER=1 (CI),
+where that is a failure.
 
 The simulated assessor reads which documents are shown from the page (``data-doc-id``) and
 answers from a hidden relevance order; the expected result comes from the labeling core
@@ -12,8 +13,6 @@ driven by the same oracle, never from the UI.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,115 +20,21 @@ import pytest
 from labeling.session import open_session
 from labeling.types import PairAnswer
 from tests.e2e.web_support import (
-    LiveServer,
-    add_user,
+    ARTIFACTS,
+    TIMEOUT_MS,
     all_judgments,
-    init_db,
-    launch_chromium,
     live_judgments,
+    on_done_page,
+    open_task,
     oracle_scores,
     relevance_docs,
-    require_browser,
     seed_task,
+    shown_pair,
+    shown_seq,
+    wait_next,
 )
 
 pytestmark = pytest.mark.browser
-
-PASSWORD = "assessor password 1"
-#: Generous waits: CI shares two cores between many jobs (no timing is asserted anywhere).
-TIMEOUT_MS = 90_000
-ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
-
-
-@pytest.fixture(scope="module")
-def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    executable = require_browser()
-    from playwright.sync_api import sync_playwright
-
-    tmp = tmp_path_factory.mktemp("web-e2e")
-    db_path = tmp / "e2e.db"
-    db = init_db(db_path)
-    user_id = add_user(db, "ann", PASSWORD)
-    server = LiveServer(db_path).start(timeout=120)
-    try:
-        with sync_playwright() as pw:
-            browser = launch_chromium(pw, executable)
-            # Log in once through the form (keyboard only) and reuse the cookie.
-            ctx = browser.new_context()
-            ctx.set_default_timeout(TIMEOUT_MS)
-            page = ctx.new_page()
-            page.goto(server.url + "/login")
-            # The username field has autofocus; wait for it so that no keystroke is lost on a
-            # slow machine.
-            page.wait_for_function("document.activeElement?.id === 'username'")
-            page.keyboard.type("ann")
-            page.keyboard.press("Tab")
-            page.keyboard.type(PASSWORD)
-            page.keyboard.press("Enter")
-            page.wait_for_url(server.url + "/tasks")
-            state = ctx.storage_state()
-            ctx.close()
-            yield {
-                "db": db,
-                "user_id": user_id,
-                "server": server,
-                "browser": browser,
-                "state": state,
-            }
-            browser.close()
-    finally:
-        server.stop()
-        db.dispose()
-
-
-@pytest.fixture()
-def ctx(env: dict[str, Any]) -> Iterator[Any]:
-    context = env["browser"].new_context(
-        storage_state=env["state"], viewport={"width": 1366, "height": 900}
-    )
-    context.set_default_timeout(TIMEOUT_MS)
-    yield context
-    context.close()
-
-
-def open_task(page: Any, env: dict[str, Any], task_id: int) -> None:
-    page.goto(f"{env['server'].url}/tasks/{task_id}")
-    page.wait_for_selector("#judge-main[data-seq]")
-
-
-def shown_seq(page: Any) -> int:
-    return int(page.get_attribute("#judge-main", "data-seq"))
-
-
-def shown_pair(page: Any) -> tuple[str, str]:
-    left = page.get_attribute("article[data-slot=left]", "data-doc-id")
-    right = page.get_attribute("article[data-slot=right]", "data-doc-id")
-    return str(left), str(right)
-
-
-def wait_next(page: Any, seq: int) -> None:
-    """Wait until the page shows a question other than ``seq``, or has gone to the done page."""
-    from playwright.sync_api import Error as PlaywrightError
-
-    try:
-        page.wait_for_function(
-            """(s) => { const m = document.getElementById('judge-main');
-                        return !m || m.dataset.seq !== String(s) || m.dataset.done === 'true'; }""",
-            arg=seq,
-        )
-        done = page.evaluate(
-            "() => { const m = document.getElementById('judge-main');"
-            " return !m || m.dataset.done === 'true'; }"
-        )
-    except PlaywrightError:  # the navigation to the done page destroyed the context
-        done = True
-    if done:
-        page.wait_for_url("**/done")
-        page.wait_for_load_state()
-
-
-def on_done_page(page: Any) -> bool:
-    return page.url.endswith("/done")
 
 
 def oracle_key(scores: dict[str, float], left: str, right: str, turn: int) -> str:

@@ -340,3 +340,51 @@ def oracle_scores(doc_ids: Sequence[str], seed: int = 12345) -> dict[str, float]
     values = list(range(len(doc_ids)))
     rng.shuffle(values)
     return {d: float(v) for d, v in zip(doc_ids, values, strict=True)}
+
+
+# --------------------------------------------------------------------------- pages
+
+PASSWORD = "assessor password 1"
+#: Generous waits: CI shares two cores between many jobs (no timing is asserted anywhere).
+TIMEOUT_MS = 90_000
+ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
+
+
+def open_task(page: Any, env: dict[str, Any], task_id: int) -> None:
+    page.goto(f"{env['server'].url}/tasks/{task_id}")
+    page.wait_for_selector("#judge-main[data-seq]")
+
+
+def shown_seq(page: Any) -> int:
+    return int(page.get_attribute("#judge-main", "data-seq"))
+
+
+def shown_pair(page: Any) -> tuple[str, str]:
+    left = page.get_attribute("article[data-slot=left]", "data-doc-id")
+    right = page.get_attribute("article[data-slot=right]", "data-doc-id")
+    return str(left), str(right)
+
+
+def wait_next(page: Any, seq: int) -> None:
+    """Wait until the page shows a question other than ``seq``, or has gone to the done page."""
+    from playwright.sync_api import Error as PlaywrightError
+
+    try:
+        page.wait_for_function(
+            """(s) => { const m = document.getElementById('judge-main');
+                        return !m || m.dataset.seq !== String(s) || m.dataset.done === 'true'; }""",
+            arg=seq,
+        )
+        done = page.evaluate(
+            "() => { const m = document.getElementById('judge-main');"
+            " return !m || m.dataset.done === 'true'; }"
+        )
+    except PlaywrightError:  # the navigation to the done page destroyed the context
+        done = True
+    if done:
+        page.wait_for_url("**/done")
+        page.wait_for_load_state()
+
+
+def on_done_page(page: Any) -> bool:
+    return page.url.endswith("/done")
