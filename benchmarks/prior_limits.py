@@ -39,7 +39,7 @@ import itertools
 import math
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import Any
@@ -50,18 +50,10 @@ from scipy.stats import binom, norm
 
 from labeling.insertion import InsertionTopK
 from labeling.prior import PriorTournamentTopK
-from labeling.simulation import SCENARIO_PRIOR_CORR
+from labeling.simulation import SCENARIO_PRIOR_CORR, Assessor, prior_sigma, run_strategy
 from labeling.strategies import STRATEGIES
 
 FloatArray = NDArray[np.float64]
-
-#: Standard deviation of U(0, 1), the latent values' distribution.
-UNIFORM_SD = 1.0 / math.sqrt(12.0)
-
-
-def prior_sigma(corr: float) -> float:
-    """σ of the prior's noise for correlation ``corr`` with ``u`` (labeling.simulation)."""
-    return UNIFORM_SD * math.sqrt(1.0 / corr**2 - 1.0)
 
 
 def latent_by_position(rng: np.random.Generator, n: int, corr: float | None) -> FloatArray:
@@ -74,21 +66,11 @@ def latent_by_position(rng: np.random.Generator, n: int, corr: float | None) -> 
 
 
 def driven_count(strategy: type[Any], u: Sequence[float], k: int) -> int:
-    """Questions ``strategy`` asks a consistent assessor (pair cache on) on ``u``."""
+    """Questions ``strategy`` asks a consistent assessor (pair cache on) who answers by
+    ``u`` (listed by position in the order): :func:`labeling.simulation.run_strategy`."""
     names = [f"{i:03d}" for i in range(len(u))]
-    value = dict(zip(names, u, strict=True))
-    gen = strategy(names, k).run()
-    answered: dict[tuple[str, str], str] = {}
-    try:
-        question = next(gen)
-        while True:
-            a, b = question.a, question.b
-            key = (a, b) if a < b else (b, a)
-            if key not in answered:
-                answered[key] = a if value[a] > value[b] else b
-            question = gen.send(answered[key])
-    except StopIteration:
-        return len(answered)
+    assessor = Assessor(dict(zip(names, u, strict=True)))
+    return run_strategy(strategy, names, k, assessor)[2]
 
 
 # --------------------------------------------------------------------------- exact optimum
@@ -165,41 +147,31 @@ def optimum(table: Rankings, k: int, show: int = 0) -> tuple[float, int, list[st
 
     values: dict[int, float] = {}
 
-    def value(mask: int) -> float:
-        found = values.get(mask)
-        if found is not None:
-            return found
-        first = (mask & -mask).bit_length() - 1
-        if mask & ~top_of[first] == 0:
-            values[mask] = 0.0
-            return 0.0
+    def questions(mask: int) -> Iterator[tuple[float, int, int]]:
+        """``(expected cost, pair index, rankings where a is above b)`` of every pair that
+        splits ``mask``, in pair order."""
         total = mass(mask)
-        best = math.inf
-        for split in above:
-            yes = mask & split
-            if yes == 0 or yes == mask:
-                continue
-            p_yes = mass(yes)
-            cost = 1.0 + (p_yes * value(yes) + (total - p_yes) * value(mask ^ yes)) / total
-            best = min(best, cost)
-        values[mask] = best
-        return best
-
-    def policy(mask: int, depth: int, path: str, lines: list[str]) -> None:
-        if depth == 0 or values[mask] == 0.0:
-            return
-        total = mass(mask)
-        best: tuple[float, int, int] | None = None
         for index, split in enumerate(above):
             yes = mask & split
             if yes == 0 or yes == mask:
                 continue
             p_yes = mass(yes)
-            cost = 1.0 + (p_yes * values[yes] + (total - p_yes) * values[mask ^ yes]) / total
-            if best is None or cost < best[0] - 1e-12:
-                best = (cost, index, yes)
-        assert best is not None
-        cost, index, yes = best
+            cost = 1.0 + (p_yes * value(yes) + (total - p_yes) * value(mask ^ yes)) / total
+            yield cost, index, yes
+
+    def value(mask: int) -> float:
+        found = values.get(mask)
+        if found is None:
+            first = (mask & -mask).bit_length() - 1
+            final = mask & ~top_of[first] == 0
+            found = values[mask] = 0.0 if final else min(c for c, _, _ in questions(mask))
+        return found
+
+    def policy(mask: int, depth: int, path: str, lines: list[str]) -> None:
+        if depth == 0 or values[mask] == 0.0:
+            return
+        cost, index, yes = min(questions(mask), key=lambda q: q[0])  # the first best pair
+        total = mass(mask)
         a, b = pairs[index]
         indent = "  " * (len(path.split()) + 1)
         lines.append(
@@ -335,7 +307,7 @@ class Poset:
         """``G[i, j]``: i is known above j."""
         g = np.zeros((self.n, self.n), dtype=bool)
         for i in range(self.n):
-            g[i, list(_members(self.below[i]))] = True
+            g[i, _members(self.below[i])] = True
         return g
 
 
@@ -466,12 +438,14 @@ def greedy_run(
     n = len(u_true)
     poset = Poset(n)
     particles = Particles(n, corr, size, seed)
+    known = poset.matrix()
     questions = 0
     while (top := poset.top(k)) is None:
-        a, b = greedy_question(particles.u, poset.matrix(), k, weight, progress_weight)
+        a, b = greedy_question(particles.u, known, k, weight, progress_weight)
         winner, loser = (a, b) if u_true[a] > u_true[b] else (b, a)
         poset.add(winner, loser)
-        particles.observe(winner, loser, poset.matrix())
+        known = poset.matrix()
+        particles.observe(winner, loser, known)
         questions += 1
     return top, questions
 
@@ -617,6 +591,9 @@ def insertion_with_trees(u: FloatArray, k: int, fill: Sequence[int]) -> tuple[fl
 # --------------------------------------------------------------------------- commands
 
 
+CORR_HELP = "prior correlation, or 'random' (default: prior0.7's 1/√2)"
+
+
 def _corr(value: str) -> float | None:
     return None if value in ("random", "0") else float(value)
 
@@ -715,47 +692,55 @@ def cmd_searchtrees(args: argparse.Namespace) -> None:
         print(f"  {label:<22} {binary:6.2f} / {optimal:6.2f}")
 
 
+def _scenario_arguments(
+    parser: argparse.ArgumentParser, trials: int | None = None, seed: bool = False
+) -> None:
+    """--n, --k and --corr (and --trials, --seed) of a subcommand that draws scenarios."""
+    parser.add_argument("--n", type=int, default=50)
+    parser.add_argument("--k", type=int, default=10)
+    parser.add_argument(
+        "--corr",
+        type=_corr,
+        default=SCENARIO_PRIOR_CORR,
+        help=CORR_HELP,
+    )
+    if trials is not None:
+        parser.add_argument("--trials", type=int, default=trials)
+    if seed:
+        parser.add_argument("--seed", type=int, default=1234)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    corr_help = "prior correlation, or 'random' (default: prior0.7's 1/√2)"
-
     p = sub.add_parser("optimum", help="exact optimum at small sizes")
     p.add_argument("--sizes", default="5x2,5x3,6x2,6x3")
-    p.add_argument("--corr", type=_corr, default=SCENARIO_PRIOR_CORR, help=corr_help)
+    p.add_argument("--corr", type=_corr, default=SCENARIO_PRIOR_CORR, help=CORR_HELP)
     p.add_argument("--samples", type=int, default=4_000_000, help="scenarios for the table")
     p.add_argument("--show", type=int, default=0, help="levels of the optimal policy to print")
     p.set_defaults(func=cmd_optimum)
 
     p = sub.add_parser("information", help="(n − k) + H(ordered top k−1 | order)")
-    p.add_argument("--n", type=int, default=50)
-    p.add_argument("--k", type=int, default=10)
-    p.add_argument("--corr", type=_corr, default=SCENARIO_PRIOR_CORR, help=corr_help)
+    _scenario_arguments(p)
     p.add_argument("--samples", type=int, default=2000)
     p.set_defaults(func=cmd_information)
 
     p = sub.add_parser("searchtrees", help="insertion with optimal search trees per step")
-    p.add_argument("--n", type=int, default=50)
-    p.add_argument("--k", type=int, default=10)
-    p.add_argument("--corr", type=_corr, default=SCENARIO_PRIOR_CORR, help=corr_help)
-    p.add_argument("--trials", type=int, default=20000)
-    p.add_argument("--seed", type=int, default=1234)
+    _scenario_arguments(p, trials=20000, seed=True)
     p.set_defaults(func=cmd_searchtrees)
 
-    for name, func in (("greedy", cmd_greedy), ("rollout", cmd_rollout)):
-        p = sub.add_parser(name)
-        p.add_argument("--n", type=int, default=50)
-        p.add_argument("--k", type=int, default=10)
-        p.add_argument("--corr", type=_corr, default=SCENARIO_PRIOR_CORR, help=corr_help)
-        p.add_argument("--trials", type=int, default=100 if name == "greedy" else 60)
-        p.add_argument("--seed", type=int, default=1234)
-        p.add_argument("--particles", type=int, default=400 if name == "greedy" else 200)
-        if name == "greedy":
-            p.add_argument("--weight", type=float, default=0.5, help="of the information")
-            p.add_argument("--progress", type=float, default=1.0, help="weight of the progress")
-        else:
-            p.add_argument("--samples", type=int, default=48, help="posterior samples per value")
-        p.set_defaults(func=func)
+    p = sub.add_parser("greedy", help="posterior-greedy questions")
+    _scenario_arguments(p, trials=100, seed=True)
+    p.add_argument("--particles", type=int, default=400)
+    p.add_argument("--weight", type=float, default=0.5, help="of the information")
+    p.add_argument("--progress", type=float, default=1.0, help="weight of the progress")
+    p.set_defaults(func=cmd_greedy)
+
+    p = sub.add_parser("rollout", help="one-step lookahead over prior and insertion")
+    _scenario_arguments(p, trials=60, seed=True)
+    p.add_argument("--particles", type=int, default=200)
+    p.add_argument("--samples", type=int, default=48, help="posterior samples per value")
+    p.set_defaults(func=cmd_rollout)
 
     args = parser.parse_args(argv)
     args.func(args)

@@ -340,16 +340,22 @@ SCENARIO_PRIOR_CORR = 1.0 / math.sqrt(2.0)
 _UNIFORM_SD = 1.0 / math.sqrt(12.0)
 
 
-def prior_order(latent: Mapping[str, float], corr: float, rng: random.Random) -> list[str]:
-    """Documents in decreasing order of a noisy prior ``p_i = u_i + N(0, σ²)``.
+def prior_sigma(corr: float) -> float:
+    """σ of the prior's noise ``N(0, σ²)`` for correlation ``corr`` with ``u ~ U(0, 1)``.
 
-    For latent values ``u ~ U(0, 1)`` the correlation of ``p`` with ``u`` is
-    ``sd(u) / √(sd(u)² + σ²)``, so ``σ = sd(u)·√(1/R² − 1)`` with ``sd(u) = 1/√12`` gives
-    correlation R (R = 1/√2: σ = sd(u); R = 1: the true order).
+    The correlation of ``p = u + N(0, σ²)`` with ``u`` is ``sd(u) / √(sd(u)² + σ²)``, so
+    ``σ = sd(u)·√(1/R² − 1)`` with ``sd(u) = 1/√12`` gives correlation R (R = 1/√2: σ = sd(u);
+    R = 1: σ = 0, the true order).
     """
     if not 0.0 < corr <= 1.0:
         raise ConfigError(f"prior correlation must be in (0, 1], got {corr!r}")
-    sigma = _UNIFORM_SD * math.sqrt(1.0 / corr**2 - 1.0)
+    return _UNIFORM_SD * math.sqrt(1.0 / corr**2 - 1.0)
+
+
+def prior_order(latent: Mapping[str, float], corr: float, rng: random.Random) -> list[str]:
+    """Documents in decreasing order of a noisy prior ``p_i = u_i + N(0, σ²)``, σ from
+    :func:`prior_sigma` (correlation ≈ ``corr`` with the latent values ``u ~ U(0, 1)``)."""
+    sigma = prior_sigma(corr)
     noisy = {doc: u + rng.gauss(0.0, sigma) for doc, u in latent.items()}
     return sorted(noisy, key=lambda doc: (-noisy[doc], doc))
 
