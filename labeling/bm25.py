@@ -83,10 +83,15 @@ class Bm25Index:
         # a web process needs only once someone builds an index.
         import bm25s
 
-        self._model = bm25s.BM25(
-            k1=self.params.k1, b=self.params.b, method="lucene", dtype="float64"
-        )
-        self._model.index(tokenize_many(texts), show_progress=False)
+        tokens = tokenize_many(texts)
+        # A collection whose documents have no indexable term ("the", "!!") has no vocabulary;
+        # bm25s cannot index it, and every score is 0: no model, zero scores.
+        self._model: bm25s.BM25 | None = None
+        if any(tokens):
+            self._model = bm25s.BM25(
+                k1=self.params.k1, b=self.params.b, method="lucene", dtype="float64"
+            )
+            self._model.index(tokens, show_progress=False)
         # Tie order of every ranking: document id descending (trec_eval's), as one rank
         # number per document so sorting is one vectorised lexsort.
         by_id = sorted(range(len(ids)), key=lambda i: ids[i], reverse=True)
@@ -99,7 +104,7 @@ class Bm25Index:
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every indexed document (index order) for the query text."""
         terms = tokenize(query)
-        if not terms:
+        if not terms or self._model is None:
             return np.zeros(len(self.doc_ids))
         return np.asarray(self._model.get_scores(terms), dtype=np.float64)
 

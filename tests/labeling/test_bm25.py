@@ -92,6 +92,23 @@ def test_search_order_ties_and_depth() -> None:
         index.search("wing", depth=0)
 
 
+@pytest.mark.parametrize("texts", [["the"], ["t", "!!"], ["the", "of and"]])
+def test_documents_without_indexable_terms(texts: list[str]) -> None:
+    # Stop words, one-letter words and punctuation index to nothing: every score is 0, no
+    # document matches, and the order is the tie order (document id descending).
+    index = Bm25Index((f"d{i}", t) for i, t in enumerate(texts))
+    assert index.scores("the cat").tolist() == [0.0] * len(texts)
+    assert index.search("the cat") == []
+    assert index.order("cat") == [f"d{i}" for i in reversed(range(len(texts)))]
+    assert index.run({"q1": "cat"}) == {"q1": []}
+
+
+def test_some_documents_without_indexable_terms() -> None:
+    index = Bm25Index([("a", "the"), ("b", "cats run")])
+    assert [h.doc_id for h in index.search("cats")] == ["b"]
+    assert index.order("cats") == ["b", "a"]
+
+
 def test_bad_input() -> None:
     with pytest.raises(ConfigError, match="no documents"):
         Bm25Index([])
