@@ -7,9 +7,9 @@ honoured:
 
 * all files use CRLF line endings (the line reader strips ``\\r``);
 * doc 240 has stray ``.A``/``.B`` marker lines inside its abstract and docs 576/578 have two
-  ``.W`` sections: after the first ``.W`` every line is text, a repeated ``.T``/``.A``/``.B``/
-  ``.W`` marker line is dropped and the text after it kept (only the non-Cranfield markers
-  ``.X .K .N .C`` end the text);
+  ``.W`` sections: after the first ``.W``, a marker line that repeats a field the record has
+  already had is dropped and the text after it kept; a field the record has not had yet
+  (CACM's ``.B`` after the abstract, a query's ``.B`` citation) starts that field;
 * docs 471 and 995 have empty abstracts (kept as empty text, title kept);
 * query ids in ``cran.qry`` are not sequential (001, 002, 004, 008, ...): the qrels number the
   queries 1..225 in file order, so ``numbering="ordinal"`` (the default) names query i by i and
@@ -40,8 +40,6 @@ from labeling.sources.trec import QrelsFile, parse_qrels, parse_qrels_file, trec
 
 _RECORD = re.compile(r"^\.I(?:\s+(.*?))?\s*$")
 _MARKER = re.compile(r"^\.([A-Z])\s*$")
-#: Markers that the Cranfield quirk absorbs into the text after the first ``.W``.
-_ABSORBED = frozenset("TABW")
 #: Markers known from SMART collections; anything else on a marker line is an error.
 _KNOWN = frozenset("TABWXKNC")
 _SPACE = re.compile(r"\s+")
@@ -83,8 +81,8 @@ def _records(data: Lines, file: str, issues: IssueCollector) -> Iterator[_Record
             if name not in _KNOWN:
                 issues.add(number, f"unknown field marker .{name}")
                 continue
-            if record.seen_w and name in _ABSORBED:
-                # Cranfield quirk: stray markers inside the abstract; the text continues.
+            if record.seen_w and name in record.fields:
+                # Cranfield quirk: a repeated marker inside the abstract; the text continues.
                 record.current = "W"
                 continue
             record.current = name
@@ -140,7 +138,12 @@ def parse_smart_queries(
     file: str = "queries",
     numbering: Literal["ordinal", "id"] = "ordinal",
 ) -> list[Topic]:
-    """Queries of a SMART collection (``.I`` + ``.W``).
+    """Queries of a SMART collection (``.I`` + ``.W``, optionally ``.T``, ``.A``, ``.B``).
+
+    The query's title (what heapjudge shows and searches) is the ``.T`` title when the record
+    has one (collections that use papers as requests: ``.T`` title, ``.A`` authors, ``.W``
+    abstract, ``.B`` source), with the ``.W`` text as its description; otherwise (Cranfield)
+    the ``.W`` text. Authors and source are dropped.
 
     ``numbering="ordinal"``: the i-th query in the file is query ``"i"`` (what Cranfield's qrels
     use); ``"id"``: the printed id without leading zeros. A query without ``.W`` text is an error.
@@ -161,7 +164,11 @@ def parse_smart_queries(
             continue
         seen[printed] = rec.line
         qid = str(len(out) + 1) if numbering == "ordinal" else printed
-        out.append(Topic(qid, text, None, None, rec.ident, rec.line))
+        title = _one_line(rec.fields.get("T"))
+        if title:
+            out.append(Topic(qid, title, text, None, rec.ident, rec.line))
+        else:
+            out.append(Topic(qid, text, None, None, rec.ident, rec.line))
     if not out and not issues:
         issues.add(1, "no .I records found")
     issues.raise_if_any()

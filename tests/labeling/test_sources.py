@@ -128,6 +128,43 @@ def test_smart_query_numbering_by_id() -> None:
     assert [(t.query_id, t.source_id) for t in topics] == [("4", "004"), ("9", "9")]
 
 
+#: Queries that are papers (as in CISI): title, authors, abstract, then the source.
+PAPER_QUERIES = """\
+.I 1
+.T
+Computerized Information Retrieval Systems
+.A
+Smith, J.
+.W
+How can a library use computers to
+retrieve documents ?
+.B
+(Journal of Documentation, Vol. 31, No. 6, 1975)
+.I 2
+.W
+What is information science?
+"""
+
+
+def test_smart_queries_with_title_authors_and_source() -> None:
+    first, second = parse_smart_queries(PAPER_QUERIES)
+    assert first.title == "Computerized Information Retrieval Systems"
+    assert first.description == "How can a library use computers to retrieve documents ?"
+    assert "Journal" not in first.title + (first.description or "")
+    assert "Smith" not in first.title + (first.description or "")
+    # A query with only .W (Cranfield's shape) keeps it as its title.
+    assert (second.title, second.description) == ("What is information science?", None)
+
+
+def test_smart_source_after_the_abstract_is_not_text() -> None:
+    # CACM's documents carry .B (and .N, .X) after the abstract; a repeated marker inside the
+    # abstract (Cranfield's doc 240) is still text.
+    (doc,) = parse_smart_docs(".I 1\n.T\nA title\n.W\nabstract text\n.B\nCACM June, 1960\n")
+    assert doc.text == "abstract text"
+    (doc,) = parse_smart_docs(".I 1\n.T\nt\n.A\na\n.W\nfirst\n.A\nsecond\n.W\nthird\n")
+    assert doc.text == "first\nsecond\nthird"
+
+
 TOPICS = """\
 <top>
 <num> Number: 401
