@@ -5,9 +5,11 @@ shows is decided here, on the server, as markup:
 
 * **Highlighting.** Words and terms are those of :mod:`labeling.text`, the one analyser BM25
   uses too (docs/retrieval.md#tokenisation): every token of the document (``TOKEN_PATTERN``,
-  two or more word characters) whose Snowball English stem is one of the query's terms
-  (:func:`labeling.text.tokenize`: lower-cased, Lucene's English stop words left out unless the
-  query has nothing else) is wrapped in ``<mark>``. Stemming follows M. F. Porter, "Snowball: A
+  two or more word characters) whose Snowball English stem is one of the query's terms is
+  wrapped in ``<mark>``. The query's terms are its words less :data:`DISPLAY_STOPWORDS`, a
+  longer stop list than BM25's (Lucene's 33 words keep "from", "what", "has", "among", which
+  would mark half of every document), stemmed; a query of such words only falls back to
+  BM25's terms (:func:`labeling.text.tokenize`), then to all its words. Stemming follows M. F. Porter, "Snowball: A
   language for stemming algorithms" (2001), as implemented by PyStemmer.
 * **Reading anchors.** An empty ``<span id="hj-a{i}">`` before the first word and then before
   every :data:`ANCHOR_WORDS`-th word, and ``<span id="hj-end">`` at the end. The judging page
@@ -32,7 +34,27 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 
 from labeling.reflow import paragraphs
-from labeling.text import TOKEN_PATTERN, stem, tokenize
+from labeling.text import STOPWORDS, TOKEN_PATTERN, stem, tokenize
+
+#: Words never highlighted (unless the query has nothing else): Lucene's stop set, NLTK's
+#: English stop list (179 words, as bm25s ships it in ``bm25s.stopwords.STOPWORDS_EN_PLUS``;
+#: checked in tests/labeling/test_highlight.py) and common function words both leave out.
+#: Display only: BM25 keeps Lucene's set (docs/retrieval.md#tokenisation).
+DISPLAY_STOPWORDS: frozenset[str] = STOPWORDS | frozenset(
+    """i me my myself we our ours ourselves you you're you've you'll you'd your yours yourself
+    yourselves he him his himself she she's her hers herself it it's its itself they them their
+    theirs themselves what which who whom this that that'll these those am is are was were be
+    been being have has had having do does did doing a an the and but if or because as until
+    while of at by for with about against between into through during before after above below
+    to from up down in out on off over under again further then once here there when where why
+    how all any both each few more most other some such no nor not only own same so than too
+    very s t can will just don don't should should've now d ll m o re ve y ain aren aren't
+    couldn couldn't didn didn't doesn doesn't hadn hadn't hasn hasn't haven haven't isn isn't
+    ma mightn mightn't mustn mustn't needn needn't shan shan't shouldn shouldn't wasn wasn't
+    weren weren't won won't wouldn wouldn't
+    among amongst also could may might must shall would upon within without whether however
+    therefore thus yet via per onto""".split()  # noqa: SIM905
+)
 
 #: Words between two reading anchors (about two lines of a frame at desktop width).
 ANCHOR_WORDS = 24
@@ -66,9 +88,11 @@ _END = "<span id=hj-end></span>"
 
 
 def query_terms(query: str) -> frozenset[str]:
-    """The stems to highlight for a query text: :func:`labeling.text.tokenize` (the terms BM25
-    ranks by), or, for a query of stop words only, the stems of all its tokens."""
-    terms = tokenize(query)
+    """The stems to highlight for a query text: its words less :data:`DISPLAY_STOPWORDS`,
+    stemmed; for a query of such words only, :func:`labeling.text.tokenize` (the terms BM25
+    ranks by), or, for a query of Lucene's stop words only, the stems of all its tokens."""
+    words = TOKEN_PATTERN.findall(query.lower())
+    terms = stem([w for w in words if w not in DISPLAY_STOPWORDS]) or tokenize(query)
     if not terms:
         terms = stem(TOKEN_PATTERN.findall(query.lower()))
     return frozenset(terms)

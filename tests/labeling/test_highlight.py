@@ -7,7 +7,13 @@ from html.parser import HTMLParser
 
 import Stemmer
 
-from labeling.highlight import ANCHOR_WORDS, mark_html, mark_text, query_terms
+from labeling.highlight import (
+    ANCHOR_WORDS,
+    DISPLAY_STOPWORDS,
+    mark_html,
+    mark_text,
+    query_terms,
+)
 from labeling.reflow import paragraphs
 
 
@@ -20,13 +26,35 @@ def test_query_terms_are_snowball_stems_without_stop_words() -> None:
     assert query_terms("to be or not to be") == {"to", "be", "or", "not"}
 
 
+def test_function_words_are_not_highlighted() -> None:
+    # A long request in words BM25 keeps (Lucene's stop set is short): only content words mark.
+    query = "What has been found out from them now, among the studies of heat transfer?"
+    assert query_terms(query) == {"studi", "heat", "transfer", "found"}
+    text = "Heat from the wall: what has been known among them now."
+    assert re.findall(r"<mark>(.*?)</mark>", mark_text(text, query_terms(query)).markup) == [
+        "Heat"
+    ]
+    # A query of function words only still highlights something: BM25's terms.
+    assert query_terms("what has been") == {"what", "has", "been"}
+
+
+def test_display_stop_words_hold_nltks_english_list() -> None:
+    from bm25s.stopwords import STOPWORDS_EN_PLUS
+
+    from labeling.text import STOPWORDS
+
+    assert set(STOPWORDS_EN_PLUS) <= DISPLAY_STOPWORDS
+    assert STOPWORDS <= DISPLAY_STOPWORDS
+
+
 def test_highlighting_uses_the_bm25_analyser() -> None:
     from labeling.text import term_spans, tokenize
 
     query = "Roofing of the solar_panel arrays, don't"
     text = "roofs and solar_panel array; don't stop. Roofing: arrays."
     terms = query_terms(query)
-    assert terms == frozenset(tokenize(query))
+    # BM25's terms less the display stop words ("don" of "don't")
+    assert terms == frozenset(tokenize(query)) - {"don"}
     want = [text[a:b] for a, b, t in term_spans(text) if t in terms]
     assert re.findall(r"<mark>(.*?)</mark>", mark_text(text, terms).markup) == want
 
