@@ -11,7 +11,7 @@ COPY ranking ./ranking
 COPY migrations ./migrations
 COPY templates ./templates
 # A regular install: templates/ goes to <prefix>/share/heapjudge/templates (pyproject
-# data-files; app.settings.templates_dir), the Swagger UI assets come from fastapi-offline.
+# data-files; app.kernel.settings.templates_dir), the Swagger UI assets come from fastapi-offline.
 # The sources are removed afterwards so the installed copy is what runs.
 RUN pip install . \
     && rm -rf app labeling ranking migrations templates build *.egg-info \

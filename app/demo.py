@@ -13,8 +13,8 @@ from typing import Any
 
 from sqlalchemy import select
 
-from app.db import Database
-from app.models import Collection, User
+from app.kernel.db import Database
+from app.kernel.models import Collection, User
 
 DEMO_COLLECTION = "Demo: everyday questions"
 DEMO_LOGINS: tuple[tuple[str, str, str], ...] = (
@@ -134,7 +134,9 @@ def demo_ndjson() -> bytes:
 
 def ensure_demo(*, db: Database) -> bool:
     """Create the demo users, collection and tasks unless they exist. True if created now."""
-    from app.services import collections, tasks, users
+    from app.collections import service as collections
+    from app.tasks import service as tasks
+    from app.users import service as users
 
     with db.read() as s:
         if s.scalar(select(Collection.id).where(Collection.name == DEMO_COLLECTION)):

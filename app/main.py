@@ -1,12 +1,12 @@
 """Application assembly: ``create_app(settings) -> FastAPI``.
 
-No module-level app or engine: every app owns its :class:`app.db.Database` on
+No module-level app or engine: every app owns its :class:`app.kernel.db.Database` on
 ``app.state.db`` (tests build several apps over different databases in one process). Run with
 ``heapjudge serve`` (applies migrations first) or
 ``uvicorn app.main:create_app --factory`` (settings from ``HEAPJUDGE_*``).
 
 Routers are listed explicitly in :func:`_api_routers`; another area adds its API router with a
-one-line edit there. The web router ``app.routers.web.router`` (HTML pages) is included last.
+one-line edit there. The web router ``app.web.router`` (HTML pages) is included last.
 
 API docs: ``/openapi.json`` and ``/docs`` (Swagger UI). The Swagger UI assets come from the
 ``fastapi-offline`` package and are served by the app under :data:`DOCS_ASSETS` (no CDN:
@@ -31,10 +31,15 @@ from fastapi.responses import HTMLResponse
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
-from app.db import Database
-from app.errors import BodySizeLimitMiddleware, install_error_handlers
-from app.response_headers import API_PREFIX, CONTENT_SECURITY_POLICY, SecurityHeadersMiddleware
-from app.settings import Settings
+from app.http.errors import install_error_handlers
+from app.http.middleware import BodySizeLimitMiddleware
+from app.http.security_headers import (
+    API_PREFIX,
+    CONTENT_SECURITY_POLICY,
+    SecurityHeadersMiddleware,
+)
+from app.kernel.db import Database
+from app.kernel.settings import Settings
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 
@@ -104,18 +109,19 @@ def _add_docs(app: FastAPI) -> None:
 def _api_routers() -> list[APIRouter]:
     """Every JSON API router (mounted under /api/v1). Add yours here with one line. (The
     judging loop's routes are not among them: :func:`create_app` adds them first, directly.)"""
-    from app.routers.api import (
-        admin,
-        analysis,
-        auth,
-        collections,
-        exports,
-        retrieval,
-        second_opinions,
-        tasks,
-        training,
-        users,
-    )
+    from app.analysis import endpoints as analysis
+    from app.collections import admin_endpoints as collections_admin
+    from app.collections import endpoints as collections
+    from app.exports import endpoints as exports
+    from app.planning import endpoints as planning
+    from app.retrieval import endpoints as retrieval
+    from app.second_opinions import endpoints as second_opinions
+    from app.tasks import endpoints as tasks
+    from app.tasks import progress_endpoints as progress
+    from app.training import endpoints as training
+    from app.users import admin_endpoints as users_admin
+    from app.users import auth_endpoints as auth
+    from app.users import endpoints as users
 
     return [
         auth.router,
@@ -125,7 +131,10 @@ def _api_routers() -> list[APIRouter]:
         second_opinions.router,
         exports.router,
         analysis.router,
-        admin.router,
+        collections_admin.router,
+        planning.router,
+        progress.router,
+        users_admin.router,
         training.router,
         retrieval.router,
     ]
@@ -173,17 +182,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.db = db
 
     install_error_handlers(app)
-    from app.routers.api.tasks import judging_loop
+    from app.judging.endpoints import judging_loop
 
     # The judging loop's routes go into the app's own router, before every other route: the
-    # router then calls each one's own ASGI app (LeanRoute's, app/routers/lean_route.py),
+    # router then calls each one's own ASGI app (LeanRoute's, app/http/lean_route.py),
     # where an included router would wrap it in FastAPI's generic one and match the path
     # twice (once to choose the router, once inside it).
     app.router.routes[:0] = judging_loop.routes
     for router in _api_routers():
         app.include_router(router, prefix=API_PREFIX)
 
-    from app.routers import web
+    from app import web
 
     app.include_router(web.router)
     _add_docs(app)

@@ -32,11 +32,12 @@ def main() -> None:
     args = parser.parse_args()
 
     import migrations
-    from app.db import Database
-    from app.services import collections, users
-    from app.services.admin_imports import UploadedFile, attach_features, import_files
-    from app.services.planning import PlanSpec, create_plan
-    from app.services.progress import collection_progress
+    from app.collections import service as collections
+    from app.collections.imports import UploadedFile, attach_features, import_files
+    from app.kernel.db import Database
+    from app.planning.service import PlanSpec, create_plan
+    from app.tasks.progress import collection_progress
+    from app.users import service as users
     from labeling.assignment import fold_rotation, plan_balanced, validate_plan
     from labeling.session import open_session
     from labeling.sources import load_cranfield
@@ -113,7 +114,7 @@ def main() -> None:
             lambda: create_plan(db=db, spec=spec),
         )
         # Half-finish every topk task with a random oracle so progress has logs to replay.
-        from app.models import Judgment, Task
+        from app.kernel.models import Judgment, Task
         from labeling.types import PairAnswer
 
         rng = random.Random(0)

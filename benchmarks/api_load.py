@@ -141,25 +141,27 @@ def seed_database(url: str, runs: list[tuple[int, float]], duration: float) -> d
     """Migrate, then create users, tokens, one 50-document query and the tasks of every run
     (``runs``: (assessors, offered rate or 0), planned by position)."""
     import migrations
-    from app import security
-    from app.db import Database
-    from app.models import User
-    from app.services import collections, tasks
-    from app.settings import Settings
+    from app.collections import service as collections
+    from app.kernel.db import Database
+    from app.kernel.models import User
+    from app.kernel.settings import Settings
+    from app.tasks import service as tasks
+    from app.users.passwords import hash_password
+    from app.users.tokens import create_api_token
 
     migrations.upgrade(url)
     max_assessors = max(n for n, _ in runs)
     db = Database(Settings(database_url=url, dev=True))
     rng = random.Random(7)
     scores = {f"doc{i:03d}": rng.random() for i in range(N_DOCS)}
-    password_hash = security.hash_password("benchmark-password")  # one hash for everyone
+    password_hash = hash_password("benchmark-password")  # one hash for everyone
     tokens: dict[str, str] = {}
     with db.write() as s:
         for i in range(max_assessors):
             s.add(User(username=f"a{i:02d}", password_hash=password_hash, role="assessor"))
     for i in range(max_assessors):
         user = next(u for u in _users(db) if u.username == f"a{i:02d}")
-        tokens[user.username] = security.create_api_token(db, user.id, name="bench")
+        tokens[user.username] = create_api_token(db, user.id, name="bench")
     coll = collections.create_collection(db=db, name=f"load-{uuid.uuid4().hex[:6]}")
     lines = [
         f'{{"query_id": "q", "query": "load", "doc_id": "{d}", "title": "{d}", "text": "t"}}'
@@ -194,7 +196,7 @@ def seed_database(url: str, runs: list[tuple[int, float]], duration: float) -> d
 def _users(db):
     from sqlalchemy import select
 
-    from app.models import User
+    from app.kernel.models import User
 
     with db.read() as s:
         return list(s.scalars(select(User)))
@@ -203,9 +205,9 @@ def _users(db):
 def count_stored(url: str, task_ids: list[int]) -> int:
     from sqlalchemy import func, select
 
-    from app.db import Database
-    from app.models import Judgment
-    from app.settings import Settings
+    from app.kernel.db import Database
+    from app.kernel.models import Judgment
+    from app.kernel.settings import Settings
 
     db = Database(Settings(database_url=url, dev=True))
     try:
@@ -386,7 +388,7 @@ def postgres_url(base: str) -> tuple[str, str]:
     """A fresh schema on the Postgres server: (url with search_path, schema)."""
     from sqlalchemy import create_engine, text
 
-    from app.db import normalise_url
+    from app.kernel.db import normalise_url
 
     base = normalise_url(base)
     schema = f"hjbench_{uuid.uuid4().hex[:10]}"
@@ -401,7 +403,7 @@ def postgres_url(base: str) -> tuple[str, str]:
 def drop_schema(base: str, schema: str) -> None:
     from sqlalchemy import create_engine, text
 
-    from app.db import normalise_url
+    from app.kernel.db import normalise_url
 
     engine = create_engine(normalise_url(base), isolation_level="AUTOCOMMIT")
     with engine.connect() as conn:

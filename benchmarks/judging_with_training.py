@@ -37,11 +37,11 @@ def _training_collection(url: str) -> int:
     import numpy as np
     from sqlalchemy import select
 
-    from app.db import Database
-    from app.models import Document
-    from app.services import users
-    from app.services.analysis import StudyConfig, run_simulated_study
-    from app.settings import Settings
+    from app.analysis.service import StudyConfig, run_simulated_study
+    from app.kernel.db import Database
+    from app.kernel.models import Document
+    from app.kernel.settings import Settings
+    from app.users import service as users
 
     db = Database(Settings(database_url=url, dev=True))
     try:

@@ -48,15 +48,17 @@ def seed(url: str) -> tuple[str, list[int], dict[str, float]]:
     """Migrate ``url`` and create an assessor, its token and a few topk tasks over one
     50-document query; returns (token, task ids, document scores)."""
     import migrations
-    from app import security
-    from app.db import Database
-    from app.services import collections, tasks, users
+    from app.collections import service as collections
+    from app.kernel.db import Database
+    from app.tasks import service as tasks
+    from app.users import service as users
+    from app.users import tokens
 
     migrations.upgrade(url)
     db = Database.from_url(url)
     try:
         user = users.create_user(db=db, username="prof", password="profile-pw-1", role="assessor")
-        token = security.create_api_token(db, user.id, name="profile")
+        token = tokens.create_api_token(db, user.id, name="profile")
         rng = random.Random(3)
         scores = {f"doc{i:03d}": rng.random() for i in range(50)}
         coll = collections.create_collection(db=db, name="profile")
@@ -183,8 +185,8 @@ def main() -> int:
     repo = args.repo.resolve()
     sys.path.insert(0, str(repo))
 
+    from app.kernel.settings import Settings
     from app.main import create_app
-    from app.settings import Settings
 
     schema = None
     with tempfile.TemporaryDirectory() as tmp:

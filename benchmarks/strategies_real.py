@@ -65,14 +65,15 @@ class Row:
 
 
 def _open(path: Path) -> Any:
-    from app.services.admin_imports import UploadedFile
+    from app.collections.imports import UploadedFile
 
     return UploadedFile(path.name, path.open("rb"))
 
 
 def import_cranfield(db: Any, data: Path) -> int:
     """Cranfield through the SMART importer, BM25 pools of :data:`POOL_DEPTH`."""
-    from app.services import admin_imports, collections
+    from app.collections import imports as admin_imports
+    from app.collections import service as collections
 
     coll = collections.create_collection(db=db, name="cranfield", description="benchmark")
     base = data / "cranfield"
@@ -101,7 +102,8 @@ def import_cranfield(db: Any, data: Path) -> int:
 
 def import_mq2008(db: Any, data: Path) -> int:
     """MQ2008's Fold1 test partition through the LETOR importer (grades from the labels)."""
-    from app.services import admin_imports, collections
+    from app.collections import imports as admin_imports
+    from app.collections import service as collections
 
     coll = collections.create_collection(db=db, name="mq2008", description="benchmark")
     files = {"features": _open(data / "letor4-mq2008" / "S5.txt")}
@@ -119,7 +121,7 @@ def eligible_queries(db: Any, collection_id: int, limit: int) -> dict[str, dict[
     one: query id → {document id: grade}."""
     from sqlalchemy import select
 
-    from app.models import Document, Query
+    from app.kernel.models import Document, Query
 
     out: dict[str, dict[str, int]] = {}
     with db.read() as s:
@@ -168,8 +170,10 @@ def judge_query(
     seed: int,
 ) -> tuple[int, float]:
     """One task through the service use cases; ``(judgments, κ-NDCG@K)``."""
-    from app.services import judging, results, tasks
-    from app.services.priors import PriorSource
+    from app.judging import service as judging
+    from app.planning.priors import PriorSource
+    from app.tasks import results
+    from app.tasks import service as tasks
     from labeling.simulation import Assessor
     from labeling.types import PairQuestion
 
@@ -209,8 +213,8 @@ def run(
     """The whole benchmark on a temporary database; one :class:`Row` per (collection,
     strategy, assessor)."""
     import migrations
-    from app.db import Database
-    from app.services import users
+    from app.kernel.db import Database
+    from app.users import service as users
     from labeling.strategies import strategy_names
 
     names = list(strategies) if strategies is not None else strategy_names()

@@ -36,7 +36,7 @@ def current(database_url: str) -> str | None:
     """The database's current revision (None when unversioned)."""
     from alembic.runtime.migration import MigrationContext
 
-    from app.db import make_engine
+    from app.kernel.db import make_engine
 
     engine = make_engine(database_url, pool_size=1, max_overflow=0)
     try:

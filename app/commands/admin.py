@@ -65,8 +65,8 @@ def _report_error(exc: Any) -> None:
 
 
 def _collection(db: Any, ref: str, *, create: bool = False) -> int:
-    from app.errors import NotFound
-    from app.services import collections
+    from app.collections import service as collections
+    from app.kernel.errors import NotFound
 
     try:
         return collections.find_collection(db=db, ref=ref).id
@@ -79,7 +79,7 @@ def _collection(db: Any, ref: str, *, create: bool = False) -> int:
 def _run(database_url: str | None, fn: Any, *, create: bool = False) -> Any:
     """``fn(db)`` on the command's database (docs/cli.md#database: only the imports, ``create``,
     may create a missing SQLite file); a service error is reported and exits 1."""
-    from app.errors import DomainError
+    from app.kernel.errors import DomainError
 
     with database(database_url, create=create) as db:
         try:
@@ -133,13 +133,13 @@ def _import(
     database_url: str | None,
     **options: Any,
 ) -> None:
-    from app.services.admin_imports import UploadedFile, import_files
+    from app.collections.imports import UploadedFile, import_files
 
     uploads = {k: UploadedFile(p.name, p) for k, p in files.items() if p is not None}
 
     def go(db: Any) -> Any:
-        from app.errors import DomainError, NotFound
-        from app.models import Collection
+        from app.kernel.errors import DomainError, NotFound
+        from app.kernel.models import Collection
 
         try:
             cid, created = _collection(db, collection), False
@@ -265,7 +265,7 @@ def attach_grades_cmd(
     database_url: str | None = DB_OPTION,
 ) -> None:
     """Attach grades from a qrels file to the collection's documents."""
-    from app.services.admin_imports import UploadedFile, attach_grades
+    from app.collections.imports import UploadedFile, attach_grades
 
     report = _run(
         database_url,
@@ -291,7 +291,7 @@ def attach_features_cmd(
     database_url: str | None = DB_OPTION,
 ) -> None:
     """Attach LETOR feature vectors (matched by qid and docid) to the collection's documents."""
-    from app.services.admin_imports import UploadedFile, attach_features
+    from app.collections.imports import UploadedFile, attach_features
 
     report = _run(
         database_url,
@@ -361,7 +361,7 @@ def plan_cmd(
     old_graded: int | None = typer.Option(None, "--graded", hidden=True),
 ) -> None:
     """Preview a study plan as a grid with its constraint check; --create makes the tasks."""
-    from app.services import planning
+    from app.planning import service as planning
 
     queries = aliased(queries, old_queries, "--queries", "--query-ids")
     topk = aliased(topk, old_topk, "--topk", "--topk-per-query")
@@ -432,7 +432,7 @@ def _defaulted(ctx: typer.Context, name: str) -> bool:
 
 def _print_cost(preview: Any) -> None:
     """Expected judgments and minutes per query (one task of each method) and in total."""
-    from app.services.planning import COST_MODEL
+    from app.planning.service import COST_MODEL
 
     typer.echo(
         f"expected cost (strategy {preview.strategy}, prior {preview.prior}; "
@@ -468,7 +468,7 @@ def bm25_cmd(
 ) -> None:
     """BM25 over the collection's documents as a TREC run (ids as imported), e.g. for
     `heapjudge evaluate --qrels ORIGINAL_QRELS --run run.txt`."""
-    from app.services.retrieval import bm25_run
+    from app.retrieval.service import bm25_run
 
     queries = aliased(queries, old_queries, "--queries", "--query-ids")
 
@@ -512,7 +512,7 @@ def progress_cmd(
     database_url: str | None = DB_OPTION,
 ) -> None:
     """Tasks by status, judgments, active time and estimated remaining, per assessor."""
-    from app.services.progress import collection_progress
+    from app.tasks.progress import collection_progress
 
     report = _run(
         database_url,
@@ -572,7 +572,7 @@ def reset_password_cmd(
     database_url: str | None = DB_OPTION,
 ) -> None:
     """Set a user's password (prompt or stdin); their sessions and tokens end at once."""
-    from app.services.admin_manage import reset_password
+    from app.users.manage import reset_password
 
     if password_stdin or not sys.stdin.isatty():
         password = sys.stdin.readline().rstrip("\r\n")
@@ -596,7 +596,7 @@ def disable_cmd(
 ) -> None:
     """Disable a user (sessions and tokens stop at once), or --enable them again. The last
     active admin is refused unless --force."""
-    from app.services.users import set_disabled
+    from app.users.service import set_disabled
 
     _run(
         database_url,
@@ -616,7 +616,7 @@ def collection_cmd(
     old_unarchive: bool | None = typer.Option(None, "--unarchive", hidden=True),
 ) -> None:
     """Rename and/or archive a collection."""
-    from app.services.admin_manage import update_collection
+    from app.collections.manage import update_collection
 
     archive = aliased(archive, False if old_unarchive else None, "--unarchive", "--no-archive")
 

@@ -1,7 +1,7 @@
 """CLI commands: ``heapjudge analyze`` (Tables 1–3 and the χ² tests of a collection) and
 ``heapjudge simulate-study`` (the paper's user study, simulated end to end through the service).
 
-The report itself is built by :mod:`app.services.analysis`; this module only renders it in
+The report itself is built by :mod:`app.analysis.service`; this module only renders it in
 the paper's wording (Niu et al., SIGIR 2012, §4.1).
 """
 
@@ -176,8 +176,8 @@ def analyze(
     database_url: str | None = DB_OPTION,
 ) -> None:
     """Print Tables 1–3 of the paper and the χ² tests for a collection's judgments."""
-    from app.errors import DomainError
-    from app.services.analysis import collection_analysis, find_collection_id
+    from app.analysis.service import collection_analysis, find_collection_id
+    from app.kernel.errors import DomainError
     from labeling.agreement import MODES
 
     if mode not in MODES:
@@ -258,9 +258,9 @@ def simulate_study(
     from pathlib import Path
 
     import migrations
-    from app.db import Database
-    from app.errors import DomainError
-    from app.services.analysis import StudyConfig, collection_analysis, run_simulated_study
+    from app.analysis.service import StudyConfig, collection_analysis, run_simulated_study
+    from app.kernel.db import Database
+    from app.kernel.errors import DomainError
     from labeling.agreement import MODES
     from labeling.errors import LabelingError
 

@@ -20,14 +20,14 @@ from typing import TYPE_CHECKING, Any
 from app.commands.conventions import fail
 
 if TYPE_CHECKING:
-    from app.db import Database
-    from app.settings import Settings
+    from app.kernel.db import Database
+    from app.kernel.settings import Settings
 
 
 def settings_for(database_url: str | None = None, **overrides: Any) -> Settings:
     """The settings of a command: ``--database-url`` over ``HEAPJUDGE_DATABASE_URL``; dev mode,
     since a command run by the operator needs no session secret."""
-    from app.settings import Settings
+    from app.kernel.settings import Settings
 
     if database_url:
         overrides["database_url"] = database_url
@@ -66,7 +66,7 @@ def open_database(database_url: str | None, *, create: bool = False) -> Database
     from sqlalchemy.exc import SQLAlchemyError
 
     import migrations
-    from app.db import Database
+    from app.kernel.db import Database
 
     settings = settings_for(database_url)
     if not create:

@@ -46,7 +46,7 @@ def serve(
     import uvicorn
 
     import migrations
-    from app.settings import InsecureSettings, Settings
+    from app.kernel.settings import InsecureSettings, Settings
 
     if demo:
         os.environ["HEAPJUDGE_DEMO"] = "1"
@@ -65,8 +65,8 @@ def serve(
     migrations.upgrade(settings.database_url)
     url = settings.public_origin
     if demo:
-        from app.db import Database
         from app.demo import DEMO_LOGINS, ensure_demo
+        from app.kernel.db import Database
 
         db = Database(settings)
         try:
@@ -168,8 +168,8 @@ def create_user(
 ) -> None:
     """Create a user; the password comes from a prompt (or stdin, for scripts). Creates a
     missing SQLite database."""
-    from app.errors import DomainError
-    from app.services import users
+    from app.kernel.errors import DomainError
+    from app.users import service as users
 
     if password_stdin or not sys.stdin.isatty():
         password = sys.stdin.readline().rstrip("\r\n")
@@ -190,8 +190,8 @@ def import_(
 ) -> None:
     """Import an NDJSON file (one object per query-document) into COLLECTION, all or nothing.
     Creates a missing SQLite database."""
-    from app.errors import DomainError
-    from app.services import collections
+    from app.collections import service as collections
+    from app.kernel.errors import DomainError
 
     try:
         data = file.read_bytes()
@@ -219,7 +219,7 @@ class ExportCommand(Command):
     when the help is shown (importing the exports service at start would slow every command)."""
 
     def format_help(self, ctx: Context, formatter: HelpFormatter) -> None:
-        from app.services.exports import FORMATS
+        from app.exports.service import FORMATS
 
         lines = [f"{f.name}: {f.summary}" for f in FORMATS.values()]
         self.epilog = "Formats (docs/exports.md):\n\n" + "\n\n".join(lines)
@@ -241,8 +241,9 @@ def run_export(
     """The export command's body (``heapjudge export`` and its deprecated alias ``heapjudge
     admin export``): validate, then write the bytes to ``output`` (default stdout). Errors
     exit with status 1 and leave ``output`` untouched; a missing database is refused."""
-    from app.errors import DomainError
-    from app.services import collections, exports
+    from app.collections import service as collections
+    from app.exports import service as exports
+    from app.kernel.errors import DomainError
 
     with database(database_url) as db:
         try:

@@ -122,9 +122,9 @@ def register(app: typer.Typer) -> None:
         import logging
         import os
 
-        from app.jobs import queue_url as resolve_queue
-        from app.jobs import run_worker
-        from app.settings import Settings
+        from app.kernel.settings import Settings
+        from app.training.jobs import queue_url as resolve_queue
+        from app.training.jobs import run_worker
 
         if database_url:
             os.environ["HEAPJUDGE_DATABASE_URL"] = database_url

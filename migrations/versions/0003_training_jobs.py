@@ -1,6 +1,6 @@
 """Training runs become queued jobs: cancel, progress, attempts, heartbeat, time limit, options.
 
-A run is executed by a separate worker process (``heapjudge worker``, :mod:`app.jobs`). The
+A run is executed by a separate worker process (``heapjudge worker``, :mod:`app.training.jobs`). The
 new columns carry what the web process and the worker share: ``options`` (truth source, folds,
 k), ``progress``, ``attempts`` (executions started, for retry after a killed worker),
 ``cancel_requested``, ``heartbeat_at`` (the worker's last sign of life) and

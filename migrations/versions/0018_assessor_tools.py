@@ -38,7 +38,7 @@ OLD_SHAPE = (
     "(left_doc IS NULL AND right_doc IS NULL AND outcome IS NULL"
     " AND doc_id IS NOT NULL AND grade IS NOT NULL)"
 )
-# The same text as app.models.JUDGMENT_SHAPE (a migration never imports the models).
+# The same text as app.kernel.models.JUDGMENT_SHAPE (a migration never imports the models).
 NEW_SHAPE = (
     "(outcome IS NOT NULL AND outcome <> 'broken' AND left_doc IS NOT NULL"
     " AND right_doc IS NOT NULL AND doc_id IS NULL AND grade IS NULL AND reason IS NULL) OR "

@@ -52,7 +52,7 @@ def fresh_database(backend: str, directory: Path) -> Iterator[str]:
         return
     from sqlalchemy import create_engine, text
 
-    from app.db import normalise_url
+    from app.kernel.db import normalise_url
 
     base = normalise_url(postgres_base_url())
     schema = f"hjtest_{uuid.uuid4().hex[:12]}"
@@ -92,7 +92,7 @@ class Api:
 
     def add_user(self, username: str, role: str = "assessor", password: str | None = None) -> str:
         """Create a user (service layer) and log in through the API; returns the token."""
-        from app.services import users
+        from app.users import service as users
 
         password = password or f"pw-{username}-secret"
         users.create_user(db=self.db, username=username, password=password, role=role)
@@ -114,8 +114,8 @@ class Api:
 @pytest.fixture(scope="module")
 def api(database_url: str) -> Iterator[Api]:
     """The app over the module's database, with an ``admin`` user logged in."""
+    from app.kernel.settings import Settings
     from app.main import create_app
-    from app.settings import Settings
 
     settings = Settings(
         database_url=database_url, dev=True, public_origin="http://testserver", max_body_bytes=65536

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from app import security
 from app.cli import cli
-from app.errors import Conflict, Invalid
-from app.models import utcnow
-from app.services import users
+from app.kernel.errors import Conflict, Invalid
+from app.kernel.models import utcnow
+from app.users import passwords, sessions, throttling
+from app.users import service as users
 from tests.app.conftest import Api
 
 # --------------------------------------------------------------------------- password policy
@@ -27,7 +27,7 @@ def _flash(response: Any) -> str:
     import base64
     import json
 
-    from app.web_templates import FLASH_COOKIE
+    from app.web.templates import FLASH_COOKIE
 
     value = response.cookies[FLASH_COOKIE].strip('"')
     return json.loads(base64.urlsafe_b64decode(value.split(".")[0]))["m"]
@@ -35,8 +35,8 @@ def _flash(response: Any) -> str:
 
 def _web_admin(api: Api) -> tuple[dict[str, str], str]:
     admin = users.get_user(db=api.db, username="admin")
-    cookie, csrf = security.create_web_session(api.db, admin)
-    return {"Cookie": f"{security.SESSION_COOKIE}={cookie}", "Sec-Fetch-Site": "same-origin"}, csrf
+    cookie, csrf = sessions.create_web_session(api.db, admin)
+    return {"Cookie": f"{sessions.SESSION_COOKIE}={cookie}", "Sec-Fetch-Site": "same-origin"}, csrf
 
 
 WEAK = [
@@ -138,17 +138,17 @@ def test_policy_on_the_web_form_and_the_cli(api: Api, tmp_path: Path) -> None:
 
 
 def test_demo_logins_bypass_the_policy_only_in_demo(tmp_path: Path) -> None:
-    from app.db import Database
     from app.demo import DEMO_LOGINS, ensure_demo
-    from app.models import Base
+    from app.kernel.db import Database
+    from app.kernel.models import Base
 
     db = Database.from_url(f"sqlite:///{tmp_path / 'demo.db'}")
     Base.metadata.create_all(db.engine)
     try:
         assert ensure_demo(db=db)
         for name, password, _role in DEMO_LOGINS:
-            assert security.password_problem(password, username=name) is not None
-            assert security.authenticate(db, name, password, ip="127.0.0.1") is not None
+            assert passwords.password_problem(password, username=name) is not None
+            assert throttling.authenticate(db, name, password, ip="127.0.0.1") is not None
         with pytest.raises(Invalid, match="too short"):
             users.create_user(db=db, username="copycat", password="demo-admin")
     finally:
@@ -255,7 +255,7 @@ def test_cli_refuses_the_last_admin_unless_forced(tmp_path: Path) -> None:
 
 
 def _fail(api: Api, username: str, ip: str, now: Any) -> None:
-    assert security.authenticate(api.db, username, "not the password", ip=ip, now=now) is None
+    assert throttling.authenticate(api.db, username, "not the password", ip=ip, now=now) is None
 
 
 def test_one_ip_cannot_spray_many_usernames(api: Api) -> None:
@@ -265,15 +265,17 @@ def test_one_ip_cannot_spray_many_usernames(api: Api) -> None:
     before still gets in."""
     settings = api.settings
     api.add_user("regular")  # logs in from 203.0.113.7 first: a familiar ip for this user
-    assert security.authenticate(api.db, "regular", "pw-regular-secret", ip="203.0.113.7")
+    assert throttling.authenticate(api.db, "regular", "pw-regular-secret", ip="203.0.113.7")
     now = utcnow()
     for i in range(settings.login_ip_max_failures):
         _fail(api, f"sprayed{i}", "203.0.113.7", now)
-    with pytest.raises(security.LoginThrottled) as throttled:
-        security.authenticate(api.db, "sprayed-next", "x", ip="203.0.113.7", now=now)
+    with pytest.raises(throttling.LoginThrottled) as throttled:
+        throttling.authenticate(api.db, "sprayed-next", "x", ip="203.0.113.7", now=now)
     assert 1 <= throttled.value.retry_after <= settings.login_window_seconds + 1
     _fail(api, "sprayed-next", "203.0.113.8", now)  # another ip: still checked (and wrong)
-    user = security.authenticate(api.db, "regular", "pw-regular-secret", ip="203.0.113.7", now=now)
+    user = throttling.authenticate(
+        api.db, "regular", "pw-regular-secret", ip="203.0.113.7", now=now
+    )
     assert user is not None and user.username == "regular"
     later = now + timedelta(seconds=settings.login_window_seconds + 1)
     _fail(api, "sprayed-next", "203.0.113.7", later)  # the window moved on
@@ -285,24 +287,24 @@ def test_per_user_delay_grows_and_never_locks_the_owner_out(api: Api) -> None:
     from an ip they used before, is not delayed, and from a new ip gets in after the delay."""
     settings = api.settings
     api.add_user("target")
-    assert security.authenticate(api.db, "target", "pw-target-secret", ip="192.0.2.1")
+    assert throttling.authenticate(api.db, "target", "pw-target-secret", ip="192.0.2.1")
     now = utcnow()
     free = settings.login_user_free_failures
     for i in range(free):  # one failure per attacker ip: no per-pair or per-ip limit
         _fail(api, "target", f"198.51.100.{i}", now)
     waits = []
     for i in range(7):
-        with pytest.raises(security.LoginThrottled) as throttled:
-            security.authenticate(api.db, "target", "x", ip=f"198.51.100.{100 + i}", now=now)
+        with pytest.raises(throttling.LoginThrottled) as throttled:
+            throttling.authenticate(api.db, "target", "x", ip=f"198.51.100.{100 + i}", now=now)
         waits.append(throttled.value.retry_after)
         now += timedelta(seconds=throttled.value.retry_after)
         _fail(api, "target", f"198.51.100.{100 + i}", now)
     # The delay doubles per failure (+1 s of rounding up) and stops at the cap.
     assert waits == [min(2**k, settings.login_user_max_delay_seconds) + 1 for k in range(7)]
     # The owner from their familiar ip: no delay at all.
-    assert security.authenticate(api.db, "target", "pw-target-secret", ip="192.0.2.1", now=now)
+    assert throttling.authenticate(api.db, "target", "pw-target-secret", ip="192.0.2.1", now=now)
     # A success resets the count: the owner from a new ip is not delayed either.
-    user = security.authenticate(api.db, "target", "pw-target-secret", ip="192.0.2.99", now=now)
+    user = throttling.authenticate(api.db, "target", "pw-target-secret", ip="192.0.2.99", now=now)
     assert user is not None
 
 

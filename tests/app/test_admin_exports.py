@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
-from app.models import Judgment, Task
+from app.kernel.models import Judgment, Task
 from ranking.letor import read_group_file, read_letor
 from ranking.trec import read_qrels
 from tests.app.admin_support import judge_task, make_collection, oracle_top

@@ -8,16 +8,16 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
-from app.errors import Invalid, PayloadTooLarge
-from app.models import Document, Query
-from app.services import collections
-from app.services.admin_imports import (
+from app.collections import service as collections
+from app.collections.imports import (
     AdminImportReport,
     UploadedFile,
     attach_features,
     attach_grades,
     import_files,
 )
+from app.kernel.errors import Invalid, PayloadTooLarge
+from app.kernel.models import Document, Query
 from tests.app.admin_support import ndjson
 from tests.app.conftest import Api
 

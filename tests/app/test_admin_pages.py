@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from app.collections import service as collections
+from app.kernel.settings import Settings
 from app.main import create_app
-from app.services import collections
-from app.settings import Settings
 from tests.app.test_web_pages import hidden_csrf
 from tests.e2e.web_support import add_user, init_db
 
@@ -189,7 +189,7 @@ def test_plan_pooled_from_an_uploaded_run(site: dict[str, Any]) -> None:
     the query has, ranked by score as trec_eval does), CSRF-protected, errors on the page."""
     from sqlalchemy import select
 
-    from app.models import Query, Task
+    from app.kernel.models import Query, Task
 
     client: TestClient = site["client"]
     login(client, "boss", "boss password 1")

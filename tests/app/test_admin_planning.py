@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import select
 
-from app.models import Query, Task
+from app.kernel.models import Query, Task
 from tests.app.admin_support import judge_task, make_collection
 from tests.app.conftest import Api
 
@@ -136,8 +136,8 @@ def test_concurrent_conflicting_plans_exactly_one_wins(
     import threading
     import time
 
-    from app.errors import Invalid
-    from app.services import planning
+    from app.kernel.errors import Invalid
+    from app.planning import service as planning
 
     cid, _ = make_collection(api, "race", queries=2, docs=6, features=False)
     real_open = planning.open_session

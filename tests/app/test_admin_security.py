@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from app import security
-from app.services import users
+from app.users import service as users
+from app.users import sessions as web_sessions
 from tests.app.admin_support import make_collection, ndjson
 from tests.app.conftest import Api, concrete
 
@@ -45,8 +45,9 @@ def site(api: Api) -> dict[str, Any]:
     cid, _ = make_collection(api, "sec-admin", queries=1, docs=4)
     sessions = {}
     for name in ("admin", "assessor1"):
-        raw, csrf = security.create_web_session(api.db, users.get_user(db=api.db, username=name))
-        sessions[name] = ({"Cookie": f"{security.SESSION_COOKIE}={raw}"}, csrf)
+        user = users.get_user(db=api.db, username=name)
+        raw, csrf = web_sessions.create_web_session(api.db, user)
+        sessions[name] = ({"Cookie": f"{web_sessions.SESSION_COOKIE}={raw}"}, csrf)
     return {"cid": cid, "sessions": sessions}
 
 
@@ -139,7 +140,7 @@ def test_every_html_response_has_the_security_headers(api: Api, site: dict[str, 
 def test_templates_never_mark_data_safe() -> None:
     """No ``|safe``, ``autoescape false`` or ``Markup`` in any template (Jinja comments, which
     may mention them, are left out)."""
-    from app.settings import templates_dir
+    from app.kernel.settings import templates_dir
 
     offenders = []
     for path in templates_dir().rglob("*.html"):

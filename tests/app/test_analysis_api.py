@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from app import security
-from app.services import users
-from app.services.analysis import StudyConfig, run_simulated_study
+from app.analysis.service import StudyConfig, run_simulated_study
+from app.users import service as users
+from app.users import sessions
 from tests.app.conftest import Api
 
 TINY = StudyConfig(assessors=4, queries=4, docs=6, k=3, seed=11, collection="tiny-study")
@@ -46,7 +46,7 @@ def test_admin_gets_the_analysis(api: Api, tiny: dict[str, Any]) -> None:
 
 
 def test_empty_collection(api: Api, tiny: dict[str, Any]) -> None:
-    from app.services.collections import create_collection
+    from app.collections.service import create_collection
 
     empty = create_collection(db=api.db, name="nothing-judged-yet")
     r = api.get("admin", f"/api/v1/collections/{empty.id}/analysis")
@@ -78,8 +78,8 @@ def _get_as(api: Api, username: str | None, path: str) -> Any:
     api.client.cookies.clear()
     if username is not None:
         user = users.get_user(db=api.db, username=username)
-        raw, _csrf = security.create_web_session(api.db, user)
-        api.client.cookies.set(security.SESSION_COOKIE, raw)
+        raw, _csrf = sessions.create_web_session(api.db, user)
+        api.client.cookies.set(sessions.SESSION_COOKIE, raw)
     try:
         return api.client.get(path, follow_redirects=False)
     finally:
@@ -112,8 +112,8 @@ def test_admin_page_shows_the_reask_figures(tmp_path: Path) -> None:
     shows the same numbers, and the collection page links the analysis. (Its own database:
     the simulated study creates fixed user names.)"""
     import migrations
+    from app.kernel.settings import Settings
     from app.main import create_app
-    from app.settings import Settings
 
     url = f"sqlite:///{tmp_path / 'reask.db'}"
     migrations.upgrade(url)

@@ -14,10 +14,10 @@ from scipy.stats import binomtest, chi2_contingency
 from sqlalchemy import select
 from typer.testing import CliRunner
 
+from app.analysis.service import StudyConfig, collection_analysis, run_simulated_study
 from app.cli import cli
-from app.db import Database
-from app.models import Judgment, Query, Task, User
-from app.services.analysis import StudyConfig, collection_analysis, run_simulated_study
+from app.kernel.db import Database
+from app.kernel.models import Judgment, Query, Task, User
 from labeling.agreement import pair_key
 
 CONFIG = StudyConfig(assessors=5, queries=10, docs=20, k=10, seed=3, undo_rate=0.02)

@@ -18,8 +18,10 @@ from typing import Any
 
 import pytest
 
-from app import errors
-from app.schemas import ErrorOut
+from app.http import errors as http_errors
+from app.http import openapi
+from app.http.openapi import ErrorOut
+from app.kernel import errors as domain_errors
 from tests.app.admin_support import make_collection
 from tests.app.conftest import Api, concrete
 
@@ -63,7 +65,7 @@ def test_every_json_operation_has_a_named_response_schema(api: Api) -> None:
 def test_every_error_status_is_declared_with_the_error_shape(api: Api) -> None:
     for path, method, op in _operations(api):
         statuses = {int(s) for s in op["responses"]}
-        assert set(errors.ANY_ROUTE) <= statuses, (method, path)
+        assert set(openapi.ANY_ROUTE) <= statuses, (method, path)
         for status, response in op["responses"].items():
             if int(status) < 400:
                 continue
@@ -84,11 +86,11 @@ def test_every_mapped_status_is_described() -> None:
     """Each status the error mapping can answer has its description (and so a declaration)."""
     domain = {
         cls.status_code
-        for _name, cls in inspect.getmembers(errors, inspect.isclass)
-        if issubclass(cls, errors.DomainError)
+        for _name, cls in inspect.getmembers(domain_errors, inspect.isclass)
+        if issubclass(cls, domain_errors.DomainError)
     }
-    labeling = {status for _cls, status in errors.LABELING_STATUS}
-    assert domain | labeling | {400, 413, 503} <= set(errors.ERROR_STATUSES)
+    labeling = {status for _cls, status in http_errors.LABELING_STATUS}
+    assert domain | labeling | {400, 413, 503} <= set(openapi.ERROR_STATUSES)
     assert {401, 403, 404, 409, 413, 422, 429} <= domain
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from app.models import Judgment
+from app.kernel.models import Judgment
 from labeling.session import open_session
 from labeling.types import BrokenAnswer, PairAnswer
 from tests.app.conftest import Api

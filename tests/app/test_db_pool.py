@@ -1,5 +1,5 @@
 """Postgres connections: a pooled connection is pinged only after sitting idle
-(``app.db._install_idle_ping``), a dead one is replaced, and a warm judgment on the general
+(``app.kernel.db._install_idle_ping``), a dead one is replaced, and a warm judgment on the general
 path (``judging.submit_judgment``, on a worker thread) is three round trips
 (``JudgmentStore.locked_state`` pipelines the lock, the log version and the token). The
 one-round-trip submit on the event loop is ``tests/app/test_judging_on_loop.py``'s."""
@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine, text
 
-from app.db import _IDLE_SINCE, PING_AFTER_IDLE_SECONDS, Database, normalise_url
+from app.kernel.db import _IDLE_SINCE, PING_AFTER_IDLE_SECONDS, Database, normalise_url
 from tests.app.conftest import fresh_database, postgres_base_url
 
 pytestmark = pytest.mark.postgres
@@ -80,7 +80,7 @@ def test_a_recently_used_dead_connection_fails_once_then_is_replaced(pg_db: Data
 
     first = backend_pid(pg_db)
     terminate(first)
-    with pytest.raises(OperationalError):  # answered 503 "retry" by app.errors
+    with pytest.raises(OperationalError):  # answered 503 "retry" by app.http.errors
         backend_pid(pg_db)
     assert backend_pid(pg_db) != first
 
@@ -112,11 +112,14 @@ def _traced_submit(db: Database, trace: Path) -> list[tuple[str, str]]:
     """The frontend messages (kind, detail) of one warm submit, from libpq's trace."""
     from sqlalchemy import event
 
-    from app import security
-    from app.services import collections, judging, tasks, users
+    from app.collections import service as collections
+    from app.judging import service as judging
+    from app.tasks import service as tasks
+    from app.users import service as users
+    from app.users import tokens
 
     user = users.create_user(db=db, username="rt", password="round-trips-pw-1")
-    caller = security.BearerToken(security.create_api_token(db, user.id))
+    caller = tokens.BearerToken(tokens.create_api_token(db, user.id))
     coll = collections.create_collection(db=db, name="rt")
     lines = [f'{{"query_id":"q","query":"q","doc_id":"d{i}","title":"t"}}' for i in range(6)]
     collections.import_ndjson(db=db, collection_id=coll.id, data="\n".join(lines).encode())

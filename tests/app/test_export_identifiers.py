@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from app.models import Collection, Document, Judgment, Query, Task, User
-from app.security import hash_password
-from app.services.exports import FORMATS
+from app.exports.service import FORMATS
+from app.kernel.models import Collection, Document, Judgment, Query, Task, User
+from app.users.passwords import hash_password
 from labeling.csv_safety import unneutralise_cell
 from labeling.session import open_session, validate_options
 from labeling.types import GradeAnswer, PairAnswer, PairQuestion

@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from app.cli import cli as app_cli
-from app.services.exports import FORMATS
+from app.exports.service import FORMATS
 from labeling.aggregate import borda
 from ranking.evaluate import evaluate
 from ranking.letor import read_letor

@@ -16,8 +16,8 @@ from typing import Any
 import httpx
 import pytest
 
-from app import security
-from app.services import users
+from app.users import service as users
+from app.users import sessions
 from tests.app.conftest import Api
 from tests.app.test_service_api import make_task, ndjson, pool
 
@@ -40,9 +40,9 @@ def world(api: Api) -> dict[str, Any]:
     assert api.post("admin", f"/api/v1/collections/{cid}/import", content=ndjson(pool("h1", 6)))
     tid = make_task(api, cid, "h1", "hyg", k=2)
     hyg = users.get_user(db=api.db, username="hyg")
-    cookie, csrf = security.create_web_session(api.db, hyg)
+    cookie, csrf = sessions.create_web_session(api.db, hyg)
     cookie_headers = {
-        "Cookie": f"{security.SESSION_COOKIE}={cookie}",
+        "Cookie": f"{sessions.SESSION_COOKIE}={cookie}",
         "X-CSRF-Token": csrf,
         "Sec-Fetch-Site": "same-origin",
     }
@@ -328,7 +328,7 @@ def test_identifiers_stored_before_the_rule_stay_readable_and_judgeable(api: Api
     text."""
     from sqlalchemy import update
 
-    from app.models import Document
+    from app.kernel.models import Document
 
     api.add_user("legacy")
     cid = api.post("admin", "/api/v1/collections", json={"name": "legacy ids"}).json()["id"]
@@ -360,7 +360,7 @@ def test_identifiers_stored_before_the_rule_stay_readable_and_judgeable(api: Api
 def test_live_server_keeps_the_connection_after_a_surrogate(tmp_path: Path) -> None:
     """Against a real uvicorn: the 422 for a surrogate is rendered (no UnicodeEncodeError in
     the log) and the client's next request on the same keep-alive connection is answered."""
-    from app.services import collections
+    from app.collections import service as collections
     from tests.e2e.web_support import LiveServer, init_db, seed_task
 
     db = init_db(tmp_path / "live.db")

@@ -1,10 +1,10 @@
 """Postgres: the common submit on the event loop in one round trip
-(``app.services.judging.submit_on_loop``, ``app.repositories.judgments.store_if_current``).
+(``app.judging.service.submit_on_loop``, ``app.judging.repository.store_if_current``).
 
 It must store exactly what the general path (``judging.submit_judgment``) would, and nothing
 whenever the general path would refuse or the log moved on behind the cached session (then it
 returns None and the general path answers). Real Postgres, a fresh schema per test; the
-"other process" is a second :class:`~app.db.Database` on the same schema.
+"other process" is a second :class:`~app.kernel.db.Database` on the same schema.
 """
 
 from __future__ import annotations
@@ -21,11 +21,14 @@ from typing import Any
 import pytest
 from sqlalchemy import select, update
 
-from app.db import Database
-from app.errors import Conflict, Forbidden, Unauthorized
-from app.models import ApiToken, Judgment, Task, User, utcnow
-from app.security import BearerToken
-from app.services import collections, judging, tasks, users
+from app.collections import service as collections
+from app.judging import service as judging
+from app.kernel.db import Database
+from app.kernel.errors import Conflict, Forbidden, Unauthorized
+from app.kernel.models import ApiToken, Judgment, Task, User, utcnow
+from app.tasks import service as tasks
+from app.users import service as users
+from app.users.tokens import BearerToken
 from labeling.session import open_session
 from labeling.types import PairAnswer
 from tests.app.conftest import fresh_database
@@ -108,9 +111,9 @@ def world(tmp_path: Path) -> Iterator[World]:
 
 
 def create_token(db: Database, user_id: int) -> str:
-    from app import security
+    from app.users import tokens
 
-    return security.create_api_token(db, user_id, name="loop")
+    return tokens.create_api_token(db, user_id, name="loop")
 
 
 def answer(q: dict[str, Any]) -> dict[str, Any]:
@@ -323,10 +326,10 @@ def test_a_dead_connection_sends_the_submit_to_the_general_path(world: World) ->
 def test_documents_not_cached_are_read_off_the_loop(world: World) -> None:
     """The session cached, its documents not (evicted): the judgment is still stored in one
     round trip, and the next question comes with its documents (read on a worker)."""
-    from app.services.document_cache import DocumentCache
+    from app.judging.document_cache import DocumentCache
 
     q = world.next()
-    judging._caches(world.db).documents = DocumentCache()  # as if every entry was evicted
+    judging.LOOP_CACHES.of(world.db).documents = DocumentCache()  # as if every entry was evicted
     nxt = world.on_loop(answer(q))
     assert nxt is not None and len(world.stored()) == 1
     for side in ("left", "right"):

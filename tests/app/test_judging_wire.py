@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from sqlalchemy import update
 
-from app.models import Task
+from app.kernel.models import Task
 from tests.app.conftest import Api
 from tests.app.test_service_api import make_collection, make_task, oracle_outcome, pool
 
@@ -36,17 +36,17 @@ def twins(api: Api) -> dict[str, Any]:
 
 def sessions(api: Api) -> dict[str, dict[str, str]]:
     """Browser credentials per user: the session cookie plus the page's CSRF header."""
-    from app import security
-    from app.services import users
+    from app.users import service as users
+    from app.users import sessions as web_sessions
 
     found: dict[str, dict[str, str]] = api.__dict__.setdefault("_wire_sessions", {})
     for name in api.tokens:
         if name not in found:
             user = users.get_user(db=api.db, username=name)
-            raw, csrf = security.create_web_session(api.db, user.id)
+            raw, csrf = web_sessions.create_web_session(api.db, user.id)
             found[name] = {
-                "Cookie": f"{security.SESSION_COOKIE}={raw}",
-                security.CSRF_HEADER: csrf,
+                "Cookie": f"{web_sessions.SESSION_COOKIE}={raw}",
+                web_sessions.CSRF_HEADER: csrf,
                 "Origin": "http://testserver",
             }
     return found
@@ -270,7 +270,7 @@ def test_odd_requests(api: Api, fresh_twins: dict[str, Any]) -> None:
 def test_unexpected_error_is_a_json_500(
     api: Api, fresh_twins: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from app.services import judging
+    from app.judging import service as judging
 
     def broken(**_kw: Any) -> Any:
         raise RuntimeError("a bug")

@@ -1,7 +1,11 @@
 """The layer rules of docs/architecture.md#layers, read from the source with :mod:`ast`.
 
-- HTTP (``app/routers/``) is thin: it neither imports SQLAlchemy nor runs SQL nor opens a
-  transaction; queries live in ``app/services/`` and ``app/repositories/``;
+- HTTP (``app/http/``, the web pages in ``app/web/`` and every concept's ``endpoints``
+  modules) is thin: it neither imports SQLAlchemy (its exception classes aside) nor runs SQL
+  nor opens a transaction; queries live in the concepts' use cases and repositories;
+- the kernel (``app/kernel/``) and the concepts' use cases, repositories and schemas import
+  neither FastAPI nor Starlette;
+- the kernel imports nothing of the service but itself;
 - the protocol cores (``labeling/``, ``ranking/``) import neither FastAPI nor SQLAlchemy (nor
   Starlette or pydantic's web side through them).
 
@@ -46,7 +50,7 @@ def router_problems(source: str, name: str) -> list[str]:
     problems = [
         f"{name}:{line}: imports {module}"
         for line, module in _imported_modules(tree)
-        if module.split(".")[0] == "sqlalchemy"
+        if module.split(".")[0] == "sqlalchemy" and module != "sqlalchemy.exc"
     ]
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
@@ -59,12 +63,28 @@ def router_problems(source: str, name: str) -> list[str]:
 
 def core_problems(source: str, name: str) -> list[str]:
     """What breaks the protocol cores' rule in one module's ``source``."""
-    banned = {"fastapi", "starlette", "sqlalchemy"}
+    return banned_imports(source, name, {"fastapi", "starlette", "sqlalchemy"})
+
+
+def banned_imports(source: str, name: str, banned: set[str]) -> list[str]:
+    """The imports of ``source`` from the top-level packages ``banned``."""
     return [
         f"{name}:{line}: imports {module}"
         for line, module in _imported_modules(ast.parse(source, name))
         if module.split(".")[0] in banned
     ]
+
+
+def kernel_problems(source: str, name: str) -> list[str]:
+    """What breaks the kernel's rule in one module's ``source``: no web framework, and nothing
+    of the service outside ``app.kernel``."""
+    problems = banned_imports(source, name, {"fastapi", "starlette"})
+    problems += [
+        f"{name}:{line}: imports {module}"
+        for line, module in _imported_modules(ast.parse(source, name))
+        if module.split(".")[0] == "app" and not module.startswith("app.kernel")
+    ]
+    return sorted(problems, key=lambda problem: int(problem.split(":")[1]))
 
 
 def _modules(*parts: str) -> list[Path]:
@@ -73,11 +93,53 @@ def _modules(*parts: str) -> list[Path]:
     return files
 
 
-def test_routers_run_no_sql() -> None:
+#: The service's folders that are not concepts.
+NOT_CONCEPTS = frozenset({"kernel", "http", "web", "commands", "static"})
+
+
+def _concept_modules() -> list[Path]:
+    """Every module of the concept folders (``app/<concept>/``)."""
+    return [
+        path
+        for path in _modules("app")
+        if len(path.relative_to(REPO / "app").parts) > 1
+        and path.relative_to(REPO / "app").parts[0] not in NOT_CONCEPTS
+    ]
+
+
+def _is_endpoints(path: Path) -> bool:
+    return path.stem == "endpoints" or path.stem.endswith("_endpoints")
+
+
+def test_http_runs_no_sql() -> None:
+    http = _modules("app/http", "app/web") + [p for p in _concept_modules() if _is_endpoints(p)]
+    assert len(http) > 20
     problems = [
         problem
-        for path in _modules("app/routers")
+        for path in http
         for problem in router_problems(path.read_text(), str(path.relative_to(REPO)))
+    ]
+    assert problems == []
+
+
+def test_use_cases_import_no_web_framework() -> None:
+    inner = [p for p in _concept_modules() if not _is_endpoints(p)]
+    assert len(inner) > 20
+    problems = [
+        problem
+        for path in inner
+        for problem in banned_imports(
+            path.read_text(), str(path.relative_to(REPO)), {"fastapi", "starlette"}
+        )
+    ]
+    assert problems == []
+
+
+def test_kernel_imports_only_itself() -> None:
+    problems = [
+        problem
+        for path in _modules("app/kernel")
+        for problem in kernel_problems(path.read_text(), str(path.relative_to(REPO)))
     ]
     assert problems == []
 
@@ -112,7 +174,8 @@ def test_the_checkers_see_what_they_look_for() -> None:
         "bad.py:8: calls .scalars()",
     ]
     good_router = (
-        "from app.services import judging\n"
+        "import sqlalchemy.exc\n"
+        "from app.judging import service as judging\n"
         "async def page(db, upload, spool):\n"
         "    spool.write(await upload.read())\n"
         "    return judging.x(db=db)\n"
@@ -123,4 +186,13 @@ def test_the_checkers_see_what_they_look_for() -> None:
         "core.py:1: imports fastapi",
         "core.py:2: imports sqlalchemy.orm",
         "core.py:3: imports starlette",
+    ]
+    bad_kernel = (
+        "from app.kernel.db import Database\n"
+        "from starlette import x\n"
+        "from app.users import tokens\n"
+    )
+    assert kernel_problems(bad_kernel, "kernel.py") == [
+        "kernel.py:2: imports starlette",
+        "kernel.py:3: imports app.users",
     ]

@@ -64,8 +64,11 @@ class Served:
 def _seed(url: str) -> None:
     """Users, a collection with two queries (features and grades), and one task per method."""
     import migrations
-    from app.db import Database
-    from app.services import collections, tasks, training, users
+    from app.collections import service as collections
+    from app.kernel.db import Database
+    from app.tasks import service as tasks
+    from app.training import service as training
+    from app.users import service as users
 
     migrations.upgrade(url)
     db = Database.from_url(url)

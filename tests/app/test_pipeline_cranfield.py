@@ -20,7 +20,7 @@ import pytest
 from typer.testing import CliRunner
 
 from app.cli import cli
-from app.services.exports import FORMATS
+from app.exports.service import FORMATS
 from tests.conftest import oracle
 from tests.e2e.web_support import heapjudge_serve
 

@@ -1,4 +1,4 @@
-"""Prepared statements (app.prepared) and raw transactions (Database.raw_read/raw_write)
+"""Prepared statements (app.kernel.prepared) and raw transactions (Database.raw_read/raw_write)
 return what SQLAlchemy Core returns and map driver errors as Core does, on SQLite and
 Postgres."""
 
@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 from sqlalchemy import exc as sa_exc
 
-from app import security
-from app.db import Database
-from app.models import utcnow
-from app.prepared import Prepared
-from app.repositories import judgments as repo
-from app.services import judging
+from app.judging import repository as repo
+from app.judging import service as judging
+from app.kernel.db import Database
+from app.kernel.models import utcnow
+from app.kernel.prepared import Prepared
+from app.users import tokens
 from labeling.types import GradeAnswer
 from tests.app.conftest import Api
 from tests.app.test_service_api import make_collection, make_task, pool
@@ -106,9 +106,9 @@ def test_typed_values_survive(api: Api, seeded: dict[str, Any]) -> None:
 
 def test_token_lookup_matches(api: Api) -> None:
     token = api.tokens["admin"]
-    params = {"digest": security.hash_token(token)}
-    assert prepared_rows(api.db, security._TOKEN_USER, params) == core_rows(
-        api.db, security._TOKEN_USER, params
+    params = {"digest": tokens.hash_token(token)}
+    assert prepared_rows(api.db, tokens._TOKEN_USER, params) == core_rows(
+        api.db, tokens._TOKEN_USER, params
     )
 
 
@@ -138,22 +138,22 @@ def test_driver_errors_are_sqlalchemy_errors_and_roll_back(
 
 
 def test_no_wait_never_waits_and_changes_nothing(api: Api, seeded: dict[str, Any]) -> None:
-    """Inside ``db.no_wait()`` (how app.offload runs a submit on the event loop), the use case
-    raises WouldBlock, with nothing stored, whenever it would have to wait: another thread of
+    """Inside ``db.no_wait()`` (how app.kernel.offload runs a submit on the event loop), the use
+    case raises WouldBlock, with nothing stored, whenever it would have to wait: another thread of
     the process writing, another process (connection) holding SQLite's write lock, or
     Postgres. The cached session survives; the ordinary call then stores the judgment once."""
     import sqlite3
     import threading
 
-    from app.db import WouldBlock
-    from app.security import BearerToken
+    from app.kernel.db import WouldBlock
+    from app.users.tokens import BearerToken
 
     tid = make_task(api, seeded["cid"], "pq", "prep", k=2, seed=9)
     caller = BearerToken(api.tokens["prep"])
     q = judging.next_question(db=api.db, user=caller, task_id=tid)  # caches the session
     data = {"seq": 0, "left": q["pair"]["left"]["doc_id"], "right": q["pair"]["right"]["doc_id"]}
     data |= {"outcome": "left", "active_ms": 5}
-    cached = judging._caches(api.db).sessions
+    cached = judging.LOOP_CACHES.of(api.db).sessions
 
     def attempt() -> None:
         entry = cached.get(tid)
@@ -200,14 +200,14 @@ def test_no_wait_never_waits_and_changes_nothing(api: Api, seeded: dict[str, Any
 
 
 def test_offload_runs_cheap_keyed_calls_on_the_event_loop(api: Api) -> None:
-    """app.offload: a keyed call runs on a worker thread the first time, then on the event
+    """app.kernel.offload: a keyed call runs on a worker thread the first time, then on the event
     loop thread while its last run was cheap (SQLite only), and goes back to a worker once a
     run costs more than INLINE_MAX_SECONDS of CPU; unkeyed calls always run on a worker."""
     import asyncio
     import threading
     import time
 
-    from app import offload
+    from app.kernel import offload
 
     def work(cpu_seconds: float = 0.0) -> str:
         started = time.thread_time()

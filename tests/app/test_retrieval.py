@@ -10,10 +10,11 @@ from sqlalchemy import select
 from typer.testing import CliRunner
 
 from app.cli import cli
-from app.models import Document, Query
-from app.services import planning, retrieval
-from app.services.admin_imports import UploadedFile, import_files
-from app.services.collections import create_collection
+from app.collections.imports import UploadedFile, import_files
+from app.collections.service import create_collection
+from app.kernel.models import Document, Query
+from app.planning import service as planning
+from app.retrieval import service as retrieval
 from tests.app.admin_support import make_collection
 from tests.app.conftest import Api
 

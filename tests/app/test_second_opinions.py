@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select, update
 
-from app.models import Judgment, SecondOpinion, Task, User, utcnow
+from app.kernel.models import Judgment, SecondOpinion, Task, User, utcnow
 from labeling.session import open_session
 from labeling.simulation import Assessor
 from labeling.types import PairAnswer, PairQuestion

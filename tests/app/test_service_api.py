@@ -14,7 +14,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from app.models import Judgment
+from app.kernel.models import Judgment
 from labeling.session import open_session
 from labeling.simulation import Assessor, run_session
 from labeling.types import PairAnswer, PairQuestion
@@ -351,8 +351,8 @@ def test_cached_session_never_hides_another_writer(api: Api) -> None:
     is seen at once. The other process undoes question 0 and answers it differently, so the
     app's cached session (after "left") poses a different question 1 than the log does: a
     stale cache would store an answer the log cannot replay."""
-    from app.db import Database
-    from app.services import judging
+    from app.judging import service as judging
+    from app.kernel.db import Database
 
     api.add_user("cachy")
     cid = make_collection(api, "cache-check", pool("cc", 10))
@@ -393,7 +393,7 @@ def test_cached_session_never_hides_another_writer(api: Api) -> None:
 
 
 def _users(db: Any) -> list[Any]:
-    from app.models import User
+    from app.kernel.models import User
 
     with db.read() as s:
         return list(s.scalars(select(User)))

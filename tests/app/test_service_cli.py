@@ -144,8 +144,8 @@ def test_serve_demo_creates_once_and_serves(tmp_path: Path) -> None:
         assert name in output and password in output
     assert (tmp_path / "heapjudge-demo.db").is_file()
     # A second start reuses the database (created once).
-    from app.db import Database
     from app.demo import ensure_demo
+    from app.kernel.db import Database
 
     db = Database.from_url(f"sqlite:///{tmp_path / 'heapjudge-demo.db'}")
     try:

@@ -13,7 +13,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from app.models import Judgment
+from app.kernel.models import Judgment
 from tests.app.conftest import Api
 from tests.app.test_service_api import make_collection, make_task, pair_body, pool
 

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import select
 
-from app.models import Judgment
+from app.kernel.models import Judgment
 from labeling.session import open_session
 from labeling.types import PairAnswer, PairQuestion
 from tests.app.conftest import Api

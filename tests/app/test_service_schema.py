@@ -14,9 +14,9 @@ from sqlalchemy import inspect, text
 from sqlalchemy.exc import IntegrityError
 
 import migrations
-from app.db import Database, make_engine
-from app.models import Base
-from app.settings import Settings
+from app.kernel.db import Database, make_engine
+from app.kernel.models import Base
+from app.kernel.settings import Settings
 from tests.app.conftest import BACKENDS, fresh_database
 
 REPO = Path(__file__).resolve().parents[2]
@@ -180,7 +180,7 @@ def test_docker_compose_is_consistent_with_the_settings() -> None:
     assert set(services) == {"app", "db", "redis", "worker"}
     app, db = services["app"], services["db"]
     env = app["environment"]
-    from app.jobs import JobSettings
+    from app.training.jobs import JobSettings
 
     known = {
         f"HEAPJUDGE_{name.upper()}" for name in (*Settings.model_fields, *JobSettings.model_fields)
@@ -218,11 +218,11 @@ def test_docker_compose_is_consistent_with_the_settings() -> None:
 def test_regular_install_ships_every_template(monkeypatch: pytest.MonkeyPatch) -> None:
     """``pip install .`` (not editable) copies templates/ via pyproject ``data-files`` to
     ``<prefix>/share/heapjudge/templates``; every template file must be declared there, and
-    the lookup (``app.settings.templates_dir``) must honour its override."""
+    the lookup (``app.kernel.settings.templates_dir``) must honour its override."""
     import glob
     import tomllib
 
-    from app.settings import INSTALLED_TEMPLATES, TEMPLATES_DIR_ENV, templates_dir
+    from app.kernel.settings import INSTALLED_TEMPLATES, TEMPLATES_DIR_ENV, templates_dir
 
     config = tomllib.loads((REPO / "pyproject.toml").read_text())
     data_files = config["tool"]["setuptools"]["data-files"]

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from app import security
-from app.deps import require_admin
-from app.services import users
+from app.http.deps import require_admin
+from app.users import service as users
+from app.users import sessions, throttling
 from tests.app.conftest import Api, concrete
 from tests.app.test_service_api import make_collection, make_task, ndjson, pair_body, pool
 
@@ -154,8 +154,8 @@ def test_assessor_cannot_touch_another_assessors_task(api: Api, world: dict[str,
 def test_cookie_requests_need_csrf_and_same_origin(api: Api, world: dict[str, Any]) -> None:
     tid = world["ava_task"]
     ava = users.get_user(db=api.db, username="ava")
-    raw, csrf = security.create_web_session(api.db, ava)
-    cookies = {"Cookie": f"{security.SESSION_COOKIE}={raw}"}
+    raw, csrf = sessions.create_web_session(api.db, ava)
+    cookies = {"Cookie": f"{sessions.SESSION_COOKIE}={raw}"}
     c = api.client
     q = c.get(f"/api/v1/tasks/{tid}/next", headers=cookies)
     assert q.status_code == 200
@@ -173,18 +173,18 @@ def test_cookie_requests_need_csrf_and_same_origin(api: Api, world: dict[str, An
     ok = c.post(url, json=body, headers=same)
     assert ok.status_code == 200, ok.text
     # Logout kills the session at once; the old cookie is useless.
-    security.delete_web_session(api.db, raw)
+    sessions.delete_web_session(api.db, raw)
     assert c.get(f"/api/v1/tasks/{tid}/next", headers=cookies).status_code == 401
     assert c.post(f"/api/v1/tasks/{tid}/undo", headers=api.auth("ava")).status_code == 200
 
 
 def test_disabled_user_is_refused_at_once(api: Api) -> None:
     api.add_user("zed")
-    raw, _csrf = security.create_web_session(api.db, users.get_user(db=api.db, username="zed"))
+    raw, _csrf = sessions.create_web_session(api.db, users.get_user(db=api.db, username="zed"))
     assert api.get("zed", "/api/v1/users/me").status_code == 200
     users.set_disabled(db=api.db, username="zed", disabled=True)
     assert api.get("zed", "/api/v1/users/me").status_code == 401
-    cookie = {"Cookie": f"{security.SESSION_COOKIE}={raw}"}
+    cookie = {"Cookie": f"{sessions.SESSION_COOKIE}={raw}"}
     assert api.client.get("/api/v1/users/me", headers=cookie).status_code == 401
     r = api.client.post("/api/v1/auth/token", data={"username": "zed", "password": "pw-zed-secret"})
     assert r.status_code == 401
@@ -211,19 +211,18 @@ def test_parallel_guesses_cannot_pass_the_throttle(api: Api) -> None:
 
     def guess(i: int) -> str:
         try:
-            user = security.authenticate(api.db, "tess", f"wrong-{i}", ip="10.0.0.9")
-        except security.LoginThrottled:
+            user = throttling.authenticate(api.db, "tess", f"wrong-{i}", ip="10.0.0.9")
+        except throttling.LoginThrottled:
             return "throttled"
         return "refused" if user is None else "accepted"
 
     with ThreadPoolExecutor(max_workers=3 * n) as pool:
         outcomes = list(pool.map(guess, range(3 * n)))
     assert outcomes.count("refused") == n and outcomes.count("throttled") == 2 * n
-    with pytest.raises(security.LoginThrottled):
-        security.authenticate(api.db, "tess", "tess secret passphrase", ip="10.0.0.9")
-    assert (
-        security.authenticate(api.db, "tess", "tess secret passphrase", ip="10.0.0.10") is not None
-    )
+    with pytest.raises(throttling.LoginThrottled):
+        throttling.authenticate(api.db, "tess", "tess secret passphrase", ip="10.0.0.9")
+    user = throttling.authenticate(api.db, "tess", "tess secret passphrase", ip="10.0.0.10")
+    assert user is not None
 
 
 def test_oversized_bodies_get_413(api: Api, world: dict[str, Any]) -> None:
@@ -246,7 +245,7 @@ def _run_limited(chunks: list[bytes], limit: int, *, headers: Any = ()) -> dict[
     """Drive :class:`BodySizeLimitMiddleware` around a recording ASGI app."""
     import asyncio
 
-    from app.errors import BodySizeLimitMiddleware
+    from app.http.middleware import BodySizeLimitMiddleware
 
     seen: list[int] = []
     sent: list[dict[str, Any]] = []
@@ -451,9 +450,9 @@ def test_api_docs_need_no_external_host(api: Api) -> None:
 def test_web_session_idle_and_absolute_expiry(api: Api, world: dict[str, Any]) -> None:
     from datetime import timedelta
 
-    from app.db import Database
-    from app.models import utcnow
-    from app.settings import Settings
+    from app.kernel.db import Database
+    from app.kernel.models import utcnow
+    from app.kernel.settings import Settings
 
     db = Database(
         Settings(
@@ -466,21 +465,21 @@ def test_web_session_idle_and_absolute_expiry(api: Api, world: dict[str, Any]) -
     try:
         ava = users.get_user(db=db, username="ava")
         t0 = utcnow()
-        raw, csrf = security.create_web_session(db, ava, now=t0)
+        raw, csrf = sessions.create_web_session(db, ava, now=t0)
         assert (
-            security.resolve_web_session(db, raw, now=t0 + timedelta(seconds=590)).csrf_token
+            sessions.resolve_web_session(db, raw, now=t0 + timedelta(seconds=590)).csrf_token
             == csrf
         )
         # That request refreshed last_seen, so 590 s later the session is still alive ...
-        assert security.resolve_web_session(db, raw, now=t0 + timedelta(seconds=1180)) is not None
+        assert sessions.resolve_web_session(db, raw, now=t0 + timedelta(seconds=1180)) is not None
         # ... but not once idle for longer than 600 s, and the row is gone for good.
-        assert security.resolve_web_session(db, raw, now=t0 + timedelta(seconds=1790)) is None
-        assert security.resolve_web_session(db, raw, now=t0 + timedelta(seconds=1181)) is None
+        assert sessions.resolve_web_session(db, raw, now=t0 + timedelta(seconds=1790)) is None
+        assert sessions.resolve_web_session(db, raw, now=t0 + timedelta(seconds=1181)) is None
         # Absolute expiry holds however active the session is.
-        raw2, _ = security.create_web_session(db, ava, now=t0)
+        raw2, _ = sessions.create_web_session(db, ava, now=t0)
         for minute in range(1, 30):
-            assert security.resolve_web_session(db, raw2, now=t0 + timedelta(minutes=minute))
-        assert security.resolve_web_session(db, raw2, now=t0 + timedelta(seconds=1801)) is None
+            assert sessions.resolve_web_session(db, raw2, now=t0 + timedelta(minutes=minute))
+        assert sessions.resolve_web_session(db, raw2, now=t0 + timedelta(seconds=1801)) is None
     finally:
         db.dispose()
 
@@ -504,8 +503,8 @@ def test_nul_characters_are_client_errors_on_every_backend(api: Api, world: dict
 
 
 def test_secret_key_is_refused_outside_dev_and_demo(tmp_path: Any) -> None:
+    from app.kernel.settings import DEV_SECRET_KEY, InsecureSettings, Settings
     from app.main import create_app
-    from app.settings import DEV_SECRET_KEY, InsecureSettings, Settings
 
     url = f"sqlite:///{tmp_path / 'secret.db'}"
     for bad in (DEV_SECRET_KEY, "short-but-set"):
@@ -522,8 +521,8 @@ def test_secret_key_is_refused_outside_dev_and_demo(tmp_path: Any) -> None:
 def test_api_responses_are_not_cached_and_https_gets_hsts(api: Api, tmp_path: Any) -> None:
     from fastapi.testclient import TestClient
 
+    from app.kernel.settings import Settings
     from app.main import create_app
-    from app.settings import Settings
 
     r = api.client.post(
         "/api/v1/auth/token", data={"username": "admin", "password": "pw-admin-secret"}

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
-from app.models import Collection, Task
+from app.kernel.models import Collection, Task
 from labeling.session import open_session
 from labeling.simulation import GRADE_SECONDS, PAIR_SECONDS, Assessor
 from labeling.strategies import strategy_names
@@ -95,7 +95,7 @@ def test_strategy_task_over_rest_equals_the_oracle(
         # Feature 1 is score/12: descending, equal values by id (none here).
         assert options["initial_order"] == sorted(scores[qid], key=lambda d: -scores[qid][d])
     elif prior == "bm25":
-        from app.services.retrieval import bm25_order
+        from app.retrieval.service import bm25_order
 
         expected = bm25_order(db=api.db, collection_id=cid, query_id=qid)
         assert options["initial_order"] == expected
@@ -247,9 +247,9 @@ def test_robust_repeats_count_as_reasks_in_the_analysis(api: Api) -> None:
 
 def test_simulate_study_runs_any_strategy(tmp_path: Any) -> None:
     import migrations
-    from app.db import Database
-    from app.errors import DomainError
-    from app.services.analysis import StudyConfig, collection_analysis, run_simulated_study
+    from app.analysis.service import StudyConfig, collection_analysis, run_simulated_study
+    from app.kernel.db import Database
+    from app.kernel.errors import DomainError
     from labeling.errors import LabelingError
 
     url = f"sqlite:///{tmp_path / 'study.db'}"
@@ -324,7 +324,7 @@ def test_plan_preview_shows_each_strategys_expected_cost(
         json={**plan, "strategy": "tournament", "prior": "feature:1"},
     )
     assert r.status_code == 201, r.text
-    from app.models import Query
+    from app.kernel.models import Query
 
     with api.db.read() as s:
         created = [s.get(Task, tid) for tid in r.json()["task_ids"]]

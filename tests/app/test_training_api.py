@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from sqlalchemy import select
 
-from app.models import Document, TrainingRun
-from app.services.analysis import StudyConfig, run_simulated_study
+from app.analysis.service import StudyConfig, run_simulated_study
+from app.kernel.models import Document, TrainingRun
 from tests.app.conftest import Api
 from tests.app.training_support import Worker, finished, wait_for
 
@@ -144,7 +144,7 @@ def test_bad_requests_change_nothing(api: Api, study: int) -> None:
 
 
 def test_missing_truth_fails_the_run_not_the_api(api: Api, worker: Worker) -> None:
-    from app.services.collections import create_collection
+    from app.collections.service import create_collection
 
     empty = create_collection(db=api.db, name="no-topk-yet")
     run = _post(api, {"collection_id": empty.id, "model": "ranknet"})
@@ -159,7 +159,7 @@ def test_gets_never_write(api: Api, study: int) -> None:
     """A run that looks abandoned stays as it is under GETs; only a worker's sweep acts."""
     from datetime import timedelta
 
-    from app.models import utcnow
+    from app.kernel.models import utcnow
 
     with api.db.write() as s:
         run = TrainingRun(

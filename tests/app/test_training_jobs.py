@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from sqlalchemy import select
 
-from app.models import Document, TrainingRun
-from app.services.analysis import StudyConfig, run_simulated_study
+from app.analysis.service import StudyConfig, run_simulated_study
+from app.kernel.models import Document, TrainingRun
 from tests.app.conftest import Api
 from tests.app.training_support import Worker, finished, fitting, wait_for
 
@@ -106,7 +106,7 @@ def test_cancel_stops_a_running_fit_within_a_second(
     run_id = _endless(api, study)
     worker_factory.start()
     wait_for(api, run_id, fitting, timeout=60)
-    from app.models import utcnow
+    from app.kernel.models import utcnow
 
     asked = utcnow()
     r = api.post("admin", f"/api/v1/training-runs/{run_id}/cancel")
@@ -152,9 +152,9 @@ def test_queued_run_cancelled_before_a_worker_takes_it(
 def test_sweep_requeues_a_queued_run_whose_message_is_lost(api: Api, study: int) -> None:
     from datetime import timedelta
 
-    from app.jobs import JobSettings
-    from app.models import utcnow
-    from app.services.training import recover_stalled
+    from app.kernel.models import utcnow
+    from app.training.jobs import JobSettings
+    from app.training.service import recover_stalled
 
     jobs = JobSettings(training_stale_seconds=2, training_max_attempts=2)
     with api.db.write() as s:

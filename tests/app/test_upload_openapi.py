@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from app.routers.api.admin import FEATURES_PART, GRADES_PART
-from app.services import collections
-from app.services.admin_imports import FILES
+from app.collections import service as collections
+from app.collections.admin_endpoints import FEATURES_PART, GRADES_PART
+from app.collections.imports import FILES
 from tests.app.conftest import Api
 
 BASE = "/api/v1/admin/collections/{collection_id}"

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from app.http.security_headers import PAGE_CSP
+from app.kernel.settings import Settings
 from app.main import create_app
-from app.response_headers import PAGE_CSP
-from app.settings import Settings
 from tests.e2e.web_support import add_user, init_db, relevance_docs, seed_task
 
 HOSTILE_TITLE = '<img src=x onerror="document.title=\'pwned\'">Q&A "quoted"'
@@ -255,14 +255,14 @@ def test_judging_page_sandboxes_documents_and_escapes_everything(site: dict[str,
 
 def test_hostile_document_is_entity_encoded_in_srcdoc(site: dict[str, Any]) -> None:
     """Find the page where the hostile document d000 is shown and check its frame."""
-    from app.routers.web.page_data import frame_srcdoc
+    from app.web.page_data import frame_srcdoc
 
     srcdoc = frame_srcdoc(text=None, html_body=HOSTILE_HTML)
     assert isinstance(srcdoc, str) and type(srcdoc) is str  # never Markup
     text_doc = frame_srcdoc(text="<script>x()</script> & more", html_body=None)
     assert "<script>" not in text_doc and "&lt;script&gt;x()&lt;/script&gt; &amp; more" in text_doc
 
-    from app.web_templates import templates
+    from app.web.templates import templates
 
     env = templates().env
     tmpl = env.from_string(

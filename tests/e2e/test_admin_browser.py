@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from app.db import Database
-from app.models import Task
+from app.kernel.db import Database
+from app.kernel.models import Task
 from tests.e2e.web_support import LiveServer, add_user, init_db, launch_chromium, require_browser
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"

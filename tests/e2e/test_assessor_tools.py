@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from app.models import Task
-from app.services import collections
+from app.collections import service as collections
+from app.kernel.models import Task
 from tests.e2e.test_assessor_day import in_viewport, new_page
 from tests.e2e.web_support import (
     ARTIFACTS,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from app.models import Judgment, Query, Task
+from app.kernel.models import Judgment, Query, Task
 from labeling.session import open_session
 from labeling.types import PairAnswer
 from tests.app.test_export_identifiers import answers_preferring_earlier

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from app.security import Identity
+from app.users.tokens import Identity
 from tests.e2e.web_support import (
     PASSWORD,
     add_user,
@@ -52,8 +52,8 @@ def test_second_assessor_answers_a_routed_question_by_keyboard(
 ) -> None:
     from sqlalchemy import select
 
-    from app.models import Judgment, SecondOpinion
-    from app.services import judging
+    from app.judging import service as judging
+    from app.kernel.models import Judgment, SecondOpinion
 
     db = env["db"]
     url = env["server"].url

@@ -65,9 +65,9 @@ def test_tournament_and_insertion_with_a_prior_by_keyboard(
     env: dict[str, Any],
     ctx: Any,
 ) -> None:
-    from app.models import Query, Task
-    from app.services import tasks
-    from app.services.priors import PriorSource
+    from app.kernel.models import Query, Task
+    from app.planning.priors import PriorSource
+    from app.tasks import service as tasks
 
     db = env["db"]
     seeded = seed_task(

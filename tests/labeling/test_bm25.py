@@ -168,7 +168,7 @@ def test_importing_the_app_does_not_load_bm25s() -> None:
     code = (
         "import sys\n"
         "from app.main import create_app\n"
-        "from app.settings import Settings\n"
+        "from app.kernel.settings import Settings\n"
         "create_app(Settings(dev=True, database_url='sqlite:///' + sys.argv[1]))\n"
         "print('bm25s' in sys.modules, 'numba' in sys.modules)\n"
     )

@@ -36,7 +36,7 @@
 })();
 
 // Plan form: the rotation shifts and the balanced per-query counts follow the number of ticked
-// assessors (the same rule as plan_fit in app/routers/web/admin.py: shifts 0,2 need four
+// assessors (the same rule as plan_fit in app/web/admin.py: shifts 0,2 need four
 // assessors, 2 x per-query at most the assessors), unless the admin typed their own value; the
 // hint and the problem line say what fits before Preview is pressed.
 (function () {

@@ -537,7 +537,7 @@
   }
 
   // The side of Step 2's new document, which "not relevant" refers to: the payload's
-  // "challenger" is "left" | "right" | null (app.services.judging); a doc id is accepted too.
+  // "challenger" is "left" | "right" | null (app.judging.service); a doc id is accepted too.
   // null when absent (an older server), so the label falls back to the generic text.
   function challengerSide(q) {
     var c = q.challenger;

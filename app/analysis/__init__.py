@@ -1,0 +1,1 @@
+"""Analysis of a collection's judgments (agreement, study figures)."""

@@ -1,0 +1,29 @@
+"""Pydantic models of the REST API v1: a collection's analysis (they shape /openapi.json)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+
+class AnalysisOut(BaseModel):
+    """The agreement and time analysis of a collection; the sections are described in
+    docs/analysis.md."""
+
+    collection: dict[str, Any] = Field(description="id and name.")
+    mode: Literal["direct", "inferred"]
+    methods: dict[str, str]
+    relations: list[str]
+    relation_symbols: list[str]
+    tasks: dict[str, dict[str, int]] = Field(description="Per method: tasks and finished.")
+    judgments: dict[str, int] = Field(description="live, undone, reasks.")
+    time: dict[str, dict[str, Any]] = Field(description="Table 1, per method.")
+    agreement: dict[str, dict[str, Any]] = Field(description="Per method: the agreement block.")
+    chi2: dict[str, dict[str, Any]] = Field(description="pearson and yates.")
+    position_bias: list[dict[str, Any]]
+    self_consistency: list[dict[str, Any]]
+    transitivity: list[dict[str, Any]]
+    topk_overlap: list[dict[str, Any]]
+    time_histogram: dict[str, Any]
+    warnings: list[str]

@@ -1,0 +1,1 @@
+"""Collections: documents, queries, guidelines and imports."""

@@ -1,0 +1,1 @@
+"""Exports of a collection's judgments (qrels, top-k, pairs)."""

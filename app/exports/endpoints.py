@@ -1,0 +1,146 @@
+"""REST API v1: streamed exports of a collection's labels and judgments (admin).
+
+* ``GET /collections/{id}/export?format=...`` — every format of
+  :data:`app.exports.service.FORMATS` (``docs/exports.md``);
+* ``GET /admin/collections/{id}/export-extra`` — deprecated alias of the same endpoint whose
+  ``format`` defaults to ``letor`` (as it always did).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query
+from fastapi.responses import StreamingResponse
+from starlette.concurrency import iterate_in_threadpool
+
+from app.exports import service as exports
+from app.http.deps import DbDep, require_admin
+from app.http.openapi import declare_errors
+
+router = APIRouter(tags=["exports"], dependencies=[Depends(require_admin)])
+
+FORMAT_HELP = "One of the registered formats:\n\n" + "\n".join(
+    f"* `{f.name}`: {f.summary}" for f in exports.FORMATS.values()
+)
+_ENUM = {"enum": list(exports.FORMATS)}
+
+LabelsParam = Annotated[
+    str | None,
+    Query(
+        description="kappa (κ-labels of topk tasks) or grades (graded tasks); default: the "
+        "format's own.",
+        json_schema_extra={"enum": list(exports.LABELS)},
+    ),
+]
+SourceParam = Annotated[
+    str,
+    Query(
+        description="Whose labels when a query has several finished tasks: first, assessor, "
+        "all (one line per task), borda, bt, mean.",
+        json_schema_extra={"enum": list(exports.SOURCES)},
+    ),
+]
+AssessorParam = Annotated[
+    str | None, Query(description="Only this assessor's tasks (empty: everyone's).")
+]
+MissingParam = Annotated[
+    str,
+    Query(
+        description="LETOR formats: documents without features are an error, skipped, or "
+        "zero vectors.",
+        json_schema_extra={"enum": list(exports.MISSING_FEATURES)},
+    ),
+]
+PlanParam = Annotated[
+    str | None, Query(description="Only tasks of this plan label, e.g. study:A1 (empty: all).")
+]
+
+
+def export_response(db: DbDep, req: exports.ExportRequest) -> StreamingResponse:
+    """Validate (404/422 before any byte), then stream the export as an attachment."""
+    body = exports.export_stream(db=db, req=req)
+    req = exports.resolve(req)
+    headers = {"Content-Disposition": f'attachment; filename="{exports.download_name(req)}"'}
+    used = exports.sources_header(db, req)
+    if used is not None:
+        headers["X-Heapjudge-Sources"] = used
+    return StreamingResponse(
+        iterate_in_threadpool(body),
+        media_type=exports.FORMATS[req.format].media_type,
+        headers=headers,
+    )
+
+
+_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {"content": {"text/plain": {}, "application/x-ndjson": {}, "text/csv": {}}}
+}
+
+
+@router.get(
+    "/collections/{collection_id}/export",
+    response_class=StreamingResponse,
+    responses=_RESPONSES,
+    description=FORMAT_HELP
+    + "\n\nFor the qrels formats with one task per query, header `X-Heapjudge-Sources` "
+    "lists `query:assessor:task` per query, comma-separated, each part percent-encoded.",
+)
+def export_collection(
+    collection_id: int,
+    db: DbDep,
+    format: Annotated[str, Query(json_schema_extra=_ENUM)] = "qrels",
+    labels: LabelsParam = None,
+    source: SourceParam = "first",
+    assessor: AssessorParam = None,
+    missing_features: MissingParam = "error",
+    plan: PlanParam = None,
+) -> StreamingResponse:
+    """Export the collection's labels or judgments in one of the registered formats."""
+    return export_response(
+        db,
+        exports.ExportRequest(
+            collection_id=collection_id,
+            format=format,
+            labels=labels,
+            source=source,
+            assessor=assessor,
+            missing_features=missing_features,
+            plan=plan,
+        ),
+    )
+
+
+@router.get(
+    "/admin/collections/{collection_id}/export-extra",
+    response_class=StreamingResponse,
+    responses=_RESPONSES,
+    deprecated=True,
+    tags=["admin"],
+)
+def export_extra(
+    collection_id: int,
+    db: DbDep,
+    format: Annotated[str, Query(json_schema_extra=_ENUM)] = "letor",
+    labels: LabelsParam = None,
+    source: SourceParam = "first",
+    assessor: AssessorParam = None,
+    missing_features: MissingParam = "error",
+    plan: PlanParam = None,
+) -> StreamingResponse:
+    """Deprecated: use ``GET /collections/{id}/export`` (same parameters and formats; only
+    the default format differs, letor here)."""
+    return export_response(
+        db,
+        exports.ExportRequest(
+            collection_id=collection_id,
+            format=format,
+            labels=labels,
+            source=source,
+            assessor=assessor,
+            missing_features=missing_features,
+            plan=plan,
+        ),
+    )
+
+
+declare_errors(router)

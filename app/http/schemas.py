@@ -1,0 +1,87 @@
+"""The REST API v1's shared wire vocabulary: the strict request base, field types and the error body
+(they shape /openapi.json; each concept's models live in its own ``schemas`` module).
+
+Request models (:class:`StrictModel`) are checked once, at the edge, for every caller (the
+bearer hot path and the cookie routes validate the same models):
+
+- unknown keys are 422s that name the field, instead of silently ignored options;
+- types are strict: a number must be a JSON integer (``true``, ``"5"`` and ``1e3`` are not
+  integers) and a boolean a JSON boolean (``0`` is not ``false``);
+- no string anywhere in the body (keys included, nested options too) may hold a NUL or a lone
+  surrogate (``"\\ud800"``), which neither database can store;
+- one-line names (collections, plans, models) hold no control or format characters.
+
+The rules and their messages live in :mod:`labeling.identifiers`
+(``docs/security.md#text-hygiene``).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+
+from labeling.identifiers import check_label, text_problem
+
+MethodName = Literal["topk", "graded"]
+OutcomeName = Literal["left", "right", "tie", "not_relevant"]
+#: Outcomes a request may send: a protocol outcome, or ``broken`` (a broken document).
+AnswerOutcomeName = Literal["left", "right", "tie", "not_relevant", "broken"]
+TaskStatus = Literal["pending", "active", "done", "cancelled"]
+
+MAX_ACTIVE_MS = 24 * 3600 * 1000
+
+
+def _check_strings(value: Any, where: str) -> None:
+    """Raise ValueError for the first string (key or value) in ``value`` that is not clean
+    text (:func:`labeling.identifiers.text_problem`), naming where it is."""
+    if isinstance(value, str):
+        problem = text_problem(value)
+        if problem is not None:
+            raise ValueError(f"{where} {problem}")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(key, str):
+                problem = text_problem(key)
+                if problem is not None:
+                    raise ValueError(f"a key in {where} {problem}")
+            _check_strings(item, f"{where}.{key}")  # the key is clean text by now
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            _check_strings(item, f"{where}[{i}]")
+
+
+def _label(field: str) -> AfterValidator:
+    return AfterValidator(lambda value: value if value is None else check_label(value, field))
+
+
+#: A one-line name (collection, plan, training model): see :func:`check_label`.
+CollectionName = Annotated[str, _label("name")]
+PlanName = Annotated[str, _label("plan")]
+
+
+class StrictModel(BaseModel):
+    """Request bodies: unknown keys, loosely typed numbers or booleans, and NUL characters or
+    lone surrogates anywhere are 422s that say where."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _clean_text(cls, data: Any) -> Any:
+        _check_strings(data, "body")
+        return data
+
+
+#: How the question in a judgment's or undo's answer carries its documents.
+DocumentsShape = Literal["full", "refs"]
+
+#: A one-line reason (a broken document): see :func:`check_label`.
+ReasonText = Annotated[str, _label("reason")]
+
+
+# The services build the response bodies as dicts (their web pages read the same dicts); the models
+# below validate and document them at the API edge. Datetimes the services already give as
+# ISO 8601 strings stay strings.
+
+IsoTime = Annotated[str, Field(description="ISO 8601 date and time (UTC).")]

@@ -1,0 +1,383 @@
+"""SQLAlchemy 2 ORM tables: every table of the service (one initial migration covers them).
+
+Conventions: singular table names, ``_at`` suffix for times (UTC, timezone-aware in
+Python on both databases), an explicit constraint naming convention, and invariants enforced by
+the database itself: CHECK constraints on roles, methods, statuses, outcomes and grades; foreign
+keys; and a *partial* unique index on live judgments ``(task_id, seq) WHERE NOT undone`` so that
+two racing requests can never store two answers to one question (the judging service inserts
+with ON CONFLICT DO NOTHING against it).
+
+The judgment log is the only protocol state: a task's pending question is rebuilt by replaying
+its live judgments in ``seq`` order through :func:`labeling.session.open_session`. Five-grade
+(T2) answers are judgments with ``doc_id`` + ``grade``; the ``grade`` view (created by the
+migration) lists the live ones.
+
+String identifiers from imported data are ``external_id`` columns (``query.external_id`` is the
+NDJSON ``query_id``, ``document.external_id`` its ``doc_id``); integer ``id`` columns are
+surrogate keys. Judgments reference documents by external id, exactly as the protocol sees them.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+    false,
+    text,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+ROLES = ("assessor", "admin")
+METHODS = ("topk", "graded")
+TASK_STATUSES = ("pending", "active", "done", "cancelled")
+OUTCOMES = ("left", "right", "tie", "not_relevant", "broken")
+#: Longest comment on a judgment and longest reason of a broken-document answer (characters).
+MAX_COMMENT = 2000
+MAX_REASON = 500
+TRAINING_STATUSES = ("queued", "running", "done", "failed", "cancelled")
+#: A second opinion's life (docs/noise.md#routing-re-asks-to-a-second-assessor): ``open`` in the
+#: second assessor's queue; ``answered`` (recorded in the first task's log); ``reclaimed`` (the
+#: first assessor asked for it back); ``expired`` (its time ran out: back to the first
+#: assessor); ``cancelled`` (the first assessor's undo went back past it, or its task is gone).
+SECOND_OPINION_STATUSES = ("open", "answered", "reclaimed", "expired", "cancelled")
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Timezone-aware UTC datetimes on both databases (SQLite stores them naive)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to a UTC column")
+        value = value.astimezone(UTC)
+        # SQLite has no time zones: store naive UTC, re-attach UTC on the way out.
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+#: JSON on SQLite, JSONB on Postgres.
+JSONType = JSON().with_variant(JSONB(), "postgresql")
+
+
+def _in(column: str, values: tuple[str, ...]) -> str:
+    return f"{column} IN ({', '.join(repr(v) for v in values)})"
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class User(Base):
+    __tablename__ = "user"
+    __table_args__ = (CheckConstraint(_in("role", ROLES), name="role"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    username: Mapped[str] = mapped_column(String(64), unique=True)
+    password_hash: Mapped[str] = mapped_column(String(255))
+    role: Mapped[str] = mapped_column(String(16), default="assessor")
+    disabled: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class ApiToken(Base):
+    """A bearer token for scripts; only its sha256 is stored."""
+
+    __tablename__ = "api_token"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("user.id", ondelete="CASCADE"), index=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    name: Mapped[str] = mapped_column(String(100), default="", server_default="")
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+
+class WebSession(Base):
+    """A browser session (server-side row, hashed token; docs/security.md)."""
+
+    __tablename__ = "web_session"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    csrf_token: Mapped[str] = mapped_column(String(64))
+    user_id: Mapped[int] = mapped_column(ForeignKey("user.id", ondelete="CASCADE"), index=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    last_seen_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class LoginAttempt(Base):
+    """One login attempt, for DB-backed throttling (works across workers)."""
+
+    __tablename__ = "login_attempt"
+    __table_args__ = (
+        Index("ix_login_attempt_username_at", "username", "at"),
+        Index("ix_login_attempt_ip_at", "ip", "at"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    username: Mapped[str] = mapped_column(String(64))
+    ip: Mapped[str] = mapped_column(String(64), default="", server_default="")
+    at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    success: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+
+
+class Collection(Base):
+    __tablename__ = "collection"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    description: Mapped[str] = mapped_column(Text, default="", server_default="")
+    archived: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    #: Judging guidelines in Markdown, shown (sanitised) on the judging page.
+    guidelines: Mapped[str] = mapped_column(Text, default="", server_default="")
+
+    queries: Mapped[list[Query]] = relationship(back_populates="collection", lazy="raise")
+
+
+class Query(Base):
+    __tablename__ = "query"
+    __table_args__ = (UniqueConstraint("collection_id", "external_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    collection_id: Mapped[int] = mapped_column(
+        ForeignKey("collection.id", ondelete="CASCADE"), index=True
+    )
+    external_id: Mapped[str] = mapped_column(String(200))
+    title: Mapped[str] = mapped_column(Text)
+    description: Mapped[str] = mapped_column(Text, default="", server_default="")
+
+    collection: Mapped[Collection] = relationship(back_populates="queries", lazy="raise")
+
+
+class Document(Base):
+    """One document in one query's pool (the NDJSON unit). Content is per collection: the
+    same ``external_id`` must carry the same title/text/html under every query; features and
+    the imported grade are per (query, document), as in LETOR."""
+
+    __tablename__ = "document"
+    __table_args__ = (
+        UniqueConstraint("query_id", "external_id"),
+        Index("ix_document_collection_id_external_id", "collection_id", "external_id"),
+        CheckConstraint("grade IS NULL OR (grade >= 0 AND grade <= 4)", name="grade"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    collection_id: Mapped[int] = mapped_column(ForeignKey("collection.id", ondelete="CASCADE"))
+    query_id: Mapped[int] = mapped_column(ForeignKey("query.id", ondelete="CASCADE"))
+    external_id: Mapped[str] = mapped_column(String(200))
+    title: Mapped[str] = mapped_column(Text, default="", server_default="")
+    text: Mapped[str | None] = mapped_column(Text, nullable=True)
+    html: Mapped[str | None] = mapped_column(Text, nullable=True)
+    features: Mapped[list[float] | None] = mapped_column(JSONType, nullable=True)
+    grade: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    content_hash: Mapped[str] = mapped_column(String(64))
+
+
+class Task(Base):
+    """One assessor's job on one query: the config the protocol is replayed from."""
+
+    __tablename__ = "task"
+    __table_args__ = (
+        CheckConstraint(_in("method", METHODS), name="method"),
+        CheckConstraint(_in("status", TASK_STATUSES), name="status"),
+        CheckConstraint("k >= 1", name="k"),
+        Index("ix_task_assessor_id_status", "assessor_id", "status"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    collection_id: Mapped[int] = mapped_column(
+        ForeignKey("collection.id", ondelete="CASCADE"), index=True
+    )
+    query_id: Mapped[int] = mapped_column(ForeignKey("query.id", ondelete="CASCADE"), index=True)
+    assessor_id: Mapped[int] = mapped_column(ForeignKey("user.id", ondelete="RESTRICT"))
+    method: Mapped[str] = mapped_column(String(16))
+    k: Mapped[int] = mapped_column(Integer, default=10)
+    seed: Mapped[int] = mapped_column(BigInteger)
+    options: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+    #: The pool snapshot (document external ids) the protocol replays over.
+    doc_ids: Mapped[list[str]] = mapped_column(JSONType)
+    status: Mapped[str] = mapped_column(String(16), default="pending")
+    plan: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+
+#: The judgment row shapes (docs/protocols.md#broken-documents). Written out here and in the
+#: migration that introduced the third shape.
+JUDGMENT_SHAPE = (
+    "(outcome IS NOT NULL AND outcome <> 'broken' AND left_doc IS NOT NULL"
+    " AND right_doc IS NOT NULL AND doc_id IS NULL AND grade IS NULL AND reason IS NULL) OR "
+    "(left_doc IS NULL AND right_doc IS NULL AND outcome IS NULL"
+    " AND doc_id IS NOT NULL AND grade IS NOT NULL AND reason IS NULL) OR "
+    "(outcome = 'broken' AND doc_id IS NOT NULL AND grade IS NULL AND reason IS NOT NULL"
+    " AND ((left_doc IS NULL AND right_doc IS NULL)"
+    " OR (left_doc IS NOT NULL AND right_doc IS NOT NULL)))"
+)
+
+
+class Judgment(Base):
+    """One answer in a task's append-only log. Undo marks a row ``undone``; it stays."""
+
+    __tablename__ = "judgment"
+    __table_args__ = (
+        CheckConstraint("seq >= 0", name="seq"),
+        CheckConstraint("active_ms >= 0", name="active_ms"),
+        CheckConstraint("outcome IS NULL OR " + _in("outcome", OUTCOMES), name="outcome"),
+        CheckConstraint("grade IS NULL OR (grade >= 0 AND grade <= 4)", name="grade"),
+        # Exactly one shape: a pair answer, a grade answer, or a broken document (named by
+        # doc_id, with a reason; the pair it was shown in for topk, none for graded).
+        CheckConstraint(JUDGMENT_SHAPE, name="shape"),
+        Index(
+            "uq_judgment_task_id_seq_live",
+            "task_id",
+            "seq",
+            unique=True,
+            sqlite_where=text("NOT undone"),
+            postgresql_where=text("NOT undone"),
+        ),
+        Index("ix_judgment_task_id_seq", "task_id", "seq"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    task_id: Mapped[int] = mapped_column(ForeignKey("task.id", ondelete="CASCADE"))
+    seq: Mapped[int] = mapped_column(Integer)
+    left_doc: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    right_doc: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    outcome: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    doc_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    grade: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    active_ms: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    undone: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    undone_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    #: The assessor's optional free-text note on this judgment (docs/assessor-guide.md).
+    comment: Mapped[str | None] = mapped_column(Text, nullable=True)
+    #: Why the document ``doc_id`` is broken (outcome ``broken`` only).
+    reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+    #: Who gave the answer when it was not the task's assessor: a second assessor's answer to
+    #: a routed repeat (:class:`SecondOpinion`); NULL for the task's own assessor.
+    answered_by: Mapped[int | None] = mapped_column(
+        ForeignKey("user.id", ondelete="RESTRICT"), nullable=True
+    )
+
+
+class SecondOpinion(Base):
+    """A strategy's repeat of a pair routed from a task to a second assessor's queue
+    (docs/noise.md#routing-re-asks-to-a-second-assessor).
+
+    The question is question ``seq`` of task ``task_id`` as that task shows it (``left_doc``,
+    ``right_doc``: the sides swapped relative to the pair's last showing). The answer, once
+    given, is the task's live judgment ``seq`` (``judgment_id``, ``answered_by`` set there);
+    this row keeps the routing: who was asked, when, until when, and what became of it. At most
+    one row per (task, seq) is undecided (open, reclaimed or expired): the partial unique index
+    makes the database the arbiter when two requests route the same question.
+    """
+
+    __tablename__ = "second_opinion"
+    __table_args__ = (
+        CheckConstraint(_in("status", SECOND_OPINION_STATUSES), name="status"),
+        CheckConstraint("seq >= 0", name="seq"),
+        CheckConstraint("active_ms >= 0", name="active_ms"),
+        CheckConstraint(
+            "outcome IS NULL OR outcome IN ('left', 'right', 'tie', 'not_relevant')",
+            name="outcome",
+        ),
+        Index(
+            "uq_second_opinion_task_id_seq_undecided",
+            "task_id",
+            "seq",
+            unique=True,
+            sqlite_where=text("status IN ('open', 'reclaimed', 'expired')"),
+            postgresql_where=text("status IN ('open', 'reclaimed', 'expired')"),
+        ),
+        Index("ix_second_opinion_assignee_id_status", "assignee_id", "status"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    task_id: Mapped[int] = mapped_column(ForeignKey("task.id", ondelete="CASCADE"))
+    seq: Mapped[int] = mapped_column(Integer)
+    left_doc: Mapped[str] = mapped_column(String(200))
+    right_doc: Mapped[str] = mapped_column(String(200))
+    #: The outcomes the question accepts (those of the repeat in the first task), as a list.
+    allowed: Mapped[list[str]] = mapped_column(JSONType)
+    assignee_id: Mapped[int] = mapped_column(ForeignKey("user.id", ondelete="RESTRICT"))
+    status: Mapped[str] = mapped_column(String(16), default="open")
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    #: After this time the question is no longer offered to the assignee; the first
+    #: assessor's next request takes it back (status ``expired``).
+    deadline_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    decided_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    outcome: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    active_ms: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    judgment_id: Mapped[int | None] = mapped_column(
+        ForeignKey("judgment.id", ondelete="SET NULL"), nullable=True
+    )
+
+
+class TrainingRun(Base):
+    """A training job over a collection's labels (:mod:`app.training.service`)."""
+
+    __tablename__ = "training_run"
+    __table_args__ = (CheckConstraint(_in("status", TRAINING_STATUSES), name="status"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    collection_id: Mapped[int] = mapped_column(
+        ForeignKey("collection.id", ondelete="CASCADE"), index=True
+    )
+    model: Mapped[str] = mapped_column(String(64))
+    params: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+    status: Mapped[str] = mapped_column(String(16), default="queued")
+    metrics: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
+    model_json: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # What to train on and how to evaluate: truth source, folds, k (docs/training.md#runs).
+    options: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True, default=dict)
+    # The job: fold/iteration reached, executions started, the cancel flag, the worker's last
+    # sign of life (recovery fails or retries a run whose heartbeat stops) and its time limit.
+    progress: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
+    attempts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    heartbeat_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    time_limit_seconds: Mapped[int | None] = mapped_column(Integer, nullable=True)

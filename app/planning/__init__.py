@@ -1,0 +1,1 @@
+"""Study plans and prior orders."""

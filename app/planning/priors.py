@@ -1,0 +1,130 @@
+"""Resolve a task's prior source into its initial order, once, when the task is created.
+
+The pure part (the spec grammar, feature and ranking orders) is :mod:`labeling.priors`; this
+module reads what a source needs from the database inside the caller's transaction: the
+collection's BM25 ranking (:mod:`app.retrieval.service`), the documents' LETOR features, or
+the caller's TREC run. The result is the pair of top-k options ``initial_order`` and ``prior``
+(``docs/strategies-in-practice.md#priors``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select
+
+from app.kernel.errors import Invalid, issue_items
+from app.kernel.models import Document, Query
+from app.retrieval import service as retrieval
+from labeling.errors import ConfigError
+from labeling.pools import RunEntry, parse_trec_run
+from labeling.priors import NO_PRIOR, feature_order, parse_prior, prior_spec, ranking_order
+from labeling.sources import SourceError
+
+#: Sources a caller may ask the service to resolve (``explicit`` is recorded when a caller
+#: gives ``initial_order`` itself).
+RESOLVABLE = ("none", "bm25", "feature", "run")
+
+
+@dataclass(frozen=True, slots=True)
+class PriorSource:
+    """A requested prior: ``spec`` is ``none``, ``bm25``, ``feature:<number>`` or ``run``;
+    ``run`` holds the TREC run text for ``spec="run"`` (lines of other queries are ignored)."""
+
+    spec: str = NO_PRIOR
+    run: str | None = None
+
+    @property
+    def source(self) -> str:
+        return parse_prior(self.spec)[0]
+
+
+def check_source(spec: str | None, run: str | None = None) -> PriorSource:
+    """A validated :class:`PriorSource` (``None`` means ``none``); Invalid with the accepted
+    forms for anything else, and for a run source without run text or a run given to another
+    source."""
+    if spec is None or spec == "":
+        spec = NO_PRIOR
+    try:
+        source, detail = parse_prior(spec)
+    except ConfigError as err:
+        raise Invalid(str(err)) from None
+    if source not in RESOLVABLE:
+        raise Invalid(
+            f"prior {spec!r} cannot be resolved by the service: give the order itself as "
+            "options.initial_order instead"
+        )
+    if source == "run":
+        if detail is not None:
+            raise Invalid("prior 'run' takes the run text, not a tag (the run's tag is recorded)")
+        if not run or not run.strip():
+            raise Invalid("prior 'run' needs the TREC run (qid Q0 docno rank score tag lines)")
+    elif run is not None:
+        raise Invalid(f"a run was given but the prior is {spec!r}; use prior 'run' to rank by it")
+    return PriorSource(prior_spec(source, detail), run)
+
+
+class PriorResolver:
+    """Turns one :class:`PriorSource` into each query's ``(initial_order, prior)`` within a
+    database session ``s``; the run is parsed and the BM25 rankings computed once for all the
+    queries of a plan."""
+
+    def __init__(self, s: Any, collection_id: int, source: PriorSource) -> None:
+        self.s = s
+        self.collection_id = collection_id
+        self.source = source
+        self.kind, detail = parse_prior(source.spec)
+        self.feature = int(detail) if self.kind == "feature" and detail else 0
+        self._run: dict[str, list[RunEntry]] | None = None
+        self._bm25: dict[str, list[str]] = {}
+        if self.kind == "run":
+            try:
+                self._run = parse_trec_run(source.run or "", file="prior run")
+            except SourceError as err:
+                raise Invalid(
+                    issue_items(err.issues),
+                    extra={"message": "the prior run has errors; nothing was created"},
+                ) from None
+
+    def prefetch(self, query_ids: Sequence[str]) -> None:
+        """Compute the BM25 rankings of ``query_ids`` in one pass (planner: many queries)."""
+        if self.kind == "bm25":
+            missing = [q for q in query_ids if q not in self._bm25]
+            if missing:
+                self._bm25.update(retrieval.bm25_rankings(self.s, self.collection_id, missing))
+
+    def resolve(self, query: Query, doc_ids: Sequence[str]) -> tuple[list[str] | None, str]:
+        """``(initial_order, prior)`` of a task on ``query`` judging ``doc_ids``; Invalid,
+        naming the query, when the source cannot rank them."""
+        qid = query.external_id
+        if self.kind == NO_PRIOR:
+            return None, NO_PRIOR
+        if self.kind == "bm25":
+            self.prefetch([qid])
+            order = ranking_order(doc_ids, self._bm25[qid])
+            return order, "bm25"
+        if self.kind == "feature":
+            rows = self.s.execute(
+                select(Document.external_id, Document.features).where(Document.query_id == query.id)
+            )
+            features = {doc: vector for doc, vector in rows}
+            try:
+                return feature_order(doc_ids, features, self.feature), self.source.spec
+            except ConfigError as err:
+                raise Invalid(f"prior of query {qid}: {err}") from None
+        assert self._run is not None
+        entries = self._run.get(qid, [])
+        order = ranking_order(doc_ids, [e.doc_id for e in entries])
+        if not order:
+            what = "has no line for" if not entries else "ranks none of the documents of"
+            raise Invalid(f"prior of query {qid}: the run {what} this query")
+        tags = {e.tag for e in entries}
+        tag = tags.pop() if len(tags) == 1 else None
+        try:
+            spec = prior_spec("run", tag) if tag else "run"
+            parse_prior(spec)
+        except ConfigError:
+            spec = "run"  # a tag the record cannot hold (too long) is left out
+        return order, spec

@@ -1,1 +1,0 @@
-"""Repositories: the SQL of a use case, as named statements over one transaction's cursor."""

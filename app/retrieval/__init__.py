@@ -1,0 +1,1 @@
+"""BM25 retrieval over a collection (runs, pools, prior orders)."""

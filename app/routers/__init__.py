@@ -1,1 +1,0 @@
-"""HTTP routers: ``api`` (JSON under /api/v1) and ``web`` (server-rendered pages)."""

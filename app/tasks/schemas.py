@@ -1,0 +1,149 @@
+"""Pydantic models of the REST API v1: tasks, their results and a collection's progress (they shape
+/openapi.json).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from app.http.schemas import IsoTime, MethodName, PlanName, StrictModel, TaskStatus
+
+
+class PriorIn(StrictModel):
+    """Where a top-k task's initial order comes from, resolved once at creation
+    (docs/strategies-in-practice.md#priors)."""
+
+    source: str = Field(
+        min_length=1,
+        max_length=120,
+        description="none | bm25 (the collection's BM25) | feature:<number> (a LETOR feature, "
+        "1-based, descending) | run (the TREC run below).",
+    )
+    run: str | None = Field(
+        default=None,
+        max_length=20_000_000,
+        description="source=run: TREC run lines (qid Q0 docno rank score tag); only the task's "
+        "query is used, ranked by score as trec_eval does.",
+    )
+
+
+class TaskCreate(StrictModel):
+    collection_id: int
+    query_id: str = Field(min_length=1, max_length=200, description="The imported query_id.")
+    assessor: str = Field(min_length=1, max_length=64, description="Username of the assessor.")
+    method: MethodName
+    k: int = Field(default=10, ge=1, le=10_000)
+    seed: int | None = Field(default=None, ge=0, le=2**62)
+    options: dict[str, Any] | None = None
+    plan: PlanName | None = Field(default=None, max_length=100)
+    prior: PriorIn | str | None = Field(
+        default=None,
+        description="topk: the prior to start from, an object or its source as a string "
+        "('bm25', 'feature:25'); recorded in options.prior with the resolved "
+        "options.initial_order. Default: none (a seeded shuffle), or 'explicit' when "
+        "options.initial_order is given.",
+    )
+
+
+class TaskOut(BaseModel):
+    id: int
+    collection_id: int
+    query_id: str
+    query: str
+    assessor: str
+    method: MethodName
+    k: int
+    seed: int
+    options: dict[str, Any]
+    n: int = Field(description="Number of documents in the task's pool.")
+    status: TaskStatus
+    plan: str | None
+    judgments: int = Field(description="Live judgments so far.")
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+
+class ResultOut(BaseModel):
+    task_id: int
+    method: MethodName
+    query_id: str
+    judgments: int
+    active_ms: int
+    k: int | None = None
+    top: list[str] | None = None
+    rest: list[str] | None = None
+    kappa_labels: dict[str, int] | None = None
+    grades: dict[str, int] | None = None
+    broken: dict[str, str] = Field(
+        default_factory=dict,
+        description="Documents marked broken (id -> reason): in no list, with no label.",
+    )
+
+
+class ProgressTotalsOut(BaseModel):
+    """Progress summed over some tasks (the collection, a query or an assessor)."""
+
+    tasks: dict[str, int] = Field(description="Tasks by status.")
+    judgments: int
+    active_ms: int
+    expected_remaining: float
+    max_remaining: int
+    last_activity: IsoTime | None
+    done_fraction: float | None = Field(description="Done tasks over all tasks (null: none).")
+
+
+class QueryProgressOut(ProgressTotalsOut):
+    query_id: str
+    query: str
+
+
+class AssessorProgressOut(ProgressTotalsOut):
+    assessor: str
+    disabled: bool
+
+
+class TaskProgressOut(BaseModel):
+    id: int
+    query_id: str
+    query: str
+    assessor: str
+    assessor_disabled: bool
+    method: MethodName
+    k: int
+    n: int
+    plan: str | None
+    status: TaskStatus
+    judgments: int
+    active_ms: int
+    expected_remaining: float
+    max_remaining: int
+    last_activity: IsoTime | None
+    created_at: IsoTime | None
+    finished_at: IsoTime | None
+
+
+class TimelinePointOut(BaseModel):
+    t: IsoTime = Field(description="Start of the bucket.")
+    topk: int
+    graded: int
+
+
+class TimelineOut(BaseModel):
+    bucket_seconds: int
+    points: list[TimelinePointOut]
+
+
+class CollectionProgressOut(BaseModel):
+    """Live progress of a collection: totals, per query, per assessor, per task, timeline."""
+
+    collection: dict[str, Any] = Field(description="id, name, archived.")
+    generated_at: IsoTime
+    totals: ProgressTotalsOut
+    by_query: list[QueryProgressOut]
+    by_assessor: list[AssessorProgressOut]
+    tasks: list[TaskProgressOut]
+    timeline: TimelineOut

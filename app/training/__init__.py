@@ -1,0 +1,1 @@
+"""Learning-to-rank training runs and their job queue."""

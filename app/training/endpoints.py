@@ -1,0 +1,111 @@
+"""REST API v1: training runs, queued jobs executed by ``heapjudge worker`` (admin only).
+
+``POST /api/v1/training-runs`` records a queued run and enqueues it (202 + the run);
+``GET /api/v1/training-runs[?collection_id=]`` and ``GET /api/v1/training-runs/{id}`` read its
+status, progress, per-fold validation and test metrics and, once done, the fitted model JSON;
+``POST /api/v1/training-runs/{id}/cancel`` cancels it (see :mod:`app.training.service` and
+docs/training.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from fastapi import APIRouter, Request
+from pydantic import Field
+from starlette.concurrency import run_in_threadpool
+
+from app.http.deps import AdminUser, DbDep
+from app.http.openapi import declare_errors, error_responses
+from app.http.schemas import StrictModel
+from app.training import service as training
+from app.training.jobs import enqueue_training
+from app.training.schemas import TrainingRunOut
+
+router = APIRouter(tags=["training"])
+
+
+class TrainingOptions(StrictModel):
+    truth: Literal["imported", "study", "both"] = Field(
+        default="study",
+        description="imported grades, the finished top-k study, or the study where a query "
+        "has one and imported grades (as top-k truth) elsewhere",
+    )
+    kind: Literal["graded", "topk"] | None = Field(
+        default=None,
+        description="graded measures (NDCG, ERR; imported truth only) or top-k (κ-NDCG, "
+        "κ-ERR); default graded for imported truth, else topk",
+    )
+    folds: Literal["auto", "letor"] | int = Field(
+        default="auto",
+        description="auto: the LETOR S1..S5 rotation when the queries came from LETOR "
+        "partition files, else seeded 5-fold by query; letor; or a fold count 3..20",
+    )
+    k: int | None = Field(default=None, ge=1, le=1000, description="k of the top-k truth")
+    seed: int = Field(default=0, description="seed of fold assignment and top-k sampling")
+
+
+class TrainingRunCreate(StrictModel):
+    collection_id: int
+    model: str = Field(
+        min_length=1,
+        max_length=64,
+        description="focusednet, focusedsvm, focusedboost, topk-listmle, ...",
+    )
+    params: dict[str, Any] = Field(
+        default_factory=dict, description='Estimator hyperparameters, e.g. {"beta": 0.5}'
+    )
+    options: TrainingOptions = Field(default_factory=TrainingOptions)
+    time_limit_seconds: int | None = Field(
+        default=None,
+        ge=1,
+        le=7 * 86400,
+        description="stop the run (failed) after this long; default "
+        "HEAPJUDGE_TRAINING_TIME_LIMIT_SECONDS",
+    )
+
+
+@router.post(
+    "/training-runs",
+    status_code=202,
+    response_model=TrainingRunOut,
+    responses=error_responses(404),
+)
+async def create_training_run(
+    body: TrainingRunCreate, _admin: AdminUser, db: DbDep, request: Request
+) -> dict[str, Any]:
+    """Record a queued training run and put it on the job queue."""
+    run = await run_in_threadpool(
+        training.create_run,
+        db=db,
+        collection_id=body.collection_id,
+        model=body.model,
+        params=body.params,
+        options=body.options.model_dump(exclude_none=True),
+        time_limit_seconds=body.time_limit_seconds,
+    )
+    await run_in_threadpool(enqueue_training, db.settings, run["id"])
+    return run
+
+
+@router.get("/training-runs", response_model=list[TrainingRunOut])
+async def list_training_runs(
+    _admin: AdminUser, db: DbDep, collection_id: int | None = None
+) -> list[dict[str, Any]]:
+    """Runs, newest first (without model JSON)."""
+    return await run_in_threadpool(training.list_runs, db=db, collection_id=collection_id)
+
+
+@router.get("/training-runs/{run_id}", response_model=TrainingRunOut)
+async def get_training_run(run_id: int, _admin: AdminUser, db: DbDep) -> dict[str, Any]:
+    """Status, progress, per-fold metrics and (when done) the model JSON of a run."""
+    return await run_in_threadpool(training.get_run, db=db, run_id=run_id)
+
+
+@router.post("/training-runs/{run_id}/cancel", response_model=TrainingRunOut)
+async def cancel_training_run(run_id: int, _admin: AdminUser, db: DbDep) -> dict[str, Any]:
+    """Cancel a run: a queued one at once, a running one within about a second."""
+    return await run_in_threadpool(training.cancel_run, db=db, run_id=run_id)
+
+
+declare_errors(router)

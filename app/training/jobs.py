@@ -1,0 +1,180 @@
+"""The job queue: training runs execute in a worker process, never in the web process.
+
+The queue is huey (docs/training.md#queue): ``SqliteHuey`` in a file beside the SQLite
+database for one machine (no extra service), ``RedisHuey`` when ``HEAPJUDGE_QUEUE_URL`` names a
+Redis server (a team; docker-compose starts one). The web process only enqueues a run's id
+(:func:`enqueue_training`); ``heapjudge worker`` (:func:`run_worker`) consumes the queue and
+calls :func:`app.training.service.execute_run`. The queue carries no state of its own: the
+``training_run`` row is the truth, so a lost or duplicated message is harmless (a worker claims
+a run only while it is ``queued``; the recovery sweep re-enqueues a queued run whose message
+is gone).
+
+Recovery needs no process probing: a running job's worker writes ``heartbeat_at`` every
+``stale_seconds / 5``; :func:`app.training.service.recover_stalled`, swept by every worker
+at start and every ``stale_seconds / 2``, retries (up to ``max_attempts`` executions) or fails
+a run whose heartbeat is older than ``stale_seconds`` — e.g. after its worker was killed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from huey import Huey, RedisHuey, SqliteHuey
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from app.kernel.settings import Settings
+
+log = logging.getLogger("heapjudge.jobs")
+TRAIN_TASK = "heapjudge.train"
+
+
+class JobSettings(BaseSettings):
+    """Queue and training-job settings, read from ``HEAPJUDGE_*`` like :class:`Settings`."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="HEAPJUDGE_", env_file=".env", env_file_encoding="utf-8", extra="ignore"
+    )
+
+    queue_url: str | None = Field(
+        default=None,
+        description="redis://host:6379/0 or sqlite:///path (default: a SQLite queue file "
+        "beside a SQLite database, else ./heapjudge-queue.db)",
+    )
+    training_time_limit_seconds: int = Field(
+        default=3600, ge=1, le=7 * 86400, description="Default time limit of a training run."
+    )
+    training_stale_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        description="A running job whose heartbeat is older than this is retried or failed.",
+    )
+    training_max_attempts: int = Field(
+        default=2, ge=1, description="Executions of a run before a lost worker fails it."
+    )
+
+    @property
+    def heartbeat_seconds(self) -> float:
+        return self.training_stale_seconds / 5
+
+    @property
+    def sweep_seconds(self) -> float:
+        return self.training_stale_seconds / 2
+
+
+def queue_url(settings: Settings, jobs: JobSettings | None = None) -> str:
+    """The queue's URL: ``HEAPJUDGE_QUEUE_URL``, else a SQLite file beside the database."""
+    jobs = jobs or JobSettings()
+    if jobs.queue_url:
+        return jobs.queue_url
+    path = settings.sqlite_path()
+    if path is not None:
+        return f"sqlite:///{path}.queue"
+    return "sqlite:///./heapjudge-queue.db"
+
+
+@cache
+def get_queue(url: str) -> Huey:
+    """The huey instance for ``url`` with the training task registered (one per URL)."""
+    if url.startswith(("redis://", "rediss://", "unix://")):
+        huey: Huey = RedisHuey("heapjudge", url=url, results=False)
+    elif url.startswith("sqlite:///"):
+        path = Path(url.removeprefix("sqlite:///"))
+        huey = SqliteHuey("heapjudge", filename=str(path), results=False)
+    else:
+        raise ValueError(f"queue URL must start with redis:// or sqlite:///, got {url!r}")
+
+    def train(run_id: int) -> None:
+        from app.training.service import execute_run
+
+        execute_run(run_id, db=_worker_database(), jobs=JobSettings())
+
+    # Registered by a call, not as a decorator: huey has no type information, and its untyped
+    # decorator would make `train` untyped too.
+    huey.train_task = huey.task(name=TRAIN_TASK)(train)
+    return huey
+
+
+def enqueue_training(settings: Settings, run_id: int) -> None:
+    """Put run ``run_id`` on the queue (the web process's only part in executing it)."""
+    get_queue(queue_url(settings)).train_task(run_id)
+
+
+def pending_run_ids(huey: Huey) -> set[int]:
+    """Run ids whose message waits in the queue (not yet taken by a worker)."""
+    ids = set()
+    for task in huey.pending():
+        if task.name == TRAIN_TASK and task.args:
+            ids.add(int(task.args[0]))
+    return ids
+
+
+_db_lock = threading.Lock()
+_db: Any = None
+
+
+def _worker_database() -> Any:
+    """The worker process's one :class:`app.kernel.db.Database` (created on first use)."""
+    global _db
+    with _db_lock:
+        if _db is None:
+            from app.kernel.db import Database
+
+            _db = Database(Settings())
+        return _db
+
+
+def _sweep(huey: Huey, jobs: JobSettings, stop: threading.Event) -> None:
+    from app.training.service import recover_stalled
+
+    while True:
+        try:
+            recover_stalled(
+                db=_worker_database(),
+                jobs=jobs,
+                pending=lambda: pending_run_ids(huey),
+                enqueue=lambda run_id: huey.train_task(run_id),
+            )
+        except Exception:  # a sweep that fails (database restarting) tries again later
+            log.exception("training recovery sweep failed")
+        if stop.wait(jobs.sweep_seconds):
+            return
+
+
+def _watch_parent(parent: int, stop: threading.Event) -> None:
+    """Stop the worker when the process that started it (``serve``) is gone: its children
+    are re-parented, so ``getppid`` changes."""
+    while not stop.wait(1.0):
+        if os.getppid() != parent:
+            log.warning("parent process %s is gone; the worker stops", parent)
+            os._exit(0)
+
+
+def run_worker(settings: Settings, *, threads: int = 1, parent: int | None = None) -> None:
+    """Consume the training queue until interrupted (``heapjudge worker``)."""
+    jobs = JobSettings()
+    url = queue_url(settings, jobs)
+    huey = get_queue(url)
+    stop = threading.Event()
+    threading.Thread(target=_sweep, args=(huey, jobs, stop), daemon=True).start()
+    if parent is not None:
+        threading.Thread(target=_watch_parent, args=(parent, stop), daemon=True).start()
+    consumer = huey.create_consumer(
+        workers=threads,
+        worker_type="thread",
+        periodic=False,
+        initial_delay=0.05,
+        backoff=1.5,
+        max_delay=0.5,  # an idle worker looks at the queue at least twice a second
+        check_worker_health=True,
+    )
+    log.info("heapjudge worker on %s (%d thread(s))", url, threads)
+    try:
+        consumer.run()
+    finally:
+        stop.set()

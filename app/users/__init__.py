@@ -1,0 +1,1 @@
+"""Users and authentication: accounts, passwords, API tokens, web sessions, login throttling."""
