@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from ranking.dataset import QueryDataset
+from ranking.data.dataset import QueryDataset
 from ranking.estimators import (
     ESTIMATORS,
     AdaRank,

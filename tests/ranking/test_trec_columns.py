@@ -1,7 +1,7 @@
 """The columnar TREC readers and evaluate_columns against the exact dict path.
 
-Every file here is read twice: by ranking.trec (the exact Python readers) + evaluate, and by
-ranking.trec_columns + evaluate_columns. Per-query values, query lists and error messages
+Every file here is read twice: by ranking.io.trec (the exact Python readers) + evaluate, and by
+ranking.io.trec_fast + evaluate_columns. Per-query values, query lists and error messages
 must be identical, and the tests check which path (fast CSV reader or exact fallback) read
 each variant, so that both are exercised.
 """
@@ -14,16 +14,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ranking import trec_columns
 from ranking.evaluate import evaluate, evaluate_columns
-from ranking.trec import (
+from ranking.io import trec_fast as trec_columns
+from ranking.io.trec import (
     TrecFormatError,
     parse_grade_map,
     read_qrels,
     read_qrels_detailed,
     read_run,
 )
-from ranking.trec_columns import JoinIndex, TrecColumns, read_qrels_columns, read_run_columns
+from ranking.io.trec_fast import JoinIndex, TrecColumns, read_qrels_columns, read_run_columns
 
 PRESETS = ["paper", "trec_eval", "gdeval", "lightgbm", "letor4", "ranx"]
 METRICS = ["ndcg@10", "ndcg", "dcg@3", "err", "map", "mrr", "p@5"]
