@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from ranking.evaluate import evaluate, evaluate_columns
-from ranking.io import trec_fast as trec_columns
+from ranking.io import trec_fast
 from ranking.io.trec import (
     TrecFormatError,
     parse_grade_map,
@@ -185,7 +185,7 @@ def test_key_collisions_fall_back_to_a_join_on_the_strings(
     def one_key(qids, query, doc_hashes):  # type: ignore[no-untyped-def]
         return np.zeros(query.shape[0], dtype=np.uint64)
 
-    monkeypatch.setattr(trec_columns, "pair_keys", one_key)
+    monkeypatch.setattr(trec_fast, "pair_keys", one_key)
     run_cols, qrels_cols = read_run_columns(run_path), read_qrels_columns(qrels_path)
     assert not run_cols.fast and not run_cols.join_index().unique
     assert not qrels_cols.join_index().unique
@@ -303,9 +303,9 @@ def test_qrels_layouts_and_grade_maps_on_the_fast_path(
 
 def test_string_hashes_depend_on_every_byte_and_the_length() -> None:
     words = ["", "a", "a\x00", "ab", "ba", "abcdefgh", "abcdefgi", "abcdefghX", "é", "x" * 70]
-    hashes = trec_columns.string_hashes(words)
+    hashes = trec_fast.string_hashes(words)
     assert len(set(hashes.tolist())) == len(words)
     import pyarrow as pa
 
     chunked = pa.chunked_array([pa.array(words[:3]), pa.array(words[3:])])
-    assert trec_columns.string_hashes(chunked).tolist() == hashes.tolist()
+    assert trec_fast.string_hashes(chunked).tolist() == hashes.tolist()
