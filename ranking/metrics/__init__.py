@@ -1,11 +1,12 @@
 """Ranking metrics with every number-changing convention as a named parameter: the public API.
 
 Layout (as ranx's ``metrics`` package): :mod:`~ranking.metrics.kernel` (validated padded
-arrays, ranking with tie rules, gains, discounts, ideal DCG), one module per family
-(:mod:`~ranking.metrics.dcg`, :mod:`~ranking.metrics.err`, :mod:`~ranking.metrics.binary`,
-:mod:`~ranking.metrics.kappa`), :mod:`~ranking.metrics.conventions` (conventions and presets),
-:mod:`~ranking.metrics.names` (``"ndcg@10"`` parsing), :mod:`~ranking.metrics.compute` (by
-name) and :mod:`~ranking.metrics.chunking` (blocks of queries on threads). κ-labels come from
+arrays, ranking with tie rules, gains, discounts, ideal DCG, the mean over queries), one module
+per family (:mod:`~ranking.metrics.discounted` DCG/NDCG, :mod:`~ranking.metrics.cascade` ERR,
+:mod:`~ranking.metrics.binary` P/AP/RR, :mod:`~ranking.metrics.kappa` κ-NDCG/κ-ERR),
+:mod:`~ranking.metrics.conventions` (conventions and presets), :mod:`~ranking.metrics.names`
+(``"ndcg@10"`` parsing), :mod:`~ranking.metrics.by_name` (:func:`compute` by name) and
+:mod:`~ranking.metrics.chunking` (blocks of queries on threads). κ-labels come from
 :func:`ranking.io.topk.kappa_labels`.
 
 All metrics take padded arrays (docs/metrics.md#arrays)::
@@ -79,11 +80,12 @@ labeling, ranking and evaluation" (κ-NDCG, κ-ERR; per-query r_max).
 from __future__ import annotations
 
 from ranking.metrics.binary import average_precision, precision, reciprocal_rank
-from ranking.metrics.compute import compute, mean
+from ranking.metrics.by_name import compute
+from ranking.metrics.cascade import err
 from ranking.metrics.conventions import PRESETS, Conventions, preset
-from ranking.metrics.dcg import dcg, ndcg
-from ranking.metrics.err import err
+from ranking.metrics.discounted import dcg, ndcg
 from ranking.metrics.kappa import kappa_err, kappa_ndcg
+from ranking.metrics.kernel import mean
 from ranking.metrics.names import METRIC_NAMES, parse_metric
 
 __all__ = [

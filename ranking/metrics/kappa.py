@@ -7,8 +7,8 @@ from typing import Any
 
 from numpy.typing import ArrayLike
 
-from ranking.metrics.dcg import ndcg
-from ranking.metrics.err import err
+from ranking.metrics.cascade import err
+from ranking.metrics.discounted import ndcg
 from ranking.metrics.kernel import F64
 
 

@@ -350,3 +350,9 @@ def ranked_relevance(
     rel = _sorted(_relevant(b.labels, b.mask, threshold), order, groups)
     return b, rel[:, :m]
 
+
+def mean(values: ArrayLike) -> float:
+    """Mean over queries, ignoring NaN (queries skipped by ``empty="skip"``); NaN if none."""
+    v = np.asarray(values, dtype=np.float64)
+    keep = ~np.isnan(v)
+    return float(v[keep].mean()) if keep.any() else float("nan")

@@ -1,4 +1,5 @@
-"""Expected Reciprocal Rank (Chapelle et al. 2009; docs/metrics.md#err)."""
+"""Expected Reciprocal Rank, the cascade-model metric (Chapelle et al. 2009;
+docs/metrics.md#err)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""DCG and NDCG (Järvelin & Kekäläinen 2002; Burges et al. 2005; docs/metrics.md#ndcg)."""
+"""DCG and NDCG, the discounted cumulative gain family (Järvelin & Kekäläinen 2002; Burges et
+al. 2005; docs/metrics.md#ndcg)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Metrics by name under named conventions (:func:`compute`), and the mean over queries."""
+"""Metrics by name (``"ndcg@10"``) under named conventions: :func:`compute`."""
 
 from __future__ import annotations
 
@@ -9,20 +9,12 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ranking.metrics.binary import average_precision, precision, reciprocal_rank
+from ranking.metrics.cascade import err
 from ranking.metrics.conventions import Conventions, preset
-from ranking.metrics.dcg import dcg, ndcg
-from ranking.metrics.err import err
+from ranking.metrics.discounted import dcg, ndcg
 from ranking.metrics.kappa import kappa_err, kappa_ndcg
 from ranking.metrics.kernel import F64
 from ranking.metrics.names import parse_metric
-
-
-def mean(values: ArrayLike) -> float:
-    """Mean over queries, ignoring NaN (queries skipped by ``empty="skip"``); NaN if none."""
-    v = np.asarray(values, dtype=np.float64)
-    keep = ~np.isnan(v)
-    return float(v[keep].mean()) if keep.any() else float("nan")
-
 
 #: Conventions each metric family reads, beyond ``at`` (``gain`` is ``kappa_gain`` for
 #: κ-NDCG). ``ideal`` stands for ``ideal_labels``/``ideal_mask``. ERR and κ-ERR always receive
