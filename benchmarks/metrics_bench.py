@@ -41,7 +41,8 @@ from typing import Any
 import numpy as np
 
 from ranking import metrics
-from ranking.letor import concat, read_letor
+from ranking.io.letor import concat, read_letor
+from ranking.metrics import chunking
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DATA = REPO_ROOT.parent / "shared" / "data"
@@ -291,7 +292,7 @@ def bench_files(n_q: int, n_d: int, repeat: int, with_ranx: bool) -> None:
 def phases(run_path: Path, qrels_path: Path) -> None:
     """heapjudge's phases in this process (CPU seconds; the CSV reader uses threads)."""
     from ranking.evaluate import evaluate_columns
-    from ranking.trec_columns import read_qrels_columns, read_run_columns
+    from ranking.io.trec_fast import read_qrels_columns, read_run_columns
 
     marks = [time.process_time()]
     run = read_run_columns(run_path)
@@ -331,7 +332,7 @@ def main() -> None:
     graded, kappa, scores = make_data(args.queries, args.docs)
     print(
         f"\nmetrics over {args.queries:,} queries x {args.docs} documents (numpy {np.__version__}, "
-        f"{metrics._threads()} threads; HEAPJUDGE_THREADS overrides)"
+        f"{chunking.threads()} threads; HEAPJUDGE_THREADS overrides)"
     )
     ours = bench_heapjudge(graded, kappa, scores, args.repeat)
     for name, (secs, qps, peak, _) in ours.items():

@@ -148,7 +148,8 @@ def kappa_ndcg_at_k(truth: Sequence[str], ranking: Sequence[str]) -> float:
     """κ-NDCG@K of ``ranking`` (all pool documents, best first) against the true top-k."""
     import numpy as np
 
-    from ranking.metrics import kappa_labels_from_topk, kappa_ndcg
+    from ranking.io.topk import kappa_labels as kappa_labels_from_topk
+    from ranking.metrics import kappa_ndcg
 
     labels = kappa_labels_from_topk(truth, [d for d in ranking if d not in set(truth)], K)
     n = len(ranking)

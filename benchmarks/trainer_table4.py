@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from ranking import experiments as E
+from ranking.estimators import experiments as E
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "letor4-mq2008"

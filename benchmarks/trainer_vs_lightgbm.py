@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ranking import experiments as E
+from ranking.estimators import experiments as E
 from ranking.estimators import metric_values
 
 REPO = Path(__file__).resolve().parents[1]

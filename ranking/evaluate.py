@@ -7,11 +7,11 @@
     report.conventions      # every convention used
     report.unknown_queries  # run queries with no truth (ignored, but reported)
 
-* ``run``: ``{qid: {docno: score}}`` (:func:`ranking.trec.read_run`, or
+* ``run``: ``{qid: {docno: score}}`` (:func:`ranking.io.trec.read_run`, or
   :func:`run_from_letor` for a LETOR file plus one score per row). Mapping order is the
   "input order" used by ``ties="stable"``.
 * Truth: ``qrels`` ``{qid: {docno: grade}}`` or ``topk`` (a list/dict of
-  :class:`ranking.topk_io.TopKTruth`, turned into κ-labels). Documents of the run without a
+  :class:`ranking.io.topk.TopKTruth`, turned into κ-labels). Documents of the run without a
   judgment have label 0. The ideal DCG, R (for AP) and r_max come from the whole truth when
   ``conventions.ideal == "qrels"`` (the κ-measures always use the whole truth: N^κ is the DCG
   of T in true order).
@@ -33,11 +33,11 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ranking import metrics as M
-from ranking.letor import LetorData
-from ranking.topk_io import TopKTruth
+from ranking.io.letor import LetorData
+from ranking.io.topk import TopKTruth
 
 if TYPE_CHECKING:
-    from ranking.trec_columns import TrecColumns
+    from ranking.io.trec_fast import TrecColumns
 
 __all__ = [
     "EvaluationReport",
@@ -296,7 +296,7 @@ def evaluate_columns(
     missing: Missing = "ignore",
 ) -> EvaluationReport:
     """:func:`evaluate` of a run against qrels given as columns (the readers of
-    :mod:`ranking.trec_columns`): the same report, numbers and query lists, with grouping and
+    :mod:`ranking.io.trec_fast`): the same report, numbers and query lists, with grouping and
     joining done in numpy (docs/metrics.md#large-files).
 
     Run rows are matched with judgments on their 64-bit (query, document) keys, and every
@@ -427,7 +427,7 @@ def _same_strings(
     so that the gathered strings stay small."""
     import pyarrow.compute as pc
 
-    from ranking.trec_columns import arrow_pool
+    from ranking.io.trec_fast import arrow_pool
 
     pool = arrow_pool()
     for start in range(0, a_rows.shape[0], step):
@@ -453,7 +453,7 @@ def _docid_tie_codes(
     """
     import pyarrow.compute as pc
 
-    from ranking.trec_columns import arrow_pool
+    from ranking.io.trec_fast import arrow_pool
 
     codes = np.zeros(mask.shape, dtype=np.int32)
     if rows.shape[0] == 0:

@@ -89,10 +89,10 @@ def run_evaluate(
     """
     from ranking import metrics as M
     from ranking.evaluate import evaluate, evaluate_columns, qrels_from_letor, run_from_letor
-    from ranking.letor import read_letor
-    from ranking.topk_io import read_topk_jsonl
-    from ranking.trec import parse_grade_map, read_qrels_detailed, read_run
-    from ranking.trec_columns import read_qrels_columns, read_run_columns
+    from ranking.io.letor import read_letor
+    from ranking.io.topk import read_topk_jsonl
+    from ranking.io.trec import parse_grade_map, read_qrels_detailed, read_run
+    from ranking.io.trec_fast import read_qrels_columns, read_run_columns
 
     names = [m.strip() for m in metrics.split(",") if m.strip()]
     if not names:

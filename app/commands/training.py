@@ -164,8 +164,8 @@ def register(app: typer.Typer) -> None:
         old_json: Path | None = typer.Option(None, "--json", hidden=True),
     ) -> None:
         """Five-fold cross-validation with tuning on validation; a Table-4-style table."""
-        from ranking import experiments as E
         from ranking.estimators import ESTIMATORS
+        from ranking.estimators import experiments as E
 
         as_json = aliased(output, old_json, "--json FILE", "--output FILE")
 
@@ -248,7 +248,8 @@ def register(app: typer.Typer) -> None:
         old_out: Path | None = typer.Option(None, "--out", hidden=True),
     ) -> None:
         """Vary β from 0 to 1, report the test mean over folds, plot like Figures 1-2."""
-        from ranking import experiments as E
+        from ranking.estimators import experiments as E
+        from ranking.estimators.figures import beta_sweep_svg
 
         out = aliased(output, old_out, "--out", "--output")
 
@@ -286,6 +287,6 @@ def register(app: typer.Typer) -> None:
             for i, b in enumerate(res.betas):
                 typer.echo(f"{b:<6.2f} " + "  ".join(f"{curve[m][i]:>10.4f}" for m in curve))
         out.write_text(
-            E.beta_sweep_svg(res, measure, title=f"β sweep on {data.name}"), encoding="utf-8"
+            beta_sweep_svg(res, measure, title=f"β sweep on {data.name}"), encoding="utf-8"
         )
         typer.echo(f"wrote {out}", err=True)

@@ -565,9 +565,9 @@ def _letor_qid_problem(qid: str) -> str | None:
 
 
 def _letor_rows(db: Database, req: ExportRequest) -> tuple[Any, list[int]]:
-    """Collect labels and feature vectors into a :class:`ranking.letor.LetorData` (checked:
+    """Collect labels and feature vectors into a :class:`ranking.io.letor.LetorData` (checked:
     ids, missing features, widths) and the rows per query."""
-    from ranking.letor import LetorData
+    from ranking.io.letor import LetorData
     from ranking.padding import offsets_from_sizes
 
     labels: list[float] = []
@@ -645,9 +645,9 @@ def _letor_rows(db: Database, req: ExportRequest) -> tuple[Any, list[int]]:
 
 
 def _write_letor_file(db: Database, req: ExportRequest) -> Iterator[bytes]:
-    """Write with the ranking writer (so it reads back with :func:`ranking.letor.read_letor`)
+    """Write with the ranking writer (so it reads back with :func:`ranking.io.letor.read_letor`)
     into a temporary file that is streamed and deleted."""
-    from ranking.letor import write_letor
+    from ranking.io.letor import write_letor
 
     data, _ = _letor_rows(db, req)
     fd, name = tempfile.mkstemp(prefix="heapjudge-export-", suffix=".txt")

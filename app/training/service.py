@@ -408,7 +408,7 @@ def execute_run(run_id: int, *, db: Database, jobs: JobSettings | None = None) -
 
 
 def _train(db: Database, spec: dict[str, Any], watch: _Watch) -> tuple[dict[str, Any], Any]:
-    from ranking import experiments as E
+    from ranking.estimators import experiments as E
 
     opts = spec["options"]
     est = _estimator(spec["model"], spec["params"])
@@ -492,7 +492,7 @@ def _documents(db: Database, collection_id: int) -> dict[str, dict[str, Any]]:
 
 def _graded_dataset(docs: dict[str, dict[str, Any]], qids: Iterable[str]) -> Any:
     """Imported grades with feature vectors as a graded :class:`QueryDataset`."""
-    from ranking.dataset import QueryDataset
+    from ranking.data.dataset import QueryDataset
 
     X, y, q, ids = [], [], [], []
     for qid in qids:
@@ -518,7 +518,7 @@ def _graded_dataset(docs: dict[str, dict[str, Any]], qids: Iterable[str]) -> Any
 
 def _load_dataset(db: Database, collection_id: int, opts: dict[str, Any]) -> tuple[Any, int]:
     """The whole collection's truth as one data set, and the top-k k."""
-    from ranking.dataset import QueryDataset, dataset_from_topk
+    from ranking.data.dataset import QueryDataset, dataset_from_topk
 
     docs = _documents(db, collection_id)
     if opts["truth"] == "imported":
@@ -564,8 +564,8 @@ def _load_parts(
     """Data parts, the fold scheme over them, k, and the scheme's name (``letor``: the
     collection's own LETOR partitions; ``kfold``: seeded k-fold by query)."""
     from labeling.sources import letor_part
-    from ranking import experiments as E
-    from ranking.folds import letor4_folds, ohsumed_folds, rotation_folds
+    from ranking.data.folds import letor4_folds, ohsumed_folds, rotation_folds
+    from ranking.estimators import experiments as E
 
     data, k = _load_dataset(db, collection_id, opts)
     with db.read() as s:

@@ -8,7 +8,7 @@ NDJSON import objects ``{"query_id", "query", "description"?, "doc_id", "title"?
 * TREC topics, ``<DOC>`` SGML documents and qrels: :mod:`labeling.sources.trec`
 * JSON Lines documents: :mod:`labeling.sources.jsonl`
 * SMART collections (Cranfield quirks included): :mod:`labeling.sources.smart`
-* LETOR feature files (via :mod:`ranking.letor`): :mod:`labeling.sources.letor`
+* LETOR feature files (via :mod:`ranking.io.letor`): :mod:`labeling.sources.letor`
 """
 
 from labeling.sources.base import (

@@ -1,6 +1,6 @@
 """LETOR feature files as a source of feature vectors (joined to documents by query and docid).
 
-The file is read with :func:`ranking.letor.read_letor` (one parser for the whole project); this
+The file is read with :func:`ranking.io.letor.read_letor` (one parser for the whole project); this
 module only turns its result into :class:`FeatureRow` records and its format errors into
 :class:`~labeling.sources.base.SourceError` with the file name and line. MQ2008 names documents
 in the trailing comment (``#docid = GX000-00-0000000 inc = 1 prob = 0.02``).
@@ -23,7 +23,7 @@ def read_letor_features(
     (``<qid>:<row in query>``), which will not match imported documents; a (query, docid) pair
     listed twice is an error naming the line.
     """
-    from ranking.letor import LetorFormatError, read_letor  # numpy-heavy; import on use
+    from ranking.io.letor import LetorFormatError, read_letor  # numpy-heavy; import on use
 
     name = file or Path(path).name
     try:

@@ -20,7 +20,7 @@ Documents::
     </DOC>
 
 Qrels: ``qid iteration docno rel``, ``qid docno rel`` or SMART ``.REL`` ``qid docno 0 0.0``
-(sniffed; see :mod:`ranking.trec` and ``docs/data-formats.md#qrels``).
+(sniffed; see :mod:`ranking.io.trec` and ``docs/data-formats.md#qrels``).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from labeling.sources.base import (
     as_lines,
     numbered_lines,
 )
-from ranking.trec import (
+from ranking.io.trec import (
     LAYOUT_TEXT,
     QRELS_LAYOUTS,
     SNIFF_LINES,
@@ -341,12 +341,12 @@ def parse_qrels_file(
     layout: str = "auto",
     grade_map: GradeMap | None = None,
 ) -> QrelsFile:
-    """Parse qrels in any layout of :mod:`ranking.trec` (``trec``, ``3col``, ``smart-rel``).
+    """Parse qrels in any layout of :mod:`ranking.io.trec` (``trec``, ``3col``, ``smart-rel``).
 
-    ``layout="auto"`` sniffs it from the first data lines (:func:`ranking.trec.
+    ``layout="auto"`` sniffs it from the first data lines (:func:`ranking.io.trec.
     sniff_qrels_layout`); ``columns`` (3 or 4) is the older way to force ``3col``/``trec``. A
     later line that does not fit the layout is an error on that line. Relevance values are
-    integers or integer-valued floats (:func:`ranking.trec.parse_relevance`; ``grade_map``
+    integers or integer-valued floats (:func:`ranking.io.trec.parse_relevance`; ``grade_map``
     maps other values), then ``grade_of`` maps the integer to a 0..4 grade (raising
     ``ValueError`` for a value it does not know, which becomes an error on that line).
     ``smart-rel`` lines are relevant: grade 1. A (query, document) pair listed twice is an

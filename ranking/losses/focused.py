@@ -193,7 +193,7 @@ def focused_svm_loss(
 
     Per query ``β·ξ + (1 − β)·(1/|P|)·Σ_{(u,v)∈P} (1 − (s_u − s_v))₊``, ξ from
     :func:`ranking.losses.structural.ndcg_structural_hinge_loss` (exact sort-based
-    loss-augmented inference). The solver adds ``½‖w‖²/C`` (:func:`ranking.optim.pegasos`).
+    loss-augmented inference). The solver adds ``½‖w‖²/C`` (:func:`ranking.learners.optim.pegasos`).
 
     Shapes: ``scores`` and labels ``(Q, L)`` (or ``(L,)`` for one query), ``mask`` ``(Q, L)``
     bool; returns ``(value, grad)``: the mean (``reduction``) of the per-query losses and

@@ -157,8 +157,8 @@ ranksvm_loss = _named_pair_loss(
     """RankSVM hinge (Herbrich 2000; Joachims 2002): ``Σ_{u ≻ v} (1 − (s_u − s_v))₊``.
 
     The primal ``½‖w‖² + C Σ (1 − wᵀ(x_u − x_v))₊`` adds the regulariser in the solver
-    (:func:`ranking.optim.pegasos`). Returns a subgradient (``−1`` on ``s_u`` where the margin
-    is violated).""",
+    (:func:`ranking.learners.optim.pegasos`). Returns a subgradient (``−1`` on ``s_u`` where the
+    margin is violated).""",
 )
 
 rankboost_loss = _named_pair_loss(
@@ -166,6 +166,6 @@ rankboost_loss = _named_pair_loss(
     "rankboost_loss",
     """RankBoost's exponential pair loss (Freund et al. 2003): ``Σ_{u ≻ v} exp(−(s_u − s_v))``.
 
-    RankBoost (:mod:`ranking.boosting`) minimises it greedily; exposed here for gradient
+    RankBoost (:mod:`ranking.learners.boosting`) minimises it greedily; exposed here for gradient
     training and tests.""",
 )

@@ -2,7 +2,8 @@
 
 Both return the structural hinge ``ξ = max_z [Δ(y, z) + wᵀΨ(z) − wᵀΨ(y)]`` per query with the
 most violated ordering z found exactly, and its subgradient w.r.t. the scores (``s = Xw`` so
-``wᵀΨ`` is linear in the scores). The regulariser lives in the solver (:mod:`ranking.optim`).
+``wᵀΨ`` is linear in the scores). The regulariser lives in the solver
+(:mod:`ranking.learners.optim`).
 """
 
 from __future__ import annotations

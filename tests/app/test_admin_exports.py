@@ -11,8 +11,8 @@ import pytest
 from sqlalchemy import func, select
 
 from app.kernel.models import Judgment, Task
-from ranking.letor import read_group_file, read_letor
-from ranking.trec import read_qrels
+from ranking.io.letor import read_group_file, read_letor
+from ranking.io.trec import read_qrels
 from tests.app.admin_support import judge_task, make_collection, oracle_top
 from tests.app.conftest import Api
 

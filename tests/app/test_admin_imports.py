@@ -132,7 +132,7 @@ def test_cranfield_all_documents(api: Api, shared_data: Path, tmp_path: Path) ->
 
 
 def test_mq2008_features_join(api: Api, shared_data: Path) -> None:
-    from ranking.letor import read_letor
+    from ranking.io.letor import read_letor
 
     path = shared_data / "letor4-mq2008" / "S1.txt"
     data = read_letor(path)

@@ -20,9 +20,9 @@ from app.cli import cli as app_cli
 from app.exports.service import FORMATS
 from labeling.aggregate import borda
 from ranking.evaluate import evaluate
-from ranking.letor import read_letor
-from ranking.topk_io import TopKTruth
-from ranking.trec import write_run
+from ranking.io.letor import read_letor
+from ranking.io.topk import TopKTruth
+from ranking.io.trec import write_run
 from tests.app.admin_support import judge_task, make_collection, oracle_top
 from tests.app.conftest import Api
 

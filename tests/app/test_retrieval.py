@@ -164,7 +164,7 @@ def test_smart_rel_import_suggests_a_pairing(api: Api, tmp_path: Path) -> None:
 
 def test_cli_bm25_then_evaluate(api: Api, cran: tuple[int, Path], tmp_path: Path) -> None:
     pytrec_eval = pytest.importorskip("pytrec_eval")
-    from ranking.trec import parse_grade_map, read_qrels, read_run
+    from ranking.io.trec import parse_grade_map, read_qrels, read_run
 
     _, d = cran
     out = tmp_path / "run.txt"

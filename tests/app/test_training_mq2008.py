@@ -82,9 +82,9 @@ def test_mq2008_letor_import_train_over_rest_and_cv_baseline(
     assert run["status"] == "done", run["error"]
     m = run["metrics"]
     assert (m["truth"], m["kind"], m["folds_scheme"]) == ("imported", "graded", "letor")
-    from ranking.dataset import QueryDataset
+    from ranking.data.dataset import QueryDataset
+    from ranking.data.folds import letor4_folds
     from ranking.estimators import Ranker, metric_values
-    from ranking.folds import letor4_folds
 
     parts = {n: QueryDataset.read(data / f"{n}.txt") for n in ("S1", "S2", "S3", "S4", "S5")}
     folds = {f.name: f for f in letor4_folds()}

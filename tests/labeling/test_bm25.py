@@ -12,7 +12,7 @@ import pytest
 from labeling.bm25 import Bm25Index, Bm25Params, write_trec_run
 from labeling.errors import ConfigError
 from labeling.text import document_text, strip_html, term_spans, tokenize
-from ranking.trec import read_run
+from ranking.io.trec import read_run
 
 DOCS = {
     "d1": "Flutter of a wing at supersonic speeds",

@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from ranking.boosting import WeakRankers, adarank, focusedboost, rankboost, step_size
-from ranking.dataset import QueryDataset
+from ranking.data.dataset import QueryDataset
+from ranking.learners.boosting import WeakRankers, adarank, focusedboost, rankboost, step_size
 
 
 def _synthetic(seed: int = 0, n_queries: int = 25, d: int = 6, k: int = 3) -> QueryDataset:
@@ -99,7 +99,7 @@ def test_adarank_edges_in_unit_interval_positive_steps_no_repeats() -> None:
 
 
 def test_boost_model_roundtrip_and_truncate() -> None:
-    from ranking.boosting import BoostModel
+    from ranking.learners.boosting import BoostModel
 
     ds = _synthetic(5)
     weak = WeakRankers.build(ds.X, "threshold", n_thresholds=3)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ranking.dataset import (
+from ranking.data.dataset import (
     QueryDataset,
     dataset_from_topk,
     kappa_from_rank,
@@ -13,7 +13,7 @@ from ranking.dataset import (
     random_total_order,
     topk_from_rank,
 )
-from ranking.metrics import kappa_labels_from_topk
+from ranking.io.topk import kappa_labels
 
 
 def _toy() -> QueryDataset:
@@ -65,9 +65,22 @@ def test_kappa_labels_from_rank_and_topk_lists() -> None:
     assert {d for d in top_rest[1][0]} <= {"d5", "d6"}
     # Agreement with the evaluator's dict conversion.
     for q, (top, rest) in enumerate(top_rest):
-        ref = kappa_labels_from_topk(top, rest, 2)
+        ref = kappa_labels(top, rest, 2)
         sl = slice(ds.offsets[q], ds.offsets[q + 1])
         assert {str(d): lab for d, lab in zip(ds.doc_ids[sl], ds.labels[sl], strict=True)} == ref
+
+
+@pytest.mark.parametrize(("n", "k"), [(1, 1), (5, 3), (7, 7), (4, 10)])
+def test_kappa_from_rank_is_the_array_form_of_kappa_labels(n: int, k: int) -> None:
+    """One κ-label definition: the array form over truth positions equals the dict form over
+    document ids (ranking.io.topk.kappa_labels) for any order, also with k above n."""
+    rng = np.random.default_rng(n * 100 + k)
+    rank = rng.permutation(n)  # document i sits at 0-based truth position rank[i]
+    docs = [f"d{i}" for i in range(n)]
+    in_order = [docs[i] for i in np.argsort(rank)]
+    ref = kappa_labels(in_order[:k], in_order[k:], k)
+    got = kappa_from_rank(rank, k)
+    assert {d: float(ref[d]) for d in docs} == dict(zip(docs, got.tolist(), strict=True))
 
 
 def test_topk_truth_does_not_leak_grades_below_k() -> None:

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from ranking.dataset import QueryDataset
+from ranking.data.dataset import QueryDataset
 from ranking.estimators import (
     ESTIMATORS,
     AdaRank,
@@ -120,6 +120,21 @@ def test_bad_model_json_is_rejected() -> None:
         Ranker.from_json(
             json.dumps({"format": "heapjudge-ranker", "version": 1, "estimator": "Nope"})
         )
+    # the shared bases are not loadable estimators either
+    for base in ("Ranker", "LossRanker", "GradientRanker", "SVMRanker", "BoostRanker"):
+        with pytest.raises(ValueError, match="unknown estimator"):
+            Ranker.from_json(
+                json.dumps({"format": "heapjudge-ranker", "version": 1, "estimator": base})
+            )
+
+
+def test_saved_classes_are_exactly_the_registered_estimators() -> None:
+    """A saved model is found by class name among Ranker's subclasses: the same set as the
+    registry ESTIMATORS (which lists them by CLI name)."""
+    from ranking.estimators import ESTIMATORS
+    from ranking.estimators.base import saved_classes
+
+    assert saved_classes() == {cls.__name__: cls for cls in ESTIMATORS.values()}
 
 
 def test_focusednet_init_normalisation_and_mlp_scorer(splits) -> None:

@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 
 from app.cli import cli
 from ranking.evaluate import evaluate
-from ranking.topk_io import TopKTruth, write_topk_jsonl
-from ranking.trec import write_qrels, write_run
+from ranking.io.topk import TopKTruth, write_topk_jsonl
+from ranking.io.trec import write_qrels, write_run
 
 QRELS = {"q1": {"d1": 0, "d2": 1, "d3": 0}, "q2": {"d2": 1, "d3": 1}, "q3": {"z": 2}}
 RUN = {

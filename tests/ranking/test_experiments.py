@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from app.cli import cli
-from ranking import experiments as E
+from ranking.estimators import experiments as E
 
 
 def _write_letor_parts(folder: Path, seed: int = 0) -> None:
@@ -156,9 +156,14 @@ def test_evaluate_folds_reports_test_measures_and_a_progress_hook_can_abort() ->
     import numpy as np
     import pytest
 
-    from ranking.dataset import QueryDataset
-    from ranking.experiments import evaluate_folds, folds_from_parts, kfold_parts, strict_json
-    from ranking.folds import rotation_folds
+    from ranking.data.dataset import QueryDataset
+    from ranking.data.folds import rotation_folds
+    from ranking.estimators.experiments import (
+        evaluate_folds,
+        folds_from_parts,
+        kfold_parts,
+        strict_json,
+    )
 
     rng = np.random.default_rng(0)
     X = rng.random((60, 3))

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ranking.folds import letor4_folds, load_fold, ohsumed_folds
-from ranking.letor import (
+from ranking.data.folds import letor4_folds, load_fold, ohsumed_folds
+from ranking.io.letor import (
     LetorData,
     LetorFormatError,
     concat,

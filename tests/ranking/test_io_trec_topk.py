@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ranking.topk_io import TopKFormatError, TopKTruth, read_topk_jsonl, write_topk_jsonl
-from ranking.trec import TrecFormatError, read_qrels, read_run, write_qrels, write_run
+from ranking.io.topk import TopKFormatError, TopKTruth, read_topk_jsonl, write_topk_jsonl
+from ranking.io.trec import TrecFormatError, read_qrels, read_run, write_qrels, write_run
 
 
 def test_qrels_and_run_round_trip(tmp_path: Path) -> None:

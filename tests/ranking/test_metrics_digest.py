@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from ranking import metrics
+from ranking.io.topk import kappa_labels
 
 TOL = 1e-9
 
@@ -76,7 +77,7 @@ def test_7b_kappa_err() -> None:
 
 
 def test_7b_from_topk_labels() -> None:
-    labels = metrics.kappa_labels_from_topk(["d1", "d2", "d3"], ["d4", "d5"], 3)
+    labels = kappa_labels(["d1", "d2", "d3"], ["d4", "d5"], 3)
     assert labels == {"d1": 3, "d2": 2, "d3": 1, "d4": 0, "d5": 0}
     order = ["d2", "d1", "d4", "d3", "d5"]
     lab, s = ranked([labels[d] for d in order])

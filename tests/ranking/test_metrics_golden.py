@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from ranking import metrics
+from ranking.io.topk import kappa_labels
 from ranking.padding import pad_groups
 
 
@@ -141,7 +142,7 @@ KAPPA_TOY = {  # ranking -> (exp gain, linear gain) κ-NDCG@3 with a=3, b=2, c=1
 
 @pytest.mark.parametrize("ranking", list(KAPPA_TOY))
 def test_kappa_ndcg3_toy(ranking: str) -> None:
-    truth = metrics.kappa_labels_from_topk(["a", "b", "c"], ["d", "e", "f"], 3)
+    truth = kappa_labels(["a", "b", "c"], ["d", "e", "f"], 3)
     docs = ranking + "".join(d for d in "abcdef" if d not in ranking)
     lab = np.array([truth[d] for d in docs], dtype=float)
     s = -np.arange(lab.size, dtype=float)
@@ -225,9 +226,9 @@ def test_bad_inputs() -> None:
     with pytest.raises(ValueError, match="r_max"):
         metrics.err([5.0, 0], [1.0, 0.0], r_max=4)
     with pytest.raises(ValueError, match="twice"):
-        metrics.kappa_labels_from_topk(["a", "a"], [], 3)
+        kappa_labels(["a", "a"], [], 3)
     with pytest.raises(ValueError, match="both top and rest"):
-        metrics.kappa_labels_from_topk(["a"], ["a"], 3)
+        kappa_labels(["a"], ["a"], 3)
     with pytest.raises(ValueError, match="unknown metric"):
         metrics.parse_metric("nddcg@10")
     assert metrics.parse_metric("kappa-ndcg@10") == ("kappa-ndcg", 10)

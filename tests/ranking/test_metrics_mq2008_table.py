@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from ranking import metrics
-from ranking.letor import concat, read_letor
+from ranking.io.letor import concat, read_letor
 
 TABLE = [  # (conventions, NDCG@1, @3, @5, @10)
     ({"empty": 1}, (0.5374, 0.5693, 0.6100, 0.6791)),

@@ -24,6 +24,7 @@ import numpy as np
 import pytest
 
 from ranking import metrics
+from ranking.metrics import chunking
 from ranking.padding import offsets_from_sizes, pad_groups
 from tests.conftest import oracle
 
@@ -295,14 +296,14 @@ def test_docid_ties_use_byte_order_not_numeric() -> None:
 def test_top_m_selection_equals_full_stable_sort(levels: int) -> None:
     """The argpartition fast path of ties="stable" must equal the full stable sort, also with
     boundary ties and padding."""
-    from ranking.metrics import _top_stable
+    from ranking.metrics.kernel import top_stable
 
     rng = np.random.default_rng(RNG_SEED + levels)
     key = -rng.integers(0, levels, size=(500, 40)).astype(float)
     key[rng.random(key.shape) < 0.2] = np.nan  # padding cells anywhere
     for m in (1, 3, 10, 19):
         expected = np.argsort(key, axis=1, kind="stable")[:, :m]
-        assert np.array_equal(_top_stable(key, m), expected)
+        assert np.array_equal(top_stable(key, m), expected)
     lab, sco, mask, _ = _random_batch(rng, 300, 60, tie_levels=levels)
     # the same rankings with the ties resolved into distinct scores by a full stable sort
     key = np.where(mask, -sco, np.nan)
@@ -333,6 +334,6 @@ def test_chunking_over_queries_changes_no_value(monkeypatch: pytest.MonkeyPatch)
         "rr": lambda: metrics.reciprocal_rank(lab, sco, mask, at=5),
     }
     whole = {name: fn() for name, fn in calls.items()}
-    monkeypatch.setattr(metrics, "CHUNK_CELLS", 64)  # ~2 queries per block, threaded
+    monkeypatch.setattr(chunking, "CHUNK_CELLS", 64)  # ~2 queries per block, threaded
     for name, fn in calls.items():
         assert np.array_equal(fn(), whole[name]), name

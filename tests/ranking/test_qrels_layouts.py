@@ -14,7 +14,7 @@ from app.cli import cli
 from labeling.sources import SourceError
 from labeling.sources.smart import parse_smart_qrels
 from labeling.sources.trec import parse_qrels_file
-from ranking.trec import TrecFormatError, parse_grade_map, read_qrels_detailed
+from ranking.io.trec import TrecFormatError, parse_grade_map, read_qrels_detailed
 
 # A SMART .REL file (CISI/CACM style): every listed pair is relevant.
 SMART_REL = "1 28 0 0.000000\n1 35 0 0.000000\n1 38 0 0.000000\n2 12 0 0.000000\n"

@@ -2,8 +2,8 @@
 
 Both map flat features ``X (N, d)`` to scores ``(N,)`` and back-propagate ∂L/∂scores to their
 parameters (for a linear model ``∂L/∂w = Xᵀ ∂L/∂s``, docs/ranking.md#notation). Parameters are
-a list of float64 arrays updated in place by :mod:`ranking.optim`; ``to_dict``/``from_dict`` give a
-JSON-safe form (no pickle).
+a list of float64 arrays updated in place by :mod:`ranking.learners.optim`;
+``to_dict``/``from_dict`` give a JSON-safe form (no pickle).
 """
 
 from __future__ import annotations

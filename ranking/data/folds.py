@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from ranking.letor import LetorData, concat, read_letor
+from ranking.io.letor import LetorData, concat, read_letor
 
 __all__ = ["Fold", "letor4_folds", "load_fold", "ohsumed_folds", "rotation_folds"]
 

@@ -1,4 +1,5 @@
-"""Top-k ground truth as JSON Lines, and its κ-labels.
+"""Top-k ground truth: the one truth type :class:`TopKTruth`, its JSON Lines file, and the
+one definition of κ-labels (:func:`kappa_labels`).
 
 One JSON object per line and per query, as the service exports it::
 
@@ -9,23 +10,49 @@ One JSON object per line and per query, as the service exports it::
 * ``rest``: the unordered remainder F;
 * any extra keys (assessor, task id, judgments, ...) are kept in :attr:`TopKTruth.extra`.
 
-κ-labels (Niu et al. 2012 §3.2.1): y_d = k + 1 − pos(d) for d in top, 0 for d in rest.
+κ-labels (Niu et al. 2012 §3.2.1; docs/metrics.md#kappa): y_d = k + 1 − pos(d) for d in
+top (pos 1-based), 0 for d in rest. :func:`kappa_labels` is the definition over document ids;
+:func:`ranking.data.dataset.kappa_from_rank` is its array form over 0-based truth positions
+(``k − rank`` in the top k, else 0), for whole data sets at once.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ranking.metrics import kappa_labels_from_topk
-from ranking.trec import FileFormatError
+from ranking.io.trec import FileFormatError
 
-__all__ = ["TopKFormatError", "TopKTruth", "read_topk_jsonl", "write_topk_jsonl"]
+__all__ = ["TopKFormatError", "TopKTruth", "kappa_labels", "read_topk_jsonl", "write_topk_jsonl"]
 
 _REQUIRED = ("query_id", "k", "top", "rest")
+
+
+def kappa_labels(top: Sequence[str], rest: Sequence[str], k: int) -> dict[str, int]:
+    """κ-labels of a top-k ground truth: y_d = k + 1 − pos(d) for d in ``top`` (pos 1-based,
+    best first), 0 for d in ``rest`` (Niu et al. 2012 §3.2.1; docs/metrics.md#kappa).
+
+    ``top`` may be shorter than k (fewer than k documents, or items judged not relevant).
+    Raises ValueError for k < 1, more than k documents in ``top``, or a document listed twice.
+    """
+    if isinstance(k, bool) or int(k) != k or k < 1:
+        raise ValueError(f"k must be a positive integer, got {k!r}")
+    if len(top) > k:
+        raise ValueError(f"top has {len(top)} documents, more than k={k}")
+    labels: dict[str, int] = {}
+    for pos, d in enumerate(top, start=1):
+        if d in labels:
+            raise ValueError(f"document {d!r} appears twice in top")
+        labels[d] = k + 1 - pos
+    for d in rest:
+        if d in labels:
+            where = "in both top and rest" if labels[d] > 0 else "twice in rest"
+            raise ValueError(f"document {d!r} appears {where}")
+        labels[d] = 0
+    return labels
 
 
 class TopKFormatError(FileFormatError):
@@ -44,11 +71,11 @@ class TopKTruth:
 
     def __post_init__(self) -> None:
         # Reuse the κ-label validation (duplicates, len(top) <= k, disjointness).
-        kappa_labels_from_topk(self.top, self.rest, self.k)
+        kappa_labels(self.top, self.rest, self.k)
 
     def kappa_labels(self) -> dict[str, int]:
         """``{doc: k + 1 − pos}`` for the top, 0 for the rest."""
-        return kappa_labels_from_topk(self.top, self.rest, self.k)
+        return kappa_labels(self.top, self.rest, self.k)
 
     @property
     def documents(self) -> tuple[str, ...]:

@@ -2,7 +2,7 @@
 ``heapjudge evaluate`` for large files (docs/metrics.md#large-files).
 
 :func:`read_run_columns` and :func:`read_qrels_columns` return what
-:func:`ranking.trec.read_run` and :func:`ranking.trec.read_qrels_detailed` return (the same
+:func:`ranking.io.trec.read_run` and :func:`ranking.io.trec.read_qrels_detailed` return (the same
 queries, documents, values and order, the same ``file:line`` errors), as flat arrays with one
 row per line instead of nested dicts, so that grouping and joining stay in numpy.
 
@@ -15,7 +15,7 @@ field (a delimiter doubled, or at the start or end of a line) is found in the pa
 A delimiter at the end of every line (Cranfield's ``cranqrel``) is read as one more, empty,
 column. Anything else (other whitespace, non-ASCII bytes, a BOM, a malformed or repeated line,
 a number pyarrow does not parse the way ``float()`` does) sends the file to the exact Python
-reader of :mod:`ranking.trec`, which raises the error with its line or returns the content,
+reader of :mod:`ranking.io.trec`, which raises the error with its line or returns the content,
 then turned into columns (:meth:`TrecColumns.from_mapping`).
 
 Joining run and qrels rows needs a key per (query, document) pair: a 64-bit hash of both ids
@@ -37,7 +37,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 from numpy.typing import NDArray
 
-from ranking.trec import (
+from ranking.io.trec import (
     SNIFF_LINES,
     GradeMap,
     SniffedLayout,
@@ -452,7 +452,7 @@ def _fast_run(path: Path) -> TrecColumns:
 
 def read_run_columns(path: str | Path) -> TrecColumns:
     """A TREC run (``qid Q0 docno rank score tag``; the rank is ignored) as columns; same
-    content and errors as :func:`ranking.trec.read_run`."""
+    content and errors as :func:`ranking.io.trec.read_run`."""
     p = Path(path)
     try:
         return _fast_run(p)
@@ -464,7 +464,7 @@ def read_run_columns(path: str | Path) -> TrecColumns:
 
 
 def _grades(values: NDArray[np.float64], grade_map: GradeMap | None) -> NDArray[np.float64]:
-    """What :func:`ranking.trec.parse_relevance` makes of each value, or :class:`_NotSimple`
+    """What :func:`ranking.io.trec.parse_relevance` makes of each value, or :class:`_NotSimple`
     where it would raise (the exact reader then names the line)."""
     if not np.isfinite(values).all():
         raise _NotSimple("a non-finite relevance")
@@ -511,8 +511,8 @@ def _fast_qrels(path: Path, chosen: SniffedLayout, grade_map: GradeMap | None) -
 def read_qrels_columns(
     path: str | Path, *, layout: str = "auto", grade_map: GradeMap | None = None
 ) -> TrecColumns:
-    """Qrels in any layout of :mod:`ranking.trec` as columns (``layout`` set to the one read);
-    same content and errors as :func:`ranking.trec.read_qrels_detailed`."""
+    """Qrels in any layout of :mod:`ranking.io.trec` as columns (``layout`` set to the one read);
+    same content and errors as :func:`ranking.io.trec.read_qrels_detailed`."""
     p = Path(path)
     try:
         head = []

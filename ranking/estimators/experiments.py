@@ -1,7 +1,7 @@
 """The paper's experimental protocol (Niu et al. 2012 §6; docs/ranking.md#protocol).
 
 - 5-fold cross-validation; in each fold 3 parts train, 1 validates, 1 tests (LETOR 4.0 rotation
-  for MQ2008, the LETOR 3.0 scheme for OHSUMED; :mod:`ranking.folds`);
+  for MQ2008, the LETOR 3.0 scheme for OHSUMED; :mod:`ranking.data.folds`);
 - hyperparameters tuned on the validation part: β for FocusedRank, C for the SVMs, the number
   of iterations/rounds for everything (early stopping on the validation metric);
 - **graded truth**: the data's grades; top-k models train on the top k of a seeded random total
@@ -13,19 +13,19 @@
   of every model against the best baseline of each column.
 
 Beyond the paper: ``"lightgbm"`` (LightGBM lambdarank, the optional ``bench`` extra) runs as a
-baseline on the same folds and truth (:class:`LightGBMRanker`); :func:`kfold_parts` and
+baseline on the same folds and truth (:class:`ranking.estimators.lightgbm.LightGBMRanker`);
+:func:`kfold_parts` and
 :func:`folds_from_parts` build folds for any data set (seeded k-fold by query, or named parts
 such as LETOR's S1..S5); :func:`evaluate_folds` fits one model with fixed hyperparameters on
 every fold and reports validation and test measures (what a training job runs); and
 :func:`strict_json` turns results into JSON without ``NaN`` (``null`` instead).
 
-:func:`sweep_beta` varies β over a grid (the paper: 0 to 1 in steps of 0.05) and
-:func:`beta_sweep_svg` draws the curves like the paper's Figures 1–2 (dependency-free SVG).
+:func:`sweep_beta` varies β over a grid (the paper: 0 to 1 in steps of 0.05);
+:func:`ranking.estimators.figures.beta_sweep_svg` draws the curves like the paper's Figures 1–2.
 """
 
 from __future__ import annotations
 
-import html
 import math
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -35,9 +35,11 @@ from typing import Any
 
 import numpy as np
 
-from ranking.dataset import QueryDataset
-from ranking.estimators import ESTIMATORS, Ranker, metric_values
-from ranking.folds import Fold
+from ranking.data.dataset import QueryDataset
+from ranking.data.folds import Fold, letor4_folds, ohsumed_folds
+from ranking.estimators.base import Ranker, metric_values
+from ranking.estimators.lightgbm import LightGBMRanker
+from ranking.estimators.registry import ESTIMATORS
 
 __all__ = [
     "BASELINES",
@@ -45,9 +47,7 @@ __all__ = [
     "LIGHTGBM",
     "CVResult",
     "FoldOutcome",
-    "LightGBMRanker",
     "SweepResult",
-    "beta_sweep_svg",
     "cross_validate",
     "default_grid",
     "evaluate_folds",
@@ -103,103 +103,6 @@ def lightgbm_missing() -> str | None:
     return None
 
 
-class LightGBMRanker:
-    """LightGBM lambdarank (Burges 2010, "From RankNet to LambdaRank to LambdaMART"; Ke et al.
-    2017, "LightGBM") with the estimators' interface: ``fit(train, valid, progress)``,
-    ``predict``, ``get_params``, ``best_iteration_``, ``best_valid_score_``.
-
-    The number of trees is early-stopped on validation (LightGBM's NDCG@10, ``early_stopping``
-    rounds without improvement); ``best_valid_score_`` is this project's ``metric`` on the
-    validation queries at that iteration, as for every other estimator. Labels (grades or
-    κ-labels) are the integer relevance levels lambdarank expects. A baseline only: it is not
-    in :data:`ranking.estimators.ESTIMATORS` and does not save as JSON.
-    """
-
-    _params = (
-        "n_estimators",
-        "learning_rate",
-        "num_leaves",
-        "min_child_samples",
-        "early_stopping",
-        "n_jobs",
-        "metric",
-        "seed",
-    )
-
-    def __init__(
-        self,
-        *,
-        n_estimators: int = 1000,
-        learning_rate: float = 0.05,
-        num_leaves: int = 31,
-        min_child_samples: int = 20,
-        early_stopping: int = 50,
-        n_jobs: int = 1,
-        metric: str = "ndcg@10",
-        seed: int = 0,
-    ) -> None:
-        self.n_estimators = n_estimators
-        self.learning_rate = learning_rate
-        self.num_leaves = num_leaves
-        self.min_child_samples = min_child_samples
-        self.early_stopping = early_stopping
-        self.n_jobs = n_jobs
-        self.metric = metric
-        self.seed = seed
-
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self._params}
-
-    def fit(
-        self,
-        train: QueryDataset,
-        valid: QueryDataset | None = None,
-        progress: Callable[[int, int], None] | None = None,
-    ) -> LightGBMRanker:
-        import lightgbm as lgb
-
-        callbacks: list[Any] = []
-        if progress is not None:
-            callbacks.append(lambda env: progress(env.iteration + 1, env.end_iteration))
-        kwargs: dict[str, Any] = {}
-        if valid is not None:
-            kwargs = {
-                "eval_set": [(valid.X, valid.labels.astype(np.int64))],
-                "eval_group": [valid.sizes],
-                "eval_at": [10],
-            }
-            callbacks.append(lgb.early_stopping(self.early_stopping, verbose=False))
-        self.model_ = lgb.LGBMRanker(
-            objective="lambdarank",
-            n_estimators=self.n_estimators,
-            learning_rate=self.learning_rate,
-            num_leaves=self.num_leaves,
-            min_child_samples=self.min_child_samples,
-            random_state=self.seed,
-            n_jobs=self.n_jobs,
-            verbose=-1,
-        )
-        self.model_.fit(
-            train.X,
-            train.labels.astype(np.int64),
-            group=train.sizes,
-            callbacks=callbacks,
-            **kwargs,
-        )
-        best = int(self.model_.best_iteration_ or 0)
-        self.best_iteration_ = best if best > 0 else self.n_estimators
-        self.best_valid_score_ = math.nan if valid is None else self.score(valid)
-        return self
-
-    def predict(self, data: QueryDataset) -> np.ndarray:
-        return np.asarray(
-            self.model_.predict(data.X, num_iteration=self.best_iteration_), dtype=np.float64
-        )
-
-    def score(self, data: QueryDataset, metric: str | None = None) -> float:
-        return float(np.mean(metric_values(metric or self.metric, data, self.predict(data))))
-
-
 def _known(model: str) -> bool:
     return model in ESTIMATORS or model == LIGHTGBM
 
@@ -230,8 +133,6 @@ def load_folds(
     ``Fold5_test.txt`` (LETOR 3.0 OHSUMED). Top-k truth is sampled once per part with a seed
     derived from ``seed``, so every model sees the same truth.
     """
-    from ranking.folds import letor4_folds, ohsumed_folds
-
     if truth not in MEASURES:
         raise ValueError(f"truth must be 'graded' or 'topk', got {truth!r}")
     d = Path(directory)
@@ -287,7 +188,7 @@ def folds_from_parts(
 def kfold_parts(data: QueryDataset, n_folds: int = 5, seed: int = 0) -> dict[str, QueryDataset]:
     """Split ``data`` by query into ``n_folds`` parts ``P1..Pn`` of near-equal query counts
     (a seeded permutation of the queries dealt out in turn); for :func:`folds_from_parts`
-    with :func:`ranking.folds.rotation_folds`."""
+    with :func:`ranking.data.folds.rotation_folds`."""
     if n_folds < 3:
         raise ValueError(f"k-fold needs at least 3 folds (train, validation, test), got {n_folds}")
     if data.n_queries < n_folds:
@@ -633,77 +534,3 @@ def sweep_beta(
                     curve[m].append(float(np.mean(sums[m])))
             res.curves[(model, truth)] = curve
     return res
-
-
-def beta_sweep_svg(res: SweepResult, measure_index: int = 1, title: str = "") -> str:
-    """One panel per model, like the paper's Figures 1–2: open markers = graded truth
-    (NDCG), filled = top-k truth (κ-NDCG); ``measure_index`` picks @5 (0), @10 (1) or ERR (2).
-    """
-    panel = {"focusedsvm": "a", "focusedboost": "b", "focusednet": "c"}  # the paper's panels
-    models = sorted({m for m, _ in res.curves}, key=lambda m: panel[m])
-    pw, ph, pad = 300, 220, 45
-    width, height = pad + len(models) * (pw + pad), ph + 2 * pad + 30
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'font-family="sans-serif" font-size="11">',
-        f'<rect width="{width}" height="{height}" fill="white"/>',
-        f'<text x="{pad}" y="18" font-size="13">{html.escape(title)}</text>',
-    ]
-    colours = {"graded": "#1f77b4", "topk": "#d62728"}
-    for i, model in enumerate(models):
-        x0, y0 = pad + i * (pw + pad), pad + 10
-        series = [
-            (truth, curve[MEASURES[truth][measure_index]])
-            for (m, truth), curve in res.curves.items()
-            if m == model
-        ]
-        ys = [v for _, vals in series for v in vals]
-        lo, hi = (min(ys), max(ys)) if ys else (0.0, 1.0)
-        if hi - lo < 1e-6:
-            lo, hi = lo - 0.01, hi + 0.01
-        span = hi - lo
-        lo, hi = lo - 0.05 * span, hi + 0.05 * span
-
-        def px(b: float, x0: float = x0) -> float:
-            return x0 + b * pw
-
-        def py(v: float, y0: float = y0, lo: float = lo, hi: float = hi) -> float:
-            return y0 + ph - (v - lo) / (hi - lo) * ph
-
-        parts.append(
-            f'<rect x="{x0}" y="{y0}" width="{pw}" height="{ph}" fill="none" stroke="#444"/>'
-        )
-        parts.append(
-            f'<text x="{x0 + pw / 2}" y="{y0 - 6}" text-anchor="middle" '
-            f'font-size="12">({panel[model]}) {html.escape(model)}</text>'
-        )
-        for tick in range(5):
-            v = lo + (hi - lo) * tick / 4
-            parts.append(f'<text x="{x0 - 4}" y="{py(v) + 4:.1f}" text-anchor="end">{v:.3f}</text>')
-        for b in (0.0, 0.25, 0.5, 0.75, 1.0):
-            parts.append(
-                f'<text x="{px(b):.1f}" y="{y0 + ph + 14}" text-anchor="middle">{b:g}</text>'
-            )
-        parts.append(f'<text x="{x0 + pw / 2}" y="{y0 + ph + 28}" text-anchor="middle">β</text>')
-        for truth, vals in series:
-            pts = " ".join(f"{px(b):.1f},{py(v):.1f}" for b, v in zip(res.betas, vals, strict=True))
-            c = colours.get(truth, "#333")
-            parts.append(f'<polyline points="{pts}" fill="none" stroke="{c}" stroke-width="1.5"/>')
-            fill = c if truth == "topk" else "white"
-            for b, v in zip(res.betas, vals, strict=True):
-                parts.append(
-                    f'<circle cx="{px(b):.1f}" cy="{py(v):.1f}" r="3" fill="{fill}" stroke="{c}"/>'
-                )
-    ly = height - 12
-    names = {
-        "graded": "graded truth, " + COLUMN_NAMES[MEASURES["graded"][measure_index]],
-        "topk": "top-k truth, " + COLUMN_NAMES[MEASURES["topk"][measure_index]],
-    }
-    for j, truth in enumerate(("graded", "topk")):
-        c = colours[truth]
-        fill = c if truth == "topk" else "white"
-        lx = pad + j * 260
-        parts.append(f'<circle cx="{lx}" cy="{ly - 4}" r="4" fill="{fill}" stroke="{c}"/>')
-        parts.append(f'<text x="{lx + 8}" y="{ly}">{html.escape(names[truth])}</text>')
-    parts.append("</svg>")
-    return "\n".join(parts)

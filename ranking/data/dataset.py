@@ -17,7 +17,8 @@ Conversions (Niu et al. 2012 §6.3; docs/ranking.md#conversions):
   (:func:`random_total_order`: higher grade first, ties in random order);
 - total order -> top-k ground truth ``(T ordered, F)`` (:func:`topk_from_rank`);
 - top-k ground truth -> κ-labels ``y_d = k + 1 − pos(d)`` for d ∈ T, 0 for d ∈ F
-  (:func:`kappa_from_rank`, :func:`dataset_from_topk` for the service's export).
+  (:func:`kappa_from_rank`, the array form of :func:`ranking.io.topk.kappa_labels`;
+  :func:`dataset_from_topk` for the service's export).
 """
 
 from __future__ import annotations
@@ -30,7 +31,9 @@ from typing import Any, TypedDict
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ranking.losses._target import Target
+from ranking.io.letor import read_letor
+from ranking.io.topk import kappa_labels
+from ranking.losses import Target
 from ranking.padding import offsets_from_qids, pad_groups
 
 __all__ = [
@@ -105,7 +108,7 @@ class QueryDataset:
 
     @classmethod
     def from_letor(cls, data: Any) -> QueryDataset:
-        """From a :class:`ranking.letor.LetorData` (features, labels, qids, docids)."""
+        """From a :class:`ranking.io.letor.LetorData` (features, labels, qids, docids)."""
         return cls.from_arrays(
             data.features,
             data.labels,
@@ -115,9 +118,7 @@ class QueryDataset:
 
     @classmethod
     def read(cls, path: str | Path) -> QueryDataset:
-        """Read a LETOR/SVMlight file with :func:`ranking.letor.read_letor`."""
-        from ranking.letor import read_letor
-
+        """Read a LETOR/SVMlight file with :func:`ranking.io.letor.read_letor`."""
         return cls.from_letor(read_letor(path))
 
     # ------------------------------------------------------------------ shape
@@ -299,7 +300,14 @@ def random_total_order(labels: ArrayLike, offsets: ArrayLike, seed: int) -> NDAr
 
 
 def kappa_from_rank(rank: ArrayLike, k: int) -> NDArray[np.float64]:
-    """κ-labels from truth positions: ``k − rank`` (= k + 1 − pos) in the top k, else 0."""
+    """κ-labels from truth positions: ``k − rank`` (= k + 1 − pos) in the top k, else 0.
+
+    The array form of :func:`ranking.io.topk.kappa_labels` (the definition, over document ids):
+    for a query whose documents sit at 0-based positions ``rank`` of the truth order,
+    ``kappa_from_rank(rank, k)[i] == kappa_labels(top, rest, k)[doc_i]`` with ``top`` the first
+    k of that order and ``rest`` the others. Vectorised over whole data sets (no Python loop),
+    which is why it is not written as a call of the dict form.
+    """
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
     r = np.asarray(rank, dtype=np.int64)
@@ -329,8 +337,6 @@ def dataset_from_topk(
     first, as the service exports it). Documents in ``rest`` keep their feature order as the
     (arbitrary) order of F. Every judged document needs a feature vector of the same length.
     """
-    from ranking.metrics import kappa_labels_from_topk
-
     rows: list[Sequence[float]] = []
     labels: list[float] = []
     qids: list[str] = []
@@ -338,7 +344,7 @@ def dataset_from_topk(
     ranks: list[int] = []
     width: int | None = None
     for qid, (top, rest) in truth.items():
-        kappa = kappa_labels_from_topk(list(top), list(rest), k)
+        kappa = kappa_labels(list(top), list(rest), k)
         feats = features.get(qid)
         if feats is None:
             raise ValueError(f"query {qid!r}: no feature vectors")

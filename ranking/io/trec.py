@@ -59,7 +59,7 @@ class FileFormatError(ValueError):
     """A malformed data file. The message starts with ``file:line:`` (``file:`` when no one
     line is at fault); ``path`` and ``line`` (1-based, or None) are kept as attributes.
 
-    The readers of :mod:`ranking.trec`, :mod:`ranking.letor` and :mod:`ranking.topk_io` raise
+    The readers of :mod:`ranking.io.trec`, :mod:`ranking.io.letor` and :mod:`ranking.io.topk` raise
     subclasses of it, so callers can catch every format error at once.
     """
 

@@ -37,7 +37,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ranking import metrics
-from ranking.dataset import QueryDataset
+from ranking.data.dataset import QueryDataset
 
 __all__ = [
     "BoostModel",

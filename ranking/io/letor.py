@@ -32,8 +32,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ranking.io.trec import FileFormatError
 from ranking.padding import offsets_from_qids, offsets_from_sizes, pad_groups
-from ranking.trec import FileFormatError
 
 __all__ = [
     "LetorData",
@@ -290,6 +290,29 @@ def read_letor(
     and line for malformed rows, non-contiguous queries or a group file that does not add up.
     """
     p = Path(path)
+    lines, linenos = _data_rows(p)
+    rows = _parse_rows(p, lines, linenos)
+    features, sparse = _feature_matrix(p, rows, lines, linenos, n_features)
+    if rows.has_qid:
+        qids, offsets = _offsets_from_qid_column(p, rows.qids, linenos)
+    else:
+        qids, offsets = _offsets_from_group_file(p, group_file, len(lines), linenos[0])
+    return LetorData(
+        labels=rows.labels,
+        qids=qids,
+        features=features,
+        offsets=offsets,
+        comments=rows.comments,
+        docids=_docids(rows.comments, qids, offsets),
+        sparse=sparse,
+        has_qid=rows.has_qid,
+        source=str(p),
+    )
+
+
+def _data_rows(p: Path) -> tuple[list[str], list[int]]:
+    """The data rows of the file and their 1-based line numbers (blank lines and whole-line
+    comments skipped)."""
     try:
         text = p.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -297,22 +320,36 @@ def read_letor(
     # Only "\n" ends a row (a trailing "\r" is whitespace below): str.splitlines would also
     # break at form feeds, U+001C..U+001E or U+2028 inside a comment and shift line numbers.
     raw_lines = text.split("\n")
-    # Keep real rows only; blank lines and whole-line comments are allowed and skipped.
     linenos = [
         i
         for i, ln in enumerate(raw_lines, start=1)
         if ln.strip() and not ln.lstrip().startswith("#")
     ]
-    lines = [raw_lines[i - 1] for i in linenos]
-    n = len(lines)
-    if n == 0:
+    if not linenos:
         raise LetorFormatError(p, None, "no data rows")
-    parts = [ln.partition("#") for ln in lines]
-    bodies = [b for b, _, _ in parts]
-    comments = np.array([c.strip() for _, _, c in parts], dtype=str)
-    heads = [b.split(None, 2) for b in bodies]
-    has_qid = len(heads[0]) > 1 and heads[0][1].startswith("qid:")
+    return [raw_lines[i - 1] for i in linenos], linenos
 
+
+@dataclass(frozen=True)
+class _Rows:
+    """The parsed columns of the data rows: labels, qid strings (empty without ``qid:``),
+    the ``fid:value`` pairs flattened with their count per row, and the comments."""
+
+    labels: NDArray[np.float64]
+    has_qid: bool
+    qids: list[str]
+    fids: NDArray[np.float64]
+    values: NDArray[np.float64]
+    per_row: NDArray[np.int64]
+    comments: NDArray[np.str_]
+
+
+def _parse_rows(p: Path, lines: list[str], linenos: list[int]) -> _Rows:
+    """Parse every row at once; on any malformed row, re-scan to name its line."""
+    parts = [ln.partition("#") for ln in lines]
+    comments = np.array([c.strip() for _, _, c in parts], dtype=str)
+    heads = [b.split(None, 2) for b, _, _ in parts]
+    has_qid = len(heads[0]) > 1 and heads[0][1].startswith("qid:")
     try:
         if has_qid:
             if any(len(h) < 2 or not h[1].startswith("qid:") for h in heads):
@@ -332,75 +369,79 @@ def read_letor(
             raise ValueError
     except ValueError:
         raise _find_bad_line(p, lines, linenos, has_qid) from None
+    return _Rows(labels, has_qid, qid_list, fids, vals, per_row, comments)
 
-    rows = np.repeat(np.arange(n), per_row)
-    cols = fids.astype(np.int64) - 1
+
+def _feature_matrix(
+    p: Path, rows: _Rows, lines: list[str], linenos: list[int], n_features: int | None
+) -> tuple[NDArray[np.float64], bool]:
+    """The dense ``(N, d)`` feature matrix and whether any row left a feature out."""
+    n = len(lines)
+    row_of = np.repeat(np.arange(n), rows.per_row)
+    cols = rows.fids.astype(np.int64) - 1
     width = int(cols.max()) + 1 if cols.size else 0
     if n_features is not None:
         if width > n_features:
-            bad = int(rows[np.argmax(cols >= n_features)])
+            bad = int(row_of[np.argmax(cols >= n_features)])
             raise LetorFormatError(p, linenos[bad], f"feature id above n_features={n_features}")
         width = int(n_features)
     # Feature ids are almost always ascending within a row, which rules out duplicates in
     # one pass; otherwise sort the (row, fid) keys (np.unique is much slower here).
-    same_row = rows[1:] == rows[:-1]
+    same_row = row_of[1:] == row_of[:-1]
     if (np.diff(cols)[same_row] <= 0).any():
-        key = np.sort(rows * max(width, 1) + cols)
+        key = np.sort(row_of * max(width, 1) + cols)
         if (np.diff(key) == 0).any():
-            raise _find_bad_line(p, lines, linenos, has_qid)
+            raise _find_bad_line(p, lines, linenos, rows.has_qid)
     features = np.zeros((n, width), dtype=np.float64)
-    features[rows, cols] = vals
-    sparse = bool((per_row != width).any())
+    features[row_of, cols] = rows.values
+    return features, bool((rows.per_row != width).any())
 
-    if has_qid:
-        qids = np.array(qid_list, dtype=str)
-        try:
-            offsets = offsets_from_qids(qids)
-        except ValueError as exc:
-            # name the first row that re-opens an earlier query
-            first_seen: dict[str, int] = {}
-            for i, q in enumerate(qid_list):
-                if q in first_seen and qid_list[i - 1] != q:
-                    raise LetorFormatError(
-                        p,
-                        linenos[i],
-                        f"query {q} continues here after other queries (first seen on line "
-                        f"{linenos[first_seen[q]]}); rows must be grouped by query",
-                    ) from None
-                first_seen.setdefault(q, i)
-            raise LetorFormatError(p, None, str(exc)) from None
-    else:
-        gpath = Path(group_file) if group_file is not None else None
-        if gpath is None:
-            for suffix in (".query", ".group"):
-                cand = p.with_name(p.name + suffix)
-                if cand.exists():
-                    gpath = cand
-                    break
-        if gpath is None:
-            raise LetorFormatError(
-                p, linenos[0], "rows have no qid: and no group file (.query/.group) was found"
-            )
-        sizes = read_group_file(gpath)
-        if int(sizes.sum()) != n:
-            raise LetorFormatError(
-                gpath, None, f"group sizes add up to {int(sizes.sum())} rows but {p} has {n}"
-            )
-        offsets = offsets_from_sizes(sizes)
-        qids = np.repeat(np.array([str(i) for i in range(1, sizes.size + 1)]), sizes)
 
-    docids = _docids(comments, qids, offsets)
-    return LetorData(
-        labels=labels,
-        qids=qids,
-        features=features,
-        offsets=offsets,
-        comments=comments,
-        docids=docids,
-        sparse=sparse,
-        has_qid=has_qid,
-        source=str(p),
-    )
+def _offsets_from_qid_column(
+    p: Path, qid_list: list[str], linenos: list[int]
+) -> tuple[NDArray[np.str_], NDArray[np.int64]]:
+    """Query ids and boundaries from the ``qid:`` column; names the first row that re-opens
+    an earlier query."""
+    qids = np.array(qid_list, dtype=str)
+    try:
+        return qids, offsets_from_qids(qids)
+    except ValueError as exc:
+        first_seen: dict[str, int] = {}
+        for i, q in enumerate(qid_list):
+            if q in first_seen and qid_list[i - 1] != q:
+                raise LetorFormatError(
+                    p,
+                    linenos[i],
+                    f"query {q} continues here after other queries (first seen on line "
+                    f"{linenos[first_seen[q]]}); rows must be grouped by query",
+                ) from None
+            first_seen.setdefault(q, i)
+        raise LetorFormatError(p, None, str(exc)) from None
+
+
+def _offsets_from_group_file(
+    p: Path, group_file: str | Path | None, n: int, first_line: int
+) -> tuple[NDArray[np.str_], NDArray[np.int64]]:
+    """Query ids ``1..Q`` and boundaries from the group file (given, or ``<path>.query`` /
+    ``<path>.group`` next to the data)."""
+    gpath = Path(group_file) if group_file is not None else None
+    if gpath is None:
+        for suffix in (".query", ".group"):
+            cand = p.with_name(p.name + suffix)
+            if cand.exists():
+                gpath = cand
+                break
+    if gpath is None:
+        raise LetorFormatError(
+            p, first_line, "rows have no qid: and no group file (.query/.group) was found"
+        )
+    sizes = read_group_file(gpath)
+    if int(sizes.sum()) != n:
+        raise LetorFormatError(
+            gpath, None, f"group sizes add up to {int(sizes.sum())} rows but {p} has {n}"
+        )
+    qids = np.repeat(np.array([str(i) for i in range(1, sizes.size + 1)]), sizes)
+    return qids, offsets_from_sizes(sizes)
 
 
 def text_line_of_offset(path: Path, byte_offset: int) -> int:

@@ -1,7 +1,7 @@
 """The columnar TREC readers and evaluate_columns against the exact dict path.
 
-Every file here is read twice: by ranking.trec (the exact Python readers) + evaluate, and by
-ranking.trec_columns + evaluate_columns. Per-query values, query lists and error messages
+Every file here is read twice: by ranking.io.trec (the exact Python readers) + evaluate, and by
+ranking.io.trec_fast + evaluate_columns. Per-query values, query lists and error messages
 must be identical, and the tests check which path (fast CSV reader or exact fallback) read
 each variant, so that both are exercised.
 """
@@ -14,16 +14,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ranking import trec_columns
 from ranking.evaluate import evaluate, evaluate_columns
-from ranking.trec import (
+from ranking.io import trec_fast
+from ranking.io.trec import (
     TrecFormatError,
     parse_grade_map,
     read_qrels,
     read_qrels_detailed,
     read_run,
 )
-from ranking.trec_columns import JoinIndex, TrecColumns, read_qrels_columns, read_run_columns
+from ranking.io.trec_fast import JoinIndex, TrecColumns, read_qrels_columns, read_run_columns
 
 PRESETS = ["paper", "trec_eval", "gdeval", "lightgbm", "letor4", "ranx"]
 METRICS = ["ndcg@10", "ndcg", "dcg@3", "err", "map", "mrr", "p@5"]
@@ -185,7 +185,7 @@ def test_key_collisions_fall_back_to_a_join_on_the_strings(
     def one_key(qids, query, doc_hashes):  # type: ignore[no-untyped-def]
         return np.zeros(query.shape[0], dtype=np.uint64)
 
-    monkeypatch.setattr(trec_columns, "pair_keys", one_key)
+    monkeypatch.setattr(trec_fast, "pair_keys", one_key)
     run_cols, qrels_cols = read_run_columns(run_path), read_qrels_columns(qrels_path)
     assert not run_cols.fast and not run_cols.join_index().unique
     assert not qrels_cols.join_index().unique
@@ -303,9 +303,9 @@ def test_qrels_layouts_and_grade_maps_on_the_fast_path(
 
 def test_string_hashes_depend_on_every_byte_and_the_length() -> None:
     words = ["", "a", "a\x00", "ab", "ba", "abcdefgh", "abcdefgi", "abcdefghX", "é", "x" * 70]
-    hashes = trec_columns.string_hashes(words)
+    hashes = trec_fast.string_hashes(words)
     assert len(set(hashes.tolist())) == len(words)
     import pyarrow as pa
 
     chunked = pa.chunked_array([pa.array(words[:3]), pa.array(words[3:])])
-    assert trec_columns.string_hashes(chunked).tolist() == hashes.tolist()
+    assert trec_fast.string_hashes(chunked).tolist() == hashes.tolist()

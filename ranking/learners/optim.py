@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ranking.dataset import QueryDataset
+from ranking.data.dataset import QueryDataset
+from ranking.learners.models import LinearModel, Model
 from ranking.losses import Target
-from ranking.models import LinearModel, Model
 
 __all__ = ["SGD", "Adam", "Batch", "TrainResult", "make_batches", "pegasos", "train_gradient"]
 

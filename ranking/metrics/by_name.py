@@ -1,0 +1,82 @@
+"""Metrics by name (``"ndcg@10"``) under named conventions: :func:`compute`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from ranking.metrics.binary import average_precision, precision, reciprocal_rank
+from ranking.metrics.cascade import err
+from ranking.metrics.conventions import Conventions, preset
+from ranking.metrics.discounted import dcg, ndcg
+from ranking.metrics.kappa import kappa_err, kappa_ndcg
+from ranking.metrics.kernel import F64
+from ranking.metrics.names import parse_metric
+
+#: Conventions each metric family reads, beyond ``at`` (``gain`` is ``kappa_gain`` for
+#: κ-NDCG). ``ideal`` stands for ``ideal_labels``/``ideal_mask``. ERR and κ-ERR always receive
+#: the ideal labels when given: their r_max and "no relevant document" are properties of the
+#: query's judgments, not of what a run retrieved (docs/metrics.md#err).
+_NDCG_OPTIONS = ("gain", "discount", "ties", "empty", "k_beyond", "ideal", "docids")
+_FAMILIES: dict[str, tuple[Callable[..., F64], tuple[str, ...]]] = {
+    "ndcg": (ndcg, _NDCG_OPTIONS),
+    "kappa-ndcg": (kappa_ndcg, _NDCG_OPTIONS),
+    "dcg": (dcg, ("gain", "discount", "ties", "docids")),
+    "err": (err, ("r_max", "ties", "empty", "ideal", "docids")),
+    "kappa-err": (kappa_err, ("k", "ties", "empty", "ideal", "docids")),
+    "p": (precision, ("rel_threshold", "ties", "denominator", "docids")),
+    "map": (average_precision, ("rel_threshold", "ties", "empty", "ideal", "docids")),
+    "mrr": (reciprocal_rank, ("rel_threshold", "ties", "empty", "ideal", "docids")),
+}
+
+
+def compute(
+    name: str,
+    labels: ArrayLike,
+    scores: ArrayLike,
+    mask: ArrayLike | None = None,
+    *,
+    conventions: Conventions | str | None = None,
+    ideal_labels: ArrayLike | None = None,
+    ideal_mask: ArrayLike | None = None,
+    docids: ArrayLike | None = None,
+    kappa_k: int | ArrayLike | None = None,
+) -> F64:
+    """Per-query values (Q,) of the metric ``name`` (``"ndcg@10"``, ``"kappa-err"``, ...)
+    under ``conventions`` (a :class:`Conventions`, a preset name, or None for the paper's).
+
+    ``labels``/``scores``/``mask``: (Q, L) or (L,); ``ideal_labels``/``ideal_mask``: (Q, M),
+    all judged labels of each query, used as the ideal of NDCG and R of AP/RR only when
+    ``conventions.ideal == "qrels"``; always for the κ-measures (their ideal is the truth
+    itself) and for ERR's r_max and empty test (properties of the query). ``docids`` (Q, L)
+    for ``ties="docid"``; ``kappa_k`` the k of each query's top-k truth (κ-ERR's r_max).
+    """
+    c = preset(conventions) if isinstance(conventions, str) else (conventions or Conventions())
+    family, at = parse_metric(name)
+    fn, wanted = _FAMILIES[family]
+    use_ideal = c.ideal == "qrels" or family in ("kappa-ndcg", "err", "kappa-err")
+    available: dict[str, Any] = {
+        "gain": c.kappa_gain if family == "kappa-ndcg" else c.gain,
+        "discount": c.discount,
+        "ties": c.ties,
+        "empty": c.empty,
+        "k_beyond": c.k_beyond,
+        "r_max": c.r_max,
+        "k": kappa_k,
+        "rel_threshold": c.rel_threshold,
+        "denominator": c.precision_denominator,
+        "docids": docids,
+    }
+    options = {key: available[key] for key in wanted if key != "ideal"}
+    if "ideal" in wanted and use_ideal:
+        options.update(ideal_labels=ideal_labels, ideal_mask=ideal_mask)
+    if c.score_precision == "single":
+        # trec_eval stores each score in a C float: scores equal in single precision tie.
+        scores = np.asarray(scores, dtype=np.float32)
+    # ties="average" reaches ERR/AP/RR unchanged so that they raise rather than silently
+    # switch to another tie rule.
+    return fn(labels, scores, mask, at=at, **options)
+
