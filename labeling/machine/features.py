@@ -147,7 +147,6 @@ def lucene_idf(df: ArrayLikeF, n_docs: int) -> F64:
     return out
 
 
-
 @dataclass(frozen=True, slots=True)
 class _Field:
     """One field of every document as flat arrays: ``tokens`` (term ids, documents in order),
@@ -277,9 +276,7 @@ class FeatureExtractor:
             "bm25": saturation @ (weight * idf),
             **self._language_models(field, tf, cf, weight, safe_dl, has),
             "min_window": min_window,
-            "window_density": np.divide(
-                covered, min_window, out=np.zeros(n), where=min_window > 0
-            ),
+            "window_density": np.divide(covered, min_window, out=np.zeros(n), where=min_window > 0),
         }
         return np.column_stack([columns[name] for name in FIELD_FEATURES])
 

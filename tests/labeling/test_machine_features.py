@@ -83,15 +83,10 @@ def expected_features(field: str, doc: str, p: FeatureParams) -> dict[str, float
         "bm25": sum(
             C[t] * idf[t] * tf[t] / (tf[t] + p.k1 * (1 - p.b + p.b * dl / avgdl)) for t in C
         ),
-        "lm_dir": sum(
-            C[t] * math.log((tf[t] + p.mu * pc[t]) / (dl + p.mu)) for t in lm_terms
-        ),
-        "lm_jm": sum(
-            C[t] * math.log((1 - p.lam) * tf[t] / dl + p.lam * pc[t]) for t in lm_terms
-        ),
+        "lm_dir": sum(C[t] * math.log((tf[t] + p.mu * pc[t]) / (dl + p.mu)) for t in lm_terms),
+        "lm_jm": sum(C[t] * math.log((1 - p.lam) * tf[t] / dl + p.lam * pc[t]) for t in lm_terms),
         "lm_abs": sum(
-            C[t]
-            * math.log(max(tf[t] - p.delta, 0) / dl + p.delta * uniq[doc] / dl * pc[t])
+            C[t] * math.log(max(tf[t] - p.delta, 0) / dl + p.delta * uniq[doc] / dl * pc[t])
             for t in lm_terms
         ),
         "min_window": window[doc],
@@ -147,11 +142,25 @@ def test_extract_names_rows_and_is_deterministic() -> None:
 
 def test_whole_bm25_is_the_services_bm25() -> None:
     rng = random.Random(7)
-    words = "alpha beta gamma delta epsilon zeta theta kappa lambda sigma omega".split()
+    words = [
+        "alpha",
+        "beta",
+        "gamma",
+        "delta",
+        "epsilon",
+        "zeta",
+        "theta",
+        "kappa",
+        "lambda",
+        "sigma",
+        "omega",
+    ]
     docs = [
-        (f"d{i}", " ".join(rng.choices(words, k=rng.randint(0, 4))), " ".join(
-            rng.choices(words, k=rng.randint(0, 30))
-        ))
+        (
+            f"d{i}",
+            " ".join(rng.choices(words, k=rng.randint(0, 4))),
+            " ".join(rng.choices(words, k=rng.randint(0, 30))),
+        )
         for i in range(40)
     ]
     fx = FeatureExtractor(docs)
@@ -176,11 +185,13 @@ def brute_window(tokens: list[str], terms: set[str]) -> int:
 
 def test_min_window_matches_brute_force() -> None:
     rng = random.Random(3)
-    words = "alpha beta gamma delta epsilon zeta".split()
+    words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta"]
     docs = [
-        (f"d{i}", " ".join(rng.choices(words, k=rng.randint(0, 5))), " ".join(
-            rng.choices(words, k=rng.randint(0, 25))
-        ))
+        (
+            f"d{i}",
+            " ".join(rng.choices(words, k=rng.randint(0, 5))),
+            " ".join(rng.choices(words, k=rng.randint(0, 25))),
+        )
         for i in range(60)
     ]
     fx = FeatureExtractor(docs)
