@@ -356,7 +356,7 @@ def reliability_bins(
     c = np.asarray(confidence, dtype=np.float64).reshape(-1)
     ok = np.asarray(correct, dtype=np.float64).reshape(-1)
     edges = 0.5 + np.arange(n_bins + 1) / (2 * n_bins)
-    which = np.clip(((c - 0.5) * 2 * n_bins).astype(np.int64), 0, n_bins - 1)
+    which = np.clip(np.searchsorted(edges, c, side="right") - 1, 0, n_bins - 1)
     count = np.bincount(which, minlength=n_bins)
     conf = np.bincount(which, weights=c, minlength=n_bins)
     right = np.bincount(which, weights=ok, minlength=n_bins)
