@@ -15,9 +15,9 @@ No network code: an HTTP client (OpenAI-compatible chat completions) sends the m
 * Parsing: after markdown emphasis, quotes and brackets are stripped, a pairwise reply names A
   (or B) when it is that one letter (either case) or holds exactly one of the standalone
   capital letters A, B (as in "Passage A" or "The answer is B."); a graded reply is its one
-  standalone integer, which must be 0..4. Anything else (empty, both letters, no letter, a
-  grade out of range, two numbers) is malformed: "no opinion" (``None``), to be counted by
-  the caller.
+  standalone unsigned integer, which must be 0..4 (``-1`` is malformed). Anything else
+  (empty, both letters, no letter, a grade out of range, two numbers) is malformed: "no
+  opinion" (``None``), to be counted by the caller.
 * Two orders: with ``p_AB`` = P(first shown better) when A is shown first and ``p_BA`` the same
   with B first, ``P(A better) = (p_AB + (1 − p_BA)) / 2``. A judge that always prefers the
   first-shown passage gives ``p_AB = p_BA = 1`` and so 0.5: the position bias cancels. A
@@ -147,7 +147,7 @@ TEMPLATES: dict[str, PromptTemplate] = {t.key: t for t in (PAIRWISE_V1, GRADED_V
 
 _DECOR = re.compile(r"[*_`\"'\[\](){}<>]")
 _LETTER = re.compile(r"\b([AB])\b")
-_DIGIT = re.compile(r"(?<![\w.])(\d+)(?![\w.]|\.\d)")
+_DIGIT = re.compile(r"(?<![\w.\-+])(\d+)(?![\w]|\.\d)")
 
 
 def parse_pairwise(reply: str | None) -> Literal["A", "B"] | None:
