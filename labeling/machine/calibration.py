@@ -302,6 +302,7 @@ class CalibrationReport:
     kappa: float
     bins: tuple[ReliabilityBin, ...]
     position: PositionBias | None = None
+    no_opinion: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe form (NaN as ``None``)."""
@@ -326,6 +327,7 @@ class CalibrationReport:
                 for b in self.bins
             ],
             "position_bias": None,
+            "no_opinion": self.no_opinion,
         }
         if self.position is not None:
             p = self.position
@@ -441,8 +443,11 @@ def calibration_report(
 ) -> CalibrationReport:
     """The report on answered pairs: the judge's calibrated P(first better) and people's
     outcome (1 = first better). The judge answers "first" when ``p ≥ 0.5``; its confidence is
-    ``max(p, 1 − p)``; accuracy, κ and the bins compare that answer with people's."""
+    ``max(p, 1 − p)``; accuracy, κ and the bins compare that answer with people's. Pairs where
+    the judge had no opinion (``p`` NaN) are left out and counted in ``no_opinion``."""
     p, y = _answers(p_first, first_better)
+    opinion = ~np.isnan(p)
+    p, y = p[opinion], y[opinion]
     says_first = (p >= 0.5).astype(np.float64)
     correct = (says_first == y).astype(np.float64)
     confidence = np.maximum(p, 1 - p)
@@ -454,4 +459,5 @@ def calibration_report(
         kappa=cohen_kappa(says_first, y) if p.size else math.nan,
         bins=reliability_bins(confidence, correct, n_bins),
         position=position,
+        no_opinion=int((~opinion).sum()),
     )

@@ -174,7 +174,8 @@ class _Field:
 
 class FeatureExtractor:
     """Text features (module docstring) over a fixed collection of ``(doc_id, title, body)``
-    documents (plain text; ``None`` for a missing field; ids unique)."""
+    documents (plain text: reduce HTML with :func:`labeling.text.strip_html` first; ``None``
+    for a missing field; ids unique)."""
 
     def __init__(
         self,
@@ -195,7 +196,7 @@ class FeatureExtractor:
         self._vocabulary: dict[str, int] = {str(t): i for i, t in enumerate(vocabulary)}
         cuts = np.cumsum([len(ts) for ts in terms])[:-1]
         per_doc = [np.asarray(x, dtype=np.int64) for x in np.split(inverse.ravel(), cuts)]
-        n, v = len(docs), len(vocabulary)
+        n, v = len(docs), max(len(vocabulary), 1)  # 1: a collection without any term
         title, body = per_doc[:n], per_doc[n:]
         whole = [np.concatenate((a, b)) for a, b in zip(title, body, strict=True)]
         self._fields = {

@@ -188,3 +188,9 @@ def test_position_bias_by_hand() -> None:
     assert partial.mean_shift == pytest.approx(((0.9 + 0.2 - 1) / 2 + 0) / 2)
     report = calibration_report([0.7], [1], position=fair).to_dict()
     assert report["position_bias"]["first_shown_rate"] == 0.5
+
+
+def test_report_leaves_out_no_opinion() -> None:
+    r = calibration_report([0.9, math.nan, 0.2], [1, 1, 0])
+    assert r.count == 2 and r.no_opinion == 1 and r.accuracy == 1.0
+    assert r.to_dict()["no_opinion"] == 1

@@ -216,3 +216,11 @@ def test_bad_input_is_refused() -> None:
         FeatureExtractor([])
     with pytest.raises(ValueError, match="feature parameters"):
         FeatureParams(mu=0)
+
+
+def test_a_collection_without_terms_gives_zero_counts() -> None:
+    fx = FeatureExtractor([("A", "", None), ("B", "the of", "a")])
+    v = fx.matrix("heat")
+    col = {n: v[:, i] for i, n in enumerate(FEATURE_NAMES)}
+    assert not col["whole.tf_sum"].any() and not col["whole.dl"].any()
+    assert not col["whole.lm_dir"].any()  # cf = 0: left out of the sums
