@@ -267,6 +267,18 @@ class Calibrator:
             "answers": self.n_answers,
         }
 
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe state: :meth:`describe` plus every answer (raw p, first better 0/1)."""
+        return {**self.describe(), "raw": list(self._raw), "first_better": list(self._first_better)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Calibrator:
+        """Inverse of :meth:`to_dict`."""
+        out = cls(data["method"], float(data["prior_weight"]), float(data["prior_trust"]))
+        if data.get("raw"):
+            out.update(data["raw"], data["first_better"])
+        return out
+
 
 # ======================================================================= report
 @dataclass(frozen=True, slots=True)

@@ -27,6 +27,8 @@ document (:class:`GradeJudge`).
   multiplies the argument of Φ to simulate an over- (> 1) or under-confident (< 1) judge. Its
   five grades cut u at the standard normal's quintiles (each grade a fifth of the documents);
   its grade distribution is the posterior mass of u in each grade's interval.
+* :class:`CalibratedJudge`: any of them through a calibrator learned from people
+  (:mod:`labeling.machine.calibration`).
 * :class:`LlmJudge`: a prompt template (:mod:`labeling.machine.llm_prompts`) asked both orders
   through an injected ``ask`` function (the HTTP client lives in the service), combined so
   position bias cancels.
@@ -47,6 +49,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from labeling.bm25 import Bm25Index
+from labeling.machine.calibration import Calibrator
 from labeling.machine.features import FeatureExtractor
 from labeling.machine.llm_prompts import (
     PAIRWISE_V1,
@@ -59,6 +62,7 @@ from ranking.dataset import normalize_per_query
 __all__ = [
     "N_GRADES",
     "Bm25Judge",
+    "CalibratedJudge",
     "FeatureModelJudge",
     "GradeJudge",
     "JudgeQuery",
@@ -340,6 +344,38 @@ class ThurstoneJudge:
             return np.eye(N_GRADES)[grade]
         cdf = _phi((cuts[None, :] - mean[:, None]) / sd)
         return np.diff(cdf, axis=1)
+
+
+class CalibratedJudge:
+    """A judge's raw P(first better) through a :class:`Calibrator` learned from people. Its
+    version adds the calibration method and answer count to the judge's, so a version still
+    names fixed answers (NaN, no opinion, stays NaN)."""
+
+    def __init__(self, judge: PairJudge, calibrator: Calibrator) -> None:
+        self.judge = judge
+        self.calibrator = calibrator
+
+    @property
+    def version(self) -> str:
+        c = self.calibrator
+        return (
+            f"{self.judge.version}+calibrated/{c.method}/prior={c.prior_weight:g}"
+            f",{c.prior_trust:g}/answers={c.n_answers}"
+        )
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            **self.judge.describe(),
+            "version": self.version,
+            "calibration": self.calibrator.describe(),
+        }
+
+    def prefer(self, query: JudgeQuery, pairs: Sequence[Pair]) -> F64:
+        raw = self.judge.prefer(query, pairs)
+        known = ~np.isnan(raw)
+        out = np.full(raw.shape, np.nan)
+        out[known] = self.calibrator.probability(raw[known])
+        return out
 
 
 #: ``ask(messages_batch)``: the model's reply text per prompt, ``None`` for a failed call.

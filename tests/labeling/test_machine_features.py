@@ -224,3 +224,11 @@ def test_a_collection_without_terms_gives_zero_counts() -> None:
     col = {n: v[:, i] for i, n in enumerate(FEATURE_NAMES)}
     assert not col["whole.tf_sum"].any() and not col["whole.dl"].any()
     assert not col["whole.lm_dir"].any()  # cf = 0: left out of the sums
+
+
+def test_documented_parameters() -> None:
+    # docs/features.md states these values; the service's BM25 uses the same k1 and b
+    p = FeatureParams()
+    assert (p.k1, p.b, p.mu, p.lam, p.delta) == (1.2, 0.75, 2000.0, 0.1, 0.7)
+    assert len(FEATURE_NAMES) == 48 and FEATURE_NAMES[0] == "title.covered"
+    assert FEATURE_NAMES[-1] == "whole.window_density"

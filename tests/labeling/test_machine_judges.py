@@ -15,6 +15,7 @@ from labeling.machine.features import FEATURE_NAMES, FeatureExtractor
 from labeling.machine.judges import (
     N_GRADES,
     Bm25Judge,
+    CalibratedJudge,
     FeatureModelJudge,
     GradeJudge,
     JudgeQuery,
@@ -229,3 +230,33 @@ def test_llm_position_bias_cancels() -> None:
     replies = ask([PAIRWISE_V1.render("q", a, b) for a, b in pairs])
     single = [parse_pairwise(r) == "A" for r in replies]
     assert np.mean(single) == pytest.approx(0.85, abs=0.04)
+
+
+def test_calibrated_judge_maps_raw_probabilities_and_names_its_state() -> None:
+    from labeling.machine.calibration import Calibrator
+
+    judge = ThurstoneJudge(0.8, seed=2, overconfidence=3.0)
+    raw, truth = random_pairs(judge, 20, 20, seed=5)
+    calibrator = Calibrator("platt")
+    calibrated = CalibratedJudge(judge, calibrator)
+    before = calibrated.version
+    calibrator.update(raw, truth)
+    assert calibrated.version != before and calibrated.version.endswith("answers=400")
+    pairs = [("d1", "d2"), ("d3", "d1")]
+    want = calibrator.probability(judge.prefer(QUERY, pairs))
+    assert np.array_equal(calibrated.prefer(QUERY, pairs), want)
+    assert calibrated.describe()["calibration"]["answers"] == 400
+    restored = Calibrator.from_dict(calibrator.to_dict())
+    assert np.array_equal(restored.probability(raw), calibrator.probability(raw))
+
+    class Silent:
+        version = "silent"
+
+        def describe(self) -> dict[str, object]:
+            return {}
+
+        def prefer(self, query: JudgeQuery, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+            return np.array([np.nan, 0.9])
+
+    p = CalibratedJudge(Silent(), calibrator).prefer(QUERY, pairs)
+    assert math.isnan(p[0]) and p[1] == calibrator.probability([0.9])[0]
