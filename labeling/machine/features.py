@@ -45,7 +45,7 @@ in information retrieval", SIGIR 2007 (the MinCover span behind ``min_window``).
 Output: one ``(documents × features)`` float64 matrix per query, columns named
 ``<field>.<feature>`` in :data:`FEATURE_NAMES` order, rows in the documents' given order.
 Deterministic. Vectorised per query: the query's term occurrences are found with one table
-look-up over each field's token array, term frequencies with one ``bincount``, the windows with
+look-up in each field's postings, term frequencies with one ``bincount``, the windows with
 one running maximum per distinct query term, never a loop over (query, document) pairs.
 Pure: no FastAPI, no SQLAlchemy.
 """
@@ -151,7 +151,8 @@ def lucene_idf(df: ArrayLikeF, n_docs: int) -> F64:
 class _Field:
     """One field of every document as flat arrays: ``tokens`` (term ids, documents in order),
     ``doc_of`` (the document of each token), per-document length ``dl`` and distinct-term count
-    ``uniq``, per-term ``df`` and ``cf``."""
+    ``uniq``, per-term ``df`` and ``cf``; ``postings[starts[t]:starts[t + 1]]`` are the token
+    positions of term t, ascending (an inverted index)."""
 
     tokens: I64
     doc_of: I64
@@ -159,6 +160,8 @@ class _Field:
     uniq: F64
     df: I64
     cf: I64
+    postings: I64
+    starts: I64
 
     @classmethod
     def build(cls, ids: Sequence[I64], vocabulary_size: int) -> _Field:
@@ -169,7 +172,9 @@ class _Field:
         df = np.bincount(pairs % vocabulary_size, minlength=vocabulary_size)
         uniq = np.bincount(pairs // vocabulary_size, minlength=len(ids)).astype(np.float64)
         cf = np.bincount(tokens, minlength=vocabulary_size)
-        return cls(tokens, doc_of, lengths.astype(np.float64), uniq, df, cf)
+        postings = np.argsort(tokens, kind="stable").astype(np.int64)
+        starts = np.concatenate(([0], np.cumsum(cf))).astype(np.int64)
+        return cls(tokens, doc_of, lengths.astype(np.float64), uniq, df, cf, postings, starts)
 
 
 class FeatureExtractor:
@@ -232,18 +237,20 @@ class FeatureExtractor:
             for qid, text in queries.items()
         }
 
-    def _occurrences(self, field: _Field, ids: I64) -> tuple[I64, I64, I64]:
+    @staticmethod
+    def _occurrences(field: _Field, ids: I64) -> tuple[I64, I64, I64]:
         """Global token positions, query-term slots and documents of every occurrence of a
-        query term in ``field`` (ascending position, hence grouped by document)."""
-        known = ids >= 0
-        if not known.any():
+        query term in ``field`` (ascending position, hence grouped by document), read from
+        the field's postings."""
+        spans = [(j, field.starts[t], field.starts[t + 1]) for j, t in enumerate(ids) if t >= 0]
+        if not spans:
             empty = np.zeros(0, dtype=np.int64)
             return empty, empty, empty
-        slot = np.full(len(self._vocabulary), -1, dtype=np.int64)
-        slot[ids[known]] = np.flatnonzero(known)
-        of_token = slot[field.tokens]
-        pos = np.flatnonzero(of_token >= 0)
-        return pos, of_token[pos], field.doc_of[pos]
+        pos = np.concatenate([field.postings[a:b] for _, a, b in spans])
+        term = np.concatenate([np.full(b - a, j, dtype=np.int64) for j, a, b in spans])
+        order = np.argsort(pos, kind="stable")
+        pos, term = pos[order], term[order]
+        return pos, term, field.doc_of[pos]
 
     def _field_block(self, field: _Field, ids: I64, weight: F64) -> F64:
         p = self.params
