@@ -60,6 +60,7 @@ from labeling.machine.llm_prompts import (
 from ranking.dataset import normalize_per_query
 
 __all__ = [
+    "GRADE_CUTS",
     "N_GRADES",
     "Bm25Judge",
     "CalibratedJudge",
