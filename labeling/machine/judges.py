@@ -57,7 +57,7 @@ from labeling.machine.llm_prompts import (
     combine_orders,
     parse_pairwise,
 )
-from ranking.dataset import normalize_per_query
+from ranking.data.dataset import normalize_per_query
 
 __all__ = [
     "GRADE_CUTS",

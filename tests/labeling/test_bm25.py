@@ -176,7 +176,7 @@ def test_importing_the_app_does_not_load_bm25s() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         out = subprocess.run(
-            [sys.executable, "-c", code, f"{tmp}/app.db"],
+            [sys.executable, "-c", code, f"{tmp}/app.kernel.db"],
             capture_output=True,
             text=True,
             check=True,

@@ -27,7 +27,7 @@ from labeling.machine.features import FEATURE_NAMES, FeatureExtractor
 from labeling.machine.judges import Bm25Judge, FeatureModelJudge, JudgeQuery
 from labeling.sources.smart import SmartCollection, load_cranfield
 from labeling.text import document_text
-from ranking.dataset import QueryDataset, normalize_per_query
+from ranking.data.dataset import QueryDataset, normalize_per_query
 from ranking.estimators import ListNet, metric_values
 
 DEPTH = 100

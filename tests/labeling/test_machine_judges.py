@@ -154,7 +154,7 @@ def test_feature_model_judge_uses_the_model_scores() -> None:
 
 
 def test_feature_model_judge_takes_a_trained_ranker() -> None:
-    from ranking.dataset import QueryDataset
+    from ranking.data.dataset import QueryDataset
     from ranking.estimators import RankNet
 
     fx = FeatureExtractor(DOCS)
