@@ -51,7 +51,7 @@ def _brute_force_randomization(a: np.ndarray, b: np.ndarray) -> float:
     hits = 0
     for signs in itertools.product((1, -1), repeat=d.size):
         hits += int(abs(float(np.dot(signs, d))) >= observed - 1e-12)
-    return hits / 2**d.size
+    return hits / float(1 << d.size)
 
 
 @pytest.mark.parametrize("seed", range(4))
