@@ -14,9 +14,9 @@ rank. The *depth-k pool* of a query is the union of its runs' cuts (docs/campaig
   collections", SIGIR 1998; the per-query variant as Losada et al. describe and run it): every
   run has a priority, initially 0. The current run's documents are judged top-down (skipping
   documents already judged, at no cost) as long as they are relevant; a non-relevant one
-  lowers the run's priority by 1 and the run with the highest priority becomes current — ties
-  go to the run selected least recently (never-selected runs first, in run order), so equal
-  runs take turns. An exhausted run leaves without a priority change.
+  lowers the run's priority by 1 and the run with the highest priority becomes current, ties
+  going to the earlier run in run order (priorities then stay within 1 of each other, so the
+  runs take turns in run order). An exhausted run leaves without a priority change.
 * :class:`MaxMean` (Losada, Parapar, Barreiro, "Multi-armed bandits for adjudicating documents
   in pooling-based evaluation of information retrieval systems", IP&M 2017): each run is an
   arm with a Beta(1, 1) prior on its relevance rate; its evidence is the *judged prefix* of
@@ -223,8 +223,6 @@ class MoveToFront(AdaptivePooler):
         super().__init__(rankings, depth)
         self.priority = dict.fromkeys(self.names, 0)
         self.current: str | None = None
-        self._selected_at = dict.fromkeys(self.names, -1)
-        self._clock = 0
 
     def _choose(self) -> str | None:
         if self.current is not None and self.head(self.current) is not None:
@@ -233,12 +231,8 @@ class MoveToFront(AdaptivePooler):
         if not open_runs:
             self.current = None
             return None
-        index = {name: i for i, name in enumerate(self.names)}
-        self.current = min(
-            open_runs, key=lambda r: (-self.priority[r], self._selected_at[r], index[r])
-        )
-        self._selected_at[self.current] = self._clock
-        self._clock += 1
+        best = max(self.priority[r] for r in open_runs)
+        self.current = next(r for r in open_runs if self.priority[r] == best)
         return self.current
 
     def _answered(self, run: str, relevant: bool) -> None:
@@ -257,6 +251,7 @@ class MaxMean(AdaptivePooler):
 
     def posterior_mean(self, run: str) -> float:
         """``(1 + rel)/(2 + rel + nonrel)`` over the run's judged prefix."""
+        self.head(run)  # bring the judged prefix up to date
         rel, non = self.relevant[run], self.nonrelevant[run]
         return (1.0 + rel) / (2.0 + rel + non)
 
