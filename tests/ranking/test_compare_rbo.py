@@ -161,3 +161,21 @@ def test_rankings_with_repeats_or_bad_p_are_refused() -> None:
         rbo.rbo_ext(["a", "a"], ["a"])
     with pytest.raises(ValueError, match="persistence"):
         rbo.compatibility(["a"], {"a": 1}, p=1.0)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_compatibility_matches_ir_measures_when_installed(seed: int) -> None:
+    """ir-measures itself (not a dependency; skipped when absent): ``Compat(p, normalize)``."""
+    ir_measures = pytest.importorskip("ir_measures")
+    rng = np.random.default_rng(seed)
+    docs = [f"d{i}" for i in range(30)]
+    for _ in range(20):
+        grades = {str(d): int(rng.integers(0, 4)) for d in rng.choice(docs, 12, replace=False)}
+        run = [str(d) for d in rng.choice(docs, int(rng.integers(1, 25)), replace=False)]
+        qrels = [ir_measures.Qrel("q", d, g) for d, g in grades.items()]
+        scored = [ir_measures.ScoredDoc("q", d, float(100 - i)) for i, d in enumerate(run)]
+        for normalize in (True, False):
+            measure = ir_measures.Compat(p=0.95, normalize=normalize)
+            theirs = [m.value for m in ir_measures.iter_calc([measure], qrels, scored)]
+            mine = rbo.compatibility(run, grades, 0.95, normalize=normalize)
+            assert theirs == [pytest.approx(mine, abs=1e-12)]
