@@ -142,6 +142,13 @@ class AdaptivePooler:
         self.judged: dict[str, bool] = {}
         self._pointer = dict.fromkeys(self.names, 0)
         self._pending: tuple[str, str] | None = None
+        self._pool: dict[str, PooledDocument] | None = None
+
+    def pool(self) -> dict[str, PooledDocument]:
+        """Every pooled document (the union of the cut runs) with its hits and fused score."""
+        if self._pool is None:
+            self._pool = _pooled(self.rankings, RRF_K)
+        return self._pool
 
     @property
     def pending(self) -> str | None:
@@ -197,10 +204,9 @@ class AdaptivePooler:
 class FusedOrder(AdaptivePooler):
     """The depth pool in fused (RRF) order; judgments do not change the order."""
 
-    def __init__(self, rankings: Rankings, depth: int | None = None, rrf_k: float = RRF_K):
+    def __init__(self, rankings: Rankings, depth: int | None = None) -> None:
         super().__init__(rankings, depth)
-        pooled = _pooled(self.rankings, rrf_k)
-        order = sorted(pooled.values(), key=lambda d: (-d.fused, d.best_rank, d.doc_id))
+        order = sorted(self.pool().values(), key=lambda d: (-d.fused, d.best_rank, d.doc_id))
         self._order = [d.doc_id for d in order]
         self._first_run = {d.doc_id: d.hits[0][0] for d in order}
         self._next = 0
@@ -252,6 +258,9 @@ class MaxMean(AdaptivePooler):
     def posterior_mean(self, run: str) -> float:
         """``(1 + rel)/(2 + rel + nonrel)`` over the run's judged prefix."""
         self.head(run)  # bring the judged prefix up to date
+        return self._mean(run)
+
+    def _mean(self, run: str) -> float:
         rel, non = self.relevant[run], self.nonrelevant[run]
         return (1.0 + rel) / (2.0 + rel + non)
 
@@ -262,11 +271,11 @@ class MaxMean(AdaptivePooler):
             self.nonrelevant[run] += 1
 
     def _choose(self) -> str | None:
-        open_runs = self._open_runs()  # syncs every run's judged prefix first
-        if not open_runs:
-            return None
-        best = max(self.posterior_mean(r) for r in open_runs)
-        return next(r for r in open_runs if self.posterior_mean(r) == best)
+        chosen, best = None, -1.0
+        for run in self.names:  # strict > keeps the earlier run on ties
+            if self.head(run) is not None and self._mean(run) > best:
+                chosen, best = run, self._mean(run)
+        return chosen
 
 
 def make_pooler(method: Method, rankings: Rankings, depth: int | None = None) -> AdaptivePooler:
@@ -340,7 +349,7 @@ def _simulate_query(
     relevant_from: float,
 ) -> QuerySimulation:
     pooler = make_pooler(method, rankings, depth)
-    pooled = _pooled(pooler.rankings, RRF_K)
+    pooled = pooler.pool()
     judged: list[tuple[str, bool]] = []
     outside = 0
     while budget is None or len(judged) < budget:
