@@ -38,7 +38,6 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ranking.compare.significance import (
-    DEFAULT_RESAMPLES,
     EXACT_MAX_N,
     Correction,
     Test,
@@ -171,7 +170,7 @@ def significant_swaps(
     test: Test = "t",
     correction: Correction = "holm",
     alpha: float = 0.05,
-    n_resamples: int = DEFAULT_RESAMPLES,
+    n_resamples: int | None = None,
     seed: int = 0,
     exact_max_n: int = EXACT_MAX_N,
 ) -> SwapCount:
@@ -186,9 +185,18 @@ def significant_swaps(
     """
     if list(values_a) != list(values_b):
         raise ValueError("both label sets need the same systems, in the same order")
-    kwargs = {"n_resamples": n_resamples, "seed": seed, "exact_max_n": exact_max_n}
-    comp_a = compare_systems(values_a, test, correction, alpha, **kwargs)
-    comp_b = compare_systems(values_b, test, correction, alpha, **kwargs)
+    comp_a, comp_b = (
+        compare_systems(
+            values,
+            test,
+            correction,
+            alpha,
+            n_resamples=n_resamples,
+            seed=seed,
+            exact_max_n=exact_max_n,
+        )
+        for values in (values_a, values_b)
+    )
     swapped: list[tuple[str, str]] = []
     both = 0
     for pa, pb in zip(comp_a.pairs, comp_b.pairs, strict=True):
@@ -228,7 +236,7 @@ def ordering_agreement(
     test: Test = "t",
     correction: Correction = "holm",
     alpha: float = 0.05,
-    n_resamples: int = DEFAULT_RESAMPLES,
+    n_resamples: int | None = None,
     seed: int = 0,
 ) -> OrderingAgreement:
     """System orderings by mean under A and B, τ-b, τ_AP and significant swaps.

@@ -25,6 +25,10 @@ Tests (two-sided, H0: the two systems are exchangeable per query / have equal me
   ``(#{|d̄* − d̄| ≥ |d̄|} + 1) / (B + 1)`` (the resampled differences shifted to mean 0 under
   H0; ties as ≥ with the same tolerance).
 
+With a correction over ``m`` pairs the smallest Monte Carlo p, ``1/(B + 1)``, adjusts to about
+``m/(B + 1)``: :func:`compare_systems` therefore defaults to ``B = max(10,000, ⌈2m/α⌉)``
+(:func:`resamples_for`; 50 systems, 1,225 pairs, α = 0.05: B = 49,000).
+
 Many pairs at once (:func:`compare_systems`) share one matrix of random signs / resampling
 weights, as ranx shares its permutations across pairs; by linearity
 ``Σ s_i (a_i − b_i) = Σ s_i a_i − Σ s_i b_i``, so one product ``signs @ values.T`` per block of
@@ -45,6 +49,7 @@ over the ascending ``p_(1) ≤ … ≤ p_(m)``. A pair is significant when its a
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Literal
@@ -76,6 +81,7 @@ __all__ = [
     "pair_pvalues",
     "paired_t_test",
     "randomization_test",
+    "resamples_for",
     "values_matrix",
 ]
 
@@ -481,13 +487,25 @@ class Comparison:
         return out
 
 
+def resamples_for(n_pairs: int, alpha: float = 0.05, correction: Correction = "holm") -> int:
+    """Default B for ``n_pairs`` corrected comparisons: ``max(10,000, ⌈2·m/α⌉)``.
+
+    The smallest Monte Carlo p-value is ``1/(B + 1)``; Holm or Bonferroni over ``m`` pairs
+    multiply it by ``m``, so with ``B < m/α`` no pair could ever be significant. Twice that
+    bound leaves room for the estimate's own noise. Without a correction: 10,000.
+    """
+    if correction == "none" or n_pairs <= 1:
+        return DEFAULT_RESAMPLES
+    return max(DEFAULT_RESAMPLES, math.ceil(2.0 * n_pairs / alpha))
+
+
 def compare_systems(
     values: Mapping[str, ArrayLike],
     test: Test = "t",
     correction: Correction = "holm",
     alpha: float = 0.05,
     *,
-    n_resamples: int = DEFAULT_RESAMPLES,
+    n_resamples: int | None = None,
     seed: int = 0,
     exact_max_n: int = EXACT_MAX_N,
 ) -> Comparison:
@@ -505,6 +523,8 @@ def compare_systems(
     if correction not in CORRECTIONS:
         adjust_pvalues(np.zeros(1), correction)  # raises, naming the choices
     ia, ib = (np.asarray(x, dtype=np.int64) for x in np.triu_indices(len(names), 1))
+    if n_resamples is None:
+        n_resamples = resamples_for(ia.size, alpha, correction)
     p, exact = pair_pvalues(
         v, ia, ib, test, n_resamples=n_resamples, seed=seed, exact_max_n=exact_max_n
     )

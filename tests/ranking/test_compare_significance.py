@@ -227,3 +227,15 @@ def test_compare_systems_refuses_bad_input() -> None:
         sig.compare_systems({"a": [0.1, 0.2]})
     with pytest.raises(ValueError, match="unknown correction"):
         sig.compare_systems({"a": [0.1, 0.2], "b": [0.3, 0.1]}, correction="sidak")  # type: ignore[arg-type]
+
+
+def test_default_resamples_let_a_corrected_p_reach_alpha() -> None:
+    # 50 systems: 1,225 pairs; Holm multiplies the smallest MC p 1/(B + 1) by 1,225, so
+    # B must exceed 1,225/0.05 = 24,500; the default takes twice that.
+    assert sig.resamples_for(1225, 0.05, "holm") == 49_000
+    assert sig.resamples_for(3, 0.05, "holm") == sig.DEFAULT_RESAMPLES
+    assert sig.resamples_for(1225, 0.05, "none") == sig.DEFAULT_RESAMPLES
+    values = _systems(3, 25)
+    comp = sig.compare_systems(values, test="randomization")
+    assert comp.n_resamples == sig.DEFAULT_RESAMPLES and not comp.exact
+    assert sig.compare_systems(values, test="t").n_resamples is None
