@@ -334,9 +334,7 @@ class Simulation:
 
     def judged_qrels(self) -> dict[str, dict[str, int]]:
         """The judgments made, as qrels (1 relevant, 0 not) to score the runs with."""
-        return {
-            qid: {doc: int(rel) for doc, rel in q.judged} for qid, q in self.queries.items()
-        }
+        return {qid: {doc: int(rel) for doc, rel in q.judged} for qid, q in self.queries.items()}
 
 
 def _simulate_query(

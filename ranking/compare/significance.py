@@ -30,7 +30,7 @@ With a correction over ``m`` pairs the smallest Monte Carlo p, ``1/(B + 1)``, ad
 (:func:`resamples_for`; 50 systems, 1,225 pairs, α = 0.05: B = 49,000).
 
 Many pairs at once (:func:`compare_systems`) share one matrix of random signs / resampling
-weights, as ranx shares its permutations across pairs; by linearity
+weights (ranx reseeds every pair's test with the same seed to a similar end); by linearity
 ``Σ s_i (a_i − b_i) = Σ s_i a_i − Σ s_i b_i``, so one product ``signs @ values.T`` per block of
 resamples serves every pair: the work is O(B·n·S + B·S²), not O(B·n·S²). Memory is bounded by
 blocks of about 2^22 cells. The random stream depends only on ``(seed, n, B)``, so a pair's
@@ -177,9 +177,7 @@ def _bootstrap_weight_blocks(n: int, n_resamples: int, seed: int) -> Iterator[F6
         yield np.bincount(draws.ravel(), minlength=r * n).reshape(r, n).astype(np.float64)
 
 
-def _count_at_least(
-    sums: F64, ia: I64, ib: I64, centre: F64, threshold: F64, counts: I64
-) -> None:
+def _count_at_least(sums: F64, ia: I64, ib: I64, centre: F64, threshold: F64, counts: I64) -> None:
     """``counts[k] += #{rows: |sums[:, ia_k] − sums[:, ib_k] − centre_k| ≥ threshold_k}``."""
     step = max(1, _BLOCK_CELLS // max(sums.shape[0], 1))
     for lo in range(0, ia.size, step):
@@ -554,4 +552,3 @@ def compare_systems(
         exact=exact,
         pairs=pairs,
     )
-

@@ -109,9 +109,9 @@ def test_compatibility_from_a_topk_truth() -> None:
     assert rbo.compatibility_topk(run, ["t1"], ["r1", "r2"], p) == pytest.approx(0.2)
     # rest as one tied group below: ideal [t1, r1, r2] (r1 first, as the run has it);
     # X = 0, 2, 2 → S = 0.5 + 0.25·2/3 = 2/3; self 1.75 → 8/21
-    assert rbo.compatibility_topk(
-        run, ["t1"], ["r1", "r2"], p, include_rest=True
-    ) == pytest.approx(8 / 21)
+    assert rbo.compatibility_topk(run, ["t1"], ["r1", "r2"], p, include_rest=True) == pytest.approx(
+        8 / 21
+    )
     # the top keeps its order: grades k, k−1, …
     assert rbo.compatibility_topk(["t2", "t1"], ["t1", "t2"], p=p) == rbo.compatibility(
         ["t2", "t1"], {"t1": 2, "t2": 1}, p
@@ -149,8 +149,10 @@ def test_rbo_min_is_the_long_sum_with_frozen_overlap() -> None:
     long_sum = sum(p ** (d - 1) * x[min(d, 6) - 1] / d for d in range(1, 3000))
     assert rbo.rbo_min(s, t, p) == pytest.approx((1 - p) * long_sum, rel=1e-12)
     # Webber et al. eq. 11 for equal lengths k: (1−p)/p (Σ (X_d − X_k) p^d/d − X_k ln(1−p))
-    eq11 = (1 - p) / p * (
-        sum((x[d - 1] - x[-1]) * p**d / d for d in range(1, 7)) - x[-1] * math.log(1 - p)
+    eq11 = (
+        (1 - p)
+        / p
+        * (sum((x[d - 1] - x[-1]) * p**d / d for d in range(1, 7)) - x[-1] * math.log(1 - p))
     )
     assert rbo.rbo_min(s, t, p) == pytest.approx(eq11, rel=1e-12)
     assert rbo.rbo_min(s, t, p) <= rbo.rbo_ext(s, t, p)

@@ -124,9 +124,7 @@ def test_interval_covers_the_mean_at_the_stated_rate(method: sig.IntervalMethod)
 
 
 @pytest.mark.parametrize(("method", "scipy_method"), [("percentile", "percentile"), ("bca", "BCa")])
-def test_interval_matches_scipy_bootstrap(
-    method: sig.IntervalMethod, scipy_method: str
-) -> None:
+def test_interval_matches_scipy_bootstrap(method: sig.IntervalMethod, scipy_method: str) -> None:
     x = np.random.default_rng(5).exponential(1.0, 40)  # skewed: BCa differs from percentile
     low, high = sig.bootstrap_interval(x, n_resamples=40_000, seed=1, method=method)
     ref = stats.bootstrap(
