@@ -40,6 +40,7 @@ documents) and counted in :attr:`QuerySimulation.outside_qrels`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -313,6 +314,7 @@ class Simulation:
 
     method: Method
     budget: int | None
+    fraction: float | None
     depth: int
     queries: Mapping[str, QuerySimulation]
 
@@ -343,11 +345,14 @@ def _simulate_query(
     grades: Mapping[str, float],
     method: Method,
     budget: int | None,
+    fraction: float | None,
     depth: int,
     relevant_from: float,
 ) -> QuerySimulation:
     pooler = make_pooler(method, rankings, depth)
     pooled = pooler.pool()
+    if fraction is not None:
+        budget = math.floor(fraction * len(pooled) + 0.5)
     judged: list[tuple[str, bool]] = []
     outside = 0
     while budget is None or len(judged) < budget:
@@ -378,6 +383,7 @@ def simulate_pooling(
     method: Method,
     budget: int | None = None,
     *,
+    fraction: float | None = None,
     depth: int = 100,
     relevant_from: float = 1.0,
 ) -> Simulation:
@@ -385,17 +391,21 @@ def simulate_pooling(
 
     ``runs``: run → query → documents best first; ``qrels``: query → document → grade.
     Queries that no run ranks or that the qrels lack are left out. ``budget=None`` judges the
-    whole depth pool (every method then ends with the same judgments, in its own order).
+    whole depth pool (every method then ends with the same judgments, in its own order);
+    ``fraction`` instead gives each query the budget ``round(fraction × its depth-pool size)``
+    (halves up).
     """
     if budget is not None and budget < 0:
         raise ValueError(f"budget must be ≥ 0, got {budget}")
+    if fraction is not None and (budget is not None or not 0.0 <= fraction <= 1.0):
+        raise ValueError("give either a budget or a fraction in [0, 1] of each query's pool")
     if method not in METHODS:
         make_pooler(method, {})  # raises, naming the choices
     queries = {
         qid: _simulate_query(
-            qid, _for_query(runs, qid), qrels[qid], method, budget, depth, relevant_from
+            qid, _for_query(runs, qid), qrels[qid], method, budget, fraction, depth, relevant_from
         )
         for qid in _queries(runs)
         if qid in qrels
     }
-    return Simulation(method=method, budget=budget, depth=depth, queries=queries)
+    return Simulation(method=method, budget=budget, fraction=fraction, depth=depth, queries=queries)

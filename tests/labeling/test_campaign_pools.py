@@ -169,3 +169,12 @@ def test_simulation_with_a_budget_and_depth() -> None:
     # A ties B's 1/2 (B's prefix is empty: d5 unjudged) → A, run order → d3
     assert [doc for doc, _ in sim.queries["q1"].judged] == ["d1", "d2", "d3"]
     assert sim.queries["q1"].relevant_found == 1
+
+
+def test_simulation_with_a_fraction_of_each_pool() -> None:
+    sim = simulate_pooling(RUNS, QRELS, "depth", fraction=0.5, depth=10)
+    # q1's pool has 6 documents → 3 judgments; q2's has 3 → 1.5 rounds half up to 2
+    assert [len(q.judged) for q in sim.queries.values()] == [3, 2]
+    assert sim.fraction == 0.5 and sim.budget is None
+    with pytest.raises(ValueError, match="either a budget or a fraction"):
+        simulate_pooling(RUNS, QRELS, "mtf", 3, fraction=0.5)
