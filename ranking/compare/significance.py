@@ -179,11 +179,17 @@ def _bootstrap_weight_blocks(n: int, n_resamples: int, seed: int) -> Iterator[F6
 
 def _count_at_least(sums: F64, ia: I64, ib: I64, centre: F64, threshold: F64, counts: I64) -> None:
     """``counts[k] += #{rows: |sums[:, ia_k] − sums[:, ib_k] − centre_k| ≥ threshold_k}``."""
+    by_system = np.ascontiguousarray(sums.T)  # (S, rows): a pair's rows are contiguous
     step = max(1, _BLOCK_CELLS // max(sums.shape[0], 1))
+    centred = bool(np.any(centre))
     for lo in range(0, ia.size, step):
         hi = lo + step
-        diff = np.abs(sums[:, ia[lo:hi]] - sums[:, ib[lo:hi]] - centre[lo:hi])
-        counts[lo:hi] += (diff >= threshold[lo:hi]).sum(axis=0)
+        diff = by_system[ia[lo:hi]]
+        diff -= by_system[ib[lo:hi]]
+        if centred:
+            diff -= centre[lo:hi, None]
+        np.abs(diff, out=diff)
+        counts[lo:hi] += np.count_nonzero(diff >= threshold[lo:hi, None], axis=1)
 
 
 def _tie_threshold(v: F64, ia: I64, ib: I64) -> tuple[F64, F64]:
