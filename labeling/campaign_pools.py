@@ -12,8 +12,9 @@ rank. The *depth-k pool* of a query is the union of its runs' cuts (docs/campaig
   the prior a judging session can start from.
 * :class:`MoveToFront` (Cormack, Palmer, Clarke, "Efficient construction of large test
   collections", SIGIR 1998; the per-query variant, priorities lowered by one per non-relevant
-  document, the baseline of the bandit papers below): every run has a priority, initially 0. The current run's documents are judged top-down (skipping
-  documents already judged, at no cost) as long as they are relevant; a non-relevant one
+  document, the baseline of the bandit papers below): every run has a priority, initially 0.
+  The current run's documents are judged top-down (skipping documents already judged, at no
+  cost) as long as they are relevant; a non-relevant one
   lowers the run's priority by 1 and the run with the highest priority becomes current, ties
   going to the earlier run in run order (priorities then stay within 1 of each other, so the
   runs take turns in run order). An exhausted run leaves without a priority change.
