@@ -10,14 +10,20 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
 
-from app.commands.conventions import Command, aliased, fail, usage_error
-from app.commands.database import database
-from app.commands.service import DB_OPTION
-from app.commands.simulate import PAIR_CACHE_OPTION
+from app.cli.conventions import Command, fail, usage_error
+from app.cli.database import DB_OPTION, database
+from app.cli.simulate import PAIR_CACHE_OPTION
+
+if TYPE_CHECKING:
+    from app.services.analysis import StudyConfig
+    from labeling.agreement import Mode
+
+app = typer.Typer()
 
 ROW_NAMES = ("A ≻ B", "A ≺ B", "A ∼ B")
 
@@ -164,6 +170,7 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {value!r}")
 
 
+@app.command("analyze", cls=Command)
 def analyze(
     collection: str = typer.Argument(..., help="Collection name (or numeric id)."),
     mode: str = typer.Option(
@@ -194,6 +201,7 @@ def analyze(
         typer.echo(format_report(report))
 
 
+@app.command("simulate-study", cls=Command)
 def simulate_study(
     assessors: int = typer.Option(
         5, "--n-assessors", min=4, help="Number of simulated assessors (two disjoint assignments)."
@@ -243,10 +251,6 @@ def simulate_study(
         help="Write the study to this new SQLite file and keep it (default: a temporary one).",
     ),
     as_json: bool = typer.Option(False, "--json/--no-json", help="Print the report as JSON."),
-    old_assessors: int | None = typer.Option(None, "--assessors", hidden=True),
-    old_queries: int | None = typer.Option(None, "--queries", hidden=True),
-    old_docs: int | None = typer.Option(None, "--docs", hidden=True),
-    old_pair_noise: float | None = typer.Option(None, "--pair-noise", hidden=True),
 ) -> None:
     """Simulate the paper's user study end to end through the service layer, then analyse it.
 
@@ -254,20 +258,9 @@ def simulate_study(
     assignment, top-k (k=10) and five-grade tasks, simulated assessors whose pairwise noise is
     lower than their grading noise and whose times follow the paper's.
     """
-    import tempfile
-    from pathlib import Path
-
-    import migrations
-    from app.db import Database
-    from app.errors import DomainError
-    from app.services.analysis import StudyConfig, collection_analysis, run_simulated_study
+    from app.services.analysis import StudyConfig
     from labeling.agreement import MODES
-    from labeling.errors import LabelingError
 
-    assessors = aliased(assessors, old_assessors, "--assessors", "--n-assessors")
-    queries = aliased(queries, old_queries, "--queries", "--n-queries")
-    docs = aliased(docs, old_docs, "--docs", "--n")
-    pair_noise = aliased(pair_noise, old_pair_noise, "--pair-noise", "--pair-sd")
     if mode not in MODES:
         usage_error(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
     config = StudyConfig(
@@ -285,30 +278,7 @@ def simulate_study(
         strategy=strategy,
         corpus=corpus,
     )
-    with tempfile.TemporaryDirectory(prefix="heapjudge-study-") as tmp:
-        path = Path(database) if database else Path(tmp) / "study.db"
-        if path.exists():
-            usage_error(f"--database {path} already exists; give a new file")
-        url = f"sqlite:///{path}"
-        migrations.upgrade(url)
-        db = Database.from_url(url)
-
-        def progress(done: int, total: int) -> None:
-            if done == total or done % max(1, total // 10) == 0:
-                typer.echo(f"  {done}/{total} tasks judged", err=True)
-
-        try:
-            typer.echo(
-                f"Simulating {assessors} assessors x {queries} queries x {docs} documents "
-                f"(k = {k}) in {path} ...",
-                err=True,
-            )
-            summary = run_simulated_study(db=db, config=config, progress=progress)
-            report = collection_analysis(summary.collection_id, db=db, mode=mode)
-        except (DomainError, LabelingError) as err:
-            fail(str(getattr(err, "detail", err)))
-        finally:
-            db.dispose()
+    report, summary, path = _run_study(config, database, mode)
     report["simulation"] = {
         **{key: getattr(config, key) for key in config.__dataclass_fields__},
         "tasks": summary.tasks,
@@ -326,7 +296,39 @@ def simulate_study(
         typer.echo(format_report(report))
 
 
-def register(app: typer.Typer) -> None:
-    """Add this area's commands to the CLI."""
-    app.command("analyze", cls=Command)(analyze)
-    app.command("simulate-study", cls=Command)(simulate_study)
+def _run_study(config: StudyConfig, database: str | None, mode: Mode) -> tuple[Any, Any, Path]:
+    """Run the simulated study in a new SQLite database (the file ``database``, else a temporary
+    one) and analyse it: the report, the study's summary and the database file."""
+    import tempfile
+
+    import migrations
+    from app.db import Database
+    from app.errors import DomainError
+    from app.services.analysis import collection_analysis, run_simulated_study
+    from labeling.errors import LabelingError
+
+    with tempfile.TemporaryDirectory(prefix="heapjudge-study-") as tmp:
+        path = Path(database) if database else Path(tmp) / "study.db"
+        if path.exists():
+            usage_error(f"--database {path} already exists; give a new file")
+        url = f"sqlite:///{path}"
+        migrations.upgrade(url)
+        db = Database.from_url(url)
+
+        def progress(done: int, total: int) -> None:
+            if done == total or done % max(1, total // 10) == 0:
+                typer.echo(f"  {done}/{total} tasks judged", err=True)
+
+        try:
+            typer.echo(
+                f"Simulating {config.assessors} assessors x {config.queries} queries x "
+                f"{config.docs} documents (k = {config.k}) in {path} ...",
+                err=True,
+            )
+            summary = run_simulated_study(db=db, config=config, progress=progress)
+            report = collection_analysis(summary.collection_id, db=db, mode=mode)
+        except (DomainError, LabelingError) as err:
+            fail(str(getattr(err, "detail", err)))
+        finally:
+            db.dispose()
+    return report, summary, path
