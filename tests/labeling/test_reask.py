@@ -413,7 +413,7 @@ def _relations_of_protocol(s: TopKSession) -> dict[tuple[str, str], str]:
 
 def test_analysis_report_uses_protocol_answers_and_prints_reasks() -> None:
     """End to end through app.services.analysis (no database) and the CLI's text report."""
-    from app.commands.analysis import format_report
+    from app.cli.analysis import format_report
     from app.services.analysis import analyze_records, build_records
 
     options = validate_options("topk", {"reask_fraction": 0.5})
