@@ -195,10 +195,34 @@ def analyze(
             report = collection_analysis(cid, db=db, mode=mode)
         except DomainError as err:
             fail(str(err.detail))
+    _print_report(report, as_json=as_json)
+
+
+def _print_report(report: dict[str, Any], *, as_json: bool, preface: str | None = None) -> None:
+    """The report as JSON, or as text (:func:`format_report`) after ``preface``."""
     if as_json:
         typer.echo(json.dumps(report, indent=2, ensure_ascii=False, default=_json_default))
-    else:
-        typer.echo(format_report(report))
+        return
+    if preface is not None:
+        typer.echo(preface)
+    typer.echo(format_report(report))
+
+
+# Two of ``simulate-study``'s options: the re-ask share of its top-k tasks and a real corpus.
+REASK_FRACTION_OPTION = typer.Option(
+    0.0,
+    "--reask-fraction",
+    min=0.0,
+    max=0.5,
+    help="Top-k task option: re-ask this share of the pairs later with the sides swapped "
+    "(self-consistency; reported apart from the protocol's judgments).",
+)
+CORPUS_OPTION = typer.Option(
+    None,
+    "--corpus",
+    help="A Cranfield directory (e.g. ../shared/data/cranfield): real queries and documents"
+    " whose graded qrels drive the simulated assessors, instead of synthetic ones.",
+)
 
 
 @app.command("simulate-study", cls=Command)
@@ -225,26 +249,14 @@ def simulate_study(
     ),
     undo_rate: float = typer.Option(0.01, help="Share of judgments first slipped, then undone."),
     pair_cache: bool = PAIR_CACHE_OPTION,
-    reask_fraction: float = typer.Option(
-        0.0,
-        "--reask-fraction",
-        min=0.0,
-        max=0.5,
-        help="Top-k task option: re-ask this share of the pairs later with the sides swapped "
-        "(self-consistency; reported apart from the protocol's judgments).",
-    ),
+    reask_fraction: float = REASK_FRACTION_OPTION,
     strategy: str = typer.Option(
         "heap",
         "--strategy",
         help="Judging strategy of the top-k tasks (heapjudge simulate --compare lists them).",
     ),
     mode: str = typer.Option("direct", "--mode", help="Top-k relations: direct or inferred."),
-    corpus: str | None = typer.Option(
-        None,
-        "--corpus",
-        help="A Cranfield directory (e.g. ../shared/data/cranfield): real queries and documents"
-        " whose graded qrels drive the simulated assessors, instead of synthetic ones.",
-    ),
+    corpus: str | None = CORPUS_OPTION,
     database: str | None = typer.Option(
         None,
         "--database",
@@ -278,27 +290,19 @@ def simulate_study(
         strategy=strategy,
         corpus=corpus,
     )
-    report, summary, path = _run_study(config, database, mode)
-    report["simulation"] = {
-        **{key: getattr(config, key) for key in config.__dataclass_fields__},
-        "tasks": summary.tasks,
-        "judgments": summary.judgments,
-        "undone": summary.undone,
-        "database": str(path) if database else None,
-    }
-    if as_json:
-        typer.echo(json.dumps(report, indent=2, ensure_ascii=False, default=_json_default))
-    else:
-        typer.echo(
-            f"{summary.tasks} tasks, {summary.judgments} judgments "
-            f"({summary.undone} slips undone) through the service layer.\n"
-        )
-        typer.echo(format_report(report))
+    report = _run_study(config, database, mode)
+    run = report["simulation"]
+    preface = (
+        f"{run['tasks']} tasks, {run['judgments']} judgments "
+        f"({run['undone']} slips undone) through the service layer.\n"
+    )
+    _print_report(report, as_json=as_json, preface=preface)
 
 
-def _run_study(config: StudyConfig, database: str | None, mode: Mode) -> tuple[Any, Any, Path]:
+def _run_study(config: StudyConfig, database: str | None, mode: Mode) -> dict[str, Any]:
     """Run the simulated study in a new SQLite database (the file ``database``, else a temporary
-    one) and analyse it: the report, the study's summary and the database file."""
+    one) and analyse it: the report, with the study's configuration and counts under
+    ``"simulation"``."""
     import tempfile
 
     import migrations
@@ -331,4 +335,11 @@ def _run_study(config: StudyConfig, database: str | None, mode: Mode) -> tuple[A
             fail(str(getattr(err, "detail", err)))
         finally:
             db.dispose()
-    return report, summary, path
+    report["simulation"] = {
+        **{key: getattr(config, key) for key in config.__dataclass_fields__},
+        "tasks": summary.tasks,
+        "judgments": summary.judgments,
+        "undone": summary.undone,
+        "database": str(path) if database else None,
+    }
+    return report

@@ -121,8 +121,8 @@ def worker_cmd(
     import logging
     import os
 
+    from app.jobs import get_queue, run_worker
     from app.jobs import queue_url as resolve_queue
-    from app.jobs import run_worker
     from app.settings import Settings
 
     if database_url:
@@ -133,8 +133,9 @@ def worker_cmd(
     settings = Settings()
     try:
         url = resolve_queue(settings)
+        get_queue(url)  # a queue URL of an unknown scheme is refused here (exit 2)
     except ValueError as exc:
-        usage_error(str(exc))  # a queue URL of an unknown scheme
+        usage_error(str(exc))
     typer.echo(f"heapjudge worker: database {settings.database_url}, queue {url}", err=True)
     run_worker(settings, threads=threads, parent=parent)
 

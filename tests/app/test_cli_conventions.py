@@ -175,6 +175,18 @@ def test_usage_errors_exit_2_in_the_one_style(args: list[str], message: str) -> 
     assert "Traceback" not in result.output and "Error:" not in result.output
 
 
+def test_a_queue_url_of_an_unknown_scheme_is_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``worker --queue-url ftp://...``: exit 2 in the one style, not a traceback."""
+    monkeypatch.setenv("HEAPJUDGE_QUEUE_URL", "")  # the command sets it; restored after
+    monkeypatch.setenv("HEAPJUDGE_DATABASE_URL", f"sqlite:///{tmp_path / 'w.db'}")
+    result = _run("worker", "--queue-url", "ftp://x")
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith("error: queue URL must start with"), result.stderr
+    assert "Traceback" not in result.output
+
+
 def test_failures_exit_1_in_the_one_style(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'hj.db'}"
     data = tmp_path / "docs.ndjson"
