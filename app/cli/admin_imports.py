@@ -5,12 +5,15 @@ services as the REST API and the admin pages)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from app.cli.conventions import Command
 from app.cli.database import DB_OPTION, collection_id, run_service
+
+if TYPE_CHECKING:
+    from app.db import Database
 
 app = typer.Typer()
 
@@ -34,11 +37,12 @@ def _import(
     database_url: str | None,
     **options: Any,
 ) -> None:
+    """Import ``files`` of ``kind`` into ``collection`` (created if missing), all or nothing."""
     from app.services.admin_imports import UploadedFile, import_files
 
     uploads = {k: UploadedFile(p.name, p) for k, p in files.items() if p is not None}
 
-    def go(db: Any) -> Any:
+    def go(db: Database) -> Any:
         from app.errors import DomainError, NotFound
         from app.models import Collection
 

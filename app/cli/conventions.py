@@ -23,10 +23,13 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
+
+if TYPE_CHECKING:
+    from app.errors import DomainError
 
 #: Exit status of a wrong command line (the parser's own errors use it too).
 USAGE = 2
@@ -55,8 +58,8 @@ def fail(message: str) -> NoReturn:
 
 
 class CommandLineError(typer.BadParameter):
-    """A wrong command line found by a command itself (exit :data:`USAGE`): the parser's usage
-    error, whose message is shown as given (not as one parameter's ``Invalid value``)."""
+    """A wrong command line found by a command itself: a usage error (exit :data:`USAGE`) whose
+    message is shown as given, not as one parameter's ``Invalid value: ...``."""
 
     def format_message(self) -> str:
         return self.message
@@ -67,7 +70,7 @@ def usage_error(message: str) -> NoReturn:
     raise CommandLineError(message)
 
 
-def report_service_error(exc: Any) -> NoReturn:
+def report_service_error(exc: DomainError) -> NoReturn:
     """A service error (:class:`app.errors.DomainError`): the problems of a file one per line
     (``file:line: what``), then the one ``error:`` line; exit :data:`FAILURE`."""
     detail = exc.detail
@@ -90,8 +93,7 @@ def report_service_error(exc: Any) -> NoReturn:
 
 def given(ctx: typer.Context, name: str) -> bool:
     """True when option ``name`` was given on the command line (not left at its default)."""
-    source = ctx.get_parameter_source(name)
-    return source is not None and source.name != "DEFAULT"
+    return getattr(ctx.get_parameter_source(name), "name", None) != "DEFAULT"
 
 
 def option_metavar(param: TyperOption) -> str:
