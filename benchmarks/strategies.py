@@ -22,7 +22,7 @@ import os
 import time
 from typing import Any
 
-from app.commands.simulate import compare, compare_lines
+from app.cli.simulate import compare, compare_lines
 
 SIZES = ((50, 10), (100, 10), (200, 20))
 

@@ -9,8 +9,9 @@ shows is decided here, on the server, as markup:
   wrapped in ``<mark>``. The query's terms are its words less :data:`DISPLAY_STOPWORDS`, a
   longer stop list than BM25's (Lucene's 33 words keep "from", "what", "has", "among", which
   would mark half of every document), stemmed; a query of such words only falls back to
-  BM25's terms (:func:`labeling.text.tokenize`), then to all its words. Stemming follows M. F. Porter, "Snowball: A
-  language for stemming algorithms" (2001), as implemented by PyStemmer.
+  BM25's terms (:func:`labeling.text.tokenize`), then to all its words. Stemming follows
+  M. F. Porter, "Snowball: A language for stemming algorithms" (2001), as implemented by
+  PyStemmer.
 * **Reading anchors.** An empty ``<span id="hj-a{i}">`` before the first word and then before
   every :data:`ANCHOR_WORDS`-th word, and ``<span id="hj-end">`` at the end. The judging page
   scrolls a frame from the keyboard by navigating it to one of these fragments (a same-document

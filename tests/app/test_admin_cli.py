@@ -36,7 +36,7 @@ def test_cli_import_plan_progress_export(shared_data: Path, tmp_path: Path) -> N
     report = json.loads(run("admin", "progress", "cran", "--json"))
     assert report["totals"]["tasks"]["pending"] == 16
     csv_out = tmp_path / "pairs.csv"
-    run("admin", "export", "cran", "-f", "pairs-csv", "-o", str(csv_out))
+    run("export", "cran", "-f", "pairs-csv", "-o", str(csv_out))
     assert csv_out.read_text().startswith("query_id,assessor,task_id,seq,left,right")
     # A corrupted file: the error names the file and line, and the command fails.
     bad = tmp_path / "bad.qry"

@@ -67,7 +67,7 @@ def test_the_tree_is_complete() -> None:
         "sweep-beta",
     } <= names
     assert {"admin progress", "admin plan", "db upgrade", "db current"} <= names
-    assert len(LEAVES) == 27
+    assert len(LEAVES) == 26
 
 
 @pytest.mark.parametrize("path", ALL, ids=lambda p: " ".join(p) or "heapjudge")
@@ -117,8 +117,6 @@ def _shared_options() -> dict[str, list[tuple[str, TyperOption]]]:
     seen: dict[str, list[tuple[str, TyperOption]]] = defaultdict(list)
     for path in LEAVES:
         cmd = _leaf(path)
-        if cmd.deprecated:  # `admin export` keeps its own old default (--format letor)
-            continue
         for opt in _options(cmd):
             for name in [*opt.opts, *opt.secondary_opts]:
                 seen[name].append((" ".join(path), opt))
@@ -175,6 +173,18 @@ def test_usage_errors_exit_2_in_the_one_style(args: list[str], message: str) -> 
     assert first.startswith("error: ") and message in first, result.stderr
     assert "--help' for help" in result.stderr
     assert "Traceback" not in result.output and "Error:" not in result.output
+
+
+def test_a_queue_url_of_an_unknown_scheme_is_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``worker --queue-url ftp://...``: exit 2 in the one style, not a traceback."""
+    monkeypatch.setenv("HEAPJUDGE_QUEUE_URL", "")  # the command sets it; restored after
+    monkeypatch.setenv("HEAPJUDGE_DATABASE_URL", f"sqlite:///{tmp_path / 'w.db'}")
+    result = _run("worker", "--queue-url", "ftp://x")
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith("error: queue URL must start with"), result.stderr
+    assert "Traceback" not in result.output
 
 
 def test_failures_exit_1_in_the_one_style(tmp_path: Path) -> None:
@@ -242,18 +252,20 @@ def test_a_writer_creates_the_database_and_a_reader_migrates_an_old_one(tmp_path
     assert migrations.current(url) == head
 
 
-def test_deprecated_spellings_still_work_with_a_warning() -> None:
-    base = ["simulate", "--n", "12", "--k", "3", "--trials", "30", "--json"]
-    new = _run(*base, "--no-pair-cache", "--tie-rate", "0.1")
-    old = _run(*base, "--no-cache", "--ties", "0.1")
-    assert new.exit_code == old.exit_code == 0, old.output
-    assert json.loads(old.stdout) == json.loads(new.stdout)
-    assert json.loads(new.stdout)["cache"] is False and json.loads(new.stdout)["ties"] == 0.1
-    assert "warning: --no-cache is deprecated; use --no-pair-cache" in old.stderr
-    assert "warning: --ties is deprecated; use --tie-rate" in old.stderr
-    assert new.stderr == ""
-    default = json.loads(_run(*base).stdout)
-    assert default["cache"] is True  # the pair cache is on unless turned off
+def test_no_deprecated_command_or_hidden_option_but_the_worker_parent() -> None:
+    """The CLI has no deprecated spellings left; the one hidden option is internal: ``serve``
+    starts ``heapjudge worker --parent PID``."""
+    assert not [p for p in ALL if _leaf(p).deprecated or _leaf(p).hidden]
+    hidden = {
+        (" ".join(path), name)
+        for path in LEAVES
+        for param in _leaf(path).params
+        if isinstance(param, TyperOption) and param.hidden
+        for name in param.opts
+    }
+    assert hidden == {("worker", "--parent")}
+    result = _run("simulate", "--n", "12", "--k", "3", "--trials", "30", "--ties", "0.1")
+    assert result.exit_code == 2 and "No such option: --ties" in result.stderr
 
 
 def test_the_console_entry_point_exits_with_the_rule(tmp_path: Path) -> None:

@@ -414,7 +414,7 @@ def _relations_of_protocol(s: TopKSession) -> dict[tuple[str, str], str]:
 def test_analysis_report_uses_protocol_answers_and_prints_reasks() -> None:
     """End to end through app.analysis.service (no database) and the CLI's text report."""
     from app.analysis.service import analyze_records, build_records
-    from app.commands.analysis import format_report
+    from app.cli.analysis import format_report
 
     options = validate_options("topk", {"reask_fraction": 0.5})
     # Task 2's assessor contradicts every re-ask: that must not reach agreement or Table 1.

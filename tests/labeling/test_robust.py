@@ -155,7 +155,7 @@ def test_consistent_cost_is_base_with_cache_plus_the_stated_confirmations(base):
 def test_flipping_assessor_recovers_the_truth_more_often_than_the_heap():
     """Same documents, orders and noise seeds for both (common random numbers); the gap is a
     paired sign test on κ-NDCG@5, computed here."""
-    from app.commands.simulate import _kappa_ndcg
+    from app.cli.simulate import kappa_ndcg_of_runs as _kappa_ndcg
 
     n, k, trials = 20, 5, 80
     heap = compare_strategies("heap", "flip0.1", n, k, trials, seed=3)
@@ -173,7 +173,7 @@ def test_tournament_robust_meets_the_minimum_goal_at_10_percent_flips():
     """The issue's minimum at (50, 10), 10% flips, on a fixed seed set: κ-NDCG@10 ≥ 0.90 with
     at most 1.5× the judgments of the noiseless heap (measured here on the same documents),
     and a paired gain over the heap under the same flips (sign test, computed here)."""
-    from app.commands.simulate import _kappa_ndcg
+    from app.cli.simulate import kappa_ndcg_of_runs as _kappa_ndcg
 
     n, k, trials = 50, 10, 150
     noiseless = compare_strategies("heap", "random", n, k, trials, seed=11)

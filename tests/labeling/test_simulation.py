@@ -138,7 +138,7 @@ def test_simulate_tasks_is_seeded_and_exact_without_noise():
 
 
 def _cli():
-    from app.commands import simulate as command
+    from app.cli import simulate as command
 
     app = typer.Typer()
 
@@ -146,7 +146,7 @@ def _cli():
     def _root() -> None:
         """Test root (forces subcommand parsing)."""
 
-    command.register(app)
+    app.add_typer(command.app)
     return app
 
 

@@ -13,21 +13,23 @@
   command line is fine but doing it failed (a file that does not parse, an unknown collection
   or user, a database that is missing or unreachable, an import that does not validate):
   :func:`fail`.
-* Deprecated spellings stay as hidden options that print a warning (:func:`warn_deprecated`).
+
+Only typer's public API is used: typer hands the overridden methods below the context and help
+formatter of the click it vendors (whose classes it does not export), so they take them as
+``Any``; the parser's errors are caught as :class:`typer.TyperException` (their base class).
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
-from typer._click import Context, HelpFormatter
-from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
-T = TypeVar("T")
+if TYPE_CHECKING:
+    from app.kernel.errors import DomainError
 
 #: Exit status of a wrong command line (the parser's own errors use it too).
 USAGE = 2
@@ -55,23 +57,43 @@ def fail(message: str) -> NoReturn:
     raise typer.Exit(FAILURE)
 
 
+class CommandLineError(typer.BadParameter):
+    """A wrong command line found by a command itself: a usage error (exit :data:`USAGE`) whose
+    message is shown as given, not as one parameter's ``Invalid value: ...``."""
+
+    def format_message(self) -> str:
+        return self.message
+
+
 def usage_error(message: str) -> NoReturn:
     """Report a wrong command line and exit with :data:`USAGE` (with the ``--help`` hint)."""
-    raise UsageError(message)
+    raise CommandLineError(message)
 
 
-def warn_deprecated(old: str, new: str) -> None:
-    """Say on stderr that a hidden alias was used (it keeps working)."""
-    typer.echo(f"warning: {old} is deprecated; use {new}", err=True)
+def report_service_error(exc: DomainError) -> NoReturn:
+    """A service error (:class:`app.kernel.errors.DomainError`): the problems of a file one per line
+    (``file:line: what``), then the one ``error:`` line; exit :data:`FAILURE`."""
+    detail = exc.detail
+    if isinstance(detail, list):
+        for item in detail:
+            if not isinstance(item, dict):
+                typer.echo(str(item), err=True)
+            elif "line" in item and not item["line"] and not item.get("file"):
+                typer.echo(str(item.get("msg", "")), err=True)  # a summary, not a place
+            elif "line" in item:
+                where = f"{item.get('file', '')}:{item['line']}"
+                typer.echo(f"{where}: {item.get('msg', '')}", err=True)
+            else:
+                typer.echo(
+                    f"[{item.get('severity', 'error')}] {item.get('message', item)}", err=True
+                )
+        fail(str(exc.extra.get("message", f"{len(detail)} error(s)")))
+    fail(str(detail))
 
 
-def aliased(value: T, old_value: T | None, old: str, new: str) -> T:
-    """The value of an option under its new name ``new``, or the one given under the hidden,
-    deprecated name ``old`` (with a warning). ``old_value`` is None when ``old`` was not given."""
-    if old_value is None:
-        return value
-    warn_deprecated(old, new)
-    return old_value
+def given(ctx: typer.Context, name: str) -> bool:
+    """True when option ``name`` was given on the command line (not left at its default)."""
+    return getattr(ctx.get_parameter_source(name), "name", None) != "DEFAULT"
 
 
 def option_metavar(param: TyperOption) -> str:
@@ -111,12 +133,12 @@ class Command(TyperCommand):
         super().__init__(*args, **kwargs)
         _apply_metavars(self.params)
 
-    def get_params(self, ctx: Context) -> list[Any]:
+    def get_params(self, ctx: Any) -> list[Any]:
         params = super().get_params(ctx)
         _apply_metavars(params)  # the --help option is made lazily
         return params
 
-    def collect_usage_pieces(self, ctx: Context) -> list[str]:
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
         pieces = [self.options_metavar] if self.options_metavar else []
         for param in self.get_params(ctx):
             if isinstance(param, TyperArgument):
@@ -125,7 +147,7 @@ class Command(TyperCommand):
                 pieces.append(name + ("..." if param.nargs != 1 else ""))
         return pieces
 
-    def format_options(self, ctx: Context, formatter: HelpFormatter) -> None:
+    def format_options(self, ctx: Any, formatter: Any) -> None:
         arguments, options = [], []
         for param in self.get_params(ctx):
             record = param.get_help_record(ctx)
@@ -160,14 +182,22 @@ class Group(TyperGroup):
         if not isinstance(command, Command | Group):
             raise TypeError(
                 f"command {name!r} must be registered with cls=Command "
-                "(app.commands.conventions) to follow the CLI convention"
+                "(app.cli.conventions) to follow the CLI convention"
             )
 
     def add_command(self, cmd: Any, name: str | None = None) -> None:
         self._check(name or cmd.name, cmd)
         super().add_command(cmd, name)
 
-    def get_params(self, ctx: Context) -> list[Any]:
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        """A group called without a command shows its help on stderr and exits :data:`USAGE`
+        (click's rule for ``no_args_is_help``)."""
+        if not args and self.no_args_is_help and not ctx.resilient_parsing:
+            typer.echo(ctx.get_help(), err=True, color=ctx.color)
+            raise typer.Exit(USAGE)
+        return super().parse_args(ctx, args)
+
+    def get_params(self, ctx: Any) -> list[Any]:
         params = super().get_params(ctx)
         _apply_metavars(params)
         return params
@@ -190,12 +220,7 @@ class Group(TyperGroup):
                 standalone_mode=False,
                 **extra,
             )
-        except NoArgsIsHelpError as exc:  # the help itself, not an error
-            if not standalone_mode:
-                raise
-            exc.show()
-            sys.exit(exc.exit_code)
-        except ClickException as exc:
+        except typer.TyperException as exc:  # the base of the parser's errors
             if not standalone_mode:
                 raise
             report_error(exc.format_message())

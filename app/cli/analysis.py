@@ -10,14 +10,20 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
 
-from app.commands.conventions import Command, aliased, fail, usage_error
-from app.commands.database import database
-from app.commands.service import DB_OPTION
-from app.commands.simulate import PAIR_CACHE_OPTION
+from app.cli.conventions import Command, fail, usage_error
+from app.cli.database import DB_OPTION, database
+from app.cli.simulate import PAIR_CACHE_OPTION
+
+if TYPE_CHECKING:
+    from app.analysis.service import StudyConfig
+    from labeling.agreement import Mode
+
+app = typer.Typer()
 
 ROW_NAMES = ("A ≻ B", "A ≺ B", "A ∼ B")
 
@@ -164,6 +170,7 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {value!r}")
 
 
+@app.command("analyze", cls=Command)
 def analyze(
     collection: str = typer.Argument(..., help="Collection name (or numeric id)."),
     mode: str = typer.Option(
@@ -188,12 +195,37 @@ def analyze(
             report = collection_analysis(cid, db=db, mode=mode)
         except DomainError as err:
             fail(str(err.detail))
+    _print_report(report, as_json=as_json)
+
+
+def _print_report(report: dict[str, Any], *, as_json: bool, preface: str | None = None) -> None:
+    """The report as JSON, or as text (:func:`format_report`) after ``preface``."""
     if as_json:
         typer.echo(json.dumps(report, indent=2, ensure_ascii=False, default=_json_default))
-    else:
-        typer.echo(format_report(report))
+        return
+    if preface is not None:
+        typer.echo(preface)
+    typer.echo(format_report(report))
 
 
+# Two of ``simulate-study``'s options: the re-ask share of its top-k tasks and a real corpus.
+REASK_FRACTION_OPTION = typer.Option(
+    0.0,
+    "--reask-fraction",
+    min=0.0,
+    max=0.5,
+    help="Top-k task option: re-ask this share of the pairs later with the sides swapped "
+    "(self-consistency; reported apart from the protocol's judgments).",
+)
+CORPUS_OPTION = typer.Option(
+    None,
+    "--corpus",
+    help="A Cranfield directory (e.g. ../shared/data/cranfield): real queries and documents"
+    " whose graded qrels drive the simulated assessors, instead of synthetic ones.",
+)
+
+
+@app.command("simulate-study", cls=Command)
 def simulate_study(
     assessors: int = typer.Option(
         5, "--n-assessors", min=4, help="Number of simulated assessors (two disjoint assignments)."
@@ -217,36 +249,20 @@ def simulate_study(
     ),
     undo_rate: float = typer.Option(0.01, help="Share of judgments first slipped, then undone."),
     pair_cache: bool = PAIR_CACHE_OPTION,
-    reask_fraction: float = typer.Option(
-        0.0,
-        "--reask-fraction",
-        min=0.0,
-        max=0.5,
-        help="Top-k task option: re-ask this share of the pairs later with the sides swapped "
-        "(self-consistency; reported apart from the protocol's judgments).",
-    ),
+    reask_fraction: float = REASK_FRACTION_OPTION,
     strategy: str = typer.Option(
         "heap",
         "--strategy",
         help="Judging strategy of the top-k tasks (heapjudge simulate --compare lists them).",
     ),
     mode: str = typer.Option("direct", "--mode", help="Top-k relations: direct or inferred."),
-    corpus: str | None = typer.Option(
-        None,
-        "--corpus",
-        help="A Cranfield directory (e.g. ../shared/data/cranfield): real queries and documents"
-        " whose graded qrels drive the simulated assessors, instead of synthetic ones.",
-    ),
+    corpus: str | None = CORPUS_OPTION,
     database: str | None = typer.Option(
         None,
         "--database",
         help="Write the study to this new SQLite file and keep it (default: a temporary one).",
     ),
     as_json: bool = typer.Option(False, "--json/--no-json", help="Print the report as JSON."),
-    old_assessors: int | None = typer.Option(None, "--assessors", hidden=True),
-    old_queries: int | None = typer.Option(None, "--queries", hidden=True),
-    old_docs: int | None = typer.Option(None, "--docs", hidden=True),
-    old_pair_noise: float | None = typer.Option(None, "--pair-noise", hidden=True),
 ) -> None:
     """Simulate the paper's user study end to end through the service layer, then analyse it.
 
@@ -254,20 +270,9 @@ def simulate_study(
     assignment, top-k (k=10) and five-grade tasks, simulated assessors whose pairwise noise is
     lower than their grading noise and whose times follow the paper's.
     """
-    import tempfile
-    from pathlib import Path
-
-    import migrations
-    from app.analysis.service import StudyConfig, collection_analysis, run_simulated_study
-    from app.kernel.db import Database
-    from app.kernel.errors import DomainError
+    from app.analysis.service import StudyConfig
     from labeling.agreement import MODES
-    from labeling.errors import LabelingError
 
-    assessors = aliased(assessors, old_assessors, "--assessors", "--n-assessors")
-    queries = aliased(queries, old_queries, "--queries", "--n-queries")
-    docs = aliased(docs, old_docs, "--docs", "--n")
-    pair_noise = aliased(pair_noise, old_pair_noise, "--pair-noise", "--pair-sd")
     if mode not in MODES:
         usage_error(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
     config = StudyConfig(
@@ -285,6 +290,27 @@ def simulate_study(
         strategy=strategy,
         corpus=corpus,
     )
+    report = _run_study(config, database, mode)
+    run = report["simulation"]
+    preface = (
+        f"{run['tasks']} tasks, {run['judgments']} judgments "
+        f"({run['undone']} slips undone) through the service layer.\n"
+    )
+    _print_report(report, as_json=as_json, preface=preface)
+
+
+def _run_study(config: StudyConfig, database: str | None, mode: Mode) -> dict[str, Any]:
+    """Run the simulated study in a new SQLite database (the file ``database``, else a temporary
+    one) and analyse it: the report, with the study's configuration and counts under
+    ``"simulation"``."""
+    import tempfile
+
+    import migrations
+    from app.analysis.service import collection_analysis, run_simulated_study
+    from app.kernel.db import Database
+    from app.kernel.errors import DomainError
+    from labeling.errors import LabelingError
+
     with tempfile.TemporaryDirectory(prefix="heapjudge-study-") as tmp:
         path = Path(database) if database else Path(tmp) / "study.db"
         if path.exists():
@@ -299,8 +325,8 @@ def simulate_study(
 
         try:
             typer.echo(
-                f"Simulating {assessors} assessors x {queries} queries x {docs} documents "
-                f"(k = {k}) in {path} ...",
+                f"Simulating {config.assessors} assessors x {config.queries} queries x "
+                f"{config.docs} documents (k = {config.k}) in {path} ...",
                 err=True,
             )
             summary = run_simulated_study(db=db, config=config, progress=progress)
@@ -316,17 +342,4 @@ def simulate_study(
         "undone": summary.undone,
         "database": str(path) if database else None,
     }
-    if as_json:
-        typer.echo(json.dumps(report, indent=2, ensure_ascii=False, default=_json_default))
-    else:
-        typer.echo(
-            f"{summary.tasks} tasks, {summary.judgments} judgments "
-            f"({summary.undone} slips undone) through the service layer.\n"
-        )
-        typer.echo(format_report(report))
-
-
-def register(app: typer.Typer) -> None:
-    """Add this area's commands to the CLI."""
-    app.command("analyze", cls=Command)(analyze)
-    app.command("simulate-study", cls=Command)(simulate_study)
+    return report

@@ -7,10 +7,12 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from app.commands.conventions import Command, aliased
+from app.cli.conventions import Command
 
 if TYPE_CHECKING:  # labeling.simulation is imported when a command runs (fast CLI start)
     from labeling.simulation import NoiseModel
+
+app = typer.Typer()
 
 #: ``--pair-cache/--no-pair-cache``: the same declaration in ``simulate`` and
 #: ``simulate-study``; on by default, as the task option ``pair_cache`` (docs/protocols.md).
@@ -62,7 +64,7 @@ def summarize(
     )
     judgments = np.array([r.judgments for r in runs], dtype=float)
     seconds = np.array([r.seconds for r in runs], dtype=float)
-    kndcg = _kappa_ndcg(runs, n, k)
+    kndcg = kappa_ndcg_of_runs(runs, n, k)
     if strategy == "heap":
         worst_case = worst_case_total(n, k)
     else:  # the strategy's own bound before the first answer (for a consistent assessor)
@@ -95,7 +97,7 @@ def summarize(
     }
 
 
-def _kappa_ndcg(runs: list[Any], n: int, k: int) -> Any:
+def kappa_ndcg_of_runs(runs: list[Any], n: int, k: int) -> Any:
     """κ-NDCG@k of each run's ranking against the true top-k (:func:`ranking.metrics.kappa_ndcg`,
     gain 2^y − 1, docs/noise.md#scenarios), vectorised over runs."""
     import numpy as np
@@ -160,7 +162,7 @@ def _compare_cell(cell: tuple[str, str, int, int, int, int]) -> dict[str, Any]:
             "p95": float(np.percentile(judgments, 95)),
         },
         "exact_rate": float(np.mean([r.exact for r in runs])),
-        "kappa_ndcg": {"mean": float(_kappa_ndcg(runs, n, k).mean())},
+        "kappa_ndcg": {"mean": float(kappa_ndcg_of_runs(runs, n, k).mean())},
     }
 
 
@@ -184,124 +186,116 @@ def compare_lines(table: dict[str, Any]) -> list[str]:
     return lines
 
 
-def register(app: typer.Typer) -> None:
-    """Add this area's commands to the CLI."""
+@app.command("simulate", cls=Command)
+def simulate(
+    n: int = typer.Option(50, "--n", min=1, help="Documents per query."),
+    k: int = typer.Option(10, "--k", min=1, help="Size of the top list (heap size)."),
+    trials: int = typer.Option(2000, "--trials", min=1, help="Simulated sessions."),
+    noise: float = typer.Option(
+        0.0, "--noise", min=0.0, max=1.0, help="Probability that an answer is flipped."
+    ),
+    tie_rate: float = typer.Option(
+        0.0,
+        "--tie-rate",
+        min=0.0,
+        max=1.0,
+        help="Probability of a tie answer (enables ties).",
+    ),
+    pair_cache: bool = PAIR_CACHE_OPTION,
+    seed: int = typer.Option(0, "--seed", help="Seed of the whole simulation."),
+    model: str = typer.Option(
+        "none",
+        "--model",
+        help="Extra comparison noise on latent ranks: none, thurstone or bradley_terry.",
+    ),
+    scale: float = typer.Option(
+        1.0, "--scale", min=0.0, help="σ (Thurstone) or τ (Bradley–Terry), in rank units."
+    ),
+    strategy: str = typer.Option(
+        "heap", "--strategy", help="Judging strategy (the task option 'strategy')."
+    ),
+    prior_corr: float | None = typer.Option(
+        None,
+        "--prior-corr",
+        help="Feed documents in the order of a prior with this correlation to the truth "
+        "(0 < R <= 1) instead of a random order.",
+    ),
+    compare_all: bool = typer.Option(
+        False,
+        "--compare/--no-compare",
+        help="Compare every strategy in the scenarios random, prior0.7, flip0.1 and "
+        "thurstone (uses --n, --k, --trials, --seed, --json only).",
+    ),
+    as_json: bool = typer.Option(False, "--json/--no-json", help="Print one JSON object."),
+    jobs: int = typer.Option(
+        1,
+        "--jobs",
+        min=1,
+        help="Processes for --compare (the table is the same for any number).",
+    ),
+) -> None:
+    """Simulate top-k labeling to budget a study: judgments per query, how often the top-k
+    is exact, and the κ-NDCG@k of the produced ranking against the truth."""
+    if compare_all:
+        table = compare(n, k, trials, seed=seed, jobs=jobs)
+        typer.echo(json.dumps(table) if as_json else "\n".join(compare_lines(table)))
+        return
+    noise_model = _check_scenario(strategy, prior_corr, model, scale)
+    s = summarize(
+        n,
+        k,
+        trials,
+        noise=noise,
+        ties=tie_rate,
+        cache=pair_cache,
+        seed=seed,
+        model=noise_model,
+        scale=scale,
+        strategy=strategy,
+        prior_corr=prior_corr,
+    )
+    typer.echo(json.dumps(s) if as_json else "\n".join(summary_lines(s)))
 
-    @app.command("simulate", cls=Command)
-    def simulate(
-        n: int = typer.Option(50, "--n", min=1, help="Documents per query."),
-        k: int = typer.Option(10, "--k", min=1, help="Size of the top list (heap size)."),
-        trials: int = typer.Option(2000, "--trials", min=1, help="Simulated sessions."),
-        noise: float = typer.Option(
-            0.0, "--noise", min=0.0, max=1.0, help="Probability that an answer is flipped."
-        ),
-        tie_rate: float = typer.Option(
-            0.0,
-            "--tie-rate",
-            min=0.0,
-            max=1.0,
-            help="Probability of a tie answer (enables ties).",
-        ),
-        pair_cache: bool = PAIR_CACHE_OPTION,
-        seed: int = typer.Option(0, "--seed", help="Seed of the whole simulation."),
-        model: str = typer.Option(
-            "none",
-            "--model",
-            help="Extra comparison noise on latent ranks: none, thurstone or bradley_terry.",
-        ),
-        scale: float = typer.Option(
-            1.0, "--scale", min=0.0, help="σ (Thurstone) or τ (Bradley–Terry), in rank units."
-        ),
-        strategy: str = typer.Option(
-            "heap", "--strategy", help="Judging strategy (the task option 'strategy')."
-        ),
-        prior_corr: float | None = typer.Option(
-            None,
-            "--prior-corr",
-            help="Feed documents in the order of a prior with this correlation to the truth "
-            "(0 < R <= 1) instead of a random order.",
-        ),
-        compare_all: bool = typer.Option(
-            False,
-            "--compare/--no-compare",
-            help="Compare every strategy in the scenarios random, prior0.7, flip0.1 and "
-            "thurstone (uses --n, --k, --trials, --seed, --json only).",
-        ),
-        as_json: bool = typer.Option(False, "--json/--no-json", help="Print one JSON object."),
-        jobs: int = typer.Option(
-            1,
-            "--jobs",
-            min=1,
-            help="Processes for --compare (the table is the same for any number).",
-        ),
-        old_ties: float | None = typer.Option(None, "--ties", hidden=True),
-        old_no_cache: bool = typer.Option(False, "--no-cache", hidden=True),
-    ) -> None:
-        """Simulate top-k labeling to budget a study: judgments per query, how often the top-k
-        is exact, and the κ-NDCG@k of the produced ranking against the truth."""
-        from labeling.strategies import strategy_names
 
-        ties = aliased(tie_rate, old_ties, "--ties", "--tie-rate")
-        pair_cache = aliased(
-            pair_cache, False if old_no_cache else None, "--no-cache", "--no-pair-cache"
-        )
-        if not 0.0 <= ties <= 1.0:
-            raise typer.BadParameter(f"must be in [0, 1], got {ties}", param_hint="--tie-rate")
+def _check_scenario(
+    strategy: str, prior_corr: float | None, model: str, scale: float
+) -> NoiseModel:
+    """Check ``simulate``'s scenario options (a bad one is a usage error); the noise model."""
+    from labeling.strategies import strategy_names
 
-        if compare_all:
-            table = compare(n, k, trials, seed=seed, jobs=jobs)
-            if as_json:
-                typer.echo(json.dumps(table))
-            else:
-                typer.echo("\n".join(compare_lines(table)))
-            return
-        if strategy not in strategy_names():
-            raise typer.BadParameter(
-                f"{strategy!r} is not one of {', '.join(strategy_names())}",
-                param_hint="--strategy",
-            )
-        if prior_corr is not None and not 0.0 < prior_corr <= 1.0:
-            raise typer.BadParameter(
-                f"must be in (0, 1], got {prior_corr}", param_hint="--prior-corr"
-            )
-        noise_models: tuple[NoiseModel, ...] = ("none", "thurstone", "bradley_terry")
-        if model not in noise_models:
-            raise typer.BadParameter(
-                f"{model!r} is not one of {', '.join(noise_models)}", param_hint="--model"
-            )
-        if model != "none" and scale <= 0:
-            raise typer.BadParameter("must be > 0", param_hint="--scale")
-        s = summarize(
-            n,
-            k,
-            trials,
-            noise=noise,
-            ties=ties,
-            cache=pair_cache,
-            seed=seed,
-            model=model,
-            scale=scale,
-            strategy=strategy,
-            prior_corr=prior_corr,
+    if strategy not in strategy_names():
+        raise typer.BadParameter(
+            f"{strategy!r} is not one of {', '.join(strategy_names())}",
+            param_hint="--strategy",
         )
-        if as_json:
-            typer.echo(json.dumps(s))
-            return
-        j = s["judgments"]
-        mode = "pair cache on" if s["cache"] else "no pair cache (paper's protocol)"
-        typer.echo(f"top-{k} of {n} documents, {trials} simulated sessions, {mode}")
-        order = "random order" if prior_corr is None else f"prior order (corr {prior_corr:g})"
-        typer.echo(f"  strategy: {strategy}, {order}")
-        extra = f", {model} scale {scale}" if model != "none" else ""
-        typer.echo(f"  assessor noise: flip p={noise}, tie p={ties}{extra}")
-        typer.echo(
-            f"  judgments per query: mean {j['mean']:.1f}  min {j['min']}  max {j['max']}"
-            f"  p95 {j['p95']:.0f}  (worst case {s['worst_case_bound']})"
+    if prior_corr is not None and not 0.0 < prior_corr <= 1.0:
+        raise typer.BadParameter(f"must be in (0, 1], got {prior_corr}", param_hint="--prior-corr")
+    noise_models: tuple[NoiseModel, ...] = ("none", "thurstone", "bradley_terry")
+    if model not in noise_models:
+        raise typer.BadParameter(
+            f"{model!r} is not one of {', '.join(noise_models)}", param_hint="--model"
         )
-        typer.echo(f"  exact top-{k}: {100 * s['exact_rate']:.1f}% of sessions")
-        typer.echo(f"  mean κ-NDCG@{k} vs truth: {s['kappa_ndcg']['mean']:.4f}")
-        minutes = s["active_seconds"]["mean"] / 60
-        graded = s["graded_seconds_equivalent"] / 60
-        typer.echo(
-            f"  active time per query: ~{minutes:.1f} min (five-grade equivalent ~{graded:.1f} min)"
-        )
+    if model != "none" and scale <= 0:
+        raise typer.BadParameter("must be > 0", param_hint="--scale")
+    return model
+
+
+def summary_lines(s: dict[str, Any]) -> list[str]:
+    """The :func:`summarize` object as ``simulate``'s text report."""
+    n, k, j = s["n"], s["k"], s["judgments"]
+    mode = "pair cache on" if s["cache"] else "no pair cache (paper's protocol)"
+    prior_corr, model = s["prior_corr"], s["model"]
+    order = "random order" if prior_corr is None else f"prior order (corr {prior_corr:g})"
+    extra = f", {model} scale {s['scale']}" if model != "none" else ""
+    minutes = s["active_seconds"]["mean"] / 60
+    graded = s["graded_seconds_equivalent"] / 60
+    return [
+        f"top-{k} of {n} documents, {s['trials']} simulated sessions, {mode}",
+        f"  strategy: {s['strategy']}, {order}",
+        f"  assessor noise: flip p={s['noise']}, tie p={s['ties']}{extra}",
+        f"  judgments per query: mean {j['mean']:.1f}  min {j['min']}  max {j['max']}"
+        f"  p95 {j['p95']:.0f}  (worst case {s['worst_case_bound']})",
+        f"  exact top-{k}: {100 * s['exact_rate']:.1f}% of sessions",
+        f"  mean κ-NDCG@{k} vs truth: {s['kappa_ndcg']['mean']:.4f}",
+        f"  active time per query: ~{minutes:.1f} min (five-grade equivalent ~{graded:.1f} min)",
+    ]

@@ -1,4 +1,5 @@
-"""How a command opens the database: one rule for every command (docs/cli.md#database).
+"""How a command opens the database, one rule for every command (docs/cli.md#database), and
+the ``heapjudge db`` group (schema migrations).
 
 * A database that exists is migrated to the newest revision first (as ``serve`` does), so a
   command never meets a schema older than its code.
@@ -12,16 +13,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from app.commands.conventions import fail
+import typer
+
+from app.cli.conventions import Command, Group, fail, report_service_error
 
 if TYPE_CHECKING:
     from app.kernel.db import Database
     from app.kernel.settings import Settings
+
+T = TypeVar("T")
+
+#: ``--database-url``, the same declaration in every command that opens the database.
+DB_OPTION = typer.Option(
+    None, "--database-url", help="Overrides HEAPJUDGE_DATABASE_URL (docs/cli.md#database)."
+)
 
 
 def settings_for(database_url: str | None = None, **overrides: Any) -> Settings:
@@ -91,3 +101,86 @@ def database(database_url: str | None, *, create: bool = False) -> Iterator[Data
         fail(_unreachable(db.settings.database_url, err))
     finally:
         db.dispose()
+
+
+def run_service(
+    database_url: str | None, fn: Callable[[Database], T], *, create: bool = False
+) -> T:
+    """``fn(db)`` on the command's database (:func:`database`; ``create`` only for the imports);
+    a service error (:class:`app.kernel.errors.DomainError`) is reported and exits 1."""
+    from app.kernel.errors import DomainError
+
+    with database(database_url, create=create) as db:
+        try:
+            return fn(db)
+        except DomainError as exc:
+            report_service_error(exc)
+
+
+def collection_id(db: Database, ref: str, *, create: bool = False) -> int:
+    """The id of the collection named (or numbered) ``ref``; ``create``: a missing one is
+    created (otherwise :class:`app.kernel.errors.NotFound`)."""
+    from app.collections import service as collections
+    from app.kernel.errors import NotFound
+
+    try:
+        return collections.find_collection(db=db, ref=ref).id
+    except NotFound:
+        if not create:
+            raise
+        return collections.create_collection(db=db, name=ref).id
+
+
+app = typer.Typer(cls=Group, help="Database schema migrations.", no_args_is_help=True)
+
+
+def _migrate(database_url: str | None, step: str, revision: str) -> None:
+    """``db upgrade`` (which creates a missing SQLite file) or ``db downgrade`` (which refuses
+    one); an unknown revision or an unreachable database is exit 1."""
+    from alembic.util import CommandError
+    from sqlalchemy.exc import SQLAlchemyError
+
+    import migrations
+
+    url = settings_for(database_url).database_url
+    if step == "downgrade":
+        require_existing(url)
+    try:
+        getattr(migrations, step)(url, revision)
+        now = migrations.current(url)
+    except (CommandError, SQLAlchemyError) as exc:
+        fail(f"cannot {step} {url!r} to {revision!r}: {exc}")
+    typer.echo(f"database at {now or 'base'}")
+
+
+@app.command("upgrade", cls=Command)
+def db_upgrade(
+    revision: str = typer.Argument("head", help="Target revision."),
+    database_url: str | None = DB_OPTION,
+) -> None:
+    """Apply migrations up to REVISION (default: head); creates a missing SQLite file."""
+    _migrate(database_url, "upgrade", revision)
+
+
+@app.command("downgrade", cls=Command)
+def db_downgrade(
+    revision: str = typer.Argument(..., help="Target revision ('base' drops everything)."),
+    database_url: str | None = DB_OPTION,
+) -> None:
+    """Revert migrations down to REVISION."""
+    _migrate(database_url, "downgrade", revision)
+
+
+@app.command("current", cls=Command)
+def db_current(database_url: str | None = DB_OPTION) -> None:
+    """Print the database's migration revision."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    import migrations
+
+    url = settings_for(database_url).database_url
+    require_existing(url)
+    try:
+        typer.echo(migrations.current(url) or "base")
+    except SQLAlchemyError as exc:
+        fail(f"cannot read the revision of {url!r}: {exc}")

@@ -1,0 +1,13 @@
+"""The ``heapjudge admin`` group: the admin console's commands, one module per subject (the
+same services as the REST API and the admin pages; heavy imports happen inside the commands)."""
+
+from __future__ import annotations
+
+import typer
+
+from app.cli import admin_imports, admin_manage, admin_plans
+from app.cli.conventions import Group
+
+app = typer.Typer(cls=Group, help="Admin console: imports, study plans, progress, users.")
+for subject in (admin_imports.app, admin_plans.app, admin_manage.app):
+    app.add_typer(subject)

@@ -1,0 +1,108 @@
+"""CLI commands ``heapjudge admin progress``, ``reset-password``, ``disable`` and
+``collection``: a collection's progress, the users' accounts, renaming and archiving."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import typer
+
+from app.cli.conventions import Command
+from app.cli.database import DB_OPTION, collection_id, run_service
+
+app = typer.Typer()
+
+
+@app.command("progress", cls=Command)
+def progress_cmd(
+    collection: str = typer.Argument(...),
+    as_json: bool = typer.Option(False, "--json/--no-json", help="Print the report as JSON."),
+    database_url: str | None = DB_OPTION,
+) -> None:
+    """Tasks by status, judgments, active time and estimated remaining, per assessor."""
+    from app.tasks.progress import collection_progress
+
+    report = run_service(
+        database_url,
+        lambda db: collection_progress(db=db, collection_id=collection_id(db, collection)),
+    )
+    if as_json:
+        typer.echo(json.dumps(report, default=str, indent=2))
+        return
+    t = report["totals"]
+    typer.echo(
+        f"{report['collection']['name']}: tasks {t['tasks']}, {t['judgments']} judgments, "
+        f"{t['active_ms'] / 60000:.1f} active min, about {t['expected_remaining']:.0f} left"
+    )
+    for a in report["by_assessor"]:
+        typer.echo(
+            f"  {a['assessor']:<16} done {a['tasks']['done']}/{sum(a['tasks'].values())}  "
+            f"{a['judgments']:>6} judgments  ~{a['expected_remaining']:.0f} left  "
+            f"last {a['last_activity'] or '-'}"
+        )
+
+
+@app.command("reset-password", cls=Command)
+def reset_password_cmd(
+    name: str = typer.Argument(...),
+    password_stdin: bool = typer.Option(
+        False,
+        "--password-stdin/--no-password-stdin",
+        help="Read the password from stdin instead of a prompt.",
+    ),
+    database_url: str | None = DB_OPTION,
+) -> None:
+    """Set a user's password (prompt or stdin); their sessions and tokens end at once."""
+    from app.users.manage import reset_password
+
+    if password_stdin or not sys.stdin.isatty():
+        password = sys.stdin.readline().rstrip("\r\n")
+    else:
+        password = typer.prompt("New password", hide_input=True, confirmation_prompt=True)
+    run_service(database_url, lambda db: reset_password(db=db, username=name, password=password))
+    typer.echo(f"password of {name!r} reset; sessions and tokens revoked")
+
+
+@app.command("disable", cls=Command)
+def disable_cmd(
+    name: str = typer.Argument(...),
+    enable: bool = typer.Option(False, "--enable/--no-enable", help="Re-enable instead."),
+    force: bool = typer.Option(
+        False,
+        "--force/--no-force",
+        help="Disable even the last active admin (nobody can then log in "
+        "as an admin until one is re-enabled here).",
+    ),
+    database_url: str | None = DB_OPTION,
+) -> None:
+    """Disable a user (sessions and tokens stop at once), or --enable them again. The last
+    active admin is refused unless --force."""
+    from app.users.service import set_disabled
+
+    run_service(
+        database_url,
+        lambda db: set_disabled(db=db, username=name, disabled=not enable, force=force),
+    )
+    typer.echo(f"{name!r} {'enabled' if enable else 'disabled'}")
+
+
+@app.command("collection", cls=Command)
+def collection_cmd(
+    collection: str = typer.Argument(...),
+    rename: str | None = typer.Option(None, help="New name."),
+    archive: bool | None = typer.Option(
+        None, "--archive/--no-archive", help="Archive, or un-archive (default: unchanged)."
+    ),
+    database_url: str | None = DB_OPTION,
+) -> None:
+    """Rename and/or archive a collection."""
+    from app.collections.manage import update_collection
+
+    coll = run_service(
+        database_url,
+        lambda db: update_collection(
+            db=db, collection_id=collection_id(db, collection), name=rename, archived=archive
+        ),
+    )
+    typer.echo(f"collection {coll.id}: {coll.name!r}{' (archived)' if coll.archived else ''}")

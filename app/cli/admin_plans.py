@@ -1,0 +1,223 @@
+"""CLI commands ``heapjudge admin plan`` (a study plan: preview, check, create its tasks) and
+``heapjudge admin bm25`` (a BM25 run over a collection, e.g. for a pool)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from app.cli.conventions import Command, given, usage_error
+from app.cli.database import DB_OPTION, collection_id, run_service
+from app.cli.exports import OUTPUT_OPTION
+
+if TYPE_CHECKING:
+    from app.kernel.db import Database
+
+app = typer.Typer()
+
+QUERY_IDS_OPTION = typer.Option(
+    None, "--query-ids", help="Comma-separated query ids (default: all)."
+)
+
+
+def _int_list(value: str | None) -> str | None:
+    """Check a comma list of integers (``--shifts``): a bad one is a usage error."""
+    if value is not None:
+        bad = [x for x in value.split(",") if x.strip() and not x.strip().lstrip("-").isdigit()]
+        if bad:
+            raise typer.BadParameter(f"not an integer: {', '.join(bad)}")
+    return value
+
+
+def _json_object(value: str | None) -> str | None:
+    """Check that ``--options`` is a JSON object: a bad one is a usage error."""
+    if value is not None:
+        try:
+            parsed = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise typer.BadParameter(f"not JSON: {exc}") from None
+        if not isinstance(parsed, dict):
+            raise typer.BadParameter('must be a JSON object, e.g. {"topk": {"allow_ties": true}}')
+    return value
+
+
+@app.command("plan", cls=Command)
+def plan_cmd(
+    ctx: typer.Context,
+    collection: str = typer.Argument(...),
+    assessors: str = typer.Option(..., help="Comma-separated usernames, in order (U1, U2, ...)."),
+    scheme: str = typer.Option("rotation", help="rotation | balanced | csv"),
+    csv_file: Path | None = typer.Option(None, "--csv", exists=True, dir_okay=False),
+    queries: str | None = QUERY_IDS_OPTION,
+    shifts: str = typer.Option(
+        "0,2", help="rotation: one shift per assignment.", callback=_int_list
+    ),
+    topk: int = typer.Option(2, "--topk-per-query", help="balanced: topk assessors per query."),
+    graded: int = typer.Option(
+        2, "--graded-per-query", help="balanced: graded assessors per query."
+    ),
+    k: int = typer.Option(10, help="Top-k size of the topk tasks."),
+    options: str | None = typer.Option(
+        None, help='JSON per method, e.g. {"topk": {...}}.', callback=_json_object
+    ),
+    pool: str = typer.Option("all", help="all | sample | run | bm25 (top n by BM25)"),
+    pool_n: int | None = typer.Option(None, help="Pool size for sample/run/bm25."),
+    pool_seed: int = typer.Option(0, help="Seed of the sampled pool."),
+    dedupe: bool = typer.Option(
+        False, "--dedupe/--no-dedupe", help="Judge identical documents once."
+    ),
+    run: Path | None = typer.Option(None, exists=True, dir_okay=False, help="TREC run (pool)."),
+    ranked_order: bool = typer.Option(
+        False,
+        "--ranked-order/--no-ranked-order",
+        help="run/bm25 pools: top-k tasks start from the ranking.",
+    ),
+    strategy: str = typer.Option(
+        "heap",
+        help="Judging strategy of the topk tasks (heap, tournament, insertion, prior, +robust); "
+        "when not given, --options' topk.strategy applies if it names one.",
+    ),
+    prior: str = typer.Option(
+        "none",
+        help="Initial order of the topk tasks: none | bm25 | feature:<number> (LETOR) | run "
+        "(the --run file).",
+    ),
+    seed: int = typer.Option(0, help="Plan seed (balanced plan and task seeds)."),
+    name: str = typer.Option("plan", help="Plan name (task labels name:A1, ...)."),
+    create: bool = typer.Option(
+        False, "--create/--no-create", help="Create the tasks (default: preview)."
+    ),
+    database_url: str | None = DB_OPTION,
+) -> None:
+    """Preview a study plan as a grid with its constraint check; --create makes the tasks."""
+    from app.planning import service as planning
+
+    def go(db: Database) -> Any:
+        spec = planning.PlanSpec(
+            collection_id=collection_id(db, collection),
+            assessors=[a.strip() for a in assessors.split(",") if a.strip()],
+            query_ids=[q.strip() for q in queries.split(",")] if queries else None,
+            scheme=scheme,
+            shifts=tuple(int(x) for x in shifts.split(",") if x.strip()),
+            per_query={"topk": topk, "graded": graded},
+            seed=seed,
+            csv=csv_file.read_text(encoding="utf-8") if csv_file else None,
+            name=name,
+            k=k,
+            options=json.loads(options) if options else {},
+            pool=_pool_spec(pool, pool_n, pool_seed, dedupe, run, ranked_order),
+            # Not given on the command line: --options may name the strategy instead.
+            strategy=strategy if given(ctx, "strategy") else None,
+            prior=prior,
+        )
+        _print_grid(planning.preview_plan(db=db, spec=spec))
+        return planning.create_plan(db=db, spec=spec) if create else None
+
+    created = run_service(database_url, go)
+    if created is not None:
+        typer.echo(f"created {len(created.task_ids)} tasks (plan {created.name!r})")
+
+
+def _pool_spec(
+    mode: str, n: int | None, seed: int, dedupe: bool, run: Path | None, ranked_order: bool
+) -> Any:
+    """``admin plan``'s pool options as a :class:`app.planning.service.PoolSpec`."""
+    from app.planning.service import PoolSpec
+
+    text = run.read_text(encoding="utf-8") if run else None
+    return PoolSpec(mode=mode, n=n, seed=seed, dedupe=dedupe, run=text, run_order=ranked_order)
+
+
+def _print_grid(preview: Any) -> None:
+    marks = {"topk": "T1", "graded": "T2"}
+    width = max((len(a) for a in preview.assessors), default=4)
+    head = " ".join(q[-4:].rjust(4) for q in preview.query_ids)
+    typer.echo(f"{'':{width}} {head}")
+    for a in preview.assessors:
+        row = preview.grid.get(a, {})
+        cells = " ".join(
+            ("!!" if "+" in row.get(q, "") else marks.get(row.get(q, ""), " .")).rjust(4)
+            for q in preview.query_ids
+        )
+        load = preview.loads.get(a, {})
+        typer.echo(f"{a:{width}} {cells}   T1={load.get('topk', 0)} T2={load.get('graded', 0)}")
+    for v in preview.violations:
+        typer.echo(f"[{v['severity']}] {v['message']}")
+    _print_cost(preview)
+    typer.echo(f"{len(preview.tasks)} tasks; plan is {'valid' if preview.ok else 'NOT valid'}")
+
+
+def _print_cost(preview: Any) -> None:
+    """Expected judgments and minutes per query (one task of each method) and in total."""
+    from app.planning.service import COST_MODEL
+
+    typer.echo(
+        f"expected cost (strategy {preview.strategy}, prior {preview.prior}; "
+        f"{COST_MODEL['seconds_per_pair']:.2f} s per pair, "
+        f"{COST_MODEL['seconds_per_grade']:.2f} s per grade):"
+    )
+    typer.echo(f"{'query':>10} {'T1 judg.':>9} {'T1 min':>7} {'T2 judg.':>9} {'T2 min':>7}")
+    for q in preview.query_ids:
+        c = preview.cost.get(q, {})
+        cells = [
+            f"{c[key]:.1f}" if key in c else "-"
+            for key in ("topk_judgments", "topk_minutes", "graded_judgments", "graded_minutes")
+        ]
+        typer.echo(f"{q[-10:]:>10} {cells[0]:>9} {cells[1]:>7} {cells[2]:>9} {cells[3]:>7}")
+    t = preview.totals
+    typer.echo(
+        f"{'all tasks':>10} {t.get('topk_judgments', 0):>9.1f} {t.get('topk_minutes', 0):>7.1f} "
+        f"{t.get('graded_judgments', 0):>9.1f} {t.get('graded_minutes', 0):>7.1f}"
+    )
+
+
+@app.command("bm25", cls=Command)
+def bm25_cmd(
+    collection: str = typer.Argument(..., help="Collection name or id."),
+    depth: int = typer.Option(100, help="Documents per query (those sharing a query term)."),
+    k1: float | None = typer.Option(None, help="BM25 k1 (default 1.2)."),
+    b: float | None = typer.Option(None, help="BM25 b (default 0.75)."),
+    queries: str | None = QUERY_IDS_OPTION,
+    tag: str = typer.Option("heapjudge-bm25", help="Run tag (last column)."),
+    output: Path | None = OUTPUT_OPTION,
+    database_url: str | None = DB_OPTION,
+) -> None:
+    """BM25 over the collection's documents as a TREC run (ids as imported), e.g. for
+    `heapjudge evaluate --qrels ORIGINAL_QRELS --run run.txt`."""
+    from app.retrieval.service import bm25_run
+
+    result = run_service(
+        database_url,
+        lambda db: bm25_run(
+            db=db,
+            collection_id=collection_id(db, collection),
+            depth=depth,
+            query_ids=[q.strip() for q in queries.split(",") if q.strip()] if queries else None,
+            k1=k1,
+            b=b,
+        ),
+    )
+    try:
+        text = result.trec(tag)
+    except ValueError as exc:
+        usage_error(str(exc))  # the tag: bad characters for a TREC run
+    if output is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        output.write_text(text, encoding="utf-8")
+    info = result.summary()
+    typer.echo(
+        f"bm25 (k1={info['k1']}, b={info['b']}): {info['queries']} queries over "
+        f"{info['documents']} documents, {info['lines']} lines, {info['seconds']:.2f} s"
+        + (
+            f"; no term of queries {', '.join(info['empty_queries'][:10])} occurs in any document"
+            if info["empty_queries"]
+            else ""
+        ),
+        err=True,
+    )

@@ -1,0 +1,338 @@
+"""CLI commands: evaluate (score a run against graded qrels or a top-k ground truth).
+
+    heapjudge evaluate --qrels qrels.txt --run run.txt --metrics ndcg@10,err,map
+    heapjudge evaluate --topk truth.jsonl --run run.txt --metrics kappa-ndcg@10,kappa-err
+    heapjudge evaluate --letor S5.txt --scores pred.txt --metrics ndcg@10 --preset letor4 --json
+
+The report always states every convention used; ``--json`` prints one object whose
+``"metrics"`` maps each requested name, exactly as given, to its mean over queries.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from app.cli.conventions import Command, UsageProblem, fail, usage_error
+
+if TYPE_CHECKING:  # ranking is imported when the command runs (fast CLI start)
+    from ranking.evaluate import Missing
+    from ranking.metrics import Conventions
+
+app = typer.Typer()
+
+_CONVENTION_HELP = "Overrides the preset (default preset: paper)."
+
+
+def _parse_empty(value: str) -> Any:
+    if value in ("0", "1"):
+        return int(value)
+    if value == "skip":
+        return "skip"
+    raise UsageProblem(f"--empty must be 0, 1 or skip, got {value!r}")
+
+
+def _parse_r_max(value: str) -> Any:
+    if value == "query":
+        return "query"
+    try:
+        number = float(value)
+    except ValueError:
+        raise UsageProblem(f"--r-max must be 'query' or a number, got {value!r}") from None
+    return int(number) if number.is_integer() else number
+
+
+def _read_scores(path: Path, n_rows: int) -> list[float]:
+    """One score per line (RankLib/LightGBM prediction files); RankLib's 'qid idx score'
+    three-column form is accepted too (last column)."""
+    scores: list[float] = []
+    try:
+        content = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not UTF-8 text") from None
+    for lineno, raw in enumerate(content.split("\n"), start=1):
+        text = raw.strip()
+        if not text:
+            continue
+        try:
+            value = float(text.split()[-1])
+        except ValueError:
+            raise ValueError(f"{path}:{lineno}: score {text!r} is not a number") from None
+        if math.isnan(value):
+            raise ValueError(f"{path}:{lineno}: score is NaN")
+        scores.append(value)
+    if len(scores) != n_rows:
+        raise ValueError(f"{path}: {len(scores)} scores for {n_rows} rows of the LETOR file")
+    return scores
+
+
+def run_evaluate(
+    *,
+    qrels: Path | None,
+    topk: Path | None,
+    run: Path | None,
+    letor: Path | None,
+    scores: Path | None,
+    metrics: str,
+    preset: str | None,
+    overrides: dict[str, Any],
+    missing: str,
+    qrels_format: str = "auto",
+    grade_map: str | None = None,
+) -> Any:
+    """Load the inputs and return a :class:`ranking.evaluate.EvaluationReport`.
+
+    Raises :class:`~app.cli.conventions.UsageProblem` for options that are wrong or do
+    not go together, ValueError (with file and line where it applies) on bad input files.
+    """
+    from ranking.evaluate import evaluate, evaluate_columns
+
+    names = [m.strip() for m in metrics.split(",") if m.strip()]
+    conv, modified = _conventions(names, preset, overrides)
+    missing_mode = _check_inputs(names, missing, qrels, topk, run, letor, scores)
+    the_run, truth_qrels, qrels_read = _read_run_and_qrels(
+        qrels, topk is not None, run, letor, scores, qrels_format, grade_map
+    )
+    if run is not None and qrels is not None:
+        report = evaluate_columns(
+            the_run, truth_qrels, metrics=names, conventions=conv, missing=missing_mode
+        )
+    else:
+        from ranking.io.topk import read_topk_jsonl
+
+        report = evaluate(
+            the_run,
+            qrels=truth_qrels,
+            topk=read_topk_jsonl(topk) if topk is not None else None,
+            metrics=names,
+            conventions=conv,
+            missing=missing_mode,
+        )
+    report.preset = f"{preset or 'paper'} (modified)" if modified else preset or "paper"
+    report.qrels_read = qrels_read
+    return report
+
+
+def _conventions(
+    names: list[str], preset: str | None, overrides: dict[str, Any]
+) -> tuple[Conventions, bool]:
+    """The metric conventions: the preset (default paper) with the given overrides, and
+    whether any was given. Unknown metric names fail here, before any file is read."""
+    from ranking import metrics as M
+
+    if not names:
+        raise UsageProblem("--metrics is empty")
+    try:
+        for name in names:
+            M.parse_metric(name)
+        conv = M.preset(preset or "paper")
+        changes = {k: v for k, v in overrides.items() if v is not None}
+        if changes:
+            conv = conv.replace(**changes)
+    except ValueError as exc:
+        raise UsageProblem(str(exc)) from None
+    return conv, bool(changes)
+
+
+def _check_inputs(
+    names: list[str],
+    missing: str,
+    qrels: Path | None,
+    topk: Path | None,
+    run: Path | None,
+    letor: Path | None,
+    scores: Path | None,
+) -> Missing:
+    """Check that the input files given go together (a :class:`UsageProblem` otherwise)."""
+    from ranking import metrics as M
+
+    missing_modes: tuple[Missing, ...] = ("ignore", "zero")
+    if missing not in missing_modes:
+        raise UsageProblem(f"--missing must be ignore or zero, got {missing!r}")
+    kappa = [n for n in names if M.parse_metric(n)[0].startswith("kappa")]
+    if kappa and topk is None:  # before reading the files; ranking.evaluate checks it too
+        raise UsageProblem(f"{', '.join(kappa)} need a top-k ground truth (--topk), not qrels")
+    if (run is None) == (letor is None):
+        raise UsageProblem("give exactly one of --run FILE or --letor FILE (with --scores FILE)")
+    if qrels is not None and topk is not None:
+        raise UsageProblem("give at most one truth: --qrels or --topk")
+    if letor is not None and scores is None:
+        raise UsageProblem("--letor needs --scores FILE (one score per row)")
+    if run is not None and scores is not None:
+        raise UsageProblem("--scores goes with --letor, not with --run")
+    if run is not None and qrels is None and topk is None:
+        raise UsageProblem("give the truth: --qrels FILE or --topk FILE.jsonl")
+    return missing
+
+
+def _read_run_and_qrels(
+    qrels: Path | None,
+    with_topk: bool,
+    run: Path | None,
+    letor: Path | None,
+    scores: Path | None,
+    qrels_format: str,
+    grade_map: str | None,
+) -> tuple[Any, Any, str | None]:
+    """The run (a TREC run, or a LETOR file scored by ``scores``), the graded truth (the qrels
+    file, else the LETOR file's labels unless a top-k truth is given) and how the qrels file
+    was read."""
+    from ranking.evaluate import qrels_from_letor, run_from_letor
+    from ranking.io.letor import read_letor
+    from ranking.io.trec import parse_grade_map, read_qrels_detailed, read_run
+    from ranking.io.trec_fast import read_qrels_columns, read_run_columns
+
+    truth_qrels: Any = None
+    if letor is not None:
+        assert scores is not None
+        data = read_letor(letor)
+        the_run: Any = run_from_letor(data, _read_scores(scores, data.n_rows))
+        if qrels is None and not with_topk:
+            truth_qrels = qrels_from_letor(data)
+    else:
+        assert run is not None
+        # TREC run + qrels: the columnar path (docs/metrics.md#large-files)
+        the_run = read_run_columns(run) if qrels is not None else read_run(run)
+    try:
+        mapping = parse_grade_map(grade_map) if grade_map else None
+    except ValueError as exc:
+        raise UsageProblem(str(exc)) from None
+    if qrels is None:
+        return the_run, truth_qrels, None
+    if run is not None:
+        truth_qrels = read_qrels_columns(qrels, layout=qrels_format, grade_map=mapping)
+        layout = truth_qrels.layout
+    else:  # with --letor
+        truth_qrels, layout = read_qrels_detailed(qrels, layout=qrels_format, grade_map=mapping)
+    return (
+        the_run,
+        truth_qrels,
+        layout.describe() + (f"; grade map {mapping.name}" if mapping else ""),
+    )
+
+
+# The inputs: a run (a TREC run, or a LETOR file and its scores) and a truth (qrels or top-k).
+QRELS_OPTION = typer.Option(
+    None, "--qrels", exists=True, dir_okay=False, help="TREC qrels (graded truth)."
+)
+TOPK_OPTION = typer.Option(
+    None,
+    "--topk",
+    exists=True,
+    dir_okay=False,
+    help="Top-k ground truth JSONL (query_id, k, top, rest).",
+)
+RUN_OPTION = typer.Option(
+    None, "--run", exists=True, dir_okay=False, help="TREC run file (rank ignored)."
+)
+LETOR_OPTION = typer.Option(
+    None,
+    "--letor",
+    exists=True,
+    dir_okay=False,
+    help="LETOR file whose rows --scores scores (labels = truth).",
+)
+SCORES_OPTION = typer.Option(
+    None, "--scores", exists=True, dir_okay=False, help="One score per LETOR row."
+)
+
+
+@app.command("evaluate", cls=Command)
+def evaluate_cmd(
+    qrels: Path | None = QRELS_OPTION,
+    topk: Path | None = TOPK_OPTION,
+    run: Path | None = RUN_OPTION,
+    letor: Path | None = LETOR_OPTION,
+    scores: Path | None = SCORES_OPTION,
+    metrics: str = typer.Option(
+        "ndcg@10",
+        "--metrics",
+        help="Comma list: ndcg@k, dcg@k, err[@k], kappa-ndcg@k, kappa-err, p@k, map, mrr.",
+    ),
+    preset: str | None = typer.Option(
+        None, "--preset", help="paper (default), trec_eval, gdeval, lightgbm, letor4, ranx."
+    ),
+    gain: str | None = typer.Option(None, "--gain", help=f"exp | linear. {_CONVENTION_HELP}"),
+    kappa_gain: str | None = typer.Option(None, "--kappa-gain", help="exp | linear."),
+    discount: str | None = typer.Option(None, "--discount", help="log2 | letor."),
+    ideal: str | None = typer.Option(None, "--ideal", help="list | qrels."),
+    empty: str | None = typer.Option(None, "--empty", help="0 | 1 | skip."),
+    ties: str | None = typer.Option(
+        None, "--ties", help="stable | docid | pessimistic | optimistic | average."
+    ),
+    k_beyond: str | None = typer.Option(None, "--k-beyond", help="clip | zero."),
+    r_max: str | None = typer.Option(None, "--r-max", help="query | <number> (ERR)."),
+    score_precision: str | None = typer.Option(
+        None, "--score-precision", help="double | single (trec_eval's C float scores)."
+    ),
+    missing: str = typer.Option(
+        "ignore", "--missing", help="Truth queries absent from the run: ignore | zero."
+    ),
+    qrels_format: str = typer.Option(
+        "auto",
+        "--qrels-format",
+        help="auto (sniffed) | trec (qid iter doc rel) | 3col (qid doc rel) | "
+        "smart-rel (qid doc 0 0.0: every listed pair relevant).",
+    ),
+    grade_map: str | None = typer.Option(
+        None,
+        "--grade-map",
+        help="Qrels values -> grades: cranfield | threshold:T | FROM:TO,... "
+        "(needed for non-integer values).",
+    ),
+    per_query: bool = typer.Option(
+        False, "--per-query/--no-per-query", help="Show per-query values."
+    ),
+    as_json: bool = typer.Option(False, "--json/--no-json", help="Print one JSON object."),
+) -> None:
+    """Score a run (TREC run, or LETOR file + scores) against qrels or top-k truth."""
+    try:
+        overrides = {
+            "gain": gain,
+            "kappa_gain": kappa_gain,
+            "discount": discount,
+            "ideal": ideal,
+            "empty": None if empty is None else _parse_empty(empty),
+            "ties": ties,
+            "k_beyond": k_beyond,
+            "r_max": None if r_max is None else _parse_r_max(r_max),
+            "score_precision": score_precision,
+        }
+        report = run_evaluate(
+            qrels=qrels,
+            topk=topk,
+            run=run,
+            letor=letor,
+            scores=scores,
+            metrics=metrics,
+            preset=preset,
+            overrides=overrides,
+            missing=missing,
+            qrels_format=qrels_format,
+            grade_map=grade_map,
+        )
+    except UsageProblem as exc:
+        usage_error(str(exc))
+    except (ValueError, OSError) as exc:  # an input file that cannot be read or parsed
+        fail(str(exc))
+    _print_report(report, as_json=as_json, per_query=per_query)
+
+
+def _print_report(report: Any, *, as_json: bool, per_query: bool) -> None:
+    """The report as text, or as one JSON object (per-query values always in it, key
+    ``per_query``) with a warning on stderr for run queries without truth."""
+    if not as_json:
+        typer.echo(report.format_text(per_query=per_query))
+        return
+    typer.echo(json.dumps(report.to_dict(), ensure_ascii=False))
+    if report.unknown_queries:
+        print(
+            f"warning: {len(report.unknown_queries)} run queries have no truth "
+            f"(see unknown_queries)",
+            file=sys.stderr,
+        )
