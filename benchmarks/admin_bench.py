@@ -37,10 +37,10 @@ def main() -> None:
     from app.services.admin_imports import UploadedFile, attach_features, import_files
     from app.services.planning import PlanSpec, create_plan
     from app.services.progress import collection_progress
-    from labeling.assignment import fold_rotation, plan_balanced, validate_plan
-    from labeling.session import open_session
+    from labeling.protocol.session import open_session
     from labeling.sources import load_cranfield
     from labeling.sources.letor import read_letor_features
+    from labeling.study.assignment import fold_rotation, plan_balanced, validate_plan
 
     cran = args.data / "cranfield"
     timed("parse Cranfield (1,400 docs, 225 queries, 1,837 qrels)", lambda: load_cranfield(cran), 3)
@@ -114,7 +114,7 @@ def main() -> None:
         )
         # Half-finish every topk task with a random oracle so progress has logs to replay.
         from app.models import Judgment, Task
-        from labeling.types import PairAnswer
+        from labeling.protocol.types import PairAnswer
 
         rng = random.Random(0)
         with db.write() as s:

@@ -178,7 +178,7 @@ def analyze(
     """Print Tables 1–3 of the paper and the χ² tests for a collection's judgments."""
     from app.errors import DomainError
     from app.services.analysis import collection_analysis, find_collection_id
-    from labeling.agreement import MODES
+    from labeling.analysis.agreement import MODES
 
     if mode not in MODES:
         usage_error(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
@@ -261,7 +261,7 @@ def simulate_study(
     from app.db import Database
     from app.errors import DomainError
     from app.services.analysis import StudyConfig, collection_analysis, run_simulated_study
-    from labeling.agreement import MODES
+    from labeling.analysis.agreement import MODES
     from labeling.errors import LabelingError
 
     assessors = aliased(assessors, old_assessors, "--assessors", "--n-assessors")

@@ -1,7 +1,7 @@
 """Use cases: create and list tasks; load a task for a user (ownership rules).
 
 A task freezes everything its protocol is replayed from: method, k, seed, the validated
-options (defaults filled in by :func:`labeling.session.validate_options`) and ``doc_ids``, the
+options (defaults filled in by :func:`labeling.protocol.options.validate_options`) and ``doc_ids``, the
 snapshot of the query's pool in import order. Later imports into the query do not change
 existing tasks, so their logs always replay.
 
@@ -28,8 +28,9 @@ from app.models import Collection, Document, Judgment, Query, Task, User
 from app.security import Identity
 from app.services.priors import PriorResolver, PriorSource
 from labeling.errors import ConfigError
-from labeling.priors import NO_PRIOR
-from labeling.session import open_session, validate_options
+from labeling.protocol.options import validate_options
+from labeling.protocol.prior_orders import NO_PRIOR
+from labeling.protocol.session import open_session
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,8 +17,9 @@ from app.models import Collection, Document, Judgment, Query, Task, User
 from app.security import hash_password
 from app.services.exports import FORMATS
 from labeling.csv_safety import unneutralise_cell
-from labeling.session import open_session, validate_options
-from labeling.types import GradeAnswer, PairAnswer, PairQuestion
+from labeling.protocol.options import validate_options
+from labeling.protocol.session import open_session
+from labeling.protocol.types import GradeAnswer, PairAnswer, PairQuestion
 from tests.app.conftest import Api
 
 QUERY = "q 1\r\nq2 0 forged 4"

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from app.cli import cli as app_cli
 from app.services.exports import FORMATS
-from labeling.aggregate import borda
+from labeling.analysis.aggregate import borda
 from ranking.evaluate import evaluate
 from ranking.letor import read_letor
 from ranking.topk_io import TopKTruth

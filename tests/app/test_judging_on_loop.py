@@ -26,8 +26,8 @@ from app.errors import Conflict, Forbidden, Unauthorized
 from app.models import ApiToken, Judgment, Task, User, utcnow
 from app.security import BearerToken
 from app.services import collections, judging, tasks, users
-from labeling.session import open_session
-from labeling.types import PairAnswer
+from labeling.protocol.session import open_session
+from labeling.protocol.types import PairAnswer
 from tests.app.conftest import fresh_database
 
 pytestmark = pytest.mark.postgres

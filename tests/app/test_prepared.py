@@ -15,7 +15,7 @@ from app.models import utcnow
 from app.prepared import Prepared
 from app.repositories import judgments as repo
 from app.services import judging
-from labeling.types import GradeAnswer
+from labeling.protocol.types import GradeAnswer
 from tests.app.conftest import Api
 from tests.app.test_service_api import make_collection, make_task, pool
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from labeling.aggregate import Preference, borda, bradley_terry
+from labeling.analysis.aggregate import Preference, borda, bradley_terry
 from labeling.errors import ConfigError
 
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from labeling.agreement import (
+from labeling.analysis.agreement import (
     RELATIONS,
     PairInstance,
     agreement_by_assessor_pair,
@@ -31,8 +31,8 @@ from labeling.agreement import (
     topk_overlap,
     topk_relations,
 )
-from labeling.records import JudgmentRecord, TaskRecord
-from labeling.stats import cohen_kappa
+from labeling.analysis.records import JudgmentRecord, TaskRecord
+from labeling.analysis.stats import cohen_kappa
 
 U_REL = [">", ">", ">", "<", "<", "~", "~", ">", "<", "~"]
 V_REL = [">", ">", "<", "<", "~", "~", ">", ">", "<", "~"]

@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from labeling.assignment import (
+from labeling.sources.base import SourceError
+from labeling.study.assignment import (
     Plan,
     PlanEntry,
     PlanError,
@@ -17,7 +18,6 @@ from labeling.assignment import (
     plan_to_csv,
     validate_plan,
 )
-from labeling.sources.base import SourceError
 
 HARD = {"duplicate", "both_methods", "coverage", "excess", "unknown_assessor", "unknown_query"}
 

@@ -1,4 +1,4 @@
-"""labeling.text and labeling.bm25: the analyser, and BM25 scores against a brute-force
+"""labeling.retrieval.text and labeling.retrieval.bm25: the analyser, and BM25 scores against a brute-force
 implementation of the formula in labeling/bm25.py."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from labeling.bm25 import Bm25Index, Bm25Params, write_trec_run
 from labeling.errors import ConfigError
-from labeling.text import document_text, strip_html, term_spans, tokenize
+from labeling.retrieval.bm25 import Bm25Index, Bm25Params, write_trec_run
+from labeling.retrieval.text import document_text, strip_html, term_spans, tokenize
 from ranking.trec import read_run
 
 DOCS = {
@@ -134,11 +134,11 @@ def test_cranfield_index_is_complete(shared_data: Path) -> None:
 
 
 def test_stopwords_are_lucenes_as_bm25s_ships_them() -> None:
-    """labeling.text spells the stop set out (so tokenising does not import bm25s); it must
+    """labeling.retrieval.text spells the stop set out (so tokenising does not import bm25s); it must
     stay the set bm25s uses for Lucene-style BM25."""
     from bm25s.tokenization import STOPWORDS_EN
 
-    from labeling.text import STOPWORDS
+    from labeling.retrieval.text import STOPWORDS
 
     assert frozenset(STOPWORDS_EN) == STOPWORDS and len(STOPWORDS) == 33
 

@@ -14,10 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from labeling.errors import InvalidAnswer, WrongQuestion
-from labeling.session import open_session
-from labeling.simulation import Assessor
-from labeling.strategies import strategy_names
-from labeling.types import BrokenAnswer, GradeAnswer, PairAnswer, PairQuestion
+from labeling.protocol.session import open_session
+from labeling.protocol.types import BrokenAnswer, GradeAnswer, PairAnswer, PairQuestion
+from labeling.strategies.registry import strategy_names
+from labeling.study.simulation import Assessor
 
 NAMES = strategy_names()  # every base strategy, and each with +robust
 SETTINGS = settings(max_examples=40, deadline=None)

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
-from labeling.consistency import (
+from labeling.analysis.consistency import (
     intransitive_triples,
     position_bias,
     repeated_judgments,
@@ -17,7 +17,7 @@ from labeling.consistency import (
     transitivity,
     triple_is_transitive,
 )
-from labeling.records import JudgmentRecord
+from labeling.analysis.records import JudgmentRecord
 
 
 def j(assessor: str, left: str, right: str, outcome: str, seq: int, **kw: object) -> JudgmentRecord:

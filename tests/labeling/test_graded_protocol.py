@@ -7,10 +7,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from labeling.errors import ConfigError, Finished, InvalidAnswer, NotFinished, WrongQuestion
-from labeling.graded import five_grade
-from labeling.groundtruth import GradedResult
-from labeling.session import open_session, seeded_order
-from labeling.types import GRADE_NAMES, GradeAnswer, GradeQuestion, PairAnswer
+from labeling.protocol.graded import five_grade
+from labeling.protocol.groundtruth import GradedResult
+from labeling.protocol.seeding import seeded_order
+from labeling.protocol.session import open_session
+from labeling.protocol.types import GRADE_NAMES, GradeAnswer, GradeQuestion, PairAnswer
 
 DOCS = [f"p{i}" for i in range(12)]
 GRADES = {d: i % 5 for i, d in enumerate(DOCS)}

@@ -15,10 +15,10 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from labeling.heap import heap_topk, worst_case_total
-from labeling.session import open_session
-from labeling.simulation import Assessor, run_session, simulate
-from labeling.types import PairAnswer
+from labeling.protocol.session import open_session
+from labeling.protocol.types import PairAnswer
+from labeling.strategies.heap import heap_topk, worst_case_total
+from labeling.study.simulation import Assessor, run_session, simulate
 
 SETTINGS = settings(max_examples=100, deadline=None)
 
@@ -293,7 +293,7 @@ def _worst_sift_by_recursion(i: int, size: int) -> int:
 
 
 def test_worst_sift_closed_form_equals_the_recursion() -> None:
-    from labeling.heap import worst_sift
+    from labeling.strategies.heap import worst_sift
 
     for size in range(0, 300):
         for i in range(0, size + 2):

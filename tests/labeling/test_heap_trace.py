@@ -1,6 +1,6 @@
 """The worked HeapSort labeling trace of docs/protocols.md#heap and its edge cases.
 
-The protocol is driven directly (labeling.heap) and through the C1 session (labeling.session)
+The protocol is driven directly (labeling.strategies.heap) and through the C1 session (labeling.protocol.session)
 with ``initial_order`` fixing the processing order d1..d8, and checked against a literal
 transcription of Algorithm 1's pseudocode (:func:`reference_topk_label`).
 
@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import pytest
 
-from labeling.heap import Compare, heap_topk, worst_case_total
-from labeling.pair_cache import with_pair_cache
-from labeling.session import open_session
-from labeling.types import PairAnswer
+from labeling.protocol.pair_cache import with_pair_cache
+from labeling.protocol.session import open_session
+from labeling.protocol.types import PairAnswer
+from labeling.strategies.base import Compare
+from labeling.strategies.heap import heap_topk, worst_case_total
 
 VALUES = {"d1": 5, "d2": 1, "d3": 7, "d4": 3, "d5": 8, "d6": 2, "d7": 6, "d8": 4}
 DOCS = list(VALUES)
@@ -49,7 +50,7 @@ TRACE_KAPPA = {"d5": 3, "d3": 2, "d7": 1, **dict.fromkeys(["d2", "d4", "d6", "d1
 def reference_topk_label(order, k, prefer):
     """Algorithm 1's ``topk_label`` (docs/protocols.md#heap) transcribed literally
     (recursion-free, blocking oracle):
-    an independent reference for the generator in labeling.heap. ``prefer(a, b)`` is one call.
+    an independent reference for the generator in labeling.strategies.heap. ``prefer(a, b)`` is one call.
     """
     heap = list(order[:k])
     m = len(heap)
@@ -192,7 +193,7 @@ def test_thirteen_is_the_same_orientation_repeat_count():
 
 
 def test_trace_counts_by_brute_force_on_the_literal_procedure():
-    """Independent check of 14 / 13 / 12 with the literal pseudocode (not labeling.heap):
+    """Independent check of 14 / 13 / 12 with the literal pseudocode (not labeling.strategies.heap):
     no cache 14; a cache keyed on the ordered call (a, b) 13; a cache keyed on the unordered
     pair, which is what docs/protocols.md#pair-cache specifies, 12, because prefer(d3, d5) in
     Step 3 repeats prefer(d5, d3) from placing d7."""

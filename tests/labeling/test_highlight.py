@@ -1,4 +1,4 @@
-"""Query-term highlighting, reading anchors and text reflow (labeling.highlight, .reflow)."""
+"""Query-term highlighting, reading anchors and text reflow (labeling.retrieval.highlight, .reflow)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from html.parser import HTMLParser
 
 import Stemmer
 
-from labeling.highlight import ANCHOR_WORDS, mark_html, mark_text, query_terms
-from labeling.reflow import paragraphs
+from labeling.retrieval.highlight import ANCHOR_WORDS, mark_html, mark_text, query_terms
+from labeling.retrieval.reflow import paragraphs
 
 
 def test_query_terms_are_snowball_stems_without_stop_words() -> None:
@@ -16,12 +16,12 @@ def test_query_terms_are_snowball_stems_without_stop_words() -> None:
     assert (
         query_terms("Solar panels on the flat ROOFS") == want == {"solar", "panel", "flat", "roof"}
     )
-    # Only stop words (labeling.text.STOPWORDS): keep them.
+    # Only stop words (labeling.retrieval.text.STOPWORDS): keep them.
     assert query_terms("to be or not to be") == {"to", "be", "or", "not"}
 
 
 def test_highlighting_uses_the_bm25_analyser() -> None:
-    from labeling.text import term_spans, tokenize
+    from labeling.retrieval.text import term_spans, tokenize
 
     query = "Roofing of the solar_panel arrays, don't"
     text = "roofs and solar_panel array; don't stop. Roofing: arrays."

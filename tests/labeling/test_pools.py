@@ -7,8 +7,8 @@ import random
 import pytest
 
 from labeling.errors import ConfigError
-from labeling.pools import build_pool, content_hash, parse_trec_run
 from labeling.sources.base import SourceError
+from labeling.study.pools import build_pool, content_hash, parse_trec_run
 
 DOCS = [f"d{i:02d}" for i in range(100)]
 

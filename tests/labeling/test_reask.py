@@ -15,18 +15,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from labeling.consistency import repeated_judgments, self_consistency
+from labeling.analysis.consistency import repeated_judgments, self_consistency
+from labeling.analysis.records import JudgmentRecord
 from labeling.errors import ConfigError, InvalidAnswer, WrongQuestion
-from labeling.records import JudgmentRecord
-from labeling.session import (
-    REASK_GAP,
-    TopKSession,
-    open_session,
-    reask_triggered,
-    validate_options,
-)
-from labeling.simulation import Assessor, run_session
-from labeling.types import PairAnswer
+from labeling.protocol.options import validate_options
+from labeling.protocol.seeding import REASK_GAP, reask_triggered
+from labeling.protocol.session import open_session
+from labeling.protocol.topk import TopKSession
+from labeling.protocol.types import PairAnswer
+from labeling.study.simulation import Assessor, run_session
 
 DOCS = [f"doc{i:02d}" for i in range(24)]
 SCORES = {d: float((7 * i) % 24) for i, d in enumerate(DOCS)}
@@ -360,8 +357,8 @@ def test_analysis_service_labels_reasks() -> None:
 
 # -- the analysis uses the protocol's answer, and counts re-asks apart -------------------------
 def test_direct_relations_and_transitivity_ignore_reasks() -> None:
-    from labeling.agreement import direct_relations
-    from labeling.consistency import transitivity
+    from labeling.analysis.agreement import direct_relations
+    from labeling.analysis.consistency import transitivity
 
     log = [
         JudgmentRecord("t", "A", "q", "topk", "a", "b", "left", seq=0),  # a ≻ b (protocol)
@@ -378,8 +375,8 @@ def test_direct_relations_and_transitivity_ignore_reasks() -> None:
 
 
 def test_time_table_counts_reasks_apart() -> None:
-    from labeling.records import TaskRecord
-    from labeling.timing import time_table
+    from labeling.analysis.records import TaskRecord
+    from labeling.analysis.timing import time_table
 
     log = [
         JudgmentRecord(1, "A", "q", "topk", "a", "b", "left", active_ms=4000, seq=0),

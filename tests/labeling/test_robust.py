@@ -1,4 +1,4 @@
-"""The noise-robust modifier (labeling.robust): combining votes, the risk model (against
+"""The noise-robust modifier (labeling.strategies.robust): combining votes, the risk model (against
 kappa_ndcg and a brute-force rank distribution), cost for a consistent assessor, recovery under
 flips, replay purity, undo, the progress bound, and how the session shows repeats."""
 
@@ -13,22 +13,22 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from labeling import robust as robust_module
-from labeling.heap import Compare, HeapTopK
-from labeling.pair_cache import with_pair_cache
-from labeling.robust import (
+from labeling.protocol.pair_cache import with_pair_cache
+from labeling.protocol.session import open_session
+from labeling.protocol.types import PairAnswer
+from labeling.strategies import robust as robust_module
+from labeling.strategies.base import Compare
+from labeling.strategies.heap import HeapTopK
+from labeling.strategies.registry import STRATEGIES, strategy_names
+from labeling.strategies.robust import (
     ASSUMED_FLIP,
-    CONFIRMATION_SHARE,
     combine,
     damage_table,
     robust,
     stake,
     wrong_probability,
 )
-from labeling.session import open_session
-from labeling.simulation import Assessor, compare_strategies, run_strategy
-from labeling.strategies import STRATEGIES, strategy_names
-from labeling.types import PairAnswer
+from labeling.study.simulation import Assessor, compare_strategies, run_strategy
 from ranking.metrics import kappa_ndcg
 
 SETTINGS = settings(max_examples=60, deadline=None)
@@ -131,7 +131,7 @@ def _drive(strategy, assessor):
 def test_consistent_cost_is_base_with_cache_plus_the_stated_confirmations(base):
     """The stated overhead for a consistent assessor: the base's questions (pair cache on)
     plus re-asks only; no re-run; the re-asks per base question average the base's
-    CONFIRMATION_SHARE (measured at (50, 10), the progress model) within 0.1, and no pair
+    the base's ``confirmation_share`` (measured at (50, 10), the progress model) within 0.1, and no pair
     gets more than MAX_VOTES votes."""
     cls = robust(STRATEGIES[base])
     shares = []
@@ -149,7 +149,7 @@ def test_consistent_cost_is_base_with_cache_plus_the_stated_confirmations(base):
         assert repeats == sum(len(v) - 1 for v in strategy.votes.values())
         assert max(len(v) for v in strategy.votes.values()) <= robust_module.MAX_VOTES
         shares.append(repeats / base_cost)
-    assert np.mean(shares) == pytest.approx(CONFIRMATION_SHARE[STRATEGIES[base]], abs=0.1)
+    assert np.mean(shares) == pytest.approx(STRATEGIES[base].confirmation_share, abs=0.1)
 
 
 def test_flipping_assessor_recovers_the_truth_more_often_than_the_heap():

@@ -12,17 +12,14 @@ from labeling.errors import (
     NotFinished,
     WrongQuestion,
 )
-from labeling.groundtruth import TopKResult
-from labeling.heap import Compare
-from labeling.session import (
-    TopKSession,
-    open_session,
-    seeded_order,
-    shows_swapped,
-    validate_options,
-)
-from labeling.simulation import Assessor, run_session
-from labeling.types import GradeAnswer, JudgingSession, PairAnswer, PairQuestion
+from labeling.protocol.groundtruth import TopKResult
+from labeling.protocol.options import validate_options
+from labeling.protocol.seeding import seeded_order, shows_swapped
+from labeling.protocol.session import open_session
+from labeling.protocol.topk import TopKSession
+from labeling.protocol.types import GradeAnswer, JudgingSession, PairAnswer, PairQuestion
+from labeling.strategies.base import Compare
+from labeling.study.simulation import Assessor, run_session
 
 DOCS = [f"doc{i:02d}" for i in range(20)]
 SCORES = {d: float((7 * i) % 20) for i, d in enumerate(DOCS)}
@@ -247,7 +244,7 @@ def test_not_relevant_only_for_a_challenger():
     assert r.rest == s.order[5:]
     assert sum(j.not_relevant for j in r.judged) == len(DOCS) - 5
     # "Not relevant" is a judgment of the challenger alone, not a comparison of the pair (as in
-    # labeling.agreement): top ≻ challenger follows from it, it was not judged directly.
+    # labeling.analysis.agreement): top ≻ challenger follows from it, it was not judged directly.
     assert not any(p.direct or p.contradicted for p in r.implied_pairs() if p.worse in r.rest)
 
 

@@ -13,8 +13,9 @@ from scipy import stats
 from typer.testing import CliRunner
 
 from labeling.errors import ConfigError
-from labeling.session import open_session
-from labeling.simulation import (
+from labeling.protocol.session import open_session
+from labeling.protocol.types import PairQuestion
+from labeling.study.simulation import (
     GRADE_SECONDS,
     PAIR_SECONDS,
     Assessor,
@@ -23,7 +24,6 @@ from labeling.simulation import (
     simulate,
     simulate_tasks,
 )
-from labeling.types import PairQuestion
 
 DOCS = [f"s{i}" for i in range(30)]
 
@@ -115,7 +115,7 @@ def test_graded_assessor_uses_qrels_or_quintiles():
 
 
 def _grade_questions():
-    from labeling.types import GradeQuestion
+    from labeling.protocol.types import GradeQuestion
 
     return [GradeQuestion(i, d) for i, d in enumerate(DOCS)]
 
@@ -214,7 +214,7 @@ def test_cli_bradley_terry_with_a_small_scale():
 def test_prior_order_has_the_stated_correlation():
     import numpy as np
 
-    from labeling.simulation import SCENARIO_PRIOR_CORR, prior_order
+    from labeling.study.simulation import SCENARIO_PRIOR_CORR, prior_order
 
     rng = random.Random(11)
     latent = {f"p{i:04d}": rng.random() for i in range(4000)}
@@ -231,7 +231,7 @@ def test_prior_order_has_the_stated_correlation():
 
 
 def test_scenario_assessors_flip_and_thurstone_rates():
-    from labeling.simulation import SCENARIO_SIGMA, scenario_assessor
+    from labeling.study.simulation import SCENARIO_SIGMA, scenario_assessor
 
     rank = {f"r{i}": i for i in range(10)}
     flip = scenario_assessor("flip0.1", rank, 5)
@@ -248,8 +248,8 @@ def test_scenario_assessors_flip_and_thurstone_rates():
 
 
 def test_cli_compare_json_rows_cover_every_strategy_and_scenario():
-    from labeling.simulation import SCENARIOS
-    from labeling.strategies import lower_bound, strategy_names
+    from labeling.strategies.registry import lower_bound, strategy_names
+    from labeling.study.simulation import SCENARIOS
 
     args = ["simulate", "--compare", "--n", "12", "--k", "3", "--trials", "20", "--json"]
     result = CliRunner().invoke(_cli(), args)

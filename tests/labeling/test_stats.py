@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
-from labeling.stats import binomial_test, chi2_2x2, chi2_sf_df1, cohen_kappa
+from labeling.analysis.stats import binomial_test, chi2_2x2, chi2_sf_df1, cohen_kappa
 
 # --- hand-computed values -------------------------------------------------------------------------
 

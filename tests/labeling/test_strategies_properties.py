@@ -18,10 +18,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from labeling.errors import InvalidAnswer
-from labeling.session import open_session, shows_swapped
-from labeling.simulation import Assessor, run_session
-from labeling.strategies import STRATEGIES, lower_bound
-from labeling.types import PairAnswer
+from labeling.protocol.seeding import shows_swapped
+from labeling.protocol.session import open_session
+from labeling.protocol.types import PairAnswer
+from labeling.strategies.registry import STRATEGIES, lower_bound
+from labeling.study.simulation import Assessor, run_session
 
 NAMES = list(STRATEGIES)
 SETTINGS = settings(max_examples=40, deadline=None)

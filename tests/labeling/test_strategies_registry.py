@@ -6,18 +6,19 @@ import math
 
 import pytest
 
-from labeling import strategies
 from labeling.errors import ConfigError
-from labeling.heap import HeapTopK
-from labeling.session import open_session, validate_options
-from labeling.simulation import Assessor, run_session
-from labeling.strategies import (
+from labeling.protocol.options import validate_options
+from labeling.protocol.session import open_session
+from labeling.strategies import registry
+from labeling.strategies.heap import HeapTopK
+from labeling.strategies.registry import (
     MODIFIERS,
     STRATEGIES,
     lower_bound,
     resolve_strategy,
     strategy_names,
 )
+from labeling.study.simulation import Assessor, run_session
 
 DOCS = [f"d{i}" for i in range(12)]
 SCORES = {d: float((7 * i) % 12) for i, d in enumerate(DOCS)}
@@ -92,7 +93,7 @@ def _modifier(tag: str):
 
 @pytest.fixture()
 def two_modifiers(monkeypatch):
-    monkeypatch.setattr(strategies, "_resolved", {})
+    monkeypatch.setattr(registry, "_resolved", {})
     for name in list(MODIFIERS):  # the registered ones (robust): only the two below count here
         monkeypatch.delitem(MODIFIERS, name)
     monkeypatch.setitem(MODIFIERS, "first", _modifier("first"))

@@ -9,13 +9,18 @@ from __future__ import annotations
 
 import pytest
 
-from labeling.insertion import InsertionTopK, mean_search, search_depths, worst_search
-from labeling.pair_cache import with_pair_cache
-from labeling.prior import PriorTournamentTopK, huffman_shape, leaf_depths, leaf_weights
-from labeling.session import open_session
-from labeling.simulation import Assessor, run_session
-from labeling.strategies import lower_bound
-from labeling.tournament import TournamentTopK, mean_replay_cost
+from labeling.protocol.pair_cache import with_pair_cache
+from labeling.protocol.session import open_session
+from labeling.strategies.insertion import InsertionTopK, mean_search, search_depths, worst_search
+from labeling.strategies.prior_tournament import (
+    PriorTournamentTopK,
+    huffman_shape,
+    leaf_depths,
+    leaf_weights,
+)
+from labeling.strategies.registry import lower_bound
+from labeling.strategies.tournament import TournamentTopK, mean_replay_cost
+from labeling.study.simulation import Assessor, run_session
 
 VALUES = {"d1": 5, "d2": 1, "d3": 7, "d4": 3, "d5": 8, "d6": 2, "d7": 6, "d8": 4}
 ORDER = list(VALUES)

@@ -7,8 +7,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from labeling.records import JudgmentRecord, TaskRecord
-from labeling.timing import COMPLEXITY, Spread, histogram, quantile, time_histograms, time_table
+from labeling.analysis.records import JudgmentRecord, TaskRecord
+from labeling.analysis.timing import (
+    COMPLEXITY,
+    Spread,
+    histogram,
+    quantile,
+    time_histograms,
+    time_table,
+)
 
 
 def pair(task: int, seq: int, ms: int, *, undone: bool = False) -> JudgmentRecord:

@@ -55,7 +55,7 @@ from app.services import (
     users,
 )
 from app.web_templates import render, set_flash
-from labeling.strategies import strategy_names
+from labeling.strategies.registry import strategy_names
 
 router = APIRouter()
 
@@ -358,7 +358,7 @@ async def _collection_response(
 def fitting_shifts(assessors: int) -> str:
     """Rotation shifts that fit ``assessors`` people: the paper's ``0,2`` (two assignments)
     needs four, since assignment j uses folds s_j and s_j + 1 of m and no assessor may meet a
-    fold twice (:func:`labeling.assignment.fold_rotation`); with two or three, one assignment
+    fold twice (:func:`labeling.study.assignment.fold_rotation`); with two or three, one assignment
     (``0``)."""
     return "0,2" if assessors >= 4 else "0"
 

@@ -18,7 +18,7 @@ from app.deps import DbDep
 from app.errors import NotFound
 from app.routers.web.admin import admin_page, admin_session
 from app.services.analysis import collection_analysis
-from labeling.agreement import Mode
+from labeling.analysis.agreement import Mode
 
 router = APIRouter()
 

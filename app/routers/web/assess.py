@@ -30,7 +30,7 @@ from app.routers.web import page_data
 from app.routers.web.auth import login_redirect
 from app.services import collections, judging, second_opinions
 from app.web_templates import FRAME_CSP, render
-from labeling.types import GRADE_NAMES
+from labeling.protocol.types import GRADE_NAMES
 
 router = APIRouter()
 

@@ -43,7 +43,7 @@ class ImpliedPair:
     orientation). ``contradicted``: some direct judgment preferred ``worse``. Neither: the
     preference follows by transitivity through the heap (or the pair was judged a tie, or the
     worse document was called "not relevant", which judges the challenger alone and is not a
-    comparison of the pair, as in :mod:`labeling.agreement`).
+    comparison of the pair, as in :mod:`labeling.analysis.agreement`).
     """
 
     better: str

@@ -3,7 +3,7 @@
 A knockout tree over all n documents finds the best with n − 1 comparisons; each next-best is
 found by replaying only the matches on the path of the document just taken out (Knuth, *The
 Art of Computer Programming* vol. 3, §5.3.3 and §5.4.1, "replacement selection"). Written as
-a generator that asks for comparisons, like :mod:`labeling.heap`:
+a generator that asks for comparisons, like :mod:`labeling.strategies.heap`:
 
 * **Tree.** The complete binary tree of ``2n − 1`` nodes in an array: node ``i`` has children
   ``2i + 1`` and ``2i + 2``; the leaves ``n − 1 … 2n − 2`` hold the documents in the given
@@ -29,7 +29,7 @@ a generator that asks for comparisons, like :mod:`labeling.heap`:
 Judgment counts: exactly ``n − 1`` to build, then ``m − 1`` replays; a replay costs at most
 ``⌈log2 n⌉ − 1`` (the winner's leaf depth minus one), so the worst case is
 ``n − 1 + (m − 1)(⌈log2 n⌉ − 1)``, which equals ``n − k + Σ_{j=n−k+2}^{n} ⌈log2 j⌉`` at
-(50, 10), (100, 10) and (200, 20): 94, 153, 332 (:func:`labeling.strategies.lower_bound`).
+(50, 10), (100, 10) and (200, 20): 94, 153, 332 (:func:`labeling.strategies.registry.lower_bound`).
 Mean on random orders: about 91 at (50, 10) (``benchmarks/labeling_counts.py``).
 See ``docs/protocols.md#tournament``.
 """
@@ -38,8 +38,9 @@ from __future__ import annotations
 
 from collections.abc import Generator, Sequence
 from functools import lru_cache
+from typing import ClassVar
 
-from labeling.heap import Compare, ComparisonGenerator, Winner, check_strategy_args
+from labeling.strategies.base import Compare, ComparisonGenerator, Winner, check_strategy_args
 
 
 @lru_cache(maxsize=4096)
@@ -63,6 +64,10 @@ class TournamentTopK:
     ``top`` (documents taken out so far, best first), ``phase`` (``build`` / ``select`` /
     ``done``) and ``cursor`` (the node whose match is pending).
     """
+
+    #: Confirmations per question the robust modifier gives a consistent assessor on a random
+    #: order (its progress model, :class:`labeling.strategies.base.PairStrategy`).
+    confirmation_share: ClassVar[float] = 0.71
 
     def __init__(self, order: Sequence[str], k: int) -> None:
         check_strategy_args(order, k)
@@ -128,6 +133,10 @@ class TournamentTopK:
         if self.phase == "build":
             return self.m - 1
         return self.m - 1 - len(self.top)
+
+    def fixed_positions(self) -> int:
+        """Top positions fixed for good while paused. The documents taken out so far: a replay never changes them."""
+        return len(self.top) if self.phase == "select" else 0
 
     def max_remaining(self) -> int:
         """Upper bound on the questions still to come, counting the pending one.

@@ -16,7 +16,7 @@ are the known failure modes of pairwise judging:
 - **Transitivity**: among the triples of documents whose three pairs the assessor compared
   directly, the share that no weak order (ranking with ties) can explain, e.g. a ≻ b ≻ c ≻ a,
   or a ∼ b, b ∼ c, a ≻ c. The relations are the protocol's answers
-  (:func:`labeling.agreement.direct_relations`): re-ask answers named in ``reasks`` are left
+  (:func:`labeling.analysis.agreement.direct_relations`): re-ask answers named in ``reasks`` are left
   out, as they never reached the heap.
 """
 
@@ -28,15 +28,15 @@ from dataclasses import asdict, dataclass
 from itertools import product
 from typing import Any
 
-from labeling.agreement import (
+from labeling.analysis.agreement import (
     Pair,
     Relation,
     direct_relations,
     flip,
     relation_from_outcome,
 )
-from labeling.records import JudgmentRecord, ReaskKeys, in_log_order, is_reask, live
-from labeling.stats import binomial_test
+from labeling.analysis.records import JudgmentRecord, ReaskKeys, in_log_order, is_reask, live
+from labeling.analysis.stats import binomial_test
 
 # --- position bias ----------------------------------------------------------------------------
 

@@ -1,15 +1,4 @@
-"""Judging sessions: a protocol rebuilt from ``(task config, answers so far)``.
-
-```python
-opts = validate_options("topk", {"allow_ties": True})
-s = open_session("topk", doc_ids, k=10, seed=7, options=opts, answers=log)
-s.pending        # PairQuestion(seq, left, right) | GradeQuestion(seq, doc_id) | None
-s.submit(PairAnswer(q.left, q.right, "left"))
-s.progress()     # Progress(judgments, expected_remaining, max_remaining, done)
-s.result()       # TopKResult | GradedResult
-```
-
-The judgment log is the only state (docs/protocols.md): undo is ``open_session(..., answers[:-1])``.
+"""Tool T1: a top-k pairwise strategy behind the judging-session interface (:class:`TopKSession`).
 
 Decisions where the paper is silent (docs/protocols.md#conventions-shared-by-every-strategy):
 
@@ -19,7 +8,7 @@ Decisions where the paper is silent (docs/protocols.md#conventions-shared-by-eve
 * **Initial order.** Steps 1 and 2 take documents in a seeded shuffle of ``doc_ids``
   (``random.Random(seed)``), or in ``initial_order`` (best first, e.g. a system ranking) when
   given; documents missing from ``initial_order`` follow it in seeded order. The option
-  ``prior`` only records where that order came from (:mod:`labeling.priors`); it never
+  ``prior`` only records where that order came from (:mod:`labeling.protocol.prior_orders`); it never
   changes a question.
 * **Orientation.** Which document is on the left is a hash of ``(seed, seq)``: deterministic,
   independent of the answers' content, and balanced. The protocol only sees the pair.
@@ -59,153 +48,26 @@ Decisions where the paper is silent (docs/protocols.md#conventions-shared-by-eve
 
 from __future__ import annotations
 
-import math
-import random
-import typing
 from bisect import bisect_left
 from collections import deque
-from collections.abc import Generator, Mapping, Sequence
-from typing import Any, Literal, NamedTuple, TypeGuard, overload
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
-from labeling.errors import (
-    ConfigError,
-    Finished,
-    InvalidAnswer,
-    LabelingError,
-    NotFinished,
-    WrongQuestion,
-)
-from labeling.graded import check_grade, five_grade
-from labeling.groundtruth import GradedResult, PairJudgment, TopKResult
-from labeling.heap import Compare, ComparisonGenerator, Winner
-from labeling.pair_cache import with_memo, with_pair_cache
-from labeling.priors import check_prior, check_prior_matches_order
-from labeling.strategies import DEFAULT_STRATEGY, check_strategy_name, resolve_strategy
-from labeling.types import (
-    METHODS,
+from labeling.errors import ConfigError, Finished, InvalidAnswer, NotFinished, WrongQuestion
+from labeling.protocol.groundtruth import PairJudgment, TopKResult
+from labeling.protocol.pair_cache import with_memo, with_pair_cache
+from labeling.protocol.seeding import REASK_GAP, Orientation, ReaskSchedule, seeded_order
+from labeling.protocol.types import (
     Answer,
     BrokenAnswer,
-    GradeAnswer,
-    GradeQuestion,
     Outcome,
     PairAnswer,
     PairQuestion,
     Progress,
+    check_reason,
 )
-
-#: Options of each method and their defaults (all recorded in the task config).
-DEFAULT_OPTIONS: dict[str, dict[str, Any]] = {
-    "topk": {
-        "allow_ties": False,
-        "pair_cache": True,
-        "not_relevant": False,
-        "initial_order": None,
-        "reask_fraction": 0.0,
-        "strategy": DEFAULT_STRATEGY,
-        "prior": None,
-        "second_assessor": None,
-        "second_opinion_timeout_s": 600,
-    },
-    "graded": {},
-}
-
-#: Options the protocol never reads: where the service routes a strategy's deliberate repeats
-#: (docs/noise.md#routing-re-asks-to-a-second-assessor). Recorded with the config like every
-#: option, so a task's routing is part of what was assigned; replay ignores them.
-ROUTING_OPTIONS = ("second_assessor", "second_opinion_timeout_s")
-
-#: Bounds of ``second_opinion_timeout_s`` (seconds): at least a minute, so a second assessor
-#: who opens the question has time to answer it; at most a day, so a first assessor is never
-#: kept waiting longer than that for a routed question.
-MIN_SECOND_OPINION_TIMEOUT = 60
-MAX_SECOND_OPINION_TIMEOUT = 86_400
-
-#: Largest allowed ``reask_fraction``: at a half, re-asks already add 50% to the judgments
-#: that build the ranking; more would measure the assessor rather than label the query.
-MAX_REASK_FRACTION = 0.5
-
-#: Questions shown between a pair and its swapped re-ask (see the module docstring).
-REASK_GAP = 3
-
-_MASK = (1 << 64) - 1
-#: Separates the re-ask stream from the orientation stream of the same seed ("reask!").
-_REASK_SALT = 0x7265_6173_6B21
-
-
-def _mix64(x: int) -> int:
-    """SplitMix64 finaliser: a fast, well-mixed 64-bit hash (Steele et al. 2014)."""
-    x = (x + 0x9E3779B97F4A7C15) & _MASK
-    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
-    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK
-    return x ^ (x >> 31)
-
-
-class Orientation:
-    """Which side each question shows first: bit ``seq % 64`` of ``mix64(mix64(seed) + seq // 64)``.
-
-    A deterministic function of ``(seed, seq)`` only (not of the answers, nor of n), balanced,
-    and independent of the document shuffle. One hash gives the bits of 64 questions.
-    """
-
-    __slots__ = ("_base", "blocks")
-
-    def __init__(self, seed: int) -> None:
-        self._base = _mix64(seed & _MASK)
-        self.blocks: list[int] = []
-
-    def bits(self, block: int) -> int:
-        """The 64 orientation bits of questions ``64·block`` … ``64·block + 63``."""
-        return _mix64((self._base + block) & _MASK)
-
-    def swapped(self, seq: int) -> bool:
-        """True if question ``seq`` shows the protocol's pair ``(a, b)`` as ``(b, a)``."""
-        blocks = self.blocks
-        while len(blocks) <= seq >> 6:
-            blocks.append(self.bits(len(blocks)))
-        return (blocks[seq >> 6] >> (seq & 63)) & 1 == 1
-
-
-def shows_swapped(seed: int, seq: int) -> bool:
-    """Whether question ``seq`` of a task with ``seed`` shows the protocol's pair as (b, a)."""
-    return Orientation(seed).swapped(seq)
-
-
-class ReaskSchedule:
-    """Which answered protocol questions are re-asked: question ``seq`` is iff
-    ``mix64(base + seq) < ⌊f·2^64⌋`` with ``base = mix64(mix64(seed) ^ salt)``.
-
-    A deterministic function of ``(seed, seq)`` for a given fraction ``f`` (probability f per
-    question, independent of the orientation bits and of the answers).
-    """
-
-    __slots__ = ("base", "threshold")
-
-    def __init__(self, seed: int, fraction: float) -> None:
-        self.base = _mix64(_mix64(seed & _MASK) ^ _REASK_SALT)
-        # Exact: f ≤ 1/2 times a power of two is representable, and int() truncates.
-        self.threshold = int(fraction * 2.0**64)
-
-    def triggered(self, seq: int) -> bool:
-        """True if the protocol question answered at ``seq`` is to be re-asked."""
-        return _mix64((self.base + seq) & _MASK) < self.threshold
-
-    def triggered_in(self, lo: int, hi: int) -> list[int]:
-        """The seqs in ``[lo, hi)`` that :meth:`triggered` accepts, ascending (vectorised:
-        progress() needs a few thousand of them per call)."""
-        import numpy as np  # only with re-asks on: keeps importing the session module light
-
-        with np.errstate(over="ignore"):  # uint64 arithmetic is mod 2^64, as in _mix64
-            x = np.arange(lo, hi, dtype=np.uint64) + np.uint64(self.base)
-            x += np.uint64(0x9E3779B97F4A7C15)
-            x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-            x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-            x ^= x >> np.uint64(31)
-        return (np.flatnonzero(x < np.uint64(self.threshold)) + lo).tolist()
-
-
-def reask_triggered(seed: int, fraction: float, seq: int) -> bool:
-    """Whether a protocol question answered at ``seq`` is re-asked (see :class:`ReaskSchedule`)."""
-    return ReaskSchedule(seed, fraction).triggered(seq)
+from labeling.strategies.base import Compare, ComparisonGenerator, PairStrategy, Winner
+from labeling.strategies.registry import DEFAULT_STRATEGY, resolve_strategy
 
 
 class _Reask(NamedTuple):
@@ -219,206 +81,10 @@ class _Reask(NamedTuple):
     right: str
 
 
-def seeded_order(doc_ids: Sequence[str], seed: int) -> list[str]:
-    """The task's random document order (uniform, stable across runs and Python versions).
-
-    Sorting by i.i.d. keys from ``random.Random(seed).random()`` is a uniform shuffle (ties
-    have probability ~0 and fall back to the id); it is several times cheaper than
-    ``random.shuffle`` in CPython, and the order is rebuilt on every replay. (``random.Random``
-    seeds with ``|seed|``, so ``seed`` and ``-seed`` give the same order, though not the same
-    orientations; the service only draws seeds ≥ 0. Changing this would change the questions
-    of every stored task, so it stays.)
-    """
-    draw = random.Random(seed).random
-    return [doc for _, doc in sorted([(draw(), doc) for doc in doc_ids])]
-
-
-def check_reason(reason: object, seq: int) -> str:
-    """The reason of a broken-document answer, or InvalidAnswer: a non-blank string."""
-    if not isinstance(reason, str) or not reason.strip():
-        raise InvalidAnswer(f"question {seq}: a broken document needs a reason (a short text)")
-    return reason
-
-
-def _check_method(method: object) -> str:
-    if method not in METHODS:
-        raise ConfigError(f"unknown method {method!r}; expected one of {', '.join(METHODS)}")
-    return str(method)
-
-
-def validate_options(method: str, options: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Return the complete options of ``method`` (defaults filled in); ConfigError on bad input.
-
-    Idempotent: ``validate_options(m, validate_options(m, o)) == validate_options(m, o)``, and
-    a config missing options added later (``reask_fraction``) validates to the same result as
-    one that spells their defaults out.
-    """
-    method = _check_method(method)
-    if options is None:
-        options = {}
-    if not isinstance(options, Mapping):
-        raise ConfigError(f"options must be a mapping, got {type(options).__name__}")
-    defaults = DEFAULT_OPTIONS[method]
-    unknown = sorted(str(key) for key in options if key not in defaults)
-    if unknown:
-        known = ", ".join(defaults) or "none"
-        raise ConfigError(f"unknown option(s) for {method}: {', '.join(unknown)} (known: {known})")
-    out = dict(defaults)
-    for key, value in options.items():
-        if key == "initial_order":
-            out[key] = _check_initial_order(value)
-        elif key == "reask_fraction":
-            out[key] = _check_reask_fraction(value)
-        elif key == "strategy":
-            out[key] = check_strategy_name(value)
-        elif key == "prior":
-            out[key] = check_prior(value)
-        elif key == "second_assessor":
-            out[key] = _check_second_assessor(value)
-        elif key == "second_opinion_timeout_s":
-            out[key] = _check_second_opinion_timeout(value)
-        else:
-            if not isinstance(value, bool):
-                raise ConfigError(f"option {key} must be true or false, got {value!r}")
-            out[key] = value
-    if method == "topk" and out["prior"] is not None:
-        check_prior_matches_order(out["prior"], out["initial_order"])
-    if (
-        method == "topk"
-        and out["second_assessor"] is not None
-        and not makes_repeats(out["strategy"])
-    ):
-        raise ConfigError(
-            "option second_assessor routes a strategy's repeated comparisons; strategy "
-            f"{out['strategy']!r} repeats none (use a +robust strategy, e.g. tournament+robust)"
-        )
-    return out
-
-
-def makes_repeats(strategy: str) -> bool:
-    """Whether a strategy name asks deliberate repeats (:attr:`Compare.repeat`): the modifier
-    ``robust`` (:mod:`labeling.robust`) is the one that does."""
-    return "robust" in strategy.split("+")[1:]
-
-
-def _check_second_assessor(value: object) -> list[str] | None:
-    """None, or the usernames of the second assessors as a list (a single name is a list of
-    one): distinct non-empty strings. Whether they exist is the service's check."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        value = [value]
-    if isinstance(value, bytes) or not isinstance(value, Sequence) or not value:
-        raise ConfigError(
-            "option second_assessor must be null, a username or a non-empty list of usernames"
-        )
-    return _unique_ids(value, "second_assessor", "user {doc!r} is listed twice")
-
-
-def _check_second_opinion_timeout(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(
-            f"option second_opinion_timeout_s must be a whole number of seconds, got {value!r}"
-        )
-    if not MIN_SECOND_OPINION_TIMEOUT <= value <= MAX_SECOND_OPINION_TIMEOUT:
-        raise ConfigError(
-            "option second_opinion_timeout_s must be in "
-            f"[{MIN_SECOND_OPINION_TIMEOUT}, {MAX_SECOND_OPINION_TIMEOUT}], got {value!r}"
-        )
-    return value
-
-
-def _check_reask_fraction(value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ConfigError(f"option reask_fraction must be a number in [0, 0.5], got {value!r}")
-    if not (math.isfinite(value) and 0.0 <= value <= MAX_REASK_FRACTION):
-        raise ConfigError(
-            f"option reask_fraction must be in [0, {MAX_REASK_FRACTION}], got {value!r}"
-        )
-    return float(value)
-
-
-def _check_initial_order(value: object) -> list[str] | None:
-    if value is None:
-        return None
-    if isinstance(value, str | bytes) or not isinstance(value, Sequence):
-        raise ConfigError("option initial_order must be null or a list of document ids")
-    return _unique_ids(value, "initial_order", "document {doc!r} is listed twice")
-
-
-def _check_doc_ids(doc_ids: object) -> list[str]:
-    if isinstance(doc_ids, str | bytes) or not isinstance(doc_ids, Sequence):
-        raise ConfigError("doc_ids must be a list of document ids")
-    if len(doc_ids) == 0:
-        raise ConfigError("a session needs at least one document (doc_ids is empty)")
-    return _unique_ids(doc_ids, "doc_ids", "duplicate document id {doc!r}")
-
-
-def _unique_ids(ids: Sequence[object], name: str, duplicate: str) -> list[str]:
-    """``ids`` as a list if they are distinct non-empty strings; else ConfigError naming the
-    first bad position (``name[pos]``), with ``duplicate`` formatted for a repeated id."""
-    # Fast path (replay runs on every request); the loop below only locates the error.
-    try:
-        unique = set(ids)
-    except TypeError:  # an unhashable entry (a list from JSON, ...): the loop names it
-        unique = set()
-    if _distinct_names(ids, unique):
-        return list(ids)
-    checked: list[str] = []
-    seen: set[str] = set()
-    for pos, doc in enumerate(ids):
-        if not isinstance(doc, str) or not doc:
-            raise ConfigError(f"{name}[{pos}] must be a non-empty string, got {doc!r}")
-        if doc in seen:
-            raise ConfigError(f"{name}[{pos}]: " + duplicate.format(doc=doc))
-        seen.add(doc)
-        checked.append(doc)
-    return checked  # not reached: the fast path accepts ids that pass every check
-
-
-def _distinct_names(ids: Sequence[object], unique: set[object]) -> TypeGuard[Sequence[str]]:
-    """True when ``unique`` (the set of ``ids``) shows distinct, non-empty strings."""
-    return len(unique) == len(ids) and set(map(type, unique)) <= {str} and "" not in unique
-
-
-def _check_seed(seed: object) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise ConfigError(f"seed must be an integer, got {seed!r}")
-    return seed
-
-
-class PairStrategy(typing.Protocol):
-    """What :class:`TopKSession` needs from a pairwise strategy (the extension point).
-
-    The registry :mod:`labeling.strategies` names the implementations a task may choose with
-    the option ``strategy`` (Algorithm 1, :class:`labeling.heap.HeapTopK`, is the default).
-    ``run()`` yields :class:`Compare` questions, receives the winner (``None`` for a tie) and
-    returns ``(top, rest)``: ``top`` the best ``min(k, n)`` documents best first, ``rest`` the
-    others. It must be a pure function of ``(order, k)`` and the winners sent, so that replaying
-    the log rebuilds it. ``phase`` names the current step (``"done"`` at the end); a question
-    with ``challenger=True`` is the only one where "not relevant" is offered (it refers to
-    ``a``, and the session answers it as a win of ``b``).
-
-    ``max_remaining()`` bounds the questions still to come (the pending one included) for any
-    answers; ``expected_remaining(cache=...)`` is their expected number for a consistent
-    assessor on a random order, with or without the pair cache. The service shows "about
-    ⌈expected⌉ left", so it must never be below the questions certain to come.
-    """
-
-    phase: str
-
-    def __init__(self, order: Sequence[str], k: int) -> None: ...
-
-    def run(self) -> Generator[Compare, Winner, tuple[list[str], list[str]]]: ...
-
-    def max_remaining(self) -> int: ...
-
-    def expected_remaining(self, *, cache: bool) -> float: ...
-
 
 class TopKSession:
     """Tool T1: a top-k pairwise strategy (option ``strategy``, default Algorithm 1 of
-    :mod:`labeling.heap`) behind the :class:`JudgingSession` interface.
+    :mod:`labeling.strategies.heap`) behind the :class:`JudgingSession` interface.
 
     ``strategy=`` overrides the option with a class (for strategies outside the registry).
 
@@ -471,7 +137,7 @@ class TopKSession:
         self._judged: list[tuple[str, str, Winner, bool, bool]] = []
         self._orientation = Orientation(seed)
         # Pair (sorted) -> the document shown on the left at its last showing: a deliberate
-        # repeat (Compare.repeat, labeling.robust) is shown the other way round.
+        # repeat (Compare.repeat, labeling.strategies.robust) is shown the other way round.
         self._shown_left: dict[tuple[str, str], str] = {}
         # Re-asks: None when off, so that f = 0 runs exactly the code it ran before the option.
         self._schedule = ReaskSchedule(seed, self.reask_fraction) if self.reask_fraction else None
@@ -480,7 +146,7 @@ class TopKSession:
         #: Answered re-asks: seq of the re-ask -> seq of the protocol question it repeats.
         self.reasks: dict[int, int] = {}
         #: Seqs of the answered deliberate repeats a strategy asked for (Compare.repeat, e.g.
-        #: labeling.robust): protocol questions, but a second look at a pair, like a re-ask.
+        #: labeling.strategies.robust): protocol questions, but a second look at a pair, like a re-ask.
         self.repeats: list[int] = []
         self._reasked: list[tuple[str, str, Winner, bool, bool]] = []
         self._outcome: tuple[list[str], list[str]] | None = None
@@ -602,7 +268,7 @@ class TopKSession:
     @property
     def pending_is_repeat(self) -> bool:
         """True when the pending question is a strategy's deliberate repeat of a pair
-        (:attr:`Compare.repeat`, e.g. :mod:`labeling.robust`), not a configured re-ask: the
+        (:attr:`Compare.repeat`, e.g. :mod:`labeling.strategies.robust`), not a configured re-ask: the
         question the service may route to a second assessor (docs/noise.md)."""
         return self._reask is None and self._compare is not None and self._compare.repeat
 
@@ -828,154 +494,3 @@ class TopKSession:
         return self._result
 
 
-class GradedSession:
-    """Tool T2: one grade per document in seeded random order (:mod:`labeling.graded`)."""
-
-    method = "graded"
-
-    def __init__(self, doc_ids: Sequence[str], *, seed: int) -> None:
-        self.doc_ids = doc_ids
-        self.seed = seed
-        self.options: dict[str, Any] = {}
-        self.order = seeded_order(doc_ids, seed)
-        self.answers: list[GradeAnswer | BrokenAnswer] = []
-        #: Documents marked broken (skipped, no grade), id -> reason.
-        self.broken: dict[str, str] = {}
-        self._gen = five_grade(self.order)
-        self._pending: GradeQuestion | None = GradeQuestion(0, next(self._gen))
-        self._result: GradedResult | None = None
-
-    @property
-    def pending(self) -> GradeQuestion | None:
-        return self._pending
-
-    @property
-    def done(self) -> bool:
-        return self._pending is None
-
-    @property
-    def allowed_outcomes(self) -> tuple[int, ...]:
-        """The grades :meth:`submit` accepts (empty when done)."""
-        return () if self._pending is None else (0, 1, 2, 3, 4)
-
-    def submit(self, answer: Answer) -> None:
-        """Record one grade for the pending document; on error raise and change nothing."""
-        q = self._pending
-        if q is None:
-            raise Finished("the session is finished; there is no pending question")
-        if not isinstance(answer, GradeAnswer | BrokenAnswer):
-            raise WrongQuestion(
-                f"question {q.seq} grades {q.doc_id!r}; got {type(answer).__name__}"
-            )
-        if answer.doc_id != q.doc_id:
-            raise WrongQuestion(f"question {q.seq} grades {q.doc_id!r}, not {answer.doc_id!r}")
-        grade: int | None = None
-        if isinstance(answer, BrokenAnswer):
-            if answer.left is not None or answer.right is not None:
-                raise InvalidAnswer(
-                    f"question {q.seq} ({q.doc_id}): a broken document of a graded task names "
-                    "no pair"
-                )
-            reason = check_reason(answer.reason, q.seq)
-            self.broken[q.doc_id] = reason
-        else:
-            try:
-                grade = check_grade(answer.grade)
-            except InvalidAnswer as err:
-                raise InvalidAnswer(f"question {q.seq} ({q.doc_id}): {err}") from None
-        self.answers.append(answer)
-        try:
-            self._pending = GradeQuestion(len(self.answers), self._gen.send(grade))
-        except StopIteration as stop:
-            self._pending = None
-            self._result = GradedResult(
-                stop.value, len(self.answers), tuple(self.order), dict(self.broken)
-            )
-
-    def progress(self) -> Progress:
-        """``done / n``: exactly ``n - judgments`` remain."""
-        left = len(self.order) - len(self.answers)
-        return Progress(len(self.answers), float(left), left, left == 0)
-
-    def result(self) -> GradedResult:
-        if self._result is None:
-            raise NotFinished(f"{len(self.answers)} of {len(self.order)} documents graded so far")
-        return self._result
-
-
-AnySession = TopKSession | GradedSession
-
-
-@overload
-def open_session(
-    method: Literal["topk"],
-    doc_ids: Sequence[str],
-    *,
-    k: int = 10,
-    seed: int,
-    options: Mapping[str, Any] | None = None,
-    answers: Sequence[Answer] = (),
-) -> TopKSession: ...
-
-
-@overload
-def open_session(
-    method: Literal["graded"],
-    doc_ids: Sequence[str],
-    *,
-    k: int = 10,
-    seed: int,
-    options: Mapping[str, Any] | None = None,
-    answers: Sequence[Answer] = (),
-) -> GradedSession: ...
-
-
-@overload
-def open_session(
-    method: str,
-    doc_ids: Sequence[str],
-    *,
-    k: int = 10,
-    seed: int,
-    options: Mapping[str, Any] | None = None,
-    answers: Sequence[Answer] = (),
-) -> AnySession: ...
-
-
-def open_session(
-    method: str,
-    doc_ids: Sequence[str],
-    *,
-    k: int = 10,
-    seed: int,
-    options: Mapping[str, Any] | None = None,
-    answers: Sequence[Answer] = (),
-) -> AnySession:
-    """Rebuild a session from its config and replay ``answers`` in order.
-
-    Raises :class:`ConfigError` for a bad config and, if the log does not replay, the
-    :class:`LabelingError` of the first answer that does not fit (its index in the message).
-    """
-    method = _check_method(method)
-    opts = validate_options(method, options)
-    ids = _check_doc_ids(doc_ids)
-    seed = _check_seed(seed)
-    session: AnySession
-    if method == "topk":
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise ConfigError(f"k must be an integer >= 1, got {k!r}")
-        session = TopKSession(ids, k=k, seed=seed, options=opts)
-    else:
-        session = GradedSession(ids, seed=seed)
-    replay(session, answers)
-    return session
-
-
-def replay(session: AnySession, answers: Sequence[Answer]) -> AnySession:
-    """Submit ``answers`` in order; a failure names the answer index."""
-    for index, answer in enumerate(answers):
-        try:
-            session.submit(answer)
-        except LabelingError as err:
-            raise type(err)(f"answer {index} does not replay: {err}") from err
-    return session

@@ -36,8 +36,8 @@ from typing import Literal
 
 from labeling.csv_safety import neutralise_row, unneutralise_cell
 from labeling.errors import ConfigError
+from labeling.protocol.types import METHODS, Method
 from labeling.sources.base import IssueCollector, as_lines, numbered_lines
-from labeling.types import METHODS, Method
 
 Severity = Literal["error", "warning"]
 

@@ -1,6 +1,6 @@
 """Plain records of a labeling study, the input of the analysis modules.
 
-The analysis (:mod:`labeling.agreement`, :mod:`labeling.timing`, :mod:`labeling.consistency`)
+The analysis (:mod:`labeling.analysis.agreement`, :mod:`labeling.analysis.timing`, :mod:`labeling.analysis.consistency`)
 works on these frozen dataclasses rather than on ORM rows, so it stays pure and testable in
 microseconds; the service converts its database rows into them (``app/services/analysis.py``).
 
@@ -16,7 +16,7 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from labeling.types import Method, Outcome
+from labeling.protocol.types import Method, Outcome
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,11 +1,11 @@
 """A tournament shaped by the prior order, for top-k labeling (strategy ``"prior"``).
 
 Replacement selection (Knuth, *The Art of Computer Programming* vol. 3, §5.3.3 and §5.4.1, as
-in :mod:`labeling.tournament`), but on a tree whose shape follows the given order: documents
+in :mod:`labeling.strategies.tournament`), but on a tree whose shape follows the given order: documents
 early in the order, likely to be in the top k when the order is a good prior (a system
 ranking, task option ``initial_order``), sit on shallow leaves, so taking each of them out
 costs few replayed matches; late documents sit deep, where they lose once and are never seen
-again. Written as a generator that asks for comparisons, like :mod:`labeling.heap`:
+again. Written as a generator that asks for comparisons, like :mod:`labeling.strategies.heap`:
 
 * **Shape.** A Huffman tree (Huffman 1952, "A Method for the Construction of
   Minimum-Redundancy Codes") over the positions ``i = 0 … n−1`` of the order with the integer
@@ -39,8 +39,9 @@ from __future__ import annotations
 import heapq
 from collections.abc import Generator, Sequence
 from functools import lru_cache
+from typing import ClassVar
 
-from labeling.heap import Compare, ComparisonGenerator, Winner, check_strategy_args
+from labeling.strategies.base import Compare, ComparisonGenerator, Winner, check_strategy_args
 
 #: Scale of the integer leaf weights (exact integer arithmetic keeps the shape, and so every
 #: stored task's questions, the same on every platform).
@@ -107,6 +108,10 @@ class PriorTournamentTopK:
     empty), ``top`` (documents taken out so far, best first), ``phase`` (``build`` / ``select``
     / ``done``) and ``cursor`` (the node whose match is pending).
     """
+
+    #: Confirmations per question the robust modifier gives a consistent assessor on a random
+    #: order (its progress model, :class:`labeling.strategies.base.PairStrategy`).
+    confirmation_share: ClassVar[float] = 0.98
 
     def __init__(self, order: Sequence[str], k: int) -> None:
         check_strategy_args(order, k)
@@ -191,6 +196,11 @@ class PriorTournamentTopK:
         # The pending match at the cursor, then one per ancestor above it with a non-empty
         # other child (the cursor's own subtree is non-empty: it holds a winner).
         return 1 + self._replay_cost(self.cursor)
+
+    def fixed_positions(self) -> int:
+        """Top positions fixed for good while paused. 0: the robust modifier's provisional stakes treat this tournament like the
+        strategies whose top list can change until they finish."""
+        return 0
 
     def max_remaining(self) -> int:
         """Upper bound on the questions still to come, counting the pending one: the current

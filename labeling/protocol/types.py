@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
+from labeling.errors import InvalidAnswer
+
 Outcome = Literal["left", "right", "tie", "not_relevant"]
 OUTCOMES: tuple[Outcome, ...] = ("left", "right", "tie", "not_relevant")
 
@@ -79,6 +81,14 @@ class BrokenAnswer:
 
 
 Answer = PairAnswer | GradeAnswer | BrokenAnswer
+
+
+def check_reason(reason: object, seq: int) -> str:
+    """The reason of a broken-document answer, or InvalidAnswer: a non-blank string."""
+    if not isinstance(reason, str) or not reason.strip():
+        raise InvalidAnswer(f"question {seq}: a broken document needs a reason (a short text)")
+    return reason
+
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,10 +3,10 @@
 A judged document is shown in a sandboxed frame that runs no script, so everything the frame
 shows is decided here, on the server, as markup:
 
-* **Highlighting.** Words and terms are those of :mod:`labeling.text`, the one analyser BM25
+* **Highlighting.** Words and terms are those of :mod:`labeling.retrieval.text`, the one analyser BM25
   uses too (docs/retrieval.md#tokenisation): every token of the document (``TOKEN_PATTERN``,
   two or more word characters) whose Snowball English stem is one of the query's terms
-  (:func:`labeling.text.tokenize`: lower-cased, Lucene's English stop words left out unless the
+  (:func:`labeling.retrieval.text.tokenize`: lower-cased, Lucene's English stop words left out unless the
   query has nothing else) is wrapped in ``<mark>``. Stemming follows M. F. Porter, "Snowball: A
   language for stemming algorithms" (2001), as implemented by PyStemmer.
 * **Reading anchors.** An empty ``<span id="hj-a{i}">`` before the first word and then before
@@ -15,7 +15,7 @@ shows is decided here, on the server, as markup:
   navigation: nothing reloads), which is the only way a page can scroll a frame whose content it
   may not touch.
 
-Plain text is escaped, reflowed into paragraphs (:mod:`labeling.reflow`) and marked. HTML is
+Plain text is escaped, reflowed into paragraphs (:mod:`labeling.retrieval.reflow`) and marked. HTML is
 never re-serialised: the stdlib :class:`html.parser.HTMLParser` only locates the text runs, and
 marks and anchors are inserted into those runs at word boundaries, so every tag, attribute and
 comment reaches the browser byte for byte. Text inside elements whose content is not rendered
@@ -31,8 +31,8 @@ import re
 from dataclasses import dataclass
 from html.parser import HTMLParser
 
-from labeling.reflow import paragraphs
-from labeling.text import TOKEN_PATTERN, stem, tokenize
+from labeling.retrieval.reflow import paragraphs
+from labeling.retrieval.text import TOKEN_PATTERN, stem, tokenize
 
 #: Words between two reading anchors (about two lines of a frame at desktop width).
 ANCHOR_WORDS = 24
@@ -66,7 +66,7 @@ _END = "<span id=hj-end></span>"
 
 
 def query_terms(query: str) -> frozenset[str]:
-    """The stems to highlight for a query text: :func:`labeling.text.tokenize` (the terms BM25
+    """The stems to highlight for a query text: :func:`labeling.retrieval.text.tokenize` (the terms BM25
     ranks by), or, for a query of stop words only, the stems of all its tokens."""
     terms = tokenize(query)
     if not terms:
@@ -129,7 +129,7 @@ class _Marker:
 
 def mark_text(text: str, terms: frozenset[str], *, title: str | None = None) -> Marked:
     """A plain-text document as ``<div class=hj-text><p>..</p>..</div>``: escaped, reflowed
-    (:func:`labeling.reflow.paragraphs`, which also drops a leading copy of ``title``), with
+    (:func:`labeling.retrieval.reflow.paragraphs`, which also drops a leading copy of ``title``), with
     query words marked and reading anchors."""
     marker = _Marker(terms)
     paras = paragraphs(text, title)

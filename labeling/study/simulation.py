@@ -28,10 +28,12 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from labeling.errors import ConfigError
-from labeling.graded import MAX_GRADE
-from labeling.groundtruth import GradedResult, TopKResult
-from labeling.session import GradedSession, TopKSession, open_session, validate_options
-from labeling.types import Answer, GradeAnswer, GradeQuestion, PairAnswer, PairQuestion
+from labeling.protocol.graded import MAX_GRADE, GradedSession
+from labeling.protocol.groundtruth import GradedResult, TopKResult
+from labeling.protocol.options import validate_options
+from labeling.protocol.session import open_session
+from labeling.protocol.topk import TopKSession
+from labeling.protocol.types import Answer, GradeAnswer, GradeQuestion, PairAnswer, PairQuestion
 
 NoiseModel = Literal["none", "thurstone", "bradley_terry"]
 
@@ -229,7 +231,7 @@ def simulate(
     options: Mapping[str, Any] | None = None,
     timed: bool = True,
 ) -> SimulatedRun:
-    """Open a fresh session (:func:`labeling.session.open_session`) and run it to the end
+    """Open a fresh session (:func:`labeling.protocol.session.open_session`) and run it to the end
     against ``assessor``."""
     session = open_session(method, doc_ids, k=k, seed=seed, options=options)
     return run_session(session, assessor, timed=timed)
@@ -384,7 +386,7 @@ def run_strategy(
     Equivalent to a :class:`TopKSession` with the same order for assessors whose answers do not
     depend on the display orientation (all of :data:`SCENARIOS`): a repeated pair is answered
     from its first answer when ``cache`` is on, except deliberate repeats
-    (:attr:`labeling.heap.Compare.repeat`), which are always posed.
+    (:attr:`labeling.strategies.base.Compare.repeat`), which are always posed.
     """
     gen = strategy(order, k).run()
     prefers = assessor.prefers
@@ -416,7 +418,7 @@ def compare_strategies(
     latent values, document order and assessor seed from ``random.Random((seed, t))`` alone,
     so every strategy meets the same documents, orders and noise seeds (common random numbers).
     """
-    from labeling.strategies import resolve_strategy
+    from labeling.strategies.registry import resolve_strategy
 
     if n < 1 or k < 1 or trials < 1:
         raise ConfigError(f"n, k and trials must be >= 1, got n={n}, k={k}, trials={trials}")

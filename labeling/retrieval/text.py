@@ -1,6 +1,6 @@
 """Text analysis shared by retrieval and display: HTML to text, tokens, stopwords, stems.
 
-One analyser for the whole project, so that BM25 (:mod:`labeling.bm25`) and anything that
+One analyser for the whole project, so that BM25 (:mod:`labeling.retrieval.bm25`) and anything that
 shows which query terms a document contains (e.g. highlighting on the judging page) agree on
 what a term is (``docs/retrieval.md#tokenisation``):
 

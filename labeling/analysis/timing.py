@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from labeling.records import JudgmentRecord, ReaskKeys, TaskRecord, is_reask
+from labeling.analysis.records import JudgmentRecord, ReaskKeys, TaskRecord, is_reask
 
 #: The "judgment complexity" row of Table 1.
 COMPLEXITY: dict[str, str] = {"topk": "O(n log k)", "graded": "O(n)"}

@@ -3,7 +3,7 @@
 A task's option ``strategy`` names one entry of :data:`STRATEGIES`, optionally followed by
 modifiers from :data:`MODIFIERS` joined with ``+`` (``"heap"``, ``"tournament+robust"``).
 :func:`strategy_names` lists every accepted name; :func:`resolve_strategy` turns a name into
-the class :class:`labeling.session.TopKSession` instantiates. A modifier is a function from a
+the class :class:`labeling.protocol.topk.TopKSession` instantiates. A modifier is a function from a
 strategy class to a strategy class (e.g. one that re-asks some comparisons); modifiers in a
 name are applied left to right, and a name lists them in registration order, each at most once,
 so that every combination has exactly one spelling in a stored task config.
@@ -15,17 +15,14 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from labeling.errors import ConfigError
-from labeling.heap import HeapTopK
-from labeling.insertion import InsertionTopK
-from labeling.prior import PriorTournamentTopK
-from labeling.robust import robust
-from labeling.tournament import TournamentTopK
-
-if TYPE_CHECKING:
-    from labeling.session import PairStrategy
+from labeling.strategies.base import PairStrategy
+from labeling.strategies.heap import HeapTopK
+from labeling.strategies.insertion import InsertionTopK
+from labeling.strategies.prior_tournament import PriorTournamentTopK
+from labeling.strategies.robust import robust
+from labeling.strategies.tournament import TournamentTopK
 
 #: Base strategies by option name: ``heap`` (Algorithm 1 of Niu et al., SIGIR 2012, "Top-k
 #: Learning to Rank: Labeling, Ranking and Evaluation"; the default), ``tournament``

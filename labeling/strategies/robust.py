@@ -1,6 +1,6 @@
 """Noise-robust judging: re-ask the comparisons a top-k result depends on, by what is at stake.
 
-``robust(base)`` turns any pairwise strategy (:class:`labeling.heap.HeapTopK`, a tournament,
+``robust(base)`` turns any pairwise strategy (:class:`labeling.strategies.heap.HeapTopK`, a tournament,
 binary insertion, ...) into one that survives an assessor who sometimes answers wrongly. The
 rule (docs/noise.md#the-robust-rule):
 
@@ -29,7 +29,7 @@ rule (docs/noise.md#the-robust-rule):
    :data:`GAP` other questions have passed, before the base builds much on it: an overturned
    answer then re-runs only a short stretch of new path. The provisional stake treats the
    loser as sent to the rest, below the positions the base has already fixed
-   (:func:`fixed_positions`).
+   (:meth:`~labeling.strategies.base.PairStrategy.fixed_positions`).
 6. **Final confirmation.** When the base finishes, the result depends on its comparisons
    between two documents of ``top`` (their order) and on the last comparison of each document
    of ``rest`` (its loss edge): :func:`depends_on`. While the sum of their risks exceeds
@@ -55,15 +55,9 @@ import heapq
 import math
 from collections.abc import Generator, Sequence
 from functools import cache, lru_cache
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
-from labeling.heap import Compare, HeapTopK, Winner
-from labeling.insertion import InsertionTopK
-from labeling.prior import PriorTournamentTopK
-from labeling.tournament import TournamentTopK
-
-if TYPE_CHECKING:
-    from labeling.session import PairStrategy
+from labeling.strategies.base import Compare, PairStrategy, Winner
 
 #: Flip rate the risk model assumes for one answer.
 ASSUMED_FLIP = 0.1
@@ -84,17 +78,6 @@ MAX_VOTES = 5
 DAMAGE_DEPTH = 40
 #: Questions that should pass between two showings of one pair (memory helps less).
 GAP = 3
-#: Confirmations per base question a consistent assessor gives on a random order, by base
-#: (the progress model), measured at (50, 10) (``benchmarks/strategies.py`` prints the check).
-CONFIRMATION_SHARE: dict[type, float] = {
-    HeapTopK: 0.99,
-    TournamentTopK: 0.71,
-    InsertionTopK: 0.98,
-    PriorTournamentTopK: 0.98,
-}
-#: The share for a base not listed above.
-DEFAULT_SHARE = 1.0
-
 Key = tuple[str, str]
 
 _RATIO = ASSUMED_FLIP / (1.0 - ASSUMED_FLIP)
@@ -124,15 +107,6 @@ def wrong_probability(lead: int) -> float:
     ``ρ^L / (1 + ρ^L)`` with ``ρ = p / (1 − p)`` (0.1 at L = 1, 0.012 at 2, 0.0014 at 3)."""
     odds = _RATIO**lead
     return odds / (1.0 + odds)
-
-
-def fixed_positions(state: object) -> int:
-    """Top positions a paused base has already fixed for good: the documents a tournament has
-    taken out (:class:`labeling.tournament.TournamentTopK`); 0 for the others, whose top list
-    can change until they finish."""
-    if isinstance(state, TournamentTopK) and state.phase == "select":
-        return len(state.top)
-    return 0
 
 
 @lru_cache(maxsize=64)
@@ -194,6 +168,8 @@ class RobustStrategy:
     """
 
     base: ClassVar[type[PairStrategy]]
+    #: Its answers are confirmed already: a modifier is applied at most once per name.
+    confirmation_share: ClassVar[float] = 0.0
 
     def __init__(self, order: Sequence[str], k: int) -> None:
         self.order = list(order)
@@ -279,7 +255,7 @@ class RobustStrategy:
                     reach[iw] |= reach[il] | (1 << il)
                     if known[1] < EAGER_LEAD and len(self.votes[key]) < MAX_VOTES:
                         m = (reach[iw] | (1 << iw)).bit_count()
-                        provisional = stake(n, k, m, fixed_positions(state), k + 1)
+                        provisional = stake(n, k, m, state.fixed_positions(), k + 1)
                         if provisional * wrong_probability(known[1]) > eager_risk:
                             queue.setdefault(key, question)
                     path.append(question)
@@ -366,6 +342,11 @@ class RobustStrategy:
             owed += 1
         return owed
 
+    def fixed_positions(self) -> int:
+        """0: a repeat that changes a combined answer runs the base again, so no top position
+        is fixed for good before the end."""
+        return 0
+
     def max_remaining(self) -> int:
         """Upper bound on the questions still to come (the pending one included) for an
         assessor who has answered consistently: each question the base can still pose
@@ -390,14 +371,14 @@ class RobustStrategy:
         """Expected questions still to come for a consistent assessor: once the base has
         finished, :meth:`_owed`; before, the base's expected remaining questions (with the pair
         cache: votes are reused whatever ``cache`` says) each with its base's
-        :data:`CONFIRMATION_SHARE` of confirmations, plus that share of the path so far
+        ``confirmation_share`` of confirmations, plus that share of the path so far
         still owed at most; capped by :meth:`max_remaining`."""
         bound = self.max_remaining()
         if bound == 0:
             return 0.0
         if self.dependencies is not None:
             return float(min(bound, max(1, self._owed())))
-        share = CONFIRMATION_SHARE.get(self.base, DEFAULT_SHARE)
+        share = self.base.confirmation_share
         model = getattr(self.state, "expected_remaining", None)
         base = float(self.state.max_remaining()) if model is None else model(cache=True)
         confirmed = sum(

@@ -11,7 +11,7 @@ Where the relations come from:
   judgments; a "tie" answer gives ∼; a "not relevant" answer is not a comparison and is
   skipped). Configured re-asks (task option ``reask_fraction``) are left out when the caller
   names them: the protocol kept the first answer, so that is the assessor's relation here;
-  re-asks are measured by :mod:`labeling.consistency` instead. Among the protocol's own
+  re-asks are measured by :mod:`labeling.analysis.consistency` instead. Among the protocol's own
   answers to a pair (pair cache off) the later live one counts, as it was the later one the
   heap acted on.
 - **T1, mode** ``inferred``: every pair of the pool, from the assessor's top-k ground truth
@@ -38,8 +38,8 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import Any, Literal
 
-from labeling.records import JudgmentRecord, ReaskKeys, TaskRecord, is_reask, live
-from labeling.stats import ChiSquare, chi2_2x2, cohen_kappa
+from labeling.analysis.records import JudgmentRecord, ReaskKeys, TaskRecord, is_reask, live
+from labeling.analysis.stats import ChiSquare, chi2_2x2, cohen_kappa
 
 Relation = Literal[">", "<", "~"]
 PREFERRED: Relation = ">"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 
-from labeling.heap import Compare, ComparisonGenerator, Winner
+from labeling.strategies.base import Compare, ComparisonGenerator, Winner
 
 
 def with_pair_cache(
@@ -54,7 +54,7 @@ def with_pair_cache(
 
 def _result(stop: StopIteration) -> tuple[list[str], list[str]]:
     """The inner protocol's return value, (top-k, rest), carried by its ``StopIteration``
-    (typed ``Any`` there; a :data:`labeling.heap.ComparisonGenerator` returns this pair)."""
+    (typed ``Any`` there; a :data:`labeling.strategies.base.ComparisonGenerator` returns this pair)."""
     result: tuple[list[str], list[str]] = stop.value
     return result
 

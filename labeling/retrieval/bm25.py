@@ -11,7 +11,7 @@ with ``tf`` the count of t in d, ``|d|`` the length of d in terms, ``avgdl`` the
 ``N`` the number of documents and ``df(t)`` how many contain t. The classic ``(k1 + 1)``
 factor in the numerator is left out (as Lucene does since version 8): it multiplies every
 score by the same constant and changes no ranking. A term repeated in the query counts once
-per occurrence. Terms come from :mod:`labeling.text` (title + text, HTML stripped, stopwords
+per occurrence. Terms come from :mod:`labeling.retrieval.text` (title + text, HTML stripped, stopwords
 dropped, Snowball stems). Defaults ``k1 = 1.2, b = 0.75`` (Robertson and Zaragoza's usual
 values).
 
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from labeling.errors import ConfigError
-from labeling.text import tokenize, tokenize_many
+from labeling.retrieval.text import tokenize, tokenize_many
 
 __all__ = ["Bm25Index", "Bm25Params", "Hit", "write_trec_run"]
 

@@ -3,7 +3,7 @@
 The strategy for documents that come in a good prior order (a system ranking, task option
 ``initial_order``): the best documents come first and fill the list, so most later documents
 are dismissed with a single comparison. Written as a generator that asks for comparisons,
-like :mod:`labeling.heap`:
+like :mod:`labeling.strategies.heap`:
 
 * **Fill.** The first ``m = min(k, n)`` documents of the order are inserted one by one into a
   list kept sorted best first, each by binary search: ``prefer(x, top[mid])`` with
@@ -34,8 +34,9 @@ from __future__ import annotations
 
 from collections.abc import Generator, Sequence
 from functools import lru_cache
+from typing import ClassVar
 
-from labeling.heap import Compare, ComparisonGenerator, Winner, check_strategy_args
+from labeling.strategies.base import Compare, ComparisonGenerator, Winner, check_strategy_args
 
 
 @lru_cache(maxsize=4096)
@@ -67,6 +68,10 @@ class InsertionTopK:
     order of the document being placed) and ``bracket`` (the slots ``(lo, hi)`` a pending
     search still allows, ``None`` at a pending gate).
     """
+
+    #: Confirmations per question the robust modifier gives a consistent assessor on a random
+    #: order (its progress model, :class:`labeling.strategies.base.PairStrategy`).
+    confirmation_share: ClassVar[float] = 0.98
 
     def __init__(self, order: Sequence[str], k: int) -> None:
         check_strategy_args(order, k)
@@ -119,6 +124,10 @@ class InsertionTopK:
         fills = list(range(start, m)) if start < m else []
         streams = list(range(max(start, m) + 1, self.n + 1))
         return fills, streams
+
+    def fixed_positions(self) -> int:
+        """Top positions fixed for good while paused. Always 0: the sorted top list can change until the last document is placed."""
+        return 0
 
     def max_remaining(self) -> int:
         """Upper bound on the questions still to come, counting the pending one: the pending
