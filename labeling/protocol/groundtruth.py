@@ -6,7 +6,9 @@ an unordered rest ``F = D \\ T``, with the implied preferences ``t_i ≻ t_j`` (
 
 κ-labels (Niu et al. 2012 §3.2.1): ``y_d = k + 1 - pos(d)`` for ``d ∈ T`` (1-based), ``0`` for
 ``d ∈ F``; for ``n < k`` the labels run ``k … k-n+1`` so that ``y_max = k`` is comparable across
-queries.
+queries. They come from the project's one κ-label function,
+:func:`ranking.metrics.kappa_labels_from_topk`, and a result turns into the one top-k truth type
+the exports and the evaluator share with :meth:`TopKResult.truth`.
 
 The raw judgments are kept beside the implied pairs and never merged with them: an
 inconsistent assessor may have judged a pair against what the heap finally implies
@@ -17,6 +19,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
+
+from ranking.metrics import kappa_labels_from_topk
+from ranking.topk_io import TopKTruth
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,13 +61,6 @@ class ImpliedPair:
     def transitive(self) -> bool:
         """True when the pair was not judged directly with this preference."""
         return not self.direct
-
-
-def kappa_labels(top: Sequence[str], rest: Sequence[str], k: int) -> dict[str, int]:
-    """κ-labels ``k + 1 - pos`` for the top (1-based positions), ``0`` for the rest."""
-    labels = {doc: k - pos for pos, doc in enumerate(top)}
-    labels.update(dict.fromkeys(rest, 0))
-    return labels
 
 
 @dataclass(frozen=True)
@@ -117,7 +116,7 @@ class TopKResult:
             n=len(top) + len(rest),
             top=list(top),
             rest=list(rest),
-            kappa_labels=kappa_labels(top, rest, k),
+            kappa_labels=kappa_labels_from_topk(top, rest, k),
             judgments=judgments,
             calls=len(judged),
             judged=judged,
@@ -125,6 +124,12 @@ class TopKResult:
             reasked=reasked,
             broken=dict(broken or {}),
         )
+
+    def truth(self, query_id: str, **extra: Any) -> TopKTruth:
+        """This result as the top-k ground truth of query ``query_id`` (the type the top-k
+        JSONL files hold): ``top`` and ``rest`` as here, ``extra`` (assessor, task id, ...)
+        kept beside them."""
+        return TopKTruth(query_id, self.k, tuple(self.top), tuple(self.rest), extra)
 
     def ranking(self) -> list[str]:
         """Top in order, then the rest (whose internal order carries no preference)."""

@@ -20,6 +20,7 @@ from labeling.protocol.topk import TopKSession
 from labeling.protocol.types import GradeAnswer, JudgingSession, PairAnswer, PairQuestion
 from labeling.strategies.base import Compare
 from labeling.study.simulation import Assessor, run_session
+from ranking.topk_io import TopKTruth
 
 DOCS = [f"doc{i:02d}" for i in range(20)]
 SCORES = {d: float((7 * i) % 20) for i, d in enumerate(DOCS)}
@@ -124,6 +125,18 @@ def test_seq_is_the_index_of_the_next_answer_and_results():
     r = open_session("topk", DOCS, k=5, seed=3, answers=s.answers[:7])
     assert r.pending.seq == 7
     assert r.progress().judgments == 7
+
+
+def test_result_is_the_topk_truth_of_its_query():
+    """A finished session's result turns into the one top-k truth type (ranking's I/O), with
+    the same κ-labels (one κ-label function for the project)."""
+    result = finished_log().result()
+    truth = result.truth("q7", assessor="ann")
+    assert isinstance(truth, TopKTruth)
+    assert (truth.query_id, truth.k) == ("q7", 5)
+    assert truth.top == tuple(result.top) and truth.rest == tuple(result.rest)
+    assert truth.kappa_labels() == result.kappa_labels
+    assert truth.to_json()["assessor"] == "ann"
 
 
 def test_wrong_pair_and_swapped_orientation_change_nothing():
