@@ -57,9 +57,9 @@ from labeling.study.assignment import (
     Violation,
     fold_rotation,
     plan_balanced,
-    plan_from_csv,
     validate_plan,
 )
+from labeling.study.plan_csv import plan_from_csv
 from labeling.study.pools import build_pool, content_hash, parse_trec_run
 from labeling.study.simulation import GRADE_SECONDS, PAIR_SECONDS
 
@@ -724,7 +724,7 @@ def create_plan(*, db: Database, spec: PlanSpec) -> CreatedPlan:
 
 def plan_entries_csv(preview: PlanPreview) -> str:
     """The previewed plan as CSV (for editing and re-import with ``scheme="csv"``)."""
-    from labeling.study.assignment import plan_to_csv
+    from labeling.study.plan_csv import plan_to_csv
 
     plan = Plan(
         tuple(PlanEntry(t.assessor, t.query_id, t.method, t.label) for t in preview.tasks),  # type: ignore[arg-type]

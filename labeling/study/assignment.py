@@ -20,40 +20,22 @@ Two planners produce a :class:`Plan` (a list of ``(assessor, query, method, labe
   loads (greedy least-loaded choice; see the function).
 
 :func:`validate_plan` checks any plan (generated or imported from CSV) and reports *every*
-violated constraint; :func:`plan_to_csv` / :func:`plan_from_csv` exchange plans as CSV.
+violated constraint; :mod:`labeling.study.plan_csv` exchanges plans as CSV.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 import random
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from labeling.csv_safety import neutralise_row, unneutralise_cell
 from labeling.errors import ConfigError
 from labeling.protocol.types import METHODS, Method
-from labeling.sources.base import IssueCollector, as_lines, numbered_lines
 
 Severity = Literal["error", "warning"]
-
-#: Spellings accepted for the method column of a plan CSV (the paper calls the tools T1/T2).
-METHOD_ALIASES: dict[str, Method] = {
-    "topk": "topk",
-    "top-k": "topk",
-    "t1": "topk",
-    "graded": "graded",
-    "grade": "graded",
-    "five-grade": "graded",
-    "t2": "graded",
-}
-
-CSV_COLUMNS: tuple[str, ...] = ("assessor", "query_id", "method", "label")
-
 
 @dataclass(frozen=True, slots=True, order=True)
 class PlanEntry:
@@ -406,6 +388,21 @@ def validate_plan(
       not ``topk``/``graded``.
     * ``unbalanced`` (warning): total or per-method loads differ by more than one.
     """
+    out, seen = _entry_violations(plan)
+    used_methods = sorted({e.method for e in plan.entries if e.method in METHODS})
+    out += _coverage_violations(plan, seen, per_query, used_methods)
+    load = plan.load()
+    if require_both_tools and len(used_methods) > 1:
+        out += _tool_violations(plan, load, used_methods)
+    if check_balance and plan.assessors:
+        out += _balance_violations(plan, load, used_methods)
+    out.sort(key=lambda v: v.severity != "error")
+    return out
+
+
+def _entry_violations(plan: Plan) -> tuple[list[Violation], Counter[tuple[str, str, str]]]:
+    """The unknown methods, assessors and queries, duplicates and (b) of ``plan``, and how
+    often each (assessor, query, method) occurs."""
     out: list[Violation] = []
     known_a = set(plan.assessors)
     known_q = set(plan.query_ids)
@@ -462,7 +459,18 @@ def validate_plan(
                     query_id=q,
                 )
             )
-    used_methods = sorted({e.method for e in plan.entries if e.method in METHODS})
+    return out, seen
+
+
+def _coverage_violations(
+    plan: Plan,
+    seen: Counter[tuple[str, str, str]],
+    per_query: Mapping[str, int] | Mapping[Method, int] | None,
+    used_methods: Sequence[str],
+) -> list[Violation]:
+    """(a): each query's assessors per method against ``per_query`` (or at least one per
+    method the plan uses)."""
+    out: list[Violation] = []
     counts: dict[tuple[str, str], set[str]] = defaultdict(set)
     for a, q, meth in seen:
         counts[(q, meth)].add(a)
@@ -492,133 +500,55 @@ def validate_plan(
                         method=meth,
                     )
                 )
-    load = plan.load()
-    if require_both_tools and len(used_methods) > 1:
-        totals = Counter(e.method for e in plan.entries)
-        # With fewer tasks of a method than assessors, (c) cannot hold: say so, as a warning.
-        impossible = {m for m in used_methods if totals[m] < len(plan.assessors)}
-        for a in plan.assessors:
-            missing = [m for m in used_methods if load[a][m] == 0]
-            if missing:
-                cannot = [m for m in missing if m in impossible]
-                note = (
-                    f" (impossible: only {', '.join(f'{totals[m]} {m}' for m in cannot)} "
-                    f"task(s) for {len(plan.assessors)} assessors)"
-                    if cannot
-                    else ""
-                )
-                out.append(
-                    Violation(
-                        "one_tool",
-                        f"{a} has no {' or '.join(missing)} task (requirement c: every assessor "
-                        f"uses both tools){note}",
-                        severity="warning" if len(cannot) == len(missing) else "error",
-                        assessor=a,
-                    )
-                )
-    if check_balance and plan.assessors:
-        for key in ("total", *used_methods):
-            values = [load[a][key] for a in plan.assessors]
-            if max(values) - min(values) > 1:
-                lo = min(plan.assessors, key=lambda a: load[a][key])
-                hi = max(plan.assessors, key=lambda a: load[a][key])
-                out.append(
-                    Violation(
-                        "unbalanced",
-                        f"{key} load ranges from {min(values)} ({lo}) to {max(values)} ({hi})",
-                        severity="warning",
-                        method=None if key == "total" else key,
-                    )
-                )
-    out.sort(key=lambda v: v.severity != "error")
     return out
 
 
-# ---------------------------------------------------------------------------------------------
-# CSV exchange
-# ---------------------------------------------------------------------------------------------
+def _tool_violations(
+    plan: Plan, load: dict[str, dict[str, int]], used_methods: Sequence[str]
+) -> list[Violation]:
+    """(c): an assessor without tasks of every method the plan uses."""
+    out: list[Violation] = []
+    totals = Counter(e.method for e in plan.entries)
+    # With fewer tasks of a method than assessors, (c) cannot hold: say so, as a warning.
+    impossible = {m for m in used_methods if totals[m] < len(plan.assessors)}
+    for a in plan.assessors:
+        missing = [m for m in used_methods if load[a][m] == 0]
+        if missing:
+            cannot = [m for m in missing if m in impossible]
+            note = (
+                f" (impossible: only {', '.join(f'{totals[m]} {m}' for m in cannot)} "
+                f"task(s) for {len(plan.assessors)} assessors)"
+                if cannot
+                else ""
+            )
+            out.append(
+                Violation(
+                    "one_tool",
+                    f"{a} has no {' or '.join(missing)} task (requirement c: every assessor "
+                    f"uses both tools){note}",
+                    severity="warning" if len(cannot) == len(missing) else "error",
+                    assessor=a,
+                )
+            )
+    return out
 
 
-def plan_to_csv(plan: Plan) -> str:
-    """The plan as CSV text with header ``assessor,query_id,method,label`` (cells neutralised)."""
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(CSV_COLUMNS)
-    for e in plan.entries:
-        writer.writerow(neutralise_row((e.assessor, e.query_id, e.method, e.label)))
-    return buf.getvalue()
-
-
-def plan_from_csv(
-    data: str | bytes | Iterable[str | bytes],
-    *,
-    file: str = "plan.csv",
-    assessors: Sequence[str] | None = None,
-    query_ids: Sequence[str] | None = None,
-) -> Plan:
-    """Read a plan from CSV (header with ``assessor``, ``query_id``, ``method``; ``label``
-    optional; other columns ignored). ``method`` accepts topk/graded or T1/T2.
-
-    Format errors (missing columns, empty cells, unknown method, an assessor or query outside the
-    given lists) raise :class:`~labeling.sources.base.SourceError` with line numbers. Constraint
-    problems are *not* errors here: run :func:`validate_plan` on the result (the preview shows
-    them). Without ``assessors``/``query_ids`` the plan's lists are taken from the file in order
-    of first appearance.
-    """
-    lines = as_lines(data)
-    issues = IssueCollector(file)
-    # csv needs whole logical rows; numbered_lines gives us physical line numbers, and a quoted
-    # cell with an embedded newline is not something a plan needs, so we parse line by line.
-    header: list[str] | None = None
-    entries: list[PlanEntry] = []
-    allowed_a = set(assessors) if assessors is not None else None
-    allowed_q = set(query_ids) if query_ids is not None else None
-    for number, text in numbered_lines(lines, file):
-        if not text.strip():
-            continue
-        try:
-            cells = next(csv.reader([text]))
-        except csv.Error as exc:
-            issues.add(number, f"bad CSV: {exc}")
-            continue
-        cells = [unneutralise_cell(c.strip()) for c in cells]
-        if header is None:
-            header = [c.lower() for c in cells]
-            missing = [c for c in CSV_COLUMNS[:3] if c not in header]
-            if missing:
-                issues.add(number, f"header lacks column(s) {', '.join(missing)}")
-                break
-            continue
-        row = dict(zip(header, cells, strict=False))
-        if len(cells) < len(header):
-            row.update(dict.fromkeys(header[len(cells) :], ""))
-        a, q, raw_method = row["assessor"], row["query_id"], row["method"]
-        lab = row.get("label", "")
-        if not a or not q or not raw_method:
-            issues.add(number, "assessor, query_id and method must not be empty")
-            continue
-        meth = METHOD_ALIASES.get(raw_method.lower())
-        if meth is None:
-            issues.add(number, f"unknown method {raw_method!r} (use topk or graded)")
-            continue
-        if allowed_a is not None and a not in allowed_a:
-            issues.add(number, f"unknown assessor {a!r}")
-            continue
-        if allowed_q is not None and q not in allowed_q:
-            issues.add(number, f"unknown query {q!r}")
-            continue
-        entries.append(PlanEntry(a, q, meth, lab))
-    if header is None and not issues:
-        issues.add(1, "empty file: expected a header assessor,query_id,method[,label]")
-    issues.raise_if_any()
-    a_list = (
-        tuple(assessors)
-        if assessors is not None
-        else tuple(dict.fromkeys(e.assessor for e in entries))
-    )
-    q_list = (
-        tuple(query_ids)
-        if query_ids is not None
-        else tuple(dict.fromkeys(e.query_id for e in entries))
-    )
-    return Plan(tuple(entries), a_list, q_list)
+def _balance_violations(
+    plan: Plan, load: dict[str, dict[str, int]], used_methods: Sequence[str]
+) -> list[Violation]:
+    """Warnings where total or per-method loads differ by more than one."""
+    out: list[Violation] = []
+    for key in ("total", *used_methods):
+        values = [load[a][key] for a in plan.assessors]
+        if max(values) - min(values) > 1:
+            lo = min(plan.assessors, key=lambda a: load[a][key])
+            hi = max(plan.assessors, key=lambda a: load[a][key])
+            out.append(
+                Violation(
+                    "unbalanced",
+                    f"{key} load ranges from {min(values)} ({lo}) to {max(values)} ({hi})",
+                    severity="warning",
+                    method=None if key == "total" else key,
+                )
+            )
+    return out

@@ -14,10 +14,9 @@ from labeling.study.assignment import (
     fold_rotation,
     folds,
     plan_balanced,
-    plan_from_csv,
-    plan_to_csv,
     validate_plan,
 )
+from labeling.study.plan_csv import plan_from_csv, plan_to_csv
 
 HARD = {"duplicate", "both_methods", "coverage", "excess", "unknown_assessor", "unknown_query"}
 
