@@ -16,8 +16,8 @@ are the known failure modes of pairwise judging:
 - **Transitivity**: among the triples of documents whose three pairs the assessor compared
   directly, the share that no weak order (ranking with ties) can explain, e.g. a ≻ b ≻ c ≻ a,
   or a ∼ b, b ∼ c, a ≻ c. The relations are the protocol's answers
-  (:func:`labeling.analysis.agreement.direct_relations`): re-ask answers named in ``reasks`` are left
-  out, as they never reached the heap.
+  (:func:`labeling.analysis.agreement.direct_relations`): re-ask answers named in ``reasks`` are
+  left out, as they never reached the heap.
 """
 
 from __future__ import annotations

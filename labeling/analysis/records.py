@@ -1,8 +1,9 @@
 """Plain records of a labeling study, the input of the analysis modules.
 
-The analysis (:mod:`labeling.analysis.agreement`, :mod:`labeling.analysis.timing`, :mod:`labeling.analysis.consistency`)
-works on these frozen dataclasses rather than on ORM rows, so it stays pure and testable in
-microseconds; the service converts its database rows into them (``app/services/analysis.py``).
+The analysis (:mod:`labeling.analysis.agreement`, :mod:`labeling.analysis.timing`,
+:mod:`labeling.analysis.consistency`) works on these frozen dataclasses rather than on ORM rows, so
+it stays pure and quick to test; the service converts its database rows into them
+(``app/services/analysis.py``).
 
 One judgment log serves both tools (contracts C4): a T1 judgment carries ``left``, ``right``
 and ``outcome`` as shown to the assessor; a T2 judgment carries ``doc_id`` and ``grade``.

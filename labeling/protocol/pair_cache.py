@@ -54,7 +54,8 @@ def with_pair_cache(
 
 def _result(stop: StopIteration) -> tuple[list[str], list[str]]:
     """The inner protocol's return value, (top-k, rest), carried by its ``StopIteration``
-    (typed ``Any`` there; a :data:`labeling.strategies.base.ComparisonGenerator` returns this pair)."""
+    (typed ``Any`` there; a :data:`labeling.strategies.base.ComparisonGenerator` returns this
+    pair)."""
     result: tuple[list[str], list[str]] = stop.value
     return result
 

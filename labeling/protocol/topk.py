@@ -8,8 +8,8 @@ Decisions where the paper is silent (docs/protocols.md#conventions-shared-by-eve
 * **Initial order.** Steps 1 and 2 take documents in a seeded shuffle of ``doc_ids``
   (``random.Random(seed)``), or in ``initial_order`` (best first, e.g. a system ranking) when
   given; documents missing from ``initial_order`` follow it in seeded order. The option
-  ``prior`` only records where that order came from (:mod:`labeling.protocol.prior_orders`); it never
-  changes a question.
+  ``prior`` only records where that order came from (:mod:`labeling.protocol.prior_orders`); it
+  never changes a question.
 * **Orientation.** Which document is on the left is a hash of ``(seed, seq)``: deterministic,
   independent of the answers' content, and balanced. The protocol only sees the pair.
 * **Pair cache** (default on). A repeated pair, in either orientation, is answered from the
@@ -146,7 +146,8 @@ class TopKSession:
         #: Answered re-asks: seq of the re-ask -> seq of the protocol question it repeats.
         self.reasks: dict[int, int] = {}
         #: Seqs of the answered deliberate repeats a strategy asked for (Compare.repeat, e.g.
-        #: labeling.strategies.robust): protocol questions, but a second look at a pair, like a re-ask.
+        #: labeling.strategies.robust): protocol questions, but a second look at a pair, like a
+        #: re-ask.
         self.repeats: list[int] = []
         self._reasked: list[tuple[str, str, Winner, bool, bool]] = []
         self._outcome: tuple[list[str], list[str]] | None = None
@@ -268,8 +269,8 @@ class TopKSession:
     @property
     def pending_is_repeat(self) -> bool:
         """True when the pending question is a strategy's deliberate repeat of a pair
-        (:attr:`Compare.repeat`, e.g. :mod:`labeling.strategies.robust`), not a configured re-ask: the
-        question the service may route to a second assessor (docs/noise.md)."""
+        (:attr:`Compare.repeat`, e.g. :mod:`labeling.strategies.robust`), not a configured re-ask:
+        the question the service may route to a second assessor (docs/noise.md)."""
         return self._reask is None and self._compare is not None and self._compare.repeat
 
     @property

@@ -11,8 +11,8 @@ with ``tf`` the count of t in d, ``|d|`` the length of d in terms, ``avgdl`` the
 ``N`` the number of documents and ``df(t)`` how many contain t. The classic ``(k1 + 1)``
 factor in the numerator is left out (as Lucene does since version 8): it multiplies every
 score by the same constant and changes no ranking. A term repeated in the query counts once
-per occurrence. Terms come from :mod:`labeling.retrieval.text` (title + text, HTML stripped, stopwords
-dropped, Snowball stems). Defaults ``k1 = 1.2, b = 0.75`` (Robertson and Zaragoza's usual
+per occurrence. Terms come from :mod:`labeling.retrieval.text` (title + text, HTML stripped,
+stopwords dropped, Snowball stems). Defaults ``k1 = 1.2, b = 0.75`` (Robertson and Zaragoza's usual
 values).
 
 The sparse scoring itself is `bm25s` (X. H. Lù, "BM25S: Orders of magnitude faster lexical

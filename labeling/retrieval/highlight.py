@@ -3,25 +3,25 @@
 A judged document is shown in a sandboxed frame that runs no script, so everything the frame
 shows is decided here, on the server, as markup:
 
-* **Highlighting.** Words and terms are those of :mod:`labeling.retrieval.text`, the one analyser BM25
-  uses too (docs/retrieval.md#tokenisation): every token of the document (``TOKEN_PATTERN``,
+* **Highlighting.** Words and terms are those of :mod:`labeling.retrieval.text`, the one analyser
+  BM25 uses too (docs/retrieval.md#tokenisation): every token of the document (``TOKEN_PATTERN``,
   two or more word characters) whose Snowball English stem is one of the query's terms
-  (:func:`labeling.retrieval.text.tokenize`: lower-cased, Lucene's English stop words left out unless the
-  query has nothing else) is wrapped in ``<mark>``. Stemming follows M. F. Porter, "Snowball: A
-  language for stemming algorithms" (2001), as implemented by PyStemmer.
+  (:func:`labeling.retrieval.text.tokenize`: lower-cased, Lucene's English stop words left out
+  unless the query has nothing else) is wrapped in ``<mark>``. Stemming follows M. F. Porter,
+  "Snowball: A language for stemming algorithms" (2001), as implemented by PyStemmer.
 * **Reading anchors.** An empty ``<span id="hj-a{i}">`` before the first word and then before
   every :data:`ANCHOR_WORDS`-th word, and ``<span id="hj-end">`` at the end. The judging page
   scrolls a frame from the keyboard by navigating it to one of these fragments (a same-document
   navigation: nothing reloads), which is the only way a page can scroll a frame whose content it
   may not touch.
 
-Plain text is escaped, reflowed into paragraphs (:mod:`labeling.retrieval.reflow`) and marked. HTML is
-never re-serialised: the stdlib :class:`html.parser.HTMLParser` only locates the text runs, and
+Plain text is escaped, reflowed into paragraphs (:mod:`labeling.retrieval.reflow`) and marked. HTML
+is never re-serialised: the stdlib :class:`html.parser.HTMLParser` only locates the text runs, and
 marks and anchors are inserted into those runs at word boundaries, so every tag, attribute and
-comment reaches the browser byte for byte. Text inside elements whose content is not rendered
-as markup (``script``, ``style``, ``title``, ``textarea``, ``template``, ``select``, SVG, MathML
-...) is left alone, and nothing is inserted after ``<plaintext>``. The inserted markup uses no
-quotes, so even where a browser would parse a run differently it cannot close an attribute.
+comment reaches the browser byte for byte. Text inside elements whose content is not rendered as
+markup (``script``, ``style``, ``title``, ``textarea``, ``template``, ``select``, SVG, MathML ...)
+is left alone, and nothing is inserted after ``<plaintext>``. The inserted markup uses no quotes, so
+even where a browser would parse a run differently it cannot close an attribute.
 """
 
 from __future__ import annotations
@@ -66,8 +66,8 @@ _END = "<span id=hj-end></span>"
 
 
 def query_terms(query: str) -> frozenset[str]:
-    """The stems to highlight for a query text: :func:`labeling.retrieval.text.tokenize` (the terms BM25
-    ranks by), or, for a query of stop words only, the stems of all its tokens."""
+    """The stems to highlight for a query text: :func:`labeling.retrieval.text.tokenize` (the
+    terms BM25 ranks by), or, for a query of stop words only, the stems of all its tokens."""
     terms = tokenize(query)
     if not terms:
         terms = stem(TOKEN_PATTERN.findall(query.lower()))
@@ -129,8 +129,8 @@ class _Marker:
 
 def mark_text(text: str, terms: frozenset[str], *, title: str | None = None) -> Marked:
     """A plain-text document as ``<div class=hj-text><p>..</p>..</div>``: escaped, reflowed
-    (:func:`labeling.retrieval.reflow.paragraphs`, which also drops a leading copy of ``title``), with
-    query words marked and reading anchors."""
+    (:func:`labeling.retrieval.reflow.paragraphs`, which also drops a leading copy of ``title``),
+    with query words marked and reading anchors."""
     marker = _Marker(terms)
     paras = paragraphs(text, title)
     body = "".join("<p>" + marker.run(p, escape=True) + "</p>" for p in paras)

@@ -21,10 +21,9 @@ class Compare(NamedTuple):
     ``challenger`` is True only for the Step-2 root comparison, where ``a`` is the stream item
     ``r`` and ``b`` the current root; only then may an assessor call ``a`` "not relevant".
     ``repeat`` marks a deliberate second (third, ...) showing of a pair that a strategy asks to
-    combine several answers (:mod:`labeling.strategies.robust`): the pair cache passes it through, and the
-    session shows it with the sides swapped relative to the pair's previous showing.
-    (A NamedTuple rather than a dataclass: it is created once per question, and replay speed
-    matters.)
+    combine several answers (:mod:`labeling.strategies.robust`): the pair cache passes it through,
+    and the session shows it with the sides swapped relative to the pair's previous showing. (A
+    NamedTuple rather than a dataclass: it is created once per question, and replay speed matters.)
     """
 
     a: str

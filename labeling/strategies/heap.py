@@ -169,7 +169,8 @@ class HeapTopK:
                 return
 
     def fixed_positions(self) -> int:
-        """Top positions fixed for good while paused. Always 0: the heap's top list can change until Step 3 has finished."""
+        """Top positions fixed for good while paused: 0, the heap's top list can change until
+        Step 3 has finished."""
         return 0
 
     def max_remaining(self) -> int:

@@ -126,7 +126,8 @@ class InsertionTopK:
         return fills, streams
 
     def fixed_positions(self) -> int:
-        """Top positions fixed for good while paused. Always 0: the sorted top list can change until the last document is placed."""
+        """Top positions fixed for good while paused: 0, the sorted top list can change until
+        the last document is placed."""
         return 0
 
     def max_remaining(self) -> int:

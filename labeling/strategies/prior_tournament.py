@@ -1,11 +1,11 @@
 """A tournament shaped by the prior order, for top-k labeling (strategy ``"prior"``).
 
 Replacement selection (Knuth, *The Art of Computer Programming* vol. 3, §5.3.3 and §5.4.1, as
-in :mod:`labeling.strategies.tournament`), but on a tree whose shape follows the given order: documents
-early in the order, likely to be in the top k when the order is a good prior (a system
-ranking, task option ``initial_order``), sit on shallow leaves, so taking each of them out
-costs few replayed matches; late documents sit deep, where they lose once and are never seen
-again. Written as a generator that asks for comparisons, like :mod:`labeling.strategies.heap`:
+in :mod:`labeling.strategies.tournament`), but on a tree whose shape follows the given order:
+documents early in the order, likely to be in the top k when the order is a good prior (a system
+ranking, task option ``initial_order``), sit on shallow leaves, so taking each of them out costs
+few replayed matches; late documents sit deep, where they lose once and are never seen again.
+Written as a generator that asks for comparisons, like :mod:`labeling.strategies.heap`:
 
 * **Shape.** A Huffman tree (Huffman 1952, "A Method for the Construction of
   Minimum-Redundancy Codes") over the positions ``i = 0 … n−1`` of the order with the integer
@@ -198,8 +198,8 @@ class PriorTournamentTopK:
         return 1 + self._replay_cost(self.cursor)
 
     def fixed_positions(self) -> int:
-        """Top positions fixed for good while paused. 0: the robust modifier's provisional stakes treat this tournament like the
-        strategies whose top list can change until they finish."""
+        """Top positions fixed for good while paused. 0: the robust modifier's provisional stakes
+        treat this tournament like the strategies whose top list can change until they finish."""
         return 0
 
     def max_remaining(self) -> int:

@@ -1,8 +1,8 @@
 """Noise-robust judging: re-ask the comparisons a top-k result depends on, by what is at stake.
 
-``robust(base)`` turns any pairwise strategy (:class:`labeling.strategies.heap.HeapTopK`, a tournament,
-binary insertion, ...) into one that survives an assessor who sometimes answers wrongly. The
-rule (docs/noise.md#the-robust-rule):
+``robust(base)`` turns any pairwise strategy (:class:`labeling.strategies.heap.HeapTopK`, a
+tournament, binary insertion, ...) into one that survives an assessor who sometimes answers wrongly.
+The rule (docs/noise.md#the-robust-rule):
 
 1. **Votes per unordered pair.** Every answer is a vote for one document of the pair, or for
    "tie". A pair's combined answer is the plurality of its votes; equal counts keep the

@@ -135,7 +135,8 @@ class TournamentTopK:
         return self.m - 1 - len(self.top)
 
     def fixed_positions(self) -> int:
-        """Top positions fixed for good while paused. The documents taken out so far: a replay never changes them."""
+        """Top positions fixed for good while paused: the documents taken out so far, which a
+        replay never changes."""
         return len(self.top) if self.phase == "select" else 0
 
     def max_remaining(self) -> int:

@@ -466,7 +466,7 @@ def _coverage_violations(
     plan: Plan,
     seen: Counter[tuple[str, str, str]],
     per_query: Mapping[str, int] | Mapping[Method, int] | None,
-    used_methods: Sequence[str],
+    used_methods: Sequence[Method],
 ) -> list[Violation]:
     """(a): each query's assessors per method against ``per_query`` (or at least one per
     method the plan uses)."""
@@ -504,7 +504,7 @@ def _coverage_violations(
 
 
 def _tool_violations(
-    plan: Plan, load: dict[str, dict[str, int]], used_methods: Sequence[str]
+    plan: Plan, load: dict[str, dict[str, int]], used_methods: Sequence[Method]
 ) -> list[Violation]:
     """(c): an assessor without tasks of every method the plan uses."""
     out: list[Violation] = []
@@ -534,7 +534,7 @@ def _tool_violations(
 
 
 def _balance_violations(
-    plan: Plan, load: dict[str, dict[str, int]], used_methods: Sequence[str]
+    plan: Plan, load: dict[str, dict[str, int]], used_methods: Sequence[Method]
 ) -> list[Violation]:
     """Warnings where total or per-method loads differ by more than one."""
     out: list[Violation] = []

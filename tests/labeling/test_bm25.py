@@ -1,5 +1,5 @@
-"""labeling.retrieval.text and labeling.retrieval.bm25: the analyser, and BM25 scores against a brute-force
-implementation of the formula in labeling/bm25.py."""
+"""labeling.retrieval.text and labeling.retrieval.bm25: the analyser, and BM25 scores against a
+brute-force implementation of the formula in labeling/retrieval/bm25.py."""
 
 from __future__ import annotations
 
@@ -134,8 +134,8 @@ def test_cranfield_index_is_complete(shared_data: Path) -> None:
 
 
 def test_stopwords_are_lucenes_as_bm25s_ships_them() -> None:
-    """labeling.retrieval.text spells the stop set out (so tokenising does not import bm25s); it must
-    stay the set bm25s uses for Lucene-style BM25."""
+    """labeling.retrieval.text spells the stop set out (so tokenising does not import bm25s); it
+    must stay the set bm25s uses for Lucene-style BM25."""
     from bm25s.tokenization import STOPWORDS_EN
 
     from labeling.retrieval.text import STOPWORDS

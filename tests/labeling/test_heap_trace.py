@@ -1,8 +1,8 @@
 """The worked HeapSort labeling trace of docs/protocols.md#heap and its edge cases.
 
-The protocol is driven directly (labeling.strategies.heap) and through the C1 session (labeling.protocol.session)
-with ``initial_order`` fixing the processing order d1..d8, and checked against a literal
-transcription of Algorithm 1's pseudocode (:func:`reference_topk_label`).
+The protocol is driven directly (labeling.strategies.heap) and through the C1 session
+(labeling.protocol.session) with ``initial_order`` fixing the processing order d1..d8, and checked
+against a literal transcription of Algorithm 1's pseudocode (:func:`reference_topk_label`).
 
 The pair cache (docs/protocols.md#pair-cache) is keyed on the *unordered* pair: the trace
 repeats prefer(d1, d3) and also {d3, d5} (prefer(d5, d3) placing d7, prefer(d3, d5) in Step 3),
@@ -50,7 +50,8 @@ TRACE_KAPPA = {"d5": 3, "d3": 2, "d7": 1, **dict.fromkeys(["d2", "d4", "d6", "d1
 def reference_topk_label(order, k, prefer):
     """Algorithm 1's ``topk_label`` (docs/protocols.md#heap) transcribed literally
     (recursion-free, blocking oracle):
-    an independent reference for the generator in labeling.strategies.heap. ``prefer(a, b)`` is one call.
+    an independent reference for the generator in labeling.strategies.heap. ``prefer(a, b)`` is one
+    call.
     """
     heap = list(order[:k])
     m = len(heap)

@@ -1,4 +1,5 @@
-"""Query-term highlighting, reading anchors and text reflow (labeling.retrieval.highlight, .reflow)."""
+"""Query-term highlighting, reading anchors and text reflow (labeling.retrieval.highlight,
+.reflow)."""
 
 from __future__ import annotations
 

@@ -131,8 +131,8 @@ def _drive(strategy, assessor):
 def test_consistent_cost_is_base_with_cache_plus_the_stated_confirmations(base):
     """The stated overhead for a consistent assessor: the base's questions (pair cache on)
     plus re-asks only; no re-run; the re-asks per base question average the base's
-    the base's ``confirmation_share`` (measured at (50, 10), the progress model) within 0.1, and no pair
-    gets more than MAX_VOTES votes."""
+    ``confirmation_share`` (measured at (50, 10), the progress model) within 0.1, and no pair gets
+    more than MAX_VOTES votes."""
     cls = robust(STRATEGIES[base])
     shares = []
     for seed in range(12):
