@@ -3,7 +3,7 @@
 The experiments behind docs/protocols.md#how-close-to-the-optimum: the issue's target for a
 prior order is a mean of at most 80 judgments at (n, k) = (50, 10), the best strategy found
 needs 81.1-81.8, and these are the measurements that bound the search. The scenario is the
-one of ``heapjudge simulate --compare`` (labeling/simulation.py): latent ``u ~ U(0, 1)``, the
+one of ``heapjudge simulate --compare`` (labeling/study/simulation.py): latent ``u ~ U(0, 1)``, the
 documents come in decreasing ``p = u + N(0, σ²)`` with ``σ = sd(u)·√(1/R² − 1)`` (R = 1/√2
 for ``prior0.7``), and a consistent assessor answers by ``u``. Documents are named by their
 position in the order (0 = the prior's best).

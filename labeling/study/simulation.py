@@ -34,6 +34,7 @@ from labeling.protocol.options import validate_options
 from labeling.protocol.session import open_session
 from labeling.protocol.topk import TopKSession
 from labeling.protocol.types import Answer, GradeAnswer, GradeQuestion, PairAnswer, PairQuestion
+from labeling.strategies.registry import resolve_strategy
 
 NoiseModel = Literal["none", "thurstone", "bradley_terry"]
 
@@ -418,8 +419,6 @@ def compare_strategies(
     latent values, document order and assessor seed from ``random.Random((seed, t))`` alone,
     so every strategy meets the same documents, orders and noise seeds (common random numbers).
     """
-    from labeling.strategies.registry import resolve_strategy
-
     if n < 1 or k < 1 or trials < 1:
         raise ConfigError(f"n, k and trials must be >= 1, got n={n}, k={k}, trials={trials}")
     cls = resolve_strategy(strategy)
