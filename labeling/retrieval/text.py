@@ -38,7 +38,8 @@ __all__ = [
 #: Tokens: runs of two or more word characters (Unicode-aware).
 TOKEN_PATTERN = re.compile(r"\b\w\w+\b")
 #: Lucene's English stop set (``EnglishAnalyzer.ENGLISH_STOP_WORDS_SET``; bm25s ships the same
-#: 33 words as ``bm25s.tokenization.STOPWORDS_EN``, checked in tests/labeling/test_bm25.py).
+#: 33 words as ``bm25s.tokenization.STOPWORDS_EN``, checked in
+#: tests/labeling/retrieval/test_bm25.py).
 #: Spelled out here so that tokenising (BM25, highlighting) does not import bm25s, which
 #: loads numba and scipy: about 100 MB in every web process.
 STOPWORDS: frozenset[str] = frozenset(

@@ -54,7 +54,7 @@ def worst_sift(i: int, size: int) -> int:
     is reached through two-children nodes only, cost ``2d``, unless that level holds a single
     node (``e = 2^d``), whose parent has one child: then ``2d - 1``. (The recursion, memoised,
     visited O(e) nodes per call; summed over the sort phase it was O(k^2) per progress
-    estimate. ``tests/labeling/test_heap_properties.py`` checks the two agree.)"""
+    estimate. ``tests/labeling/strategies/test_heap_properties.py`` checks the two agree.)"""
     e = _subtree_size(i, size)
     if e <= 1:
         return 0

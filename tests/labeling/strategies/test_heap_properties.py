@@ -136,7 +136,7 @@ def test_session_asks_exactly_the_literal_procedure(case, ties):
     prefer(a, b) in the same order (cache off: all of them; cache on: the first call of each
     unordered pair), the same top and rest. With ``ties`` equal scores are answered "tie"
     (not preferred either way, docs/protocols.md#ties), otherwise the oracle's total order."""
-    from tests.labeling.test_heap_trace import reference_calls
+    from tests.labeling.strategies.test_heap_trace import reference_calls
 
     docs, scores, k, seed, cache = case
     options = {"pair_cache": cache, "allow_ties": ties}
