@@ -46,10 +46,11 @@ from app.models import Collection, Document, Query, Task, User
 from app.services import retrieval
 from app.services.priors import PriorResolver, PriorSource, check_source
 from labeling.errors import ConfigError
-from labeling.protocol.options import makes_repeats, validate_options
+from labeling.protocol.options import validate_options
 from labeling.protocol.prior_orders import NO_PRIOR
 from labeling.protocol.session import open_session
 from labeling.sources import SourceError
+from labeling.strategies.registry import makes_repeats
 from labeling.study.assignment import (
     Plan,
     PlanEntry,

@@ -15,7 +15,7 @@ from typing import Any, TypeGuard
 from labeling.errors import ConfigError
 from labeling.protocol.prior_orders import check_prior, check_prior_matches_order
 from labeling.protocol.types import METHODS
-from labeling.strategies.registry import DEFAULT_STRATEGY, check_strategy_name
+from labeling.strategies.registry import DEFAULT_STRATEGY, check_strategy_name, makes_repeats
 
 #: Options of each method and their defaults (all recorded in the task config).
 DEFAULT_OPTIONS: dict[str, dict[str, Any]] = {
@@ -104,12 +104,6 @@ def validate_options(method: str, options: Mapping[str, Any] | None = None) -> d
             f"{out['strategy']!r} repeats none (use a +robust strategy, e.g. tournament+robust)"
         )
     return out
-
-
-def makes_repeats(strategy: str) -> bool:
-    """Whether a strategy name asks deliberate repeats (:attr:`Compare.repeat`): the modifier
-    ``robust`` (:mod:`labeling.strategies.robust`) is the one that does."""
-    return "robust" in strategy.split("+")[1:]
 
 
 def _check_second_assessor(value: object) -> list[str] | None:

@@ -44,6 +44,10 @@ MODIFIERS: dict[str, Callable[[type[PairStrategy]], type[PairStrategy]]] = {
     "robust": robust,
 }
 
+#: The modifiers that ask deliberate repeats of a pair (:attr:`Compare.repeat`): the questions
+#: the service may route to a second assessor (docs/noise.md#routing-re-asks-to-a-second-assessor).
+REPEATING_MODIFIERS = frozenset({"robust"})
+
 #: The strategy of a task whose options do not name one (every task stored before the option).
 DEFAULT_STRATEGY = "heap"
 
@@ -77,6 +81,12 @@ def check_strategy_name(name: object) -> str:
     if not isinstance(name, str) or name not in names:
         raise ConfigError(f"option strategy must be one of {', '.join(names)}; got {name!r}")
     return name
+
+
+def makes_repeats(name: str) -> bool:
+    """Whether the strategy ``name`` asks deliberate repeats: one of its modifiers is in
+    :data:`REPEATING_MODIFIERS`."""
+    return any(m in REPEATING_MODIFIERS for m in name.split(SEPARATOR)[1:])
 
 
 def resolve_strategy(name: str) -> type[PairStrategy]:
