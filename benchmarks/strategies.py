@@ -1,10 +1,11 @@
 """Judging strategies compared under noise: the ``heapjudge simulate --compare`` table.
 
-Prints, for (n, k) in (50, 10), (100, 10), (200, 20), every strategy the task option
-``strategy`` accepts × the scenarios random, prior0.7, flip0.1 and thurstone (docs/noise.md):
-mean and p95 judgments, exact top-k rate and mean κ-NDCG@k against the latent truth, with
-Kislitsyn's lower bound beside it, then the check of the robust modifier's progress model
-(each strategy's ``confirmation_share``, :class:`labeling.strategies.base.PairStrategy`) and the seconds each size took.
+Prints, for (n, k) in (50, 10), (100, 10), (200, 20), every strategy the task option ``strategy``
+accepts × the scenarios random, prior0.7, flip0.1 and thurstone (docs/noise.md): mean and p95
+judgments, exact top-k rate and mean κ-NDCG@k against the latent truth, with Kislitsyn's lower bound
+beside it, then the check of the robust modifier's progress model (each strategy's
+``confirmation_share``, :class:`labeling.strategies.base.PairStrategy`) and the seconds each size
+took.
 
     python benchmarks/strategies.py                          # 5,000 trials per cell (long)
     python benchmarks/strategies.py --trials 300             # a quick look

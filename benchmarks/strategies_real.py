@@ -1,8 +1,8 @@
 """Every judging strategy on real data, through the service layer.
 
 Builds a temporary SQLite database with the real importers and runs each strategy of
-``labeling.strategies.registry.strategy_names()`` against a consistent and a flip-0.1 simulated assessor
-through the service use cases (create task → next/submit loop → result), on
+``labeling.strategies.registry.strategy_names()`` against a consistent and a flip-0.1 simulated
+assessor through the service use cases (create task → next/submit loop → result), on
 
 * **Cranfield** (SMART import, pairing ``bm25``: the top 30 documents of each query by the
   collection's BM25, unjudged ones graded 0; Cranfield codes as grades, ``5 - code``); prior

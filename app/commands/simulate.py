@@ -36,7 +36,8 @@ def summarize(
     strategy: str = "heap",
     prior_corr: float | None = None,
 ) -> dict[str, Any]:
-    """Run :func:`labeling.study.simulation.simulate_tasks` and summarise it (the ``--json`` object).
+    """Run :func:`labeling.study.simulation.simulate_tasks` and summarise it (the ``--json``
+    object).
 
     κ-NDCG@k of each produced ranking against the true top-k uses
     :func:`ranking.metrics.kappa_ndcg` (gain 2^y − 1, docs/noise.md#scenarios), vectorised.

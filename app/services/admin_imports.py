@@ -21,12 +21,12 @@ SMART ``.REL``; ``docs/data-formats.md#qrels``); a layout name forces it; ``"cra
 three-column layout with Cranfield's codes as grades (what ``auto`` picks for a three-column
 file in a SMART import). The report says what was read (``qrels``).
 
-``pairing`` decides which documents each query gets: ``"qrels"`` (the judged ones), ``"all"``
-(every document under every query; refused above ``import_max_lines`` rows), ``"run"`` (the
-top ``run_depth`` of a TREC run file ``run``, trec_eval order) or ``"bm25"`` (the top
-``run_depth``, default 100, by BM25 over the documents of the files, :mod:`labeling.retrieval.bm25`).
-The report's ``notes`` say what a pairing left out (run documents that are not in the files,
-documents of the files no query got) and suggest a pairing for binary qrels.
+``pairing`` decides which documents each query gets: ``"qrels"`` (the judged ones), ``"all"`` (every
+document under every query; refused above ``import_max_lines`` rows), ``"run"`` (the top
+``run_depth`` of a TREC run file ``run``, trec_eval order) or ``"bm25"`` (the top ``run_depth``,
+default 100, by BM25 over the documents of the files, :mod:`labeling.retrieval.bm25`). The report's
+``notes`` say what a pairing left out (run documents that are not in the files, documents of the
+files no query got) and suggest a pairing for binary qrels.
 
 Attaching (:func:`attach_grades`, :func:`attach_features`) updates existing documents, matched by
 (query id, doc id), in one write transaction; lines that match no document are counted in the

@@ -1,12 +1,13 @@
 """Study analysis of a collection: Table 1 (time), Tables 2–3 (agreement), χ² tests, and the
 preference-specific checks (position bias, self-consistency, transitivity, top-k overlap).
 
-The numbers come from the pure modules :mod:`labeling.analysis.agreement`, :mod:`labeling.analysis.timing`,
-:mod:`labeling.analysis.consistency` and :mod:`labeling.analysis.stats`; this module only loads a collection's
-tasks and judgment log from the database into :mod:`labeling.analysis.records` and assembles one
-JSON-ready report (``GET /api/v1/collections/{id}/analysis``, ``heapjudge analyze``, the admin
-page). The top-k ground truth of a finished topk task is rebuilt by replaying its live log
-(docs/architecture.md: the log is the only state).
+The numbers come from the pure modules :mod:`labeling.analysis.agreement`,
+:mod:`labeling.analysis.timing`, :mod:`labeling.analysis.consistency` and
+:mod:`labeling.analysis.stats`; this module only loads a collection's tasks and judgment log from
+the database into :mod:`labeling.analysis.records` and assembles one JSON-ready report
+(``GET /api/v1/collections/{id}/analysis``, ``heapjudge analyze``, the admin page). The top-k
+ground truth of a finished topk task is rebuilt by replaying its live log (docs/architecture.md:
+the log is the only state).
 
 Decisions: cancelled tasks are left out entirely; judgments of unfinished tasks count for time
 per judgment, direct agreement and the consistency checks, while the per-query figures of

@@ -16,9 +16,10 @@ for κ-labels, graded tasks for grades), optionally only those of one ``assessor
 * ``assessor`` — the same, but the ``assessor`` must be named;
 * ``all`` — every task (several lines per query; qrels put the task id in the iteration
   column, topk-jsonl writes one line per task naming its assessor);
-* ``borda`` / ``bt`` — Borda count over the top-k lists (:func:`labeling.analysis.aggregate.borda`) /
-  Bradley–Terry over the pooled pairwise judgments (:func:`labeling.analysis.aggregate.bradley_terry`),
-  with k the largest k of the query's tasks, labelling the union of their pools;
+* ``borda`` / ``bt`` — Borda count over the top-k lists (:func:`labeling.analysis.aggregate.borda`)
+  / Bradley–Terry over the pooled pairwise judgments
+  (:func:`labeling.analysis.aggregate.bradley_terry`), with k the largest k of the query's tasks,
+  labelling the union of their pools;
 * ``mean`` — the mean grade of the graded tasks, rounded half up.
 
 κ-labels (Niu et al. 2012, "Top-k Learning to Rank: Labeling, Ranking and Evaluation",

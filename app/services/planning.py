@@ -3,19 +3,20 @@
 A :class:`PlanSpec` names the collection, the assessors, the queries (default: all), a scheme
 and the task settings:
 
-* ``scheme="rotation"`` — the paper's fold rotation (:func:`labeling.study.assignment.fold_rotation`;
-  ``shifts=(0, 2)`` adds the shift-by-2 second assignment);
+* ``scheme="rotation"`` — the paper's fold rotation
+  (:func:`labeling.study.assignment.fold_rotation`; ``shifts=(0, 2)`` adds the shift-by-2 second
+  assignment);
 * ``scheme="balanced"`` — ``per_query`` assessors per query and method, seeded
   (:func:`labeling.study.assignment.plan_balanced`);
 * ``scheme="csv"`` — an admin's own plan (``assessor,query_id,method[,label]``).
 
 Settings per plan: ``k``, options per method (validated by the labeling core), and the pool
-(:mod:`labeling.study.pools`: all documents, a seeded sample of n, the top n of a TREC run or the top
-n by BM25, optionally deduplicated by content). A ranked pool takes the first n documents of
-the ranking that the query has; the preview warns, per query, how many of the ranking's top n
-it could not take and why (not in the collection, or not among the query's documents). The
-pool is computed once per query and shared by every task on that query, so assessors of one
-query judge the same documents (agreement needs that).
+(:mod:`labeling.study.pools`: all documents, a seeded sample of n, the top n of a TREC run or the
+top n by BM25, optionally deduplicated by content). A ranked pool takes the first n documents of the
+ranking that the query has; the preview warns, per query, how many of the ranking's top n it could
+not take and why (not in the collection, or not among the query's documents). The pool is computed
+once per query and shared by every task on that query, so assessors of one query judge the same
+documents (agreement needs that).
 
 The top-k tasks' judging strategy is the option ``strategy`` (:func:`labeling.strategies.
 strategy_names`; ``PlanSpec.strategy`` sets it), and their prior (``PlanSpec.prior``: none,

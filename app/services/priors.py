@@ -1,10 +1,10 @@
 """Resolve a task's prior source into its initial order, once, when the task is created.
 
-The pure part (the spec grammar, feature and ranking orders) is :mod:`labeling.protocol.prior_orders`; this
-module reads what a source needs from the database inside the caller's transaction: the
-collection's BM25 ranking (:mod:`app.services.retrieval`), the documents' LETOR features, or
-the caller's TREC run. The result is the pair of top-k options ``initial_order`` and ``prior``
-(``docs/strategies-in-practice.md#priors``).
+The pure part (the spec grammar, feature and ranking orders) is
+:mod:`labeling.protocol.prior_orders`; this module reads what a source needs from the database
+inside the caller's transaction: the collection's BM25 ranking (:mod:`app.services.retrieval`), the
+documents' LETOR features, or the caller's TREC run. The result is the pair of top-k options
+``initial_order`` and ``prior`` (``docs/strategies-in-practice.md#priors``).
 """
 
 from __future__ import annotations

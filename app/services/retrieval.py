@@ -1,9 +1,9 @@
 """Use cases: BM25 over a collection's documents (``docs/retrieval.md``).
 
-The index covers the collection's distinct documents (by document id; content is per
-collection, so the first stored row of an id stands for all), indexed as title + text (HTML
-reduced to its visible text) by :class:`labeling.retrieval.bm25.Bm25Index`. Queries are scored by their
-text (``query.title``). Three uses:
+The index covers the collection's distinct documents (by document id; content is per collection, so
+the first stored row of an id stands for all), indexed as title + text (HTML reduced to its visible
+text) by :class:`labeling.retrieval.bm25.Bm25Index`. Queries are scored by their text
+(``query.title``). Three uses:
 
 * :func:`bm25_run` — a TREC run naming queries and documents by the ids the import gave them
   (for SMART collections the collection's own numbers), so it evaluates against the original

@@ -1,9 +1,9 @@
 """Use cases: create and list tasks; load a task for a user (ownership rules).
 
-A task freezes everything its protocol is replayed from: method, k, seed, the validated
-options (defaults filled in by :func:`labeling.protocol.options.validate_options`) and ``doc_ids``, the
-snapshot of the query's pool in import order. Later imports into the query do not change
-existing tasks, so their logs always replay.
+A task freezes everything its protocol is replayed from: method, k, seed, the validated options
+(defaults filled in by :func:`labeling.protocol.options.validate_options`) and ``doc_ids``, the
+snapshot of the query's pool in import order. Later imports into the query do not change existing
+tasks, so their logs always replay.
 
 A top-k task's prior (BM25, a LETOR feature, a TREC run, or none) is resolved here, once,
 into the options ``initial_order`` and ``prior`` (:mod:`app.services.priors`), so replay never

@@ -11,8 +11,9 @@ An :class:`Assessor` answers from hidden relevance scores:
 * **ties** ``tie = t``: answers "tie" with probability t when the task allows ties;
 * **not relevant**: with ``not_relevant_below = x`` and the option on, a Step-2 challenger whose
   score is below x is called not relevant;
-* **time model**: log-normal seconds per judgment with configurable means. 003 reports 13.87 s per
-  five-grade judgment and a pair 2–3× faster; the defaults are 13.87 s and 13.87/2.5 = 5.55 s.
+* **time model**: log-normal seconds per judgment with configurable means. Niu et al. (SIGIR
+  2012, Table 1) report 13.87 s per five-grade judgment and a pair 2–3× faster; the defaults are
+  13.87 s and 13.87/2.5 = 5.55 s.
 
 Grades for the five-grade protocol are the given graded qrels, or (from scores) rank
 quintiles: the best fifth gets 4, the worst fifth 0. ``flip`` moves a grade one step with
@@ -38,9 +39,9 @@ from labeling.strategies.registry import resolve_strategy
 
 NoiseModel = Literal["none", "thurstone", "bradley_terry"]
 
-#: Mean seconds per five-grade judgment reported in 003 (Table 1).
+#: Mean seconds per five-grade judgment reported by Niu et al. (SIGIR 2012, Table 1).
 GRADE_SECONDS = 13.87
-#: Mean seconds per pairwise judgment: "2-3x less" than a grade (003); 2.5x is the midpoint.
+#: Mean seconds per pairwise judgment: "2-3x less" than a grade (Niu et al.); 2.5x is the midpoint.
 PAIR_SECONDS = GRADE_SECONDS / 2.5
 
 

@@ -8,13 +8,13 @@ question alike); documents for the frames and the lookahead from
 :func:`app.services.judging.task_documents` and :func:`app.services.judging.lookahead`
 (the judging loop's document cache).
 
-Documents are shown in ``<iframe sandbox srcdoc=...>``. :func:`render_frame` builds that
-document on the server, the only place where it can be built, since nothing runs in the frame:
-a fixed prefix (charset, a readable default style, the "more below" cue) followed by the stored
-HTML, or by the escaped and reflowed plain text, with the query's words marked and reading
-anchors for keyboard scrolling (:mod:`labeling.retrieval.highlight`). The result is a plain ``str`` (never
-``Markup``), so the template entity-encodes it into the attribute; judge.js gets the same
-string for later documents from ``GET /tasks/{id}/frames`` and ``/lookahead``.
+Documents are shown in ``<iframe sandbox srcdoc=...>``. :func:`render_frame` builds that document on
+the server, the only place where it can be built, since nothing runs in the frame: a fixed prefix
+(charset, a readable default style, the "more below" cue) followed by the stored HTML, or by the
+escaped and reflowed plain text, with the query's words marked and reading anchors for keyboard
+scrolling (:mod:`labeling.retrieval.highlight`). The result is a plain ``str`` (never ``Markup``),
+so the template entity-encodes it into the attribute; judge.js gets the same string for later
+documents from ``GET /tasks/{id}/frames`` and ``/lookahead``.
 """
 
 from __future__ import annotations
