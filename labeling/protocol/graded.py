@@ -54,7 +54,7 @@ def five_grade(order: Sequence[str]) -> GradedProtocol:
 
 
 class GradedSession:
-    """Tool T2: one grade per document in seeded random order (:mod:`labeling.protocol.graded`)."""
+    """Tool T2: one grade per document in seeded random order (:func:`five_grade`)."""
 
     method = "graded"
 
