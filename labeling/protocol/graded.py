@@ -126,4 +126,3 @@ class GradedSession:
         if self._result is None:
             raise NotFinished(f"{len(self.answers)} of {len(self.order)} documents graded so far")
         return self._result
-

@@ -193,4 +193,3 @@ def check_seed(seed: object) -> int:
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ConfigError(f"seed must be an integer, got {seed!r}")
     return seed
-

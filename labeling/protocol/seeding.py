@@ -94,7 +94,6 @@ def reask_triggered(seed: int, fraction: float, seq: int) -> bool:
     return ReaskSchedule(seed, fraction).triggered(seq)
 
 
-
 def seeded_order(doc_ids: Sequence[str], seed: int) -> list[str]:
     """The task's random document order (uniform, stable across runs and Python versions).
 
@@ -107,4 +106,3 @@ def seeded_order(doc_ids: Sequence[str], seed: int) -> list[str]:
     """
     draw = random.Random(seed).random
     return [doc for _, doc in sorted([(draw(), doc) for doc in doc_ids])]
-

@@ -102,4 +102,3 @@ def replay(session: AnySession, answers: Sequence[Answer]) -> AnySession:
         except LabelingError as err:
             raise type(err)(f"answer {index} does not replay: {err}") from err
     return session
-

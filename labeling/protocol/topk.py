@@ -81,7 +81,6 @@ class _Reask(NamedTuple):
     right: str
 
 
-
 class TopKSession:
     """Tool T1: a top-k pairwise strategy (option ``strategy``, default Algorithm 1 of
     :mod:`labeling.strategies.heap`) behind the :class:`JudgingSession` interface.
@@ -493,5 +492,3 @@ class TopKSession:
                 broken=self.broken,
             )
         return self._result
-
-

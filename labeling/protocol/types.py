@@ -90,7 +90,6 @@ def check_reason(reason: object, seq: int) -> str:
     return reason
 
 
-
 @dataclass(frozen=True, slots=True)
 class Progress:
     """How far a session is.
@@ -124,4 +123,3 @@ class JudgingSession(Protocol):
 
     def result(self) -> object:
         """The protocol's result (``TopKResult`` or ``GradedResult``); ``NotFinished`` before."""
-

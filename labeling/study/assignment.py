@@ -37,6 +37,7 @@ from labeling.protocol.types import METHODS, Method
 
 Severity = Literal["error", "warning"]
 
+
 @dataclass(frozen=True, slots=True, order=True)
 class PlanEntry:
     """One task to create: ``assessor`` judges ``query_id`` with ``method``.

@@ -28,7 +28,6 @@ METHOD_ALIASES: dict[str, Method] = {
 CSV_COLUMNS: tuple[str, ...] = ("assessor", "query_id", "method", "label")
 
 
-
 def plan_to_csv(plan: Plan) -> str:
     """The plan as CSV text with header ``assessor,query_id,method,label`` (cells neutralised)."""
     buf = io.StringIO()
