@@ -112,6 +112,32 @@ def test_registered_as_a_modifier_of_every_base():
     assert robust(HeapTopK) is robust(HeapTopK)  # one class per base
 
 
+def test_every_base_exposes_what_the_modifier_reads():
+    """robust knows a base only through PairStrategy: its ``confirmation_share`` and
+    ``fixed_positions()`` (the tournament's taken-out documents while it selects, else 0)."""
+    docs = _docs(9)
+    rank = {d: i for i, d in enumerate(docs)}
+    for name, cls in STRATEGIES.items():
+        assert 0.0 < cls.confirmation_share <= 1.0, name
+        state = cls(docs, 4)
+        gen = state.run()
+        q = next(gen)
+        seen = []
+        try:
+            while True:
+                fixed = state.fixed_positions()
+                if name == "tournament" and state.phase == "select":
+                    assert fixed == len(state.top)
+                else:
+                    assert fixed == 0, (name, state.phase)
+                seen.append(fixed)
+                q = gen.send(q.a if rank[q.a] < rank[q.b] else q.b)
+        except StopIteration:
+            pass
+        assert (max(seen) > 0) == (name == "tournament"), name
+    assert robust(HeapTopK)(docs, 4).fixed_positions() == 0
+
+
 def _drive(strategy, assessor):
     """Answer ``strategy`` with ``assessor``; (top, questions asked, re-asks)."""
     gen = strategy.run()

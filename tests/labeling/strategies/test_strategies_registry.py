@@ -15,6 +15,7 @@ from labeling.strategies.registry import (
     MODIFIERS,
     STRATEGIES,
     lower_bound,
+    makes_repeats,
     resolve_strategy,
     strategy_names,
 )
@@ -130,3 +131,15 @@ def test_modifier_names_vanish_with_the_modifier(two_modifiers, monkeypatch):
     assert "heap+first" not in strategy_names()
     with pytest.raises(ConfigError):
         resolve_strategy("heap+first")
+
+
+def test_makes_repeats_names_the_strategies_with_a_repeating_modifier():
+    """The service routes deliberate repeats to a second assessor only for these names
+    (option second_assessor); every name with +robust repeats, no base strategy does."""
+    for name in strategy_names():
+        assert makes_repeats(name) == ("robust" in name.split("+")[1:]), name
+    with pytest.raises(ConfigError, match="repeats none"):
+        validate_options("topk", {"strategy": "heap", "second_assessor": "bob"})
+    assert validate_options("topk", {"strategy": "heap+robust", "second_assessor": "bob"})[
+        "second_assessor"
+    ] == ["bob"]
