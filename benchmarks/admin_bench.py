@@ -38,10 +38,10 @@ def main() -> None:
     from app.planning.service import PlanSpec, create_plan
     from app.tasks.progress import collection_progress
     from app.users import service as users
-    from labeling.assignment import fold_rotation, plan_balanced, validate_plan
-    from labeling.session import open_session
+    from labeling.protocol.session import open_session
     from labeling.sources import load_cranfield
     from labeling.sources.letor import read_letor_features
+    from labeling.study.assignment import fold_rotation, plan_balanced, validate_plan
 
     cran = args.data / "cranfield"
     timed("parse Cranfield (1,400 docs, 225 queries, 1,837 qrels)", lambda: load_cranfield(cran), 3)
@@ -115,7 +115,7 @@ def main() -> None:
         )
         # Half-finish every topk task with a random oracle so progress has logs to replay.
         from app.kernel.models import Judgment, Task
-        from labeling.types import PairAnswer
+        from labeling.protocol.types import PairAnswer
 
         rng = random.Random(0)
         with db.write() as s:

@@ -62,7 +62,7 @@ import httpx
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from labeling.timing import quantile  # noqa: E402
+from labeling.analysis.timing import quantile  # noqa: E402
 
 N_DOCS = 50
 K = 10
@@ -90,7 +90,7 @@ class Level:
 
 
 def percentile(values: list[float], q: float) -> float:
-    """The q-th percentile (q in 0..100): :func:`labeling.timing.quantile` (linear
+    """The q-th percentile (q in 0..100): :func:`labeling.analysis.timing.quantile` (linear
     interpolation, numpy's default), NaN for no values."""
     return quantile(sorted(values), q / 100) if values else float("nan")
 

@@ -15,10 +15,10 @@ import random
 import statistics
 import time
 
-from labeling.session import open_session
-from labeling.simulation import Assessor
-from labeling.strategies import STRATEGIES
-from labeling.types import BrokenAnswer, PairQuestion
+from labeling.protocol.session import open_session
+from labeling.protocol.types import BrokenAnswer, PairQuestion
+from labeling.strategies.registry import STRATEGIES
+from labeling.study.simulation import Assessor
 
 
 def finished_log(strategy: str, n: int, k: int, broken: int) -> list[object]:

@@ -9,7 +9,7 @@
    fed in decreasing u + N(0, 1/12), correlation ≈ 0.707 with u), beside
    ``lower_bound(n, k)`` and each strategy's start-of-session estimate and bound.
 
-Both drive the bare protocol (+ labeling.pair_cache's pair cache), which is exactly what a
+Both drive the bare protocol (+ labeling.protocol.pair_cache's pair cache), which is exactly what a
 session runs (the session only adds orientation and validation, which never change a count).
 
     python benchmarks/labeling_counts.py [--trials 20000] [--strategy-trials 2000]
@@ -25,10 +25,11 @@ import statistics
 import time
 from collections.abc import Sequence
 
-from labeling.heap import ComparisonGenerator, heap_topk, worst_case_total
-from labeling.pair_cache import with_pair_cache
-from labeling.session import open_session
-from labeling.strategies import STRATEGIES, lower_bound
+from labeling.protocol.pair_cache import with_pair_cache
+from labeling.protocol.session import open_session
+from labeling.strategies.base import ComparisonGenerator
+from labeling.strategies.heap import heap_topk, worst_case_total
+from labeling.strategies.registry import STRATEGIES, lower_bound
 
 #: Reference counts of Algorithm 1 (the paper's 150.8 / 135.8 at (50, 10) and simulations of
 #: the same protocol): (n, k) -> ((mean, min, max) no cache, (mean, min, max) with cache).

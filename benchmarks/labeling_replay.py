@@ -23,8 +23,8 @@ import time
 import types
 from dataclasses import asdict
 
-from labeling.session import open_session
-from labeling.simulation import Assessor, run_session
+from labeling.protocol.session import open_session
+from labeling.study.simulation import Assessor, run_session
 
 
 def deep_size(root: object) -> int:

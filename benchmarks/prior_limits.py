@@ -3,7 +3,7 @@
 The experiments behind docs/protocols.md#how-close-to-the-optimum: the issue's target for a
 prior order is a mean of at most 80 judgments at (n, k) = (50, 10), the best strategy found
 needs 81.1-81.8, and these are the measurements that bound the search. The scenario is the
-one of ``heapjudge simulate --compare`` (labeling/simulation.py): latent ``u ~ U(0, 1)``, the
+one of ``heapjudge simulate --compare`` (labeling/study/simulation.py): latent ``u ~ U(0, 1)``, the
 documents come in decreasing ``p = u + N(0, σ²)`` with ``σ = sd(u)·√(1/R² − 1)`` (R = 1/√2
 for ``prior0.7``), and a consistent assessor answers by ``u``. Documents are named by their
 position in the order (0 = the prior's best).
@@ -48,10 +48,10 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.stats import binom, norm
 
-from labeling.insertion import InsertionTopK
-from labeling.prior import PriorTournamentTopK
-from labeling.simulation import SCENARIO_PRIOR_CORR, Assessor, prior_sigma, run_strategy
-from labeling.strategies import STRATEGIES
+from labeling.strategies.insertion import InsertionTopK
+from labeling.strategies.prior_tournament import PriorTournamentTopK
+from labeling.strategies.registry import STRATEGIES
+from labeling.study.simulation import SCENARIO_PRIOR_CORR, Assessor, prior_sigma, run_strategy
 
 FloatArray = NDArray[np.float64]
 
@@ -67,7 +67,7 @@ def latent_by_position(rng: np.random.Generator, n: int, corr: float | None) -> 
 
 def driven_count(strategy: type[Any], u: Sequence[float], k: int) -> int:
     """Questions ``strategy`` asks a consistent assessor (pair cache on) who answers by
-    ``u`` (listed by position in the order): :func:`labeling.simulation.run_strategy`."""
+    ``u`` (listed by position in the order): :func:`labeling.study.simulation.run_strategy`."""
     names = [f"{i:03d}" for i in range(len(u))]
     assessor = Assessor(dict(zip(names, u, strict=True)))
     return run_strategy(strategy, names, k, assessor)[2]
@@ -548,7 +548,7 @@ def optimal_search_cost(weights: FloatArray) -> float:
 
 
 def binary_search_cost(weights: FloatArray) -> float:
-    """Expected questions of :class:`labeling.insertion.InsertionTopK`'s binary search
+    """Expected questions of :class:`labeling.strategies.insertion.InsertionTopK`'s binary search
     (``mid = (lo + hi) // 2``) with landing probabilities ``weights``."""
 
     def cost(lo: int, hi: int) -> float:  # slots lo … hi−1

@@ -1,10 +1,11 @@
 """Judging strategies compared under noise: the ``heapjudge simulate --compare`` table.
 
-Prints, for (n, k) in (50, 10), (100, 10), (200, 20), every strategy the task option
-``strategy`` accepts × the scenarios random, prior0.7, flip0.1 and thurstone (docs/noise.md):
-mean and p95 judgments, exact top-k rate and mean κ-NDCG@k against the latent truth, with
-Kislitsyn's lower bound beside it, then the check of the robust modifier's progress model
-(:data:`labeling.robust.CONFIRMATION_SHARE`) and the seconds each size took.
+Prints, for (n, k) in (50, 10), (100, 10), (200, 20), every strategy the task option ``strategy``
+accepts × the scenarios random, prior0.7, flip0.1 and thurstone (docs/noise.md): mean and p95
+judgments, exact top-k rate and mean κ-NDCG@k against the latent truth, with Kislitsyn's lower bound
+beside it, then the check of the robust modifier's progress model (each strategy's
+``confirmation_share``, :class:`labeling.strategies.base.PairStrategy`) and the seconds each size
+took.
 
     python benchmarks/strategies.py                          # 5,000 trials per cell (long)
     python benchmarks/strategies.py --trials 300             # a quick look
@@ -31,8 +32,7 @@ def confirmation_shares(table: dict[str, Any]) -> list[str]:
     """Per base, the re-asks per base question that ``<base>+robust`` gave a consistent
     assessor on a random order (from the table's ``random`` rows: robust mean / base mean − 1),
     beside the share the progress model uses."""
-    from labeling.robust import CONFIRMATION_SHARE, DEFAULT_SHARE
-    from labeling.strategies import STRATEGIES
+    from labeling.strategies.registry import STRATEGIES
 
     mean = {
         row["strategy"]: row["judgments"]["mean"]
@@ -43,7 +43,7 @@ def confirmation_shares(table: dict[str, Any]) -> list[str]:
     for name, cls in STRATEGIES.items():
         if name in mean and f"{name}+robust" in mean:
             measured = mean[f"{name}+robust"] / mean[name] - 1.0
-            model = CONFIRMATION_SHARE.get(cls, DEFAULT_SHARE)
+            model = cls.confirmation_share
             lines.append(
                 f"{name}+robust re-asks per {name} question (consistent, random order): "
                 f"{measured:.3f} measured, {model:.3f} in the progress model"

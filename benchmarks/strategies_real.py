@@ -1,7 +1,8 @@
 """Every judging strategy on real data, through the service layer.
 
 Builds a temporary SQLite database with the real importers and runs each strategy of
-``labeling.strategies.strategy_names()`` against a consistent and a flip-0.1 simulated assessor
+``labeling.strategies.registry.strategy_names()`` against a consistent and a flip-0.1 simulated
+assessor
 through the service use cases (create task → next/submit loop → result), on
 
 * **Cranfield** (SMART import, pairing ``bm25``: the top 30 documents of each query by the
@@ -12,7 +13,7 @@ through the service use cases (create task → next/submit loop → result), on
 
 Truth (docs/strategies-in-practice.md#real-data): the consistent assessor's total order,
 grade descending with equal grades in a seeded random order
-(``labeling.simulation.Assessor.from_grades``); its first k are the true top-k. The noisy
+(``labeling.study.simulation.Assessor.from_grades``); its first k are the true top-k. The noisy
 assessor is the same order with each answer flipped with probability 0.1. Queries count only if
 their pool has more than k documents and at least one graded document; the first
 ``--queries`` of them (default 20 per collection) are used, so the default run is bounded.
@@ -175,8 +176,8 @@ def judge_query(
     from app.planning.priors import PriorSource
     from app.tasks import results
     from app.tasks import service as tasks
-    from labeling.simulation import Assessor
-    from labeling.types import PairQuestion
+    from labeling.protocol.types import PairQuestion
+    from labeling.study.simulation import Assessor
 
     view = tasks.create_task(
         db=db,
@@ -216,7 +217,7 @@ def run(
     import migrations
     from app.kernel.db import Database
     from app.users import service as users
-    from labeling.strategies import strategy_names
+    from labeling.strategies.registry import strategy_names
 
     names = list(strategies) if strategies is not None else strategy_names()
     rows: list[Row] = []

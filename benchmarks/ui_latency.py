@@ -51,7 +51,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from labeling.timing import quantile  # noqa: E402
+from labeling.analysis.timing import quantile  # noqa: E402
 from tests.e2e.web_support import (  # noqa: E402
     LiveServer,
     add_user,
@@ -119,7 +119,7 @@ PROSE = (
 
 
 def percentile(values: list[float], q: float) -> float:
-    """The q-th percentile (q in 0..100): :func:`labeling.timing.quantile` (linear
+    """The q-th percentile (q in 0..100): :func:`labeling.analysis.timing.quantile` (linear
     interpolation, numpy's default), NaN for no values."""
     return quantile(sorted(values), q / 100) if values else float("nan")
 

@@ -1,9 +1,11 @@
 """Study analysis of a collection: Table 1 (time), Tables 2–3 (agreement), χ² tests, and the
 preference-specific checks (position bias, self-consistency, transitivity, top-k overlap).
 
-The numbers come from the pure modules :mod:`labeling.agreement`, :mod:`labeling.timing`,
-:mod:`labeling.consistency` and :mod:`labeling.stats`; this module only loads a collection's
-tasks and judgment log from the database into :mod:`labeling.records` and assembles one
+The numbers come from the pure modules :mod:`labeling.analysis.agreement`,
+:mod:`labeling.analysis.timing`,
+:mod:`labeling.analysis.consistency` and :mod:`labeling.analysis.stats`; this module only loads a
+collection's
+tasks and judgment log from the database into :mod:`labeling.analysis.records` and assembles one
 JSON-ready report (``GET /api/v1/collections/{id}/analysis``, ``heapjudge analyze``, the admin
 page). The top-k ground truth of a finished topk task is rebuilt by replaying its live log
 (docs/architecture.md: the log is the only state).
@@ -14,7 +16,7 @@ Table 1 and the inferred top-k relations use finished tasks only.
 
 Second looks at a pair are all treated as re-asks, whatever asked for them: the configured
 re-asks (option ``reask_fraction``) and the deliberate repeats of a strategy that combines
-several answers per pair (``+robust``, :attr:`labeling.session.TopKSession.repeats`). Direct
+several answers per pair (``+robust``, :attr:`labeling.protocol.topk.TopKSession.repeats`). Direct
 agreement uses an assessor's first answer to a pair, self-consistency counts the repeats as
 re-asks, and time per judgment reports them apart (``docs/strategies-in-practice.md#analysis``).
 """
@@ -35,7 +37,7 @@ from sqlalchemy.orm import aliased
 from app.kernel.db import Database
 from app.kernel.errors import Invalid, NotFound
 from app.kernel.models import Collection, Judgment, Query, Task, User
-from labeling.agreement import (
+from labeling.analysis.agreement import (
     MODES,
     SYMBOLS,
     AgreementTable,
@@ -48,14 +50,14 @@ from labeling.agreement import (
     study_instances,
     topk_overlap,
 )
-from labeling.consistency import position_bias, self_consistency, transitivity
+from labeling.analysis.consistency import position_bias, self_consistency, transitivity
+from labeling.analysis.records import JudgmentRecord, TaskRecord, is_reask
+from labeling.analysis.stats import ChiSquare
+from labeling.analysis.timing import time_histograms, time_table
 from labeling.errors import LabelingError
-from labeling.records import JudgmentRecord, TaskRecord, is_reask
-from labeling.session import open_session
-from labeling.stats import ChiSquare
-from labeling.strategies import check_strategy_name
-from labeling.timing import time_histograms, time_table
-from labeling.types import BrokenAnswer, GradeAnswer, PairAnswer
+from labeling.protocol.session import open_session
+from labeling.protocol.types import BrokenAnswer, GradeAnswer, PairAnswer
+from labeling.strategies.registry import check_strategy_name
 
 #: Histogram of time per judgment on the admin page: 1-second bins up to 60 s, then "≥ 60 s".
 HISTOGRAM_BIN_SECONDS = 1.0
@@ -375,10 +377,10 @@ class StudyConfig:
     N(0, ``assessor_sd``²) per document (people disagree), then
 
     - pairs (T1): Thurstone judgments on the perceived scores with per-judgment noise
-      ``pair_noise`` (``labeling.simulation.Assessor(noise="thurstone")``);
+      ``pair_noise`` (``labeling.study.simulation.Assessor(noise="thurstone")``);
     - grades (T2): the grade of the perceived score, moved one step with probability
       ``grade_flip`` (grading is the noisier task, as the paper argues);
-    - times: the log-normal time model of :mod:`labeling.simulation` (13.87 s per grade, 2.5×
+    - times: the log-normal time model of :mod:`labeling.study.simulation` (13.87 s per grade, 2.5×
       less per pair); ``undo_rate``: a slip answered the other way, undone, answered again.
 
     ``corpus``: a Cranfield directory (``cran.all.1400``, ``cran.qry``, ``cranqrel``) to use real
@@ -504,9 +506,9 @@ def run_simulated_study(
     from app.judging import service as judging
     from app.tasks import service as tasks
     from app.users import service as users
-    from labeling.assignment import fold_rotation
-    from labeling.simulation import Assessor
-    from labeling.types import GradeQuestion, PairQuestion
+    from labeling.protocol.types import GradeQuestion, PairQuestion
+    from labeling.study.assignment import fold_rotation
+    from labeling.study.simulation import Assessor
 
     if config.assessors < 4:
         raise Invalid("the study design needs at least 4 assessors (two disjoint assignments)")

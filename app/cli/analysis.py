@@ -21,7 +21,7 @@ from app.cli.simulate import PAIR_CACHE_OPTION
 
 if TYPE_CHECKING:
     from app.analysis.service import StudyConfig
-    from labeling.agreement import Mode
+    from labeling.analysis.agreement import Mode
 
 app = typer.Typer()
 
@@ -185,7 +185,7 @@ def analyze(
     """Print Tables 1–3 of the paper and the χ² tests for a collection's judgments."""
     from app.analysis.service import collection_analysis, find_collection_id
     from app.kernel.errors import DomainError
-    from labeling.agreement import MODES
+    from labeling.analysis.agreement import MODES
 
     if mode not in MODES:
         usage_error(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
@@ -271,7 +271,7 @@ def simulate_study(
     lower than their grading noise and whose times follow the paper's.
     """
     from app.analysis.service import StudyConfig
-    from labeling.agreement import MODES
+    from labeling.analysis.agreement import MODES
 
     if mode not in MODES:
         usage_error(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")

@@ -9,8 +9,8 @@ import typer
 
 from app.cli.conventions import Command
 
-if TYPE_CHECKING:  # labeling.simulation is imported when a command runs (fast CLI start)
-    from labeling.simulation import NoiseModel
+if TYPE_CHECKING:  # labeling.study.simulation is imported when a command runs (fast CLI start)
+    from labeling.study.simulation import NoiseModel
 
 app = typer.Typer()
 
@@ -38,16 +38,17 @@ def summarize(
     strategy: str = "heap",
     prior_corr: float | None = None,
 ) -> dict[str, Any]:
-    """Run :func:`labeling.simulation.simulate_tasks` and summarise it (the ``--json`` object).
+    """Run :func:`labeling.study.simulation.simulate_tasks` and summarise it (the ``--json``
+    object).
 
     κ-NDCG@k of each produced ranking against the true top-k uses
     :func:`ranking.metrics.kappa_ndcg` (gain 2^y − 1, docs/noise.md#scenarios), vectorised.
     """
     import numpy as np
 
-    from labeling.heap import worst_case_total
-    from labeling.simulation import GRADE_SECONDS, simulate_tasks
-    from labeling.strategies import resolve_strategy
+    from labeling.strategies.heap import worst_case_total
+    from labeling.strategies.registry import resolve_strategy
+    from labeling.study.simulation import GRADE_SECONDS, simulate_tasks
 
     runs = simulate_tasks(
         n,
@@ -120,15 +121,15 @@ def compare(
     jobs: int = 1,
 ) -> dict[str, Any]:
     """The ``--compare`` table: every strategy name × every scenario of
-    :data:`labeling.simulation.SCENARIOS` -> mean and p95 judgments, exact rate and mean
+    :data:`labeling.study.simulation.SCENARIOS` -> mean and p95 judgments, exact rate and mean
     κ-NDCG@k against the latent truth (the ``--json`` object), plus the lower bound.
 
     ``jobs`` > 1 computes the cells in that many processes. Every cell draws its trials from
-    its own seeds (:func:`labeling.simulation.compare_strategies`), so the table is the same
+    its own seeds (:func:`labeling.study.simulation.compare_strategies`), so the table is the same
     whatever the number of processes.
     """
-    from labeling.simulation import SCENARIOS
-    from labeling.strategies import lower_bound, strategy_names
+    from labeling.strategies.registry import lower_bound, strategy_names
+    from labeling.study.simulation import SCENARIOS
 
     cells = [
         (name, scenario, n, k, trials, seed)
@@ -149,7 +150,7 @@ def _compare_cell(cell: tuple[str, str, int, int, int, int]) -> dict[str, Any]:
     """One row of the ``--compare`` table (a module-level function: process pools pickle it)."""
     import numpy as np
 
-    from labeling.simulation import compare_strategies
+    from labeling.study.simulation import compare_strategies
 
     name, scenario, n, k, trials, seed = cell
     runs = compare_strategies(name, scenario, n, k, trials, seed=seed)
@@ -168,7 +169,7 @@ def _compare_cell(cell: tuple[str, str, int, int, int, int]) -> dict[str, Any]:
 
 def compare_lines(table: dict[str, Any]) -> list[str]:
     """The ``--compare`` table as text, one row per (strategy, scenario)."""
-    from labeling.simulation import SCENARIO_SIGMA
+    from labeling.study.simulation import SCENARIO_SIGMA
 
     n, k = table["n"], table["k"]
     lines = [
@@ -261,7 +262,7 @@ def _check_scenario(
     strategy: str, prior_corr: float | None, model: str, scale: float
 ) -> NoiseModel:
     """Check ``simulate``'s scenario options (a bad one is a usage error); the noise model."""
-    from labeling.strategies import strategy_names
+    from labeling.strategies.registry import strategy_names
 
     if strategy not in strategy_names():
         raise typer.BadParameter(

@@ -24,7 +24,8 @@ file in a SMART import). The report says what was read (``qrels``).
 ``pairing`` decides which documents each query gets: ``"qrels"`` (the judged ones), ``"all"``
 (every document under every query; refused above ``import_max_lines`` rows), ``"run"`` (the
 top ``run_depth`` of a TREC run file ``run``, trec_eval order) or ``"bm25"`` (the top
-``run_depth``, default 100, by BM25 over the documents of the files, :mod:`labeling.bm25`).
+``run_depth``, default 100, by BM25 over the documents of the files,
+:mod:`labeling.retrieval.bm25`).
 The report's ``notes`` say what a pairing left out (run documents that are not in the files,
 documents of the files no query got) and suggest a pairing for binary qrels.
 
@@ -52,8 +53,8 @@ from app.collections import service as collections
 from app.kernel.db import Database
 from app.kernel.errors import Invalid, NotFound, PayloadTooLarge, issue_items
 from app.kernel.models import Collection, Document, Query
-from labeling.bm25 import Bm25Index
-from labeling.pools import parse_trec_run
+from labeling.retrieval.bm25 import Bm25Index
+from labeling.retrieval.text import document_text
 from labeling.sources import (
     SourceError,
     build_rows,
@@ -70,7 +71,7 @@ from labeling.sources.letor import read_letor_features
 from labeling.sources.rows import Join
 from labeling.sources.smart import parse_smart_qrels
 from labeling.sources.trec import QRELS_FORMATS, QrelsFile, parse_qrels_file
-from labeling.text import document_text
+from labeling.study.pools import parse_trec_run
 
 ImportKind = Literal["trec", "smart", "letor"]
 IMPORT_KINDS: tuple[ImportKind, ...] = ("trec", "smart", "letor")

@@ -16,8 +16,10 @@ for κ-labels, graded tasks for grades), optionally only those of one ``assessor
 * ``assessor`` — the same, but the ``assessor`` must be named;
 * ``all`` — every task (several lines per query; qrels put the task id in the iteration
   column, topk-jsonl writes one line per task naming its assessor);
-* ``borda`` / ``bt`` — Borda count over the top-k lists (:func:`labeling.aggregate.borda`) /
-  Bradley–Terry over the pooled pairwise judgments (:func:`labeling.aggregate.bradley_terry`),
+* ``borda`` / ``bt`` — Borda count over the top-k lists (:func:`labeling.analysis.aggregate.borda`)
+  /
+  Bradley–Terry over the pooled pairwise judgments
+  (:func:`labeling.analysis.aggregate.bradley_terry`),
   with k the largest k of the query's tasks, labelling the union of their pools;
 * ``mean`` — the mean grade of the graded tasks, rounded half up.
 
@@ -54,10 +56,10 @@ from app.judging.service import live_judgments, replay_task
 from app.kernel.db import Database
 from app.kernel.errors import Invalid, NotFound
 from app.kernel.models import Collection, Document, Judgment, Query, Task, User
-from labeling.aggregate import Preference, borda, bradley_terry
+from labeling.analysis.aggregate import Preference, borda, bradley_terry
 from labeling.csv_safety import neutralise_row
-from labeling.groundtruth import kappa_labels
-from labeling.session import shows_swapped
+from labeling.protocol.seeding import shows_swapped
+from ranking.io.topk import kappa_labels as kappa_labels
 
 LABELS = ("kappa", "grades")
 SOURCES = ("first", "assessor", "all", "borda", "bt", "mean")

@@ -45,7 +45,7 @@ from app.kernel.db import Database, LoopConnection
 from app.kernel.models import Document, Judgment, Query, Task
 from app.kernel.prepared import Prepared
 from app.users.tokens import TOUCH_DUE_TOKEN, TOUCH_INTERVAL, token_acts_for
-from labeling.types import Answer, BrokenAnswer, PairAnswer
+from labeling.protocol.types import Answer, BrokenAnswer, PairAnswer
 
 #: ``(number of live judgments, id of the newest live judgment)`` of a task.
 LogVersion = tuple[int, int]

@@ -2,7 +2,7 @@
 
 The judgment log is the only state (``docs/architecture.md#the-judgment-log-is-the-only-state``):
 a task's pending question is found by replaying its live judgments, in ``seq`` order, through
-:func:`labeling.session.open_session`. The wire contract (seq echo, idempotent retries, 409
+:func:`labeling.protocol.session.open_session`. The wire contract (seq echo, idempotent retries, 409
 with ``current``) is ``docs/rest-api.md#the-judging-loop``.
 
 Submitting validates the answer against the pending question and stores it in ONE write
@@ -66,8 +66,9 @@ from app.second_opinions import service as second_opinions
 from app.tasks.service import check_task_access
 from app.users.tokens import BearerToken, Caller, Identity, caller_identity
 from labeling.errors import Finished, LabelingError, WrongQuestion
-from labeling.session import TopKSession, open_session
-from labeling.types import (
+from labeling.protocol.session import open_session
+from labeling.protocol.topk import TopKSession
+from labeling.protocol.types import (
     Answer,
     BrokenAnswer,
     GradeAnswer,

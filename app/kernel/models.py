@@ -7,8 +7,8 @@ keys; and a *partial* unique index on live judgments ``(task_id, seq) WHERE NOT 
 two racing requests can never store two answers to one question (the judging service inserts
 with ON CONFLICT DO NOTHING against it).
 
-The judgment log is the only protocol state: a task's pending question is rebuilt by replaying
-its live judgments in ``seq`` order through :func:`labeling.session.open_session`. Five-grade
+The judgment log is the only protocol state: a task's pending question is rebuilt by replaying its
+live judgments in ``seq`` order through :func:`labeling.protocol.session.open_session`. Five-grade
 (T2) answers are judgments with ``doc_id`` + ``grade``; the ``grade`` view (created by the
 migration) lists the live ones.
 

@@ -1,6 +1,7 @@
 """Resolve a task's prior source into its initial order, once, when the task is created.
 
-The pure part (the spec grammar, feature and ranking orders) is :mod:`labeling.priors`; this
+The pure part (the spec grammar, feature and ranking orders) is
+:mod:`labeling.protocol.prior_orders`; this
 module reads what a source needs from the database inside the caller's transaction: the
 collection's BM25 ranking (:mod:`app.retrieval.service`), the documents' LETOR features, or
 the caller's TREC run. The result is the pair of top-k options ``initial_order`` and ``prior``
@@ -19,9 +20,15 @@ from app.kernel.errors import Invalid, issue_items
 from app.kernel.models import Document, Query
 from app.retrieval import service as retrieval
 from labeling.errors import ConfigError
-from labeling.pools import RunEntry, parse_trec_run
-from labeling.priors import NO_PRIOR, feature_order, parse_prior, prior_spec, ranking_order
+from labeling.protocol.prior_orders import (
+    NO_PRIOR,
+    feature_order,
+    parse_prior,
+    prior_spec,
+    ranking_order,
+)
 from labeling.sources import SourceError
+from labeling.study.pools import RunEntry, parse_trec_run
 
 #: Sources a caller may ask the service to resolve (``explicit`` is recorded when a caller
 #: gives ``initial_order`` itself).

@@ -3,14 +3,16 @@
 A :class:`PlanSpec` names the collection, the assessors, the queries (default: all), a scheme
 and the task settings:
 
-* ``scheme="rotation"`` — the paper's fold rotation (:func:`labeling.assignment.fold_rotation`;
+* ``scheme="rotation"`` — the paper's fold rotation
+  (:func:`labeling.study.assignment.fold_rotation`;
   ``shifts=(0, 2)`` adds the shift-by-2 second assignment);
 * ``scheme="balanced"`` — ``per_query`` assessors per query and method, seeded
-  (:func:`labeling.assignment.plan_balanced`);
+  (:func:`labeling.study.assignment.plan_balanced`);
 * ``scheme="csv"`` — an admin's own plan (``assessor,query_id,method[,label]``).
 
 Settings per plan: ``k``, options per method (validated by the labeling core), and the pool
-(:mod:`labeling.pools`: all documents, a seeded sample of n, the top n of a TREC run or the top
+(:mod:`labeling.study.pools`: all documents, a seeded sample of n, the top n of a TREC run or the
+top
 n by BM25, optionally deduplicated by content). A ranked pool takes the first n documents of
 the ranking that the query has; the preview warns, per query, how many of the ranking's top n
 it could not take and why (not in the collection, or not among the query's documents). The
@@ -45,22 +47,24 @@ from app.kernel.errors import Invalid, NotFound, issue_items
 from app.kernel.models import Collection, Document, Query, Task, User
 from app.planning.priors import PriorResolver, PriorSource, check_source
 from app.retrieval import service as retrieval
-from labeling.assignment import (
+from labeling.errors import ConfigError
+from labeling.protocol.options import validate_options
+from labeling.protocol.prior_orders import NO_PRIOR
+from labeling.protocol.session import open_session
+from labeling.sources import SourceError
+from labeling.strategies.registry import makes_repeats
+from labeling.study.assignment import (
     Plan,
     PlanEntry,
     PlanError,
     Violation,
     fold_rotation,
     plan_balanced,
-    plan_from_csv,
     validate_plan,
 )
-from labeling.errors import ConfigError
-from labeling.pools import build_pool, content_hash, parse_trec_run
-from labeling.priors import NO_PRIOR
-from labeling.session import makes_repeats, open_session, validate_options
-from labeling.simulation import GRADE_SECONDS, PAIR_SECONDS
-from labeling.sources import SourceError
+from labeling.study.plan_csv import plan_from_csv
+from labeling.study.pools import build_pool, content_hash, parse_trec_run
+from labeling.study.simulation import GRADE_SECONDS, PAIR_SECONDS
 
 SCHEMES = ("rotation", "balanced", "csv")
 #: What the preview's expected judgments and minutes mean (shown with them).
@@ -72,7 +76,7 @@ COST_MODEL = {
     "seconds_per_pair": PAIR_SECONDS,
     "seconds_per_grade": GRADE_SECONDS,
     "minutes": "judgments times the time model's mean seconds per judgment "
-    "(labeling.simulation.TimeModel: 13.87 s per grade, 13.87/2.5 = 5.55 s per pair)",
+    "(labeling.study.simulation.TimeModel: 13.87 s per grade, 13.87/2.5 = 5.55 s per pair)",
 }
 #: Pool modes that cut a ranking (a run, or BM25) at n.
 RANKED_POOLS = ("run", "bm25")
@@ -80,7 +84,7 @@ RANKED_POOLS = ("run", "bm25")
 
 @dataclass(frozen=True, slots=True)
 class PoolSpec:
-    """How each query's judging pool is chosen (see :func:`labeling.pools.build_pool`)."""
+    """How each query's judging pool is chosen (see :func:`labeling.study.pools.build_pool`)."""
 
     mode: str = "all"
     """``all``, ``sample``, ``run`` (top n of ``run``) or ``bm25`` (top n of the query's
@@ -424,7 +428,7 @@ def expected_cost(
     ``open_session(...).progress().expected_remaining`` (its model for a consistent assessor
     on a random order; re-asks included when ``reask_fraction`` > 0); graded: one grade per
     document. Minutes = judgments × the time model's mean seconds per judgment / 60
-    (:class:`labeling.simulation.TimeModel`: ``PAIR_SECONDS`` = 13.87/2.5 = 5.55 s per pair,
+    (:class:`labeling.study.simulation.TimeModel`: ``PAIR_SECONDS`` = 13.87/2.5 = 5.55 s per pair,
     ``GRADE_SECONDS`` = 13.87 s per grade, after Niu et al., SIGIR 2012, Table 1)."""
     if not doc_ids:
         return 0.0, 0.0
@@ -723,7 +727,7 @@ def create_plan(*, db: Database, spec: PlanSpec) -> CreatedPlan:
 
 def plan_entries_csv(preview: PlanPreview) -> str:
     """The previewed plan as CSV (for editing and re-import with ``scheme="csv"``)."""
-    from labeling.assignment import plan_to_csv
+    from labeling.study.plan_csv import plan_to_csv
 
     plan = Plan(
         tuple(PlanEntry(t.assessor, t.query_id, t.method, t.label) for t in preview.tasks),  # type: ignore[arg-type]

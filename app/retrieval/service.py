@@ -2,7 +2,8 @@
 
 The index covers the collection's distinct documents (by document id; content is per
 collection, so the first stored row of an id stands for all), indexed as title + text (HTML
-reduced to its visible text) by :class:`labeling.bm25.Bm25Index`. Queries are scored by their
+reduced to its visible text) by :class:`labeling.retrieval.bm25.Bm25Index`. Queries are scored by
+their
 text (``query.title``). Three uses:
 
 * :func:`bm25_run` — a TREC run naming queries and documents by the ids the import gave them
@@ -34,9 +35,9 @@ from sqlalchemy import func, select
 from app.kernel.db import Database
 from app.kernel.errors import Invalid, NotFound
 from app.kernel.models import Collection, Document, Query
-from labeling.bm25 import Bm25Index, Bm25Params, Hit, write_trec_run
 from labeling.errors import ConfigError
-from labeling.text import document_text
+from labeling.retrieval.bm25 import Bm25Index, Bm25Params, Hit, write_trec_run
+from labeling.retrieval.text import document_text
 
 #: Collections whose index stays in memory (per process).
 CACHE_SIZE = 4

@@ -5,7 +5,7 @@ docs/noise.md#routing-re-asks-to-a-second-assessor is the design; in short:
 * A top-k task whose option ``second_assessor`` names users (the planner sets it for a
   ``+robust`` task when its plan has other top-k assessors of the query; ``POST
   /api/v1/tasks`` may set it) routes each deliberate repeat of its strategy
-  (:attr:`labeling.session.TopKSession.pending_is_repeat`) to one of them.
+  (:attr:`labeling.protocol.topk.TopKSession.pending_is_repeat`) to one of them.
 * Routing happens when the question would be shown to the first assessor (:func:`gate`, from
   the judging loop's question body): the question, as that task shows it at ``seq`` (sides
   swapped relative to the pair's last showing), becomes an ``open`` :class:`SecondOpinion`
@@ -44,8 +44,8 @@ from app.kernel.models import Judgment, Query, SecondOpinion, Task, User, utcnow
 from app.kernel.prepared import Prepared
 from app.users.tokens import Caller, Identity, caller_identity
 from labeling.errors import Finished, InvalidAnswer, WrongQuestion
-from labeling.session import DEFAULT_OPTIONS
-from labeling.types import PairAnswer
+from labeling.protocol.options import DEFAULT_OPTIONS
+from labeling.protocol.types import PairAnswer
 
 SO = SecondOpinion.__table__
 J = Judgment.__table__

@@ -1,9 +1,9 @@
 """Use cases: create and list tasks; load a task for a user (ownership rules).
 
-A task freezes everything its protocol is replayed from: method, k, seed, the validated
-options (defaults filled in by :func:`labeling.session.validate_options`) and ``doc_ids``, the
-snapshot of the query's pool in import order. Later imports into the query do not change
-existing tasks, so their logs always replay.
+A task freezes everything its protocol is replayed from: method, k, seed, the validated options
+(defaults filled in by :func:`labeling.protocol.options.validate_options`) and ``doc_ids``, the
+snapshot of the query's pool in import order. Later imports into the query do not change existing
+tasks, so their logs always replay.
 
 A top-k task's prior (BM25, a LETOR feature, a TREC run, or none) is resolved here, once,
 into the options ``initial_order`` and ``prior`` (:mod:`app.planning.priors`), so replay never
@@ -28,8 +28,9 @@ from app.kernel.models import Collection, Document, Judgment, Query, Task, User
 from app.planning.priors import PriorResolver, PriorSource
 from app.users.tokens import Identity
 from labeling.errors import ConfigError
-from labeling.priors import NO_PRIOR
-from labeling.session import open_session, validate_options
+from labeling.protocol.options import validate_options
+from labeling.protocol.prior_orders import NO_PRIOR
+from labeling.protocol.session import open_session
 
 
 @dataclass(frozen=True, slots=True)

@@ -54,7 +54,7 @@ from app.users import service as users
 from app.users import sessions
 from app.web.auth import login_redirect
 from app.web.templates import render, set_flash
-from labeling.strategies import strategy_names
+from labeling.strategies.registry import strategy_names
 
 router = APIRouter()
 
@@ -358,7 +358,7 @@ async def _collection_response(
 def fitting_shifts(assessors: int) -> str:
     """Rotation shifts that fit ``assessors`` people: the paper's ``0,2`` (two assignments)
     needs four, since assignment j uses folds s_j and s_j + 1 of m and no assessor may meet a
-    fold twice (:func:`labeling.assignment.fold_rotation`); with two or three, one assignment
+    fold twice (:func:`labeling.study.assignment.fold_rotation`); with two or three, one assignment
     (``0``)."""
     return "0,2" if assessors >= 4 else "0"
 

@@ -18,7 +18,7 @@ from app.analysis.service import collection_analysis
 from app.http.deps import DbDep
 from app.kernel.errors import NotFound
 from app.web.admin import admin_page, admin_session
-from labeling.agreement import Mode
+from labeling.analysis.agreement import Mode
 
 router = APIRouter()
 

@@ -32,7 +32,7 @@ from app.users import sessions
 from app.web import page_data
 from app.web.auth import login_redirect
 from app.web.templates import FRAME_CSP, render
-from labeling.types import GRADE_NAMES
+from labeling.protocol.types import GRADE_NAMES
 
 router = APIRouter()
 

@@ -12,7 +12,8 @@ Documents are shown in ``<iframe sandbox srcdoc=...>``. :func:`render_frame` bui
 document on the server, the only place where it can be built, since nothing runs in the frame:
 a fixed prefix (charset, a readable default style, the "more below" cue) followed by the stored
 HTML, or by the escaped and reflowed plain text, with the query's words marked and reading
-anchors for keyboard scrolling (:mod:`labeling.highlight`). The result is a plain ``str`` (never
+anchors for keyboard scrolling (:mod:`labeling.retrieval.highlight`). The result is a plain ``str``
+(never
 ``Markup``), so the template entity-encodes it into the attribute; judge.js gets the same
 string for later documents from ``GET /tasks/{id}/frames`` and ``/lookahead``.
 """
@@ -26,8 +27,8 @@ from typing import Any
 from app.judging.service import TaskPage
 from app.kernel.db import Database
 from app.tasks import service as tasks
-from labeling.highlight import Marked, mark_html, mark_text, query_terms
-from labeling.types import GRADE_NAMES
+from labeling.protocol.types import GRADE_NAMES
+from labeling.retrieval.highlight import Marked, mark_html, mark_text, query_terms
 
 #: Start of every framed document: the charset, a viewport and a calm default style. A
 #: document's own CSS comes after and may override it (it only ever styles its frame). The
@@ -73,9 +74,9 @@ def render_frame(
     """The ``srcdoc`` document for one judged document and its number of reading anchors.
 
     HTML is kept as stored, with query words marked and reading anchors placed in its text
-    runs (:func:`labeling.highlight.mark_html`); plain text is escaped, reflowed into
+    runs (:func:`labeling.retrieval.highlight.mark_html`); plain text is escaped, reflowed into
     paragraphs without a leading copy of the title, and marked
-    (:func:`labeling.highlight.mark_text`). ``terms`` empty: no highlighting.
+    (:func:`labeling.retrieval.highlight.mark_text`). ``terms`` empty: no highlighting.
     """
     return _render_frame_cached(text, html_body, title, terms)
 
@@ -108,7 +109,7 @@ def frame_srcdoc(
 
 @lru_cache(maxsize=256)
 def highlight_terms(query_title: str) -> frozenset[str]:
-    """The stems highlighted for a query (:func:`labeling.highlight.query_terms`)."""
+    """The stems highlighted for a query (:func:`labeling.retrieval.highlight.query_terms`)."""
     return query_terms(query_title)
 
 

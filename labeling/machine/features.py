@@ -2,8 +2,9 @@
 
 Every formula, with its parameters and references, is in docs/features.md; this docstring is
 the summary. Three fields per document: ``title``, ``body`` and ``whole`` (title then body, the
-text :class:`labeling.bm25.Bm25Index` indexes). Terms come from the project's analyser
-:func:`labeling.text.tokenize` (lower case, Lucene's English stop set, Snowball stems), so the
+text :class:`labeling.retrieval.bm25.Bm25Index` indexes). Terms come from the project's analyser
+:func:`labeling.retrieval.text.tokenize` (lower case, Lucene's English stop set, Snowball stems),
+so the
 ``whole.bm25`` feature is the service's BM25 score exactly.
 
 A query q is the multiset of its terms; ``c(t)`` is how often t occurs in q and the sums run
@@ -60,7 +61,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from labeling.text import tokenize, tokenize_many
+from labeling.retrieval.text import tokenize, tokenize_many
 
 __all__ = [
     "FEATURE_NAMES",
@@ -141,7 +142,8 @@ class FeatureMatrix:
 
 def lucene_idf(df: ArrayLikeF, n_docs: int) -> F64:
     """``ln(1 + (N − df + 0.5) / (df + 0.5))``: BM25's IDF as Lucene and
-    :mod:`labeling.bm25` compute it (positive for every ``df``, defined for ``df = 0``)."""
+    :mod:`labeling.retrieval.bm25` compute it (positive for every ``df``, defined for ``df =
+    0``)."""
     d = np.asarray(df, dtype=np.float64)
     out: F64 = np.log1p((n_docs - d + 0.5) / (d + 0.5))
     return out
@@ -179,7 +181,8 @@ class _Field:
 
 class FeatureExtractor:
     """Text features (module docstring) over a fixed collection of ``(doc_id, title, body)``
-    documents (plain text: reduce HTML with :func:`labeling.text.strip_html` first; ``None``
+    documents (plain text: reduce HTML with :func:`labeling.retrieval.text.strip_html` first;
+    ``None``
     for a missing field; ids unique)."""
 
     def __init__(

@@ -9,7 +9,7 @@ that grade (five grades 0..4) also offer ``grades(query, doc_ids)``, one distrib
 document (:class:`GradeJudge`).
 
 * :class:`Bm25Judge`: ``P = σ((s_A − s_B) / scale)`` with s the service's BM25 score
-  (:mod:`labeling.bm25`) and ``σ(z) = 1 / (1 + e^{−z})``; default scale 1 BM25 point (a
+  (:mod:`labeling.retrieval.bm25`) and ``σ(z) = 1 / (1 + e^{−z})``; default scale 1 BM25 point (a
   difference of one point gives 0.73, of three 0.95).
 * :class:`FeatureModelJudge`: the same logistic on the difference of a fitted ranking model's
   scores over the query's text features (:mod:`labeling.machine.features`), normalised per
@@ -48,7 +48,6 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 from numpy.typing import NDArray
 
-from labeling.bm25 import Bm25Index
 from labeling.machine.calibration import Calibrator
 from labeling.machine.features import FeatureExtractor
 from labeling.machine.llm_prompts import (
@@ -57,6 +56,7 @@ from labeling.machine.llm_prompts import (
     combine_orders,
     parse_pairwise,
 )
+from labeling.retrieval.bm25 import Bm25Index
 from ranking.data.dataset import normalize_per_query
 
 __all__ = [

@@ -12,7 +12,7 @@ Which documents go with which query is the *pairing*:
   listed pairs, including the ``-1`` non-relevant ones);
 * ``"all"`` — every document under every query (small collections; Cranfield would give
   315,000 rows, so the service import bounds it);
-* a mapping ``query_id -> [doc ids]`` — e.g. the top n of a TREC run (:mod:`labeling.pools`).
+* a mapping ``query_id -> [doc ids]`` — e.g. the top n of a TREC run (:mod:`labeling.study.pools`).
 """
 
 from __future__ import annotations

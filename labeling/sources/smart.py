@@ -2,8 +2,7 @@
 
 A record starts with ``.I <id>``; field markers sit alone on their line: ``.T`` title, ``.A``
 authors, ``.B`` bibliographic source, ``.W`` abstract (the text), plus ``.X``/``.K``/``.N``/``.C``
-in some collections. The Cranfield quirks listed in ``../shared/data/cranfield/README.md`` are
-honoured:
+in some collections. The Cranfield collection's quirks (docs/data-formats.md) are honoured:
 
 * all files use CRLF line endings (the line reader strips ``\\r``);
 * doc 240 has stray ``.A``/``.B`` marker lines inside its abstract and docs 576/578 have two

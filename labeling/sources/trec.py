@@ -361,16 +361,7 @@ def parse_qrels_file(
         if text.split() and not text.lstrip().startswith("#")
     )
     head = list(itertools.islice(rows, SNIFF_LINES))
-    if not head:
-        issues.add(1, "no qrels lines found")
-        issues.raise_if_any()
-    try:
-        chosen = choose_layout([cols for _, cols in head], layout)
-    except ValueError as exc:
-        index = getattr(exc, "index", 0)
-        issues.add(head[index][0], str(exc))
-        issues.raise_if_any()
-        raise  # unreachable: raise_if_any raised
+    chosen = _qrels_layout(head, layout, issues)
     width = layout_columns(chosen.layout)
     out: list[QrelsEntry] = []
     seen: dict[tuple[str, str], int] = {}
@@ -415,3 +406,20 @@ def parse_qrels_file(
     else:
         grades = "the file's values (negative -> 0)"
     return QrelsFile(out, chosen, grades)
+
+
+def _qrels_layout(
+    head: list[tuple[int, list[str]]], layout: str, issues: IssueCollector
+) -> SniffedLayout:
+    """The layout of a qrels file from its first data lines ``head`` (``layout`` names it or is
+    ``auto``); a SourceError through ``issues`` when there are none or they fit no layout."""
+    if not head:
+        issues.add(1, "no qrels lines found")
+        issues.raise_if_any()
+    try:
+        return choose_layout([cols for _, cols in head], layout)
+    except ValueError as exc:
+        index = getattr(exc, "index", 0)
+        issues.add(head[index][0], str(exc))
+        issues.raise_if_any()
+        raise  # unreachable: raise_if_any raised

@@ -18,7 +18,7 @@ from app.analysis.service import StudyConfig, collection_analysis, run_simulated
 from app.cli import cli
 from app.kernel.db import Database
 from app.kernel.models import Judgment, Query, Task, User
-from labeling.agreement import pair_key
+from labeling.analysis.agreement import pair_key
 
 CONFIG = StudyConfig(assessors=5, queries=10, docs=20, k=10, seed=3, undo_rate=0.02)
 

@@ -12,8 +12,8 @@ from typing import Any
 from sqlalchemy import select
 
 from app.kernel.models import Judgment
-from labeling.session import open_session
-from labeling.types import BrokenAnswer, PairAnswer
+from labeling.protocol.session import open_session
+from labeling.protocol.types import BrokenAnswer, PairAnswer
 from tests.app.conftest import Api
 from tests.app.test_service_api import make_collection, make_task, oracle_outcome, pair_body, pool
 

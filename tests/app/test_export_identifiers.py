@@ -17,8 +17,9 @@ from app.exports.service import FORMATS
 from app.kernel.models import Collection, Document, Judgment, Query, Task, User
 from app.users.passwords import hash_password
 from labeling.csv_safety import unneutralise_cell
-from labeling.session import open_session, validate_options
-from labeling.types import GradeAnswer, PairAnswer, PairQuestion
+from labeling.protocol.options import validate_options
+from labeling.protocol.session import open_session
+from labeling.protocol.types import GradeAnswer, PairAnswer, PairQuestion
 from tests.app.conftest import Api
 
 QUERY = "q 1\r\nq2 0 forged 4"

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from app.cli import cli as app_cli
 from app.exports.service import FORMATS
-from labeling.aggregate import borda
+from labeling.analysis.aggregate import borda
 from ranking.evaluate import evaluate
 from ranking.io.letor import read_letor
 from ranking.io.topk import TopKTruth

@@ -29,8 +29,8 @@ from app.kernel.models import ApiToken, Judgment, Task, User, utcnow
 from app.tasks import service as tasks
 from app.users import service as users
 from app.users.tokens import BearerToken
-from labeling.session import open_session
-from labeling.types import PairAnswer
+from labeling.protocol.session import open_session
+from labeling.protocol.types import PairAnswer
 from tests.app.conftest import fresh_database
 
 pytestmark = pytest.mark.postgres

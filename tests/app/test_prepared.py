@@ -15,7 +15,7 @@ from app.kernel.db import Database
 from app.kernel.models import utcnow
 from app.kernel.prepared import Prepared
 from app.users import tokens
-from labeling.types import GradeAnswer
+from labeling.protocol.types import GradeAnswer
 from tests.app.conftest import Api
 from tests.app.test_service_api import make_collection, make_task, pool
 

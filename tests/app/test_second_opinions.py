@@ -1,7 +1,7 @@
 """Second opinions over REST, on a real SQLite file and a real Postgres schema: a ``+robust``
 task's repeats routed to a second assessor (docs/noise.md#routing-re-asks-to-a-second-assessor).
 
-Oracles: a consistent simulated assessor's true top k (``labeling.simulation.Assessor``), the
+Oracles: a consistent simulated assessor's true top k (``labeling.study.simulation.Assessor``), the
 labeling core's own replay of the stored log (which seqs are deliberate repeats), and the
 database rows themselves (``judgment.answered_by``, ``second_opinion.status``).
 """
@@ -16,9 +16,9 @@ import pytest
 from sqlalchemy import select, update
 
 from app.kernel.models import Judgment, SecondOpinion, Task, User, utcnow
-from labeling.session import open_session
-from labeling.simulation import Assessor
-from labeling.types import PairAnswer, PairQuestion
+from labeling.protocol.session import open_session
+from labeling.protocol.types import PairAnswer, PairQuestion
+from labeling.study.simulation import Assessor
 from tests.app.admin_support import make_collection
 from tests.app.conftest import Api
 

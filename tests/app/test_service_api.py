@@ -15,9 +15,9 @@ from typing import Any
 from sqlalchemy import select
 
 from app.kernel.models import Judgment
-from labeling.session import open_session
-from labeling.simulation import Assessor, run_session
-from labeling.types import PairAnswer, PairQuestion
+from labeling.protocol.session import open_session
+from labeling.protocol.types import PairAnswer, PairQuestion
+from labeling.study.simulation import Assessor, run_session
 from tests.app.conftest import Api
 
 

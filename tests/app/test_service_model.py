@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from sqlalchemy import select
 
 from app.kernel.models import Judgment
-from labeling.session import open_session
-from labeling.types import PairAnswer, PairQuestion
+from labeling.protocol.session import open_session
+from labeling.protocol.types import PairAnswer, PairQuestion
 from tests.app.conftest import Api
 from tests.app.test_service_api import make_collection, make_task, pool
 

@@ -1,7 +1,7 @@
 """Judging strategies and priors through the service: REST task creation, the judging loop,
 results, exports, the agreement analysis, simulate-study and the planner's cost preview.
 
-Oracles: a consistent simulated assessor's true top k (``labeling.simulation.Assessor``), the
+Oracles: a consistent simulated assessor's true top k (``labeling.study.simulation.Assessor``), the
 prior orders recomputed here from the imported feature values and the run text, and the
 expected counts from a fresh labeling-core session of the same strategy.
 """
@@ -15,10 +15,10 @@ import pytest
 from sqlalchemy import func, select
 
 from app.kernel.models import Collection, Task
-from labeling.session import open_session
-from labeling.simulation import GRADE_SECONDS, PAIR_SECONDS, Assessor
-from labeling.strategies import strategy_names
-from labeling.types import PairAnswer, PairQuestion
+from labeling.protocol.session import open_session
+from labeling.protocol.types import PairAnswer, PairQuestion
+from labeling.strategies.registry import strategy_names
+from labeling.study.simulation import GRADE_SECONDS, PAIR_SECONDS, Assessor
 from tests.app.admin_support import make_collection, ndjson
 from tests.app.conftest import Api
 

@@ -353,8 +353,8 @@ def test_judging_api_with_the_session_cookie_needs_the_pages_csrf_token(
 
 
 def test_lookahead_lists_the_possible_next_documents(site: dict[str, Any]) -> None:
-    from labeling.session import open_session
-    from labeling.types import PairAnswer
+    from labeling.protocol.session import open_session
+    from labeling.protocol.types import PairAnswer
 
     client = site["client"]
     login(client)

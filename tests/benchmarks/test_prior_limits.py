@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from benchmarks import prior_limits as pl
-from labeling.simulation import SCENARIO_PRIOR_CORR
-from labeling.strategies import STRATEGIES
+from labeling.strategies.registry import STRATEGIES
+from labeling.study.simulation import SCENARIO_PRIOR_CORR
 
 
 @pytest.mark.parametrize(
@@ -90,7 +90,7 @@ def test_greedy_and_rollout_return_the_true_top(corr: float | None) -> None:
 
 
 def test_search_costs() -> None:
-    from labeling.insertion import mean_search
+    from labeling.strategies.insertion import mean_search
 
     for slots in range(1, 12):
         uniform = np.full(slots, 1.0 / slots)
@@ -104,7 +104,7 @@ def test_search_costs() -> None:
 def test_insertion_with_trees_matches_the_strategy() -> None:
     """With the fill in order and binary search, the exact expectation equals the mean of
     the registered insertion strategy over the same scenarios."""
-    from labeling.insertion import InsertionTopK
+    from labeling.strategies.insertion import InsertionTopK
 
     rng = np.random.default_rng(9)
     u = np.stack([pl.latent_by_position(rng, 16, SCENARIO_PRIOR_CORR) for _ in range(400)])

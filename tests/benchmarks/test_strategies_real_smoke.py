@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from labeling.strategies import strategy_names
+from labeling.strategies.registry import strategy_names
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -183,8 +183,8 @@ def test_not_relevant_button_names_the_challenger_side(tmp_path: Path) -> None:
     executable = require_browser()
     from playwright.sync_api import sync_playwright
 
-    from labeling.session import open_session
-    from labeling.types import PairAnswer
+    from labeling.protocol.session import open_session
+    from labeling.protocol.types import PairAnswer
     from tests.e2e.web_support import (
         live_judgments,
         on_done_page,

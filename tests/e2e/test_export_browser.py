@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from app.kernel.models import Judgment, Query, Task
-from labeling.session import open_session
-from labeling.types import PairAnswer
+from labeling.protocol.session import open_session
+from labeling.protocol.types import PairAnswer
 from tests.app.test_export_identifiers import answers_preferring_earlier
 from tests.e2e.web_support import (
     LiveServer,

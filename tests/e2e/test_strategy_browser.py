@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from labeling.session import open_session
-from labeling.types import PairAnswer
+from labeling.protocol.session import open_session
+from labeling.protocol.types import PairAnswer
 from tests.e2e.web_support import (
     oracle_scores,
     relevance_docs,

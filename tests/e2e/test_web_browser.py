@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from labeling.session import open_session
-from labeling.types import PairAnswer
+from labeling.protocol.session import open_session
+from labeling.protocol.types import PairAnswer
 from tests.e2e.web_support import (
     ARTIFACTS,
     TIMEOUT_MS,

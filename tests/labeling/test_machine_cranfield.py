@@ -21,12 +21,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from labeling.bm25 import Bm25Index
 from labeling.machine.calibration import Calibrator, calibration_report
 from labeling.machine.features import FEATURE_NAMES, FeatureExtractor
 from labeling.machine.judges import Bm25Judge, FeatureModelJudge, JudgeQuery
+from labeling.retrieval.bm25 import Bm25Index
+from labeling.retrieval.text import document_text
 from labeling.sources.smart import SmartCollection, load_cranfield
-from labeling.text import document_text
 from ranking.data.dataset import QueryDataset, normalize_per_query
 from ranking.estimators import ListNet, metric_values
 

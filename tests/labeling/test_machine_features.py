@@ -9,7 +9,6 @@ import random
 import numpy as np
 import pytest
 
-from labeling.bm25 import Bm25Index
 from labeling.machine.features import (
     FEATURE_NAMES,
     FIELD_FEATURES,
@@ -17,7 +16,8 @@ from labeling.machine.features import (
     FeatureExtractor,
     FeatureParams,
 )
-from labeling.text import document_text, tokenize
+from labeling.retrieval.bm25 import Bm25Index
+from labeling.retrieval.text import document_text, tokenize
 
 DOCS = [
     ("A", "Heat transfer", "heat flow in a plate, heat"),

@@ -9,7 +9,6 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from labeling.bm25 import Bm25Index, Bm25Params
 from labeling.machine.calibration import calibration_report, position_bias
 from labeling.machine.features import FEATURE_NAMES, FeatureExtractor
 from labeling.machine.judges import (
@@ -26,7 +25,8 @@ from labeling.machine.judges import (
     thurstone_sigma,
 )
 from labeling.machine.llm_prompts import PAIRWISE_V1, parse_pairwise
-from labeling.text import document_text
+from labeling.retrieval.bm25 import Bm25Index, Bm25Params
+from labeling.retrieval.text import document_text
 
 DOCS = [
     ("d1", "Heat transfer in plates", "The heat flow through a thin plate."),

@@ -16,9 +16,9 @@ import pytest
 from typer.testing import CliRunner
 
 from app.cli import cli
-from labeling.bm25 import Bm25Index, write_trec_run
+from labeling.retrieval.bm25 import Bm25Index, write_trec_run
+from labeling.retrieval.text import document_text
 from labeling.sources.smart import load_cranfield
-from labeling.text import document_text
 from tests.conftest import oracle
 
 READINGS = {

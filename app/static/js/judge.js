@@ -465,7 +465,7 @@
   }
 
   // About how many anchors fit in the frame: text at 16px/1.6 with ~7.5px per character and
-  // ANCHOR_WORDS (24) words of ~6 characters between anchors (labeling/highlight.py).
+  // ANCHOR_WORDS (24) words of ~6 characters between anchors (labeling/retrieval/highlight.py).
   function anchorsPerScreen(card) {
     var f = card.querySelector("iframe");
     var w = Math.max(120, f.clientWidth - 36);
@@ -521,7 +521,7 @@
   });
 
   // Only the outcomes the protocol accepts now are offered: "not relevant" applies to the
-  // challenger of a Step-2 root comparison only (labeling.session.TopKSession.allowed_outcomes).
+  // challenger of a Step-2 root comparison only (labeling.protocol.topk.TopKSession.allowed_outcomes).
   function renderOutcomes(q) {
     var allowed = q.allowed_outcomes || null;
     var buttons = document.querySelectorAll("[data-action]");

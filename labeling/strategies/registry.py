@@ -1,0 +1,124 @@
+"""The judging-strategy registry: which pairwise strategies a top-k task may name.
+
+A task's option ``strategy`` names one entry of :data:`STRATEGIES`, optionally followed by
+modifiers from :data:`MODIFIERS` joined with ``+`` (``"heap"``, ``"tournament+robust"``).
+:func:`strategy_names` lists every accepted name; :func:`resolve_strategy` turns a name into
+the class :class:`labeling.protocol.topk.TopKSession` instantiates. A modifier is a function from a
+strategy class to a strategy class (e.g. one that re-asks some comparisons); modifiers in a
+name are applied left to right, and a name lists them in registration order, each at most once,
+so that every combination has exactly one spelling in a stored task config.
+
+Conventions of each strategy: ``docs/protocols.md``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+
+from labeling.errors import ConfigError
+from labeling.strategies.base import PairStrategy
+from labeling.strategies.heap import HeapTopK
+from labeling.strategies.insertion import InsertionTopK
+from labeling.strategies.prior_tournament import PriorTournamentTopK
+from labeling.strategies.robust import robust
+from labeling.strategies.tournament import TournamentTopK
+
+#: Base strategies by option name: ``heap`` (Algorithm 1 of Niu et al., SIGIR 2012, "Top-k
+#: Learning to Rank: Labeling, Ranking and Evaluation"; the default), ``tournament``
+#: (replacement selection, the fewest judgments on random orders) and ``insertion`` (binary
+#: insertion into a sorted top list) and ``prior`` (a tournament shaped by the order, the
+#: fewest when documents come in a good prior order; docs/protocols.md#prior).
+STRATEGIES: dict[str, type[PairStrategy]] = {
+    "heap": HeapTopK,
+    "tournament": TournamentTopK,
+    "insertion": InsertionTopK,
+    "prior": PriorTournamentTopK,
+}
+
+#: Strategy modifiers by name: ``MODIFIERS[m](cls)`` is ``cls`` changed by ``m``.
+MODIFIERS: dict[str, Callable[[type[PairStrategy]], type[PairStrategy]]] = {
+    # Re-ask the comparisons the result depends on, by what a wrong answer would cost, and
+    # combine the answers (docs/noise.md#the-robust-rule; tournament+robust meets the cost
+    # goal under 10% flips).
+    "robust": robust,
+}
+
+#: The modifiers that ask deliberate repeats of a pair (:attr:`Compare.repeat`): the questions
+#: the service may route to a second assessor (docs/noise.md#routing-re-asks-to-a-second-assessor).
+REPEATING_MODIFIERS = frozenset({"robust"})
+
+#: The strategy of a task whose options do not name one (every task stored before the option).
+DEFAULT_STRATEGY = "heap"
+
+#: Separates a base strategy from its modifiers in a name.
+SEPARATOR = "+"
+
+# Resolved names -> (the modifier functions used, the class); a modifier builds a new class on
+# every call, and a session is rebuilt on every request, so the class is built once per name.
+_resolved: dict[str, tuple[tuple[Callable[..., object], ...], type[PairStrategy]]] = {}
+
+
+def strategy_names() -> list[str]:
+    """Every name the ``strategy`` option accepts: each base strategy in registration order,
+    each followed by its combinations with the modifiers (non-empty subsets, in registration
+    order; with one modifier ``m``: ``heap``, ``heap+m``, ``tournament``, ...)."""
+    modifiers = list(MODIFIERS)
+    names: list[str] = []
+    for base in STRATEGIES:
+        names.append(base)
+        for size in range(1, len(modifiers) + 1):
+            for combo in itertools.combinations(modifiers, size):
+                names.append(SEPARATOR.join((base, *combo)))
+    return names
+
+
+def check_strategy_name(name: object) -> str:
+    """``name`` if :func:`strategy_names` lists it; else ConfigError listing the accepted names."""
+    if isinstance(name, str) and name in STRATEGIES:  # the common case, on every replay
+        return name
+    names = strategy_names()
+    if not isinstance(name, str) or name not in names:
+        raise ConfigError(f"option strategy must be one of {', '.join(names)}; got {name!r}")
+    return name
+
+
+def makes_repeats(name: str) -> bool:
+    """Whether the strategy ``name`` asks deliberate repeats: one of its modifiers is in
+    :data:`REPEATING_MODIFIERS`."""
+    return any(m in REPEATING_MODIFIERS for m in name.split(SEPARATOR)[1:])
+
+
+def resolve_strategy(name: str) -> type[PairStrategy]:
+    """The strategy class a name stands for (modifiers applied left to right); ConfigError for
+    a name :func:`strategy_names` does not list."""
+    base = STRATEGIES.get(name)
+    if base is not None:
+        return base
+    check_strategy_name(name)
+    head, *mods = name.split(SEPARATOR)
+    functions = tuple(MODIFIERS[m] for m in mods)
+    cached = _resolved.get(name)
+    if cached is not None and cached[0] == functions:
+        return cached[1]
+    cls = STRATEGIES[head]
+    for modify in functions:
+        cls = modify(cls)
+    _resolved[name] = (functions, cls)
+    return cls
+
+
+def lower_bound(n: int, k: int) -> int:
+    """Kislitsyn's worst-case lower bound on comparisons to find the k best of n, in order:
+
+        L(n, k) = n − k + Σ_{j = n−k+2}^{n} ⌈log2 j⌉
+
+    (Kislitsyn 1964; Knuth, *The Art of Computer Programming* vol. 3, §5.3.3). 94 at
+    (50, 10), 153 at (100, 10), 332 at (200, 20). For ``k ≥ n`` the task is sorting all n
+    (k = n), so ``k`` is capped at ``n``; ``L(n, n) = Σ_{j=2}^{n} ⌈log2 j⌉``, the binary-insertion
+    count, which is also the bound for ``k = n − 1``.
+    """
+    if n < 1 or k < 1:
+        raise ConfigError(f"n and k must be >= 1, got n={n}, k={k}")
+    k = min(k, n)
+    return n - k + sum((j - 1).bit_length() for j in range(n - k + 2, n + 1))

@@ -1,0 +1,4 @@
+"""Study design: which assessor judges which query with which tool (``assignment``), which
+documents a query's pool holds (``pools``) and simulated assessors for budgeting a study and
+comparing strategies (``simulation``).
+"""
