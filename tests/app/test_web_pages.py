@@ -266,7 +266,7 @@ def test_hostile_document_is_entity_encoded_in_srcdoc(site: dict[str, Any]) -> N
 
     env = templates().env
     tmpl = env.from_string(
-        '{% import "assess/_judge_common.html" as c %}{{ c.frame("left", doc, "Left") }}'
+        '{% import "judging/_common.html" as c %}{{ c.frame("left", doc, "Left") }}'
     )
 
     class Doc:

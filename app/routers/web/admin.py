@@ -86,7 +86,7 @@ def _refuse_non_admin(request: Request, resolved: security.ResolvedSession) -> R
     return admin_page(
         request,
         resolved,
-        "assess/error.html",
+        "error.html",
         {"title": "Admins only", "message": "This page is for admins."},
         status=403,
     )
@@ -220,7 +220,7 @@ async def _home_response(
     return admin_page(
         request,
         resolved,
-        "admin/index.html",
+        "admin.html",
         {
             "collections": colls,
             "workloads": [w.as_dict() for w in loads],
@@ -316,7 +316,7 @@ async def _collection_response(
         return admin_page(
             request,
             resolved,
-            "assess/error.html",
+            "error.html",
             {"title": "Not found", "message": _error_text(exc), "back_url": "/admin"},
             status=exc.status_code,
         )
@@ -328,7 +328,7 @@ async def _collection_response(
     return admin_page(
         request,
         resolved,
-        "admin/collection.html",
+        "collections/collection.html",
         {
             "collection": summary,
             "assessors": enabled,
@@ -492,7 +492,7 @@ async def progress_fragment(request: Request, collection_id: int, db: DbDep) -> 
         ctx = await _progress_context(db, collection_id)
     except DomainError as exc:
         return Response(_error_text(exc), status_code=exc.status_code)
-    return admin_page(request, resolved, "admin/_progress.html", ctx)
+    return admin_page(request, resolved, "collections/_progress.html", ctx)
 
 
 # --------------------------------------------------------------------------- form posts
@@ -887,7 +887,7 @@ async def plan_page(request: Request, collection_id: int, db: DbDep) -> Response
     return admin_page(
         request,
         resolved,
-        "admin/plan.html",
+        "planning/plan.html",
         {
             "collection_id": collection_id,
             "preview": preview,

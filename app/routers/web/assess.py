@@ -47,7 +47,7 @@ def error_page(
 ) -> Response:
     return render(
         request,
-        "assess/error.html",
+        "error.html",
         {"title": title, "message": message},
         user=resolved.user,
         csrf_token=resolved.csrf_token,
@@ -131,7 +131,7 @@ async def my_tasks(request: Request, db: DbDep) -> Response:
     opinions = await run_in_threadpool(second_opinions.list_items, db=db, user=resolved.user)
     return render(
         request,
-        "assess/tasks.html",
+        "tasks/tasks.html",
         {"rows": rows, "second_opinions": opinions},
         user=resolved.user,
         csrf_token=resolved.csrf_token,
@@ -159,7 +159,7 @@ async def judge_page(request: Request, db: DbDep, task_id: int) -> Response:
     if question.get("waiting"):  # a repeat routed to a second assessor (docs/noise.md)
         return render(
             request,
-            "assess/waiting.html",
+            "second_opinions/waiting.html",
             {
                 "query": {"title": page.query_title},
                 "task_id": task_id,
@@ -220,11 +220,11 @@ async def judge_page(request: Request, db: DbDep, task_id: int) -> Response:
     if page.method == "topk":
         context["left"] = page_data.doc_view(question["pair"]["left"]).framed(terms)
         context["right"] = page_data.doc_view(question["pair"]["right"]).framed(terms)
-        template = "assess/pairwise.html"
+        template = "judging/pairwise.html"
     else:
         context["document"] = page_data.doc_view(question["document"]).framed(terms)
         context["grade_names"] = GRADE_NAMES
-        template = "assess/graded.html"
+        template = "judging/graded.html"
     return render(
         request,
         template,
@@ -314,7 +314,7 @@ async def done_page(request: Request, db: DbDep, task_id: int) -> Response:
     active_ms = int(page.question["active_ms"])
     return render(
         request,
-        "assess/done.html",
+        "tasks/done.html",
         {
             "query": {"title": page.query_title, "description": page.query_description},
             "judgments": page.question["progress"]["judgments"],
