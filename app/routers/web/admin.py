@@ -340,6 +340,7 @@ async def _collection_response(
             "errors": errors or {},
             "rechoose": list(rechoose),
             "plan_fit": plan_fit(len(filled["plan"].get("assessors", [])), summary.queries),
+            "plan_fits": [plan_fit(m, summary.queries) for m in range(len(enabled) + 1)],
             "guidelines": guidelines,
             # Both are sanitised (app.guidelines: markdown-it-py with raw HTML off, then nh3).
             "guidelines_html": Markup(
@@ -372,7 +373,7 @@ def fitting_per_query(assessors: int) -> int:
 
 def plan_fit(assessors: int, queries: int) -> dict[str, Any]:
     """What the plan form says next to the assessors before Preview: the defaults that fit and
-    a problem (or None). admin.js recomputes the same when the choice changes."""
+    a problem (or None). The page carries it for every number of assessors (plan_fits)."""
     problem = None
     if assessors < 2:
         problem = "Choose at least two assessors: every assessor uses both tools."
