@@ -40,7 +40,7 @@ export function outcomeOf(status) {
  * @property {(req: LoopRequest) => void} [onSend] a request goes out
  * @property {(reply: Reply) => void} [onResponse] a reply arrived (before it is handled)
  * @property {(req: LoopRequest) => void} [onRetry] a failed request is sent again
- * @property {(fn: () => void, ms: number) => any} [setTimer]
+ * @property {(fn: () => unknown, ms: number) => any} [setTimer]
  * @property {(id: any) => void} [clearTimer]
  */
 
@@ -114,7 +114,7 @@ export class Submitter {
     this.cancelTimer();
     req.attempts = (req.attempts || 0) + 1;
     const delay = backoffDelay(req.attempts);
-    this.timer = this.setTimer(() => { this.retry(); }, delay);
+    this.timer = this.setTimer(() => this.retry(), delay);
     this.deps.onFailure(req, message, delay);
   }
 
