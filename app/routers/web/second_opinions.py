@@ -1,11 +1,11 @@
 """Second-opinion pages (docs/assessor-guide.md#second-opinions).
 
 The second assessor answers a routed question on the pairwise judging page itself
-(``second_opinions/second_opinion.html`` extends ``judging/pairwise.html``; app/static/js/judge.js runs
-it against ``/api/v1/second-opinions/{id}``): one question per page, then on to the next open
-one, or back to My tasks. The first assessor, while their task waits, gets
-``second_opinions/waiting.html`` from the judging page (:mod:`app.routers.web.assess`) with an "Ask me
-instead" form posting to ``/tasks/{id}/reclaim`` here.
+(``second_opinions/second_opinion.html`` extends ``judging/pairwise.html``;
+app/static/js/judge/ runs it against ``/api/v1/second-opinions/{id}``): one question per page,
+then on to the next open one, or back to My tasks. The first assessor, while their task waits,
+gets ``second_opinions/waiting.html`` from the judging page (:mod:`app.routers.web.assess`) with
+an "Ask me instead" form posting to ``/tasks/{id}/reclaim`` here.
 """
 
 from __future__ import annotations
