@@ -8,4 +8,4 @@ cd "$(dirname "$0")/../.."
 npm ci --no-audit --no-fund --loglevel=error
 npx --no-install eslint
 npx --no-install tsc -p jsconfig.json
-node --test tests/js/
+node --test tests/js/*.test.mjs
