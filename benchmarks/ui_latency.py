@@ -12,7 +12,7 @@ app has no timing code beyond performance marks) to record:
   runs, which adds up to one frame interval, ~16.7 ms, to every figure).
 
 Where the time goes, per judgment: the server (POST /judgments: waiting for the first byte and
-reading the body, from Resource Timing), and judge.js's performance marks: ``hj-key`` (an
+reading the body, from Resource Timing), and the judging script's performance marks: ``hj-key`` (an
 answer key taken), ``hj-sent``, ``hj-response`` (the answer parsed), ``hj-shown`` (the next
 question's documents swapped in) and ``hj-load`` (its documents had not been preloaded and were
 loaded first). The main thread's long tasks (Long Tasks API) inside the slowest judgments show

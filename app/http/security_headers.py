@@ -9,9 +9,11 @@ Three kinds of response, told apart by what the response itself says:
   page CSP also binds the documents. Hence ``img-src data:`` (a document cannot load, or
   beacon to, any URL), ``frame-src 'none'`` (a framed document cannot navigate itself to a
   URL), and no inline script anywhere: pages pass data in ``<script type="application/json">``
-  blocks and ``data-`` attributes. Inline *styles* are allowed, so judged HTML keeps its look;
-  a style can only affect the frame it is in. A header, not ``<meta>``: a meta CSP cannot set
-  ``frame-ancestors`` and only applies once parsed;
+  blocks and ``data-`` attributes. No inline styles either (the pages' styles are in
+  ``app/static/css``), except on the judging pages (:data:`JUDGING_PAGE_PATHS`, policy
+  :data:`JUDGING_PAGE_CSP`), whose framed documents inherit the policy: there inline styles are
+  allowed, so judged HTML keeps its look; a style can only affect the frame it is in. A header,
+  not ``<meta>``: a meta CSP cannot set ``frame-ancestors`` and only applies once parsed;
 - **responses with their own CSP** (``/docs``, whose inline script is allowed by its hash):
   :data:`SECURITY_HEADERS`, their policy kept;
 - **everything else** (the JSON API, redirects, static files, errors):
@@ -25,13 +27,15 @@ header the response set itself is never replaced.
 
 from __future__ import annotations
 
+import re
+
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 API_PREFIX = "/api/v1"
 
 #: The default policy (API responses, redirects, static files).
 CONTENT_SECURITY_POLICY = (
-    "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "
+    "default-src 'self'; img-src 'self' data:; style-src 'self'; "
     "script-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; "
     "frame-ancestors 'none'"
 )
@@ -41,7 +45,7 @@ PAGE_CSP = "; ".join(
     (
         "default-src 'none'",
         "script-src 'self'",
-        "style-src 'self' 'unsafe-inline'",
+        "style-src 'self'",
         "img-src data:",
         "font-src 'none'",
         "connect-src 'self'",
@@ -56,6 +60,13 @@ PAGE_CSP = "; ".join(
         "frame-ancestors 'none'",
     )
 )
+
+#: The policy of the judging pages: the page's, with inline styles for the framed documents
+#: (a ``srcdoc`` document inherits the page's policy; see the module docstring).
+JUDGING_PAGE_CSP = PAGE_CSP.replace("style-src 'self'", "style-src 'self' 'unsafe-inline'")
+
+#: The pages that show judged documents in ``srcdoc`` frames: a task's and a second opinion's.
+JUDGING_PAGE_PATHS = re.compile(r"/(tasks|second-opinions)/[0-9]+")
 
 SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = (
     (b"x-content-type-options", b"nosniff"),
@@ -74,6 +85,12 @@ PAGE_HEADERS: tuple[tuple[bytes, bytes], ...] = (
     (b"cross-origin-opener-policy", b"same-origin"),
     (b"permissions-policy", b"camera=(), microphone=(), geolocation=(), payment=(), usb=()"),
     (b"cache-control", b"no-store"),
+)
+
+#: The headers of a judging page.
+JUDGING_PAGE_HEADERS: tuple[tuple[bytes, bytes], ...] = (
+    (b"content-security-policy", JUDGING_PAGE_CSP.encode()),
+    *PAGE_HEADERS[1:],
 )
 
 #: Sent when the public origin is https: browsers then refuse plain http for a year.
@@ -97,6 +114,7 @@ class SecurityHeadersMiddleware:
         self.app = app
         extra = (HSTS,) if https else ()
         self.page = PAGE_HEADERS + extra
+        self.judging_page = JUDGING_PAGE_HEADERS + extra
         self.own_policy = SECURITY_HEADERS + extra
         self.default = SECURITY_HEADERS + extra + ((_CSP, CONTENT_SECURITY_POLICY.encode()),)
         self.api = (*self.default, _NO_STORE)
@@ -105,7 +123,9 @@ class SecurityHeadersMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        is_api = scope.get("path", "").startswith(API_PREFIX + "/")
+        path = scope.get("path", "")
+        is_api = path.startswith(API_PREFIX + "/")
+        page = self.judging_page if JUDGING_PAGE_PATHS.fullmatch(path) else self.page
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -114,7 +134,7 @@ class SecurityHeadersMiddleware:
                 if _CSP in present:
                     wanted = self.own_policy + ((_NO_STORE,) if is_api else ())
                 elif not is_api and _is_html(headers):  # the API answers JSON
-                    wanted = self.page
+                    wanted = page
                 else:
                     wanted = self.api if is_api else self.default
                 headers.extend((n, v) for n, v in wanted if n not in present)

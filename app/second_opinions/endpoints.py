@@ -3,7 +3,7 @@
 The assignee's queue (``/second-opinions``, ``/next``, ``/{id}``, ``/{id}/answer``) and the
 first assessor's "ask me instead" (``/tasks/{id}/second-opinion/reclaim``);
 docs/rest-api.md#second-opinions. The judging page runs its loop on ``/{id}/next``,
-``/{id}/judgments`` and ``/{id}/undo`` (the task loop's names, so app/static/js/judge.js serves
+``/{id}/judgments`` and ``/{id}/undo`` (the task loop's names, so app/static/js/judge/ serves
 both): the same calls as ``/{id}``, ``/{id}/answer`` and a refused undo.
 """
 
@@ -50,7 +50,7 @@ def next_second_opinion(db: DbDep, caller: Caller) -> Payload:
 @router.get(
     "/second-opinions/{item_id}", response_model=SecondOpinionOut, response_model_exclude_none=True
 )
-@router.get(  # the judging page's name for it (judge.js asks ``{api_url}/next``)
+@router.get(  # the judging page's name for it (the judging page asks ``{api_url}/next``)
     "/second-opinions/{item_id}/next",
     response_model=SecondOpinionOut,
     response_model_exclude_none=True,
@@ -67,7 +67,7 @@ def get_second_opinion(item_id: int, db: DbDep, caller: Caller) -> Payload:
     response_model_exclude_none=True,
     responses=CONFLICT,
 )
-@router.post(  # the judging page's name for it (judge.js posts ``{api_url}/judgments``)
+@router.post(  # the judging page's name for it (the judging page posts ``{api_url}/judgments``)
     "/second-opinions/{item_id}/judgments",
     response_model=SecondOpinionOut,
     response_model_exclude_none=True,

@@ -2,7 +2,7 @@
 live progress and exports. Server-rendered over the same services as the REST API.
 
 * ``GET /admin`` — collections and users (workload, disable/enable, reset password);
-* ``GET /admin/collections/{id}`` — progress (auto-refreshed by ``static/js/admin.js`` from
+* ``GET /admin/collections/{id}`` — progress (auto-refreshed by ``static/js/admin/`` from
   ``GET /admin/collections/{id}/progress-fragment``), imports, plan form, export form;
 * ``GET /admin/collections/{id}/export`` — the export form's download (errors shown on the
   collection page, the form keeping its values);
@@ -85,7 +85,7 @@ def _refuse_non_admin(request: Request, resolved: sessions.ResolvedSession) -> R
     return admin_page(
         request,
         resolved,
-        "assess/error.html",
+        "error.html",
         {"title": "Admins only", "message": "This page is for admins."},
         status=403,
     )
@@ -219,7 +219,7 @@ async def _home_response(
     return admin_page(
         request,
         resolved,
-        "admin/index.html",
+        "admin.html",
         {
             "collections": colls,
             "workloads": [w.as_dict() for w in loads],
@@ -315,7 +315,7 @@ async def _collection_response(
         return admin_page(
             request,
             resolved,
-            "assess/error.html",
+            "error.html",
             {"title": "Not found", "message": _error_text(exc), "back_url": "/admin"},
             status=exc.status_code,
         )
@@ -327,7 +327,7 @@ async def _collection_response(
     return admin_page(
         request,
         resolved,
-        "admin/collection.html",
+        "collections/collection.html",
         {
             "collection": summary,
             "assessors": enabled,
@@ -339,6 +339,7 @@ async def _collection_response(
             "errors": errors or {},
             "rechoose": list(rechoose),
             "plan_fit": plan_fit(len(filled["plan"].get("assessors", [])), summary.queries),
+            "plan_fits": [plan_fit(m, summary.queries) for m in range(len(enabled) + 1)],
             "guidelines": guidelines,
             # Both are sanitised (app.collections.guidelines: markdown-it-py with raw HTML off,
             # then nh3).
@@ -372,7 +373,7 @@ def fitting_per_query(assessors: int) -> int:
 
 def plan_fit(assessors: int, queries: int) -> dict[str, Any]:
     """What the plan form says next to the assessors before Preview: the defaults that fit and
-    a problem (or None). admin.js recomputes the same when the choice changes."""
+    a problem (or None). The page carries it for every number of assessors (plan_fits)."""
     problem = None
     if assessors < 2:
         problem = "Choose at least two assessors: every assessor uses both tools."
@@ -492,7 +493,7 @@ async def progress_fragment(request: Request, collection_id: int, db: DbDep) -> 
         ctx = await _progress_context(db, collection_id)
     except DomainError as exc:
         return Response(_error_text(exc), status_code=exc.status_code)
-    return admin_page(request, resolved, "admin/_progress.html", ctx)
+    return admin_page(request, resolved, "collections/_progress.html", ctx)
 
 
 # --------------------------------------------------------------------------- form posts
@@ -887,7 +888,7 @@ async def plan_page(request: Request, collection_id: int, db: DbDep) -> Response
     return admin_page(
         request,
         resolved,
-        "admin/plan.html",
+        "planning/plan.html",
         {
             "collection_id": collection_id,
             "preview": preview,

@@ -165,7 +165,7 @@ async def analysis_page(
         return admin_page(
             request,
             resolved,
-            "assess/error.html",
+            "error.html",
             {"title": "Not found", "message": str(err.detail)},
             status=404,
         )
@@ -177,4 +177,4 @@ async def analysis_page(
         "per_query": per_query_rows(report),
         "mode": chosen,
     }
-    return admin_page(request, resolved, "admin/analysis.html", context)
+    return admin_page(request, resolved, "analysis/analysis.html", context)

@@ -3,7 +3,7 @@
 Pages need a browser session (the ``heapjudge_session`` cookie); without one they redirect
 to the login form and come back afterwards. A task is shown only to its assessor (403 page
 otherwise, 404 when it does not exist). The judging loop itself runs in
-``app/static/js/judge.js`` against the REST API (``/api/v1/tasks/{id}/next``, ``/judgments``,
+``app/static/js/judge/`` against the REST API (``/api/v1/tasks/{id}/next``, ``/judgments``,
 ``/undo``) with the session cookie and the ``X-CSRF-Token`` header; this module only renders
 the page around the first question, which it takes from the same replay as the API
 (:func:`app.judging.service.task_page`; presentation in :mod:`app.web.page_data`).
@@ -49,7 +49,7 @@ def error_page(
 ) -> Response:
     return render(
         request,
-        "assess/error.html",
+        "error.html",
         {"title": title, "message": message},
         user=resolved.user,
         csrf_token=resolved.csrf_token,
@@ -88,7 +88,7 @@ async def _own_task(
 
 
 #: Cookie holding the assessor's highlighting choice ("0" off; anything else on), set by
-#: judge.js when the H key toggles it, read here so the first render already follows it.
+#: the judging script when the H key toggles it, read here so the first render already follows it.
 HIGHLIGHT_COOKIE = "heapjudge_highlight"
 
 
@@ -100,7 +100,8 @@ def highlight_on(request: Request, hl: int | None = None) -> bool:
 
 
 def guidelines_seen_key(user_id: int, collection_id: int) -> str:
-    """The browser's ``localStorage`` key under which judge.js remembers which version of a
+    """The browser's ``localStorage`` key under which the judging script remembers which version of
+    a
     collection's guidelines this user has seen (docs/assessor-guide.md#guidelines)."""
     return f"heapjudge.guidelines.{user_id}.{collection_id}"
 
@@ -133,7 +134,7 @@ async def my_tasks(request: Request, db: DbDep) -> Response:
     opinions = await run_in_threadpool(second_opinions.list_items, db=db, user=resolved.user)
     return render(
         request,
-        "assess/tasks.html",
+        "tasks/tasks.html",
         {"rows": rows, "second_opinions": opinions},
         user=resolved.user,
         csrf_token=resolved.csrf_token,
@@ -161,7 +162,7 @@ async def judge_page(request: Request, db: DbDep, task_id: int) -> Response:
     if question.get("waiting"):  # a repeat routed to a second assessor (docs/noise.md)
         return render(
             request,
-            "assess/waiting.html",
+            "second_opinions/waiting.html",
             {
                 "query": {"title": page.query_title},
                 "task_id": task_id,
@@ -222,11 +223,11 @@ async def judge_page(request: Request, db: DbDep, task_id: int) -> Response:
     if page.method == "topk":
         context["left"] = page_data.doc_view(question["pair"]["left"]).framed(terms)
         context["right"] = page_data.doc_view(question["pair"]["right"]).framed(terms)
-        template = "assess/pairwise.html"
+        template = "judging/pairwise.html"
     else:
         context["document"] = page_data.doc_view(question["document"]).framed(terms)
         context["grade_names"] = GRADE_NAMES
-        template = "assess/graded.html"
+        template = "judging/graded.html"
     return render(
         request,
         template,
@@ -266,7 +267,7 @@ async def lookahead(
     """What may come after question ``seq``: ``docs``, the documents that may be shown next,
     rendered for their frames (the judging page preloads them into hidden sandboxed frames),
     and ``next``, the next question per answer (:class:`app.judging.service.Lookahead`;
-    judge.js does not use it yet: showing it before the server's answer broke quick key
+    the judging script does not use it yet: showing it before the server's answer broke quick key
     sequences, see docs/assessor-guide.md#next-pair). Read-only. ``hl=0|1`` overrides the
     highlighting cookie."""
     found = await _page_json(
@@ -316,7 +317,7 @@ async def done_page(request: Request, db: DbDep, task_id: int) -> Response:
     active_ms = int(page.question["active_ms"])
     return render(
         request,
-        "assess/done.html",
+        "tasks/done.html",
         {
             "query": {"title": page.query_title, "description": page.query_description},
             "judgments": page.question["progress"]["judgments"],

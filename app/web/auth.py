@@ -62,7 +62,7 @@ def _login_page(
     token = secrets.token_urlsafe(32)
     response = render(
         request,
-        "login.html",
+        "users/login.html",
         {"login_csrf": token, "next_url": next_url, "username": username, "error": error},
         status_code=status_code,
     )
@@ -177,7 +177,7 @@ def _forbidden(
     """The HTML 403 page for a refused form post (cross-site or missing CSRF token)."""
     return render(
         request,
-        "assess/error.html",
+        "error.html",
         {
             "title": "Request refused",
             "message": "This form was refused (" + reason.rstrip(".") + "). "

@@ -3,7 +3,7 @@
 The data comes from the services the REST API uses: the task list from
 :func:`app.tasks.service.list_tasks`; a task from :func:`app.judging.service.task_page`,
 which replays its live log as ``GET /api/v1/tasks/{id}/next`` does and carries that endpoint's
-body as the first question (so ``app/static/js/judge.js`` handles the first and every later
+body as the first question (so ``app/static/js/judge/`` handles the first and every later
 question alike); documents for the frames and the lookahead from
 :func:`app.judging.service.task_documents` and :func:`app.judging.service.lookahead`
 (the judging loop's document cache).
@@ -14,7 +14,7 @@ a fixed prefix (charset, a readable default style, the "more below" cue) followe
 HTML, or by the escaped and reflowed plain text, with the query's words marked and reading
 anchors for keyboard scrolling (:mod:`labeling.retrieval.highlight`). The result is a plain ``str``
 (never
-``Markup``), so the template entity-encodes it into the attribute; judge.js gets the same
+``Markup``), so the template entity-encodes it into the attribute; the judging script gets the same
 string for later documents from ``GET /tasks/{id}/frames`` and ``/lookahead``.
 """
 

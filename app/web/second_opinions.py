@@ -1,10 +1,11 @@
 """Second-opinion pages (docs/assessor-guide.md#second-opinions).
 
 The second assessor answers a routed question on the pairwise judging page itself
-(``assess/second_opinion.html`` extends ``assess/pairwise.html``; app/static/js/judge.js runs
+(``second_opinions/second_opinion.html`` extends ``judging/pairwise.html``; app/static/js/judge/
+runs
 it against ``/api/v1/second-opinions/{id}``): one question per page, then on to the next open
 one, or back to My tasks. The first assessor, while their task waits, gets
-``assess/waiting.html`` from the judging page (:mod:`app.web.assess`) with an "Ask me
+``second_opinions/waiting.html`` from the judging page (:mod:`app.web.assess`) with an "Ask me
 instead" form posting to ``/tasks/{id}/reclaim`` here.
 """
 
@@ -100,7 +101,7 @@ async def judge_page(request: Request, db: DbDep, item_id: int) -> Response:
     }
     return render(
         request,
-        "assess/second_opinion.html",
+        "second_opinions/second_opinion.html",
         context,
         user=resolved.user,
         csrf_token=resolved.csrf_token,

@@ -1,8 +1,9 @@
 """Jinja2 templates for the server-rendered pages.
 
-Templates live in the top-level ``templates/`` directory (``base.html``, ``login.html``,
-``assess/*``, and the admin pages, which extend ``base.html``). Autoescaping is on for every
-template (not only ``.html``): document text, titles and query descriptions are untrusted.
+Templates live in the top-level ``templates/`` directory: ``base.html`` (which every page
+extends) and one folder per concept (``judging/``, ``tasks/``, ``users/``, ...). Autoescaping is
+on for every template (not only ``.html``): document text, titles and query descriptions are
+untrusted.
 
 :func:`render` is what page routes call. It fills the context ``base.html`` needs
 (``current_user``, ``csrf_token``, ``flashes``, ``nav_active``, ``static_url``). The page's

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from app.http.security_headers import PAGE_CSP
-from app.kernel.settings import Settings
 from app.main import create_app
+from app.http.security_headers import JUDGING_PAGE_CSP, PAGE_CSP
+from app.kernel.settings import Settings
 from tests.e2e.web_support import add_user, init_db, relevance_docs, seed_task
 
 HOSTILE_TITLE = '<img src=x onerror="document.title=\'pwned\'">Q&A "quoted"'
@@ -93,6 +93,7 @@ def test_login_page_has_strict_csp_and_no_inline_script(site: dict[str, Any]) ->
     assert directives["frame-ancestors"] == "'none'"
     assert directives["object-src"] == "'none'"
     assert "unsafe" not in directives["script-src"]
+    assert directives["style-src"] == "'self'"  # the pages' styles are all in stylesheets
     for script in tags(resp.text, "script"):
         assert script.get("src") or script.get("type") == "application/json"
     assert not re.search(r"\son[a-z]+\s*=", resp.text), "inline event handler in the page"
@@ -227,7 +228,12 @@ def test_judging_page_sandboxes_documents_and_escapes_everything(site: dict[str,
     login(client)
     resp = client.get(f"/tasks/{site['task'].task_id}")
     assert resp.status_code == 200
-    assert resp.headers["content-security-policy"] == PAGE_CSP
+    # The framed documents inherit the page's policy: inline styles there, nothing else more.
+    assert resp.headers["content-security-policy"] == JUDGING_PAGE_CSP
+    directives = dict(d.strip().split(" ", 1) for d in JUDGING_PAGE_CSP.split(";"))
+    assert directives["style-src"] == "'self' 'unsafe-inline'"
+    assert directives["script-src"] == "'self'"
+    assert 'style="' not in resp.text.split("<iframe", 1)[0]  # none in the page's own markup
     frames = tags(resp.text, "iframe")
     assert len(frames) == 2
     for frame in frames:
@@ -266,7 +272,7 @@ def test_hostile_document_is_entity_encoded_in_srcdoc(site: dict[str, Any]) -> N
 
     env = templates().env
     tmpl = env.from_string(
-        '{% import "assess/_judge_common.html" as c %}{{ c.frame("left", doc, "Left") }}'
+        '{% import "judging/_common.html" as c %}{{ c.frame("left", doc, "Left") }}'
     )
 
     class Doc:
@@ -301,7 +307,9 @@ def test_static_assets_are_served_locally(site: dict[str, Any]) -> None:
     links = [a["href"] for a in tags(page, "link") if a.get("rel") == "stylesheet"]
     assert links and all(str(h).startswith("/static/") for h in links)
     assert client.get(str(links[0])).status_code == 200
-    assert client.get("/static/js/judge.js").status_code == 200
+    assert client.get("/static/js/judge/main.js").status_code == 200
+    assert client.get("/static/js/admin/main.js").status_code == 200
+    assert client.get("/static/css/admin.css").status_code == 200
     assert "http://" not in client.get("/static/css/app.css").text
 
 

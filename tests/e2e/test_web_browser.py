@@ -307,7 +307,7 @@ HOSTILE_LEFT = (
 HOSTILE_RIGHT = (
     '<img id="bad" src="data:image/png;base64,AAAA" '
     "onerror=\"document.body.setAttribute('data-ran','1');parent.document.title='pwned'\">"
-    '<img src="/static/js/judge.js?img">'
+    '<img src="/static/js/judge/main.js?img">'
     '<p><a id="jslink" href="javascript:parent.document.title=\'pwned\'">javascript: link</a></p>'
     '<p><a id="toplink" href="/logout" target="_top">top link</a></p>'
     '<p><a id="selflink" href="/tasks?from-frame-link">frame link</a></p>'
@@ -396,7 +396,7 @@ def test_hostile_documents_do_nothing(env: dict[str, Any], ctx: Any) -> None:
     blocked = {url for url, _why in failed}
     assert all(url in blocked for url, main in requests if not main)
     base = env["server"].url
-    own = (task_url, base + "/static/css/app.css?v=", base + "/static/js/judge.js?v=")
+    own = (task_url, base + "/static/css/app.css?v=", base + "/static/js/judge/")
     assert answered and all(url.startswith(own) for url in answered), answered
     # The covering CSS stays inside its frame: the buttons are still what is under the mouse.
     box = page.locator("button[data-action=left]").bounding_box()
