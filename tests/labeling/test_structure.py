@@ -23,6 +23,8 @@ ALLOWED: dict[str, set[str]] = {
     "study": {"errors", "csv_safety", "protocol", "sources", "strategies"},
     "retrieval": {"errors"},
     "sources": {"errors", "identifiers"},
+    "machine": {"errors", "retrieval"},
+    "campaign_pools": set(),
 }
 
 #: Modifiers: they may import only these modules of ``labeling.strategies``.
