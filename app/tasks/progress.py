@@ -17,7 +17,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from app.judging.service import replay_task
+from app.judging.loop import replay_task
 from app.kernel.db import Database
 from app.kernel.errors import NotFound
 from app.kernel.models import TASK_STATUSES, Collection, Judgment, Query, Task, User

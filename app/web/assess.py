@@ -6,7 +6,7 @@ otherwise, 404 when it does not exist). The judging loop itself runs in
 ``app/static/js/judge.js`` against the REST API (``/api/v1/tasks/{id}/next``, ``/judgments``,
 ``/undo``) with the session cookie and the ``X-CSRF-Token`` header; this module only renders
 the page around the first question, which it takes from the same replay as the API
-(:func:`app.judging.service.task_page`; presentation in :mod:`app.web.page_data`).
+(:func:`app.judging.pages.task_page`; presentation in :mod:`app.web.page_data`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from starlette.concurrency import run_in_threadpool
 
 from app.collections import service as collections
 from app.http.deps import DbDep, web_session
-from app.judging import service as judging
+from app.judging import pages
 from app.kernel.errors import Forbidden, NotFound
 from app.kernel.models import User
 from app.second_opinions import service as second_opinions
@@ -60,7 +60,7 @@ def error_page(
 
 async def _own_task(
     request: Request, db: Any, task_id: int
-) -> tuple[sessions.ResolvedSession | None, judging.TaskPage | None, Response | None]:
+) -> tuple[sessions.ResolvedSession | None, pages.TaskPage | None, Response | None]:
     """(session, task page data, early response): the early response is a redirect to the
     login form, or an error page for a missing or foreign task."""
     resolved = await web_session(request, db)
@@ -68,7 +68,7 @@ async def _own_task(
         return None, None, login_redirect(request)
     try:
         page = await run_in_threadpool(
-            lambda: judging.task_page(db=db, user=resolved.user, task_id=task_id)
+            lambda: pages.task_page(db=db, user=resolved.user, task_id=task_id)
         )
     except NotFound:
         message = f"There is no task {task_id}."
@@ -265,12 +265,12 @@ async def lookahead(
 ) -> Response:
     """What may come after question ``seq``: ``docs``, the documents that may be shown next,
     rendered for their frames (the judging page preloads them into hidden sandboxed frames),
-    and ``next``, the next question per answer (:class:`app.judging.service.Lookahead`;
+    and ``next``, the next question per answer (:class:`app.judging.pages.Lookahead`;
     judge.js does not use it yet: showing it before the server's answer broke quick key
     sequences, see docs/assessor-guide.md#next-pair). Read-only. ``hl=0|1`` overrides the
     highlighting cookie."""
     found = await _page_json(
-        request, db, lambda user: judging.lookahead(db=db, user=user, task_id=task_id, seq=seq), hl
+        request, db, lambda user: pages.lookahead(db=db, user=user, task_id=task_id, seq=seq), hl
     )
     if isinstance(found, Response):
         return found
@@ -295,7 +295,7 @@ async def frames(
     found = await _page_json(
         request,
         db,
-        lambda user: judging.task_documents(db=db, user=user, task_id=task_id, doc_ids=ids),
+        lambda user: pages.task_documents(db=db, user=user, task_id=task_id, doc_ids=ids),
         hl,
     )
     if isinstance(found, Response):
