@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from app.judging.repository import JudgmentStore, LogRow, LogVersion, log_version
 from app.kernel.caches import LRU, Slot
@@ -24,7 +24,7 @@ from app.kernel.db import Database
 from app.kernel.errors import Conflict, Forbidden, NotFound
 from app.kernel.models import User
 from app.users.tokens import Identity
-from labeling.session import open_session
+from labeling.session import TopKSession, open_session
 from labeling.types import (
     Answer,
     BrokenAnswer,
@@ -32,6 +32,7 @@ from labeling.types import (
     GradeQuestion,
     PairAnswer,
     PairQuestion,
+    Progress,
 )
 
 # --------------------------------------------------------------------------- documents
@@ -100,6 +101,38 @@ class DocumentCache:
 # --------------------------------------------------------------------------- replay
 
 
+class Session(Protocol):
+    """What the judging loop uses of a protocol session (:func:`labeling.session.open_session`:
+    a :class:`~labeling.session.TopKSession` or a :class:`~labeling.session.GradedSession`).
+    A top-k session's own questions (the Step-2 challenger, a deliberate repeat) are asked of
+    a :class:`~labeling.session.TopKSession` itself."""
+
+    @property
+    def pending(self) -> PairQuestion | GradeQuestion | None:
+        """The question to show, or None when done."""
+
+    @property
+    def done(self) -> bool:
+        """Whether the log is complete."""
+
+    @property
+    def answers(self) -> Sequence[Answer]:
+        """The answers so far, in ``seq`` order."""
+
+    @property
+    def allowed_outcomes(self) -> Sequence[str] | Sequence[int]:
+        """The answers the pending question accepts."""
+
+    def submit(self, answer: Answer) -> None:
+        """Take ``answer`` to the pending question (unchanged if it raises)."""
+
+    def progress(self) -> Progress:
+        """Judgments so far and remaining questions."""
+
+    def result(self) -> Any:
+        """The ground truth once the log is complete."""
+
+
 def answer_of(row: LogRow) -> Answer:
     """The protocol answer recorded in a judgment row."""
     if row.outcome == "broken":
@@ -109,10 +142,10 @@ def answer_of(row: LogRow) -> Answer:
     return PairAnswer(row.left_doc or "", row.right_doc or "", row.outcome)  # type: ignore[arg-type]
 
 
-def replay_task(task: Any, rows: Sequence[LogRow]) -> Any:
+def replay_task(task: Any, rows: Sequence[LogRow]) -> Session:
     """Rebuild the protocol session of ``task`` (an ORM Task or a task row) from its live
     log."""
-    return open_session(
+    session: Session = open_session(
         task.method,
         task.doc_ids,
         k=task.k,
@@ -120,6 +153,7 @@ def replay_task(task: Any, rows: Sequence[LogRow]) -> Any:
         options=task.options,
         answers=[answer_of(r) for r in rows],
     )
+    return session
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +175,7 @@ class Replayed:
     """A replayed session and the log version it was built from."""
 
     task: TaskConfig
-    session: Any
+    session: Session
     version: LogVersion
     active_ms: int
 
@@ -180,7 +214,11 @@ def routes(r: Replayed) -> bool:
     """Whether the pending question of ``r`` is a repeat its task routes to a second assessor
     (docs/noise.md#routing-re-asks-to-a-second-assessor). One dict lookup for a task that
     routes nothing, so the hot path of every other task stays as it was."""
-    return bool(r.task.options.get("second_assessor")) and r.session.pending_is_repeat
+    return (
+        bool(r.task.options.get("second_assessor"))
+        and isinstance(r.session, TopKSession)
+        and r.session.pending_is_repeat
+    )
 
 
 def document_payloads(
@@ -200,7 +238,7 @@ def document_payloads(
 
 def question_body(
     task: Any,
-    session: Any,
+    session: Session,
     active_ms: int,
     documents: Callable[[Sequence[str]], dict[str, Payload]],
 ) -> Payload:
@@ -228,7 +266,7 @@ def question_body(
     q = session.pending
     if isinstance(q, PairQuestion):
         docs = documents([q.left, q.right])
-        challenger = session.pending_challenger
+        challenger = session.pending_challenger if isinstance(session, TopKSession) else None
         body["seq"] = q.seq
         body["pair"] = {"left": docs[q.left], "right": docs[q.right]}
         body["allowed_outcomes"] = list(session.allowed_outcomes)
@@ -319,14 +357,15 @@ def task_config(task: Any) -> TaskConfig:
     )
 
 
-def session_after(task: Any, answers: Sequence[Answer]) -> Any:
+def session_after(task: Any, answers: Sequence[Answer]) -> Session:
     """The session of ``task`` after ``answers`` (none of them stored)."""
-    return open_session(
+    session: Session = open_session(
         task.method, task.doc_ids, k=task.k, seed=task.seed, options=task.options, answers=answers
     )
+    return session
 
 
-def pending_ids(session: Any) -> list[str]:
+def pending_ids(session: Session) -> list[str]:
     q = session.pending
     if isinstance(q, PairQuestion):
         return [q.left, q.right]

@@ -13,6 +13,7 @@ from typing import Any
 from app.judging.loop import (
     LOOP_CACHES,
     Payload,
+    Session,
     answer_of,
     check_task_access,
     document_payloads,
@@ -28,6 +29,7 @@ from app.judging.repository import JudgmentStore
 from app.kernel.db import Database
 from app.second_opinions import routing
 from app.users.tokens import Caller, Identity, caller_identity
+from labeling.session import TopKSession
 from labeling.types import GradeAnswer, PairAnswer, PairQuestion
 
 
@@ -150,6 +152,7 @@ def lookahead(
         branches: dict[str, Any] = {}
         current: set[str]
         if isinstance(pending, PairQuestion):
+            assert isinstance(session, TopKSession)  # a pair question comes from a top-k session
             current = {pending.left, pending.right}
             for outcome in session.allowed_outcomes:
                 answer = PairAnswer(pending.left, pending.right, outcome)
@@ -181,7 +184,7 @@ def lookahead(
     )
 
 
-def _next_body(task: Any, session: Any, titles: dict[str, str]) -> Payload | None:
+def _next_body(task: Any, session: Session, titles: dict[str, str]) -> Payload | None:
     """The page's view of ``session.pending`` (see :attr:`Lookahead.next`): the question body
     (:func:`app.judging.loop.question_body`) with the documents as ``{doc_id, title}``; None
     when done."""

@@ -42,7 +42,8 @@ from app.second_opinions.repository import STATEMENTS
 from app.second_opinions.routing import decide, locked_body
 from app.users.tokens import Caller, Identity, caller_identity
 from labeling.errors import Finished, InvalidAnswer, WrongQuestion
-from labeling.types import PairAnswer
+from labeling.session import TopKSession
+from labeling.types import PairAnswer, PairQuestion
 
 
 def reclaim(*, db: Database, user: Caller, task_id: int) -> Payload:
@@ -56,9 +57,10 @@ def reclaim(*, db: Database, user: Caller, task_id: int) -> Payload:
         loop.authorise(task, who, task_id, judge=True)
         replayed = loop.replay(task, store.live_log(task_id))
         session = replayed.session
-        if getattr(session, "pending_is_repeat", False):
+        pending = session.pending
+        if isinstance(session, TopKSession) and session.pending_is_repeat and pending is not None:
             sql = STATEMENTS.of(db)
-            seq = session.pending.seq
+            seq = pending.seq
             row = sql.undecided_for_update.one_or_none(cursor, {"task_id": task_id, "seq": seq})
             if row is not None and row.status == "open":
                 decide(sql, cursor, row, "reclaimed", utcnow())
@@ -270,7 +272,7 @@ def answer(*, db: Database, user: Caller, item_id: int, data: dict[str, Any]) ->
         session = replayed.session
         question = session.pending
         if (
-            question is None
+            not isinstance(question, PairQuestion)
             or question.seq != row.seq
             or (question.left, question.right) != (row.left_doc, row.right_doc)
             or not getattr(session, "pending_is_repeat", False)
