@@ -27,6 +27,7 @@ dict lookup on the task's options. Everything here runs only for tasks that rout
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -255,19 +256,7 @@ def answer(*, db: Database, user: Caller, item_id: int, data: dict[str, Any]) ->
             if row.outcome == outcome:
                 return _item(db, cursor, row)  # a retry: stored once already
             raise conflict(f"second opinion {item_id} was already answered differently")
-        if row.status != "open":
-            raise conflict(f"second opinion {item_id} is {row.status}: it went back to its task")
-        if task is None or task.status == "cancelled":
-            raise conflict(f"the task of second opinion {item_id} is cancelled")
-        if row.deadline_at <= now:
-            raise conflict(
-                f"second opinion {item_id} timed out: the question went back to its task"
-            )
-        if outcome not in row.allowed:
-            raise Invalid(
-                f"outcome {outcome!r} is not offered for this question; expected one of "
-                f"{', '.join(row.allowed)}"
-            )
+        _check_open(row, task, item_id, outcome, now, conflict)
         replayed = loop.replay(task, store.live_log(task.id))
         session = replayed.session
         question = session.pending
@@ -307,6 +296,29 @@ def answer(*, db: Database, user: Caller, item_id: int, data: dict[str, Any]) ->
             store.mark(task.id, "done", now)
         decided = sql.by_id.one_or_none(cursor, {"id": item_id})
         return _item(db, cursor, decided)
+
+
+def _check_open(
+    row: Any,
+    task: Any,
+    item_id: int,
+    outcome: str,
+    now: datetime,
+    conflict: Callable[[str], Conflict],
+) -> None:
+    """409 (``conflict(message)``) unless second opinion ``row`` is open, its ``task`` not
+    cancelled and its deadline not passed; 422 for an ``outcome`` it does not offer."""
+    if row.status != "open":
+        raise conflict(f"second opinion {item_id} is {row.status}: it went back to its task")
+    if task is None or task.status == "cancelled":
+        raise conflict(f"the task of second opinion {item_id} is cancelled")
+    if row.deadline_at <= now:
+        raise conflict(f"second opinion {item_id} timed out: the question went back to its task")
+    if outcome not in row.allowed:
+        raise Invalid(
+            f"outcome {outcome!r} is not offered for this question; expected one of "
+            f"{', '.join(row.allowed)}"
+        )
 
 
 def refuse_undo(*, db: Database, user: Caller, item_id: int) -> Payload:

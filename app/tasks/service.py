@@ -94,18 +94,7 @@ def create_task(
     if seed is None:
         seed = secrets.randbelow(2**31)
     with db.write() as s:
-        if s.get(Collection, collection_id) is None:
-            raise NotFound(f"no collection with id {collection_id}")
-        query = s.scalar(
-            select(Query).where(Query.collection_id == collection_id, Query.external_id == query_id)
-        )
-        if query is None:
-            raise NotFound(f"no query {query_id!r} in collection {collection_id}")
-        user = s.scalar(select(User).where(User.username == assessor))
-        if user is None:
-            raise NotFound(f"no user named {assessor!r}")
-        if user.disabled:
-            raise Invalid(f"user {assessor!r} is disabled")
+        query, user = _query_and_assessor(s, collection_id, query_id, assessor)
         if opts.get("second_assessor"):
             check_second_assessors(s, opts["second_assessor"], assessor)
         doc_ids = list(
@@ -144,6 +133,26 @@ def create_task(
         s.add(task)
         s.flush()
         return _view(task, query, user, 0)
+
+
+def _query_and_assessor(
+    s: Session, collection_id: int, query_id: str, assessor: str
+) -> tuple[Query, User]:
+    """The query ``query_id`` of the collection and the active user ``assessor``: 404 for an
+    unknown collection, query or user, 422 for a disabled one."""
+    if s.get(Collection, collection_id) is None:
+        raise NotFound(f"no collection with id {collection_id}")
+    query = s.scalar(
+        select(Query).where(Query.collection_id == collection_id, Query.external_id == query_id)
+    )
+    if query is None:
+        raise NotFound(f"no query {query_id!r} in collection {collection_id}")
+    user = s.scalar(select(User).where(User.username == assessor))
+    if user is None:
+        raise NotFound(f"no user named {assessor!r}")
+    if user.disabled:
+        raise Invalid(f"user {assessor!r} is disabled")
+    return query, user
 
 
 def _check_prior_request(method: str, opts: Mapping[str, Any], prior: PriorSource | None) -> bool:

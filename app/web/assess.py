@@ -175,35 +175,13 @@ async def judge_page(request: Request, db: DbDep, task_id: int) -> Response:
     done_count = int(progress["judgments"])
     remaining = math.ceil(float(progress["estimated_remaining"]))
     total = done_count + remaining
-    options = page.options
     settings = request.app.state.settings
     highlight = highlight_on(request)
     terms = page_data.highlight_terms(page.query_title) if highlight else frozenset()
     guidelines = await run_in_threadpool(
         collections.get_guidelines, db=db, collection_id=page.collection_id
     )
-    boot = {
-        "task_id": page.task_id,
-        "method": page.method,
-        "k": page.k,
-        "allow_ties": bool(options.get("allow_ties", False)),
-        "not_relevant": bool(options.get("not_relevant", False)),
-        "csrf_token": resolved.csrf_token,
-        "idle_seconds": settings.idle_pause_seconds,
-        "active_ms": int(question["active_ms"]),
-        "done_url": f"/tasks/{task_id}/done",
-        "login_url": f"/login?next=/tasks/{task_id}",
-        "frame_csp": FRAME_CSP,
-        "frame_prefix": page_data.FRAME_PREFIX,
-        "lookahead_url": f"/tasks/{task_id}/lookahead",
-        "frames_url": f"/tasks/{task_id}/frames",
-        "highlight": highlight,
-        "highlight_cookie": HIGHLIGHT_COOKIE,
-        "guidelines_key": guidelines_seen_key(resolved.user.id, page.collection_id),
-        "guidelines_version": guidelines_version(guidelines.markdown),
-        "grade_names": list(GRADE_NAMES),
-        "question": question,
-    }
+    boot = _boot(page, resolved, settings, highlight, guidelines)
     context: dict[str, Any] = {
         "query": {"title": page.query_title, "description": page.query_description},
         "question": question,
@@ -235,6 +213,38 @@ async def judge_page(request: Request, db: DbDep, task_id: int) -> Response:
         csrf_token=resolved.csrf_token,
         nav_active="tasks",
     )
+
+
+def _boot(
+    page: pages.TaskPage,
+    resolved: sessions.ResolvedSession,
+    settings: Any,
+    highlight: bool,
+    guidelines: Any,
+) -> dict[str, Any]:
+    """The judging page's boot payload (read by app/static/js/judge.js)."""
+    return {
+        "task_id": page.task_id,
+        "method": page.method,
+        "k": page.k,
+        "allow_ties": bool(page.options.get("allow_ties", False)),
+        "not_relevant": bool(page.options.get("not_relevant", False)),
+        "csrf_token": resolved.csrf_token,
+        "idle_seconds": settings.idle_pause_seconds,
+        "active_ms": int(page.question["active_ms"]),
+        "done_url": f"/tasks/{page.task_id}/done",
+        "login_url": f"/login?next=/tasks/{page.task_id}",
+        "frame_csp": FRAME_CSP,
+        "frame_prefix": page_data.FRAME_PREFIX,
+        "lookahead_url": f"/tasks/{page.task_id}/lookahead",
+        "frames_url": f"/tasks/{page.task_id}/frames",
+        "highlight": highlight,
+        "highlight_cookie": HIGHLIGHT_COOKIE,
+        "guidelines_key": guidelines_seen_key(resolved.user.id, page.collection_id),
+        "guidelines_version": guidelines_version(guidelines.markdown),
+        "grade_names": list(GRADE_NAMES),
+        "question": page.question,
+    }
 
 
 async def _page_json(
