@@ -210,6 +210,9 @@ def clear_caches(db: Database) -> None:
     LOOP_CACHES.clear(db)
 
 
+# --------------------------------------------------------------------------- question bodies
+
+
 def routes(r: Replayed) -> bool:
     """Whether the pending question of ``r`` is a repeat its task routes to a second assessor
     (docs/noise.md#routing-re-asks-to-a-second-assessor). One dict lookup for a task that

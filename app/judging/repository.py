@@ -57,6 +57,7 @@ from labeling.types import Answer, BrokenAnswer, PairAnswer
 #: ``(number of live judgments, id of the newest live judgment)`` of a task.
 LogVersion = tuple[int, int]
 
+
 class LogRow(Protocol):
     """A judgment as replay and the payloads read it (a prepared row or a Core row)."""
 

@@ -46,6 +46,8 @@ from labeling.errors import Finished, InvalidAnswer, WrongQuestion
 from labeling.session import TopKSession
 from labeling.types import PairAnswer, PairQuestion
 
+# --------------------------------------------------------------------------- the first assessor
+
 
 def reclaim(*, db: Database, user: Caller, task_id: int) -> Payload:
     """ "Ask me instead": the first assessor takes back the routed question now pending in
