@@ -32,10 +32,10 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
 from app.http.errors import install_error_handlers
-from app.http.middleware import BodySizeLimitMiddleware
-from app.http.security_headers import (
+from app.http.middleware import (
     API_PREFIX,
     CONTENT_SECURITY_POLICY,
+    BodySizeLimitMiddleware,
     SecurityHeadersMiddleware,
 )
 from app.kernel.db import Database

@@ -52,7 +52,8 @@ import numpy as np
 from sqlalchemy import Select, select
 from sqlalchemy.orm import Session, aliased
 
-from app.judging.service import live_judgments, replay_task
+from app.judging.loop import replay_task
+from app.judging.repository import live_judgments
 from app.kernel.db import Database
 from app.kernel.errors import Invalid, NotFound
 from app.kernel.models import Collection, Document, Judgment, Query, Task, User

@@ -1,13 +1,153 @@
-"""The request body size limit.
+"""The service's two ASGI middlewares: the security headers of every response and the request
+body size limit.
 
 :class:`BodySizeLimitMiddleware` enforces ``max_body_bytes`` by counting the bytes actually
-received (a ``Content-Length`` check alone is bypassed by chunked bodies,
-docs/security.md).
+received (a ``Content-Length`` check alone is bypassed by chunked bodies, docs/security.md).
+
+The security headers of every response are set in one place, :class:`SecurityHeadersMiddleware`.
+
+Three kinds of response, told apart by what the response itself says:
+
+- **HTML pages** (``text/html`` without a policy of their own: everything
+  :func:`app.web.templates.render` returns): :data:`PAGE_HEADERS`, whose CSP is
+  :data:`PAGE_CSP`. Judged documents are shown in ``<iframe sandbox srcdoc=...>``; a
+  ``srcdoc`` document has no URL of its own, so it inherits the embedding page's policy: the
+  page CSP also binds the documents. Hence ``img-src data:`` (a document cannot load, or
+  beacon to, any URL), ``frame-src 'none'`` (a framed document cannot navigate itself to a
+  URL), and no inline script anywhere: pages pass data in ``<script type="application/json">``
+  blocks and ``data-`` attributes. No inline styles either (the pages' styles are in
+  ``app/static/css``), except on the judging pages (:data:`JUDGING_PAGE_PATHS`, policy
+  :data:`JUDGING_PAGE_CSP`), whose framed documents inherit the policy: there inline styles are
+  allowed, so judged HTML keeps its look; a style can only affect the frame it is in. A header,
+  not ``<meta>``: a meta CSP cannot set ``frame-ancestors`` and only applies once parsed;
+- **responses with their own CSP** (``/docs``, whose inline script is allowed by its hash):
+  :data:`SECURITY_HEADERS`, their policy kept;
+- **everything else** (the JSON API, redirects, static files, errors):
+  :data:`SECURITY_HEADERS` and the default :data:`CONTENT_SECURITY_POLICY`; under ``/api/``
+  also ``Cache-Control: no-store`` (tokens, labels and exports must not linger in shared
+  caches).
+
+``Strict-Transport-Security`` is added to all of them when the public origin is https. A
+header the response set itself is never replaced.
 """
 
 from __future__ import annotations
 
+import re
+
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+API_PREFIX = "/api/v1"
+
+#: The default policy (API responses, redirects, static files).
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; img-src 'self' data:; style-src 'self'; "
+    "script-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; "
+    "frame-ancestors 'none'"
+)
+
+#: The policy of every HTML page (see the module docstring).
+PAGE_CSP = "; ".join(
+    (
+        "default-src 'none'",
+        "script-src 'self'",
+        "style-src 'self'",
+        "img-src data:",
+        "font-src 'none'",
+        "connect-src 'self'",
+        "frame-src 'none'",
+        "child-src 'none'",
+        "worker-src 'none'",
+        "media-src 'none'",
+        "object-src 'none'",
+        "manifest-src 'self'",
+        "base-uri 'none'",
+        "form-action 'self'",
+        "frame-ancestors 'none'",
+    )
+)
+
+#: The policy of the judging pages: the page's, with inline styles for the framed documents
+#: (a ``srcdoc`` document inherits the page's policy; see the module docstring).
+JUDGING_PAGE_CSP = PAGE_CSP.replace("style-src 'self'", "style-src 'self' 'unsafe-inline'")
+
+#: The pages that show judged documents in ``srcdoc`` frames: a task's and a second opinion's.
+JUDGING_PAGE_PATHS = re.compile(r"/(tasks|second-opinions)/[0-9]+")
+
+SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = (
+    (b"x-content-type-options", b"nosniff"),
+    (b"x-frame-options", b"DENY"),
+    (b"referrer-policy", b"same-origin"),
+    (b"cross-origin-opener-policy", b"same-origin"),
+    (b"permissions-policy", b"camera=(), microphone=(), geolocation=()"),
+)
+
+#: The headers of an HTML page.
+PAGE_HEADERS: tuple[tuple[bytes, bytes], ...] = (
+    (b"content-security-policy", PAGE_CSP.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"x-frame-options", b"DENY"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"cross-origin-opener-policy", b"same-origin"),
+    (b"permissions-policy", b"camera=(), microphone=(), geolocation=(), payment=(), usb=()"),
+    (b"cache-control", b"no-store"),
+)
+
+#: The headers of a judging page.
+JUDGING_PAGE_HEADERS: tuple[tuple[bytes, bytes], ...] = (
+    (b"content-security-policy", JUDGING_PAGE_CSP.encode()),
+    *PAGE_HEADERS[1:],
+)
+
+#: Sent when the public origin is https: browsers then refuse plain http for a year.
+HSTS = (b"strict-transport-security", b"max-age=31536000; includeSubDomains")
+
+_CSP = b"content-security-policy"
+_NO_STORE = (b"cache-control", b"no-store")
+
+
+def _is_html(headers: list[tuple[bytes, bytes]]) -> bool:
+    for name, value in headers:
+        if name.lower() == b"content-type":
+            return value.split(b";", 1)[0].strip().lower() == b"text/html"
+    return False
+
+
+class SecurityHeadersMiddleware:
+    """Adds the headers of the module docstring to every HTTP response (pure ASGI)."""
+
+    def __init__(self, app: ASGIApp, https: bool = False) -> None:
+        self.app = app
+        extra = (HSTS,) if https else ()
+        self.page = PAGE_HEADERS + extra
+        self.judging_page = JUDGING_PAGE_HEADERS + extra
+        self.own_policy = SECURITY_HEADERS + extra
+        self.default = SECURITY_HEADERS + extra + ((_CSP, CONTENT_SECURITY_POLICY.encode()),)
+        self.api = (*self.default, _NO_STORE)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path = scope.get("path", "")
+        is_api = path.startswith(API_PREFIX + "/")
+        page = self.judging_page if JUDGING_PAGE_PATHS.fullmatch(path) else self.page
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                present = {name.lower() for name, _ in headers}
+                if _CSP in present:
+                    wanted = self.own_policy + ((_NO_STORE,) if is_api else ())
+                elif not is_api and _is_html(headers):  # the API answers JSON
+                    wanted = page
+                else:
+                    wanted = self.api if is_api else self.default
+                headers.extend((n, v) for n, v in wanted if n not in present)
+                message["headers"] = headers
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
 
 
 class _BodyTooLarge(Exception):

@@ -8,11 +8,11 @@ from fastapi import APIRouter
 
 from app.http.deps import Caller, DbDep
 from app.http.lean_route import LeanRoute
+from app.http.middleware import API_PREFIX
 from app.http.openapi import declare_errors
-from app.http.security_headers import API_PREFIX
 from app.judging import service as judging
+from app.judging.loop import Payload, documents_as_refs
 from app.judging.schemas import AnswerOut, JudgmentIn, QuestionOut, UndoIn
-from app.judging.service import Payload
 from app.kernel import offload
 
 #: The judging loop: a few small JSON requests per judgment, so lean routes (LeanRoute: the
@@ -58,7 +58,7 @@ async def submit_judgment(task_id: int, body: JudgmentIn, db: DbDep, caller: Cal
         cost_key=("submit", task_id),
         on_loop=lambda: judging.submit_on_loop(db=db, user=caller, task_id=task_id, data=data),
     )
-    return judging.documents_as_refs(answer) if shape == "refs" else answer
+    return documents_as_refs(answer) if shape == "refs" else answer
 
 
 @judging_loop.post(
@@ -75,7 +75,7 @@ async def undo(task_id: int, db: DbDep, caller: Caller, body: UndoIn | None = No
         db, lambda: judging.undo_judgment(db=db, user=caller, task_id=task_id, to_seq=to_seq)
     )
     refs = body is not None and body.documents == "refs"
-    return judging.documents_as_refs(answer) if refs else answer
+    return documents_as_refs(answer) if refs else answer
 
 
 @judging_loop.get("/tasks/{task_id}/answers", response_model=list[AnswerOut])

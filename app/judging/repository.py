@@ -18,9 +18,9 @@ arbiter between two answers to one question (``INSERT ... ON CONFLICT DO NOTHING
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, NamedTuple, Protocol, TypeVar
+from typing import Any, NamedTuple, Protocol
 
 import psycopg
 from sqlalchemy import (
@@ -44,13 +44,18 @@ from app.kernel.caches import Slot
 from app.kernel.db import Database, LoopConnection
 from app.kernel.models import Document, Judgment, Query, Task
 from app.kernel.prepared import Prepared
-from app.users.tokens import TOUCH_DUE_TOKEN, TOUCH_INTERVAL, token_acts_for
+from app.users.tokens import (
+    TOUCH_DUE_TOKEN,
+    TOUCH_INTERVAL,
+    Caller,
+    Identity,
+    caller_identity,
+    token_acts_for,
+)
 from labeling.protocol.types import Answer, BrokenAnswer, PairAnswer
 
 #: ``(number of live judgments, id of the newest live judgment)`` of a task.
 LogVersion = tuple[int, int]
-
-Who = TypeVar("Who")  # what identify() returns (the caller)
 
 
 class LogRow(Protocol):
@@ -389,9 +394,10 @@ class JudgmentStore:
     """The judging loop's reads and writes in one transaction (``cursor``, from
     ``db.raw_read()`` or ``db.raw_write()``)."""
 
-    __slots__ = ("_sql", "async_commit", "cursor", "is_sqlite")
+    __slots__ = ("_sql", "async_commit", "cursor", "db", "is_sqlite")
 
     def __init__(self, db: Database, cursor: Any) -> None:
+        self.db = db
         self._sql = _STATEMENTS.of(db)
         self.cursor = cursor
         self.is_sqlite = db.is_sqlite
@@ -420,20 +426,25 @@ class JudgmentStore:
         return self._sql.review_log.rows(self.cursor, {"task_id": task_id})
 
     def locked_state(
-        self, task_id: int, identify: Callable[[], Who]
-    ) -> tuple[Any, LogVersion, Who]:
+        self, task_id: int, caller: Caller | Identity
+    ) -> tuple[Any, LogVersion, Identity]:
         """The task's status, assessor and ``created_at`` (None if missing) with its row
-        locked, the log version read after the lock was taken, and ``identify()`` (the
-        caller's identity, read on this store's cursor).
+        locked, the log version read after the lock was taken, and the caller's identity
+        (``caller`` itself when already known, else read on this store's cursor:
+        :func:`app.users.tokens.caller_identity`, 401 for a refused token).
 
-        On Postgres each statement is a network round trip, so the lock, the version and
-        whatever ``identify`` reads go in one: psycopg's pipeline mode queues the first two
-        (on cursors of their own) and sends them with ``identify``'s query, whose result the
-        driver waits for. The server still runs them one after the other, so the version is
-        read after the lock is held."""
+        On Postgres each statement is a network round trip, so the lock, the version and the
+        token's lookup go in one: psycopg's pipeline mode queues the first two (on cursors of
+        their own) and sends them with the lookup, whose result the driver waits for. The
+        server still runs them one after the other, so the version is read after the lock is
+        held."""
         params = {"task_id": task_id}
         if self.is_sqlite:
-            who = identify()
+            who = (
+                caller
+                if isinstance(caller, Identity)
+                else caller_identity(self.db, self.cursor, caller, writable=True)
+            )
             state = self._sql.state_and_version.one_or_none(self.cursor, params)
             return state, ((state.live, state.newest) if state is not None else (0, 0)), who
         conn = self.cursor.connection
@@ -442,7 +453,11 @@ class JudgmentStore:
                 locked.execute(ASYNCHRONOUS_COMMIT)
             self._sql.state_for_update.send(locked, params)
             self._sql.live_version.send(counted, params)
-            who = identify()
+            who = (
+                caller
+                if isinstance(caller, Identity)
+                else caller_identity(self.db, self.cursor, caller, writable=True)
+            )
             state = self._sql.state_for_update.fetch_one(locked)
             live = self._sql.live_version.fetch_one(counted)
         return state, (live.live, live.newest), who

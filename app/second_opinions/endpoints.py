@@ -15,8 +15,8 @@ from fastapi import APIRouter
 
 from app.http.deps import Caller, CurrentUser, DbDep
 from app.http.openapi import declare_errors
+from app.judging.loop import Payload
 from app.judging.schemas import QuestionOut
-from app.judging.service import Payload
 from app.second_opinions import service as second_opinions
 from app.second_opinions.schemas import (
     SecondOpinionAnswerIn,

@@ -17,7 +17,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from app.judging.service import replay_task
+from app.judging.loop import replay_task
 from app.kernel.db import Database
 from app.kernel.errors import NotFound
 from app.kernel.models import TASK_STATUSES, Collection, Judgment, Query, Task, User
@@ -83,6 +83,36 @@ def timeline(times: list[tuple[datetime, str]], *, now: datetime | None = None) 
     return {"bucket_seconds": bucket, "points": points[-MAX_BUCKETS * 2 :]}
 
 
+def _task_entry(
+    task: Task, log: list[Judgment], qid: str, qtitle: str, username: str, disabled: bool
+) -> dict[str, Any]:
+    """One task's line of the report, from its live ``log`` (replayed while it is open)."""
+    if task.status in ("done", "cancelled"):
+        expected, worst = 0.0, 0
+    else:
+        p = replay_task(task, log).progress()
+        expected, worst = float(p.expected_remaining), int(p.max_remaining)
+    return {
+        "id": task.id,
+        "query_id": qid,
+        "query": qtitle,
+        "assessor": username,
+        "assessor_disabled": disabled,
+        "method": task.method,
+        "k": task.k,
+        "n": len(task.doc_ids),
+        "plan": task.plan,
+        "status": task.status,
+        "judgments": len(log),
+        "active_ms": sum(j.active_ms for j in log),
+        "expected_remaining": expected,
+        "max_remaining": worst,
+        "last_activity": max((j.created_at for j in log), default=None),
+        "created_at": task.created_at,
+        "finished_at": task.finished_at,
+    }
+
+
 def collection_progress(*, db: Database, collection_id: int) -> dict[str, Any]:
     """The progress report of a collection (see the module docstring)."""
     with db.read() as s:
@@ -116,34 +146,8 @@ def collection_progress(*, db: Database, collection_id: int) -> dict[str, Any]:
     times: list[tuple[datetime, str]] = []
     for task, qid, qtitle, username, disabled in rows:
         log = logs.get(task.id, [])
-        if task.status in ("done", "cancelled"):
-            expected, worst = 0.0, 0
-        else:
-            p = replay_task(task, log).progress()
-            expected, worst = float(p.expected_remaining), int(p.max_remaining)
-        last = max((j.created_at for j in log), default=None)
         times.extend((j.created_at, task.method) for j in log)
-        tasks.append(
-            {
-                "id": task.id,
-                "query_id": qid,
-                "query": qtitle,
-                "assessor": username,
-                "assessor_disabled": bool(disabled),
-                "method": task.method,
-                "k": task.k,
-                "n": len(task.doc_ids),
-                "plan": task.plan,
-                "status": task.status,
-                "judgments": len(log),
-                "active_ms": sum(j.active_ms for j in log),
-                "expected_remaining": expected,
-                "max_remaining": worst,
-                "last_activity": last,
-                "created_at": task.created_at,
-                "finished_at": task.finished_at,
-            }
-        )
+        tasks.append(_task_entry(task, log, qid, qtitle, username, bool(disabled)))
     totals = _blank()
     by_query: dict[str, dict[str, Any]] = {}
     for qid, title in queries:

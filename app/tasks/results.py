@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from app.judging.service import Payload, live_judgments, replay_task
+from app.judging.loop import Payload, replay_task
+from app.judging.repository import live_judgments
 from app.kernel.db import Database
 from app.kernel.models import Query, User
 from app.tasks.service import load_task_for

@@ -22,10 +22,12 @@ from typing import Any
 from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session
 
+from app.judging.loop import check_task_access, replay_task
 from app.kernel.db import Database
-from app.kernel.errors import Forbidden, Invalid, NotFound
+from app.kernel.errors import Invalid, NotFound
 from app.kernel.models import Collection, Document, Judgment, Query, Task, User
 from app.planning.priors import PriorResolver, PriorSource
+from app.second_opinions.routing import check_second_assessors
 from app.users.tokens import Identity
 from labeling.errors import ConfigError
 from labeling.protocol.options import validate_options
@@ -93,21 +95,8 @@ def create_task(
     if seed is None:
         seed = secrets.randbelow(2**31)
     with db.write() as s:
-        if s.get(Collection, collection_id) is None:
-            raise NotFound(f"no collection with id {collection_id}")
-        query = s.scalar(
-            select(Query).where(Query.collection_id == collection_id, Query.external_id == query_id)
-        )
-        if query is None:
-            raise NotFound(f"no query {query_id!r} in collection {collection_id}")
-        user = s.scalar(select(User).where(User.username == assessor))
-        if user is None:
-            raise NotFound(f"no user named {assessor!r}")
-        if user.disabled:
-            raise Invalid(f"user {assessor!r} is disabled")
+        query, user = _query_and_assessor(s, collection_id, query_id, assessor)
         if opts.get("second_assessor"):
-            from app.second_opinions.service import check_second_assessors
-
             check_second_assessors(s, opts["second_assessor"], assessor)
         doc_ids = list(
             s.scalars(
@@ -145,6 +134,26 @@ def create_task(
         s.add(task)
         s.flush()
         return _view(task, query, user, 0)
+
+
+def _query_and_assessor(
+    s: Session, collection_id: int, query_id: str, assessor: str
+) -> tuple[Query, User]:
+    """The query ``query_id`` of the collection and the active user ``assessor``: 404 for an
+    unknown collection, query or user, 422 for a disabled one."""
+    if s.get(Collection, collection_id) is None:
+        raise NotFound(f"no collection with id {collection_id}")
+    query = s.scalar(
+        select(Query).where(Query.collection_id == collection_id, Query.external_id == query_id)
+    )
+    if query is None:
+        raise NotFound(f"no query {query_id!r} in collection {collection_id}")
+    user = s.scalar(select(User).where(User.username == assessor))
+    if user is None:
+        raise NotFound(f"no user named {assessor!r}")
+    if user.disabled:
+        raise Invalid(f"user {assessor!r} is disabled")
+    return query, user
 
 
 def _check_prior_request(method: str, opts: Mapping[str, Any], prior: PriorSource | None) -> bool:
@@ -245,9 +254,6 @@ def list_tasks(
             .order_by(Judgment.task_id, Judgment.seq)
         ):
             logs[j.task_id].append(j)
-    # Imported here: the judging service imports this module (task access rules).
-    from app.judging.service import replay_task
-
     views = []
     for t, q, u, name, n in rows:
         progress = replay_task(t, logs[t.id]).progress()
@@ -273,23 +279,6 @@ def load_task_for(
     check_task_access(task, user, task_id, judge=judge)
     assert task is not None
     return task
-
-
-def check_task_access(
-    row: Any, user: User | Identity, task_id: int, *, judge: bool = False
-) -> None:
-    """Raise unless ``user`` may act on the task ``row`` (an ORM Task or a Core row with
-    ``assessor_id``; ``None`` when missing → 404): its assessor, or an admin; with
-    ``judge=True`` only its assessor (403), because a judgment row does not record who gave
-    it (an admin's answer would pass as the assessor's)."""
-    if row is None:
-        raise NotFound(f"no task with id {task_id}")
-    if row.assessor_id == user.id:
-        return
-    if user.role != "admin":
-        raise Forbidden(f"task {task_id} belongs to another assessor")
-    if judge:
-        raise Forbidden(f"task {task_id} belongs to another assessor; admins can read it only")
 
 
 def get_task(*, db: Database, user: User, task_id: int) -> TaskView:

@@ -39,7 +39,8 @@ from sqlalchemy import CursorResult, Update, select, update
 from sqlalchemy.orm import Session
 
 from app.exports.service import sources
-from app.judging.service import live_judgments, replay_task
+from app.judging.loop import replay_task
+from app.judging.repository import live_judgments
 from app.kernel.db import Database
 from app.kernel.errors import Conflict, Invalid, NotFound
 from app.kernel.models import Collection, Document, Query, Task, TrainingRun, utcnow

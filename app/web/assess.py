@@ -3,10 +3,10 @@
 Pages need a browser session (the ``heapjudge_session`` cookie); without one they redirect
 to the login form and come back afterwards. A task is shown only to its assessor (403 page
 otherwise, 404 when it does not exist). The judging loop itself runs in
-``app/static/js/judge/`` against the REST API (``/api/v1/tasks/{id}/next``, ``/judgments``,
+``app/static/js/judge.js`` against the REST API (``/api/v1/tasks/{id}/next``, ``/judgments``,
 ``/undo``) with the session cookie and the ``X-CSRF-Token`` header; this module only renders
 the page around the first question, which it takes from the same replay as the API
-(:func:`app.judging.service.task_page`; presentation in :mod:`app.web.page_data`).
+(:func:`app.judging.pages.task_page`; presentation in :mod:`app.web.page_data`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from starlette.concurrency import run_in_threadpool
 
 from app.collections import service as collections
 from app.http.deps import DbDep, web_session
-from app.judging import service as judging
+from app.judging import pages
 from app.kernel.errors import Forbidden, NotFound
 from app.kernel.models import User
 from app.second_opinions import service as second_opinions
@@ -60,7 +60,7 @@ def error_page(
 
 async def _own_task(
     request: Request, db: Any, task_id: int
-) -> tuple[sessions.ResolvedSession | None, judging.TaskPage | None, Response | None]:
+) -> tuple[sessions.ResolvedSession | None, pages.TaskPage | None, Response | None]:
     """(session, task page data, early response): the early response is a redirect to the
     login form, or an error page for a missing or foreign task."""
     resolved = await web_session(request, db)
@@ -68,7 +68,7 @@ async def _own_task(
         return None, None, login_redirect(request)
     try:
         page = await run_in_threadpool(
-            lambda: judging.task_page(db=db, user=resolved.user, task_id=task_id)
+            lambda: pages.task_page(db=db, user=resolved.user, task_id=task_id)
         )
     except NotFound:
         message = f"There is no task {task_id}."
@@ -88,7 +88,7 @@ async def _own_task(
 
 
 #: Cookie holding the assessor's highlighting choice ("0" off; anything else on), set by
-#: the judging script when the H key toggles it, read here so the first render already follows it.
+#: judge.js when the H key toggles it, read here so the first render already follows it.
 HIGHLIGHT_COOKIE = "heapjudge_highlight"
 
 
@@ -100,8 +100,7 @@ def highlight_on(request: Request, hl: int | None = None) -> bool:
 
 
 def guidelines_seen_key(user_id: int, collection_id: int) -> str:
-    """The browser's ``localStorage`` key under which the judging script remembers which version of
-    a
+    """The browser's ``localStorage`` key under which judge.js remembers which version of a
     collection's guidelines this user has seen (docs/assessor-guide.md#guidelines)."""
     return f"heapjudge.guidelines.{user_id}.{collection_id}"
 
@@ -176,35 +175,13 @@ async def judge_page(request: Request, db: DbDep, task_id: int) -> Response:
     done_count = int(progress["judgments"])
     remaining = math.ceil(float(progress["estimated_remaining"]))
     total = done_count + remaining
-    options = page.options
     settings = request.app.state.settings
     highlight = highlight_on(request)
     terms = page_data.highlight_terms(page.query_title) if highlight else frozenset()
     guidelines = await run_in_threadpool(
         collections.get_guidelines, db=db, collection_id=page.collection_id
     )
-    boot = {
-        "task_id": page.task_id,
-        "method": page.method,
-        "k": page.k,
-        "allow_ties": bool(options.get("allow_ties", False)),
-        "not_relevant": bool(options.get("not_relevant", False)),
-        "csrf_token": resolved.csrf_token,
-        "idle_seconds": settings.idle_pause_seconds,
-        "active_ms": int(question["active_ms"]),
-        "done_url": f"/tasks/{task_id}/done",
-        "login_url": f"/login?next=/tasks/{task_id}",
-        "frame_csp": FRAME_CSP,
-        "frame_prefix": page_data.FRAME_PREFIX,
-        "lookahead_url": f"/tasks/{task_id}/lookahead",
-        "frames_url": f"/tasks/{task_id}/frames",
-        "highlight": highlight,
-        "highlight_cookie": HIGHLIGHT_COOKIE,
-        "guidelines_key": guidelines_seen_key(resolved.user.id, page.collection_id),
-        "guidelines_version": guidelines_version(guidelines.markdown),
-        "grade_names": list(GRADE_NAMES),
-        "question": question,
-    }
+    boot = _boot(page, resolved, settings, highlight, guidelines)
     context: dict[str, Any] = {
         "query": {"title": page.query_title, "description": page.query_description},
         "question": question,
@@ -238,6 +215,38 @@ async def judge_page(request: Request, db: DbDep, task_id: int) -> Response:
     )
 
 
+def _boot(
+    page: pages.TaskPage,
+    resolved: sessions.ResolvedSession,
+    settings: Any,
+    highlight: bool,
+    guidelines: Any,
+) -> dict[str, Any]:
+    """The judging page's boot payload (read by app/static/js/judge.js)."""
+    return {
+        "task_id": page.task_id,
+        "method": page.method,
+        "k": page.k,
+        "allow_ties": bool(page.options.get("allow_ties", False)),
+        "not_relevant": bool(page.options.get("not_relevant", False)),
+        "csrf_token": resolved.csrf_token,
+        "idle_seconds": settings.idle_pause_seconds,
+        "active_ms": int(page.question["active_ms"]),
+        "done_url": f"/tasks/{page.task_id}/done",
+        "login_url": f"/login?next=/tasks/{page.task_id}",
+        "frame_csp": FRAME_CSP,
+        "frame_prefix": page_data.FRAME_PREFIX,
+        "lookahead_url": f"/tasks/{page.task_id}/lookahead",
+        "frames_url": f"/tasks/{page.task_id}/frames",
+        "highlight": highlight,
+        "highlight_cookie": HIGHLIGHT_COOKIE,
+        "guidelines_key": guidelines_seen_key(resolved.user.id, page.collection_id),
+        "guidelines_version": guidelines_version(guidelines.markdown),
+        "grade_names": list(GRADE_NAMES),
+        "question": page.question,
+    }
+
+
 async def _page_json(
     request: Request, db: Any, work: Callable[[User], tuple[str, T]], hl: int | None
 ) -> tuple[frozenset[str], T] | Response:
@@ -266,12 +275,12 @@ async def lookahead(
 ) -> Response:
     """What may come after question ``seq``: ``docs``, the documents that may be shown next,
     rendered for their frames (the judging page preloads them into hidden sandboxed frames),
-    and ``next``, the next question per answer (:class:`app.judging.service.Lookahead`;
-    the judging script does not use it yet: showing it before the server's answer broke quick key
+    and ``next``, the next question per answer (:class:`app.judging.pages.Lookahead`;
+    judge.js does not use it yet: showing it before the server's answer broke quick key
     sequences, see docs/assessor-guide.md#next-pair). Read-only. ``hl=0|1`` overrides the
     highlighting cookie."""
     found = await _page_json(
-        request, db, lambda user: judging.lookahead(db=db, user=user, task_id=task_id, seq=seq), hl
+        request, db, lambda user: pages.lookahead(db=db, user=user, task_id=task_id, seq=seq), hl
     )
     if isinstance(found, Response):
         return found
@@ -296,7 +305,7 @@ async def frames(
     found = await _page_json(
         request,
         db,
-        lambda user: judging.task_documents(db=db, user=user, task_id=task_id, doc_ids=ids),
+        lambda user: pages.task_documents(db=db, user=user, task_id=task_id, doc_ids=ids),
         hl,
     )
     if isinstance(found, Response):

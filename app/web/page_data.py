@@ -1,11 +1,11 @@
 """Presentation of the assessor pages' data (my tasks, judging page, done page); no queries.
 
 The data comes from the services the REST API uses: the task list from
-:func:`app.tasks.service.list_tasks`; a task from :func:`app.judging.service.task_page`,
+:func:`app.tasks.service.list_tasks`; a task from :func:`app.judging.pages.task_page`,
 which replays its live log as ``GET /api/v1/tasks/{id}/next`` does and carries that endpoint's
 body as the first question (so ``app/static/js/judge/`` handles the first and every later
 question alike); documents for the frames and the lookahead from
-:func:`app.judging.service.task_documents` and :func:`app.judging.service.lookahead`
+:func:`app.judging.pages.task_documents` and :func:`app.judging.pages.lookahead`
 (the judging loop's document cache).
 
 Documents are shown in ``<iframe sandbox srcdoc=...>``. :func:`render_frame` builds that
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from app.judging.service import TaskPage
+from app.judging.pages import TaskPage
 from app.kernel.db import Database
 from app.tasks import service as tasks
 from labeling.protocol.types import GRADE_NAMES

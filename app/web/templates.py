@@ -9,7 +9,7 @@ untrusted.
 (``current_user``, ``csrf_token``, ``flashes``, ``nav_active``, ``static_url``). The page's
 security headers (its CSP, which also binds the judged documents in their ``srcdoc`` frames)
 are set with every other response's, by
-:class:`app.http.security_headers.SecurityHeadersMiddleware`.
+:class:`app.http.middleware.SecurityHeadersMiddleware`.
 :data:`FRAME_CSP` is the extra policy of those frames.
 
 Flash messages survive one redirect in a cookie signed with the server secret (HMAC-SHA256),

@@ -22,6 +22,7 @@ import pytest
 from sqlalchemy import select, update
 
 from app.collections import service as collections
+from app.judging import loop
 from app.judging import service as judging
 from app.kernel.db import Database
 from app.kernel.errors import Conflict, Forbidden, Unauthorized
@@ -326,10 +327,10 @@ def test_a_dead_connection_sends_the_submit_to_the_general_path(world: World) ->
 def test_documents_not_cached_are_read_off_the_loop(world: World) -> None:
     """The session cached, its documents not (evicted): the judgment is still stored in one
     round trip, and the next question comes with its documents (read on a worker)."""
-    from app.judging.document_cache import DocumentCache
+    from app.judging.loop import DocumentCache
 
     q = world.next()
-    judging.LOOP_CACHES.of(world.db).documents = DocumentCache()  # as if every entry was evicted
+    loop.LOOP_CACHES.of(world.db).documents = DocumentCache()  # as if every entry was evicted
     nxt = world.on_loop(answer(q))
     assert nxt is not None and len(world.stored()) == 1
     for side in ("left", "right"):

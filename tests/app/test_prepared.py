@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from sqlalchemy import exc as sa_exc
 
+from app.judging import loop
 from app.judging import repository as repo
 from app.judging import service as judging
 from app.kernel.db import Database
@@ -153,7 +154,7 @@ def test_no_wait_never_waits_and_changes_nothing(api: Api, seeded: dict[str, Any
     q = judging.next_question(db=api.db, user=caller, task_id=tid)  # caches the session
     data = {"seq": 0, "left": q["pair"]["left"]["doc_id"], "right": q["pair"]["right"]["doc_id"]}
     data |= {"outcome": "left", "active_ms": 5}
-    cached = judging.LOOP_CACHES.of(api.db).sessions
+    cached = loop.LOOP_CACHES.of(api.db).sessions
 
     def attempt() -> None:
         entry = cached.get(tid)

@@ -351,6 +351,7 @@ def test_cached_session_never_hides_another_writer(api: Api) -> None:
     is seen at once. The other process undoes question 0 and answers it differently, so the
     app's cached session (after "left") poses a different question 1 than the log does: a
     stale cache would store an answer the log cannot replay."""
+    from app.judging import loop
     from app.judging import service as judging
     from app.kernel.db import Database
 
@@ -388,7 +389,7 @@ def test_cached_session_never_hides_another_writer(api: Api) -> None:
     assert [tuple(x) for x in live] == [(0, "right")]
     # Answering on goes through the cache again and agrees with a fresh replay.
     q2 = api.post("cachy", url.format(tid=tid), json=pair_body(theirs, "left")).json()
-    judging.clear_caches(api.db)
+    loop.clear_caches(api.db)
     assert api.get("cachy", f"/api/v1/tasks/{tid}/next").json() == q2
 
 

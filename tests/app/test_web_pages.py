@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from app.http.security_headers import JUDGING_PAGE_CSP, PAGE_CSP
+from app.http.middleware import JUDGING_PAGE_CSP, PAGE_CSP
 from app.kernel.settings import Settings
 from app.main import create_app
 from tests.e2e.web_support import add_user, init_db, relevance_docs, seed_task

@@ -13,9 +13,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from app.models import Task
 from sqlalchemy import select
 
+from app.kernel.models import Task
 from tests.e2e.web_support import (
     TIMEOUT_MS,
     LiveServer,

@@ -55,7 +55,8 @@ def expected_topk(doc_ids: list[str], k: int, seed: int, scores: dict[str, float
 
 def stored_result(env: dict[str, Any], task_id: int) -> Any:
     """The task's protocol session replayed from its stored live log."""
-    from app.judging.service import live_judgments, replay_task
+    from app.judging.loop import replay_task
+    from app.judging.repository import live_judgments
     from app.kernel.models import Task
 
     with env["db"].read() as s:

@@ -2,7 +2,7 @@
 /* Plan form: the rotation shifts and the balanced per-query counts follow the number of
  * ticked assessors, unless the admin typed their own value; the hint and the problem line say
  * what fits before Preview is pressed. What fits is the server's rule (plan_fit in
- * app/routers/web/admin.py), handed over for every number of assessors in
+ * app/web/admin.py), handed over for every number of assessors in
  * <script type="application/json" id="plan-fits">; nothing is computed here. */
 
 /**

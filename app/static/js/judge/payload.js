@@ -24,7 +24,7 @@ export function detailText(data, fallback) {
 }
 
 /** The side of Step 2's new document, which "not relevant" refers to: the payload's
- * "challenger" is "left" | "right" | null (app.services.judging); a doc id is accepted too.
+ * "challenger" is "left" | "right" | null (app.judging.service); a doc id is accepted too.
  * null when absent (an older server), so the label falls back to the generic text.
  * @param {Question} q @returns {"left" | "right" | null} */
 export function challengerSide(q) {

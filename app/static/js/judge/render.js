@@ -18,7 +18,7 @@ import { challengerSide, escapeHtml } from "./payload.js";
 /** @typedef {import("./types.js").DocRef} DocRef */
 
 /** Only the outcomes the protocol accepts now are offered: "not relevant" applies to the
- * challenger of a Step-2 root comparison only (labeling.session.TopKSession.allowed_outcomes).
+ * challenger of a Step-2 root comparison only (labeling.protocol.topk.TopKSession.allowed_outcomes).
  * @param {Question} q */
 function renderOutcomes(q) {
   const allowed = q.allowed_outcomes || null;

@@ -17,7 +17,7 @@ function cardInSlot(slot) {
 }
 
 /** About how many anchors fit in the frame: text at 16px/1.6 with ~7.5px per character and
- * ANCHOR_WORDS (24) words of ~6 characters between anchors (labeling/highlight.py).
+ * ANCHOR_WORDS (24) words of ~6 characters between anchors (labeling/retrieval/highlight.py).
  * @param {Card} card */
 function anchorsPerScreen(card) {
   const f = frameOf(card);

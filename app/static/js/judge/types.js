@@ -1,6 +1,6 @@
 // @ts-check
 /* The data the judging page works with: the boot payload the server hands over in
- * <script type="application/json" id="hj-boot"> (app/routers/web/assess.py and
+ * <script type="application/json" id="hj-boot"> (app/web/assess.py and
  * second_opinions.py) and the question body of the REST API (/api/v1/tasks/{id}/next, the
  * answers to /judgments and /undo; docs/rest-api.md#the-judging-loop). Types only. */
 
