@@ -141,13 +141,13 @@ def seed_database(url: str, runs: list[tuple[int, float]], duration: float) -> d
     """Migrate, then create users, tokens, one 50-document query and the tasks of every run
     (``runs``: (assessors, offered rate or 0), planned by position)."""
     import migrations
+    from app.auth.passwords import hash_password
+    from app.auth.tokens import create_api_token
     from app.collections import service as collections
     from app.kernel.db import Database
     from app.kernel.models import User
     from app.kernel.settings import Settings
     from app.tasks import service as tasks
-    from app.users.passwords import hash_password
-    from app.users.tokens import create_api_token
 
     migrations.upgrade(url)
     max_assessors = max(n for n, _ in runs)

@@ -48,11 +48,11 @@ def seed(url: str) -> tuple[str, list[int], dict[str, float]]:
     """Migrate ``url`` and create an assessor, its token and a few topk tasks over one
     50-document query; returns (token, task ids, document scores)."""
     import migrations
+    from app.auth import tokens
     from app.collections import service as collections
     from app.kernel.db import Database
     from app.tasks import service as tasks
     from app.users import service as users
-    from app.users import tokens
 
     migrations.upgrade(url)
     db = Database.from_url(url)

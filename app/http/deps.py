@@ -2,7 +2,7 @@
 
 ``CurrentUser`` accepts EITHER ``Authorization: Bearer <api token>`` OR the ``heapjudge_session``
 cookie. A cookie-authenticated unsafe request (POST/PUT/PATCH/DELETE) must also pass the CSRF
-checks of :mod:`app.users.sessions`: ``Sec-Fetch-Site``/``Origin`` and the session's synchronizer
+checks of :mod:`app.auth.sessions`: ``Sec-Fetch-Site``/``Origin`` and the session's synchronizer
 token, sent as the ``X-CSRF-Token`` header (JavaScript) or, for HTML form posts, the form field
 ``csrf_token``. Bearer requests are not exposed to CSRF (browsers never add the header).
 
@@ -10,7 +10,7 @@ token, sent as the ``X-CSRF-Token`` header (JavaScript) or, for HTML form posts,
 once (401) because token and session lookups both check the flag on every request.
 
 After a cookie authentication ``request.state.web_session`` is the
-:class:`app.users.sessions.ResolvedSession` (its ``csrf_token`` is what templates embed).
+:class:`app.auth.sessions.ResolvedSession` (its ``csrf_token`` is what templates embed).
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ from fastapi import Depends, Request
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData, UploadFile
 
+from app.auth import sessions, tokens
 from app.kernel.db import Database
 from app.kernel.errors import Forbidden, Unauthorized
 from app.kernel.models import User
 from app.kernel.settings import Settings
-from app.users import sessions, tokens
 
 FORM_CONTENT_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 #: Multipart limits of the import uploads (web form and REST): the files of one import and a
@@ -106,7 +106,7 @@ async def _authenticate(
     """The one authentication of every route: a bearer token, else the session cookie (with
     CSRF checked on unsafe methods); None without either (401 for a bearer token that is
     not valid). ``look_up_bearer=False`` returns a bearer token unchecked, as a
-    :class:`~app.users.tokens.BearerToken` for a use case that checks it in its own
+    :class:`~app.auth.tokens.BearerToken` for a use case that checks it in its own
     transaction."""
     token = _bearer_token(request)
     if token is not None:
@@ -148,7 +148,7 @@ CurrentUser = Annotated[User, Depends(get_current_user)]
 
 async def get_caller(request: Request, db: DbDep) -> tokens.Caller:
     """The caller of a judging-loop endpoint: :func:`get_current_user`, except that a
-    bearer token is returned unchecked (:class:`~app.users.tokens.BearerToken`): the use case
+    bearer token is returned unchecked (:class:`~app.auth.tokens.BearerToken`): the use case
     checks it inside the transaction that does the work (one transaction per request
     instead of two). A bad bearer token AND a malformed body therefore get the body's 422
     before the token's 401 (neither reveals anything about credentials)."""

@@ -17,7 +17,6 @@ from fastapi.utils import create_model_field
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.http import deps
-from app.judging.schemas import QuestionOut
 
 # Every error answer of the API has one shape, ErrorOut (docs/rest-api.md#errors); the
 # statuses each route can answer are declared from app.http.openapi.declare_errors.
@@ -59,8 +58,12 @@ class ErrorOut(BaseModel):
     message: str | None = Field(
         default=None, description="With a list of items: a one-line summary of them."
     )
-    current: QuestionOut | None = Field(
-        default=None, description="Judging loop, 409: the pending question (or done)."
+    # The judging loop's question body (``QuestionOut`` of app.judging.schemas) as an object:
+    # this package sits below the concepts and names none of them.
+    current: dict[str, Any] | None = Field(
+        default=None,
+        description="Judging loop, 409: the pending question (or done), as `GET .../next` "
+        "answers it (QuestionOut).",
     )
     retry_after: int | None = Field(
         default=None, description="429: seconds until a login may be tried again."

@@ -18,12 +18,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from app.auth.tokens import Identity
 from app.judging.repository import JudgmentStore, LogRow, LogVersion, log_version
 from app.kernel.caches import LRU, Slot
 from app.kernel.db import Database
 from app.kernel.errors import Conflict, Forbidden, NotFound
 from app.kernel.models import User
-from app.users.tokens import Identity
 from labeling.protocol.session import open_session
 from labeling.protocol.topk import TopKSession
 from labeling.protocol.types import (
@@ -287,7 +287,7 @@ def question_body(
 
 def replayed_body(db: Database, r: Replayed, store: JudgmentStore | None = None) -> Payload:
     """The question body of ``r`` (:func:`question_body`), not routed to a second assessor
-    (:mod:`app.second_opinions.routing` decides that). Documents come from the cache, else
+    (:mod:`app.judging.routing` decides that). Documents come from the cache, else
     are read on ``store`` (or in a read transaction of their own)."""
 
     def documents(doc_ids: Sequence[str]) -> dict[str, Payload]:

@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from app.auth.tokens import Caller, Identity, caller_identity
+from app.judging import routing
 from app.judging.loop import (
     LOOP_CACHES,
     Payload,
@@ -27,8 +29,6 @@ from app.judging.loop import (
 )
 from app.judging.repository import JudgmentStore
 from app.kernel.db import Database
-from app.second_opinions import routing
-from app.users.tokens import Caller, Identity, caller_identity
 from labeling.protocol.topk import TopKSession
 from labeling.protocol.types import GradeAnswer, PairAnswer, PairQuestion
 

@@ -40,11 +40,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from app.kernel.caches import Slot
-from app.kernel.db import Database, LoopConnection
-from app.kernel.models import Document, Judgment, Query, Task
-from app.kernel.prepared import Prepared
-from app.users.tokens import (
+from app.auth.tokens import (
     TOUCH_DUE_TOKEN,
     TOUCH_INTERVAL,
     Caller,
@@ -52,6 +48,10 @@ from app.users.tokens import (
     caller_identity,
     token_acts_for,
 )
+from app.kernel.caches import Slot
+from app.kernel.db import Database, LoopConnection
+from app.kernel.models import Document, Judgment, Query, Task
+from app.kernel.prepared import Prepared
 from labeling.protocol.types import Answer, BrokenAnswer, PairAnswer
 
 #: ``(number of live judgments, id of the newest live judgment)`` of a task.
@@ -221,14 +221,14 @@ def store_if_current_statement(caller: str, mark: str | None) -> Select[Any]:
 
     - the task is the incarnation the session was replayed for (``task_created_at``), not
       cancelled (nor done), and the caller is its assessor: for ``caller`` ``"token"`` the
-      token bound as ``digest`` is usable and its user's (:func:`app.users.tokens.token_acts_for`),
+      token bound as ``digest`` is usable and its user's (:func:`app.auth.tokens.token_acts_for`),
       for ``"user"`` the assessor is ``user_id`` (a browser session, checked before);
     - its live log is still at the session's version (``live``, ``newest``);
     - no live judgment ``seq`` exists (``ON CONFLICT DO NOTHING`` on the unique index).
 
     Data-modifying CTEs do the rest in the same statement: the status change
     :data:`MARK_IF` ``[mark]`` if the row was inserted, and for a token its ``last_used_at``
-    refresh when due (``app.users.tokens``' rule; whether or not the row was inserted, as the
+    refresh when due (``app.auth.tokens``' rule; whether or not the row was inserted, as the
     general path's token check does). Returns the new id, or no row."""
     assert isinstance(J, Table)  # as at the top: module-level narrowing does not reach here
     acts = (
@@ -431,7 +431,7 @@ class JudgmentStore:
         """The task's status, assessor and ``created_at`` (None if missing) with its row
         locked, the log version read after the lock was taken, and the caller's identity
         (``caller`` itself when already known, else read on this store's cursor:
-        :func:`app.users.tokens.caller_identity`, 401 for a refused token).
+        :func:`app.auth.tokens.caller_identity`, 401 for a refused token).
 
         On Postgres each statement is a network round trip, so the lock, the version and the
         token's lookup go in one: psycopg's pipeline mode queues the first two (on cursors of

@@ -45,6 +45,8 @@ from typing import Any
 
 import psycopg
 
+from app.auth.tokens import BearerToken, Caller, Identity, caller_identity
+from app.judging import routing
 from app.judging.loop import (
     LOOP_CACHES,
     Payload,
@@ -61,8 +63,6 @@ from app.kernel.db import Database
 from app.kernel.errors import Conflict, DomainError, Invalid
 from app.kernel.models import utcnow
 from app.kernel.offload import executor
-from app.second_opinions import routing
-from app.users.tokens import BearerToken, Caller, Identity, caller_identity
 from labeling.errors import Finished, LabelingError, WrongQuestion
 from labeling.protocol.types import Answer, BrokenAnswer, GradeAnswer, PairAnswer
 
@@ -77,7 +77,7 @@ def _body(
     ``store`` (or, after a commit, in a read transaction of their own).
 
     A deliberate repeat of a task with a second assessor may be routed to them: then the
-    body is the waiting state (:func:`app.second_opinions.routing.gate`), decided in
+    body is the waiting state (:func:`app.judging.routing.gate`), decided in
     ``store``'s transaction when ``locked`` (a write transaction holding the task's row lock),
     in one of its own when there is no ``store``, and by the caller when ``store`` is a read."""
     out = replayed_body(db, r, store)
@@ -88,7 +88,7 @@ def _body(
 
 def _gated(db: Database, r: Replayed, body: Payload, cursor: Any | None = None) -> Payload:
     """``body``, or the waiting state when its question is routed to a second assessor
-    (:func:`app.second_opinions.routing.gate`: a write, in ``cursor``'s transaction or in one
+    (:func:`app.judging.routing.gate`: a write, in ``cursor``'s transaction or in one
     of its own)."""
     return routing.gate(db, r, body, cursor) if routes(r) else body
 

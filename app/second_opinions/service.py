@@ -33,15 +33,15 @@ from typing import Any
 
 from sqlalchemy import select
 
+from app.auth.tokens import Caller, Identity, caller_identity
 from app.judging import loop
 from app.judging.loop import Payload, document_payload
 from app.judging.repository import JudgmentStore, row_values
+from app.judging.routing import decide, locked_body
+from app.judging.routing_repository import STATEMENTS
 from app.kernel.db import Database
 from app.kernel.errors import Conflict, Forbidden, Invalid, NotFound
 from app.kernel.models import Query, SecondOpinion, Task, User, utcnow
-from app.second_opinions.repository import STATEMENTS
-from app.second_opinions.routing import decide, locked_body
-from app.users.tokens import Caller, Identity, caller_identity
 from labeling.errors import Finished, InvalidAnswer, WrongQuestion
 from labeling.protocol.topk import TopKSession
 from labeling.protocol.types import PairAnswer, PairQuestion

@@ -22,13 +22,13 @@ from typing import Any
 from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session
 
+from app.auth.tokens import Identity
 from app.judging.loop import check_task_access, replay_task
+from app.judging.routing import check_second_assessors
 from app.kernel.db import Database
 from app.kernel.errors import Invalid, NotFound
 from app.kernel.models import Collection, Document, Judgment, Query, Task, User
 from app.planning.priors import PriorResolver, PriorSource
-from app.second_opinions.routing import check_second_assessors
-from app.users.tokens import Identity
 from labeling.errors import ConfigError
 from labeling.protocol.options import validate_options
 from labeling.protocol.prior_orders import NO_PRIOR

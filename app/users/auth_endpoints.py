@@ -8,9 +8,9 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.security import OAuth2PasswordRequestForm
 from starlette.concurrency import run_in_threadpool
 
+from app.auth import login as tokens
 from app.http.deps import DbDep, client_ip
 from app.http.openapi import declare_errors, error_responses
-from app.users import login as tokens
 from app.users.schemas import TokenOut
 
 router = APIRouter(tags=["auth"])

@@ -8,10 +8,10 @@ from typing import Any
 
 from sqlalchemy import func, select
 
+from app.auth import passwords, sessions
 from app.kernel.db import Database
 from app.kernel.errors import NotFound
 from app.kernel.models import TASK_STATUSES, Judgment, Task, User
-from app.users import passwords, sessions
 from app.users.service import check_new_password
 
 

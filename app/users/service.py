@@ -2,7 +2,7 @@
 
 Two rules hold on every path (REST, web pages, CLI):
 
-- new passwords follow the password policy (:func:`app.users.passwords.password_problem`,
+- new passwords follow the password policy (:func:`app.auth.passwords.password_problem`,
   ``docs/security.md#password-policy``); the demo's fixed accounts alone are created without
   it;
 - the service keeps at least one active admin: the last one cannot be disabled (the CLI may
@@ -17,10 +17,10 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from app.auth import passwords, sessions
 from app.kernel.db import Database
 from app.kernel.errors import Conflict, Invalid, NotFound
 from app.kernel.models import ROLES, User
-from app.users import passwords, sessions
 from labeling.identifiers import USERNAME_RE, USERNAME_RULE, text_problem
 
 

@@ -34,6 +34,7 @@ from markupsafe import Markup
 from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
 from starlette.datastructures import FormData, UploadFile
 
+from app.auth import sessions
 from app.collections import imports as admin_imports
 from app.collections import manage as collections_manage
 from app.collections import service as collections
@@ -51,7 +52,6 @@ from app.planning import service as planning
 from app.tasks import progress
 from app.users import manage as users_manage
 from app.users import service as users
-from app.users import sessions
 from app.web.auth import login_redirect
 from app.web.templates import render, set_flash
 from labeling.strategies.registry import strategy_names

@@ -22,13 +22,13 @@ from fastapi.responses import JSONResponse, RedirectResponse, Response
 from markupsafe import Markup
 from starlette.concurrency import run_in_threadpool
 
+from app.auth import sessions
 from app.collections import service as collections
 from app.http.deps import DbDep, web_session
 from app.judging import pages
 from app.kernel.errors import Forbidden, NotFound
 from app.kernel.models import User
 from app.second_opinions import service as second_opinions
-from app.users import sessions
 from app.web import page_data
 from app.web.auth import login_redirect
 from app.web.templates import FRAME_CSP, render

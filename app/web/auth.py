@@ -1,10 +1,10 @@
-"""Log in and log out (server-side sessions from :mod:`app.users.sessions`; docs/security.md).
+"""Log in and log out (server-side sessions from :mod:`app.auth.sessions`; docs/security.md).
 
 - The login form is protected against login CSRF by a double-submit token: ``GET /login``
   sets a random value in an HttpOnly ``SameSite=Strict`` cookie and in the form; ``POST /login``
   requires both to match, plus the Sec-Fetch-Site / Origin check.
 - Bad credentials get one generic message whatever went wrong (unknown user, wrong password,
-  disabled account); :func:`app.users.throttling.authenticate` verifies a dummy hash for
+  disabled account); :func:`app.auth.throttling.authenticate` verifies a dummy hash for
   unknown users so both paths cost the same, and throttles repeated failures per
   (username, ip) from the ``login_attempt`` table (answer 429 with Retry-After).
 - A successful login always mints a new session (and deletes the one the browser had), so a
@@ -23,9 +23,9 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
+from app.auth import sessions, throttling, tokens
 from app.http.deps import DbDep, check_csrf, client_ip, web_session
 from app.kernel.errors import Forbidden
-from app.users import sessions, throttling, tokens
 from app.web.templates import render, set_flash
 
 router = APIRouter()

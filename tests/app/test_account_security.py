@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from app.auth import passwords, sessions, throttling
 from app.cli import cli
 from app.kernel.errors import Conflict, Invalid
 from app.kernel.models import utcnow
-from app.users import passwords, sessions, throttling
 from app.users import service as users
 from tests.app.conftest import Api
 

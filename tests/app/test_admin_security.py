@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from app.auth import sessions as web_sessions
 from app.users import service as users
-from app.users import sessions as web_sessions
 from tests.app.admin_support import make_collection, ndjson
 from tests.app.conftest import Api, concrete
 

@@ -14,8 +14,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.analysis.service import StudyConfig, run_simulated_study
+from app.auth import sessions
 from app.users import service as users
-from app.users import sessions
 from tests.app.conftest import Api
 
 TINY = StudyConfig(assessors=4, queries=4, docs=6, k=3, seed=11, collection="tiny-study")

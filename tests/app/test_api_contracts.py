@@ -21,6 +21,7 @@ import pytest
 from app.http import errors as http_errors
 from app.http import openapi
 from app.http.openapi import ErrorOut
+from app.judging.schemas import QuestionOut
 from app.kernel import errors as domain_errors
 from tests.app.admin_support import make_collection
 from tests.app.conftest import Api, concrete
@@ -138,7 +139,8 @@ def test_real_error_answers_fit_the_declared_shape(api: Api) -> None:
     r = api.post("assessor_c", f"/api/v1/tasks/{task_id}/undo")
     assert r.status_code == 409, r.text
     body = ErrorOut.model_validate(r.json())
-    assert body.current is not None and body.current.task_id == task_id
+    assert body.current is not None
+    assert QuestionOut.model_validate(body.current).task_id == task_id
     # Not authenticated.
     r = api.client.get("/api/v1/users/me")
     assert r.status_code == 401 and ErrorOut.model_validate(r.json()).detail

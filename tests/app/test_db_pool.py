@@ -112,11 +112,11 @@ def _traced_submit(db: Database, trace: Path) -> list[tuple[str, str]]:
     """The frontend messages (kind, detail) of one warm submit, from libpq's trace."""
     from sqlalchemy import event
 
+    from app.auth import tokens
     from app.collections import service as collections
     from app.judging import service as judging
     from app.tasks import service as tasks
     from app.users import service as users
-    from app.users import tokens
 
     user = users.create_user(db=db, username="rt", password="round-trips-pw-1")
     caller = tokens.BearerToken(tokens.create_api_token(db, user.id))

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
+from app.auth.passwords import hash_password
 from app.exports.service import FORMATS
 from app.kernel.models import Collection, Document, Judgment, Query, Task, User
-from app.users.passwords import hash_password
 from labeling.csv_safety import unneutralise_cell
 from labeling.protocol.options import validate_options
 from labeling.protocol.session import open_session

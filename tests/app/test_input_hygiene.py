@@ -16,8 +16,8 @@ from typing import Any
 import httpx
 import pytest
 
+from app.auth import sessions
 from app.users import service as users
-from app.users import sessions
 from tests.app.conftest import Api
 from tests.app.test_service_api import make_task, ndjson, pool
 

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select, update
 
+from app.auth.tokens import BearerToken
 from app.collections import service as collections
 from app.judging import loop
 from app.judging import service as judging
@@ -29,7 +30,6 @@ from app.kernel.errors import Conflict, Forbidden, Unauthorized
 from app.kernel.models import ApiToken, Judgment, Task, User, utcnow
 from app.tasks import service as tasks
 from app.users import service as users
-from app.users.tokens import BearerToken
 from labeling.protocol.session import open_session
 from labeling.protocol.types import PairAnswer
 from tests.app.conftest import fresh_database
@@ -112,7 +112,7 @@ def world(tmp_path: Path) -> Iterator[World]:
 
 
 def create_token(db: Database, user_id: int) -> str:
-    from app.users import tokens
+    from app.auth import tokens
 
     return tokens.create_api_token(db, user_id, name="loop")
 

@@ -36,8 +36,8 @@ def twins(api: Api) -> dict[str, Any]:
 
 def sessions(api: Api) -> dict[str, dict[str, str]]:
     """Browser credentials per user: the session cookie plus the page's CSRF header."""
+    from app.auth import sessions as web_sessions
     from app.users import service as users
-    from app.users import sessions as web_sessions
 
     found: dict[str, dict[str, str]] = api.__dict__.setdefault("_wire_sessions", {})
     for name in api.tokens:

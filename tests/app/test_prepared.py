@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 from sqlalchemy import exc as sa_exc
 
+from app.auth import tokens
 from app.judging import loop
 from app.judging import repository as repo
 from app.judging import service as judging
 from app.kernel.db import Database
 from app.kernel.models import utcnow
 from app.kernel.prepared import Prepared
-from app.users import tokens
 from labeling.protocol.types import GradeAnswer
 from tests.app.conftest import Api
 from tests.app.test_service_api import make_collection, make_task, pool
@@ -146,8 +146,8 @@ def test_no_wait_never_waits_and_changes_nothing(api: Api, seeded: dict[str, Any
     import sqlite3
     import threading
 
+    from app.auth.tokens import BearerToken
     from app.kernel.db import WouldBlock
-    from app.users.tokens import BearerToken
 
     tid = make_task(api, seeded["cid"], "pq", "prep", k=2, seed=9)
     caller = BearerToken(api.tokens["prep"])

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from app.auth import sessions, throttling
 from app.http.deps import require_admin
 from app.users import service as users
-from app.users import sessions, throttling
 from tests.app.conftest import Api, concrete
 from tests.app.test_service_api import make_collection, make_task, ndjson, pair_body, pool
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from app.users.tokens import Identity
+from app.auth.tokens import Identity
 from tests.e2e.web_support import (
     PASSWORD,
     add_user,

@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from app.auth.passwords import hash_password
 from app.kernel.db import Database
 from app.kernel.models import Base, Collection, Document, Judgment, Query, Task, User
-from app.users.passwords import hash_password
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM_ARGS = [

@@ -17,9 +17,9 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import delete, select, update
 
+from app.auth.tokens import TOUCH_INTERVAL, hash_token, new_token
 from app.kernel.db import Database
 from app.kernel.models import ApiToken, User, WebSession, utcnow
-from app.users.tokens import TOUCH_INTERVAL, hash_token, new_token
 
 SESSION_COOKIE = "heapjudge_session"
 CSRF_HEADER = "X-CSRF-Token"

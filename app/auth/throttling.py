@@ -19,9 +19,9 @@ from typing import Any
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
+from app.auth.passwords import hash_password, needs_rehash, verify_password
 from app.kernel.db import Database
 from app.kernel.models import LoginAttempt, User, utcnow
-from app.users.passwords import hash_password, needs_rehash, verify_password
 from labeling.identifiers import text_problem
 
 

@@ -2,7 +2,7 @@
 
 An opaque ``secrets.token_urlsafe(32)`` goes to the client; the database stores only
 ``sha256(token)`` hex, so a database leak yields no usable credential. (Web session tokens
-are minted the same way: :mod:`app.users.sessions`.)
+are minted the same way: :mod:`app.auth.sessions`.)
 
 Every function that touches the database owns its transaction on the ``db`` it is given
 (an :class:`app.kernel.db.Database`), unless it is given a cursor.

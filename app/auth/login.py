@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from app.auth import throttling, tokens
 from app.kernel.db import Database
 from app.kernel.errors import TooManyRequests, Unauthorized
-from app.users import throttling, tokens
 
 
 def issue_token(*, db: Database, username: str, password: str, ip: str = "") -> tuple[str, int]:

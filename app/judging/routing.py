@@ -23,10 +23,10 @@ from sqlalchemy import select
 from app.judging import loop
 from app.judging.loop import Payload, Replayed
 from app.judging.repository import JudgmentStore
+from app.judging.routing_repository import STATEMENTS, Statements
 from app.kernel.db import Database
 from app.kernel.errors import Invalid
 from app.kernel.models import User, utcnow
-from app.second_opinions.repository import STATEMENTS, Statements
 from labeling.protocol.options import DEFAULT_OPTIONS
 
 #: The default of the task option ``second_opinion_timeout_s`` (seconds).
