@@ -1,1 +1,2 @@
-"""Users and authentication: accounts, passwords, API tokens, web sessions, login throttling."""
+"""Users: accounts, roles, workloads, password resets, and the login/logout API. Who a caller
+is (passwords, tokens, sessions, throttling) is :mod:`app.auth`, below the HTTP package."""
