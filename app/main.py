@@ -158,9 +158,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         # Everything imported and built so far lives as long as the process: move it out of
-        # the collector's sight. A full collection otherwise rescans those ~10^5 objects and
-        # stalled every request for ~85 ms under load (measured with gc.callbacks). Collect
-        # first, so no garbage is frozen with them.
+        # the collector's sight. A full collection otherwise rescans them all and stalls every
+        # request in flight (docs/performance.md). Collect first, so no garbage is frozen with
+        # them.
         gc.collect()
         gc.freeze()
         yield
@@ -175,7 +175,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         redoc_url=None,
         # FastAPI's built-in OpenTelemetry export is off: the service configures no
         # OpenTelemetry provider, and asking the OpenTelemetry API on every request whether
-        # one was configured cost 7 us, a tenth of a judgment's time in the framework.
+        # one was configured is work on every judgment for nothing (docs/performance.md).
         telemetry={"tracing": False, "metrics": False, "logs": False},
     )
     app.state.settings = settings

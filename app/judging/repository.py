@@ -157,7 +157,7 @@ STATE_AND_VERSION = select(
 #: the disk, the durability of SQLite's ``synchronous=NORMAL`` in WAL mode. A crash of the
 #: database server (not of the app) can then lose the judgments of its last fraction of a
 #: second (``wal_writer_delay``), never corrupt or reorder the log; a lost judgment is the
-#: pending question again. The flush is the slowest step of a judgment (1-2 ms of its 3-4).
+#: pending question again. The flush is the slowest step of a judgment.
 ASYNCHRONOUS_COMMIT = "SET LOCAL synchronous_commit TO OFF"
 #: Every column of a judgment row bound by name (a prepared statement has fixed columns; the
 #: unused ones of a pair or a grade are bound to NULL).

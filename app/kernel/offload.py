@@ -12,8 +12,8 @@ endpoint runs one through :func:`run`, which decides where, in this one place:
   never waits there. If the write lock is taken (by another thread or process) it raises
   :class:`~app.kernel.db.WouldBlock` with nothing done, and is tried again after short pauses in
   which the loop serves other requests (:data:`PAUSES`, up to the SQLite busy timeout), then
-  handed to the pool. Handing ~0.3 ms of work to a thread and back cost more than the work
-  (measured: ``docs/architecture.md#where-a-call-runs``).
+  handed to the pool. Handing a cheap submit to a thread and back cost more than the work
+  (``docs/architecture.md#where-a-call-runs``, measured in docs/performance.md).
 
 On Postgres, where every statement is a network round trip, the common submit has an
 asynchronous form (:func:`app.judging.service.submit_on_loop`): one round trip on an
