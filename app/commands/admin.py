@@ -432,7 +432,7 @@ def _defaulted(ctx: typer.Context, name: str) -> bool:
 
 def _print_cost(preview: Any) -> None:
     """Expected judgments and minutes per query (one task of each method) and in total."""
-    from app.planning.service import COST_MODEL
+    from app.planning.cost import COST_MODEL
 
     typer.echo(
         f"expected cost (strategy {preview.strategy}, prior {preview.prior}; "
