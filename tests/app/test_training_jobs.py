@@ -153,8 +153,8 @@ def test_sweep_requeues_a_queued_run_whose_message_is_lost(api: Api, study: int)
     from datetime import timedelta
 
     from app.kernel.models import utcnow
-    from app.training.jobs import JobSettings
     from app.training.service import recover_stalled
+    from app.training.settings import JobSettings
 
     jobs = JobSettings(training_stale_seconds=2, training_max_attempts=2)
     with api.db.write() as s:
