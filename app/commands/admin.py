@@ -133,7 +133,8 @@ def _import(
     database_url: str | None,
     **options: Any,
 ) -> None:
-    from app.collections.imports import UploadedFile, import_files
+    from app.collections.imports import import_files
+    from app.collections.uploads import UploadedFile
 
     uploads = {k: UploadedFile(p.name, p) for k, p in files.items() if p is not None}
 
@@ -265,7 +266,8 @@ def attach_grades_cmd(
     database_url: str | None = DB_OPTION,
 ) -> None:
     """Attach grades from a qrels file to the collection's documents."""
-    from app.collections.imports import UploadedFile, attach_grades
+    from app.collections.attach import attach_grades
+    from app.collections.uploads import UploadedFile
 
     report = _run(
         database_url,
@@ -291,7 +293,8 @@ def attach_features_cmd(
     database_url: str | None = DB_OPTION,
 ) -> None:
     """Attach LETOR feature vectors (matched by qid and docid) to the collection's documents."""
-    from app.collections.imports import UploadedFile, attach_features
+    from app.collections.attach import attach_features
+    from app.collections.uploads import UploadedFile
 
     report = _run(
         database_url,

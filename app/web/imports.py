@@ -13,8 +13,10 @@ from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData, UploadFile
 
+from app.collections import attach
 from app.collections import imports as admin_imports
 from app.collections import service as collections
+from app.collections.uploads import UploadedFile
 from app.http.deps import (
     MAX_UPLOAD_FIELDS,
     MAX_UPLOAD_FILES,
@@ -66,7 +68,7 @@ async def import_page(request: Request, collection_id: int, db: DbDep) -> Respon
             413,
         )
     files = {
-        key: admin_imports.UploadedFile(value.filename or key, value.file)
+        key: UploadedFile(value.filename or key, value.file)
         for key, value in form.multi_items()
         if isinstance(value, UploadFile) and value.filename
     }
@@ -126,13 +128,13 @@ async def _run_import(
     collection_id: int,
     action: str,
     form: FormData,
-    files: Mapping[str, admin_imports.UploadedFile],
+    files: Mapping[str, UploadedFile],
 ) -> str:
     """Run the import form's ``action`` through its service; the success message. Raises
     KeyError naming a required file that was not chosen, DomainError for the rest."""
     if action == "attach-grades":
         report = await run_in_threadpool(
-            admin_imports.attach_grades,
+            attach.attach_grades,
             db=db,
             collection_id=collection_id,
             qrels=files["qrels"],
@@ -144,7 +146,7 @@ async def _run_import(
         )
     if action == "attach-features":
         report = await run_in_threadpool(
-            admin_imports.attach_features,
+            attach.attach_features,
             db=db,
             collection_id=collection_id,
             features=files["features"],
