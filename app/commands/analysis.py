@@ -258,7 +258,8 @@ def simulate_study(
     from pathlib import Path
 
     import migrations
-    from app.analysis.service import StudyConfig, collection_analysis, run_simulated_study
+    from app.analysis.service import collection_analysis
+    from app.analysis.study import StudyConfig, run_simulated_study
     from app.kernel.db import Database
     from app.kernel.errors import DomainError
     from labeling.agreement import MODES
