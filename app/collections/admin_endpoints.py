@@ -11,6 +11,7 @@ Validation errors are 422 with ``{"detail": [...{"file", "line", "msg"}]}`` for 
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Request
@@ -200,8 +201,6 @@ async def import_files(
 
 
 def _asdict(obj: Any) -> dict[str, Any]:
-    from dataclasses import asdict
-
     return asdict(obj)
 
 

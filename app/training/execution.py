@@ -2,7 +2,8 @@
 one more attempt), load the truth and folds (:mod:`app.training.truth`), fit with a progress
 callback that stops between two iterations on cancel or at the time limit, and record the
 outcome unless a recovery sweep moved the run on meanwhile. A thread writes the heartbeat and
-progress while the fit runs; the fit itself never touches the database."""
+progress while the fit runs; the fit itself never touches the database. The ranking core's
+experiments load inside :func:`execute_run`'s fit, in the worker only."""
 
 from __future__ import annotations
 

@@ -1,7 +1,10 @@
 """What a training run learns from (docs/training.md#truth): the collection's imported grades
 with feature vectors, the finished top-k tasks' results (the qrels export's choice of task per
 query, :func:`app.exports.service.sources`), or both; and the folds over it (LETOR's own
-partitions, or seeded k-fold by query)."""
+partitions, or seeded k-fold by query).
+
+The ranking core is imported inside the functions that train: it loads in the worker only, not
+in the web process that imports this module through the training use cases."""
 
 from __future__ import annotations
 
