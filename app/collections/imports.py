@@ -1,4 +1,4 @@
-"""Use cases: import collections from real formats, and attach grades/features to documents.
+"""Use case: import collections from real formats (TREC, SMART, LETOR) through the NDJSON import.
 
 Every format is parsed by the pure parsers of :mod:`labeling.sources` (line-numbered errors,
 whole-file reports) into the service's NDJSON rows, which then go through the one NDJSON import
