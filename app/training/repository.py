@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import CursorResult, Update, select, update
 from sqlalchemy.orm import Session
 
-from app.kernel.models import Collection, Document, Query, TrainingRun, utcnow
+from app.kernel.models import Collection, Document, Query, Task, TrainingRun, utcnow
 
 
 def collection_exists(s: Any, collection_id: int) -> bool:
@@ -123,3 +123,7 @@ def query_descriptions(s: Any, collection_id: int) -> dict[str, str]:
         select(Query.external_id, Query.description).where(Query.collection_id == collection_id)
     ).all()
     return dict(rows)
+
+
+def task_by_id(s: Any, task_id: int) -> Task | None:
+    return s.get(Task, task_id)  # type: ignore[no-any-return]

@@ -15,7 +15,6 @@ from app.exports.service import sources
 from app.judging.service import live_judgments, replay_task
 from app.kernel.db import Database
 from app.kernel.errors import Invalid
-from app.kernel.models import Task
 from app.training import repository
 
 
@@ -25,7 +24,7 @@ def _study_truth(db: Database, collection_id: int) -> tuple[dict[str, Any], set[
     ks: set[int] = set()
     with db.read() as s:
         for src in sources(db=db, collection_id=collection_id, method="topk"):
-            task = s.get(Task, src.task_id)
+            task = repository.task_by_id(s, src.task_id)
             assert task is not None
             result = replay_task(task, live_judgments(s, task.id)).result()
             truth[src.query_id] = (list(result.top), list(result.rest))
