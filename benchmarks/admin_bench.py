@@ -33,7 +33,9 @@ def main() -> None:
 
     import migrations
     from app.collections import service as collections
-    from app.collections.imports import UploadedFile, attach_features, import_files
+    from app.collections.attach import attach_features
+    from app.collections.imports import import_files
+    from app.collections.uploads import UploadedFile
     from app.kernel.db import Database
     from app.planning.service import PlanSpec, create_plan
     from app.tasks.progress import collection_progress

@@ -37,7 +37,7 @@ def _training_collection(url: str) -> int:
     import numpy as np
     from sqlalchemy import select
 
-    from app.analysis.service import StudyConfig, run_simulated_study
+    from app.analysis.study import StudyConfig, run_simulated_study
     from app.kernel.db import Database
     from app.kernel.models import Document
     from app.kernel.settings import Settings

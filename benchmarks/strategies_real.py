@@ -66,7 +66,7 @@ class Row:
 
 
 def _open(path: Path) -> Any:
-    from app.collections.imports import UploadedFile
+    from app.collections.uploads import UploadedFile
 
     return UploadedFile(path.name, path.open("rb"))
 

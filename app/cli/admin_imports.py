@@ -38,7 +38,8 @@ def _import(
     **options: Any,
 ) -> None:
     """Import ``files`` of ``kind`` into ``collection`` (created if missing), all or nothing."""
-    from app.collections.imports import UploadedFile, import_files
+    from app.collections.imports import import_files
+    from app.collections.uploads import UploadedFile
 
     uploads = {k: UploadedFile(p.name, p) for k, p in files.items() if p is not None}
 
@@ -170,7 +171,8 @@ def attach_grades_cmd(
     database_url: str | None = DB_OPTION,
 ) -> None:
     """Attach grades from a qrels file to the collection's documents."""
-    from app.collections.imports import UploadedFile, attach_grades
+    from app.collections.attach import attach_grades
+    from app.collections.uploads import UploadedFile
 
     report = run_service(
         database_url,
@@ -196,7 +198,8 @@ def attach_features_cmd(
     database_url: str | None = DB_OPTION,
 ) -> None:
     """Attach LETOR feature vectors (matched by qid and docid) to the collection's documents."""
-    from app.collections.imports import UploadedFile, attach_features
+    from app.collections.attach import attach_features
+    from app.collections.uploads import UploadedFile
 
     report = run_service(
         database_url,

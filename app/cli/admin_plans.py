@@ -153,7 +153,7 @@ def _print_grid(preview: Any) -> None:
 
 def _print_cost(preview: Any) -> None:
     """Expected judgments and minutes per query (one task of each method) and in total."""
-    from app.planning.service import COST_MODEL
+    from app.planning.cost import COST_MODEL
 
     typer.echo(
         f"expected cost (strategy {preview.strategy}, prior {preview.prior}; "

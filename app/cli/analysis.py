@@ -20,7 +20,7 @@ from app.cli.database import DB_OPTION, database
 from app.cli.simulate import PAIR_CACHE_OPTION
 
 if TYPE_CHECKING:
-    from app.analysis.service import StudyConfig
+    from app.analysis.study import StudyConfig
     from labeling.analysis.agreement import Mode
 
 app = typer.Typer()
@@ -270,7 +270,7 @@ def simulate_study(
     assignment, top-k (k=10) and five-grade tasks, simulated assessors whose pairwise noise is
     lower than their grading noise and whose times follow the paper's.
     """
-    from app.analysis.service import StudyConfig
+    from app.analysis.study import StudyConfig
     from labeling.analysis.agreement import MODES
 
     if mode not in MODES:
@@ -306,7 +306,8 @@ def _run_study(config: StudyConfig, database: str | None, mode: Mode) -> dict[st
     import tempfile
 
     import migrations
-    from app.analysis.service import collection_analysis, run_simulated_study
+    from app.analysis.service import collection_analysis
+    from app.analysis.study import run_simulated_study
     from app.kernel.db import Database
     from app.kernel.errors import DomainError
     from labeling.errors import LabelingError

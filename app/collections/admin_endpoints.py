@@ -11,6 +11,7 @@ Validation errors are 422 with ``{"detail": [...{"file", "line", "msg"}]}`` for 
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Request
@@ -18,9 +19,11 @@ from pydantic import Field
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
+from app.collections import attach
 from app.collections import imports as admin_imports
 from app.collections import manage as collections_manage
 from app.collections.schemas import AttachOut, CollectionBriefOut, FilesImportOut
+from app.collections.uploads import UploadedFile
 from app.http.deps import (
     MAX_UPLOAD_FIELDS,
     MAX_UPLOAD_FILES,
@@ -134,7 +137,7 @@ def patch_collection(collection_id: int, body: CollectionPatch, db: DbDep) -> di
     return _collection_out(coll)
 
 
-async def _files(request: Request) -> tuple[dict[str, admin_imports.UploadedFile], dict[str, str]]:
+async def _files(request: Request) -> tuple[dict[str, UploadedFile], dict[str, str]]:
     """The multipart form's files (spooled to disk by Starlette) and its plain fields."""
     content_type = request.headers.get("content-type", "")
     if not content_type.startswith("multipart/form-data"):
@@ -144,17 +147,17 @@ async def _files(request: Request) -> tuple[dict[str, admin_imports.UploadedFile
         raise Invalid(
             f"too many parts: at most {MAX_UPLOAD_FILES} files and {MAX_UPLOAD_FIELDS} fields"
         )
-    files: dict[str, admin_imports.UploadedFile] = {}
+    files: dict[str, UploadedFile] = {}
     fields: dict[str, str] = {}
     for key, value in form.multi_items():
         if isinstance(value, UploadFile):
-            files[key] = admin_imports.UploadedFile(value.filename or key, value.file)
+            files[key] = UploadedFile(value.filename or key, value.file)
         else:
             fields[key] = value
     return files, fields
 
 
-async def _one_file(request: Request, part: str, what: str) -> admin_imports.UploadedFile:
+async def _one_file(request: Request, part: str, what: str) -> UploadedFile:
     """The file uploaded as multipart part ``part`` (``what`` names it in the error)."""
     files, _ = await _files(request)
     if part not in files:
@@ -198,8 +201,6 @@ async def import_files(
 
 
 def _asdict(obj: Any) -> dict[str, Any]:
-    from dataclasses import asdict
-
     return asdict(obj)
 
 
@@ -218,7 +219,7 @@ async def attach_grades(
     """Attach grades from a qrels file (part ``qrels``) to existing documents."""
     qrels = await _one_file(request, GRADES_PART, "qrels")
     report = await run_in_threadpool(
-        admin_imports.attach_grades,
+        attach.attach_grades,
         db=db,
         collection_id=collection_id,
         qrels=qrels,
@@ -239,7 +240,7 @@ async def attach_features(
     """Attach LETOR feature vectors (part ``features``) to existing documents."""
     features = await _one_file(request, FEATURES_PART, "LETOR")
     report = await run_in_threadpool(
-        admin_imports.attach_features,
+        attach.attach_features,
         db=db,
         collection_id=collection_id,
         features=features,

@@ -1,4 +1,4 @@
-"""Use cases: import collections from real formats, and attach grades/features to documents.
+"""Use case: import collections from real formats (TREC, SMART, LETOR) through the NDJSON import.
 
 Every format is parsed by the pure parsers of :mod:`labeling.sources` (line-numbered errors,
 whole-file reports) into the service's NDJSON rows, which then go through the one NDJSON import
@@ -29,37 +29,39 @@ top ``run_depth`` of a TREC run file ``run``, trec_eval order) or ``"bm25"`` (th
 The report's ``notes`` say what a pairing left out (run documents that are not in the files,
 documents of the files no query got) and suggest a pairing for binary qrels.
 
-Attaching (:func:`attach_grades`, :func:`attach_features`) updates existing documents, matched by
-(query id, doc id), in one write transaction; lines that match no document are counted in the
-report (or are errors with ``strict``).
-
-Uploads are read line by line from (spooled) files; each file is limited to ``max_bytes``
-(default: the app's ``max_body_bytes``).
+Uploads are read line by line from (spooled) files (:mod:`app.collections.uploads`); each file
+is limited to ``max_bytes`` (default: the app's ``max_body_bytes``). Attaching grades or
+features to existing documents: :mod:`app.collections.attach`.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import Any, Literal
 
-from sqlalchemy import select
-
+from app.collections import repository
 from app.collections import service as collections
+from app.collections.uploads import (
+    UploadedFile,
+    check_qrels_format,
+    check_sizes,
+    first_byte,
+    read_features,
+    read_qrels,
+    source_invalid,
+    upload_limit,
+    upload_lines,
+)
 from app.kernel.db import Database
-from app.kernel.errors import Invalid, NotFound, PayloadTooLarge, issue_items
-from app.kernel.models import Collection, Document, Query
+from app.kernel.errors import Invalid, NotFound
 from labeling.retrieval.bm25 import Bm25Index
 from labeling.retrieval.text import document_text
 from labeling.sources import (
     SourceError,
     build_rows,
-    join_features,
-    join_grades,
     parse_jsonl_docs,
     parse_smart_docs,
     parse_smart_queries,
@@ -67,11 +69,9 @@ from labeling.sources import (
     parse_trec_docs,
     rows_from_letor,
 )
-from labeling.sources.letor import read_letor_features
-from labeling.sources.rows import Join
-from labeling.sources.smart import parse_smart_qrels
-from labeling.sources.trec import QRELS_FORMATS, QrelsFile, parse_qrels_file
-from labeling.study.pools import parse_trec_run
+from labeling.sources.base import merge_errors
+from labeling.sources.trec import QrelsFile
+from labeling.study.pools import RunEntry, parse_trec_run
 
 ImportKind = Literal["trec", "smart", "letor"]
 IMPORT_KINDS: tuple[ImportKind, ...] = ("trec", "smart", "letor")
@@ -84,16 +84,6 @@ FILES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "smart": (("documents", "queries"), ("qrels", "run")),
     "letor": (("features",), ()),
 }
-
-Source = str | os.PathLike[str] | IO[bytes] | bytes
-
-
-@dataclass(frozen=True, slots=True)
-class UploadedFile:
-    """One input file: a display ``name`` (for error reports) and its content."""
-
-    name: str
-    content: Source
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,121 +99,6 @@ class AdminImportReport:
     """How the qrels file was read: layout (detected or given, and why) and grades."""
     notes: list[str] = field(default_factory=list)
     """What the pairing left out, and suggestions (e.g. the pairing for binary qrels)."""
-
-
-@dataclass(frozen=True, slots=True)
-class AttachReport:
-    collection_id: int
-    what: str
-    lines: int
-    matched: int
-    unmatched: int
-    unmatched_lines: list[int] = field(default_factory=list)
-    documents_without: int = 0
-
-
-# --------------------------------------------------------------------------- file helpers
-
-
-def _limit(max_bytes: int | None, db: Database) -> int | None:
-    return db.settings.max_body_bytes if max_bytes is None else (max_bytes or None)
-
-
-def _open(upload: UploadedFile) -> IO[bytes]:
-    content = upload.content
-    if isinstance(content, bytes):
-        import io
-
-        return io.BytesIO(content)
-    if isinstance(content, str | os.PathLike):
-        return Path(content).open("rb")  # closed by _lines
-    content.seek(0)
-    return content
-
-
-def _size(upload: UploadedFile) -> int:
-    content = upload.content
-    if isinstance(content, bytes):
-        return len(content)
-    if isinstance(content, str | os.PathLike):
-        return Path(content).stat().st_size
-    pos = content.tell()
-    content.seek(0, os.SEEK_END)
-    size = content.tell()
-    content.seek(pos)
-    return size
-
-
-def _check_sizes(files: Mapping[str, UploadedFile], limit: int | None) -> None:
-    if limit is None:
-        return
-    for upload in files.values():
-        size = _size(upload)
-        if size > limit:
-            raise PayloadTooLarge(f"{upload.name} is {size} bytes; the limit is {limit} bytes")
-
-
-def _lines(upload: UploadedFile) -> Iterator[bytes]:
-    """The file's lines, read lazily (a spooled upload is never loaded whole)."""
-    fh = _open(upload)
-    try:
-        # Not ``yield from fh``: closing this generator early would close the file with it.
-        for line in fh:  # noqa: UP028
-            yield line
-    finally:
-        if isinstance(upload.content, str | os.PathLike):
-            fh.close()
-
-
-def _first_byte(upload: UploadedFile) -> bytes:
-    for line in _lines(upload):
-        stripped = line.strip()
-        if stripped:
-            return stripped[:1]
-    return b""
-
-
-def _source_invalid(error: SourceError, what: str = "nothing was imported") -> Invalid:
-    items = issue_items(error.issues)
-    if error.more:
-        items.append({"file": "", "line": 0, "msg": f"... and {error.more} more error(s)"})
-    count = len(error.issues) + error.more
-    return Invalid(items, extra={"message": f"{count} error(s); {what}"})
-
-
-def _local_path(upload: UploadedFile) -> tuple[Path, bool]:
-    """A filesystem path for readers that need one (LETOR); True if it is a temp copy."""
-    if isinstance(upload.content, str | os.PathLike):
-        return Path(upload.content), False
-    with tempfile.NamedTemporaryFile("wb", suffix=".txt", delete=False) as tmp:
-        for line in _lines(upload):
-            tmp.write(line)
-    return Path(tmp.name), True
-
-
-def _features(upload: UploadedFile) -> list[Any]:
-    path, temporary = _local_path(upload)
-    try:
-        return read_letor_features(path, file=upload.name)
-    finally:
-        if temporary:
-            path.unlink(missing_ok=True)
-
-
-def _qrels(upload: UploadedFile, qrels_format: str, kind: str = "trec") -> QrelsFile:
-    if kind == "smart" or qrels_format == "cranfield":
-        return parse_smart_qrels(_lines(upload), file=upload.name, qrels_format=qrels_format)
-    return parse_qrels_file(_lines(upload), file=upload.name, layout=qrels_format)
-
-
-def _check_qrels_format(qrels_format: str) -> None:
-    if qrels_format not in QRELS_FORMATS:
-        raise Invalid(
-            f"unknown qrels format {qrels_format!r}; expected one of {', '.join(QRELS_FORMATS)}"
-        )
-
-
-# --------------------------------------------------------------------------- import
 
 
 def import_files(
@@ -247,33 +122,11 @@ def import_files(
     limit (``None`` = the app's ``max_body_bytes``; ``0`` = no limit, for the CLI reading
     local files).
     """
-    if kind not in FILES:
-        raise Invalid(f"unknown import kind {kind!r}; expected one of {', '.join(IMPORT_KINDS)}")
-    required, optional = FILES[kind]
-    missing = [f for f in required if f not in files]
-    unknown = sorted(set(files) - set(required) - set(optional))
-    if missing or unknown:
-        raise Invalid(
-            f"{kind} import needs files {', '.join(required)}"
-            + (f" (optional: {', '.join(optional)})" if optional else "")
-            + (f"; missing {', '.join(missing)}" if missing else "")
-            + (f"; unexpected {', '.join(unknown)}" if unknown else "")
-        )
-    if pairing not in PAIRINGS:
-        raise Invalid(f"unknown pairing {pairing!r}; expected one of {', '.join(PAIRINGS)}")
-    _check_qrels_format(qrels_format)
-    if run_depth is not None and run_depth < 1:
-        raise Invalid("run_depth must be at least 1")
-    if unjudged_grade is not None and not 0 <= unjudged_grade <= 4:
-        raise Invalid("unjudged_grade must be in 0..4")
-    if kind != "letor":
-        if pairing == "qrels" and "qrels" not in files:
-            raise Invalid("pairing 'qrels' needs a qrels file (or use pairing 'all' or 'run')")
-        if pairing == "run" and "run" not in files:
-            raise Invalid("pairing 'run' needs a run file")
-    _check_sizes(files, _limit(max_bytes, db))
+    _check_request(kind, files, pairing, qrels_format, run_depth, unjudged_grade)
+    check_sizes(files, upload_limit(max_bytes, db))
     with db.read() as s:
-        _require_collection(s, collection_id)
+        if repository.collection_by_id(s, collection_id) is None:
+            raise NotFound(f"no collection with id {collection_id}")
 
     notes: list[str] = []
     qrels_read: list[str] = []
@@ -294,7 +147,7 @@ def import_files(
             )
         )
     except SourceError as err:
-        raise _source_invalid(err) from None
+        raise source_invalid(err) from None
     if not rows:
         raise Invalid("the files produce no (query, document) rows to import")
     # One NDJSON line per row, handed over lazily (the import reads line by line).
@@ -333,43 +186,10 @@ def _rows(
     if kind == "letor":
         # The file's stem (S1..S5 of LETOR 4.0) is kept as the queries' partition: training
         # folds follow the benchmark's rotation (docs/training.md#folds).
-        return rows_from_letor(_features(files["features"]), part=Path(files["features"].name).stem)
-    errors: list[SourceError] = []
-
-    def attempt(fn: Any) -> Any:
-        try:
-            return fn()
-        except SourceError as err:
-            errors.append(err)
-            return None
-
-    if kind == "trec":
-        topics = attempt(lambda: parse_topics(_lines(files["topics"]), file=files["topics"].name))
-        docs_file = files["documents"]
-        if _first_byte(docs_file) == b"{":
-            docs = attempt(lambda: list(parse_jsonl_docs(_lines(docs_file), file=docs_file.name)))
-        else:
-            docs = attempt(lambda: list(parse_trec_docs(_lines(docs_file), file=docs_file.name)))
-    else:
-        docs = attempt(
-            lambda: parse_smart_docs(_lines(files["documents"]), file=files["documents"].name)
+        return rows_from_letor(
+            read_features(files["features"]), part=Path(files["features"].name).stem
         )
-        topics = attempt(
-            lambda: parse_smart_queries(_lines(files["queries"]), file=files["queries"].name)
-        )
-    qrels_file = (
-        attempt(lambda: _qrels(files["qrels"], qrels_format, kind)) if "qrels" in files else None
-    )
-    run = None
-    if "run" in files:
-        run = attempt(lambda: parse_trec_run(_lines(files["run"]), file=files["run"].name))
-    if errors:
-        from labeling.sources.base import merge_errors
-
-        merged = merge_errors(errors)
-        assert merged is not None
-        raise merged
-    assert topics is not None and docs is not None
+    topics, docs, qrels_file, run = _parse_files(kind, files, qrels_format)
     qrels = qrels_file.entries if qrels_file is not None else None
     if qrels_file is not None:
         qrels_read.append(qrels_file.describe())
@@ -378,30 +198,7 @@ def _rows(
             f"pairing 'all' would create {len(topics)} x {len(docs)} = "
             f"{len(topics) * len(docs)} rows (limit {max_rows}); use pairing 'qrels' or 'run'"
         )
-    pairs: Any = pairing
-    known = {d.doc_id for d in docs}
-    topic_ids = {t.query_id for t in topics}
-    if pairing == "run":
-        pairs = {}
-        outside: dict[str, int] = {}
-        for qid, entries in (run or {}).items():
-            if qid not in topic_ids:
-                continue
-            ranked = [e.doc_id for e in entries][:run_depth]
-            pairs[qid] = [d for d in ranked if d in known]
-            if len(pairs[qid]) < len(ranked):
-                outside[qid] = len(ranked) - len(pairs[qid])
-        if outside:
-            notes.append(
-                f"{sum(outside.values())} run documents are not in the documents file and were "
-                f"left out ({len(outside)} queries, e.g. query {next(iter(outside))}: "
-                f"{next(iter(outside.values()))})"
-            )
-    elif pairing == "bm25":
-        index = Bm25Index((d.doc_id, document_text(d.title, d.text, d.html)) for d in docs)
-        depth = run_depth or BM25_DEPTH
-        pairs = {t.query_id: [h.doc_id for h in index.search(t.title, depth)] for t in topics}
-        notes.append(f"pairing bm25: the top {depth} documents of each query by BM25")
+    pairs = _pairs(pairing, topics, docs, run, run_depth, notes)
     notes.extend(_pairing_notes(pairing, pairs, docs, qrels_file, kind, unjudged_grade))
     return build_rows(
         topics,
@@ -481,117 +278,124 @@ def _explain_rows(err: Invalid, rows: list[dict[str, Any]]) -> Invalid:
     return Invalid(items, extra=err.extra)
 
 
-# --------------------------------------------------------------------------- attach
+def _check_request(
+    kind: str,
+    files: Mapping[str, UploadedFile],
+    pairing: str,
+    qrels_format: str,
+    run_depth: int | None,
+    unjudged_grade: int | None,
+) -> None:
+    """Invalid naming what is wrong with an import's kind, files and options."""
+    if kind not in FILES:
+        raise Invalid(f"unknown import kind {kind!r}; expected one of {', '.join(IMPORT_KINDS)}")
+    required, optional = FILES[kind]
+    missing = [f for f in required if f not in files]
+    unknown = sorted(set(files) - set(required) - set(optional))
+    if missing or unknown:
+        raise Invalid(
+            f"{kind} import needs files {', '.join(required)}"
+            + (f" (optional: {', '.join(optional)})" if optional else "")
+            + (f"; missing {', '.join(missing)}" if missing else "")
+            + (f"; unexpected {', '.join(unknown)}" if unknown else "")
+        )
+    if pairing not in PAIRINGS:
+        raise Invalid(f"unknown pairing {pairing!r}; expected one of {', '.join(PAIRINGS)}")
+    check_qrels_format(qrels_format)
+    if run_depth is not None and run_depth < 1:
+        raise Invalid("run_depth must be at least 1")
+    if unjudged_grade is not None and not 0 <= unjudged_grade <= 4:
+        raise Invalid("unjudged_grade must be in 0..4")
+    if kind != "letor":
+        if pairing == "qrels" and "qrels" not in files:
+            raise Invalid("pairing 'qrels' needs a qrels file (or use pairing 'all' or 'run')")
+        if pairing == "run" and "run" not in files:
+            raise Invalid("pairing 'run' needs a run file")
 
 
-def _document_hash(doc: Document) -> str:
-    """The service's content hash for a document row (kept consistent after an update so
-    re-imports stay idempotent): the NDJSON import's own definition."""
-    return collections.document_content_hash(
-        title=doc.title,
-        text=doc.text,
-        html=doc.html,
-        features=doc.features,
-        grade=doc.grade,
-    )
+def _parse_files(
+    kind: str, files: Mapping[str, UploadedFile], qrels_format: str
+) -> tuple[Any, Any, QrelsFile | None, Any]:
+    """``(topics, documents, qrels file or None, run or None)`` of a TREC or SMART import;
+    every file is parsed and their errors raised together (one SourceError)."""
+    errors: list[SourceError] = []
 
-
-def _require_collection(s: Any, collection_id: int) -> None:
-    """NotFound unless the collection exists."""
-    if s.get(Collection, collection_id) is None:
-        raise NotFound(f"no collection with id {collection_id}")
-
-
-def _collection_documents(s: Any, collection_id: int) -> dict[tuple[str, str], Document]:
-    """The documents of an existing collection by (query id, document id); NotFound if none."""
-    _require_collection(s, collection_id)
-    stmt = (
-        select(Document, Query.external_id)
-        .join(Query, Query.id == Document.query_id)
-        .where(Document.collection_id == collection_id)
-    )
-    return {(qid, d.external_id): d for d, qid in s.execute(stmt)}
-
-
-def _attach_report(
-    collection_id: int, what: str, lines: int, joined: Join, docs: dict[tuple[str, str], Document]
-) -> AttachReport:
-    """What an attach did: ``lines`` records read, of which ``joined`` matched a document."""
-    return AttachReport(
-        collection_id=collection_id,
-        what=what,
-        lines=lines,
-        matched=len(joined.matched),
-        unmatched=len(joined.unmatched),
-        unmatched_lines=joined.unmatched[:20],
-        documents_without=sum(1 for k in docs if k not in joined.matched),
-    )
-
-
-def attach_grades(
-    *,
-    db: Database,
-    collection_id: int,
-    qrels: UploadedFile,
-    qrels_format: str = "auto",
-    strict: bool = False,
-    max_bytes: int | None = None,
-) -> AttachReport:
-    """Set ``document.grade`` from a qrels file (all or nothing; any layout, module doc)."""
-    _check_qrels_format(qrels_format)
-    _check_sizes({"qrels": qrels}, _limit(max_bytes, db))
-    try:
-        entries = _qrels(qrels, qrels_format).entries
-    except SourceError as err:
-        raise _source_invalid(err, "no grade was attached") from None
-    with db.write() as s:
-        docs = _collection_documents(s, collection_id)
+    def attempt(fn: Any) -> Any:
         try:
-            joined = join_grades(docs.keys(), entries, file=qrels.name, strict=strict)
+            return fn()
         except SourceError as err:
-            raise _source_invalid(err, "no grade was attached") from None
-        for key, grade in joined.matched.items():
-            doc = docs[key]
-            doc.grade = int(grade)
-            doc.content_hash = _document_hash(doc)
-    return _attach_report(collection_id, "grades", len(entries), joined, docs)
+            errors.append(err)
+            return None
 
-
-def attach_features(
-    *,
-    db: Database,
-    collection_id: int,
-    features: UploadedFile,
-    strict: bool = False,
-    max_bytes: int | None = None,
-) -> AttachReport:
-    """Set ``document.features`` from a LETOR file, matched by ``qid`` and the ``docid`` in the
-    row comment (all or nothing; every vector must have the same length, also as the vectors
-    already stored in the collection)."""
-    _check_sizes({"features": features}, _limit(max_bytes, db))
-    try:
-        rows = _features(features)
-    except SourceError as err:
-        raise _source_invalid(err, "no feature vector was attached") from None
-    with db.write() as s:
-        docs = _collection_documents(s, collection_id)
-        try:
-            joined = join_features(docs.keys(), rows, file=features.name, strict=strict)
-        except SourceError as err:
-            raise _source_invalid(err, "no feature vector was attached") from None
-        widths = {len(v) for v in joined.matched.values()}
-        others = {
-            len(d.features)
-            for key, d in docs.items()
-            if d.features is not None and key not in joined.matched
-        }
-        if len(widths | others) > 1:
-            raise Invalid(
-                f"feature vectors would have different lengths in one collection: "
-                f"{sorted(widths | others)}"
+    if kind == "trec":
+        topics = attempt(
+            lambda: parse_topics(upload_lines(files["topics"]), file=files["topics"].name)
+        )
+        docs_file = files["documents"]
+        if first_byte(docs_file) == b"{":
+            docs = attempt(
+                lambda: list(parse_jsonl_docs(upload_lines(docs_file), file=docs_file.name))
             )
-        for key, vector in joined.matched.items():
-            doc = docs[key]
-            doc.features = [float(x) for x in vector]
-            doc.content_hash = _document_hash(doc)
-    return _attach_report(collection_id, "features", len(rows), joined, docs)
+        else:
+            docs = attempt(
+                lambda: list(parse_trec_docs(upload_lines(docs_file), file=docs_file.name))
+            )
+    else:
+        docs = attempt(
+            lambda: parse_smart_docs(upload_lines(files["documents"]), file=files["documents"].name)
+        )
+        topics = attempt(
+            lambda: parse_smart_queries(upload_lines(files["queries"]), file=files["queries"].name)
+        )
+    qrels_file = (
+        attempt(lambda: read_qrels(files["qrels"], qrels_format, kind))
+        if "qrels" in files
+        else None
+    )
+    run = None
+    if "run" in files:
+        run = attempt(lambda: parse_trec_run(upload_lines(files["run"]), file=files["run"].name))
+    if errors:
+        merged = merge_errors(errors)
+        assert merged is not None
+        raise merged
+    assert topics is not None and docs is not None
+    return topics, docs, qrels_file, run
+
+
+def _pairs(
+    pairing: str,
+    topics: list[Any],
+    docs: list[Any],
+    run: dict[str, list[RunEntry]] | None,
+    run_depth: int | None,
+    notes: list[str],
+) -> Any:
+    """The documents of each query for ``pairing`` ``run`` (the run's top ``run_depth`` that
+    the files have) or ``bm25`` (the top ``run_depth`` by BM25 over the files' documents);
+    the pairing's name for the others. Notes say what was left out."""
+    pairs: Any = pairing
+    known = {d.doc_id for d in docs}
+    topic_ids = {t.query_id for t in topics}
+    if pairing == "run":
+        pairs = {}
+        outside: dict[str, int] = {}
+        for qid, entries in (run or {}).items():
+            if qid not in topic_ids:
+                continue
+            ranked = [e.doc_id for e in entries][:run_depth]
+            pairs[qid] = [d for d in ranked if d in known]
+            if len(pairs[qid]) < len(ranked):
+                outside[qid] = len(ranked) - len(pairs[qid])
+        if outside:
+            notes.append(
+                f"{sum(outside.values())} run documents are not in the documents file and were "
+                f"left out ({len(outside)} queries, e.g. query {next(iter(outside))}: "
+                f"{next(iter(outside.values()))})"
+            )
+    elif pairing == "bm25":
+        index = Bm25Index((d.doc_id, document_text(d.title, d.text, d.html)) for d in docs)
+        depth = run_depth or BM25_DEPTH
+        pairs = {t.query_id: [h.doc_id for h in index.search(t.title, depth)] for t in topics}
+        notes.append(f"pairing bm25: the top {depth} documents of each query by BM25")
+    return pairs

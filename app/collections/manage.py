@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy.exc import IntegrityError
 
+from app.collections import repository
 from app.kernel.db import Database
 from app.kernel.errors import Conflict, Invalid, NotFound
 from app.kernel.models import Collection
@@ -21,7 +22,7 @@ def update_collection(
     """Rename, re-describe, archive or un-archive a collection (409 if the name is taken)."""
     try:
         with db.write() as s:
-            coll = s.get(Collection, collection_id)
+            coll = repository.collection_by_id(s, collection_id)
             if coll is None:
                 raise NotFound(f"no collection with id {collection_id}")
             if name is not None:

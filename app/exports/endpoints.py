@@ -1,9 +1,7 @@
 """REST API v1: streamed exports of a collection's labels and judgments (admin).
 
 * ``GET /collections/{id}/export?format=...`` — every format of
-  :data:`app.exports.service.FORMATS` (``docs/exports.md``);
-* ``GET /admin/collections/{id}/export-extra`` — deprecated alias of the same endpoint whose
-  ``format`` defaults to ``letor`` (as it always did).
+  :data:`app.exports.service.FORMATS` (``docs/exports.md``).
 """
 
 from __future__ import annotations
@@ -96,39 +94,6 @@ def export_collection(
     plan: PlanParam = None,
 ) -> StreamingResponse:
     """Export the collection's labels or judgments in one of the registered formats."""
-    return export_response(
-        db,
-        exports.ExportRequest(
-            collection_id=collection_id,
-            format=format,
-            labels=labels,
-            source=source,
-            assessor=assessor,
-            missing_features=missing_features,
-            plan=plan,
-        ),
-    )
-
-
-@router.get(
-    "/admin/collections/{collection_id}/export-extra",
-    response_class=StreamingResponse,
-    responses=_RESPONSES,
-    deprecated=True,
-    tags=["admin"],
-)
-def export_extra(
-    collection_id: int,
-    db: DbDep,
-    format: Annotated[str, Query(json_schema_extra=_ENUM)] = "letor",
-    labels: LabelsParam = None,
-    source: SourceParam = "first",
-    assessor: AssessorParam = None,
-    missing_features: MissingParam = "error",
-    plan: PlanParam = None,
-) -> StreamingResponse:
-    """Deprecated: use ``GET /collections/{id}/export`` (same parameters and formats; only
-    the default format differs, letor here)."""
     return export_response(
         db,
         exports.ExportRequest(

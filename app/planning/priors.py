@@ -14,10 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select
-
 from app.kernel.errors import Invalid, issue_items
-from app.kernel.models import Document, Query
+from app.kernel.models import Query
+from app.planning import repository
 from app.retrieval import service as retrieval
 from labeling.errors import ConfigError
 from labeling.protocol.prior_orders import (
@@ -113,10 +112,7 @@ class PriorResolver:
             order = ranking_order(doc_ids, self._bm25[qid])
             return order, "bm25"
         if self.kind == "feature":
-            rows = self.s.execute(
-                select(Document.external_id, Document.features).where(Document.query_id == query.id)
-            )
-            features = {doc: vector for doc, vector in rows}
+            features = repository.document_features(self.s, query.id)
             try:
                 return feature_order(doc_ids, features, self.feature), self.source.spec
             except ConfigError as err:

@@ -40,13 +40,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import select
-
 from app.kernel.db import Database
 from app.kernel.errors import Invalid, NotFound, issue_items
-from app.kernel.models import Collection, Document, Query, Task, User
+from app.kernel.models import Query, Task
+from app.planning import checks, repository
+from app.planning.cost import COST_MODEL, Resolved, cost_totals, plan_cost
+from app.planning.pooling import RANKED_POOLS, lost_warning, query_pools
 from app.planning.priors import PriorResolver, PriorSource, check_source
-from app.retrieval import service as retrieval
 from labeling.errors import ConfigError
 from labeling.protocol.options import validate_options
 from labeling.protocol.prior_orders import NO_PRIOR
@@ -57,29 +57,13 @@ from labeling.study.assignment import (
     Plan,
     PlanEntry,
     PlanError,
-    Violation,
     fold_rotation,
     plan_balanced,
     validate_plan,
 )
-from labeling.study.plan_csv import plan_from_csv
-from labeling.study.pools import build_pool, content_hash, parse_trec_run
-from labeling.study.simulation import GRADE_SECONDS, PAIR_SECONDS
+from labeling.study.plan_csv import plan_from_csv, plan_to_csv
 
 SCHEMES = ("rotation", "balanced", "csv")
-#: What the preview's expected judgments and minutes mean (shown with them).
-COST_MODEL = {
-    "topk_judgments": "the strategy's own expected count at the start of a task (session "
-    "progress: a consistent assessor, documents in random order; a good prior makes "
-    "insertion cheaper than this)",
-    "graded_judgments": "one grade per document of the pool",
-    "seconds_per_pair": PAIR_SECONDS,
-    "seconds_per_grade": GRADE_SECONDS,
-    "minutes": "judgments times the time model's mean seconds per judgment "
-    "(labeling.study.simulation.TimeModel: 13.87 s per grade, 13.87/2.5 = 5.55 s per pair)",
-}
-#: Pool modes that cut a ranking (a run, or BM25) at n.
-RANKED_POOLS = ("run", "bm25")
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,7 +143,7 @@ class PlanPreview:
     """The top-k tasks' prior source (as requested; each task records its resolved spec)."""
     cost: dict[str, dict[str, float]] = field(default_factory=dict)
     """Per query: ``topk_judgments``, ``topk_minutes``, ``graded_judgments``,
-    ``graded_minutes`` for ONE task of each method (:func:`expected_cost`)."""
+    ``graded_minutes`` for ONE task of each method (:func:`app.planning.cost.expected_cost`)."""
     totals: dict[str, float] = field(default_factory=dict)
     """Sums over the plan's tasks: ``topk_judgments``, ``topk_minutes``, ``graded_judgments``,
     ``graded_minutes``, ``judgments``, ``minutes``."""
@@ -214,28 +198,6 @@ def task_seed(plan_seed: int, assessor: str, query_id: str, method: str) -> int:
     return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 
 
-def _violation(v: Violation) -> dict[str, Any]:
-    return {
-        "code": v.code,
-        "severity": v.severity,
-        "message": v.message,
-        "assessor": v.assessor,
-        "query_id": v.query_id,
-        "method": v.method,
-    }
-
-
-def _error(code: str, message: str, **where: Any) -> dict[str, Any]:
-    return {
-        "code": code,
-        "severity": "error",
-        "message": message,
-        "assessor": where.get("assessor"),
-        "query_id": where.get("query_id"),
-        "method": where.get("method"),
-    }
-
-
 def _build_plan(spec: PlanSpec, query_ids: list[str]) -> Plan:
     try:
         if spec.scheme == "rotation":
@@ -260,106 +222,6 @@ def _build_plan(spec: PlanSpec, query_ids: list[str]) -> Plan:
     except ConfigError as err:
         raise Invalid(str(err)) from None
     raise Invalid(f"unknown scheme {spec.scheme!r}; expected one of {', '.join(SCHEMES)}")
-
-
-def _pools(
-    s: Any, collection_id: int, queries: dict[str, Query], pool: PoolSpec
-) -> tuple[dict[str, list[str]], dict[str, dict[str, int]]]:
-    """Each query's pool, and for ranked pools (``run``, ``bm25``) what the cut lost: per
-    query, how many of the ranking's top n are not in the collection at all
-    (``not_in_collection``) or are in it but not among this query's documents
-    (``not_in_query``)."""
-    ranking: dict[str, list[str]] = {}
-    if pool.mode == "run":
-        if not pool.run:
-            raise Invalid("pool mode 'run' needs a TREC run")
-        try:
-            parsed = parse_trec_run(pool.run, file="run")
-        except SourceError as err:
-            raise Invalid(
-                issue_items(err.issues),
-                extra={"message": "the run has errors; nothing was planned"},
-            ) from None
-        ranking = {q: [e.doc_id for e in entries] for q, entries in parsed.items()}
-    elif pool.mode == "bm25":
-        ranking = retrieval.bm25_rankings(s, collection_id, list(queries))
-    ranked = pool.mode in RANKED_POOLS
-    in_collection: set[str] = set()
-    if ranked:
-        in_collection = set(
-            s.scalars(
-                select(Document.external_id)
-                .where(Document.collection_id == collection_id)
-                .distinct()
-            )
-        )
-    out: dict[str, list[str]] = {}
-    lost: dict[str, dict[str, int]] = {}
-    for qid, query in queries.items():
-        docs = list(
-            s.scalars(select(Document).where(Document.query_id == query.id).order_by(Document.id))
-        )
-        ids = [d.external_id for d in docs]
-        hashes = (
-            {d.external_id: content_hash(d.title, d.text, d.html) for d in docs}
-            if pool.dedupe
-            else None
-        )
-        try:
-            chosen = build_pool(
-                ids,
-                mode="run" if ranked else pool.mode,  # type: ignore[arg-type]
-                n=pool.n,
-                seed=pool.seed,
-                run=ranking.get(qid, []) if ranked else None,
-                hashes=hashes,
-            )
-        except ConfigError as err:
-            raise Invalid(f"pool of query {qid}: {err}") from None
-        out[qid] = list(chosen.doc_ids)
-        if ranked:
-            top = ranking.get(qid, [])[: pool.n]
-            have = set(ids)
-            missing = [d for d in top if d not in have]
-            if missing:
-                outside = sum(1 for d in missing if d not in in_collection)
-                lost[qid] = {
-                    "considered": len(top),
-                    "not_in_collection": outside,
-                    "not_in_query": len(missing) - outside,
-                }
-    return out, lost
-
-
-def _lost_warning(
-    qid: str, mode: str, n: int | None, lost: dict[str, int], size: int
-) -> dict[str, Any]:
-    source = "the run" if mode == "run" else "the BM25 ranking of the collection"
-    parts = []
-    if lost["not_in_collection"]:
-        parts.append(f"{lost['not_in_collection']} are not in this collection")
-    if lost["not_in_query"]:
-        parts.append(
-            f"{lost['not_in_query']} are in the collection but not among this query's documents"
-        )
-    fix = (
-        "import them with pairing 'run' (or 'bm25'/'all') to judge them"
-        if mode == "run"
-        else "import the collection with pairing 'bm25' or 'all' to judge them"
-    )
-    top = f"top {lost['considered']}" if n is not None else f"{lost['considered']} documents"
-    return {
-        "code": "pool_lost_documents",
-        "severity": "warning",
-        "message": (
-            f"query {qid}: of the {top} of {source}, {' and '.join(parts)}; the pool has "
-            f"{size} documents ({fix})"
-        ),
-        "assessor": None,
-        "query_id": qid,
-        "method": None,
-        "lost": dict(lost),
-    }
 
 
 def _options(spec: PlanSpec) -> dict[str, dict[str, Any]]:
@@ -419,148 +281,55 @@ def _prior_source(spec: PlanSpec) -> PriorSource:
     return check_source(prior, run)
 
 
-def expected_cost(
-    method: str, doc_ids: list[str], *, k: int, options: dict[str, Any]
-) -> tuple[float, float]:
-    """``(judgments, minutes)`` expected for one task of ``method`` on ``doc_ids``.
-
-    Top-k: the expected count of the task's strategy at the start,
-    ``open_session(...).progress().expected_remaining`` (its model for a consistent assessor
-    on a random order; re-asks included when ``reask_fraction`` > 0); graded: one grade per
-    document. Minutes = judgments × the time model's mean seconds per judgment / 60
-    (:class:`labeling.study.simulation.TimeModel`: ``PAIR_SECONDS`` = 13.87/2.5 = 5.55 s per pair,
-    ``GRADE_SECONDS`` = 13.87 s per grade, after Niu et al., SIGIR 2012, Table 1)."""
-    if not doc_ids:
-        return 0.0, 0.0
-    if method == "graded":
-        judgments = float(len(doc_ids))
-        return judgments, judgments * GRADE_SECONDS / 60.0
-    progress = open_session("topk", doc_ids, k=k, seed=0, options=options).progress()
-    judgments = 0.0 if progress.done else progress.expected_remaining
-    return judgments, judgments * PAIR_SECONDS / 60.0
-
-
 def preview_plan(*, db: Database, spec: PlanSpec) -> PlanPreview:
     """Build the plan, its pools and every violated constraint, without writing anything."""
     options = _options(spec)
     prior = _prior_source(spec)
     with db.read() as s:
+        if not repository.collection_exists(s, spec.collection_id):
+            raise NotFound(f"no collection with id {spec.collection_id}")
         return _preview_in(s, spec, options, prior)[0]
 
 
-#: A query's resolved prior: (initial_order, recorded prior spec).
-Resolved = tuple[list[str] | None, str]
-
-
-def _preview_in(
-    s: Any, spec: PlanSpec, options: dict[str, dict[str, Any]], prior: PriorSource
-) -> tuple[PlanPreview, dict[str, list[str]], dict[str, Resolved]]:
-    """The preview computed with session ``s`` (read or write transaction), plus the pools and
-    each top-k query's resolved prior.
-
-    :func:`create_plan` calls this inside its write transaction, so the check against the
-    existing tasks sees every plan committed before it (see there)."""
-    if s.get(Collection, spec.collection_id) is None:
-        raise NotFound(f"no collection with id {spec.collection_id}")
-    all_queries = {
-        q.external_id: q
-        for q in s.scalars(
-            select(Query).where(Query.collection_id == spec.collection_id).order_by(Query.id)
-        )
-    }
+def _query_ids(spec: PlanSpec, all_queries: Mapping[str, Query]) -> list[str]:
+    """The plan's queries: the spec's (deduplicated, in order), else every query."""
     if spec.query_ids is None:
-        query_ids = list(all_queries)
-    else:
-        query_ids = list(dict.fromkeys(str(q) for q in spec.query_ids))
-    extra: list[dict[str, Any]] = []
-    for q in query_ids:
-        if q not in all_queries:
-            extra.append(_error("unknown_query", f"no query {q!r} in this collection", query_id=q))
-    plan = _build_plan(spec, query_ids)
-    names = list(dict.fromkeys([*plan.assessors, *(e.assessor for e in plan.entries)]))
-    users = {u.username: u for u in s.scalars(select(User).where(User.username.in_(names)))}
-    for name in names:
-        user = users.get(name)
-        if user is None:
-            extra.append(_error("unknown_user", f"no user named {name!r}", assessor=name))
-        elif user.disabled:
-            extra.append(_error("disabled_user", f"user {name!r} is disabled", assessor=name))
-    known = {q: all_queries[q] for q in query_ids if q in all_queries}
-    pools, lost = _pools(s, spec.collection_id, known, spec.pool)
-    for q, ids in pools.items():
-        if not ids:
-            extra.append(_error("empty_pool", f"query {q} has no documents to judge", query_id=q))
-    topk_queries = [
-        q
-        for q in dict.fromkeys(e.query_id for e in plan.entries if e.method == "topk")
-        if pools.get(q)
-    ]
+        return list(all_queries)
+    return list(dict.fromkeys(str(q) for q in spec.query_ids))
+
+
+def _resolve_priors(
+    s: Any,
+    spec: PlanSpec,
+    prior: PriorSource,
+    topk_queries: list[str],
+    known: Mapping[str, Query],
+    pools: Mapping[str, list[str]],
+) -> tuple[dict[str, Resolved], list[dict[str, Any]]]:
+    """Each top-k query's resolved prior, and an error item per query whose prior failed."""
     resolver = PriorResolver(s, spec.collection_id, prior)
     resolver.prefetch(topk_queries)
     resolved: dict[str, Resolved] = {}
+    errors: list[dict[str, Any]] = []
     for q in topk_queries:
         try:
             resolved[q] = resolver.resolve(known[q], pools[q])
         except Invalid as err:
-            extra.append(_error("prior", str(err.detail), query_id=q))
-    existing = s.execute(
-        select(User.username, Query.external_id, Task.method, Task.id)
-        .join(User, User.id == Task.assessor_id)
-        .join(Query, Query.id == Task.query_id)
-        .where(Task.collection_id == spec.collection_id, Task.status != "cancelled")
-    ).all()
-    have: dict[tuple[str, str], list[tuple[str, int]]] = {}
-    for name, qid, method, tid in existing:
-        have.setdefault((name, qid), []).append((method, tid))
-    for e in plan.entries:
-        for method, tid in have.get((e.assessor, e.query_id), []):
-            if method == e.method:
-                extra.append(
-                    _error(
-                        "exists",
-                        f"{e.assessor} already has a {method} task on query {e.query_id} "
-                        f"(task {tid})",
-                        assessor=e.assessor,
-                        query_id=e.query_id,
-                        method=method,
-                    )
-                )
-            else:
-                extra.append(
-                    _error(
-                        "both_methods",
-                        f"{e.assessor} already judges query {e.query_id} with {method} "
-                        f"(task {tid}); requirement b",
-                        assessor=e.assessor,
-                        query_id=e.query_id,
-                    )
-                )
-    per_query = None
-    if spec.scheme == "balanced":
-        per_query = dict(spec.per_query)
-    elif spec.scheme == "rotation":
-        r = len(tuple(spec.shifts))
-        per_query = {"topk": r, "graded": r}
-    violations = [_violation(v) for v in validate_plan(plan, per_query=per_query)]
-    violations = (
-        [v for v in violations if v["severity"] == "error"]
-        + extra
-        + [v for v in violations if v["severity"] != "error"]
-        + [
-            _lost_warning(q, spec.pool.mode, spec.pool.n, info, len(pools[q]))
-            for q, info in lost.items()
-        ]
-    )
-    grid: dict[str, dict[str, str]] = {a: {} for a in plan.assessors}
-    for e in plan.entries:
-        cell = grid.setdefault(e.assessor, {})
-        cell[e.query_id] = e.method if e.query_id not in cell else f"{cell[e.query_id]}+{e.method}"
+            errors.append(checks.error_item("prior", str(err.detail), query_id=q))
+    return resolved, errors
+
+
+def _planned_tasks(
+    spec: PlanSpec, plan: Plan, options: dict[str, dict[str, Any]], pools: dict[str, list[str]]
+) -> list[PlannedTask]:
+    """The plan's entries as tasks: seed, pool size and, with a ``+robust`` strategy, the
+    other top-k assessors of the query who get the task's repeats."""
     routes = spec.second_opinions and makes_repeats(options["topk"]["strategy"])
     topk_assessors: dict[str, list[str]] = {}
     for e in plan.entries:
         if e.method == "topk":
             topk_assessors.setdefault(e.query_id, []).append(e.assessor)
-    tasks = [
+    return [
         PlannedTask(
             e.assessor,
             e.query_id,
@@ -574,61 +343,100 @@ def _preview_in(
         )
         for e in plan.entries
     ]
-    cost = _plan_cost(spec, options, pools, resolved, tasks)
-    totals: dict[str, float] = {}
+
+
+def _grid(plan: Plan) -> dict[str, dict[str, str]]:
+    """grid[assessor][query_id] = "topk" / "graded" (or "topk+graded" on a conflict)."""
+    grid: dict[str, dict[str, str]] = {a: {} for a in plan.assessors}
+    for e in plan.entries:
+        cell = grid.setdefault(e.assessor, {})
+        cell[e.query_id] = e.method if e.query_id not in cell else f"{cell[e.query_id]}+{e.method}"
+    return grid
+
+
+def _violations(
+    spec: PlanSpec,
+    plan: Plan,
+    extra: list[dict[str, Any]],
+    pools: dict[str, list[str]],
+    lost: dict[str, dict[str, int]],
+) -> list[dict[str, Any]]:
+    """The pure validator's errors, then the database's (``extra``), then every warning."""
+    per_query = None
+    if spec.scheme == "balanced":
+        per_query = dict(spec.per_query)
+    elif spec.scheme == "rotation":
+        r = len(tuple(spec.shifts))
+        per_query = {"topk": r, "graded": r}
+    found = [checks.violation_item(v) for v in validate_plan(plan, per_query=per_query)]
+    return (
+        [v for v in found if v["severity"] == "error"]
+        + extra
+        + [v for v in found if v["severity"] != "error"]
+        + [
+            lost_warning(q, spec.pool.mode, spec.pool.n, info, len(pools[q]))
+            for q, info in lost.items()
+        ]
+    )
+
+
+def _preview_in(
+    s: Any, spec: PlanSpec, options: dict[str, dict[str, Any]], prior: PriorSource
+) -> tuple[PlanPreview, dict[str, list[str]], dict[str, Resolved]]:
+    """The preview computed with session ``s`` (read or write transaction) on an existing
+    collection, plus the pools and each top-k query's resolved prior.
+
+    :func:`create_plan` calls this inside its write transaction, so the check against the
+    existing tasks sees every plan committed before it (see there)."""
+    all_queries = repository.queries_by_id(s, spec.collection_id)
+    query_ids = _query_ids(spec, all_queries)
+    extra = checks.unknown_queries(query_ids, all_queries)
+    plan = _build_plan(spec, query_ids)
+    names = list(dict.fromkeys([*plan.assessors, *(e.assessor for e in plan.entries)]))
+    extra += checks.user_errors(names, repository.users_by_name(s, names))
+    known = {q: all_queries[q] for q in query_ids if q in all_queries}
+    pool = spec.pool
+    pools, lost = query_pools(
+        s,
+        spec.collection_id,
+        known,
+        mode=pool.mode,
+        n=pool.n,
+        seed=pool.seed,
+        dedupe=pool.dedupe,
+        run=pool.run,
+    )
+    extra += checks.empty_pools(pools)
+    topk_queries = [
+        q
+        for q in dict.fromkeys(e.query_id for e in plan.entries if e.method == "topk")
+        if pools.get(q)
+    ]
+    resolved, prior_errors = _resolve_priors(s, spec, prior, topk_queries, known, pools)
+    extra += prior_errors
+    have = repository.active_tasks(s, spec.collection_id)
+    extra += checks.existing_task_errors(plan.entries, have)
+    tasks = _planned_tasks(spec, plan, options, pools)
+    methods: dict[str, set[str]] = {}
     for t in tasks:
-        one = cost.get(t.query_id, {})
-        for what in ("judgments", "minutes"):
-            value = one.get(f"{t.method}_{what}", 0.0)
-            totals[f"{t.method}_{what}"] = totals.get(f"{t.method}_{what}", 0.0) + value
-            totals[what] = totals.get(what, 0.0) + value
+        methods.setdefault(t.query_id, set()).add(t.method)
+    cost = plan_cost(spec.k, options, pools, resolved, methods)
     preview = PlanPreview(
         spec=spec,
         assessors=list(plan.assessors),
         query_ids=list(plan.query_ids),
         tasks=tasks,
-        grid=grid,
+        grid=_grid(plan),
         loads=plan.load(),
         pool_sizes={q: len(v) for q, v in pools.items()},
-        violations=violations,
+        violations=_violations(spec, plan, extra, pools, lost),
         options=options,
         pool_lost=lost,
         prior=prior.spec,
         cost=cost,
-        totals={key: round(value, 1) for key, value in totals.items()},
+        totals=cost_totals(((t.query_id, t.method) for t in tasks), cost),
     )
     return preview, pools, resolved
-
-
-def _plan_cost(
-    spec: PlanSpec,
-    options: dict[str, dict[str, Any]],
-    pools: dict[str, list[str]],
-    resolved: dict[str, Resolved],
-    tasks: list[PlannedTask],
-) -> dict[str, dict[str, float]]:
-    """Per query, the expected judgments and minutes of one task of each method it has."""
-    methods: dict[str, set[str]] = {}
-    for t in tasks:
-        methods.setdefault(t.query_id, set()).add(t.method)
-    cost: dict[str, dict[str, float]] = {}
-    for q, used in methods.items():
-        ids = pools.get(q, [])
-        row: dict[str, float] = {}
-        for method in sorted(used):
-            opts = dict(options[method])
-            if method == "topk":
-                if q not in resolved:
-                    continue  # its prior failed: reported as a violation
-                opts["initial_order"], opts["prior"] = resolved[q]
-            try:
-                judgments, minutes = expected_cost(method, ids, k=spec.k, options=opts)
-            except ConfigError:
-                continue  # create_plan reports the config error with the task's name
-            row[f"{method}_judgments"] = round(judgments, 1)
-            row[f"{method}_minutes"] = round(minutes, 1)
-        cost[q] = row
-    return cost
 
 
 @dataclass(frozen=True, slots=True)
@@ -648,23 +456,14 @@ def create_plan(*, db: Database, spec: PlanSpec) -> CreatedPlan:
     at the same moment cannot both pass it: on SQLite the write transaction is ``BEGIN
     IMMEDIATE`` (plus the process's writer lock; :meth:`app.kernel.db.Database.write`), so it holds
     the database's single write lock from its first statement; on Postgres (READ COMMITTED)
-    the collection row is locked first with ``SELECT ... FOR NO KEY UPDATE``, so a second plan
-    waits for the first to commit and its check statements, each with a fresh snapshot, then
-    see the first plan's tasks."""
+    the collection row is locked first with ``SELECT ... FOR NO KEY UPDATE``
+    (:func:`app.planning.repository.lock_collection`), so a second plan waits for the first to
+    commit and its check statements, each with a fresh snapshot, then see the first plan's
+    tasks."""
     options = _options(spec)
     prior = _prior_source(spec)
-    created: list[int] = []
     with db.write() as s:
-        # Postgres: FOR NO KEY UPDATE (key_share=True) conflicts with itself, so plans on one
-        # collection queue here just as with FOR UPDATE, yet it leaves alone the KEY SHARE
-        # locks that foreign-key checks of other inserts take on the row (imports, single
-        # tasks). SQLite ignores the clause: BEGIN IMMEDIATE has serialised us already.
-        locked = s.execute(
-            select(Collection.id)
-            .where(Collection.id == spec.collection_id)
-            .with_for_update(key_share=True)
-        ).scalar_one_or_none()
-        if locked is None:
+        if not repository.lock_collection(s, spec.collection_id):
             raise NotFound(f"no collection with id {spec.collection_id}")
         preview, pools, resolved = _preview_in(s, spec, options, prior)
         if not preview.ok:
@@ -680,29 +479,40 @@ def create_plan(*, db: Database, spec: PlanSpec) -> CreatedPlan:
             )
         if not preview.tasks:
             raise Invalid("the plan has no tasks")
-        queries = {
-            q.external_id: q
-            for q in s.scalars(select(Query).where(Query.collection_id == spec.collection_id))
-        }
-        users = {
-            u.username: u
-            for u in s.scalars(select(User).where(User.username.in_(preview.assessors)))
-        }
-        tasks: list[Task] = []
-        for t in preview.tasks:
-            doc_ids = pools[t.query_id]
-            opts = dict(preview.options[t.method])
-            if t.method == "topk":
-                opts["initial_order"], opts["prior"] = resolved[t.query_id]
-                if t.second_assessor:
-                    opts["second_assessor"] = list(t.second_assessor)
-            try:
-                # Fail now, not at the first judgment, if the protocol cannot run this config.
-                open_session(t.method, doc_ids, k=spec.k, seed=t.seed, options=opts, answers=())
-            except ConfigError as err:
-                raise Invalid(f"task {t.assessor}/{t.query_id}/{t.method}: {err}") from None
-            label = f"{spec.name}:{t.label}" if t.label else spec.name
-            task = Task(
+        created = repository.insert_tasks(s, _new_tasks(s, spec, preview, pools, resolved))
+    return CreatedPlan(
+        name=spec.name,
+        task_ids=created,
+        warnings=[v for v in preview.violations if v["severity"] != "error"],
+    )
+
+
+def _new_tasks(
+    s: Any,
+    spec: PlanSpec,
+    preview: PlanPreview,
+    pools: dict[str, list[str]],
+    resolved: dict[str, Resolved],
+) -> list[Task]:
+    """The previewed tasks as rows, each config checked by opening its session (so a config
+    the protocol cannot run fails now, not at the first judgment)."""
+    queries = repository.queries_by_id(s, spec.collection_id)
+    users = repository.users_by_name(s, preview.assessors)
+    tasks: list[Task] = []
+    for t in preview.tasks:
+        doc_ids = pools[t.query_id]
+        opts = dict(preview.options[t.method])
+        if t.method == "topk":
+            opts["initial_order"], opts["prior"] = resolved[t.query_id]
+            if t.second_assessor:
+                opts["second_assessor"] = list(t.second_assessor)
+        try:
+            open_session(t.method, doc_ids, k=spec.k, seed=t.seed, options=opts, answers=())
+        except ConfigError as err:
+            raise Invalid(f"task {t.assessor}/{t.query_id}/{t.method}: {err}") from None
+        label = f"{spec.name}:{t.label}" if t.label else spec.name
+        tasks.append(
+            Task(
                 collection_id=spec.collection_id,
                 query_id=queries[t.query_id].id,
                 assessor_id=users[t.assessor].id,
@@ -714,24 +524,54 @@ def create_plan(*, db: Database, spec: PlanSpec) -> CreatedPlan:
                 status="pending",
                 plan=label[:100],
             )
-            s.add(task)
-            tasks.append(task)
-        s.flush()
-        created = [t.id for t in tasks]
-    return CreatedPlan(
-        name=spec.name,
-        task_ids=created,
-        warnings=[v for v in preview.violations if v["severity"] != "error"],
-    )
+        )
+    return tasks
 
 
 def plan_entries_csv(preview: PlanPreview) -> str:
     """The previewed plan as CSV (for editing and re-import with ``scheme="csv"``)."""
-    from labeling.study.plan_csv import plan_to_csv
-
     plan = Plan(
         tuple(PlanEntry(t.assessor, t.query_id, t.method, t.label) for t in preview.tasks),  # type: ignore[arg-type]
         tuple(preview.assessors),
         tuple(preview.query_ids),
     )
     return plan_to_csv(plan)
+
+
+# --------------------------------------------------------------------------- what fits
+
+
+def fitting_shifts(assessors: int) -> str:
+    """Rotation shifts that fit ``assessors`` people: the paper's ``0,2`` (two assignments)
+    needs four, since assignment j uses folds s_j and s_j + 1 of m and no assessor may meet a
+    fold twice (:func:`labeling.study.assignment.fold_rotation`); with two or three, one assignment
+    (``0``)."""
+    return "0,2" if assessors >= 4 else "0"
+
+
+def fitting_per_query(assessors: int) -> int:
+    """Assessors per query and method for the balanced scheme: two (as the paper's study) when
+    four or more are chosen, else one, so that T1 and T2 assessors of a query are different
+    people (2 x per_query <= assessors)."""
+    return max(1, min(2, assessors // 2))
+
+
+def plan_fit(assessors: int, queries: int) -> dict[str, Any]:
+    """The plan settings that fit ``assessors`` people on ``queries`` queries, before any
+    preview: rotation ``shifts``, balanced ``per_query`` and a ``problem`` (or None). The one
+    place of this rule: the plan form shows it for every number of ticked assessors."""
+    problem = None
+    if assessors < 2:
+        problem = "Choose at least two assessors: every assessor uses both tools."
+    elif queries and queries < assessors:
+        problem = (
+            f"The rotation needs at least as many queries as assessors ({queries} < "
+            f"{assessors}); choose fewer assessors or the balanced scheme."
+        )
+    return {
+        "assessors": assessors,
+        "queries": queries,
+        "shifts": fitting_shifts(assessors),
+        "per_query": fitting_per_query(assessors),
+        "problem": problem,
+    }

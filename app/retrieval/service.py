@@ -14,10 +14,9 @@ text (``query.title``). Three uses:
 * :func:`bm25_order` — one query's documents best first, the prior order of a task
   (the top-k option ``initial_order``).
 
-The index is rebuilt on demand (Cranfield, 1,400 documents: about 0.2 s) and kept in a small
-per-process cache keyed by the collection and a fingerprint of its documents (count, highest
-row id and the content hashes), so a plan over 225 queries indexes once and any import or
-attach builds a fresh one.
+The index is rebuilt on demand and kept in a small per-process cache keyed by the collection
+and a fingerprint of its documents (count, highest row id and the content hashes), so a plan
+over 225 queries indexes once and any import or attach builds a fresh one.
 """
 
 from __future__ import annotations
@@ -30,11 +29,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import func, select
-
 from app.kernel.db import Database
 from app.kernel.errors import Invalid, NotFound
-from app.kernel.models import Collection, Document, Query
+from app.retrieval import repository
 from labeling.errors import ConfigError
 from labeling.retrieval.bm25 import Bm25Index, Bm25Params, Hit, write_trec_run
 from labeling.retrieval.text import document_text
@@ -86,25 +83,19 @@ def _params(k1: float | None, b: float | None) -> Bm25Params:
 
 
 def _fingerprint(s: Any, collection_id: int) -> tuple[int, int, str]:
-    count, top = s.execute(
-        select(func.count(Document.id), func.max(Document.id)).where(
-            Document.collection_id == collection_id
-        )
-    ).one()
+    """(rows, highest row id, SHA-256 of the content hashes): changes with any import or
+    attach."""
+    count, top = repository.document_counts(s, collection_id)
     digest = hashlib.sha256()
-    for (h,) in s.execute(
-        select(Document.content_hash)
-        .where(Document.collection_id == collection_id)
-        .order_by(Document.id)
-    ):
+    for h in repository.content_hashes(s, collection_id):
         digest.update(h.encode())
-    return int(count or 0), int(top or 0), digest.hexdigest()
+    return count, top, digest.hexdigest()
 
 
 def collection_index(s: Any, collection_id: int, params: Bm25Params) -> Bm25Index:
     """The BM25 index of the collection's distinct documents, inside session ``s`` (cached;
     module doc). Invalid when the collection has no documents."""
-    if s.get(Collection, collection_id) is None:
+    if not repository.collection_exists(s, collection_id):
         raise NotFound(f"no collection with id {collection_id}")
     key = (str(s.get_bind().url), collection_id, params, _fingerprint(s, collection_id))
     with _cache_lock:
@@ -112,16 +103,7 @@ def collection_index(s: Any, collection_id: int, params: Bm25Params) -> Bm25Inde
         if index is not None:
             _cache.move_to_end(key)
             return index
-    first = (
-        select(func.min(Document.id))
-        .where(Document.collection_id == collection_id)
-        .group_by(Document.external_id)
-    )
-    rows = s.execute(
-        select(Document.external_id, Document.title, Document.text, Document.html)
-        .where(Document.id.in_(first))
-        .order_by(Document.id)
-    )
+    rows = repository.distinct_documents(s, collection_id)
     try:
         index = Bm25Index(((d, document_text(t, x, h)) for d, t, x, h in rows), params)
     except ConfigError as err:
@@ -134,12 +116,9 @@ def collection_index(s: Any, collection_id: int, params: Bm25Params) -> Bm25Inde
 
 
 def _queries(s: Any, collection_id: int, query_ids: Sequence[str] | None) -> dict[str, str]:
-    rows = s.execute(
-        select(Query.external_id, Query.title)
-        .where(Query.collection_id == collection_id)
-        .order_by(Query.id)
-    ).all()
-    texts = {qid: title for qid, title in rows}
+    """Each query's text by id: every query's, or only ``query_ids``' (Invalid for an unknown
+    one)."""
+    texts = repository.query_texts(s, collection_id)
     if query_ids is None:
         return texts
     unknown = [q for q in query_ids if q not in texts]
@@ -205,14 +184,7 @@ def bm25_order(
         index = collection_index(s, collection_id, params)
         text = _queries(s, collection_id, [query_id])[query_id]
         if doc_ids is None:
-            doc_ids = list(
-                s.scalars(
-                    select(Document.external_id)
-                    .join(Query, Query.id == Document.query_id)
-                    .where(Query.collection_id == collection_id, Query.external_id == query_id)
-                    .order_by(Document.id)
-                )
-            )
+            doc_ids = repository.query_doc_ids(s, collection_id, query_id)
     try:
         return index.order(text, doc_ids)
     except ConfigError as err:

@@ -4,7 +4,7 @@ The queue is huey (docs/training.md#queue): ``SqliteHuey`` in a file beside the 
 database for one machine (no extra service), ``RedisHuey`` when ``HEAPJUDGE_QUEUE_URL`` names a
 Redis server (a team; docker-compose starts one). The web process only enqueues a run's id
 (:func:`enqueue_training`); ``heapjudge worker`` (:func:`run_worker`) consumes the queue and
-calls :func:`app.training.service.execute_run`. The queue carries no state of its own: the
+calls :func:`app.training.execution.execute_run`. The queue carries no state of its own: the
 ``training_run`` row is the truth, so a lost or duplicated message is harmless (a worker claims
 a run only while it is ``queued``; the recovery sweep re-enqueues a queued run whose message
 is gone).
@@ -25,46 +25,15 @@ from pathlib import Path
 from typing import Any
 
 from huey import Huey, RedisHuey, SqliteHuey
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from app.kernel.db import Database
 from app.kernel.settings import Settings
+from app.training.execution import execute_run
+from app.training.service import recover_stalled
+from app.training.settings import JobSettings
 
 log = logging.getLogger("heapjudge.jobs")
 TRAIN_TASK = "heapjudge.train"
-
-
-class JobSettings(BaseSettings):
-    """Queue and training-job settings, read from ``HEAPJUDGE_*`` like :class:`Settings`."""
-
-    model_config = SettingsConfigDict(
-        env_prefix="HEAPJUDGE_", env_file=".env", env_file_encoding="utf-8", extra="ignore"
-    )
-
-    queue_url: str | None = Field(
-        default=None,
-        description="redis://host:6379/0 or sqlite:///path (default: a SQLite queue file "
-        "beside a SQLite database, else ./heapjudge-queue.db)",
-    )
-    training_time_limit_seconds: int = Field(
-        default=3600, ge=1, le=7 * 86400, description="Default time limit of a training run."
-    )
-    training_stale_seconds: float = Field(
-        default=30.0,
-        gt=0,
-        description="A running job whose heartbeat is older than this is retried or failed.",
-    )
-    training_max_attempts: int = Field(
-        default=2, ge=1, description="Executions of a run before a lost worker fails it."
-    )
-
-    @property
-    def heartbeat_seconds(self) -> float:
-        return self.training_stale_seconds / 5
-
-    @property
-    def sweep_seconds(self) -> float:
-        return self.training_stale_seconds / 2
 
 
 def queue_url(settings: Settings, jobs: JobSettings | None = None) -> str:
@@ -90,8 +59,6 @@ def get_queue(url: str) -> Huey:
         raise ValueError(f"queue URL must start with redis:// or sqlite:///, got {url!r}")
 
     def train(run_id: int) -> None:
-        from app.training.service import execute_run
-
         execute_run(run_id, db=_worker_database(), jobs=JobSettings())
 
     # Registered by a call, not as a decorator: huey has no type information, and its untyped
@@ -123,15 +90,11 @@ def _worker_database() -> Any:
     global _db
     with _db_lock:
         if _db is None:
-            from app.kernel.db import Database
-
             _db = Database(Settings())
         return _db
 
 
 def _sweep(huey: Huey, jobs: JobSettings, stop: threading.Event) -> None:
-    from app.training.service import recover_stalled
-
     while True:
         try:
             recover_stalled(

@@ -9,13 +9,10 @@ import pytest
 from sqlalchemy import func, select
 
 from app.collections import service as collections
-from app.collections.imports import (
-    AdminImportReport,
-    UploadedFile,
-    attach_features,
-    attach_grades,
-    import_files,
-)
+from app.collections.attach import attach_features, attach_grades
+from app.collections.imports import AdminImportReport, import_files
+from app.collections.ndjson import document_content_hash
+from app.collections.uploads import UploadedFile
 from app.kernel.errors import Invalid, PayloadTooLarge
 from app.kernel.models import Document, Query
 from tests.app.admin_support import ndjson
@@ -354,8 +351,8 @@ def test_run_pooling_import(api: Api) -> None:
 
 def test_attached_grades_keep_reimports_idempotent(api: Api) -> None:
     """attach_grades recomputes ``content_hash`` with the public
-    ``collections.document_content_hash``: the stored hash equals a hand-computed one, and a
-    re-import of the document carrying the attached grade is a no-op."""
+    ``app.collections.ndjson.document_content_hash``: the stored hash equals a hand-computed
+    one, and a re-import of the document carrying the attached grade is a no-op."""
     import hashlib
     import json
 
@@ -370,7 +367,7 @@ def test_attached_grades_keep_reimports_idempotent(api: Api) -> None:
     blob = json.dumps(["T", "é", None, None, 3], ensure_ascii=False, separators=(",", ":"))
     expected = hashlib.sha256(blob.encode("utf-8")).hexdigest()
     assert (
-        collections.document_content_hash(title="T", text="é", html=None, features=None, grade=3)
+        document_content_hash(title="T", text="é", html=None, features=None, grade=3)
         == expected
     )
     with api.db.read() as s:

@@ -145,7 +145,7 @@ def test_rotation_plan_and_progress_fragment(site: dict[str, Any]) -> None:
     assert 'data-testid="judgments-total">0<' in fragment.text
     assert "32 pending" in fragment.text
     # Pairs CSV download link works with the cookie session (GET, admin).
-    csv_resp = client.get(f"/api/v1/admin/collections/{cid}/export-extra?format=pairs-csv")
+    csv_resp = client.get(f"/api/v1/collections/{cid}/export?format=pairs-csv")
     assert csv_resp.status_code == 200 and csv_resp.text.startswith("query_id,")
 
 

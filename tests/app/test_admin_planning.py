@@ -202,3 +202,24 @@ def test_create_plan_conflict_over_rest_names_it(api: Api, study) -> None:
     detail = r.json()["detail"]
     assert [v["code"] for v in detail] == ["both_methods"]
     assert "plan2 already judges query 101 with graded" in detail[0]["message"]
+
+
+def test_plan_fit_is_the_rotation_and_balanced_rule() -> None:
+    """The one plan-fit rule (the plan form shows it for every number of ticked assessors):
+    shifts 0,2 need four assessors, 2 x per-query at most the assessors, at least two
+    assessors, and a rotation needs as many queries as assessors."""
+    from app.planning.service import fitting_per_query, fitting_shifts, plan_fit
+    from labeling.study.assignment import fold_rotation
+
+    assert [fitting_shifts(m) for m in (2, 3, 4, 7)] == ["0", "0", "0,2", "0,2"]
+    assert [fitting_per_query(m) for m in (0, 1, 2, 3, 4, 9)] == [1, 1, 1, 1, 2, 2]
+    assert plan_fit(1, 10)["problem"].startswith("Choose at least two assessors")
+    assert "3 < 4" in plan_fit(4, 3)["problem"]
+    assert plan_fit(4, 0)["problem"] is None  # no queries yet: nothing to say about them
+    fit = plan_fit(4, 8)
+    assert fit == {"assessors": 4, "queries": 8, "shifts": "0,2", "per_query": 2, "problem": None}
+    # What fits is what the core accepts: the fitting shifts make a valid rotation.
+    for m in (2, 3, 4, 5):
+        shifts = tuple(int(x) for x in fitting_shifts(m).split(","))
+        names = [f"a{i}" for i in range(m)]
+        assert fold_rotation(names, [f"q{i}" for i in range(2 * m)], shifts=shifts).entries

@@ -158,7 +158,6 @@ def test_templates_never_mark_data_safe() -> None:
         f"/api/v1/collections/{BIG}/queries",
         f"/api/v1/collections/{BIG}/export",
         f"/api/v1/collections/{BIG}/analysis",
-        f"/api/v1/admin/collections/{BIG}/export-extra",
         f"/api/v1/admin/collections/{BIG}/progress",
         f"/api/v1/training-runs/{BIG}",
         f"/api/v1/tasks/{BIG}",

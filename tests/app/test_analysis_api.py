@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from app.analysis.service import StudyConfig, run_simulated_study
+from app.analysis.study import StudyConfig, run_simulated_study
 from app.auth import sessions
 from app.users import service as users
 from tests.app.conftest import Api

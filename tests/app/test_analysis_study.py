@@ -14,7 +14,8 @@ from scipy.stats import binomtest, chi2_contingency
 from sqlalchemy import select
 from typer.testing import CliRunner
 
-from app.analysis.service import StudyConfig, collection_analysis, run_simulated_study
+from app.analysis.service import collection_analysis
+from app.analysis.study import StudyConfig, run_simulated_study
 from app.cli import cli
 from app.kernel.db import Database
 from app.kernel.models import Judgment, Query, Task, User

@@ -60,7 +60,7 @@ def test_every_json_operation_has_a_named_response_schema(api: Api) -> None:
             continue
         schema = content["application/json"].get("schema", {})
         assert _named(schema), (method, path, schema)
-    assert all(p.endswith(("/export", "/export-extra")) for p in streamed), streamed
+    assert all(p.endswith("/export") for p in streamed), streamed
 
 
 def test_every_error_status_is_declared_with_the_error_shape(api: Api) -> None:

@@ -233,38 +233,19 @@ def test_qrels_all_tasks_names_the_task(study: dict[str, Any], tmp_path: Path) -
     assert ids == {study["tasks"][u, q, "topk"] for u, q in TOPK_PLAN}
 
 
-def test_aliases_give_the_same_bytes(api: Api, study: dict[str, Any]) -> None:
-    """The deprecated REST path runs the same code as the one export."""
+def test_export_lists_its_formats(api: Api, study: dict[str, Any]) -> None:
+    """The one export endpoint and the one command list every registered format; neither has
+    a deprecated alias left."""
     cid = study["cid"]
-    for params in (
-        {"format": "letor"},
-        {"format": "qrels", "labels": "grades", "source": "mean"},
-        {"format": "topk-jsonl"},
-        {"format": "pairs-csv", "assessor": "t2"},
-    ):
-        main = api.get("admin", f"/api/v1/collections/{cid}/export", params=params)
-        alias = api.get("admin", f"/api/v1/admin/collections/{cid}/export-extra", params=params)
-        assert main.status_code == alias.status_code == 200, main.text
-        assert main.content == alias.content and main.content
-        assert main.headers["content-type"] == alias.headers["content-type"]
-    # The alias keeps its own default format (letor).
-    default_alias = api.get("admin", f"/api/v1/admin/collections/{cid}/export-extra")
-    assert default_alias.content == main_letor(api, cid)
     paths = api.client.get("/openapi.json").json()["paths"]
-    assert paths["/api/v1/admin/collections/{collection_id}/export-extra"]["get"]["deprecated"]
+    assert not any(p.endswith("/export-extra") for p in paths)
     assert not paths["/api/v1/collections/{collection_id}/export"]["get"].get("deprecated")
     listed = paths["/api/v1/collections/{collection_id}/export"]["get"]["parameters"]
     fmt = next(p for p in listed if p["name"] == "format")
     assert fmt["schema"]["enum"] == list(FORMATS)
-    # CLI: the export command's help lists the same formats.
+    assert _cli("admin", "export", str(cid), "--database-url", study["url"]).exit_code == 2
     listed_cli = _cli("export", "--help").output
     assert all(name in listed_cli for name in FORMATS)
-
-
-def main_letor(api: Api, cid: int) -> bytes:
-    r = api.get("admin", f"/api/v1/collections/{cid}/export", params={"format": "letor"})
-    assert r.status_code == 200
-    return r.content
 
 
 def test_export_errors_change_nothing(study: dict[str, Any], tmp_path: Path) -> None:

@@ -10,8 +10,9 @@ from sqlalchemy import select
 from typer.testing import CliRunner
 
 from app.cli import cli
-from app.collections.imports import UploadedFile, import_files
+from app.collections.imports import import_files
 from app.collections.service import create_collection
+from app.collections.uploads import UploadedFile
 from app.kernel.models import Document, Query
 from app.planning import service as planning
 from app.retrieval import service as retrieval

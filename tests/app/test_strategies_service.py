@@ -247,7 +247,8 @@ def test_robust_repeats_count_as_reasks_in_the_analysis(api: Api) -> None:
 
 def test_simulate_study_runs_any_strategy(tmp_path: Any) -> None:
     import migrations
-    from app.analysis.service import StudyConfig, collection_analysis, run_simulated_study
+    from app.analysis.service import collection_analysis
+    from app.analysis.study import StudyConfig, run_simulated_study
     from app.kernel.db import Database
     from app.kernel.errors import DomainError
     from labeling.errors import LabelingError

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from sqlalchemy import select
 
-from app.analysis.service import StudyConfig, run_simulated_study
+from app.analysis.study import StudyConfig, run_simulated_study
 from app.kernel.models import Document, TrainingRun
 from tests.app.conftest import Api
 from tests.app.training_support import Worker, finished, wait_for

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from sqlalchemy import select
 
-from app.analysis.service import StudyConfig, run_simulated_study
+from app.analysis.study import StudyConfig, run_simulated_study
 from app.kernel.models import Document, TrainingRun
 from tests.app.conftest import Api
 from tests.app.training_support import Worker, finished, fitting, wait_for
@@ -153,8 +153,8 @@ def test_sweep_requeues_a_queued_run_whose_message_is_lost(api: Api, study: int)
     from datetime import timedelta
 
     from app.kernel.models import utcnow
-    from app.training.jobs import JobSettings
     from app.training.service import recover_stalled
+    from app.training.settings import JobSettings
 
     jobs = JobSettings(training_stale_seconds=2, training_max_attempts=2)
     with api.db.write() as s:

@@ -338,7 +338,8 @@ def test_same_document_on_the_other_side_is_agreement() -> None:
 
 def test_analysis_service_labels_reasks() -> None:
     """app.analysis.service replays topk tasks with the option to find their re-asks."""
-    from app.analysis.service import analyze_records, build_records
+    from app.analysis.records import build_records
+    from app.analysis.service import analyze_records
 
     s = run(seed=4, reask_fraction=0.5)
     options = validate_options("topk", {"reask_fraction": 0.5})
@@ -410,7 +411,8 @@ def _relations_of_protocol(s: TopKSession) -> dict[tuple[str, str], str]:
 
 def test_analysis_report_uses_protocol_answers_and_prints_reasks() -> None:
     """End to end through app.analysis.service (no database) and the CLI's text report."""
-    from app.analysis.service import analyze_records, build_records
+    from app.analysis.records import build_records
+    from app.analysis.service import analyze_records
     from app.cli.analysis import format_report
 
     options = validate_options("topk", {"reask_fraction": 0.5})

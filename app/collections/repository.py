@@ -1,0 +1,132 @@
+"""The collections concept's SQL: collections with their counts, queries, documents, and the
+NDJSON import's reads and bulk insert. Every function runs in the caller's session ``s``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import func, insert, select
+
+from app.kernel.models import Collection, Document, Query, Task
+
+#: Document ids per ``IN (...)`` list when reading documents by id.
+ID_CHUNK = 500
+
+
+def collection_named(s: Any, name: str) -> Collection | None:
+    return s.scalar(select(Collection).where(Collection.name == name))  # type: ignore[no-any-return]
+
+
+def collection_by_id(s: Any, collection_id: int) -> Collection | None:
+    return s.get(Collection, collection_id)  # type: ignore[no-any-return]
+
+
+def add_collection(s: Any, coll: Collection) -> None:
+    s.add(coll)
+    s.flush()
+
+
+def collections(s: Any, ids: list[int] | None) -> list[Collection]:
+    """Collections by id order (only ``ids`` when given)."""
+    stmt = select(Collection).order_by(Collection.id)
+    if ids is not None:
+        stmt = stmt.where(Collection.id.in_(ids))
+    return list(s.scalars(stmt))
+
+
+def collection_counts(s: Any, cids: list[int]) -> dict[str, dict[int, Any]]:
+    """Per collection id: ``queries``, ``documents`` (query-document pairs), ``distinct``
+    (distinct document ids) and ``tasks`` (count by status)."""
+    nq = dict(
+        s.execute(
+            select(Query.collection_id, func.count())
+            .where(Query.collection_id.in_(cids))
+            .group_by(Query.collection_id)
+        ).all()
+    )
+    nd = dict(
+        s.execute(
+            select(Document.collection_id, func.count())
+            .where(Document.collection_id.in_(cids))
+            .group_by(Document.collection_id)
+        ).all()
+    )
+    ndistinct = dict(
+        s.execute(
+            select(Document.collection_id, func.count(func.distinct(Document.external_id)))
+            .where(Document.collection_id.in_(cids))
+            .group_by(Document.collection_id)
+        ).all()
+    )
+    tasks: dict[int, dict[str, int]] = {cid: {} for cid in cids}
+    for cid, status, count in s.execute(
+        select(Task.collection_id, Task.status, func.count())
+        .where(Task.collection_id.in_(cids))
+        .group_by(Task.collection_id, Task.status)
+    ):
+        tasks[cid][status] = count
+    return {"queries": nq, "documents": nd, "distinct": ndistinct, "tasks": tasks}
+
+
+def queries_with_counts(s: Any, collection_id: int) -> list[tuple[Query, int]]:
+    """The collection's queries in import order, each with its number of documents."""
+    rows = s.execute(
+        select(Query, func.count(Document.id))
+        .outerjoin(Document, Document.query_id == Query.id)
+        .where(Query.collection_id == collection_id)
+        .group_by(Query.id)
+        .order_by(Query.id)
+    ).all()
+    return [(q, int(n)) for q, n in rows]
+
+
+def documents_per_query(s: Any, collection_id: int) -> dict[str, int]:
+    """Number of documents per query external id (queries with documents)."""
+    rows = s.execute(
+        select(Query.external_id, func.count(Document.id))
+        .join(Document, Document.query_id == Query.id)
+        .where(Query.collection_id == collection_id)
+        .group_by(Query.external_id)
+    ).all()
+    return {q: int(n) for q, n in rows}
+
+
+def queries_by_id(s: Any, collection_id: int) -> dict[str, Query]:
+    """The collection's queries by external id."""
+    return {
+        q.external_id: q
+        for q in s.scalars(select(Query).where(Query.collection_id == collection_id))
+    }
+
+
+def documents_with_ids(s: Any, collection_id: int, doc_ids: Sequence[str]) -> list[Document]:
+    """The collection's documents (under any query) whose external id is in ``doc_ids``, read
+    :data:`ID_CHUNK` ids at a time."""
+    out: list[Document] = []
+    for start in range(0, len(doc_ids), ID_CHUNK):
+        chunk = doc_ids[start : start + ID_CHUNK]
+        out.extend(
+            s.scalars(
+                select(Document).where(
+                    Document.collection_id == collection_id, Document.external_id.in_(chunk)
+                )
+            )
+        )
+    return out
+
+
+def insert_documents(s: Any, rows: list[dict[str, Any]]) -> None:
+    """Insert document rows (column dicts) in one executemany."""
+    if rows:
+        s.execute(insert(Document), rows)
+
+
+def documents_by_pair(s: Any, collection_id: int) -> dict[tuple[str, str], Document]:
+    """The collection's documents by (query external id, document external id)."""
+    stmt = (
+        select(Document, Query.external_id)
+        .join(Query, Query.id == Document.query_id)
+        .where(Document.collection_id == collection_id)
+    )
+    return {(qid, d.external_id): d for d, qid in s.execute(stmt)}

@@ -1,0 +1,43 @@
+"""The ``topk-jsonl`` format: one JSON object per query (per task with ``source=all``), the
+evaluator's top-k ground truth (``query_id, k, top, rest``) plus where it came from."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from app.exports.lines import batched, json_line
+from app.exports.selection import QueryLabels, Selection, query_labels
+from app.kernel.db import Database
+
+
+def _topk_record(ql: QueryLabels) -> dict[str, Any]:
+    record: dict[str, Any] = {"query_id": ql.query_id, "k": ql.k, "top": ql.top, "rest": ql.rest}
+    if ql.aggregate is None:
+        (info,) = ql.tasks
+        record.update(
+            assessor=info.assessor,
+            task_id=info.task_id,
+            judgments=info.judgments,
+            active_ms=info.active_ms,
+        )
+    else:
+        record.update(
+            aggregate=ql.aggregate,
+            assessors=[t.assessor for t in ql.tasks],
+            task_ids=[t.task_id for t in ql.tasks],
+        )
+    record["broken"] = ql.broken
+    return record
+
+
+def write_topk_jsonl(db: Database, req: Selection) -> Iterator[bytes]:
+    """One JSON object per query (per task with ``source=all``): the evaluator's top-k
+    ground truth (``query_id, k, top, rest``) plus where it came from."""
+
+    def lines() -> Iterator[str]:
+        with db.read() as s:
+            for ql in query_labels(s, req):
+                yield json_line(_topk_record(ql))
+
+    return batched(lines())

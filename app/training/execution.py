@@ -1,0 +1,197 @@
+"""Executing a training run in a worker (docs/training.md): claim it (``queued -> running``,
+one more attempt), load the truth and folds (:mod:`app.training.truth`), fit with a progress
+callback that stops between two iterations on cancel or at the time limit, and record the
+outcome unless a recovery sweep moved the run on meanwhile. A thread writes the heartbeat and
+progress while the fit runs; the fit itself never touches the database. The ranking core's
+experiments load inside :func:`execute_run`'s fit, in the worker only."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from app.kernel.db import Database
+from app.kernel.models import utcnow
+from app.training import repository
+from app.training.service import check_options, make_estimator
+from app.training.settings import JobSettings
+from app.training.truth import load_parts
+
+CANCEL_POLL_SECONDS = 0.2  # a cancel stops a fit within this plus one iteration
+
+
+class StopFit(Exception):
+    """Raised from the fit's progress callback to stop it between two iterations."""
+
+    def __init__(self, status: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _claim(db: Database, run_id: int) -> tuple[int, dict[str, Any]] | None:
+    """``queued -> running`` with one more attempt; None when the run is not queued (cancelled,
+    or another worker took it: a duplicated message is harmless)."""
+    now = utcnow()
+    with db.write() as s:
+        run = repository.run_by_id(s, run_id)
+        if run is None or run.status != "queued" or run.cancel_requested:
+            return None
+        run.status = "running"
+        run.attempts += 1
+        run.started_at = now
+        run.heartbeat_at = now
+        run.progress = None
+        run.error = None
+        return run.attempts, {
+            "collection_id": run.collection_id,
+            "model": run.model,
+            "params": dict(run.params or {}),
+            "options": check_options(run.options),
+            "time_limit": run.time_limit_seconds,
+        }
+
+
+def _finish(db: Database, run_id: int, attempt: int, **fields: Any) -> bool:
+    """Record the outcome unless the run moved on (recovered by a sweep, or finished)."""
+    values = {**fields, "finished_at": utcnow(), "heartbeat_at": utcnow()}
+    with db.write() as s:
+        return repository.finish_attempt(s, run_id, attempt, values)
+
+
+class _Watch:
+    """The job's link to its row while it runs: a thread polls the cancel flag every
+    ``CANCEL_POLL_SECONDS`` and writes the heartbeat and progress every ``heartbeat``
+    seconds; :meth:`check` (the fit's progress callback) raises :class:`StopFit` on cancel or
+    at the time limit. The fit itself never touches the database."""
+
+    def __init__(self, db: Database, run_id: int, time_limit: float, heartbeat: float) -> None:
+        self.db, self.run_id = db, run_id
+        self.deadline = time.monotonic() + time_limit
+        self.time_limit = time_limit
+        self.heartbeat = heartbeat
+        self.progress: dict[str, Any] = {"stage": "loading"}
+        self.cancelled = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def __enter__(self) -> _Watch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _loop(self) -> None:
+        last_beat = time.monotonic()
+        while not self._stop.wait(CANCEL_POLL_SECONDS):
+            try:
+                with self.db.read() as s:
+                    flag = repository.cancel_requested(s, self.run_id)
+                if flag:
+                    self.cancelled.set()
+                if time.monotonic() - last_beat >= self.heartbeat:
+                    last_beat = time.monotonic()
+                    with self.db.write() as s:
+                        repository.beat(s, self.run_id, dict(self.progress))
+            except Exception:  # a busy database delays a beat; the next tick tries again
+                continue
+
+    def check(self) -> None:
+        if self.cancelled.is_set():
+            raise StopFit("cancelled", "cancelled while running")
+        if time.monotonic() > self.deadline:
+            raise StopFit("failed", f"time limit of {self.time_limit:g} s reached")
+
+    def on_iteration(self, fold: int, folds: int, i: int, total: int) -> None:
+        self.progress = {
+            "stage": "fitting",
+            "fold": fold,
+            "folds": folds,
+            "iteration": i,
+            "iterations": total,
+        }
+        self.check()
+
+
+def execute_run(run_id: int, *, db: Database, jobs: JobSettings | None = None) -> None:
+    """Train run ``run_id`` (queued -> running -> done | failed | cancelled); in a worker."""
+    jobs = jobs or JobSettings()
+    claimed = _claim(db, run_id)
+    if claimed is None:
+        return
+    attempt, spec = claimed
+    limit = float(spec["time_limit"] or jobs.training_time_limit_seconds)
+    with _Watch(db, run_id, limit, jobs.heartbeat_seconds) as watch:
+        try:
+            metrics, model_json = _train(db, spec, watch)
+        except StopFit as stop:
+            _finish(db, run_id, attempt, status=stop.status, metrics=None, error=str(stop))
+            return
+        except Exception as exc:  # the run records any failure; the worker carries on
+            _finish(
+                db,
+                run_id,
+                attempt,
+                status="failed",
+                metrics=None,
+                error=f"{type(exc).__name__}: {exc}",
+            )
+            return
+    _finish(
+        db,
+        run_id,
+        attempt,
+        status="done",
+        metrics=metrics,
+        model_json=model_json,
+        error=None,
+        progress={"stage": "done"},
+    )
+
+
+def _train(db: Database, spec: dict[str, Any], watch: _Watch) -> tuple[dict[str, Any], Any]:
+    from ranking.estimators import experiments as E
+
+    opts = spec["options"]
+    est = make_estimator(spec["model"], spec["params"])
+    parts, scheme, k, scheme_name = load_parts(db, spec["collection_id"], opts)
+    watch.check()
+    folds = E.folds_from_parts(parts, scheme, truth=opts["kind"], k=k, seed=opts["seed"])
+    params = dict(spec["params"])
+    if "k" in est.get_params() and "k" not in params:
+        params["k"] = k
+    seed = int(params.pop("seed", opts["seed"]))
+    outcomes = E.evaluate_folds(
+        folds,
+        spec["model"],
+        params,
+        truth=opts["kind"],
+        seed=seed,
+        progress=watch.on_iteration,
+    )
+    measures = E.MEASURES[opts["kind"]]
+    best = max(outcomes, key=lambda o: o.valid[measures[0]])
+    metrics = {
+        "truth": opts["truth"],
+        "kind": opts["kind"],
+        "k": k,
+        "folds_scheme": scheme_name,
+        "measures": list(measures),
+        "folds": [
+            {
+                "name": o.name,
+                "train_queries": o.train_queries,
+                "valid_queries": o.valid_queries,
+                "test_queries": o.test_queries,
+                "best_iteration": o.best_iteration,
+                "valid": o.valid,
+                "test": o.test,
+            }
+            for o in outcomes
+        ],
+        "mean_test": {m: sum(o.test[m] for o in outcomes) / len(outcomes) for m in measures},
+        "model_fold": best.name,
+    }
+    return E.strict_json(metrics), E.strict_json(best.model.to_dict())
