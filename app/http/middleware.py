@@ -174,16 +174,10 @@ class BodySizeLimitMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        for name, value in scope.get("headers", ()):
-            if name == b"content-length":
-                try:
-                    declared = int(value)
-                except ValueError:
-                    await self._reject(send, 400, "invalid Content-Length header")
-                    return
-                if declared > self.max_bytes:
-                    await self._too_large(send)
-                    return
+        refused = self._declared_length_problem(scope)
+        if refused is not None:
+            await self._reject(send, *refused)
+            return
         total = 0
         exceeded = False
         started = False
@@ -216,8 +210,23 @@ class BodySizeLimitMiddleware:
         if exceeded and not started:
             await self._too_large(send)
 
+    def _declared_length_problem(self, scope: Scope) -> tuple[int, str] | None:
+        """(status, detail) for a Content-Length that is not a number or is over the limit."""
+        for name, value in scope.get("headers", ()):
+            if name == b"content-length":
+                try:
+                    declared = int(value)
+                except ValueError:
+                    return 400, "invalid Content-Length header"
+                if declared > self.max_bytes:
+                    return 413, self._too_large_detail()
+        return None
+
+    def _too_large_detail(self) -> str:
+        return f"request body exceeds the limit of {self.max_bytes} bytes"
+
     async def _too_large(self, send: Send) -> None:
-        await self._reject(send, 413, f"request body exceeds the limit of {self.max_bytes} bytes")
+        await self._reject(send, 413, self._too_large_detail())
 
     @staticmethod
     async def _reject(send: Send, status: int, detail: str) -> None:

@@ -82,33 +82,8 @@ def build_rows(
     grades: dict[tuple[str, str], int] = {}
     judged: dict[str, list[str]] = {}
     if qrels is not None:
-        issues = IssueCollector(qrels_file)
-        for q in qrels:
-            if q.query_id not in topic_ids or q.doc_id not in docs:
-                if ignore_unknown_qrels:
-                    continue
-                if q.query_id not in topic_ids:
-                    issues.add(q.line, f"unknown query {q.query_id}")
-                else:
-                    issues.add(q.line, f"unknown document {q.doc_id}")
-                continue
-            grades[(q.query_id, q.doc_id)] = q.grade
-            judged.setdefault(q.query_id, []).append(q.doc_id)
-        issues.raise_if_any()
-    if isinstance(pairing, str):
-        if pairing == "qrels" and qrels is None:
-            raise ValueError("pairing 'qrels' needs qrels")
-        if pairing not in ("qrels", "all"):
-            raise ValueError(f"unknown pairing {pairing!r}")
-    else:
-        issues = IssueCollector("pairing")
-        for qid, paired in pairing.items():
-            if qid not in topic_ids:
-                issues.add(0, f"unknown query {qid}")
-            for d in paired:
-                if d not in docs:
-                    issues.add(0, f"query {qid}: unknown document {d}")
-        issues.raise_if_any()
+        grades, judged = _judged_pairs(qrels, topic_ids, docs, qrels_file, ignore_unknown_qrels)
+    _check_pairing(pairing, qrels is not None, topic_ids, docs)
     order = {d: i for i, d in enumerate(docs)}
     for topic in topics:
         if pairing == "all":
@@ -124,6 +99,52 @@ def build_rows(
             if grade is not None:
                 row["grade"] = grade
             yield row
+
+
+def _judged_pairs(
+    qrels: Sequence[QrelsEntry],
+    topic_ids: set[str],
+    docs: Mapping[str, SourceDocument],
+    qrels_file: str,
+    ignore_unknown: bool,
+) -> tuple[dict[tuple[str, str], int], dict[str, list[str]]]:
+    """The grades of the qrels' (query, document) pairs and each query's judged documents;
+    every line naming an unknown query or document is an issue (or skipped with
+    ``ignore_unknown``), all raised together."""
+    grades: dict[tuple[str, str], int] = {}
+    judged: dict[str, list[str]] = {}
+    issues = IssueCollector(qrels_file)
+    for q in qrels:
+        if q.query_id not in topic_ids or q.doc_id not in docs:
+            if not ignore_unknown:
+                unknown = q.query_id not in topic_ids
+                what = f"query {q.query_id}" if unknown else f"document {q.doc_id}"
+                issues.add(q.line, f"unknown {what}")
+            continue
+        grades[(q.query_id, q.doc_id)] = q.grade
+        judged.setdefault(q.query_id, []).append(q.doc_id)
+    issues.raise_if_any()
+    return grades, judged
+
+
+def _check_pairing(
+    pairing: Pairing, has_qrels: bool, topic_ids: set[str], docs: Mapping[str, SourceDocument]
+) -> None:
+    """A pairing names ``"qrels"`` (with qrels), ``"all"``, or known queries and documents."""
+    if isinstance(pairing, str):
+        if pairing == "qrels" and not has_qrels:
+            raise ValueError("pairing 'qrels' needs qrels")
+        if pairing not in ("qrels", "all"):
+            raise ValueError(f"unknown pairing {pairing!r}")
+        return
+    issues = IssueCollector("pairing")
+    for qid, paired in pairing.items():
+        if qid not in topic_ids:
+            issues.add(0, f"unknown query {qid}")
+        for d in paired:
+            if d not in docs:
+                issues.add(0, f"query {qid}: unknown document {d}")
+    issues.raise_if_any()
 
 
 #: Query description of a LETOR import that names the partition file (e.g. ``S1`` of
