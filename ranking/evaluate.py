@@ -523,6 +523,9 @@ def _metric_conventions(metrics: Sequence[str]) -> dict[str, str]:
         spec = M.parse_metric_spec(name)
         if spec.preset is not None:
             rel = f", relevant from {spec.rel:g}" if spec.rel is not None else ""
-            tool = "ir-measures' compat provider" if spec.preset == "compat" else spec.preset
+            tool = {
+                "compat": "ir-measures' compat provider",
+                "gdeval": "gdeval (as ir-measures reads it: no relevant document scores 0)",
+            }.get(spec.preset, spec.preset)
             out[name] = f"ir-measures name: {tool}'s conventions{rel}, whatever the preset"
     return out

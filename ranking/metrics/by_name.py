@@ -39,9 +39,15 @@ _FAMILIES: dict[str, tuple[Callable[..., F64], tuple[str, ...]]] = {
 #: ideal ranking is the labels').
 ALWAYS_QRELS_IDEAL = ("kappa-ndcg", "err", "kappa-err", "compat")
 
-#: ir-measures' ``compat`` provider: runs sorted by score descending, then docno ascending;
-#: a query without a relevant document scores 0.
-_COMPAT_PROVIDER = Conventions(ties="docid_asc", empty=0)
+#: The conventions of the tools ir-measures computes its measures with (ir-measures 0.4):
+#: trec_eval (its ``pytrec_eval`` provider); gdeval, whose topics without a relevant
+#: document ir-measures reports as 0; its ``compat`` provider, which sorts a run by score
+#: descending, then docno ascending, and scores a query without a relevant document 0.
+TOOL_CONVENTIONS: dict[str, Conventions] = {
+    "trec_eval": preset("trec_eval"),
+    "gdeval": preset("gdeval").replace(empty=0),
+    "compat": Conventions(ties="docid_asc", empty=0),
+}
 
 
 _OPTION_FIELDS = {"denominator": "precision_denominator", "ideal": "ideal"}
@@ -62,7 +68,7 @@ def metric_conventions(spec: MetricSpec, conventions: Conventions) -> Convention
     own (ir-measures names: their tool's preset, with the name's relevance threshold)."""
     c = conventions
     if spec.preset is not None:
-        c = _COMPAT_PROVIDER if spec.preset == "compat" else preset(spec.preset)
+        c = TOOL_CONVENTIONS[spec.preset]
     if spec.rel is not None:
         c = c.replace(rel_threshold=spec.rel)
     return c

@@ -5,7 +5,8 @@
 A heapjudge name is computed under the conventions the caller chooses (a preset). An
 ir-measures name carries the conventions of the tool ir-measures computes it with, whatever
 the caller's preset: trec_eval's (ir-measures' ``pytrec_eval`` provider) for nDCG, AP, P, RR
-and R; gdeval's for ERR; the ``compat`` provider's for Compat (:data:`IR_MEASURES`).
+and R; gdeval's for ERR; the ``compat`` provider's for Compat (:data:`IR_MEASURES`; the
+conventions are :data:`ranking.metrics.by_name.TOOL_CONVENTIONS`).
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ _ALIASES = {
     "compat": "compat",
 }
 
-#: ir-measures measure name -> (heapjudge family, preset of the tool ir-measures uses for it,
+#: ir-measures measure name -> (heapjudge family, the tool ir-measures computes it with,
 #: parameters it accepts beside the cutoff).
 IR_MEASURES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "nDCG": ("ndcg", "trec_eval", ()),
@@ -71,8 +72,8 @@ _IR_NAME = re.compile(r"^(?P<name>[A-Za-z]+)(?:\((?P<params>[^)]*)\))?(?:@(?P<cu
 class MetricSpec:
     """A parsed metric name: its family, cutoff and parameters.
 
-    ``preset``: the conventions the name itself fixes (ir-measures names), else None (the
-    caller's). ``rel``: the relevance threshold the name fixes (``P(rel=2)``), else None.
+    ``preset``: the tool whose conventions the name itself fixes (ir-measures names), else
+    None (the caller's). ``rel``: the relevance threshold the name fixes (``P(rel=2)``), else None.
     ``p``/``normalize``: compatibility's persistence and normalisation.
     """
 
