@@ -43,9 +43,21 @@ def _ir_measures(measure: str, qrels: dict, run: dict) -> dict[str, float]:
 
 @pytest.mark.parametrize(
     "name",
-    ["nDCG@10", "nDCG", "AP", "P@10", "P(rel=2)@10", "RR", "R@100", "R@5", "AP(rel=2)",
-     "Compat(p=0.95)", "Compat(p=0.8)", "Compat(p=0.9,normalize=False)"],
-)  # fmt: skip
+    [
+        "nDCG@10",
+        "nDCG",
+        "AP",
+        "P@10",
+        "P(rel=2)@10",
+        "RR",
+        "R@100",
+        "R@5",
+        "AP(rel=2)",
+        "Compat(p=0.95)",
+        "Compat(p=0.8)",
+        "Compat(p=0.9,normalize=False)",
+    ],
+)
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_ir_measures_names_give_ir_measures_values(name: str, seed: int) -> None:
     # ir-measures' compat provider orders an ideal's tied-grade documents by the run's score
@@ -106,9 +118,7 @@ def test_compat_metric_is_rbo_compatibility_on_padded_arrays() -> None:
         p = float(rng.choice([0.5, 0.9, 0.95]))
         value = M.compute(f"compat@p={p}", grades, scores, ideal_labels=ideal[None, :])[0]
         docs = [f"r{i}" for i in range(n)]
-        judged = dict(zip(docs, grades, strict=True)) | {
-            f"x{i}": g for i, g in enumerate(extra)
-        }
+        judged = dict(zip(docs, grades, strict=True)) | {f"x{i}": g for i, g in enumerate(extra)}
         run = [docs[i] for i in np.argsort(-scores, kind="stable")]
         assert value == pytest.approx(rbo_compatibility(run, judged, p), abs=1e-12)
 
