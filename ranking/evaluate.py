@@ -221,6 +221,21 @@ class _Padded:
     kappa_k: NDArray[np.int64] | None = None
 
 
+def _kappa_truth(
+    topk: Sequence[TopKTruth] | Mapping[str, TopKTruth],
+) -> tuple[dict[str, Mapping[str, float]], dict[str, int]]:
+    """Each query's κ-labels and k."""
+    items = list(topk.values()) if isinstance(topk, Mapping) else list(topk)
+    truth: dict[str, Mapping[str, float]] = {}
+    kappa_k: dict[str, int] = {}
+    for t in items:
+        if t.query_id in truth:
+            raise ValueError(f"query {t.query_id} has two top-k truths")
+        truth[t.query_id] = t.kappa_labels()
+        kappa_k[t.query_id] = t.k
+    return truth, kappa_k
+
+
 def evaluate(
     run: Mapping[str, Mapping[str, float]],
     *,
@@ -245,20 +260,12 @@ def evaluate(
     conv, preset_name, parsed = _setup(metrics, conventions, missing)
     check = trec_eval_check and qrels is not None
 
-    truth: dict[str, Mapping[str, float]]
-    kappa_k: dict[str, int] = {}
     if topk is not None:
-        items = list(topk.values()) if isinstance(topk, Mapping) else list(topk)
-        truth = {}
-        for t in items:
-            if t.query_id in truth:
-                raise ValueError(f"query {t.query_id} has two top-k truths")
-            truth[t.query_id] = t.kappa_labels()
-            kappa_k[t.query_id] = t.k
+        truth, kappa_k = _kappa_truth(topk)
         kind = "topk"
     else:
         assert qrels is not None
-        truth = {str(q): d for q, d in qrels.items()}
+        truth, kappa_k = {str(q): d for q, d in qrels.items()}, {}
         kind = "qrels"
         _refuse_kappa_with_qrels(parsed)
 

@@ -19,7 +19,15 @@ from typing import Any
 import typer
 
 from app.cli.conventions import Command, UsageProblem, fail, usage_error
-from app.cli.evaluate import QRELS_OPTION, TOPK_OPTION, default_preset, metric_names, read_truth
+from app.cli.evaluate import (
+    GRADE_MAP_OPTION,
+    QRELS_FORMAT_OPTION,
+    QRELS_OPTION,
+    TOPK_OPTION,
+    default_preset,
+    metric_names,
+    read_truth,
+)
 
 app = typer.Typer()
 
@@ -55,6 +63,28 @@ def _sniff_kind(path: Path) -> str:
     return "qrels"
 
 
+def _check_options(
+    qrels: Path | None, topk: Path | None, metric: str, preset: str | None, alpha: float
+) -> list[str]:
+    """The one metric name, once the options are checked (a :class:`UsageProblem` if not)."""
+    from ranking import metrics as M
+
+    if (qrels is None) == (topk is None):
+        raise UsageProblem("give exactly one truth: --qrels FILE or --topk FILE.jsonl")
+    if not 0 < alpha < 1:
+        raise UsageProblem(f"--alpha must be in (0, 1), got {alpha}")
+    names = metric_names(metric)
+    if len(names) != 1:
+        raise UsageProblem("--metric takes one metric")
+    try:
+        M.parse_metric(names[0])
+        if preset is not None:
+            M.preset(preset)
+    except ValueError as exc:
+        raise UsageProblem(str(exc)) from None
+    return names
+
+
 def run_compare(
     *,
     qrels: Path | None,
@@ -72,28 +102,15 @@ def run_compare(
     grade_map: str | None = None,
 ) -> dict[str, Any]:
     """Load, score and compare; the result as a JSON-ready dict (text: :func:`format_text`)."""
-    from ranking import metrics as M
     from ranking.compare.correlation import ordering_agreement
     from ranking.compare.leaderboard import run_files
     from ranking.compare.significance import CORRECTIONS, TESTS, compare_systems
 
-    if (qrels is None) == (topk is None):
-        raise UsageProblem("give exactly one truth: --qrels FILE or --topk FILE.jsonl")
     if test not in TESTS:
         raise UsageProblem(f"--test must be one of {', '.join(TESTS)}, got {test!r}")
     if correction not in CORRECTIONS:
         raise UsageProblem(f"--correction must be one of {', '.join(CORRECTIONS)}")
-    if not 0 < alpha < 1:
-        raise UsageProblem(f"--alpha must be in (0, 1), got {alpha}")
-    names = metric_names(metric)
-    if len(names) != 1:
-        raise UsageProblem("--metric takes one metric")
-    try:
-        M.parse_metric(names[0])
-        if preset is not None:
-            M.preset(preset)
-    except ValueError as exc:
-        raise UsageProblem(str(exc)) from None
+    names = _check_options(qrels, topk, metric, preset, alpha)
     files = run_files(runs)
     if len(files) < 2:
         raise UsageProblem("comparing needs at least 2 runs (--runs FILE repeated, or a folder)")
@@ -217,8 +234,8 @@ def compare_cmd(
         dir_okay=False,
         help="A second label set (qrels or top-k JSONL): the two system orderings.",
     ),
-    qrels_format: str = typer.Option("auto", "--qrels-format", help="As evaluate."),
-    grade_map: str | None = typer.Option(None, "--grade-map", help="As evaluate."),
+    qrels_format: str = QRELS_FORMAT_OPTION,
+    grade_map: str | None = GRADE_MAP_OPTION,
     as_json: bool = typer.Option(False, "--json/--no-json", help="Print one JSON object."),
 ) -> None:
     """Compare runs pairwise with a significance test; --against: two label sets' orderings."""

@@ -341,6 +341,33 @@ SCORES_OPTION = typer.Option(
 )
 
 
+METRICS_OPTION = typer.Option(
+    "ndcg@10",
+    "--metrics",
+    help="Comma list: ndcg@k, dcg@k, err[@k], kappa-ndcg@k, kappa-err, p@k, recall@k, "
+    "map, mrr, compat[@p=P]; or ir-measures names (nDCG@10, AP, P(rel=2)@10, R@100, RR, "
+    "ERR@20, Compat(p=0.95)) with their tools' conventions.",
+)
+PRESET_OPTION = typer.Option(
+    None,
+    "--preset",
+    help="paper, trec_eval, gdeval, lightgbm, letor4, ranx (default: trec_eval for a TREC "
+    "run with qrels, else paper).",
+)
+QRELS_FORMAT_OPTION = typer.Option(
+    "auto",
+    "--qrels-format",
+    help="auto (sniffed) | trec (qid iter doc rel) | 3col (qid doc rel) | "
+    "smart-rel (qid doc 0 0.0: every listed pair relevant).",
+)
+GRADE_MAP_OPTION = typer.Option(
+    None,
+    "--grade-map",
+    help="Qrels values -> grades: cranfield | threshold:T | FROM:TO,... "
+    "(needed for non-integer values).",
+)
+
+
 @app.command("evaluate", cls=Command)
 def evaluate_cmd(
     qrels: Path | None = QRELS_OPTION,
@@ -348,19 +375,8 @@ def evaluate_cmd(
     run: list[Path] | None = RUN_OPTION,
     letor: Path | None = LETOR_OPTION,
     scores: Path | None = SCORES_OPTION,
-    metrics: str = typer.Option(
-        "ndcg@10",
-        "--metrics",
-        help="Comma list: ndcg@k, dcg@k, err[@k], kappa-ndcg@k, kappa-err, p@k, recall@k, "
-        "map, mrr, compat[@p=P]; or ir-measures names (nDCG@10, AP, P(rel=2)@10, R@100, RR, "
-        "ERR@20, Compat(p=0.95)) with their tools' conventions.",
-    ),
-    preset: str | None = typer.Option(
-        None,
-        "--preset",
-        help="paper, trec_eval, gdeval, lightgbm, letor4, ranx (default: trec_eval for a TREC "
-        "run with qrels, else paper).",
-    ),
+    metrics: str = METRICS_OPTION,
+    preset: str | None = PRESET_OPTION,
     gain: str | None = typer.Option(None, "--gain", help=f"exp | linear. {_CONVENTION_HELP}"),
     kappa_gain: str | None = typer.Option(None, "--kappa-gain", help="exp | linear."),
     discount: str | None = typer.Option(None, "--discount", help="log2 | letor."),
@@ -377,18 +393,8 @@ def evaluate_cmd(
     missing: str = typer.Option(
         "ignore", "--missing", help="Truth queries absent from the run: ignore | zero."
     ),
-    qrels_format: str = typer.Option(
-        "auto",
-        "--qrels-format",
-        help="auto (sniffed) | trec (qid iter doc rel) | 3col (qid doc rel) | "
-        "smart-rel (qid doc 0 0.0: every listed pair relevant).",
-    ),
-    grade_map: str | None = typer.Option(
-        None,
-        "--grade-map",
-        help="Qrels values -> grades: cranfield | threshold:T | FROM:TO,... "
-        "(needed for non-integer values).",
-    ),
+    qrels_format: str = QRELS_FORMAT_OPTION,
+    grade_map: str | None = GRADE_MAP_OPTION,
     per_query: bool = typer.Option(
         False, "--per-query/--no-per-query", help="Show per-query values."
     ),
@@ -410,36 +416,23 @@ def evaluate_cmd(
             "r_max": None if r_max is None else _parse_r_max(r_max),
             "score_precision": score_precision,
         }
+        inputs: dict[str, Any] = {
+            "qrels": qrels,
+            "topk": topk,
+            "metrics": metrics,
+            "preset": preset,
+            "overrides": overrides,
+            "missing": missing,
+            "qrels_format": qrels_format,
+            "grade_map": grade_map,
+        }
         if run and (len(run) > 1 or run[0].is_dir()):
             if letor is not None or scores is not None:
                 raise UsageProblem("--letor scores one run; several --run files go alone")
-            board = run_leaderboard(
-                qrels=qrels,
-                topk=topk,
-                runs=run,
-                metrics=metrics,
-                preset=preset,
-                overrides=overrides,
-                missing=missing,
-                qrels_format=qrels_format,
-                grade_map=grade_map,
-                interval=interval,
-            )
+            board = run_leaderboard(runs=run, interval=interval, **inputs)
             typer.echo(json.dumps(board.to_dict()) if as_json else board.format_text())
             return
-        report = run_evaluate(
-            qrels=qrels,
-            topk=topk,
-            run=run[0] if run else None,
-            letor=letor,
-            scores=scores,
-            metrics=metrics,
-            preset=preset,
-            overrides=overrides,
-            missing=missing,
-            qrels_format=qrels_format,
-            grade_map=grade_map,
-        )
+        report = run_evaluate(run=run[0] if run else None, letor=letor, scores=scores, **inputs)
     except UsageProblem as exc:
         usage_error(str(exc))
     except (ValueError, OSError) as exc:  # an input file that cannot be read or parsed
