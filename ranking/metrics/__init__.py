@@ -61,7 +61,8 @@ empty, ties, k_beyond, ERR r_max):
 preset      gain    disc.   ideal   empty  ties    k>n    notes
 =========== ======= ======= ======= ====== ======= ====== =====================================
 paper       exp     log2    list    0      stable  clip   Niu et al. 2012; r_max
-                                                          per query (the default)
+                                                          per query (the default;
+                                                          :func:`default_preset`)
 trec_eval   linear  log2    qrels   0      docid   clip   ndcg, ndcg_cut, map, P, recip_rank;
                                                           also pytrec_eval (same C code);
                                                           scores in single precision

@@ -71,7 +71,8 @@ class Conventions:
 
 
 #: Presets reproducing other tools (docs/metrics.md#presets; each checked in tests where an
-#: oracle or golden vector exists). ``paper`` is the default.
+#: oracle or golden vector exists). ``paper`` is the default of :class:`Conventions`; the CLI
+#: picks the one that fits its input (:func:`default_preset`).
 PRESETS: Mapping[str, Conventions] = {
     # Niu et al. 2012: 2^r−1, ideal from the list, empty -> 0, input-order ties,
     # ERR with the query's own r_max.
