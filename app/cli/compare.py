@@ -201,6 +201,7 @@ def format_text(result: dict[str, Any]) -> str:
     if other:
         lines.append(f"ordering by {result['truth']}: {' > '.join(other['ordering'])}")
         lines.append(f"ordering by {other['truth']}: {' > '.join(other['ordering_against'])}")
+        lines.append(f"conventions for {other['truth']}: preset {other['preset']}")
         lines.append(
             f"Kendall's τ = {other['kendall_tau']:.4f}, τ_AP = {other['tau_ap']:.4f}, "
             f"significant swaps: {other['significant_swaps']} of the "
