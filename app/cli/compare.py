@@ -37,11 +37,15 @@ def _values(
 ) -> tuple[dict[str, Any], str, str | None]:
     """Per-query values of ``metric`` for every run (aligned on the truth's queries), the
     preset used and why."""
+    import numpy as np
+
     from ranking.compare.leaderboard import score_runs
 
     chosen, reason = default_preset(preset, True, truth.kind == "topk")
     reports = score_runs(runs, truth, metrics=[metric], conventions=chosen, missing="zero")
-    values = {name: list(r.per_query[metric].values()) for name, r in reports}
+    values = {
+        name: np.fromiter(r.per_query[metric].values(), dtype=np.float64) for name, r in reports
+    }
     return values, chosen, reason
 
 
