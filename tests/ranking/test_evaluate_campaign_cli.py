@@ -276,3 +276,33 @@ def test_compare_errors(campaign: dict) -> None:
         assert res.exit_code in (1, 2) and message in res.output, (args, res.output)
     res = invoke("compare", "--runs", good, "--runs", campaign["folder"] / "poor.txt")
     assert res.exit_code == 2 and "exactly one truth" in res.output
+
+
+def test_ir_measures_names_on_the_command_line(campaign: dict) -> None:
+    run_file = campaign["folder"] / "middling.txt"
+    names = "P(rel=1)@10,AP,R@20,nDCG@10"
+    res = invoke(
+        "evaluate",
+        "--qrels",
+        campaign["rel"],
+        "--run",
+        run_file,
+        "--metrics",
+        names,
+        "--preset",
+        "paper",
+        "--json",
+    )
+    assert res.exit_code == 0, res.output
+    obj = json.loads(res.stdout)
+    assert list(obj["metrics"]) == names.split(",")
+    run = campaign["runs"]["middling"]
+    for name, measure in [
+        ("AP", "map"),
+        ("R@20", "recall_20"),
+        ("nDCG@10", "ndcg_cut_10"),
+        ("P(rel=1)@10", "P_10"),
+    ]:
+        expected = np.mean(list(_pytrec(campaign["qrels"], run, measure).values()))
+        assert obj["metrics"][name] == pytest.approx(expected, abs=1e-6), name
+        assert "ir-measures name" in obj["metric_conventions"][name]
