@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -35,9 +35,9 @@ from numpy.typing import ArrayLike, NDArray
 from ranking import metrics as M
 from ranking.io.letor import LetorData
 from ranking.io.topk import TopKTruth
-
-if TYPE_CHECKING:
-    from ranking.io.trec_fast import TrecColumns
+from ranking.io.trec_fast import TrecColumns
+from ranking.io.trec_join import docid_tie_codes, join_labels
+from ranking.metrics.kernel import DOCID_TIES
 
 __all__ = [
     "EvaluationReport",
@@ -66,6 +66,13 @@ class EvaluationReport:
     missing: str = "ignore"
     qrels_read: str | None = None
     """How the qrels file was read (layout detected or given, grade map), when from a file."""
+    preset_reason: str | None = None
+    """Why this preset: set when the caller chose it from the inputs (docs/metrics.md#presets)."""
+    metric_conventions: dict[str, str] = field(default_factory=dict)
+    """Metrics whose name fixes its own conventions (ir-measures names) -> which."""
+    trec_eval_differs: dict[str, str] = field(default_factory=dict)
+    """Metric -> one line saying what trec_eval would print instead, and why
+    (``trec_eval_check=True`` only)."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict; NaN (skipped queries) becomes None."""
@@ -87,6 +94,9 @@ class EvaluationReport:
             "missing_queries": list(self.missing_queries),
             "missing_policy": self.missing,
             "qrels_read": self.qrels_read,
+            "preset_reason": self.preset_reason,
+            "metric_conventions": dict(self.metric_conventions),
+            "trec_eval_differs": dict(self.trec_eval_differs),
         }
 
     def format_text(self, *, per_query: bool = False) -> str:
@@ -105,6 +115,10 @@ class EvaluationReport:
         conv = ", ".join(f"{k}={v}" for k, v in self.conventions.items())
         name = f"preset {self.preset}: " if self.preset else ""
         lines.append(f"conventions: {name}{conv}")
+        if self.preset_reason:
+            lines.append(f"preset chosen because: {self.preset_reason} (--preset to change)")
+        lines.extend(f"{m}: {how}" for m, how in self.metric_conventions.items())
+        lines.extend(f"note: {line}" for line in self.trec_eval_differs.values())
         lines.append(
             f"truth: {self.truth}; {len(self.queries)} queries evaluated; "
             f"missing queries: {self.missing}"
@@ -207,6 +221,21 @@ class _Padded:
     kappa_k: NDArray[np.int64] | None = None
 
 
+def _kappa_truth(
+    topk: Sequence[TopKTruth] | Mapping[str, TopKTruth],
+) -> tuple[dict[str, Mapping[str, float]], dict[str, int]]:
+    """Each query's κ-labels and k."""
+    items = list(topk.values()) if isinstance(topk, Mapping) else list(topk)
+    truth: dict[str, Mapping[str, float]] = {}
+    kappa_k: dict[str, int] = {}
+    for t in items:
+        if t.query_id in truth:
+            raise ValueError(f"query {t.query_id} has two top-k truths")
+        truth[t.query_id] = t.kappa_labels()
+        kappa_k[t.query_id] = t.k
+    return truth, kappa_k
+
+
 def evaluate(
     run: Mapping[str, Mapping[str, float]],
     *,
@@ -215,6 +244,7 @@ def evaluate(
     metrics: Sequence[str] = ("ndcg@10",),
     conventions: M.Conventions | str | None = None,
     missing: Missing = "ignore",
+    trec_eval_check: bool = False,
 ) -> EvaluationReport:
     """Evaluate ``run`` against exactly one of ``qrels`` / ``topk``.
 
@@ -222,25 +252,20 @@ def evaluate(
     ``kappa-err``, ``p@10``, ``map``, ``mrr`` (see :func:`ranking.metrics.parse_metric`).
     ``conventions``: a :class:`~ranking.metrics.Conventions`, a preset name or None (the
     paper's). κ-measures need ``topk``; with ``topk`` the graded metrics use the κ-labels.
+    ``trec_eval_check``: with qrels, also compute every metric trec_eval has under its
+    conventions and report the ones that differ (:attr:`EvaluationReport.trec_eval_differs`).
     """
     if (qrels is None) == (topk is None):
         raise ValueError("give exactly one truth: qrels or topk")
     conv, preset_name, parsed = _setup(metrics, conventions, missing)
+    check = trec_eval_check and qrels is not None
 
-    truth: dict[str, Mapping[str, float]]
-    kappa_k: dict[str, int] = {}
     if topk is not None:
-        items = list(topk.values()) if isinstance(topk, Mapping) else list(topk)
-        truth = {}
-        for t in items:
-            if t.query_id in truth:
-                raise ValueError(f"query {t.query_id} has two top-k truths")
-            truth[t.query_id] = t.kappa_labels()
-            kappa_k[t.query_id] = t.k
+        truth, kappa_k = _kappa_truth(topk)
         kind = "topk"
     else:
         assert qrels is not None
-        truth = {str(q): d for q, d in qrels.items()}
+        truth, kappa_k = {str(q): d for q, d in qrels.items()}, {}
         kind = "qrels"
         _refuse_kappa_with_qrels(parsed)
 
@@ -281,10 +306,10 @@ def evaluate(
         ideal=_pad(np.asarray(ideal, dtype=np.float64), ideal_mask, 0.0),
         ideal_mask=ideal_mask,
         answered=np.array([q in run for q in queries], dtype=bool),
-        docids=_pad(docs_arr, mask, "") if conv.ties == "docid" else None,
+        docids=_pad(docs_arr, mask, "") if _needs_docids(metrics, conv, check) else None,
         kappa_k=np.array([kappa_k[q] for q in queries]) if kappa_k else None,
     )
-    return _report(padded, metrics, conv, preset_name, kind, missing)
+    return _report(padded, metrics, conv, preset_name, kind, missing, check)
 
 
 def evaluate_columns(
@@ -294,6 +319,8 @@ def evaluate_columns(
     metrics: Sequence[str] = ("ndcg@10",),
     conventions: M.Conventions | str | None = None,
     missing: Missing = "ignore",
+    trec_eval_check: bool = False,
+    release_truth_index: bool = True,
 ) -> EvaluationReport:
     """:func:`evaluate` of a run against qrels given as columns (the readers of
     :mod:`ranking.io.trec_fast`): the same report, numbers and query lists, with grouping and
@@ -303,7 +330,8 @@ def evaluate_columns(
     match is checked on the strings; if two pairs ever share a key the join is redone on the
     strings. ``ties="docid"`` ranks the ids of the tied documents only (in byte order, as
     strcmp), since the order of untied documents does not depend on their ids. The columns'
-    join indexes are released after the join (memory; another call rebuilds them).
+    join indexes are released after the join (memory; another call rebuilds them), the
+    qrels' unless ``release_truth_index=False`` (many runs against one qrels).
     """
     conv, preset_name, parsed = _setup(metrics, conventions, missing)
     _refuse_kappa_with_qrels(parsed)
@@ -320,17 +348,22 @@ def evaluate_columns(
 
     # Each flat array is padded as soon as it exists, so flat and padded copies of one
     # column never coexist with the others (peak memory, docs/metrics.md#large-files).
-    judged = _join_labels(run, qrels, run_index)
+    judged = join_labels(run, qrels, run_index)
     # The join indexes (24 bytes a row of each file) are not needed any more.
     run.release_join_index()
-    qrels.release_join_index()
+    if release_truth_index:
+        qrels.release_join_index()
     rows, sizes = _group_rows(run_pos, len(queries))
     del run_pos
     mask = _group_mask(sizes)
     labels = _pad(judged[rows], mask, 0.0)
     del judged
     scores = _pad(run.values[rows], mask, 0.0)
-    docids = _docid_tie_codes(run, rows, scores, mask) if conv.ties == "docid" else None
+    docids = (
+        docid_tie_codes(run, rows, scores, mask)
+        if _needs_docids(metrics, conv, trec_eval_check)
+        else None
+    )
     del rows
     ideal_rows, ideal_sizes = _group_rows(truth_pos, len(queries))
     del truth_pos
@@ -350,7 +383,7 @@ def evaluate_columns(
         docids=docids,
     )
     del labels, scores, ideal, docids
-    return _report(padded, metrics, conv, preset_name, "qrels", missing)
+    return _report(padded, metrics, conv, preset_name, "qrels", missing, trec_eval_check)
 
 
 def _group_rows(
@@ -363,124 +396,6 @@ def _group_rows(
         return np.argsort(position, kind="stable"), sizes
     selected = np.flatnonzero(position >= 0)
     return selected[np.argsort(position[selected], kind="stable")], sizes
-
-
-def _arrow_indices(indices: NDArray[np.int64]) -> Any:
-    """An Arrow int64 array over ``indices`` (no copy)."""
-    import pyarrow as pa
-
-    data = np.ascontiguousarray(indices, dtype=np.int64)
-    return pa.Array.from_buffers(pa.int64(), data.shape[0], [None, pa.py_buffer(data)])
-
-
-def _join_labels(
-    run: TrecColumns, qrels: TrecColumns, run_index: Mapping[str, int]
-) -> NDArray[np.float64]:
-    """The judged label of each run row (0 for an unjudged document)."""
-    labels = np.zeros(run.n_rows, dtype=np.float64)
-    if qrels.n_rows == 0 or run.n_rows == 0:
-        return labels
-    run_keys, qrels_keys = run.join_index(), qrels.join_index()
-    if run_keys.unique and qrels_keys.unique:
-        judged_keys = qrels_keys.sorted_keys
-        last = judged_keys.shape[0] - 1
-        r_parts: list[NDArray[np.intp]] = []
-        t_parts: list[NDArray[np.intp]] = []
-        step = 1 << 18  # slices of run keys: the search temporaries stay small
-        for start in range(0, run_keys.sorted_keys.shape[0], step):
-            keys = run_keys.sorted_keys[start : start + step]
-            at = np.minimum(np.searchsorted(judged_keys, keys), last)
-            hit = judged_keys[at] == keys
-            r_parts.append(run_keys.key_order[start : start + step][hit])
-            t_parts.append(qrels_keys.key_order[at[hit]])
-        r_rows, t_rows = np.concatenate(r_parts), np.concatenate(t_parts)
-        del r_parts, t_parts
-        # A key match is a candidate: check both ids.
-        truth_to_run = np.array([run_index.get(q, -1) for q in qrels.qids], dtype=np.int64)
-        same_query = bool((truth_to_run[qrels.query[t_rows]] == run.query[r_rows]).all())
-        # in run-file order, the gathers below read both files nearly sequentially
-        by_row = np.argsort(r_rows)
-        r_rows, t_rows = r_rows[by_row], t_rows[by_row]
-        del by_row
-        same_doc = same_query and _same_strings(run.docids, r_rows, qrels.docids, t_rows)
-        if same_doc:
-            labels[r_rows] = qrels.values[t_rows]
-            return labels
-    # Two pairs share a key (odds about n^2 / 2^65): match on the strings.
-    judged = {
-        (qrels.qids[q], d): v
-        for q, d, v in zip(
-            qrels.query.tolist(), qrels.docids.to_pylist(), qrels.values.tolist(), strict=True
-        )
-    }
-    labels[:] = [
-        judged.get((run.qids[q], d), 0.0)
-        for q, d in zip(run.query.tolist(), run.docids.to_pylist(), strict=True)
-    ]
-    return labels
-
-
-def _same_strings(
-    a: Any, a_rows: NDArray[np.intp], b: Any, b_rows: NDArray[np.intp], step: int = 1 << 18
-) -> bool:
-    """Whether ``a[a_rows[i]] == b[b_rows[i]]`` for every i (Arrow string arrays), in slices
-    so that the gathered strings stay small."""
-    import pyarrow.compute as pc
-
-    from ranking.io.trec_fast import arrow_pool
-
-    pool = arrow_pool()
-    for start in range(0, a_rows.shape[0], step):
-        left = pc.take(a, _arrow_indices(a_rows[start : start + step]), memory_pool=pool)
-        right = pc.take(b, _arrow_indices(b_rows[start : start + step]), memory_pool=pool)
-        if not pc.all(pc.equal(left, right, memory_pool=pool), memory_pool=pool).as_py():
-            return False
-    return True
-
-
-def _docid_tie_codes(
-    run: TrecColumns,
-    rows: NDArray[np.intp],
-    scores: NDArray[np.float64],
-    mask: NDArray[np.bool_],
-) -> NDArray[np.int32]:
-    """(Q, L) codes for ``ties="docid"``: 0, or for a document whose score ties another in its
-    query, the dense rank of its id in byte order (Arrow compares strings as bytes, as strcmp
-    does). ``rows``: the run row of each real cell of ``mask``, in row-major order.
-
-    Ties are found in single precision, which ties every pair that ties in double precision
-    and more, so the codes serve ``score_precision`` "single" and "double" alike.
-    """
-    import pyarrow.compute as pc
-
-    from ranking.io.trec_fast import arrow_pool
-
-    codes = np.zeros(mask.shape, dtype=np.int32)
-    if rows.shape[0] == 0:
-        return codes
-    tied = np.zeros(mask.shape, dtype=bool)
-    step = max(1, (1 << 18) // max(mask.shape[1], 1))  # rows per block: small temporaries
-    for start in range(0, mask.shape[0], step):
-        block = slice(start, start + step)
-        single = np.where(mask[block], scores[block].astype(np.float32), np.float32(np.nan))
-        order = np.argsort(single, axis=1)
-        single = np.take_along_axis(single, order, axis=1)
-        equal = single[:, 1:] == single[:, :-1]  # NaN padding never ties
-        tied_sorted = np.zeros(single.shape, dtype=bool)
-        tied_sorted[:, 1:] |= equal
-        tied_sorted[:, :-1] |= equal
-        np.put_along_axis(tied[block], order, tied_sorted, axis=1)
-    at = np.flatnonzero(tied[mask])  # positions among the real cells, row-major
-    if at.shape[0]:
-        ids = pc.take(run.docids, _arrow_indices(rows[at]), memory_pool=arrow_pool())
-        ranks = pc.rank(
-            ids.combine_chunks(memory_pool=arrow_pool()),
-            sort_keys="ascending",
-            tiebreaker="dense",
-            memory_pool=arrow_pool(),
-        )
-        codes[tied & mask] = np.asarray(ranks, dtype=np.int32)
-    return codes
 
 
 def _group_mask(sizes: NDArray[np.int64]) -> NDArray[np.bool_]:
@@ -506,6 +421,7 @@ def _report(
     preset_name: str | None,
     kind: str,
     missing: str,
+    trec_eval_check: bool = False,
 ) -> EvaluationReport:
     """Compute every metric on ``g`` (one vectorised call each)."""
     queries = g.queries
@@ -527,22 +443,31 @@ def _report(
     means: dict[str, float] = {}
     per_query: dict[str, dict[str, float]] = {}
     counted: dict[str, int] = {}
-    for name in metrics:
+    differs: dict[str, str] = {}
+
+    def values_of(name: str, conventions: M.Conventions) -> NDArray[np.float64]:
         values = M.compute(
             name,
             lab,
             sco,
             mask,
-            conventions=conv,
+            conventions=conventions,
             ideal_labels=ilab,
             ideal_mask=imask,
-            docids=dids if conv.ties == "docid" else None,
+            docids=dids,
             kappa_k=g.kappa_k,
         )
-        values = np.where(unanswered, 0.0, values)
+        return np.where(unanswered, 0.0, values)
+
+    for name in metrics:
+        values = values_of(name, conv)
         per_query[name] = dict(zip(queries, values.tolist(), strict=True))
         means[name] = M.mean(values)
         counted[name] = int((~np.isnan(values)).sum())
+        if trec_eval_check and _trec_eval_has(name, conv):
+            theirs = M.mean(values_of(name, TREC_EVAL))
+            if not _same_figure(means[name], theirs):
+                differs[name] = _difference_line(name, means[name], theirs, conv)
     return EvaluationReport(
         metrics=means,
         per_query=per_query,
@@ -554,4 +479,60 @@ def _report(
         unknown_queries=g.unknown,
         missing_queries=g.missing,
         missing=missing,
+        metric_conventions=_metric_conventions(metrics),
+        trec_eval_differs=differs,
     )
+
+
+TREC_EVAL = M.preset("trec_eval")
+#: Metric families trec_eval prints (ndcg / ndcg_cut, map, P, recip_rank, recall).
+TREC_EVAL_FAMILIES = ("ndcg", "map", "p", "mrr", "recall")
+
+
+def _trec_eval_has(name: str, conv: M.Conventions) -> bool:
+    """Whether trec_eval prints ``name`` and ``conv`` (the caller's) is not trec_eval's."""
+    spec = M.parse_metric_spec(name)
+    return spec.family in TREC_EVAL_FAMILIES and M.metric_conventions(spec, conv) != TREC_EVAL
+
+
+def _needs_docids(metrics: Sequence[str], conv: M.Conventions, trec_eval_check: bool) -> bool:
+    """Whether some metric breaks score ties by document id (so the ids must be kept)."""
+    return any(
+        (trec_eval_check and _trec_eval_has(name, conv))
+        or M.metric_conventions(M.parse_metric_spec(name), conv).ties in DOCID_TIES
+        for name in metrics
+    )
+
+
+def _same_figure(a: float, b: float) -> bool:
+    """Equal as printed with 4 decimals (trec_eval prints 4)."""
+    return (math.isnan(a) and math.isnan(b)) or f"{a:.4f}" == f"{b:.4f}"
+
+
+def _difference_line(name: str, ours: float, theirs: float, conv: M.Conventions) -> str:
+    """One line: the figure, trec_eval's, and the conventions that make the difference."""
+    spec = M.parse_metric_spec(name)
+    used = M.metric_conventions(spec, conv).as_dict()
+    wanted = TREC_EVAL.as_dict()
+    read = M.conventions_read(spec.family)
+    why = ", ".join(
+        f"{key}={used[key]} vs {wanted[key]}"
+        for key in used
+        if key in read and used[key] != wanted[key]
+    )
+    return f"{name} {_fmt(ours)}; trec_eval would print {_fmt(theirs)} ({why})"
+
+
+def _metric_conventions(metrics: Sequence[str]) -> dict[str, str]:
+    """Metrics named the ir-measures way, with the conventions their name fixes."""
+    out: dict[str, str] = {}
+    for name in metrics:
+        spec = M.parse_metric_spec(name)
+        if spec.preset is not None:
+            rel = f", relevant from {spec.rel:g}" if spec.rel is not None else ""
+            tool = {
+                "compat": "ir-measures' compat provider",
+                "gdeval": "gdeval (as ir-measures reads it: no relevant document scores 0)",
+            }.get(spec.preset, spec.preset)
+            out[name] = f"ir-measures name: {tool}'s conventions{rel}, whatever the preset"
+    return out

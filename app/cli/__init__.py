@@ -10,7 +10,17 @@ from __future__ import annotations
 
 import typer
 
-from app.cli import admin, analysis, database, evaluate, exports, service, simulate, training
+from app.cli import (
+    admin,
+    analysis,
+    compare,
+    database,
+    evaluate,
+    exports,
+    service,
+    simulate,
+    training,
+)
 from app.cli.conventions import Group
 
 cli = typer.Typer(
@@ -23,6 +33,7 @@ cli = typer.Typer(
 )
 for area in (service.app, exports.app, simulate.app, evaluate.app, training.app, analysis.app):
     cli.add_typer(area)
+cli.add_typer(compare.app)
 cli.add_typer(database.app, name="db")
 cli.add_typer(admin.app, name="admin")
 

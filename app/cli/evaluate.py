@@ -3,9 +3,14 @@
     heapjudge evaluate --qrels qrels.txt --run run.txt --metrics ndcg@10,err,map
     heapjudge evaluate --topk truth.jsonl --run run.txt --metrics kappa-ndcg@10,kappa-err
     heapjudge evaluate --letor S5.txt --scores pred.txt --metrics ndcg@10 --preset letor4 --json
+    heapjudge evaluate --qrels qrels.txt --run runs/ --metrics nDCG@10,AP   # one table
 
-The report always states every convention used; ``--json`` prints one object whose
-``"metrics"`` maps each requested name, exactly as given, to its mean over queries.
+The report always states every convention used, the preset and why it was chosen (a TREC run
+with TREC qrels: trec_eval's; a LETOR file or a top-k truth: the paper's), and in one line each
+figure that trec_eval would print differently. ``--json`` prints one object whose
+``"metrics"`` maps each requested name, exactly as given, to its mean over queries. Several
+runs (``--run`` repeated, or a folder) give one table of means with 95% confidence intervals
+(:mod:`ranking.compare.leaderboard`), the truth read once and the runs one at a time.
 """
 
 from __future__ import annotations
@@ -21,12 +26,13 @@ import typer
 from app.cli.conventions import Command, UsageProblem, fail, usage_error
 
 if TYPE_CHECKING:  # ranking is imported when the command runs (fast CLI start)
+    from ranking.compare.leaderboard import Leaderboard
     from ranking.evaluate import Missing
     from ranking.metrics import Conventions
 
 app = typer.Typer()
 
-_CONVENTION_HELP = "Overrides the preset (default preset: paper)."
+_CONVENTION_HELP = "Overrides the preset."
 
 
 def _parse_empty(value: str) -> Any:
@@ -92,15 +98,21 @@ def run_evaluate(
     """
     from ranking.evaluate import evaluate, evaluate_columns
 
-    names = [m.strip() for m in metrics.split(",") if m.strip()]
-    conv, modified = _conventions(names, preset, overrides)
+    names = metric_names(metrics)
+    chosen, reason = default_preset(preset, letor is None, topk is not None)
+    conv, modified = _conventions(names, chosen, overrides)
     missing_mode = _check_inputs(names, missing, qrels, topk, run, letor, scores)
     the_run, truth_qrels, qrels_read = _read_run_and_qrels(
         qrels, topk is not None, run, letor, scores, qrels_format, grade_map
     )
     if run is not None and qrels is not None:
         report = evaluate_columns(
-            the_run, truth_qrels, metrics=names, conventions=conv, missing=missing_mode
+            the_run,
+            truth_qrels,
+            metrics=names,
+            conventions=conv,
+            missing=missing_mode,
+            trec_eval_check=True,
         )
     else:
         from ranking.io.topk import read_topk_jsonl
@@ -112,17 +124,100 @@ def run_evaluate(
             metrics=names,
             conventions=conv,
             missing=missing_mode,
+            trec_eval_check=truth_qrels is not None,
         )
-    report.preset = f"{preset or 'paper'} (modified)" if modified else preset or "paper"
+    report.preset = f"{chosen} (modified)" if modified else chosen
+    report.preset_reason = reason
     report.qrels_read = qrels_read
     return report
 
 
+def metric_names(metrics: str) -> list[str]:
+    """The comma list of ``--metrics``, split where a comma is not inside parentheses
+    (ir-measures names take parameters: ``P(rel=2)@10``)."""
+    names, depth, start = [], 0, 0
+    for i, char in enumerate(metrics + ","):
+        depth += (char == "(") - (char == ")")
+        if char == "," and depth == 0:
+            names.append(metrics[start:i].strip())
+            start = i + 1
+    return [n for n in names if n]
+
+
+def default_preset(preset: str | None, trec_run: bool, topk: bool) -> tuple[str, str | None]:
+    """The preset given, or the one that fits the inputs and why
+    (:func:`ranking.metrics.default_preset`)."""
+    from ranking import metrics as M
+
+    if preset is not None:
+        return preset, None
+    return M.default_preset("trec" if trec_run else "letor", "topk" if topk else "qrels")
+
+
+def run_leaderboard(
+    *,
+    qrels: Path | None,
+    topk: Path | None,
+    runs: list[Path],
+    metrics: str,
+    preset: str | None,
+    overrides: dict[str, Any],
+    missing: str,
+    qrels_format: str = "auto",
+    grade_map: str | None = None,
+    interval: str = "t",
+) -> Leaderboard:
+    """Score several runs (files, or folders of them) against one truth read once."""
+    from ranking.compare.leaderboard import INTERVALS, leaderboard, run_files, score_runs
+
+    names = metric_names(metrics)
+    chosen, reason = default_preset(preset, True, topk is not None)
+    conv, modified = _conventions(names, chosen, overrides)
+    missing_mode = _check_inputs(names, missing, qrels, topk, runs[0], None, None)
+    if interval not in INTERVALS:
+        raise UsageProblem(f"--interval must be one of {', '.join(INTERVALS)}, got {interval!r}")
+    truth, qrels_read = read_truth(qrels, topk, qrels_format, grade_map)
+    reports = score_runs(
+        run_files(runs),
+        truth,
+        metrics=names,
+        conventions=conv,
+        missing=missing_mode,
+        trec_eval_check=truth.kind == "qrels",
+    )
+    board = leaderboard(reports, interval=interval)
+    board.preset = f"{chosen} (modified)" if modified else chosen
+    board.preset_reason = reason
+    board.qrels_read = qrels_read
+    return board
+
+
+def read_truth(
+    qrels: Path | None, topk: Path | None, qrels_format: str, grade_map: str | None
+) -> tuple[Any, str | None]:
+    """The truth (:class:`ranking.compare.leaderboard.Truth`), read once, and how the qrels
+    file was read."""
+    from ranking.compare.leaderboard import Truth
+    from ranking.io.trec import parse_grade_map
+
+    try:
+        mapping = parse_grade_map(grade_map) if grade_map else None
+    except ValueError as exc:
+        raise UsageProblem(str(exc)) from None
+    if topk is not None:
+        return Truth.read(topk, "topk"), None
+    assert qrels is not None
+    truth = Truth.read(qrels, "qrels", layout=qrels_format, grade_map=mapping)
+    assert truth.qrels is not None and truth.qrels.layout is not None
+    read = truth.qrels.layout.describe() + (f"; grade map {mapping.name}" if mapping else "")
+    return truth, read
+
+
 def _conventions(
-    names: list[str], preset: str | None, overrides: dict[str, Any]
+    names: list[str], preset: str, overrides: dict[str, Any]
 ) -> tuple[Conventions, bool]:
-    """The metric conventions: the preset (default paper) with the given overrides, and
-    whether any was given. Unknown metric names fail here, before any file is read."""
+    """The metric conventions: the preset with the given overrides, and whether any was
+    given. Unknown metric names fail here, before any file is read."""
     from ranking import metrics as M
 
     if not names:
@@ -130,7 +225,7 @@ def _conventions(
     try:
         for name in names:
             M.parse_metric(name)
-        conv = M.preset(preset or "paper")
+        conv = M.preset(preset)
         changes = {k: v for k, v in overrides.items() if v is not None}
         if changes:
             conv = conv.replace(**changes)
@@ -228,7 +323,11 @@ TOPK_OPTION = typer.Option(
     help="Top-k ground truth JSONL (query_id, k, top, rest).",
 )
 RUN_OPTION = typer.Option(
-    None, "--run", exists=True, dir_okay=False, help="TREC run file (rank ignored)."
+    None,
+    "--run",
+    exists=True,
+    metavar="FILE",
+    help="TREC run file (rank ignored); repeat it, or give a folder, for one table of runs.",
 )
 LETOR_OPTION = typer.Option(
     None,
@@ -242,21 +341,42 @@ SCORES_OPTION = typer.Option(
 )
 
 
+METRICS_OPTION = typer.Option(
+    "ndcg@10",
+    "--metrics",
+    help="Comma list: ndcg@k, dcg@k, err[@k], kappa-ndcg@k, kappa-err, p@k, recall@k, "
+    "map, mrr, compat[@p=P]; or ir-measures names (nDCG@10, AP, P(rel=2)@10, R@100, RR, "
+    "ERR@20, Compat(p=0.95)) with their tools' conventions.",
+)
+PRESET_OPTION = typer.Option(
+    None,
+    "--preset",
+    help="paper, trec_eval, gdeval, lightgbm, letor4, ranx (default: trec_eval for a TREC "
+    "run with qrels, else paper).",
+)
+QRELS_FORMAT_OPTION = typer.Option(
+    "auto",
+    "--qrels-format",
+    help="auto (sniffed) | trec (qid iter doc rel) | 3col (qid doc rel) | "
+    "smart-rel (qid doc 0 0.0: every listed pair relevant).",
+)
+GRADE_MAP_OPTION = typer.Option(
+    None,
+    "--grade-map",
+    help="Qrels values -> grades: cranfield | threshold:T | FROM:TO,... "
+    "(needed for non-integer values).",
+)
+
+
 @app.command("evaluate", cls=Command)
 def evaluate_cmd(
     qrels: Path | None = QRELS_OPTION,
     topk: Path | None = TOPK_OPTION,
-    run: Path | None = RUN_OPTION,
+    run: list[Path] | None = RUN_OPTION,
     letor: Path | None = LETOR_OPTION,
     scores: Path | None = SCORES_OPTION,
-    metrics: str = typer.Option(
-        "ndcg@10",
-        "--metrics",
-        help="Comma list: ndcg@k, dcg@k, err[@k], kappa-ndcg@k, kappa-err, p@k, map, mrr.",
-    ),
-    preset: str | None = typer.Option(
-        None, "--preset", help="paper (default), trec_eval, gdeval, lightgbm, letor4, ranx."
-    ),
+    metrics: str = METRICS_OPTION,
+    preset: str | None = PRESET_OPTION,
     gain: str | None = typer.Option(None, "--gain", help=f"exp | linear. {_CONVENTION_HELP}"),
     kappa_gain: str | None = typer.Option(None, "--kappa-gain", help="exp | linear."),
     discount: str | None = typer.Option(None, "--discount", help="log2 | letor."),
@@ -273,24 +393,17 @@ def evaluate_cmd(
     missing: str = typer.Option(
         "ignore", "--missing", help="Truth queries absent from the run: ignore | zero."
     ),
-    qrels_format: str = typer.Option(
-        "auto",
-        "--qrels-format",
-        help="auto (sniffed) | trec (qid iter doc rel) | 3col (qid doc rel) | "
-        "smart-rel (qid doc 0 0.0: every listed pair relevant).",
-    ),
-    grade_map: str | None = typer.Option(
-        None,
-        "--grade-map",
-        help="Qrels values -> grades: cranfield | threshold:T | FROM:TO,... "
-        "(needed for non-integer values).",
-    ),
+    qrels_format: str = QRELS_FORMAT_OPTION,
+    grade_map: str | None = GRADE_MAP_OPTION,
     per_query: bool = typer.Option(
         False, "--per-query/--no-per-query", help="Show per-query values."
     ),
+    interval: str = typer.Option(
+        "t", "--interval", help="Several runs: 95% intervals by t (Student) | bootstrap."
+    ),
     as_json: bool = typer.Option(False, "--json/--no-json", help="Print one JSON object."),
 ) -> None:
-    """Score a run (TREC run, or LETOR file + scores) against qrels or top-k truth."""
+    """Score runs (TREC runs, or LETOR file + scores) against qrels or top-k truth."""
     try:
         overrides = {
             "gain": gain,
@@ -303,19 +416,23 @@ def evaluate_cmd(
             "r_max": None if r_max is None else _parse_r_max(r_max),
             "score_precision": score_precision,
         }
-        report = run_evaluate(
-            qrels=qrels,
-            topk=topk,
-            run=run,
-            letor=letor,
-            scores=scores,
-            metrics=metrics,
-            preset=preset,
-            overrides=overrides,
-            missing=missing,
-            qrels_format=qrels_format,
-            grade_map=grade_map,
-        )
+        inputs: dict[str, Any] = {
+            "qrels": qrels,
+            "topk": topk,
+            "metrics": metrics,
+            "preset": preset,
+            "overrides": overrides,
+            "missing": missing,
+            "qrels_format": qrels_format,
+            "grade_map": grade_map,
+        }
+        if run and (len(run) > 1 or run[0].is_dir()):
+            if letor is not None or scores is not None:
+                raise UsageProblem("--letor scores one run; several --run files go alone")
+            board = run_leaderboard(runs=run, interval=interval, **inputs)
+            typer.echo(json.dumps(board.to_dict()) if as_json else board.format_text())
+            return
+        report = run_evaluate(run=run[0] if run else None, letor=letor, scores=scores, **inputs)
     except UsageProblem as exc:
         usage_error(str(exc))
     except (ValueError, OSError) as exc:  # an input file that cannot be read or parsed

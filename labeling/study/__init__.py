@@ -1,4 +1,5 @@
 """Study design: which assessor judges which query with which tool (``assignment``), which
-documents a query's pool holds (``pools``) and simulated assessors for budgeting a study and
-comparing strategies (``simulation``).
+documents a query's pool holds (``pools``), pools built from many runs with adaptive judging
+orders (``campaign_pools``) and simulated assessors for budgeting a study and comparing
+strategies (``simulation``).
 """

@@ -48,11 +48,12 @@ import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 __all__ = [
     "COMPAT_P",
     "compatibility",
+    "compatibility_of_grades",
     "compatibility_per_query",
     "compatibility_topk",
     "ideal_ranking",
@@ -174,6 +175,48 @@ def compatibility(
         return score / (best + len(ideal) * tail)
     if extrapolate:
         return (1 - p) * score
+    return score / float(_weights(p, depth).sum())
+
+
+def compatibility_of_grades(
+    ranked: ArrayLike,
+    ideal: ArrayLike,
+    p: float = COMPAT_P,
+    *,
+    normalize: bool = True,
+) -> float:
+    """:func:`compatibility` from grades alone: ``ranked`` the grades of the run's documents,
+    best first; ``ideal`` every judged grade of the query (any order; those > 0 form the ideal).
+
+    Ties within a grade broken in the run's favour make the overlap a function of the grades
+    (docs/campaigns.md#compatibility): at depth ``d ≤ |I|`` with ``g`` the ideal's ``d``-th
+    grade and ``c`` the number of ideal grades above ``g``, the run's first ``d`` documents
+    share ``#{grade > g} + min(#{grade = g}, d − c)`` with the ideal's first ``d``; deeper,
+    ``#{grade > 0}``. Truncated at ``D = max(|run|, |I|)`` as :func:`compatibility`.
+    """
+    _check_p(p)
+    run = np.asarray(ranked, dtype=np.float64).ravel()
+    grades = np.sort(np.asarray(ideal, dtype=np.float64).ravel())
+    positive = grades[grades > 0][::-1]  # the ideal's grades, best first
+    n_ideal, n_run = positive.size, run.size
+    if n_ideal == 0 or n_run == 0:
+        return 0.0
+    depth = max(n_run, n_ideal)
+    prefix = np.zeros(depth)
+    prefix[:n_run] = run
+    levels, level_of = np.unique(positive, return_inverse=True)  # ascending levels
+    above = np.cumsum((prefix[None, :] > levels[:, None]), axis=1)  # (levels, depth)
+    equal = np.cumsum((prefix[None, :] == levels[:, None]), axis=1)
+    d = np.arange(1, depth + 1)
+    x = np.cumsum(prefix > 0).astype(np.float64)  # beyond the ideal: every relevant one
+    inside = d[:n_ideal] - 1
+    better = n_ideal - np.searchsorted(positive[::-1], positive, side="right")  # c per depth
+    x[:n_ideal] = above[level_of, inside] + np.minimum(
+        equal[level_of, inside], d[:n_ideal] - better
+    )
+    score = _weighted(x.astype(np.int64), p)
+    if normalize:
+        return score / _weighted(np.minimum(d, n_ideal), p)
     return score / float(_weights(p, depth).sum())
 
 

@@ -3,7 +3,8 @@
 Layout (as ranx's ``metrics`` package): :mod:`~ranking.metrics.kernel` (validated padded
 arrays, ranking with tie rules, gains, discounts, ideal DCG, the mean over queries), one module
 per family (:mod:`~ranking.metrics.discounted` DCG/NDCG, :mod:`~ranking.metrics.cascade` ERR,
-:mod:`~ranking.metrics.binary` P/AP/RR, :mod:`~ranking.metrics.kappa` κ-NDCG/κ-ERR),
+:mod:`~ranking.metrics.binary` P/R/AP/RR, :mod:`~ranking.metrics.kappa` κ-NDCG/κ-ERR,
+:mod:`~ranking.metrics.compat` compatibility, computed by :mod:`ranking.compare.rbo`),
 :mod:`~ranking.metrics.conventions` (conventions and presets), :mod:`~ranking.metrics.names`
 (``"ndcg@10"`` parsing), :mod:`~ranking.metrics.by_name` (:func:`compute` by name) and
 :mod:`~ranking.metrics.chunking` (blocks of queries on threads). κ-labels come from
@@ -25,12 +26,12 @@ Ranking ``π``: documents sorted by descending score. Score ties (the ``ties`` p
 * ``"stable"``   input order (the paper's choice; LightGBM, XGBoost, LETOR);
 * ``"docid"``    doc id *descending*, as trec_eval's ``comp_sim_docno`` and gdeval (needs
   ``docids``, a (Q, L) array of str compared bytewise like strcmp, or of integers compared
-  numerically);
+  numerically); ``"docid_asc"`` doc id ascending (ir-measures' compat provider);
 * ``"pessimistic"`` / ``"optimistic"``  the worst / best label first (bounds on any tie order);
 * ``"average"``  the expectation over all orders of each tied group (McSherry & Najork 2008,
   ECIR, as scikit-learn's ``ndcg_score``): every position of a tied group gets the group's
-  mean gain. Exact for the linear metrics (DCG, NDCG, P@k); ERR, AP and RR are not linear
-  in the order, so they refuse it.
+  mean gain. Exact for the linear metrics (DCG, NDCG, P@k, R@k); ERR, AP, RR and
+  compatibility are not linear in the order, so they refuse it.
 
 Other conventions (paper defaults first; docs/metrics.md):
 
@@ -60,7 +61,8 @@ empty, ties, k_beyond, ERR r_max):
 preset      gain    disc.   ideal   empty  ties    k>n    notes
 =========== ======= ======= ======= ====== ======= ====== =====================================
 paper       exp     log2    list    0      stable  clip   Niu et al. 2012; r_max
-                                                          per query (the default)
+                                                          per query (the default;
+                                                          :func:`default_preset`)
 trec_eval   linear  log2    qrels   0      docid   clip   ndcg, ndcg_cut, map, P, recip_rank;
                                                           also pytrec_eval (same C code);
                                                           scores in single precision
@@ -79,29 +81,37 @@ labeling, ranking and evaluation" (κ-NDCG, κ-ERR; per-query r_max).
 
 from __future__ import annotations
 
-from ranking.metrics.binary import average_precision, precision, reciprocal_rank
-from ranking.metrics.by_name import compute
+from ranking.metrics.binary import average_precision, precision, recall, reciprocal_rank
+from ranking.metrics.by_name import compute, conventions_read, metric_conventions
 from ranking.metrics.cascade import err
-from ranking.metrics.conventions import PRESETS, Conventions, preset
+from ranking.metrics.compat import compatibility
+from ranking.metrics.conventions import PRESETS, Conventions, default_preset, preset
 from ranking.metrics.discounted import dcg, ndcg
 from ranking.metrics.kappa import kappa_err, kappa_ndcg
 from ranking.metrics.kernel import mean
-from ranking.metrics.names import METRIC_NAMES, parse_metric
+from ranking.metrics.names import METRIC_NAMES, MetricSpec, parse_metric, parse_metric_spec
 
 __all__ = [
     "METRIC_NAMES",
     "PRESETS",
     "Conventions",
+    "MetricSpec",
     "average_precision",
+    "compatibility",
     "compute",
+    "conventions_read",
     "dcg",
+    "default_preset",
     "err",
     "kappa_err",
     "kappa_ndcg",
     "mean",
+    "metric_conventions",
     "ndcg",
     "parse_metric",
+    "parse_metric_spec",
     "precision",
     "preset",
+    "recall",
     "reciprocal_rank",
 ]

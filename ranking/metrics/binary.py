@@ -1,4 +1,4 @@
-"""Binary-relevance metrics: precision, average precision, reciprocal rank
+"""Binary-relevance metrics: precision, recall, average precision, reciprocal rank
 (docs/metrics.md; a document is relevant when its label is at least ``rel_threshold``)."""
 
 from __future__ import annotations
@@ -108,3 +108,32 @@ def reciprocal_rank(
     empty_rows = n_relevant(b, ideal_labels, ideal_mask, rel_threshold) <= 0
     return apply_empty(values, empty_rows, empty)
 
+
+
+@row_chunked
+def recall(
+    labels: ArrayLike,
+    scores: ArrayLike,
+    mask: ArrayLike | None = None,
+    *,
+    at: int | None = None,
+    rel_threshold: float = 1.0,
+    ties: Ties = "stable",
+    empty: Empty = 0,
+    ideal_labels: ArrayLike | None = None,
+    ideal_mask: ArrayLike | None = None,
+    docids: ArrayLike | None = None,
+) -> F64:
+    """R@k = |{j ≤ k : r_{π(j)} ≥ rel_threshold}| / R, per query, shape (Q,).
+
+    R = number of relevant documents in the list, or in ``ideal_labels`` (all qrels, as
+    trec_eval's ``recall_k`` and ir-measures' ``R@k``). Queries with R = 0 get ``empty``
+    (trec_eval: 0). ``ties="average"`` gives the expectation over tie orders.
+
+    Reference: Manning, Raghavan & Schütze 2008, §8.3; trec_eval ``m_recall.c``.
+    """
+    b, rel = ranked_relevance(labels, scores, mask, at, ties, docids, rel_threshold)
+    n_rel = n_relevant(b, ideal_labels, ideal_mask, rel_threshold)
+    empty_rows = n_rel <= 0
+    values = rel.sum(axis=1) / np.where(empty_rows, 1.0, n_rel)
+    return apply_empty(values, empty_rows, empty)

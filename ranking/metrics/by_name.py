@@ -8,13 +8,14 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ranking.metrics.binary import average_precision, precision, reciprocal_rank
+from ranking.metrics.binary import average_precision, precision, recall, reciprocal_rank
 from ranking.metrics.cascade import err
+from ranking.metrics.compat import compatibility
 from ranking.metrics.conventions import Conventions, preset
 from ranking.metrics.discounted import dcg, ndcg
 from ranking.metrics.kappa import kappa_err, kappa_ndcg
 from ranking.metrics.kernel import F64
-from ranking.metrics.names import parse_metric
+from ranking.metrics.names import MetricSpec, parse_metric_spec
 
 #: Conventions each metric family reads, beyond ``at`` (``gain`` is ``kappa_gain`` for
 #: κ-NDCG). ``ideal`` stands for ``ideal_labels``/``ideal_mask``. ERR and κ-ERR always receive
@@ -30,7 +31,47 @@ _FAMILIES: dict[str, tuple[Callable[..., F64], tuple[str, ...]]] = {
     "p": (precision, ("rel_threshold", "ties", "denominator", "docids")),
     "map": (average_precision, ("rel_threshold", "ties", "empty", "ideal", "docids")),
     "mrr": (reciprocal_rank, ("rel_threshold", "ties", "empty", "ideal", "docids")),
+    "recall": (recall, ("rel_threshold", "ties", "empty", "ideal", "docids")),
+    "compat": (compatibility, ("p", "normalize", "ties", "empty", "ideal", "docids")),
 }
+#: Families whose ideal is always the whole truth, whatever ``Conventions.ideal`` says: the
+#: κ-measures (N^κ is the truth's DCG), ERR (r_max is the query's) and compatibility (the
+#: ideal ranking is the labels').
+ALWAYS_QRELS_IDEAL = ("kappa-ndcg", "err", "kappa-err", "compat")
+
+#: The conventions of the tools ir-measures computes its measures with (ir-measures 0.4):
+#: trec_eval (its ``pytrec_eval`` provider); gdeval, whose topics without a relevant
+#: document ir-measures reports as 0; its ``compat`` provider, which sorts a run by score
+#: descending, then docno ascending, and scores a query without a relevant document 0.
+TOOL_CONVENTIONS: dict[str, Conventions] = {
+    "trec_eval": preset("trec_eval"),
+    "gdeval": preset("gdeval").replace(empty=0),
+    "compat": Conventions(ties="docid_asc", empty=0),
+}
+
+
+_OPTION_FIELDS = {"denominator": "precision_denominator", "ideal": "ideal"}
+
+
+def conventions_read(family: str) -> tuple[str, ...]:
+    """The :class:`Conventions` fields a metric family reads (``score_precision`` always)."""
+    _, wanted = _FAMILIES[family]
+    fields = [_OPTION_FIELDS.get(key, key) for key in wanted]
+    if family == "kappa-ndcg":
+        fields = ["kappa_gain" if f == "gain" else f for f in fields]
+    known = set(Conventions().as_dict())
+    return (*(f for f in fields if f in known), "score_precision")
+
+
+def metric_conventions(spec: MetricSpec, conventions: Conventions) -> Conventions:
+    """The conventions ``spec`` is computed under: ``conventions``, unless the name fixes its
+    own (ir-measures names: their tool's preset, with the name's relevance threshold)."""
+    c = conventions
+    if spec.preset is not None:
+        c = TOOL_CONVENTIONS[spec.preset]
+    if spec.rel is not None:
+        c = c.replace(rel_threshold=spec.rel)
+    return c
 
 
 def compute(
@@ -46,7 +87,8 @@ def compute(
     kappa_k: int | ArrayLike | None = None,
 ) -> F64:
     """Per-query values (Q,) of the metric ``name`` (``"ndcg@10"``, ``"kappa-err"``, ...)
-    under ``conventions`` (a :class:`Conventions`, a preset name, or None for the paper's).
+    under ``conventions`` (a :class:`Conventions`, a preset name, or None for the paper's;
+    an ir-measures name uses its tool's instead, :func:`metric_conventions`).
 
     ``labels``/``scores``/``mask``: (Q, L) or (L,); ``ideal_labels``/``ideal_mask``: (Q, M),
     all judged labels of each query, used as the ideal of NDCG and R of AP/RR only when
@@ -54,10 +96,12 @@ def compute(
     itself) and for ERR's r_max and empty test (properties of the query). ``docids`` (Q, L)
     for ``ties="docid"``; ``kappa_k`` the k of each query's top-k truth (κ-ERR's r_max).
     """
-    c = preset(conventions) if isinstance(conventions, str) else (conventions or Conventions())
-    family, at = parse_metric(name)
+    given = preset(conventions) if isinstance(conventions, str) else conventions
+    spec = parse_metric_spec(name)
+    c = metric_conventions(spec, given or Conventions())
+    family, at = spec.family, spec.at
     fn, wanted = _FAMILIES[family]
-    use_ideal = c.ideal == "qrels" or family in ("kappa-ndcg", "err", "kappa-err")
+    use_ideal = c.ideal == "qrels" or family in ALWAYS_QRELS_IDEAL
     available: dict[str, Any] = {
         "gain": c.kappa_gain if family == "kappa-ndcg" else c.gain,
         "discount": c.discount,
@@ -69,6 +113,8 @@ def compute(
         "rel_threshold": c.rel_threshold,
         "denominator": c.precision_denominator,
         "docids": docids,
+        "p": spec.p,
+        "normalize": spec.normalize,
     }
     options = {key: available[key] for key in wanted if key != "ideal"}
     if "ideal" in wanted and use_ideal:
@@ -78,5 +124,7 @@ def compute(
         scores = np.asarray(scores, dtype=np.float32)
     # ties="average" reaches ERR/AP/RR unchanged so that they raise rather than silently
     # switch to another tie rule.
+    if family == "compat":
+        return fn(labels, scores, mask, **options)
     return fn(labels, scores, mask, at=at, **options)
 

@@ -71,7 +71,8 @@ class Conventions:
 
 
 #: Presets reproducing other tools (docs/metrics.md#presets; each checked in tests where an
-#: oracle or golden vector exists). ``paper`` is the default.
+#: oracle or golden vector exists). ``paper`` is the default of :class:`Conventions`; the CLI
+#: picks the one that fits its input (:func:`default_preset`).
 PRESETS: Mapping[str, Conventions] = {
     # Niu et al. 2012: 2^r−1, ideal from the list, empty -> 0, input-order ties,
     # ERR with the query's own r_max.
@@ -119,3 +120,28 @@ def preset(name: str) -> Conventions:
     except KeyError:
         raise ValueError(f"unknown preset {name!r}; choose from {sorted(PRESETS)}") from None
 
+
+
+#: Why :func:`default_preset` chose a preset, by (run format, truth format).
+_DEFAULT_REASONS = {
+    "trec_eval": "a TREC run scored against TREC qrels: trec_eval's conventions, so the figures "
+    "are the ones trec_eval prints",
+    "paper-letor": "a LETOR file: the paper's conventions (Niu et al. 2012), the list being "
+    "the query's whole judged candidate set",
+    "paper-topk": "a top-k ground truth: the paper's conventions (Niu et al. 2012)",
+}
+
+
+def default_preset(run: str, truth: str) -> tuple[str, str]:
+    """The preset that fits the inputs when none is given, and why (docs/metrics.md#presets).
+
+    ``run``: ``"trec"`` (a TREC run file) or ``"letor"`` (a LETOR file and its scores);
+    ``truth``: ``"qrels"`` or ``"topk"``. A TREC run with TREC qrels gets trec_eval's
+    conventions (a run of depth 100 with the ideal taken from its own list would inflate NDCG
+    and MAP); LETOR files and top-k truths keep the paper's.
+    """
+    if truth == "topk":
+        return "paper", _DEFAULT_REASONS["paper-topk"]
+    if run == "trec":
+        return "trec_eval", _DEFAULT_REASONS["trec_eval"]
+    return "paper", _DEFAULT_REASONS["paper-letor"]

@@ -15,14 +15,16 @@ from numpy.typing import ArrayLike, NDArray
 
 Gain = Literal["exp", "linear"]
 Discount = Literal["log2", "letor"]
-Ties = Literal["stable", "docid", "pessimistic", "optimistic", "average"]
+Ties = Literal["stable", "docid", "docid_asc", "pessimistic", "optimistic", "average"]
 Empty = Literal[0, 1, "skip"]
 KBeyond = Literal["clip", "zero"]
 Ideal = Literal["list", "qrels"]
 
 GAINS: tuple[str, ...] = ("exp", "linear")
 DISCOUNTS: tuple[str, ...] = ("log2", "letor")
-TIES: tuple[str, ...] = ("stable", "docid", "pessimistic", "optimistic", "average")
+TIES: tuple[str, ...] = ("stable", "docid", "docid_asc", "pessimistic", "optimistic", "average")
+#: Tie rules that read the document ids.
+DOCID_TIES: tuple[str, ...] = ("docid", "docid_asc")
 EMPTIES: tuple[Any, ...] = (0, 1, "skip")
 K_BEYONDS: tuple[str, ...] = ("clip", "zero")
 IDEALS: tuple[str, ...] = ("list", "qrels")
@@ -159,8 +161,10 @@ def _rank(
             secondary = batch.labels
         elif ties == "optimistic":
             secondary = -batch.labels
-        else:  # docid: trec_eval sorts ties by docno descending
+        elif ties == "docid":  # trec_eval sorts ties by docno descending
             secondary = -_docid_codes(docids, batch.scores.shape)
+        else:  # docid_asc: ir-measures' compat provider sorts ties by docno ascending
+            secondary = _docid_codes(docids, batch.scores.shape)
         # Two stable passes = lexicographic (score desc, secondary asc, input order).
         first = np.argsort(secondary, axis=1, kind="stable")
         second = np.argsort(np.take_along_axis(key, first, axis=1), axis=1, kind="stable")

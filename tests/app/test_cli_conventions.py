@@ -65,9 +65,10 @@ def test_the_tree_is_complete() -> None:
         "simulate-study",
         "cv",
         "sweep-beta",
+        "compare",
     } <= names
     assert {"admin progress", "admin plan", "db upgrade", "db current"} <= names
-    assert len(LEAVES) == 26
+    assert len(LEAVES) == 27
 
 
 @pytest.mark.parametrize("path", ALL, ids=lambda p: " ".join(p) or "heapjudge")

@@ -46,6 +46,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from labeling.errors import ConfigError, InvalidAnswer
+
 __all__ = [
     "METHODS",
     "RRF_K",
@@ -76,7 +78,7 @@ RRF_K = 60.0
 def cut_rankings(rankings: Rankings, depth: int | None = None) -> dict[str, tuple[str, ...]]:
     """Each run's top ``depth`` distinct documents (a repeat keeps its first rank)."""
     if depth is not None and depth < 1:
-        raise ValueError(f"depth must be ≥ 1, got {depth}")
+        raise ConfigError(f"depth must be ≥ 1, got {depth}")
     out: dict[str, tuple[str, ...]] = {}
     for name, ranking in rankings.items():
         distinct = tuple(dict.fromkeys(ranking))
@@ -182,7 +184,7 @@ class AdaptivePooler:
         previous = self.judged.get(doc_id)
         if previous is not None:
             if previous != relevant:
-                raise ValueError(f"document {doc_id!r} was already judged {previous}")
+                raise InvalidAnswer(f"document {doc_id!r} was already judged {previous}")
             return
         self.judged[doc_id] = relevant
         if self._pending is not None and self._pending[1] == doc_id:
@@ -288,7 +290,7 @@ def make_pooler(method: Method, rankings: Rankings, depth: int | None = None) ->
         return MoveToFront(rankings, depth)
     if method == "maxmean":
         return MaxMean(rankings, depth)
-    raise ValueError(f"unknown pooling method {method!r}; choose one of {', '.join(METHODS)}")
+    raise ConfigError(f"unknown pooling method {method!r}; choose one of {', '.join(METHODS)}")
 
 
 @dataclass(frozen=True)
@@ -397,9 +399,9 @@ def simulate_pooling(
     (halves up).
     """
     if budget is not None and budget < 0:
-        raise ValueError(f"budget must be ≥ 0, got {budget}")
+        raise ConfigError(f"budget must be ≥ 0, got {budget}")
     if fraction is not None and (budget is not None or not 0.0 <= fraction <= 1.0):
-        raise ValueError("give either a budget or a fraction in [0, 1] of each query's pool")
+        raise ConfigError("give either a budget or a fraction in [0, 1] of each query's pool")
     if method not in METHODS:
         make_pooler(method, {})  # raises, naming the choices
     queries = {

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from labeling.campaign_pools import (
+from labeling.errors import ConfigError, InvalidAnswer
+from labeling.study.campaign_pools import (
     AdaptivePooler,
     MaxMean,
     MoveToFront,
@@ -34,7 +35,7 @@ def _step(pooler: AdaptivePooler, expected: str | None, relevant: set[str]) -> N
 
 def test_cut_rankings_keeps_first_ranks_and_cuts() -> None:
     assert cut_rankings({"r": ["a", "b", "a", "c", "d"]}, 3) == {"r": ("a", "b", "c")}
-    with pytest.raises(ValueError):
+    with pytest.raises(ConfigError):
         cut_rankings({"r": ["a"]}, 0)
 
 
@@ -123,7 +124,7 @@ def test_record_takes_judgments_made_elsewhere() -> None:
     assert mtf.next_document() == "d3"
     mtf.record("d3", True)
     mtf.record("d3", True)  # the same judgment again: no-op
-    with pytest.raises(ValueError, match="already judged"):
+    with pytest.raises(InvalidAnswer, match="already judged"):
         mtf.record("d3", False)
     mm = MaxMean(RUNS_2)
     mm.record("e", True)  # R2's prefix is now [e] relevant: 2/3 beats R1's 1/2
@@ -131,7 +132,7 @@ def test_record_takes_judgments_made_elsewhere() -> None:
 
 
 def test_make_pooler_refuses_unknown_methods() -> None:
-    with pytest.raises(ValueError, match="unknown pooling method"):
+    with pytest.raises(ConfigError, match="unknown pooling method"):
         make_pooler("random", RUNS_1)  # type: ignore[arg-type]
 
 
@@ -176,5 +177,5 @@ def test_simulation_with_a_fraction_of_each_pool() -> None:
     # q1's pool has 6 documents → 3 judgments; q2's has 3 → 1.5 rounds half up to 2
     assert [len(q.judged) for q in sim.queries.values()] == [3, 2]
     assert sim.fraction == 0.5 and sim.budget is None
-    with pytest.raises(ValueError, match="either a budget or a fraction"):
+    with pytest.raises(ConfigError, match="either a budget or a fraction"):
         simulate_pooling(RUNS, QRELS, "mtf", 3, fraction=0.5)
