@@ -4,8 +4,9 @@
   corrections and :func:`~ranking.compare.significance.compare_systems` for every pair;
 * :mod:`ranking.compare.correlation`  agreement of two system orderings: Kendall's τ-b, τ_AP
   and significant swaps;
-* :mod:`ranking.compare.rbo`  rank-biased overlap and compatibility (RBO with the ideal
-  ranking implied by grades or a top-k truth).
+* :mod:`ranking.compare.leaderboard`  several runs scored against one label set.
+
+Rank-biased overlap and compatibility are metrics (:mod:`ranking.metrics.rbo`).
 
 Pure numpy/scipy; imports nothing from the service.
 """

@@ -4,7 +4,7 @@ Layout (as ranx's ``metrics`` package): :mod:`~ranking.metrics.kernel` (validate
 arrays, ranking with tie rules, gains, discounts, ideal DCG, the mean over queries), one module
 per family (:mod:`~ranking.metrics.discounted` DCG/NDCG, :mod:`~ranking.metrics.cascade` ERR,
 :mod:`~ranking.metrics.binary` P/R/AP/RR, :mod:`~ranking.metrics.kappa` κ-NDCG/κ-ERR,
-:mod:`~ranking.metrics.compat` compatibility, computed by :mod:`ranking.compare.rbo`),
+:mod:`~ranking.metrics.compat` compatibility, computed by :mod:`ranking.metrics.rbo`),
 :mod:`~ranking.metrics.conventions` (conventions and presets), :mod:`~ranking.metrics.names`
 (``"ndcg@10"`` parsing), :mod:`~ranking.metrics.by_name` (:func:`compute` by name) and
 :mod:`~ranking.metrics.chunking` (blocks of queries on threads). κ-labels come from

@@ -2,7 +2,7 @@
 "Offline evaluation by maximum similarity to an ideal ranking", CIKM 2020) on padded arrays:
 rank-biased overlap of the ranked list with the ideal ranking its query's grades imply,
 normalised by the ideal's own (docs/metrics.md#compat). Computed by
-:func:`ranking.compare.rbo.compatibility_of_grades`, one query at a time.
+:func:`ranking.metrics.rbo.compatibility_of_grades`, one query at a time.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ranking.compare.rbo import COMPAT_P, compatibility_of_grades
 from ranking.metrics.kernel import F64, Empty, Ties, apply_empty, ideal_source, prepare
+from ranking.metrics.rbo import COMPAT_P, compatibility_of_grades
 
 
 def compatibility(
@@ -33,7 +33,7 @@ def compatibility(
     the query, when given; else of the list), larger grades first, ties within a grade broken
     in the ranking's favour; the whole ranking is compared (no cutoff). Queries without a
     positive grade get ``empty``. On κ-labels of a top-k truth the ideal is the top in its
-    order and the rest is not relevant (:func:`ranking.compare.rbo.compatibility_topk`).
+    order and the rest is not relevant (:func:`ranking.metrics.rbo.compatibility_topk`).
     """
     b, order, _, _ = prepare(labels, scores, mask, None, ties, docids, nonlinear="compatibility")
     ranked = np.take_along_axis(b.labels, order, axis=1)

@@ -24,7 +24,6 @@ ALLOWED: dict[str, set[str]] = {
     "retrieval": {"errors"},
     "sources": {"errors", "identifiers"},
     "machine": {"errors", "retrieval"},
-    "campaign_pools": set(),
 }
 
 #: Modifiers: they may import only these modules of ``labeling.strategies``.

@@ -1,4 +1,4 @@
-"""Compatibility as a metric (against :mod:`ranking.compare.rbo` and ir-measures' ``Compat``),
+"""Compatibility as a metric (against :mod:`ranking.metrics.rbo` and ir-measures' ``Compat``),
 recall, and ir-measures measure names computed with ir-measures' own conventions, checked
 against the installed ``ir_measures`` package on random runs with tied scores."""
 
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from ranking import metrics as M
-from ranking.compare.rbo import compatibility as rbo_compatibility
 from ranking.evaluate import evaluate
+from ranking.metrics.rbo import compatibility as rbo_compatibility
 
 ir_measures = pytest.importorskip("ir_measures")
 

@@ -14,7 +14,7 @@ import math
 import numpy as np
 import pytest
 
-from ranking.compare import rbo
+from ranking.metrics import rbo
 
 GRADES = {"a": 2.0, "b": 1.0, "c": 1.0}
 
