@@ -95,7 +95,8 @@ def _modifier(tag: str):
 @pytest.fixture()
 def two_modifiers(monkeypatch):
     monkeypatch.setattr(registry, "_resolved", {})
-    for name in list(MODIFIERS):  # the registered ones (robust): only the two below count here
+    # The registered ones (assist, robust): only the two below count here.
+    for name in list(MODIFIERS):
         monkeypatch.delitem(MODIFIERS, name)
     monkeypatch.setitem(MODIFIERS, "first", _modifier("first"))
     monkeypatch.setitem(MODIFIERS, "second", _modifier("second"))
@@ -116,7 +117,8 @@ def test_modifier_names_combine_in_registration_order(two_modifiers):
 
 def test_a_modified_strategy_runs_in_the_session(two_modifiers):
     cls = resolve_strategy("heap+first+second")
-    assert issubclass(cls, HeapTopK) and cls.modified_by == ("first", "second")
+    # Applied right to left: the first named is the outermost (applied last).
+    assert issubclass(cls, HeapTopK) and cls.modified_by == ("second", "first")
     assert resolve_strategy("heap+first+second") is cls  # built once per name
     opts = validate_options("topk", {"strategy": "heap+second"})
     s = open_session("topk", DOCS, k=4, seed=5, options=opts)
