@@ -397,12 +397,12 @@ class TopKSession:
         self, answer: MachineAnswer, compare: Compare, left: str, right: str
     ) -> None:
         """Record a machine's answer (live from :meth:`let_machine_answer`, or from the log on
-        replay, taken as given): only a ``+assist`` strategy's protocol question that is not
-        a repeat or a re-ask, left or right, with a probability in [1/2, 1]."""
+        replay, taken as given): only a ``+assist`` strategy's protocol question (a
+        deliberate repeat too, not a re-ask), left or right, with a probability in [1/2, 1]."""
         self._check_shown(answer.left, answer.right, left, right)
         seq = len(self.answers)
         state = self.state
-        if not isinstance(state, AssistStrategy) or self._reask is not None or compare.repeat:
+        if not isinstance(state, AssistStrategy) or self._reask is not None:
             raise WrongQuestion(
                 f"question {seq} ({left!r}, {right!r}) is not one a machine may answer"
             )
@@ -418,6 +418,8 @@ class TopKSession:
         self._shown_left[(left, right) if left < right else (right, left)] = left
         self._judged.append((compare.a, compare.b, winner, False, False))
         self._posed.append((compare.a, compare.b, winner, False))
+        if compare.repeat:
+            self.repeats.append(seq)
         self._advance(winner)
 
     def let_machine_answer(self) -> list[MachineAnswer]:

@@ -18,9 +18,10 @@ strategy asks exactly the questions ``inner`` asks; for the pending question the
    there, and l is taken to be shown in the rest: :func:`wrong_stake`.
 3. **Risk** = stake × P(wrong). The machine answers when the risk is at most
    :data:`TOLERANCE` / n and the risks of all its answers so far plus this one stay within
-   :data:`BUDGET`, the stated expected κ-NDCG@k loss the machine may cost the result. A
-   repeat (:attr:`Compare.repeat`, e.g. a ``+robust`` confirmation) and a pair already
-   answered always go to people.
+   :data:`BUDGET`, the stated expected κ-NDCG@k loss the machine may cost the result. The
+   machine answers a pair at most once: a pair already answered goes to people, except a
+   deliberate repeat (:attr:`Compare.repeat`, a ``+robust`` confirmation), which the machine
+   may answer as its one vote on the pair.
 4. **Audit.** A seeded share :data:`AUDIT_SHARE` of the questions the machine could answer
    is asked of people anyway (a hash of the seed and the pair, never of the answers), so the
    calibration sees the machine's confident answers too. Every human answer on a pair the
@@ -135,6 +136,7 @@ class AssistStrategy:
         self._above = [0] * self.n  # per document: bit set of those known to be better
         self._below = [0] * self.n  # per document: bit set of those known to be worse
         self._answered: set[Key] = set()
+        self._voted: set[Key] = set()  # pairs the machine has answered (once each)
         self._turn: tuple[Key, float] | None = None  # a machine answer to the pending question
         self._audit: Key | None = None  # the pending question is an audit
 
@@ -162,13 +164,14 @@ class AssistStrategy:
         """``(winner, P(right))`` if the machine may answer ``question`` (the module
         docstring's rule), else ``None`` (a person answers). No state changes."""
         a, b = question.a, question.b
-        if question.repeat or _key(a, b) in self._answered:
+        key = _key(a, b)
+        if key in self._voted or (key in self._answered and not question.repeat):
             return None
         p = self._opinion(a, b)
         if p is None:
             return None
         g = float(self.calibrator.probability(p))
-        if g == 0.5:
+        if abs(g - 0.5) < 1e-9:  # no confidence either way
             return None
         winner, loser, p_right = (a, b, g) if g > 0.5 else (b, a, 1.0 - g)
         risk = self._risk(winner, loser, p_right)
@@ -187,10 +190,10 @@ class AssistStrategy:
 
     def _audit_candidate(self, a: str, b: str) -> bool:
         p = self._opinion(a, b)
-        if p is None or _key(a, b) in self._answered:
+        if p is None or _key(a, b) in self._answered:  # audits are of first answers only
             return False
         g = float(self.calibrator.probability(p))
-        if g == 0.5:
+        if abs(g - 0.5) < 1e-9:
             return False
         winner, loser, p_right = (a, b, g) if g > 0.5 else (b, a, 1.0 - g)
         risk = self._risk(winner, loser, p_right)
@@ -227,6 +230,7 @@ class AssistStrategy:
         if turn is not None and turn[0] == key:
             self.machine_answers += 1
             self.spent += turn[1]
+            self._voted.add(key)
         elif question.repeat or key not in self._answered:
             # A person's answer (a pair answered before and asked without ``repeat`` is a
             # pair-cache hit: no new evidence).
