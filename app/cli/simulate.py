@@ -154,12 +154,12 @@ def _compare_cell(cell: tuple[str, str, int, int, int, int]) -> dict[str, Any]:
     """One row of the ``--compare`` table (a module-level function: process pools pickle it)."""
     import numpy as np
 
-    from labeling.study.assisted import MACHINE_SCENARIOS, compare_assisted
+    from labeling.study.assisted import compare_assisted
     from labeling.study.assisted import summary as machine_summary
     from labeling.study.simulation import compare_strategies
 
     name, scenario, n, k, trials, seed = cell
-    if scenario in MACHINE_SCENARIOS:
+    if scenario.startswith("machine"):  # labeling.study.assisted's scenarios
         runs = compare_assisted(name, scenario, n, k, trials, seed=seed)
     else:
         runs = compare_strategies(name, scenario, n, k, trials, seed=seed)

@@ -59,8 +59,9 @@ def _docs(n: int) -> list[str]:
 
 def _session(name: str, n: int, k: int, seed: int, machine, answers=()) -> TopKSession:
     opts = validate_options("topk", {"strategy": name})
-    return open_session("topk", _docs(n), k=k, seed=seed, options=opts, answers=answers,
-                        machine=machine)
+    return open_session(
+        "topk", _docs(n), k=k, seed=seed, options=opts, answers=answers, machine=machine
+    )
 
 
 def _truth(n: int, perm_seed: int) -> tuple[dict[str, float], dict[str, int]]:
@@ -115,8 +116,10 @@ def test_a_confidently_wrong_machine_stops_within_the_stated_human_answers(name,
             break
         s.submit(person.answer(s))
     assert len(state.evidence) >= limit or s.human_judgments < limit
-    assert all(not won_right for *_, won_right in [(a, b, p, (p > 0.5) == y)
-                                                   for a, b, p, y in state.evidence])
+    assert all(
+        not won_right
+        for *_, won_right in [(a, b, p, (p > 0.5) == y) for a, b, p, y in state.evidence]
+    )
 
 
 def _live(name: str, n: int, k: int, seed: int, machine, person: Assessor):
