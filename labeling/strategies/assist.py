@@ -51,7 +51,7 @@ from labeling.strategies.robust import DAMAGE_DEPTH, damage_table
 #: Per-question risk tolerance, times 1/n: the machine answers a question only when stake ×
 #: P(wrong) ≤ TOLERANCE / n. Chosen on the machine0.8 scenario at (50, 10)
 #: (docs/machine-judges.md#measured).
-TOLERANCE = 0.3
+TOLERANCE = 0.35
 #: The stated expected κ-NDCG@k loss the machine's answers may cost a result in total, by
 #: the model (which is conservative: measured, the loss is about a tenth of it).
 BUDGET = 0.1
