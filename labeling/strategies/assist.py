@@ -46,7 +46,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from labeling.machine.calibration import Calibrator
 from labeling.strategies.base import Compare, PairStrategy, Winner
-from labeling.strategies.robust import DAMAGE_DEPTH, damage_table
+from labeling.strategies.robust import ASSUMED_FLIP, DAMAGE_DEPTH, RobustStrategy, damage_table
 
 #: Per-question risk tolerance, times 1/n: the machine answers a question only when stake ×
 #: P(wrong) ≤ TOLERANCE / n. Chosen on the machine0.8 scenario at (50, 10)
@@ -61,6 +61,10 @@ AUDIT_SHARE = 0.05
 SESSION_PRIOR_WEIGHT = 10.0
 #: Least probability that a machine answer is wrong, whatever the calibration says.
 MIN_WRONG = 0.001
+#: Over ``+robust``: a person's answer is asked again while stake × P(wrong) > this / n.
+CONFIRM_TOLERANCE = 0.5
+#: Over ``+robust``: most votes per pair.
+CONFIRM_VOTES = 5
 
 Key = tuple[str, str]
 
@@ -119,7 +123,14 @@ class AssistStrategy:
     confirmation_share: ClassVar[float] = 0.0
 
     def __init__(self, order: Sequence[str], k: int) -> None:
-        self.state = self.inner(order, k)  # validates k and the order
+        inner = self.inner
+        #: Over ``+robust``: the robust rule's confirmations, decided with the machine's
+        #: opinion (rule 5 of the module docstring), on the robust strategy's base.
+        self.confirming = issubclass(inner, RobustStrategy)
+        if issubclass(inner, RobustStrategy):
+            inner = inner.base
+        self.state = inner(order, k)  # validates k and the order
+        self.confirmations = 0
         self.order = list(order)
         self.k = k
         self.n = len(self.order)
@@ -136,7 +147,6 @@ class AssistStrategy:
         self._above = [0] * self.n  # per document: bit set of those known to be better
         self._below = [0] * self.n  # per document: bit set of those known to be worse
         self._answered: set[Key] = set()
-        self._voted: set[Key] = set()  # pairs the machine has answered (once each)
         self._turn: tuple[Key, float] | None = None  # a machine answer to the pending question
         self._audit: Key | None = None  # the pending question is an audit
 
@@ -165,7 +175,7 @@ class AssistStrategy:
         docstring's rule), else ``None`` (a person answers). No state changes."""
         a, b = question.a, question.b
         key = _key(a, b)
-        if key in self._voted or (key in self._answered and not question.repeat):
+        if question.repeat or key in self._answered:
             return None
         p = self._opinion(a, b)
         if p is None:
@@ -216,22 +226,75 @@ class AssistStrategy:
             while True:
                 self.phase = state.phase
                 winner = yield question
-                self._learn(question, winner)
+                by_person = self._learn(question, winner)
+                if self.confirming and by_person and winner is not None:
+                    winner = yield from self._confirm(question, winner)
+                self._settle(question, winner)
                 question = gen.send(winner)
         except StopIteration as stop:
             top, rest = stop.value
         self.phase = "done"
         return list(top), list(rest)
 
-    def _learn(self, question: Compare, winner: Winner) -> None:
+    def _confirm(self, question: Compare, first: str) -> Generator[Compare, Winner, Winner]:
+        """Ask a person's answer again while its risk is above :data:`CONFIRM_TOLERANCE` / n
+        (rule 5 of the module docstring); the combined answer."""
+        a, b = question.a, question.b
+        votes: list[Winner] = [first]
+        winner = first
+        while len(votes) < CONFIRM_VOTES:
+            loser = b if winner == a else a
+            if self._confirmed_risk(winner, loser, votes) <= CONFIRM_TOLERANCE / self.n:
+                break
+            self.confirmations += 1
+            vote = yield Compare(a, b, question.challenger, repeat=True)
+            self._learn(question._replace(repeat=True), vote)
+            votes.append(vote)
+            winner = self._combine(a, b, votes)
+        return winner
+
+    def _combine(self, a: str, b: str, votes: Sequence[Winner]) -> str:
+        """The side with more votes; equal counts: the machine's side, else the first vote."""
+        count_a = sum(1 for v in votes if v == a)
+        count_b = sum(1 for v in votes if v == b)
+        if count_a != count_b:
+            return a if count_a > count_b else b
+        p = self._opinion(a, b)
+        if p is not None:
+            g = float(self.calibrator.probability(p))
+            if abs(g - 0.5) >= 1e-9:
+                return a if g > 0.5 else b
+        return next(v for v in votes if v is not None)
+
+    def _confirmed_risk(self, winner: str, loser: str, votes: Sequence[Winner]) -> float:
+        """stake × P(the combined answer is wrong | the votes, the machine's opinion): prior
+        odds ``g/(1 − g)`` for the winner's side (1 without an opinion; ``g`` clipped to
+        ``[MIN_WRONG, 1 − MIN_WRONG]``) times ``((1 − f)/f)^L``, L the winner's lead in votes
+        and f the flip rate the robust rule assumes (docs/noise.md#the-robust-rule)."""
+        lead = sum(1 for v in votes if v == winner) - sum(1 for v in votes if v == loser)
+        odds = ((1.0 - ASSUMED_FLIP) / ASSUMED_FLIP) ** lead
+        p = self._opinion(winner, loser)
+        if p is not None:
+            g = min(max(float(self.calibrator.probability(p)), MIN_WRONG), 1.0 - MIN_WRONG)
+            odds *= g / (1.0 - g)
+        index = self._index
+        stake = wrong_stake(
+            self.k,
+            self._above[index[winner]].bit_count(),
+            self._above[index[loser]].bit_count(),
+        )
+        return stake / (1.0 + odds)
+
+    def _learn(self, question: Compare, winner: Winner) -> bool:
+        """Count an answer and learn from it: True when a person gave it."""
         a, b = question.a, question.b
         key = _key(a, b)
         turn, self._turn = self._turn, None
-        if turn is not None and turn[0] == key:
+        if turn is not None and turn[0] == key and winner is not None:
             self.machine_answers += 1
             self.spent += turn[1]
-            self._voted.add(key)
-        elif question.repeat or key not in self._answered:
+            return False
+        if question.repeat or key not in self._answered:
             # A person's answer (a pair answered before and asked without ``repeat`` is a
             # pair-cache hit: no new evidence).
             self.person_answers += 1
@@ -241,7 +304,13 @@ class AssistStrategy:
             if p is not None and winner is not None:
                 self.calibrator.update(p, winner == a)
                 self.evidence.append((a, b, p, winner == a))
-        self._answered.add(key)
+            return True
+        return False  # a pair-cache hit
+
+    def _settle(self, question: Compare, winner: Winner) -> None:
+        """The answer the inner strategy gets: what it proves."""
+        a, b = question.a, question.b
+        self._answered.add(_key(a, b))
         w, loser = (a, b) if winner == a else (b, a)  # a tie lets b advance, as bases read it
         self._edge(self._index[w], self._index[loser])
 
@@ -261,9 +330,10 @@ class AssistStrategy:
         return self.state.fixed_positions()
 
     def max_remaining(self) -> int:
-        """The inner strategy's bound: the machine only takes questions from people, and the
-        inner bound holds for any answers."""
-        return self.state.max_remaining()
+        """The inner strategy's bound (the machine only takes questions from people, and the
+        inner bound holds for any answers), times :data:`CONFIRM_VOTES` when confirming."""
+        bound = self.state.max_remaining()
+        return bound * CONFIRM_VOTES if self.confirming else bound
 
     def expected_remaining(self, *, cache: bool) -> float:
         """The inner strategy's expectation times the share of questions people have
