@@ -184,6 +184,10 @@ def summarize_machine(
     """One cell with a simulated machine of pairwise ``accuracy`` and a person flipping
     ``noise`` of the answers (:func:`labeling.study.assisted.compare_assisted`): the
     ``--compare`` row's keys plus the scenario's parameters (the ``--json`` object)."""
+    if not 0.5 < accuracy <= 1.0:
+        raise typer.BadParameter(
+            f"must be in (0.5, 1], got {accuracy}", param_hint="--machine-accuracy"
+        )
     scenario = f"machine{accuracy:g}" + (f"+flip{noise:g}" if noise else "")
     row = _compare_cell((strategy, scenario, n, k, trials, seed))
     return {
@@ -262,6 +266,8 @@ def simulate(
     machine_accuracy: float | None = typer.Option(
         None,
         "--machine-accuracy",
+        min=0.5,
+        max=1.0,
         help="Simulate a machine judge of this pairwise accuracy on random pairs (0.5 < A <= "
         "1; a Thurstone judge, docs/machine-judges.md) for one +assist strategy: the "
         "machine-scenario row (uses --n, --k, --trials, --seed, --noise, --strategy).",
@@ -282,10 +288,6 @@ def simulate(
         return
     noise_model = _check_scenario(strategy, prior_corr, model, scale)
     if machine_accuracy is not None:
-        if not 0.5 < machine_accuracy <= 1.0:
-            raise typer.BadParameter(
-                f"must be in (0.5, 1], got {machine_accuracy}", param_hint="--machine-accuracy"
-            )
         row = summarize_machine(
             n, k, trials, strategy=strategy, accuracy=machine_accuracy, noise=noise, seed=seed
         )

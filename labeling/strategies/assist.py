@@ -1,9 +1,9 @@
 """Machine-assisted judging: a machine answers the comparisons whose risk is small, people the
 rest (the ``+assist`` modifier; docs/machine-judges.md#assisted-strategies).
 
-``assist(inner)`` wraps any pairwise strategy (a base, or a base with ``+robust``). The wrapped
-strategy asks exactly the questions ``inner`` asks; for the pending question the session asks
-:meth:`AssistStrategy.machine_verdict` whether the machine may answer it. The rule:
+``assist(inner)`` wraps any pairwise strategy (a base, or a base with ``+robust``, see 5.). The
+wrapped strategy asks exactly the questions ``inner`` asks; for the pending question the session
+asks :meth:`AssistStrategy.machine_verdict` whether the machine may answer it. The rule:
 
 1. **The machine's opinion.** An injected :class:`MachineOpinion` gives ``p``, its P(first
    better), already calibrated on the study's earlier answers by the service (``None``: no
@@ -18,16 +18,24 @@ strategy asks exactly the questions ``inner`` asks; for the pending question the
    there, and l is taken to be shown in the rest: :func:`wrong_stake`.
 3. **Risk** = stake × P(wrong). The machine answers when the risk is at most
    :data:`TOLERANCE` / n and the risks of all its answers so far plus this one stay within
-   :data:`BUDGET`, the stated expected κ-NDCG@k loss the machine may cost the result. The
-   machine answers a pair at most once: a pair already answered goes to people, except a
-   deliberate repeat (:attr:`Compare.repeat`, a ``+robust`` confirmation), which the machine
-   may answer as its one vote on the pair.
+   :data:`BUDGET`, the stated expected κ-NDCG@k loss the machine may cost the result. A
+   repeat (:attr:`Compare.repeat`) and a pair already answered always go to people.
 4. **Audit.** A seeded share :data:`AUDIT_SHARE` of the questions the machine could answer
    is asked of people anyway (a hash of the seed and the pair, never of the answers), so the
    calibration sees the machine's confident answers too. Every human answer on a pair the
    machine has an opinion on feeds the session calibration. A machine that is wrong on every
    such pair loses all confidence (``g = 1/2`` everywhere) after ``SESSION_PRIOR_WEIGHT / 2``
    of them (docs/machine-judges.md#assisted-strategies), so it stops answering by then.
+5. **Over** ``+robust`` (``X+assist+robust``, a person who sometimes answers wrongly): the
+   robust rule's confirmations are decided with the machine as the second opinion, before the
+   answer is used: the base ``X`` runs, and a person's answer is asked again
+   (:attr:`Compare.repeat`, shown the other way round) while stake × P(wrong | the votes, the
+   machine's opinion) exceeds :data:`CONFIRM_TOLERANCE` / n, up to :data:`CONFIRM_VOTES`
+   votes (:meth:`AssistStrategy._confirmed_risk`: prior odds from the calibrated machine,
+   each vote of lead multiplying them by (1 − f)/f, f the robust rule's assumed flip rate).
+   The base only ever sees the combined answer (the majority; equal counts: the machine's
+   side), so nothing is re-run; a person who agrees with a confident machine is not asked
+   again, one who contradicts it is.
 
 Machine answers are derived, not chosen: the session records each as a
 :class:`labeling.protocol.types.MachineAnswer` (its probability of being right) in the log,

@@ -322,8 +322,8 @@ def test_cli_machine_accuracy_runs_one_cell():
     assert json.loads(perfect.output)["exact_rate"] == 1.0
     text = CliRunner().invoke(_cli(), [*args[:-1], "--noise", "0.1"])
     assert text.exit_code == 0 and "machine0.8+flip0.1" in text.output
-    bad = CliRunner().invoke(_cli(), [*args[:4], "0.4", *args[5:]])
-    assert bad.exit_code != 0
+    for bad in ("0.4", "0.5", "1.5"):
+        assert CliRunner().invoke(_cli(), [*args[:4], bad, *args[5:]]).exit_code == 2
 
 
 def test_cli_compare_jobs_gives_the_same_table():
