@@ -133,6 +133,10 @@ class TopKSession:
         self.answers: list[PairAnswer | BrokenAnswer | MachineAnswer] = []
         #: Seqs of the machine's answers (:class:`MachineAnswer`), in order.
         self.machine_seqs: list[int] = []
+        # Pair (sorted) -> the probability of the machine's answer on it, and the pairs a rerun
+        # after a broken document has answered from the log so far.
+        self._machine_first: dict[tuple[str, str], float] = {}
+        self._memo_seen: set[tuple[str, str]] = set()
         #: Documents marked broken, id -> reason, in the order marked.
         self.broken: dict[str, str] = {}
         # Every answered protocol question (not re-asks, not broken answers) as (a, b, winner,
@@ -179,6 +183,14 @@ class TopKSession:
     def _memo_hit(self, question: Compare, winner: Winner, not_relevant: bool) -> None:
         # Posed to the assessor (earlier in the log), so not a cached call.
         self._judged.append((question.a, question.b, winner, not_relevant, False))
+        if self._machine_first and isinstance(self.state, AssistStrategy) and winner:
+            # The machine's answer (always a pair's first) stays the machine's in the rerun.
+            a, b = question.a, question.b
+            key = (a, b) if a < b else (b, a)
+            p = self._machine_first.get(key)
+            if p is not None and key not in self._memo_seen:
+                self.state.accept_machine(question, winner, p)
+            self._memo_seen.add(key)
 
     def _rerun_without_broken(self) -> None:
         """Run the strategy again from the start over the documents not marked broken,
@@ -187,6 +199,7 @@ class TopKSession:
         order = [doc for doc in self.order if doc not in broken]
         self.state = self._new_state(order)
         memo: dict[tuple[str, str], deque[tuple[Winner, bool]]] = {}
+        self._memo_seen = set()
         for a, b, winner, not_relevant in self._posed:
             if a in broken or b in broken:
                 continue
@@ -415,6 +428,8 @@ class TopKSession:
         state.accept_machine(compare, winner, answer.probability)
         self.answers.append(answer)
         self.machine_seqs.append(seq)
+        a, b = compare.a, compare.b
+        self._machine_first[(a, b) if a < b else (b, a)] = answer.probability
         self._shown_left[(left, right) if left < right else (right, left)] = left
         self._judged.append((compare.a, compare.b, winner, False, False))
         self._posed.append((compare.a, compare.b, winner, False))

@@ -234,3 +234,33 @@ def test_machine_answers_are_marked_and_checked_in_the_log():
 def test_the_stake_falls_with_the_known_documents_above():
     assert wrong_stake(10, 0, 0) > wrong_stake(10, 4, 0) > wrong_stake(10, 9, 9) > 0
     assert wrong_stake(10, 10, 10) == 0.0  # l cannot be in the top 10 either way
+
+
+def test_a_broken_document_keeps_the_machine_answers_the_machines():
+    """After a broken document the strategy runs again over the others from the log: the
+    machine's earlier answers stay the machine's (counted and spent as such, not learned from
+    as people's)."""
+    from labeling.protocol.types import BrokenAnswer
+
+    scores, rank = _truth(24, 11)
+    s = _session("insertion+assist", 24, 5, 9, Oracle(rank, confidence=0.999))
+    person = Assessor(scores, seed=1)
+    while not s.done and len(s.machine_seqs) < 3:
+        s.let_machine_answer()
+        if not s.done and len(s.machine_seqs) < 3:
+            s.submit(person.answer(s))
+    assert len(s.machine_seqs) >= 3 and not s.done
+    q = s.pending
+    assert q is not None
+    s.submit(BrokenAnswer(q.left, "unreadable", q.left, q.right))
+    state = s.state
+    assert isinstance(state, AssistStrategy)
+    kept = [
+        a for a in s.answers if isinstance(a, MachineAnswer) and q.left not in (a.left, a.right)
+    ]
+    assert state.machine_answers == len(kept)
+    assert state.person_answers == sum(
+        1 for a in s.answers if isinstance(a, PairAnswer) and q.left not in (a.left, a.right)
+    )
+    replayed = _session("insertion+assist", 24, 5, 9, Oracle(rank, confidence=0.999), s.answers)
+    assert replayed.pending == s.pending and replayed.state.machine_answers == len(kept)
