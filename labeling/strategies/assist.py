@@ -50,11 +50,13 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Generator, Sequence
 from functools import cache, lru_cache
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
-from labeling.machine.calibration import Calibrator
 from labeling.strategies.base import Compare, PairStrategy, Winner
 from labeling.strategies.robust import ASSUMED_FLIP, DAMAGE_DEPTH, RobustStrategy, damage_table
+
+if TYPE_CHECKING:
+    from labeling.machine.calibration import Calibrator
 
 #: Per-question risk tolerance, times 1/n: the machine answers a question only when stake ×
 #: P(wrong) ≤ TOLERANCE / n. Chosen on the machine0.8 scenario at (50, 10)
@@ -145,7 +147,8 @@ class AssistStrategy:
         self.phase: str = self.state.phase
         self.machine: MachineOpinion | None = None
         self.seed = 0
-        self.calibrator = Calibrator("isotonic", SESSION_PRIOR_WEIGHT, 1.0)
+        #: The session calibration, made when a machine is bound (:meth:`bind`).
+        self.calibrator: Calibrator | None = None
         self.machine_answers = 0
         self.person_answers = 0
         self.audits = 0
@@ -162,6 +165,12 @@ class AssistStrategy:
         """Give the strategy its machine and the task seed (before the first answer)."""
         self.machine = machine
         self.seed = seed
+        if machine is not None and self.calibrator is None:
+            # Imported here: the calibration needs numpy, which the protocol core does not
+            # load for the tasks without a machine (no import cycle is involved).
+            from labeling.machine.calibration import Calibrator
+
+            self.calibrator = Calibrator("isotonic", SESSION_PRIOR_WEIGHT, 1.0)
 
     # -- the decision ----------------------------------------------------------------------
     def _opinion(self, a: str, b: str) -> float | None:
@@ -171,6 +180,14 @@ class AssistStrategy:
         if p is None or not 0.0 <= p <= 1.0:  # NaN fails the test too: no opinion
             return None
         return p
+
+    def _calibration(self) -> Calibrator:
+        assert self.calibrator is not None, "bind a machine first"
+        return self.calibrator
+
+    def _calibrated(self, p: float) -> float:
+        """``g(p)``: the session calibration of the machine's ``p``."""
+        return float(self._calibration().probability(p))
 
     def _risk(self, winner: str, loser: str, p_right: float) -> float:
         index = self._index
@@ -188,7 +205,7 @@ class AssistStrategy:
         p = self._opinion(a, b)
         if p is None:
             return None
-        g = float(self.calibrator.probability(p))
+        g = self._calibrated(p)
         if abs(g - 0.5) < 1e-9:  # no confidence either way
             return None
         winner, loser, p_right = (a, b, g) if g > 0.5 else (b, a, 1.0 - g)
@@ -210,7 +227,7 @@ class AssistStrategy:
         p = self._opinion(a, b)
         if p is None or _key(a, b) in self._answered:  # audits are of first answers only
             return False
-        g = float(self.calibrator.probability(p))
+        g = self._calibrated(p)
         if abs(g - 0.5) < 1e-9:
             return False
         winner, loser, p_right = (a, b, g) if g > 0.5 else (b, a, 1.0 - g)
@@ -269,7 +286,7 @@ class AssistStrategy:
             return a if count_a > count_b else b
         p = self._opinion(a, b)
         if p is not None:
-            g = float(self.calibrator.probability(p))
+            g = self._calibrated(p)
             if abs(g - 0.5) >= 1e-9:
                 return a if g > 0.5 else b
         return next(v for v in votes if v is not None)
@@ -283,7 +300,7 @@ class AssistStrategy:
         odds = ((1.0 - ASSUMED_FLIP) / ASSUMED_FLIP) ** lead
         p = self._opinion(winner, loser)
         if p is not None:
-            g = min(max(float(self.calibrator.probability(p)), MIN_WRONG), 1.0 - MIN_WRONG)
+            g = min(max(self._calibrated(p), MIN_WRONG), 1.0 - MIN_WRONG)
             odds *= g / (1.0 - g)
         index = self._index
         stake = wrong_stake(
@@ -310,7 +327,7 @@ class AssistStrategy:
                 self.audits += 1
             p = self._opinion(a, b)
             if p is not None and winner is not None:
-                self.calibrator.update(p, winner == a)
+                self._calibration().update(p, winner == a)
                 self.evidence.append((a, b, p, winner == a))
             return True
         return False  # a pair-cache hit

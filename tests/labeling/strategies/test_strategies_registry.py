@@ -12,7 +12,6 @@ from labeling.protocol.session import open_session
 from labeling.strategies import registry
 from labeling.strategies.heap import HeapTopK
 from labeling.strategies.registry import (
-    MODIFIERS,
     STRATEGIES,
     lower_bound,
     makes_repeats,
@@ -95,12 +94,12 @@ def _modifier(tag: str):
 @pytest.fixture()
 def two_modifiers(monkeypatch):
     monkeypatch.setattr(registry, "_resolved", {})
-    # The registered ones (assist, robust): only the two below count here.
-    for name in list(MODIFIERS):
-        monkeypatch.delitem(MODIFIERS, name)
-    monkeypatch.setitem(MODIFIERS, "first", _modifier("first"))
-    monkeypatch.setitem(MODIFIERS, "second", _modifier("second"))
-    # monkeypatch removes the keys and restores the resolution cache afterwards.
+    # A fresh dict in place of the registered modifiers (assist, robust): deleting and
+    # restoring keys one by one would put them back in another order, and the order is the
+    # spelling of every name.
+    modifiers = {"first": _modifier("first"), "second": _modifier("second")}
+    monkeypatch.setattr(registry, "MODIFIERS", modifiers)
+    return modifiers
 
 
 def test_modifier_names_combine_in_registration_order(two_modifiers):
@@ -129,7 +128,7 @@ def test_a_modified_strategy_runs_in_the_session(two_modifiers):
 
 def test_modifier_names_vanish_with_the_modifier(two_modifiers, monkeypatch):
     assert "heap+first" in strategy_names()
-    monkeypatch.delitem(MODIFIERS, "first")
+    monkeypatch.delitem(two_modifiers, "first")
     assert "heap+first" not in strategy_names()
     with pytest.raises(ConfigError):
         resolve_strategy("heap+first")
