@@ -159,7 +159,6 @@ class AssistStrategy:
         self._below = [0] * self.n  # per document: bit set of those known to be worse
         self._answered: set[Key] = set()
         self._turn: tuple[Key, float] | None = None  # a machine answer to the pending question
-        self._audit: Key | None = None  # the pending question is an audit
 
     def bind(self, machine: MachineOpinion | None, seed: int) -> None:
         """Give the strategy its machine and the task seed (before the first answer)."""
@@ -198,9 +197,23 @@ class AssistStrategy:
     def machine_verdict(self, question: Compare) -> tuple[str, float] | None:
         """``(winner, P(right))`` if the machine may answer ``question`` (the module
         docstring's rule), else ``None`` (a person answers). No state changes."""
+        verdict = self._candidate(question)
+        if verdict is None or audit_draw(self.seed, question.a, question.b) < AUDIT_SHARE:
+            return None
+        return verdict
+
+    def would_audit(self, question: Compare) -> bool:
+        """True when the machine could answer ``question`` but the audit gives it to people."""
+        return (
+            self._candidate(question) is not None
+            and audit_draw(self.seed, question.a, question.b) < AUDIT_SHARE
+        )
+
+    def _candidate(self, question: Compare) -> tuple[str, float] | None:
+        """Rules 1–3 of the module docstring: ``(winner, P(right))`` when the machine's risk
+        on ``question`` is small enough, before the audit."""
         a, b = question.a, question.b
-        key = _key(a, b)
-        if question.repeat or key in self._answered:
+        if question.repeat or _key(a, b) in self._answered:
             return None
         p = self._opinion(a, b)
         if p is None:
@@ -212,27 +225,7 @@ class AssistStrategy:
         risk = self._risk(winner, loser, p_right)
         if risk > TOLERANCE / self.n or self.spent + risk > BUDGET:
             return None
-        if audit_draw(self.seed, a, b) < AUDIT_SHARE:
-            return None
         return winner, p_right
-
-    def would_audit(self, question: Compare) -> bool:
-        """True when the machine could answer ``question`` but the audit gives it to people."""
-        if self.machine_verdict(question) is not None:
-            return False
-        a, b = question.a, question.b
-        return self._audit_candidate(a, b) and audit_draw(self.seed, a, b) < AUDIT_SHARE
-
-    def _audit_candidate(self, a: str, b: str) -> bool:
-        p = self._opinion(a, b)
-        if p is None or _key(a, b) in self._answered:  # audits are of first answers only
-            return False
-        g = self._calibrated(p)
-        if abs(g - 0.5) < 1e-9:
-            return False
-        winner, loser, p_right = (a, b, g) if g > 0.5 else (b, a, 1.0 - g)
-        risk = self._risk(winner, loser, p_right)
-        return risk <= TOLERANCE / self.n and self.spent + risk <= BUDGET
 
     def accept_machine(self, question: Compare, winner: str, p_right: float) -> None:
         """The next answer to ``question`` is the machine's (live or from the log), right
@@ -323,7 +316,7 @@ class AssistStrategy:
             # A person's answer (a pair answered before and asked without ``repeat`` is a
             # pair-cache hit: no new evidence).
             self.person_answers += 1
-            if self._audit_candidate(a, b) and audit_draw(self.seed, a, b) < AUDIT_SHARE:
+            if not question.repeat and self.would_audit(question):
                 self.audits += 1
             p = self._opinion(a, b)
             if p is not None and winner is not None:
