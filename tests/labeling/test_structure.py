@@ -17,14 +17,14 @@ ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "identifiers": set(),
     "csv_safety": set(),
-    "campaign_pools": set(),
     "strategies": {"errors", "machine"},
     "protocol": {"errors", "strategies"},
     "analysis": {"errors", "protocol"},
     "study": {"errors", "csv_safety", "machine", "protocol", "sources", "strategies"},
     "retrieval": {"errors"},
-    "machine": {"retrieval"},
     "sources": {"errors", "identifiers"},
+    "machine": {"errors", "retrieval"},
+    "campaign_pools": set(),
 }
 
 #: Modifiers: they may import only these modules of ``labeling.strategies``.
