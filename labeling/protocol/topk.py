@@ -136,6 +136,8 @@ class TopKSession:
         # Pair (sorted) -> the probability of the machine's answer on it, and the pairs a rerun
         # after a broken document has answered from the log so far.
         self._machine_first: dict[tuple[str, str], float] = {}
+        # Indices into _judged of the machine's answers.
+        self._machine_judged: set[int] = set()
         self._memo_seen: set[tuple[str, str]] = set()
         #: Documents marked broken, id -> reason, in the order marked.
         self.broken: dict[str, str] = {}
@@ -190,6 +192,7 @@ class TopKSession:
             p = self._machine_first.get(key)
             if p is not None and key not in self._memo_seen:
                 self.state.accept_machine(question, winner, p)
+                self._machine_judged.add(len(self._judged) - 1)
             self._memo_seen.add(key)
 
     def _rerun_without_broken(self) -> None:
@@ -200,6 +203,7 @@ class TopKSession:
         self.state = self._new_state(order)
         memo: dict[tuple[str, str], deque[tuple[Winner, bool]]] = {}
         self._memo_seen = set()
+        self._machine_judged = set()
         for a, b, winner, not_relevant in self._posed:
             if a in broken or b in broken:
                 continue
@@ -275,7 +279,10 @@ class TopKSession:
     @property
     def judged(self) -> list[PairJudgment]:
         """Every protocol comparison so far, posed or answered from the cache, in order."""
-        return [PairJudgment(*j) for j in self._judged]
+        flagged = self._machine_judged
+        if not flagged:
+            return [PairJudgment(*j) for j in self._judged]
+        return [PairJudgment(*j, machine=i in flagged) for i, j in enumerate(self._judged)]
 
     @property
     def reasked(self) -> list[PairJudgment]:
@@ -431,6 +438,7 @@ class TopKSession:
         a, b = compare.a, compare.b
         self._machine_first[(a, b) if a < b else (b, a)] = answer.probability
         self._shown_left[(left, right) if left < right else (right, left)] = left
+        self._machine_judged.add(len(self._judged))
         self._judged.append((compare.a, compare.b, winner, False, False))
         self._posed.append((compare.a, compare.b, winner, False))
         if compare.repeat:

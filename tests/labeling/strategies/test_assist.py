@@ -214,6 +214,9 @@ def test_machine_answers_are_marked_and_checked_in_the_log():
     machine = [a for a in s.answers if isinstance(a, MachineAnswer)]
     assert machine and [s.answers.index(a) for a in machine] == s.machine_seqs
     assert all(a.version == "oracle/test" and 0.5 <= a.probability <= 1 for a in machine)
+    judged = s.result().judged
+    assert sum(j.machine for j in judged) == len(machine)
+    assert sum(not j.machine and not j.cached for j in judged) == s.human_judgments
     first = s.machine_seqs[0]
     replayed = _session("insertion+assist", 20, 5, 3, None, s.answers[:first])
     m = s.answers[first]
@@ -259,6 +262,7 @@ def test_a_broken_document_keeps_the_machine_answers_the_machines():
         a for a in s.answers if isinstance(a, MachineAnswer) and q.left not in (a.left, a.right)
     ]
     assert state.machine_answers == len(kept)
+    assert sum(j.machine for j in s.judged) == len(kept)
     assert state.person_answers == sum(
         1 for a in s.answers if isinstance(a, PairAnswer) and q.left not in (a.left, a.right)
     )
