@@ -129,12 +129,16 @@ def compare(
     whatever the number of processes.
     """
     from labeling.strategies.registry import lower_bound, strategy_names
+    from labeling.study.assisted import MACHINE_SCENARIOS
     from labeling.study.simulation import SCENARIOS
 
+    # A +assist strategy without a machine asks what its inner strategy asks: its rows are in
+    # the machine scenarios only.
     cells = [
         (name, scenario, n, k, trials, seed)
         for name in strategies or strategy_names()
-        for scenario in SCENARIOS
+        for scenario in (*SCENARIOS, *MACHINE_SCENARIOS)
+        if scenario in MACHINE_SCENARIOS or "assist" not in name.split("+")[1:]
     ]
     if jobs > 1:
         from concurrent.futures import ProcessPoolExecutor
@@ -150,20 +154,50 @@ def _compare_cell(cell: tuple[str, str, int, int, int, int]) -> dict[str, Any]:
     """One row of the ``--compare`` table (a module-level function: process pools pickle it)."""
     import numpy as np
 
+    from labeling.study.assisted import compare_assisted
+    from labeling.study.assisted import summary as machine_summary
     from labeling.study.simulation import compare_strategies
 
     name, scenario, n, k, trials, seed = cell
-    runs = compare_strategies(name, scenario, n, k, trials, seed=seed)
+    if scenario.startswith("machine"):  # labeling.study.assisted's scenarios
+        runs = compare_assisted(name, scenario, n, k, trials, seed=seed)
+    else:
+        runs = compare_strategies(name, scenario, n, k, trials, seed=seed)
     judgments = np.array([r.judgments for r in runs], dtype=float)
     return {
         "strategy": name,
         "scenario": scenario,
+        # The count of human answers (machine answers are counted apart).
         "judgments": {
             "mean": float(judgments.mean()),
             "p95": float(np.percentile(judgments, 95)),
         },
+        **machine_summary(runs),
         "exact_rate": float(np.mean([r.exact for r in runs])),
         "kappa_ndcg": {"mean": float(kappa_ndcg_of_runs(runs, n, k).mean())},
+    }
+
+
+def summarize_machine(
+    n: int, k: int, trials: int, *, strategy: str, accuracy: float, noise: float, seed: int
+) -> dict[str, Any]:
+    """One cell with a simulated machine of pairwise ``accuracy`` and a person flipping
+    ``noise`` of the answers (:func:`labeling.study.assisted.compare_assisted`): the
+    ``--compare`` row's keys plus the scenario's parameters (the ``--json`` object)."""
+    if not 0.5 < accuracy <= 1.0:
+        raise typer.BadParameter(
+            f"must be in (0.5, 1], got {accuracy}", param_hint="--machine-accuracy"
+        )
+    scenario = f"machine{accuracy:g}" + (f"+flip{noise:g}" if noise else "")
+    row = _compare_cell((strategy, scenario, n, k, trials, seed))
+    return {
+        "n": n,
+        "k": k,
+        "trials": trials,
+        "seed": seed,
+        "machine_accuracy": accuracy,
+        "noise": noise,
+        **row,
     }
 
 
@@ -175,16 +209,35 @@ def compare_lines(table: dict[str, Any]) -> list[str]:
     lines = [
         f"top-{k} of {n} documents, {table['trials']} trials per cell; lower bound "
         f"{table['lower_bound']} comparisons (Kislitsyn); thurstone σ = {SCENARIO_SIGMA:g} ranks",
-        f"{'strategy':<20} {'scenario':<10} {'mean':>7} {'p95':>6} {'exact':>7} "
-        f"{'κ-NDCG@' + str(k):>10}",
+        f"{'strategy':<26} {'scenario':<18} {'mean':>7} {'p95':>6} {'machine':>8} "
+        f"{'exact':>7} {'κ-NDCG@' + str(k):>10}",
     ]
     for row in table["rows"]:
         j = row["judgments"]
         lines.append(
-            f"{row['strategy']:<20} {row['scenario']:<10} {j['mean']:>7.1f} {j['p95']:>6.0f} "
+            f"{row['strategy']:<26} {row['scenario']:<18} {j['mean']:>7.1f} {j['p95']:>6.0f} "
+            f"{row['machine_answers']['mean']:>8.1f} "
             f"{row['exact_rate']:>7.3f} {row['kappa_ndcg']['mean']:>10.4f}"
         )
     return lines
+
+
+COMPARE_OPTION = typer.Option(
+    False,
+    "--compare/--no-compare",
+    help="Compare every strategy in the scenarios random, prior0.7, flip0.1, "
+    "thurstone, machine0.8 and machine0.8+flip0.1 (+assist strategies in the machine "
+    "scenarios only; uses --n, --k, --trials, --seed, --json only).",
+)
+MACHINE_ACCURACY_OPTION = typer.Option(
+    None,
+    "--machine-accuracy",
+    min=0.5,
+    max=1.0,
+    help="Simulate a machine judge of this pairwise accuracy on random pairs (0.5 < A <= "
+    "1; a Thurstone judge, docs/machine-judges.md) for one +assist strategy: the "
+    "machine-scenario row (uses --n, --k, --trials, --seed, --noise, --strategy).",
+)
 
 
 @app.command("simulate", cls=Command)
@@ -221,12 +274,8 @@ def simulate(
         help="Feed documents in the order of a prior with this correlation to the truth "
         "(0 < R <= 1) instead of a random order.",
     ),
-    compare_all: bool = typer.Option(
-        False,
-        "--compare/--no-compare",
-        help="Compare every strategy in the scenarios random, prior0.7, flip0.1 and "
-        "thurstone (uses --n, --k, --trials, --seed, --json only).",
-    ),
+    compare_all: bool = COMPARE_OPTION,
+    machine_accuracy: float | None = MACHINE_ACCURACY_OPTION,
     as_json: bool = typer.Option(False, "--json/--no-json", help="Print one JSON object."),
     jobs: int = typer.Option(
         1,
@@ -242,6 +291,12 @@ def simulate(
         typer.echo(json.dumps(table) if as_json else "\n".join(compare_lines(table)))
         return
     noise_model = _check_scenario(strategy, prior_corr, model, scale)
+    if machine_accuracy is not None:
+        row = summarize_machine(
+            n, k, trials, strategy=strategy, accuracy=machine_accuracy, noise=noise, seed=seed
+        )
+        typer.echo(json.dumps(row) if as_json else "\n".join(machine_lines(row)))
+        return
     s = summarize(
         n,
         k,
@@ -279,6 +334,20 @@ def _check_scenario(
     if model != "none" and scale <= 0:
         raise typer.BadParameter("must be > 0", param_hint="--scale")
     return model
+
+
+def machine_lines(row: dict[str, Any]) -> list[str]:
+    """The :func:`summarize_machine` object as ``simulate --machine-accuracy``'s report."""
+    h, m = row["human_judgments"], row["machine_answers"]
+    return [
+        f"top-{row['k']} of {row['n']} documents, {row['trials']} simulated queries of one "
+        f"study, scenario {row['scenario']}",
+        f"  strategy: {row['strategy']}, the machine's order",
+        f"  human judgments per query: mean {h['mean']:.1f}  p95 {h['p95']:.0f}",
+        f"  machine answers per query: mean {m['mean']:.1f}",
+        f"  exact top-{row['k']}: {100 * row['exact_rate']:.1f}% of queries",
+        f"  mean κ-NDCG@{row['k']} vs truth: {row['kappa_ndcg']['mean']:.4f}",
+    ]
 
 
 def summary_lines(s: dict[str, Any]) -> list[str]:

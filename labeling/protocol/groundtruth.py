@@ -31,7 +31,9 @@ class PairJudgment:
 
     ``winner`` is the preferred document or ``None`` for a tie. ``not_relevant``: the
     challenger ``a`` was marked not relevant (then ``winner == b``). ``cached``: answered from
-    the pair cache, not posed to the assessor (costs no judgment).
+    the pair cache, not posed to the assessor (costs no judgment). ``machine``: answered by the
+    task's machine (a ``+assist`` strategy, docs/machine-judges.md#assisted-strategies), not
+    by a person.
     """
 
     a: str
@@ -39,6 +41,7 @@ class PairJudgment:
     winner: str | None
     not_relevant: bool = False
     cached: bool = False
+    machine: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,11 +20,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, overload
 
-from labeling.errors import ConfigError, LabelingError
+from labeling.errors import ConfigError, LabelingError, WrongQuestion
 from labeling.protocol.graded import GradedSession
 from labeling.protocol.options import check_doc_ids, check_method, check_seed, validate_options
 from labeling.protocol.topk import TopKSession
-from labeling.protocol.types import Answer
+from labeling.protocol.types import LogEntry, MachineAnswer
+from labeling.strategies.assist import MachineOpinion
 
 AnySession = TopKSession | GradedSession
 
@@ -37,7 +38,8 @@ def open_session(
     k: int = 10,
     seed: int,
     options: Mapping[str, Any] | None = None,
-    answers: Sequence[Answer] = (),
+    answers: Sequence[LogEntry] = (),
+    machine: MachineOpinion | None = None,
 ) -> TopKSession: ...
 
 
@@ -49,7 +51,8 @@ def open_session(
     k: int = 10,
     seed: int,
     options: Mapping[str, Any] | None = None,
-    answers: Sequence[Answer] = (),
+    answers: Sequence[LogEntry] = (),
+    machine: MachineOpinion | None = None,
 ) -> GradedSession: ...
 
 
@@ -61,7 +64,8 @@ def open_session(
     k: int = 10,
     seed: int,
     options: Mapping[str, Any] | None = None,
-    answers: Sequence[Answer] = (),
+    answers: Sequence[LogEntry] = (),
+    machine: MachineOpinion | None = None,
 ) -> AnySession: ...
 
 
@@ -72,12 +76,16 @@ def open_session(
     k: int = 10,
     seed: int,
     options: Mapping[str, Any] | None = None,
-    answers: Sequence[Answer] = (),
+    answers: Sequence[LogEntry] = (),
+    machine: MachineOpinion | None = None,
 ) -> AnySession:
     """Rebuild a session from its config and replay ``answers`` in order.
 
     Raises :class:`ConfigError` for a bad config and, if the log does not replay, the
     :class:`LabelingError` of the first answer that does not fit (its index in the message).
+    ``machine``: the judge a ``+assist`` strategy may let answer (ignored by others); replay
+    takes the log's machine answers as given and never asks it: call
+    :meth:`TopKSession.let_machine_answer` to let it answer from the log's end on.
     """
     method = check_method(method)
     opts = validate_options(method, options)
@@ -87,18 +95,23 @@ def open_session(
     if method == "topk":
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise ConfigError(f"k must be an integer >= 1, got {k!r}")
-        session = TopKSession(ids, k=k, seed=seed, options=opts)
+        session = TopKSession(ids, k=k, seed=seed, options=opts, machine=machine)
     else:
         session = GradedSession(ids, seed=seed)
     replay(session, answers)
     return session
 
 
-def replay(session: AnySession, answers: Sequence[Answer]) -> AnySession:
+def replay(session: AnySession, answers: Sequence[LogEntry]) -> AnySession:
     """Submit ``answers`` in order; a failure names the answer index."""
     for index, answer in enumerate(answers):
         try:
-            session.submit(answer)
+            if isinstance(session, TopKSession):
+                session.submit(answer)
+            elif isinstance(answer, MachineAnswer):
+                raise WrongQuestion("a five-grade task has no machine answers")
+            else:
+                session.submit(answer)
         except LabelingError as err:
             raise type(err)(f"answer {index} does not replay: {err}") from err
     return session

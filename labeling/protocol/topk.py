@@ -51,21 +51,23 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import deque
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from labeling.errors import ConfigError, Finished, InvalidAnswer, NotFinished, WrongQuestion
 from labeling.protocol.groundtruth import PairJudgment, TopKResult
 from labeling.protocol.pair_cache import with_memo, with_pair_cache
 from labeling.protocol.seeding import REASK_GAP, Orientation, ReaskSchedule, seeded_order
 from labeling.protocol.types import (
-    Answer,
     BrokenAnswer,
+    LogEntry,
+    MachineAnswer,
     Outcome,
     PairAnswer,
     PairQuestion,
     Progress,
     check_reason,
 )
+from labeling.strategies.assist import AssistStrategy, MachineOpinion
 from labeling.strategies.base import Compare, ComparisonGenerator, PairStrategy, Winner
 from labeling.strategies.registry import DEFAULT_STRATEGY, resolve_strategy
 
@@ -101,6 +103,7 @@ class TopKSession:
         seed: int,
         options: dict[str, Any],
         strategy: type[PairStrategy] | None = None,
+        machine: MachineOpinion | None = None,
     ):
         self.doc_ids = doc_ids
         self.k = k
@@ -124,8 +127,18 @@ class TopKSession:
         if strategy is None:
             strategy = resolve_strategy(options.get("strategy", DEFAULT_STRATEGY))
         self._strategy = strategy
-        self.state = strategy(order, k)
-        self.answers: list[PairAnswer | BrokenAnswer] = []
+        #: The machine a ``+assist`` strategy may let answer (docs/machine-judges.md).
+        self.machine = machine
+        self.state = self._new_state(order)
+        self.answers: list[PairAnswer | BrokenAnswer | MachineAnswer] = []
+        #: Seqs of the machine's answers (:class:`MachineAnswer`), in order.
+        self.machine_seqs: list[int] = []
+        # Pair (sorted) -> the probability of the machine's answer on it, and the pairs a rerun
+        # after a broken document has answered from the log so far.
+        self._machine_first: dict[tuple[str, str], float] = {}
+        # Indices into _judged of the machine's answers.
+        self._machine_judged: set[int] = set()
+        self._memo_seen: set[tuple[str, str]] = set()
         #: Documents marked broken, id -> reason, in the order marked.
         self.broken: dict[str, str] = {}
         # Every answered protocol question (not re-asks, not broken answers) as (a, b, winner,
@@ -160,20 +173,37 @@ class TopKSession:
         self._result: TopKResult | None = None
         self._advance(None, first=True)
 
+    def _new_state(self, order: list[str]) -> PairStrategy:
+        state = self._strategy(order, self.k)
+        if isinstance(state, AssistStrategy):
+            state.bind(self.machine, self.seed)
+        return state
+
     def _cache_hit(self, question: Compare, winner: Winner) -> None:
         self._judged.append((question.a, question.b, winner, False, True))
 
     def _memo_hit(self, question: Compare, winner: Winner, not_relevant: bool) -> None:
         # Posed to the assessor (earlier in the log), so not a cached call.
         self._judged.append((question.a, question.b, winner, not_relevant, False))
+        if self._machine_first and isinstance(self.state, AssistStrategy) and winner:
+            # The machine's answer (always a pair's first) stays the machine's in the rerun.
+            a, b = question.a, question.b
+            key = (a, b) if a < b else (b, a)
+            p = self._machine_first.get(key)
+            if p is not None and key not in self._memo_seen:
+                self.state.accept_machine(question, winner, p)
+                self._machine_judged.add(len(self._judged) - 1)
+            self._memo_seen.add(key)
 
     def _rerun_without_broken(self) -> None:
         """Run the strategy again from the start over the documents not marked broken,
         answering from the log whatever it already answered (the module docstring)."""
         broken = self.broken
         order = [doc for doc in self.order if doc not in broken]
-        self.state = self._strategy(order, self.k)
+        self.state = self._new_state(order)
         memo: dict[tuple[str, str], deque[tuple[Winner, bool]]] = {}
+        self._memo_seen = set()
+        self._machine_judged = set()
         for a, b, winner, not_relevant in self._posed:
             if a in broken or b in broken:
                 continue
@@ -249,7 +279,10 @@ class TopKSession:
     @property
     def judged(self) -> list[PairJudgment]:
         """Every protocol comparison so far, posed or answered from the cache, in order."""
-        return [PairJudgment(*j) for j in self._judged]
+        flagged = self._machine_judged
+        if not flagged:
+            return [PairJudgment(*j) for j in self._judged]
+        return [PairJudgment(*j, machine=i in flagged) for i, j in enumerate(self._judged)]
 
     @property
     def reasked(self) -> list[PairJudgment]:
@@ -312,7 +345,7 @@ class TopKSession:
             out.append("not_relevant")
         return tuple(out)
 
-    def submit(self, answer: Answer) -> None:
+    def submit(self, answer: LogEntry) -> None:
         """Record one answer to the pending question; on error raise and change nothing."""
         reask = self._reask
         compare = self._compare if reask is None else reask.compare
@@ -323,6 +356,9 @@ class TopKSession:
             self._submit_broken(answer, left, right)
             return
         if not isinstance(answer, PairAnswer):
+            if isinstance(answer, MachineAnswer):
+                self._submit_machine(answer, compare, left, right)
+                return
             raise WrongQuestion(
                 f"question {len(self.answers)} is a pair ({left!r}, {right!r}); "
                 f"got {type(answer).__name__}"
@@ -376,6 +412,74 @@ class TopKSession:
         if schedule is not None and schedule.triggered(seq):
             self._queue.append(_Reask(seq + REASK_GAP + 1, seq, compare, right, left))
         self._advance(winner)
+
+    def _submit_machine(
+        self, answer: MachineAnswer, compare: Compare, left: str, right: str
+    ) -> None:
+        """Record a machine's answer (live from :meth:`let_machine_answer`, or from the log on
+        replay, taken as given): only a ``+assist`` strategy's protocol question (a
+        deliberate repeat too, not a re-ask), left or right, with a probability in [1/2, 1]."""
+        self._check_shown(answer.left, answer.right, left, right)
+        seq = len(self.answers)
+        state = self.state
+        if not isinstance(state, AssistStrategy) or self._reask is not None:
+            raise WrongQuestion(
+                f"question {seq} ({left!r}, {right!r}) is not one a machine may answer"
+            )
+        if answer.outcome not in ("left", "right") or not 0.5 <= answer.probability <= 1.0:
+            raise InvalidAnswer(
+                f"question {seq}: a machine answers left or right with a probability in "
+                f"[0.5, 1], got {answer.outcome!r}, {answer.probability!r}"
+            )
+        winner = left if answer.outcome == "left" else right
+        state.accept_machine(compare, winner, answer.probability)
+        self.answers.append(answer)
+        self.machine_seqs.append(seq)
+        a, b = compare.a, compare.b
+        self._machine_first[(a, b) if a < b else (b, a)] = answer.probability
+        self._shown_left[(left, right) if left < right else (right, left)] = left
+        self._machine_judged.add(len(self._judged))
+        self._judged.append((compare.a, compare.b, winner, False, False))
+        self._posed.append((compare.a, compare.b, winner, False))
+        if compare.repeat:
+            self.repeats.append(seq)
+        self._advance(winner)
+
+    def let_machine_answer(self) -> list[MachineAnswer]:
+        """Let the machine answer every question it may, from the pending one on (a
+        ``+assist`` strategy with a machine; docs/machine-judges.md#assisted-strategies): the
+        new log entries, also appended to :attr:`answers`. The service stores them with the
+        log and shows a person the question pending afterwards."""
+        state = self.state
+        if not isinstance(state, AssistStrategy) or state.machine is None:
+            return []
+        version = state.machine.version
+        out: list[MachineAnswer] = []
+        while self._reask is None and self._compare is not None:
+            verdict = state.machine_verdict(self._compare)
+            if verdict is None:
+                break
+            winner, p_right = verdict
+            left, right = self._left, self._right
+            outcome: Literal["left", "right"] = "left" if winner == left else "right"
+            answer = MachineAnswer(left, right, outcome, p_right, version)
+            self.submit(answer)
+            out.append(answer)
+        return out
+
+    @property
+    def human_judgments(self) -> int:
+        """Answers people gave (the log's entries less the machine's)."""
+        return len(self.answers) - len(self.machine_seqs)
+
+    @property
+    def pending_is_audit(self) -> bool:
+        """True when the machine could answer the pending question but the seeded audit gives
+        it to a person (for the service's records, never for the page: blind)."""
+        state, compare = self.state, self._compare
+        if not isinstance(state, AssistStrategy) or self._reask is not None or compare is None:
+            return False
+        return state.would_audit(compare)
 
     def _check_shown(self, a_left: str | None, a_right: str | None, left: str, right: str) -> None:
         """WrongQuestion unless the answer echoes the pending pair as shown."""

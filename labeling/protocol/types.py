@@ -83,6 +83,25 @@ class BrokenAnswer:
 Answer = PairAnswer | GradeAnswer | BrokenAnswer
 
 
+@dataclass(frozen=True, slots=True)
+class MachineAnswer:
+    """A pairwise answer a machine gave (a ``+assist`` strategy,
+    docs/machine-judges.md#assisted-strategies): the pair as the question showed it, the
+    outcome, the machine's calibrated probability of being right and the version of the
+    machine (judge and calibration) that gave it. It takes a ``seq`` in the log like a
+    person's answer; replay takes it as given."""
+
+    left: str
+    right: str
+    outcome: Literal["left", "right"]
+    probability: float
+    version: str = ""
+
+
+#: One entry of a judgment log: a person's answer or a machine's.
+LogEntry = Answer | MachineAnswer
+
+
 def check_reason(reason: object, seq: int) -> str:
     """The reason of a broken-document answer, or InvalidAnswer: a non-blank string."""
     if not isinstance(reason, str) or not reason.strip():

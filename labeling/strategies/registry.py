@@ -4,9 +4,11 @@ A task's option ``strategy`` names one entry of :data:`STRATEGIES`, optionally f
 modifiers from :data:`MODIFIERS` joined with ``+`` (``"heap"``, ``"tournament+robust"``).
 :func:`strategy_names` lists every accepted name; :func:`resolve_strategy` turns a name into
 the class :class:`labeling.protocol.topk.TopKSession` instantiates. A modifier is a function from a
-strategy class to a strategy class (e.g. one that re-asks some comparisons); modifiers in a
-name are applied left to right, and a name lists them in registration order, each at most once,
-so that every combination has exactly one spelling in a stored task config.
+strategy class to a strategy class (e.g. one that re-asks some comparisons); a name lists them
+in registration order, each at most once, so that every combination has exactly one spelling
+in a stored task config, and they are applied right to left: the first named is the
+outermost (``tournament+assist+robust`` is ``assist(robust(tournament))``: the machine
+answers questions of the robust tournament).
 
 Conventions of each strategy: ``docs/protocols.md``.
 """
@@ -17,6 +19,7 @@ import itertools
 from collections.abc import Callable
 
 from labeling.errors import ConfigError
+from labeling.strategies.assist import assist
 from labeling.strategies.base import PairStrategy
 from labeling.strategies.heap import HeapTopK
 from labeling.strategies.insertion import InsertionTopK
@@ -38,6 +41,9 @@ STRATEGIES: dict[str, type[PairStrategy]] = {
 
 #: Strategy modifiers by name: ``MODIFIERS[m](cls)`` is ``cls`` changed by ``m``.
 MODIFIERS: dict[str, Callable[[type[PairStrategy]], type[PairStrategy]]] = {
+    # A machine answers the questions whose risk (stake × probability wrong) is small, people
+    # the rest (docs/machine-judges.md#assisted-strategies).
+    "assist": assist,
     # Re-ask the comparisons the result depends on, by what a wrong answer would cost, and
     # combine the answers (docs/noise.md#the-robust-rule; tournament+robust meets the cost
     # goal under 10% flips).
@@ -90,7 +96,7 @@ def makes_repeats(name: str) -> bool:
 
 
 def resolve_strategy(name: str) -> type[PairStrategy]:
-    """The strategy class a name stands for (modifiers applied left to right); ConfigError for
+    """The strategy class a name stands for (modifiers applied right to left); ConfigError for
     a name :func:`strategy_names` does not list."""
     base = STRATEGIES.get(name)
     if base is not None:
@@ -102,7 +108,7 @@ def resolve_strategy(name: str) -> type[PairStrategy]:
     if cached is not None and cached[0] == functions:
         return cached[1]
     cls = STRATEGIES[head]
-    for modify in functions:
+    for modify in reversed(functions):
         cls = modify(cls)
     _resolved[name] = (functions, cls)
     return cls

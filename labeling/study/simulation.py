@@ -210,11 +210,14 @@ class SimulatedRun:
 def run_session(
     session: TopKSession | GradedSession, assessor: Assessor, *, timed: bool = True
 ) -> SimulatedRun:
-    """Answer ``session`` with ``assessor`` until it is done."""
+    """Answer ``session`` with ``assessor`` until it is done, letting the session's machine
+    answer first where it may (``+assist``); ``answers`` holds the person's answers only."""
     answers: list[Answer] = []
     seconds: list[float] = []
     kind: Literal["pair", "grade"] = "pair" if isinstance(session, TopKSession) else "grade"
     while not session.done:
+        if isinstance(session, TopKSession) and session.let_machine_answer() and session.done:
+            break  # the machine answered the rest (a +assist strategy with a machine)
         answer = assessor.answer(session)
         session.submit(answer)
         answers.append(answer)
@@ -249,6 +252,7 @@ class StudyTrial:
     seconds: float
     truth_labels: list[int]  # κ-labels of the true top-k, by document index
     produced_rank: list[int]  # position of each document in the produced ranking (0 = best)
+    machine_answers: int = 0  # answers a machine gave (judgments counts people's only)
 
 
 def simulate_tasks(

@@ -17,17 +17,21 @@ ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "identifiers": set(),
     "csv_safety": set(),
-    "strategies": {"errors"},
+    "strategies": {"errors", "machine"},
     "protocol": {"errors", "strategies"},
     "analysis": {"errors", "protocol"},
-    "study": {"errors", "csv_safety", "protocol", "sources", "strategies"},
+    "study": {"errors", "csv_safety", "machine", "protocol", "sources", "strategies"},
     "retrieval": {"errors"},
     "sources": {"errors", "identifiers"},
     "machine": {"errors", "retrieval"},
 }
 
 #: Modifiers: they may import only these modules of ``labeling.strategies``.
-MODIFIERS = {"labeling.strategies.robust": {"labeling.strategies.base"}}
+MODIFIERS = {
+    "labeling.strategies.robust": {"labeling.strategies.base"},
+    # The +robust accounting of stakes is shared.
+    "labeling.strategies.assist": {"labeling.strategies.base", "labeling.strategies.robust"},
+}
 
 
 def _imports(source: str) -> Iterator[str]:

@@ -12,7 +12,6 @@ from labeling.protocol.session import open_session
 from labeling.strategies import registry
 from labeling.strategies.heap import HeapTopK
 from labeling.strategies.registry import (
-    MODIFIERS,
     STRATEGIES,
     lower_bound,
     makes_repeats,
@@ -95,11 +94,12 @@ def _modifier(tag: str):
 @pytest.fixture()
 def two_modifiers(monkeypatch):
     monkeypatch.setattr(registry, "_resolved", {})
-    for name in list(MODIFIERS):  # the registered ones (robust): only the two below count here
-        monkeypatch.delitem(MODIFIERS, name)
-    monkeypatch.setitem(MODIFIERS, "first", _modifier("first"))
-    monkeypatch.setitem(MODIFIERS, "second", _modifier("second"))
-    # monkeypatch removes the keys and restores the resolution cache afterwards.
+    # A fresh dict in place of the registered modifiers (assist, robust): deleting and
+    # restoring keys one by one would put them back in another order, and the order is the
+    # spelling of every name.
+    modifiers = {"first": _modifier("first"), "second": _modifier("second")}
+    monkeypatch.setattr(registry, "MODIFIERS", modifiers)
+    return modifiers
 
 
 def test_modifier_names_combine_in_registration_order(two_modifiers):
@@ -116,7 +116,8 @@ def test_modifier_names_combine_in_registration_order(two_modifiers):
 
 def test_a_modified_strategy_runs_in_the_session(two_modifiers):
     cls = resolve_strategy("heap+first+second")
-    assert issubclass(cls, HeapTopK) and cls.modified_by == ("first", "second")
+    # Applied right to left: the first named is the outermost (applied last).
+    assert issubclass(cls, HeapTopK) and cls.modified_by == ("second", "first")
     assert resolve_strategy("heap+first+second") is cls  # built once per name
     opts = validate_options("topk", {"strategy": "heap+second"})
     s = open_session("topk", DOCS, k=4, seed=5, options=opts)
@@ -127,7 +128,7 @@ def test_a_modified_strategy_runs_in_the_session(two_modifiers):
 
 def test_modifier_names_vanish_with_the_modifier(two_modifiers, monkeypatch):
     assert "heap+first" in strategy_names()
-    monkeypatch.delitem(MODIFIERS, "first")
+    monkeypatch.delitem(two_modifiers, "first")
     assert "heap+first" not in strategy_names()
     with pytest.raises(ConfigError):
         resolve_strategy("heap+first")

@@ -249,6 +249,7 @@ def test_scenario_assessors_flip_and_thurstone_rates():
 
 def test_cli_compare_json_rows_cover_every_strategy_and_scenario():
     from labeling.strategies.registry import lower_bound, strategy_names
+    from labeling.study.assisted import MACHINE_SCENARIOS
     from labeling.study.simulation import SCENARIOS
 
     args = ["simulate", "--compare", "--n", "12", "--k", "3", "--trials", "20", "--json"]
@@ -258,15 +259,71 @@ def test_cli_compare_json_rows_cover_every_strategy_and_scenario():
     assert (out["n"], out["k"], out["trials"]) == (12, 3, 20)
     assert out["lower_bound"] == lower_bound(12, 3)
     cells = [(r["strategy"], r["scenario"]) for r in out["rows"]]
-    assert cells == [(s, c) for s in strategy_names() for c in SCENARIOS]
+    # +assist strategies have rows in the machine scenarios only (without a machine they ask
+    # what their inner strategy asks).
+    assert cells == [
+        (s, c)
+        for s in strategy_names()
+        for c in (*SCENARIOS, *MACHINE_SCENARIOS)
+        if c in MACHINE_SCENARIOS or "assist" not in s.split("+")
+    ]
+    assert {s for s, _ in cells} == set(strategy_names())
     for row in out["rows"]:
-        assert set(row) == {"strategy", "scenario", "judgments", "exact_rate", "kappa_ndcg"}
+        assert set(row) == {
+            "strategy",
+            "scenario",
+            "judgments",
+            "human_judgments",
+            "machine_answers",
+            "exact_rate",
+            "kappa_ndcg",
+        }
         assert set(row["judgments"]) == {"mean", "p95"} and set(row["kappa_ndcg"]) == {"mean"}
+        assert row["human_judgments"] == row["judgments"]  # judgments count people only
+        assert set(row["machine_answers"]) == {"mean"}
+        if "assist" not in row["strategy"]:
+            assert row["machine_answers"]["mean"] == 0.0
         if row["scenario"] in ("random", "prior0.7"):  # a consistent assessor: always exact
             assert row["exact_rate"] == 1.0
             assert row["judgments"]["mean"] >= out["lower_bound"] - 12  # a mean, not a worst case
+    helped = [r for r in out["rows"] if r["scenario"] == "machine0.8" and "assist" in r["strategy"]]
+    assert max(r["machine_answers"]["mean"] for r in helped) > 0
     text = CliRunner().invoke(_cli(), args[:-1])
     assert text.exit_code == 0 and "heap+robust" in text.output and "flip0.1" in text.output
+
+
+def test_cli_machine_accuracy_runs_one_cell():
+    args = [
+        "simulate",
+        "--strategy",
+        "insertion+assist",
+        "--machine-accuracy",
+        "0.8",
+        "--n",
+        "20",
+        "--k",
+        "5",
+        "--trials",
+        "30",
+        "--json",
+    ]
+    result = CliRunner().invoke(_cli(), args)
+    assert result.exit_code == 0, result.output
+    row = json.loads(result.output)
+    assert (row["scenario"], row["strategy"], row["machine_accuracy"]) == (
+        "machine0.8",
+        "insertion+assist",
+        0.8,
+    )
+    assert row["machine_answers"]["mean"] > 0
+    assert row["human_judgments"]["mean"] + row["machine_answers"]["mean"] > 0
+    # A perfect machine's answers are all right: the result is exact.
+    perfect = CliRunner().invoke(_cli(), [*args[:4], "1.0", *args[5:]])
+    assert json.loads(perfect.output)["exact_rate"] == 1.0
+    text = CliRunner().invoke(_cli(), [*args[:-1], "--noise", "0.1"])
+    assert text.exit_code == 0 and "machine0.8+flip0.1" in text.output
+    for bad in ("0.4", "0.5", "1.5"):
+        assert CliRunner().invoke(_cli(), [*args[:4], bad, *args[5:]]).exit_code == 2
 
 
 def test_cli_compare_jobs_gives_the_same_table():

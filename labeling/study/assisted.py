@@ -1,0 +1,172 @@
+"""Simulated studies with a machine judge: the ``machine…`` scenarios of ``heapjudge simulate
+--compare`` and ``heapjudge simulate --machine-accuracy`` (docs/machine-judges.md#measured).
+
+**The machine.** Trial ``t``'s latent values ``x_i ~ U(0, 1)`` (as in every scenario,
+docs/noise.md#scenarios) are turned into utilities on the normal scale, ``u_i = Φ⁻¹(x_i)``
+(same order), and the machine is a :class:`labeling.machine.judges.ThurstoneJudge` with
+pairwise accuracy ``A`` on random pairs: it perceives ``v_i = u_i + σ·ε_i``, σ = tan(π(1 − A))
+(0.7265 for A = 0.8), fixed per document. The order fed to every strategy is the machine's
+(decreasing v: a prior correlated 1/√(1 + σ²) ≈ 0.81 with u at A = 0.8), the judge serving as
+the task's prior as well.
+
+**A learned calibration.** The trials of a cell are the queries of one study, in order: the
+judge's raw probabilities reach each session through a calibrator learned from the earlier
+queries' human answers (isotonic, the default prior: trust 1/2, weight 10; raw
+probabilities rounded to 0.001 for speed), which the :mod:`labeling.strategies.assist` rule
+corrects within the session. Nothing is told about the judge's own calibration.
+
+**The person**: consistent (``machine0.8``) or flipping each answer with p = 0.1
+(``machine0.8+flip0.1``). κ-NDCG@k is against the latent truth, which for the consistent
+person is also the person-only result of every strategy.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Sequence
+from statistics import NormalDist
+from typing import Any
+
+import numpy as np
+
+from labeling.errors import ConfigError
+from labeling.machine.calibration import Calibrator
+from labeling.machine.judges import JudgeQuery, ThurstoneJudge
+from labeling.machine.opinion import JudgeOpinion
+from labeling.strategies.assist import AssistStrategy, MachineOpinion
+from labeling.strategies.base import PairStrategy
+from labeling.strategies.registry import resolve_strategy
+from labeling.study.simulation import Assessor, StudyTrial, scenario_assessor
+
+#: The machine scenarios of ``heapjudge simulate --compare``.
+MACHINE_SCENARIOS: tuple[str, ...] = ("machine0.8", "machine0.8+flip0.1")
+_SCENARIO = re.compile(r"^machine(0\.\d+|1(?:\.0*)?)(?:\+flip(0\.\d+))?$")
+_NORMAL = NormalDist()
+#: Rounding of raw probabilities in the study calibration (keeps the isotonic fit small).
+STUDY_ROUNDING = 3
+
+
+def parse_machine_scenario(name: str) -> tuple[float, float]:
+    """``(accuracy, flip)`` of a scenario named ``machine<A>`` or ``machine<A>+flip<p>``."""
+    match = _SCENARIO.match(name)
+    if match is None:
+        raise ConfigError(f"not a machine scenario: {name!r} (e.g. machine0.8, machine0.8+flip0.1)")
+    accuracy = float(match.group(1))
+    if not 0.5 < accuracy <= 1.0:
+        raise ConfigError(f"machine accuracy must be in (0.5, 1], got {accuracy}")
+    return accuracy, float(match.group(2) or 0.0)
+
+
+def run_assisted(
+    strategy: type[PairStrategy],
+    order: Sequence[str],
+    k: int,
+    person: Assessor,
+    machine: MachineOpinion | None,
+    *,
+    seed: int = 0,
+    cache: bool = True,
+) -> tuple[list[str], list[str], int, int, PairStrategy]:
+    """Drive a strategy with a person and (for ``+assist`` strategies) a machine, without a
+    session: ``(top, rest, human judgments, machine answers, final state)``. The machine
+    answers where :meth:`AssistStrategy.machine_verdict` lets it, as
+    :meth:`labeling.protocol.topk.TopKSession.let_machine_answer` does; the pair cache as in
+    :func:`labeling.study.simulation.run_strategy`."""
+    state = strategy(order, k)
+    assisted = state if isinstance(state, AssistStrategy) else None
+    if assisted is not None:
+        assisted.bind(machine, seed)
+    gen = state.run()
+    prefers = person.prefers
+    answered: dict[tuple[str, str], str] = {}
+    humans = machines = 0
+    try:
+        question = next(gen)
+        while True:
+            a, b = question.a, question.b
+            key = (a, b) if a < b else (b, a)
+            winner = answered.get(key) if cache and not question.repeat else None
+            if winner is None:
+                verdict = None if assisted is None else assisted.machine_verdict(question)
+                if verdict is not None and assisted is not None:
+                    winner, p_right = verdict
+                    assisted.accept_machine(question, winner, p_right)
+                    machines += 1
+                else:
+                    winner = a if prefers(a, b) else b
+                    humans += 1
+                if not question.repeat:
+                    answered.setdefault(key, winner)
+            question = gen.send(winner)
+    except StopIteration as stop:
+        top, rest = stop.value
+    return top, rest, humans, machines, state
+
+
+def machine_trial(
+    rng: random.Random, docs: Sequence[str], accuracy: float, query_id: str
+) -> tuple[dict[str, float], ThurstoneJudge, JudgeQuery, list[str]]:
+    """One query of a machine scenario: latent values, the judge, the query and the machine's
+    order (module docstring)."""
+    latent = {doc: rng.random() for doc in docs}
+    utility = {doc: _NORMAL.inv_cdf(x) for doc, x in latent.items()}
+    judge = ThurstoneJudge(accuracy, seed=rng.getrandbits(32), truth=lambda _q, doc: utility[doc])
+    query = JudgeQuery(query_id, "")
+    perceived = {doc: judge.perceived(query_id, doc) for doc in docs}
+    order = sorted(docs, key=lambda doc: (-perceived[doc], doc))
+    return latent, judge, query, order
+
+
+def compare_assisted(
+    strategy: str, scenario: str, n: int, k: int, trials: int, *, seed: int = 0
+) -> list[StudyTrial]:
+    """``trials`` queries of one study (module docstring) run by ``strategy`` in a machine
+    ``scenario``; ``judgments`` counts human answers, ``machine_answers`` the machine's."""
+    if n < 1 or k < 1 or trials < 1:
+        raise ConfigError(f"n, k and trials must be >= 1, got n={n}, k={k}, trials={trials}")
+    accuracy, flip = parse_machine_scenario(scenario)
+    cls = resolve_strategy(strategy)
+    docs = [f"d{i:04d}" for i in range(n)]
+    study = Calibrator("isotonic")
+    out: list[StudyTrial] = []
+    for t in range(trials):
+        rng = random.Random(f"{seed}:{t}")
+        latent, judge, query, order = machine_trial(rng, docs, accuracy, f"q{t}")
+        truth = sorted(docs, key=lambda doc: -latent[doc])
+        rank = {doc: r for r, doc in enumerate(truth)}
+        person = scenario_assessor("flip0.1" if flip else "random", rank, rng.getrandbits(32))
+        person.flip = flip
+        opinion = JudgeOpinion(judge, query, study)
+        top, rest, humans, machines, state = run_assisted(
+            cls, order, k, person, opinion, seed=rng.getrandbits(32)
+        )
+        if isinstance(state, AssistStrategy) and state.evidence:
+            raw = [round(opinion.raw[(a, b)], STUDY_ROUNDING) for a, b, _, _ in state.evidence]
+            study.update(raw, [won for _, _, _, won in state.evidence])
+        position = {doc: i for i, doc in enumerate([*top, *rest])}
+        label = {doc: k - i for i, doc in enumerate(truth[:k])}
+        out.append(
+            StudyTrial(
+                judgments=humans,
+                calls=humans + machines,
+                exact=top == truth[:k],
+                seconds=0.0,
+                truth_labels=[label.get(doc, 0) for doc in docs],
+                produced_rank=[position[doc] for doc in docs],
+                machine_answers=machines,
+            )
+        )
+    return out
+
+
+def summary(runs: Sequence[StudyTrial]) -> dict[str, Any]:
+    """Mean and p95 human judgments and mean machine answers of ``runs``."""
+    humans = np.array([r.judgments for r in runs], dtype=float)
+    return {
+        "human_judgments": {
+            "mean": float(humans.mean()),
+            "p95": float(np.percentile(humans, 95)),
+        },
+        "machine_answers": {"mean": float(np.mean([r.machine_answers for r in runs]))},
+    }

@@ -1,0 +1,270 @@
+"""The ``+assist`` modifier (docs/machine-judges.md#assisted-strategies): a machine that is
+always right changes no result; a confidently wrong one stops answering within
+``SESSION_PRIOR_WEIGHT / 2`` human answers; replay of any prefix of a live log gives the live
+state, and the machine answers derived after it are the logged ones; the progress bound never
+under-promises; machine answers are marked in the log."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from labeling.errors import InvalidAnswer, WrongQuestion
+from labeling.protocol.options import validate_options
+from labeling.protocol.session import open_session
+from labeling.protocol.topk import TopKSession
+from labeling.protocol.types import MachineAnswer, PairAnswer
+from labeling.strategies.assist import SESSION_PRIOR_WEIGHT, AssistStrategy, wrong_stake
+from labeling.strategies.registry import strategy_names
+from labeling.study.simulation import Assessor, run_session
+
+ASSISTED = [name for name in strategy_names() if "assist" in name.split("+")[1:]]
+
+
+class Oracle:
+    """A machine that knows the truth (``wrong`` inverts it) and is certain, or says
+    ``confidence`` for the side it picks."""
+
+    version = "oracle/test"
+
+    def __init__(self, rank: dict[str, int], *, wrong: bool = False, confidence: float = 1.0):
+        self.rank, self.wrong, self.confidence = rank, wrong, confidence
+
+    def probability(self, first: str, second: str) -> float | None:
+        first_better = (self.rank[first] < self.rank[second]) != self.wrong
+        return self.confidence if first_better else 1.0 - self.confidence
+
+
+class Noisy(Oracle):
+    """Right on pairs whose seeded hash is even, wrong otherwise, with a confidence that
+    varies by pair: a machine whose answers disagree with people now and then."""
+
+    def probability(self, first: str, second: str) -> float | None:
+        h = hash((first, second)) % 7
+        if h == 0:
+            return None
+        first_better = self.rank[first] < self.rank[second]
+        if h == 1:
+            first_better = not first_better
+        c = 0.6 + 0.4 * h / 7
+        return c if first_better else 1.0 - c
+
+
+def _docs(n: int) -> list[str]:
+    return [f"d{i:02d}" for i in range(n)]
+
+
+def _session(name: str, n: int, k: int, seed: int, machine, answers=()) -> TopKSession:
+    opts = validate_options("topk", {"strategy": name})
+    return open_session(
+        "topk", _docs(n), k=k, seed=seed, options=opts, answers=answers, machine=machine
+    )
+
+
+def _truth(n: int, perm_seed: int) -> tuple[dict[str, float], dict[str, int]]:
+    import random
+
+    docs = _docs(n)
+    rng = random.Random(perm_seed)
+    values = list(range(n))
+    rng.shuffle(values)
+    scores = {d: float(v) for d, v in zip(docs, values, strict=True)}
+    rank = {d: r for r, d in enumerate(sorted(docs, key=lambda d: -scores[d]))}
+    return scores, rank
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    name=st.sampled_from(ASSISTED),
+    n=st.integers(1, 12),
+    k=st.integers(1, 6),
+    seed=st.integers(0, 2**16),
+    perm=st.integers(0, 2**16),
+)
+def test_an_always_right_certain_machine_gives_the_person_only_result(name, n, k, seed, perm):
+    scores, rank = _truth(n, perm)
+    base = name.replace("+assist", "")
+    alone = run_session(_session(base, n, k, seed, None), Assessor(scores, seed=1))
+    helped_session = _session(name, n, k, seed, Oracle(rank))
+    helped = run_session(helped_session, Assessor(scores, seed=1))
+    assert helped.result.top == alone.result.top
+    assert helped.result.top == sorted(rank, key=rank.__getitem__)[: min(k, n)]
+    assert helped.judgments <= alone.judgments  # people answer no more than alone
+    assert helped.judgments == helped_session.human_judgments
+
+
+@settings(max_examples=25, deadline=None)
+@given(name=st.sampled_from(ASSISTED), seed=st.integers(0, 2**16), perm=st.integers(0, 2**16))
+def test_a_confidently_wrong_machine_stops_within_the_stated_human_answers(name, seed, perm):
+    """Every human answer on a pair with the machine's opinion contradicts it; after
+    SESSION_PRIOR_WEIGHT / 2 of them its calibrated confidence is 1/2 everywhere."""
+    limit = math.ceil(SESSION_PRIOR_WEIGHT / 2)
+    n, k = 30, 5
+    scores, rank = _truth(n, perm)
+    s = _session(name, n, k, seed, Oracle(rank, wrong=True))
+    person = Assessor(scores, seed=2)
+    state = s.state
+    assert isinstance(state, AssistStrategy)
+    while not s.done:
+        given_now = s.let_machine_answer()
+        if given_now:
+            assert len(state.evidence) < limit
+        if s.done:
+            break
+        s.submit(person.answer(s))
+    assert len(state.evidence) >= limit or s.human_judgments < limit
+    assert all(
+        not won_right
+        for *_, won_right in [(a, b, p, (p > 0.5) == y) for a, b, p, y in state.evidence]
+    )
+
+
+def _live(name: str, n: int, k: int, seed: int, machine, person: Assessor):
+    """A live run: the log, and per log length the state a replay must show."""
+    s = _session(name, n, k, seed, machine)
+    snapshots = {}
+
+    def snap(session: TopKSession):
+        st_ = session.state
+        assert isinstance(st_, AssistStrategy)
+        return (
+            session.pending,
+            session.progress(),
+            tuple(session.machine_seqs),
+            st_.calibrator.n_answers,
+            round(st_.spent, 12),
+            st_.machine_answers,
+        )
+
+    snapshots[0] = snap(s)
+    remaining_checks = []
+    while True:
+        for _ in s.let_machine_answer():
+            pass
+        snapshots[len(s.answers)] = snap(s)
+        if s.done:
+            break
+        remaining_checks.append((len(s.answers), s.progress().max_remaining))
+        s.submit(person.answer(s))
+        snapshots[len(s.answers)] = snap(s)
+    return s, snapshots, remaining_checks
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    name=st.sampled_from(ASSISTED),
+    n=st.integers(2, 14),
+    k=st.integers(1, 5),
+    seed=st.integers(0, 2**16),
+    perm=st.integers(0, 2**16),
+)
+def test_replay_of_any_prefix_gives_the_live_state(name, n, k, seed, perm):
+    scores, rank = _truth(n, perm)
+    machine = Noisy(rank)
+    live, snapshots, _ = _live(name, n, k, seed, machine, Assessor(scores, seed=3))
+    log = list(live.answers)
+    for i in range(len(log) + 1):
+        replayed = _session(name, n, k, seed, machine, log[:i])
+        st_ = replayed.state
+        assert isinstance(st_, AssistStrategy)
+        if i in snapshots:
+            assert (
+                replayed.pending,
+                replayed.progress(),
+                tuple(replayed.machine_seqs),
+                st_.calibrator.n_answers,
+                round(st_.spent, 12),
+                st_.machine_answers,
+            ) == snapshots[i]
+        # Machine answers are derived: from any prefix, the machine gives exactly the logged
+        # machine answers up to the next person's answer (what undo relies on).
+        derived = replayed.let_machine_answer()
+        expected = []
+        for entry in log[i:]:
+            if not isinstance(entry, MachineAnswer):
+                break
+            expected.append(entry)
+        assert derived == expected
+    assert live.result().top == _session(name, n, k, seed, machine, log).result().top
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    name=st.sampled_from(ASSISTED),
+    n=st.integers(2, 14),
+    k=st.integers(1, 5),
+    seed=st.integers(0, 2**16),
+    perm=st.integers(0, 2**16),
+)
+def test_the_progress_bound_never_under_promises(name, n, k, seed, perm):
+    scores, rank = _truth(n, perm)
+    live, _, checks = _live(name, n, k, seed, Noisy(rank), Assessor(scores, seed=4))
+    total = len(live.answers)
+    for at, bound in checks:
+        assert bound >= total - at  # people and machine answers still to come
+
+
+def test_machine_answers_are_marked_and_checked_in_the_log():
+    scores, rank = _truth(20, 7)
+    s = _session("insertion+assist", 20, 5, 3, Oracle(rank, confidence=0.999))
+    run_session(s, Assessor(scores, seed=1))
+    machine = [a for a in s.answers if isinstance(a, MachineAnswer)]
+    assert machine and [s.answers.index(a) for a in machine] == s.machine_seqs
+    assert all(a.version == "oracle/test" and 0.5 <= a.probability <= 1 for a in machine)
+    judged = s.result().judged
+    assert sum(j.machine for j in judged) == len(machine)
+    assert sum(not j.machine and not j.cached for j in judged) == s.human_judgments
+    first = s.machine_seqs[0]
+    replayed = _session("insertion+assist", 20, 5, 3, None, s.answers[:first])
+    m = s.answers[first]
+    assert isinstance(m, MachineAnswer)
+    with pytest.raises(InvalidAnswer):
+        replayed.submit(MachineAnswer(m.left, m.right, m.outcome, 0.3))
+    with pytest.raises(WrongQuestion):
+        replayed.submit(MachineAnswer(m.right, m.left, m.outcome, 0.9))
+    # A strategy without +assist accepts no machine answer.
+    plain = _session("insertion", 20, 5, 3, None)
+    q = plain.pending
+    assert q is not None
+    with pytest.raises(WrongQuestion):
+        plain.submit(MachineAnswer(q.left, q.right, "left", 0.9))
+    plain.submit(PairAnswer(q.left, q.right, "left"))
+
+
+def test_the_stake_falls_with_the_known_documents_above():
+    assert wrong_stake(10, 0, 0) > wrong_stake(10, 4, 0) > wrong_stake(10, 9, 9) > 0
+    assert wrong_stake(10, 10, 10) == 0.0  # l cannot be in the top 10 either way
+
+
+def test_a_broken_document_keeps_the_machine_answers_the_machines():
+    """After a broken document the strategy runs again over the others from the log: the
+    machine's earlier answers stay the machine's (counted and spent as such, not learned from
+    as people's)."""
+    from labeling.protocol.types import BrokenAnswer
+
+    scores, rank = _truth(24, 11)
+    s = _session("insertion+assist", 24, 5, 9, Oracle(rank, confidence=0.999))
+    person = Assessor(scores, seed=1)
+    while not s.done and len(s.machine_seqs) < 3:
+        s.let_machine_answer()
+        if not s.done and len(s.machine_seqs) < 3:
+            s.submit(person.answer(s))
+    assert len(s.machine_seqs) >= 3 and not s.done
+    q = s.pending
+    assert q is not None
+    s.submit(BrokenAnswer(q.left, "unreadable", q.left, q.right))
+    state = s.state
+    assert isinstance(state, AssistStrategy)
+    kept = [
+        a for a in s.answers if isinstance(a, MachineAnswer) and q.left not in (a.left, a.right)
+    ]
+    assert state.machine_answers == len(kept)
+    assert sum(j.machine for j in s.judged) == len(kept)
+    assert state.person_answers == sum(
+        1 for a in s.answers if isinstance(a, PairAnswer) and q.left not in (a.left, a.right)
+    )
+    replayed = _session("insertion+assist", 24, 5, 9, Oracle(rank, confidence=0.999), s.answers)
+    assert replayed.pending == s.pending and replayed.state.machine_answers == len(kept)
