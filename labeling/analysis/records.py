@@ -13,7 +13,7 @@ timing, and used by self-consistency (an undone pair that was judged again).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -93,11 +93,6 @@ def in_log_order(records: Iterable[JudgmentRecord]) -> list[JudgmentRecord]:
 
 def _log_order(r: JudgmentRecord) -> tuple[str, int]:
     return (str(r.task_id), r.seq)
-
-
-def by_method(records: Sequence[JudgmentRecord], method: Method) -> list[JudgmentRecord]:
-    """The records of one method."""
-    return [r for r in records if r.method == method]
 
 
 #: ``(task_id, seq)`` of the configured re-ask answers of a study (task option

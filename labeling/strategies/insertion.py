@@ -165,8 +165,3 @@ class InsertionTopK:
         fills, streams = self._future(pos + 1)
         total += sum(mean_search(j + 1) for j in fills)
         return total + sum(1.0 + per_win * m / i for i in streams)
-
-
-def insertion_topk(order: Sequence[str], k: int) -> ComparisonGenerator:
-    """Binary insertion on ``order`` (the first ``k`` fill the list) for the best ``k``."""
-    return InsertionTopK(order, k).run()

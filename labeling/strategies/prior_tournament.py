@@ -226,8 +226,3 @@ class PriorTournamentTopK:
         costs = self._leaf_costs() if replays else []
         mean = sum(costs) / len(costs) if costs else 0.0
         return self._now() + replays * mean
-
-
-def prior_topk(order: Sequence[str], k: int) -> ComparisonGenerator:
-    """The prior-shaped tournament on ``order`` for the best ``k``."""
-    return PriorTournamentTopK(order, k).run()

@@ -169,8 +169,3 @@ class TournamentTopK:
         for s in range(first, self.m):
             total += mean_replay_cost(self.n - s + 1)  # leaves before the s-th removal
         return total
-
-
-def tournament_topk(order: Sequence[str], k: int) -> ComparisonGenerator:
-    """The tournament on ``order`` (leaves in this order) for the best ``k``."""
-    return TournamentTopK(order, k).run()

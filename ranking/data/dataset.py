@@ -143,10 +143,6 @@ class QueryDataset:
         """One id per query, in dataset order."""
         return self.qid[self.offsets[:-1]]
 
-    def query_index(self) -> NDArray[np.int64]:
-        """Query number (0..Q−1) of every row."""
-        return np.repeat(np.arange(self.n_queries), self.sizes)
-
     # ------------------------------------------------------------------ views
     def pad(self, values: ArrayLike, fill: float = 0.0) -> tuple[NDArray[Any], NDArray[np.bool_]]:
         """Flat per-row values ``(N, ...)`` -> padded ``(Q, L, ...)`` plus mask ``(Q, L)``."""
@@ -158,9 +154,6 @@ class QueryDataset:
         if "mask" not in self._cache:
             self._cache["mask"] = self.pad(np.zeros(self.n_docs))[1]
         return self._cache["mask"]
-
-    def padded_labels(self) -> np.ndarray:
-        return self.pad(self.labels)[0]
 
     def target(self) -> Target:
         """The padded :class:`~ranking.losses.Target` (labels, mask, truth order), cached."""
