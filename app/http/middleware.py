@@ -35,7 +35,14 @@ from __future__ import annotations
 
 import re
 
+from fastapi.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.http.json_limits import MAX_JSON_DEPTH, json_shape_problem
+
+#: A JSON body of at most this many bytes holds fewer values than the limit
+#: (:data:`app.http.json_limits.MAX_JSON_VALUES`), so only its brackets are counted.
+SMALL_JSON_BODY = 64 * 1024
 
 API_PREFIX = "/api/v1"
 
@@ -164,6 +171,12 @@ class BodySizeLimitMiddleware:
     passes the limit, the app's next ``receive`` raises; whatever the app then does (a parse
     error, a 400, an exception) is discarded and the client gets the 413 instead. The app
     therefore never acts on a truncated body: every handler reads its body before writing.
+
+    A JSON body (``application/json`` or ``application/*+json``, what the app parses as
+    JSON) is also held to the shape limits of :mod:`app.http.json_limits` before the app
+    sees any of it: its chunks are gathered (the app reads a JSON body whole anyway) and
+    one past the limits makes ``receive`` raise a 422 the app's error handlers answer.
+    A small body with few brackets is within them by its size, unchecked.
     """
 
     def __init__(self, app: ASGIApp, max_bytes: int) -> None:
@@ -174,8 +187,14 @@ class BodySizeLimitMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        is_json = False
         for name, value in scope.get("headers", ()):
-            if name == b"content-length":
+            if name == b"content-type":
+                kind = value.partition(b";")[0].strip().lower()
+                is_json = kind == b"application/json" or (
+                    kind.startswith(b"application/") and kind.endswith(b"+json")
+                )
+            elif name == b"content-length":
                 try:
                     declared = int(value)
                 except ValueError:
@@ -193,11 +212,32 @@ class BodySizeLimitMiddleware:
             if exceeded:
                 raise _BodyTooLarge
             message = await receive()
-            if message["type"] == "http.request":
-                total += len(message.get("body", b""))
-                if total > self.max_bytes:
-                    exceeded = True
-                    raise _BodyTooLarge
+            if message["type"] != "http.request":
+                return message
+            total += len(message.get("body", b""))
+            if total > self.max_bytes:
+                exceeded = True
+                raise _BodyTooLarge
+            if not is_json:
+                return message
+            body = message.get("body", b"")
+            if message.get("more_body", False):  # gather the whole JSON body, still counted
+                chunks = [body]
+                while message.get("more_body", False):
+                    message = await receive()
+                    if message["type"] != "http.request":
+                        return message  # disconnected
+                    chunks.append(message.get("body", b""))
+                    total += len(chunks[-1])
+                    if total > self.max_bytes:
+                        exceeded = True
+                        raise _BodyTooLarge
+                body = b"".join(chunks)
+                message = {"type": "http.request", "body": body, "more_body": False}
+            if len(body) > SMALL_JSON_BODY or body.count(b"[") + body.count(b"{") > MAX_JSON_DEPTH:
+                problem = json_shape_problem(body)
+                if problem is not None:
+                    raise HTTPException(422, [{"type": "json_too_complex", "loc": ["body"], "msg": problem, "input": None}])
             return message
 
         async def guarded_send(message: Message) -> None:

@@ -17,9 +17,11 @@ The rules and their messages live in :mod:`labeling.identifiers`
 
 from __future__ import annotations
 
+from itertools import islice
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic_core import PydanticCustomError
 
 from labeling.identifiers import check_label, text_problem
 
@@ -60,15 +62,34 @@ CollectionName = Annotated[str, _label("name")]
 PlanName = Annotated[str, _label("plan")]
 
 
+#: Unknown keys reported one by one (pydantic's ``extra_forbidden`` errors) at most; past
+#: this many, one error names the first few and the body is not looked at further.
+MAX_UNKNOWN_KEYS = 10
+
+
 class StrictModel(BaseModel):
     """Request bodies: unknown keys, loosely typed numbers or booleans, and NUL characters or
-    lone surrogates anywhere are 422s that say where."""
+    lone surrogates anywhere are 422s that say where.
+
+    Unknown keys are counted first, against the field names (a set difference, in C): past
+    :data:`MAX_UNKNOWN_KEYS` of them the body is refused with one error at once, so a body
+    of many unknown keys costs no error, text check or echo per key."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
     @model_validator(mode="before")
     @classmethod
     def _clean_text(cls, data: Any) -> Any:
+        if isinstance(data, dict) and len(data) > MAX_UNKNOWN_KEYS:
+            unknown = data.keys() - cls.model_fields.keys()
+            if len(unknown) > MAX_UNKNOWN_KEYS:
+                first = islice((key for key in data if key in unknown), 3)  # body order
+                some = ", ".join(repr(str(key)[:40]) for key in first)
+                raise PydanticCustomError(
+                    "extra_forbidden",
+                    "Extra inputs are not permitted: {count} unknown keys ({some}, ...)",
+                    {"count": len(unknown), "some": some},
+                )
         _check_strings(data, "body")
         return data
 
