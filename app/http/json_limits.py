@@ -7,12 +7,12 @@ of a few megabytes of ``[``; the standard parser raises ``RecursionError``). The
 alone admits millions of values in 32 MiB, so every JSON body is also held to
 :data:`MAX_JSON_VALUES` values and keys and :data:`MAX_JSON_DEPTH` levels of nesting.
 
-:func:`json_shape_problem` decides with a few passes of ``bytes`` methods (C loops, no Python
-object per value): first the upper bounds given by counting the structural characters
-anywhere (a body that passes them is within the limits); only past them, the exact counts
-outside strings. Its cost is linear in the body's bytes and bounded in memory by a copy of
-them; the per-character Python loop (the depth) runs over at most ``2 * MAX_JSON_VALUES``
-brackets and stops at the first level too deep.
+:class:`JsonShape` decides chunk by chunk as the body arrives, with a few passes of
+``bytes`` methods over each chunk (C loops, no Python object per value): its cost is linear
+in the body's bytes, its memory a copy of one chunk, and the per-character Python loop (the
+nesting) runs only near the depth limit, over at most ``2 * MAX_JSON_VALUES`` brackets in
+all. The body-size middleware (:class:`app.http.middleware.BodySizeLimitMiddleware`) feeds
+it every JSON body but the small ones of one chunk.
 """
 
 from __future__ import annotations
@@ -34,46 +34,83 @@ LIMITS_MESSAGE = (
 )
 
 
-def _depth(brackets: bytes) -> int:
-    """The deepest nesting of ``brackets`` (only ``[]{}``), or ``MAX_JSON_DEPTH + 1`` as soon
-    as it is passed; an unbalanced closing bracket ends the count (the parser refuses it)."""
-    depth = deepest = 0
-    for byte in brackets:
-        if byte in b"[{":
-            depth += 1
-            if depth > deepest:
-                deepest = depth
-                if deepest > MAX_JSON_DEPTH:
-                    break
+class JsonShape:
+    """The running check of one JSON body fed chunk by chunk as it arrives
+    (:meth:`feed`), so a body past the limits is refused at the first chunk that passes
+    them and no step works on more than one chunk at a time.
+
+    Exact counts outside strings: every value but the first follows a ``,`` or a ``:`` or
+    opens an array or object, so ``1 + commas + colons + brackets`` bounds the values and
+    keys; each string is a value or a key (two quotes). Strings are found by their quotes
+    once the escapes that could hide a quote (``\\\\`` and ``\\"``) are taken out; a
+    chunk ending inside an escape carries it over. On a body that is not JSON the counts
+    may be off, never unbounded: the parser refuses such a body where it breaks."""
+
+    def __init__(self) -> None:
+        self.values = 1
+        self.quotes = 0
+        self.depth = 0
+        self.in_string = False
+        self.escape_pending = False
+        self.broken = False  # an unmatched closing bracket: the parser stops there
+
+    def feed(self, chunk: bytes) -> str | None:
+        """Count ``chunk``; :data:`LIMITS_MESSAGE` once the body is past a limit."""
+        if self.broken or not chunk:
+            return None
+        if self.escape_pending:  # the previous chunk ended with the escape's backslash
+            chunk = chunk[1:]
+            self.escape_pending = False
+        if b"\\" in chunk:
+            chunk = chunk.replace(b"\\\\", b"")
+            if chunk.endswith(b"\\"):
+                chunk = chunk[:-1]
+                self.escape_pending = True
+            chunk = chunk.replace(b'\\"', b"")
+        quotes = chunk.count(b'"')
+        self.quotes += quotes
+        if self.quotes > 2 * MAX_JSON_VALUES:
+            return LIMITS_MESSAGE
+        if quotes:
+            pieces = chunk.split(b'"')
+            outside = b"".join(pieces[1::2] if self.in_string else pieces[0::2])
+            self.in_string ^= quotes % 2 == 1
+        elif self.in_string:
+            return None
         else:
-            depth -= 1
-            if depth < 0:
-                break
-    return deepest
+            outside = chunk
+        opened = outside.count(b"[") + outside.count(b"{")
+        self.values += opened + outside.count(b",") + outside.count(b":")
+        if self.values > MAX_JSON_VALUES:
+            return LIMITS_MESSAGE
+        closed = outside.count(b"]") + outside.count(b"}")
+        if self.depth + opened <= MAX_JSON_DEPTH and closed <= self.depth:
+            self.depth += opened - closed  # never deeper than the limit within the chunk
+            return None
+        return self._brackets(outside.translate(None, _NOT_BRACKETS))
+
+    def _brackets(self, brackets: bytes) -> str | None:
+        """Follow the nesting bracket by bracket (runs over at most ``2 * MAX_JSON_VALUES``
+        brackets in all: each opening one is a counted value)."""
+        for byte in brackets:
+            if byte in b"[{":
+                self.depth += 1
+                if self.depth > MAX_JSON_DEPTH:
+                    return LIMITS_MESSAGE
+            else:
+                self.depth -= 1
+                if self.depth < 0:
+                    self.broken = True
+                    return None
+        return None
 
 
 def json_shape_problem(raw: bytes) -> str | None:
-    """Why ``raw`` (the bytes of a JSON body) is past the shape limits, or None when it is
-    within them (or is not JSON at all: the parser then refuses it, still bounded).
+    """Why ``raw``, a whole JSON body, is past the shape limits, or None when it is within
+    them (or is not JSON at all: the parser then refuses it)."""
+    return JsonShape().feed(raw)
 
-    Outside strings, every value but the first follows a ``,`` or a ``:`` or opens an array
-    or object, so ``1 + commas + colons + brackets`` bounds the values and keys. Strings
-    are found by their quotes once the escapes that could hide a quote (``\\\\`` and
-    ``\\"``) are taken out."""
-    containers = raw.count(b"[") + raw.count(b"{")
-    if containers <= MAX_JSON_DEPTH and (
-        containers + raw.count(b",") + raw.count(b":") < MAX_JSON_VALUES
-    ):
-        return None  # upper bounds: structural characters inside strings count too
-    text = raw.replace(b"\\\\", b"").replace(b'\\"', b"") if b"\\" in raw else raw
-    if text.count(b'"') > 2 * MAX_JSON_VALUES:  # each string is a value or a key
-        return LIMITS_MESSAGE
-    outside = b"".join(text.split(b'"')[::2])
-    containers = outside.count(b"[") + outside.count(b"{")
-    if 1 + containers + outside.count(b",") + outside.count(b":") > MAX_JSON_VALUES:
-        return LIMITS_MESSAGE
-    if containers > MAX_JSON_DEPTH and _depth(outside.translate(None, _NOT_BRACKETS)) > (
-        MAX_JSON_DEPTH
-    ):
-        return LIMITS_MESSAGE
-    return None
+
+def shape_error(problem: str) -> list[dict[str, object]]:
+    """The ``detail`` of the 422 for a body past the limits (one FastAPI-shaped item)."""
+    return [{"type": "json_too_complex", "loc": ["body"], "msg": problem, "input": None}]

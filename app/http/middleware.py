@@ -38,10 +38,10 @@ import re
 from fastapi.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.http.json_limits import MAX_JSON_DEPTH, json_shape_problem
+from app.http.json_limits import MAX_JSON_DEPTH, JsonShape, shape_error
 
-#: A JSON body of at most this many bytes holds fewer values than the limit
-#: (:data:`app.http.json_limits.MAX_JSON_VALUES`), so only its brackets are counted.
+#: A JSON body of one chunk of at most this many bytes holds fewer values than the limit
+#: (:data:`app.http.json_limits.MAX_JSON_VALUES`): only its brackets are counted.
 SMALL_JSON_BODY = 64 * 1024
 
 API_PREFIX = "/api/v1"
@@ -174,9 +174,10 @@ class BodySizeLimitMiddleware:
 
     A JSON body (``application/json`` or ``application/*+json``, what the app parses as
     JSON) is also held to the shape limits of :mod:`app.http.json_limits` before the app
-    sees any of it: its chunks are gathered (the app reads a JSON body whole anyway) and
-    one past the limits makes ``receive`` raise a 422 the app's error handlers answer.
-    A small body with few brackets is within them by its size, unchecked.
+    acts on it: each chunk is counted as it passes (:class:`app.http.json_limits.JsonShape`),
+    and at the first one past the limits the rest of the body is read and dropped and
+    ``receive`` raises a 422 that the app's error handlers answer. A body of one small
+    chunk with few brackets is within the limits by its size.
     """
 
     def __init__(self, app: ASGIApp, max_bytes: int) -> None:
@@ -206,38 +207,30 @@ class BodySizeLimitMiddleware:
         total = 0
         exceeded = False
         started = False
+        shape: JsonShape | None = None
 
         async def limited_receive() -> Message:
-            nonlocal total, exceeded
+            nonlocal total, exceeded, shape
             if exceeded:
                 raise _BodyTooLarge
             message = await receive()
-            if message["type"] != "http.request":
-                return message
-            total += len(message.get("body", b""))
-            if total > self.max_bytes:
-                exceeded = True
-                raise _BodyTooLarge
-            if not is_json:
-                return message
-            body = message.get("body", b"")
-            if message.get("more_body", False):  # gather the whole JSON body, still counted
-                chunks = [body]
-                while message.get("more_body", False):
-                    message = await receive()
-                    if message["type"] != "http.request":
-                        return message  # disconnected
-                    chunks.append(message.get("body", b""))
-                    total += len(chunks[-1])
-                    if total > self.max_bytes:
-                        exceeded = True
-                        raise _BodyTooLarge
-                body = b"".join(chunks)
-                message = {"type": "http.request", "body": body, "more_body": False}
-            if len(body) > SMALL_JSON_BODY or body.count(b"[") + body.count(b"{") > MAX_JSON_DEPTH:
-                problem = json_shape_problem(body)
-                if problem is not None:
-                    raise HTTPException(422, [{"type": "json_too_complex", "loc": ["body"], "msg": problem, "input": None}])
+            if message["type"] == "http.request":
+                body = message.get("body", b"")
+                total += len(body)
+                if total > self.max_bytes:
+                    exceeded = True
+                    raise _BodyTooLarge
+                if is_json and (
+                    shape is not None
+                    or message.get("more_body", False)
+                    or len(body) > SMALL_JSON_BODY
+                    or body.count(b"[") + body.count(b"{") > MAX_JSON_DEPTH
+                ):
+                    shape = shape or JsonShape()
+                    problem = shape.feed(body)
+                    if problem is not None:
+                        await self._drain(message, receive, total)
+                        raise HTTPException(422, shape_error(problem))
             return message
 
         async def guarded_send(message: Message) -> None:
@@ -255,6 +248,15 @@ class BodySizeLimitMiddleware:
                 raise
         if exceeded and not started:
             await self._too_large(send)
+
+    async def _drain(self, message: Message, receive: Receive, total: int) -> None:
+        """Read and drop the rest of a refused body (the client sends it before reading the
+        answer), still counting it against the limit."""
+        while message.get("more_body", False) and total <= self.max_bytes:
+            message = await receive()
+            if message["type"] != "http.request":
+                return
+            total += len(message.get("body", b""))
 
     async def _too_large(self, send: Send) -> None:
         await self._reject(send, 413, f"request body exceeds the limit of {self.max_bytes} bytes")
