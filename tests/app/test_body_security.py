@@ -69,7 +69,10 @@ def big(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         yield {"api": api, "tid": tid}
 
 
-@pytest.mark.parametrize("shape", ["many keys", "deep", "long array", "long string", "many strings"])
+SHAPES = ["many keys", "deep", "long array", "long string", "many strings"]
+
+
+@pytest.mark.parametrize("shape", SHAPES)
 def test_hostile_json_bodies_get_a_small_answer_fast(big: dict[str, Any], shape: str) -> None:
     api: Api = big["api"]
     body = hostile(8 * 1024 * 1024)[shape]
