@@ -85,7 +85,9 @@ def open_database(database_url: str | None, *, create: bool = False) -> Database
 def migrate(database_url: str, *, writable: bool = False) -> None:
     """Migrate ``database_url`` to head; ``writable``: and check that it takes writes (a
     server needs them; :func:`app.kernel.db.check_writable`). An unreachable or read-only
-    database is exit 1 with its reason on one ``error:`` line."""
+    database, or one a migration refuses (usernames that differ only by case), is exit 1
+    with its reason on one ``error:`` line."""
+    from alembic.util import CommandError
     from sqlalchemy.exc import SQLAlchemyError
 
     import migrations
@@ -97,6 +99,8 @@ def migrate(database_url: str, *, writable: bool = False) -> None:
             check_writable(database_url)
     except SQLAlchemyError as err:
         fail(_unreachable(database_url, err))
+    except CommandError as err:  # a migration that refuses the data it found
+        fail(f"cannot upgrade the database {database_url!r}: {err}")
 
 
 @contextmanager

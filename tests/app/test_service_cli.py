@@ -44,7 +44,7 @@ def test_db_user_import_export_commands(tmp_path: Path) -> None:
 
     url = f"sqlite:///{tmp_path / 'cli.db'}"
     r = run("db", "upgrade", "--database-url", url)
-    assert r.exit_code == 0 and "0019_second_opinions" in r.output, r.output
+    assert r.exit_code == 0 and "0020_username_case" in r.output, r.output
     r = run(
         "create-user",
         "root",
@@ -163,9 +163,10 @@ def test_serve_on_a_read_only_database_is_one_error_line(tmp_path: Path) -> None
         assert cli("db", "upgrade", revision, "--database-url", f"sqlite:///{path}", cwd=tmp_path)
         read_only = f"sqlite:///file:{path}?mode=ro&uri=true"
         env = {k: v for k, v in os.environ.items() if not k.startswith("HEAPJUDGE_")}
+        port = str(free_port())
+        command = ["serve", "--database-url", read_only, "--port", port, "--no-training-worker"]
         r = subprocess.run(
-            [sys.executable, "-m", "app.cli", "serve", "--database-url", read_only]
-            + ["--port", str(free_port()), "--no-training-worker"],
+            [sys.executable, "-m", "app.cli", *command],
             cwd=tmp_path,
             capture_output=True,
             text=True,
