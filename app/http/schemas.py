@@ -20,6 +20,7 @@ from __future__ import annotations
 from itertools import islice
 from typing import Annotated, Any, Literal
 
+from fastapi import Path
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
 
@@ -57,9 +58,27 @@ def _label(field: str) -> AfterValidator:
     return AfterValidator(lambda value: value if value is None else check_label(value, field))
 
 
+#: The largest row id (a signed 64-bit integer). Ids are declared below ``MAX_ID + 1``
+#: (``exclusiveMaximum`` 2**63, exact even where a generator reads it as a float), so a
+#: larger one is a 422 the schema foretells, not a number the database driver cannot bind.
+MAX_ID = 2**63 - 1
+#: An id in a path (``/tasks/{task_id}``) or in a body.
+PathId = Annotated[int, Path(lt=MAX_ID + 1)]
+RowId = Annotated[int, Field(lt=MAX_ID + 1)]
+
+#: What a one-line name may not hold, as a JSON Schema ``pattern`` (documentation for
+#: clients and generators; :func:`check_label` decides, with the same classes): control
+#: characters (Unicode Cc) and the format characters (Cf) of the Basic Multilingual Plane.
+LABEL_PATTERN = (
+    "^[^\\x00-\\x1f\\x7f-\\x9f\\xad\\u0600-\\u0605\\u061c\\u06dd\\u070f"
+    "\\u0890\\u0891\\u08e2\\u180e\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064"
+    "\\u2066-\\u206f\\ufeff\\ufff9-\\ufffb]*$"
+)
+_LABEL_SCHEMA = Field(json_schema_extra={"pattern": LABEL_PATTERN})
+
 #: A one-line name (collection, plan, training model): see :func:`check_label`.
-CollectionName = Annotated[str, _label("name")]
-PlanName = Annotated[str, _label("plan")]
+CollectionName = Annotated[str, _label("name"), _LABEL_SCHEMA]
+PlanName = Annotated[str, _label("plan"), _LABEL_SCHEMA]
 
 
 #: Unknown keys reported one by one (pydantic's ``extra_forbidden`` errors) at most; past
@@ -98,7 +117,7 @@ class StrictModel(BaseModel):
 DocumentsShape = Literal["full", "refs"]
 
 #: A one-line reason (a broken document): see :func:`check_label`.
-ReasonText = Annotated[str, _label("reason")]
+ReasonText = Annotated[str, _label("reason"), _LABEL_SCHEMA]
 
 
 # The services build the response bodies as dicts (their web pages read the same dicts); the models

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from app.http.schemas import IsoTime, MethodName, PlanName, StrictModel, TaskStatus
+from app.http.schemas import IsoTime, MethodName, PlanName, RowId, StrictModel, TaskStatus
 
 
 class PriorIn(StrictModel):
@@ -31,7 +31,7 @@ class PriorIn(StrictModel):
 
 
 class TaskCreate(StrictModel):
-    collection_id: int
+    collection_id: RowId
     query_id: str = Field(min_length=1, max_length=200, description="The imported query_id.")
     assessor: str = Field(min_length=1, max_length=64, description="Username of the assessor.")
     method: MethodName
