@@ -63,7 +63,7 @@ def _label(field: str) -> AfterValidator:
 #: larger one is a 422 the schema foretells, not a number the database driver cannot bind.
 MAX_ID = 2**63 - 1
 #: An id in a path (``/tasks/{task_id}``) or in a body.
-PathId = Annotated[int, Path(lt=MAX_ID + 1)]
+PathId = Annotated[int, Path(lt=MAX_ID + 1, examples=[1])]
 RowId = Annotated[int, Field(lt=MAX_ID + 1)]
 
 #: What a one-line name may not hold, as a JSON Schema ``pattern`` (documentation for
