@@ -46,13 +46,16 @@ class JsonShape:
     chunk ending inside an escape carries it over. On a body that is not JSON the counts
     may be off, never unbounded: the parser refuses such a body where it breaks."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, checked: bool = True) -> None:
+        """``checked=False``: a body the route does not read as JSON; :meth:`feed` passes it."""
         self.values = 1
         self.quotes = 0
         self.depth = 0
         self.in_string = False
         self.escape_pending = False
-        self.broken = False  # an unmatched closing bracket: the parser stops there
+        # Nothing more to check: not read as JSON, or an unmatched closing bracket (the
+        # parser refuses the body there).
+        self.broken = not checked
 
     def feed(self, chunk: bytes) -> str | None:
         """Count ``chunk``; :data:`LIMITS_MESSAGE` once the body is past a limit."""
@@ -109,6 +112,23 @@ def json_shape_problem(raw: bytes) -> str | None:
     """Why ``raw``, a whole JSON body, is past the shape limits, or None when it is within
     them (or is not JSON at all: the parser then refuses it)."""
     return JsonShape().feed(raw)
+
+
+def is_json_type(kind: str) -> bool:
+    """``application/json`` or ``application/*+json`` (parameters left out, lower case)."""
+    return kind == "application/json" or (
+        kind.startswith("application/") and kind.endswith("+json")
+    )
+
+
+def reads_json(route: object) -> bool:
+    """Whether the matched ``route`` may read its body as JSON: every route but one whose
+    request body declares only other media types (``openapi_extra``: the NDJSON import,
+    the multipart uploads), which reads its body as a stream of its own format whatever
+    the ``Content-Type`` says."""
+    extra = getattr(route, "openapi_extra", None) or {}
+    declared = extra.get("requestBody", {}).get("content")
+    return not declared or any(is_json_type(str(kind).lower()) for kind in declared)
 
 
 def shape_error(problem: str) -> list[dict[str, object]]:

@@ -38,7 +38,13 @@ import re
 from fastapi.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.http.json_limits import MAX_JSON_DEPTH, JsonShape, shape_error
+from app.http.json_limits import (
+    MAX_JSON_DEPTH,
+    JsonShape,
+    is_json_type,
+    reads_json,
+    shape_error,
+)
 
 #: A JSON body of one chunk of at most this many bytes holds fewer values than the limit
 #: (:data:`app.http.json_limits.MAX_JSON_VALUES`): only its brackets are counted.
@@ -174,7 +180,9 @@ class BodySizeLimitMiddleware:
 
     A JSON body (``application/json`` or ``application/*+json``, what the app parses as
     JSON) is also held to the shape limits of :mod:`app.http.json_limits` before the app
-    acts on it: each chunk is counted as it passes (:class:`app.http.json_limits.JsonShape`),
+    acts on it (unless the matched route reads another format whatever the header says:
+    :func:`app.http.json_limits.reads_json`): each chunk is counted as it passes
+    (:class:`app.http.json_limits.JsonShape`),
     and at the first one past the limits the rest of the body is read and dropped and
     ``receive`` raises a 422 that the app's error handlers answer. A body of one small
     chunk with few brackets is within the limits by its size.
@@ -192,9 +200,7 @@ class BodySizeLimitMiddleware:
         for name, value in scope.get("headers", ()):
             if name == b"content-type":
                 kind = value.partition(b";")[0].strip().lower()
-                is_json = kind == b"application/json" or (
-                    kind.startswith(b"application/") and kind.endswith(b"+json")
-                )
+                is_json = is_json_type(kind.decode("latin-1"))
             elif name == b"content-length":
                 try:
                     declared = int(value)
@@ -226,7 +232,8 @@ class BodySizeLimitMiddleware:
                     or len(body) > SMALL_JSON_BODY
                     or body.count(b"[") + body.count(b"{") > MAX_JSON_DEPTH
                 ):
-                    shape = shape or JsonShape()
+                    if shape is None:
+                        shape = JsonShape(checked=reads_json(scope.get("route")))
                     problem = shape.feed(body)
                     if problem is not None:
                         await self._drain(message, receive, total)
