@@ -95,10 +95,12 @@ def _error_item(error: Any) -> dict[str, Any]:
     item["loc"] = loc
     if "msg" in item:
         item["msg"] = _short(str(item["msg"]))
+    secret = any(part in SECRET_FIELDS for part in loc)
     if "input" in item:
-        secret = any(part in SECRET_FIELDS for part in loc)
         item["input"] = HIDDEN if secret else excerpt(item["input"])
-    if isinstance(item.get("ctx"), dict):
+    if secret:
+        item.pop("ctx", None)  # a validator's message might quote the value
+    elif isinstance(item.get("ctx"), dict):
         item["ctx"] = {_short(str(k)): excerpt(v) for k, v in islice(item["ctx"].items(), 5)}
     item.pop("url", None)
     return item
