@@ -45,8 +45,10 @@ LABELING_STATUS: tuple[tuple[type[lerr.LabelingError], int], ...] = (
 
 #: A 422 lists at most this many validation errors (then one saying how many were left out).
 MAX_ERRORS = 20
-#: An echoed string (``input``, a ``loc`` key, a message) keeps at most this many characters.
+#: An echoed string (``input``, a ``loc`` key) keeps at most this many characters, a message
+#: (which may name the client's keys) at most :data:`MAX_MESSAGE_CHARS`.
 MAX_ECHO_CHARS = 120
+MAX_MESSAGE_CHARS = 500
 #: An echoed array or object keeps at most this many items, nested at most this deep.
 MAX_ECHO_ITEMS = 10
 MAX_ECHO_DEPTH = 3
@@ -55,13 +57,13 @@ SECRET_FIELDS = frozenset({"password", "new_password", "current_password", "toke
 HIDDEN = "(hidden)"
 
 
-def _short(text: str) -> str:
-    """``text`` cut to :data:`MAX_ECHO_CHARS` characters, made encodable as UTF-8: a lone
+def _short(text: str, limit: int = MAX_ECHO_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, made encodable as UTF-8: a lone
     surrogate (valid in a JSON escape, ``"\\ud800"``, not in UTF-8) is written as its
     ``\\udXXX`` escape, or the response itself would fail and the server drop the
     connection."""
-    if len(text) > MAX_ECHO_CHARS:
-        text = text[:MAX_ECHO_CHARS] + "..."
+    if len(text) > limit:
+        text = text[:limit] + "..."
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
@@ -94,7 +96,7 @@ def _error_item(error: Any) -> dict[str, Any]:
     loc = [part if isinstance(part, int) else _short(str(part)) for part in item.get("loc", ())]
     item["loc"] = loc
     if "msg" in item:
-        item["msg"] = _short(str(item["msg"]))
+        item["msg"] = _short(str(item["msg"]), MAX_MESSAGE_CHARS)
     secret = any(part in SECRET_FIELDS for part in loc)
     if "input" in item:
         item["input"] = HIDDEN if secret else excerpt(item["input"])
