@@ -73,19 +73,34 @@ def _unreachable(database_url: str, err: BaseException) -> str:
 def open_database(database_url: str | None, *, create: bool = False) -> Database:
     """The command's database, migrated to head (module doc). ``create``: a missing SQLite file
     is created (only for the commands that fill an empty database)."""
-    from sqlalchemy.exc import SQLAlchemyError
-
-    import migrations
     from app.kernel.db import Database
 
     settings = settings_for(database_url)
     if not create:
         require_existing(settings.database_url)
-    try:
-        migrations.upgrade(settings.database_url)
-    except SQLAlchemyError as err:
-        fail(_unreachable(settings.database_url, err))
+    migrate(settings.database_url)
     return Database(settings)
+
+
+def migrate(database_url: str, *, writable: bool = False) -> None:
+    """Migrate ``database_url`` to head; ``writable``: and check that it takes writes (a
+    server needs them; :func:`app.kernel.db.check_writable`). An unreachable or read-only
+    database, or one a migration refuses (usernames that differ only by case), is exit 1
+    with its reason on one ``error:`` line."""
+    from alembic.util import CommandError
+    from sqlalchemy.exc import SQLAlchemyError
+
+    import migrations
+    from app.kernel.db import check_writable
+
+    try:
+        migrations.upgrade(database_url)
+        if writable:
+            check_writable(database_url)
+    except SQLAlchemyError as err:
+        fail(_unreachable(database_url, err))
+    except CommandError as err:  # a migration that refuses the data it found
+        fail(f"cannot upgrade the database {database_url!r}: {err}")
 
 
 @contextmanager

@@ -14,7 +14,7 @@ from pathlib import Path
 import typer
 
 from app.cli.conventions import Command, fail
-from app.cli.database import DB_OPTION, database
+from app.cli.database import DB_OPTION, database, migrate
 
 DEMO_DATABASE_URL = "sqlite:///./heapjudge-demo.db"
 
@@ -40,7 +40,6 @@ def serve(
     """Apply migrations, then serve the web UI and REST API with uvicorn."""
     import uvicorn
 
-    import migrations
     from app.kernel.settings import InsecureSettings, Settings
 
     if demo:
@@ -57,7 +56,7 @@ def serve(
         settings.check()
     except InsecureSettings as exc:
         fail(str(exc))
-    migrations.upgrade(settings.database_url)
+    migrate(settings.database_url, writable=True)
     url = settings.public_origin
     if demo:
         from app.demo import DEMO_LOGINS, ensure_demo

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, Request, params
+from fastapi.routing import APIRoute
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData, UploadFile
 
 from app.auth import sessions, tokens
 from app.kernel.db import Database
-from app.kernel.errors import Forbidden, Unauthorized
+from app.kernel.errors import Forbidden, Unauthorized, UnsupportedMediaType
 from app.kernel.models import User
 from app.kernel.settings import Settings
 
@@ -54,10 +55,33 @@ def client_ip(request: Request) -> str:
     return request.client.host if request.client else ""
 
 
+def takes_form(route: object) -> bool:
+    """Whether ``route`` (the matched route) reads a form body: a FastAPI ``Form``/``File``
+    body, a request body declared as a form in ``openapi_extra`` (the multipart uploads), or
+    no declared body at all (the HTML pages read their forms themselves). A route declaring
+    JSON (a model body) or another media type (NDJSON) does not."""
+    if not isinstance(route, APIRoute):
+        return True
+    declared = (route.openapi_extra or {}).get("requestBody", {}).get("content")
+    if declared:
+        return any(kind.startswith(FORM_CONTENT_TYPES) for kind in declared)
+    if route.body_field is not None:
+        return isinstance(route.body_field.field_info, params.Form)
+    return True
+
+
 async def _form_csrf_token(request: Request) -> str | None:
+    """The form field ``csrf_token`` of a form body. Reading the form consumes the body, so
+    an endpoint that takes no form (JSON, NDJSON: :func:`takes_form`) answers 415 instead:
+    its token belongs in the ``X-CSRF-Token`` header (docs/rest-api.md#authentication)."""
     content_type = request.headers.get("content-type", "")
     if not content_type.startswith(FORM_CONTENT_TYPES):
         return None
+    if not takes_form(request.scope.get("route")):
+        raise UnsupportedMediaType(
+            "this endpoint takes no form body: send its media type (JSON: application/json) "
+            f"and the CSRF token in the {sessions.CSRF_HEADER} header"
+        )
     form = await request.form()
     value = form.get(sessions.CSRF_FORM_FIELD)
     return value if isinstance(value, str) else None

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from itertools import islice
 from typing import Any
 
 import sqlalchemy.exc as sa_exc
@@ -42,24 +43,89 @@ LABELING_STATUS: tuple[tuple[type[lerr.LabelingError], int], ...] = (
 )
 
 
-def _encodable(value: Any) -> Any:
-    """``value`` with every string made encodable as UTF-8: a lone surrogate (valid in a JSON
-    escape, ``"\\ud800"``, but not in UTF-8) is written as its ``\\udXXX`` escape. The 422
-    echoes what the client sent (``input``, ``loc``); an unencodable echo would make the
-    response itself fail and the server drop the connection."""
+#: A 422 lists at most this many validation errors (then one saying how many were left out).
+MAX_ERRORS = 20
+#: An echoed string (``input``, a ``loc`` key) keeps at most this many characters, a message
+#: (which may name the client's keys) at most :data:`MAX_MESSAGE_CHARS`.
+MAX_ECHO_CHARS = 120
+MAX_MESSAGE_CHARS = 500
+#: An echoed array or object keeps at most this many items, nested at most this deep.
+MAX_ECHO_ITEMS = 10
+MAX_ECHO_DEPTH = 3
+#: Fields whose values are never echoed, at any depth (docs/security.md#request-bodies).
+SECRET_FIELDS = frozenset({"password", "new_password", "current_password", "token", "csrf_token"})
+HIDDEN = "(hidden)"
+
+
+def _short(text: str, limit: int = MAX_ECHO_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, made encodable as UTF-8: a lone
+    surrogate (valid in a JSON escape, ``"\\ud800"``, not in UTF-8) is written as its
+    ``\\udXXX`` escape, or the response itself would fail and the server drop the
+    connection."""
+    if len(text) > limit:
+        text = text[:limit] + "..."
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def excerpt(value: Any, depth: int = 0) -> Any:
+    """A short, encodable excerpt of ``value`` (what the client sent) to echo in a 422:
+    strings cut, arrays and objects cut to their first items and a few levels, bytes
+    shown as text, and the value of every :data:`SECRET_FIELDS` key hidden."""
     if isinstance(value, str):
-        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+        return _short(value)
+    if isinstance(value, bytes | bytearray):
+        return _short(bytes(value[: MAX_ECHO_CHARS * 4]).decode("utf-8", "replace"))
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    if depth >= MAX_ECHO_DEPTH:
+        return "..."
     if isinstance(value, dict):
-        return {_encodable(k): _encodable(v) for k, v in value.items()}
+        return {
+            _short(str(key)): HIDDEN if key in SECRET_FIELDS else excerpt(item, depth + 1)
+            for key, item in islice(value.items(), MAX_ECHO_ITEMS)
+        }
     if isinstance(value, list | tuple):
-        return [_encodable(v) for v in value]
-    return value
+        return [excerpt(item, depth + 1) for item in value[:MAX_ECHO_ITEMS]]
+    return _short(str(value))
+
+
+def _error_item(error: Any) -> dict[str, Any]:
+    """One validation error as echoed: ``loc`` and ``msg`` cut short, ``input`` an
+    :func:`excerpt` (hidden under a secret field), ``ctx`` values as short text."""
+    item = dict(error)
+    loc = [part if isinstance(part, int) else _short(str(part)) for part in item.get("loc", ())]
+    item["loc"] = loc
+    if "msg" in item:
+        item["msg"] = _short(str(item["msg"]), MAX_MESSAGE_CHARS)
+    secret = any(part in SECRET_FIELDS for part in loc)
+    if "input" in item:
+        item["input"] = HIDDEN if secret else excerpt(item["input"])
+    if secret:
+        item.pop("ctx", None)  # a validator's message might quote the value
+    elif isinstance(item.get("ctx"), dict):
+        item["ctx"] = {_short(str(k)): excerpt(v) for k, v in islice(item["ctx"].items(), 5)}
+    item.pop("url", None)
+    return item
 
 
 def validation_detail(errors: Any) -> list[Any]:
     """The ``detail`` list of a 422 for a request that failed validation: pydantic's error
-    items (``type``, ``loc``, ``msg``, ``input``, ``ctx``), safe to encode as JSON."""
-    return [_encodable(item) for item in errors]
+    items (``type``, ``loc``, ``msg``, ``input``, ``ctx``), at most :data:`MAX_ERRORS` of
+    them, each echoing only a short excerpt of the input and never a secret
+    (:func:`_error_item`), so the answer stays small whatever was sent."""
+    errors = list(errors)
+    detail = [_error_item(error) for error in errors[:MAX_ERRORS]]
+    if len(errors) > MAX_ERRORS:
+        left = len(errors) - MAX_ERRORS
+        detail.append(
+            {
+                "type": "too_many_errors",
+                "loc": ["body"],
+                "msg": f"{left} more validation errors not listed",
+                "input": None,
+            }
+        )
+    return detail
 
 
 def labeling_status(exc: lerr.LabelingError) -> int:

@@ -12,9 +12,10 @@ one shape of endpoint it accepts,
 1. authenticate (:func:`app.http.deps.get_caller`: bearer token or session cookie with CSRF;
    401 / 403 first, as the solver resolves dependencies before parameters);
 2. validate the path parameters and the JSON body with the route's own FastAPI fields, so
-   invalid input gets FastAPI's 422 body (``detail``: a list of ``{type, loc, msg, input}``); a
-   body that is not JSON at all gets FastAPI's ``json_invalid`` item, one too deeply
-   nested to parse FastAPI's 400;
+   invalid input gets FastAPI's 422 body (``detail``: a list of ``{type, loc, msg, input}``,
+   capped and cut short by :func:`app.http.errors.validation_detail`); a body that is not
+   JSON at all gets FastAPI's ``json_invalid`` item (one past the shape limits never gets
+   here: :class:`app.http.middleware.BodySizeLimitMiddleware` refused it as it arrived);
 3. call the endpoint; a plain dict result is sent as compact UTF-8 JSON (:func:`encode_json`).
 
 And the route's ASGI app (``Route.app``, what the router calls once the path matched) is
@@ -88,7 +89,7 @@ def _decode_json(raw: bytes) -> Any:
             "ctx": {"error": exc.msg},
         }
         raise RequestValidationError([error], body=exc.doc) from exc
-    except (ValueError, RecursionError) as exc:  # not UTF-8; nested beyond the parser's depth
+    except (ValueError, RecursionError) as exc:  # not UTF-8 (nesting is limited before)
         raise HTTPException(400, "There was an error parsing the body") from exc
 
 

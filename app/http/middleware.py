@@ -35,7 +35,19 @@ from __future__ import annotations
 
 import re
 
+from fastapi.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.http.json_limits import (
+    MAX_JSON_DEPTH,
+    JsonShape,
+    reads_json,
+    shape_error,
+)
+
+#: A JSON body of one chunk of at most this many bytes holds fewer values than the limit
+#: (:data:`app.http.json_limits.MAX_JSON_VALUES`): only its brackets are counted.
+SMALL_JSON_BODY = 64 * 1024
 
 API_PREFIX = "/api/v1"
 
@@ -164,6 +176,15 @@ class BodySizeLimitMiddleware:
     passes the limit, the app's next ``receive`` raises; whatever the app then does (a parse
     error, a 400, an exception) is discarded and the client gets the 413 instead. The app
     therefore never acts on a truncated body: every handler reads its body before writing.
+
+    A JSON body (``application/json`` or ``application/*+json``, what the app parses as
+    JSON) is also held to the shape limits of :mod:`app.http.json_limits` before the app
+    acts on it (unless the matched route reads another format whatever the header says:
+    :func:`app.http.json_limits.reads_json`): each chunk is counted as it passes
+    (:class:`app.http.json_limits.JsonShape`),
+    and at the first one past the limits the rest of the body is read and dropped and
+    ``receive`` raises a 422 that the app's error handlers answer. A body of one small
+    chunk with few brackets is within the limits by its size.
     """
 
     def __init__(self, app: ASGIApp, max_bytes: int) -> None:
@@ -174,24 +195,33 @@ class BodySizeLimitMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        refused = self._declared_length_problem(scope)
+        is_json, refused = self._read_headers(scope)
         if refused is not None:
             await self._reject(send, *refused)
             return
         total = 0
         exceeded = False
         started = False
+        shape: JsonShape | None = None
 
         async def limited_receive() -> Message:
-            nonlocal total, exceeded
+            nonlocal total, exceeded, shape
             if exceeded:
                 raise _BodyTooLarge
             message = await receive()
             if message["type"] == "http.request":
-                total += len(message.get("body", b""))
+                body = message.get("body", b"")
+                total += len(body)
                 if total > self.max_bytes:
                     exceeded = True
                     raise _BodyTooLarge
+                if is_json and (
+                    shape is not None
+                    or message.get("more_body", False)
+                    or len(body) > SMALL_JSON_BODY
+                    or body.count(b"[") + body.count(b"{") > MAX_JSON_DEPTH
+                ):
+                    shape = await self._fed_shape(shape, scope, message, receive, total)
             return message
 
         async def guarded_send(message: Message) -> None:
@@ -210,20 +240,49 @@ class BodySizeLimitMiddleware:
         if exceeded and not started:
             await self._too_large(send)
 
-    def _declared_length_problem(self, scope: Scope) -> tuple[int, str] | None:
-        """(status, detail) for a Content-Length that is not a number or is over the limit."""
+    def _read_headers(self, scope: Scope) -> tuple[bool, tuple[int, str] | None]:
+        """Whether the body is declared JSON, and (status, detail) for a Content-Length that is
+        not a number or is over the limit."""
+        is_json = False
         for name, value in scope.get("headers", ()):
-            if name == b"content-length":
+            if name == b"content-type":
+                kind = value.partition(b";")[0].strip().lower()
+                is_json = kind == b"application/json" or (
+                    kind.startswith(b"application/") and kind.endswith(b"+json")
+                )
+            elif name == b"content-length":
                 try:
                     declared = int(value)
                 except ValueError:
-                    return 400, "invalid Content-Length header"
+                    return is_json, (400, "invalid Content-Length header")
                 if declared > self.max_bytes:
-                    return 413, self._too_large_detail()
-        return None
+                    return is_json, (413, self._too_large_detail())
+        return is_json, None
 
     def _too_large_detail(self) -> str:
         return f"request body exceeds the limit of {self.max_bytes} bytes"
+
+    async def _fed_shape(
+        self, shape: JsonShape | None, scope: Scope, message: Message, receive: Receive, total: int
+    ) -> JsonShape:
+        """``shape`` (a new one for the first chunk) fed this chunk; past a limit the rest of
+        the body is drained and the request refused (422)."""
+        if shape is None:
+            shape = JsonShape(checked=reads_json(scope.get("route")))
+        problem = shape.feed(message.get("body", b""))
+        if problem is not None:
+            await self._drain(message, receive, total)
+            raise HTTPException(422, shape_error(problem))
+        return shape
+
+    async def _drain(self, message: Message, receive: Receive, total: int) -> None:
+        """Read and drop the rest of a refused body (the client sends it before reading the
+        answer), still counting it against the limit."""
+        while message.get("more_body", False) and total <= self.max_bytes:
+            message = await receive()
+            if message["type"] != "http.request":
+                return
+            total += len(message.get("body", b""))
 
     async def _too_large(self, send: Send) -> None:
         await self._reject(send, 413, self._too_large_detail())

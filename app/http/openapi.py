@@ -74,15 +74,19 @@ class ErrorOut(BaseModel):
 
 #: Every error status the service answers, with when (the OpenAPI description of each).
 ERROR_STATUSES: dict[int, str] = {
-    400: "The body cannot be parsed at all (nested too deep, not UTF-8) or the "
-    "Content-Length header is malformed.",
+    400: "The body cannot be parsed at all (not UTF-8) or the Content-Length header is "
+    "malformed.",
     401: "No or bad credentials (`WWW-Authenticate: Bearer`).",
     403: "Not allowed: admin role required, not the caller's task, or a cookie request "
     "without a valid CSRF token.",
     404: "No such object.",
     409: "The request conflicts with the stored state.",
     413: "The body exceeds `HEAPJUDGE_MAX_BODY_BYTES`.",
-    422: "Invalid input: a list of items saying what and where, or a text.",
+    415: "A form body sent with the session cookie to an endpoint that takes none (JSON, "
+    "NDJSON): send the endpoint's media type and the CSRF token in `X-CSRF-Token`.",
+    422: "Invalid input: a list of items saying what and where (at most 20, each echoing a "
+    "short excerpt of the input; a JSON body past the shape limits is one `json_too_complex` "
+    "item), or a text.",
     429: "Too many failed logins from this address or for this user (`Retry-After`).",
     503: "The database is busy or unavailable (`Retry-After: 1`); retry.",
 }
@@ -139,7 +143,8 @@ def route_error_statuses(route: APIRoute) -> set[int]:
     - with path parameters: 404 (no such object);
     - authenticated (bearer or cookie): 401; and 403 when admin-only, when it names an object
       (the caller's own tasks only), or for a write (a cookie caller's CSRF check);
-    - a write: 409 (it conflicts with stored data);
+    - a write: 409 (it conflicts with stored data); and 415 when authenticated and it takes
+      no form (a form body carrying the cookie caller's CSRF token);
     - plus the error statuses the route's decorator declares itself (``responses=``).
     """
     every = list(_dependants(route.dependant))  # the parameters of dependencies count too
@@ -161,6 +166,8 @@ def route_error_statuses(route: APIRoute) -> set[int]:
             statuses.add(403)
     if write:
         statuses.add(409)
+        if 401 in statuses and not deps.takes_form(route):
+            statuses.add(415)  # a form body with the cookie (app.http.deps.check_csrf)
     statuses |= {int(s) for s in route.responses if str(s).isdigit() and int(s) in ERROR_STATUSES}
     return statuses
 

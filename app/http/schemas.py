@@ -17,9 +17,12 @@ The rules and their messages live in :mod:`labeling.identifiers`
 
 from __future__ import annotations
 
+from itertools import islice
 from typing import Annotated, Any, Literal
 
+from fastapi import Path
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic_core import PydanticCustomError
 
 from labeling.identifiers import check_label, text_problem
 
@@ -55,20 +58,57 @@ def _label(field: str) -> AfterValidator:
     return AfterValidator(lambda value: value if value is None else check_label(value, field))
 
 
+#: The largest row id (a signed 64-bit integer). Ids are declared below ``MAX_ID + 1``
+#: (``exclusiveMaximum`` 2**63, exact even where a generator reads it as a float), so a
+#: larger one is a 422 the schema foretells, not a number the database driver cannot bind.
+MAX_ID = 2**63 - 1
+#: An id in a path (``/tasks/{task_id}``) or in a body.
+PathId = Annotated[int, Path(lt=MAX_ID + 1, examples=[1])]
+RowId = Annotated[int, Field(lt=MAX_ID + 1)]
+
+#: What a one-line name may not hold, as a JSON Schema ``pattern`` (documentation for
+#: clients and generators; :func:`check_label` decides, with the same classes): control
+#: characters (Unicode Cc) and the format characters (Cf) of the Basic Multilingual Plane.
+LABEL_PATTERN = (
+    "^[^\\x00-\\x1f\\x7f-\\x9f\\xad\\u0600-\\u0605\\u061c\\u06dd\\u070f"
+    "\\u0890\\u0891\\u08e2\\u180e\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064"
+    "\\u2066-\\u206f\\ufeff\\ufff9-\\ufffb]*$"
+)
+_LABEL_SCHEMA = Field(json_schema_extra={"pattern": LABEL_PATTERN})
+
 #: A one-line name (collection, plan, training model): see :func:`check_label`.
-CollectionName = Annotated[str, _label("name")]
-PlanName = Annotated[str, _label("plan")]
+CollectionName = Annotated[str, _label("name"), _LABEL_SCHEMA]
+PlanName = Annotated[str, _label("plan"), _LABEL_SCHEMA]
+
+
+#: Unknown keys reported one by one (pydantic's ``extra_forbidden`` errors) at most; past
+#: this many, one error names the first few and the body is not looked at further.
+MAX_UNKNOWN_KEYS = 10
 
 
 class StrictModel(BaseModel):
     """Request bodies: unknown keys, loosely typed numbers or booleans, and NUL characters or
-    lone surrogates anywhere are 422s that say where."""
+    lone surrogates anywhere are 422s that say where.
+
+    Unknown keys are counted first, against the field names (a set difference, in C): past
+    :data:`MAX_UNKNOWN_KEYS` of them the body is refused with one error at once, so a body
+    of many unknown keys costs no error, text check or echo per key."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
     @model_validator(mode="before")
     @classmethod
     def _clean_text(cls, data: Any) -> Any:
+        if isinstance(data, dict) and len(data) > MAX_UNKNOWN_KEYS:
+            unknown = data.keys() - cls.model_fields.keys()
+            if len(unknown) > MAX_UNKNOWN_KEYS:
+                first = islice((key for key in data if key in unknown), 3)  # body order
+                some = ", ".join(repr(str(key)[:40]) for key in first)
+                raise PydanticCustomError(
+                    "extra_forbidden",
+                    "Extra inputs are not permitted: {count} unknown keys ({some}, ...)",
+                    {"count": len(unknown), "some": some},
+                )
         _check_strings(data, "body")
         return data
 
@@ -77,7 +117,7 @@ class StrictModel(BaseModel):
 DocumentsShape = Literal["full", "refs"]
 
 #: A one-line reason (a broken document): see :func:`check_label`.
-ReasonText = Annotated[str, _label("reason")]
+ReasonText = Annotated[str, _label("reason"), _LABEL_SCHEMA]
 
 
 # The services build the response bodies as dicts (their web pages read the same dicts); the models

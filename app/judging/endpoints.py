@@ -10,6 +10,7 @@ from app.http.deps import Caller, DbDep
 from app.http.lean_route import LeanRoute
 from app.http.middleware import API_PREFIX
 from app.http.openapi import declare_errors
+from app.http.schemas import PathId
 from app.judging import service as judging
 from app.judging.loop import Payload, documents_as_refs
 from app.judging.schemas import AnswerOut, JudgmentIn, QuestionOut, UndoIn
@@ -36,7 +37,7 @@ CONFLICT: dict[int | str, dict[str, Any]] = {
     response_model=QuestionOut,
     response_model_exclude_none=True,
 )
-async def next_question(task_id: int, db: DbDep, caller: Caller) -> Payload:
+async def next_question(task_id: PathId, db: DbDep, caller: Caller) -> Payload:
     """The pending question (a pair for topk, a document for graded) or ``done``."""
     return await offload.run(db, lambda: judging.next_question(db=db, user=caller, task_id=task_id))
 
@@ -47,7 +48,7 @@ async def next_question(task_id: int, db: DbDep, caller: Caller) -> Payload:
     response_model_exclude_none=True,
     responses=CONFLICT,
 )
-async def submit_judgment(task_id: int, body: JudgmentIn, db: DbDep, caller: Caller) -> Payload:
+async def submit_judgment(task_id: PathId, body: JudgmentIn, db: DbDep, caller: Caller) -> Payload:
     """Answer the question ``seq``; returns the next question. Retrying an identical judgment
     stores nothing and returns the current question; anything else for a used seq -> 409."""
     data = body.model_dump(exclude_none=True)
@@ -67,7 +68,7 @@ async def submit_judgment(task_id: int, body: JudgmentIn, db: DbDep, caller: Cal
     response_model_exclude_none=True,
     responses=CONFLICT,
 )
-async def undo(task_id: int, db: DbDep, caller: Caller, body: UndoIn | None = None) -> Payload:
+async def undo(task_id: PathId, db: DbDep, caller: Caller, body: UndoIn | None = None) -> Payload:
     """Revert the last live judgment (kept in the log, marked undone), or with ``to_seq``
     every one from that seq on, atomically; the same ``to_seq`` again changes nothing."""
     to_seq = body.to_seq if body is not None else None
@@ -79,7 +80,7 @@ async def undo(task_id: int, db: DbDep, caller: Caller, body: UndoIn | None = No
 
 
 @judging_loop.get("/tasks/{task_id}/answers", response_model=list[AnswerOut])
-async def review_answers(task_id: int, db: DbDep, caller: Caller) -> list[Payload]:
+async def review_answers(task_id: PathId, db: DbDep, caller: Caller) -> list[Payload]:
     """The task's live answers, oldest first (the assessor's review list; read-only)."""
     return await offload.run(
         db, lambda: judging.review_answers(db=db, user=caller, task_id=task_id)

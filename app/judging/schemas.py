@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from app.http.schemas import (
     MAX_ACTIVE_MS,
@@ -25,6 +25,16 @@ class JudgmentIn(StrictModel):
     """A pair judgment (``left``, ``right``, ``outcome``), a grade (``doc_id``, ``grade``), or
     a broken document (``outcome`` ``broken``, ``doc_id``, ``reason``; for topk with the pair
     as shown). Any of them may carry a ``comment`` (docs/rest-api.md#the-judging-loop)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"seq": 0, "left": "d1", "right": "d2", "outcome": "left", "active_ms": 900},
+                {"seq": 1, "doc_id": "d3", "grade": 2},
+                {"seq": 2, "doc_id": "d4", "outcome": "broken", "reason": "empty page"},
+            ]
+        }
+    )
 
     seq: int = Field(ge=0, description="The seq of the question being answered (from /next).")
     left: str | None = Field(default=None, max_length=200)
@@ -54,6 +64,8 @@ class JudgmentIn(StrictModel):
 
 class UndoIn(StrictModel):
     """Optional body of an undo: ``to_seq`` undoes every live answer from that seq on."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [{}, {"to_seq": 0}]})
 
     documents: DocumentsShape | None = Field(
         default=None, description="As for a judgment: 'refs' leaves out text and html."

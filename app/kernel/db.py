@@ -33,7 +33,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.exc import DBAPIError, DisconnectionError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -102,6 +102,20 @@ def make_engine(
     engine = create_engine(url, echo=echo, pool_size=pool_size, max_overflow=max_overflow)
     _install_idle_ping(engine)
     return engine
+
+
+def check_writable(url: str) -> None:
+    """Raise :class:`sqlalchemy.exc.SQLAlchemyError` if the database at ``url`` refuses
+    writes (a read-only SQLite file, a read-only Postgres role or replica): a no-op update
+    of the migrations' version row, rolled back. Reads alone would not tell: SQLite opens a
+    file it cannot write read-only without a word."""
+    engine = make_engine(url, pool_size=1, max_overflow=0)
+    try:
+        with engine.connect() as conn:
+            conn.execute(text("UPDATE alembic_version SET version_num = version_num"))
+            conn.rollback()
+    finally:
+        engine.dispose()
 
 
 #: A pooled connection unused for longer than this is pinged before it is handed out.

@@ -41,6 +41,12 @@ class PayloadTooLarge(DomainError):
     status_code = 413
 
 
+class UnsupportedMediaType(DomainError):
+    """A body of a kind the endpoint does not take (a form sent to a JSON endpoint)."""
+
+    status_code = 415
+
+
 class Invalid(DomainError):
     """Bad input: ``detail`` says what and where (line numbers for files)."""
 

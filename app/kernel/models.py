@@ -37,6 +37,7 @@ from sqlalchemy import (
     TypeDecorator,
     UniqueConstraint,
     false,
+    func,
     text,
 )
 from sqlalchemy.dialects.postgresql import JSONB
@@ -104,7 +105,11 @@ class Base(DeclarativeBase):
 
 class User(Base):
     __tablename__ = "user"
-    __table_args__ = (CheckConstraint(_in("role", ROLES), name="role"),)
+    __table_args__ = (
+        CheckConstraint(_in("role", ROLES), name="role"),
+        # Usernames are unique whatever their case (docs/security.md#usernames).
+        Index("uq_user_username_lower", func.lower(text("username")), unique=True),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     username: Mapped[str] = mapped_column(String(64), unique=True)

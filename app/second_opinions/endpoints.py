@@ -15,6 +15,7 @@ from fastapi import APIRouter
 
 from app.http.deps import Caller, CurrentUser, DbDep
 from app.http.openapi import declare_errors
+from app.http.schemas import PathId
 from app.judging.loop import Payload
 from app.judging.schemas import QuestionOut
 from app.second_opinions import service as second_opinions
@@ -56,7 +57,7 @@ def next_second_opinion(db: DbDep, caller: Caller) -> Payload:
     response_model_exclude_none=True,
     include_in_schema=False,
 )
-def get_second_opinion(item_id: int, db: DbDep, caller: Caller) -> Payload:
+def get_second_opinion(item_id: PathId, db: DbDep, caller: Caller) -> Payload:
     """One of the caller's second opinions (403 for anyone else's)."""
     return second_opinions.get_item(db=db, user=caller, item_id=item_id)
 
@@ -74,7 +75,7 @@ def get_second_opinion(item_id: int, db: DbDep, caller: Caller) -> Payload:
     include_in_schema=False,
 )
 def answer_second_opinion(
-    item_id: int, body: SecondOpinionAnswerIn, db: DbDep, caller: Caller
+    item_id: PathId, body: SecondOpinionAnswerIn, db: DbDep, caller: Caller
 ) -> Payload:
     """Answer it: recorded as the first task's judgment ``seq`` (``answered_by`` = you).
     An identical retry stores nothing; a different answer, or a question no longer open, is
@@ -84,7 +85,7 @@ def answer_second_opinion(
 
 
 @router.post("/second-opinions/{item_id}/undo", include_in_schema=False)
-def page_undo(item_id: int, db: DbDep, caller: Caller) -> Payload:
+def page_undo(item_id: PathId, db: DbDep, caller: Caller) -> Payload:
     """The judging page's undo key: a second opinion is not undone by its assignee (409)."""
     return second_opinions.refuse_undo(db=db, user=caller, item_id=item_id)
 
@@ -94,7 +95,7 @@ def page_undo(item_id: int, db: DbDep, caller: Caller) -> Payload:
     response_model=QuestionOut,
     response_model_exclude_none=True,
 )
-def reclaim(task_id: int, db: DbDep, caller: Caller) -> Payload:
+def reclaim(task_id: PathId, db: DbDep, caller: Caller) -> Payload:
     """ "Ask me instead": the routed question now pending in your task comes back to you.
     Returns the task's current question (with nothing routed, just that)."""
     return second_opinions.reclaim(db=db, user=caller, task_id=task_id)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from app.http.schemas import MAX_ACTIVE_MS, MethodName, OutcomeName, StrictModel
 from app.judging.schemas import PairOut, ProgressOut
@@ -60,6 +60,10 @@ class SecondOpinionListItem(BaseModel):
 
 class SecondOpinionAnswerIn(StrictModel):
     """The answer to a second opinion: echo ``seq``, ``left`` and ``right`` as shown."""
+
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"seq": 3, "left": "d1", "right": "d2", "outcome": "tie"}]}
+    )
 
     seq: int = Field(ge=0)
     left: str = Field(min_length=1, max_length=200)

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, Query
 
 from app.http.deps import CurrentUser, DbDep, require_admin
 from app.http.openapi import declare_errors, error_responses
-from app.http.schemas import TaskStatus
+from app.http.schemas import MAX_ID, PathId, TaskStatus
 from app.planning import priors
 from app.tasks import results
 from app.tasks import service as tasks
@@ -50,7 +50,7 @@ def create_task(body: TaskCreate, db: DbDep) -> TaskOut:
 def list_tasks(
     db: DbDep,
     user: CurrentUser,
-    collection_id: int | None = None,
+    collection_id: Annotated[int | None, Query(lt=MAX_ID + 1)] = None,
     assessor: str | None = None,
     status: TaskStatus | None = None,
     query_id: Annotated[str | None, Query(max_length=200)] = None,
@@ -68,7 +68,7 @@ def list_tasks(
 
 
 @router.get("/tasks/{task_id}", response_model=TaskOut)
-def get_task(task_id: int, db: DbDep, user: CurrentUser) -> TaskOut:
+def get_task(task_id: PathId, db: DbDep, user: CurrentUser) -> TaskOut:
     return TaskOut(**asdict(tasks.get_task(db=db, user=user, task_id=task_id)))
 
 
@@ -78,7 +78,7 @@ def get_task(task_id: int, db: DbDep, user: CurrentUser) -> TaskOut:
     response_model_exclude_none=True,
     responses={409: {"description": "The task is not finished."}},
 )
-def task_result(task_id: int, db: DbDep, user: CurrentUser) -> Any:
+def task_result(task_id: PathId, db: DbDep, user: CurrentUser) -> Any:
     """topk: k, top, rest, judgments, active_ms; graded: grades. 409 while not done."""
     return results.task_result(db=db, user=user, task_id=task_id)
 

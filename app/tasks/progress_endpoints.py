@@ -13,6 +13,7 @@ from app.http.deps import (
     require_admin,
 )
 from app.http.openapi import declare_errors
+from app.http.schemas import PathId
 from app.tasks import progress
 from app.tasks.schemas import CollectionProgressOut as ProgressReportOut
 
@@ -20,7 +21,7 @@ router = APIRouter(prefix="/admin", tags=["admin"], dependencies=[Depends(requir
 
 
 @router.get("/collections/{collection_id}/progress", response_model=ProgressReportOut)
-def collection_progress(collection_id: int, db: DbDep) -> dict[str, Any]:
+def collection_progress(collection_id: PathId, db: DbDep) -> dict[str, Any]:
     """Tasks by status, judgments, active time, estimated remaining and last activity per
     collection, query, assessor and task, plus judgments over time."""
     return progress.collection_progress(db=db, collection_id=collection_id)

@@ -7,9 +7,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
-from app.http.schemas import IsoTime, MethodName, PlanName, StrictModel, TaskStatus
+from app.http.schemas import IsoTime, MethodName, PlanName, RowId, StrictModel, TaskStatus
 
 
 class PriorIn(StrictModel):
@@ -31,7 +31,22 @@ class PriorIn(StrictModel):
 
 
 class TaskCreate(StrictModel):
-    collection_id: int
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"collection_id": 1, "query_id": "q1", "assessor": "alice", "method": "topk"},
+                {
+                    "collection_id": 1,
+                    "query_id": "q2",
+                    "assessor": "alice",
+                    "method": "graded",
+                    "prior": "bm25",
+                },
+            ]
+        }
+    )
+
+    collection_id: RowId
     query_id: str = Field(min_length=1, max_length=200, description="The imported query_id.")
     assessor: str = Field(min_length=1, max_length=64, description="Username of the assessor.")
     method: MethodName

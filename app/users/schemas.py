@@ -22,6 +22,10 @@ class TokenOut(BaseModel):
 
 
 class UserCreate(StrictModel):
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"username": "carol", "password": "a long passphrase 42"}]}
+    )
+
     username: str = Field(min_length=1, max_length=64, pattern=USERNAME_PATTERN)
     password: str = Field(
         min_length=1,

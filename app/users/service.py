@@ -13,6 +13,8 @@ Two rules hold on every path (REST, web pages, CLI):
 
 from __future__ import annotations
 
+import unicodedata
+
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
@@ -42,8 +44,14 @@ def create_user(
     """Create a user with an Argon2 password hash. 422 on a bad name/password/role, 409 if the
     username is taken (decided by the unique constraint, not a pre-check).
 
+    Usernames are stored in NFC and are unique whatever their case (``bob`` and ``BOB``
+    cannot both exist: a unique index on ``lower(username)``); an account keeps the
+    spelling it was created with, and is found by that spelling only
+    (docs/security.md#usernames).
+
     ``enforce_password_policy=False`` is for the demo's fixed, published logins only."""
-    if not USERNAME_RE.fullmatch(username or ""):
+    username = unicodedata.normalize("NFC", username or "")
+    if not USERNAME_RE.fullmatch(username):
         shown = repr(username) if text_problem(username or "") is None else "given"
         raise Invalid(f"invalid username {shown}: {USERNAME_RULE}")
     if role not in ROLES:
@@ -56,7 +64,9 @@ def create_user(
             s.add(user)
             s.flush()
     except IntegrityError as exc:
-        raise Conflict(f"username {username!r} is already taken") from exc
+        raise Conflict(
+            f"username {username!r} is already taken (usernames are unique whatever their case)"
+        ) from exc
     return user
 
 

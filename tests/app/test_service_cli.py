@@ -44,7 +44,7 @@ def test_db_user_import_export_commands(tmp_path: Path) -> None:
 
     url = f"sqlite:///{tmp_path / 'cli.db'}"
     r = run("db", "upgrade", "--database-url", url)
-    assert r.exit_code == 0 and "0019_second_opinions" in r.output, r.output
+    assert r.exit_code == 0 and "0020_username_case" in r.output, r.output
     r = run(
         "create-user",
         "root",
@@ -152,3 +152,28 @@ def test_serve_demo_creates_once_and_serves(tmp_path: Path) -> None:
         assert ensure_demo(db=db) is False
     finally:
         db.dispose()
+
+
+def test_serve_on_a_read_only_database_is_one_error_line(tmp_path: Path) -> None:
+    """A database the server cannot write (here opened read-only by SQLite, as a file without
+    write permission is): ``serve`` exits 1 with one ``error:`` line, not a traceback, whether
+    migrations still had to run or the file was at head already."""
+    for revision in ("0003_training_jobs", "head"):
+        path = tmp_path / f"ro-{revision}.db"
+        assert cli("db", "upgrade", revision, "--database-url", f"sqlite:///{path}", cwd=tmp_path)
+        read_only = f"sqlite:///file:{path}?mode=ro&uri=true"
+        env = {k: v for k, v in os.environ.items() if not k.startswith("HEAPJUDGE_")}
+        port = str(free_port())
+        command = ["serve", "--database-url", read_only, "--port", port, "--no-training-worker"]
+        r = subprocess.run(
+            [sys.executable, "-m", "app.cli", *command],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**env, "HEAPJUDGE_DEV": "1"},
+        )
+        assert r.returncode == 1, (revision, r.stdout, r.stderr)
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: "), (revision, r.stderr)
+        assert "readonly" in lines[0] and "Traceback" not in r.stderr

@@ -1,0 +1,136 @@
+"""The shape limits of a JSON request body, checked on its bytes before any parser sees it
+(docs/security.md#request-bodies).
+
+Parsing and validating JSON costs time and memory in proportion to the number of values it
+holds, and a parser recurses once per level of nesting (orjson crashes the process on a body
+of a few megabytes of ``[``; the standard parser raises ``RecursionError``). The byte limit
+alone admits millions of values in 32 MiB, so every JSON body is also held to
+:data:`MAX_JSON_VALUES` values and keys and :data:`MAX_JSON_DEPTH` levels of nesting.
+
+:class:`JsonShape` decides chunk by chunk as the body arrives, with a few passes of
+``bytes`` methods over each chunk (C loops, no Python object per value): its cost is linear
+in the body's bytes, its memory a copy of one chunk, and the per-character Python loop (the
+nesting) runs only near the depth limit, over at most ``2 * MAX_JSON_VALUES`` brackets in
+all. The body-size middleware (:class:`app.http.middleware.BodySizeLimitMiddleware`) feeds
+it every JSON body but the small ones of one chunk.
+"""
+
+from __future__ import annotations
+
+#: Values (of arrays, objects and the top level) plus object keys, at most. The largest
+#: legitimate bodies are lists of query or document ids (a plan's queries, a task's initial
+#: order); TREC runs and guidelines travel as single strings.
+MAX_JSON_VALUES = 100_000
+
+#: Levels of nested arrays and objects, at most (the API's models nest four deep).
+MAX_JSON_DEPTH = 32
+
+#: Every byte except the four brackets (``bytes.translate`` deletes them).
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+
+LIMITS_MESSAGE = (
+    f"JSON body too complex: at most {MAX_JSON_VALUES} values and keys, "
+    f"nested at most {MAX_JSON_DEPTH} deep"
+)
+
+
+class JsonShape:
+    """The running check of one JSON body fed chunk by chunk as it arrives
+    (:meth:`feed`), so a body past the limits is refused at the first chunk that passes
+    them and no step works on more than one chunk at a time.
+
+    Exact counts outside strings: every value but the first follows a ``,`` or a ``:`` or
+    opens an array or object, so ``1 + commas + colons + brackets`` bounds the values and
+    keys; each string is a value or a key (two quotes). Strings are found by their quotes
+    once the escapes that could hide a quote (``\\\\`` and ``\\"``) are taken out; a
+    chunk ending inside an escape carries it over. On a body that is not JSON the counts
+    may be off, never unbounded: the parser refuses such a body where it breaks."""
+
+    def __init__(self, *, checked: bool = True) -> None:
+        """``checked=False``: a body the route does not read as JSON; :meth:`feed` passes it."""
+        self.values = 1
+        self.quotes = 0
+        self.depth = 0
+        self.in_string = False
+        self.escape_pending = False
+        # Nothing more to check: not read as JSON, or an unmatched closing bracket (the
+        # parser refuses the body there).
+        self.broken = not checked
+
+    def feed(self, chunk: bytes) -> str | None:
+        """Count ``chunk``; :data:`LIMITS_MESSAGE` once the body is past a limit."""
+        if self.broken or not chunk:
+            return None
+        if self.escape_pending:  # the previous chunk ended with the escape's backslash
+            chunk = chunk[1:]
+            self.escape_pending = False
+        if b"\\" in chunk:
+            chunk = chunk.replace(b"\\\\", b"")
+            if chunk.endswith(b"\\"):
+                chunk = chunk[:-1]
+                self.escape_pending = True
+            chunk = chunk.replace(b'\\"', b"")
+        quotes = chunk.count(b'"')
+        self.quotes += quotes
+        if self.quotes > 2 * MAX_JSON_VALUES:
+            return LIMITS_MESSAGE
+        if quotes:
+            pieces = chunk.split(b'"')
+            outside = b"".join(pieces[1::2] if self.in_string else pieces[0::2])
+            self.in_string ^= quotes % 2 == 1
+        elif self.in_string:
+            return None
+        else:
+            outside = chunk
+        opened = outside.count(b"[") + outside.count(b"{")
+        self.values += opened + outside.count(b",") + outside.count(b":")
+        if self.values > MAX_JSON_VALUES:
+            return LIMITS_MESSAGE
+        closed = outside.count(b"]") + outside.count(b"}")
+        if self.depth + opened <= MAX_JSON_DEPTH and closed <= self.depth:
+            self.depth += opened - closed  # never deeper than the limit within the chunk
+            return None
+        return self._brackets(outside.translate(None, _NOT_BRACKETS))
+
+    def _brackets(self, brackets: bytes) -> str | None:
+        """Follow the nesting bracket by bracket (runs over at most ``2 * MAX_JSON_VALUES``
+        brackets in all: each opening one is a counted value)."""
+        for byte in brackets:
+            if byte in b"[{":
+                self.depth += 1
+                if self.depth > MAX_JSON_DEPTH:
+                    return LIMITS_MESSAGE
+            else:
+                self.depth -= 1
+                if self.depth < 0:
+                    self.broken = True
+                    return None
+        return None
+
+
+def json_shape_problem(raw: bytes) -> str | None:
+    """Why ``raw``, a whole JSON body, is past the shape limits, or None when it is within
+    them (or is not JSON at all: the parser then refuses it)."""
+    return JsonShape().feed(raw)
+
+
+def is_json_type(kind: str) -> bool:
+    """``application/json`` or ``application/*+json`` (parameters left out, lower case)."""
+    return kind == "application/json" or (
+        kind.startswith("application/") and kind.endswith("+json")
+    )
+
+
+def reads_json(route: object) -> bool:
+    """Whether the matched ``route`` may read its body as JSON: every route but one whose
+    request body declares only other media types (``openapi_extra``: the NDJSON import,
+    the multipart uploads), which reads its body as a stream of its own format whatever
+    the ``Content-Type`` says."""
+    extra = getattr(route, "openapi_extra", None) or {}
+    declared = extra.get("requestBody", {}).get("content")
+    return not declared or any(is_json_type(str(kind).lower()) for kind in declared)
+
+
+def shape_error(problem: str) -> list[dict[str, object]]:
+    """The ``detail`` of the 422 for a body past the limits (one FastAPI-shaped item)."""
+    return [{"type": "json_too_complex", "loc": ["body"], "msg": problem, "input": None}]
