@@ -43,7 +43,6 @@ IDENTIFIER_RULE = (
 )
 
 
-
 def _describe(char: str) -> str:
     """A safe, readable name for a character: ``U+0009`` plus its Unicode name when it has
     one (surrogates and most control characters have none)."""
@@ -109,32 +108,9 @@ def label_problem(value: str) -> str | None:
     return None
 
 
-def username_problem(value: str) -> str | None:
-    """Why ``value`` is not a valid username, or None."""
-    if USERNAME_RE.fullmatch(value):
-        return None
-    return f"is not a valid username: {USERNAME_RULE}"
-
-
-def check_text(value: str, field: str) -> str:
-    """``value`` if :func:`text_problem` finds nothing, else ``ValueError`` naming ``field``."""
-    problem = text_problem(value)
-    if problem is not None:
-        raise ValueError(f"{field} {problem}")
-    return value
-
-
 def check_label(value: str, field: str) -> str:
     """``value`` if :func:`label_problem` finds nothing, else ``ValueError`` naming ``field``."""
     problem = label_problem(value)
-    if problem is not None:
-        raise ValueError(f"{field} {problem}")
-    return value
-
-
-def check_identifier(value: str, field: str) -> str:
-    """``value`` if it is a valid identifier, else ``ValueError`` naming ``field``."""
-    problem = identifier_problem(value)
     if problem is not None:
         raise ValueError(f"{field} {problem}")
     return value

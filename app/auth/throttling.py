@@ -114,12 +114,6 @@ def _retry_after_in(s: Session, username: str, ip: str, now: datetime, settings:
     return max(wait, ip_wait, user_wait)
 
 
-def login_retry_after(db: Database, username: str, ip: str, *, now: datetime | None = None) -> int:
-    """Seconds the caller must wait before another login attempt (0 = allowed)."""
-    with db.read() as s:
-        return _retry_after_in(s, username, ip, now or utcnow(), db.settings)
-
-
 def authenticate(
     db: Database, username: str, password: str, *, ip: str = "", now: datetime | None = None
 ) -> User | None:
