@@ -90,9 +90,7 @@ def _imports(module: str, path: Path, modules: dict[str, Path]) -> list[tuple[in
 
 def import_cycles(modules: dict[str, Path]) -> list[list[str]]:
     """The strongly connected components of more than one module (Tarjan's algorithm)."""
-    edges = {
-        m: {t for _, t, _ in _imports(m, p, modules) if t != m} for m, p in modules.items()
-    }
+    edges = {m: {t for _, t, _ in _imports(m, p, modules) if t != m} for m, p in modules.items()}
     # A package's own imports of its submodules are not cycles of the code: `pkg/__init__`
     # re-exporting `pkg.sub` while `pkg.sub` imports `pkg.other` is how packages work.
     index: dict[str, int] = {}
@@ -256,8 +254,10 @@ def bad_tree(tmp_path: Path) -> dict[str, Path]:
         "    from labeling.e import x\n",
         "labeling/e.py": "from labeling.d import TYPE_CHECKING as x\n",
         "labeling/big.py": "\n" * (MAX_MODULE_LINES + 1)
-        + "def f():\n" + "    pass\n" * MAX_FUNCTION_LINES
-        + "def g():\n    # Long because: a table.\n" + "    pass\n" * MAX_FUNCTION_LINES,
+        + "def f():\n"
+        + "    pass\n" * MAX_FUNCTION_LINES
+        + "def g():\n    # Long because: a table.\n"
+        + "    pass\n" * MAX_FUNCTION_LINES,
     }
     for name, text in files.items():
         path = tmp_path / name

@@ -211,4 +211,3 @@ async def require_csrf_form(request: Request, db: DbDep) -> None:
         raise Unauthorized("not authenticated")
     await check_csrf(request, resolved.csrf_token, db.settings)
     request.state.web_session = resolved
-

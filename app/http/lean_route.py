@@ -104,7 +104,6 @@ async def _json_body(request: Request) -> Any:
     return _decode_json(raw)
 
 
-
 def _missing(*loc: str) -> dict[str, Any]:
     """The validation error of a required field that is absent, as FastAPI words it (pydantic's
     ``missing`` error, without its documentation URL)."""
@@ -115,6 +114,7 @@ def _missing(*loc: str) -> dict[str, Any]:
     )
     error["input"] = None
     return error
+
 
 class LeanRoute(APIRoute):
     """See the module docstring."""

@@ -74,8 +74,7 @@ class ErrorOut(BaseModel):
 
 #: Every error status the service answers, with when (the OpenAPI description of each).
 ERROR_STATUSES: dict[int, str] = {
-    400: "The body cannot be parsed at all (not UTF-8) or the Content-Length header is "
-    "malformed.",
+    400: "The body cannot be parsed at all (not UTF-8) or the Content-Length header is malformed.",
     401: "No or bad credentials (`WWW-Authenticate: Bearer`).",
     403: "Not allowed: admin role required, not the caller's task, or a cookie request "
     "without a valid CSRF token.",

@@ -47,7 +47,7 @@ def upgrade() -> None:
         shown = "; ".join(" and ".join(repr(name) for name in group) for group in found)
         raise CommandError(
             "usernames must be unique whatever their case, and these differ only by case: "
-            f"{shown}. Rename one of each (UPDATE \"user\" SET username = ... WHERE "
+            f'{shown}. Rename one of each (UPDATE "user" SET username = ... WHERE '
             "username = ...) and upgrade again (docs/security.md#usernames)."
         )
     op.create_index(INDEX, "user", [sa.text("lower(username)")], unique=True)

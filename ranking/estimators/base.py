@@ -268,4 +268,3 @@ class LossRanker(Ranker):
         self.best_valid_score_ = result.best_valid
         self.history_ = result.history
         return self
-

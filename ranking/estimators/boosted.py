@@ -131,4 +131,3 @@ class FocusedBoost(TopKTraining, BoostRanker):
             forbid_repeat=self.forbid_repeat,
             **kw,
         )
-

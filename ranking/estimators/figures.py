@@ -82,4 +82,3 @@ def beta_sweep_svg(res: SweepResult, measure_index: int = 1, title: str = "") ->
         parts.append(f'<text x="{lx + 8}" y="{ly}">{html.escape(names[truth])}</text>')
     parts.append("</svg>")
     return "\n".join(parts)
-

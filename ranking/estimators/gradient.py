@@ -188,4 +188,3 @@ class FocusedNet(TopKTraining, GradientRanker):
             "list_scale": max(float(lst.mean()), 1e-12),
             "pair_scale": max(float(pair.mean()), 1e-12),
         }
-

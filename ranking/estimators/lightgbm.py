@@ -110,5 +110,3 @@ class LightGBMRanker:
 
     def score(self, data: QueryDataset, metric: str | None = None) -> float:
         return float(np.mean(metric_values(metric or self.metric, data, self.predict(data))))
-
-

@@ -30,4 +30,3 @@ ESTIMATORS: dict[str, type[Ranker]] = {
     "rankboost": RankBoost,
     "adarank": AdaRank,
 }
-

@@ -99,4 +99,3 @@ class FocusedSVM(TopKTraining, SVMRanker):
 
     def _loss_params(self) -> dict[str, Any]:
         return {"beta": self.beta, "normalization": self.normalization}
-

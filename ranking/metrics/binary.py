@@ -109,7 +109,6 @@ def reciprocal_rank(
     return apply_empty(values, empty_rows, empty)
 
 
-
 @row_chunked
 def recall(
     labels: ArrayLike,

@@ -127,4 +127,3 @@ def compute(
     if family == "compat":
         return fn(labels, scores, mask, **options)
     return fn(labels, scores, mask, at=at, **options)
-

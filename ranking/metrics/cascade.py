@@ -83,4 +83,3 @@ def err(
     values = rowdot(prob * stop_before, 1.0 / np.arange(1, m + 1, dtype=np.float64))
     values = apply_empty(values, top <= 0.0, empty)
     return apply_k_beyond(values, b, at, k_beyond)
-

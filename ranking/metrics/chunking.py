@@ -78,5 +78,3 @@ def row_chunked(fn: Callable[..., F64]) -> Callable[..., F64]:
             return np.concatenate(list(pool.map(block, starts)))
 
     return wrapper
-
-

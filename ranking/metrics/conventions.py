@@ -121,7 +121,6 @@ def preset(name: str) -> Conventions:
         raise ValueError(f"unknown preset {name!r}; choose from {sorted(PRESETS)}") from None
 
 
-
 #: Why :func:`default_preset` chose a preset, by (run format, truth format).
 _DEFAULT_REASONS = {
     "trec_eval": "a TREC run scored against TREC qrels: trec_eval's conventions, so the figures "

@@ -83,4 +83,3 @@ def ndcg(
         values = np.where(empty_rows, 0.0, actual / np.where(empty_rows, 1.0, ideal))
     values = apply_empty(values, empty_rows, empty)
     return apply_k_beyond(values, b, at, k_beyond)
-

@@ -53,4 +53,3 @@ def kappa_err(
     if "r_max" in options:
         raise TypeError("kappa_err takes k (its r_max is k), not r_max")
     return err(kappa_labels, scores, mask, r_max="query" if k is None else k, **options)
-

@@ -196,9 +196,7 @@ def test_letor_needs_features(api: Api) -> None:
     prog = api.get("admin", f"/api/v1/admin/collections/{cid}/progress").json()
     task = prog["tasks"][0]
     judge_task(api, "exp1", task["id"], scores["101"])
-    r = api.get(
-        "admin", f"/api/v1/collections/{cid}/export", params={"format": "letor"}
-    )
+    r = api.get("admin", f"/api/v1/collections/{cid}/export", params={"format": "letor"})
     assert r.status_code == 422 and "no feature vector" in r.json()["detail"]
     ok = api.get(
         "admin",

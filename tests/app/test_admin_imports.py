@@ -366,10 +366,7 @@ def test_attached_grades_keep_reimports_idempotent(api: Api) -> None:
     assert report.matched == 1
     blob = json.dumps(["T", "é", None, None, 3], ensure_ascii=False, separators=(",", ":"))
     expected = hashlib.sha256(blob.encode("utf-8")).hexdigest()
-    assert (
-        document_content_hash(title="T", text="é", html=None, features=None, grade=3)
-        == expected
-    )
+    assert document_content_hash(title="T", text="é", html=None, features=None, grade=3) == expected
     with api.db.read() as s:
         doc = s.scalar(select(Document).where(Document.collection_id == cid))
         assert doc is not None and doc.grade == 3 and doc.content_hash == expected

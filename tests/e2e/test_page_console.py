@@ -69,9 +69,11 @@ def _watch(page: Any) -> list[str]:
     problems: list[str] = []
     page.on(
         "console",
-        lambda m: problems.append(f"console {m.type}: {m.text}")
-        if m.type == "error" or "Content Security Policy" in m.text
-        else None,
+        lambda m: (
+            problems.append(f"console {m.type}: {m.text}")
+            if m.type == "error" or "Content Security Policy" in m.text
+            else None
+        ),
     )
     page.on("pageerror", lambda e: problems.append(f"pageerror: {e}"))
     return problems

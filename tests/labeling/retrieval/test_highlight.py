@@ -32,9 +32,7 @@ def test_function_words_are_not_highlighted() -> None:
     query = "What has been found out from them now, among the studies of heat transfer?"
     assert query_terms(query) == {"studi", "heat", "transfer", "found"}
     text = "Heat from the wall: what has been known among them now."
-    assert re.findall(r"<mark>(.*?)</mark>", mark_text(text, query_terms(query)).markup) == [
-        "Heat"
-    ]
+    assert re.findall(r"<mark>(.*?)</mark>", mark_text(text, query_terms(query)).markup) == ["Heat"]
     # A query of function words only still highlights something: BM25's terms.
     assert query_terms("what has been") == {"what", "has", "been"}
 

@@ -260,9 +260,7 @@ def _noisy_log(n, k, seed, base, bits):
     st.lists(st.booleans(), min_size=1, max_size=40),
     st.data(),
 )
-def test_replaying_any_prefix_gives_the_same_state_and_undo_is_replay(
-    n, k, seed, base, bits, data
-):
+def test_replaying_any_prefix_gives_the_same_state_and_undo_is_replay(n, k, seed, base, bits, data):
     docs, options, full, log = _noisy_log(n, k, seed, base, bits)
     cut = data.draw(st.integers(0, len(log)))
     # Rebuild the prefix twice from scratch, and compare with the live session at that point.
