@@ -34,10 +34,9 @@ from labeling.errors import ConfigError
 from labeling.machine.calibration import Calibrator
 from labeling.machine.judges import JudgeQuery, ThurstoneJudge
 from labeling.machine.opinion import JudgeOpinion
-from labeling.strategies.assist import AssistStrategy, MachineOpinion
-from labeling.strategies.base import PairStrategy
+from labeling.strategies.assist import AssistStrategy
 from labeling.strategies.registry import resolve_strategy
-from labeling.study.simulation import Assessor, StudyTrial, scenario_assessor
+from labeling.study.simulation import StudyTrial, drive, scenario_assessor
 
 #: The machine scenarios of ``heapjudge simulate --compare``.
 MACHINE_SCENARIOS: tuple[str, ...] = ("machine0.8", "machine0.8+flip0.1")
@@ -56,52 +55,6 @@ def parse_machine_scenario(name: str) -> tuple[float, float]:
     if not 0.5 < accuracy <= 1.0:
         raise ConfigError(f"machine accuracy must be in (0.5, 1], got {accuracy}")
     return accuracy, float(match.group(2) or 0.0)
-
-
-def run_assisted(
-    strategy: type[PairStrategy],
-    order: Sequence[str],
-    k: int,
-    person: Assessor,
-    machine: MachineOpinion | None,
-    *,
-    seed: int = 0,
-    cache: bool = True,
-) -> tuple[list[str], list[str], int, int, PairStrategy]:
-    """Drive a strategy with a person and (for ``+assist`` strategies) a machine, without a
-    session: ``(top, rest, human judgments, machine answers, final state)``. The machine
-    answers where :meth:`AssistStrategy.machine_verdict` lets it, as
-    :meth:`labeling.protocol.topk.TopKSession.let_machine_answer` does; the pair cache as in
-    :func:`labeling.study.simulation.run_strategy`."""
-    state = strategy(order, k)
-    assisted = state if isinstance(state, AssistStrategy) else None
-    if assisted is not None:
-        assisted.bind(machine, seed)
-    gen = state.run()
-    prefers = person.prefers
-    answered: dict[tuple[str, str], str] = {}
-    humans = machines = 0
-    try:
-        question = next(gen)
-        while True:
-            a, b = question.a, question.b
-            key = (a, b) if a < b else (b, a)
-            winner = answered.get(key) if cache and not question.repeat else None
-            if winner is None:
-                verdict = None if assisted is None else assisted.machine_verdict(question)
-                if verdict is not None and assisted is not None:
-                    winner, p_right = verdict
-                    assisted.accept_machine(question, winner, p_right)
-                    machines += 1
-                else:
-                    winner = a if prefers(a, b) else b
-                    humans += 1
-                if not question.repeat:
-                    answered.setdefault(key, winner)
-            question = gen.send(winner)
-    except StopIteration as stop:
-        top, rest = stop.value
-    return top, rest, humans, machines, state
 
 
 def machine_trial(
@@ -138,8 +91,8 @@ def compare_assisted(
         person = scenario_assessor("flip0.1" if flip else "random", rank, rng.getrandbits(32))
         person.flip = flip
         opinion = JudgeOpinion(judge, query, study)
-        top, rest, humans, machines, state = run_assisted(
-            cls, order, k, person, opinion, seed=rng.getrandbits(32)
+        top, rest, humans, machines, state = drive(
+            cls, order, k, person, machine=opinion, seed=rng.getrandbits(32)
         )
         if isinstance(state, AssistStrategy) and state.evidence:
             raw = [round(opinion.raw[(a, b)], STUDY_ROUNDING) for a, b, _, _ in state.evidence]

@@ -35,6 +35,8 @@ from labeling.protocol.options import validate_options
 from labeling.protocol.session import open_session
 from labeling.protocol.topk import TopKSession
 from labeling.protocol.types import Answer, GradeAnswer, GradeQuestion, PairAnswer, PairQuestion
+from labeling.strategies.assist import AssistStrategy, MachineOpinion
+from labeling.strategies.base import PairStrategy
 from labeling.strategies.registry import resolve_strategy
 
 NoiseModel = Literal["none", "thurstone", "bradley_terry"]
@@ -387,17 +389,41 @@ def run_strategy(
     strategy: type[Any], order: Sequence[str], k: int, assessor: Assessor, *, cache: bool = True
 ) -> tuple[list[str], list[str], int]:
     """Drive a pairwise strategy with ``assessor`` directly (no session): ``(top, rest,
-    judgments)``. The fast path of :func:`compare_strategies`.
+    judgments)``. The fast path of :func:`compare_strategies` (:func:`drive` without a
+    machine).
 
     Equivalent to a :class:`TopKSession` with the same order for assessors whose answers do not
     depend on the display orientation (all of :data:`SCENARIOS`): a repeated pair is answered
     from its first answer when ``cache`` is on, except deliberate repeats
     (:attr:`labeling.strategies.base.Compare.repeat`), which are always posed.
     """
-    gen = strategy(order, k).run()
-    prefers = assessor.prefers
+    top, rest, humans, _machines, _state = drive(strategy, order, k, assessor, cache=cache)
+    return top, rest, humans
+
+
+def drive(
+    strategy: type[PairStrategy],
+    order: Sequence[str],
+    k: int,
+    person: Assessor,
+    *,
+    machine: MachineOpinion | None = None,
+    seed: int = 0,
+    cache: bool = True,
+) -> tuple[list[str], list[str], int, int, PairStrategy]:
+    """Drive a strategy with a person and (for ``+assist`` strategies given a ``machine``) a
+    machine, without a session: ``(top, rest, human judgments, machine answers, final
+    state)``. The machine answers where :meth:`AssistStrategy.machine_verdict` lets it, as
+    :meth:`labeling.protocol.topk.TopKSession.let_machine_answer` does; the pair cache as in
+    :func:`run_strategy`."""
+    state = strategy(order, k)
+    assisted = state if isinstance(state, AssistStrategy) else None
+    if assisted is not None:
+        assisted.bind(machine, seed)
+    gen = state.run()
+    prefers = person.prefers
     answered: dict[tuple[str, str], str] = {}
-    judgments = 0
+    humans = machines = 0
     try:
         question = next(gen)
         while True:
@@ -405,14 +431,20 @@ def run_strategy(
             key = (a, b) if a < b else (b, a)
             winner = answered.get(key) if cache and not question.repeat else None
             if winner is None:
-                winner = a if prefers(a, b) else b
-                judgments += 1
+                verdict = None if assisted is None else assisted.machine_verdict(question)
+                if verdict is not None and assisted is not None:
+                    winner, p_right = verdict
+                    assisted.accept_machine(question, winner, p_right)
+                    machines += 1
+                else:
+                    winner = a if prefers(a, b) else b
+                    humans += 1
                 if not question.repeat:
                     answered.setdefault(key, winner)
             question = gen.send(winner)
     except StopIteration as stop:
         top, rest = stop.value
-    return top, rest, judgments
+    return top, rest, humans, machines, state
 
 
 def compare_strategies(
