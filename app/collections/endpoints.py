@@ -40,33 +40,40 @@ NDJSON_BODY = {
 def create_collection(body: CollectionCreate, db: DbDep) -> CollectionOut:
     """Create a collection (admin)."""
     coll = collections.create_collection(db=db, name=body.name, description=body.description)
-    return CollectionOut(**asdict(collections.get_collection(db=db, collection_id=coll.id)))
+    return CollectionOut(
+        **asdict(collections.get_collection(db=db, collection_id=coll.id, viewer=None))
+    )
 
 
 @router.get("/collections", response_model=list[CollectionOut])
-def list_collections(db: DbDep, _user: CurrentUser) -> list[CollectionOut]:
-    """All collections with counts."""
-    return [CollectionOut(**asdict(c)) for c in collections.list_collections(db=db)]
+def list_collections(db: DbDep, user: CurrentUser) -> list[CollectionOut]:
+    """The collections with counts: all for an admin; for an assessor, those holding its tasks
+    (docs/security.md#roles)."""
+    return [CollectionOut(**asdict(c)) for c in collections.list_collections(db=db, viewer=user)]
 
 
 @router.get("/collections/{collection_id}", response_model=CollectionOut)
-def get_collection(collection_id: int, db: DbDep, _user: CurrentUser) -> CollectionOut:
-    """One collection: counts of queries, documents and tasks by status."""
-    return CollectionOut(**asdict(collections.get_collection(db=db, collection_id=collection_id)))
+def get_collection(collection_id: int, db: DbDep, user: CurrentUser) -> CollectionOut:
+    """One collection: counts of queries, documents and tasks by status (404 for an assessor
+    without a task in it)."""
+    found = collections.get_collection(db=db, collection_id=collection_id, viewer=user)
+    return CollectionOut(**asdict(found))
 
 
 @router.get("/collections/{collection_id}/queries", response_model=list[QueryOut])
-def list_queries(collection_id: int, db: DbDep, _user: CurrentUser) -> list[QueryOut]:
-    """The collection's queries with their document counts."""
-    return [
-        QueryOut(**asdict(q)) for q in collections.list_queries(db=db, collection_id=collection_id)
-    ]
+def list_queries(collection_id: int, db: DbDep, user: CurrentUser) -> list[QueryOut]:
+    """The collection's queries with their document counts (404 for an assessor without a
+    task in it)."""
+    found = collections.list_queries(db=db, collection_id=collection_id, viewer=user)
+    return [QueryOut(**asdict(q)) for q in found]
 
 
 @router.get("/collections/{collection_id}/guidelines", response_model=GuidelinesOut)
-def get_guidelines(collection_id: int, db: DbDep, _user: CurrentUser) -> GuidelinesOut:
-    """The collection's judging guidelines: Markdown and sanitised HTML."""
-    return GuidelinesOut(**asdict(collections.get_guidelines(db=db, collection_id=collection_id)))
+def get_guidelines(collection_id: int, db: DbDep, user: CurrentUser) -> GuidelinesOut:
+    """The collection's judging guidelines: Markdown and sanitised HTML (404 for an assessor
+    without a task in it)."""
+    found = collections.get_guidelines(db=db, collection_id=collection_id, viewer=user)
+    return GuidelinesOut(**asdict(found))
 
 
 @admin.put("/collections/{collection_id}/guidelines", response_model=GuidelinesOut)

@@ -8,7 +8,7 @@ from typing import Any
 
 from sqlalchemy import func, insert, select
 
-from app.kernel.models import Collection, Document, Query, Task
+from app.kernel.models import Collection, Document, Query, SecondOpinion, Task
 
 #: Document ids per ``IN (...)`` list when reading documents by id.
 ID_CHUNK = 500
@@ -27,12 +27,33 @@ def add_collection(s: Any, coll: Collection) -> None:
     s.flush()
 
 
-def collections(s: Any, ids: list[int] | None) -> list[Collection]:
-    """Collections by id order (only ``ids`` when given)."""
+def visible_to(assessor_id: int) -> Any:
+    """The ids of the collections an assessor may see (docs/security.md#roles): those holding
+    one of its tasks, or a task that routed a second opinion to it, as a SQL subquery."""
+    own = select(Task.collection_id).where(Task.assessor_id == assessor_id)
+    routed = (
+        select(Task.collection_id)
+        .join(SecondOpinion, SecondOpinion.task_id == Task.id)
+        .where(SecondOpinion.assignee_id == assessor_id)
+    )
+    return own.union(routed)
+
+
+def collections(s: Any, ids: list[int] | None, assessor_id: int | None = None) -> list[Collection]:
+    """Collections by id order (only ``ids`` when given; only those :func:`visible_to`
+    ``assessor_id`` when given)."""
     stmt = select(Collection).order_by(Collection.id)
     if ids is not None:
         stmt = stmt.where(Collection.id.in_(ids))
+    if assessor_id is not None:
+        stmt = stmt.where(Collection.id.in_(visible_to(assessor_id)))
     return list(s.scalars(stmt))
+
+
+def collection_visible(s: Any, collection_id: int, assessor_id: int | None) -> Collection | None:
+    """The collection if it exists and (for an ``assessor_id``) is :func:`visible_to` it."""
+    found = collections(s, [collection_id], assessor_id)
+    return found[0] if found else None
 
 
 def collection_counts(s: Any, cids: list[int]) -> dict[str, dict[int, Any]]:

@@ -21,7 +21,7 @@ from app.collections.guidelines import MAX_GUIDELINES, render_guidelines
 from app.collections.ndjson import ImportErrors, NdjsonLine, NdjsonSource, parse_ndjson
 from app.kernel.db import Database
 from app.kernel.errors import Conflict, Invalid, NotFound
-from app.kernel.models import Collection, Document, Query
+from app.kernel.models import Collection, Document, Query, User
 from labeling.identifiers import label_problem, text_problem
 
 
@@ -99,10 +99,20 @@ def find_collection(*, db: Database, ref: str | int) -> Collection:
     return coll
 
 
-def _summaries(db: Database, ids: list[int] | None) -> list[CollectionSummary]:
-    """Every collection (or those of ``ids``) with its counts."""
+def _scope(viewer: User | None) -> int | None:
+    """Whose collections ``viewer`` may read (docs/security.md#roles): ``None`` for every
+    collection (an admin, or no viewer: the CLI and pages that checked access themselves), else
+    the assessor's id, which limits it to the collections holding its tasks or second opinions.
+    A collection out of scope answers 404 like a missing one, so its existence is not revealed."""
+    if viewer is None or viewer.role == "admin":
+        return None
+    return viewer.id
+
+
+def _summaries(db: Database, ids: list[int] | None, viewer: User | None) -> list[CollectionSummary]:
+    """Every collection (or those of ``ids``) ``viewer`` may read, with its counts."""
     with db.read() as s:
-        colls = repository.collections(s, ids)
+        colls = repository.collections(s, ids, _scope(viewer))
         if not colls:
             return []
         counts = repository.collection_counts(s, [c.id for c in colls])
@@ -128,22 +138,26 @@ def _summaries(db: Database, ids: list[int] | None) -> list[CollectionSummary]:
     ]
 
 
-def list_collections(*, db: Database) -> list[CollectionSummary]:
-    return _summaries(db, None)
+def list_collections(*, db: Database, viewer: User | None) -> list[CollectionSummary]:
+    """The collections ``viewer`` may read (see :func:`_scope`) with their counts."""
+    return _summaries(db, None, viewer)
 
 
-def get_collection(*, db: Database, collection_id: int) -> CollectionSummary:
-    """One collection with counts of queries, documents and tasks by status (404 if absent)."""
-    found = _summaries(db, [collection_id])
+def get_collection(*, db: Database, collection_id: int, viewer: User | None) -> CollectionSummary:
+    """One collection with counts of queries, documents and tasks by status (404 if absent or
+    not for ``viewer``, see :func:`_scope`)."""
+    found = _summaries(db, [collection_id], viewer)
     if not found:
         raise NotFound(f"no collection with id {collection_id}")
     return found[0]
 
 
-def list_queries(*, db: Database, collection_id: int) -> list[QuerySummary]:
-    """The collection's queries (in import order) with their document counts."""
-    get_collection(db=db, collection_id=collection_id)
+def list_queries(*, db: Database, collection_id: int, viewer: User | None) -> list[QuerySummary]:
+    """The collection's queries (in import order) with their document counts (404 if absent or
+    not for ``viewer``, see :func:`_scope`)."""
     with db.read() as s:
+        if repository.collection_visible(s, collection_id, _scope(viewer)) is None:
+            raise NotFound(f"no collection with id {collection_id}")
         rows = repository.queries_with_counts(s, collection_id)
     return [
         QuerySummary(query_id=q.external_id, title=q.title, description=q.description, documents=n)
@@ -299,10 +313,11 @@ class Guidelines:
     html: str
 
 
-def get_guidelines(*, db: Database, collection_id: int) -> Guidelines:
-    """The collection's guidelines (404 if there is no such collection)."""
+def get_guidelines(*, db: Database, collection_id: int, viewer: User | None) -> Guidelines:
+    """The collection's guidelines (404 if there is no such collection or it is not for
+    ``viewer``, see :func:`_scope`)."""
     with db.read() as s:
-        coll = repository.collection_by_id(s, collection_id)
+        coll = repository.collection_visible(s, collection_id, _scope(viewer))
         if coll is None:
             raise NotFound(f"no collection with id {collection_id}")
         return Guidelines(coll.id, coll.name, coll.guidelines, render_guidelines(coll.guidelines))

@@ -118,7 +118,7 @@ async def home_response(
 ) -> Response:
     """The admin home; ``forms``/``errors`` refill a refused form ("collection", "user") and
     list why it was refused."""
-    colls = await run_in_threadpool(collections.list_collections, db=db)
+    colls = await run_in_threadpool(collections.list_collections, db=db, viewer=None)
     loads = await run_in_threadpool(users_manage.workloads, db=db)
     return admin_page(
         request,

@@ -179,7 +179,7 @@ async def judge_page(request: Request, db: DbDep, task_id: int) -> Response:
     highlight = highlight_on(request)
     terms = page_data.highlight_terms(page.query_title) if highlight else frozenset()
     guidelines = await run_in_threadpool(
-        collections.get_guidelines, db=db, collection_id=page.collection_id
+        collections.get_guidelines, db=db, collection_id=page.collection_id, viewer=None
     )
     boot = _boot(page, resolved, settings, highlight, guidelines)
     context: dict[str, Any] = {

@@ -118,11 +118,11 @@ async def collection_response(
     is the sanitised HTML of guidelines not saved yet (shown instead of the saved ones)."""
     try:
         summary = await run_in_threadpool(
-            collections.get_collection, db=db, collection_id=collection_id
+            collections.get_collection, db=db, collection_id=collection_id, viewer=None
         )
         ctx = await _progress_context(db, collection_id)
         guidelines = await run_in_threadpool(
-            collections.get_guidelines, db=db, collection_id=collection_id
+            collections.get_guidelines, db=db, collection_id=collection_id, viewer=None
         )
     except DomainError as exc:
         return admin_page(

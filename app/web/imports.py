@@ -75,7 +75,7 @@ async def import_page(request: Request, collection_id: int, db: DbDep) -> Respon
     try:
         message = await _run_import(db, collection_id, action, form, files)
         summary = await run_in_threadpool(
-            collections.get_collection, db=db, collection_id=collection_id
+            collections.get_collection, db=db, collection_id=collection_id, viewer=None
         )
     except KeyError as exc:
         field_name = str(exc.args[0])

@@ -20,7 +20,7 @@ from tests.app.conftest import Api
 
 
 def _counts(api: Api, cid: int) -> tuple[int, int]:
-    s = collections.get_collection(db=api.db, collection_id=cid)
+    s = collections.get_collection(db=api.db, collection_id=cid, viewer=None)
     return s.queries, s.documents
 
 
@@ -206,7 +206,7 @@ def test_trec_upload_over_http(api: Api) -> None:
     assert r.status_code == 200, r.text
     assert r.json()["rows"] == 4
     assert _counts(api, cid) == (2, 4)
-    queries = collections.list_queries(db=api.db, collection_id=cid)
+    queries = collections.list_queries(db=api.db, collection_id=cid, viewer=None)
     assert queries[0].description == "How does heapsort find the top k?"
     # Grades attached later from another qrels file (HTTP, multipart part "qrels").
     r = api.post(

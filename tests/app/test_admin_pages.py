@@ -84,7 +84,7 @@ def test_admin_workflow_in_pages(site: dict[str, Any]) -> None:
     # Errors as a list item with file and line; the form keeps its values.
     assert r.status_code == 422
     assert "Nothing was imported" in r.text and "<li>docs.jsonl, line 7: " in r.text
-    assert collections.get_collection(db=site["db"], collection_id=cid).documents == 12
+    assert collections.get_collection(db=site["db"], collection_id=cid, viewer=None).documents == 12
     # Plan: preview (grid), then create.
     plan = {
         "csrf_token": csrf,
@@ -295,17 +295,17 @@ def test_guidelines_block_previews_saves_and_refuses(site: dict[str, Any]) -> No
     assert "Preview (not saved yet)" in r.text and "<strong>Bold</strong> rule" in r.text
     assert "<script>alert(1)" not in r.text and "&lt;script&gt;alert(1)" in r.text
     assert 'href="javascript' not in r.text
-    assert collections.get_guidelines(db=db, collection_id=cid).markdown == ""
+    assert collections.get_guidelines(db=db, collection_id=cid, viewer=None).markdown == ""
     # Without the CSRF field: refused, nothing stored.
     r = client.post(url, data={"action": "save", "markdown": source})
     assert r.status_code == 403
-    assert collections.get_guidelines(db=db, collection_id=cid).markdown == ""
+    assert collections.get_guidelines(db=db, collection_id=cid, viewer=None).markdown == ""
     # Bad input: refused on the page with the text kept, never a 500.
     r = client.post(url, data={"csrf_token": csrf, "action": "save", "markdown": "a\x00b"})
     assert r.status_code == 422 and "The guidelines were not saved." in r.text
     r = client.post(url, data={"csrf_token": csrf, "action": "drop", "markdown": "x"})
     assert r.status_code == 422
-    assert collections.get_guidelines(db=db, collection_id=cid).markdown == ""
+    assert collections.get_guidelines(db=db, collection_id=cid, viewer=None).markdown == ""
     # Save (browsers post CRLF): stored with LF, shown as assessors see them.
     r = client.post(
         url,
@@ -313,7 +313,7 @@ def test_guidelines_block_previews_saves_and_refuses(site: dict[str, Any]) -> No
         follow_redirects=False,
     )
     assert r.status_code == 303
-    assert collections.get_guidelines(db=db, collection_id=cid).markdown == source
+    assert collections.get_guidelines(db=db, collection_id=cid, viewer=None).markdown == source
     page = client.get(f"/admin/collections/{cid}").text
     assert "As assessors see them" in page and "<strong>Bold</strong> rule" in page
     missing = {"csrf_token": csrf, "action": "save", "markdown": "x"}

@@ -79,6 +79,7 @@ def test_assessor_gets_403_on_every_admin_route(api: Api, world: dict[str, Any])
 ASSESSOR_API_ROUTES = {
     ("POST", "/api/v1/auth/token"),
     ("GET", "/api/v1/users/me"),
+    # The collections holding one of the caller's tasks only (see the matrix below).
     ("GET", "/api/v1/collections"),
     ("GET", "/api/v1/collections/{collection_id}"),
     ("GET", "/api/v1/collections/{collection_id}/queries"),
@@ -123,6 +124,23 @@ def test_every_api_route_needs_authentication(api: Api) -> None:
         r = api.client.request(method, concrete(path), json={})
         assert r.status_code == 401, (method, path, r.status_code)
         assert "detail" in r.json()
+
+
+#: Collection reads by role (docs/security.md#roles): the admin reads every collection, an
+#: assessor only those holding one of its tasks; for any other the answer is 404, as for a
+#: collection that does not exist.
+COLLECTION_READS = ("", "/queries", "/guidelines")
+COLLECTION_MATRIX = {"admin": 200, "ava": 200, "ben": 404}
+
+
+def test_collection_reads_follow_the_matrix(api: Api, world: dict[str, Any]) -> None:
+    cid = world["cid"]
+    for user, status in COLLECTION_MATRIX.items():
+        for tail in COLLECTION_READS:
+            r = api.get(user, f"/api/v1/collections/{cid}{tail}")
+            assert r.status_code == status, (user, tail, r.status_code, r.text)
+        listed = {c["id"] for c in api.get(user, "/api/v1/collections").json()}
+        assert (cid in listed) == (status == 200), (user, listed)
 
 
 def test_assessor_cannot_touch_another_assessors_task(api: Api, world: dict[str, Any]) -> None:
