@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 
-from app.demo import DEMO_LOGINS, DEMO_QUERIES
+from app.demo import DEMO_GUIDELINES, DEMO_LOGINS, DEMO_QUERIES
 from tests.e2e.web_support import free_port
 
 
@@ -118,6 +118,11 @@ def test_serve_demo_creates_once_and_serves(tmp_path: Path) -> None:
         assert nxt["done"] is False
         colls = httpx.get(f"{base}/api/v1/collections", headers=headers).json()
         assert colls[0]["queries"] == len(DEMO_QUERIES)
+        # The guidelines an assessor's first visit opens (the panel shows only when there are).
+        guide = httpx.get(
+            f"{base}/api/v1/collections/{colls[0]['id']}/guidelines", headers=headers
+        ).json()
+        assert guide["markdown"] == DEMO_GUIDELINES and "<strong>" in guide["html"]
         assert 20 <= colls[0]["documents"] / len(DEMO_QUERIES) <= 50
         # A chunked upload (no Content-Length) over the limit is cut off by the real server.
         admin, admin_pw, _ = DEMO_LOGINS[0]
