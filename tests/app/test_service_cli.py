@@ -148,6 +148,17 @@ def test_serve_demo_creates_once_and_serves(tmp_path: Path) -> None:
     for name, password, _role in DEMO_LOGINS:
         assert name in output and password in output
     assert (tmp_path / "heapjudge-demo.db").is_file()
+    # Every file the demo wrote (database, training queue, their WAL files) is git-ignored.
+    written = sorted(p.name for p in tmp_path.iterdir())
+    assert any(name.endswith(".queue") for name in written), written
+    ignored = subprocess.run(
+        ["git", "check-ignore", "--no-index", "--stdin"],
+        cwd=Path(__file__).resolve().parents[2],
+        input="\n".join(written),
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    assert sorted(ignored) == written
     # A second start reuses the database (created once).
     from app.demo import ensure_demo
     from app.kernel.db import Database
