@@ -84,6 +84,24 @@ def test_serve_refuses_the_dev_secret_outside_dev_mode(tmp_path: Path) -> None:
     assert r.returncode == 1 and "HEAPJUDGE_SECRET_KEY" in r.stderr
 
 
+def test_readme_walkthrough_sets_a_secret_key_serve_accepts() -> None:
+    """README "From files to a model": plain ``heapjudge serve`` refuses to start (above), so
+    the walkthrough sets ``HEAPJUDGE_SECRET_KEY`` first, with a command whose key is accepted."""
+    import re
+
+    from app.kernel.settings import Settings
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## From files to a model", 1)[1].split("\n## ", 1)[0]
+    serve = section.index("\nheapjudge serve")
+    found = re.search(r"export HEAPJUDGE_SECRET_KEY=\$\((.+)\)\n", section[: serve + 1])
+    assert found, "no HEAPJUDGE_SECRET_KEY before heapjudge serve"
+    key = subprocess.run(
+        found.group(1), shell=True, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    Settings(secret_key=key, dev=False).check()  # raises when serve would refuse
+
+
 def test_serve_demo_creates_once_and_serves(tmp_path: Path) -> None:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("HEAPJUDGE_")}
