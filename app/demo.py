@@ -2,7 +2,7 @@
 """The demo database behind ``heapjudge serve --demo``: created once, then reused.
 
 Three queries with 20-24 short documents each, written for this demo (not taken from any
-collection), an admin, two assessors, and tasks of both methods. The imported ``grade`` is the
+collection), short judging guidelines, an admin, two assessors, and tasks of both methods. The imported ``grade`` is the
 author's own judgment (0 Bad .. 4 Perfect) so simulated assessors have something to agree with.
 """
 
@@ -113,6 +113,22 @@ DEMO_QUERIES: tuple[tuple[str, str, str, str], ...] = (
 )
 
 
+#: The demo collection's judging guidelines: the panel that opens on an assessor's first visit
+#: to a task of the collection (docs/assessor-guide.md).
+DEMO_GUIDELINES = """\
+**Judge for the person who asked.** Each query is an everyday question; a good document helps
+someone act on it now.
+
+- *Pairwise pages*: pick the document that answers the question better. Use **=** only when
+  you really cannot choose (where ties are on), and **N** for a document that does not answer
+  the question at all (where offered).
+- *Five-grade pages*: **Perfect** answers the question fully; **Excellent** and **Good**
+  answer most or part of it; **Fair** is on the topic but hardly helps; **Bad** is off topic.
+- Judge the content, not the writing style or the length. Mark a document that does not show
+  properly as broken (**B**) instead of judging it.
+"""
+
+
 def demo_ndjson() -> bytes:
     """The demo collection as NDJSON (the import format)."""
     lines: list[str] = []
@@ -159,6 +175,7 @@ def ensure_demo(*, db: Database) -> bool:
         description="A small collection written for the heapjudge demo.",
     )
     collections.import_ndjson(db=db, collection_id=coll.id, data=demo_ndjson())
+    collections.set_guidelines(db=db, collection_id=coll.id, markdown=DEMO_GUIDELINES)
     plan = [
         ("coffee", "alice", "topk", {"allow_ties": True}),
         ("coffee", "bob", "topk", {"allow_ties": True}),

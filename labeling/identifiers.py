@@ -32,8 +32,12 @@ import unicodedata
 #: Longest identifier (the ``external_id`` and judgment ``doc`` columns hold 200 characters).
 MAX_IDENTIFIER_CHARS = 200
 
-#: Usernames: ASCII letters, digits and ``_ . @ -``, 1 to 64 characters.
-USERNAME_PATTERN = r"^[A-Za-z0-9_.@-]{1,64}$"
+#: Usernames: ASCII letters, digits and ``_ . @ -``, 1 to 64 characters, as an HTML ``pattern``
+#: (implicitly anchored). ``-`` is escaped: browsers compile ``pattern`` with JavaScript's ``v``
+#: flag, which refuses an unescaped ``-`` in a class (HTML Standard, "The pattern attribute");
+#: the escape means the same in Python's ``re`` and in pydantic's regex.
+USERNAME_HTML_PATTERN = r"[A-Za-z0-9_.@\-]{1,64}"
+USERNAME_PATTERN = rf"^{USERNAME_HTML_PATTERN}$"
 USERNAME_RE = re.compile(USERNAME_PATTERN)
 USERNAME_RULE = "1-64 characters from ASCII letters, digits and _.@-"
 

@@ -104,7 +104,7 @@ async def get_training_run(run_id: int, _admin: AdminUser, db: DbDep) -> dict[st
 
 @router.post("/training-runs/{run_id}/cancel", response_model=TrainingRunOut)
 async def cancel_training_run(run_id: int, _admin: AdminUser, db: DbDep) -> dict[str, Any]:
-    """Cancel a run: a queued one at once, a running one within about a second."""
+    """Cancel a queued or running run at once (it never ends `done` afterwards); 409 once ended."""
     return await run_in_threadpool(training.cancel_run, db=db, run_id=run_id)
 
 

@@ -1,9 +1,10 @@
 """Executing a training run in a worker (docs/training.md): claim it (``queued -> running``,
 one more attempt), load the truth and folds (:mod:`app.training.truth`), fit with a progress
 callback that stops between two iterations on cancel or at the time limit, and record the
-outcome unless a recovery sweep moved the run on meanwhile. A thread writes the heartbeat and
-progress while the fit runs; the fit itself never touches the database. The ranking core's
-experiments load inside :func:`execute_run`'s fit, in the worker only."""
+outcome unless the run moved on meanwhile (cancelled, or recovered by a sweep). A thread
+writes the heartbeat and progress while the fit runs; the fit itself never touches the
+database. The ranking core's experiments load inside :func:`execute_run`'s fit, in the worker
+only."""
 
 from __future__ import annotations
 
@@ -29,20 +30,15 @@ class StopFit(Exception):
         self.status = status
 
 
-def _claim(db: Database, run_id: int) -> tuple[int, dict[str, Any]] | None:
-    """``queued -> running`` with one more attempt; None when the run is not queued (cancelled,
-    or another worker took it: a duplicated message is harmless)."""
-    now = utcnow()
+def claim_run(db: Database, run_id: int) -> tuple[int, dict[str, Any]] | None:
+    """``queued -> running`` with one more attempt (one conditional UPDATE): the attempt and
+    what to train; None when the run is not queued (cancelled, or another worker took it: a
+    duplicated message is harmless)."""
     with db.write() as s:
-        run = repository.run_by_id(s, run_id)
-        if run is None or run.status != "queued" or run.cancel_requested:
+        if not repository.claim(s, run_id, utcnow()):
             return None
-        run.status = "running"
-        run.attempts += 1
-        run.started_at = now
-        run.heartbeat_at = now
-        run.progress = None
-        run.error = None
+        run = repository.run_by_id(s, run_id)
+        assert run is not None  # claimed in this transaction
         return run.attempts, {
             "collection_id": run.collection_id,
             "model": run.model,
@@ -52,11 +48,17 @@ def _claim(db: Database, run_id: int) -> tuple[int, dict[str, Any]] | None:
         }
 
 
-def _finish(db: Database, run_id: int, attempt: int, **fields: Any) -> bool:
-    """Record the outcome unless the run moved on (recovered by a sweep, or finished)."""
-    values = {**fields, "finished_at": utcnow(), "heartbeat_at": utcnow()}
+def finish_run(db: Database, run_id: int, attempt: int, **fields: Any) -> bool:
+    """Record the outcome of ``attempt`` in one UPDATE conditional on the run still running it;
+    False when it moved on (cancelled, recovered by a sweep): the outcome is dropped, and a
+    cancelled run's ``heartbeat_at`` says when this worker stopped (docs/training.md)."""
+    now = utcnow()
+    values = {**fields, "finished_at": now, "heartbeat_at": now}
     with db.write() as s:
-        return repository.finish_attempt(s, run_id, attempt, values)
+        if repository.finish_attempt(s, run_id, attempt, values):
+            return True
+        repository.note_stopped(s, run_id, attempt, now)
+        return False
 
 
 class _Watch:
@@ -118,7 +120,7 @@ class _Watch:
 def execute_run(run_id: int, *, db: Database, jobs: JobSettings | None = None) -> None:
     """Train run ``run_id`` (queued -> running -> done | failed | cancelled); in a worker."""
     jobs = jobs or JobSettings()
-    claimed = _claim(db, run_id)
+    claimed = claim_run(db, run_id)
     if claimed is None:
         return
     attempt, spec = claimed
@@ -127,10 +129,10 @@ def execute_run(run_id: int, *, db: Database, jobs: JobSettings | None = None) -
         try:
             metrics, model_json = _train(db, spec, watch)
         except StopFit as stop:
-            _finish(db, run_id, attempt, status=stop.status, metrics=None, error=str(stop))
+            finish_run(db, run_id, attempt, status=stop.status, metrics=None, error=str(stop))
             return
         except Exception as exc:  # the run records any failure; the worker carries on
-            _finish(
+            finish_run(
                 db,
                 run_id,
                 attempt,
@@ -139,7 +141,7 @@ def execute_run(run_id: int, *, db: Database, jobs: JobSettings | None = None) -
                 error=f"{type(exc).__name__}: {exc}",
             )
             return
-    _finish(
+    finish_run(
         db,
         run_id,
         attempt,

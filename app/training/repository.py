@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import CursorResult, Update, select, update
+from sqlalchemy import CursorResult, Update, case, select, update
 from sqlalchemy.orm import Session
 
 from app.kernel.models import Collection, Document, Query, Task, TrainingRun, utcnow
@@ -72,8 +72,31 @@ def move_stale(
     return bool(_rows_updated(s, update(TrainingRun).where(guard).values(**values)))
 
 
+def claim(s: Session, run_id: int, now: datetime) -> bool:
+    """``queued -> running`` with one more attempt, in one UPDATE guarded by the status; False
+    when the run is not queued (cancelled, or another worker claimed it)."""
+    stmt = (
+        update(TrainingRun)
+        .where(
+            TrainingRun.id == run_id,
+            TrainingRun.status == "queued",
+            TrainingRun.cancel_requested.is_(False),
+        )
+        .values(
+            status="running",
+            attempts=TrainingRun.attempts + 1,
+            started_at=now,
+            heartbeat_at=now,
+            progress=None,
+            error=None,
+        )
+    )
+    return bool(_rows_updated(s, stmt))
+
+
 def finish_attempt(s: Session, run_id: int, attempt: int, values: dict[str, Any]) -> bool:
-    """Set ``values`` on a run still running its ``attempt``; False when it moved on."""
+    """Set ``values`` on a run still running its ``attempt``; False when it moved on
+    (cancelled, or recovered by a sweep): the outcome is then dropped (docs/training.md)."""
     stmt = (
         update(TrainingRun)
         .where(
@@ -82,6 +105,35 @@ def finish_attempt(s: Session, run_id: int, attempt: int, values: dict[str, Any]
             TrainingRun.attempts == attempt,
         )
         .values(**values)
+    )
+    return bool(_rows_updated(s, stmt))
+
+
+def note_stopped(s: Session, run_id: int, attempt: int, now: datetime) -> None:
+    """The last heartbeat of ``attempt`` of a run cancelled while it ran: when its worker
+    stopped the fit (the run's status and ``finished_at`` stay the cancel's)."""
+    s.execute(
+        update(TrainingRun)
+        .where(
+            TrainingRun.id == run_id,
+            TrainingRun.status == "cancelled",
+            TrainingRun.attempts == attempt,
+        )
+        .values(heartbeat_at=now)
+    )
+
+
+def cancel(s: Session, run_id: int, now: datetime) -> bool:
+    """``queued | running -> cancelled`` in one UPDATE guarded by the status; False when the
+    run is missing or already ended. The cancel flag tells a running fit's worker to stop."""
+    error = case(
+        (TrainingRun.status == "queued", "cancelled before it started"),
+        else_="cancelled while running",
+    )
+    stmt = (
+        update(TrainingRun)
+        .where(TrainingRun.id == run_id, TrainingRun.status.in_(("queued", "running")))
+        .values(status="cancelled", cancel_requested=True, finished_at=now, error=error)
     )
     return bool(_rows_updated(s, stmt))
 

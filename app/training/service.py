@@ -7,9 +7,11 @@ Life of a run (``training_run`` row, the only state; the queue carries just its 
 - :func:`app.training.execution.execute_run` (in ``heapjudge worker``) claims it
   (``queued -> running``, one more attempt), loads the truth and folds, and fits with a
   progress callback: between two iterations the fit stops when the run was cancelled
-  (``cancelled``) or its time limit passed (``failed``). A heartbeat thread writes
+  or its time limit passed (``failed``); its final write is conditional on the run still
+  running, so a cancelled run stays ``cancelled``. A heartbeat thread writes
   ``heartbeat_at`` and ``progress`` meanwhile;
-- :func:`cancel_run` cancels a queued run at once and flags a running one;
+- :func:`cancel_run` cancels a queued or running run at once (a running one's worker stops
+  the fit at its next iteration and drops its outcome);
 - :func:`recover_stalled` (swept by every worker) retries or fails a running run whose
   heartbeat stopped (its worker was killed), and re-enqueues a queued run whose message is gone;
 - :func:`get_run` and :func:`list_runs` only read.
@@ -161,21 +163,17 @@ def list_runs(*, db: Database, collection_id: int | None = None) -> list[dict[st
 
 
 def cancel_run(*, db: Database, run_id: int) -> dict[str, Any]:
-    """Cancel a run: a queued one at once, a running one by flagging it (its worker stops the
-    fit between two iterations and marks it ``cancelled``). Cancelling twice is harmless;
-    a finished run (done or failed) is a 409."""
+    """Cancel a queued or running run: one conditional UPDATE makes it ``cancelled`` at once,
+    so once this returns the run never ends otherwise (a running fit's worker stops at its
+    next iteration and its outcome is dropped, docs/training.md#life-of-a-run). Cancelling a
+    cancelled run is harmless; a run that ended ``done`` or ``failed`` is a 409."""
     with db.write() as s:
+        changed = repository.cancel(s, run_id, utcnow())
         run = repository.run_by_id(s, run_id)
         if run is None:
             raise NotFound(f"no training run with id {run_id}")
-        if run.status in ("done", "failed"):
+        if not changed and run.status != "cancelled":
             raise Conflict(f"training run {run_id} already ended ({run.status})")
-        if run.status == "queued":
-            run.status = "cancelled"
-            run.finished_at = utcnow()
-            run.error = "cancelled before it started"
-        run.cancel_requested = True
-        s.flush()
         return describe(run)
 
 

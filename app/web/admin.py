@@ -23,12 +23,14 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData
 
 from app.auth import sessions
+from app.auth.passwords import MIN_PASSWORD_CHARS
 from app.collections import service as collections
 from app.http.deps import DbDep, web_session
 from app.users import manage as users_manage
 from app.web.auth import login_redirect
 from app.web.forms import FormErrors
 from app.web.templates import render, set_flash
+from labeling.identifiers import USERNAME_HTML_PATTERN
 
 router = APIRouter()
 
@@ -129,6 +131,9 @@ async def home_response(
             "workloads": [w.as_dict() for w in loads],
             "forms": forms or {},
             "errors": errors or {},
+            # The user forms check on the client what the server enforces.
+            "username_pattern": USERNAME_HTML_PATTERN,
+            "min_password_chars": MIN_PASSWORD_CHARS,
         },
         status=status,
     )

@@ -318,3 +318,24 @@ def test_guidelines_block_previews_saves_and_refuses(site: dict[str, Any]) -> No
     assert "As assessors see them" in page and "<strong>Bold</strong> rule" in page
     missing = {"csrf_token": csrf, "action": "save", "markdown": "x"}
     assert client.post("/admin/collections/999/guidelines", data=missing).status_code == 404
+
+
+def test_user_forms_check_what_the_server_enforces(site: dict[str, Any]) -> None:
+    """The username ``pattern`` and the password ``minlength`` come from the server's rules
+    (labeling/identifiers.py, app/auth/passwords.py); the pattern compiles under JavaScript's
+    ``v`` flag, which the browser uses (tests/e2e/test_page_console.py runs it in Chromium)."""
+    from app.auth.passwords import MIN_PASSWORD_CHARS
+    from labeling.identifiers import USERNAME_HTML_PATTERN, USERNAME_RE
+
+    client: TestClient = site["client"]
+    login(client, "boss", "boss password 1")
+    page = client.get("/admin").text
+    assert f'pattern="{USERNAME_HTML_PATTERN}"' in page
+    assert page.count(f'minlength="{MIN_PASSWORD_CHARS}"') == 6  # new user + 5 resets
+    assert 'minlength="8"' not in page
+    # Under the v flag a class must escape "-" (and "(", ")", "[", "]", "{", "}", "/", "|").
+    body = USERNAME_HTML_PATTERN[1 : USERNAME_HTML_PATTERN.index("]")]
+    assert not re.search(
+        r"(?<!\\)[-()\[\]{}/|]", body.replace("A-Z", "").replace("a-z", "").replace("0-9", "")
+    )
+    assert USERNAME_RE.match("ann.b-c@d_e") and not USERNAME_RE.match("ann b")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 
-from app.demo import DEMO_LOGINS, DEMO_QUERIES
+from app.demo import DEMO_GUIDELINES, DEMO_LOGINS, DEMO_QUERIES
 from tests.e2e.web_support import free_port
 
 
@@ -84,6 +84,24 @@ def test_serve_refuses_the_dev_secret_outside_dev_mode(tmp_path: Path) -> None:
     assert r.returncode == 1 and "HEAPJUDGE_SECRET_KEY" in r.stderr
 
 
+def test_readme_walkthrough_sets_a_secret_key_serve_accepts() -> None:
+    """README "From files to a model": plain ``heapjudge serve`` refuses to start (above), so
+    the walkthrough sets ``HEAPJUDGE_SECRET_KEY`` first, with a command whose key is accepted."""
+    import re
+
+    from app.kernel.settings import Settings
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## From files to a model", 1)[1].split("\n## ", 1)[0]
+    serve = section.index("\nheapjudge serve")
+    found = re.search(r"export HEAPJUDGE_SECRET_KEY=\$\((.+)\)\n", section[: serve + 1])
+    assert found, "no HEAPJUDGE_SECRET_KEY before heapjudge serve"
+    key = subprocess.run(
+        found.group(1), shell=True, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    Settings(secret_key=key, dev=False).check()  # raises when serve would refuse
+
+
 def test_serve_demo_creates_once_and_serves(tmp_path: Path) -> None:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("HEAPJUDGE_")}
@@ -118,6 +136,11 @@ def test_serve_demo_creates_once_and_serves(tmp_path: Path) -> None:
         assert nxt["done"] is False
         colls = httpx.get(f"{base}/api/v1/collections", headers=headers).json()
         assert colls[0]["queries"] == len(DEMO_QUERIES)
+        # The guidelines an assessor's first visit opens (the panel shows only when there are).
+        guide = httpx.get(
+            f"{base}/api/v1/collections/{colls[0]['id']}/guidelines", headers=headers
+        ).json()
+        assert guide["markdown"] == DEMO_GUIDELINES and "<strong>" in guide["html"]
         assert 20 <= colls[0]["documents"] / len(DEMO_QUERIES) <= 50
         # A chunked upload (no Content-Length) over the limit is cut off by the real server.
         admin, admin_pw, _ = DEMO_LOGINS[0]
@@ -143,6 +166,17 @@ def test_serve_demo_creates_once_and_serves(tmp_path: Path) -> None:
     for name, password, _role in DEMO_LOGINS:
         assert name in output and password in output
     assert (tmp_path / "heapjudge-demo.db").is_file()
+    # Every file the demo wrote (database, training queue, their WAL files) is git-ignored.
+    written = sorted(p.name for p in tmp_path.iterdir())
+    assert any(name.endswith(".queue") for name in written), written
+    ignored = subprocess.run(
+        ["git", "check-ignore", "--no-index", "--stdin"],
+        cwd=Path(__file__).resolve().parents[2],
+        input="\n".join(written),
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    assert sorted(ignored) == written
     # A second start reuses the database (created once).
     from app.demo import ensure_demo
     from app.kernel.db import Database

@@ -136,6 +136,13 @@ def test_admin_pages_have_no_console_errors(site: dict[str, Any]) -> None:
         problems = _watch(page)
         _login(page, url, "chief")
         page.goto(url + "/admin")
+        # The browser compiles the username pattern (with the v flag) once the field has a
+        # value: an invalid pattern is a console error and no client-side check.
+        page.fill("#new-user", "new.user-1")
+        assert page.eval_on_selector("#new-user", "e => e.validity.valid") is True
+        page.fill("#new-user", "new user!")
+        assert page.eval_on_selector("#new-user", "e => e.validity.patternMismatch") is True
+        assert page.eval_on_selector("#new-password", "e => e.minLength") == 12
         page.goto(f"{url}/admin/collections/{cid}")
         # The plan form shows the server's fit for the ticked count (plan_fits).
         ticked = page.locator('input[name="assessors"]:checked')
