@@ -104,3 +104,13 @@ def test_identifiers_stored_decomposed_before_the_rule_stay_judgeable(
         )
     tid = make_task(api, cid, "l1", assessor, k=1)
     assert NFD in _judge_all(api, tid, {NFD: NFC})
+
+
+def test_a_task_may_name_its_query_in_the_nfd_spelling(api: Api, assessor: str) -> None:
+    cid = _collection(api, "nfc tasks")
+    rows = [{"query_id": NFD, "query": "q", "doc_id": d} for d in ("t1", "t2")]
+    assert api.post("admin", f"/api/v1/collections/{cid}/import", content=ndjson(rows))
+    queries = api.get("admin", f"/api/v1/collections/{cid}/queries").json()
+    assert [q["query_id"] for q in queries] == [NFC]
+    tid = make_task(api, cid, NFD, assessor, k=1)
+    assert api.get("admin", f"/api/v1/tasks/{tid}").json()["query_id"] == NFC
