@@ -59,6 +59,13 @@ def normal_identifier(value: str) -> str:
     return value if value.isascii() else unicodedata.normalize("NFC", value)
 
 
+def same_identifier(sent: str, stored: str) -> bool:
+    """Whether ``sent`` names the identifier ``stored``: the same text, or the same
+    :func:`normal_identifier` form (a request may use either Unicode spelling, and an
+    identifier stored before the NFC rule may be in either)."""
+    return sent == stored or normal_identifier(sent) == normal_identifier(stored)
+
+
 def _describe(char: str) -> str:
     """A safe, readable name for a character: ``U+0009`` plus its Unicode name when it has
     one (surrogates and most control characters have none)."""

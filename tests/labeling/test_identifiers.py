@@ -12,6 +12,7 @@ from labeling.identifiers import (
     identifier_problem,
     label_problem,
     normal_identifier,
+    same_identifier,
     text_problem,
 )
 from labeling.sources.base import SourceError
@@ -67,6 +68,8 @@ def test_both_spellings_have_one_normal_form() -> None:
     assert E_ACUTE_NFC != E_ACUTE_NFD
     assert normal_identifier(E_ACUTE_NFD) == normal_identifier(E_ACUTE_NFC) == E_ACUTE_NFC
     assert normal_identifier("FBIS3-10082") == "FBIS3-10082"
+    assert same_identifier(E_ACUTE_NFD, E_ACUTE_NFC) and same_identifier(E_ACUTE_NFC, E_ACUTE_NFD)
+    assert not same_identifier("cafe", E_ACUTE_NFC)
 
 
 @pytest.mark.parametrize("value", ["\u0301", "\u0301x", "\u20dd1", "\u0903a"])
