@@ -9,7 +9,13 @@ split into extra columns or forge whole lines. So an identifier is
 * each one *printable and not a space*: no character of the Unicode categories ``Z*``
   (separators: space, no-break space, line and paragraph separators) or ``C*`` (control
   characters such as NUL, tab and newline; format characters such as zero-width spaces and
-  bidirectional overrides; lone surrogates; private-use and unassigned code points).
+  bidirectional overrides; lone surrogates; private-use and unassigned code points),
+* the first one not a combining mark (categories ``M*``: an accent with nothing to sit on),
+* in Unicode NFC: every input path (the NDJSON import, the file readers, the judging
+  requests) passes an identifier through :func:`normal_identifier` before anything else, so
+  ``é`` written as one code point and as ``e`` + a combining acute accent are one identifier
+  (the second spelling is then a duplicate like any other). The rule is checked on that form.
+  Identifiers stored before this rule keep their spelling (no migration).
 
 Letters of any script, digits and punctuation are fine (``FBIS3-10082``, ``clueweb09-en0000-00-
 00000``, ``q:7``, ``文档-1``). Usernames have a narrower rule of their own (ASCII letters, digits
@@ -47,6 +53,23 @@ IDENTIFIER_RULE = (
 )
 
 
+def normal_identifier(value: str) -> str:
+    """``value`` in Unicode Normalization Form C (canonical composition): the one spelling of
+    an identifier that every input path stores and compares (``docs/security.md#text-hygiene``).
+
+    >>> normal_identifier("e\\u0301") == "\\u00e9"
+    True
+    """
+    return value if value.isascii() else unicodedata.normalize("NFC", value)
+
+
+def same_identifier(sent: str, stored: str) -> bool:
+    """Whether ``sent`` names the identifier ``stored``: the same text, or the same
+    :func:`normal_identifier` form (a request may use either Unicode spelling, and an
+    identifier stored before the NFC rule may be in either)."""
+    return sent == stored or normal_identifier(sent) == normal_identifier(stored)
+
+
 def _describe(char: str) -> str:
     """A safe, readable name for a character: ``U+0009`` plus its Unicode name when it has
     one (surrogates and most control characters have none)."""
@@ -77,6 +100,9 @@ def text_problem(value: str) -> str | None:
 def identifier_problem(value: str) -> str | None:
     """Why ``value`` is not a valid identifier (see the module docstring), or None.
 
+    ``value`` is the identifier as it will be stored: :func:`normal_identifier` first. The
+    message names a position, never the value.
+
     >>> identifier_problem("FBIS3-10082") is None
     True
     >>> identifier_problem("x\\ny 9 FAKE 4")
@@ -90,6 +116,11 @@ spaces, tabs, line breaks or other control or format characters'
         return problem
     if len(value) > MAX_IDENTIFIER_CHARS:
         return f"is too long ({len(value)} characters); an identifier is {IDENTIFIER_RULE}"
+    if unicodedata.category(value[0])[0] == "M":
+        return (
+            f"starts with the combining mark {_describe(value[0])} at character 1 "
+            "(a combining mark cannot begin an identifier)"
+        )
     for i, char in enumerate(value):
         if not char.isprintable() or char == " ":
             return (

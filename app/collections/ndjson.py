@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from app.kernel.errors import Invalid
-from labeling.identifiers import identifier_problem, text_problem
+from labeling.identifiers import identifier_problem, normal_identifier, text_problem
 from labeling.sources.base import parse_json_line
 
 MAX_REPORTED_ERRORS = 100
@@ -105,13 +105,14 @@ class ImportErrors:
 
 
 def _as_id(value: Any) -> str | None:
-    """An id as text (an integer as its decimal string), or None for another JSON type; the
+    """An id as text (an integer as its decimal string; a string in Unicode NFC,
+    :func:`labeling.identifiers.normal_identifier`), or None for another JSON type; the
     identifier rule (:func:`labeling.identifiers.identifier_problem`) is checked after."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
         return str(value)
-    return value if isinstance(value, str) else None
+    return normal_identifier(value) if isinstance(value, str) else None
 
 
 def _finite_floats(values: Any) -> list[float] | None:

@@ -64,6 +64,7 @@ from app.kernel.errors import Conflict, DomainError, Invalid
 from app.kernel.models import utcnow
 from app.kernel.offload import executor
 from labeling.errors import Finished, LabelingError, WrongQuestion
+from labeling.identifiers import normal_identifier
 from labeling.protocol.types import Answer, BrokenAnswer, GradeAnswer, PairAnswer
 
 # --------------------------------------------------------------------------- payloads
@@ -93,8 +94,35 @@ def _gated(db: Database, r: Replayed, body: Payload, cursor: Any | None = None) 
     return routing.gate(db, r, body, cursor) if routes(r) else body
 
 
-def _answer_from_request(method: str, data: dict[str, Any]) -> Answer:
-    """The protocol answer of a request body (422 if its fields do not fit the method)."""
+#: The fields of a judgment that name documents.
+_DOC_FIELDS = ("left", "right", "doc_id")
+
+
+def _as_shown(r: Replayed, seq: int, data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with each document it names (``left``, ``right``, ``doc_id``) spelled as
+    question ``seq`` showed it, when the two spellings have one Unicode NFC form
+    (:func:`labeling.identifiers.normal_identifier`, docs/security.md#text-hygiene): a client
+    that sends ``e`` + a combining accent for a shown ``é`` (or, for an identifier stored in
+    that form before the rule, the other way round) answers that document."""
+    answers = r.session.answers
+    source: object = answers[seq] if seq < len(answers) else r.session.pending
+    shown = [v for k in _DOC_FIELDS if isinstance(v := getattr(source, k, None), str)]
+    by_form = {normal_identifier(doc): doc for doc in shown}
+    out = dict(data)
+    for key in _DOC_FIELDS:
+        value = out.get(key)
+        if isinstance(value, str) and value not in shown:
+            out[key] = by_form.get(normal_identifier(value), value)
+    return out
+
+
+def _answer_from_request(r: Replayed, seq: int, data: dict[str, Any]) -> Answer:
+    """The protocol answer of a request body for question ``seq`` of ``r`` (422 if its fields
+    do not fit the method). Document ids outside ASCII are read as shown (:func:`_as_shown`);
+    the test is one concatenation, so an ASCII judgment calls nothing more."""
+    if not f"{data.get('left') or ''}{data.get('right') or ''}{data.get('doc_id') or ''}".isascii():
+        data = _as_shown(r, seq, data)
+    method = r.task.method
     if data.get("outcome") == "broken":
         return _broken_from_request(method, data)
     if data.get("reason") is not None:
@@ -184,7 +212,7 @@ def _fresh_answer(r: Replayed, seq: int, data: dict[str, Any]) -> Answer | None:
     protocol accepts, now submitted to ``r.session``; None otherwise (a retry, a conflict or
     an invalid answer, which the general path answers), ``r`` unchanged."""
     try:
-        answer = _answer_from_request(r.task.method, data)
+        answer = _answer_from_request(r, seq, data)
     except (DomainError, ValueError):
         return None
     if seq != len(r.session.answers):
@@ -290,7 +318,7 @@ def submit_judgment(*, db: Database, user: Caller, task_id: int, data: dict[str,
             def conflict(message: str) -> Conflict:
                 return Conflict(message, extra={"current": _body(db, current, store, locked=True)})
 
-            answer = _answer_from_request(replayed.task.method, data)
+            answer = _answer_from_request(replayed, seq, data)
             if _is_retry(replayed, seq, answer, conflict):
                 return _body(db, replayed, store, locked=True)
             if seq == len(replayed.session.answers) and routes(replayed):

@@ -43,6 +43,7 @@ from app.kernel.db import Database
 from app.kernel.errors import Conflict, Forbidden, Invalid, NotFound
 from app.kernel.models import Query, SecondOpinion, Task, User, utcnow
 from labeling.errors import Finished, InvalidAnswer, WrongQuestion
+from labeling.identifiers import same_identifier
 from labeling.protocol.topk import TopKSession
 from labeling.protocol.types import PairAnswer, PairQuestion
 
@@ -249,11 +250,13 @@ def answer(*, db: Database, user: Caller, item_id: int, data: dict[str, Any]) ->
 
         if seq != row.seq:
             raise conflict(f"second opinion {item_id} is question {row.seq}, not {seq}")
-        if (left, right) != (row.left_doc, row.right_doc):
+        shown = (row.left_doc, row.right_doc)
+        if not all(map(same_identifier, (left, right), shown)):
             raise conflict(
                 f"second opinion {item_id} shows ({row.left_doc!r}, {row.right_doc!r}); echo "
                 "left/right as shown"
             )
+        left, right = shown  # as sent, or its other Unicode spelling
         if row.status == "answered":
             if row.outcome == outcome:
                 return _item(db, cursor, row)  # a retry: stored once already

@@ -30,6 +30,7 @@ from app.kernel.errors import Invalid, NotFound
 from app.kernel.models import Collection, Document, Judgment, Query, Task, User
 from app.planning.priors import PriorResolver, PriorSource
 from labeling.errors import ConfigError
+from labeling.identifiers import normal_identifier
 from labeling.protocol.options import validate_options
 from labeling.protocol.prior_orders import NO_PRIOR
 from labeling.protocol.session import open_session
@@ -146,6 +147,14 @@ def _query_and_assessor(
     query = s.scalar(
         select(Query).where(Query.collection_id == collection_id, Query.external_id == query_id)
     )
+    if query is None and query_id != normal_identifier(query_id):
+        # The stored spelling is NFC (docs/security.md#text-hygiene).
+        query = s.scalar(
+            select(Query).where(
+                Query.collection_id == collection_id,
+                Query.external_id == normal_identifier(query_id),
+            )
+        )
     if query is None:
         raise NotFound(f"no query {query_id!r} in collection {collection_id}")
     user = s.scalar(select(User).where(User.username == assessor))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from labeling.identifiers import identifier_problem, text_problem
+from labeling.identifiers import identifier_problem, normal_identifier, text_problem
 from labeling.sources.base import (
     IssueCollector,
     SourceDocument,
@@ -47,7 +47,7 @@ def parse_jsonl_docs(
         if isinstance(raw_id, bool) or not isinstance(raw_id, str | int) or str(raw_id) == "":
             issues.add(number, f"{key} must be a non-empty string or integer")
             continue
-        doc_id = str(raw_id)
+        doc_id = normal_identifier(str(raw_id))
         problem = identifier_problem(doc_id)
         if problem is not None:
             issues.add(number, f"{key} {problem}")

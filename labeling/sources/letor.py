@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from labeling.identifiers import identifier_problem as _bad
+from labeling.identifiers import identifier_problem, normal_identifier
 from labeling.sources.base import FeatureRow, IssueCollector, SourceError
 
 
@@ -41,9 +41,13 @@ def read_letor_features(
     feats = data.features.tolist()
     labels = data.labels.tolist()
     for i in range(data.n_rows):
-        qid, doc = str(data.qids[i]), str(data.docids[i])
+        qid, doc = normal_identifier(str(data.qids[i])), normal_identifier(str(data.docids[i]))
         line = linenos[i] if i < len(linenos) else 0
-        bad = [f"{what} {p}" for what, v in (("qid", qid), ("docid", doc)) if (p := _bad(v))]
+        bad = [
+            f"{what} {p}"
+            for what, v in (("qid", qid), ("docid", doc))
+            if (p := identifier_problem(v))
+        ]
         if bad:
             issues.add(line, "; ".join(bad))
             continue

@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
-from labeling.identifiers import identifier_problem
+from labeling.identifiers import identifier_problem, normal_identifier
 from labeling.sources.base import (
     IssueCollector,
     Lines,
@@ -160,6 +160,7 @@ def _topic_from_block(
     if "num" not in values or not values["num"]:
         issues.add(start, "topic has no <num>")
         return None
+    values["num"] = normal_identifier(values["num"])
     problem = identifier_problem(values["num"])
     if problem is not None:
         issues.add(field_line.get("num", start), f"topic number {problem}")
@@ -255,7 +256,7 @@ def _doc_from_block(
             + (f" (found {len(docnos)})" if len(docnos) != 1 else ""),
         )
         return None
-    doc_id = docnos[0].strip()
+    doc_id = normal_identifier(docnos[0].strip())
     problem = identifier_problem(doc_id)
     if problem is not None:
         issues.add(start, f"DOCNO {problem}")
@@ -349,8 +350,9 @@ def parse_qrels_file(
     integers or integer-valued floats (:func:`ranking.io.trec.parse_relevance`; ``grade_map``
     maps other values), then ``grade_of`` maps the integer to a 0..4 grade (raising
     ``ValueError`` for a value it does not know, which becomes an error on that line).
-    ``smart-rel`` lines are relevant: grade 1. A (query, document) pair listed twice is an
-    error naming both lines.
+    ``smart-rel`` lines are relevant: grade 1. Ids are read in Unicode NFC
+    (:func:`labeling.identifiers.normal_identifier`), so they match imported ones whatever the
+    file's spelling. A (query, document) pair listed twice is an error naming both lines.
     """
     if columns is not None:
         layout = "3col" if columns == 3 else "trec"
@@ -373,6 +375,7 @@ def parse_qrels_file(
             )
             continue
         qid, doc, rel_s = split_qrels_row(cols, chosen.layout)
+        qid, doc = normal_identifier(qid), normal_identifier(doc)
         try:
             if rel_s is None:
                 if not (is_zero_field(cols[2]) and is_zero_field(cols[3])):

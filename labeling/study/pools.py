@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from labeling.errors import ConfigError
+from labeling.identifiers import normal_identifier
 from labeling.sources.base import IssueCollector, as_lines, numbered_lines
 
 PoolMode = Literal["all", "sample", "run"]
@@ -67,8 +68,10 @@ def parse_trec_run(
 
     trec_eval ignores the rank column and orders by score descending, breaking ties by docno
     descending (docs/metrics.md#ties); we do the same so "top n of the run" means what the
-    evaluator would score. Errors (wrong column count, non-numeric rank/score, a document listed
-    twice for one query) carry the line number; the whole file is checked before returning.
+    evaluator would score. Ids are read in Unicode NFC
+    (:func:`labeling.identifiers.normal_identifier`), the spelling of imported ones. Errors
+    (wrong column count, non-numeric rank/score, a document listed twice for one query) carry
+    the line number; the whole file is checked before returning.
     """
     lines = as_lines(data)
     issues = IssueCollector(file)
@@ -82,6 +85,7 @@ def parse_trec_run(
             issues.add(number, f"expected 6 columns 'qid Q0 docno rank score tag', got {len(cols)}")
             continue
         qid, _q0, doc, rank_s, score_s, tag = cols
+        qid, doc = normal_identifier(qid), normal_identifier(doc)
         try:
             rank = int(rank_s)
         except ValueError:
