@@ -3,7 +3,7 @@
 Pages need a browser session (the ``heapjudge_session`` cookie); without one they redirect
 to the login form and come back afterwards. A task is shown only to its assessor (403 page
 otherwise, 404 when it does not exist). The judging loop itself runs in
-``app/static/js/judge.js`` against the REST API (``/api/v1/tasks/{id}/next``, ``/judgments``,
+``app/static/js/judge/`` against the REST API (``/api/v1/tasks/{id}/next``, ``/judgments``,
 ``/undo``) with the session cookie and the ``X-CSRF-Token`` header; this module only renders
 the page around the first question, which it takes from the same replay as the API
 (:func:`app.judging.pages.task_page`; presentation in :mod:`app.web.page_data`).
@@ -88,7 +88,7 @@ async def _own_task(
 
 
 #: Cookie holding the assessor's highlighting choice ("0" off; anything else on), set by
-#: judge.js when the H key toggles it, read here so the first render already follows it.
+#: the judging script when the H key toggles it, read here so the first render already follows it.
 HIGHLIGHT_COOKIE = "heapjudge_highlight"
 
 
@@ -100,7 +100,8 @@ def highlight_on(request: Request, hl: int | None = None) -> bool:
 
 
 def guidelines_seen_key(user_id: int, collection_id: int) -> str:
-    """The browser's ``localStorage`` key under which judge.js remembers which version of a
+    """The browser's ``localStorage`` key under which the judging script remembers which version of
+    a
     collection's guidelines this user has seen (docs/assessor-guide.md#guidelines)."""
     return f"heapjudge.guidelines.{user_id}.{collection_id}"
 
@@ -222,7 +223,7 @@ def _boot(
     highlight: bool,
     guidelines: Any,
 ) -> dict[str, Any]:
-    """The judging page's boot payload (read by app/static/js/judge.js)."""
+    """The judging page's boot payload (read by app/static/js/judge/main.js)."""
     return {
         "task_id": page.task_id,
         "method": page.method,
@@ -276,7 +277,7 @@ async def lookahead(
     """What may come after question ``seq``: ``docs``, the documents that may be shown next,
     rendered for their frames (the judging page preloads them into hidden sandboxed frames),
     and ``next``, the next question per answer (:class:`app.judging.pages.Lookahead`;
-    judge.js does not use it yet: showing it before the server's answer broke quick key
+    The judging script does not use it yet: showing it before the server's answer broke quick key
     sequences, see docs/assessor-guide.md#next-pair). Read-only. ``hl=0|1`` overrides the
     highlighting cookie."""
     found = await _page_json(

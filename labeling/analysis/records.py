@@ -3,7 +3,7 @@
 The analysis (:mod:`labeling.analysis.agreement`, :mod:`labeling.analysis.timing`,
 :mod:`labeling.analysis.consistency`) works on these frozen dataclasses rather than on ORM rows, so
 it stays pure and quick to test; the service converts its database rows into them
-(``app/services/analysis.py``).
+(``app/analysis/records.py``).
 
 One judgment log serves both tools (contracts C4): a T1 judgment carries ``left``, ``right``
 and ``outcome`` as shown to the assessor; a T2 judgment carries ``doc_id`` and ``grade``.

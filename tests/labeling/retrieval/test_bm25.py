@@ -1,6 +1,6 @@
 """labeling.retrieval.text and labeling.retrieval.bm25: the analyser, and BM25 scores against a
 brute-force
-implementation of the formula in labeling/bm25.py."""
+implementation of the formula in labeling/retrieval/bm25.py."""
 
 from __future__ import annotations
 

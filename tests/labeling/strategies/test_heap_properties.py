@@ -182,7 +182,7 @@ def _certain_remaining(state, cache):
 @settings(max_examples=60, deadline=None)
 @given(cases())
 def test_about_n_left_never_promises_fewer_than_certainly_remain(case):
-    """The UI's "about N left" (⌈expected_remaining⌉, app/services/judging.py) never drops below
+    """The UI's "about N left" (⌈expected_remaining⌉, app/judging/loop.py) never drops below
     the questions that are certain to come, and never exceeds the worst-case bound."""
     docs, scores, k, seed, cache = case
     s = open_session("topk", docs, k=k, seed=seed, options={"pair_cache": cache})
