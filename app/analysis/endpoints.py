@@ -17,13 +17,14 @@ from app.analysis.schemas import AnalysisOut
 from app.analysis.service import collection_analysis
 from app.http.deps import AdminUser, DbDep
 from app.http.openapi import declare_errors
+from app.http.schemas import PathId
 
 router = APIRouter(tags=["analysis"])
 
 
 @router.get("/collections/{collection_id}/analysis", response_model=AnalysisOut)
 async def get_analysis(
-    collection_id: int,
+    collection_id: PathId,
     _admin: AdminUser,
     db: DbDep,
     mode: Literal["direct", "inferred"] = Query(

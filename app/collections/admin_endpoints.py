@@ -32,7 +32,7 @@ from app.http.deps import (
     upload_form,
 )
 from app.http.openapi import declare_errors
-from app.http.schemas import CollectionName, StrictModel
+from app.http.schemas import CollectionName, PathId, StrictModel
 from app.kernel.errors import Invalid
 
 router = APIRouter(prefix="/admin", tags=["admin"], dependencies=[Depends(require_admin)])
@@ -125,7 +125,7 @@ def _collection_out(coll: Any) -> dict[str, Any]:
 
 
 @router.patch("/collections/{collection_id}", response_model=CollectionBriefOut)
-def patch_collection(collection_id: int, body: CollectionPatch, db: DbDep) -> dict[str, Any]:
+def patch_collection(collection_id: PathId, body: CollectionPatch, db: DbDep) -> dict[str, Any]:
     """Rename, describe, archive or un-archive a collection."""
     coll = collections_manage.update_collection(
         db=db,
@@ -171,7 +171,7 @@ async def _one_file(request: Request, part: str, what: str) -> UploadedFile:
     openapi_extra=IMPORT_FILES_BODY,
 )
 async def import_files(
-    collection_id: int,
+    collection_id: PathId,
     request: Request,
     db: DbDep,
     kind: Literal["trec", "smart", "letor"],
@@ -210,7 +210,7 @@ def _asdict(obj: Any) -> dict[str, Any]:
     openapi_extra=ATTACH_GRADES_BODY,
 )
 async def attach_grades(
-    collection_id: int,
+    collection_id: PathId,
     request: Request,
     db: DbDep,
     qrels_format: Literal["auto", "trec", "3col", "smart-rel", "cranfield"] = "auto",
@@ -235,7 +235,7 @@ async def attach_grades(
     openapi_extra=ATTACH_FEATURES_BODY,
 )
 async def attach_features(
-    collection_id: int, request: Request, db: DbDep, strict: bool = False
+    collection_id: PathId, request: Request, db: DbDep, strict: bool = False
 ) -> dict[str, Any]:
     """Attach LETOR feature vectors (part ``features``) to existing documents."""
     features = await _one_file(request, FEATURES_PART, "LETOR")

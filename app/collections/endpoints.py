@@ -19,6 +19,7 @@ from app.collections.schemas import (
 )
 from app.http.deps import CurrentUser, DbDep, require_admin
 from app.http.openapi import declare_errors
+from app.http.schemas import PathId
 
 router = APIRouter(tags=["collections"])
 admin = APIRouter(dependencies=[Depends(require_admin)])
@@ -53,7 +54,7 @@ def list_collections(db: DbDep, user: CurrentUser) -> list[CollectionOut]:
 
 
 @router.get("/collections/{collection_id}", response_model=CollectionOut)
-def get_collection(collection_id: int, db: DbDep, user: CurrentUser) -> CollectionOut:
+def get_collection(collection_id: PathId, db: DbDep, user: CurrentUser) -> CollectionOut:
     """One collection: counts of queries, documents and tasks by status (404 for an assessor
     without a task in it)."""
     found = collections.get_collection(db=db, collection_id=collection_id, viewer=user)
@@ -61,7 +62,7 @@ def get_collection(collection_id: int, db: DbDep, user: CurrentUser) -> Collecti
 
 
 @router.get("/collections/{collection_id}/queries", response_model=list[QueryOut])
-def list_queries(collection_id: int, db: DbDep, user: CurrentUser) -> list[QueryOut]:
+def list_queries(collection_id: PathId, db: DbDep, user: CurrentUser) -> list[QueryOut]:
     """The collection's queries with their document counts (404 for an assessor without a
     task in it)."""
     found = collections.list_queries(db=db, collection_id=collection_id, viewer=user)
@@ -69,7 +70,7 @@ def list_queries(collection_id: int, db: DbDep, user: CurrentUser) -> list[Query
 
 
 @router.get("/collections/{collection_id}/guidelines", response_model=GuidelinesOut)
-def get_guidelines(collection_id: int, db: DbDep, user: CurrentUser) -> GuidelinesOut:
+def get_guidelines(collection_id: PathId, db: DbDep, user: CurrentUser) -> GuidelinesOut:
     """The collection's judging guidelines: Markdown and sanitised HTML (404 for an assessor
     without a task in it)."""
     found = collections.get_guidelines(db=db, collection_id=collection_id, viewer=user)
@@ -77,7 +78,7 @@ def get_guidelines(collection_id: int, db: DbDep, user: CurrentUser) -> Guidelin
 
 
 @admin.put("/collections/{collection_id}/guidelines", response_model=GuidelinesOut)
-def set_guidelines(collection_id: int, body: GuidelinesIn, db: DbDep) -> GuidelinesOut:
+def set_guidelines(collection_id: PathId, body: GuidelinesIn, db: DbDep) -> GuidelinesOut:
     """Replace the collection's judging guidelines (admin)."""
     guidelines = collections.set_guidelines(
         db=db, collection_id=collection_id, markdown=body.markdown
@@ -90,7 +91,7 @@ def set_guidelines(collection_id: int, body: GuidelinesIn, db: DbDep) -> Guideli
     response_model=ImportReportOut,
     openapi_extra=NDJSON_BODY,
 )
-async def import_documents(collection_id: int, request: Request, db: DbDep) -> ImportReportOut:
+async def import_documents(collection_id: PathId, request: Request, db: DbDep) -> ImportReportOut:
     """Import NDJSON (admin). All or nothing: any bad line -> 422 listing every line number and
     reason, and nothing is stored. Re-importing identical documents is a no-op."""
     with tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY) as spool:

@@ -15,6 +15,7 @@ from starlette.concurrency import iterate_in_threadpool
 from app.exports import service as exports
 from app.http.deps import DbDep, require_admin
 from app.http.openapi import declare_errors
+from app.http.schemas import PathId
 
 router = APIRouter(tags=["exports"], dependencies=[Depends(require_admin)])
 
@@ -84,7 +85,7 @@ _RESPONSES: dict[int | str, dict[str, Any]] = {
     "lists `query:assessor:task` per query, comma-separated, each part percent-encoded.",
 )
 def export_collection(
-    collection_id: int,
+    collection_id: PathId,
     db: DbDep,
     format: Annotated[str, Query(json_schema_extra=_ENUM)] = "qrels",
     labels: LabelsParam = None,

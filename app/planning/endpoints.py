@@ -14,7 +14,7 @@ from app.http.deps import (
     require_admin,
 )
 from app.http.openapi import declare_errors, error_responses
-from app.http.schemas import PlanName, StrictModel
+from app.http.schemas import PlanName, RowId, StrictModel
 from app.planning import service as planning
 from app.planning.schemas import PlanCreatedOut, PlanPreviewOut
 
@@ -31,7 +31,7 @@ class PoolIn(StrictModel):
 
 
 class PlanIn(StrictModel):
-    collection_id: int
+    collection_id: RowId
     assessors: list[str] = Field(default_factory=list, max_length=1000)
     query_ids: list[str] | None = None
     scheme: Literal["rotation", "balanced", "csv"] = "rotation"

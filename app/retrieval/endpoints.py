@@ -15,6 +15,7 @@ from fastapi.responses import PlainTextResponse, Response
 
 from app.http.deps import DbDep, require_admin
 from app.http.openapi import declare_errors
+from app.http.schemas import PathId
 from app.retrieval import service as retrieval
 from app.retrieval.schemas import Bm25HitOut, Bm25OrderOut, Bm25RunOut
 
@@ -33,7 +34,7 @@ router = APIRouter(prefix="/admin", tags=["retrieval"], dependencies=[Depends(re
     },
 )
 def bm25_run(
-    collection_id: int,
+    collection_id: PathId,
     db: DbDep,
     depth: int = Query(100, ge=1, le=retrieval.MAX_DEPTH),
     k1: float | None = Query(None, ge=0, le=100),
@@ -64,7 +65,7 @@ def bm25_run(
 
 @router.get("/collections/{collection_id}/bm25/order", response_model=Bm25OrderOut)
 def bm25_order(
-    collection_id: int,
+    collection_id: PathId,
     db: DbDep,
     query_id: str,
     k1: float | None = Query(None, ge=0, le=100),

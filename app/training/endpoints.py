@@ -17,7 +17,7 @@ from starlette.concurrency import run_in_threadpool
 
 from app.http.deps import AdminUser, DbDep
 from app.http.openapi import declare_errors, error_responses
-from app.http.schemas import StrictModel
+from app.http.schemas import PathId, RowId, StrictModel
 from app.training import service as training
 from app.training.jobs import enqueue_training
 from app.training.schemas import TrainingRunOut
@@ -46,7 +46,7 @@ class TrainingOptions(StrictModel):
 
 
 class TrainingRunCreate(StrictModel):
-    collection_id: int
+    collection_id: RowId
     model: str = Field(
         min_length=1,
         max_length=64,
@@ -97,13 +97,13 @@ async def list_training_runs(
 
 
 @router.get("/training-runs/{run_id}", response_model=TrainingRunOut)
-async def get_training_run(run_id: int, _admin: AdminUser, db: DbDep) -> dict[str, Any]:
+async def get_training_run(run_id: PathId, _admin: AdminUser, db: DbDep) -> dict[str, Any]:
     """Status, progress, per-fold metrics and (when done) the model JSON of a run."""
     return await run_in_threadpool(training.get_run, db=db, run_id=run_id)
 
 
 @router.post("/training-runs/{run_id}/cancel", response_model=TrainingRunOut)
-async def cancel_training_run(run_id: int, _admin: AdminUser, db: DbDep) -> dict[str, Any]:
+async def cancel_training_run(run_id: PathId, _admin: AdminUser, db: DbDep) -> dict[str, Any]:
     """Cancel a queued or running run at once (it never ends `done` afterwards); 409 once ended."""
     return await run_in_threadpool(training.cancel_run, db=db, run_id=run_id)
 
