@@ -197,11 +197,7 @@ async def import_files(
         include_narrative=include_narrative,
         ignore_unknown_qrels=ignore_unknown_qrels,
     )
-    return _asdict(report)
-
-
-def _asdict(obj: Any) -> dict[str, Any]:
-    return asdict(obj)
+    return asdict(report)
 
 
 @router.post(
@@ -226,7 +222,7 @@ async def attach_grades(
         qrels_format=qrels_format,
         strict=strict,
     )
-    return _asdict(report)
+    return asdict(report)
 
 
 @router.post(
@@ -246,7 +242,7 @@ async def attach_features(
         features=features,
         strict=strict,
     )
-    return _asdict(report)
+    return asdict(report)
 
 
 declare_errors(router)
