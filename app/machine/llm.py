@@ -67,7 +67,7 @@ from app.machine.repository import (
 )
 from labeling.machine.llm_prompts import PAIRWISE_V1, PromptTemplate, parse_graded, parse_pairwise
 
-__all__ = ["LlmClient", "LlmUsage", "cache_key", "retry_wait"]
+__all__ = ["LlmClient", "LlmUsage", "cache_key", "retry_wait", "study_usage"]
 
 log = logging.getLogger("heapjudge.machine.llm")
 
@@ -154,6 +154,11 @@ class LlmUsage:
             "budget": self.budget,
             "remaining": self.remaining,
         }
+
+
+def study_usage(db: Database, study: Study, settings: Settings) -> LlmUsage:
+    """A study's LLM spending and budget without a client (for reports and pages)."""
+    return LlmUsage(study, read_usage(db, study), settings.llm_token_budget)
 
 
 @dataclass(slots=True)
