@@ -67,7 +67,14 @@ from app.machine.repository import (
 )
 from labeling.machine.llm_prompts import PAIRWISE_V1, PromptTemplate, parse_graded, parse_pairwise
 
-__all__ = ["LlmClient", "LlmUsage", "cache_key", "retry_wait", "study_usage"]
+__all__ = [
+    "LlmClient",
+    "LlmUsage",
+    "cache_key",
+    "estimated_tokens",
+    "retry_wait",
+    "study_usage",
+]
 
 log = logging.getLogger("heapjudge.machine.llm")
 
@@ -95,6 +102,12 @@ def cache_key(
         separators=(",", ":"),
     )
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def estimated_tokens(chars: int) -> int:
+    """Tokens of ``chars`` characters when the endpoint reports none: ``⌈chars / 4⌉`` (about
+    four characters per token for English text with the common BPE vocabularies)."""
+    return -(-chars // 4)
 
 
 def retry_wait(attempt: int, retry_after: str | None, base: float, cap: float) -> float:
@@ -299,7 +312,7 @@ class LlmClient:
                 problem = f"{type(exc).__name__}"
             else:
                 if response.status_code == 200:
-                    return self._read_reply(response, spending)
+                    return self._read_reply(response, messages, spending)
                 problem = f"HTTP {response.status_code}"
                 if response.status_code not in RETRY_STATUSES:
                     log.warning("LLM request refused (%s); not retried", problem)
@@ -313,23 +326,30 @@ class LlmClient:
             time.sleep(wait)
         return _Outcome("failed")  # not reached: the last attempt returns above
 
-    def _read_reply(self, response: httpx.Response, spending: _Spending) -> _Outcome:
+    def _read_reply(
+        self, response: httpx.Response, messages: Messages, spending: _Spending
+    ) -> _Outcome:
         """The reply text and token counts of a 200; one without a reply text is malformed
-        (and not cached)."""
+        (and not cached). Without ``usage`` in the response the tokens are estimated
+        (:func:`estimated_tokens`), so the budget still holds."""
         try:
-            data = response.json()
-            usage = data.get("usage") or {}
-            tokens = (
-                max(int(usage.get("prompt_tokens") or 0), 0),
-                max(int(usage.get("completion_tokens") or 0), 0),
-            )
-        except (ValueError, TypeError, AttributeError):
-            data, tokens = None, (0, 0)
-        spending.add(sum(tokens))
+            data: Any = response.json()
+        except ValueError:
+            data = None
         try:
             text = data["choices"][0]["message"]["content"]
         except (KeyError, IndexError, TypeError):
             text = None
+        usage = data.get("usage") if isinstance(data, dict) else None
+        reported = usage if isinstance(usage, dict) else {}
+        p_tokens, c_tokens = reported.get("prompt_tokens"), reported.get("completion_tokens")
+        if isinstance(p_tokens, int) and isinstance(c_tokens, int):
+            tokens = (max(p_tokens, 0), max(c_tokens, 0))
+        else:
+            prompt_chars = sum(len(m.get("content", "")) for m in messages)
+            reply_chars = len(text) if isinstance(text, str) else 0
+            tokens = (estimated_tokens(prompt_chars), estimated_tokens(reply_chars))
+        spending.add(sum(tokens))
         if not isinstance(text, str):
             log.warning("LLM reply without a message text; counted as malformed")
             return _Outcome("unreadable", None, *tokens)

@@ -11,7 +11,8 @@ does, whatever the order or concurrency of the requests. Unknown texts get utili
 ``POST /v1/chat/completions``, replying like the real API (``choices[0].message.content``,
 ``usage.prompt_tokens`` = words of the messages, ``usage.completion_tokens`` = 1). On command
 (:meth:`StandInServer.script`) the next requests get 429 (with ``Retry-After``), 500, a slow
-reply (to time out), a malformed reply text, or a 200 without a reply text. It counts the
+reply (to time out), a malformed reply text, a 200 without a reply text, or one without
+``usage``. It counts the
 requests and checks the bearer key when given one (401 otherwise).
 """
 
@@ -92,7 +93,7 @@ class StandInServer:
     def script(self, kind: str, times: int = 1, value: Any = None) -> None:
         """The next ``times`` requests get ``kind``: ``"429"`` (``value``: the Retry-After
         header, or None for none), ``"500"``, ``"slow"`` (``value`` seconds before the
-        reply), ``"malformed"`` (``value``: the reply text) or ``"no_content"``."""
+        reply), ``"malformed"`` (``value``: the reply text), ``"no_content"`` or ``"no_usage"``."""
         with self._lock:
             self._script.extend([(kind, value)] * times)
 
@@ -124,6 +125,9 @@ class StandInServer:
                 reply = str(value)
             if kind == "no_content":
                 return JSONResponse({"id": "x", "choices": [], "usage": {"prompt_tokens": 1}})
+            if kind == "no_usage":
+                message = {"role": "assistant", "content": reply}
+                return JSONResponse({"id": "x", "choices": [{"index": 0, "message": message}]})
         return JSONResponse(
             {
                 "id": f"standin-{self.requests}",

@@ -167,6 +167,22 @@ def test_malformed_replies_are_counted_and_no_opinion(db: Database, collection_i
         assert client.usage().counts.malformed == 2
 
 
+def test_tokens_are_estimated_when_the_endpoint_reports_none(
+    db: Database, collection_id: int
+) -> None:
+    model = StandInModel(UTILITY, seed=2)
+    with (
+        StandInServer(model) as server,
+        make_client(db, server, new_study(collection_id)) as client,
+    ):
+        server.script("no_usage", 1)
+        messages = prompt("d014", "d015")
+        assert client.ask([messages]) == [model.answer(messages)]
+        chars = sum(len(m["content"]) for m in messages)
+        counts = client.usage().counts
+        assert (counts.prompt_tokens, counts.completion_tokens) == (-(-chars // 4), 1)
+
+
 # ------------------------------------------------------------------------------ budget, cache
 def test_the_budget_stops_answers_and_records_usage(db: Database, collection_id: int) -> None:
     model = StandInModel(UTILITY, seed=3)
