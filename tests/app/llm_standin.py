@@ -13,7 +13,10 @@ does, whatever the order or concurrency of the requests. Unknown texts get utili
 (:meth:`StandInServer.script`) the next requests get 429 (with ``Retry-After``), 500, a slow
 reply (to time out), a malformed reply text, a 200 without a reply text, or one without
 ``usage``. It counts the
-requests and checks the bearer key when given one (401 otherwise).
+requests and checks the bearer key when given one (401 otherwise). The same commands and the
+request count are reachable over HTTP (``POST /_standin/script``, ``GET /_standin/stats``),
+and ``python -m tests.app.llm_standin --truth truth.json --port 8001`` runs it as a process
+(the truth: a JSON object from document text to utility) for a worker in another process.
 """
 
 from __future__ import annotations
@@ -148,8 +151,29 @@ class StandInServer:
             }
         )
 
+    async def _control(self, request: Request) -> JSONResponse:
+        """``POST /_standin/script`` with ``{"kind", "times", "value"}``: :meth:`script` over
+        HTTP (for a stand-in in another process)."""
+        body = await request.json()
+        self.script(str(body["kind"]), int(body.get("times", 1)), body.get("value"))
+        return JSONResponse({"scripted": len(self._script)})
+
+    async def _stats(self, _request: Request) -> JSONResponse:
+        """``GET /_standin/stats``: the requests received so far."""
+        return JSONResponse({"requests": self.requests})
+
+    def app(self) -> Starlette:
+        """The ASGI app: the chat-completions route and the two control routes."""
+        return Starlette(
+            routes=[
+                Route("/v1/chat/completions", self._completions, methods=["POST"]),
+                Route("/_standin/script", self._control, methods=["POST"]),
+                Route("/_standin/stats", self._stats, methods=["GET"]),
+            ]
+        )
+
     def __enter__(self) -> StandInServer:
-        app = Starlette(routes=[Route("/v1/chat/completions", self._completions, methods=["POST"])])
+        app = self.app()
         self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._socket.bind(("127.0.0.1", 0))
@@ -178,3 +202,28 @@ class StandInServer:
     def base_url(self) -> str:
         """The API root to set as ``llm_base_url``."""
         return f"http://127.0.0.1:{self.port}/v1"
+
+
+def main() -> None:
+    """Serve a stand-in in this process until interrupted (module docstring)."""
+    import argparse
+    import json
+    import os
+
+    ap = argparse.ArgumentParser(description="A stand-in OpenAI-compatible chat model.")
+    ap.add_argument("--truth", required=True, help="JSON object: document text -> utility")
+    ap.add_argument("--port", type=int, default=8001)
+    ap.add_argument("--bias", type=float, default=0.0)
+    ap.add_argument("--error", type=float, default=0.0)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--api-key-env", default=None, help="check this variable's key")
+    args = ap.parse_args()
+    with open(args.truth, encoding="utf-8") as fh:
+        truth = {str(k): float(v) for k, v in json.load(fh).items()}
+    key = os.environ.get(args.api_key_env) if args.api_key_env else None
+    server = StandInServer(StandInModel(truth, args.bias, args.error, args.seed), api_key=key)
+    uvicorn.run(server.app(), host="127.0.0.1", port=args.port, log_level="warning")
+
+
+if __name__ == "__main__":
+    main()

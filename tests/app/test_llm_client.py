@@ -143,6 +143,22 @@ def test_a_timeout_is_no_opinion_after_the_retries(db: Database, collection_id: 
         client.close()
 
 
+def test_the_stand_in_takes_commands_over_http(db: Database, collection_id: int) -> None:
+    import httpx
+
+    model = StandInModel(UTILITY, seed=1)
+    with (
+        StandInServer(model) as server,
+        make_client(db, server, new_study(collection_id)) as client,
+    ):
+        root = server.base_url.removesuffix("/v1")
+        r = httpx.post(f"{root}/_standin/script", json={"kind": "500", "times": 2})
+        assert r.json() == {"scripted": 2}
+        messages = prompt("d030", "d031")
+        assert client.ask([messages]) == [model.answer(messages)]
+        assert httpx.get(f"{root}/_standin/stats").json() == {"requests": 3}
+
+
 def test_other_client_errors_are_not_retried(db: Database, collection_id: int) -> None:
     with StandInServer(StandInModel(UTILITY), api_key="right") as server:
         client = make_client(db, server, new_study(collection_id), llm_api_key_env="HJ_UNSET_KEY")
