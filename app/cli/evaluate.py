@@ -468,6 +468,7 @@ def evaluate_cmd(
                 raise UsageProblem("--judge-scores and --human-qrels take one run at a time")
             board = run_leaderboard(runs=run, interval=interval, **inputs)
             typer.echo(json.dumps(board.to_dict()) if as_json else board.format_text())
+            _board_warnings(topk, as_json=as_json)
             return
         report, guard = _one_run(run[0] if run else None, letor, scores, inputs, guard_options)
     except UsageProblem as exc:
@@ -475,6 +476,20 @@ def evaluate_cmd(
     except (ValueError, OSError) as exc:  # an input file that cannot be read or parsed
         fail(str(exc))
     _print_report(report, as_json=as_json, per_query=per_query, guard=guard)
+
+
+def _board_warnings(topk: Path | None, *, as_json: bool) -> None:
+    """Several runs against a top-k truth a machine helped make: say so (text: after the
+    table; ``--json``: on stderr); the human-decided part is scored one run at a time."""
+    from app.cli.evaluate_guard import guard_warnings, topk_guard
+
+    guard = topk_guard(topk) if topk is not None else {}
+    for line in guard_warnings(guard):
+        line += "; score one run at a time for the human-decided part"
+        if as_json:
+            print(f"warning: {line}", file=sys.stderr)
+        else:
+            typer.echo(f"WARNING: {line}")
 
 
 def _one_run(

@@ -21,12 +21,29 @@ from typing import Any
 
 from app.cli.conventions import UsageProblem
 
-__all__ = ["format_guard", "guard_warnings", "machine_guard"]
+__all__ = ["format_guard", "guard_warnings", "machine_guard", "topk_guard"]
 
 
 def _figures(report: Any) -> dict[str, Any]:
     out: dict[str, Any] = report.to_dict()
     return {"metrics": out["metrics"], "counted": report.counted, "per_query": out["per_query"]}
+
+
+def topk_guard(topk: Path) -> dict[str, Any]:
+    """The provenance section of a top-k truth file alone (for several runs)."""
+    from ranking.compare.circular import topk_provenance
+    from ranking.io.topk import read_topk_jsonl
+
+    return {"provenance": _provenance(topk_provenance(read_topk_jsonl(topk)))}
+
+
+def _provenance(prov: Any) -> dict[str, Any]:
+    return {
+        "queries": prov.queries,
+        "machine_answers": prov.machine_answers,
+        "machine_queries": prov.machine_queries,
+        "judges": list(prov.judges),
+    }
 
 
 def machine_guard(
@@ -57,12 +74,7 @@ def machine_guard(
     truths = read_topk_jsonl(inputs["topk"]) if inputs["topk"] is not None else None
     if truths is not None:
         prov = topk_provenance(truths)
-        out["provenance"] = {
-            "queries": prov.queries,
-            "machine_answers": prov.machine_answers,
-            "machine_queries": prov.machine_queries,
-            "judges": list(prov.judges),
-        }
+        out["provenance"] = _provenance(prov)
         if prov.machine_helped:
             out["human_decided"] = _figures(rerun(human_decided=True))
     if human_qrels is not None:

@@ -174,3 +174,24 @@ def test_a_malformed_provenance_fails_with_the_query(
     )
     code, _, err = run_cli("--topk", str(bad), "--run", str(files["run.txt"]), "--metrics", "p@1")
     assert code == 1 and 'query q1: 3 machine answers but no "human_decided" list' in err
+
+
+def test_several_runs_against_a_machine_assisted_truth_are_warned(
+    files: dict[str, Path], tmp_path: Path
+) -> None:
+    other = tmp_path / "other.txt"
+    write_run(other, {q: {d: -s for d, s in docs.items()} for q, docs in RUN.items()})
+    args = [
+        "--topk",
+        str(files["truth.jsonl"]),
+        "--run",
+        str(files["run.txt"]),
+        "--run",
+        str(other),
+    ]
+    code, out, _ = run_cli(*args, "--metrics", "p@2")
+    assert code == 0 and "WARNING: labels a machine helped make: 4 machine answers" in out
+    assert "score one run at a time for the human-decided part" in out
+    code, out, err = run_cli(*args, "--metrics", "p@2", "--json")
+    assert code == 0 and "warning: labels a machine helped make" in err
+    assert json.loads(out)  # the table alone on stdout
