@@ -1,9 +1,10 @@
 """The ``heapjudge`` command line: one typer app per area, joined here with ``add_typer``.
 
 The areas' apps without a name (service, exports, simulate, evaluate, training, analysis)
-contribute top-level commands (``heapjudge serve``, ``heapjudge evaluate``, ...); ``db`` and
-``admin`` are command groups. Every command follows one convention (help, errors, exit codes,
-opening the database): :mod:`app.cli.conventions`, :mod:`app.cli.database`, docs/cli.md.
+contribute top-level commands (``heapjudge serve``, ``heapjudge evaluate``, ...); ``db``,
+``admin`` and ``analysis`` are command groups. Every command follows one convention (help,
+errors, exit codes, opening the database): :mod:`app.cli.conventions`,
+:mod:`app.cli.database`, docs/cli.md.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import typer
 from app.cli import (
     admin,
     analysis,
+    calibration,
     compare,
     database,
     evaluate,
@@ -36,6 +38,7 @@ for area in (service.app, exports.app, simulate.app, evaluate.app, training.app,
 cli.add_typer(compare.app)
 cli.add_typer(database.app, name="db")
 cli.add_typer(admin.app, name="admin")
+cli.add_typer(calibration.app, name="analysis")
 
 
 def command() -> Group:

@@ -15,6 +15,7 @@ runs (``--run`` repeated, or a folder) give one table of means with 95% confiden
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import sys
@@ -90,8 +91,11 @@ def run_evaluate(
     missing: str,
     qrels_format: str = "auto",
     grade_map: str | None = None,
+    human_decided: bool = False,
 ) -> Any:
-    """Load the inputs and return a :class:`ranking.evaluate.EvaluationReport`.
+    """Load the inputs and return a :class:`ranking.evaluate.EvaluationReport`;
+    ``human_decided``: against the human-decided part of a top-k truth
+    (:func:`ranking.compare.circular.human_decided_truth`).
 
     Raises :class:`~app.cli.conventions.UsageProblem` for options that are wrong or do
     not go together, ValueError (with file and line where it applies) on bad input files.
@@ -115,12 +119,16 @@ def run_evaluate(
             trec_eval_check=True,
         )
     else:
+        from ranking.compare.circular import human_decided_truth
         from ranking.io.topk import read_topk_jsonl
 
+        truths = read_topk_jsonl(topk) if topk is not None else None
+        if truths is not None and human_decided:
+            truths = [human_decided_truth(t) for t in truths]
         report = evaluate(
             the_run,
             qrels=truth_qrels,
-            topk=read_topk_jsonl(topk) if topk is not None else None,
+            topk=truths,
             metrics=names,
             conventions=conv,
             missing=missing_mode,
@@ -340,6 +348,29 @@ SCORES_OPTION = typer.Option(
     None, "--scores", exists=True, dir_okay=False, help="One score per LETOR row."
 )
 
+# The guard against circular evaluation (app/cli/evaluate_guard.py).
+JUDGE_SCORES_OPTION = typer.Option(
+    None,
+    "--judge-scores",
+    exists=True,
+    dir_okay=False,
+    metavar="RUN",
+    help="The machine judge's scores as a TREC run (e.g. from 'heapjudge admin bm25'): warn "
+    "when the run's per-query order correlates with it (the run may be the judge).",
+)
+JUDGE_TAU_OPTION = typer.Option(
+    0.9,
+    "--judge-tau-threshold",
+    help="Mean Kendall tau (over queries) between the run and --judge-scores above which "
+    "evaluate warns.",
+)
+HUMAN_QRELS_OPTION = typer.Option(
+    None,
+    "--human-qrels",
+    exists=True,
+    dir_okay=False,
+    help="Qrels from people's answers only: their figures beside those of --qrels.",
+)
 
 METRICS_OPTION = typer.Option(
     "ndcg@10",
@@ -401,6 +432,9 @@ def evaluate_cmd(
     interval: str = typer.Option(
         "t", "--interval", help="Several runs: 95% intervals by t (Student) | bootstrap."
     ),
+    judge_scores: Path | None = JUDGE_SCORES_OPTION,
+    judge_tau_threshold: float = JUDGE_TAU_OPTION,
+    human_qrels: Path | None = HUMAN_QRELS_OPTION,
     as_json: bool = typer.Option(False, "--json/--no-json", help="Print one JSON object."),
 ) -> None:
     """Score runs (TREC runs, or LETOR file + scores) against qrels or top-k truth."""
@@ -426,27 +460,78 @@ def evaluate_cmd(
             "qrels_format": qrels_format,
             "grade_map": grade_map,
         }
+        guard_options = (judge_scores, human_qrels, judge_tau_threshold)
         if run and (len(run) > 1 or run[0].is_dir()):
             if letor is not None or scores is not None:
                 raise UsageProblem("--letor scores one run; several --run files go alone")
+            if judge_scores is not None or human_qrels is not None:
+                raise UsageProblem("--judge-scores and --human-qrels take one run at a time")
             board = run_leaderboard(runs=run, interval=interval, **inputs)
             typer.echo(json.dumps(board.to_dict()) if as_json else board.format_text())
+            _board_warnings(topk, as_json=as_json)
             return
-        report = run_evaluate(run=run[0] if run else None, letor=letor, scores=scores, **inputs)
+        report, guard = _one_run(run[0] if run else None, letor, scores, inputs, guard_options)
     except UsageProblem as exc:
         usage_error(str(exc))
     except (ValueError, OSError) as exc:  # an input file that cannot be read or parsed
         fail(str(exc))
-    _print_report(report, as_json=as_json, per_query=per_query)
+    _print_report(report, as_json=as_json, per_query=per_query, guard=guard)
 
 
-def _print_report(report: Any, *, as_json: bool, per_query: bool) -> None:
+def _board_warnings(topk: Path | None, *, as_json: bool) -> None:
+    """Several runs against a top-k truth a machine helped make: say so (text: after the
+    table; ``--json``: on stderr); the human-decided part is scored one run at a time."""
+    from app.cli.evaluate_guard import guard_warnings, topk_guard
+
+    guard = topk_guard(topk) if topk is not None else {}
+    for line in guard_warnings(guard):
+        line += "; score one run at a time for the human-decided part"
+        if as_json:
+            print(f"warning: {line}", file=sys.stderr)
+        else:
+            typer.echo(f"WARNING: {line}")
+
+
+def _one_run(
+    run: Path | None,
+    letor: Path | None,
+    scores: Path | None,
+    inputs: dict[str, Any],
+    guard_options: tuple[Path | None, Path | None, float],
+) -> tuple[Any, dict[str, Any] | None]:
+    """The report of one run and the guard's section (:mod:`app.cli.evaluate_guard`)."""
+    from app.cli.evaluate_guard import machine_guard
+
+    report = run_evaluate(run=run, letor=letor, scores=scores, **inputs)
+    judge_scores, human_qrels, threshold = guard_options
+    guard = machine_guard(
+        inputs=inputs,
+        run=run,
+        rerun=functools.partial(run_evaluate, run=run, letor=letor, scores=scores, **inputs),
+        judge_scores=judge_scores,
+        human_qrels=human_qrels,
+        threshold=threshold,
+    )
+    return report, guard
+
+
+def _print_report(
+    report: Any, *, as_json: bool, per_query: bool, guard: dict[str, Any] | None = None
+) -> None:
     """The report as text, or as one JSON object (per-query values always in it, key
-    ``per_query``) with a warning on stderr for run queries without truth."""
+    ``per_query``) with a warning on stderr for run queries without truth. The guard's
+    section (labels a machine helped make) follows the text, or is the JSON's key
+    ``machine_guard`` with its warnings on stderr."""
+    from app.cli.evaluate_guard import format_guard, guard_warnings
+
     if not as_json:
         typer.echo(report.format_text(per_query=per_query))
+        if guard:
+            typer.echo(format_guard(guard))
         return
-    typer.echo(json.dumps(report.to_dict(), ensure_ascii=False))
+    typer.echo(json.dumps({**report.to_dict(), "machine_guard": guard}, ensure_ascii=False))
+    for line in guard_warnings(guard or {}):
+        print(f"warning: {line}", file=sys.stderr)
     if report.unknown_queries:
         print(
             f"warning: {len(report.unknown_queries)} run queries have no truth "

@@ -386,3 +386,57 @@ class TrainingRun(Base):
     cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     heartbeat_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     time_limit_seconds: Mapped[int | None] = mapped_column(Integer, nullable=True)
+
+
+class LlmResponse(Base):
+    """One cached reply of an LLM judge's endpoint (:mod:`app.machine.llm`): asking the same
+    prompt again costs nothing. ``cache_key`` is the SHA-256 of (model, template key and
+    hash, the full prompt, the request's parameters); the prompt itself is not stored (its
+    documents are in the collection). No API key is ever stored."""
+
+    __tablename__ = "llm_response"
+    __table_args__ = (
+        CheckConstraint("prompt_tokens >= 0 AND completion_tokens >= 0", name="tokens"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    cache_key: Mapped[str] = mapped_column(String(64), unique=True)
+    model: Mapped[str] = mapped_column(String(200))
+    template: Mapped[str] = mapped_column(String(64))
+    prompt_hash: Mapped[str] = mapped_column(String(64))
+    reply: Mapped[str] = mapped_column(Text)
+    prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class LlmUsage(Base):
+    """An LLM judge's spending per study: the plan (``task.plan``) of a collection, or, for
+    tasks without a plan, the collection itself (``plan = ''``). Tokens count requests sent
+    (cache hits are free and counted apart); the budget (``llm_token_budget``) is checked
+    against ``prompt_tokens + completion_tokens``."""
+
+    __tablename__ = "llm_usage"
+    __table_args__ = (
+        UniqueConstraint("collection_id", "plan"),
+        CheckConstraint(
+            "requests >= 0 AND cached >= 0 AND prompt_tokens >= 0 AND completion_tokens >= 0"
+            " AND malformed >= 0 AND failed >= 0 AND refused >= 0",
+            name="counts",
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    collection_id: Mapped[int] = mapped_column(ForeignKey("collection.id", ondelete="CASCADE"))
+    plan: Mapped[str] = mapped_column(String(100), default="", server_default="")
+    #: Requests answered by the endpoint, replies served from the cache, tokens of the
+    #: answered requests, replies that did not parse (no opinion), prompts that failed after
+    #: every retry (no opinion), prompts refused because the budget was spent (no opinion).
+    requests: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    cached: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    prompt_tokens: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    completion_tokens: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    malformed: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    failed: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    refused: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

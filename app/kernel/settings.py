@@ -143,6 +143,42 @@ class Settings(BaseSettings):
         "judgments). Off: every acknowledged judgment is on disk.",
     )
 
+    # The LLM judge's endpoint (docs/machine-judges.md#pointing-heapjudge-at-a-model). The
+    # API key itself is never a setting: only the name of the environment variable that holds
+    # it, read when a client is made and kept out of the database, logs, pages and errors.
+    llm_base_url: str = Field(
+        default="http://127.0.0.1:8001/v1",
+        description="OpenAI-compatible API root (…/v1); chat completions are POSTed to "
+        "{llm_base_url}/chat/completions (vLLM, Ollama, llama.cpp's server, hosted APIs).",
+    )
+    llm_model: str = Field(default="", description="The model name sent with every request.")
+    llm_api_key_env: str = Field(
+        default="HEAPJUDGE_LLM_API_KEY",
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+        description="Name of the environment variable holding the API key (unset or empty: "
+        "no Authorization header, as local servers need).",
+    )
+    llm_concurrency: int = Field(default=4, ge=1, le=256, description="Requests in flight.")
+    llm_timeout_seconds: float = Field(
+        default=60.0, gt=0, description="Timeout of one request (connect, read, write)."
+    )
+    llm_retries: int = Field(
+        default=4, ge=0, le=20, description="Retries of a request on 429, 5xx or no connection."
+    )
+    llm_backoff_seconds: float = Field(
+        default=1.0, ge=0, description="First retry's wait; doubles each retry."
+    )
+    llm_max_backoff_seconds: float = Field(
+        default=60.0, ge=0, description="Longest wait between retries (Retry-After included)."
+    )
+    llm_max_tokens: int = Field(default=8, ge=1, description="max_tokens of a reply.")
+    llm_token_budget: int = Field(
+        default=2_000_000,
+        ge=0,
+        description="Tokens (prompt + reply) a study may spend; past it the machine stops "
+        "answering and people are asked (0: no machine answers).",
+    )
+
     @property
     def dev_mode(self) -> bool:
         """Dev or demo: the development secret is allowed."""

@@ -1,0 +1,159 @@
+"""The SQL of the LLM judge's response cache and its spending per study
+(``llm_response``, ``llm_usage``; docs/machine-judges.md#the-llm-client)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, fields
+
+from sqlalchemy import select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.sql.expression import Executable
+
+from app.kernel.db import Database
+from app.kernel.models import LlmResponse, LlmUsage, utcnow
+
+__all__ = [
+    "CachedReply",
+    "Study",
+    "UsageCounts",
+    "add_usage",
+    "cached_replies",
+    "read_usage",
+    "store_batch",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Study:
+    """Whose tokens: a collection's plan (``task.plan``), or the collection itself for tasks
+    without a plan (``plan=None``)."""
+
+    collection_id: int
+    plan: str | None = None
+
+    @property
+    def plan_key(self) -> str:
+        """The ``llm_usage.plan`` value: the plan's name, ``''`` for none."""
+        return self.plan or ""
+
+
+@dataclass(frozen=True, slots=True)
+class CachedReply:
+    """A stored reply and the tokens it cost when it was asked."""
+
+    reply: str
+    prompt_tokens: int
+    completion_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class UsageCounts:
+    """A study's counters (:class:`app.kernel.models.LlmUsage`); all zero before any use."""
+
+    requests: int = 0
+    cached: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    malformed: int = 0
+    failed: int = 0
+    refused: int = 0
+
+    @property
+    def tokens(self) -> int:
+        """Tokens spent: prompt plus completion tokens of the requests answered."""
+        return self.prompt_tokens + self.completion_tokens
+
+    def plus(self, other: UsageCounts) -> UsageCounts:
+        """The sum of two sets of counters."""
+        return UsageCounts(
+            **{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)}
+        )
+
+
+_COUNTERS = tuple(f.name for f in fields(UsageCounts))
+
+
+def cached_replies(db: Database, keys: Iterable[str]) -> dict[str, CachedReply]:
+    """The stored replies of the cache keys that have one."""
+    wanted = sorted(set(keys))
+    out: dict[str, CachedReply] = {}
+    with db.read() as s:
+        for start in range(0, len(wanted), 500):  # bounded IN lists
+            rows = s.execute(
+                select(
+                    LlmResponse.cache_key,
+                    LlmResponse.reply,
+                    LlmResponse.prompt_tokens,
+                    LlmResponse.completion_tokens,
+                ).where(LlmResponse.cache_key.in_(wanted[start : start + 500]))
+            )
+            for key, reply, p_tokens, c_tokens in rows:
+                out[key] = CachedReply(reply, p_tokens, c_tokens)
+    return out
+
+
+def _insert_ignoring(db: Database, table: type[LlmResponse] | type[LlmUsage]) -> Executable:
+    """INSERT that keeps an existing row on a unique conflict (both dialects have it)."""
+    if db.dialect == "postgresql":
+        return postgresql.insert(table).on_conflict_do_nothing()
+    return sqlite.insert(table).on_conflict_do_nothing()
+
+
+def store_batch(
+    db: Database,
+    study: Study,
+    replies: Mapping[str, tuple[str, str, str, CachedReply]],
+    counts: UsageCounts,
+) -> None:
+    """In one transaction: cache the new replies (``key -> (model, template key, prompt
+    hash, reply)``; a key stored meanwhile by another worker is kept as it is) and add
+    ``counts`` to the study's counters."""
+    now = utcnow()
+    with db.write() as s:
+        if replies:
+            s.execute(
+                _insert_ignoring(db, LlmResponse),
+                [
+                    {
+                        "cache_key": key,
+                        "model": model,
+                        "template": template,
+                        "prompt_hash": prompt_hash,
+                        "reply": cached.reply,
+                        "prompt_tokens": cached.prompt_tokens,
+                        "completion_tokens": cached.completion_tokens,
+                        "created_at": now,
+                    }
+                    for key, (model, template, prompt_hash, cached) in replies.items()
+                ],
+            )
+        s.execute(
+            _insert_ignoring(db, LlmUsage),
+            {"collection_id": study.collection_id, "plan": study.plan_key, "updated_at": now},
+        )
+        table = LlmUsage.__table__
+        s.execute(
+            update(LlmUsage)
+            .where(LlmUsage.collection_id == study.collection_id, LlmUsage.plan == study.plan_key)
+            .values(
+                updated_at=now,
+                **{name: table.c[name] + getattr(counts, name) for name in _COUNTERS},
+            )
+        )
+
+
+def add_usage(db: Database, study: Study, counts: UsageCounts) -> None:
+    """Add ``counts`` to the study's counters (:func:`store_batch` without replies)."""
+    store_batch(db, study, {}, counts)
+
+
+def read_usage(db: Database, study: Study) -> UsageCounts:
+    """The study's counters (zeros when it never asked)."""
+    with db.read() as s:
+        row = s.execute(
+            select(*(getattr(LlmUsage, name) for name in _COUNTERS)).where(
+                LlmUsage.collection_id == study.collection_id, LlmUsage.plan == study.plan_key
+            )
+        ).first()
+    return UsageCounts() if row is None else UsageCounts(*(int(v) for v in row))
