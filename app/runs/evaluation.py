@@ -252,7 +252,10 @@ def _values(
     values = {
         name: np.fromiter(r.per_query[metric].values(), dtype=np.float64) for name, r in reports
     }
-    return _aligned(values)[0]
+    aligned = _aligned(values)[0]
+    if next(iter(aligned.values())).size == 0:
+        raise Invalid(f"{metric} skips every query of {truth.path} for some run")
+    return aligned
 
 
 def label_set_agreement(
@@ -294,5 +297,5 @@ def label_set_agreement(
         "correction": scoring.correction,
         "alpha": scoring.alpha,
         "seed": SEED,
-        **agree.summary(),
+        **{k: _clean(v) if isinstance(v, float) else v for k, v in agree.summary().items()},
     }

@@ -299,6 +299,25 @@ def test_label_sets_and_agreement(api: Api, campaign: dict[str, Any]) -> None:
     for name in names:
         report = evaluate(campaign["runs"][name], topk=truths, metrics=["ndcg@10"], missing="zero")
         assert got["means_against"][name] == pytest.approx(report.metrics["ndcg@10"])
+    # heapjudge compare --against on the files gives the same three figures
+    (campaign["dir"] / "topk.jsonl").write_text(topk)
+    res = invoke(
+        "compare",
+        "--qrels",
+        campaign["dir"] / "qrels.txt",
+        *[x for n in names for x in ("--runs", campaign["dir"] / n)],
+        "--metric",
+        "ndcg@10",
+        "--against",
+        campaign["dir"] / "topk.jsonl",
+        "--json",
+    )
+    assert res.exit_code == 0, res.output
+    from_files = json.loads(res.stdout)["against"]
+    for key in ("kendall_tau", "tau_ap", "significant_swaps", "significant_in_one_only"):
+        assert got[key] == pytest.approx(from_files[key]), key
+    assert got["ordering"] == from_files["ordering"]
+    assert got["ordering_against"] == from_files["ordering_against"]
 
 
 def test_assessors_get_403(api: Api, campaign: dict[str, Any]) -> None:
