@@ -1,5 +1,6 @@
-"""Per-query plots of two runs as standalone SVG documents (served by the runs page; no
-script, no external asset, every text escaped).
+"""Per-query plots of two runs as SVG (no script, no external asset, no style attribute, every
+text escaped with :func:`html.escape`, so the runs page can put the markup inside its HTML as it
+is, and serve it as a standalone ``image/svg+xml`` document too).
 
 * :func:`difference_plot`  the per-query differences ``a − b``, sorted from the largest to
   the smallest, one bar per query (above the axis: ``a`` better);
@@ -35,6 +36,7 @@ def _document(title: str, body: list[str], width: int = WIDTH, height: int = HEI
         [
             f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
             f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title)}" '
+            'class="plot-svg" '
             'font-family="system-ui, sans-serif" font-size="12">',
             f"<title>{escape(title)}</title>",
             f'<rect x="0" y="0" width="{width}" height="{height}" fill="#fff"/>',

@@ -8,7 +8,8 @@
   refused upload comes back on the page with its errors, file and line);
 * ``POST /admin/collections/{id}/runs/{run_id}/delete`` — delete a run;
 * ``GET /admin/collections/{id}/runs/plot.svg`` — a per-query plot of two runs, as an SVG
-  document (:mod:`app.runs.plots`) the page shows as an image.
+  document (:mod:`app.runs.plots`). The page draws the same plots inside its HTML (its policy
+  loads no image from a URL: ``img-src data:``, app/http/middleware.py) and links these.
 
 Every figure comes from the use cases the REST API uses (:mod:`app.runs.evaluation`).
 """
@@ -19,6 +20,7 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
+from markupsafe import Markup
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
@@ -99,6 +101,26 @@ def matrix_rows(board: dict[str, Any] | None) -> list[dict[str, Any]]:
     return rows
 
 
+def pair_plots(board: dict[str, Any] | None, pair: list[str]) -> dict[str, Markup]:
+    """The per-query plots of the two runs of ``pair`` from the leaderboard's per-query values
+    (queries either run's metric skipped left out), as SVG markup by kind. The markup comes
+    from :mod:`app.runs.plots`, which escapes every text it writes."""
+    if not board or not board.get("per_query") or len(pair) != 2:
+        return {}
+    per_query = board["per_query"]
+    a_values, b_values = (per_query["values"][name] for name in pair)
+    kept = [
+        (q, a, b)
+        for q, a, b in zip(per_query["queries"], a_values, b_values, strict=True)
+        if a is not None and b is not None
+    ]
+    queries, a, b = [k[0] for k in kept], [k[1] for k in kept], [k[2] for k in kept]
+    return {
+        kind: Markup(draw(queries, a, b, pair[0], pair[1], board["metric"]))
+        for kind, draw in plots.PLOTS.items()
+    }
+
+
 async def _compute(
     db: Any, collection_id: int, view: dict[str, str], label_set: str, names: list[str]
 ) -> tuple[dict[str, Any] | None, dict[str, Any] | None, list[str]]:
@@ -110,7 +132,11 @@ async def _compute(
     scoring = _scoring(view, label_set)
     try:
         board = await run_in_threadpool(
-            evaluation.run_leaderboard, db=db, collection_id=collection_id, scoring=scoring
+            evaluation.run_leaderboard,
+            db=db,
+            collection_id=collection_id,
+            scoring=scoring,
+            per_query=True,
         )
     except DomainError as exc:
         errors.append(f"Leaderboard: {exc.detail}")
@@ -164,6 +190,7 @@ async def runs_response(
         "agreement": agreement,
         "errors": errors,
         "pair": pair,
+        "plots": pair_plots(board, pair),
         "plot_kinds": PLOT_KINDS,
         "presets": list(M.PRESETS),
         "tests": TESTS,

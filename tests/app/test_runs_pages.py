@@ -82,13 +82,17 @@ def test_runs_page_upload_leaderboard_matrix_plots(site: dict[str, Any]) -> None
         p["significant"] for p in board["matrix"]["pairs"]
     )
     assert "Kendall's τ <strong>1.0000</strong>" in html
-    srcs = re.findall(r'src="(/admin/collections/\d+/runs/plot\.svg\?[^"]+)"', html)
+    # the plots inside the page (one mark per query each) and as SVG files
+    assert html.count('<svg xmlns="http://www.w3.org/2000/svg"') == 2
+    assert html.count("<title>q") == 2 * len(QUERIES)
+    srcs = re.findall(r'href="(/admin/collections/\d+/runs/plot\.svg\?[^"]+)"', html)
     assert len(srcs) == 2
     for src in srcs:
         svg = client.get(src.replace("&amp;", "&"))
         assert svg.status_code == 200 and svg.headers["content-type"].startswith("image/svg+xml")
         assert svg.text.startswith("<svg") and "<script" not in svg.text
-        assert svg.text.count("<title>q") == len(QUERIES)  # one mark per query
+        assert svg.text.count("<title>q") == len(QUERIES)
+        assert svg.text in html  # the same drawing
     assert "style=" not in html and "<script>" not in html
 
 
