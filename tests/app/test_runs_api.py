@@ -26,12 +26,12 @@ DOCS = [f"d{j:02d}" for j in range(20)]
 SKILLS = {"strong": 1.6, "fair": 0.8, "weak": 0.3, "noise": 0.0}
 
 
-def _grades() -> dict[str, dict[str, int]]:
+def campaign_grades() -> dict[str, dict[str, int]]:
     rng = random.Random(11)
     return {q: {d: rng.choice([0, 0, 0, 1, 1, 2, 3]) for d in DOCS} for q in QUERIES}
 
 
-def _runs(grades: dict[str, dict[str, int]]) -> dict[str, dict[str, dict[str, float]]]:
+def campaign_runs(grades: dict[str, dict[str, int]]) -> dict[str, dict[str, dict[str, float]]]:
     """Four runs of depth 15 with more or less skill; ``weak`` lacks q6 and retrieves a
     document the collection does not have."""
     rng = random.Random(5)
@@ -57,7 +57,7 @@ def invoke(*args: Any) -> Any:
 @pytest.fixture(scope="module")
 def campaign(api: Api, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     folder = tmp_path_factory.mktemp("campaign")
-    grades = _grades()
+    grades = campaign_grades()
     r = api.post("admin", "/api/v1/collections", json={"name": "runs-campaign"})
     assert r.status_code == 201, r.text
     cid = r.json()["id"]
@@ -74,7 +74,7 @@ def campaign(api: Api, tmp_path_factory: pytest.TempPathFactory) -> dict[str, An
     )
     assert r.status_code == 200, r.text
     write_qrels(folder / "qrels.txt", grades)
-    runs = _runs(grades)
+    runs = campaign_runs(grades)
     for name, run in runs.items():
         write_run(folder / name, run, tag=name)
     api.add_user("runs-assessor")

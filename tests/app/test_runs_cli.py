@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from app.cli import cli
 from ranking.io.trec import write_qrels, write_run
-from tests.app.test_runs_api import QUERIES, SKILLS, _grades, _runs
+from tests.app.test_runs_api import QUERIES, SKILLS, campaign_grades, campaign_runs
 
 
 def invoke(*args: Any) -> Any:
@@ -22,7 +22,7 @@ def invoke(*args: Any) -> Any:
 @pytest.fixture(scope="module")
 def setup(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     folder = tmp_path_factory.mktemp("cli-runs")
-    grades = _grades()
+    grades = campaign_grades()
     rows = [
         {"query_id": q, "query": f"query {q}", "doc_id": d, "text": d, "grade": g}
         for q in QUERIES
@@ -39,7 +39,7 @@ def setup(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> dict[s
     write_qrels(folder / "lowered.txt", lowered)
     runs_dir = folder / "runs"
     runs_dir.mkdir()
-    for name, run in _runs(grades).items():
+    for name, run in campaign_runs(grades).items():
         write_run(runs_dir / name, run, tag=name)
     return {"url": database_url, "dir": folder, "runs": runs_dir, "lowered": lowered}
 

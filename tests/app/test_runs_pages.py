@@ -17,7 +17,7 @@ from app.kernel.settings import Settings
 from app.main import create_app
 from ranking.io.trec import write_run
 from tests.app.test_admin_pages import login
-from tests.app.test_runs_api import QUERIES, _grades, _runs
+from tests.app.test_runs_api import QUERIES, campaign_grades, campaign_runs
 from tests.app.test_web_pages import hidden_csrf
 from tests.e2e.web_support import add_user, init_db
 
@@ -32,7 +32,7 @@ def site(tmp_path: Path) -> Iterator[dict[str, Any]]:
         database_url=f"sqlite:///{db_path}", dev=True, public_origin="http://testserver"
     )
     app = create_app(settings)
-    grades = _grades()
+    grades = campaign_grades()
     rows = [
         {"query_id": q, "query": f"query {q}", "doc_id": d, "text": d, "grade": g}
         for q in QUERIES
@@ -45,7 +45,7 @@ def site(tmp_path: Path) -> Iterator[dict[str, Any]]:
         db=db, collection_id=cid, data="\n".join(json.dumps(r) for r in rows).encode()
     )
     runs = {}
-    for name, run in _runs(grades).items():
+    for name, run in campaign_runs(grades).items():
         write_run(tmp_path / name, run, tag=name)
         runs[name] = (tmp_path / name).read_bytes()
     with TestClient(app, base_url="http://testserver") as client:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from ranking.io.trec import write_run
-from tests.app.test_runs_api import QUERIES, _grades, _runs
+from tests.app.test_runs_api import QUERIES, campaign_grades, campaign_runs
 from tests.e2e.web_support import LiveServer, add_user, init_db, launch_chromium, require_browser
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
@@ -37,7 +37,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     add_user(db, "chief", "chief password 1", role="admin")
     from app.collections import service as collections
 
-    grades = _grades()
+    grades = campaign_grades()
     rows = [
         {"query_id": q, "query": f"query {q}", "doc_id": d, "text": d, "grade": g}
         for q in QUERIES
@@ -48,7 +48,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         cids[size] = collections.create_collection(db=db, name=f"campaign {size}").id
         data = "\n".join(json.dumps(r) for r in rows).encode()
         collections.import_ndjson(db=db, collection_id=cids[size], data=data)
-    for name, run in _runs(grades).items():
+    for name, run in campaign_runs(grades).items():
         write_run(tmp / f"{name}.txt", run, tag=name)
     (tmp / "bad.txt").write_text("q1 Q0 d00 1 0.9 t\nq1 Q0 d01 2 0.8 t\nq1 Q0 d02 3 zero t\n")
     server = LiveServer(db_path).start()
