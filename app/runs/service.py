@@ -302,6 +302,26 @@ def run_mapping(*, db: Database, collection_id: int, name: str) -> dict[str, dic
         }
 
 
+def run_rankings(
+    *, db: Database, collection_id: int, names: Sequence[str] | None = None
+) -> dict[str, dict[str, list[str]]]:
+    """Stored runs as rankings, run name -> query id -> documents best first, the input of the
+    pooling core (``labeling.study.campaign_pools.Runs``): each query's documents by score,
+    descending, ties by doc id, descending (the order trec_eval scores and
+    :func:`labeling.study.pools.parse_trec_run` gives). ``names``: those runs (404 for one the
+    collection lacks), else every run by upload order."""
+    chosen = list(names) if names is not None else run_names(db=db, collection_id=collection_id)
+    out: dict[str, dict[str, list[str]]] = {}
+    for name in chosen:
+        mapping = run_mapping(db=db, collection_id=collection_id, name=name)
+        out[name] = {}
+        for qid, docs in mapping.items():
+            ranked = sorted(docs, reverse=True)  # doc id descending, then a stable sort by score
+            ranked.sort(key=lambda d: docs[d], reverse=True)
+            out[name][qid] = ranked
+    return out
+
+
 def run_names(*, db: Database, collection_id: int) -> list[str]:
     """The names of the collection's runs, by upload order."""
     return [r.name for r in list_runs(db=db, collection_id=collection_id)]

@@ -130,6 +130,27 @@ def test_stored_run_reads_back_as_the_file(api: Api, campaign: dict[str, Any]) -
     assert [list(d) for d in stored.values()] == [list(d) for d in from_file.values()]
 
 
+def test_stored_runs_as_rankings_for_pools(api: Api, campaign: dict[str, Any]) -> None:
+    from app.runs.service import run_rankings
+    from labeling.study.pools import parse_trec_run
+
+    rankings = run_rankings(db=api.db, collection_id=campaign["cid"], names=["strong", "weak"])
+    for name in ("strong", "weak"):
+        parsed = parse_trec_run((campaign["dir"] / name).read_bytes())
+        assert rankings[name] == {q: [e.doc_id for e in es] for q, es in parsed.items()}
+    # ties: equal scores are ranked by doc id, descending (trec_eval)
+    tie = b"q1 Q0 d03 1 0.5 t\nq1 Q0 d07 2 0.5 t\nq1 Q0 d05 3 0.9 t\n"
+    r = _upload(api, campaign["cid"], {"ties": tie})
+    assert r.status_code == 201, r.text
+    got = run_rankings(db=api.db, collection_id=campaign["cid"], names=["ties"])
+    assert got == {"ties": {"q1": ["d05", "d07", "d03"]}}
+    r = api.client.delete(
+        f"/api/v1/admin/collections/{campaign['cid']}/runs/{r.json()['runs'][0]['run']['id']}",
+        headers=api.auth("admin"),
+    )
+    assert r.status_code == 200
+
+
 @pytest.mark.parametrize(
     ("content", "line", "message"),
     [
