@@ -81,6 +81,16 @@ def test_upload_runs_and_see_the_leaderboard_and_matrix(site: dict[str, Any], si
         page = browser.new_page(viewport={"width": width, "height": height})
         errors: list[str] = []
         page.on("pageerror", lambda e: errors.append(str(e)))
+        # A refused upload is a 4xx page, which Chromium logs; anything else (a CSP violation
+        # by the inline plots, say) is an error of the page.
+        page.on(
+            "console",
+            lambda m: (
+                errors.append(m.text)
+                if m.type == "error" and "Failed to load resource" not in m.text
+                else None
+            ),
+        )
         page.goto(server.url + "/login")
         page.fill("input[name=username]", "chief")
         page.fill("input[name=password]", "chief password 1")
