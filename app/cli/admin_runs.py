@@ -146,6 +146,8 @@ def leaderboard_text(board: dict[str, Any]) -> str:
             f"test {matrix['test']}, correction {matrix['correction']}, * = adjusted p ≤ "
             f"{matrix['alpha']}"
         )
+    elif board.get("matrix_note"):
+        lines.append(f"significance: {board['matrix_note']}")
     lines.append(f"conventions: preset {board['preset']}")
     if board["preset_reason"]:
         lines.append(f"preset chosen because: {board['preset_reason']}")

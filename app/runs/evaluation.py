@@ -126,15 +126,17 @@ def _aligned(values: dict[str, F64]) -> tuple[dict[str, F64], int]:
     return dict(zip(values, matrix[:, keep], strict=True)), int((~keep).sum())
 
 
-def _matrix(values: dict[str, F64], scoring: Scoring) -> dict[str, Any] | None:
-    """Every pair's difference, p-value, adjusted p and significance (None for one run)."""
+def _matrix(values: dict[str, F64], scoring: Scoring) -> tuple[dict[str, Any] | None, str | None]:
+    """Every pair's difference, p-value, adjusted p and significance; or None and why not
+    (one run, or too few queries for the test)."""
     if len(values) < 2:
-        return None
+        return None, "one run: nothing to compare"
     aligned, left_out = _aligned(values)
-    if next(iter(aligned.values())).size == 0:
-        return None
     test, correction = cast(Test, scoring.test), cast(Correction, scoring.correction)
-    comp: Comparison = compare_systems(aligned, test, correction, scoring.alpha, seed=SEED)
+    try:
+        comp: Comparison = compare_systems(aligned, test, correction, scoring.alpha, seed=SEED)
+    except ValueError as exc:  # fewer queries than the test needs
+        return None, f"no significance test: {exc} ({left_out} left out: skipped by the metric)"
     return {
         "test": comp.test,
         "correction": comp.correction,
@@ -146,7 +148,7 @@ def _matrix(values: dict[str, F64], scoring: Scoring) -> dict[str, Any] | None:
         "seed": SEED,
         "systems": list(comp.systems),
         "pairs": [p.__dict__ for p in comp.pairs],
-    }
+    }, None
 
 
 def _clean(x: float) -> float | None:
@@ -207,9 +209,9 @@ def run_leaderboard(
             }
             for i, r in enumerate(order)
         ],
-        "matrix": _matrix({r.name: r.values[metric] for r in order}, scoring),
         "per_query": None,
     }
+    out["matrix"], out["matrix_note"] = _matrix({r.name: r.values[metric] for r in order}, scoring)
     if per_query:
         out["per_query"] = {
             "queries": list(order[0].queries),

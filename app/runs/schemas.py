@@ -118,7 +118,10 @@ class LeaderboardOut(BaseModel):
     interval: str
     n_queries: int
     runs: list[LeaderboardRow]
-    matrix: MatrixOut | None = Field(description="Null with fewer than 2 runs.")
+    matrix: MatrixOut | None = Field(
+        description="Null with fewer than 2 runs, or too few queries for the test."
+    )
+    matrix_note: str | None = Field(description="Why the matrix is null.")
     per_query: PerQueryOut | None
 
 

@@ -341,6 +341,49 @@ def test_label_sets_and_agreement(api: Api, campaign: dict[str, Any]) -> None:
     assert got["ordering_against"] == from_files["ordering_against"]
 
 
+def test_the_human_grades_label_set(api: Api, campaign: dict[str, Any]) -> None:
+    """A graded task's grades score the runs as the exported grades-qrels file does."""
+    cid, grades, folder = campaign["cid"], campaign["grades"], campaign["dir"]
+    body = {"collection_id": cid, "query_id": "q3", "assessor": "runs-assessor"}
+    r = api.post("admin", "/api/v1/tasks", json={**body, "method": "graded"})
+    assert r.status_code == 201, r.text
+    # judge_task's grade is min(4, score // 2): scores twice the grades give the grades back
+    judge_task(api, "runs-assessor", r.json()["id"], {d: 2.0 * g for d, g in grades["q3"].items()})
+    listed = api.get("admin", f"/api/v1/admin/collections/{cid}/label-sets").json()["label_sets"]
+    assert {x["key"]: x["queries"] for x in listed}["grades"] == 1
+    exported = api.get(
+        "admin", f"/api/v1/collections/{cid}/export", params={"format": "grades-qrels"}
+    )
+    assert exported.status_code == 200
+    (folder / "grades-qrels.txt").write_text(exported.text)
+    assert {line.split()[2]: int(line.split()[3]) for line in exported.text.splitlines()} == (
+        grades["q3"]
+    )
+    board = api.get(
+        "admin",
+        f"/api/v1/admin/collections/{cid}/leaderboard",
+        params={"label_set": "grades", "metric": "nDCG@10"},
+    ).json()
+    res = invoke(
+        "evaluate",
+        "--qrels",
+        folder / "grades-qrels.txt",
+        *[x for n in SKILLS for x in ("--run", folder / n)],
+        "--metrics",
+        "nDCG@10",
+        "--missing",
+        "zero",
+        "--json",
+    )
+    assert res.exit_code == 0, res.output
+    expected = {x["run"]: x["metrics"]["nDCG@10"]["mean"] for x in json.loads(res.stdout)["runs"]}
+    # one query: means, no interval and no test (the page and the API say why)
+    assert board["n_queries"] == 1 and board["matrix"] is None
+    assert "at least 2 queries" in board["matrix_note"]
+    assert all(row["low"] is None for row in board["runs"])
+    assert {row["run"]: row["mean"] for row in board["runs"]} == pytest.approx(expected, abs=1e-12)
+
+
 def test_assessors_get_403(api: Api, campaign: dict[str, Any]) -> None:
     cid = campaign["cid"]
     for path in ("runs", "label-sets", "leaderboard", "agreement?against=qrels"):
