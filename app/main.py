@@ -115,6 +115,7 @@ def _api_routers() -> list[APIRouter]:
     from app.exports import endpoints as exports
     from app.planning import endpoints as planning
     from app.retrieval import endpoints as retrieval
+    from app.runs import endpoints as runs
     from app.second_opinions import endpoints as second_opinions
     from app.tasks import endpoints as tasks
     from app.tasks import progress_endpoints as progress
@@ -137,6 +138,7 @@ def _api_routers() -> list[APIRouter]:
         users_admin.router,
         training.router,
         retrieval.router,
+        runs.router,
     ]
 
 

@@ -153,19 +153,7 @@ def run_compare(
             n_resamples=resamples,
             seed=seed,
         )
-        out["against"] = {
-            "truth": str(other.path),
-            "preset": chosen_b,
-            "ordering": list(agree.ordering_a),
-            "ordering_against": list(agree.ordering_b),
-            "means_against": dict(zip(agree.systems, agree.means_b, strict=True)),
-            "kendall_tau": agree.kendall_tau,
-            "tau_ap": agree.tau_ap,
-            "significant_swaps": agree.swaps.swaps,
-            "significant_in_truth": agree.swaps.significant_in_a,
-            "swaps_significant_in_both": agree.swaps.swaps_significant_in_b,
-            "swapped_pairs": [list(p) for p in agree.swaps.swapped_pairs],
-        }
+        out["against"] = {"truth": str(other.path), "preset": chosen_b, **agree.summary()}
     return out
 
 
@@ -210,6 +198,10 @@ def format_text(result: dict[str, Any]) -> str:
             f"Kendall's τ = {other['kendall_tau']:.4f}, τ_AP = {other['tau_ap']:.4f}, "
             f"significant swaps: {other['significant_swaps']} of the "
             f"{other['significant_in_truth']} pairs {result['truth']} separates"
+        )
+        lines.append(
+            f"pairs significant under one label set only: {other['significant_in_one_only']} "
+            f"({other['truth']} separates {other['significant_in_against']})"
         )
     return "\n".join(lines)
 

@@ -440,3 +440,51 @@ class LlmUsage(Base):
     failed: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     refused: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class Run(Base):
+    """A system's run stored on a collection (docs/campaigns.md#runs-on-a-collection): a TREC
+    run uploaded by an admin, scored against the collection's label sets. Its entries are in
+    :class:`RunQuery`, one row per query."""
+
+    __tablename__ = "run"
+    __table_args__ = (UniqueConstraint("collection_id", "name"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    collection_id: Mapped[int] = mapped_column(
+        ForeignKey("collection.id", ondelete="CASCADE"), index=True
+    )
+    name: Mapped[str] = mapped_column(String(200))
+    #: The run tag of the file (the last column of its first line).
+    tag: Mapped[str] = mapped_column(String(200), default="", server_default="")
+    #: The uploaded file's name.
+    file_name: Mapped[str] = mapped_column(String(255), default="", server_default="")
+    #: The admin who uploaded it (NULL: the CLI, or a user deleted since).
+    uploaded_by: Mapped[int | None] = mapped_column(
+        ForeignKey("user.id", ondelete="SET NULL"), nullable=True
+    )
+    uploaded_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    n_queries: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    n_entries: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+
+
+class RunQuery(Base):
+    """One query's entries of a :class:`Run`, in file order: parallel lists of document
+    external ids, the file's ranks and scores. Compact on purpose: a run is only ever read
+    whole (scoring, pooling), so one row per query reads a run in as many rows as it has
+    queries instead of one per retrieved document (docs/campaigns.md#runs-on-a-collection)."""
+
+    __tablename__ = "run_query"
+    __table_args__ = (
+        UniqueConstraint("run_id", "query_id"),
+        CheckConstraint("position >= 0", name="position"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("run.id", ondelete="CASCADE"))
+    query_id: Mapped[int] = mapped_column(ForeignKey("query.id", ondelete="CASCADE"), index=True)
+    #: The query's place in the file (order of first appearance), from 0.
+    position: Mapped[int] = mapped_column(Integer)
+    doc_ids: Mapped[list[str]] = mapped_column(JSONType)
+    ranks: Mapped[list[int]] = mapped_column(JSONType)
+    scores: Mapped[list[float]] = mapped_column(JSONType)

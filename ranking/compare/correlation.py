@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -161,6 +162,10 @@ class SwapCount:
     swaps: int
     swaps_significant_in_b: int
     swapped_pairs: tuple[tuple[str, str], ...]
+    significant_in_b: int = 0
+    """Pairs B's test finds significant."""
+    significant_in_one_only: int = 0
+    """Pairs exactly one of the two label sets finds significant (whatever the directions)."""
 
 
 def significant_swaps(
@@ -212,6 +217,11 @@ def significant_swaps(
         swaps=len(swapped),
         swaps_significant_in_b=both,
         swapped_pairs=tuple(swapped),
+        significant_in_b=sum(p.significant for p in comp_b.pairs),
+        significant_in_one_only=sum(
+            pa.significant != pb.significant
+            for pa, pb in zip(comp_a.pairs, comp_b.pairs, strict=True)
+        ),
     )
 
 
@@ -227,6 +237,26 @@ class OrderingAgreement:
     kendall_tau: float
     tau_ap: float
     swaps: SwapCount
+
+    def summary(self) -> dict[str, Any]:
+        """The figures as a JSON-ready dict, A the reference ("truth"), B "against": both
+        orderings, B's means, τ-b, τ_AP, the significant swaps and the pairs each label set
+        separates (the same keys wherever the agreement is reported)."""
+        return {
+            "ordering": list(self.ordering_a),
+            "ordering_against": list(self.ordering_b),
+            "means": dict(zip(self.systems, self.means_a, strict=True)),
+            "means_against": dict(zip(self.systems, self.means_b, strict=True)),
+            "kendall_tau": self.kendall_tau,
+            "tau_ap": self.tau_ap,
+            "significant_swaps": self.swaps.swaps,
+            "significant_in_truth": self.swaps.significant_in_a,
+            "significant_in_against": self.swaps.significant_in_b,
+            "significant_in_one_only": self.swaps.significant_in_one_only,
+            "swaps_significant_in_both": self.swaps.swaps_significant_in_b,
+            "swapped_pairs": [list(p) for p in self.swaps.swapped_pairs],
+            "n_pairs": self.swaps.n_pairs,
+        }
 
 
 def ordering_agreement(

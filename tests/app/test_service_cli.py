@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 
 from app.demo import DEMO_GUIDELINES, DEMO_LOGINS, DEMO_QUERIES
+from tests.app.test_service_schema import HEAD
 from tests.e2e.web_support import free_port
 
 
@@ -44,7 +45,7 @@ def test_db_user_import_export_commands(tmp_path: Path) -> None:
 
     url = f"sqlite:///{tmp_path / 'cli.db'}"
     r = run("db", "upgrade", "--database-url", url)
-    assert r.exit_code == 0 and "0020_username_case" in r.output, r.output
+    assert r.exit_code == 0 and HEAD in r.output, r.output
     r = run(
         "create-user",
         "root",

@@ -35,6 +35,8 @@ TABLES = {
     "second_opinion",
     "llm_response",
     "llm_usage",
+    "run",
+    "run_query",
 }
 
 

@@ -1,0 +1,104 @@
+"""The runs concept's SQL: runs and their per-query entries, the collection's query ids and
+documents an upload is checked against, and the imported grades (the ``qrels`` label set).
+Every function runs in the caller's session ``s``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from sqlalchemy import delete, func, insert, select
+from sqlalchemy.orm import Session
+
+from app.kernel.models import Collection, Document, Query, Run, RunQuery
+
+
+def collection_exists(s: Session, collection_id: int) -> bool:
+    return s.get(Collection, collection_id) is not None
+
+
+def query_ids(s: Session, collection_id: int) -> dict[str, int]:
+    """The collection's queries: external id -> row id."""
+    rows = s.execute(
+        select(Query.external_id, Query.id).where(Query.collection_id == collection_id)
+    )
+    return {external: qid for external, qid in rows}
+
+
+def documents_by_query(s: Session, collection_id: int) -> dict[int, set[str]]:
+    """The document external ids of each query (row id) of the collection."""
+    out: dict[int, set[str]] = {}
+    rows = s.execute(
+        select(Document.query_id, Document.external_id).where(
+            Document.collection_id == collection_id
+        )
+    )
+    for query_id, external in rows:
+        out.setdefault(query_id, set()).add(external)
+    return out
+
+
+def run_names(s: Session, collection_id: int) -> set[str]:
+    return set(s.scalars(select(Run.name).where(Run.collection_id == collection_id)))
+
+
+def insert_run(s: Session, run: Run, entries: Sequence[dict[str, Any]]) -> None:
+    """Insert ``run`` and its per-query rows (``run_id`` filled in here)."""
+    s.add(run)
+    s.flush()
+    if entries:
+        s.execute(insert(RunQuery), [{**e, "run_id": run.id} for e in entries])
+
+
+def runs(s: Session, collection_id: int) -> list[Run]:
+    """The collection's runs, by upload order."""
+    return list(s.scalars(select(Run).where(Run.collection_id == collection_id).order_by(Run.id)))
+
+
+def run_by_id(s: Session, collection_id: int, run_id: int) -> Run | None:
+    run = s.get(Run, run_id)
+    return run if run is not None and run.collection_id == collection_id else None
+
+
+def run_by_name(s: Session, collection_id: int, name: str) -> Run | None:
+    return s.scalar(select(Run).where(Run.collection_id == collection_id, Run.name == name))
+
+
+def delete_run(s: Session, run_id: int) -> None:
+    """Delete a run and its entries (explicitly: SQLite enforces ON DELETE CASCADE only with
+    its foreign keys on, which the service always sets, but the order here needs no cascade)."""
+    s.execute(delete(RunQuery).where(RunQuery.run_id == run_id))
+    s.execute(delete(Run).where(Run.id == run_id))
+
+
+def run_entries(s: Session, run_id: int) -> Iterator[tuple[str, list[str], list[int], list[float]]]:
+    """(query external id, doc ids, ranks, scores) of each query of the run, in file order."""
+    stmt = (
+        select(Query.external_id, RunQuery.doc_ids, RunQuery.ranks, RunQuery.scores)
+        .join(Query, Query.id == RunQuery.query_id)
+        .where(RunQuery.run_id == run_id)
+        .order_by(RunQuery.position)
+    )
+    for external, docs, ranks, scores in s.execute(stmt):
+        yield str(external), list(docs), list(ranks), list(scores)
+
+
+def graded_documents(s: Session, collection_id: int) -> Iterator[tuple[str, str, int]]:
+    """(query external id, document external id, grade) of every imported grade of the
+    collection, in import order."""
+    stmt = (
+        select(Query.external_id, Document.external_id, Document.grade)
+        .join(Query, Query.id == Document.query_id)
+        .where(Document.collection_id == collection_id, Document.grade.is_not(None))
+        .order_by(Query.id, Document.id)
+    )
+    for qid, doc, grade in s.execute(stmt):
+        yield qid, doc, int(grade or 0)
+
+
+def graded_query_count(s: Session, collection_id: int) -> int:
+    """How many queries of the collection have at least one imported grade."""
+    stmt = select(func.count(func.distinct(Document.query_id))).where(
+        Document.collection_id == collection_id, Document.grade.is_not(None)
+    )
+    return int(s.scalar(stmt) or 0)
