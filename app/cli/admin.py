@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import typer
 
-from app.cli import admin_imports, admin_manage, admin_plans
+from app.cli import admin_imports, admin_manage, admin_plans, admin_pools
 from app.cli.conventions import Group
 
 app = typer.Typer(cls=Group, help="Admin console: imports, study plans, progress, users.")
-for subject in (admin_imports.app, admin_plans.app, admin_manage.app):
+for subject in (admin_imports.app, admin_plans.app, admin_pools.app, admin_manage.app):
     app.add_typer(subject)
