@@ -20,15 +20,18 @@ if TYPE_CHECKING:
 app = typer.Typer()
 
 
-def _run_files(paths: list[Path]) -> dict[str, bytes]:
-    """Run name (the file name without its last suffix) → bytes, in the order given."""
+def _run_files(paths: list[Path]) -> tuple[dict[str, bytes], dict[str, str]]:
+    """Run name (the file name without its last suffix) → bytes, in the order given, and
+    run name → the file's path (errors name it)."""
     out: dict[str, bytes] = {}
+    names: dict[str, str] = {}
     for path in paths:
         name = path.stem if path.suffix else path.name
         if name in out:
             usage_error(f"two runs are named {name!r} (the file name names a run): rename one")
         out[name] = path.read_bytes()
-    return out
+        names[name] = str(path)
+    return out, names
 
 
 @app.command("pool", cls=Command)
@@ -64,11 +67,11 @@ def pool_cmd(
     """Build a pool from many runs; each pooled document keeps which runs retrieved it and at
     which rank. --simulate --qrels FILE prints the relevant documents each method finds per
     budget instead (the database is not opened)."""
-    files = _run_files(runs)
+    files, file_names = _run_files(runs)
     if simulate:
         if qrels is None:
             usage_error("--simulate needs --qrels FILE (the qrels that play the assessor)")
-        _simulate(files, qrels, method, depth, budgets, as_json)
+        _simulate(files, file_names, qrels, method, depth, budgets, as_json)
         return
     if qrels is not None or budgets is not None:
         usage_error("--qrels and --budgets go with --simulate")
@@ -83,6 +86,7 @@ def pool_cmd(
             budget=budget,
             name=name,
             feedback=feedback,
+            file_names=file_names,
         )
         built = pools.build_pool(db=db, spec=spec)
         return pools.get_pool(db=db, pool_id=built.id)
@@ -144,6 +148,7 @@ def _print_pool(view: Any, rows: list[Any], show: int) -> None:
 
 def _simulate(
     files: dict[str, bytes],
+    file_names: dict[str, str],
     qrels: Path,
     method: str,
     depth: int,
@@ -163,7 +168,7 @@ def _simulate(
     except ValueError:
         usage_error(f"--budgets takes whole numbers, e.g. 10,20,50; got {budgets!r}")
     try:
-        runs = pools.read_runs(files)
+        runs = pools.read_runs(files, file_names)
         rows = pools.simulate(runs, truth, [method], depth=depth, budgets=sizes)
     except DomainError as exc:
         from app.cli.conventions import report_service_error

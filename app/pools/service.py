@@ -29,7 +29,7 @@ is refused before it, with its file name and line, and nothing is stored.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -67,12 +67,14 @@ class BuildSpec:
     the adaptive methods' ties); ``budget`` is judgments per query (None: the depth pool)."""
 
     collection_id: int
-    runs: Mapping[str, str | bytes]
+    runs: Mapping[str, str | bytes | Iterable[bytes]]
     method: str = "depth"
     depth: int = 100
     budget: int | None = None
     name: str | None = None
     feedback: bool = True
+    file_names: Mapping[str, str] = field(default_factory=dict)
+    """The file each run came from, by run name (errors name it; default the run name)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,9 +116,12 @@ def check_method(method: str, depth: int, budget: int | None) -> Method:
     return method
 
 
-def read_runs(files: Mapping[str, str | bytes]) -> Runs:
+def read_runs(
+    files: Mapping[str, str | bytes | Iterable[bytes]], file_names: Mapping[str, str] | None = None
+) -> Runs:
     """Parse every run (name → TREC text); Invalid listing each bad line as ``{file, line,
-    msg}`` of every file at once, or a missing/duplicate name."""
+    msg}`` of every file at once (``file_names``: the file of each run, default its name), or
+    a bad name."""
     if not files:
         raise Invalid("give at least one run")
     if len(files) > MAX_RUNS:
@@ -127,7 +132,7 @@ def read_runs(files: Mapping[str, str | bytes]) -> Runs:
         if not name or len(name) > 100 or any(c.isspace() for c in name):
             raise Invalid(f"run name {name[:120]!r}: 1..100 characters without spaces")
         try:
-            parsed = parse_trec_run(data, file=name)
+            parsed = parse_trec_run(data, file=(file_names or {}).get(name, name))
         except SourceError as err:
             errors.append(err)
             continue
@@ -186,7 +191,7 @@ def build_pool(*, db: Database, spec: BuildSpec) -> PoolView:
     """Build and store a pool (module docstring); Invalid when no run ranks a document of the
     collection's queries, or the name is taken."""
     method = check_method(spec.method, spec.depth, spec.budget)
-    runs = read_runs(spec.runs)
+    runs = read_runs(spec.runs, spec.file_names)
     name = spec.name or _default_name(method, spec.depth, spec.budget)
     if len(name) > 100:
         raise Invalid("a pool name has at most 100 characters")
