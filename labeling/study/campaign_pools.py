@@ -194,6 +194,18 @@ class AdaptivePooler:
             self._pending = None
             self._answered(run, relevant)
 
+    def best_value(self) -> float | None:
+        """What the method thinks of the run it would take next (None: nothing is left):
+        MaxMean's posterior mean, Move-to-Front's priority, the fused score for the fused
+        order. A campaign over many queries compares these (docs/campaigns.md#allocation)."""
+        if self._pending is not None:
+            return self._value(self._pending[0])
+        run = self._choose()
+        return None if run is None else self._value(run)
+
+    def _value(self, run: str) -> float:
+        raise NotImplementedError
+
     def _open_runs(self) -> list[str]:
         return [name for name in self.names if self.head(name) is not None]
 
@@ -227,6 +239,10 @@ class FusedOrder(AdaptivePooler):
             self._pending = (self._first_run[doc], doc)
         return self._pending[1]
 
+    def best_value(self) -> float | None:
+        doc = self.next_document()
+        return None if doc is None else self.pool()[doc].fused
+
 
 class MoveToFront(AdaptivePooler):
     """Move-to-Front: stay on a run while it gives relevant documents (module docstring)."""
@@ -252,6 +268,13 @@ class MoveToFront(AdaptivePooler):
             self.priority[run] -= 1
             self.current = None
 
+    def _value(self, run: str) -> float:
+        return float(self.priority[run])
+
+    def staying(self) -> bool:
+        """True while the current run gave a relevant document last and has more to give."""
+        return self.current is not None and self.head(self.current) is not None
+
 
 class MaxMean(AdaptivePooler):
     """MaxMean bandit: the run with the highest Beta posterior mean (module docstring)."""
@@ -264,6 +287,9 @@ class MaxMean(AdaptivePooler):
     def posterior_mean(self, run: str) -> float:
         """``(1 + rel)/(2 + rel + nonrel)`` over the run's judged prefix."""
         self.head(run)  # bring the judged prefix up to date
+        return self._mean(run)
+
+    def _value(self, run: str) -> float:
         return self._mean(run)
 
     def _mean(self, run: str) -> float:
