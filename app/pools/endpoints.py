@@ -55,13 +55,6 @@ POOL_BODY = {
 }
 
 
-def run_name(filename: str) -> str:
-    """A run's name from its file name: the last path component without its last suffix."""
-    base = filename.replace("\\", "/").rsplit("/", 1)[-1]
-    stem, dot, _suffix = base.rpartition(".")
-    return stem if dot and stem else base
-
-
 async def uploaded_runs(request: Request) -> tuple[dict[str, Any], dict[str, str]]:
     """Run name → the spooled file of each ``runs`` part, and run name → its file name;
     Invalid for anything else."""
@@ -77,7 +70,7 @@ async def uploaded_runs(request: Request) -> tuple[dict[str, Any], dict[str, str
     for key, value in form.multi_items():
         if not isinstance(value, UploadFile) or key != RUNS_PART:
             raise Invalid(f"unexpected part {key!r}: upload each run as a part {RUNS_PART!r}")
-        name = run_name(value.filename or "")
+        name = pools.run_name(value.filename or "")
         if name in runs:
             raise Invalid(f"two runs are named {name!r} (the file name names a run): rename one")
         runs[name] = value.file

@@ -116,6 +116,13 @@ def check_method(method: str, depth: int, budget: int | None) -> Method:
     return method
 
 
+def run_name(filename: str) -> str:
+    """A run's name from its file name: the last path component without its last suffix."""
+    base = filename.replace("\\", "/").rsplit("/", 1)[-1]
+    stem, dot, _suffix = base.rpartition(".")
+    return stem if dot and stem else base
+
+
 def read_runs(
     files: Mapping[str, str | bytes | Iterable[bytes]], file_names: Mapping[str, str] | None = None
 ) -> Runs:
