@@ -55,9 +55,7 @@ def _pool_rows(api: Api) -> int:
 
 def test_upload_runs_pool_then_plan_judges_it(api: Api, campaign) -> None:
     cid, _ = campaign
-    r = _build(
-        api, cid, [("A.run", RUN_A), ("B.txt", RUN_B), ("C", RUN_C)], depth=2, name="union"
-    )
+    r = _build(api, cid, [("A.run", RUN_A), ("B.txt", RUN_B), ("C", RUN_C)], depth=2, name="union")
     assert r.status_code == 201, r.text
     pool = r.json()
     assert pool["runs"] == ["A", "B", "C"] and pool["method"] == "depth"
