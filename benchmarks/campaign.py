@@ -447,6 +447,14 @@ def report(camp: Campaign, fractions: Sequence[float]) -> None:
         f"\ntarget (≥ {lo:.0%} of the pool's relevant found, τ ≥ {tau_min} for NDCG@10 and AP, "
         f"≤ {share:.0%} of the pool judged): {verdict}"
     )
+    reached: dict[str, Row] = {}
+    for r in rows:
+        if r.found >= lo and min(r.tau_ndcg, r.tau_ap) >= tau_min:
+            reached.setdefault(f"{r.method} (budget per {r.allocation})", r)
+    print(
+        "smallest budget with both (any share judged): "
+        + ("; ".join(f"{m} {r.judged:.1%}" for m, r in reached.items()) or "none")
+    )
     top = topk_truth({q: camp.qrels[q] for q in queries})
     names = list(camp.runs)
     kappa = np.array([kappa_ndcg10(camp.runs[s], top) for s in names])

@@ -61,6 +61,11 @@ def pool_cmd(
     budgets: str | None = typer.Option(
         None, help="--simulate: judgments per query, e.g. 10,20,50 (default: shares of the pool)."
     ),
+    allocation: str = typer.Option(
+        "query",
+        help="--simulate: a budget per 'query', or one over the 'campaign' (mtf/maxmean then "
+        "choose the query too; --budgets are totals).",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
     database_url: str | None = DB_OPTION,
 ) -> None:
@@ -71,10 +76,10 @@ def pool_cmd(
     if simulate:
         if qrels is None:
             usage_error("--simulate needs --qrels FILE (the qrels that play the assessor)")
-        _simulate(files, file_names, qrels, method, depth, budgets, as_json)
+        _simulate(files, file_names, qrels, (method, allocation), depth, budgets, as_json)
         return
-    if qrels is not None or budgets is not None:
-        usage_error("--qrels and --budgets go with --simulate")
+    if qrels is not None or budgets is not None or allocation != "query":
+        usage_error("--qrels, --budgets and --allocation go with --simulate")
     from app.pools import service as pools
 
     def go(db: Database) -> Any:
@@ -150,7 +155,7 @@ def _simulate(
     files: dict[str, bytes],
     file_names: dict[str, str],
     qrels: Path,
-    method: str,
+    how: tuple[str, str],
     depth: int,
     budgets: str | None,
     as_json: bool,
@@ -159,6 +164,7 @@ def _simulate(
     from app.pools import service as pools
     from ranking.io.trec import FileFormatError, read_qrels
 
+    method, allocation = how
     try:
         truth = read_qrels(qrels)
     except FileFormatError as exc:
@@ -169,7 +175,9 @@ def _simulate(
         usage_error(f"--budgets takes whole numbers, e.g. 10,20,50; got {budgets!r}")
     try:
         runs = pools.read_runs(files, file_names)
-        rows = pools.simulate(runs, truth, [method], depth=depth, budgets=sizes)
+        rows = pools.simulate(
+            runs, truth, [method], depth=depth, budgets=sizes, allocation=allocation
+        )
     except DomainError as exc:
         from app.cli.conventions import report_service_error
 
@@ -177,9 +185,10 @@ def _simulate(
     if as_json:
         typer.echo(json.dumps([_row_json(r) for r in rows], indent=1))
         return
+    per = "per query" if allocation == "query" else "over the campaign"
     typer.echo(
-        f"{method}, depth {depth}, {len(runs)} runs; the qrels play the assessor (grade ≥ 1 "
-        "relevant; documents they lack count as not relevant)"
+        f"{method}, depth {depth}, {len(runs)} runs, budget {per}; the qrels play the assessor "
+        "(grade ≥ 1 relevant; documents they lack count as not relevant)"
     )
     typer.echo(f"{'budget':>8} {'judged':>8} {'of pool':>8} {'relevant':>9} {'found':>7}")
     for r in rows:

@@ -43,6 +43,7 @@ from app.pools import repository
 from labeling.errors import ConfigError
 from labeling.sources import SourceError
 from labeling.sources.base import merge_errors
+from labeling.study.campaign_order import campaign_order
 from labeling.study.campaign_pools import (
     METHODS,
     Method,
@@ -366,13 +367,21 @@ def simulate(
     budgets: Sequence[int] = (),
     fractions: Sequence[float] = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0),
     relevant_from: float = 1.0,
+    allocation: str = "query",
 ) -> list[SimulationRow]:
     """Found-relevant per method and budget, the qrels as the assessor (to choose a budget
     before judging): ``budgets`` judgments per query, else ``fractions`` of each query's depth
-    pool (:func:`labeling.study.campaign_pools.simulate_pooling`)."""
+    pool (:func:`labeling.study.campaign_pools.simulate_pooling`). ``allocation="campaign"``:
+    one budget for all queries (``budgets`` in judgments, ``fractions`` of all the pools),
+    spent by :func:`labeling.study.campaign_order.campaign_order`."""
+    if allocation not in ("query", "campaign"):
+        raise Invalid(f"allocation is per 'query' or over the 'campaign', not {allocation!r}")
     rows = []
     for method in methods:
         checked = check_method(method, depth, None)
+        if allocation == "campaign":
+            rows += _campaign_rows(runs, qrels, checked, depth, budgets, fractions, relevant_from)
+            continue
         settings: list[tuple[str, int | None, float | None]] = (
             [(str(b), b, None) for b in budgets]
             if budgets
@@ -401,6 +410,33 @@ def simulate(
                     sim.pool_size,
                 )
             )
+    return rows
+
+
+def _campaign_rows(
+    runs: Runs,
+    qrels: Mapping[str, Mapping[str, float]],
+    method: Method,
+    depth: int,
+    budgets: Sequence[int],
+    fractions: Sequence[float],
+    relevant_from: float,
+) -> list[SimulationRow]:
+    order = campaign_order(runs, qrels, method, depth=depth, relevant_from=relevant_from)
+    pool = sum(order.pool_size.values())
+    relevant = sum(order.relevant_in_pool.values())
+    settings = (
+        [(str(b), b) for b in budgets]
+        if budgets
+        else [(f"{f:.0%}", math.floor(f * pool + 0.5)) for f in fractions]
+    )
+    rows = []
+    for label, budget in settings:
+        if budget < 0:
+            raise Invalid(f"budget must be ≥ 0, got {budget}")
+        taken = order.order[:budget]
+        found = sum(1 for _q, _d, rel in taken if rel)
+        rows.append(SimulationRow(method, label, len(taken), found, relevant, pool))
     return rows
 
 

@@ -95,6 +95,13 @@ def test_simulation_prints_found_relevant_per_budget(tmp_path: Path) -> None:
     text = invoke(*args)
     assert text.exit_code == 0, text.output
     assert "    100%        7   100.0%    4/4     100.0%" in text.output
+    # One budget over the campaign: q1 (earlier query) A: 1 (relevant, A 2/3), 2 (relevant,
+    # 3/4), 3 (not; A is exhausted); q1's B (1/2) ties q2's 1/2: q1 first, 4 (relevant).
+    over = invoke(*args, "--allocation", "campaign", "--budgets", "1,2,3,4", "--json")
+    assert over.exit_code == 0, over.output
+    assert [r["relevant_found"] for r in json.loads(over.output)] == [1, 2, 2, 3]
+    wrong = invoke("admin", "pool", "tiny", *runs, "--allocation", "campaign")
+    assert wrong.exit_code == 2 and "go with --simulate" in wrong.output
     missing = invoke("admin", "pool", "tiny", *runs, "--simulate")
     assert missing.exit_code == 2 and "--simulate needs --qrels" in missing.output
 
