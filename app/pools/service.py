@@ -178,9 +178,13 @@ def _query_rows(
     """One query's pool rows (query id unset), documents dropped, picks already judged."""
     pooled = [d for d in depth_pool(rankings, depth) if d.doc_id in have]
     cut = cut_rankings(rankings, depth)
-    judgeable = {run: [d for d in docs if d in have] for run, docs in cut.items()}
-    chosen = select_pool(judgeable, method, None, budget, feedback)
-    pick = {doc: i for i, doc in enumerate(chosen.picks)}
+    if method == "depth":  # the stored fused order (the runs' own ranks), cut at the budget
+        picks, known = [d.doc_id for d in pooled][:budget], 0
+    else:  # the adaptive methods walk each run's judgeable documents in its order
+        judgeable = {run: [d for d in docs if d in have] for run, docs in cut.items()}
+        chosen = select_pool(judgeable, method, None, budget, feedback)
+        picks, known = list(chosen.picks), chosen.known
+    pick = {doc: i for i, doc in enumerate(picks)}
     dropped = len({d for docs in cut.values() for d in docs}) - len(pooled)
     rows = [
         PoolDocument(
@@ -192,7 +196,7 @@ def _query_rows(
         )
         for i, d in enumerate(pooled)
     ]
-    return rows, dropped, chosen.known
+    return rows, dropped, known
 
 
 def build_pool(*, db: Database, spec: BuildSpec) -> PoolView:
