@@ -38,14 +38,21 @@ def _run_files(paths: list[Path]) -> tuple[dict[str, bytes], dict[str, str]]:
 def pool_cmd(
     collection: str = typer.Argument(..., help="Collection name or id."),
     runs: list[Path] = typer.Option(
-        ..., "--runs", exists=True, dir_okay=False, help="TREC run files (repeat --runs)."
+        ...,
+        "--runs",
+        exists=True,
+        dir_okay=False,
+        metavar="FILE",
+        help="A TREC run file (repeat it).",
     ),
     method: str = typer.Option("depth", help="depth | mtf | maxmean"),
     depth: int = typer.Option(100, help="Each run's top depth documents per query."),
     budget: int | None = typer.Option(
         None, help="Judgments per query (default: the whole depth pool)."
     ),
-    name: str | None = typer.Option(None, help="Pool name (default METHOD-DEPTH[-bBUDGET])."),
+    name: str | None = typer.Option(
+        None, "--pool-name", help="Pool name (default METHOD-DEPTH[-bBUDGET])."
+    ),
     feedback: bool = typer.Option(
         True,
         "--feedback/--no-feedback",
@@ -53,7 +60,7 @@ def pool_cmd(
     ),
     show: int = typer.Option(3, help="Print the pooled documents of the first N queries."),
     simulate: bool = typer.Option(
-        False, "--simulate", help="Simulate against --qrels instead (stores nothing)."
+        False, "--simulate/--no-simulate", help="Simulate against --qrels instead (stores nothing)."
     ),
     qrels: Path | None = typer.Option(
         None, exists=True, dir_okay=False, help="--simulate: the qrels that play the assessor."
@@ -66,7 +73,7 @@ def pool_cmd(
         help="--simulate: a budget per 'query', or one over the 'campaign' (mtf/maxmean then "
         "choose the query too; --budgets are totals).",
     ),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    as_json: bool = typer.Option(False, "--json/--no-json", help="Print JSON."),
     database_url: str | None = DB_OPTION,
 ) -> None:
     """Build a pool from many runs; each pooled document keeps which runs retrieved it and at
