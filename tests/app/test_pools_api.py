@@ -157,3 +157,33 @@ def test_mtf_takes_feedback_from_finished_tasks(api: Api, campaign) -> None:
     assert seen.json()["summary"]["picked_judged"] == 6  # 101's picks; 102's d5 is not judged
     off = _build(api, cid, runs, method="mtf", budget=6, name="mtf-off", feedback=False)
     assert _picks(api, off.json()["id"]) == _picks(api, blind.json()["id"])
+
+
+def test_a_finished_topk_task_counts_its_top_as_relevant(api: Api, campaign) -> None:
+    cid, scores = campaign
+    # Query 102: oracle scores (5d + 6) mod 8, so a top-2 task's top is d5 (7), d0 (6).
+    runs = [
+        ("A2", "102 Q0 d2 1 3 A\n102 Q0 d5 2 2 A\n102 Q0 d1 3 1 A\n"),
+        ("B2", "102 Q0 d0 1 2 B\n102 Q0 d7 2 1 B\n"),
+    ]
+    blind = _build(api, cid, runs, method="mtf", budget=3, name="topk-blind")
+    # Nothing finished on 102: A d2 (A −1), B d0 (B −1), A d5.
+    assert _picks(api, blind.json()["id"], "102") == ["d2", "d0", "d5"]
+    api.add_user("pooltop")
+    r = api.post(
+        "admin",
+        "/api/v1/tasks",
+        json={
+            "collection_id": cid,
+            "query_id": "102",
+            "assessor": "pooltop",
+            "method": "topk",
+            "k": 2,
+        },
+    )
+    assert r.status_code == 201, r.text
+    judge_task(api, "pooltop", r.json()["id"], scores["102"])
+    seen = _build(api, cid, runs, method="mtf", budget=3, name="topk-seen")
+    # The top (d5, d0) relevant, the rest of the task's pool not: A d2 (not: A −1); B d0
+    # (relevant: stay on B) d7 (not).
+    assert _picks(api, seen.json()["id"], "102") == ["d2", "d0", "d7"]
