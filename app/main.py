@@ -114,6 +114,7 @@ def _api_routers() -> list[APIRouter]:
     from app.collections import endpoints as collections
     from app.exports import endpoints as exports
     from app.planning import endpoints as planning
+    from app.pools import endpoints as pools
     from app.retrieval import endpoints as retrieval
     from app.runs import endpoints as runs
     from app.second_opinions import endpoints as second_opinions
@@ -134,6 +135,7 @@ def _api_routers() -> list[APIRouter]:
         analysis.router,
         collections_admin.router,
         planning.router,
+        pools.router,
         progress.router,
         users_admin.router,
         training.router,

@@ -64,7 +64,12 @@ def plan_cmd(
     options: str | None = typer.Option(
         None, help='JSON per method, e.g. {"topk": {...}}.', callback=_json_object
     ),
-    pool: str = typer.Option("all", help="all | sample | run | bm25 (top n by BM25)"),
+    pool: str = typer.Option(
+        "all", help="all | sample | run | bm25 (top n by BM25) | runs (--pool-id: admin pool)"
+    ),
+    pool_id: int | None = typer.Option(
+        None, help="--pool runs: the id of a pool from many runs (heapjudge admin pool)."
+    ),
     pool_n: int | None = typer.Option(None, help="Pool size for sample/run/bm25."),
     pool_seed: int = typer.Option(0, help="Seed of the sampled pool."),
     dedupe: bool = typer.Option(
@@ -74,7 +79,7 @@ def plan_cmd(
     ranked_order: bool = typer.Option(
         False,
         "--ranked-order/--no-ranked-order",
-        help="run/bm25 pools: top-k tasks start from the ranking.",
+        help="run/bm25 pools: top-k tasks start from the ranking (runs: the fused order).",
     ),
     strategy: str = typer.Option(
         "heap",
@@ -109,7 +114,7 @@ def plan_cmd(
             name=name,
             k=k,
             options=json.loads(options) if options else {},
-            pool=_pool_spec(pool, pool_n, pool_seed, dedupe, run, ranked_order),
+            pool=_pool_spec(pool, pool_n, pool_seed, dedupe, run, ranked_order, pool_id),
             # Not given on the command line: --options may name the strategy instead.
             strategy=strategy if given(ctx, "strategy") else None,
             prior=prior,
@@ -123,13 +128,27 @@ def plan_cmd(
 
 
 def _pool_spec(
-    mode: str, n: int | None, seed: int, dedupe: bool, run: Path | None, ranked_order: bool
+    mode: str,
+    n: int | None,
+    seed: int,
+    dedupe: bool,
+    run: Path | None,
+    ranked_order: bool,
+    pool_id: int | None,
 ) -> Any:
     """``admin plan``'s pool options as a :class:`app.planning.service.PoolSpec`."""
     from app.planning.service import PoolSpec
 
     text = run.read_text(encoding="utf-8") if run else None
-    return PoolSpec(mode=mode, n=n, seed=seed, dedupe=dedupe, run=text, run_order=ranked_order)
+    return PoolSpec(
+        mode=mode,
+        n=n,
+        seed=seed,
+        dedupe=dedupe,
+        run=text,
+        run_order=ranked_order,
+        pool_id=pool_id,
+    )
 
 
 def _print_grid(preview: Any) -> None:

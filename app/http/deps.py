@@ -99,17 +99,17 @@ async def check_csrf(request: Request, expected: str, settings: Settings) -> Non
         raise Forbidden("missing or invalid CSRF token")
 
 
-async def upload_form(request: Request) -> tuple[FormData, bool]:
-    """The multipart upload form and whether it keeps to ``MAX_UPLOAD_FILES`` files and
-    ``MAX_UPLOAD_FIELDS`` fields.
+async def upload_form(request: Request, max_files: int = MAX_UPLOAD_FILES) -> tuple[FormData, bool]:
+    """The multipart upload form and whether it keeps to ``max_files`` files (default
+    ``MAX_UPLOAD_FILES``; a pool from many runs takes more) and ``MAX_UPLOAD_FIELDS`` fields.
 
     A cookie request whose CSRF token came as a form field had its form parsed (and cached by
     Starlette) with the default limits by :func:`check_csrf` first; the ``max_*`` arguments do
     not apply to a cached form, so the parts are counted here in every case."""
-    form = await request.form(max_files=MAX_UPLOAD_FILES, max_fields=MAX_UPLOAD_FIELDS)
+    form = await request.form(max_files=max_files, max_fields=MAX_UPLOAD_FIELDS)
     parts = form.multi_items()
     uploads = sum(isinstance(v, UploadFile) for _k, v in parts)
-    return form, uploads <= MAX_UPLOAD_FILES and len(parts) - uploads <= MAX_UPLOAD_FIELDS
+    return form, uploads <= max_files and len(parts) - uploads <= MAX_UPLOAD_FIELDS
 
 
 def _bearer_token(request: Request) -> str | None:

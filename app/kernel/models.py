@@ -28,6 +28,7 @@ from sqlalchemy import (
     Boolean,
     CheckConstraint,
     DateTime,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -64,6 +65,8 @@ TRAINING_STATUSES = ("queued", "running", "done", "failed", "cancelled")
 #: first assessor asked for it back); ``expired`` (its time ran out: back to the first
 #: assessor); ``cancelled`` (the first assessor's undo went back past it, or its task is gone).
 SECOND_OPINION_STATUSES = ("open", "answered", "reclaimed", "expired", "cancelled")
+#: How a pool from many runs chooses its documents (labeling.study.campaign_pools.METHODS).
+POOL_METHODS = ("depth", "mtf", "maxmean")
 
 
 def utcnow() -> datetime:
@@ -488,3 +491,54 @@ class RunQuery(Base):
     doc_ids: Mapped[list[str]] = mapped_column(JSONType)
     ranks: Mapped[list[int]] = mapped_column(JSONType)
     scores: Mapped[list[float]] = mapped_column(JSONType)
+
+
+class CampaignPool(Base):
+    """A pool built from many runs (docs/campaigns.md#pools-in-the-service): its settings,
+    its runs in run order, and what the build knew (``summary``: counts per query, feedback)."""
+
+    __tablename__ = "pool"
+    __table_args__ = (
+        UniqueConstraint("collection_id", "name"),
+        CheckConstraint(_in("method", POOL_METHODS), name="method"),
+        CheckConstraint("depth >= 1", name="depth"),
+        CheckConstraint("budget IS NULL OR budget >= 1", name="budget"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    collection_id: Mapped[int] = mapped_column(
+        ForeignKey("collection.id", ondelete="CASCADE"), index=True
+    )
+    name: Mapped[str] = mapped_column(String(100))
+    method: Mapped[str] = mapped_column(String(16))
+    depth: Mapped[int] = mapped_column(Integer)
+    #: Judgments per query (NULL: the whole depth pool).
+    budget: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    #: The fused score that orders the pool (``rrf60``: reciprocal rank fusion, k = 60).
+    fusion: Mapped[str] = mapped_column(String(32))
+    runs: Mapped[list[str]] = mapped_column(JSONType)
+    summary: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class PoolDocument(Base):
+    """One document of a pool's depth-k union for one query: which runs retrieved it at which
+    rank (``hits``: ``[[run, rank], ...]``, ranks 1-based), its fused score and ``position``
+    in the fused order (0-based), and ``pick``: its place in the method's judging order when
+    the pool selects it (NULL: outside the budget)."""
+
+    __tablename__ = "pool_document"
+    __table_args__ = (
+        UniqueConstraint("pool_id", "query_id", "doc_id"),
+        CheckConstraint("position >= 0", name="position"),
+        CheckConstraint("pick IS NULL OR pick >= 0", name="pick"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    pool_id: Mapped[int] = mapped_column(ForeignKey("pool.id", ondelete="CASCADE"))
+    query_id: Mapped[int] = mapped_column(ForeignKey("query.id", ondelete="CASCADE"), index=True)
+    doc_id: Mapped[str] = mapped_column(String(200))
+    position: Mapped[int] = mapped_column(Integer)
+    pick: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    fused: Mapped[float] = mapped_column(Float)
+    hits: Mapped[list[list[Any]]] = mapped_column(JSONType)

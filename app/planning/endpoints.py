@@ -22,12 +22,17 @@ router = APIRouter(prefix="/admin", tags=["admin"], dependencies=[Depends(requir
 
 
 class PoolIn(StrictModel):
-    mode: Literal["all", "sample", "run", "bm25"] = "all"
+    mode: Literal["all", "sample", "run", "bm25", "runs"] = "all"
     n: int | None = Field(default=None, ge=1, le=100_000)
     seed: int = 0
     dedupe: bool = False
     run: str | None = Field(default=None, description="TREC run text for mode=run.")
     run_order: bool = False
+    pool_id: RowId | None = Field(
+        default=None,
+        description="mode=runs: a pool from many runs of the collection (POST "
+        "/admin/collections/{id}/pools); run_order then starts topk tasks from its fused order.",
+    )
 
 
 class PlanIn(StrictModel):

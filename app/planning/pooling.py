@@ -1,6 +1,7 @@
 """Each query's judging pool for a plan (:func:`labeling.study.pools.build_pool`): all documents, a
-seeded sample of n, or the top n of a ranking (a TREC run, or BM25 over the collection), and
-for a ranked pool what the cut lost and the warning that says so."""
+seeded sample of n, the top n of a ranking (a TREC run, or BM25 over the collection), or the
+documents a stored pool from many runs picked (:mod:`app.pools.service`), and for a ranked
+pool what the cut lost and the warning that says so."""
 
 from __future__ import annotations
 
@@ -9,13 +10,17 @@ from typing import Any
 from app.kernel.errors import Invalid, issue_items
 from app.kernel.models import Query
 from app.planning import repository
+from app.pools import service as pools
 from app.retrieval import service as retrieval
 from labeling.errors import ConfigError
+from labeling.protocol.prior_orders import prior_spec, ranking_order
 from labeling.sources import SourceError
 from labeling.study.pools import build_pool, content_hash, parse_trec_run
 
 #: Pool modes that cut a ranking (a run, or BM25) at n.
 RANKED_POOLS = ("run", "bm25")
+#: The pool mode of a stored pool from many runs (``PoolSpec.pool_id``).
+STORED_POOL = "runs"
 
 
 #: Per query, what a ranked pool's cut lost: ``considered``, ``not_in_collection``,
@@ -87,6 +92,63 @@ def query_pools(
             if cut is not None:
                 lost[qid] = cut
     return out, lost
+
+
+def stored_pools(
+    s: Any,
+    collection_id: int,
+    queries: dict[str, Query],
+    *,
+    pool_id: int | None,
+    dedupe: bool,
+) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """Each query's pool from the stored pool ``pool_id``: the documents its method picked, in
+    its judging order (deduplicated by content with ``dedupe``: the first pick is kept), and
+    the same documents in fused order (the prior ``run_order`` gives the top-k tasks)."""
+    if pool_id is None:
+        raise Invalid("pool mode 'runs' needs the id of a pool from runs (pool_id)")
+    picks, fused = pools.plan_pools(s, collection_id, pool_id, list(queries))
+    out: dict[str, list[str]] = {}
+    for qid, query in queries.items():
+        ranked = picks.get(qid, [])
+        hashes = None
+        if dedupe:
+            docs = repository.query_documents(s, query.id)
+            hashes = {d.external_id: content_hash(d.title, d.text, d.html) for d in docs}
+        ids = list(dict.fromkeys(ranked))
+        out[qid] = list(build_pool(ids, mode="run", run=ranked, hashes=hashes).doc_ids)
+    return out, fused
+
+
+def plan_query_pools(
+    s: Any,
+    collection_id: int,
+    queries: dict[str, Query],
+    *,
+    mode: str,
+    n: int | None,
+    seed: int,
+    dedupe: bool,
+    run: str | None,
+    pool_id: int | None,
+    run_order: bool,
+) -> tuple[dict[str, list[str]], Lost, dict[str, list[str]] | None]:
+    """Each query's pool (the plan's :class:`app.planning.service.PoolSpec`), what a ranked
+    pool's cut lost, and for a stored pool from runs with ``run_order`` the fused order of each
+    query's picks (else None)."""
+    if mode == STORED_POOL:
+        pools, fused = stored_pools(s, collection_id, queries, pool_id=pool_id, dedupe=dedupe)
+        return pools, {}, fused if run_order else None
+    pools, lost = query_pools(
+        s, collection_id, queries, mode=mode, n=n, seed=seed, dedupe=dedupe, run=run
+    )
+    return pools, lost, None
+
+
+def fused_prior(pool_id: int, doc_ids: list[str], fused: list[str]) -> tuple[list[str] | None, str]:
+    """A top-k task's prior from a stored pool's fused (reciprocal rank fusion) order: the
+    recorded spec ``run:pool<id>-rrf60`` names the pool whose fused run it is."""
+    return ranking_order(doc_ids, fused), prior_spec("run", f"pool{pool_id}-{pools.FUSION}")
 
 
 def _cut_loss(top: list[str], have: set[str], in_collection: set[str]) -> dict[str, int] | None:

@@ -45,7 +45,13 @@ from app.kernel.errors import Invalid, NotFound, issue_items
 from app.kernel.models import Query, Task
 from app.planning import checks, repository
 from app.planning.cost import COST_MODEL, Resolved, cost_totals, plan_cost
-from app.planning.pooling import RANKED_POOLS, lost_warning, query_pools
+from app.planning.pooling import (
+    RANKED_POOLS,
+    STORED_POOL,
+    fused_prior,
+    lost_warning,
+    plan_query_pools,
+)
 from app.planning.priors import PriorResolver, PriorSource, check_source
 from labeling.errors import ConfigError
 from labeling.protocol.options import validate_options
@@ -71,8 +77,9 @@ class PoolSpec:
     """How each query's judging pool is chosen (see :func:`labeling.study.pools.build_pool`)."""
 
     mode: str = "all"
-    """``all``, ``sample``, ``run`` (top n of ``run``) or ``bm25`` (top n of the query's
-    documents by BM25 over the collection, :mod:`app.retrieval.service`)."""
+    """``all``, ``sample``, ``run`` (top n of ``run``), ``bm25`` (top n of the query's
+    documents by BM25 over the collection, :mod:`app.retrieval.service`) or ``runs`` (the
+    documents the stored pool ``pool_id`` picked from many runs, :mod:`app.pools.service`)."""
     n: int | None = None
     seed: int = 0
     dedupe: bool = False
@@ -80,7 +87,10 @@ class PoolSpec:
     """TREC run text for ``mode="run"``."""
     run_order: bool = False
     """With ``mode="run"``/``"bm25"``: top-k tasks start from the pool's ranking (the same as
-    ``PlanSpec.prior`` = ``run``/``bm25`` with that run)."""
+    ``PlanSpec.prior`` = ``run``/``bm25`` with that run); with ``mode="runs"``: from the stored
+    pool's fused order (reciprocal rank fusion of its runs)."""
+    pool_id: int | None = None
+    """The stored pool of ``mode="runs"``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,6 +274,12 @@ def _options(spec: PlanSpec) -> dict[str, dict[str, Any]]:
 def _prior_source(spec: PlanSpec) -> PriorSource:
     """The plan's prior: ``spec.prior``, or the pool's ranking with ``pool.run_order``."""
     prior = spec.prior or NO_PRIOR
+    if spec.pool.mode != STORED_POOL and spec.pool.pool_id is not None:
+        raise Invalid("pool_id names a pool from runs: give it with pool mode 'runs'")
+    if spec.pool.run_order and spec.pool.mode == STORED_POOL and prior != NO_PRIOR:
+        raise Invalid(
+            f"the pool's fused order and prior {prior!r} disagree; choose one (run_order or prior)"
+        )
     if spec.pool.run_order and spec.pool.mode in RANKED_POOLS:
         if prior not in (NO_PRIOR, spec.pool.mode):
             raise Invalid(
@@ -396,7 +412,7 @@ def _preview_in(
     extra += checks.user_errors(names, repository.users_by_name(s, names))
     known = {q: all_queries[q] for q in query_ids if q in all_queries}
     pool = spec.pool
-    pools, lost = query_pools(
+    pools, lost, fused = plan_query_pools(
         s,
         spec.collection_id,
         known,
@@ -405,6 +421,8 @@ def _preview_in(
         seed=pool.seed,
         dedupe=pool.dedupe,
         run=pool.run,
+        pool_id=pool.pool_id,
+        run_order=pool.run_order,
     )
     extra += checks.empty_pools(pools)
     topk_queries = [
@@ -412,8 +430,13 @@ def _preview_in(
         for q in dict.fromkeys(e.query_id for e in plan.entries if e.method == "topk")
         if pools.get(q)
     ]
-    resolved, prior_errors = _resolve_priors(s, spec, prior, topk_queries, known, pools)
-    extra += prior_errors
+    if fused is not None:
+        assert spec.pool.pool_id is not None
+        pool_id = spec.pool.pool_id
+        resolved = {q: fused_prior(pool_id, pools[q], fused.get(q, [])) for q in topk_queries}
+    else:
+        resolved, prior_errors = _resolve_priors(s, spec, prior, topk_queries, known, pools)
+        extra += prior_errors
     have = repository.active_tasks(s, spec.collection_id)
     extra += checks.existing_task_errors(plan.entries, have)
     tasks = _planned_tasks(spec, plan, options, pools)

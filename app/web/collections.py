@@ -25,6 +25,7 @@ from app.exports import service as exports
 from app.http.deps import DbDep, require_csrf_form
 from app.kernel.errors import DomainError, Invalid
 from app.planning.service import fitting_per_query, fitting_shifts, plan_fit
+from app.pools import service as pools
 from app.tasks import progress
 from app.users import service as users
 from app.web.admin import admin_page, admin_session, back, guarded_form, home_response
@@ -112,8 +113,8 @@ async def collection_response(
     status: int = 200,
 ) -> Response:
     """The collection page; ``export_form``/``export_error`` refill the export form and show
-    why an export was refused; ``forms`` refills the other forms by name ("plan", "import",
-    "grades", "features", "settings", "guidelines"), ``errors`` lists why one was refused,
+    why an export was refused; ``forms`` refills the other forms by name ("plan", "pools",
+    "import", "grades", "features", "settings", "guidelines"), ``errors`` lists why one was refused,
     ``rechoose`` names the files chosen for it (to be chosen again); ``guidelines_preview``
     is the sanitised HTML of guidelines not saved yet (shown instead of the saved ones)."""
     try:
@@ -133,6 +134,7 @@ async def collection_response(
             status=exc.status_code,
         )
     people = await run_in_threadpool(users.list_users, db=db)
+    campaign_pools = await run_in_threadpool(pools.list_pools, db=db, collection_id=collection_id)
     enabled = [u for u in people if not u.disabled]
     filled = dict(forms or {})
     if "plan" not in filled:
@@ -152,6 +154,7 @@ async def collection_response(
             "errors": errors or {},
             "rechoose": list(rechoose),
             "plan_fit": plan_fit(len(filled["plan"].get("assessors", [])), summary.queries),
+            "pools": campaign_pools,
             "plan_fits": [plan_fit(m, summary.queries) for m in range(len(enabled) + 1)],
             "guidelines": guidelines,
             # Both are sanitised (app.collections.guidelines: markdown-it-py with raw HTML off,

@@ -24,6 +24,7 @@ FILE_LABELS = {
     "run": "TREC run",
     "ndjson": "NDJSON file",
     RUN_UPLOAD: "TREC run for pooling",
+    "runs": "TREC runs",
 }
 
 #: Errors listed under a refused form; the rest are counted ("and M more").

@@ -17,7 +17,7 @@ from app.http.deps import DbDep, require_csrf_form
 from app.kernel.errors import DomainError, Invalid
 from app.planning import service as planning
 from app.planning.cost import COST_MODEL
-from app.planning.pooling import RANKED_POOLS
+from app.planning.pooling import RANKED_POOLS, STORED_POOL
 from app.web.admin import admin_page, back, guarded_form
 from app.web.collections import collection_response
 from app.web.forms import (
@@ -94,7 +94,8 @@ def _plan_spec(collection_id: int, form: FormData, run: str | None = None) -> pl
             seed=int(form_field(form, "pool_seed", "0") or 0),
             dedupe=form.get("dedupe") == "1",
             run=run if mode == "run" else None,
-            run_order=mode in RANKED_POOLS and form.get("run_order") == "1",
+            run_order=mode in (*RANKED_POOLS, STORED_POOL) and form.get("run_order") == "1",
+            pool_id=form_int(form, "pool_id") if mode == STORED_POOL else None,
         ),
         prior=prior,
         prior_run=run if prior == "run" else None,

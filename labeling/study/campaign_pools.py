@@ -58,11 +58,13 @@ __all__ = [
     "MoveToFront",
     "PooledDocument",
     "QuerySimulation",
+    "Selection",
     "Simulation",
     "cut_rankings",
     "depth_pool",
     "depth_pools",
     "make_pooler",
+    "select_pool",
     "simulate_pooling",
 ]
 
@@ -192,6 +194,18 @@ class AdaptivePooler:
             self._pending = None
             self._answered(run, relevant)
 
+    def best_value(self) -> float | None:
+        """What the method thinks of the run it would take next (None: nothing is left):
+        MaxMean's posterior mean, Move-to-Front's priority, the fused score for the fused
+        order. A campaign over many queries compares these (docs/campaigns.md#allocation)."""
+        if self._pending is not None:
+            return self._value(self._pending[0])
+        run = self._choose()
+        return None if run is None else self._value(run)
+
+    def _value(self, run: str) -> float:
+        raise NotImplementedError
+
     def _open_runs(self) -> list[str]:
         return [name for name in self.names if self.head(name) is not None]
 
@@ -225,6 +239,10 @@ class FusedOrder(AdaptivePooler):
             self._pending = (self._first_run[doc], doc)
         return self._pending[1]
 
+    def best_value(self) -> float | None:
+        doc = self.next_document()
+        return None if doc is None else self.pool()[doc].fused
+
 
 class MoveToFront(AdaptivePooler):
     """Move-to-Front: stay on a run while it gives relevant documents (module docstring)."""
@@ -250,6 +268,13 @@ class MoveToFront(AdaptivePooler):
             self.priority[run] -= 1
             self.current = None
 
+    def _value(self, run: str) -> float:
+        return float(self.priority[run])
+
+    def staying(self) -> bool:
+        """True while the current run gave a relevant document last and has more to give."""
+        return self.current is not None and self.head(self.current) is not None
+
 
 class MaxMean(AdaptivePooler):
     """MaxMean bandit: the run with the highest Beta posterior mean (module docstring)."""
@@ -262,6 +287,9 @@ class MaxMean(AdaptivePooler):
     def posterior_mean(self, run: str) -> float:
         """``(1 + rel)/(2 + rel + nonrel)`` over the run's judged prefix."""
         self.head(run)  # bring the judged prefix up to date
+        return self._mean(run)
+
+    def _value(self, run: str) -> float:
         return self._mean(run)
 
     def _mean(self, run: str) -> float:
@@ -291,6 +319,51 @@ def make_pooler(method: Method, rankings: Rankings, depth: int | None = None) ->
     if method == "maxmean":
         return MaxMean(rankings, depth)
     raise ConfigError(f"unknown pooling method {method!r}; choose one of {', '.join(METHODS)}")
+
+
+@dataclass(frozen=True)
+class Selection:
+    """One query's pool as a service builds it: ``pool``, the depth-k union in fused order;
+    ``picks``, the documents the method selects in its judging order; ``known``, how many of
+    the picks had a judgment already (the feedback)."""
+
+    pool: tuple[PooledDocument, ...]
+    picks: tuple[str, ...]
+    known: int
+
+
+def select_pool(
+    rankings: Rankings,
+    method: Method,
+    depth: int | None,
+    budget: int | None = None,
+    feedback: Mapping[str, bool] | None = None,
+) -> Selection:
+    """Run ``method`` over one query's runs until ``budget`` documents are picked (None: the
+    whole depth pool), with the judgments known so far as its relevance feedback.
+
+    A proposed document with a judgment in ``feedback`` is recorded with it; one without is
+    picked and recorded as **not relevant** — TREC's convention for unjudged documents, the
+    one :func:`simulate_pooling` uses for documents outside the qrels — so that the method can
+    go on without an assessor: with no feedback at all MTF and MaxMean then take the runs in
+    turns, and a later build that knows the picks' judgments follows the runs that gave
+    relevant ones (docs/campaigns.md#pools-in-the-service). Every pick counts against the
+    budget, judged before or not, so a top-k task over the picks sees every candidate.
+    """
+    if budget is not None and budget < 1:
+        raise ConfigError(f"budget must be ≥ 1, got {budget}")
+    known = feedback or {}
+    pooler = make_pooler(method, rankings, depth)
+    pooled = pooler.pool()
+    picks: list[str] = []
+    while budget is None or len(picks) < budget:
+        doc = pooler.next_document()
+        if doc is None:
+            break
+        pooler.record(doc, known.get(doc, False))
+        picks.append(doc)
+    order = sorted(pooled.values(), key=lambda d: (-d.fused, d.best_rank, d.doc_id))
+    return Selection(tuple(order), tuple(picks), sum(1 for d in picks if d in known))
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,8 @@ TABLES = {
     "llm_usage",
     "run",
     "run_query",
+    "pool",
+    "pool_document",
 }
 
 

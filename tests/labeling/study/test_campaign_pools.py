@@ -179,3 +179,34 @@ def test_simulation_with_a_fraction_of_each_pool() -> None:
     assert sim.fraction == 0.5 and sim.budget is None
     with pytest.raises(ConfigError, match="either a budget or a fraction"):
         simulate_pooling(RUNS, QRELS, "mtf", 3, fraction=0.5)
+
+
+def test_select_pool_without_feedback_takes_the_runs_in_turns() -> None:
+    from labeling.study.campaign_pools import select_pool
+
+    # Nothing judged: every pick counts as not relevant. MTF: R1 d1 (R1 −1), R2 d4 (R2 −1),
+    # R3 d6 (R3 −1); all at −1 → R1 d2 (−2), R2: d1 judged (skipped), d5 (−2), R3 d7.
+    mtf = select_pool(RUNS_1, "mtf", None)
+    assert mtf.picks == ("d1", "d4", "d6", "d2", "d5", "d7", "d3")
+    assert mtf.known == 0 and {d.doc_id for d in mtf.pool} == set(mtf.picks)
+    # MaxMean: all at 1/2 → R1 d1 (1/3); R2 and R3 at 1/2 → R2 d4 (R2's prefix d4, d1: 1/4);
+    # R3 (1/2) d6 → 1/3; R1 and R3 tie at 1/3 → R1 d2 (1/4); R3 (1/3) d7 → 1/4 exhausted;
+    # R1 and R2 at 1/4 → R1 d3; R2 d5.
+    assert select_pool(RUNS_1, "maxmean", None).picks == ("d1", "d4", "d6", "d2", "d7", "d3", "d5")
+    assert select_pool(RUNS_1, "maxmean", None, budget=3).picks == ("d1", "d4", "d6")
+
+
+def test_select_pool_follows_the_feedback_and_counts_every_pick() -> None:
+    from labeling.study.campaign_pools import select_pool
+
+    known = {d: d in REL_1 for d in ("d1", "d2", "d3")}  # R1 judged: d1, d2 relevant, d3 not
+    chosen = select_pool(RUNS_1, "mtf", None, budget=5, feedback=known)
+    # MTF replays R1: d1, d2 relevant (stay), d3 not (R1 −1); then R2: d4 (no judgment:
+    # counted not relevant, R2 −1); R3: d6 (−1). Five picks, three of them judged already.
+    assert chosen.picks == ("d1", "d2", "d3", "d4", "d6")
+    assert chosen.known == 3
+    depth = select_pool(RUNS_1, "depth", 1, budget=2)
+    # depth 1: d1, d4, d6, all at 1/61 → doc id order; the budget keeps the first two.
+    assert depth.picks == ("d1", "d4") and [d.doc_id for d in depth.pool] == ["d1", "d4", "d6"]
+    with pytest.raises(ConfigError, match="budget"):
+        select_pool(RUNS_1, "mtf", None, budget=0)

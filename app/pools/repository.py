@@ -1,0 +1,105 @@
+"""The pools concept's SQL: a collection's queries and their documents (what a pool may hold),
+the pools and their documents. Every function runs in the caller's session ``s``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from sqlalchemy import func, select
+
+from app.kernel.models import CampaignPool, Collection, Document, PoolDocument, Query
+
+
+def lock_collection(s: Any, collection_id: int) -> bool:
+    """Lock the collection's row (Postgres: FOR NO KEY UPDATE, so two pools of one name cannot
+    both pass the name check); False when there is no such collection."""
+    found = s.execute(
+        select(Collection.id).where(Collection.id == collection_id).with_for_update(key_share=True)
+    ).scalar_one_or_none()
+    return found is not None
+
+
+def collection_exists(s: Any, collection_id: int) -> bool:
+    return s.get(Collection, collection_id) is not None
+
+
+def queries_by_id(s: Any, collection_id: int) -> dict[str, Query]:
+    """The collection's queries by external id, in insertion order."""
+    rows = s.scalars(select(Query).where(Query.collection_id == collection_id).order_by(Query.id))
+    return {q.external_id: q for q in rows}
+
+
+def documents_by_query(s: Any, collection_id: int) -> dict[int, set[str]]:
+    """Per query row id, the external ids of its documents."""
+    out: dict[int, set[str]] = {}
+    rows = s.execute(
+        select(Document.query_id, Document.external_id).where(
+            Document.collection_id == collection_id
+        )
+    )
+    for query_id, doc in rows:
+        out.setdefault(query_id, set()).add(doc)
+    return out
+
+
+def pool_named(s: Any, collection_id: int, name: str) -> CampaignPool | None:
+    found: CampaignPool | None = s.scalars(
+        select(CampaignPool).where(
+            CampaignPool.collection_id == collection_id, CampaignPool.name == name
+        )
+    ).first()
+    return found
+
+
+def insert_pool(s: Any, pool: CampaignPool, documents: Iterable[PoolDocument]) -> int:
+    """Add the pool and its documents; the pool's new id."""
+    s.add(pool)
+    s.flush()
+    rows = list(documents)
+    for row in rows:
+        row.pool_id = pool.id
+    s.add_all(rows)
+    s.flush()
+    return pool.id
+
+
+def get_pool(s: Any, pool_id: int) -> CampaignPool | None:
+    found: CampaignPool | None = s.get(CampaignPool, pool_id)
+    return found
+
+
+def pools_of(s: Any, collection_id: int) -> list[CampaignPool]:
+    """The collection's pools, newest first."""
+    return list(
+        s.scalars(
+            select(CampaignPool)
+            .where(CampaignPool.collection_id == collection_id)
+            .order_by(CampaignPool.id.desc())
+        )
+    )
+
+
+def picked_counts(s: Any, pool_ids: Sequence[int]) -> dict[int, tuple[int, int]]:
+    """Per pool: (documents in the depth pools, documents picked)."""
+    rows = s.execute(
+        select(PoolDocument.pool_id, func.count(), func.count(PoolDocument.pick))
+        .where(PoolDocument.pool_id.in_(pool_ids))
+        .group_by(PoolDocument.pool_id)
+    )
+    return {pid: (int(total), int(picked)) for pid, total, picked in rows}
+
+
+def pool_documents(
+    s: Any, pool_id: int, query_ids: Sequence[str] | None = None
+) -> list[tuple[str, PoolDocument]]:
+    """(query external id, document) of a pool, by query then fused position."""
+    stmt = (
+        select(Query.external_id, PoolDocument)
+        .join(Query, Query.id == PoolDocument.query_id)
+        .where(PoolDocument.pool_id == pool_id)
+        .order_by(Query.id, PoolDocument.position)
+    )
+    if query_ids is not None:
+        stmt = stmt.where(Query.external_id.in_(list(query_ids)))
+    return [(qid, row) for qid, row in s.execute(stmt)]

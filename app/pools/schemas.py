@@ -1,0 +1,49 @@
+"""Pydantic models of the REST API v1: pools from many runs (they shape /openapi.json)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class PoolOut(BaseModel):
+    """A pool from many runs: its settings, runs and counts."""
+
+    id: int
+    collection_id: int
+    name: str
+    method: str = Field(description="depth | mtf | maxmean")
+    depth: int = Field(description="Each run's top depth documents per query.")
+    budget: int | None = Field(description="Judgments per query (null: the whole depth pool).")
+    fusion: str = Field(description="The fused score ordering the pool: rrf60 = Σ 1/(60 + rank).")
+    runs: list[str] = Field(description="The runs, in run order (the methods' tie-break).")
+    summary: dict[str, Any] = Field(
+        description="queries, unknown_queries, unknown_query_ids, not_in_query (pooled "
+        "documents dropped: not among their query's), feedback (finished tasks' labels used), "
+        "picked_judged (picks judged already)."
+    )
+    created_at: datetime
+    documents: int = Field(description="Documents in the depth pools of all queries.")
+    picked: int = Field(description="Documents the method picked for judging (the plan's pool).")
+
+
+class HitOut(BaseModel):
+    run: str
+    rank: int = Field(description="The run's rank of the document, 1-based.")
+
+
+class PooledDocumentOut(BaseModel):
+    query_id: str
+    doc_id: str
+    position: int = Field(description="Place in the query's fused order, 0-based.")
+    pick: int | None = Field(description="Place in the method's judging order (null: not picked).")
+    fused: float
+    hits: list[HitOut]
+
+
+class PoolDetailOut(PoolOut):
+    documents_shown: list[PooledDocumentOut] = Field(
+        description="The pooled documents (of query_id only, when given), by query and position."
+    )

@@ -1,0 +1,449 @@
+"""Use cases: build a pool from many runs, list a collection's pools, read one, hand its
+documents to the planner, and simulate pooling against qrels (docs/campaigns.md).
+
+A pool is built from TREC runs (``qid Q0 docno rank score tag``; each run ranked by score as
+trec_eval ranks it, :func:`labeling.study.pools.parse_trec_run`):
+
+1. every run is cut to its top ``depth`` documents (ranks are the run's own, 1-based); the
+   union per query is the *depth-k pool*, each document with the runs that retrieved it and at
+   which rank, ordered by reciprocal rank fusion ``Σ_runs 1/(60 + rank)`` (Cormack, Clarke,
+   Büttcher, SIGIR 2009). RRF and not CombSUM of normalised scores: it needs no score scale
+   (runs from BM25, language models and learned rankers have incomparable scores, and a TREC
+   run's scores are often missing or ties), and it is the fusion the pooling literature
+   compares against;
+2. documents that are not among the query's documents in the collection cannot be judged:
+   they are dropped (counted in the summary); queries the collection lacks are skipped;
+3. the method picks the documents to judge, up to ``budget`` per query (None: all):
+   ``depth`` in fused order, ``mtf`` Move-to-Front, ``maxmean`` the MaxMean bandit
+   (:func:`labeling.study.campaign_pools.select_pool`). The adaptive methods take as relevance
+   feedback what the collection's finished tasks say about the documents: a top-k task's top
+   counts as relevant and the rest of its pool as not; a graded task's grade ≥ 1 as relevant;
+   a document any task calls relevant is relevant. A pick nobody judged yet counts as not
+   relevant, so a first build takes the runs in turns and a later build (after those tasks
+   finished) follows the runs that gave relevant documents.
+
+Everything is stored in one write transaction (``pool`` and ``pool_document``); a bad run file
+is refused before it, with its file name and line, and nothing is stored.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from app.exports.selection import query_labels
+from app.exports.service import ExportRequest
+from app.kernel.db import Database
+from app.kernel.errors import Invalid, NotFound, issue_items
+from app.kernel.models import CampaignPool, PoolDocument
+from app.pools import repository
+from labeling.errors import ConfigError
+from labeling.sources import SourceError
+from labeling.sources.base import merge_errors
+from labeling.study.campaign_order import campaign_order
+from labeling.study.campaign_pools import (
+    METHODS,
+    Method,
+    Simulation,
+    cut_rankings,
+    depth_pool,
+    select_pool,
+    simulate_pooling,
+)
+from labeling.study.pools import parse_trec_run
+
+FUSION = "rrf60"
+MAX_RUNS = 200
+MAX_DEPTH = 10_000
+#: Runs by name: query id → documents best first.
+Runs = dict[str, dict[str, list[str]]]
+
+
+@dataclass(frozen=True, slots=True)
+class BuildSpec:
+    """What to build: ``runs`` maps a run's name to its TREC text (in run order, which breaks
+    the adaptive methods' ties); ``budget`` is judgments per query (None: the depth pool)."""
+
+    collection_id: int
+    runs: Mapping[str, str | bytes | Iterable[bytes]]
+    method: str = "depth"
+    depth: int = 100
+    budget: int | None = None
+    name: str | None = None
+    feedback: bool = True
+    file_names: Mapping[str, str] = field(default_factory=dict)
+    """The file each run came from, by run name (errors name it; default the run name)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PoolView:
+    id: int
+    collection_id: int
+    name: str
+    method: str
+    depth: int
+    budget: int | None
+    fusion: str
+    runs: list[str]
+    summary: dict[str, Any]
+    created_at: datetime
+    documents: int = 0
+    picked: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class PooledRow:
+    """A pooled document of one query: runs and ranks, fused score and order, pick."""
+
+    query_id: str
+    doc_id: str
+    position: int
+    pick: int | None
+    fused: float
+    hits: list[tuple[str, int]] = field(default_factory=list)
+
+
+def check_method(method: str, depth: int, budget: int | None) -> Method:
+    """``method`` as a :data:`Method`; Invalid naming the choices, or a bad depth or budget."""
+    if method not in METHODS:
+        raise Invalid(f"unknown pooling method {method!r}; choose one of {', '.join(METHODS)}")
+    if not 1 <= depth <= MAX_DEPTH:
+        raise Invalid(f"depth must be in 1..{MAX_DEPTH}, got {depth}")
+    if budget is not None and budget < 1:
+        raise Invalid(f"budget must be at least 1 judgment per query, got {budget}")
+    return method
+
+
+def run_name(filename: str) -> str:
+    """A run's name from its file name: the last path component without its last suffix."""
+    base = filename.replace("\\", "/").rsplit("/", 1)[-1]
+    stem, dot, _suffix = base.rpartition(".")
+    return stem if dot and stem else base
+
+
+def read_runs(
+    files: Mapping[str, str | bytes | Iterable[bytes]], file_names: Mapping[str, str] | None = None
+) -> Runs:
+    """Parse every run (name → TREC text); Invalid listing each bad line as ``{file, line,
+    msg}`` of every file at once (``file_names``: the file of each run, default its name), or
+    a bad name."""
+    if not files:
+        raise Invalid("give at least one run")
+    if len(files) > MAX_RUNS:
+        raise Invalid(f"at most {MAX_RUNS} runs per pool, got {len(files)}")
+    out: Runs = {}
+    errors = []
+    for name, data in files.items():
+        if not name or len(name) > 100 or any(c.isspace() for c in name):
+            raise Invalid(f"run name {name[:120]!r}: 1..100 characters without spaces")
+        try:
+            parsed = parse_trec_run(data, file=(file_names or {}).get(name, name))
+        except SourceError as err:
+            errors.append(err)
+            continue
+        out[name] = {q: [e.doc_id for e in entries] for q, entries in parsed.items()}
+    merged = merge_errors(errors)
+    if merged is not None:
+        raise Invalid(
+            issue_items(merged.issues),
+            extra={"message": "the runs have errors; nothing was stored"},
+        )
+    return out
+
+
+def _feedback(s: Any, collection_id: int) -> dict[str, dict[str, bool]]:
+    """What finished tasks say, per query and document: relevant (top-k membership, grade ≥ 1)
+    or not; relevant wins when tasks disagree."""
+    out: dict[str, dict[str, bool]] = {}
+    for labels in ("kappa", "grades"):
+        req = ExportRequest(collection_id=collection_id, labels=labels, source="all")
+        for ql in query_labels(s, req):
+            known = out.setdefault(ql.query_id, {})
+            for doc, value in ql.labels.items():
+                known[doc] = known.get(doc, False) or value >= 1
+    return out
+
+
+def _query_rows(
+    rankings: Mapping[str, Sequence[str]],
+    have: set[str],
+    method: Method,
+    depth: int,
+    budget: int | None,
+    feedback: Mapping[str, bool],
+) -> tuple[list[PoolDocument], int, int]:
+    """One query's pool rows (query id unset), documents dropped, picks already judged."""
+    pooled = [d for d in depth_pool(rankings, depth) if d.doc_id in have]
+    cut = cut_rankings(rankings, depth)
+    if method == "depth":  # the stored fused order (the runs' own ranks), cut at the budget
+        picks, known = [d.doc_id for d in pooled][:budget], 0
+    else:  # the adaptive methods walk each run's judgeable documents in its order
+        judgeable = {run: [d for d in docs if d in have] for run, docs in cut.items()}
+        chosen = select_pool(judgeable, method, None, budget, feedback)
+        picks, known = list(chosen.picks), chosen.known
+    pick = {doc: i for i, doc in enumerate(picks)}
+    dropped = len({d for docs in cut.values() for d in docs}) - len(pooled)
+    rows = [
+        PoolDocument(
+            doc_id=d.doc_id,
+            position=i,
+            pick=pick.get(d.doc_id),
+            fused=d.fused,
+            hits=[[run, rank] for run, rank in d.hits],
+        )
+        for i, d in enumerate(pooled)
+    ]
+    return rows, dropped, known
+
+
+def build_pool(*, db: Database, spec: BuildSpec) -> PoolView:
+    """Build and store a pool (module docstring); Invalid when no run ranks a document of the
+    collection's queries, or the name is taken."""
+    method = check_method(spec.method, spec.depth, spec.budget)
+    runs = read_runs(spec.runs, spec.file_names)
+    name = spec.name or _default_name(method, spec.depth, spec.budget)
+    if len(name) > 100:
+        raise Invalid("a pool name has at most 100 characters")
+    with db.write() as s:
+        if not repository.lock_collection(s, spec.collection_id):
+            raise NotFound(f"no collection with id {spec.collection_id}")
+        if repository.pool_named(s, spec.collection_id, name) is not None:
+            raise Invalid(f"the collection has a pool named {name!r} already; choose another name")
+        queries = repository.queries_by_id(s, spec.collection_id)
+        documents = repository.documents_by_query(s, spec.collection_id)
+        adaptive = method != "depth" and spec.feedback
+        feedback = _feedback(s, spec.collection_id) if adaptive else {}
+        rows: list[PoolDocument] = []
+        unknown: list[str] = []
+        dropped = known = 0
+        query_order = dict.fromkeys(q for per_query in runs.values() for q in per_query)
+        for qid in query_order:
+            query = queries.get(qid)
+            if query is None:
+                unknown.append(qid)
+                continue
+            rankings = {run: per_query.get(qid, []) for run, per_query in runs.items()}
+            got = _query_rows(
+                rankings,
+                documents.get(query.id, set()),
+                method,
+                spec.depth,
+                spec.budget,
+                feedback.get(qid, {}),
+            )
+            for row in got[0]:
+                row.query_id = query.id
+            rows += got[0]
+            dropped += got[1]
+            known += got[2]
+        if not rows:
+            raise Invalid(
+                "no run ranks a document of this collection's queries (query ids and document "
+                "ids must be the imported ones); nothing was stored"
+            )
+        summary = {
+            "queries": len({r.query_id for r in rows}),
+            "unknown_queries": len(unknown),
+            "unknown_query_ids": unknown[:20],
+            "not_in_query": dropped,
+            "feedback": adaptive,
+            "picked_judged": known,
+        }
+        pool = CampaignPool(
+            collection_id=spec.collection_id,
+            name=name,
+            method=method,
+            depth=spec.depth,
+            budget=spec.budget,
+            fusion=FUSION,
+            runs=list(runs),
+            summary=summary,
+        )
+        repository.insert_pool(s, pool, rows)
+        return _view(pool, len(rows), sum(1 for r in rows if r.pick is not None))
+
+
+def _default_name(method: str, depth: int, budget: int | None) -> str:
+    return f"{method}-{depth}" + (f"-b{budget}" if budget is not None else "")
+
+
+def _view(pool: CampaignPool, documents: int, picked: int) -> PoolView:
+    return PoolView(
+        id=pool.id,
+        collection_id=pool.collection_id,
+        name=pool.name,
+        method=pool.method,
+        depth=pool.depth,
+        budget=pool.budget,
+        fusion=pool.fusion,
+        runs=list(pool.runs),
+        summary=dict(pool.summary),
+        created_at=pool.created_at,
+        documents=documents,
+        picked=picked,
+    )
+
+
+def list_pools(*, db: Database, collection_id: int) -> list[PoolView]:
+    """The collection's pools, newest first (404 for an unknown collection)."""
+    with db.read() as s:
+        if not repository.collection_exists(s, collection_id):
+            raise NotFound(f"no collection with id {collection_id}")
+        pools = repository.pools_of(s, collection_id)
+        counts = repository.picked_counts(s, [p.id for p in pools])
+        return [_view(p, *counts.get(p.id, (0, 0))) for p in pools]
+
+
+def get_pool(
+    *, db: Database, pool_id: int, query_ids: Sequence[str] | None = None
+) -> tuple[PoolView, list[PooledRow]]:
+    """A pool and its documents (of ``query_ids`` only, when given), by query and fused
+    position, each with its runs and ranks."""
+    with db.read() as s:
+        pool = repository.get_pool(s, pool_id)
+        if pool is None:
+            raise NotFound(f"no pool with id {pool_id}")
+        found = repository.pool_documents(s, pool_id, query_ids)
+        rows = [
+            PooledRow(
+                qid,
+                d.doc_id,
+                d.position,
+                d.pick,
+                d.fused,
+                [(str(run), int(rank)) for run, rank in d.hits],
+            )
+            for qid, d in found
+        ]
+        if query_ids is None:
+            total, picked = len(rows), sum(1 for r in rows if r.pick is not None)
+        else:
+            total, picked = repository.picked_counts(s, [pool_id]).get(pool_id, (0, 0))
+        return _view(pool, total, picked), rows
+
+
+def plan_pools(
+    s: Any, collection_id: int, pool_id: int, query_ids: Sequence[str]
+) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """For the planner, in its session: per query, the picked documents in the method's
+    judging order, and the same documents in fused order (the prior). Invalid when the pool
+    is not the collection's."""
+    pool = repository.get_pool(s, pool_id)
+    if pool is None or pool.collection_id != collection_id:
+        raise Invalid(f"the collection has no pool with id {pool_id}")
+    picks: dict[str, list[tuple[int, str]]] = {}
+    fused: dict[str, list[str]] = {}
+    for qid, d in repository.pool_documents(s, pool_id, query_ids):
+        if d.pick is not None:
+            picks.setdefault(qid, []).append((d.pick, d.doc_id))
+            fused.setdefault(qid, []).append(d.doc_id)
+    return {q: [doc for _, doc in sorted(v)] for q, v in picks.items()}, fused
+
+
+# --------------------------------------------------------------------------- simulation
+
+
+@dataclass(frozen=True, slots=True)
+class SimulationRow:
+    """One method at one budget over every query the runs and the qrels share."""
+
+    method: str
+    budget: str
+    judged: int
+    relevant_found: int
+    relevant_in_pool: int
+    pool_size: int
+
+    @property
+    def share(self) -> float:
+        return self.relevant_found / self.relevant_in_pool if self.relevant_in_pool else 0.0
+
+
+def simulate(
+    runs: Runs,
+    qrels: Mapping[str, Mapping[str, float]],
+    methods: Sequence[str],
+    *,
+    depth: int = 100,
+    budgets: Sequence[int] = (),
+    fractions: Sequence[float] = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0),
+    relevant_from: float = 1.0,
+    allocation: str = "query",
+) -> list[SimulationRow]:
+    """Found-relevant per method and budget, the qrels as the assessor (to choose a budget
+    before judging): ``budgets`` judgments per query, else ``fractions`` of each query's depth
+    pool (:func:`labeling.study.campaign_pools.simulate_pooling`). ``allocation="campaign"``:
+    one budget for all queries (``budgets`` in judgments, ``fractions`` of all the pools),
+    spent by :func:`labeling.study.campaign_order.campaign_order`."""
+    if allocation not in ("query", "campaign"):
+        raise Invalid(f"allocation is per 'query' or over the 'campaign', not {allocation!r}")
+    rows = []
+    for method in methods:
+        checked = check_method(method, depth, None)
+        if allocation == "campaign":
+            rows += _campaign_rows(runs, qrels, checked, depth, budgets, fractions, relevant_from)
+            continue
+        settings: list[tuple[str, int | None, float | None]] = (
+            [(str(b), b, None) for b in budgets]
+            if budgets
+            else [(f"{f:.0%}", None, f) for f in fractions]
+        )
+        for label, budget, fraction in settings:
+            try:
+                sim: Simulation = simulate_pooling(
+                    runs,
+                    qrels,
+                    checked,
+                    budget,
+                    fraction=fraction,
+                    depth=depth,
+                    relevant_from=relevant_from,
+                )
+            except ConfigError as err:
+                raise Invalid(str(err)) from None
+            rows.append(
+                SimulationRow(
+                    method,
+                    label,
+                    sim.judged_total,
+                    sim.relevant_found,
+                    sim.relevant_in_pool,
+                    sim.pool_size,
+                )
+            )
+    return rows
+
+
+def _campaign_rows(
+    runs: Runs,
+    qrels: Mapping[str, Mapping[str, float]],
+    method: Method,
+    depth: int,
+    budgets: Sequence[int],
+    fractions: Sequence[float],
+    relevant_from: float,
+) -> list[SimulationRow]:
+    order = campaign_order(runs, qrels, method, depth=depth, relevant_from=relevant_from)
+    pool = sum(order.pool_size.values())
+    relevant = sum(order.relevant_in_pool.values())
+    settings = (
+        [(str(b), b) for b in budgets]
+        if budgets
+        else [(f"{f:.0%}", math.floor(f * pool + 0.5)) for f in fractions]
+    )
+    rows = []
+    for label, budget in settings:
+        if budget < 0:
+            raise Invalid(f"budget must be ≥ 0, got {budget}")
+        taken = order.order[:budget]
+        found = sum(1 for _q, _d, rel in taken if rel)
+        rows.append(SimulationRow(method, label, len(taken), found, relevant, pool))
+    return rows
+
+
+def pool_share(row: SimulationRow) -> float:
+    """The row's judgments as a share of the depth pool."""
+    return row.judged / row.pool_size if row.pool_size else math.nan
