@@ -24,7 +24,7 @@ from app.collections import service as collections
 from app.exports import service as exports
 from app.http.deps import DbDep, require_csrf_form
 from app.kernel.errors import DomainError, Invalid
-from app.planning.service import fitting_per_query, fitting_shifts, plan_fit
+from app.planning.fit import fitting_per_query, fitting_shifts, plan_fit
 from app.tasks import progress
 from app.users import service as users
 from app.web.admin import admin_page, admin_session, back, guarded_form, home_response

@@ -234,7 +234,7 @@ def test_plan_pooled_from_an_uploaded_run(site: dict[str, Any]) -> None:
     files = {"pool_run": ("run.txt", run, "text/plain")}
     preview = client.post(url, data=plan, files=files)
     assert preview.status_code == 200, preview.text
-    assert "top 3 of the uploaded run, heap fed in run order" in preview.text
+    assert "Pool: top 3 of the uploaded run; T1 prior run. Documents per query: 2" in preview.text
     assert "Create 4 tasks" in preview.text
     # "Create tasks" re-posts the fields with the run's text (a file cannot be re-posted).
     fields = _hidden_fields(preview.text)
