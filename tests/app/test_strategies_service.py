@@ -360,17 +360,14 @@ def test_plan_cli_and_form_take_strategy_and_prior(
     for who in ("f1", "f2", "f3"):
         if who not in api.tokens:
             api.add_user(who)
-    expected = (
-        open_session("topk", list(scores["101"]), k=K, seed=0, options={"strategy": "insertion"})
-        .progress()
-        .expected_remaining
-    )
+    # With a prior the preview simulates (docs/strategies-in-practice.md#planning).
+    expected = simulated_judgments("insertion", N, K, ASSUMED_PRIOR_CORRELATION).mean
     runner = CliRunner()
     base = ["admin", "plan", str(cid), "--assessors", "f1,f2,f3", "--shifts", "0", "--k", str(K)]
     url = ["--database-url", api.settings.database_url]
     out = runner.invoke(cli, [*base, "--strategy", "insertion", "--prior", "feature:1", *url])
     assert out.exit_code == 0, out.output
-    assert "expected cost (strategy insertion, prior feature:1" in out.output
+    assert "expected cost per task (strategy insertion, prior feature:1" in out.output
     table = out.output.split("expected cost", 1)[1].splitlines()
     row = next(line.split() for line in table if line.split()[:1] == ["101"])
     assert float(row[1]) == pytest.approx(expected, abs=0.05)
