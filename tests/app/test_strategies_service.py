@@ -356,7 +356,7 @@ def test_plan_cli_and_form_take_strategy_and_prior(
     from app.cli import cli
     from tests.app.test_web_pages import hidden_csrf
 
-    cid, scores = coll
+    cid, _scores = coll
     for who in ("f1", "f2", "f3"):
         if who not in api.tokens:
             api.add_user(who)
