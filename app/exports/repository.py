@@ -85,3 +85,48 @@ def query_features(s: Any, collection_id: int, query_id: str) -> dict[str, Any]:
             .where(Document.collection_id == collection_id, Query.external_id == query_id)
         )
     }
+
+
+def has_finished_tasks(
+    s: Session, collection_id: int, method: str, *, assessor: str | None, plan: str | None
+) -> bool:
+    """Whether :func:`finished_tasks` would find a task (one row fetched, none replayed)."""
+    stmt = finished_tasks_select(collection_id, method)
+    if assessor:
+        stmt = stmt.where(User.username == assessor)
+    if plan:
+        stmt = stmt.where(Task.plan == plan)
+    return s.execute(stmt.limit(1)).first() is not None
+
+
+def has_topk_judgments(
+    s: Session, collection_id: int, *, assessor: str | None, plan: str | None
+) -> bool:
+    """Whether :func:`topk_judgments` would yield a judgment."""
+    stmt = (
+        select(Judgment.id)
+        .join(Task, Task.id == Judgment.task_id)
+        .join(User, User.id == Task.assessor_id)
+        .where(
+            Task.collection_id == collection_id,
+            Task.method == "topk",
+            Judgment.undone.is_(False),
+        )
+    )
+    if assessor:
+        stmt = stmt.where(User.username == assessor)
+    if plan:
+        stmt = stmt.where(Task.plan == plan)
+    return s.execute(stmt.limit(1)).first() is not None
+
+
+def has_features(s: Session, collection_id: int) -> bool:
+    """Whether a document of the collection has a feature vector (the LETOR formats). A
+    missing vector may be stored as SQL NULL or as JSON ``null``, so the values are read (in
+    batches, up to the first vector)."""
+    stmt = (
+        select(Document.features)
+        .where(Document.collection_id == collection_id, Document.features.is_not(None))
+        .execution_options(yield_per=1000)
+    )
+    return any(features is not None for (features,) in s.execute(stmt))

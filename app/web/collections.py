@@ -133,6 +133,7 @@ async def collection_response(
             status=exc.status_code,
         )
     people = await run_in_threadpool(users.list_users, db=db)
+    available = await run_in_threadpool(exports.availability, db=db, collection_id=collection_id)
     enabled = [u for u in people if not u.disabled]
     filled = dict(forms or {})
     if "plan" not in filled:
@@ -146,6 +147,15 @@ async def collection_response(
             "assessors": enabled,
             "strategies": strategy_names(),
             "export_formats": list(exports.FORMATS.values()),
+            # Per format, why its default export would be empty (None: it has lines).
+            "export_empty": available,
+            "export_letor": exports.LETOR_FORMATS,
+            "export_no_features": exports.NO_FEATURES,
+            # The form's default: the first format with lines (qrels on a text collection
+            # with a finished top-k task), never a LETOR format without features.
+            "export_default": next(
+                (name for name, empty in available.items() if empty is None), "qrels"
+            ),
             "export_form": export_form or {},
             "export_error": export_error,
             "forms": filled,
