@@ -103,7 +103,7 @@ def _select(html: str, name: str) -> str:
 
 
 def test_export_form_defaults_to_what_works(api: Api, study) -> None:
-    cid, task_id, _ = study
+    cid, _, _ = study
     html = _get_as(api, "admin", f"/admin/collections/{cid}").text
     formats = _select(html, "format")
     assert '<option value="qrels" selected>' in formats
