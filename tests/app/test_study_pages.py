@@ -111,7 +111,7 @@ def test_export_form_defaults_to_what_works(api: Api, study) -> None:
     labels = re.findall(r"<option[^>]*>([^<]*)</option>", formats)
     assert len(labels) == 8 and max(len(x) for x in labels) <= 40
     # The grades link is not offered: no graded task is finished; the others are.
-    assert 'href="/admin/collections/%d/export?format=grades-qrels"' % cid not in html
+    assert f'href="/admin/collections/{cid}/export?format=grades-qrels"' not in html
     assert "qrels of grades: no finished graded tasks yet" in html
     assert f'href="/admin/collections/{cid}/export?format=qrels"' in html
     # The form's default, as the browser sends it, downloads the finished task's labels.
