@@ -26,6 +26,7 @@ STUDY = ("101", "102", "103")  # the first plan's queries; the others stay unpla
 DOCS = 10
 WORDS = ("river", "bank", "money", "loan", "water", "fish", "boat", "rate", "flood", "bridge")
 VIEWPORTS = ({"width": 1280, "height": 800}, {"width": 390, "height": 844})
+ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
 FITS = "document.scrollingElement.scrollWidth <= window.innerWidth"
 #: The elements that stick out on the right (to name them when a page is too wide).
 WIDEST = """() => [...document.querySelectorAll('body *')]
@@ -174,9 +175,12 @@ def test_admin_pages_fit_and_say_what_is_so(tmp_path: Path) -> None:
                 "data-strategy", "insertion"
             )
             expect(page.locator("#plan-cost")).to_contain_text("T1 strategy insertion")
-            for viewport in VIEWPORTS:
+            ARTIFACTS.mkdir(parents=True, exist_ok=True)
+            for viewport, suffix in zip(VIEWPORTS, ("", "-phone"), strict=True):
                 page.set_viewport_size(viewport)
                 _fits(page, f"plan preview at {viewport['width']} px")
+                shot = ARTIFACTS / f"admin-plan-strategies{suffix}.png"
+                page.screenshot(path=str(shot), full_page=True)
             page.set_viewport_size(VIEWPORTS[0])
             page.click("text=Create 4 tasks")
             expect(page.locator(".flash-success")).to_contain_text("Created 4 tasks")
@@ -191,6 +195,9 @@ def test_admin_pages_fit_and_say_what_is_so(tmp_path: Path) -> None:
                 _fits(page, f"collection page at {viewport['width']} px")
                 box = page.locator("#progress svg").bounding_box()
                 assert box is not None and box["x"] + box["width"] <= viewport["width"]
+                if viewport is VIEWPORTS[1]:
+                    shot = ARTIFACTS / "admin-collection-study-phone.png"
+                    page.screenshot(path=str(shot), full_page=True)
                 page.goto(analysis)
                 _fits(page, f"analysis at {viewport['width']} px")
             # "By query" counts the study's queries (five of six have tasks), once each.
