@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from sqlalchemy import Select, select
+from sqlalchemy import Select, String, cast, select
 from sqlalchemy.orm import Session, aliased
 
 from app.kernel.models import Collection, Document, Judgment, Query, Task, User
@@ -122,11 +122,11 @@ def has_topk_judgments(
 
 def has_features(s: Session, collection_id: int) -> bool:
     """Whether a document of the collection has a feature vector (the LETOR formats). A
-    missing vector may be stored as SQL NULL or as JSON ``null``, so the values are read (in
-    batches, up to the first vector)."""
-    stmt = (
-        select(Document.features)
-        .where(Document.collection_id == collection_id, Document.features.is_not(None))
-        .execution_options(yield_per=1000)
+    missing vector may be stored as SQL NULL or as JSON ``null`` (what an insert of None
+    writes to a JSON column), so both are excluded; one row is fetched at most."""
+    stmt = select(Document.id).where(
+        Document.collection_id == collection_id,
+        Document.features.is_not(None),
+        cast(Document.features, String) != "null",
     )
-    return any(features is not None for (features,) in s.execute(stmt))
+    return s.execute(stmt.limit(1)).first() is not None

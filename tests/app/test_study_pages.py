@@ -140,3 +140,16 @@ def test_an_export_that_would_be_empty_says_so(api: Api, study) -> None:
     # What has lines still exports.
     assert _export(api, cid, format="qrels").status_code == 200
     assert _export(api, cid, format="pairs-csv").status_code == 200
+
+
+def test_letor_is_offered_when_the_collection_has_features(api: Api) -> None:
+    from app.exports.service import NO_FEATURES, availability
+
+    with_features, _ = make_collection(api, "with-features", queries=1, docs=3, features=True)
+    without, _ = make_collection(api, "without-features", queries=1, docs=3, features=False)
+    assert availability(db=api.db, collection_id=without)["letor"] == NO_FEATURES
+    # Features but no finished task yet: offered, and its export would say why it is empty.
+    offered = availability(db=api.db, collection_id=with_features)
+    assert offered["letor"] == "no finished top-k tasks yet"
+    html = _get_as(api, "admin", f"/admin/collections/{with_features}").text
+    assert '<option value="letor">' in _select(html, "format")
