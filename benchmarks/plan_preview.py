@@ -2,8 +2,9 @@
 preview page and ``POST /api/v1/admin/plans/preview``.
 
 Cranfield through the SMART importer with BM25 pools of 30 (the shared data), two assessors,
-the rotation scheme, prior ``bm25``, strategy ``tournament``, k = 10; a plan of 10 queries and
-one of every query. Each preview is timed cold (the first call in the process: BM25 index,
+the rotation scheme, strategy ``tournament``, k = 10: a plan of 10 queries and one of every
+query with BM25 pools of 30 and prior ``bm25``, and one of every query on all its documents
+(the import paired 30 per query) without a prior. Each preview is timed cold (the first call in the process: BM25 index,
 simulations) and warm (the median of the next calls); the preview also shows every strategy
 side by side (``docs/admin-guide.md#plan-preview``).
 
@@ -52,7 +53,13 @@ def main(argv: Sequence[str] | None = None) -> None:
                 users.create_user(
                     db=db, username=name, password="preview-bench-pw-1", role="assessor"
                 )
-            for queries in (10, None):
+            # (queries, pool, prior): BM25 pools of 30 with the BM25 prior, then every
+            # query's own documents (the 30 the import paired by BM25) without a prior.
+            for queries, mode, prior in (
+                (10, "bm25", "bm25"),
+                (None, "bm25", "bm25"),
+                (None, "all", "none"),
+            ):
                 ids = [str(q) for q in range(1, queries + 1)] if queries else None
                 spec = planning.PlanSpec(
                     collection_id=cid,
@@ -61,8 +68,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                     shifts=(0,),
                     k=10,
                     strategy="tournament",
-                    prior="bm25",
-                    pool=planning.PoolSpec(mode="bm25", n=30),
+                    prior=prior,
+                    pool=planning.PoolSpec(mode=mode, n=30 if mode == "bm25" else None),
                 )
                 times = []
                 for _ in range(1 + args.repeat):
@@ -72,6 +79,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 rows = getattr(preview, "strategies", [])
                 warm = statistics.median(times[1:]) * 1000
                 print(
+                    f"pool {mode:>4}, prior {prior:>4}, "
                     f"{len(preview.query_ids):>4} queries, {len(preview.tasks):>4} tasks: "
                     f"cold {times[0] * 1000:7.0f} ms, warm {warm:7.0f} ms"
                     f" (median of {args.repeat}); {len(rows)} strategies side by side; "
