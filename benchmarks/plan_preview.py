@@ -5,8 +5,8 @@ Cranfield through the SMART importer with BM25 pools of 30 (the shared data), tw
 the rotation scheme, strategy ``tournament``, k = 10: a plan of 10 queries and one of every
 query with BM25 pools of 30 and prior ``bm25``, and one of every query on all its documents
 (the import paired 30 per query) without a prior. Each preview is timed cold (the first call
-in the process: BM25 index, simulations) and warm (the median of the next calls); the preview also shows every strategy
-side by side (``docs/admin-guide.md#plan-preview``).
+in the process: BM25 index, simulations) and warm (the median of the next calls); the preview
+also shows every strategy side by side (``docs/admin-guide.md#plan-preview``).
 
     python benchmarks/plan_preview.py
     python benchmarks/plan_preview.py --repeat 5
