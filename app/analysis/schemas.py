@@ -17,6 +17,11 @@ class AnalysisOut(BaseModel):
     relations: list[str]
     relation_symbols: list[str]
     tasks: dict[str, dict[str, int]] = Field(description="Per method: tasks and finished.")
+    queries: list[str] = Field(description="The study's queries: those of its tasks.")
+    chi2_note: str | None = Field(
+        description="Why the χ² tests cannot apply (no graded or no top-k pair judged by two "
+        "assessors, or an empty row or column); null when they do."
+    )
     judgments: dict[str, int] = Field(description="live, undone, reasks.")
     time: dict[str, dict[str, Any]] = Field(description="Table 1, per method.")
     agreement: dict[str, dict[str, Any]] = Field(description="Per method: the agreement block.")

@@ -135,6 +135,8 @@ def analyze_records(
         "relations": [">", "<", "~"],
         "relation_symbols": [SYMBOLS[">"], SYMBOLS["<"], SYMBOLS["~"]],
         "tasks": status,
+        # The study's queries: those of its tasks, in task order (docs/analysis.md).
+        "queries": list(dict.fromkeys(t.query_id for t in tasks)),
         "judgments": {
             "live": sum(1 for r in judgments if not r.undone),
             "undone": sum(1 for r in judgments if r.undone),
@@ -144,6 +146,7 @@ def analyze_records(
             m: row.to_dict() for m, row in time_table(judgments, tasks, reasks=reasks).items()
         },
         "agreement": {"topk": topk_block, "graded": graded_block},
+        "chi2_note": chi2_note(status, topk_table, graded_table),
         "chi2": {
             "pearson": _comparison_dict(compare_methods(topk_table, graded_table)),
             "yates": _comparison_dict(compare_methods(topk_table, graded_table, yates=True)),
@@ -163,6 +166,22 @@ def analyze_records(
             ),
         },
     }
+
+
+def chi2_note(
+    status: dict[str, dict[str, int]], topk: AgreementTable, graded: AgreementTable
+) -> str | None:
+    """Why the χ² tests comparing the methods' agreement cannot apply, in a sentence, or None
+    when the overall test is defined (the test needs co-judged pairs of both methods and a
+    non-empty row and column in its 2×3 table, docs/analysis.md)."""
+    for method, table, name in (("graded", graded, "graded"), ("topk", topk, "top-k")):
+        if method not in status:
+            return f"the study has no {name} tasks"
+        if table.instances == 0:
+            return f"no pair is judged by two assessors with {name} tasks yet"
+    if compare_methods(topk, graded).overall is None:
+        return "the agreement counts leave a row or column of the test's table empty"
+    return None
 
 
 def collection_analysis(

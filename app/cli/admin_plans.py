@@ -171,11 +171,12 @@ def _print_grid(preview: Any) -> None:
 
 
 def _print_cost(preview: Any) -> None:
-    """Expected judgments and minutes per query (one task of each method) and in total."""
+    """Expected judgments and minutes per query (one task of each method), in total (all
+    tasks), and every T1 strategy side by side for this plan."""
     from app.planning.cost import COST_MODEL
 
     typer.echo(
-        f"expected cost (strategy {preview.strategy}, prior {preview.prior}; "
+        f"expected cost per task (strategy {preview.strategy}, prior {preview.prior}; "
         f"{COST_MODEL['seconds_per_pair']:.2f} s per pair, "
         f"{COST_MODEL['seconds_per_grade']:.2f} s per grade):"
     )
@@ -192,6 +193,15 @@ def _print_cost(preview: Any) -> None:
         f"{'all tasks':>10} {t.get('topk_judgments', 0):>9.1f} {t.get('topk_minutes', 0):>7.1f} "
         f"{t.get('graded_judgments', 0):>9.1f} {t.get('graded_minutes', 0):>7.1f}"
     )
+    typer.echo("T1 strategies side by side (per T1 task; all tasks of the plan):")
+    for row in preview.strategies:
+        mark = "*" if row["chosen"] else " "
+        p95 = "-" if row["p95_per_task"] is None else f"{row['p95_per_task']:.1f}"
+        typer.echo(
+            f"{mark} {row['strategy']:<22} {row['judgments_per_task']:>7.1f} judg. "
+            f"(p95 {p95:>6}) {row['minutes_per_task']:>6.1f} min; all tasks "
+            f"{row['judgments']:>8.1f} judg. {row['minutes']:>7.1f} min"
+        )
 
 
 @app.command("bm25", cls=Command)

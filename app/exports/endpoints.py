@@ -72,7 +72,12 @@ def export_response(db: DbDep, req: exports.ExportRequest) -> StreamingResponse:
 
 
 _RESPONSES: dict[int | str, dict[str, Any]] = {
-    200: {"content": {"text/plain": {}, "application/x-ndjson": {}, "text/csv": {}}}
+    200: {"content": {"text/plain": {}, "application/x-ndjson": {}, "text/csv": {}}},
+    409: {
+        "description": "Nothing to export: no finished task of the labels' method (or no "
+        "top-k judgment for the judgment formats) among the selected ones; the detail says "
+        "which (docs/exports.md#empty-exports)."
+    },
 }
 
 
@@ -82,7 +87,8 @@ _RESPONSES: dict[int | str, dict[str, Any]] = {
     responses=_RESPONSES,
     description=FORMAT_HELP
     + "\n\nFor the qrels formats with one task per query, header `X-Heapjudge-Sources` "
-    "lists `query:assessor:task` per query, comma-separated, each part percent-encoded.",
+    "lists `query:assessor:task` per query, comma-separated, each part percent-encoded. An "
+    "export that would be empty is a 409 saying why, never an empty file.",
 )
 def export_collection(
     collection_id: PathId,

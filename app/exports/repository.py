@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from sqlalchemy import Select, select
+from sqlalchemy import Select, String, cast, select
 from sqlalchemy.orm import Session, aliased
 
 from app.kernel.models import Collection, Document, Judgment, Query, Task, User
@@ -85,3 +85,48 @@ def query_features(s: Any, collection_id: int, query_id: str) -> dict[str, Any]:
             .where(Document.collection_id == collection_id, Query.external_id == query_id)
         )
     }
+
+
+def has_finished_tasks(
+    s: Session, collection_id: int, method: str, *, assessor: str | None, plan: str | None
+) -> bool:
+    """Whether :func:`finished_tasks` would find a task (one row fetched, none replayed)."""
+    stmt = finished_tasks_select(collection_id, method)
+    if assessor:
+        stmt = stmt.where(User.username == assessor)
+    if plan:
+        stmt = stmt.where(Task.plan == plan)
+    return s.execute(stmt.limit(1)).first() is not None
+
+
+def has_topk_judgments(
+    s: Session, collection_id: int, *, assessor: str | None, plan: str | None
+) -> bool:
+    """Whether :func:`topk_judgments` would yield a judgment."""
+    stmt = (
+        select(Judgment.id)
+        .join(Task, Task.id == Judgment.task_id)
+        .join(User, User.id == Task.assessor_id)
+        .where(
+            Task.collection_id == collection_id,
+            Task.method == "topk",
+            Judgment.undone.is_(False),
+        )
+    )
+    if assessor:
+        stmt = stmt.where(User.username == assessor)
+    if plan:
+        stmt = stmt.where(Task.plan == plan)
+    return s.execute(stmt.limit(1)).first() is not None
+
+
+def has_features(s: Session, collection_id: int) -> bool:
+    """Whether a document of the collection has a feature vector (the LETOR formats). A
+    missing vector may be stored as SQL NULL or as JSON ``null`` (what an insert of None
+    writes to a JSON column), so both are excluded; one row is fetched at most."""
+    stmt = select(Document.id).where(
+        Document.collection_id == collection_id,
+        Document.features.is_not(None),
+        cast(Document.features, String) != "null",
+    )
+    return s.execute(stmt.limit(1)).first() is not None

@@ -45,18 +45,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
+from typing import Any
 from urllib.parse import quote
 
 from app.exports import repository
 from app.exports.letor import write_group, write_letor_file
 from app.exports.pairs import write_pairs_csv, write_pairs_jsonl
 from app.exports.qrels import write_qrels
-from app.exports.selection import chosen_tasks
+from app.exports.selection import chosen_tasks, method_of
 from app.exports.topk import write_topk_jsonl
 from app.kernel.db import Database
-from app.kernel.errors import Invalid, NotFound
+from app.kernel.errors import Conflict, Invalid, NotFound
 
 LABELS = ("kappa", "grades")
+#: The formats that write the documents' feature vectors.
+LETOR_FORMATS = ("letor", "svmlight", "group")
+NO_FEATURES = "the collection has no feature vectors (attach LETOR features first)"
 SOURCES = ("first", "assessor", "all", "borda", "bt", "mean")
 MISSING_FEATURES = ("error", "skip", "zero")
 
@@ -95,6 +99,8 @@ class ExportFormat:
     """The ``heapjudge evaluate`` option that reads it as a truth (or scored data)."""
     not_evaluable: str | None = None
     """Why it is not an evaluation input (for the docs and the help)."""
+    label: str = ""
+    """A short name for menus (at most 40 characters; ``summary`` explains it)."""
 
     def default_labels(self) -> str | None:
         return self.labels[0] if self.labels else None
@@ -156,7 +162,55 @@ def check_request(req: ExportRequest, *, db: Database) -> ExportRequest:
             raise NotFound(f"no collection with id {req.collection_id}")
         if req.assessor and not repository.user_exists(s, req.assessor):
             raise NotFound(f"no user named {req.assessor!r}")
+        empty = nothing_to_export(s, req)
+    if empty is not None:
+        raise Conflict(f"nothing to export: {empty}")
     return req
+
+
+def nothing_to_export(s: Any, req: ExportRequest) -> str | None:
+    """Why the (resolved) export ``req`` would be empty, or None: a label format without a
+    finished task of the label's method among the selected ones, a LETOR format on a
+    collection without feature vectors when they are skipped (``error``, the default, is a
+    422 naming the documents), a judgment format without a live top-k judgment
+    (docs/exports.md#empty-exports). Every export that is not refused has a line."""
+    spec = FORMATS[req.format]
+    chosen = "".join(
+        f" {what} {value!r}"
+        for what, value in (("of assessor", req.assessor), ("in plan", req.plan))
+        if value
+    )
+    if spec.labels:
+        if (
+            spec.name in LETOR_FORMATS
+            and req.missing_features == "skip"
+            and not repository.has_features(s, req.collection_id)
+        ):
+            return NO_FEATURES
+        method = method_of(req.labels)
+        if not repository.has_finished_tasks(
+            s, req.collection_id, method, assessor=req.assessor, plan=req.plan
+        ):
+            kind = "graded" if method == "graded" else "top-k"
+            return f"no finished {kind} tasks{chosen} yet"
+    elif not repository.has_topk_judgments(
+        s, req.collection_id, assessor=req.assessor, plan=req.plan
+    ):
+        return f"no top-k judgments{chosen} yet"
+    return None
+
+
+def availability(*, db: Database, collection_id: int) -> dict[str, str | None]:
+    """Per format, why its default export (labels, source ``first``, every assessor and
+    plan) would be empty on the collection, or None: what the collection page offers."""
+    with db.read() as s:
+        features = repository.has_features(s, collection_id)
+        return {
+            name: NO_FEATURES
+            if name in LETOR_FORMATS and not features
+            else nothing_to_export(s, resolve(ExportRequest(collection_id, format=name)))
+            for name in FORMATS
+        }
 
 
 def export_stream(*, db: Database, req: ExportRequest) -> Iterator[bytes]:
@@ -197,6 +251,7 @@ FORMATS: dict[str, ExportFormat] = {
             sources=_QRELS_SOURCES,
             evaluate="--qrels",
             not_evaluable="with source=all (several labels per document)",
+            label="qrels, TREC (κ-labels or grades)",
         ),
         ExportFormat(
             "grades-qrels",
@@ -208,6 +263,7 @@ FORMATS: dict[str, ExportFormat] = {
             sources=_QRELS_SOURCES,
             evaluate="--qrels",
             not_evaluable="with source=all (several labels per document)",
+            label="qrels of grades, TREC",
         ),
         ExportFormat(
             "topk-jsonl",
@@ -219,6 +275,7 @@ FORMATS: dict[str, ExportFormat] = {
             sources=("first", "assessor", "all", "borda", "bt"),
             evaluate="--topk",
             not_evaluable="with source=all (several truths per query)",
+            label="top-k JSONL",
         ),
         ExportFormat(
             "letor",
@@ -229,6 +286,7 @@ FORMATS: dict[str, ExportFormat] = {
             labels=LABELS,
             sources=_ONE_PER_QUERY,
             evaluate="--letor (with --scores)",
+            label="LETOR with features",
         ),
         ExportFormat(
             "svmlight",
@@ -239,6 +297,7 @@ FORMATS: dict[str, ExportFormat] = {
             labels=LABELS,
             sources=_ONE_PER_QUERY,
             not_evaluable="no query ids; a training input for LightGBM with its group file",
+            label="SVMlight rows (LightGBM)",
         ),
         ExportFormat(
             "group",
@@ -249,6 +308,7 @@ FORMATS: dict[str, ExportFormat] = {
             labels=LABELS,
             sources=_ONE_PER_QUERY,
             not_evaluable="row counts only, no labels",
+            label="LightGBM group file",
         ),
         ExportFormat(
             "pairs-jsonl",
@@ -259,6 +319,7 @@ FORMATS: dict[str, ExportFormat] = {
             "pairs.jsonl",
             write_pairs_jsonl,
             not_evaluable=_RAW,
+            label="pair judgments, JSONL",
         ),
         ExportFormat(
             "pairs-csv",
@@ -268,6 +329,7 @@ FORMATS: dict[str, ExportFormat] = {
             "pairs.csv",
             write_pairs_csv,
             not_evaluable=_RAW,
+            label="pair judgments, CSV",
         ),
     )
 }

@@ -95,3 +95,57 @@ def existing_task_errors(
                     )
                 )
     return out
+
+
+#: Each constraint of a plan: its code, what it says, when it applies and the violation codes
+#: that break it. ``applies`` is one of ``always``, ``both_methods`` (the plan has top-k and
+#: graded tasks), ``assessors`` (two or more assessors), ``prior`` (the plan has a prior),
+#: ``queries`` (the plan names its queries).
+CONSTRAINTS: tuple[tuple[str, str, str, frozenset[str]], ...] = (
+    ("coverage", "every query has its assessors for each method", "always",
+     frozenset({"coverage", "excess"})),
+    ("both_methods", "no assessor sees a query under both methods", "both_methods",
+     frozenset({"both_methods"})),
+    ("one_tool", "every assessor uses both tools", "both_methods", frozenset({"one_tool"})),
+    ("balanced", "loads are balanced (within one task)", "assessors", frozenset({"unbalanced"})),
+    ("once", "no task twice (in the plan or already created)", "always",
+     frozenset({"duplicate", "exists"})),
+    ("users", "every assessor exists and is enabled", "always",
+     frozenset({"unknown_user", "disabled_user", "unknown_assessor"})),
+    ("queries", "every query is in the collection", "queries",
+     frozenset({"unknown_query"})),
+    ("pools", "every query has documents to judge", "always", frozenset({"empty_pool"})),
+    ("prior", "the prior ranks every query's pool", "prior", frozenset({"prior"})),
+)  # fmt: skip
+
+
+def constraints(
+    violations: Sequence[Mapping[str, Any]],
+    *,
+    methods: set[str],
+    assessors: int,
+    prior: bool,
+    named_queries: bool,
+) -> list[dict[str, Any]]:
+    """The constraints that apply to a plan (:data:`CONSTRAINTS`), each with ``holds``: no
+    violation of its codes among ``violations``. ``methods`` are the methods of the plan's
+    tasks; a constraint about both methods applies only to a plan with tasks of both. A
+    constraint that does not apply but is broken anyway (an assessor who already judges a
+    query with the other method) is listed too; ``severity`` is its worst violation's."""
+    applies = {
+        "always": True,
+        "both_methods": {"topk", "graded"} <= methods,
+        "assessors": assessors >= 2,
+        "prior": prior,
+        "queries": named_queries,
+    }
+    found: dict[str, str] = {}
+    for v in violations:  # the worst severity per code: errors come first
+        found.setdefault(str(v["code"]), str(v["severity"]))
+    out = []
+    for code, text, when, codes in CONSTRAINTS:
+        broken = sorted({found[c] for c in codes if c in found})  # "error" < "warning"
+        if applies[when] or broken:
+            severity = broken[0] if broken else None
+            out.append({"code": code, "text": text, "holds": not broken, "severity": severity})
+    return out

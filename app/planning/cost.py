@@ -1,21 +1,48 @@
-"""What a plan is expected to cost: judgments and minutes per task, per query and in total
-(``docs/strategies-in-practice.md#planning``)."""
+"""What a plan is expected to cost: judgments and minutes per task, per query and in total,
+for the chosen strategy and side by side for every strategy
+(``docs/strategies-in-practice.md#planning``, ``docs/admin-guide.md#plan-preview``).
+
+A top-k task's expected judgments depend on the order its documents come in:
+
+* **no prior** (random order): the strategy's own model at the start of a task,
+  ``open_session(...).progress().expected_remaining`` (a consistent assessor; re-asks
+  included when ``reask_fraction`` > 0). It matches what is measured (tournament at n = 30,
+  k = 10: 62.8 expected, 60–64 measured);
+* **a prior** (``initial_order`` set: bm25, a run, a feature): a simulation of the strategy on
+  documents in the order of a prior of assumed correlation
+  :data:`labeling.study.estimates.ASSUMED_PRIOR_CORRELATION` with the truth
+  (:func:`labeling.study.estimates.simulated_judgments`), times ``1 + reask_fraction``.
+
+The 95th percentile of a task's judgments always comes from the simulation (random order
+without a prior). Minutes = judgments × the time model's mean seconds per judgment
+(:class:`labeling.study.simulation.TimeModel`: ``PAIR_SECONDS`` = 13.87/2.5 = 5.55 s per pair,
+``GRADE_SECONDS`` = 13.87 s per grade, after Niu et al., SIGIR 2012, Table 1).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from labeling.errors import ConfigError
+from labeling.protocol.options import validate_options
 from labeling.protocol.session import open_session
+from labeling.strategies.registry import SEPARATOR, STRATEGIES, check_strategy_name
+from labeling.study.estimates import ASSUMED_PRIOR_CORRELATION, simulated_judgments
 from labeling.study.simulation import GRADE_SECONDS, PAIR_SECONDS
 
 #: What the preview's expected judgments and minutes mean (shown with them).
-COST_MODEL = {
-    "topk_judgments": "the strategy's own expected count at the start of a task (session "
-    "progress: a consistent assessor, documents in random order; a good prior makes "
-    "insertion cheaper than this)",
+COST_MODEL: dict[str, str | float] = {
+    "topk_judgments": "without a prior: the strategy's own expected count at the start of a "
+    "task (a consistent assessor, documents in random order); with a prior: the mean of "
+    "simulated runs on documents in the order of a prior whose correlation with the truth is "
+    f"{ASSUMED_PRIOR_CORRELATION} (assumed; it reproduces the counts measured with BM25 on "
+    "Cranfield's BM25 pools)",
+    "topk_p95": "95th percentile of a task's judgments over simulated runs (the same order)",
     "graded_judgments": "one grade per document of the pool",
+    "prior_correlation": ASSUMED_PRIOR_CORRELATION,
     "seconds_per_pair": PAIR_SECONDS,
     "seconds_per_grade": GRADE_SECONDS,
     "minutes": "judgments times the time model's mean seconds per judgment "
@@ -26,25 +53,62 @@ COST_MODEL = {
 Resolved = tuple[list[str] | None, str]
 
 
+#: Options set per task that do not change its expected count (the prior's order counts only
+#: as "a prior or none"; who gets the repeats does not change how many there are).
+_PER_TASK = ("initial_order", "prior", "second_assessor")
+
+
+@dataclass(frozen=True, slots=True)
+class TaskCost:
+    """One task's expected ``judgments``, their ``p95`` (None: not estimated) and ``minutes``."""
+
+    judgments: float
+    p95: float | None
+    minutes: float
+
+
 def expected_cost(
     method: str, doc_ids: list[str], *, k: int, options: dict[str, Any]
 ) -> tuple[float, float]:
-    """``(judgments, minutes)`` expected for one task of ``method`` on ``doc_ids``.
+    """``(judgments, minutes)`` expected for one task of ``method`` on ``doc_ids`` with
+    ``options`` (``initial_order`` set: a prior; see the module docstring)."""
+    one = task_cost(method, doc_ids, k=k, options=options)
+    return one.judgments, one.minutes
 
-    Top-k: the expected count of the task's strategy at the start,
-    ``open_session(...).progress().expected_remaining`` (its model for a consistent assessor
-    on a random order; re-asks included when ``reask_fraction`` > 0); graded: one grade per
-    document. Minutes = judgments × the time model's mean seconds per judgment / 60
-    (:class:`labeling.study.simulation.TimeModel`: ``PAIR_SECONDS`` = 13.87/2.5 = 5.55 s per pair,
-    ``GRADE_SECONDS`` = 13.87 s per grade, after Niu et al., SIGIR 2012, Table 1)."""
-    if not doc_ids:
-        return 0.0, 0.0
+
+def task_cost(method: str, doc_ids: list[str], *, k: int, options: dict[str, Any]) -> TaskCost:
+    """:class:`TaskCost` of one task of ``method`` on ``doc_ids`` (module docstring). It
+    depends on the pool's size, not its documents, and on whether the task has a prior, not
+    which: the top-k figures are cached per (size, k, options)."""
+    n = len(doc_ids)
+    if n == 0:
+        return TaskCost(0.0, 0.0, 0.0)
     if method == "graded":
-        judgments = float(len(doc_ids))
-        return judgments, judgments * GRADE_SECONDS / 60.0
-    progress = open_session("topk", doc_ids, k=k, seed=0, options=options).progress()
-    judgments = 0.0 if progress.done else progress.expected_remaining
-    return judgments, judgments * PAIR_SECONDS / 60.0
+        return TaskCost(float(n), float(n), n * GRADE_SECONDS / 60.0)
+    prior = options.get("initial_order") is not None
+    rest = {key: v for key, v in options.items() if key not in _PER_TASK}
+    opts = validate_options("topk", rest)
+    return _topk_cost(n, k, tuple(sorted(opts.items())), prior)
+
+
+@lru_cache(maxsize=4096)
+def _topk_cost(n: int, k: int, options: tuple[tuple[str, Any], ...], prior: bool) -> TaskCost:
+    """A top-k task's :class:`TaskCost` on ``n`` documents; ``options`` validated, as items."""
+    opts = dict(options)
+    docs = [f"d{i}" for i in range(n)]
+    progress = open_session("topk", docs, k=k, seed=0, options=opts).progress()
+    if progress.done:
+        return TaskCost(0.0, 0.0, 0.0)
+    reasks = 1.0 + float(opts["reask_fraction"] or 0.0)
+    sim = simulated_judgments(
+        str(opts["strategy"]),
+        n,
+        k,
+        ASSUMED_PRIOR_CORRELATION if prior else None,
+        cache=bool(opts["pair_cache"]),
+    )
+    judgments = sim.mean * reasks if prior else progress.expected_remaining
+    return TaskCost(judgments, sim.p95 * reasks, judgments * PAIR_SECONDS / 60.0)
 
 
 def plan_cost(
@@ -54,8 +118,8 @@ def plan_cost(
     resolved: dict[str, Resolved],
     methods: dict[str, set[str]],
 ) -> dict[str, dict[str, float]]:
-    """Per query, the expected judgments and minutes of one task of each method it has
-    (``methods[query_id]``)."""
+    """Per query, the expected judgments, p95 and minutes of ONE task of each method it has
+    (``methods[query_id]``): ``<method>_judgments``, ``<method>_p95``, ``<method>_minutes``."""
     cost: dict[str, dict[str, float]] = {}
     for q, used in methods.items():
         ids = pools.get(q, [])
@@ -67,11 +131,13 @@ def plan_cost(
                     continue  # its prior failed: reported as a violation
                 opts["initial_order"], opts["prior"] = resolved[q]
             try:
-                judgments, minutes = expected_cost(method, ids, k=k, options=opts)
+                one = task_cost(method, ids, k=k, options=opts)
             except ConfigError:
                 continue  # create_plan reports the config error with the task's name
-            row[f"{method}_judgments"] = round(judgments, 1)
-            row[f"{method}_minutes"] = round(minutes, 1)
+            row[f"{method}_judgments"] = round(one.judgments, 1)
+            if one.p95 is not None:
+                row[f"{method}_p95"] = round(one.p95, 1)
+            row[f"{method}_minutes"] = round(one.minutes, 1)
         cost[q] = row
     return cost
 
@@ -80,12 +146,86 @@ def cost_totals(
     tasks: Iterable[tuple[str, str]], cost: dict[str, dict[str, float]]
 ) -> dict[str, float]:
     """Sums over the plan's ``(query_id, method)`` tasks of each query's one-task cost:
-    ``<method>_judgments``, ``<method>_minutes``, ``judgments``, ``minutes`` (rounded)."""
+    ``<method>_judgments``, ``<method>_minutes``, ``judgments``, ``minutes`` (rounded), and
+    ``<method>_tasks``, the number of tasks of each method."""
     totals: dict[str, float] = {}
     for query_id, method in tasks:
         one = cost.get(query_id, {})
+        totals[f"{method}_tasks"] = totals.get(f"{method}_tasks", 0) + 1
         for what in ("judgments", "minutes"):
             value = one.get(f"{method}_{what}", 0.0)
             totals[f"{method}_{what}"] = totals.get(f"{method}_{what}", 0.0) + value
             totals[what] = totals.get(what, 0.0) + value
     return {key: round(value, 1) for key, value in totals.items()}
+
+
+# --------------------------------------------------------------------------- side by side
+
+
+def strategy_candidates(chosen: str) -> list[str]:
+    """The strategies the preview compares: every base strategy, with the chosen strategy's
+    modifiers when it has some (``tournament+robust`` chosen: ``heap+robust``,
+    ``tournament+robust``, ...), in registry order. A new base strategy or modifier appears
+    here without a change to the preview."""
+    modifiers = chosen.split(SEPARATOR)[1:]
+    names = [SEPARATOR.join((base, *modifiers)) for base in STRATEGIES]
+    out = [name for name in names if _accepted(name)]
+    return out if chosen in out else [*out, chosen]
+
+
+def _accepted(name: str) -> bool:
+    try:
+        check_strategy_name(name)
+    except ConfigError:
+        return False
+    return True
+
+
+def strategy_rows(
+    k: int,
+    options: dict[str, dict[str, Any]],
+    pools: Mapping[str, list[str]],
+    resolved: Mapping[str, Resolved],
+    tasks: Sequence[tuple[str, str]],
+    candidates: Sequence[str],
+) -> list[dict[str, Any]]:
+    """One row per strategy in ``candidates`` for the plan as chosen (its pools, priors,
+    options and ``(query_id, method)`` tasks): per top-k task (the mean over the plan's top-k
+    tasks) ``judgments_per_task``, ``p95_per_task`` and ``minutes_per_task``; over all top-k
+    tasks ``topk_judgments`` and ``topk_minutes``; for the whole plan (top-k and graded tasks)
+    ``judgments`` and ``minutes``. ``chosen`` marks the plan's strategy. The one place the
+    preview's comparison table comes from."""
+    chosen = str(options["topk"]["strategy"])
+    graded = [q for q, method in tasks if method == "graded"]
+    graded_j = float(sum(len(pools.get(q, [])) for q in graded))
+    topk = [q for q, method in tasks if method == "topk" and q in resolved]
+    rows = []
+    for name in candidates:
+        per_query: dict[str, TaskCost] = {}
+        for q in dict.fromkeys(topk):
+            opts = {**options["topk"], "strategy": name}
+            opts["initial_order"], opts["prior"] = resolved[q]
+            try:
+                per_query[q] = task_cost("topk", pools.get(q, []), k=k, options=opts)
+            except ConfigError:
+                per_query[q] = TaskCost(0.0, None, 0.0)
+        costs = [per_query[q] for q in topk]
+        count = max(len(costs), 1)
+        judgments = sum(c.judgments for c in costs)
+        minutes = sum(c.minutes for c in costs)
+        p95s = [c.p95 for c in costs if c.p95 is not None]
+        rows.append(
+            {
+                "strategy": name,
+                "chosen": name == chosen,
+                "topk_tasks": len(costs),
+                "judgments_per_task": round(judgments / count, 1),
+                "p95_per_task": round(sum(p95s) / len(p95s), 1) if p95s else None,
+                "minutes_per_task": round(minutes / count, 1),
+                "topk_judgments": round(judgments, 1),
+                "topk_minutes": round(minutes, 1),
+                "judgments": round(judgments + graded_j, 1),
+                "minutes": round(minutes + graded_j * GRADE_SECONDS / 60.0, 1),
+            }
+        )
+    return rows

@@ -193,3 +193,38 @@ def lost_warning(
         "method": None,
         "lost": dict(lost),
     }
+
+
+def pool_summary(
+    mode: str,
+    n: int | None,
+    seed: int,
+    dedupe: bool,
+    sizes: dict[str, int],
+    *,
+    pool_id: int | None = None,
+) -> dict[str, Any]:
+    """What the preview says about the pools: ``source`` (how each query's pool is chosen, in
+    words), ``mode``, ``depth`` (n, None for the whole ranking or all documents), ``dedupe``
+    and the documents per query actually pooled (``min``, ``max``, ``mean``; 0 without
+    queries)."""
+    if mode == "bm25":
+        source = f"top {n} by BM25" if n else "every document BM25 ranks"
+    elif mode == "run":
+        source = f"top {n} of the uploaded run" if n else "every document of the uploaded run"
+    elif mode == "runs":
+        source = f"the picks of pool {pool_id} (built from runs)"
+    elif mode == "sample":
+        source = f"a random sample of {n} (seed {seed})" if n else f"a random sample (seed {seed})"
+    else:
+        source = "all documents of each query"
+    values = list(sizes.values())
+    return {
+        "mode": mode,
+        "source": source,
+        "depth": n,
+        "dedupe": dedupe,
+        "min": min(values, default=0),
+        "max": max(values, default=0),
+        "mean": round(sum(values) / len(values), 1) if values else 0.0,
+    }

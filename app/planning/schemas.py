@@ -20,6 +20,45 @@ class ViolationOut(BaseModel):
     method: str | None
 
 
+class ConstraintOut(BaseModel):
+    """A constraint that applies to the plan."""
+
+    code: str
+    text: str
+    holds: bool
+    severity: Literal["error", "warning"] | None = Field(
+        description="The worst severity among the violations that break it (null: it holds)."
+    )
+
+
+class PoolSummaryOut(BaseModel):
+    """How the plan's pools are chosen, and the documents per query they hold."""
+
+    mode: str
+    source: str = Field(description="How each query's pool is chosen, in words.")
+    depth: int | None = Field(description="n of the pool (null: all documents, or the whole run).")
+    dedupe: bool
+    min: int
+    max: int
+    mean: float
+
+
+class StrategyRowOut(BaseModel):
+    """The plan's expected cost with one top-k strategy (per task: the mean over its top-k
+    tasks; totals: over all tasks)."""
+
+    strategy: str
+    chosen: bool
+    topk_tasks: int
+    judgments_per_task: float
+    p95_per_task: float | None
+    minutes_per_task: float
+    topk_judgments: float = Field(description="All top-k tasks.")
+    topk_minutes: float = Field(description="All top-k tasks.")
+    judgments: float = Field(description="All tasks of the plan (top-k and graded).")
+    minutes: float = Field(description="All tasks of the plan (top-k and graded).")
+
+
 class PlannedTaskOut(BaseModel):
     assessor: str
     query_id: str
@@ -60,6 +99,14 @@ class PlanPreviewOut(BaseModel):
     )
     totals: dict[str, float] = Field(description="Expected judgments and minutes of the plan.")
     cost_model: dict[str, str | float] = Field(description="How the costs are estimated.")
+    pool: PoolSummaryOut
+    constraints: list[ConstraintOut] = Field(
+        description="The constraints that apply to this plan, each saying whether it holds."
+    )
+    strategies: list[StrategyRowOut] = Field(
+        description="Every strategy side by side for this plan as chosen (pools and prior "
+        "included); `chosen` marks the plan's."
+    )
     csv: str = Field(description="The plan's entries as CSV (assessor,query_id,method).")
 
 

@@ -44,13 +44,21 @@ from app.kernel.db import Database
 from app.kernel.errors import Invalid, NotFound, issue_items
 from app.kernel.models import Query, Task
 from app.planning import checks, repository
-from app.planning.cost import COST_MODEL, Resolved, cost_totals, plan_cost
+from app.planning.cost import (
+    COST_MODEL,
+    Resolved,
+    cost_totals,
+    plan_cost,
+    strategy_candidates,
+    strategy_rows,
+)
 from app.planning.pooling import (
     RANKED_POOLS,
     STORED_POOL,
     fused_prior,
     lost_warning,
     plan_query_pools,
+    pool_summary,
 )
 from app.planning.priors import PriorResolver, PriorSource, check_source
 from labeling.errors import ConfigError
@@ -155,8 +163,17 @@ class PlanPreview:
     """Per query: ``topk_judgments``, ``topk_minutes``, ``graded_judgments``,
     ``graded_minutes`` for ONE task of each method (:func:`app.planning.cost.expected_cost`)."""
     totals: dict[str, float] = field(default_factory=dict)
-    """Sums over the plan's tasks: ``topk_judgments``, ``topk_minutes``, ``graded_judgments``,
-    ``graded_minutes``, ``judgments``, ``minutes``."""
+    """Sums over the plan's tasks (all tasks): ``topk_judgments``, ``topk_minutes``,
+    ``graded_judgments``, ``graded_minutes``, ``judgments``, ``minutes``, and the tasks per
+    method ``topk_tasks``, ``graded_tasks``."""
+    pool: dict[str, Any] = field(default_factory=dict)
+    """The pools as chosen (:func:`app.planning.pooling.pool_summary`): source, depth and the
+    documents per query."""
+    constraints: list[dict[str, Any]] = field(default_factory=list)
+    """The constraints that apply to this plan, each with ``holds``
+    (:func:`app.planning.checks.constraints`)."""
+    strategies: list[dict[str, Any]] = field(default_factory=list)
+    """Every strategy side by side for this plan (:func:`app.planning.cost.strategy_rows`)."""
 
     @property
     def strategy(self) -> str:
@@ -186,6 +203,9 @@ class PlanPreview:
             "cost": self.cost,
             "totals": self.totals,
             "cost_model": COST_MODEL,
+            "pool": self.pool,
+            "constraints": self.constraints,
+            "strategies": self.strategies,
         }
 
 
@@ -444,6 +464,9 @@ def _preview_in(
     for t in tasks:
         methods.setdefault(t.query_id, set()).add(t.method)
     cost = plan_cost(spec.k, options, pools, resolved, methods)
+    pairs = [(t.query_id, t.method) for t in tasks]
+    sizes = {q: len(v) for q, v in pools.items()}
+    violations = _violations(spec, plan, extra, pools, lost)
     preview = PlanPreview(
         spec=spec,
         assessors=list(plan.assessors),
@@ -451,13 +474,29 @@ def _preview_in(
         tasks=tasks,
         grid=_grid(plan),
         loads=plan.load(),
-        pool_sizes={q: len(v) for q, v in pools.items()},
-        violations=_violations(spec, plan, extra, pools, lost),
+        pool_sizes=sizes,
+        violations=violations,
         options=options,
         pool_lost=lost,
         prior=prior.spec,
         cost=cost,
-        totals=cost_totals(((t.query_id, t.method) for t in tasks), cost),
+        totals=cost_totals(pairs, cost),
+        pool=pool_summary(pool.mode, pool.n, pool.seed, pool.dedupe, sizes, pool_id=pool.pool_id),
+        constraints=checks.constraints(
+            violations,
+            methods={t.method for t in tasks},
+            assessors=len(plan.assessors),
+            prior=prior.spec != NO_PRIOR,
+            named_queries=spec.query_ids is not None,
+        ),
+        strategies=strategy_rows(
+            spec.k,
+            options,
+            pools,
+            resolved,
+            pairs,
+            strategy_candidates(options["topk"]["strategy"]),
+        ),
     )
     return preview, pools, resolved
 
@@ -559,42 +598,3 @@ def plan_entries_csv(preview: PlanPreview) -> str:
         tuple(preview.query_ids),
     )
     return plan_to_csv(plan)
-
-
-# --------------------------------------------------------------------------- what fits
-
-
-def fitting_shifts(assessors: int) -> str:
-    """Rotation shifts that fit ``assessors`` people: the paper's ``0,2`` (two assignments)
-    needs four, since assignment j uses folds s_j and s_j + 1 of m and no assessor may meet a
-    fold twice (:func:`labeling.study.assignment.fold_rotation`); with two or three, one assignment
-    (``0``)."""
-    return "0,2" if assessors >= 4 else "0"
-
-
-def fitting_per_query(assessors: int) -> int:
-    """Assessors per query and method for the balanced scheme: two (as the paper's study) when
-    four or more are chosen, else one, so that T1 and T2 assessors of a query are different
-    people (2 x per_query <= assessors)."""
-    return max(1, min(2, assessors // 2))
-
-
-def plan_fit(assessors: int, queries: int) -> dict[str, Any]:
-    """The plan settings that fit ``assessors`` people on ``queries`` queries, before any
-    preview: rotation ``shifts``, balanced ``per_query`` and a ``problem`` (or None). The one
-    place of this rule: the plan form shows it for every number of ticked assessors."""
-    problem = None
-    if assessors < 2:
-        problem = "Choose at least two assessors: every assessor uses both tools."
-    elif queries and queries < assessors:
-        problem = (
-            f"The rotation needs at least as many queries as assessors ({queries} < "
-            f"{assessors}); choose fewer assessors or the balanced scheme."
-        )
-    return {
-        "assessors": assessors,
-        "queries": queries,
-        "shifts": fitting_shifts(assessors),
-        "per_query": fitting_per_query(assessors),
-        "problem": problem,
-    }

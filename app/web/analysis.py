@@ -126,7 +126,8 @@ def histogram_chart(hist: dict[str, Any]) -> dict[str, Any]:
 
 
 def per_query_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per query: instances and agreement of both methods, and the top-k overlap."""
+    """One row per query of the study (``report["queries"]``: those of its tasks):
+    instances and agreement of both methods, and the top-k overlap."""
     topk = report["agreement"]["topk"]["per_query"]
     graded = report["agreement"]["graded"]["per_query"]
     overlap: dict[str, list[float]] = {}
@@ -134,7 +135,7 @@ def per_query_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
         if o["jaccard"] is not None:
             overlap.setdefault(o["query_id"], []).append(o["jaccard"])
     rows = []
-    for q in sorted(set(topk) | set(graded) | set(overlap)):
+    for q in dict.fromkeys([*report["queries"], *sorted(set(topk) | set(graded) | set(overlap))]):
         t, g = topk.get(q), graded.get(q)
         jac = overlap.get(q)
         rows.append(

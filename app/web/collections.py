@@ -24,7 +24,7 @@ from app.collections import service as collections
 from app.exports import service as exports
 from app.http.deps import DbDep, require_csrf_form
 from app.kernel.errors import DomainError, Invalid
-from app.planning.service import fitting_per_query, fitting_shifts, plan_fit
+from app.planning.fit import fitting_per_query, fitting_shifts, plan_fit
 from app.pools import service as pools
 from app.tasks import progress
 from app.users import service as users
@@ -135,6 +135,7 @@ async def collection_response(
         )
     people = await run_in_threadpool(users.list_users, db=db)
     campaign_pools = await run_in_threadpool(pools.list_pools, db=db, collection_id=collection_id)
+    available = await run_in_threadpool(exports.availability, db=db, collection_id=collection_id)
     enabled = [u for u in people if not u.disabled]
     filled = dict(forms or {})
     if "plan" not in filled:
@@ -148,6 +149,15 @@ async def collection_response(
             "assessors": enabled,
             "strategies": strategy_names(),
             "export_formats": list(exports.FORMATS.values()),
+            # Per format, why its default export would be empty (None: it has lines).
+            "export_empty": available,
+            "export_letor": exports.LETOR_FORMATS,
+            "export_no_features": exports.NO_FEATURES,
+            # The form's default: the first format with lines (qrels on a text collection
+            # with a finished top-k task), never a LETOR format without features.
+            "export_default": next(
+                (name for name, empty in available.items() if empty is None), "qrels"
+            ),
             "export_form": export_form or {},
             "export_error": export_error,
             "forms": filled,

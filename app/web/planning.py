@@ -148,6 +148,7 @@ async def plan_page(request: Request, collection_id: int, db: DbDep) -> Response
             "collection_id": collection_id,
             "preview": preview,
             "hidden": hidden,
+            "hidden_choose": [(k, v) for k, v in hidden if k != "strategy"],
             "options_json": json.dumps(preview.options),
             "csv": planning.plan_entries_csv(preview),
             "cost_model": COST_MODEL,

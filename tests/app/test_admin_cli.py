@@ -36,8 +36,12 @@ def test_cli_import_plan_progress_export(shared_data: Path, tmp_path: Path) -> N
     report = json.loads(run("admin", "progress", "cran", "--json"))
     assert report["totals"]["tasks"]["pending"] == 16
     csv_out = tmp_path / "pairs.csv"
-    run("export", "cran", "-f", "pairs-csv", "-o", str(csv_out))
-    assert csv_out.read_text().startswith("query_id,assessor,task_id,seq,left,right")
+    # Nothing judged yet: the export says so and writes no file (docs/exports.md#empty-exports).
+    empty = runner.invoke(
+        cli, ["export", "cran", "-f", "pairs-csv", "-o", str(csv_out), "--database-url", url]
+    )
+    assert empty.exit_code == 1 and "nothing to export: no top-k judgments yet" in empty.output
+    assert not csv_out.exists()
     # A corrupted file: the error names the file and line, and the command fails.
     bad = tmp_path / "bad.qry"
     bad.write_text(".I 1\n.W\nfirst query\n.I x\n.W\nsecond\n")

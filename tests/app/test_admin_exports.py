@@ -210,6 +210,19 @@ def test_plan_label_filter(api: Api, labelled) -> None:
     cid, _ = labelled
     same = _get(api, cid, format="qrels", labels="kappa", source="first", plan="exp")
     assert same == _get(api, cid, format="qrels", labels="kappa", source="first")
-    assert _get(api, cid, format="qrels", labels="kappa", plan="nope") == b""
-    pairs = _get(api, cid, format="pairs-csv", plan="exp-graded").decode().splitlines()
-    assert len(pairs) == 1  # header only: that plan has graded tasks, no pairs
+    # A filter that selects nothing: the export says so instead of an empty file.
+    r = api.get(
+        "admin",
+        f"/api/v1/collections/{cid}/export",
+        params={"format": "qrels", "labels": "kappa", "plan": "nope"},
+    )
+    assert r.status_code == 409
+    assert r.json()["detail"] == "nothing to export: no finished top-k tasks in plan 'nope' yet"
+    # That plan has graded tasks, no pairs: no CSV with a header only.
+    r = api.get(
+        "admin",
+        f"/api/v1/collections/{cid}/export",
+        params={"format": "pairs-csv", "plan": "exp-graded"},
+    )
+    assert r.status_code == 409
+    assert r.json()["detail"] == "nothing to export: no top-k judgments in plan 'exp-graded' yet"

@@ -144,9 +144,13 @@ def test_rotation_plan_and_progress_fragment(site: dict[str, Any]) -> None:
     assert fragment.status_code == 200
     assert 'data-testid="judgments-total">0<' in fragment.text
     assert "32 pending" in fragment.text
-    # Pairs CSV download link works with the cookie session (GET, admin).
+    # The export API answers the cookie session (GET, admin); nothing is judged yet, so the
+    # pairs CSV says so (409) and the page shows the reason instead of its link.
     csv_resp = client.get(f"/api/v1/collections/{cid}/export?format=pairs-csv")
-    assert csv_resp.status_code == 200 and csv_resp.text.startswith("query_id,")
+    assert csv_resp.status_code == 409
+    assert csv_resp.json()["detail"] == "nothing to export: no top-k judgments yet"
+    page = client.get(f"/admin/collections/{cid}").text
+    assert "pairs CSV: no top-k judgments yet" in page and "?format=pairs-csv" not in page
 
 
 def test_assessor_gets_403_on_admin_pages(site: dict[str, Any]) -> None:
@@ -234,7 +238,7 @@ def test_plan_pooled_from_an_uploaded_run(site: dict[str, Any]) -> None:
     files = {"pool_run": ("run.txt", run, "text/plain")}
     preview = client.post(url, data=plan, files=files)
     assert preview.status_code == 200, preview.text
-    assert "top 3 of the uploaded run, heap fed in run order" in preview.text
+    assert "Pool: top 3 of the uploaded run; T1 prior run. Documents per query: 2" in preview.text
     assert "Create 4 tasks" in preview.text
     # "Create tasks" re-posts the fields with the run's text (a file cannot be re-posted).
     fields = _hidden_fields(preview.text)

@@ -208,7 +208,7 @@ def test_plan_fit_is_the_rotation_and_balanced_rule() -> None:
     """The one plan-fit rule (the plan form shows it for every number of ticked assessors):
     shifts 0,2 need four assessors, 2 x per-query at most the assessors, at least two
     assessors, and a rotation needs as many queries as assessors."""
-    from app.planning.service import fitting_per_query, fitting_shifts, plan_fit
+    from app.planning.fit import fitting_per_query, fitting_shifts, plan_fit
     from labeling.study.assignment import fold_rotation
 
     assert [fitting_shifts(m) for m in (2, 3, 4, 7)] == ["0", "0", "0,2", "0,2"]

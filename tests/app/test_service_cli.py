@@ -73,7 +73,9 @@ def test_db_user_import_export_commands(tmp_path: Path) -> None:
     assert r.exit_code == 1 and f"{bad}:2:" in r.output and "nothing imported" in r.output
     out = tmp_path / "pairs.jsonl"
     r = run("export", "coll", "--format", "pairs-jsonl", "-o", str(out), "--database-url", url)
-    assert r.exit_code == 0 and out.read_text() == "", r.output
+    # Nothing judged yet: the export says so and leaves no file (docs/exports.md#empty-exports).
+    assert r.exit_code == 1 and "nothing to export: no top-k judgments yet" in r.output
+    assert not out.exists()
     r = run("export", "nope", "--database-url", url)
     assert r.exit_code == 1 and "no collection" in r.output
     r = run("db", "downgrade", "base", "--database-url", url)

@@ -15,9 +15,11 @@ import pytest
 from sqlalchemy import func, select
 
 from app.kernel.models import Collection, Task
+from labeling.protocol.options import validate_options
 from labeling.protocol.session import open_session
 from labeling.protocol.types import PairAnswer, PairQuestion
 from labeling.strategies.registry import strategy_names
+from labeling.study.estimates import ASSUMED_PRIOR_CORRELATION, simulated_judgments
 from labeling.study.simulation import GRADE_SECONDS, PAIR_SECONDS, Assessor
 from tests.app.admin_support import make_collection, ndjson
 from tests.app.conftest import Api
@@ -301,11 +303,10 @@ def test_plan_preview_shows_each_strategys_expected_cost(
         assert r.status_code == 200, r.text
         out = r.json()
         assert out["ok"] and out["strategy"] == strategy and out["prior"] == "feature:1"
-        expected = (
-            open_session("topk", list(scores["101"]), k=K, seed=0, options={"strategy": strategy})
-            .progress()
-            .expected_remaining
-        )
+        # With a prior, the expected count is simulated on a prior of the assumed correlation
+        # (not the strategy's random-order model; docs/strategies-in-practice.md#planning).
+        cache = validate_options("topk", {})["pair_cache"]
+        expected = simulated_judgments(strategy, N, K, ASSUMED_PRIOR_CORRELATION, cache=cache).mean
         for q in ("101", "102", "103"):
             cost = out["cost"][q]
             # The preview rounds to one decimal (Python's round: 24.25 -> 24.2).
@@ -355,21 +356,18 @@ def test_plan_cli_and_form_take_strategy_and_prior(
     from app.cli import cli
     from tests.app.test_web_pages import hidden_csrf
 
-    cid, scores = coll
+    cid, _scores = coll
     for who in ("f1", "f2", "f3"):
         if who not in api.tokens:
             api.add_user(who)
-    expected = (
-        open_session("topk", list(scores["101"]), k=K, seed=0, options={"strategy": "insertion"})
-        .progress()
-        .expected_remaining
-    )
+    # With a prior the preview simulates (docs/strategies-in-practice.md#planning).
+    expected = simulated_judgments("insertion", N, K, ASSUMED_PRIOR_CORRELATION).mean
     runner = CliRunner()
     base = ["admin", "plan", str(cid), "--assessors", "f1,f2,f3", "--shifts", "0", "--k", str(K)]
     url = ["--database-url", api.settings.database_url]
     out = runner.invoke(cli, [*base, "--strategy", "insertion", "--prior", "feature:1", *url])
     assert out.exit_code == 0, out.output
-    assert "expected cost (strategy insertion, prior feature:1" in out.output
+    assert "expected cost per task (strategy insertion, prior feature:1" in out.output
     table = out.output.split("expected cost", 1)[1].splitlines()
     row = next(line.split() for line in table if line.split()[:1] == ["101"])
     assert float(row[1]) == pytest.approx(expected, abs=0.05)

@@ -151,7 +151,9 @@ def test_admin_console_in_browser(tmp_path: Path) -> None:
             assert made == 5
             expect(total).to_have_text("5", timeout=15_000)
             page.screenshot(path=str(ARTIFACTS / "admin-collection.png"), full_page=True)
-            # Download an export from the page.
+            # Download an export from the page. The export section says what exists when the
+            # page loads (the pairs CSV link appears once there are judgments): reload it.
+            page.reload()
             with page.expect_download() as info:
                 page.click("text=pairs CSV")
             download = info.value

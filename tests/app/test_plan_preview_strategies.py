@@ -1,0 +1,122 @@
+"""The plan preview says only what is so: the pools as chosen, the constraints that apply
+(each computed), and every strategy side by side with the plan's prior taken into account,
+per task and for all tasks.
+
+Oracles: each strategy's own random-order model (a fresh labeling-core session), the
+simulation of :mod:`labeling.study.estimates` recomputed here, and sums by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from labeling.protocol.session import open_session
+from labeling.study.estimates import ASSUMED_PRIOR_CORRELATION, simulated_judgments
+from labeling.study.simulation import GRADE_SECONDS
+from tests.app.admin_support import make_collection
+from tests.app.conftest import Api
+
+N, K = 30, 10
+USERS = ["pv1", "pv2", "pv3", "pv4"]
+BASES = ["heap", "tournament", "insertion", "prior"]
+
+
+@pytest.fixture(scope="module")
+def coll(api: Api) -> int:
+    for u in USERS:
+        api.add_user(u)
+    return make_collection(api, "preview-strategies", queries=3, docs=N)[0]
+
+
+def _preview(api: Api, cid: int, **kw) -> dict:
+    body = {
+        "collection_id": cid,
+        "assessors": USERS,
+        "scheme": "balanced",
+        "per_query": {"topk": 2, "graded": 1},
+        "k": K,
+        "name": "side",
+        **kw,
+    }
+    r = api.post("admin", "/api/v1/admin/plans/preview", json=body)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def _random_order_model(strategy: str) -> float:
+    docs = [f"d{i}" for i in range(N)]
+    session = open_session("topk", docs, k=K, seed=0, options={"strategy": strategy})
+    return session.progress().expected_remaining
+
+
+def test_every_strategy_side_by_side_with_the_prior(api: Api, coll: int) -> None:
+    out = _preview(api, coll, strategy="tournament", prior="feature:1")
+    rows = {row["strategy"]: row for row in out["strategies"]}
+    assert list(rows) == BASES
+    assert [name for name, row in rows.items() if row["chosen"]] == ["tournament"]
+    for name, row in rows.items():
+        sim = simulated_judgments(name, N, K, ASSUMED_PRIOR_CORRELATION)
+        assert row["judgments_per_task"] == round(sim.mean, 1)
+        assert row["p95_per_task"] == round(sim.p95, 1)
+        # Per task x tasks = all T1 tasks (3 queries x 2 top-k assessors); both are rounded
+        # to 0.1, the per-task figure before it is multiplied by 6.
+        assert row["topk_tasks"] == 6
+        assert row["topk_judgments"] == pytest.approx(6 * row["judgments_per_task"], abs=0.35)
+        # All tasks of the plan: the T1 tasks and 3 graded tasks of 30 grades.
+        assert row["judgments"] == pytest.approx(row["topk_judgments"] + 3 * N, abs=0.1)
+        graded_minutes = 3 * N * GRADE_SECONDS / 60
+        assert row["minutes"] == pytest.approx(row["topk_minutes"] + graded_minutes, abs=0.1)
+    # A prior makes insertion and the prior tournament cheaper than on a random order.
+    for name in ("insertion", "prior"):
+        assert rows[name]["judgments_per_task"] < _random_order_model(name) - 3
+    # The chosen strategy's per-query cells and totals are its row's.
+    chosen = rows["tournament"]
+    assert {c["topk_judgments"] for c in out["cost"].values()} == {chosen["judgments_per_task"]}
+    assert out["totals"]["topk_judgments"] == pytest.approx(chosen["topk_judgments"], abs=0.35)
+    assert out["totals"]["topk_tasks"] == 6 and out["totals"]["graded_tasks"] == 3
+
+
+def test_without_a_prior_the_rows_are_the_random_order_models(api: Api, coll: int) -> None:
+    out = _preview(api, coll, strategy="heap+robust")
+    rows = {row["strategy"]: row for row in out["strategies"]}
+    # The chosen strategy's modifiers apply to every base strategy of the comparison.
+    assert list(rows) == [f"{b}+robust" for b in BASES]
+    for name, row in rows.items():
+        assert row["judgments_per_task"] == round(_random_order_model(name), 1)
+        assert row["p95_per_task"] == round(simulated_judgments(name, N, K, None).p95, 1)
+    assert rows["heap+robust"]["chosen"]
+
+
+def test_the_pool_shown_is_the_pool_chosen(api: Api, coll: int) -> None:
+    out = _preview(api, coll, pool={"mode": "bm25", "n": 12})
+    assert out["pool"]["source"] == "top 12 by BM25"
+    assert (out["pool"]["depth"], out["pool"]["min"], out["pool"]["max"]) == (12, 12, 12)
+    out = _preview(api, coll, pool={"mode": "sample", "n": 7, "seed": 2})
+    assert out["pool"]["source"] == "a random sample of 7 (seed 2)"
+    assert out["pool"]["mean"] == 7
+    out = _preview(api, coll)
+    assert out["pool"]["source"] == "all documents of each query"
+    assert (out["pool"]["depth"], out["pool"]["max"]) == (None, N)
+
+
+def test_only_the_constraints_that_apply_are_listed(api: Api, coll: int) -> None:
+    both = _preview(api, coll)
+    listed = {c["code"]: c for c in both["constraints"]}
+    assert {"coverage", "both_methods", "one_tool", "balanced", "once", "pools"} <= set(listed)
+    assert "prior" not in listed and "queries" not in listed
+    # 4 assessors, 3 queries, 3 graded tasks: someone has no T2 task; loads 3/3/2/1.
+    assert listed["both_methods"]["holds"] and listed["coverage"]["holds"]
+    assert not listed["one_tool"]["holds"] and listed["one_tool"]["severity"] == "warning"
+    only_topk = _preview(
+        api,
+        coll,
+        per_query={"topk": 1, "graded": 0},
+        prior="feature:1",
+        query_ids=["101", "102", "103"],
+    )
+    codes = [c["code"] for c in only_topk["constraints"]]
+    # No graded tasks: nothing about both methods or both tools is claimed.
+    assert "both_methods" not in codes and "one_tool" not in codes
+    assert {"prior", "queries", "coverage", "once"} <= set(codes)
+    assert all(c["holds"] for c in only_topk["constraints"] if c["code"] != "balanced")
+    assert only_topk["totals"].get("graded_tasks", 0) == 0
+    assert all(row["judgments"] == row["topk_judgments"] for row in only_topk["strategies"])
