@@ -433,27 +433,15 @@ def _preview_in(
     known = {q: all_queries[q] for q in query_ids if q in all_queries}
     pool = spec.pool
     pools, lost, fused = plan_query_pools(
-        s,
-        spec.collection_id,
-        known,
-        mode=pool.mode,
-        n=pool.n,
-        seed=pool.seed,
-        dedupe=pool.dedupe,
-        run=pool.run,
-        pool_id=pool.pool_id,
-        run_order=pool.run_order,
-    )
+        s, spec.collection_id, known, mode=pool.mode, n=pool.n, seed=pool.seed,
+        dedupe=pool.dedupe, run=pool.run, pool_id=pool.pool_id, run_order=pool.run_order,
+    )  # fmt: skip
     extra += checks.empty_pools(pools)
-    topk_queries = [
-        q
-        for q in dict.fromkeys(e.query_id for e in plan.entries if e.method == "topk")
-        if pools.get(q)
-    ]
+    topk = dict.fromkeys(e.query_id for e in plan.entries if e.method == "topk")
+    topk_queries = [q for q in topk if pools.get(q)]
     if fused is not None:
-        assert spec.pool.pool_id is not None
-        pool_id = spec.pool.pool_id
-        resolved = {q: fused_prior(pool_id, pools[q], fused.get(q, [])) for q in topk_queries}
+        assert pool.pool_id is not None
+        resolved = {q: fused_prior(pool.pool_id, pools[q], fused.get(q, [])) for q in topk_queries}
     else:
         resolved, prior_errors = _resolve_priors(s, spec, prior, topk_queries, known, pools)
         extra += prior_errors
