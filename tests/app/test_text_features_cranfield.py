@@ -4,14 +4,15 @@ BM25 alone on held-out queries (docs/features.md#stored-features).
 ``heapjudge admin import-smart`` with BM25 pools of 100 (graded qrels: grade = 5 − code, −1
 and unjudged 0), ``heapjudge admin features`` stores the 48 text features of every pair, and a
 training run (linear ListNet, imported grades, 5 seeded folds by query, each fold's epochs
-early-stopped on its validation part, executed in this process as a worker would) reports each fold's held-out NDCG@10. The test computes BM25's NDCG@10 on the
-same held-out queries (the fold parts of :func:`app.training.truth.load_parts`; BM25 read from
-the stored ``whole.bm25`` column, a per-query monotone map of the service's BM25 score, checked
-here), re-checks the stored model's NDCG@10 on its own test fold, and asserts the comparison.
+early-stopped on its validation part, executed in this process as a worker would) reports each
+fold's held-out NDCG@10. The test computes BM25's NDCG@10 on the same held-out queries (the
+fold parts of :func:`app.training.truth.load_parts`; BM25 read from the stored ``whole.bm25``
+column, a per-query monotone map of the service's BM25 score, checked here), re-checks the stored model's NDCG@10 on its own test fold, and asserts the comparison.
 """
 
 from __future__ import annotations
 
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -47,8 +48,7 @@ def ndcg10(grades: np.ndarray, scores: np.ndarray) -> float:
 
 
 def per_query(data: QueryDataset, scores: np.ndarray) -> list[float]:
-    off = data.offsets
-    return [ndcg10(data.labels[a:b], scores[a:b]) for a, b in zip(off[:-1], off[1:], strict=True)]
+    return [ndcg10(data.labels[a:b], scores[a:b]) for a, b in pairwise(data.offsets)]
 
 
 @pytest.mark.slow
