@@ -7,7 +7,8 @@ training run (linear ListNet, imported grades, 5 seeded folds by query, each fol
 early-stopped on its validation part, executed in this process as a worker would) reports each
 fold's held-out NDCG@10. The test computes BM25's NDCG@10 on the same held-out queries (the
 fold parts of :func:`app.training.truth.load_parts`; BM25 read from the stored ``whole.bm25``
-column, a per-query monotone map of the service's BM25 score, checked here), re-checks the stored model's NDCG@10 on its own test fold, and asserts the comparison.
+column, a per-query monotone map of the service's BM25 score, checked here), re-checks the
+stored model's NDCG@10 on its own test fold, and asserts the comparison.
 """
 
 from __future__ import annotations
