@@ -308,3 +308,13 @@ def finished_topk_tasks(s: Any, collection_id: int) -> int:
         )
         or 0
     )
+
+
+def row_fingerprint(s: Any, collection_id: int) -> tuple[int, int]:
+    """(document rows, highest row id) of the collection: changes with any import."""
+    count, top = s.execute(
+        select(func.count(Document.id), func.max(Document.id)).where(
+            Document.collection_id == collection_id
+        )
+    ).one()
+    return int(count or 0), int(top or 0)

@@ -20,8 +20,12 @@ from typer.testing import CliRunner
 
 from app.analysis.study import StudyConfig, run_simulated_study
 from app.cli import cli
+from app.kernel.errors import Conflict, Invalid, NotFound
 from app.kernel.models import Document, Query, TrainingRun
+from app.training.judge import model_judge
 from labeling.machine.features import FEATURE_NAMES, FeatureExtractor
+from labeling.machine.judges import JudgeQuery
+from ranking.estimators import Ranker
 from ranking.io.letor import read_letor
 from tests.app.conftest import Api
 from tests.app.training_support import Worker, finished, wait_for
@@ -200,6 +204,26 @@ def test_features_job_stores_the_extractors_vectors_and_letor_and_training_use_t
         "width": 48,
     }
 
+    # The judge model:<run id> scores a query's documents as the model scores the stored
+    # vectors it was trained on, and prefers by the logistic of the difference.
+    judge = model_judge(db=api.db, run_id=run["id"])
+    assert judge.version.startswith(f"model:{run['id']}/features=48/norm=query")
+    model = Ranker.from_dict(run["model_json"])
+    with api.db.read() as s:
+        queries = dict(
+            s.execute(
+                select(Query.external_id, Query.title).where(Query.collection_id == study)
+            ).all()
+        )
+    position = {d: i for i, d in enumerate(judge.extractor.doc_ids)}
+    for qid, text in queries.items():
+        pool = sorted(d for q, d in got if q == qid)
+        want_scores = model.predict(np.array([got[(qid, d)] for d in pool]))
+        all_scores = judge.scores(text)
+        assert np.allclose([all_scores[position[d]] for d in pool], want_scores, atol=1e-9)
+        p = judge.prefer(JudgeQuery(qid, text), [(pool[0], pool[1])])[0]
+        assert p == pytest.approx(1 / (1 + np.exp(want_scores[1] - want_scores[0])))
+
 
 def test_imported_vectors_are_kept_unless_replaced(api: Api, worker: Worker) -> None:
     cid = import_ndjson(api, "imported-vectors", features=True)
@@ -215,6 +239,16 @@ def test_imported_vectors_are_kept_unless_replaced(api: Api, worker: Worker) -> 
     assert r.status_code == 409, r.text
     assert stored(api, cid) == before
     assert api.get("admin", features_path(cid)).json()["source"] == "imported"
+    r = api.post(
+        "admin",
+        "/api/v1/training-runs",
+        json={"collection_id": cid, "model": "ranknet", "options": {"truth": "imported"}},
+    )
+    assert r.status_code == 202, r.text
+    imported_run = wait_for(api, r.json()["id"], finished)
+    assert imported_run["metrics"]["features"]["source"] == "imported"
+    with pytest.raises(Invalid, match="did not train on heapjudge's text features"):
+        model_judge(db=api.db, run_id=imported_run["id"])
     r = api.post("admin", features_path(cid), params={"replace": "true"})
     assert r.status_code == 202, r.text
     view = wait_features(api, cid)
@@ -253,10 +287,18 @@ def test_text_option_computes_features_first_and_no_features_is_refused_at_once(
     assert api.get("admin", features_path(cid)).json()["with_features"] == 30
     r = api.post("admin", "/api/v1/training-runs", json={**body, "options": {"truth": "study"}})
     assert r.status_code == 422 and "no finished top-k task" in r.json()["detail"]
+    r = api.post("admin", "/api/v1/training-runs", json=body)
+    assert r.status_code == 202
+    cancelled = api.post("admin", f"/api/v1/training-runs/{r.json()['id']}/cancel")
+    assert cancelled.json()["status"] == "cancelled"
+    with pytest.raises(Conflict, match="not done"):
+        model_judge(db=api.db, run_id=r.json()["id"])
 
 
 def test_refusals_name_what_is_missing(api: Api) -> None:
     assert api.post("admin", features_path(99999)).status_code == 404
+    with pytest.raises(NotFound):
+        model_judge(db=api.db, run_id=99999)
     r = api.post("admin", "/api/v1/collections", json={"name": "no-documents"})
     cid = int(r.json()["id"])
     r = api.post("admin", features_path(cid))
