@@ -64,8 +64,18 @@ def worker(api: Api, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Worke
 
 @pytest.fixture(scope="module")
 def study(api: Api) -> int:
-    """A text collection with finished top-k tasks (simulated assessors)."""
-    return run_simulated_study(db=api.db, config=STUDY).collection_id
+    """A text collection with finished top-k tasks (simulated assessors). The simulated
+    study's synthetic texts give every document of a query the same query terms (every
+    feature constant within a query, hence 0 once normalised), so queries and documents get
+    texts of words from WORDS instead, whose features differ."""
+    cid = run_simulated_study(db=api.db, config=STUDY).collection_id
+    rng = np.random.default_rng(1)
+    with api.db.write() as s:
+        for query in s.scalars(select(Query).where(Query.collection_id == cid)):
+            query.title = " ".join(rng.choice(WORDS, 2, replace=False))
+        for doc in s.scalars(select(Document).where(Document.collection_id == cid)):
+            doc.text = " ".join(rng.choice(WORDS, int(rng.integers(3, 12))))
+    return cid
 
 
 def import_ndjson(api: Api, name: str, *, features: bool, grades: bool = True) -> int:
@@ -172,6 +182,7 @@ def test_features_job_stores_the_extractors_vectors_and_letor_and_training_use_t
     want = expected_vectors(api, study)
     got = stored(api, study)
     assert len(got) == rows
+    assert np.count_nonzero(np.array(list(got.values()))) > 5 * rows  # features that differ
     for key, vector in got.items():
         assert vector is not None and len(vector) == 48
         assert np.allclose(vector, want[key], rtol=0, atol=1e-12), key
@@ -321,3 +332,23 @@ def test_cli_computes_in_its_own_process(api: Api) -> None:
     imported = import_ndjson(api, "cli-imported", features=True)
     r = CliRunner().invoke(cli, ["admin", "features", str(imported), "--database-url", url])
     assert r.exit_code == 1 and "replace=true" in r.output
+
+
+def test_every_trainer_trains_on_text_features(api: Api, study: int, worker: Worker) -> None:
+    """Every registered model, on the study's top-k truth over stored text features (the
+    first test computed them; a run with features "text" would recompute them)."""
+    from ranking.estimators import ESTIMATORS
+
+    short = {"epochs": 20, "iterations": 20, "n_rounds": 10}
+    ids = {}
+    for name, cls in ESTIMATORS.items():
+        params = {p: v for p, v in short.items() if p in cls().get_params()}
+        body = {"collection_id": study, "model": name, "params": params, "options": {"k": 3}}
+        r = api.post("admin", "/api/v1/training-runs", json=body)
+        assert r.status_code == 202, (name, r.text)
+        ids[name] = r.json()["id"]
+    for name, run_id in ids.items():
+        run = wait_for(api, run_id, finished, timeout=300)
+        assert run["status"] == "done", (name, run["error"])
+        assert run["metrics"]["features"]["source"] == "text", name
+        assert all(0 <= v <= 1 for v in run["metrics"]["mean_test"].values()), name
