@@ -8,7 +8,8 @@ the whole collection (LETOR's QueryLevelNorm, the normalisation
 :class:`labeling.machine.judges.FeatureModelJudge` applies, so a model trained on the stored
 vectors judges with the same numbers), and stores each (query, document) row's vector,
 recording the feature set (name, version, column names, normalisation, parameters) on the
-collection, all in one transaction. Imported vectors (LETOR files) are kept: the call is a
+collection, all in one transaction (with each row's content hash, which covers its vector, as
+an attach of LETOR vectors does). Imported vectors (LETOR files) are kept: the call is a
 409 unless ``replace`` is set. Computing again replaces heapjudge's own vectors (after an
 import added documents, say).
 
@@ -28,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from app.collections.ndjson import document_content_hash
 from app.kernel.db import Database
 from app.kernel.errors import Conflict, DomainError, Invalid, NotFound
 from app.kernel.models import utcnow
@@ -168,15 +170,20 @@ def compute_features(*, db: Database, collection_id: int, replace: bool = False)
         pools = repository.pools(s, collection_id)
     extractor = collection_extractor(documents)
     position = {d: i for i, d in enumerate(extractor.doc_ids)}
-    rows: list[tuple[int, list[float]]] = []
+    rows: list[tuple[int, list[float], str]] = []
     for text, pool in pools.values():
         if not pool:
             continue
         x = normalized_matrix(extractor, text)
-        picked = x[[position[doc] for _row, doc in pool]]
-        rows.extend(
-            (row, vector) for (row, _doc), vector in zip(pool, picked.tolist(), strict=True)
-        )
+        picked = x[[position[row[1]] for row in pool]]
+        for (row_id, _doc, title, body, html, grade), vector in zip(
+            pool, picked.tolist(), strict=True
+        ):
+            # The hash covers the vector: re-imports stay idempotent, as after an attach.
+            content = document_content_hash(
+                title=title, text=body, html=html, features=vector, grade=grade
+            )
+            rows.append((row_id, vector, content))
     computed = time.perf_counter() - started
     feature_set = text_feature_set(extractor.params)
     with db.write() as s:

@@ -245,32 +245,41 @@ def distinct_documents(s: Any, collection_id: int) -> list[tuple[str, str, Any, 
     )
 
 
-def pools(s: Any, collection_id: int) -> dict[str, tuple[str, list[tuple[int, str]]]]:
+def pools(s: Any, collection_id: int) -> dict[str, tuple[str, list[tuple[Any, ...]]]]:
     """Per query (external id, import order): its text (title) and its document rows
-    ``(row id, document id)`` in row order."""
-    out: dict[str, tuple[str, list[tuple[int, str]]]] = {}
+    ``(row id, document id, title, text, html, grade)`` in row order."""
+    out: dict[str, tuple[str, list[tuple[Any, ...]]]] = {}
     for qid, title in s.execute(
         select(Query.external_id, Query.title)
         .where(Query.collection_id == collection_id)
         .order_by(Query.id)
     ):
         out[str(qid)] = (str(title), [])
-    for qid, row_id, doc in s.execute(
-        select(Query.external_id, Document.id, Document.external_id)
+    for qid, *row in s.execute(
+        select(
+            Query.external_id,
+            Document.id,
+            Document.external_id,
+            Document.title,
+            Document.text,
+            Document.html,
+            Document.grade,
+        )
         .join(Query, Query.id == Document.query_id)
         .where(Document.collection_id == collection_id)
         .order_by(Document.id)
     ):
-        out[str(qid)][1].append((int(row_id), str(doc)))
+        out[str(qid)][1].append(tuple(row))
     return out
 
 
-def store_vectors(s: Any, rows: Sequence[tuple[int, list[float]]]) -> None:
-    """Set ``features`` of every ``(row id, vector)`` (one executemany)."""
+def store_vectors(s: Any, rows: Sequence[tuple[int, list[float], str]]) -> None:
+    """Set ``features`` and ``content_hash`` of every ``(row id, vector, hash)`` (one
+    executemany)."""
     if rows:
         s.execute(
             update(Document),
-            [{"id": row_id, "features": vector} for row_id, vector in rows],
+            [{"id": i, "features": vector, "content_hash": h} for i, vector, h in rows],
         )
 
 

@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 
 from app.analysis.study import StudyConfig, run_simulated_study
 from app.cli import cli
+from app.collections.ndjson import document_content_hash
 from app.kernel.errors import Conflict, Invalid, NotFound
 from app.kernel.models import Document, Query, TrainingRun
 from app.training.judge import model_judge
@@ -352,3 +353,34 @@ def test_every_trainer_trains_on_text_features(api: Api, study: int, worker: Wor
         assert run["status"] == "done", (name, run["error"])
         assert run["metrics"]["features"]["source"] == "text", name
         assert all(0 <= v <= 1 for v in run["metrics"]["mean_test"].values()), name
+
+
+def test_imported_vectors_after_text_features_make_them_imported(api: Api) -> None:
+    """A row's vector is part of its content (its hash), and imported vectors written after
+    the text features make the collection's vectors imported again (kept from then on)."""
+    cid = import_ndjson(api, "texts-then-vectors", features=False, grades=False)
+    url = api.settings.database_url
+    r = CliRunner().invoke(cli, ["admin", "features", str(cid), "--database-url", url])
+    assert r.exit_code == 0, r.output
+    assert api.get("admin", features_path(cid)).json()["source"] == "text"
+    with api.db.read() as s:
+        doc = s.scalars(select(Document).where(Document.collection_id == cid)).first()
+        assert doc is not None
+        assert doc.content_hash == document_content_hash(
+            title=doc.title, text=doc.text, html=doc.html, features=doc.features, grade=doc.grade
+        )
+    line = {"query_id": "q0", "query": "x", "doc_id": "new", "title": "t", "features": [1.0]}
+    with api.db.read() as s:
+        line["query"] = s.scalar(
+            select(Query.title).where(Query.collection_id == cid, Query.external_id == "q0")
+        )
+    r = api.post(
+        "admin",
+        f"/api/v1/collections/{cid}/import",
+        content=json.dumps(line).encode(),
+        headers={"Content-Type": "application/x-ndjson"},
+    )
+    assert r.status_code == 200, r.text
+    view = api.get("admin", features_path(cid)).json()
+    assert (view["source"], view["feature_set"]) == ("imported", None)
+    assert api.post("admin", features_path(cid)).status_code == 409
