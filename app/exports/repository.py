@@ -85,3 +85,9 @@ def query_features(s: Any, collection_id: int, query_id: str) -> dict[str, Any]:
             .where(Document.collection_id == collection_id, Query.external_id == query_id)
         )
     }
+
+
+def feature_set(s: Any, collection_id: int) -> dict[str, Any] | None:
+    """The collection's recorded feature set (heapjudge's text features), or None."""
+    coll = s.get(Collection, collection_id)
+    return None if coll is None else coll.feature_set

@@ -194,6 +194,8 @@ def test_features_job_stores_the_extractors_vectors_and_letor_and_training_use_t
         params={"format": "letor", "labels": "kappa"},
     )
     assert r.status_code == 200, r.text
+    assert r.headers["X-Heapjudge-Feature-Set"] == "heapjudge-text/1"
+    assert r.headers["X-Heapjudge-Feature-Names"].split(",") == list(FEATURE_NAMES)
     path = tmp_path / "study.letor"
     path.write_bytes(r.content)
     data = read_letor(path)
