@@ -1,5 +1,6 @@
-"""CLI commands ``heapjudge admin progress``, ``reset-password``, ``disable`` and
-``collection``: a collection's progress, the users' accounts, renaming and archiving."""
+"""CLI commands ``heapjudge admin progress``, ``reset-password``, ``disable``,
+``collection`` and ``features``: a collection's progress, the users' accounts, renaming and
+archiving, text features as the documents' feature vectors."""
 
 from __future__ import annotations
 
@@ -106,3 +107,34 @@ def collection_cmd(
         ),
     )
     typer.echo(f"collection {coll.id}: {coll.name!r}{' (archived)' if coll.archived else ''}")
+
+
+@app.command("features", cls=Command)
+def features_cmd(
+    collection: str = typer.Argument(..., help="Collection name or id."),
+    replace: bool = typer.Option(
+        False, "--replace/--no-replace", help="Replace imported (LETOR) feature vectors."
+    ),
+    as_json: bool = typer.Option(False, "--json/--no-json", help="Print the report as JSON."),
+    database_url: str | None = DB_OPTION,
+) -> None:
+    """Compute heapjudge's text features of every (query, document) of the collection and
+    store them as its documents' feature vectors (in this process; docs/features.md)."""
+    from app.training.features import compute_features
+
+    report = run_service(
+        database_url,
+        lambda db: compute_features(
+            db=db, collection_id=collection_id(db, collection), replace=replace
+        ),
+    )
+    if as_json:
+        typer.echo(json.dumps(report, indent=2))
+        return
+    fs = report["feature_set"]
+    typer.echo(
+        f"{fs['name']} v{fs['version']}: {len(fs['names'])} features for {report['rows']} "
+        f"rows ({report['queries']} queries over {report['documents']} documents), "
+        f"normalised per query; {report['seconds']['total']:.1f} s"
+        + ("; imported vectors replaced" if report["replaced_imported"] else "")
+    )

@@ -142,4 +142,6 @@ def attach_features(
             doc = docs[key]
             doc.features = [float(x) for x in vector]
             doc.content_hash = _document_hash(doc)
+        if joined.matched:
+            repository.forget_feature_set(s, collection_id)
     return _attach_report(collection_id, "features", len(rows), joined, docs)

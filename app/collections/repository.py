@@ -151,3 +151,11 @@ def documents_by_pair(s: Any, collection_id: int) -> dict[tuple[str, str], Docum
         .where(Document.collection_id == collection_id)
     )
     return {(qid, d.external_id): d for d, qid in s.execute(stmt)}
+
+
+def forget_feature_set(s: Any, collection_id: int) -> None:
+    """Imported vectors were written: the collection's vectors are no longer (all)
+    heapjudge's text features (docs/features.md#stored-features)."""
+    coll = s.get(Collection, collection_id)
+    if coll is not None and coll.feature_set is not None:
+        coll.feature_set = None

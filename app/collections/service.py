@@ -192,6 +192,8 @@ def import_ndjson(*, db: Database, collection_id: int, data: NdjsonSource) -> Im
         s.flush()
         rows, unchanged = _document_rows(collection_id, lines, existing_q, existing_docs)
         repository.insert_documents(s, rows)
+        if any(row["features"] is not None for row in rows):
+            repository.forget_feature_set(s, collection_id)
     return ImportReport(
         collection_id=collection_id,
         lines=len(lines),

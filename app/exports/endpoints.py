@@ -64,6 +64,7 @@ def export_response(db: DbDep, req: exports.ExportRequest) -> StreamingResponse:
     used = exports.sources_header(db, req)
     if used is not None:
         headers["X-Heapjudge-Sources"] = used
+    headers.update(exports.feature_set_headers(db, req))
     return StreamingResponse(
         iterate_in_threadpool(body),
         media_type=exports.FORMATS[req.format].media_type,
@@ -88,7 +89,10 @@ _RESPONSES: dict[int | str, dict[str, Any]] = {
     description=FORMAT_HELP
     + "\n\nFor the qrels formats with one task per query, header `X-Heapjudge-Sources` "
     "lists `query:assessor:task` per query, comma-separated, each part percent-encoded. An "
-    "export that would be empty is a 409 saying why, never an empty file.",
+    "export that would be empty is a 409 saying why, never an empty file. "
+    "For `letor` and `svmlight` of a collection with heapjudge's text features, headers "
+    "`X-Heapjudge-Feature-Set` (`name/version`) and `X-Heapjudge-Feature-Names` (the column "
+    "names in order, comma-separated).",
 )
 def export_collection(
     collection_id: PathId,

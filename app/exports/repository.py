@@ -130,3 +130,9 @@ def has_features(s: Session, collection_id: int) -> bool:
         cast(Document.features, String) != "null",
     )
     return s.execute(stmt.limit(1)).first() is not None
+
+
+def feature_set(s: Any, collection_id: int) -> dict[str, Any] | None:
+    """The collection's recorded feature set (heapjudge's text features), or None."""
+    coll = s.get(Collection, collection_id)
+    return None if coll is None else coll.feature_set

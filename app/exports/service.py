@@ -355,3 +355,24 @@ def sources_header(db: Database, req: ExportRequest) -> str | None:
         ":".join(quote(str(part), safe="") for part in (u.query_id, u.assessor, u.task_id))
         for u in used
     )[:4000]
+
+
+#: The formats whose columns are the documents' feature vectors.
+VECTOR_FORMATS = ("letor", "svmlight")
+
+
+def feature_set_headers(db: Database, req: ExportRequest) -> dict[str, str]:
+    """For the LETOR formats of a collection whose vectors are heapjudge's text features
+    (docs/features.md#stored-features): ``X-Heapjudge-Feature-Set`` (``name/version``) and
+    ``X-Heapjudge-Feature-Names`` (the column names in order, comma-separated: feature j of a
+    row is name j). Empty otherwise (imported vectors carry no names)."""
+    if req.format not in VECTOR_FORMATS:
+        return {}
+    with db.read() as s:
+        fs = repository.feature_set(s, req.collection_id)
+    if not fs:
+        return {}
+    return {
+        "X-Heapjudge-Feature-Set": f"{fs.get('name')}/{fs.get('version')}",
+        "X-Heapjudge-Feature-Names": ",".join(str(n) for n in fs.get("names", [])),
+    }

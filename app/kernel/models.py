@@ -176,6 +176,12 @@ class Collection(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     #: Judging guidelines in Markdown, shown (sanitised) on the judging page.
     guidelines: Mapped[str] = mapped_column(Text, default="", server_default="")
+    #: The feature set of the documents' vectors when heapjudge computed them from the texts
+    #: (name, version, column names, normalisation; docs/features.md#stored-features); None
+    #: when they were imported or there are none.
+    feature_set: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
+    #: The last features job on the queue: status, times, error, report (None: never run).
+    feature_job: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
 
     queries: Mapped[list[Query]] = relationship(back_populates="collection", lazy="raise")
 

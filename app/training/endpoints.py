@@ -5,6 +5,12 @@
 status, progress, per-fold validation and test metrics and, once done, the fitted model JSON;
 ``POST /api/v1/training-runs/{id}/cancel`` cancels it (see :mod:`app.training.service` and
 docs/training.md).
+
+``POST /api/v1/admin/collections/{id}/features[?replace=true]`` queues the computation of the
+collection's text features as its documents' vectors (202; 409 when the documents carry
+imported vectors and ``replace`` is not set, 422 without texts), ``GET`` of the same path says
+what the documents carry and how the last job went (:mod:`app.training.features`,
+docs/features.md#stored-features).
 """
 
 from __future__ import annotations
@@ -18,9 +24,10 @@ from starlette.concurrency import run_in_threadpool
 from app.http.deps import AdminUser, DbDep
 from app.http.openapi import declare_errors, error_responses
 from app.http.schemas import PathId, RowId, StrictModel
+from app.training import features
 from app.training import service as training
-from app.training.jobs import enqueue_training
-from app.training.schemas import TrainingRunOut
+from app.training.jobs import enqueue_features, enqueue_training
+from app.training.schemas import FeaturesOut, TrainingRunOut
 
 router = APIRouter(tags=["training"])
 
@@ -43,6 +50,12 @@ class TrainingOptions(StrictModel):
     )
     k: int | None = Field(default=None, ge=1, le=1000, description="k of the top-k truth")
     seed: int = Field(default=0, description="seed of fold assignment and top-k sampling")
+    features: Literal["stored", "text"] = Field(
+        default="stored",
+        description="stored: the documents' feature vectors as they are (imported, or "
+        "computed before); text: compute heapjudge's text features first (in the worker), "
+        "then train on them",
+    )
 
 
 class TrainingRunCreate(StrictModel):
@@ -69,12 +82,14 @@ class TrainingRunCreate(StrictModel):
     "/training-runs",
     status_code=202,
     response_model=TrainingRunOut,
-    responses=error_responses(404),
+    responses=error_responses(404, 409),
 )
 async def create_training_run(
     body: TrainingRunCreate, _admin: AdminUser, db: DbDep, request: Request
 ) -> dict[str, Any]:
-    """Record a queued training run and put it on the job queue."""
+    """Record a queued training run and put it on the job queue; a run that cannot succeed
+    (no document has a feature vector and ``features`` is not ``text``, no truth of the kind
+    asked) is refused at once (422)."""
     run = await run_in_threadpool(
         training.create_run,
         db=db,
@@ -106,6 +121,35 @@ async def get_training_run(run_id: PathId, _admin: AdminUser, db: DbDep) -> dict
 async def cancel_training_run(run_id: PathId, _admin: AdminUser, db: DbDep) -> dict[str, Any]:
     """Cancel a queued or running run at once (it never ends `done` afterwards); 409 once ended."""
     return await run_in_threadpool(training.cancel_run, db=db, run_id=run_id)
+
+
+@router.post(
+    "/admin/collections/{collection_id}/features",
+    status_code=202,
+    response_model=FeaturesOut,
+    responses=error_responses(404, 409),
+)
+async def compute_features(
+    collection_id: PathId, _admin: AdminUser, db: DbDep, replace: bool = False
+) -> dict[str, Any]:
+    """Queue the computation of the collection's text features (stored as its documents'
+    feature vectors); ``replace=true`` replaces imported vectors, which are kept otherwise."""
+    view = await run_in_threadpool(
+        features.request_features, db=db, collection_id=collection_id, replace=replace
+    )
+    await run_in_threadpool(enqueue_features, db.settings, collection_id, replace)
+    return view
+
+
+@router.get(
+    "/admin/collections/{collection_id}/features",
+    response_model=FeaturesOut,
+    responses=error_responses(404),
+)
+async def get_features(collection_id: PathId, _admin: AdminUser, db: DbDep) -> dict[str, Any]:
+    """What the collection's documents carry (none, imported or text features) and the
+    state of its last features job."""
+    return await run_in_threadpool(features.features_view, db=db, collection_id=collection_id)
 
 
 declare_errors(router)

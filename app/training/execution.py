@@ -15,6 +15,7 @@ from typing import Any
 from app.kernel.db import Database
 from app.kernel.models import utcnow
 from app.training import repository
+from app.training.features import compute_features, feature_status
 from app.training.service import check_options, make_estimator
 from app.training.settings import JobSettings
 from app.training.truth import load_parts
@@ -158,6 +159,11 @@ def _train(db: Database, spec: dict[str, Any], watch: _Watch) -> tuple[dict[str,
 
     opts = spec["options"]
     est = make_estimator(spec["model"], spec["params"])
+    if opts["features"] == "text":
+        watch.progress = {"stage": "features"}
+        compute_features(db=db, collection_id=spec["collection_id"])
+        watch.check()
+    trained_on = feature_status(db=db, collection_id=spec["collection_id"])
     parts, scheme, k, scheme_name = load_parts(db, spec["collection_id"], opts)
     watch.check()
     folds = E.folds_from_parts(parts, scheme, truth=opts["kind"], k=k, seed=opts["seed"])
@@ -180,6 +186,11 @@ def _train(db: Database, spec: dict[str, Any], watch: _Watch) -> tuple[dict[str,
         "kind": opts["kind"],
         "k": k,
         "folds_scheme": scheme_name,
+        "features": {
+            "source": trained_on.source,
+            "feature_set": _brief(trained_on.feature_set),
+            "width": int(parts[next(iter(parts))].X.shape[1]),
+        },
         "measures": list(measures),
         "folds": [
             {
@@ -197,3 +208,10 @@ def _train(db: Database, spec: dict[str, Any], watch: _Watch) -> tuple[dict[str,
         "model_fold": best.name,
     }
     return E.strict_json(metrics), E.strict_json(best.model.to_dict())
+
+
+def _brief(feature_set: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The feature set's name and version (its column names are on the collection)."""
+    if not feature_set:
+        return None
+    return {"name": feature_set.get("name"), "version": feature_set.get("version")}

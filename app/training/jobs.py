@@ -3,11 +3,14 @@
 The queue is huey (docs/training.md#queue): ``SqliteHuey`` in a file beside the SQLite
 database for one machine (no extra service), ``RedisHuey`` when ``HEAPJUDGE_QUEUE_URL`` names a
 Redis server (a team; docker-compose starts one). The web process only enqueues a run's id
-(:func:`enqueue_training`); ``heapjudge worker`` (:func:`run_worker`) consumes the queue and
-calls :func:`app.training.execution.execute_run`. The queue carries no state of its own: the
+(:func:`enqueue_training`) or a collection's features job (:func:`enqueue_features`);
+``heapjudge worker`` (:func:`run_worker`) consumes the queue and calls
+:func:`app.training.execution.execute_run` or
+:func:`app.training.features.run_features_job`. The queue carries no state of its own: the
 ``training_run`` row is the truth, so a lost or duplicated message is harmless (a worker claims
 a run only while it is ``queued``; the recovery sweep re-enqueues a queued run whose message
-is gone).
+is gone). A features job's state is on its collection (``feature_job``); a lost one is
+requested again.
 
 Recovery needs no process probing: a running job's worker writes ``heartbeat_at`` every
 ``stale_seconds / 5``; :func:`app.training.service.recover_stalled`, swept by every worker
@@ -29,11 +32,13 @@ from huey import Huey, RedisHuey, SqliteHuey
 from app.kernel.db import Database
 from app.kernel.settings import Settings
 from app.training.execution import execute_run
+from app.training.features import run_features_job
 from app.training.service import recover_stalled
 from app.training.settings import JobSettings
 
 log = logging.getLogger("heapjudge.jobs")
 TRAIN_TASK = "heapjudge.train"
+FEATURES_TASK = "heapjudge.features"
 
 
 def queue_url(settings: Settings, jobs: JobSettings | None = None) -> str:
@@ -61,15 +66,25 @@ def get_queue(url: str) -> Huey:
     def train(run_id: int) -> None:
         execute_run(run_id, db=_worker_database(), jobs=JobSettings())
 
+    def features(collection_id: int, replace: bool) -> None:
+        run_features_job(collection_id, replace, db=_worker_database())
+
     # Registered by a call, not as a decorator: huey has no type information, and its untyped
     # decorator would make `train` untyped too.
     huey.train_task = huey.task(name=TRAIN_TASK)(train)
+    huey.features_task = huey.task(name=FEATURES_TASK)(features)
     return huey
 
 
 def enqueue_training(settings: Settings, run_id: int) -> None:
     """Put run ``run_id`` on the queue (the web process's only part in executing it)."""
     get_queue(queue_url(settings)).train_task(run_id)
+
+
+def enqueue_features(settings: Settings, collection_id: int, replace: bool) -> None:
+    """Put a features job of collection ``collection_id`` on the queue
+    (:func:`app.training.features.request_features` recorded it)."""
+    get_queue(queue_url(settings)).features_task(collection_id, replace)
 
 
 def pending_run_ids(huey: Huey) -> set[int]:

@@ -1,14 +1,17 @@
 """The training concept's SQL: the ``training_run`` rows (the only state of a run; every
 transition a worker or a sweep makes is a guarded UPDATE whose row count says whether this
-caller won it) and the collection's documents and queries a run trains on. Every function runs
+caller won it), the collection's documents and queries a run trains on, and the text features:
+what the extractor reads, which rows carry vectors, the write of the vectors, the collection's
+feature set and its features job. Every function runs
 in the caller's session ``s``."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import CursorResult, Update, case, select, update
+from sqlalchemy import CursorResult, Text, Update, and_, case, cast, func, select, update
 from sqlalchemy.orm import Session
 
 from app.kernel.models import Collection, Document, Query, Task, TrainingRun, utcnow
@@ -179,3 +182,148 @@ def query_descriptions(s: Any, collection_id: int) -> dict[str, str]:
 
 def task_by_id(s: Any, task_id: int) -> Task | None:
     return s.get(Task, task_id)  # type: ignore[no-any-return]
+
+
+def collection_by_id(s: Any, collection_id: int) -> Collection | None:
+    return s.get(Collection, collection_id)  # type: ignore[no-any-return]
+
+
+def texts_present(s: Any, collection_id: int) -> bool:
+    """Whether some document row of the collection has a title, text or HTML."""
+    found = s.execute(
+        select(Document.id)
+        .where(
+            Document.collection_id == collection_id,
+            (Document.title != "") | Document.text.is_not(None) | Document.html.is_not(None),
+        )
+        .limit(1)
+    ).first()
+    return found is not None
+
+
+#: A document row with a feature vector: neither SQL NULL nor the JSON ``null`` an ORM
+#: write of None stores.
+HAS_VECTOR = and_(Document.features.is_not(None), cast(Document.features, Text) != "null")
+
+
+def vector_counts(s: Any, collection_id: int) -> tuple[int, int]:
+    """(document rows, rows with a feature vector) of the collection."""
+    rows, with_vectors = s.execute(
+        select(func.count(Document.id), func.count(case((HAS_VECTOR, 1)))).where(
+            Document.collection_id == collection_id
+        )
+    ).one()
+    return int(rows or 0), int(with_vectors or 0)
+
+
+def first_with_vector(s: Any, collection_id: int) -> tuple[str, str] | None:
+    """(query id, document id) of the first document row with a feature vector."""
+    row = s.execute(
+        select(Query.external_id, Document.external_id)
+        .join(Query, Query.id == Document.query_id)
+        .where(Document.collection_id == collection_id, HAS_VECTOR)
+        .order_by(Document.id)
+        .limit(1)
+    ).first()
+    return None if row is None else (str(row[0]), str(row[1]))
+
+
+def distinct_documents(s: Any, collection_id: int) -> list[tuple[str, str, Any, Any]]:
+    """(doc id, title, text, html) of each distinct document id's first stored row, in row
+    order (content is per collection, so that row stands for all)."""
+    first = (
+        select(func.min(Document.id))
+        .where(Document.collection_id == collection_id)
+        .group_by(Document.external_id)
+    )
+    return list(
+        s.execute(
+            select(Document.external_id, Document.title, Document.text, Document.html)
+            .where(Document.id.in_(first))
+            .order_by(Document.id)
+        )
+    )
+
+
+def pools(s: Any, collection_id: int) -> dict[str, tuple[str, list[tuple[Any, ...]]]]:
+    """Per query (external id, import order): its text (title) and its document rows
+    ``(row id, document id, title, text, html, grade)`` in row order."""
+    out: dict[str, tuple[str, list[tuple[Any, ...]]]] = {}
+    for qid, title in s.execute(
+        select(Query.external_id, Query.title)
+        .where(Query.collection_id == collection_id)
+        .order_by(Query.id)
+    ):
+        out[str(qid)] = (str(title), [])
+    for qid, *row in s.execute(
+        select(
+            Query.external_id,
+            Document.id,
+            Document.external_id,
+            Document.title,
+            Document.text,
+            Document.html,
+            Document.grade,
+        )
+        .join(Query, Query.id == Document.query_id)
+        .where(Document.collection_id == collection_id)
+        .order_by(Document.id)
+    ):
+        out[str(qid)][1].append(tuple(row))
+    return out
+
+
+def store_vectors(s: Any, rows: Sequence[tuple[int, list[float], str]]) -> None:
+    """Set ``features`` and ``content_hash`` of every ``(row id, vector, hash)`` (one
+    executemany)."""
+    if rows:
+        s.execute(
+            update(Document),
+            [{"id": i, "features": vector, "content_hash": h} for i, vector, h in rows],
+        )
+
+
+def set_feature_set(s: Any, collection_id: int, feature_set: dict[str, Any] | None) -> None:
+    s.execute(
+        update(Collection).where(Collection.id == collection_id).values(feature_set=feature_set)
+    )
+
+
+def set_feature_job(s: Any, collection_id: int, job: dict[str, Any] | None) -> None:
+    s.execute(update(Collection).where(Collection.id == collection_id).values(feature_job=job))
+
+
+def graded_rows(s: Any, collection_id: int) -> int:
+    """Document rows of the collection with an imported grade."""
+    return int(
+        s.scalar(
+            select(func.count(Document.id)).where(
+                Document.collection_id == collection_id, Document.grade.is_not(None)
+            )
+        )
+        or 0
+    )
+
+
+def finished_topk_tasks(s: Any, collection_id: int) -> int:
+    """Finished top-k tasks of the collection."""
+    return int(
+        s.scalar(
+            select(func.count(Task.id)).where(
+                Task.collection_id == collection_id,
+                Task.method == "topk",
+                Task.status == "done",
+            )
+        )
+        or 0
+    )
+
+
+def row_fingerprint(s: Any, collection_id: int) -> tuple[int, int]:
+    """(document rows, highest row id) of the collection: changes with any import."""
+    count, top = s.execute(
+        select(func.count(Document.id), func.max(Document.id)).where(
+            Document.collection_id == collection_id
+        )
+    ).one()
+    return int(count or 0), int(top or 0)

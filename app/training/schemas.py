@@ -33,3 +33,22 @@ class TrainingRunOut(BaseModel):
     started_at: IsoTime | None
     heartbeat_at: IsoTime | None
     finished_at: IsoTime | None
+
+
+class FeaturesOut(BaseModel):
+    """What a collection's documents carry and the state of its last features job."""
+
+    collection_id: int
+    documents: int = Field(description="Document rows (one per query and document).")
+    with_features: int = Field(description="Rows with a feature vector.")
+    source: Literal["none", "imported", "text"] = Field(
+        description="none; imported (LETOR files); text (heapjudge's text features)"
+    )
+    feature_set: dict[str, Any] | None = Field(
+        description="name, version, column names, normalisation and parameters of "
+        "heapjudge's text features (null for imported vectors)"
+    )
+    job: dict[str, Any] | None = Field(
+        description="the last features job: status (queued, running, done, failed), times, "
+        "error, report (rows, queries, documents, seconds)"
+    )

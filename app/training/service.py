@@ -40,11 +40,13 @@ from app.kernel.db import Database
 from app.kernel.errors import Conflict, Invalid, NotFound
 from app.kernel.models import TrainingRun, utcnow
 from app.training import repository
+from app.training.features import check_computable
 from app.training.settings import JobSettings
 
 TRUTHS = ("imported", "study", "both")
 KINDS = ("graded", "topk")
 FINISHED = ("done", "failed", "cancelled")
+FEATURES = ("stored", "text")
 
 
 def make_estimator(model: str, params: dict[str, Any]) -> Any:
@@ -66,11 +68,15 @@ def make_estimator(model: str, params: dict[str, Any]) -> Any:
 def check_options(options: dict[str, Any] | None) -> dict[str, Any]:
     """Validated options with defaults filled in (see the module docstring)."""
     opts = dict(options or {})
-    unknown = sorted(set(opts) - {"truth", "kind", "folds", "k", "seed"})
+    unknown = sorted(set(opts) - {"truth", "kind", "folds", "k", "seed", "features"})
     if unknown:
         raise Invalid(
-            f"unknown option(s) {', '.join(unknown)}; allowed: truth, kind, folds, k, seed"
+            f"unknown option(s) {', '.join(unknown)}; allowed: truth, kind, folds, k, seed, "
+            "features"
         )
+    features = opts.get("features", "stored")
+    if features not in FEATURES:
+        raise Invalid(f"features must be one of {', '.join(FEATURES)}, got {features!r}")
     truth = opts.get("truth", "study")
     if truth not in TRUTHS:
         raise Invalid(f"truth must be one of {', '.join(TRUTHS)}, got {truth!r}")
@@ -91,7 +97,49 @@ def check_options(options: dict[str, Any] | None) -> dict[str, Any]:
     seed = opts.get("seed", 0)
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise Invalid(f"seed must be an integer, got {seed!r}")
-    return {"truth": truth, "kind": kind, "folds": folds, "k": k, "seed": seed}
+    return {
+        "truth": truth,
+        "kind": kind,
+        "folds": folds,
+        "k": k,
+        "seed": seed,
+        "features": features,
+    }
+
+
+def refuse_hopeless(s: Any, collection_id: int, opts: dict[str, Any]) -> None:
+    """In session ``s``, refuse at once a run that cannot succeed (NotFound, Conflict or
+    Invalid naming what is missing and what to do): features to train on (``stored``: some
+    document row has a vector; ``text``: they can be computed, as
+    :func:`app.training.features.check_computable` says) and truth of the kind asked
+    (imported grades; a finished top-k task)."""
+    if not repository.collection_exists(s, collection_id):
+        raise NotFound(f"no collection with id {collection_id}")
+    if opts["features"] == "text":
+        check_computable(s, collection_id, replace=False)
+    else:
+        _rows, with_vectors = repository.vector_counts(s, collection_id)
+        if not with_vectors:
+            raise Invalid(
+                f"no document of collection {collection_id} has a feature vector, so nothing "
+                "can be trained: compute heapjudge's text features first (POST "
+                f"/api/v1/admin/collections/{collection_id}/features, or heapjudge admin "
+                'features), train with options.features = "text", or attach LETOR vectors'
+            )
+    graded = repository.graded_rows(s, collection_id)
+    finished = repository.finished_topk_tasks(s, collection_id)
+    truth = opts["truth"]
+    if truth == "imported" and not graded:
+        raise Invalid(f"truth 'imported': no document of collection {collection_id} has a grade")
+    if truth == "study" and not finished:
+        raise Invalid(
+            f"truth 'study': collection {collection_id} has no finished top-k task to train on"
+        )
+    if truth == "both" and not (graded or finished):
+        raise Invalid(
+            f"truth 'both': collection {collection_id} has neither finished top-k tasks nor "
+            "imported grades"
+        )
 
 
 def describe(run: TrainingRun) -> dict[str, Any]:
@@ -133,8 +181,7 @@ def create_run(
     opts = check_options(options)
     limit = time_limit_seconds or (jobs or JobSettings()).training_time_limit_seconds
     with db.write() as s:
-        if not repository.collection_exists(s, collection_id):
-            raise NotFound(f"no collection with id {collection_id}")
+        refuse_hopeless(s, collection_id, opts)
         run = TrainingRun(
             collection_id=collection_id,
             model=model,

@@ -3,8 +3,8 @@
 Sub-routers: :mod:`.auth` (login/logout), :mod:`.assess` (my tasks, judging pages, done
 page), :mod:`.second_opinions` (second opinions, "ask me instead"); the admin pages:
 :mod:`.admin` (the admin home and the section's frame), :mod:`.collections`, :mod:`.imports`,
-:mod:`.planning`, :mod:`.pools`, :mod:`.exports`, :mod:`.runs`, :mod:`.users` and
-:mod:`.analysis`. Add a page module with one import and one ``include_router`` line below.
+:mod:`.planning`, :mod:`.pools`, :mod:`.exports`, :mod:`.runs`, :mod:`.users`, :mod:`.training`
+and :mod:`.analysis`. Add a page module with one import and one ``include_router`` line below.
 """
 
 from fastapi import APIRouter
@@ -24,6 +24,7 @@ from app.web import (  # noqa: E402
     pools,
     runs,
     second_opinions,
+    training,
     users,
 )
 
@@ -39,3 +40,4 @@ router.include_router(pools.router)
 router.include_router(exports.router)
 router.include_router(runs.router)
 router.include_router(users.router)
+router.include_router(training.router)

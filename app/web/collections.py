@@ -27,6 +27,7 @@ from app.kernel.errors import DomainError, Invalid
 from app.planning.fit import fitting_per_query, fitting_shifts, plan_fit
 from app.pools import service as pools
 from app.tasks import progress
+from app.training import features
 from app.users import service as users
 from app.web.admin import admin_page, admin_session, back, guarded_form, home_response
 from app.web.forms import FormErrors, error_text, form_errors, form_field, posted_values
@@ -114,9 +115,10 @@ async def collection_response(
 ) -> Response:
     """The collection page; ``export_form``/``export_error`` refill the export form and show
     why an export was refused; ``forms`` refills the other forms by name ("plan", "pools",
-    "import", "grades", "features", "settings", "guidelines"), ``errors`` lists why one was refused,
-    ``rechoose`` names the files chosen for it (to be chosen again); ``guidelines_preview``
-    is the sanitised HTML of guidelines not saved yet (shown instead of the saved ones)."""
+    "import", "grades", "features", "textfeatures", "settings", "guidelines"), ``errors`` lists
+    why one was refused, ``rechoose`` names the files chosen for it (to be chosen again);
+    ``guidelines_preview`` is the sanitised HTML of guidelines not saved yet (shown instead of
+    the saved ones)."""
     try:
         summary = await run_in_threadpool(
             collections.get_collection, db=db, collection_id=collection_id, viewer=None
@@ -124,6 +126,9 @@ async def collection_response(
         ctx = await _progress_context(db, collection_id)
         guidelines = await run_in_threadpool(
             collections.get_guidelines, db=db, collection_id=collection_id, viewer=None
+        )
+        text_features = await run_in_threadpool(
+            features.features_view, db=db, collection_id=collection_id
         )
     except DomainError as exc:
         return admin_page(
@@ -173,6 +178,7 @@ async def collection_response(
                 guidelines.html if guidelines_preview is None else guidelines_preview
             ),
             "guidelines_previewing": guidelines_preview is not None,
+            "text_features": text_features,
             **ctx,
         },
         status=status,

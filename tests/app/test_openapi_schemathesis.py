@@ -109,7 +109,13 @@ def _seed(url: str) -> None:
             tasks.create_task(
                 db=db, collection_id=coll.id, query_id=qid, assessor="alice", method=method, k=3
             )
-        training.create_run(db=db, collection_id=coll.id, model="focusednet", params={})
+        training.create_run(
+            db=db,
+            collection_id=coll.id,
+            model="focusednet",
+            params={},
+            options={"truth": "imported"},
+        )
     finally:
         db.dispose()
 

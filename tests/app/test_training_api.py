@@ -143,16 +143,33 @@ def test_bad_requests_change_nothing(api: Api, study: int) -> None:
     assert after == before
 
 
-def test_missing_truth_fails_the_run_not_the_api(api: Api, worker: Worker) -> None:
+def test_runs_that_cannot_succeed_are_refused_at_once(api: Api, study: int) -> None:
+    """No feature vectors and no extractor chosen, or no truth of the kind asked: 422 at
+    ``POST`` (not accepted, then failed by the worker), and no run recorded."""
     from app.collections.service import create_collection
 
     empty = create_collection(db=api.db, name="no-topk-yet")
-    run = _post(api, {"collection_id": empty.id, "model": "ranknet"})
-    got = wait_for(api, run["id"], finished)
-    assert got["status"] == "failed" and "no finished top-k task" in got["error"]
-    run = _post(api, {"collection_id": empty.id, "model": "ranknet", "options": {"folds": "letor"}})
-    got = wait_for(api, run["id"], finished)
-    assert got["status"] == "failed" and got["metrics"] is None
+    with api.db.read() as s:
+        before = s.scalar(select(TrainingRun.id).order_by(TrainingRun.id.desc()).limit(1))
+    cases = [
+        ({"collection_id": empty.id, "model": "ranknet"}, "has a feature vector"),
+        (
+            {"collection_id": empty.id, "model": "ranknet", "options": {"features": "text"}},
+            "no documents",
+        ),
+        (
+            {"collection_id": empty.id, "model": "ranknet", "options": {"folds": "letor"}},
+            "has a feature vector",
+        ),
+        ({"collection_id": study, "model": "ranknet", "options": {"features": "x"}}, "features"),
+    ]
+    for body, words in cases:
+        r = api.post("admin", "/api/v1/training-runs", json=body)
+        assert r.status_code == 422, (body, r.text)
+        assert words in json.dumps(r.json()["detail"]), (body, r.text)
+    with api.db.read() as s:
+        after = s.scalar(select(TrainingRun.id).order_by(TrainingRun.id.desc()).limit(1))
+    assert after == before
 
 
 def test_gets_never_write(api: Api, study: int) -> None:

@@ -6,6 +6,7 @@ cancel check and before the worker's final write."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -19,16 +20,35 @@ METRICS = {"mean_test": {"kappa_ndcg@5": 0.5}}
 
 @pytest.fixture(scope="module")
 def collection(api: Api) -> int:
+    """A collection a run can train on (graded documents with feature vectors): a run that
+    cannot succeed is refused at POST, before there is anything to cancel."""
     r = api.post("admin", "/api/v1/collections", json={"name": "cancel-races"})
     assert r.status_code == 201, r.text
-    return int(r.json()["id"])
+    cid = int(r.json()["id"])
+    lines = [
+        json.dumps({"query_id": "q1", "query": "q", "doc_id": f"d{i}", "features": [i], "grade": i})
+        for i in range(3)
+    ]
+    r = api.post(
+        "admin",
+        f"/api/v1/collections/{cid}/import",
+        content="\n".join(lines).encode(),
+        headers={"Content-Type": "application/x-ndjson"},
+    )
+    assert r.status_code == 200, r.text
+    return cid
 
 
 def _queued(api: Api, collection: int) -> int:
     r = api.post(
         "admin",
         "/api/v1/training-runs",
-        json={"collection_id": collection, "model": "ranknet", "params": {"epochs": 1}},
+        json={
+            "collection_id": collection,
+            "model": "ranknet",
+            "params": {"epochs": 1},
+            "options": {"truth": "imported"},
+        },
     )
     assert r.status_code == 202, r.text
     return int(r.json()["id"])

@@ -1,0 +1,281 @@
+"""Admin pages of the trainer (docs/admin-guide.md#training) and the text-features button.
+
+* ``GET /admin/collections/{id}/training`` — start a run (model, truth, kind, folds, features,
+  k, seed, hyperparameters as JSON, time limit) and the collection's runs with their status,
+  refreshed by the admin script from ``.../training/runs-fragment``;
+* ``POST /admin/collections/{id}/training`` — start it: the same use case as ``POST
+  /api/v1/training-runs``; a run that cannot succeed comes back on the page with the service's
+  message (422), nothing recorded;
+* ``GET /admin/training-runs/{id}`` — a run: status, progress, per-fold and mean test metrics,
+  error, cancel; refreshed from ``.../status-fragment``; ``POST .../cancel`` cancels it;
+* ``POST /admin/collections/{id}/features`` — the collection page's "Compute text features"
+  button: the features job of ``POST /api/v1/admin/collections/{id}/features``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import Response
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import FormData
+
+from app.auth import sessions
+from app.collections import service as collections
+from app.http.deps import DbDep, require_csrf_form
+from app.kernel.errors import DomainError, Invalid
+from app.training import features
+from app.training import service as training
+from app.training.jobs import enqueue_features, enqueue_training
+from app.web.admin import admin_page, admin_session, back, guarded_form
+from app.web.collections import collection_response
+from app.web.forms import FormErrors, error_text, form_errors, form_field, form_int, posted_values
+
+router = APIRouter()
+
+#: The models offered first in the form (the rest of the registry follows).
+FIRST_MODELS = ("listnet", "ranknet", "focusednet", "focusedboost", "topk-listmle")
+FORM_DEFAULTS = {
+    "model": "listnet",
+    "truth": "study",
+    "kind": "",
+    "folds": "auto",
+    "features": "stored",
+    "k": "",
+    "seed": "0",
+    "params": "{}",
+    "time_limit_seconds": "",
+}
+
+
+def model_names() -> list[str]:
+    """Every estimator name, the common ones first."""
+    from ranking.estimators import ESTIMATORS
+
+    return [*FIRST_MODELS, *sorted(m for m in ESTIMATORS if m not in FIRST_MODELS)]
+
+
+def run_options(form: FormData) -> tuple[str, dict[str, Any], dict[str, Any], int | None]:
+    """The start form as (model, params, options, time limit); Invalid naming the field."""
+    raw = form_field(form, "params") or "{}"
+    try:
+        params = json.loads(raw)
+    except ValueError as exc:
+        raise Invalid(f"hyperparameters must be a JSON object: {exc}") from None
+    if not isinstance(params, dict):
+        raise Invalid('hyperparameters must be a JSON object, e.g. {"epochs": 20}')
+    folds_text = form_field(form, "folds", "auto")
+    folds: str | int = (
+        int(folds_text) if folds_text.isascii() and folds_text.isdigit() else folds_text
+    )
+    options: dict[str, Any] = {
+        "truth": form_field(form, "truth", "study"),
+        "folds": folds,
+        "features": form_field(form, "features", "stored"),
+        "seed": form_int(form, "seed") or 0,
+    }
+    if kind := form_field(form, "kind"):
+        options["kind"] = kind
+    if (k := form_int(form, "k")) is not None:
+        options["k"] = k
+    return form_field(form, "model"), params, options, form_int(form, "time_limit_seconds")
+
+
+def run_view(run: dict[str, Any]) -> dict[str, Any]:
+    """A run as the pages show it: finished or not, and its progress in words."""
+    p = run.get("progress") or {}
+    if p.get("stage") == "fitting":
+        text = (
+            f"fold {p.get('fold', 0) + 1} of {p.get('folds', '?')}, iteration "
+            f"{p.get('iteration', 0)} of {p.get('iterations', '?')}"
+        )
+    else:
+        text = "" if p.get("stage") == "done" else str(p.get("stage") or "")
+    return {**run, "finished": run["status"] in training.FINISHED, "progress_text": text}
+
+
+async def _runs(db: Any, collection_id: int) -> list[dict[str, Any]]:
+    runs = await run_in_threadpool(training.list_runs, db=db, collection_id=collection_id)
+    return [run_view(r) for r in runs]
+
+
+async def training_response(
+    request: Request,
+    resolved: sessions.ResolvedSession,
+    db: Any,
+    collection_id: int,
+    *,
+    form: dict[str, Any] | None = None,
+    error: FormErrors | None = None,
+    status: int = 200,
+) -> Response:
+    """The training page of a collection; ``form``/``error`` refill a refused start form."""
+    try:
+        summary = await run_in_threadpool(
+            collections.get_collection, db=db, collection_id=collection_id, viewer=None
+        )
+        status_view = await run_in_threadpool(
+            features.features_view, db=db, collection_id=collection_id
+        )
+    except DomainError as exc:
+        return admin_page(
+            request,
+            resolved,
+            "error.html",
+            {"title": "Not found", "message": error_text(exc), "back_url": "/admin"},
+            status=exc.status_code,
+        )
+    return admin_page(
+        request,
+        resolved,
+        "training/training.html",
+        {
+            "collection": summary,
+            "features": status_view,
+            "models": model_names(),
+            "form": {**FORM_DEFAULTS, **(form or {})},
+            "error": error,
+            "runs": await _runs(db, collection_id),
+        },
+        status=status,
+    )
+
+
+@router.get("/admin/collections/{collection_id}/training")
+async def training_page(request: Request, collection_id: int, db: DbDep) -> Response:
+    resolved, early = await admin_session(request, db)
+    if early is not None:
+        return early
+    assert resolved is not None
+    return await training_response(request, resolved, db, collection_id)
+
+
+@router.get("/admin/collections/{collection_id}/training/runs-fragment")
+async def runs_fragment(request: Request, collection_id: int, db: DbDep) -> Response:
+    """The runs table alone (the page's script swaps it in every few seconds); 401 without a
+    session, not the login page, which the script would swap in."""
+    resolved, early = await admin_session(request, db)
+    if resolved is None:
+        return Response("session expired; reload the page", status_code=401)
+    if early is not None:
+        return early
+    return admin_page(
+        request, resolved, "training/_runs.html", {"runs": await _runs(db, collection_id)}
+    )
+
+
+@router.post(
+    "/admin/collections/{collection_id}/training", dependencies=[Depends(require_csrf_form)]
+)
+async def start_run(request: Request, collection_id: int, db: DbDep) -> Response:
+    resolved, form, early = await guarded_form(request)
+    if early is not None:
+        return early
+    try:
+        model, params, options, limit = run_options(form)
+        run = await run_in_threadpool(
+            training.create_run,
+            db=db,
+            collection_id=collection_id,
+            model=model,
+            params=params,
+            options=options,
+            time_limit_seconds=limit,
+        )
+        await run_in_threadpool(enqueue_training, db.settings, run["id"])
+    except DomainError as exc:
+        return await training_response(
+            request,
+            resolved,
+            db,
+            collection_id,
+            form=posted_values(form),
+            error=form_errors(exc, "The run was not started."),
+            status=exc.status_code,
+        )
+    return back(request, f"/admin/training-runs/{run['id']}", f"Training run {run['id']} queued.")
+
+
+async def _run_context(db: Any, run_id: int) -> dict[str, Any]:
+    run = await run_in_threadpool(training.get_run, db=db, run_id=run_id)
+    return {"run": run_view({**run, "model_json": None})}
+
+
+@router.get("/admin/training-runs/{run_id}")
+async def run_page(request: Request, run_id: int, db: DbDep) -> Response:
+    resolved, early = await admin_session(request, db)
+    if early is not None:
+        return early
+    assert resolved is not None
+    try:
+        ctx = await _run_context(db, run_id)
+    except DomainError as exc:
+        return admin_page(
+            request,
+            resolved,
+            "error.html",
+            {"title": "Not found", "message": error_text(exc), "back_url": "/admin"},
+            status=exc.status_code,
+        )
+    return admin_page(request, resolved, "training/run.html", ctx)
+
+
+@router.get("/admin/training-runs/{run_id}/status-fragment")
+async def run_fragment(request: Request, run_id: int, db: DbDep) -> Response:
+    """The run's status and metrics alone (refreshed by the page's script)."""
+    resolved, early = await admin_session(request, db)
+    if resolved is None:
+        return Response("session expired; reload the page", status_code=401)
+    if early is not None:
+        return early
+    try:
+        ctx = await _run_context(db, run_id)
+    except DomainError as exc:
+        return Response(error_text(exc), status_code=exc.status_code)
+    return admin_page(request, resolved, "training/_run.html", ctx)
+
+
+@router.post("/admin/training-runs/{run_id}/cancel", dependencies=[Depends(require_csrf_form)])
+async def cancel_run(request: Request, run_id: int, db: DbDep) -> Response:
+    _resolved, _form, early = await guarded_form(request)
+    if early is not None:
+        return early
+    url = f"/admin/training-runs/{run_id}"
+    try:
+        await run_in_threadpool(training.cancel_run, db=db, run_id=run_id)
+    except DomainError as exc:
+        return back(request, url, f"Not cancelled: {error_text(exc)}", "error")
+    return back(request, url, f"Training run {run_id} cancelled.")
+
+
+@router.post(
+    "/admin/collections/{collection_id}/features", dependencies=[Depends(require_csrf_form)]
+)
+async def compute_features(request: Request, collection_id: int, db: DbDep) -> Response:
+    """Queue the features job (``replace=1`` replaces imported vectors)."""
+    resolved, form, early = await guarded_form(request)
+    if early is not None:
+        return early
+    replace = form.get("replace") == "1"
+    try:
+        await run_in_threadpool(
+            features.request_features, db=db, collection_id=collection_id, replace=replace
+        )
+        await run_in_threadpool(enqueue_features, db.settings, collection_id, replace)
+    except DomainError as exc:
+        return await collection_response(
+            request,
+            resolved,
+            db,
+            collection_id,
+            forms={"textfeatures": posted_values(form)},
+            errors={"textfeatures": form_errors(exc, "The features were not computed.")},
+            status=exc.status_code,
+        )
+    return back(
+        request,
+        f"/admin/collections/{collection_id}#text-features",
+        "Text features queued: the worker computes them (reload to see when they are done).",
+    )
