@@ -153,18 +153,7 @@ async def collection_response(
             "collection": summary,
             "assessors": enabled,
             "strategies": strategy_names(),
-            "export_formats": list(exports.FORMATS.values()),
-            # Per format, why its default export would be empty (None: it has lines).
-            "export_empty": available,
-            "export_letor": exports.LETOR_FORMATS,
-            "export_no_features": exports.NO_FEATURES,
-            # The form's default: the first format with lines (qrels on a text collection
-            # with a finished top-k task), never a LETOR format without features.
-            "export_default": next(
-                (name for name, empty in available.items() if empty is None), "qrels"
-            ),
-            "export_form": export_form or {},
-            "export_error": export_error,
+            **export_context(available, export_form, export_error),
             "forms": filled,
             "errors": errors or {},
             "rechoose": list(rechoose),
@@ -183,6 +172,28 @@ async def collection_response(
         },
         status=status,
     )
+
+
+def export_context(
+    available: Mapping[str, str | None],
+    export_form: dict[str, str] | None,
+    export_error: str | None,
+) -> dict[str, Any]:
+    """The export form's part of the collection page: ``available`` says per format why its
+    default export would be empty (None: it has lines)."""
+    return {
+        "export_formats": list(exports.FORMATS.values()),
+        "export_empty": available,
+        "export_letor": exports.LETOR_FORMATS,
+        "export_no_features": exports.NO_FEATURES,
+        # The form's default: the first format with lines (qrels on a text collection with a
+        # finished top-k task), never a LETOR format without features.
+        "export_default": next(
+            (name for name, empty in available.items() if empty is None), "qrels"
+        ),
+        "export_form": export_form or {},
+        "export_error": export_error,
+    }
 
 
 def plan_defaults(assessors: Sequence[str]) -> dict[str, Any]:
