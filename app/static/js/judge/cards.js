@@ -109,10 +109,11 @@ export function initCards() {
 }
 
 /** A card out of view keeps the `hidden` attribute (app.css lays it out, transparent, under
- * the shown ones) and is kept from assistive technology too.
+ * the shown ones) and is kept from assistive technology and from the Tab order (inert).
  * @param {Card} card @param {boolean} shown */
 export function setShown(card, shown) {
   card.hidden = !shown;
+  card.inert = !shown;
   if (shown) card.removeAttribute("aria-hidden");
   else card.setAttribute("aria-hidden", "true");
 }
@@ -130,6 +131,7 @@ function makeCard() {
   }
   const title = document.createElement("h2");
   title.className = "doc-title";
+  title.tabIndex = 0; // a cut title is shown in full while focused (app.css)
   head.appendChild(title);
   const badge = document.createElement("span");
   badge.className = "doc-badge";
@@ -233,6 +235,7 @@ function setBadge(card, text, kind) {
 function setTitle(card, name) {
   const title = /** @type {HTMLElement} */ (card.querySelector(".doc-title"));
   title.textContent = name;
+  title.title = name;
   return title;
 }
 
@@ -255,7 +258,7 @@ export function showDocs(assign) {
       loadCard(card, doc.doc_id, frames.get(doc.doc_id) || documentRef(doc.doc_id));
     }
     const name = doc.title || doc.doc_id;
-    setTitle(card, name).title = name;
+    setTitle(card, name);
     frameOf(card).setAttribute("title",
       (SIDES[slot] ? SIDES[slot][0] + " document: " : "Document: ") + name);
     setSide(card, slot);
@@ -300,6 +303,11 @@ export function prefetch(seq) {
       visible.push(card);
     }
   }).catch(() => { /* prefetching is optional */ });
+}
+
+/** Every document title in full (wrapping), or cut to one line: T. */
+export function toggleFullTitles() {
+  if (docsBox) docsBox.classList.toggle("titles-full");
 }
 
 /** The card the scroll keys act on (outlined in a pair). @param {Card | undefined} card */
