@@ -69,6 +69,8 @@ INSTRUMENT = """
 () => {
   window.__lat = []; window.__lat2 = []; window.__blank = []; window.__keys = [];
   window.__painted = []; window.__long = [];
+  // Every framed document is a resource entry too: keep them all (the default buffer holds 250).
+  performance.setResourceTimingBufferSize(100000);
   try {
     new PerformanceObserver((list) => {
       for (const e of list.getEntries()) window.__long.push([e.startTime, e.duration]);

@@ -111,18 +111,6 @@ def frame_version(markup: str) -> str:
     return _version_of(markup)
 
 
-def frame_markup(
-    *,
-    text: str | None,
-    html_body: str | None,
-    title: str | None = None,
-    terms: frozenset[str] = frozenset(),
-) -> str:
-    """The framed document of :func:`render_frame` (plain str, served as the frame's own
-    response)."""
-    return render_frame(text=text, html_body=html_body, title=title, terms=terms).markup
-
-
 @lru_cache(maxsize=256)
 def highlight_terms(query_title: str) -> frozenset[str]:
     """The stems highlighted for a query (:func:`labeling.retrieval.highlight.query_terms`)."""

@@ -263,9 +263,9 @@ def test_judging_page_sandboxes_documents_and_escapes_everything(site: dict[str,
 def test_hostile_document_is_served_only_as_its_own_document(site: dict[str, Any]) -> None:
     """The hostile document d000 never appears in a page: its frame names its URL (escaped),
     and the text rendering escapes a plain-text document's markup."""
-    from app.web.page_data import frame_markup
+    from app.web.page_data import render_frame
 
-    text_doc = frame_markup(text="<script>x()</script> & more", html_body=None)
+    text_doc = render_frame(text="<script>x()</script> & more", html_body=None).markup
     assert "<script>" not in text_doc and "&lt;script&gt;x()&lt;/script&gt; &amp; more" in text_doc
 
     from app.web.templates import templates
