@@ -201,6 +201,7 @@ def test_logout_needs_csrf_and_kills_the_session(site: dict[str, Any]) -> None:
     resp = client.post("/logout", data={"csrf_token": token}, follow_redirects=False)
     assert resp.status_code == 303
     assert resp.headers["location"] == "/login"
+    assert resp.headers["clear-site-data"] == '"cache"'  # the documents the browser kept
     # The old cookie value is useless now, even if the browser kept it.
     client.cookies.set("heapjudge_session", raw_cookie)
     again = client.get("/tasks", follow_redirects=False)
