@@ -24,12 +24,14 @@ export default [
       "no-eval": "error",
       "no-implied-eval": "error",
       "no-new-func": "error",
-      // Markup only through the DOM (textContent, createElement), never from strings; a
-      // sandboxed frame's srcdoc is the one exception (a property, not parsed by the page).
+      // Markup only through the DOM (textContent, createElement), never from strings; and no
+      // srcdoc frame: a srcdoc document inherits the page's policy, so judged documents are
+      // framed from their own URLs, under their own (docs/security.md#html-from-users).
       "no-restricted-properties": ["error",
         { property: "innerHTML", message: "Build nodes instead (no markup from strings)." },
         { property: "outerHTML", message: "Build nodes instead (no markup from strings)." },
         { property: "insertAdjacentHTML", message: "Build nodes instead (no markup from strings)." },
+        { property: "srcdoc", message: "Frame a document by its URL (its own policy), not srcdoc." },
       ],
       "max-lines": ["error", { max: 600, skipBlankLines: true, skipComments: true }],
       "max-lines-per-function": ["error", { max: 80, skipBlankLines: true, skipComments: true }],

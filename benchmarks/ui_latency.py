@@ -6,7 +6,8 @@ app has no timing code beyond performance marks) to record:
 
 - t0: the keydown event (capture listener, ``performance.now()``);
 - the moment the page shows the next question: ``#judge-main[data-seq]`` changed and every frame
-  whose ``srcdoc`` was replaced has fired ``load``; then **painted** is the first animation frame
+  whose document was replaced (its ``src``, or ``srcdoc`` in versions before documents had
+  their own URLs) has fired ``load``; then **painted** is the first animation frame
   after that plus a posted task (the frame holding the swap has been rendered: the usual "next
   paint" probe), and **two frames** the second animation frame after it (the measure of earlier
   runs, which adds up to one frame interval, ~16.7 ms, to every figure).
@@ -68,6 +69,8 @@ INSTRUMENT = """
 () => {
   window.__lat = []; window.__lat2 = []; window.__blank = []; window.__keys = [];
   window.__painted = []; window.__long = [];
+  // Every framed document is a resource entry too: keep them all (the default buffer holds 250).
+  performance.setResourceTimingBufferSize(100000);
   try {
     new PerformanceObserver((list) => {
       for (const e of list.getEntries()) window.__long.push([e.startTime, e.duration]);
@@ -95,7 +98,8 @@ INSTRUMENT = """
   new MutationObserver((records) => {
     for (const r of records) {
       if (r.target === main && r.attributeName === 'data-seq') seqChanged = true;
-      if (r.target.tagName === 'IFRAME' && r.attributeName === 'srcdoc') {
+      if (r.target.tagName === 'IFRAME' &&
+          (r.attributeName === 'src' || r.attributeName === 'srcdoc')) {
         pending += 1;
         const visible = !r.target.closest('article').hidden;
         const set = performance.now();
@@ -107,7 +111,8 @@ INSTRUMENT = """
       }
     }
     check();
-  }).observe(main, {attributes: true, subtree: true, attributeFilter: ['data-seq', 'srcdoc']});
+  }).observe(main, {attributes: true, subtree: true,
+                    attributeFilter: ['data-seq', 'src', 'srcdoc']});
 }
 """
 

@@ -10,16 +10,19 @@ Three kinds of response, told apart by what the response itself says:
 
 - **HTML pages** (``text/html`` without a policy of their own: everything
   :func:`app.web.templates.render` returns): :data:`PAGE_HEADERS`, whose CSP is
-  :data:`PAGE_CSP`. Judged documents are shown in ``<iframe sandbox srcdoc=...>``; a
-  ``srcdoc`` document has no URL of its own, so it inherits the embedding page's policy: the
-  page CSP also binds the documents. Hence ``img-src data:`` (a document cannot load, or
-  beacon to, any URL), ``frame-src 'none'`` (a framed document cannot navigate itself to a
-  URL), and no inline script anywhere: pages pass data in ``<script type="application/json">``
-  blocks and ``data-`` attributes. No inline styles either (the pages' styles are in
-  ``app/static/css``), except on the judging pages (:data:`JUDGING_PAGE_PATHS`, policy
-  :data:`JUDGING_PAGE_CSP`), whose framed documents inherit the policy: there inline styles are
-  allowed, so judged HTML keeps its look; a style can only affect the frame it is in. A header,
-  not ``<meta>``: a meta CSP cannot set ``frame-ancestors`` and only applies once parsed;
+  :data:`PAGE_CSP`, the same for every page: no inline script and no inline style anywhere
+  (pages pass data in ``<script type="application/json">`` blocks and ``data-`` attributes;
+  the styles are in ``app/static/css``), ``img-src data:`` and ``frame-src 'self'`` (the
+  judging pages frame documents from this origin, nothing else). A header, not ``<meta>``: a
+  meta CSP cannot set ``frame-ancestors`` and only applies once parsed;
+- **judged documents** (``GET /tasks/{id}/document``, ``/second-opinions/{id}/document``,
+  :mod:`app.web.documents`): each framed document is a response of its own with
+  :data:`DOCUMENT_HEADERS`, whose CSP :data:`DOCUMENT_CSP` sandboxes it (no scripts, an
+  opaque origin, whatever embeds or opens it) and lets it load nothing: inline styles are
+  allowed *in the document's own response* (judged HTML keeps its look; a style can only
+  change its own frame), images only as ``data:``; it may be framed by this origin only.
+  Before, documents were ``srcdoc`` frames, which inherit the embedding page's policy, so the
+  judging pages had to allow inline styles;
 - **responses with their own CSP** (``/docs``, whose inline script is allowed by its hash):
   :data:`SECURITY_HEADERS`, their policy kept;
 - **everything else** (the JSON API, redirects, static files, errors):
@@ -32,8 +35,6 @@ header the response set itself is never replaced.
 """
 
 from __future__ import annotations
-
-import re
 
 from fastapi.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -67,7 +68,7 @@ PAGE_CSP = "; ".join(
         "img-src data:",
         "font-src 'none'",
         "connect-src 'self'",
-        "frame-src 'none'",
+        "frame-src 'self'",
         "child-src 'none'",
         "worker-src 'none'",
         "media-src 'none'",
@@ -79,12 +80,23 @@ PAGE_CSP = "; ".join(
     )
 )
 
-#: The policy of the judging pages: the page's, with inline styles for the framed documents
-#: (a ``srcdoc`` document inherits the page's policy; see the module docstring).
-JUDGING_PAGE_CSP = PAGE_CSP.replace("style-src 'self'", "style-src 'self' 'unsafe-inline'")
+#: The extra policy the judging page asks of its document frames (``<iframe csp=...>``, CSP
+#: Embedded Enforcement, honoured by Chromium): a judged document may use inline styles and
+#: ``data:`` images, and fetch nothing. :data:`DOCUMENT_CSP` is at least as strict, so the
+#: frame's own response satisfies it.
+FRAME_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 
-#: The pages that show judged documents in ``srcdoc`` frames: a task's and a second opinion's.
-JUDGING_PAGE_PATHS = re.compile(r"/(tasks|second-opinions)/[0-9]+")
+#: The policy of a judged document's own response (see the module docstring): sandboxed
+#: without any token, :data:`FRAME_CSP`, and framed by this origin only.
+DOCUMENT_CSP = "; ".join(
+    (
+        "sandbox",
+        FRAME_CSP,
+        "base-uri 'none'",
+        "form-action 'none'",
+        "frame-ancestors 'self'",
+    )
+)
 
 SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = (
     (b"x-content-type-options", b"nosniff"),
@@ -105,11 +117,14 @@ PAGE_HEADERS: tuple[tuple[bytes, bytes], ...] = (
     (b"cache-control", b"no-store"),
 )
 
-#: The headers of a judging page.
-JUDGING_PAGE_HEADERS: tuple[tuple[bytes, bytes], ...] = (
-    (b"content-security-policy", JUDGING_PAGE_CSP.encode()),
-    *PAGE_HEADERS[1:],
-)
+#: The headers of a judged document (:mod:`app.web.documents` adds its cache headers).
+DOCUMENT_HEADERS: dict[str, str] = {
+    "Content-Security-Policy": DOCUMENT_CSP,
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "SAMEORIGIN",
+    "Referrer-Policy": "no-referrer",
+    "Cross-Origin-Resource-Policy": "same-origin",
+}
 
 #: Sent when the public origin is https: browsers then refuse plain http for a year.
 HSTS = (b"strict-transport-security", b"max-age=31536000; includeSubDomains")
@@ -132,7 +147,6 @@ class SecurityHeadersMiddleware:
         self.app = app
         extra = (HSTS,) if https else ()
         self.page = PAGE_HEADERS + extra
-        self.judging_page = JUDGING_PAGE_HEADERS + extra
         self.own_policy = SECURITY_HEADERS + extra
         self.default = SECURITY_HEADERS + extra + ((_CSP, CONTENT_SECURITY_POLICY.encode()),)
         self.api = (*self.default, _NO_STORE)
@@ -141,9 +155,8 @@ class SecurityHeadersMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        path = scope.get("path", "")
-        is_api = path.startswith(API_PREFIX + "/")
-        page = self.judging_page if JUDGING_PAGE_PATHS.fullmatch(path) else self.page
+        is_api = scope.get("path", "").startswith(API_PREFIX + "/")
+        page = self.page
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":

@@ -25,13 +25,14 @@ from starlette.concurrency import run_in_threadpool
 from app.auth import sessions
 from app.collections import service as collections
 from app.http.deps import DbDep, web_session
+from app.http.middleware import FRAME_CSP
 from app.judging import pages
 from app.kernel.errors import Forbidden, NotFound
 from app.kernel.models import User
 from app.second_opinions import service as second_opinions
-from app.web import page_data
+from app.web import documents, page_data
 from app.web.auth import login_redirect
-from app.web.templates import FRAME_CSP, render
+from app.web.templates import render
 from labeling.protocol.types import GRADE_NAMES
 
 router = APIRouter()
@@ -198,12 +199,13 @@ async def judge_page(request: Request, db: DbDep, task_id: int) -> Response:
         # allow-list), so it may be embedded; the page CSP runs no inline script either way.
         "guidelines_html": Markup(guidelines.html),
     }
+    base = document_base(task_id)
     if page.method == "topk":
-        context["left"] = page_data.doc_view(question["pair"]["left"]).framed(terms)
-        context["right"] = page_data.doc_view(question["pair"]["right"]).framed(terms)
+        context["left"] = page_data.doc_view(question["pair"]["left"]).framed(base, terms)
+        context["right"] = page_data.doc_view(question["pair"]["right"]).framed(base, terms)
         template = "judging/pairwise.html"
     else:
-        context["document"] = page_data.doc_view(question["document"]).framed(terms)
+        context["document"] = page_data.doc_view(question["document"]).framed(base, terms)
         context["grade_names"] = GRADE_NAMES
         template = "judging/graded.html"
     return render(
@@ -236,7 +238,7 @@ def _boot(
         "done_url": f"/tasks/{page.task_id}/done",
         "login_url": f"/login?next=/tasks/{page.task_id}",
         "frame_csp": FRAME_CSP,
-        "frame_prefix": page_data.FRAME_PREFIX,
+        "document_url": document_base(page.task_id),
         "lookahead_url": f"/tasks/{page.task_id}/lookahead",
         "frames_url": f"/tasks/{page.task_id}/frames",
         "highlight": highlight,
@@ -265,9 +267,18 @@ async def _page_json(
     return (page_data.highlight_terms(title) if on else frozenset()), found
 
 
-def _framed_json(docs: list[dict[str, Any]], terms: frozenset[str]) -> list[dict[str, Any]]:
-    views = [page_data.doc_view(d) for d in docs]
-    return [{**d.as_json(), **d.framed(terms).as_json()} for d in views]
+def document_base(task_id: int) -> str:
+    """The URL of a task's framed documents (:func:`document`), without its query."""
+    return f"/tasks/{task_id}/document"
+
+
+def framed_json(
+    docs: list[dict[str, Any]], base: str, terms: frozenset[str]
+) -> list[dict[str, Any]]:
+    """The documents as the judging script loads them: ``doc_id``, ``title``, ``src`` (the
+    frame's URL) and ``anchors``; rendering them here also warms the renderer's cache for the
+    frames' own requests."""
+    return [page_data.doc_view(d).framed(base, terms).as_json() for d in docs]
 
 
 @router.get("/tasks/{task_id}/lookahead")
@@ -286,7 +297,8 @@ async def lookahead(
     if isinstance(found, Response):
         return found
     terms, ahead = found
-    framed = await run_in_threadpool(_framed_json, ahead.docs if ahead else [], terms)
+    docs = ahead.docs if ahead else []
+    framed = await run_in_threadpool(framed_json, docs, document_base(task_id), terms)
     return JSONResponse(
         {"seq": seq, "docs": framed, "next": ahead.next if ahead is not None else {}},
         headers={"Cache-Control": "no-store"},
@@ -312,8 +324,36 @@ async def frames(
     if isinstance(found, Response):
         return found
     terms, docs = found
-    framed = await run_in_threadpool(_framed_json, docs, terms)
+    framed = await run_in_threadpool(framed_json, docs, document_base(task_id), terms)
     return JSONResponse({"docs": framed}, headers={"Cache-Control": "no-store"})
+
+
+@router.get("/tasks/{task_id}/document")
+async def document(
+    request: Request,
+    db: DbDep,
+    task_id: int,
+    doc: Annotated[str, FastApiQuery(min_length=1, max_length=200)],
+    hl: int | None = None,
+    v: Annotated[str | None, FastApiQuery(max_length=64)] = None,
+) -> Response:
+    """One document of the caller's task, rendered, as its frame's own response
+    (:mod:`app.web.documents`: its own sandboxing policy and cache headers). 404 for a task
+    or document that does not exist or is not in the task, 403 for another assessor's task."""
+    found = await _page_json(
+        request,
+        db,
+        lambda user: pages.task_documents(db=db, user=user, task_id=task_id, doc_ids=[doc]),
+        hl,
+    )
+    if isinstance(found, Response):
+        return documents.uncached(found)
+    terms, docs = found
+    if not docs:
+        detail = {"detail": f"task {task_id} has no document {doc!r}"}
+        return documents.uncached(JSONResponse(detail, status_code=404))
+    frame = await run_in_threadpool(page_data.doc_view(docs[0]).rendered, terms)
+    return documents.document_response(request, frame, v)
 
 
 @router.get("/tasks/{task_id}/done")

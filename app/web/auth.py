@@ -166,6 +166,9 @@ async def logout(request: Request, db: DbDep) -> Response:
         await run_in_threadpool(sessions.delete_web_session, db, raw)
     response = RedirectResponse("/login", status_code=303)
     response.delete_cookie(sessions.SESSION_COOKIE, path="/")
+    # The judged documents this browser kept (private, for a day: app/web/documents.py) go
+    # with the session, so the next person at a shared computer cannot open them from the cache.
+    response.headers["Clear-Site-Data"] = '"cache"'
     if resolved is not None:
         set_flash(request, response, "You are logged out.", "success")
     return response

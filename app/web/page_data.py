@@ -8,21 +8,25 @@ question alike); documents for the frames and the lookahead from
 :func:`app.judging.pages.task_documents` and :func:`app.judging.pages.lookahead`
 (the judging loop's document cache).
 
-Documents are shown in ``<iframe sandbox srcdoc=...>``. :func:`render_frame` builds that
+Documents are shown in sandboxed frames, each loaded from its own URL
+(``GET /tasks/{id}/document?doc=...``, :mod:`app.web.documents`), so that a document is
+answered with its own policy and never inherits the page's. :func:`render_frame` builds that
 document on the server, the only place where it can be built, since nothing runs in the frame:
 a fixed prefix (charset, a readable default style, the "more below" cue) followed by the stored
 HTML, or by the escaped and reflowed plain text, with the query's words marked and reading
-anchors for keyboard scrolling (:mod:`labeling.retrieval.highlight`). The result is a plain ``str``
-(never
-``Markup``), so the template entity-encodes it into the attribute; the judging script gets the same
-string for later documents from ``GET /tasks/{id}/frames`` and ``/lookahead``.
+anchors for keyboard scrolling (:mod:`labeling.retrieval.highlight`). The page and the judging
+script get, per document, its URL (:meth:`FramedDoc.src`: the rendering's version in it, so the
+browser may keep it) and its number of anchors: in the page for the first question, from
+``GET /tasks/{id}/frames`` and ``/lookahead`` for later ones.
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
+from urllib.parse import urlencode
 
 from app.judging.pages import TaskPage
 from app.kernel.db import Database
@@ -71,7 +75,7 @@ def render_frame(
     title: str | None = None,
     terms: frozenset[str] = frozenset(),
 ) -> Marked:
-    """The ``srcdoc`` document for one judged document and its number of reading anchors.
+    """The framed document for one judged document and its number of reading anchors.
 
     HTML is kept as stored, with query words marked and reading anchors placed in its text
     runs (:func:`labeling.retrieval.highlight.mark_html`); plain text is escaped, reflowed into
@@ -96,15 +100,15 @@ def _render_frame_cached(
     return Marked(FRAME_PREFIX + body.markup + FRAME_SUFFIX, body.anchors)
 
 
-def frame_srcdoc(
-    *,
-    text: str | None,
-    html_body: str | None,
-    title: str | None = None,
-    terms: frozenset[str] = frozenset(),
-) -> str:
-    """The ``srcdoc`` string of :func:`render_frame` (plain str; the template escapes it)."""
-    return render_frame(text=text, html_body=html_body, title=title, terms=terms).markup
+@lru_cache(maxsize=FRAME_CACHE_SIZE)
+def _version_of(markup: str) -> str:
+    return hashlib.sha256(markup.encode("utf-8")).hexdigest()[:16]
+
+
+def frame_version(markup: str) -> str:
+    """A short fingerprint of a rendered document: part of its URL, so a URL names one
+    rendering and the browser may keep it (:mod:`app.web.documents`)."""
+    return _version_of(markup)
 
 
 @lru_cache(maxsize=256)
@@ -124,30 +128,47 @@ class DocView:
         """The document as the REST API returns it."""
         return {"doc_id": self.doc_id, "title": self.title, "text": self.text, "html": self.html}
 
-    def framed(self, terms: frozenset[str] = frozenset()) -> FramedDoc:
-        """This document rendered for its frame, highlighting ``terms``."""
-        frame = render_frame(text=self.text, html_body=self.html, title=self.title, terms=terms)
-        return FramedDoc(self.doc_id, self.title, frame.markup, frame.anchors)
+    def framed(self, base: str, terms: frozenset[str] = frozenset()) -> FramedDoc:
+        """This document rendered for its frame, highlighting ``terms``, served under ``base``
+        (the page's document URL, e.g. ``/tasks/7/document``)."""
+        frame = self.rendered(terms)
+        return FramedDoc(
+            self.doc_id,
+            self.title,
+            document_src(base, self.doc_id, bool(terms), frame),
+            frame.anchors,
+        )
 
-    @property
-    def srcdoc(self) -> str:
-        return self.framed().srcdoc
+    def rendered(self, terms: frozenset[str] = frozenset()) -> Marked:
+        """The framed document itself and its number of reading anchors."""
+        return render_frame(text=self.text, html_body=self.html, title=self.title, terms=terms)
+
+
+def document_src(base: str, doc_id: str, highlighted: bool, frame: Marked) -> str:
+    """The URL of a framed document: ``base?doc=ID&hl=0|1&v=VERSION``. The id is a query
+    parameter, not a path segment: an identifier may be ``.`` or ``..``, which a browser
+    would resolve as a dot segment of the path."""
+    query = urlencode(
+        {"doc": doc_id, "hl": "1" if highlighted else "0", "v": frame_version(frame.markup)}
+    )
+    return f"{base}?{query}"
 
 
 @dataclass(frozen=True, slots=True)
 class FramedDoc:
-    """A document as the judging page shows it: title, ``srcdoc`` and reading anchors."""
+    """A document as the judging page shows it: title, the URL of its frame and its number of
+    reading anchors (for keyboard scrolling)."""
 
     doc_id: str
     title: str
-    srcdoc: str
+    src: str
     anchors: int
 
     def as_json(self) -> dict[str, Any]:
         return {
             "doc_id": self.doc_id,
             "title": self.title,
-            "srcdoc": self.srcdoc,
+            "src": self.src,
             "anchors": self.anchors,
         }
 

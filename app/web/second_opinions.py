@@ -19,12 +19,13 @@ from fastapi.responses import JSONResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from app.http.deps import DbDep, require_csrf_form, web_session
+from app.http.middleware import FRAME_CSP
 from app.kernel.errors import DomainError
 from app.second_opinions import service as second_opinions
-from app.web import page_data
+from app.web import documents, page_data
 from app.web.assess import HIGHLIGHT_COOKIE, error_page, highlight_on
 from app.web.auth import login_redirect
-from app.web.templates import FRAME_CSP, render
+from app.web.templates import render
 
 router = APIRouter()
 
@@ -77,7 +78,7 @@ async def judge_page(request: Request, db: DbDep, item_id: int) -> Response:
         "done_url": "/second-opinions",
         "login_url": f"/login?next={base}",
         "frame_csp": FRAME_CSP,
-        "frame_prefix": page_data.FRAME_PREFIX,
+        "document_url": f"{base}/document",
         "lookahead_url": f"{base}/lookahead",
         "frames_url": f"{base}/frames",
         "highlight": highlight,
@@ -96,8 +97,8 @@ async def judge_page(request: Request, db: DbDep, item_id: int) -> Response:
         "not_relevant": False,
         "highlight": highlight,
         "second_opinion": info,
-        "left": page_data.doc_view(item["pair"]["left"]).framed(terms),
-        "right": page_data.doc_view(item["pair"]["right"]).framed(terms),
+        "left": page_data.doc_view(item["pair"]["left"]).framed(f"{base}/document", terms),
+        "right": page_data.doc_view(item["pair"]["right"]).framed(f"{base}/document", terms),
     }
     return render(
         request,
@@ -140,11 +141,41 @@ async def frames(
     if early is not None:
         return early
     assert item is not None
-    pair = item.get("pair") or {}
-    shown = {d["doc_id"]: d for d in pair.values()}
+    shown = _pair_docs(item)
     docs = [page_data.doc_view(shown[d]) for d in dict.fromkeys(ids) if d in shown]
-    framed = [{**d.as_json(), **d.framed(terms).as_json()} for d in docs]
+    base = f"/second-opinions/{item_id}/document"
+    framed = [d.framed(base, terms).as_json() for d in docs]
     return JSONResponse({"docs": framed}, headers={"Cache-Control": "no-store"})
+
+
+def _pair_docs(item: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The documents of a second opinion's question (its pair), by id."""
+    pair = item.get("pair") or {}
+    return {d["doc_id"]: d for d in pair.values()}
+
+
+@router.get("/second-opinions/{item_id}/document")
+async def document(
+    request: Request,
+    db: DbDep,
+    item_id: int,
+    doc: Annotated[str, FastApiQuery(min_length=1, max_length=200)],
+    hl: int | None = None,
+    v: Annotated[str | None, FastApiQuery(max_length=64)] = None,
+) -> Response:
+    """One document of the caller's second opinion, as its frame's own response
+    (:mod:`app.web.documents`): only the two of its question (the assignee sees nothing else
+    of the other assessor's task); 404 otherwise, 403 for another assessor's item."""
+    item, terms, early = await _own_item_terms(request, db, item_id, hl)
+    if early is not None:
+        return documents.uncached(early)
+    assert item is not None
+    found = _pair_docs(item).get(doc)
+    if found is None:
+        detail = {"detail": f"second opinion {item_id} does not show a document {doc!r}"}
+        return documents.uncached(JSONResponse(detail, status_code=404))
+    frame = await run_in_threadpool(page_data.doc_view(found).rendered, terms)
+    return documents.document_response(request, frame, v)
 
 
 @router.get("/second-opinions/{item_id}/lookahead")

@@ -7,10 +7,10 @@ untrusted.
 
 :func:`render` is what page routes call. It fills the context ``base.html`` needs
 (``current_user``, ``csrf_token``, ``flashes``, ``nav_active``, ``static_url``). The page's
-security headers (its CSP, which also binds the judged documents in their ``srcdoc`` frames)
-are set with every other response's, by
-:class:`app.http.middleware.SecurityHeadersMiddleware`.
-:data:`FRAME_CSP` is the extra policy of those frames.
+security headers are set with every other response's, by
+:class:`app.http.middleware.SecurityHeadersMiddleware`. :data:`FRAME_CSP` is the policy the
+judging pages ask of their document frames (``<iframe csp=...>``; the documents' own
+responses send a stricter one, :mod:`app.web.documents`).
 
 Flash messages survive one redirect in a cookie signed with the server secret (HMAC-SHA256),
 so a forged cookie cannot put words in the app's mouth; messages are autoescaped like
@@ -33,6 +33,7 @@ from fastapi.responses import HTMLResponse, Response
 from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, Undefined
 
+from app.http.middleware import FRAME_CSP
 from app.kernel.settings import templates_dir
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -40,9 +41,6 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 TEMPLATES_DIR = templates_dir()
 STATIC_DIR = Path(__file__).resolve().parents[1] / "static"
 
-#: Extra policy for the document frames (``<iframe csp=...>``, CSP Embedded Enforcement, honoured
-#: by Chromium): a judged document may use inline styles and data: images, and fetch nothing.
-FRAME_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 
 FLASH_COOKIE = "heapjudge_flash"
 

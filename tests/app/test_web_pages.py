@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from app.http.middleware import JUDGING_PAGE_CSP, PAGE_CSP
+from app.http.middleware import PAGE_CSP
 from app.kernel.settings import Settings
 from app.main import create_app
 from tests.e2e.web_support import add_user, init_db, relevance_docs, seed_task
@@ -201,6 +201,7 @@ def test_logout_needs_csrf_and_kills_the_session(site: dict[str, Any]) -> None:
     resp = client.post("/logout", data={"csrf_token": token}, follow_redirects=False)
     assert resp.status_code == 303
     assert resp.headers["location"] == "/login"
+    assert resp.headers["clear-site-data"] == '"cache"'  # the documents the browser kept
     # The old cookie value is useless now, even if the browser kept it.
     client.cookies.set("heapjudge_session", raw_cookie)
     again = client.get("/tasks", follow_redirects=False)
@@ -228,21 +229,22 @@ def test_judging_page_sandboxes_documents_and_escapes_everything(site: dict[str,
     login(client)
     resp = client.get(f"/tasks/{site['task'].task_id}")
     assert resp.status_code == 200
-    # The framed documents inherit the page's policy: inline styles there, nothing else more.
-    assert resp.headers["content-security-policy"] == JUDGING_PAGE_CSP
-    directives = dict(d.strip().split(" ", 1) for d in JUDGING_PAGE_CSP.split(";"))
-    assert directives["style-src"] == "'self' 'unsafe-inline'"
+    # The one page policy: documents are their own responses (tests/app/test_document_frames.py).
+    assert resp.headers["content-security-policy"] == PAGE_CSP
+    directives = dict(d.strip().split(" ", 1) for d in PAGE_CSP.split(";"))
+    assert directives["style-src"] == "'self'"
     assert directives["script-src"] == "'self'"
     assert 'style="' not in resp.text.split("<iframe", 1)[0]  # none in the page's own markup
     frames = tags(resp.text, "iframe")
     assert len(frames) == 2
     for frame in frames:
         assert "sandbox" in frame and frame["sandbox"] == ""  # no tokens at all
-        assert frame.get("srcdoc") is not None
+        assert frame.get("srcdoc") is None
+        assert str(frame.get("src")).startswith(f"/tasks/{site['task'].task_id}/document?doc=")
     raw_frames = re.findall(r"<iframe[^>]*>", resp.text)
     for raw in raw_frames:
         assert "allow-scripts" not in raw and "allow-same-origin" not in raw
-        assert "<script" not in raw  # srcdoc is entity-encoded
+        assert "<script" not in raw
     # The query title is escaped in the page body (and in the boot JSON).
     assert "<img src=x" not in resp.text
     assert "&lt;img src=x onerror=" in resp.text
@@ -259,13 +261,12 @@ def test_judging_page_sandboxes_documents_and_escapes_everything(site: dict[str,
         )
 
 
-def test_hostile_document_is_entity_encoded_in_srcdoc(site: dict[str, Any]) -> None:
-    """Find the page where the hostile document d000 is shown and check its frame."""
-    from app.web.page_data import frame_srcdoc
+def test_hostile_document_is_served_only_as_its_own_document(site: dict[str, Any]) -> None:
+    """The hostile document d000 never appears in a page: its frame names its URL (escaped),
+    and the text rendering escapes a plain-text document's markup."""
+    from app.web.page_data import render_frame
 
-    srcdoc = frame_srcdoc(text=None, html_body=HOSTILE_HTML)
-    assert isinstance(srcdoc, str) and type(srcdoc) is str  # never Markup
-    text_doc = frame_srcdoc(text="<script>x()</script> & more", html_body=None)
+    text_doc = render_frame(text="<script>x()</script> & more", html_body=None).markup
     assert "<script>" not in text_doc and "&lt;script&gt;x()&lt;/script&gt; &amp; more" in text_doc
 
     from app.web.templates import templates
@@ -278,14 +279,18 @@ def test_hostile_document_is_entity_encoded_in_srcdoc(site: dict[str, Any]) -> N
     class Doc:
         doc_id = "d000"
         title = "<b>bold</b>"
+        src = '/tasks/1/document?doc=d"000&hl=1&v=abc'
+        anchors = 1
 
-    doc = Doc()
-    doc.srcdoc = srcdoc  # type: ignore[attr-defined]
-    out = tmpl.render(doc=doc)
+    out = tmpl.render(doc=Doc())
     (frame,) = tags(out, "iframe")
-    assert frame["srcdoc"] == srcdoc  # the browser gets exactly the document back
-    assert "<script>" not in re.search(r"<iframe[^>]*>", out).group(0)  # type: ignore[union-attr]
+    assert frame["src"] == Doc.src  # the browser gets exactly the URL back
+    assert "srcdoc" not in frame
     assert "&lt;b&gt;bold&lt;/b&gt;" in out
+    client = site["client"]
+    login(client)
+    page = client.get(f"/tasks/{site['task'].task_id}")
+    assert "parent.document.title" not in page.text
 
 
 def test_graded_page_shows_five_grade_buttons(site: dict[str, Any]) -> None:
@@ -383,7 +388,8 @@ def test_lookahead_lists_the_possible_next_documents(site: dict[str, Any]) -> No
         assert nxt is not None
         expected += [d for d in (nxt.left, nxt.right) if d not in shown and d not in expected]
     assert got == expected
-    assert all("text" in d and "html" in d for d in resp.json()["docs"])
+    # URLs of the rendered documents (the frames preload them), not their text.
+    assert all(set(d) == {"doc_id", "title", "src", "anchors"} for d in resp.json()["docs"])
     # A stale seq gets nothing; someone else's task is refused.
     stale = client.get(f"/tasks/{tid}/lookahead", params={"seq": q["seq"] + 5})
     assert stale.status_code == 200 and stale.json()["docs"] == []

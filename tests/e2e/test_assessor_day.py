@@ -230,6 +230,21 @@ def test_highlighting_in_text_and_html_documents_and_the_toggle(
         f = page.locator(f"article[data-doc-id={doc_id}] iframe").element_handle().content_frame()
         return f.evaluate("() => [...document.querySelectorAll('mark')].map(m => m.textContent)")
 
+    def wait_marks(doc_id: str, expected: list[str]) -> None:
+        """The frame's marks once its new rendering (another URL) has loaded."""
+        from playwright.sync_api import Error as PlaywrightError
+
+        got: list[str] | None = None
+        for _ in range(100):
+            try:
+                got = marks(doc_id)
+            except PlaywrightError:  # the frame is navigating
+                got = None
+            if got == expected:
+                return
+            page.wait_for_timeout(100)
+        assert got == expected
+
     assert marks("t") == ["Roofing", "Solar", "panels", "flat", "roof"]
     assert marks("h") == ["Panels", "solar", "roof"]
     hframe = page.locator("article[data-doc-id=h] iframe").element_handle().content_frame()
@@ -241,16 +256,20 @@ def test_highlighting_in_text_and_html_documents_and_the_toggle(
     )
     page.wait_for_function(
         """() => [...document.querySelectorAll('article.doc:not([hidden]) iframe')]
-             .every(f => !f.srcdoc.includes('<mark>'))"""
+             .every(f => f.getAttribute('src').includes('hl=0'))"""
     )
-    page.wait_for_load_state("load")
+    wait_marks("t", [])
+    wait_marks("h", [])
     # The choice holds on the next page load (cookie).
     open_task(page, env, task.task_id)
-    assert "<mark>" not in (page.get_attribute("article[data-doc-id=t] iframe", "srcdoc") or "")
+    assert "hl=0" in str(page.get_attribute("article[data-doc-id=t] iframe", "src"))
+    page.wait_for_load_state("load")
+    assert marks("t") == []
     page.keyboard.press("h")
     page.wait_for_function(
-        "() => document.querySelector('article[data-doc-id=t] iframe').srcdoc.includes('<mark>')"
+        "() => document.querySelector('article[data-doc-id=t] iframe').src.includes('hl=1')"
     )
+    wait_marks("t", ["Roofing", "Solar", "panels", "flat", "roof"])
 
 
 # --------------------------------------------------------------------------- layout

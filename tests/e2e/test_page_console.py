@@ -3,8 +3,8 @@ Policy violation (no inline style or script anywhere: the page CSP has style-src
 script-src 'self'), no uncaught exception from the ES modules of app/static/js, and the
 module scripts really run (the judging loop answers, the plan form follows the ticks).
 
-The judging pages embed judged HTML with inline styles in srcdoc frames, which inherit the
-page's policy (app/http/security_headers.py JUDGING_PAGE_CSP): they show without a violation too.
+The judging pages frame judged HTML with inline styles from the documents' own URLs, under
+their own policy (app/web/documents.py): they show, styled, without a violation too.
 """
 
 from __future__ import annotations

@@ -357,7 +357,8 @@ def test_hostile_documents_do_nothing(env: dict[str, Any], ctx: Any) -> None:
     )
     answered: list[str] = []  # requests that got a response (that actually left the browser)
     failed: list[tuple[str, str | None]] = []
-    ctx.on("response", lambda r: answered.append(r.url))
+    statuses: dict[str, int] = {}
+    ctx.on("response", lambda r: (answered.append(r.url), statuses.setdefault(r.url, r.status)))
     ctx.on("requestfailed", lambda r: failed.append((r.url, r.failure)))
     page.goto(task_url)
     page.wait_for_selector("#judge-main[data-seq]")
@@ -402,12 +403,20 @@ def test_hostile_documents_do_nothing(env: dict[str, Any], ctx: Any) -> None:
     )
     assert after == chrome_before
     assert page.evaluate("() => document.body.hasAttribute('data-pwned')") is False
-    # No request left a document frame: the browser refused each one (CSP) before sending,
-    # and the server answered only the page's own requests.
-    blocked = {url for url, _why in failed}
-    assert all(url in blocked for url, main in requests if not main)
+    # A document frame sent no request of its own but one: its own document (loaded by the
+    # page). Its stylesheets and images were refused (its own CSP) before they were sent; its
+    # link may navigate the frame within this origin (the page's frame-src 'self'), but
+    # without the session (the sandboxed document has an opaque origin, so the SameSite
+    # session cookie stays home: the login redirect), to pages that refuse to be framed.
     base = env["server"].url
-    own = (task_url, base + "/static/css/app.css?v=", base + "/static/js/judge/")
+    blocked = {url for url, _why in failed}
+    link = base + "/tasks?from-frame-link"
+    from_frames = [url for url, main in requests if not main]
+    documents = [u for u in from_frames if u.startswith(f"{task_url}/document?doc=evil-")]
+    assert len(documents) == 2
+    assert all(u in blocked or u in documents or u == link for u in from_frames), from_frames
+    assert statuses.get(link, 303) == 303 and link not in blocked
+    own = (task_url, base + "/static/css/app.css?v=", base + "/static/js/judge/", link)
     assert answered and all(url.startswith(own) for url in answered), answered
     # The covering CSS stays inside its frame: the buttons are still what is under the mouse.
     box = page.locator("button[data-action=left]").bounding_box()

@@ -2,11 +2,12 @@
 /* What keys and buttons do: the answers (arrows/1/2/=/N for a pair, 1-5 for grades), undo,
  * pause, highlighting and the tools. A key held down is one press, and so is a double click. */
 import { canAct, judge, undoBackTo } from "./answer.js";
-import { briefly, rerenderFrames } from "./cards.js";
+import { briefly, rerenderFrames, toggleFullTitles } from "./cards.js";
 import { clock, leaveIdle, markInput, setPaused } from "./clock.js";
 import { notice } from "./notices.js";
 import { boot, els, focusHome, mark, state } from "./page.js";
 import { closePanel, MODAL, panelKey, togglePanel } from "./panels.js";
+import { toggleQuery } from "./query.js";
 import { retry, submitter } from "./requests.js";
 import { scrollKey } from "./scroll.js";
 
@@ -62,13 +63,16 @@ const actions = {
   comment: () => { togglePanel("comment"); },
   answers: () => { togglePanel("answers"); },
   guidelines: () => { togglePanel("guidelines", true); },
+  query: toggleQuery,
+  titles: toggleFullTitles,
 };
 for (let g = 0; g < 5; g++) actions["grade" + g] = gradeAction(g);
 
 /** @type {Record<string, string>} */
 const keymap = { "u": "undo", "U": "undo", "p": "pause", "P": "pause", "h": "highlight",
   "H": "highlight", "b": "broken", "B": "broken", "c": "comment", "C": "comment",
-  "a": "answers", "A": "answers", "g": "guidelines", "G": "guidelines", "?": "guidelines" };
+  "a": "answers", "A": "answers", "g": "guidelines", "G": "guidelines", "?": "guidelines",
+  "q": "query", "Q": "query", "t": "titles", "T": "titles" };
 if (boot.method === "topk") {
   keymap.ArrowLeft = "left"; keymap["1"] = "left";
   keymap.ArrowRight = "right"; keymap["2"] = "right";
@@ -91,11 +95,14 @@ function flash(name) {
   if (b) briefly(b, "pressed", 160);
 }
 
+/** What may be done while paused: the page's own layout, nothing that reads or answers. */
+const WHILE_PAUSED = new Set(["pause", "highlight", "query", "titles"]);
+
 /** @param {string} name */
 function run(name) {
   const fn = actions[name];
   if (!fn) return;
-  if (name !== "pause" && name !== "highlight" && clock.paused) {
+  if (!WHILE_PAUSED.has(name) && clock.paused) {
     notice("Paused. Press P (or the clock) to resume.", "warning", false, "paused");
     return;
   }

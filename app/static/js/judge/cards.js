@@ -1,7 +1,9 @@
 // @ts-check
 /* Document cards. Documents are rendered on the server for their sandboxed frames (query
- * words marked, text reflowed, reading anchors; /tasks/{id}/frames and /lookahead), since
- * nothing may run inside a frame.
+ * words marked, text reflowed, reading anchors), since nothing may run inside a frame, and
+ * each is loaded from its own URL (GET /tasks/{id}/document?doc=..., with its own policy;
+ * /tasks/{id}/frames and /lookahead give the URLs and anchor counts). The URL names one
+ * rendering, so the browser keeps it: a preloaded frame is a cached response.
  *
  * Cards are pooled by doc_id: a document that stays on screen, or moves to the other side,
  * keeps its already-loaded frame (placed with CSS `order`, never re-inserted, which would
@@ -18,6 +20,7 @@ import { appendSideNames, boot, SIDES, state } from "./page.js";
  * @typedef {object} CardState
  * @property {number} _anchors the document's anchor count
  * @property {number} _pos the anchor the frame is scrolled to
+ * @property {string} _src the URL of the frame's document
  * @property {boolean} _loaded its frame has loaded
  * @property {boolean} [_initial] rendered by the server with the page
  * @property {number} [_used] last use, for reuse of the least recent
@@ -27,7 +30,7 @@ import { appendSideNames, boot, SIDES, state } from "./page.js";
 
 export const frames = new FrameCache(24);
 
-function hlParam() { return boot.highlight ? "1" : "0"; }
+export function hlParam() { return boot.highlight ? "1" : "0"; }
 
 /** Fetch the rendered frames of the documents not yet cached (one request).
  * @param {string[]} ids @returns {Promise<boolean>} */
@@ -64,15 +67,17 @@ export function frameOf(card) {
   return /** @type {HTMLIFrameElement} */ (card.querySelector("iframe"));
 }
 
-/** "#top" is the document's top by definition (HTML: no element needed).
+/** "#top" is the document's top by definition (HTML: no element needed). The frame's own
+ * URL with another fragment: a navigation within its document, which scrolls and reloads
+ * nothing (a page may navigate its frame, though it cannot read it).
  * @param {Card} card */
 export function navigateFrame(card) {
   const frag = card._pos >= card._anchors ? "hj-end" : card._pos === 0 ? "top" : "hj-a" + card._pos;
   card.setAttribute("data-pos", String(card._pos));
-  if (!card._loaded) return; // applied on load
+  if (!card._loaded || !card._src) return; // applied on load
   try {
     const win = frameOf(card).contentWindow;
-    if (win) win.location.replace("about:srcdoc#" + frag);
+    if (win) win.location.replace(card._src + "#" + frag);
   } catch { /* a frame being replaced */ }
 }
 
@@ -81,6 +86,7 @@ function initCard(card) {
   card._anchors = parseInt(card.getAttribute("data-anchors") || "1", 10) || 1;
   card._pos = 0;
   card._loaded = false;
+  card._src = frameOf(card).getAttribute("src") || "";
   frameOf(card).addEventListener("load", () => {
     card._loaded = true;
     if (card._pos > 0) navigateFrame(card);
@@ -103,10 +109,11 @@ export function initCards() {
 }
 
 /** A card out of view keeps the `hidden` attribute (app.css lays it out, transparent, under
- * the shown ones) and is kept from assistive technology too.
+ * the shown ones) and is kept from assistive technology and from the Tab order (inert).
  * @param {Card} card @param {boolean} shown */
 export function setShown(card, shown) {
   card.hidden = !shown;
+  card.inert = !shown;
   if (shown) card.removeAttribute("aria-hidden");
   else card.setAttribute("aria-hidden", "true");
 }
@@ -124,6 +131,7 @@ function makeCard() {
   }
   const title = document.createElement("h2");
   title.className = "doc-title";
+  title.tabIndex = 0; // a cut title is shown in full while focused (app.css)
   head.appendChild(title);
   const badge = document.createElement("span");
   badge.className = "doc-badge";
@@ -141,8 +149,7 @@ function makeCard() {
   return card;
 }
 
-/** Load a rendered document into a card (a property assignment, not markup: the document
- * stays inside the sandboxed frame).
+/** Load a rendered document into a card: its frame navigates to the document's URL.
  * @param {Card} card @param {string} docId @param {RenderedDoc} rendered */
 export function loadCard(card, docId, rendered) {
   card._initial = false;
@@ -152,7 +159,15 @@ export function loadCard(card, docId, rendered) {
   card._loaded = false;
   card.setAttribute("data-anchors", String(card._anchors));
   card.setAttribute("data-pos", "0");
-  frameOf(card).srcdoc = rendered.srcdoc;
+  card._src = rendered.src;
+  frameOf(card).src = rendered.src;
+}
+
+/** A document's URL without its version, when /frames could not say it (the server then
+ * answers the current rendering, to be revalidated), and one anchor until it is known.
+ * @param {string} docId @returns {RenderedDoc} */
+export function documentRef(docId) {
+  return { src: boot.document_url + "?doc=" + encodeURIComponent(docId) + "&hl=" + hlParam(), anchors: 1 };
 }
 
 /** @param {Card} card @param {string} slot */
@@ -220,6 +235,7 @@ function setBadge(card, text, kind) {
 function setTitle(card, name) {
   const title = /** @type {HTMLElement} */ (card.querySelector(".doc-title"));
   title.textContent = name;
+  title.title = name;
   return title;
 }
 
@@ -239,10 +255,10 @@ export function showDocs(assign) {
     let card = wanted[i];
     if (!card) {
       card = spareCard(/** @type {Card[]} */ (wanted.filter(Boolean)).concat(shown));
-      loadCard(card, doc.doc_id, frames.get(doc.doc_id) || { srcdoc: "", anchors: 1 });
+      loadCard(card, doc.doc_id, frames.get(doc.doc_id) || documentRef(doc.doc_id));
     }
     const name = doc.title || doc.doc_id;
-    setTitle(card, name).title = name;
+    setTitle(card, name);
     frameOf(card).setAttribute("title",
       (SIDES[slot] ? SIDES[slot][0] + " document: " : "Document: ") + name);
     setSide(card, slot);
@@ -287,6 +303,11 @@ export function prefetch(seq) {
       visible.push(card);
     }
   }).catch(() => { /* prefetching is optional */ });
+}
+
+/** Every document title in full (wrapping), or cut to one line: T. */
+export function toggleFullTitles() {
+  if (docsBox) docsBox.classList.toggle("titles-full");
 }
 
 /** The card the scroll keys act on (outlined in a pair). @param {Card | undefined} card */

@@ -1,6 +1,7 @@
 // @ts-check
-/* Rendered documents by doc_id ({srcdoc, anchors, title}) from /frames and /lookahead, the
- * most recently added `max` kept (no DOM). */
+/* Rendered documents by doc_id ({src, anchors, title}: the URL of the frame's document and
+ * its reading anchors) from /frames and /lookahead, the most recently added `max` kept (no
+ * DOM; the documents themselves are in the browser's cache). */
 
 /** @typedef {import("./types.js").RenderedDoc} RenderedDoc */
 
@@ -22,10 +23,10 @@ export class FrameCache {
     return this.docs.has(docId);
   }
 
-  /** @param {{doc_id: string, srcdoc: string, anchors?: number, title?: string}} doc */
+  /** @param {{doc_id: string, src: string, anchors?: number, title?: string}} doc */
   add(doc) {
     // A document added again keeps its place in the order (as a Map's insertion order does).
-    this.docs.set(doc.doc_id, { srcdoc: doc.srcdoc, anchors: doc.anchors || 1, title: doc.title });
+    this.docs.set(doc.doc_id, { src: doc.src, anchors: doc.anchors || 1, title: doc.title });
     while (this.docs.size > this.max) {
       const oldest = this.docs.keys().next().value;
       if (oldest === undefined) break;

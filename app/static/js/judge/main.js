@@ -7,8 +7,9 @@
  * state), idle-clock.js and clock.js (honest active time), cards.js and scroll.js (the
  * documents' sandboxed frames), render.js (showing a question), submitter.js and requests.js
  * (nothing lost or doubled), answer.js and actions.js (keys and buttons), panels.js,
- * answers.js, broken.js and comment.js (the assessor tools). Performance marks (hj-key,
- * hj-sent, hj-response, hj-shown, hj-load) are read by benchmarks/ui_latency.py. */
+ * answers.js, broken.js and comment.js (the assessor tools), query.js (the query bar).
+ * Performance marks (hj-key, hj-sent, hj-response, hj-shown, hj-load) are read by
+ * benchmarks/ui_latency.py. */
 import { installActions } from "./actions.js";
 import { installAnswers } from "./answers.js";
 import { installBroken } from "./broken.js";
@@ -17,6 +18,7 @@ import { installClock } from "./clock.js";
 import { clearStored, notice, stored } from "./notices.js";
 import { boot, focusHome, hasBoot } from "./page.js";
 import { autoGuidelines, installPanels } from "./panels.js";
+import { installQuery } from "./query.js";
 import { detailText } from "./payload.js";
 import { render } from "./render.js";
 import { request, send } from "./requests.js";
@@ -40,6 +42,7 @@ function start(q) {
 }
 
 if (hasBoot) {
+  installQuery();
   installClock();
   initCards();
   installScrolling();

@@ -1,5 +1,6 @@
 // @ts-check
-/* One notice at a time, floating over the documents (it moves nothing), and the pending
+/* One notice at a time, on its own line above the documents (it covers neither the query nor
+ * the progress bar, and moves nothing), and the pending
  * request kept in sessionStorage so that a reload or a new login resends it. */
 import { els, state, storeKey } from "./page.js";
 
@@ -10,7 +11,7 @@ import { els, state, storeKey } from "./page.js";
 export function notice(text, level, withRetry, kind, autoHideMs) {
   if (state.noticeTimer) { clearTimeout(state.noticeTimer); state.noticeTimer = null; }
   els.noticeText.textContent = text;
-  els.notice.className = "notice notice-float notice-" + (level || "info");
+  els.notice.className = "notice notice-line notice-" + (level || "info");
   els.retry.hidden = !withRetry;
   els.notice.hidden = false;
   state.noticeKind = kind || null;

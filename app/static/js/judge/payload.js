@@ -35,10 +35,3 @@ export function challengerSide(q) {
   if (q.pair.right && c === q.pair.right.doc_id) return "right";
   return null;
 }
-
-/** @param {string} s @returns {string} */
-export function escapeHtml(s) {
-  const map = /** @type {Record<string, string>} */ (
-    { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" });
-  return String(s).replace(/[&<>"']/g, (c) => map[c]);
-}

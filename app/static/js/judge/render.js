@@ -6,13 +6,13 @@
  * hj-shown, and hj-load when the documents had not been preloaded; read by
  * benchmarks/ui_latency.py) time the path response -> documents swapped. */
 import {
-  cardOf, cards, fetchFrames, frames, loadCard, prefetch, setShown, showDocs, spareCard, touch,
+  cardOf, cards, documentRef, fetchFrames, frames, loadCard, prefetch, setShown, showDocs, spareCard, touch,
   whenLoaded,
 } from "./cards.js";
 import { clock, renderClock } from "./clock.js";
 import { clearStored } from "./notices.js";
 import { $, appendSideNames, boot, els, main, mark, SIDES, state } from "./page.js";
-import { challengerSide, escapeHtml } from "./payload.js";
+import { challengerSide } from "./payload.js";
 
 /** @typedef {import("./types.js").Question} Question */
 /** @typedef {import("./types.js").DocRef} DocRef */
@@ -69,17 +69,6 @@ function renderProgress(p) {
     (state.question && state.question.done ? " · finished" : " · about " + left + " left");
 }
 
-/** Only when the server's rendering could not be fetched: the plain text, escaped (a question
- * from /next carries it; one from an answer names its documents only). The frame's own policy
- * (boot.frame_csp) allows inline styles.
- * @param {DocRef} doc */
-function fallbackFrame(doc) {
-  const body = doc.html ? doc.html
-    : doc.text !== undefined ? '<div style="white-space:pre-wrap">' + escapeHtml(doc.text) + "</div>"
-    : "<p>This document could not be loaded. Reload the page to try again.</p>";
-  return { srcdoc: boot.frame_prefix + body, anchors: 1 };
-}
-
 /** @param {Question} q @returns {DocRef[]} */
 function questionDocs(q) {
   if (boot.method === "topk" && q.pair) return [q.pair.left, q.pair.right];
@@ -111,7 +100,8 @@ export function render(q) {
     const loading = docs.map((d) => {
       let card = cardOf(d.doc_id);
       if (!card) {
-        const rendered = frames.get(d.doc_id) || fallbackFrame(d);
+        // /frames failed: the document's URL without its version (loaded, not cached).
+        const rendered = frames.get(d.doc_id) || documentRef(d.doc_id);
         card = spareCard(keep);
         setShown(card, false);
         card.removeAttribute("data-slot");

@@ -1,8 +1,8 @@
 // @ts-check
 /* Scrolling a document from the keyboard: the page may not touch a frame's content (opaque
  * origin), but it may navigate it. Every rendered document carries empty anchors (hj-a0,
- * hj-a1, ... every few words, and hj-end); a scroll key navigates the frame to
- * about:srcdoc#hj-aN, a same-document navigation that scrolls and reloads nothing. The page
+ * hj-a1, ... every few words, and hj-end); a scroll key navigates the frame to its own URL
+ * with #hj-aN, a same-document navigation that scrolls and reloads nothing. The page
  * keeps each frame's anchor index; wheel turns are converted the same way. */
 import { cards, currentCard, docsBox, frameOf, navigateFrame, setCurrent } from "./cards.js";
 import { markInput } from "./clock.js";

@@ -56,7 +56,7 @@
  * @property {string} done_url
  * @property {string} login_url
  * @property {string} frame_csp
- * @property {string} frame_prefix
+ * @property {string} document_url the URL of the documents' frames, without a query
  * @property {string} lookahead_url
  * @property {string} frames_url
  * @property {boolean} highlight
@@ -70,9 +70,10 @@
  */
 
 /**
- * A rendered document for a sandboxed frame (/frames and /lookahead).
+ * A rendered document for a sandboxed frame (/frames and /lookahead): the URL it is loaded
+ * from (GET /tasks/{id}/document?doc=...&hl=...&v=...) and its reading anchors.
  * @typedef {object} RenderedDoc
- * @property {string} srcdoc
+ * @property {string} src
  * @property {number} anchors
  * @property {string} [title]
  */
