@@ -1,7 +1,9 @@
 """Peak memory of collection imports: NDJSON, SMART, TREC and LETOR files of about 30 MB.
 
-Writes one seeded collection of each format to a temporary directory, then imports each in its
-own subprocess through the service (``app.collections.service.import_ndjson`` for NDJSON,
+Writes one seeded collection of each format to a temporary directory (short NDJSON lines of
+about 160 bytes, so that what an import keeps per line shows; SMART and TREC documents of about
+70 words; LETOR rows of 46 features), then imports each in its own subprocess through the
+service (``app.collections.service.import_ndjson`` for NDJSON,
 ``app.collections.imports.import_files`` for the others) into a fresh SQLite database, and the
 NDJSON file once more over REST (``POST /api/v1/collections/{id}/import`` to a real uvicorn
 server on 127.0.0.1). For each it prints the files' size, the process's resident memory
@@ -49,8 +51,8 @@ def write_ndjson(directory: Path, size: int, rng: random.Random) -> dict[str, Pa
                 "query_id": f"q{q}",
                 "query": f"query {q} {WORDS[q % len(WORDS)]}",
                 "doc_id": f"d{i}",
-                "title": _text(rng, 6),
-                "text": _text(rng, 70),
+                "title": _text(rng, 2),
+                "text": _text(rng, 8),
                 "grade": i % 5,
             }
             fh.write(json.dumps(row) + "\n")
