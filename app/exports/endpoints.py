@@ -72,7 +72,14 @@ def export_response(db: DbDep, req: exports.ExportRequest) -> StreamingResponse:
 
 
 _RESPONSES: dict[int | str, dict[str, Any]] = {
-    200: {"content": {"text/plain": {}, "application/x-ndjson": {}, "text/csv": {}}}
+    200: {
+        "content": {
+            "text/plain": {},
+            "application/x-ndjson": {},
+            "text/csv": {},
+            "application/vnd.apache.parquet": {},
+        }
+    }
 }
 
 
