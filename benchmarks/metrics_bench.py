@@ -4,6 +4,7 @@ LETOR reader on all of MQ2008.
 
     python benchmarks/metrics_bench.py [--queries 100000] [--docs 100] [--repeat 3] [--no-ranx]
         [--file-queries 20000] [--file-docs 100] [--no-files] [--no-kernels]
+        [--runs 50] [--runs-queries 2000] [--no-runs]
 
 Files -> numbers: a seeded run (``qid Q0 doc rank score tag``, 100 documents per query, scores
 distinct within a query so that no tie order matters) and qrels (100 judged documents per
@@ -14,6 +15,12 @@ evaluate --preset ranx --metrics ndcg@10 --json``, and ranx's ``Qrels.from_file`
 ``Run.from_file`` and ``evaluate(qrels, run, "ndcg@10")`` (after one small warm-up run, so
 that numba's compiled-code cache is filled and not timed). The two NDCG@10 must agree to 6
 digits. An in-process breakdown of heapjudge's phases follows.
+
+Many runs: ``--runs`` runs (default 50) of ``--runs-queries`` queries (default 2,000: ranx's
+``compare`` on 50 runs of 20,000 queries would take tens of minutes and gigabytes here) against
+one qrels, scored by ``heapjudge evaluate`` and ``heapjudge compare`` on the folder and by
+ranx's ``compare`` (paired t-test) on the same files; wall and CPU time, peak memory against
+the qrels plus one run, and the ratios to ranx.
 
 Kernels: prints queries/second (best of ``--repeat``) and the peak memory traced while
 computing (numpy allocations are visible to tracemalloc), for heapjudge and, in the same run,
@@ -289,6 +296,131 @@ def bench_files(n_q: int, n_d: int, repeat: int, with_ranx: bool) -> None:
         phases(run_path, qrels_path)
 
 
+def write_campaign(directory: Path, n_q: int, n_d: int, n_runs: int, seed: int = 1) -> Path:
+    """Qrels (``qrels.txt``, as :func:`write_trec_pair`) and ``n_runs`` runs of the same
+    documents in ``directory/runs``: run r scores each document by its grade plus noise
+    whose spread grows with r (distinct scores within a query), so the runs differ in
+    quality and the pairs' differences in significance. Returns the runs folder."""
+    rng = np.random.default_rng(seed)
+    half = n_d // 2
+    docs = [rng.choice(5_000_000, size=n_d + half, replace=False) for _ in range(n_q)]
+    grades = [rng.integers(0, 5, size=n_d) for _ in range(n_q)]
+    with (directory / "qrels.txt").open("w") as fh:
+        for q in range(n_q):
+            fh.write(
+                "".join(
+                    f"q{q + 1} 0 doc{d} {g}\n"
+                    for d, g in zip(docs[q][half:].tolist(), grades[q].tolist(), strict=True)
+                )
+            )
+    folder = directory / "runs"
+    folder.mkdir()
+    for r in range(n_runs):
+        with (folder / f"run{r:02d}.txt").open("w") as fh:
+            for q in range(n_q):
+                # the retrieved half that is judged carries its grade as signal
+                signal = np.zeros(n_d)
+                signal[half:] = grades[q][: n_d - half]
+                noisy = signal + rng.normal(0, 1 + r / 10, size=n_d)
+                ranks = np.argsort(-noisy, kind="stable")
+                score = (np.arange(n_d, 0, -1) / n_d).tolist()
+                ids = docs[q][ranks].tolist()
+                fh.write(
+                    "".join(
+                        f"q{q + 1} Q0 doc{d} {i + 1} {score[i]:.6f} r{r}\n"
+                        for i, d in enumerate(ids)
+                    )
+                )
+    return folder
+
+
+_RANX_COMPARE = """
+import json, sys
+from pathlib import Path
+from ranx import Qrels, Run, compare
+qrels = Qrels.from_file(sys.argv[1], kind="trec")
+runs = []
+for path in sorted(Path(sys.argv[2]).iterdir()):
+    run = Run.from_file(str(path), kind="trec")
+    run.name = path.name
+    runs.append(run)
+report = compare(qrels, runs, metrics=["ndcg@10"], stat_test="student", max_p=0.05)
+means = {name: report.results[name]["ndcg@10"] for name in report.model_names}
+print(json.dumps({"means": means}))
+"""
+
+
+def bench_campaign(n_q: int, n_d: int, n_runs: int, with_ranx: bool) -> None:
+    """Many runs against one qrels: ``heapjudge evaluate`` and ``heapjudge compare`` on a
+    folder (the qrels read once, one run in memory at a time) against ranx's ``compare``
+    (paired t-test) on the same files, each in its own subprocess."""
+    with tempfile.TemporaryDirectory() as tmp:
+        t0 = time.perf_counter()
+        folder = write_campaign(Path(tmp), n_q, n_d, n_runs)
+        qrels = Path(tmp) / "qrels.txt"
+        size = (qrels.stat().st_size + sum(p.stat().st_size for p in folder.iterdir())) / 2**20
+        one = (qrels.stat().st_size + next(folder.iterdir()).stat().st_size) / 2**20
+        print(
+            f"\n{n_runs} runs against one qrels: {n_q:,} queries x {n_d} documents each, "
+            f"{size:.0f} MiB in all, qrels + one run {one:.0f} MiB (written in "
+            f"{time.perf_counter() - t0:.1f} s); NDCG@10, paired t-test"
+        )
+        cli = [sys.executable, "-m", "app.cli"]
+        common = ["--qrels", str(qrels), "--preset", "ranx", "--json"]
+        rows: dict[str, tuple[float, float, float, dict[str, float]]] = {}
+        wall, cpu, rss, out = timed_subprocess(
+            [*cli, "evaluate", *common, "--run", str(folder), "--metrics", "ndcg@10"]
+        )
+        board = json.loads(out)
+        rows["heapjudge evaluate (folder)"] = (wall, cpu, rss, _board_means(board))
+        wall, cpu, rss, out = timed_subprocess(
+            [*cli, "compare", *common, "--runs", str(folder), "--metric", "ndcg@10", "--test", "t"]
+        )
+        result = json.loads(out)
+        rows["heapjudge compare --test t"] = (
+            wall,
+            cpu,
+            rss,
+            {r["run"]: r["mean"] for r in result["runs"]},
+        )
+        if with_ranx:
+            try:
+                import ranx  # noqa: F401
+            except ImportError:
+                print("  ranx not installed: pip install ranx (or .[bench]) to compare")
+            else:
+                small = Path(tmp) / "small"
+                small.mkdir()
+                warm = write_campaign(small, 20, 10, 2)  # numba's compiled-code cache, untimed
+                timed_subprocess(
+                    [sys.executable, "-c", _RANX_COMPARE, str(small / "qrels.txt"), str(warm)]
+                )
+                wall, cpu, rss, out = timed_subprocess(
+                    [sys.executable, "-c", _RANX_COMPARE, str(qrels), str(folder)]
+                )
+                rows["ranx compare (student)"] = (wall, cpu, rss, json.loads(out)["means"])
+        for name, (wall, cpu, rss, _) in rows.items():
+            print(
+                f"  {name:30s} {wall:7.2f} s wall {cpu:7.2f} s CPU  peak RSS {rss:6.0f} MiB "
+                f"({rss / one:.1f}x qrels + one run)"
+            )
+        if "ranx compare (student)" in rows:
+            theirs = rows["ranx compare (student)"]
+            for name in ("heapjudge evaluate (folder)", "heapjudge compare --test t"):
+                ours = rows[name]
+                agree = all(f"{ours[3][k]:.3f}" == f"{theirs[3][k]:.3f}" for k in theirs[3])
+                print(
+                    f"  {name}: {theirs[0] / ours[0]:.1f}x faster than ranx in wall time, "
+                    f"{theirs[1] / ours[1]:.1f}x in CPU time; means agree to 3 digits: {agree}"
+                )
+
+
+def _board_means(board: Any) -> dict[str, float]:
+    """The mean NDCG@10 of each run of ``heapjudge evaluate --json`` over several runs."""
+    runs = board["runs"] if isinstance(board, dict) and "runs" in board else board
+    return {r["run"]: r["metrics"]["ndcg@10"]["mean"] for r in runs}
+
+
 def phases(run_path: Path, qrels_path: Path) -> None:
     """heapjudge's phases in this process (CPU seconds; the CSV reader uses threads)."""
     from ranking.evaluate import evaluate_columns
@@ -322,8 +454,21 @@ def main() -> None:
     ap.add_argument("--file-docs", type=int, default=100)
     ap.add_argument("--no-files", action="store_true", help="skip files -> numbers")
     ap.add_argument("--no-kernels", action="store_true", help="skip the kernel figures")
+    ap.add_argument("--runs", type=int, default=50, help="runs of the many-runs case")
+    ap.add_argument(
+        "--runs-queries",
+        type=int,
+        default=2_000,
+        help="queries of each run in the many-runs case (ranx's compare on 50 runs of 20,000 "
+        "queries takes tens of minutes and gigabytes; the default scales it down)",
+    )
+    ap.add_argument("--no-runs", action="store_true", help="skip the many-runs case")
     args = ap.parse_args()
 
+    # The many-runs case first: a child's peak RSS counts the pages it shares with this
+    # process when it starts, and the in-process phases of the files case grow this one.
+    if not args.no_runs:
+        bench_campaign(args.runs_queries, args.file_docs, args.runs, not args.no_ranx)
     if not args.no_files:
         bench_files(args.file_queries, args.file_docs, args.repeat, not args.no_ranx)
     if args.no_kernels:

@@ -138,10 +138,10 @@ def import_(
     from app.kernel.errors import DomainError
 
     try:
-        data = file.read_bytes()
+        data = file.open("rb")  # read line by line by the import, never whole
     except OSError as exc:
         fail(f"cannot read {file}: {exc.strerror or exc}")
-    with database(database_url, create=True) as db:
+    with data, database(database_url, create=True) as db:
         try:
             coll = collections.get_or_create_collection(db=db, name=collection)
             report = collections.import_ndjson(db=db, collection_id=coll.id, data=data)

@@ -36,8 +36,9 @@ features to existing documents: :mod:`app.collections.attach`.
 
 from __future__ import annotations
 
+import itertools
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -130,36 +131,38 @@ def import_files(
 
     notes: list[str] = []
     qrels_read: list[str] = []
+    # (query, document) of each row handed over, to name them in errors (the rows themselves
+    # are made, encoded and imported one at a time: docs/performance.md#imports).
+    keys: list[tuple[str, str]] = []
     try:
-        rows = list(
-            _rows(
-                kind,
-                files,
-                pairing=pairing,
-                qrels_format=qrels_format,
-                run_depth=run_depth,
-                unjudged_grade=unjudged_grade,
-                include_narrative=include_narrative,
-                ignore_unknown_qrels=ignore_unknown_qrels,
-                max_rows=db.settings.import_max_lines,
-                notes=notes,
-                qrels_read=qrels_read,
-            )
+        rows = _rows(
+            kind,
+            files,
+            pairing=pairing,
+            qrels_format=qrels_format,
+            run_depth=run_depth,
+            unjudged_grade=unjudged_grade,
+            include_narrative=include_narrative,
+            ignore_unknown_qrels=ignore_unknown_qrels,
+            max_rows=db.settings.import_max_lines,
+            notes=notes,
+            qrels_read=qrels_read,
+        )
+        payload = _ndjson_lines(rows, keys)
+        first = next(payload, None)  # the parsers' errors come before the first row
+        if first is None:
+            raise Invalid("the files produce no (query, document) rows to import")
+        report = collections.import_ndjson(
+            db=db, collection_id=collection_id, data=itertools.chain([first], payload)
         )
     except SourceError as err:
         raise source_invalid(err) from None
-    if not rows:
-        raise Invalid("the files produce no (query, document) rows to import")
-    # One NDJSON line per row, handed over lazily (the import reads line by line).
-    payload = ((json.dumps(r, ensure_ascii=False) + "\n").encode("utf-8") for r in rows)
-    try:
-        report = collections.import_ndjson(db=db, collection_id=collection_id, data=payload)
     except Invalid as err:
-        raise _explain_rows(err, rows) from None
+        raise _explain_rows(err, keys) from None
     return AdminImportReport(
         collection_id=collection_id,
         kind=kind,
-        rows=len(rows),
+        rows=len(keys),
         queries_created=report.queries_created,
         documents_created=report.documents_created,
         documents_unchanged=report.documents_unchanged,
@@ -255,21 +258,28 @@ def _pairing_notes(
     return notes
 
 
-def _explain_rows(err: Invalid, rows: list[dict[str, Any]]) -> Invalid:
+def _ndjson_lines(rows: Iterable[dict[str, Any]], keys: list[tuple[str, str]]) -> Iterator[bytes]:
+    """One NDJSON line per row, made as the import reads it; each row's key noted in ``keys``."""
+    for r in rows:
+        keys.append((r["query_id"], r["doc_id"]))
+        yield (json.dumps(r, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def _explain_rows(err: Invalid, keys: list[tuple[str, str]]) -> Invalid:
     """Translate the NDJSON import's line numbers (of our generated rows) into query/doc ids."""
     if not isinstance(err.detail, list):
         return err
     items = []
     for item in err.detail:
         line = item.get("line", 0) if isinstance(item, dict) else 0
-        if isinstance(item, dict) and 1 <= line <= len(rows):
-            row = rows[line - 1]
+        if isinstance(item, dict) and 1 <= line <= len(keys):
+            query_id, doc_id = keys[line - 1]
             items.append(
                 {
                     "file": "(generated row)",
                     "line": line,
-                    "query_id": row["query_id"],
-                    "doc_id": row["doc_id"],
+                    "query_id": query_id,
+                    "doc_id": doc_id,
                     "msg": item.get("msg", ""),
                 }
             )

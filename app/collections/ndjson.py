@@ -6,9 +6,10 @@
 
 ``query_id``, ``query`` and ``doc_id`` are required (ids: strings, or integers which are
 stored as their decimal string); everything else is optional; unknown keys are errors (a typo
-must not silently drop data). Blank lines are skipped. :func:`parse_ndjson` decodes (strict
+must not silently drop data). Blank lines are skipped. :func:`check_ndjson` decodes (strict
 UTF-8) and validates every line and the file's consistency, reporting every problem with its
-1-based line number (up to :data:`MAX_REPORTED_ERRORS`); the write is
+1-based line number (up to :data:`MAX_REPORTED_ERRORS`), keeping digests only;
+:func:`record_batches` reads the records again in bounded batches for the write,
 :func:`app.collections.service.import_ndjson`.
 """
 
@@ -18,6 +19,7 @@ import hashlib
 import io
 import json
 import math
+import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import IO, Any
@@ -237,26 +239,65 @@ def _check_line(number: int, obj: Any, errors: ImportErrors, max_chars: int) -> 
 #: What an NDJSON import reads: the whole file, a binary file object, or its lines.
 NdjsonSource = bytes | IO[bytes] | Iterable[bytes]
 
-
-def _byte_lines(data: NdjsonSource) -> Iterator[bytes]:
-    """The source's lines (each ending in ``\\n`` except perhaps the last), read lazily."""
-    if isinstance(data, bytes | bytearray | memoryview):
-        yield from io.BytesIO(bytes(data))
-    else:
-        yield from data
+#: A batch of records ends at this many lines or bytes, whichever comes first: what the
+#: import holds in memory at once (docs/performance.md#imports).
+BATCH_LINES = 1000
+BATCH_BYTES = 4 << 20
 
 
-def parse_ndjson(data: NdjsonSource, *, max_lines: int, max_chars: int) -> list[NdjsonLine]:
-    """Decode and validate every line, and the file's internal consistency; Invalid (422)
-    with line-numbered errors if anything is wrong.
+class Replayable:
+    """An NDJSON source that can be read twice: the import validates the whole file in a
+    first pass, then reads it again to write it (:func:`app.collections.service.import_ndjson`).
 
-    ``data`` is read line by line (a spooled upload is never held in memory as a whole; only
-    the validated records are), each line decoded as strict UTF-8 on its own, so every bad
-    line is reported, not just the first."""
-    errors = ImportErrors()
-    lines: list[NdjsonLine] = []
+    Bytes and seekable files are read again from where they started; any other iterable of
+    lines is copied to a temporary file on disk as the first pass reads it. Use as a context
+    manager (the copy is deleted on exit)."""
+
+    def __init__(self, data: NdjsonSource) -> None:
+        self._data = data
+        self._start = 0
+        self._spool: IO[bytes] | None = None
+
+    def __enter__(self) -> Replayable:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._spool is not None:
+            self._spool.close()
+
+    def first(self) -> Iterator[bytes]:
+        """The source's lines (each ending in ``\\n`` except perhaps the last), read lazily."""
+        data = self._data
+        if isinstance(data, bytes | bytearray | memoryview):
+            yield from io.BytesIO(bytes(data))
+        elif isinstance(data, io.IOBase) and data.seekable():
+            self._start = data.tell()
+            yield from data
+        else:
+            self._spool = tempfile.TemporaryFile()  # noqa: SIM115 (closed by __exit__)
+            for line in data:
+                self._spool.write(line)
+                yield line
+
+    def again(self) -> Iterator[bytes]:
+        """The same lines once more."""
+        data = self._data
+        if isinstance(data, bytes | bytearray | memoryview):
+            yield from io.BytesIO(bytes(data))
+            return
+        fh = self._spool if self._spool is not None else data
+        assert isinstance(fh, io.IOBase)
+        fh.seek(0 if self._spool is not None else self._start)
+        yield from fh
+
+
+def _records(
+    lines: Iterable[bytes], errors: ImportErrors, *, max_lines: int, max_chars: int
+) -> Iterator[tuple[NdjsonLine, int]]:
+    """Each valid record with the bytes of its line; every bad line is added to ``errors``.
+    Each line is decoded as strict UTF-8 on its own, so every bad line is reported."""
     offset = 0
-    for number, chunk in enumerate(_byte_lines(data), start=1):
+    for number, chunk in enumerate(lines, start=1):
         if number > max_lines:
             raise Invalid(f"too many lines: more than {max_lines}")
         start, offset = offset, offset + len(chunk)
@@ -275,45 +316,94 @@ def parse_ndjson(data: NdjsonSource, *, max_lines: int, max_chars: int) -> list[
             continue
         parsed = _check_line(number, obj, errors, max_chars)
         if parsed is not None:
-            lines.append(parsed)
-    if not lines and not errors.total:
+            yield parsed, len(chunk)
+
+
+def check_ndjson(lines: Iterable[bytes], *, max_lines: int, max_chars: int) -> int:
+    """Decode and validate every line, and the file's internal consistency; the number of
+    records, or Invalid (422) with line-numbered errors if anything is wrong.
+
+    Streams: only digests of what the consistency checks compare are kept
+    (:class:`FileState`), never the records."""
+    errors = ImportErrors()
+    state = FileState()
+    count = 0
+    for record, _size in _records(lines, errors, max_lines=max_lines, max_chars=max_chars):
+        state.check(record, errors)
+        count += 1
+    if not count and not errors.total:
         errors.add(1, "the file contains no records")
-    _check_file_consistency(lines, errors)
     errors.raise_if_any()
-    return lines
+    return count
 
 
-def _check_file_consistency(lines: list[NdjsonLine], errors: ImportErrors) -> None:
-    queries: dict[str, NdjsonLine] = {}
-    descriptions: dict[str, NdjsonLine] = {}
-    pairs: dict[tuple[str, str], NdjsonLine] = {}
-    contents: dict[str, NdjsonLine] = {}
-    for ln in lines:
-        first = queries.setdefault(ln.query_id, ln)
-        if first.query != ln.query:
+def record_batches(
+    lines: Iterable[bytes], *, max_lines: int, max_chars: int
+) -> Iterator[list[NdjsonLine]]:
+    """The valid records in batches of at most :data:`BATCH_LINES` lines or about
+    :data:`BATCH_BYTES` bytes; Invalid at the first bad line (a file already checked by
+    :func:`check_ndjson` has none, unless it changed in between)."""
+    errors = ImportErrors()
+    batch: list[NdjsonLine] = []
+    size = 0
+    for record, length in _records(lines, errors, max_lines=max_lines, max_chars=max_chars):
+        errors.raise_if_any("the file changed while it was imported; nothing was imported")
+        batch.append(record)
+        size += length
+        if len(batch) >= BATCH_LINES or size >= BATCH_BYTES:
+            yield batch
+            batch, size = [], 0
+    errors.raise_if_any("the file changed while it was imported; nothing was imported")
+    if batch:
+        yield batch
+
+
+def _content_digest(content: tuple[str, str | None, str | None]) -> bytes:
+    """A 128-bit digest of a document's title, text and html (equal content, equal digest)."""
+    blob = json.dumps(content, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return hashlib.blake2b(blob, digest_size=16).digest()
+
+
+class FileState:
+    """What the file's consistency checks remember of the lines read so far: per query its
+    first line and text, per (query, document) its first line and content hash, per document
+    its first line and a digest of its title/text/html. Digests, not records: memory grows
+    by about a hundred bytes per (query, document) line, not with the documents' text."""
+
+    def __init__(self) -> None:
+        self.queries: dict[str, tuple[int, str]] = {}
+        self.descriptions: dict[str, tuple[int, str]] = {}
+        self.pairs: dict[tuple[str, str], tuple[int, bytes]] = {}
+        self.contents: dict[str, tuple[int, bytes]] = {}
+
+    def check(self, ln: NdjsonLine, errors: ImportErrors) -> None:
+        """Add an error to ``errors`` for each way ``ln`` disagrees with earlier lines."""
+        first_line, first_query = self.queries.setdefault(ln.query_id, (ln.line, ln.query))
+        if first_query != ln.query:
             errors.add(
                 ln.line,
-                f"query_id {ln.query_id!r} has query {ln.query!r} here but {first.query!r} "
-                f"on line {first.line}",
+                f"query_id {ln.query_id!r} has query {ln.query!r} here but {first_query!r} "
+                f"on line {first_line}",
             )
         if ln.description is not None:
-            d = descriptions.setdefault(ln.query_id, ln)
-            if d.description != ln.description:
+            d_line, d = self.descriptions.setdefault(ln.query_id, (ln.line, ln.description))
+            if d != ln.description:
                 errors.add(
                     ln.line,
-                    f"query_id {ln.query_id!r} has a different description than on line {d.line}",
+                    f"query_id {ln.query_id!r} has a different description than on line {d_line}",
                 )
-        key = (ln.query_id, ln.doc_id)
-        seen = pairs.setdefault(key, ln)
-        if seen is not ln and seen.content_hash() != ln.content_hash():
+        digest = bytes.fromhex(ln.content_hash())
+        seen_line, seen = self.pairs.setdefault((ln.query_id, ln.doc_id), (ln.line, digest))
+        if seen != digest:
             errors.add(
                 ln.line,
                 f"conflicting duplicate: doc_id {ln.doc_id!r} of query_id {ln.query_id!r} "
-                f"differs from line {seen.line}",
+                f"differs from line {seen_line}",
             )
-        c = contents.setdefault(ln.doc_id, ln)
-        if c.content != ln.content:
+        content = _content_digest(ln.content)
+        c_line, c = self.contents.setdefault(ln.doc_id, (ln.line, content))
+        if c != content:
             errors.add(
                 ln.line,
-                f"doc_id {ln.doc_id!r} has a different title/text/html than on line {c.line}",
+                f"doc_id {ln.doc_id!r} has a different title/text/html than on line {c_line}",
             )

@@ -121,15 +121,24 @@ def queries_by_id(s: Any, collection_id: int) -> dict[str, Query]:
     }
 
 
-def documents_with_ids(s: Any, collection_id: int, doc_ids: Sequence[str]) -> list[Document]:
-    """The collection's documents (under any query) whose external id is in ``doc_ids``, read
-    :data:`ID_CHUNK` ids at a time."""
-    out: list[Document] = []
+def stored_documents(s: Any, collection_id: int, doc_ids: Sequence[str]) -> list[Any]:
+    """Rows ``(query_id, external_id, title, text, html, content_hash)`` of the collection's
+    documents (under any query) whose external id is in ``doc_ids``, read :data:`ID_CHUNK`
+    ids at a time; plain rows, not ORM objects (an import's session does not keep them)."""
+    cols = (
+        Document.query_id,
+        Document.external_id,
+        Document.title,
+        Document.text,
+        Document.html,
+        Document.content_hash,
+    )
+    out: list[Any] = []
     for start in range(0, len(doc_ids), ID_CHUNK):
         chunk = doc_ids[start : start + ID_CHUNK]
         out.extend(
-            s.scalars(
-                select(Document).where(
+            s.execute(
+                select(*cols).where(
                     Document.collection_id == collection_id, Document.external_id.in_(chunk)
                 )
             )

@@ -3,10 +3,11 @@ NDJSON import (the format and its validation: :mod:`app.collections.ndjson`).
 
 All or nothing: the whole file is decoded and validated first, and every problem is reported
 with its line number; only a clean file is written, in ONE write transaction that re-checks
-against what the database already holds. Idempotent: re-importing an identical document
-changes nothing. Conflicts are errors: the same (query_id, doc_id) with different content, a
-query_id whose text or description differs, or one doc_id whose title/text/html differ between
-queries (a document id names one document in a collection; features and grades are per query).
+against what the database already holds. Both passes stream the file in bounded batches.
+Idempotent: re-importing an identical document changes nothing. Conflicts are errors: the
+same (query_id, doc_id) with different content, a query_id whose text or description differs,
+or one doc_id whose title/text/html differ between queries (a document id names one document
+in a collection; features and grades are per query).
 """
 
 from __future__ import annotations
@@ -18,10 +19,17 @@ from sqlalchemy.exc import IntegrityError
 
 from app.collections import repository
 from app.collections.guidelines import MAX_GUIDELINES, render_guidelines
-from app.collections.ndjson import ImportErrors, NdjsonLine, NdjsonSource, parse_ndjson
+from app.collections.ndjson import (
+    ImportErrors,
+    NdjsonLine,
+    NdjsonSource,
+    Replayable,
+    check_ndjson,
+    record_batches,
+)
 from app.kernel.db import Database
 from app.kernel.errors import Conflict, Invalid, NotFound
-from app.kernel.models import Collection, Document, Query, User
+from app.kernel.models import Collection, Query, User
 from labeling.identifiers import label_problem, text_problem
 
 
@@ -170,133 +178,157 @@ def list_queries(*, db: Database, collection_id: int, viewer: User | None) -> li
 
 def import_ndjson(*, db: Database, collection_id: int, data: NdjsonSource) -> ImportReport:
     """Validate ``data`` fully, then write it in one transaction (see module docstring).
-    ``data``: the file's bytes, a binary file object (e.g. a spooled upload) or its lines."""
+    ``data``: the file's bytes, a binary file object (e.g. a spooled upload) or its lines.
+
+    Two streaming passes, so that memory stays bounded by a batch whatever the file's size
+    (docs/performance.md#imports): the first validates every line and the file's consistency
+    outside any transaction (keeping digests, not records); the second reads the file again
+    in batches inside ONE write transaction, checks each batch against the stored documents
+    and inserts it. Any error rolls the whole transaction back: nothing is stored."""
     settings = db.settings
-    lines = parse_ndjson(
-        data, max_lines=settings.import_max_lines, max_chars=settings.import_max_field_chars
-    )
-    with db.write() as s:
-        if repository.collection_by_id(s, collection_id) is None:
-            raise NotFound(f"no collection with id {collection_id}")
-        existing_q = repository.queries_by_id(s, collection_id)
-        existing_docs: dict[tuple[int, str], Document] = {}
-        content_by_doc: dict[str, Document] = {}
-        for d in repository.documents_with_ids(
-            s, collection_id, sorted({ln.doc_id for ln in lines})
-        ):
-            existing_docs[(d.query_id, d.external_id)] = d
-            content_by_doc.setdefault(d.external_id, d)
-        # Check the file against the database before writing anything.
-        _check_against_stored(lines, existing_q, existing_docs, content_by_doc).raise_if_any()
-        queries_created = _add_queries(s, collection_id, lines, existing_q)
-        s.flush()
-        rows, unchanged = _document_rows(collection_id, lines, existing_q, existing_docs)
-        repository.insert_documents(s, rows)
-        if any(row["features"] is not None for row in rows):
-            repository.forget_feature_set(s, collection_id)
+    limits = {"max_lines": settings.import_max_lines, "max_chars": settings.import_max_field_chars}
+    with Replayable(data) as source:
+        count = check_ndjson(source.first(), **limits)
+        with db.write() as s:
+            if repository.collection_by_id(s, collection_id) is None:
+                raise NotFound(f"no collection with id {collection_id}")
+            writer = _BatchWriter(s, collection_id, repository.queries_by_id(s, collection_id))
+            for batch in record_batches(source.again(), **limits):
+                writer.add(batch)
+            writer.errors.raise_if_any()
+            if writer.lines != count:
+                raise Invalid("the file changed while it was imported; nothing was imported")
     return ImportReport(
         collection_id=collection_id,
-        lines=len(lines),
-        queries_created=queries_created,
-        documents_created=len(rows),
-        documents_unchanged=unchanged,
+        lines=writer.lines,
+        queries_created=writer.queries_created,
+        documents_created=writer.documents_created,
+        documents_unchanged=writer.documents_unchanged,
     )
 
 
-def _check_against_stored(
-    lines: list[NdjsonLine],
-    existing_q: dict[str, Query],
-    existing_docs: dict[tuple[int, str], Document],
-    content_by_doc: dict[str, Document],
-) -> ImportErrors:
-    """Each line that disagrees with a stored query or document."""
-    errors = ImportErrors()
-    for ln in lines:
-        q = existing_q.get(ln.query_id)
-        if q is not None:
-            if q.title != ln.query:
-                errors.add(
+class _BatchWriter:
+    """The write pass of an import, one batch of records at a time, in the session ``s`` of
+    the import's one transaction. Each batch is checked against what the database held
+    before the import (a query's text and description, a stored pair's content hash, a
+    document id's title/text/html under another query); after the first disagreement the
+    remaining batches are only checked (every error is reported) and nothing more written."""
+
+    def __init__(self, s: Any, collection_id: int, queries: dict[str, Query]) -> None:
+        self.s = s
+        self.collection_id = collection_id
+        self.queries = queries
+        self.stored_queries = {q.external_id: (q.title, q.description) for q in queries.values()}
+        self.inserted: set[tuple[int, str]] = set()
+        """(query row id, document id) of the rows this import inserted."""
+        self.errors = ImportErrors()
+        self.lines = self.queries_created = self.documents_created = 0
+        self.documents_unchanged = 0
+
+    def add(self, batch: list[NdjsonLine]) -> None:
+        """Check ``batch`` against the stored documents and, if nothing disagrees so far,
+        insert its new queries and (query, document) rows."""
+        self.lines += len(batch)
+        stored = self._stored(batch)
+        self._check(batch, stored)
+        if self.errors.total:
+            return
+        self._add_queries(batch)
+        self.s.flush()
+        rows = self._document_rows(batch, stored)
+        repository.insert_documents(self.s, rows)
+        self.documents_created += len(rows)
+        if any(row["features"] is not None for row in rows):
+            # Imported vectors replace heapjudge's text features (docs/features.md#stored-features).
+            repository.forget_feature_set(self.s, self.collection_id)
+
+    def _stored(self, batch: list[NdjsonLine]) -> list[Any]:
+        """The documents stored before the import whose ids the batch names."""
+        ids = sorted({ln.doc_id for ln in batch})
+        return [
+            d
+            for d in repository.stored_documents(self.s, self.collection_id, ids)
+            if (d.query_id, d.external_id) not in self.inserted
+        ]
+
+    def _check(self, batch: list[NdjsonLine], stored: list[Any]) -> None:
+        """An error for each line that disagrees with a stored query or document."""
+        pairs = {(d.query_id, d.external_id): d.content_hash for d in stored}
+        contents: dict[str, tuple[str, str | None, str | None]] = {}
+        for d in stored:
+            contents.setdefault(d.external_id, (d.title, d.text, d.html))
+        for ln in batch:
+            q = self.stored_queries.get(ln.query_id)
+            if q is not None:
+                title, description = q
+                if title != ln.query:
+                    self.errors.add(
+                        ln.line, f"query_id {ln.query_id!r} already exists with query {title!r}"
+                    )
+                elif ln.description is not None and description not in ("", ln.description):
+                    self.errors.add(
+                        ln.line,
+                        f"query_id {ln.query_id!r} already exists with another description",
+                    )
+                stored_hash = pairs.get((self.queries[ln.query_id].id, ln.doc_id))
+                if stored_hash is not None and stored_hash != ln.content_hash():
+                    self.errors.add(
+                        ln.line,
+                        f"doc_id {ln.doc_id!r} of query_id {ln.query_id!r} already exists "
+                        "with different content",
+                    )
+            other = contents.get(ln.doc_id)
+            if other is not None and other != ln.content:
+                self.errors.add(
                     ln.line,
-                    f"query_id {ln.query_id!r} already exists with query {q.title!r}",
+                    f"doc_id {ln.doc_id!r} already exists in this collection with a different "
+                    "title/text/html",
                 )
-            elif ln.description is not None and q.description not in ("", ln.description):
-                errors.add(
-                    ln.line,
-                    f"query_id {ln.query_id!r} already exists with another description",
+
+    def _add_queries(self, batch: list[NdjsonLine]) -> None:
+        """Add the batch's new queries and fill in missing descriptions."""
+        for ln in batch:
+            q = self.queries.get(ln.query_id)
+            if q is None:
+                q = Query(
+                    collection_id=self.collection_id,
+                    external_id=ln.query_id,
+                    title=ln.query,
+                    description=ln.description or "",
                 )
-            stored = existing_docs.get((q.id, ln.doc_id))
-            if stored is not None and stored.content_hash != ln.content_hash():
-                errors.add(
-                    ln.line,
-                    f"doc_id {ln.doc_id!r} of query_id {ln.query_id!r} already exists "
-                    "with different content",
-                )
-        other = content_by_doc.get(ln.doc_id)
-        if other is not None and (other.title, other.text, other.html) != ln.content:
-            errors.add(
-                ln.line,
-                f"doc_id {ln.doc_id!r} already exists in this collection with a different "
-                "title/text/html",
+                self.s.add(q)
+                self.queries[ln.query_id] = q
+                self.queries_created += 1
+            elif ln.description and not q.description:
+                q.description = ln.description
+
+    def _document_rows(self, batch: list[NdjsonLine], stored: list[Any]) -> list[dict[str, Any]]:
+        """The batch's rows to insert (pairs neither stored nor inserted before), counting
+        the lines that name a stored pair (unchanged)."""
+        existing = {(d.query_id, d.external_id) for d in stored}
+        rows: list[dict[str, Any]] = []
+        for ln in batch:
+            key = (self.queries[ln.query_id].id, ln.doc_id)
+            if key in existing:
+                self.documents_unchanged += 1
+                continue
+            if key in self.inserted:
+                continue  # identical duplicate line inside the file
+            self.inserted.add(key)
+            rows.append(
+                {
+                    "collection_id": self.collection_id,
+                    "query_id": key[0],
+                    "external_id": ln.doc_id,
+                    "title": ln.title,
+                    "text": ln.text,
+                    "html": ln.html,
+                    "features": ln.features,
+                    "grade": ln.grade,
+                    "content_hash": ln.content_hash(),
+                }
             )
-    return errors
-
-
-def _add_queries(
-    s: Any, collection_id: int, lines: list[NdjsonLine], existing_q: dict[str, Query]
-) -> int:
-    """Add the file's new queries (into ``existing_q`` too) and fill in missing descriptions;
-    the number of queries created."""
-    created = 0
-    for ln in lines:
-        if ln.query_id not in existing_q:
-            q = Query(
-                collection_id=collection_id,
-                external_id=ln.query_id,
-                title=ln.query,
-                description=ln.description or "",
-            )
-            s.add(q)
-            existing_q[ln.query_id] = q
-            created += 1
-        elif ln.description and not existing_q[ln.query_id].description:
-            existing_q[ln.query_id].description = ln.description
-    return created
-
-
-def _document_rows(
-    collection_id: int,
-    lines: list[NdjsonLine],
-    existing_q: dict[str, Query],
-    existing_docs: dict[tuple[int, str], Document],
-) -> tuple[list[dict[str, Any]], int]:
-    """The document rows to insert (new query-document pairs, each once) and how many lines
-    name a pair that is stored already (unchanged)."""
-    rows: list[dict[str, Any]] = []
-    planned: set[tuple[int, str]] = set()
-    unchanged = 0
-    for ln in lines:
-        qid = existing_q[ln.query_id].id
-        key = (qid, ln.doc_id)
-        if key in existing_docs:
-            unchanged += 1
-            continue
-        if key in planned:
-            continue  # identical duplicate line inside the file
-        planned.add(key)
-        rows.append(
-            {
-                "collection_id": collection_id,
-                "query_id": qid,
-                "external_id": ln.doc_id,
-                "title": ln.title,
-                "text": ln.text,
-                "html": ln.html,
-                "features": ln.features,
-                "grade": ln.grade,
-                "content_hash": ln.content_hash(),
-            }
-        )
-    return rows, unchanged
+        return rows
 
 
 def documents_by_query(*, db: Database, collection_id: int) -> dict[str, int]:

@@ -10,12 +10,12 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from app.kernel.db import Database
 from app.kernel.errors import Invalid, PayloadTooLarge, issue_items
 from labeling.sources import SourceError
-from labeling.sources.letor import read_letor_features
+from labeling.sources.letor import FeatureRows, read_letor_features
 from labeling.sources.smart import parse_smart_qrels
 from labeling.sources.trec import QRELS_FORMATS, QrelsFile, parse_qrels_file
 
@@ -110,7 +110,7 @@ def local_path(upload: UploadedFile) -> tuple[Path, bool]:
     return Path(tmp.name), True
 
 
-def read_features(upload: UploadedFile) -> list[Any]:
+def read_features(upload: UploadedFile) -> FeatureRows:
     """The LETOR rows of the upload."""
     path, temporary = local_path(upload)
     try:

@@ -73,7 +73,14 @@ def export_response(db: DbDep, req: exports.ExportRequest) -> StreamingResponse:
 
 
 _RESPONSES: dict[int | str, dict[str, Any]] = {
-    200: {"content": {"text/plain": {}, "application/x-ndjson": {}, "text/csv": {}}},
+    200: {
+        "content": {
+            "text/plain": {},
+            "application/x-ndjson": {},
+            "text/csv": {},
+            "application/vnd.apache.parquet": {},
+        }
+    },
     409: {
         "description": "Nothing to export: no finished task of the labels' method (or no "
         "top-k judgment for the judgment formats) among the selected ones; the detail says "

@@ -14,6 +14,7 @@ import numpy as np
 
 from app.exports import repository
 from app.exports.lines import refuse_ids, stream_file, unsafe_in_columns
+from app.exports.parquet import letor_schema, parquet_stream
 from app.exports.selection import Selection, query_labels
 from app.kernel.db import Database
 from app.kernel.errors import Invalid
@@ -29,9 +30,9 @@ def _letor_qid_problem(qid: str) -> str | None:
     return None
 
 
-def _letor_rows(db: Database, req: Selection) -> tuple[Any, list[int]]:
+def _letor_rows(db: Database, req: Selection, *, check_ids: bool = True) -> tuple[Any, list[int]]:
     """Collect labels and feature vectors into a :class:`ranking.io.letor.LetorData` (checked:
-    ids, missing features, widths) and the rows per query."""
+    ids unless not ``check_ids``, missing features, widths) and the rows per query."""
     labels: list[float] = []
     qids: list[str] = []
     docids: list[str] = []
@@ -68,7 +69,8 @@ def _letor_rows(db: Database, req: Selection) -> tuple[Any, list[int]]:
                 count += 1
             if count:
                 sizes.append(count)
-    refuse_ids(req.format, bad)
+    if check_ids:
+        refuse_ids(req.format, bad)
     if missing:
         raise Invalid(
             f"{len(missing)} labelled document(s) have no feature vector (attach a LETOR file, "
@@ -116,3 +118,20 @@ def write_group(db: Database, req: Selection) -> Iterator[bytes]:
     """Rows per query, one number per line, in the order of the svmlight export."""
     _, sizes = _letor_rows(db, req)
     return iter([("".join(f"{n}\n" for n in sizes)).encode()])
+
+
+def write_letor_parquet(db: Database, req: Selection) -> Iterator[bytes]:
+    """The letor rows as Parquet (:func:`app.exports.parquet.letor_schema`): one row per
+    labelled document with its feature vector; any id fits."""
+    data, _ = _letor_rows(db, req, check_ids=False)
+
+    def rows() -> Iterator[dict[str, Any]]:
+        for i in range(data.n_rows):
+            yield {
+                "label": int(data.labels[i]),
+                "query_id": str(data.qids[i]),
+                "doc_id": str(data.docids[i]),
+                "features": data.features[i].tolist(),
+            }
+
+    return parquet_stream(letor_schema(), rows())

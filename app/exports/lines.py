@@ -31,7 +31,8 @@ def refuse_ids(format_name: str, bad: dict[str, str]) -> None:
     more = f" (and {len(bad) - SHOWN} more)" if len(bad) > SHOWN else ""
     raise Invalid(
         f"{len(bad)} id(s) cannot be written to {format_name} (its columns are separated by "
-        f"whitespace): {shown}{more}; export topk-jsonl, pairs-jsonl or pairs-csv instead, "
+        f"whitespace): {shown}{more}; export topk-jsonl, pairs-jsonl, pairs-csv or a Parquet "
+        "format instead, "
         "or re-import the documents with clean ids"
     )
 

@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 
 from app.exports import repository
 from app.exports.lines import batched, csv_line, json_line
+from app.exports.parquet import pairs_schema, parquet_stream
 from app.exports.selection import Selection
 from app.kernel.db import Database
 from labeling.csv_safety import neutralise_row
@@ -98,3 +99,31 @@ def write_pairs_csv(db: Database, req: Selection) -> Iterator[bytes]:
                 )
 
     return batched(lines())
+
+
+def write_pairs_parquet(db: Database, req: Selection) -> Iterator[bytes]:
+    """The ``pairs-csv`` rows as Parquet (:func:`app.exports.parquet.pairs_schema`): typed
+    columns, nulls for the empty cells, no formula neutralising (no spreadsheet reads it)."""
+
+    def rows() -> Iterator[dict[str, Any]]:
+        with db.read() as s:
+            for j, seed, qid, username, second in _judgments(s, req):
+                yield {
+                    "query_id": qid,
+                    "assessor": username,
+                    "task_id": j.task_id,
+                    "seq": j.seq,
+                    "left": j.left_doc,
+                    "right": j.right_doc,
+                    "outcome": j.outcome,
+                    "winner": {"left": j.left_doc, "right": j.right_doc}.get(j.outcome or ""),
+                    "shown_swapped": shows_swapped(seed, j.seq),
+                    "active_ms": j.active_ms,
+                    "time": j.created_at,
+                    "broken_doc": j.doc_id,
+                    "reason": j.reason,
+                    "comment": j.comment,
+                    "answered_by": second,
+                }
+
+    return parquet_stream(pairs_schema(), rows())

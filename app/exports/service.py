@@ -34,7 +34,8 @@ CSV format quotes any cell with a line break, the qrels and LETOR formats refuse
 the ids) ids their whitespace-separated columns cannot hold (:mod:`app.exports.lines`).
 
 The writers, one module per family of formats: :mod:`app.exports.qrels`,
-:mod:`app.exports.topk`, :mod:`app.exports.letor`, :mod:`app.exports.pairs`.
+:mod:`app.exports.topk`, :mod:`app.exports.letor`, :mod:`app.exports.pairs`; each tabular
+format also has a Parquet form (typed columns, :mod:`app.exports.parquet`).
 
 Every check (format, options, collection, assessor, identifiers, LETOR features) happens
 before the first byte, so errors are clean 404/422 responses; the lines are then produced
@@ -49,11 +50,12 @@ from typing import Any
 from urllib.parse import quote
 
 from app.exports import repository
-from app.exports.letor import write_group, write_letor_file
-from app.exports.pairs import write_pairs_csv, write_pairs_jsonl
-from app.exports.qrels import write_qrels
+from app.exports.letor import write_group, write_letor_file, write_letor_parquet
+from app.exports.pairs import write_pairs_csv, write_pairs_jsonl, write_pairs_parquet
+from app.exports.parquet import MEDIA_TYPE as PARQUET_MEDIA_TYPE
+from app.exports.qrels import write_qrels, write_qrels_parquet
 from app.exports.selection import chosen_tasks, method_of
-from app.exports.topk import write_topk_jsonl
+from app.exports.topk import write_topk_jsonl, write_topk_parquet
 from app.kernel.db import Database
 from app.kernel.errors import Conflict, Invalid, NotFound
 
@@ -334,6 +336,32 @@ FORMATS: dict[str, ExportFormat] = {
     )
 }
 
+#: The Parquet form of each tabular format (``docs/exports.md#parquet``): same labels and
+#: sources as the text format it mirrors.
+_PARQUET = {
+    "qrels": ("qrels-parquet", write_qrels_parquet, "qrels.parquet"),
+    "grades-qrels": ("grades-qrels-parquet", write_qrels_parquet, "grades-qrels.parquet"),
+    "topk-jsonl": ("topk-parquet", write_topk_parquet, "topk.parquet"),
+    "letor": ("letor-parquet", write_letor_parquet, "letor.parquet"),
+    "pairs-csv": ("pairs-parquet", write_pairs_parquet, "pairs.parquet"),
+}
+FORMATS.update(
+    (
+        name,
+        ExportFormat(
+            name,
+            f"Parquet: the {text} rows as typed columns (pandas, datasets)",
+            PARQUET_MEDIA_TYPE,
+            file_name,
+            write,
+            labels=FORMATS[text].labels,
+            sources=FORMATS[text].sources,
+            not_evaluable=f"the evaluator reads {text}; this is its copy for pandas and datasets",
+        ),
+    )
+    for text, (name, write, file_name) in _PARQUET.items()
+)
+
 
 def download_name(req: ExportRequest) -> str:
     """``collection-<id>[-<labels>-<source>]-<file name>``; svmlight and its group file share
@@ -347,7 +375,12 @@ def sources_header(db: Database, req: ExportRequest) -> str | None:
     """For the qrels formats with one task per query: ``query:assessor:task`` per query,
     comma-separated, each part percent-encoded (UTF-8) so the header is ASCII, cannot carry
     CR/LF, and ``:`` / ``,`` inside an id stay unambiguous. None otherwise."""
-    if req.format not in ("qrels", "grades-qrels") or req.source not in ("first", "assessor"):
+    if req.format not in (
+        "qrels",
+        "grades-qrels",
+        "qrels-parquet",
+        "grades-qrels-parquet",
+    ) or req.source not in ("first", "assessor"):
         return None
     with db.read() as s:
         used = [Source(qid, t.id, u) for t, qid, u in chosen_tasks(s, req)]

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from app.exports.lines import batched, json_line
+from app.exports.parquet import parquet_stream, topk_schema
 from app.exports.selection import QueryLabels, Selection, query_labels
 from app.kernel.db import Database
 
@@ -41,3 +42,17 @@ def write_topk_jsonl(db: Database, req: Selection) -> Iterator[bytes]:
                 yield json_line(_topk_record(ql))
 
     return batched(lines())
+
+
+def write_topk_parquet(db: Database, req: Selection) -> Iterator[bytes]:
+    """The ``topk-jsonl`` records as Parquet rows (:func:`app.exports.parquet.topk_schema`):
+    the fields a record lacks are null; ``broken`` becomes a list of (doc_id, reason)."""
+
+    def rows() -> Iterator[dict[str, Any]]:
+        with db.read() as s:
+            for ql in query_labels(s, req):
+                record = _topk_record(ql)
+                record["broken"] = [{"doc_id": d, "reason": r} for d, r in record["broken"].items()]
+                yield record
+
+    return parquet_stream(topk_schema(), rows())

@@ -17,6 +17,12 @@ it every JSON body but the small ones of one chunk.
 
 from __future__ import annotations
 
+import contextlib
+import weakref
+from typing import Any
+
+from pydantic import TypeAdapter
+
 #: Values (of arrays, objects and the top level) plus object keys, at most. The largest
 #: legitimate bodies are lists of query or document ids (a plan's queries, a task's initial
 #: order); TREC runs and guidelines travel as single strings.
@@ -27,6 +33,15 @@ MAX_JSON_DEPTH = 32
 
 #: Every byte except the four brackets (``bytes.translate`` deletes them).
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+
+#: The smallest per-string limit (bytes of JSON text): a body of one small chunk is not
+#: checked at all (:data:`app.http.middleware.SMALL_JSON_BODY`), and below this the models'
+#: own ``max_length`` errors say more.
+MIN_STRING_LIMIT = 64 * 1024
+
+#: JSON text per character at most: ``\\uXXXX`` (a surrogate pair is two of them for a
+#: character that Python counts once).
+_BYTES_PER_CHAR = 12
 
 LIMITS_MESSAGE = (
     f"JSON body too complex: at most {MAX_JSON_VALUES} values and keys, "
@@ -46,9 +61,13 @@ class JsonShape:
     chunk ending inside an escape carries it over. On a body that is not JSON the counts
     may be off, never unbounded: the parser refuses such a body where it breaks."""
 
-    def __init__(self, *, checked: bool = True) -> None:
-        """``checked=False``: a body the route does not read as JSON; :meth:`feed` passes it."""
+    def __init__(self, *, checked: bool = True, max_string: int | None = None) -> None:
+        """``checked=False``: a body the route does not read as JSON; :meth:`feed` passes it.
+        ``max_string``: the bytes of JSON text one string (key or value) may take, None for
+        no limit (:func:`string_limit`)."""
         self.values = 1
+        self.max_string = max_string
+        self.open_string = 0  # bytes of the string still open at the end of the last chunk
         self.quotes = 0
         self.depth = 0
         self.in_string = False
@@ -62,23 +81,31 @@ class JsonShape:
         if self.broken or not chunk:
             return None
         if self.escape_pending:  # the previous chunk ended with the escape's backslash
-            chunk = chunk[1:]
+            chunk = b"_" + chunk[1:]
             self.escape_pending = False
         if b"\\" in chunk:
-            chunk = chunk.replace(b"\\\\", b"")
+            # Escapes that could hide a quote become two neutral bytes: the strings keep
+            # their length in JSON text (what parsing them costs).
+            chunk = chunk.replace(b"\\\\", b"__")
             if chunk.endswith(b"\\"):
-                chunk = chunk[:-1]
+                chunk = chunk[:-1] + b"_"
                 self.escape_pending = True
-            chunk = chunk.replace(b'\\"', b"")
+            chunk = chunk.replace(b'\\"', b"__")
         quotes = chunk.count(b'"')
         self.quotes += quotes
         if self.quotes > 2 * MAX_JSON_VALUES:
             return LIMITS_MESSAGE
         if quotes:
             pieces = chunk.split(b'"')
+            inside = pieces[0::2] if self.in_string else pieces[1::2]
             outside = b"".join(pieces[1::2] if self.in_string else pieces[0::2])
+            if self.max_string is not None and self._long_string(inside, quotes):
+                return self.string_message()
             self.in_string ^= quotes % 2 == 1
         elif self.in_string:
+            self.open_string += len(chunk)
+            if self.max_string is not None and self.open_string > self.max_string:
+                return self.string_message()
             return None
         else:
             outside = chunk
@@ -91,6 +118,25 @@ class JsonShape:
             self.depth += opened - closed  # never deeper than the limit within the chunk
             return None
         return self._brackets(outside.translate(None, _NOT_BRACKETS))
+
+    def _long_string(self, inside: list[bytes], quotes: int) -> bool:
+        """Whether a string of this chunk's pieces inside quotes (the first continuing the
+        string the last chunk left open, if any) passes ``max_string``; notes the length of
+        the one left open at the chunk's end."""
+        assert self.max_string is not None
+        lengths = [len(p) for p in inside]
+        if self.in_string:
+            lengths[0] += self.open_string
+        ends_inside = self.in_string ^ (quotes % 2 == 1)
+        self.open_string = lengths[-1] if ends_inside and lengths else 0
+        return bool(lengths) and max(lengths) > self.max_string
+
+    def string_message(self) -> str:
+        """The refusal of a string past ``max_string``."""
+        return (
+            f"JSON body too complex: a string longer than {self.max_string} bytes, more than "
+            "any field of this request takes"
+        )
 
     def _brackets(self, brackets: bytes) -> str | None:
         """Follow the nesting bracket by bracket (runs over at most ``2 * MAX_JSON_VALUES``
@@ -112,6 +158,63 @@ def json_shape_problem(raw: bytes) -> str | None:
     """Why ``raw``, a whole JSON body, is past the shape limits, or None when it is within
     them (or is not JSON at all: the parser then refuses it)."""
     return JsonShape().feed(raw)
+
+
+_STRING_LIMITS: weakref.WeakKeyDictionary[Any, int | None] = weakref.WeakKeyDictionary()
+
+
+def string_limit(route: object) -> int | None:
+    """The bytes of JSON text one string of ``route``'s body may take: the longest
+    ``maxLength`` of the strings its body model declares, :data:`_BYTES_PER_CHAR` bytes a
+    character (escapes), at least :data:`MIN_STRING_LIMIT`; None (no limit) when a string
+    of the model has no ``maxLength`` (or the route has no body model). Longer strings are
+    refused before the parser spends time on them (docs/security.md#request-bodies).
+    Computed once per route."""
+    try:
+        return _STRING_LIMITS[route]
+    except (KeyError, TypeError):
+        pass
+    limit: int | None = None
+    field = getattr(route, "body_field", None)
+    if field is not None:
+        try:
+            schema = TypeAdapter(field.field_info.annotation).json_schema()
+        except Exception:  # a body type without a JSON schema: no limit
+            schema = None
+        longest = _longest_string(schema) if schema is not None else None
+        if longest is not None:
+            limit = max(MIN_STRING_LIMIT, _BYTES_PER_CHAR * longest + 16)
+    with contextlib.suppress(TypeError):  # a route that is not weakly referenceable
+        _STRING_LIMITS[route] = limit
+    return limit
+
+
+def _longest_string(schema: Any) -> int | None:
+    """The longest ``maxLength`` (or enum/const value) of the string schemas in ``schema``
+    (``$defs`` included), or None if one string, or one object's keys, is unbounded."""
+    longest = 0
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+            continue
+        if not isinstance(node, dict):
+            continue
+        kind = node.get("type")
+        kinds = kind if isinstance(kind, list) else [kind]
+        if "string" in kinds:
+            if "maxLength" in node:
+                longest = max(longest, int(node["maxLength"]))
+            elif "enum" in node or "const" in node:
+                values = node.get("enum", [node.get("const")])
+                longest = max([longest, *(len(str(v)) for v in values)])
+            else:
+                return None
+        if "object" in kinds and node.get("additionalProperties", True) is not False:
+            return None  # a dict: its keys are strings of any length
+        stack.extend(v for v in node.values() if isinstance(v, dict | list))
+    return longest
 
 
 def is_json_type(kind: str) -> bool:

@@ -44,6 +44,7 @@ from app.http.json_limits import (
     JsonShape,
     reads_json,
     shape_error,
+    string_limit,
 )
 
 #: A JSON body of one chunk of at most this many bytes holds fewer values than the limit
@@ -281,7 +282,8 @@ class BodySizeLimitMiddleware:
         """``shape`` (a new one for the first chunk) fed this chunk; past a limit the rest of
         the body is drained and the request refused (422)."""
         if shape is None:
-            shape = JsonShape(checked=reads_json(scope.get("route")))
+            route = scope.get("route")
+            shape = JsonShape(checked=reads_json(route), max_string=string_limit(route))
         problem = shape.feed(message.get("body", b""))
         if problem is not None:
             await self._drain(message, receive, total)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -291,8 +291,7 @@ def read_letor(
     """
     p = Path(path)
     lines, linenos = _data_rows(p)
-    rows = _parse_rows(p, lines, linenos)
-    features, sparse = _feature_matrix(p, rows, lines, linenos, n_features)
+    rows, features, sparse = _parse_blocks(p, lines, linenos, n_features)
     if rows.has_qid:
         qids, offsets = _offsets_from_qid_column(p, rows.qids, linenos)
     else:
@@ -308,6 +307,51 @@ def read_letor(
         has_qid=rows.has_qid,
         source=str(p),
     )
+
+
+#: Rows parsed at once: the parse's temporaries (tokens, flat pairs, row and column indexes:
+#: several times the block's text) stay this size, whatever the file's (docs/performance.md).
+BLOCK_ROWS = 8192
+
+
+def _parse_blocks(
+    p: Path, lines: list[str], linenos: list[int], n_features: int | None
+) -> tuple[_Rows, NDArray[np.float64], bool]:
+    """:func:`_parse_rows` and :func:`_feature_matrix` of the rows, :data:`BLOCK_ROWS` at a
+    time: the rows' labels, qids and comments (``fids``/``values`` left empty), the dense
+    feature matrix (width: ``n_features``, else the largest feature id) and whether any row
+    left a feature out."""
+    parts: list[_Rows] = []
+    blocks: list[tuple[NDArray[np.float64], bool]] = []
+    for start in range(0, len(lines), BLOCK_ROWS):
+        block, numbers = lines[start : start + BLOCK_ROWS], linenos[start : start + BLOCK_ROWS]
+        rows = _parse_rows(p, block, numbers)
+        if parts and rows.has_qid != parts[0].has_qid:  # qid: on some rows only
+            raise _find_bad_line(p, lines, linenos, parts[0].has_qid)
+        blocks.append(_feature_matrix(p, rows, block, numbers, n_features))
+        parts.append(replace(rows, fids=_EMPTY, values=_EMPTY))
+    width = max(f.shape[1] for f, _ in blocks) if n_features is None else int(n_features)
+    sparse = any(s or f.shape[1] < width for f, s in blocks)
+    features = np.zeros((len(lines), width), dtype=np.float64)
+    at = 0
+    blocks.reverse()
+    while blocks:  # each block freed once copied: the matrix is not held twice
+        f, _ = blocks.pop()
+        features[at : at + f.shape[0], : f.shape[1]] = f
+        at += f.shape[0]
+    rows = _Rows(
+        labels=np.concatenate([r.labels for r in parts]),
+        has_qid=parts[0].has_qid,
+        qids=[q for r in parts for q in r.qids],
+        fids=_EMPTY,
+        values=_EMPTY,
+        per_row=np.concatenate([r.per_row for r in parts]),
+        comments=np.concatenate([r.comments for r in parts]),
+    )
+    return rows, features, sparse
+
+
+_EMPTY = np.zeros(0)
 
 
 def _data_rows(p: Path) -> tuple[list[str], list[int]]:

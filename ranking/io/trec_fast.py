@@ -9,9 +9,9 @@ row per line instead of nested dicts, so that grouping and joining stay in numpy
 Fast path: pyarrow's streaming CSV reader with a one-character delimiter (space, or tab when
 the first line has tabs and no spaces). It is used only when cutting each line at every
 delimiter gives exactly Python's ``str.split()``: a first pass over the bytes
-(:func:`_screen`) refuses anything but printable ASCII, the delimiter and line breaks, and
-comment lines (``#`` first); the reader refuses a line with another number of fields; an empty
-field (a delimiter doubled, or at the start or end of a line) is found in the parsed columns.
+(:func:`_screen`) refuses anything but printable ASCII, the delimiter and line breaks, comment
+lines (``#`` first) and empty fields (a delimiter doubled, or at the start or end of a line);
+the reader refuses a line with another number of fields, and converts only the columns used.
 A delimiter at the end of every line (Cranfield's ``cranqrel``) is read as one more, empty,
 column. Anything else (other whitespace, non-ASCII bytes, a BOM, a malformed or repeated line,
 a number pyarrow does not parse the way ``float()`` does) sends the file to the exact Python
@@ -284,30 +284,52 @@ class _NotSimple(Exception):
     """The file is outside what the fast path reads exactly; the exact reader takes it."""
 
 
-def _screen(path: Path, delimiter: bytes) -> str | None:
+def _screen(path: Path, delimiter: bytes, *, trailing: bool = False) -> str | None:
     """What, if anything, makes cutting the lines of ``path`` at ``delimiter`` differ from
     ``str.split()`` that the CSV reader would not notice itself; None when nothing does. One
     pass over the file in blocks read into one reused buffer.
 
     Checked here: bytes other than printable ASCII, the delimiter and line breaks; comment
-    lines (``#`` first). Empty fields (a delimiter doubled, or at the start or end of a line)
-    are found by :func:`_read_columns`: every line has the expected number of fields there,
-    so one that ``str.split()`` would see as shorter has an empty one.
+    lines (``#`` first); empty fields (a delimiter doubled, at the start of a line, or at its
+    end unless ``trailing``: every line then ends with one, :func:`_read_columns`). The CSV
+    reader checks that every line has the expected number of fields; with no empty field,
+    a line ``str.split()`` would see as shorter or longer is refused there.
     """
     allowed = bytes(range(0x21, 0x7F)) + delimiter + b"\n\r"
-    buffer = bytearray(BLOCK_SIZE)
-    last = b"\n"  # the file starts as if after a line break
+    buffer = bytearray(BLOCK_SIZE + 1)
+    buffer[0] = 0x0A  # the file starts as if after a line break
     with path.open("rb") as fh:
-        while n := fh.readinto(buffer):
-            block = buffer if n == len(buffer) else buffer[:n]
+        # Each block is read after the last byte of the one before (buffer[0]), so that
+        # pairs of bytes across blocks are seen too.
+        while n := fh.readinto(memoryview(buffer)[1:]):
+            block = buffer if n == BLOCK_SIZE else buffer[: n + 1]
             if block.translate(None, allowed):
                 return "a byte other than printable ASCII, the delimiter or a line break"
-            if b"#" in block:
-                edge = last + block[:1]
-                if any(p in edge or p in block for p in (b"\n#", b"\r#")):
-                    return "a comment line"
-            last = bytes(block[-1:])
+            if b"#" in block and (b"\n#" in block or b"\r#" in block):
+                return "a comment line"
+            if _empty_field(block, delimiter[0], trailing):
+                return "an empty field"
+            buffer[0] = block[-1]
+    if not trailing and buffer[0] == delimiter[0]:
+        return "an empty field at the end of the file"
     return None
+
+
+def _empty_field(block: bytearray, delimiter: int, trailing: bool) -> bool:
+    """Whether ``block`` (printable ASCII, the delimiter and line breaks only) has a field
+    left empty: the delimiter next to another delimiter or to a line break (a delimiter before
+    a line break is fine when every line ``trailing``-ly ends with one). In numpy: the bytes
+    below ``!`` are the delimiter and line breaks; only where two of them meet is looked at."""
+    data = np.frombuffer(block, dtype=np.uint8)
+    separator = data < 0x21
+    at = np.flatnonzero(separator[:-1] & separator[1:])
+    if not at.shape[0]:
+        return False
+    first, second = data[at], data[at + 1]
+    bad = (first == delimiter) | (second == delimiter)
+    if trailing:
+        bad &= ~((first == delimiter) & (second != delimiter))
+    return bool(bad.any())
 
 
 def _first_line(path: Path) -> bytes:
@@ -325,18 +347,22 @@ def _read_columns(
     """Stream the columns ``types`` of a file whose lines have exactly ``len(names)`` fields;
     raises :class:`_NotSimple` when the file is not one the fast path reads exactly.
 
-    The other columns are read too, as dictionaries (few distinct values: ``Q0``, ranks, run
-    tags), only to check that no field is empty; float columns refuse an empty field. A file
-    whose first line ends with the delimiter (Cranfield's ``cranqrel``) is read with one more,
-    always empty, column: every line must end so.
+    The other columns (``Q0``, ranks, run tags) are only counted by the reader, not converted:
+    :func:`_screen` has found no empty field. A file whose first line ends with the delimiter
+    (Cranfield's ``cranqrel``) is read with one more column, checked to be always empty:
+    every line must end so.
     """
     first = _first_line(path)
     delimiter = b"\t" if b"\t" in first and b" " not in first else b" "
-    if first.rstrip(b"\r\n").endswith(delimiter):
+    trailing = first.rstrip(b"\r\n").endswith(delimiter)
+    if trailing:
         names = [*names, _TRAILING]
-    problem = _screen(path, delimiter)
+    problem = _screen(path, delimiter, trailing=trailing)
     if problem is not None:
         raise _NotSimple(problem)
+    # No empty field anywhere (the screen): the columns the caller does not need are not
+    # converted, only counted by the reader; the trailing one is read to check it is empty.
+    wanted = [n for n in names if n in types or n == _TRAILING]
     pool = arrow_pool()
     try:
         reader = pacsv.open_csv(
@@ -356,6 +382,7 @@ def _read_columns(
                 null_values=[],
                 strings_can_be_null=False,
                 quoted_strings_can_be_null=False,
+                include_columns=wanted,
             ),
         )
         for batch in reader:

@@ -52,10 +52,14 @@ def join_labels(
         # A key match is a candidate: check both ids.
         truth_to_run = np.array([run_index.get(q, -1) for q in qrels.qids], dtype=np.int64)
         same_query = bool((truth_to_run[qrels.query[t_rows]] == run.query[r_rows]).all())
-        # in run-file order, the gathers below read both files nearly sequentially
-        by_row = np.argsort(r_rows)
-        r_rows, t_rows = r_rows[by_row], t_rows[by_row]
-        del by_row
+        # in run-file order, the gathers below read both files nearly sequentially (the
+        # matched run rows are distinct: a scatter into a row-long table orders them in O(n))
+        width = np.int32 if qrels.n_rows < 2**31 else np.int64
+        matched: NDArray[np.signedinteger[Any]] = np.full(run.n_rows, -1, dtype=width)
+        matched[r_rows] = t_rows
+        r_rows = np.flatnonzero(matched >= 0)
+        t_rows = matched[r_rows].astype(np.intp)
+        del matched
         same_doc = same_query and same_strings(run.docids, r_rows, qrels.docids, t_rows)
         if same_doc:
             labels[r_rows] = qrels.values[t_rows]

@@ -201,6 +201,59 @@ def test_shape_check_gives_the_same_verdict_chunk_by_chunk(size: int) -> None:
         assert next((v for v in verdicts if v), None) == whole, text
 
 
+@pytest.mark.parametrize("size", [1, 2, 3, 7, 64, 4096])
+def test_a_string_past_the_route_limit_is_refused_chunk_by_chunk(size: int) -> None:
+    """Strings (values and keys) are measured in JSON text, escapes included, across chunk
+    boundaries; ``max_string=None`` measures nothing."""
+    cap = 100
+    cases = [
+        (b'{"a":"' + b"x" * cap + b'"}', False),
+        (b'{"a":"' + b"x" * (cap + 1) + b'"}', True),
+        (b'{"' + b"k" * (cap + 1) + b'":1}', True),
+        (b'{"a":"' + b"\\\\" * (cap // 2) + b'"}', False),
+        (b'{"a":"' + b"\\\\" * (cap // 2 + 1) + b'"}', True),  # escapes count
+        (b'{"a":"' + b'\\"' * (cap // 2) + b'","b":"' + b"z" * cap + b'"}', False),
+        (b'{"a":"' + b'\\"' * (cap // 2) + b'","b":"' + b"z" * (cap + 1) + b'"}', True),
+        (b'["' + b"x" * 60 + b'","' + b"y" * 60 + b'"]', False),
+    ]
+    for raw, refused in cases:
+        for limit in (cap, None):
+            shape = JsonShape(max_string=limit)
+            verdicts = [shape.feed(raw[i : i + size]) for i in range(0, len(raw), size)]
+            problem = next((v for v in verdicts if v), None)
+            assert (problem is not None) == (refused and limit is not None), (raw, limit)
+            if problem is not None:
+                assert f"longer than {cap} bytes" in problem
+
+
+def test_route_string_limits_follow_the_body_models() -> None:
+    """The judging loop's models bound every string: a few KiB at most, so its limit is the
+    floor; a model with an unbounded string (or a dict) has none."""
+    from app.http.json_limits import MIN_STRING_LIMIT, string_limit
+    from app.judging.schemas import JudgmentIn
+
+    class Route:
+        def __init__(self, annotation: Any) -> None:
+            self.body_field = type("F", (), {"field_info": type("I", (), {})()})()
+            self.body_field.field_info.annotation = annotation
+
+    assert string_limit(Route(JudgmentIn)) == MIN_STRING_LIMIT
+    assert string_limit(Route(dict[str, int])) is None
+    assert string_limit(Route(list[str])) is None
+    assert string_limit(object()) is None
+
+
+def test_a_long_string_to_the_judging_loop_is_refused_before_parsing(
+    big: dict[str, Any],
+) -> None:
+    api: Api = big["api"]
+    body = b'{"seq":0,"left":"' + b"\\u00e9" * (2 << 20) + b'","right":"d","outcome":"left"}'
+    r = api.post("ava", f"/api/v1/tasks/{big['tid']}/judgments", content=body, headers=JSON)
+    assert r.status_code == 422
+    (item,) = r.json()["detail"]
+    assert item["type"] == "json_too_complex" and "a string longer than" in item["msg"]
+
+
 # ---------------------------------------------------------------- over a real uvicorn
 
 

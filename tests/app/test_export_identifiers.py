@@ -11,6 +11,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 
 from app.auth.passwords import hash_password
@@ -157,6 +158,28 @@ def test_csv_quotes_line_breaks(api: Api, hostile: dict[str, Any]) -> None:
     assert got == [(QUERY, a.left, a.right) for a in log]
 
 
+PARQUET = ["qrels-parquet", "grades-qrels-parquet", "topk-parquet", "letor-parquet"]
+PARQUET += ["pairs-parquet"]
+
+
+@pytest.mark.parametrize("fmt", PARQUET)
+def test_parquet_carries_every_id_intact(api: Api, hostile: dict[str, Any], fmt: str) -> None:
+    """A Parquet string column holds any text: the ids the column formats refuse come back
+    exactly as stored, one row each, and no row is forged."""
+    r = _export(api, hostile["cid"], fmt)
+    assert r.status_code == 200, r.text
+    rows = pq.read_table(io.BytesIO(r.content)).to_pylist()
+    assert {row["query_id"] for row in rows} == {QUERY}
+    if fmt == "topk-parquet":
+        (row,) = rows
+        assert set(row["top"]) | set(row["rest"]) == set(DOCS)
+    elif fmt == "pairs-parquet":
+        log = hostile["logs"]["topk"]
+        assert [(x["left"], x["right"]) for x in rows] == [(a.left, a.right) for a in log]
+    else:
+        assert sorted(row["doc_id"] for row in rows) == sorted(DOCS)
+
+
 def test_every_format_is_covered() -> None:
-    covered = set(REFUSED) | {"topk-jsonl", "pairs-jsonl", "pairs-csv"}
+    covered = set(REFUSED) | {"topk-jsonl", "pairs-jsonl", "pairs-csv"} | set(PARQUET)
     assert covered == set(FORMATS)

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import ranking.io.letor as letor_module
 from ranking.data.folds import letor4_folds, load_fold, ohsumed_folds
 from ranking.io.letor import (
     LetorData,
@@ -197,6 +198,33 @@ def test_malformed_lines_report_file_and_line(
         read_letor(p)
     assert info.value.line == line
     assert str(info.value).startswith(f"{p}:{line}: ")
+
+
+@pytest.mark.parametrize("block", [1, 2, 3])
+def test_blockwise_parse_equals_one_block(
+    tmp_path: Path, block: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows parsed a few at a time (as a large file is) give what one block gives: widths
+    that differ between blocks, sparse rows, comments, docids, and the errors' lines."""
+    p = tmp_path / "s.txt"
+    p.write_text(SPARSE + "2 qid:9 1:4 2:5\n0 qid:9 3:7 #docid = z\n")
+    whole = read_letor(p)
+    monkeypatch.setattr(letor_module, "BLOCK_ROWS", block)
+    parts = read_letor(p)
+    assert parts.features.tolist() == whole.features.tolist()
+    assert parts.features.tolist()[-2:] == [[4, 5, 0], [0, 0, 7]]
+    for name in ("labels", "qids", "offsets", "comments", "docids"):
+        assert getattr(parts, name).tolist() == getattr(whole, name).tolist(), name
+    assert parts.sparse == whole.sparse is True
+    assert read_letor(p, n_features=5).features.shape == (5, 5)
+    dense = tmp_path / "d.txt"
+    dense.write_text("1 qid:1 1:0.5 2:1\n0 qid:1 1:1 2:2\n0 qid:2 1:3 2:4\n")
+    assert read_letor(dense).sparse is False
+    bad = tmp_path / "bad.txt"
+    bad.write_text("1 qid:1 1:0.5\n1 qid:1 1:1\n1 1:1\n")
+    with pytest.raises(LetorFormatError, match="qid") as info:
+        read_letor(bad)
+    assert info.value.line == 3
 
 
 def test_group_file_errors(tmp_path: Path) -> None:
