@@ -28,6 +28,7 @@ from app.judging.routing import check_second_assessors
 from app.kernel.db import Database
 from app.kernel.errors import Invalid, NotFound
 from app.kernel.models import Collection, Document, Judgment, Query, Task, User
+from app.machine import service as machine
 from app.planning.priors import PriorResolver, PriorSource
 from labeling.errors import ConfigError
 from labeling.identifiers import normal_identifier
@@ -88,9 +89,15 @@ def create_task(
     those users (docs/noise.md#routing-re-asks-to-a-second-assessor): each must be an
     existing, active user other than ``assessor``.
 
+    ``options.machine`` (a ``+assist`` strategy only) names the machine judge that may answer
+    (docs/machine-judges.md#the-service): its raw scores are computed and stored now.
+
     404 for an unknown collection, query or user; 422 for a disabled assessor, a bad second
-    assessor, a query without documents, a prior that cannot rank the pool or a bad
-    configuration (the labeling core's ConfigError message)."""
+    assessor, a query without documents, a prior that cannot rank the pool, a machine that
+    cannot judge the collection (an unknown source; a training run missing, not done or of
+    another collection; ``llm`` without an endpoint: the message names
+    ``options.machine.source``) or a bad configuration (the labeling core's ConfigError
+    message)."""
     explicit = _check_prior_request(method, options or {}, prior)
     opts = validate_options(method, options)
     if seed is None:
@@ -120,6 +127,7 @@ def create_task(
             open_session(method, doc_ids, k=k, seed=seed, options=opts, answers=())
         except ConfigError as err:
             raise Invalid(str(err)) from None
+        prepared = machine.prepare_task(s, collection_id, query, doc_ids, opts)
         task = Task(
             collection_id=collection_id,
             query_id=query.id,
@@ -134,6 +142,7 @@ def create_task(
         )
         s.add(task)
         s.flush()
+        machine.save_prepared(s, task.id, prepared)
         return _view(task, query, user, 0)
 
 

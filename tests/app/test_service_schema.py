@@ -20,7 +20,7 @@ from app.kernel.settings import Settings
 from tests.app.conftest import BACKENDS, fresh_database
 
 REPO = Path(__file__).resolve().parents[2]
-HEAD = "0020_username_case"  # the newest migration
+HEAD = "0023_machine_answers"  # the newest migration
 TABLES = {
     "user",
     "api_token",
@@ -33,6 +33,9 @@ TABLES = {
     "judgment",
     "training_run",
     "second_opinion",
+    "task_machine",
+    "machine_score",
+    "machine_opinion",
 }
 
 
