@@ -51,7 +51,8 @@ from app.auth.tokens import (
 from app.kernel.caches import Slot
 from app.kernel.db import Database, LoopConnection
 from app.kernel.models import Document, Judgment, Query, Task
-from app.kernel.prepared import Prepared
+from app.kernel.prepared import Prepared, native
+from app.machine.judges import prompt_hash_of
 from labeling.protocol.types import Answer, BrokenAnswer, LogEntry, MachineAnswer, PairAnswer
 
 #: ``(number of live judgments, id of the newest live judgment)`` of a task.
@@ -98,7 +99,7 @@ LIVE_LOG = (
         J.c.reason,
         J.c.source,
         J.c.machine_version,
-        J.c.probability,
+        native(J.c.probability),
     )
     .where(J.c.task_id == bindparam("task_id"), J.c.undone.is_(False))
     .order_by(J.c.seq)
@@ -362,15 +363,6 @@ def row_values(
     else:
         values |= {"doc_id": answer.doc_id, "grade": answer.grade}
     return values
-
-
-def prompt_hash_of(version: str) -> str | None:
-    """The prompt template hash in an LLM judge's version (``llm/<model>/<template>/<hash>``,
-    :class:`labeling.machine.judges.LlmJudge`), else None."""
-    if not version.startswith("llm/"):
-        return None
-    parts = version.split("+", 1)[0].split("/")
-    return parts[3][:64] if len(parts) >= 4 and parts[3] else None
 
 
 def live_judgments(s: Session, task_id: int) -> list[Any]:

@@ -103,6 +103,15 @@ def llm_judge_version(settings: MachineSettings | None = None) -> str:
     return f"llm/{model}"
 
 
+def prompt_hash_of(version: str) -> str | None:
+    """The prompt template hash in an LLM judge's version (``llm/<model>/<template>/<hash>``,
+    :class:`labeling.machine.judges.LlmJudge`), else None."""
+    if not version.startswith("llm/"):
+        return None
+    parts = version.split("+", 1)[0].split("/")
+    return parts[3][:64] if len(parts) >= 4 and parts[3] else None
+
+
 def prepare_scores(
     s: Session, collection_id: int, query: Query, doc_ids: Sequence[str], source: str
 ) -> PreparedScores:

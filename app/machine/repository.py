@@ -27,7 +27,7 @@ from app.kernel.models import (
     TaskMachine,
     TrainingRun,
 )
-from app.kernel.prepared import Prepared
+from app.kernel.prepared import Prepared, native
 
 M = TaskMachine.__table__
 S = MachineScore.__table__
@@ -104,8 +104,8 @@ def save_opinions(
 MACHINE_ROW = select(M.c.source, M.c.judge, M.c.calibration).where(
     M.c.task_id == bindparam("task_id")
 )
-SCORES = select(S.c.doc_id, S.c.score).where(S.c.task_id == bindparam("task_id"))
-OPINIONS = select(O.c.first_doc, O.c.second_doc, O.c.probability).where(
+SCORES = select(S.c.doc_id, native(S.c.score)).where(S.c.task_id == bindparam("task_id"))
+OPINIONS = select(O.c.first_doc, O.c.second_doc, native(O.c.probability)).where(
     O.c.task_id == bindparam("task_id")
 )
 FREEZE = (
@@ -135,13 +135,13 @@ EVIDENCE = (
     .order_by(J.c.task_id, J.c.seq)
 )
 EVIDENCE_SCORES = (
-    select(S.c.task_id, S.c.doc_id, S.c.score)
+    select(S.c.task_id, S.c.doc_id, native(S.c.score))
     .join(T, T.c.id == S.c.task_id)
     .join(M, M.c.task_id == S.c.task_id)
     .where(T.c.collection_id == bindparam("collection_id"), M.c.judge == bindparam("judge"))
 )
 EVIDENCE_OPINIONS = (
-    select(O.c.task_id, O.c.first_doc, O.c.second_doc, O.c.probability)
+    select(O.c.task_id, O.c.first_doc, O.c.second_doc, native(O.c.probability))
     .join(T, T.c.id == O.c.task_id)
     .join(M, M.c.task_id == O.c.task_id)
     .where(T.c.collection_id == bindparam("collection_id"), M.c.judge == bindparam("judge"))
