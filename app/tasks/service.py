@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, func, select
+from sqlalchemy import bindparam, case, func, select
 from sqlalchemy.orm import Session
 
 from app.auth.tokens import Identity
@@ -63,6 +63,8 @@ class TaskView:
     """Estimated judgments left (0 when done); only from ``list_tasks(with_progress=True)``."""
     done: bool | None = None
     """Whether the replayed log is complete; only with ``with_progress=True``."""
+    machine_answers: int = 0
+    """Of the live judgments, those a machine judge gave (docs/machine-judges.md)."""
 
 
 def create_task(
@@ -236,13 +238,24 @@ def list_tasks(
     ``with_progress`` replays every task's live log (one query for all logs) to fill
     ``remaining`` and ``done``, as the assessor's task list shows them."""
     live = (
-        select(Judgment.task_id, func.count().label("n"))
+        select(
+            Judgment.task_id,
+            func.count().label("n"),
+            func.sum(case((Judgment.source == "machine", 1), else_=0)).label("machine"),
+        )
         .where(Judgment.undone.is_(False))
         .group_by(Judgment.task_id)
         .subquery()
     )
     stmt = (
-        select(Task, Query, User, Collection.name, func.coalesce(live.c.n, 0))
+        select(
+            Task,
+            Query,
+            User,
+            Collection.name,
+            func.coalesce(live.c.n, 0),
+            func.coalesce(live.c.machine, 0),
+        )
         .join(Query, Query.id == Task.query_id)
         .join(User, User.id == Task.assessor_id)
         .join(Collection, Collection.id == Task.collection_id)
@@ -264,7 +277,7 @@ def list_tasks(
     with db.read() as s:
         rows = list(s.execute(stmt))
         if not with_progress:
-            return [_view(t, q, u, n, name) for t, q, u, name, n in rows]
+            return [_view(t, q, u, n, name, machine_answers=m) for t, q, u, name, n, m in rows]
         logs: dict[int, list[Any]] = {t.id: [] for t, *_ in rows}
         for j in s.scalars(
             select(Judgment)
@@ -273,10 +286,10 @@ def list_tasks(
         ):
             logs[j.task_id].append(j)
     views = []
-    for t, q, u, name, n in rows:
+    for t, q, u, name, n, m in rows:
         progress = replay_task(t, logs[t.id]).progress()
         left = 0 if progress.done else math.ceil(progress.expected_remaining - 1e-9)
-        views.append(_view(t, q, u, n, name, remaining=left, done=progress.done))
+        views.append(_view(t, q, u, n, name, remaining=left, done=progress.done, machine_answers=m))
     return views
 
 

@@ -455,3 +455,34 @@ def test_exports_carry_the_source_and_human_only_labels_hold_no_machine_answer(
     judge(api, off, truth["q1"])
     text = export(api, cid, format="qrels", source="all", labels="human")
     assert len([line for line in text.splitlines() if line.split()[1] == str(off)]) == N
+
+
+def test_a_plan_gives_every_topk_task_the_machine(
+    api: Api, coll: tuple[int, dict[str, dict[str, int]]]
+) -> None:
+    cid, _ = coll
+    api.add_user("noa")
+    body = {
+        "collection_id": cid,
+        "assessors": ["mia", "noa"],
+        "query_ids": ["q0", "q1"],
+        "scheme": "balanced",
+        "per_query": {"topk": 1, "graded": 1},
+        "k": K,
+        "name": "assisted",
+        "strategy": STRATEGY,
+        "machine": "bm25",
+    }
+    bad = api.post("admin", "/api/v1/admin/plans", json={**body, "machine": "model:999999"})
+    assert bad.status_code == 422 and "options.machine.source" in bad.text
+    r = api.post("admin", "/api/v1/admin/plans", json=body)
+    assert r.status_code == 201, r.text
+    ids = r.json()["task_ids"]
+    with api.db.read() as s:
+        tasks = [s.get(Task, i) for i in ids]
+        machines = {m.task_id: m for m in s.scalars(select(TaskMachine))}
+    topk = [t for t in tasks if t is not None and t.method == "topk"]
+    assert len(topk) == 2
+    for t in topk:
+        assert t.options["machine"] == {"source": "bm25", "judge": "bm25/k1=1.2/b=0.75/scale=1"}
+        assert machines[t.id].judge == "bm25/k1=1.2/b=0.75/scale=1"
