@@ -462,9 +462,10 @@ def test_a_plan_gives_every_topk_task_the_machine(
 ) -> None:
     cid, _ = coll
     api.add_user("noa")
+    api.add_user("ola")
     body = {
         "collection_id": cid,
-        "assessors": ["mia", "noa"],
+        "assessors": ["noa", "ola"],
         "query_ids": ["q0", "q1"],
         "scheme": "balanced",
         "per_query": {"topk": 1, "graded": 1},

@@ -44,7 +44,7 @@ def test_db_user_import_export_commands(tmp_path: Path) -> None:
 
     url = f"sqlite:///{tmp_path / 'cli.db'}"
     r = run("db", "upgrade", "--database-url", url)
-    assert r.exit_code == 0 and "0020_username_case" in r.output, r.output
+    assert r.exit_code == 0 and "0023_machine_answers" in r.output, r.output
     r = run(
         "create-user",
         "root",
