@@ -487,3 +487,37 @@ def test_a_plan_gives_every_topk_task_the_machine(
     for t in topk:
         assert t.options["machine"] == {"source": "bm25", "judge": "bm25/k1=1.2/b=0.75/scale=1"}
         assert machines[t.id].judge == "bm25/k1=1.2/b=0.75/scale=1"
+
+
+def test_the_analysis_sets_people_against_the_machine_beside_people(
+    api: Api, coll: tuple[int, dict[str, dict[str, int]]]
+) -> None:
+    """Oracles: the stored log. The machine is right on every pair and the person is
+    consistent, so every comparison agrees; the counts are those of the log."""
+    cid, _ = coll
+    report = api.get("admin", f"/api/v1/collections/{cid}/analysis").json()
+    with api.db.read() as s:
+        rows = list(
+            s.scalars(
+                select(Judgment)
+                .join(Task, Task.id == Judgment.task_id)
+                .where(Task.collection_id == cid, Judgment.undone.is_(False))
+            )
+        )
+        bm25 = "bm25/k1=1.2/b=0.75/scale=1"
+        machines = list(s.scalars(select(TaskMachine)))
+        machine_tasks = {m.task_id for m in machines if m.judge == bm25}
+    people = [j for j in rows if j.source == "person"]
+    assert report["judgments"]["live"] == len(people)  # machine answers are not people's
+    judges = {b["judge"]: b for b in report["machine_agreement"]}
+    assert set(judges) == {m.judge for m in machines}
+    block = judges[bm25]
+    assert block["tasks"] == len(machine_tasks)
+    assert block["machine_answers"] == sum(
+        j.source == "machine" and j.task_id in machine_tasks for j in rows
+    )
+    opinion = block["opinion_vs_people"]
+    assert opinion["pairs"] == sum(j.task_id in machine_tasks for j in people)
+    assert opinion["no_opinion"] == 0 and opinion["agree"] == opinion["pairs"] > 0
+    answers = block["answers_vs_people"]
+    assert answers["pairs"] > 0 and answers["agreement"] == 1.0
