@@ -239,6 +239,13 @@ def uses_machine(task: Any) -> bool:
     return bool(task.options.get("machine"))
 
 
+def prepared_by_job(task: Any) -> bool:
+    """Whether a task's machine opinions are prepared by a job while it is judged (``llm``),
+    rather than once at creation (``bm25``, ``model:<id>``)."""
+    machine = task.options.get("machine") or {}
+    return bool(machine.get("source") == "llm")
+
+
 def routes(r: Replayed) -> bool:
     """Whether the pending question of ``r`` is a repeat its task routes to a second assessor
     (docs/noise.md#routing-re-asks-to-a-second-assessor). One dict lookup for a task that

@@ -54,6 +54,7 @@ from app.judging.loop import (
     authorise,
     comment_of,
     pending_ids,
+    prepared_by_job,
     replay,
     replayed_body,
     routes,
@@ -222,6 +223,9 @@ def _machine_answers(store: JudgmentStore, r: Replayed, now: Any) -> int:
     session = r.session
     if not isinstance(session, TopKSession) or session.machine is None:
         return 0
+    if prepared_by_job(r.task):
+        # Opinions a job stored since the session was built are used from now on.
+        machines.refresh_opinions(store.db, store.cursor, r.task.id, session.machine)
     start = len(session.answers)
     new = session.let_machine_answer()
     newest = r.version[1]

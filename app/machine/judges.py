@@ -37,7 +37,7 @@ from app.machine import repository
 from app.machine.settings import MachineSettings
 from app.retrieval import service as retrieval
 from labeling.machine.calibration import Calibrator
-from labeling.machine.judges import Bm25Judge, JudgeQuery, logistic_preference
+from labeling.machine.judges import Ask, Bm25Judge, JudgeQuery, LlmJudge, logistic_preference
 from labeling.retrieval.bm25 import Bm25Params
 
 #: The logistic scale of the score-based judges (one score point: P = 0.73).
@@ -110,6 +110,27 @@ def prompt_hash_of(version: str) -> str | None:
         return None
     parts = version.split("+", 1)[0].split("/")
     return parts[3][:64] if len(parts) >= 4 and parts[3] else None
+
+
+def llm_ask(settings: MachineSettings | None = None) -> Ask:
+    """The LLM client's ``ask`` for :class:`labeling.machine.judges.LlmJudge`: **the seam** where
+    the OpenAI-compatible client (base URL and model from :class:`MachineSettings`, the API
+    key from the environment, its response cache and token budget) plugs in. Until it does,
+    an ``llm`` task's opinion job stops here with this error, and people answer every
+    question."""
+    settings = settings or MachineSettings()
+    raise Invalid(
+        f"{FIELD}: no LLM client is installed for {settings.llm_base_url or 'an unset URL'}"
+    )
+
+
+def llm_pair_judge(
+    texts: Mapping[str, str], ask: Ask, settings: MachineSettings | None = None
+) -> LlmJudge:
+    """The ``llm`` source's pair judge over the documents' ``texts`` (both orders of the
+    pairwise prompt, combined: :class:`labeling.machine.judges.LlmJudge`)."""
+    model = (settings or MachineSettings()).llm_model or "default"
+    return LlmJudge(ask, texts, model=model)
 
 
 def prepare_scores(

@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -33,6 +34,7 @@ from labeling.machine.opinion import JudgeOpinion
 __all__ = [
     "check_machine",
     "prepare_task",
+    "refresh_opinions",
     "save_prepared",
     "store_pair_opinions",
     "task_opinion",
@@ -91,6 +93,19 @@ def store_pair_opinions(
             raise ValueError(f"opinion on {pair} is not a probability: {p!r}")
     with db.write() as s:
         return save_opinions(s, task_id, opinions, utcnow(), prompt_hash)
+
+
+def refresh_opinions(db: Database, cursor: Any, task_id: int, machine: Any) -> int:
+    """Read the task's prepared pair opinions again into ``machine`` (the
+    :class:`JudgeOpinion` of a cached session, over a :class:`app.machine.judges.StoredJudge`)
+    and forget the pairs it had found no opinion for, so opinions a job stored since the
+    session was built are used from the next question on; how many pairs it now has."""
+    if not isinstance(machine, JudgeOpinion) or not isinstance(machine.judge, judges.StoredJudge):
+        return 0
+    machine.judge.opinions = MachineStore(db, cursor).opinions(task_id)
+    for pair in [pair for pair, p in machine.raw.items() if math.isnan(p)]:
+        del machine.raw[pair]
+    return len(machine.judge.opinions)
 
 
 def task_opinion(db: Database, cursor: Any, task: Any) -> JudgeOpinion | None:

@@ -49,6 +49,7 @@ from app.planning import checks, repository
 from app.planning.cost import COST_MODEL, Resolved, cost_totals, plan_cost
 from app.planning.pooling import RANKED_POOLS, lost_warning, query_pools
 from app.planning.priors import PriorResolver, PriorSource, check_source
+from app.training.jobs import enqueue_opinions
 from labeling.errors import ConfigError
 from labeling.protocol.options import validate_options
 from labeling.protocol.prior_orders import NO_PRIOR
@@ -106,9 +107,8 @@ class PlanSpec:
     prior_run: str | None = None
     """TREC run text of ``prior="run"`` (default: the pool's run, ``pool.run``)."""
     machine: str | None = None
-    """The top-k tasks' machine judge (option ``machine``, a ``+assist`` strategy;
-    docs/machine-judges.md#the-service): ``bm25``, ``model:<training run id>`` or ``llm``;
-    copied into every top-k task's options, its scores prepared per task at creation."""
+    """The top-k tasks' machine judge (``bm25``, ``model:<run id>``, ``llm``; a ``+assist``
+    strategy), copied into every top-k task's options (docs/machine-judges.md#the-service)."""
     second_opinions: bool = True
     """With a ``+robust`` strategy: route each top-k task's repeats to the plan's other top-k
     assessors of its query (option ``second_assessor``; docs/noise.md#routing-re-asks-to-a-
@@ -496,6 +496,9 @@ def create_plan(*, db: Database, spec: PlanSpec) -> CreatedPlan:
         created = repository.insert_tasks(s, tasks)
         for task_id, scores in zip(created, prepared, strict=True):
             machine.save_prepared(s, task_id, scores)
+    for task_id, scores in zip(created, prepared, strict=True):
+        if scores is not None and scores.source == "llm":  # after the commit
+            enqueue_opinions(db.settings, task_id)
     return CreatedPlan(
         name=spec.name,
         task_ids=created,

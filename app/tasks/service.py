@@ -30,6 +30,7 @@ from app.kernel.errors import Invalid, NotFound
 from app.kernel.models import Collection, Document, Judgment, Query, Task, User
 from app.machine import service as machine
 from app.planning.priors import PriorResolver, PriorSource
+from app.training.jobs import enqueue_opinions
 from labeling.errors import ConfigError
 from labeling.identifiers import normal_identifier
 from labeling.protocol.options import validate_options
@@ -145,7 +146,11 @@ def create_task(
         s.add(task)
         s.flush()
         machine.save_prepared(s, task.id, prepared)
-        return _view(task, query, user, 0)
+        view = _view(task, query, user, 0)
+    if prepared is not None and prepared.source == "llm":
+        # After the commit: the job must find the task (docs/machine-judges.md#the-service).
+        enqueue_opinions(db.settings, view.id)
+    return view
 
 
 def _query_and_assessor(

@@ -1,4 +1,6 @@
-"""The job queue: training runs execute in a worker process, never in the web process.
+"""The job queue: training runs (and an ``llm`` task's pair opinions,
+:func:`app.judging.opinions.prepare_llm_opinions`) execute in a worker process, never in the
+web process.
 
 The queue is huey (docs/training.md#queue): ``SqliteHuey`` in a file beside the SQLite
 database for one machine (no extra service), ``RedisHuey`` when ``HEAPJUDGE_QUEUE_URL`` names a
@@ -26,6 +28,7 @@ from typing import Any
 
 from huey import Huey, RedisHuey, SqliteHuey
 
+from app.judging.opinions import prepare_llm_opinions
 from app.kernel.db import Database
 from app.kernel.settings import Settings
 from app.training.execution import execute_run
@@ -34,6 +37,8 @@ from app.training.settings import JobSettings
 
 log = logging.getLogger("heapjudge.jobs")
 TRAIN_TASK = "heapjudge.train"
+#: The job that prepares an ``llm`` task's pair opinions (docs/machine-judges.md#the-service).
+OPINIONS_TASK = "heapjudge.machine_opinions"
 
 
 def queue_url(settings: Settings, jobs: JobSettings | None = None) -> str:
@@ -61,15 +66,25 @@ def get_queue(url: str) -> Huey:
     def train(run_id: int) -> None:
         execute_run(run_id, db=_worker_database(), jobs=JobSettings())
 
+    def opinions(task_id: int) -> None:
+        prepare_llm_opinions(db=_worker_database(), task_id=task_id)
+
     # Registered by a call, not as a decorator: huey has no type information, and its untyped
     # decorator would make `train` untyped too.
     huey.train_task = huey.task(name=TRAIN_TASK)(train)
+    huey.opinions_task = huey.task(name=OPINIONS_TASK)(opinions)
     return huey
 
 
 def enqueue_training(settings: Settings, run_id: int) -> None:
     """Put run ``run_id`` on the queue (the web process's only part in executing it)."""
     get_queue(queue_url(settings)).train_task(run_id)
+
+
+def enqueue_opinions(settings: Settings, task_id: int) -> None:
+    """Put the preparation of an ``llm`` task's pair opinions on the queue (model calls run on
+    the workers, never in a judging request)."""
+    get_queue(queue_url(settings)).opinions_task(task_id)
 
 
 def pending_run_ids(huey: Huey) -> set[int]:

@@ -521,3 +521,56 @@ def test_the_analysis_sets_people_against_the_machine_beside_people(
     assert opinion["no_opinion"] == 0 and opinion["agree"] == opinion["pairs"] > 0
     answers = block["answers_vs_people"]
     assert answers["pairs"] > 0 and answers["agreement"] == 1.0
+
+
+class TruthJudge:
+    """A stand-in pair judge (no model is reachable in tests): P(first better) 0.98 when the
+    first has more occurrences of the term, else 0.02; counts the pairs it was asked."""
+
+    version = "stand-in"
+
+    def __init__(self, truth: dict[str, int]) -> None:
+        self.truth = truth
+        self.asked = 0
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": "stand-in", "version": self.version}
+
+    def prefer(self, query: Any, pairs: Any) -> Any:
+        self.asked += len(pairs)
+        return np.array([0.98 if self.truth[a] > self.truth[b] else 0.02 for a, b in pairs])
+
+
+def test_llm_opinions_come_from_a_job_and_the_loop_picks_them_up(
+    api: Api,
+    coll: tuple[int, dict[str, dict[str, int]]],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Any,
+) -> None:
+    from app.judging.opinions import prepare_pair_opinions
+    from app.kernel.models import MachineOpinion
+
+    cid, truth = coll
+    monkeypatch.setenv("HEAPJUDGE_LLM_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("HEAPJUDGE_QUEUE_URL", f"sqlite:///{tmp_path / 'queue.db'}")
+    task_id = create(api, cid, "q0", "llm")
+    with api.db.read() as s:
+        task = s.get(Task, task_id)
+        assert task is not None and task.options["machine"]["judge"] == "llm/default"
+    # No opinion prepared yet: a person is asked, nothing is computed in the request.
+    first = api.get("mia", f"/api/v1/tasks/{task_id}/next").json()
+    r = api.post("mia", f"/api/v1/tasks/{task_id}/judgments", json=answer(first, truth["q0"]))
+    assert r.status_code == 200 and r.json()["seq"] == 1
+    judge_ = TruthJudge(truth["q0"])
+    stored = prepare_pair_opinions(db=api.db, task_id=task_id, judge=judge_, lookahead=500)
+    with api.db.read() as s:
+        rows = list(s.scalars(select(MachineOpinion).where(MachineOpinion.task_id == task_id)))
+    assert stored == len(rows) > 0 and judge_.asked >= stored
+    assert all(r.probability in (0.98, 0.02) for r in rows)
+    assert prepare_pair_opinions(db=api.db, task_id=task_id, judge=judge_, lookahead=500) == 0
+    judge(api, task_id, truth["q0"])  # the cached session reads the new opinions
+    machine = [j for j in log(api, task_id) if j.source == "machine"]
+    assert machine and all(
+        (j.machine_version or "").startswith("llm/default+calibration/") for j in machine
+    )
+    assert result(api, task_id)["top"] == sorted(truth["q0"], key=lambda d: -truth["q0"][d])[:K]
