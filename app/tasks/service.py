@@ -92,15 +92,13 @@ def create_task(
     those users (docs/noise.md#routing-re-asks-to-a-second-assessor): each must be an
     existing, active user other than ``assessor``.
 
-    ``options.machine`` (a ``+assist`` strategy only) names the machine judge that may answer
-    (docs/machine-judges.md#the-service): its raw scores are computed and stored now.
+    ``options.machine`` (a ``+assist`` strategy only): the machine judge, its scores stored
+    now (docs/machine-judges.md#the-service; a 422 naming ``options.machine.source`` if it
+    cannot judge the collection).
 
     404 for an unknown collection, query or user; 422 for a disabled assessor, a bad second
-    assessor, a query without documents, a prior that cannot rank the pool, a machine that
-    cannot judge the collection (an unknown source; a training run missing, not done or of
-    another collection; ``llm`` without an endpoint: the message names
-    ``options.machine.source``) or a bad configuration (the labeling core's ConfigError
-    message)."""
+    assessor, a query without documents, a prior that cannot rank the pool or a bad
+    configuration (the labeling core's ConfigError message)."""
     explicit = _check_prior_request(method, options or {}, prior)
     opts = validate_options(method, options)
     if seed is None:
@@ -109,13 +107,8 @@ def create_task(
         query, user = _query_and_assessor(s, collection_id, query_id, assessor)
         if opts.get("second_assessor"):
             check_second_assessors(s, opts["second_assessor"], assessor)
-        doc_ids = list(
-            s.scalars(
-                select(Document.external_id)
-                .where(Document.query_id == query.id)
-                .order_by(Document.id)
-            )
-        )
+        pool = select(Document.external_id).where(Document.query_id == query.id)
+        doc_ids = list(s.scalars(pool.order_by(Document.id)))
         if not doc_ids:
             raise Invalid(f"query {query_id!r} has no documents to judge")
         if method == "topk":
