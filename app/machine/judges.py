@@ -245,20 +245,32 @@ def calibration_from_json(data: Mapping[str, Any]) -> Calibrator:
     return out
 
 
-def study_calibration(
-    answers: Sequence[Any],
-    scores: Mapping[int, Mapping[str, float]],
-    opinions: Mapping[int, Mapping[tuple[str, str], float]],
-) -> Calibrator:
+def evidence_probability(
+    left_score: float | None,
+    right_score: float | None,
+    left_first: float | None,
+    right_first: float | None,
+) -> float:
+    """Raw P(left better) of a pair people answered, from its task's prepared opinion (either
+    order) or the two documents' raw scores; NaN: no opinion."""
+    if left_first is not None:
+        return float(left_first)
+    if right_first is not None:
+        return 1.0 - float(right_first)
+    if left_score is None or right_score is None:
+        return math.nan
+    return float(logistic_preference(np.array([left_score]), np.array([right_score]), SCALE)[0])
+
+
+def study_calibration(answers: Sequence[Any]) -> Calibrator:
     """The study calibration (isotonic, the default prior) learned from people's pair answers
-    ``(task_id, left_doc, right_doc, outcome)`` on pairs the judge had an opinion on, each
-    with its raw P(left better) from that task's scores or pair opinions
-    (docs/machine-judges.md#the-service)."""
+    ``(outcome, left score, right score, opinion left-first, opinion right-first)`` on pairs
+    the judge had an opinion on (:func:`evidence_probability`), raw probabilities rounded to
+    :data:`ROUNDING` decimals (docs/machine-judges.md#the-service)."""
     raw: list[float] = []
     first: list[int] = []
-    for task_id, left, right, outcome in answers:
-        judge = StoredJudge("", scores.get(task_id, {}), opinions.get(task_id, {}))
-        p = judge.raw(left, right)
+    for outcome, *numbers in answers:
+        p = evidence_probability(*numbers)
         if math.isnan(p):
             continue
         raw.append(round(p, ROUNDING))

@@ -114,37 +114,54 @@ FREEZE = (
     .values(calibration=bindparam("calibration", type_=M.c.calibration.type))
     .values(calibrated_at=bindparam("now"))
 )
+#: The study calibration learns from the most recent people's answers only: its cost at a
+#: task's start stays bounded whatever the study's size, and it follows the judge as the
+#: study proceeds (docs/machine-judges.md#the-service).
+EVIDENCE_WINDOW = 2000
+_LEFT, _RIGHT = S.alias("score_left"), S.alias("score_right")
+_AB, _BA = O.alias("opinion_ab"), O.alias("opinion_ba")
 #: People's pair answers (left or right) on other live tasks of the collection with the same
-#: judge; the pair's raw scores are read separately (a missing score: no opinion).
-_PEOPLE = and_(
-    J.c.source == "person",
-    J.c.undone.is_(False),
-    or_(J.c.outcome == "left", J.c.outcome == "right"),
-    J.c.left_doc.is_not(None),
-)
+#: judge, newest first, each with the raw scores of its two documents and the prepared
+#: opinions of both orders (NULL where there is none).
 EVIDENCE = (
-    select(J.c.task_id, J.c.left_doc, J.c.right_doc, J.c.outcome)
+    select(
+        J.c.outcome,
+        native(_LEFT.c.score).label("left_score"),
+        native(_RIGHT.c.score).label("right_score"),
+        native(_AB.c.probability).label("left_first"),
+        native(_BA.c.probability).label("right_first"),
+    )
     .join(T, T.c.id == J.c.task_id)
     .join(M, M.c.task_id == J.c.task_id)
+    .outerjoin(_LEFT, and_(_LEFT.c.task_id == J.c.task_id, _LEFT.c.doc_id == J.c.left_doc))
+    .outerjoin(_RIGHT, and_(_RIGHT.c.task_id == J.c.task_id, _RIGHT.c.doc_id == J.c.right_doc))
+    .outerjoin(
+        _AB,
+        and_(
+            _AB.c.task_id == J.c.task_id,
+            _AB.c.first_doc == J.c.left_doc,
+            _AB.c.second_doc == J.c.right_doc,
+        ),
+    )
+    .outerjoin(
+        _BA,
+        and_(
+            _BA.c.task_id == J.c.task_id,
+            _BA.c.first_doc == J.c.right_doc,
+            _BA.c.second_doc == J.c.left_doc,
+        ),
+    )
     .where(
         T.c.collection_id == bindparam("collection_id"),
         M.c.judge == bindparam("judge"),
         J.c.task_id != bindparam("task_id"),
-        _PEOPLE,
+        J.c.source == "person",
+        J.c.undone.is_(False),
+        or_(J.c.outcome == "left", J.c.outcome == "right"),
+        J.c.left_doc.is_not(None),
     )
-    .order_by(J.c.task_id, J.c.seq)
-)
-EVIDENCE_SCORES = (
-    select(S.c.task_id, S.c.doc_id, native(S.c.score))
-    .join(T, T.c.id == S.c.task_id)
-    .join(M, M.c.task_id == S.c.task_id)
-    .where(T.c.collection_id == bindparam("collection_id"), M.c.judge == bindparam("judge"))
-)
-EVIDENCE_OPINIONS = (
-    select(O.c.task_id, O.c.first_doc, O.c.second_doc, native(O.c.probability))
-    .join(T, T.c.id == O.c.task_id)
-    .join(M, M.c.task_id == O.c.task_id)
-    .where(T.c.collection_id == bindparam("collection_id"), M.c.judge == bindparam("judge"))
+    .order_by(J.c.id.desc())
+    .limit(bindparam("window"))
 )
 
 
@@ -156,8 +173,6 @@ class _Statements:
         self.opinions = Prepared(OPINIONS, dialect)
         self.freeze = Prepared(FREEZE, dialect)
         self.evidence = Prepared(EVIDENCE, dialect)
-        self.evidence_scores = Prepared(EVIDENCE_SCORES, dialect)
-        self.evidence_opinions = Prepared(EVIDENCE_OPINIONS, dialect)
 
 
 _STATEMENTS: Slot[_Statements] = Slot("machine statements", _Statements)
@@ -191,21 +206,14 @@ class MachineStore:
         values = {"task_id": task_id, "calibration": calibration, "now": now}
         return self._sql.freeze.execute(self.cursor, values) == 1
 
-    def evidence(
-        self, collection_id: int, judge: str, task_id: int
-    ) -> tuple[list[Any], dict[int, dict[str, float]], dict[int, dict[tuple[str, str], float]]]:
-        """People's pair answers on the collection's other tasks with ``judge``, and those
-        tasks' raw scores and pair opinions (by task)."""
-        values = {"collection_id": collection_id, "judge": judge, "task_id": task_id}
-        answers = self._sql.evidence.rows(self.cursor, values)
-        scores: dict[int, dict[str, float]] = {}
-        opinions: dict[int, dict[tuple[str, str], float]] = {}
-        if answers:
-            scope = {"collection_id": collection_id, "judge": judge}
-            for r in self._sql.evidence_scores.rows(self.cursor, scope):
-                scores.setdefault(r.task_id, {})[r.doc_id] = float(r.score)
-            for r in self._sql.evidence_opinions.rows(self.cursor, scope):
-                opinions.setdefault(r.task_id, {})[(r.first_doc, r.second_doc)] = float(
-                    r.probability
-                )
-        return answers, scores, opinions
+    def evidence(self, collection_id: int, judge: str, task_id: int) -> list[Any]:
+        """People's most recent pair answers (:data:`EVIDENCE_WINDOW`) on the collection's
+        other tasks with ``judge``: outcome, the two documents' raw scores and the prepared
+        opinions of both orders (:data:`EVIDENCE`)."""
+        values = {
+            "collection_id": collection_id,
+            "judge": judge,
+            "task_id": task_id,
+            "window": EVIDENCE_WINDOW,
+        }
+        return self._sql.evidence.rows(self.cursor, values)

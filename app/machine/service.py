@@ -117,8 +117,8 @@ def task_opinion(db: Database, cursor: Any, task: Any) -> JudgeOpinion | None:
         return None
     calibration = row.calibration
     if calibration is None:
-        answers, scores, opinions = store.evidence(task.collection_id, row.judge, task.id)
-        frozen = judges.calibration_to_json(judges.study_calibration(answers, scores, opinions))
+        answers = store.evidence(task.collection_id, row.judge, task.id)
+        frozen = judges.calibration_to_json(judges.study_calibration(answers))
         if not store.freeze(task.id, frozen, utcnow()):  # stored meanwhile: use that one
             calibration = store.machine(task.id).calibration
         else:
