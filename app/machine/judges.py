@@ -13,7 +13,7 @@ A task's option ``machine.source`` names its judge:
 Scores are computed once, when the task is created (:func:`prepare_scores`: a BM25 index is
 cached per collection, a model predicts 50 rows in well under a millisecond, so creation
 stays quick), and stored; the judging loop only reads them. A pair's raw P(first better) is
-``σ((s_first − s_second) / SCALE)`` (:func:`labeling.machine.judges.logistic_preference`),
+``σ((s_first − s_second) / SCALE)`` (:func:`score_preference`),
 the prepared pair opinion where there is one, NaN (no opinion: a person is asked) where
 neither exists. :class:`StoredJudge` is that judge as a :class:`labeling.machine.judges.PairJudge`,
 so :class:`labeling.machine.opinion.JudgeOpinion` turns it into the task's machine.
@@ -37,7 +37,7 @@ from app.machine import repository
 from app.machine.settings import MachineSettings
 from app.retrieval import service as retrieval
 from labeling.machine.calibration import Calibrator
-from labeling.machine.judges import Ask, Bm25Judge, JudgeQuery, LlmJudge, logistic_preference
+from labeling.machine.judges import Ask, Bm25Judge, JudgeQuery, LlmJudge
 from labeling.retrieval.bm25 import Bm25Params
 
 #: The logistic scale of the score-based judges (one score point: P = 0.73).
@@ -173,6 +173,13 @@ def _model_scores(
     return PreparedScores(source, judge, scores)
 
 
+def score_preference(first: float, second: float) -> float:
+    """``σ((first − second) / SCALE)`` for one pair, as
+    :func:`labeling.machine.judges.logistic_preference` computes it (``(1 + tanh(z/2))/2``), in
+    plain floats: the judging loop asks one pair at a time."""
+    return 0.5 * (1.0 + math.tanh(0.5 * (first - second) / SCALE))
+
+
 class StoredJudge:
     """A :class:`labeling.machine.judges.PairJudge` over a task's stored raw scores and
     prepared pair opinions (module docstring): a prepared opinion of the ordered pair first,
@@ -206,7 +213,7 @@ class StoredJudge:
         sa, sb = self.scores.get(a), self.scores.get(b)
         if sa is None or sb is None:
             return math.nan
-        return float(logistic_preference(np.array([sa]), np.array([sb]), SCALE)[0])
+        return score_preference(sa, sb)
 
     def prefer(self, query: JudgeQuery, pairs: Sequence[tuple[str, str]]) -> NDArray[np.float64]:
         return np.array([self.raw(a, b) for a, b in pairs], dtype=np.float64)
@@ -259,7 +266,7 @@ def evidence_probability(
         return 1.0 - float(right_first)
     if left_score is None or right_score is None:
         return math.nan
-    return float(logistic_preference(np.array([left_score]), np.array([right_score]), SCALE)[0])
+    return score_preference(left_score, right_score)
 
 
 def study_calibration(answers: Sequence[Any]) -> Calibrator:
