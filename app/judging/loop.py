@@ -394,10 +394,18 @@ def task_config(task: Any) -> TaskConfig:
     )
 
 
-def session_after(task: Any, answers: Sequence[LogEntry]) -> Session:
-    """The session of ``task`` after ``answers`` (none of them stored)."""
+def session_after(
+    task: Any, answers: Sequence[LogEntry], machine: MachineOpinion | None = None
+) -> Session:
+    """The session of ``task`` after ``answers`` (none of them stored), with ``machine``."""
     session: Session = open_session(
-        task.method, task.doc_ids, k=task.k, seed=task.seed, options=task.options, answers=answers
+        task.method,
+        task.doc_ids,
+        k=task.k,
+        seed=task.seed,
+        options=task.options,
+        answers=answers,
+        machine=machine,
     )
     return session
 

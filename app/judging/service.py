@@ -238,6 +238,14 @@ def _machine_answers(store: JudgmentStore, r: Replayed, now: Any) -> int:
     return len(new)
 
 
+def _with_machine(r: Replayed | None) -> Replayed | None:
+    """``r``, unless its task has a machine its session was replayed without (then the
+    session is replayed again, with the machine, under the lock)."""
+    if r is not None and uses_machine(r.task) and getattr(r.session, "machine", None) is None:
+        return None
+    return r
+
+
 def _status_change(status: str, done: bool) -> str:
     """The :data:`app.judging.repository.MARK` change after judgments were stored on a task
     in ``status`` ("" for none)."""
@@ -252,7 +260,7 @@ def _next_with_machine(db: Database, user: Caller, task_id: int) -> Payload:
     row locked), the session (cached, or replayed with the machine), the machine's answers
     up to a person's question stored (a pending or active task only), then the question."""
     sessions = LOOP_CACHES.of(db).sessions
-    cached: Replayed | None = sessions.take(task_id)
+    cached = _with_machine(sessions.take(task_id))
     with db.raw_write() as cursor:
         store = JudgmentStore(db, cursor)
         who = caller_identity(db, cursor, user, writable=True)
@@ -382,7 +390,7 @@ def submit_judgment(*, db: Database, user: Caller, task_id: int, data: dict[str,
     active_ms = int(data.get("active_ms") or 0)
     sessions = LOOP_CACHES.of(db).sessions
     who: Identity | None = None
-    replayed: Replayed | None = sessions.take(task_id)
+    replayed = _with_machine(sessions.take(task_id))
     if replayed is None:
         who, replayed = _replay_outside_lock(db, user, task_id)
     # ``replayed`` goes back to the cache at the end unless its session got ahead of the log.

@@ -108,12 +108,15 @@ def refresh_opinions(db: Database, cursor: Any, task_id: int, machine: Any) -> i
     return len(machine.judge.opinions)
 
 
-def task_opinion(db: Database, cursor: Any, task: Any) -> JudgeOpinion | None:
+def task_opinion(
+    db: Database, cursor: Any, task: Any, *, freeze: bool = True
+) -> JudgeOpinion | None:
     """The task's machine (None without one), on ``cursor``: a write transaction, in which
-    the study calibration is frozen for the task the first time (module docstring)."""
+    the study calibration is frozen for the task the first time (module docstring); with
+    ``freeze=False`` (a read) None while no calibration is frozen."""
     store = MachineStore(db, cursor)
     row = store.machine(task.id)
-    if row is None:
+    if row is None or (row.calibration is None and not freeze):
         return None
     calibration = row.calibration
     if calibration is None:

@@ -574,3 +574,38 @@ def test_llm_opinions_come_from_a_job_and_the_loop_picks_them_up(
         (j.machine_version or "").startswith("llm/default+calibration/") for j in machine
     )
     assert result(api, task_id)["top"] == sorted(truth["q0"], key=lambda d: -truth["q0"][d])[:K]
+
+
+def test_the_judging_page_and_its_lookahead_follow_the_machine(
+    api: Api, coll: tuple[int, dict[str, dict[str, int]]]
+) -> None:
+    """The page (app/web/assess.py's data) lets the machine answer first, and its preloading
+    predicts the next person's question after the machine's answers: every prediction equals
+    the question the server then returns."""
+    from app.judging.pages import lookahead, task_page
+    from app.kernel.models import User
+
+    cid, truth = coll
+    task_id = create(api, cid, "q4", "bm25")
+    with api.db.read() as s:
+        mia = s.scalar(select(User).where(User.username == "mia"))
+    assert mia is not None
+    body = task_page(db=api.db, user=mia, task_id=task_id).question
+    predicted = jumped = 0
+    while not body["done"]:
+        _title, ahead = lookahead(db=api.db, user=mia, task_id=task_id, seq=body["seq"])
+        payload = answer(body, truth["q4"])
+        r = api.post("mia", f"/api/v1/tasks/{task_id}/judgments", json=payload)
+        assert r.status_code == 200, r.text
+        following = r.json()
+        guess = None if ahead is None else ahead.next.get(payload["outcome"])
+        if guess is not None and not following["done"]:
+            assert guess["seq"] == following["seq"]
+            assert {k: v["doc_id"] for k, v in guess["pair"].items()} == {
+                k: v["doc_id"] for k, v in following["pair"].items()
+            }
+            predicted += 1
+            jumped += following["seq"] > body["seq"] + 1
+        body = following
+    assert predicted >= 3 and jumped > 0
+    assert any(j.source == "machine" for j in log(api, task_id))
