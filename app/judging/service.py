@@ -35,7 +35,13 @@ On Postgres the common submit (a fresh answer from a cached session) has a form 
 database stores it in one round trip only if the task, the caller and the log version are
 still what the session assumed (the checks above, made by the storing statement itself:
 :func:`app.judging.repository.store_if_current`). When they are not, it stores nothing and
-:func:`submit_judgment` answers as above; so the semantics are the general path's."""
+:func:`submit_judgment` answers as above; so the semantics are the general path's.
+
+A task with a machine judge (option ``machine``, docs/machine-judges.md#the-service) stores the
+machine's answers in the same transactions: ``next`` becomes a write (the machine answers up
+to a person's question), a person's submit is followed by the machine's answers, and undo
+reverts the last person's answer with the machine's after it; such a task always takes the
+general path, with its session replayed under the lock and with the machine."""
 
 from __future__ import annotations
 

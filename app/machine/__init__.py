@@ -1,1 +1,3 @@
-"""Machine judges in the service: a task's judge, its prepared opinions and its calibration."""
+"""Machine assessors in the service: a task's machine judge by source, its scores and pair
+opinions prepared ahead, and the study calibration frozen per task
+(docs/machine-judges.md#the-service)."""

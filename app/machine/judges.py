@@ -33,7 +33,7 @@ from sqlalchemy.orm import Session
 
 from app.kernel.errors import Invalid
 from app.kernel.models import Query
-from app.machine import repository
+from app.machine import judge_repository as repository
 from app.machine.settings import MachineSettings
 from app.retrieval import service as retrieval
 from labeling.machine.calibration import Calibrator

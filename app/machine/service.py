@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session
 from app.kernel.db import Database
 from app.kernel.models import Query, utcnow
 from app.machine import judges
-from app.machine.repository import MachineStore, save_machine, save_opinions
+from app.machine.judge_repository import MachineStore, save_machine, save_opinions
 from app.machine.settings import MachineSettings
 from labeling.machine.judges import JudgeQuery
 from labeling.machine.opinion import JudgeOpinion
