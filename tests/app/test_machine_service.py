@@ -609,3 +609,24 @@ def test_the_judging_page_and_its_lookahead_follow_the_machine(
         body = following
     assert predicted >= 3 and jumped > 0
     assert any(j.source == "machine" for j in log(api, task_id))
+
+
+def test_a_machine_answer_is_nobody_s_workload(
+    api: Api, coll: tuple[int, dict[str, dict[str, int]]]
+) -> None:
+    from app.kernel.models import User
+    from app.users.manage import workloads
+
+    with api.db.read() as s:
+        mia = s.scalar(select(User).where(User.username == "mia"))
+        assert mia is not None
+        rows = list(
+            s.scalars(
+                select(Judgment)
+                .join(Task, Task.id == Judgment.task_id)
+                .where(Task.assessor_id == mia.id, Judgment.undone.is_(False))
+            )
+        )
+    (load,) = [w for w in workloads(db=api.db) if w.username == "mia"]
+    assert any(j.source == "machine" for j in rows)
+    assert load.judgments == sum(j.source == "person" for j in rows)
