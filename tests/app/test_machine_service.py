@@ -630,3 +630,40 @@ def test_a_machine_answer_is_nobody_s_workload(
     (load,) = [w for w in workloads(db=api.db) if w.username == "mia"]
     assert any(j.source == "machine" for j in rows)
     assert load.judgments == sum(j.source == "person" for j in rows)
+
+
+def test_racing_requests_store_the_machine_answers_once(
+    api: Api,
+    coll: tuple[int, dict[str, dict[str, int]]],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Any,
+) -> None:
+    """An ``llm`` task answered by people while no opinion exists; then a job stores every
+    pair's opinion, and 16 requests for the next question race (sessions dropped, as in other
+    worker processes): each stores the machine's answers if no one has yet. Exactly one set
+    is stored, every caller sees the same question, and the log stays contiguous."""
+    from app.judging.opinions import prepare_pair_opinions
+    from tests.app.test_service_concurrency import THREADS, run_together
+
+    cid, truth = coll
+    monkeypatch.setenv("HEAPJUDGE_LLM_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("HEAPJUDGE_QUEUE_URL", f"sqlite:///{tmp_path / 'queue.db'}")
+    task_id = create(api, cid, "q2", "llm")
+    body = api.get("mia", f"/api/v1/tasks/{task_id}/next").json()
+    for _ in range(15):
+        r = api.post("mia", f"/api/v1/tasks/{task_id}/judgments", json=answer(body, truth["q2"]))
+        body = r.json()
+    assert body["seq"] == 15 and not any(j.source == "machine" for j in log(api, task_id))
+    prepare_pair_opinions(db=api.db, task_id=task_id, judge=TruthJudge(truth["q2"]), lookahead=500)
+    clear_caches(api.db)
+    url = f"/api/v1/tasks/{task_id}/next"
+    responses = run_together(THREADS, lambda _i: api.get("mia", url))
+    assert [r.status_code for r in responses] == [200] * THREADS
+    assert len({r.text for r in responses}) == 1
+    rows = log(api, task_id)
+    assert [j.seq for j in rows] == list(range(len(rows)))
+    machine = [j for j in rows if j.source == "machine"]
+    assert machine and responses[0].json()["seq"] == len(rows)
+    with api.db.read() as s:
+        every = list(s.scalars(select(Judgment).where(Judgment.task_id == task_id)))
+    assert len(every) == len(rows)  # nothing stored twice, nothing undone
