@@ -663,7 +663,8 @@ def test_racing_requests_store_the_machine_answers_once(
     rows = log(api, task_id)
     assert [j.seq for j in rows] == list(range(len(rows)))
     machine = [j for j in rows if j.source == "machine"]
-    assert machine and responses[0].json()["seq"] == len(rows)
+    after = responses[0].json()
+    assert machine and (after["done"] or after["seq"] == len(rows))
     with api.db.read() as s:
         every = list(s.scalars(select(Judgment).where(Judgment.task_id == task_id)))
     assert len(every) == len(rows)  # nothing stored twice, nothing undone
