@@ -510,13 +510,16 @@ def review_answers(*, db: Database, user: Caller, task_id: int) -> list[Payload]
     """The task's live answers, oldest first, for the assessor's review list (read-only): per
     answer its ``seq``, ``kind`` (``pair``, ``grade`` or ``broken``), the pair as shown or the
     document (ids and titles), the outcome or grade, a broken document's ``reason``, the
-    ``comment``, ``active_ms`` and the time stored. Its assessor or an admin may read it."""
+    ``comment``, ``active_ms`` and the time stored. Its assessor or an admin may read it. A
+    machine's answers are left out (docs/machine-judges.md#the-service)."""
     with db.raw_read() as cursor:
         store = JudgmentStore(db, cursor)
         who = caller_identity(db, cursor, user, writable=False)
         task = store.task(task_id)
         authorise(task, who, task_id, judge=False)
-        rows = store.review_log(task_id)
+        # A person reviews their own answers: a machine's are not shown (blind: they would
+        # tell its opinion of pairs a repeat may ask again; docs/machine-judges.md).
+        rows = [r for r in store.review_log(task_id) if r.source != "machine"]
         wanted = {d for r in rows for d in (r.left_doc, r.right_doc, r.doc_id) if d is not None}
         titles = {
             doc: row.title for doc, row in store.documents(task.query_id, sorted(wanted)).items()

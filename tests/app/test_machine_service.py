@@ -668,3 +668,15 @@ def test_racing_requests_store_the_machine_answers_once(
     with api.db.read() as s:
         every = list(s.scalars(select(Judgment).where(Judgment.task_id == task_id)))
     assert len(every) == len(rows)  # nothing stored twice, nothing undone
+
+
+def test_the_review_list_shows_the_person_s_answers_only(
+    api: Api, coll: tuple[int, dict[str, dict[str, int]]]
+) -> None:
+    cid, truth = coll
+    task_id = create(api, cid, "q5", "bm25")
+    judge(api, task_id, truth["q5"])
+    rows = log(api, task_id)
+    listed = api.get("mia", f"/api/v1/tasks/{task_id}/answers").json()
+    assert any(j.source == "machine" for j in rows)
+    assert [a["seq"] for a in listed] == [j.seq for j in rows if j.source == "person"]
