@@ -24,7 +24,8 @@ Two kinds of run, on the same server:
   with the other targets (zero lost or doubled, RSS < 300 MB). The client runs each level
   without its garbage collector (:func:`run_level` says why).
 
-``--rate R`` paces the levels too (every level at R judgments/s in total).
+``--rate R`` paces the levels too. ``--machine bm25``: every task ``insertion+assist`` with a
+BM25 judge that is right (texts repeat the query term by the oracle's order); people's counts.
 
 Usage::
 
@@ -163,9 +164,12 @@ def seed_database(url: str, runs: list[tuple[int, float]], duration: float) -> d
         user = next(u for u in _users(db) if u.username == f"a{i:02d}")
         tokens[user.username] = create_api_token(db, user.id, name="bench")
     coll = collections.create_collection(db=db, name=f"load-{uuid.uuid4().hex[:6]}")
+    machine = {"source": os.environ.get("HEAPJUDGE_BENCH_MACHINE")}  # --machine (module doc)
+    options = {"strategy": "insertion+assist", "machine": machine} if machine["source"] else None
     lines = [
-        f'{{"query_id": "q", "query": "load", "doc_id": "{d}", "title": "{d}", "text": "t"}}'
-        for d in scores
+        f'{{"query_id": "q", "query": "load", "doc_id": "{d}", "title": "{d}", '
+        f'"text": "{"load " * int(v * 20)}t"}}'
+        for d, v in scores.items()
     ]
     collections.import_ndjson(db=db, collection_id=coll.id, data="\n".join(lines).encode())
     plan: list[dict[str, list[int]]] = []
@@ -187,6 +191,7 @@ def seed_database(url: str, runs: list[tuple[int, float]], duration: float) -> d
                     method="topk",
                     k=K,
                     seed=seed,
+                    options=options,
                 )
                 plan[-1][name].append(view.id)
     db.dispose()
@@ -210,16 +215,10 @@ def count_stored(url: str, task_ids: list[int]) -> int:
     from app.kernel.settings import Settings
 
     db = Database(Settings(database_url=url, dev=True))
+    people = (Judgment.task_id.in_(task_ids), ~Judgment.undone, Judgment.source == "person")
     try:
         with db.read() as s:
-            return (
-                s.scalar(
-                    select(func.count()).where(
-                        Judgment.task_id.in_(task_ids), Judgment.undone.is_(False)
-                    )
-                )
-                or 0
-            )
+            return s.scalar(select(func.count()).where(*people)) or 0
     finally:
         db.dispose()
 
@@ -474,9 +473,8 @@ TARGET_RSS_MB = 300
 
 
 def verdict(rows: list[Level], *, memory: bool = True) -> list[str]:
-    """The targets, judged on one backend's rows: the paced run at 32 assessors for throughput
-    and p99, every row for lost/doubled judgments and (``memory``: the one-process SQLite
-    server) memory."""
+    """The targets on one backend's rows: the paced 32-assessor run (j/s, p99), every row's
+    lost/doubled judgments and (``memory``: the one-process SQLite server) memory."""
     lines = []
     paced = [r for r in rows if r.rate and r.assessors == TARGET_ASSESSORS]
     for r in paced:
@@ -539,7 +537,9 @@ def main() -> int:
         help="serve Postgres with HEAPJUDGE_POSTGRES_ASYNC_COMMIT=1 (judgments committed without "
         "waiting for the WAL flush; off by default, as in the server)",
     )
+    parser.add_argument("--machine", choices=["bm25"], help="a machine judge (module doc)")
     args = parser.parse_args()
+    os.environ.update({"HEAPJUDGE_BENCH_MACHINE": args.machine} if args.machine else {})
     levels = [int(x) for x in args.levels.split(",")]
     runs = [(n, args.rate) for n in levels]
     if args.target_rate:

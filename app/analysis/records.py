@@ -15,7 +15,7 @@ from app.kernel.errors import NotFound
 from labeling.analysis.records import JudgmentRecord, TaskRecord
 from labeling.errors import LabelingError
 from labeling.protocol.session import open_session
-from labeling.protocol.types import BrokenAnswer, GradeAnswer, PairAnswer
+from labeling.protocol.types import BrokenAnswer, GradeAnswer, MachineAnswer, PairAnswer
 
 #: (task_id, seq) of one re-ask answer: a configured re-ask (task option ``reask_fraction``) or
 #: a strategy's deliberate repeat of a pair (``TopKSession.repeats``).
@@ -59,8 +59,9 @@ def build_records(
 ) -> tuple[list[JudgmentRecord], list[TaskRecord], list[str], set[Reask]]:
     """Turn task rows (id, assessor, query, method, k, seed, options, doc_ids, status) and log
     rows (task, seq, left, right, outcome, doc_id, grade, active_ms, created_at, undone,
-    reason[, answered_by]) into records, replaying every topk task for the (task_id, seq) of
-    its re-asks and deliberate repeats, and each finished one for its top-k ground truth.
+    reason[, answered_by, source, probability, machine_version]) into records, replaying
+    every topk task for the (task_id, seq) of its re-asks and deliberate repeats, and each
+    finished one for its top-k ground truth. A machine's answer is replayed, never a record.
 
     A document its assessor marked broken (docs/protocols.md#broken-documents) takes no part
     in agreement: the broken answer itself and every judgment of that task about the document
@@ -107,6 +108,14 @@ def _judgment_records(
         task_id, seq, left, right, outcome, doc_id, grade, ms, created, undone, reason = row[:11]
         answered_by = row[11] if len(row) > 11 else None
         if task_id not in info:  # a task created after the task list was read (READ COMMITTED)
+            continue
+        if len(row) > 14 and row[12] == "machine":
+            # A machine's answer (docs/machine-judges.md#the-service): replayed as given, never
+            # a person's record (time, agreement, consistency are people's figures).
+            if not undone:
+                live_answers[task_id].append(
+                    MachineAnswer(left, right, outcome, float(row[13]), str(row[14]))
+                )
             continue
         if not undone:
             live_answers[task_id].append(_answer(left, right, outcome, doc_id, grade, reason))

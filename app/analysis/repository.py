@@ -8,7 +8,16 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import aliased
 
-from app.kernel.models import Collection, Judgment, Query, Task, User
+from app.kernel.models import (
+    Collection,
+    Judgment,
+    MachineOpinion,
+    MachineScore,
+    Query,
+    Task,
+    TaskMachine,
+    User,
+)
 
 
 def collection_by_id(s: Any, collection_id: int) -> Collection | None:
@@ -40,7 +49,8 @@ def tasks(s: Any, collection_id: int) -> list[tuple[Task, str, str]]:
 def judgment_log(s: Any, collection_id: int) -> list[tuple[Any, ...]]:
     """The judgment log of those tasks as plain column tuples (no ORM objects: a study log has
     tens of thousands of rows): task, seq, left, right, outcome, doc_id, grade, active_ms,
-    created_at, undone, reason, answered_by (the second assessor's name, or None)."""
+    created_at, undone, reason, answered_by (the second assessor's name, or None), source
+    (``person`` or ``machine``), probability and machine_version (a machine's answer)."""
     second = aliased(User)
     return [
         tuple(row)
@@ -58,6 +68,9 @@ def judgment_log(s: Any, collection_id: int) -> list[tuple[Any, ...]]:
                 Judgment.undone,
                 Judgment.reason,
                 second.username,
+                Judgment.source,
+                Judgment.probability,
+                Judgment.machine_version,
             )
             .join(Task, Judgment.task_id == Task.id)
             .outerjoin(second, second.id == Judgment.answered_by)
@@ -65,3 +78,49 @@ def judgment_log(s: Any, collection_id: int) -> list[tuple[Any, ...]]:
             .order_by(Judgment.task_id, Judgment.seq, Judgment.id)
         )
     ]
+
+
+def machine_tasks(s: Any, collection_id: int) -> list[tuple[int, str, str]]:
+    """(task id, judge version, query external id) of the collection's tasks with a machine
+    judge, not cancelled."""
+    return [
+        (int(t), str(j), str(q))
+        for t, j, q in s.execute(
+            select(TaskMachine.task_id, TaskMachine.judge, Query.external_id)
+            .join(Task, Task.id == TaskMachine.task_id)
+            .join(Query, Query.id == Task.query_id)
+            .where(Task.collection_id == collection_id, Task.status != "cancelled")
+            .order_by(TaskMachine.task_id)
+        )
+    ]
+
+
+def machine_scores(s: Any, task_ids: list[int]) -> dict[int, dict[str, float]]:
+    """Raw scores per document of the tasks (``machine_score``)."""
+    out: dict[int, dict[str, float]] = {}
+    if task_ids:
+        rows = s.execute(
+            select(MachineScore.task_id, MachineScore.doc_id, MachineScore.score).where(
+                MachineScore.task_id.in_(task_ids)
+            )
+        )
+        for task_id, doc, score in rows:
+            out.setdefault(task_id, {})[doc] = float(score)
+    return out
+
+
+def machine_opinions(s: Any, task_ids: list[int]) -> dict[int, dict[tuple[str, str], float]]:
+    """Prepared raw P(first better) per ordered pair of the tasks (``machine_opinion``)."""
+    out: dict[int, dict[tuple[str, str], float]] = {}
+    if task_ids:
+        rows = s.execute(
+            select(
+                MachineOpinion.task_id,
+                MachineOpinion.first_doc,
+                MachineOpinion.second_doc,
+                MachineOpinion.probability,
+            ).where(MachineOpinion.task_id.in_(task_ids))
+        )
+        for task_id, a, b, p in rows:
+            out.setdefault(task_id, {})[(a, b)] = float(p)
+    return out

@@ -31,4 +31,9 @@ class AnalysisOut(BaseModel):
     transitivity: list[dict[str, Any]]
     topk_overlap: list[dict[str, Any]]
     time_histogram: dict[str, Any]
+    machine_agreement: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Per machine judge version: tasks, machine_answers, opinion_vs_people and "
+        "answers_vs_people (pairs, agree, agreement, kappa; docs/machine-judges.md).",
+    )
     warnings: list[str]

@@ -29,6 +29,7 @@ from collections.abc import Set as AbstractSet
 from typing import Any
 
 from app.analysis import repository
+from app.analysis.machine import machine_agreement
 from app.analysis.records import Reask, load_records
 from app.kernel.db import Database
 from app.kernel.errors import NotFound
@@ -190,7 +191,9 @@ def collection_analysis(
     """Load a collection and analyse it (see :func:`analyze_records`); NotFound if unknown."""
     info, judgments, tasks, warnings, reasks = load_records(collection_id, db=db)
     report = analyze_records(judgments, tasks, mode=mode, reasks=reasks)
-    return {"collection": info, **report, "warnings": warnings}
+    # People against the machine, beside people against people (the agreement tables).
+    machine = machine_agreement(collection_id, db=db)
+    return {"collection": info, **report, "machine_agreement": machine, "warnings": warnings}
 
 
 def find_collection_id(name_or_id: str, *, db: Database) -> int:

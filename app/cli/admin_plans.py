@@ -91,6 +91,11 @@ def plan_cmd(
         help="Initial order of the topk tasks: none | bm25 | feature:<number> (LETOR) | run "
         "(the --run file).",
     ),
+    machine: str | None = typer.Option(
+        None,
+        help="Machine judge of the topk tasks (a +assist strategy): bm25 | model:<training "
+        "run id> | llm; it answers the comparisons it is sure of, people the rest.",
+    ),
     seed: int = typer.Option(0, help="Plan seed (balanced plan and task seeds)."),
     name: str = typer.Option("plan", help="Plan name (task labels name:A1, ...)."),
     create: bool = typer.Option(
@@ -118,6 +123,7 @@ def plan_cmd(
             # Not given on the command line: --options may name the strategy instead.
             strategy=strategy if given(ctx, "strategy") else None,
             prior=prior,
+            machine=machine,
         )
         _print_grid(planning.preview_plan(db=db, spec=spec))
         return planning.create_plan(db=db, spec=spec) if create else None

@@ -159,9 +159,28 @@ def format_report(report: dict[str, Any]) -> str:
         if report[key]:
             lines += ["", heading]
             lines += [f"  {row['assessor']:<16} {describe(row)}" for row in report[key]]
+    lines += format_machine(report.get("machine_agreement") or [])
     for warning in report.get("warnings", []):
         lines.append(f"warning: {warning}")
     return "\n".join(lines)
+
+
+def format_machine(rows: list[dict[str, Any]]) -> list[str]:
+    """People against the machine judges (docs/machine-judges.md#the-service)."""
+    if not rows:
+        return []
+    lines = ["", "People against the machine (beside people against people above):"]
+    for row in rows:
+        lines.append(f"  {row['judge']}: {row['tasks']} tasks, {row['machine_answers']} answers")
+        for key, what in (
+            ("opinion_vs_people", "its opinion on the pairs people answered"),
+            ("answers_vs_people", "its answers against other tasks' people"),
+        ):
+            b = row[key]
+            kappa = "n/a" if b["kappa"] is None else f"{b['kappa']:.3f}"
+            agreement = "n/a" if b["agreement"] is None else _pct(b["agreement"])
+            lines.append(f"    {what}: {b['agree']}/{b['pairs']} ({agreement}), κ {kappa}")
+    return lines
 
 
 def _json_default(value: Any) -> Any:

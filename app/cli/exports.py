@@ -48,7 +48,9 @@ def export(
     labels: str | None = typer.Option(
         None,
         "--labels",
-        help="kappa | grades (default: the format's own: grades for grades-qrels).",
+        help="kappa | grades (default: the format's own: grades for grades-qrels); qrels and "
+        "topk-jsonl also take hybrid (every answer, a machine's too: the default) | human "
+        "(only documents no machine answer touched keep a label).",
     ),
     source: str = typer.Option(
         "first",

@@ -28,8 +28,10 @@ LabelsParam = Annotated[
     str | None,
     Query(
         description="kappa (κ-labels of topk tasks) or grades (graded tasks); default: the "
-        "format's own.",
-        json_schema_extra={"enum": list(exports.LABELS)},
+        "format's own. qrels and topk-jsonl also take hybrid (κ-labels from every answer, a "
+        "machine's too: the same as kappa, the default) or human (only the documents no "
+        "machine answer touched keep a label; docs/exports.md#machine-answers).",
+        json_schema_extra={"enum": [*exports.LABELS, *exports.PROVENANCE]},
     ),
 ]
 SourceParam = Annotated[

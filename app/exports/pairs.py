@@ -32,6 +32,9 @@ PAIR_COLUMNS = (
     "reason",
     "comment",
     "answered_by",
+    "source",
+    "machine_version",
+    "probability",
 )
 
 
@@ -41,7 +44,9 @@ def _judgments(s: Session, req: Selection) -> Iterator[Any]:
 
 def write_pairs_jsonl(db: Database, req: Selection) -> Iterator[bytes]:
     """One JSON object per live pair judgment (:data:`PAIR_COLUMNS` but the winner and the
-    side shown, plus the broken document's id)."""
+    side shown, plus the broken document's id). ``source`` is ``person`` or ``machine``; a
+    machine's judgment carries its ``machine_version`` and calibrated ``probability`` of
+    being right (null for a person's)."""
 
     def lines() -> Iterator[str]:
         with db.read() as s:
@@ -61,6 +66,9 @@ def write_pairs_jsonl(db: Database, req: Selection) -> Iterator[bytes]:
                         "reason": j.reason,
                         "comment": j.comment,
                         "answered_by": second,
+                        "source": j.source,
+                        "machine_version": j.machine_version,
+                        "probability": j.probability,
                     }
                 )
 
@@ -94,6 +102,9 @@ def write_pairs_csv(db: Database, req: Selection) -> Iterator[bytes]:
                             j.reason or "",
                             j.comment or "",
                             second or "",
+                            j.source,
+                            j.machine_version or "",
+                            "" if j.probability is None else j.probability,
                         )
                     )
                 )

@@ -9,9 +9,9 @@ several (Borda, Bradley–Terry, mean grade).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from sqlalchemy.orm import Session
 
@@ -69,6 +69,26 @@ class QueryLabels:
     rest: list[str] = field(default_factory=list)
     #: Documents marked broken (id -> reason; docs/protocols.md#broken-documents): no label.
     broken: dict[str, str] = field(default_factory=dict)
+    #: Live answers a machine gave in the tasks (docs/machine-judges.md#the-service).
+    machine_answers: int = 0
+    #: The tasks' machine judge (its version), None without one.
+    judge: str | None = None
+    #: The top documents whose label no machine answer touched.
+    human_decided: list[str] = field(default_factory=list)
+
+
+def machine_touched(rows: Sequence[Any]) -> set[str]:
+    """The documents a live machine answer of a task's log involved."""
+    return {d for r in rows if r.source == "machine" for d in (r.left_doc, r.right_doc) if d}
+
+
+def keep_human(ql: QueryLabels, touched: set[str]) -> QueryLabels:
+    """``labels=human``: only the labels (and top/rest entries) of the documents no machine
+    answer touched; the others are left out, unjudged (docs/exports.md#machine-answers)."""
+    ql.labels = {d: v for d, v in ql.labels.items() if d not in touched}
+    ql.top = [d for d in ql.top if d not in touched]
+    ql.rest = [d for d in ql.rest if d not in touched]
+    return ql
 
 
 def method_of(labels: str | None) -> str:
@@ -98,7 +118,16 @@ def chosen_tasks(s: Session, req: Selection) -> list[tuple[Task, str, str]]:
     return out
 
 
-def _labels_of_task(s: Session, task: Task, qid: str, username: str) -> QueryLabels:
+def judge_of(task: Task) -> str | None:
+    """The task's machine judge version (option ``machine.judge``), None without one."""
+    machine = (task.options or {}).get("machine") or {}
+    judge = machine.get("judge")
+    return str(judge) if judge else None
+
+
+def _labels_of_task(
+    s: Session, task: Task, qid: str, username: str, human: bool = False
+) -> QueryLabels:
     rows = live_judgments(s, task.id)
     result = replay_task(task, rows).result()
     info = TaskInfo(task.id, username, len(rows), sum(r.active_ms for r in rows))
@@ -106,7 +135,20 @@ def _labels_of_task(s: Session, task: Task, qid: str, username: str) -> QueryLab
     if task.method == "topk":
         top, rest = list(result.top), list(result.rest)
         labels = kappa_labels(top, sorted(rest), result.k)
-        return QueryLabels(qid, labels, [info], k=result.k, top=top, rest=rest, broken=broken)
+        touched = machine_touched(rows)
+        ql = QueryLabels(
+            qid,
+            labels,
+            [info],
+            k=result.k,
+            top=top,
+            rest=rest,
+            broken=broken,
+            machine_answers=sum(r.source == "machine" for r in rows),
+            judge=judge_of(task),
+            human_decided=[d for d in top if d not in touched],
+        )
+        return keep_human(ql, touched) if human else ql
     grades = {doc: result.grades[doc] for doc in sorted(result.grades)}
     return QueryLabels(qid, grades, [info], broken=broken)
 
@@ -115,7 +157,7 @@ def query_labels(s: Session, req: Selection) -> Iterator[QueryLabels]:
     """Per query (in import order), the labels chosen by ``req.source`` (resolved request)."""
     if req.source not in ("borda", "bt", "mean"):
         for task, qid, username in chosen_tasks(s, req):
-            yield _labels_of_task(s, task, qid, username)
+            yield _labels_of_task(s, task, qid, username, human=req.labels == "human")
         return
     groups: dict[str, list[tuple[Task, str]]] = {}
     for task, qid, username in finished_tasks(s, req):
@@ -127,10 +169,14 @@ def query_labels(s: Session, req: Selection) -> Iterator[QueryLabels]:
 def _aggregate(s: Session, source: str, qid: str, tasks: list[tuple[Task, str]]) -> QueryLabels:
     replayed = []
     infos = []
+    touched: set[str] = set()
+    machine_answers = 0
     for task, username in tasks:
         rows = live_judgments(s, task.id)
         replayed.append((task, replay_task(task, rows).result()))
         infos.append(TaskInfo(task.id, username, len(rows), sum(r.active_ms for r in rows)))
+        touched |= machine_touched(rows)
+        machine_answers += sum(r.source == "machine" for r in rows)
     # A document any of the tasks marked broken gets no aggregate label (its first reason is
     # listed), so every aggregate covers the same documents.
     broken: dict[str, str] = {}
@@ -162,4 +208,17 @@ def _aggregate(s: Session, source: str, qid: str, tasks: list[tuple[Task, str]])
         agg = bradley_terry(prefs, universe=universe)
     top, rest = agg.top(min(k, len(agg.order)))
     labels = kappa_labels(top, sorted(rest), k)
-    return QueryLabels(qid, labels, infos, aggregate=source, k=k, top=top, rest=rest, broken=broken)
+    judges = [j for task, _ in replayed if (j := judge_of(task))]
+    return QueryLabels(
+        qid,
+        labels,
+        infos,
+        aggregate=source,
+        k=k,
+        top=top,
+        rest=rest,
+        broken=broken,
+        machine_answers=machine_answers,
+        judge=judges[0] if judges else None,
+        human_decided=[d for d in top if d not in touched],
+    )

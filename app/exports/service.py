@@ -63,6 +63,10 @@ LABELS = ("kappa", "grades")
 #: The formats that write the documents' feature vectors.
 LETOR_FORMATS = ("letor", "svmlight", "group")
 NO_FEATURES = "the collection has no feature vectors (attach LETOR features first)"
+#: Which answers top-k labels come from (docs/exports.md#machine-answers): ``hybrid`` (every
+#: answer, people's and a machine's: the same labels as ``kappa``) or ``human`` (only the
+#: documents no machine answer touched keep their label).
+PROVENANCE = ("hybrid", "human")
 SOURCES = ("first", "assessor", "all", "borda", "bt", "mean")
 MISSING_FEATURES = ("error", "skip", "zero")
 
@@ -151,8 +155,10 @@ def check_request(req: ExportRequest, *, db: Database) -> ExportRequest:
             f"use one of {', '.join(spec.sources)}"
         )
     if spec.sources:
-        if req.source in ("borda", "bt") and req.labels != "kappa":
-            raise Invalid(f"source {req.source!r} aggregates top-k lists; use labels=kappa")
+        if req.source in ("borda", "bt") and req.labels not in ("kappa", "hybrid"):
+            raise Invalid(
+                f"source {req.source!r} aggregates top-k lists; use labels=kappa (or hybrid)"
+            )
         if req.source == "mean" and req.labels != "grades":
             raise Invalid("source 'mean' averages grades; use labels=grades")
     if req.source == "assessor" and not req.assessor:
@@ -249,7 +255,7 @@ FORMATS: dict[str, ExportFormat] = {
             _TEXT,
             "qrels.txt",
             write_qrels,
-            labels=LABELS,
+            labels=(*LABELS, *PROVENANCE),
             sources=_QRELS_SOURCES,
             evaluate="--qrels",
             not_evaluable="with source=all (several labels per document)",
@@ -273,7 +279,7 @@ FORMATS: dict[str, ExportFormat] = {
             _NDJSON,
             "topk.jsonl",
             write_topk_jsonl,
-            labels=("kappa",),
+            labels=("kappa", *PROVENANCE),
             sources=("first", "assessor", "all", "borda", "bt"),
             evaluate="--topk",
             not_evaluable="with source=all (several truths per query)",

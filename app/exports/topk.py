@@ -29,6 +29,11 @@ def _topk_record(ql: QueryLabels) -> dict[str, Any]:
             task_ids=[t.task_id for t in ql.tasks],
         )
     record["broken"] = ql.broken
+    # Provenance (docs/exports.md#machine-answers): how many answers a machine gave, its
+    # judge, and the top documents whose label no machine answer touched.
+    record["machine_answers"] = ql.machine_answers
+    record["judge"] = ql.judge
+    record["human_decided"] = ql.human_decided
     return record
 
 

@@ -27,14 +27,16 @@ from app.kernel.models import User
 from labeling.protocol.session import open_session
 from labeling.protocol.topk import TopKSession
 from labeling.protocol.types import (
-    Answer,
     BrokenAnswer,
     GradeAnswer,
     GradeQuestion,
+    LogEntry,
+    MachineAnswer,
     PairAnswer,
     PairQuestion,
     Progress,
 )
+from labeling.strategies.assist import MachineOpinion
 
 # --------------------------------------------------------------------------- documents
 
@@ -119,14 +121,14 @@ class Session(Protocol):
         """Whether the log is complete."""
 
     @property
-    def answers(self) -> Sequence[Answer]:
-        """The answers so far, in ``seq`` order."""
+    def answers(self) -> Sequence[LogEntry]:
+        """The answers so far, in ``seq`` order (a person's or a machine's)."""
 
     @property
     def allowed_outcomes(self) -> Sequence[str] | Sequence[int]:
         """The answers the pending question accepts."""
 
-    def submit(self, answer: Answer) -> None:
+    def submit(self, answer: LogEntry) -> None:
         """Take ``answer`` to the pending question (unchanged if it raises)."""
 
     def progress(self) -> Progress:
@@ -136,8 +138,17 @@ class Session(Protocol):
         """The ground truth once the log is complete."""
 
 
-def answer_of(row: LogRow) -> Answer:
-    """The protocol answer recorded in a judgment row."""
+def answer_of(row: LogRow) -> LogEntry:
+    """The protocol answer recorded in a judgment row (a machine's:
+    :class:`~labeling.protocol.types.MachineAnswer`, taken as given on replay)."""
+    if row.source == "machine":
+        return MachineAnswer(
+            row.left_doc or "",
+            row.right_doc or "",
+            row.outcome,  # type: ignore[arg-type]  # the provenance CHECK: left or right
+            float(row.probability if row.probability is not None else 0.0),
+            row.machine_version or "",
+        )
     if row.outcome == "broken":
         return BrokenAnswer(row.doc_id or "", row.reason or "", row.left_doc, row.right_doc)
     if row.doc_id is not None:
@@ -145,9 +156,12 @@ def answer_of(row: LogRow) -> Answer:
     return PairAnswer(row.left_doc or "", row.right_doc or "", row.outcome)  # type: ignore[arg-type]
 
 
-def replay_task(task: Any, rows: Sequence[LogRow]) -> Session:
+def replay_task(
+    task: Any, rows: Sequence[LogRow], machine: MachineOpinion | None = None
+) -> Session:
     """Rebuild the protocol session of ``task`` (an ORM Task or a task row) from its live
-    log."""
+    log. Logged machine answers replay as given; ``machine`` (the judging loop's, which lets
+    it answer past the log's end) is needed only to derive new ones."""
     session: Session = open_session(
         task.method,
         task.doc_ids,
@@ -155,6 +169,7 @@ def replay_task(task: Any, rows: Sequence[LogRow]) -> Session:
         seed=task.seed,
         options=task.options,
         answers=[answer_of(r) for r in rows],
+        machine=machine,
     )
     return session
 
@@ -164,6 +179,7 @@ class TaskConfig:
     """What never changes in a task: its protocol config (status and assessor may)."""
 
     id: int
+    collection_id: int
     query_id: int
     method: str
     k: int
@@ -187,9 +203,10 @@ class Replayed:
         return self.task.created_at == created_at and self.version == version
 
 
-def replay(task: Any, rows: Sequence[LogRow]) -> Replayed:
+def replay(task: Any, rows: Sequence[LogRow], machine: MachineOpinion | None = None) -> Replayed:
     active_ms = sum(r.active_ms for r in rows)
-    return Replayed(task_config(task), replay_task(task, rows), log_version(rows), active_ms)
+    session = replay_task(task, rows, machine)
+    return Replayed(task_config(task), session, log_version(rows), active_ms)
 
 
 # --------------------------------------------------------------------------- caches
@@ -214,6 +231,19 @@ def clear_caches(db: Database) -> None:
 
 
 # --------------------------------------------------------------------------- question bodies
+
+
+def uses_machine(task: Any) -> bool:
+    """Whether a task (a row, an ORM Task or a :class:`TaskConfig`) has a machine judge
+    (option ``machine``, docs/machine-judges.md#the-service): one dict lookup."""
+    return bool(task.options.get("machine"))
+
+
+def prepared_by_job(task: Any) -> bool:
+    """Whether a task's machine opinions are prepared by a job while it is judged (``llm``),
+    rather than once at creation (``bm25``, ``model:<id>``)."""
+    machine = task.options.get("machine") or {}
+    return bool(machine.get("source") == "llm")
 
 
 def routes(r: Replayed) -> bool:
@@ -353,6 +383,7 @@ def comment_of(data: dict[str, Any]) -> str | None:
 def task_config(task: Any) -> TaskConfig:
     return TaskConfig(
         task.id,
+        task.collection_id,
         task.query_id,
         task.method,
         task.k,
@@ -363,10 +394,18 @@ def task_config(task: Any) -> TaskConfig:
     )
 
 
-def session_after(task: Any, answers: Sequence[Answer]) -> Session:
-    """The session of ``task`` after ``answers`` (none of them stored)."""
+def session_after(
+    task: Any, answers: Sequence[LogEntry], machine: MachineOpinion | None = None
+) -> Session:
+    """The session of ``task`` after ``answers`` (none of them stored), with ``machine``."""
     session: Session = open_session(
-        task.method, task.doc_ids, k=task.k, seed=task.seed, options=task.options, answers=answers
+        task.method,
+        task.doc_ids,
+        k=task.k,
+        seed=task.seed,
+        options=task.options,
+        answers=answers,
+        machine=machine,
     )
     return session
 

@@ -26,9 +26,12 @@ from app.judging.loop import (
     replayed_body,
     routes,
     session_after,
+    uses_machine,
 )
 from app.judging.repository import JudgmentStore
+from app.judging.service import next_question
 from app.kernel.db import Database
+from app.machine import service as machines
 from labeling.protocol.topk import TopKSession
 from labeling.protocol.types import GradeAnswer, PairAnswer, PairQuestion
 
@@ -73,13 +76,22 @@ def task_page(*, db: Database, user: Caller, task_id: int) -> TaskPage:
     with db.raw_read() as cursor:
         store = JudgmentStore(db, cursor)
         task = _own_task(store, caller_identity(db, cursor, user, writable=False), task_id)
+    machine = uses_machine(task)
+    if machine:
+        # The machine first answers what it may (docs/machine-judges.md#the-service): the
+        # page shows the question a person is to answer, and the cached session has the
+        # machine.
+        next_question(db=db, user=user, task_id=task_id)
+    with db.raw_read() as cursor:
+        store = JudgmentStore(db, cursor)
+        task = _own_task(store, caller_identity(db, cursor, user, writable=False), task_id)
         replayed = replay(task, store.live_log(task_id))
         question = replayed_body(db, replayed, store)
         result = replayed.session.result() if replayed.session.done else None
         top = list(result.top) if result is not None and task.method == "topk" else []
         documents = document_payloads(db, replayed.task, top, store) if top else {}
         query = store.query_text(task.query_id)
-    if result is None:
+    if result is None and not machine:
         LOOP_CACHES.of(db).sessions.put(task_id, replayed)  # warms the cache for the first submit
         if routes(replayed):  # after the read transaction: routing writes
             question = routing.gate(db, replayed, question)
@@ -143,7 +155,14 @@ def lookahead(
         task = _own_task(store, caller_identity(db, cursor, user, writable=False), task_id)
         title = store.query_text(task.query_id).title
         rows = store.live_log(task_id)
-        session = replay_task(task, rows)
+        # A task's machine answers after each answer too: the next person's question is the
+        # one after the machine's (none is predicted while its calibration is not frozen).
+        machine = (
+            machines.task_opinion(db, cursor, task, freeze=False) if uses_machine(task) else None
+        )
+        if uses_machine(task) and machine is None:
+            return title, Lookahead([], {})
+        session = replay_task(task, rows, machine)
         pending = session.pending
         if pending is None or pending.seq != seq:
             return title, None
@@ -156,7 +175,9 @@ def lookahead(
             current = {pending.left, pending.right}
             for outcome in session.allowed_outcomes:
                 answer = PairAnswer(pending.left, pending.right, outcome)
-                after = session_after(task, [*answers, answer])
+                after = session_after(task, [*answers, answer], machine)
+                if isinstance(after, TopKSession):
+                    after.let_machine_answer()  # in memory: nothing is stored
                 nxt = after.pending
                 if isinstance(nxt, PairQuestion):
                     upcoming += [nxt.left, nxt.right]

@@ -51,8 +51,9 @@ from app.auth.tokens import (
 from app.kernel.caches import Slot
 from app.kernel.db import Database, LoopConnection
 from app.kernel.models import Document, Judgment, Query, Task
-from app.kernel.prepared import Prepared
-from labeling.protocol.types import Answer, BrokenAnswer, PairAnswer
+from app.kernel.prepared import Prepared, native
+from app.machine.judges import prompt_hash_of
+from labeling.protocol.types import Answer, BrokenAnswer, LogEntry, MachineAnswer, PairAnswer
 
 #: ``(number of live judgments, id of the newest live judgment)`` of a task.
 LogVersion = tuple[int, int]
@@ -70,6 +71,9 @@ class LogRow(Protocol):
     grade: int | None
     active_ms: int
     reason: str | None
+    source: str
+    machine_version: str | None
+    probability: float | None
 
 
 # Core tables, not ORM entities: statements over ORM attributes go through the ORM's compile
@@ -93,6 +97,9 @@ LIVE_LOG = (
         J.c.grade,
         J.c.active_ms,
         J.c.reason,
+        J.c.source,
+        J.c.machine_version,
+        native(J.c.probability),
     )
     .where(J.c.task_id == bindparam("task_id"), J.c.undone.is_(False))
     .order_by(J.c.seq)
@@ -101,6 +108,7 @@ LIVE_LOG = (
 REVIEW_LOG = LIVE_LOG.add_columns(J.c.comment, J.c.created_at)
 TASK_ROW = select(
     T.c.id,
+    T.c.collection_id,
     T.c.query_id,
     T.c.assessor_id,
     T.c.method,
@@ -174,6 +182,10 @@ _ROW_COLUMNS = (
     "undone",
     "reason",
     "comment",
+    "source",
+    "machine_version",
+    "prompt_hash",
+    "probability",
 )
 
 
@@ -303,7 +315,7 @@ REOPEN = (
 def row_values(
     task_id: int,
     seq: int,
-    answer: Answer,
+    answer: LogEntry,
     active_ms: int,
     now: datetime,
     comment: str | None = None,
@@ -323,9 +335,23 @@ def row_values(
         "undone": False,
         "reason": None,
         "comment": comment,
+        "source": "person",
+        "machine_version": None,
+        "prompt_hash": None,
+        "probability": None,
     }
     if isinstance(answer, PairAnswer):
         values |= {"left_doc": answer.left, "right_doc": answer.right, "outcome": answer.outcome}
+    elif isinstance(answer, MachineAnswer):
+        values |= {
+            "left_doc": answer.left,
+            "right_doc": answer.right,
+            "outcome": answer.outcome,
+            "source": "machine",
+            "machine_version": answer.version,
+            "prompt_hash": prompt_hash_of(answer.version),
+            "probability": answer.probability,
+        }
     elif isinstance(answer, BrokenAnswer):
         values |= {
             "left_doc": answer.left,
@@ -466,7 +492,7 @@ class JudgmentStore:
         self,
         task_id: int,
         seq: int,
-        answer: Answer,
+        answer: LogEntry,
         active_ms: int,
         now: datetime,
         comment: str | None = None,

@@ -35,7 +35,13 @@ On Postgres the common submit (a fresh answer from a cached session) has a form 
 database stores it in one round trip only if the task, the caller and the log version are
 still what the session assumed (the checks above, made by the storing statement itself:
 :func:`app.judging.repository.store_if_current`). When they are not, it stores nothing and
-:func:`submit_judgment` answers as above; so the semantics are the general path's."""
+:func:`submit_judgment` answers as above; so the semantics are the general path's.
+
+A task with a machine judge (option ``machine``, docs/machine-judges.md#the-service) stores the
+machine's answers in the same transactions: ``next`` becomes a write (the machine answers up
+to a person's question), a person's submit is followed by the machine's answers, and undo
+reverts the last person's answer with the machine's after it; such a task always takes the
+general path, with its session replayed under the lock and with the machine."""
 
 from __future__ import annotations
 
@@ -54,17 +60,21 @@ from app.judging.loop import (
     authorise,
     comment_of,
     pending_ids,
+    prepared_by_job,
     replay,
     replayed_body,
     routes,
+    uses_machine,
 )
-from app.judging.repository import JudgmentStore, store_if_current
+from app.judging.repository import JudgmentStore, log_version, store_if_current
 from app.kernel.db import Database
 from app.kernel.errors import Conflict, DomainError, Invalid
 from app.kernel.models import utcnow
 from app.kernel.offload import executor
+from app.machine import service as machines
 from labeling.errors import Finished, LabelingError, WrongQuestion
 from labeling.identifiers import normal_identifier
+from labeling.protocol.topk import TopKSession
 from labeling.protocol.types import Answer, BrokenAnswer, GradeAnswer, PairAnswer
 
 # --------------------------------------------------------------------------- payloads
@@ -179,17 +189,102 @@ def _is_retry(r: Replayed, seq: int, answer: Answer, conflict: Callable[[str], C
 
 
 def next_question(*, db: Database, user: Caller, task_id: int) -> Payload:
-    """The pending question of a task (or done), rebuilt from its log."""
+    """The pending question of a task (or done), rebuilt from its log. A task with a machine
+    first lets the machine answer what it may (:func:`_next_with_machine`)."""
     with db.raw_read() as cursor:
         store = JudgmentStore(db, cursor)
         who = caller_identity(db, cursor, user, writable=False)
         task = store.task(task_id)
         authorise(task, who, task_id, judge=False)
-        replayed = replay(task, store.live_log(task_id))
-        body = _body(db, replayed, store)
+        if uses_machine(task):
+            replayed = None
+        else:
+            replayed = replay(task, store.live_log(task_id))
+            body = _body(db, replayed, store)
+    if replayed is None:
+        return _next_with_machine(db, user, task_id)
     # Warms the cache for the submit that follows.
     LOOP_CACHES.of(db).sessions.put(task_id, replayed)
     return _gated(db, replayed, body)  # after the read transaction: routing writes
+
+
+# --------------------------------------------------------------------------- the machine
+
+
+def _replay_locked(db: Database, store: JudgmentStore, task_id: int) -> Replayed:
+    """The task's session replayed from its log in ``store``'s write transaction, with the
+    task's machine when it has one (its study calibration frozen now if it was not)."""
+    task = store.task(task_id)
+    machine = machines.task_opinion(db, store.cursor, task) if uses_machine(task) else None
+    return replay(task, store.live_log(task_id), machine)
+
+
+def _machine_answers(store: JudgmentStore, r: Replayed, now: Any) -> int:
+    """Let ``r``'s machine answer every question it may from the pending one on
+    (:meth:`labeling.protocol.topk.TopKSession.let_machine_answer`) and store each answer as
+    a judgment with source ``machine``, in ``store``'s write transaction; ``r.version``
+    follows. How many were stored (0 without a machine). A conflict on the live
+    ``(task, seq)`` index (never under the row lock) is a 409 and the transaction rolls
+    back."""
+    session = r.session
+    if not isinstance(session, TopKSession) or session.machine is None:
+        return 0
+    if prepared_by_job(r.task):
+        # Opinions a job stored since the session was built are used from now on.
+        machines.refresh_opinions(store.db, store.cursor, r.task.id, session.machine)
+    start = len(session.answers)
+    new = session.let_machine_answer()
+    newest = r.version[1]
+    for i, answer in enumerate(new):
+        stored = store.insert(r.task.id, start + i, answer, 0, now)
+        if stored is None:
+            raise Conflict(f"question {start + i} was answered concurrently")
+        newest = stored
+    r.version = (r.version[0] + len(new), newest)
+    return len(new)
+
+
+def _with_machine(r: Replayed | None) -> Replayed | None:
+    """``r``, unless its task has a machine its session was replayed without (then the
+    session is replayed again, with the machine, under the lock)."""
+    if r is not None and uses_machine(r.task) and getattr(r.session, "machine", None) is None:
+        return None
+    return r
+
+
+def _status_change(status: str, done: bool) -> str:
+    """The :data:`app.judging.repository.MARK` change after judgments were stored on a task
+    in ``status`` ("" for none)."""
+    change = "active" if status == "pending" else ""
+    if done:
+        change = "active+done" if change else "done"
+    return change
+
+
+def _next_with_machine(db: Database, user: Caller, task_id: int) -> Payload:
+    """The pending question of a task with a machine: in one write transaction (the task's
+    row locked), the session (cached, or replayed with the machine), the machine's answers
+    up to a person's question stored (a pending or active task only), then the question."""
+    sessions = LOOP_CACHES.of(db).sessions
+    cached = _with_machine(sessions.take(task_id))
+    with db.raw_write() as cursor:
+        store = JudgmentStore(db, cursor)
+        who = caller_identity(db, cursor, user, writable=True)
+        task = store.task(task_id, lock=True)
+        authorise(task, who, task_id, judge=False)
+        rows = store.live_log(task_id)
+        replayed = cached
+        if replayed is None or not replayed.matches(task.created_at, log_version(rows)):
+            replayed = replay(task, rows, machines.task_opinion(db, cursor, task))
+        if task.status in ("pending", "active"):
+            now = utcnow()
+            if _machine_answers(store, replayed, now):
+                change = _status_change(task.status, bool(replayed.session.done))
+                if change:
+                    store.mark(task_id, change, now)
+        body = _body(db, replayed, store, locked=True)
+    sessions.put(task_id, replayed)
+    return body
 
 
 def _replay_outside_lock(
@@ -202,7 +297,8 @@ def _replay_outside_lock(
         store = JudgmentStore(db, cursor)
         who = caller_identity(db, cursor, user, writable=False)
         task = store.task(task_id)
-        if task is None or task.assessor_id != who.id:
+        if task is None or task.assessor_id != who.id or uses_machine(task):
+            # A task with a machine is replayed under the lock, with the machine.
             return who, None
         return who, replay(task, store.live_log(task_id))
 
@@ -245,8 +341,9 @@ async def submit_on_loop(
         return None
     seq = int(data["seq"])
     # A repeat routed to a second assessor is not the first assessor's to answer: the general
-    # path says so (docs/noise.md#routing-re-asks-to-a-second-assessor).
-    answer = None if routes(r) else _fresh_answer(r, seq, data)
+    # path says so (docs/noise.md#routing-re-asks-to-a-second-assessor). A task with a machine
+    # stores the machine's answers with the person's: the general path does.
+    answer = None if routes(r) or uses_machine(r.task) else _fresh_answer(r, seq, data)
     if answer is None:
         sessions.put(task_id, r)
         return None
@@ -299,7 +396,7 @@ def submit_judgment(*, db: Database, user: Caller, task_id: int, data: dict[str,
     active_ms = int(data.get("active_ms") or 0)
     sessions = LOOP_CACHES.of(db).sessions
     who: Identity | None = None
-    replayed: Replayed | None = sessions.take(task_id)
+    replayed = _with_machine(sessions.take(task_id))
     if replayed is None:
         who, replayed = _replay_outside_lock(db, user, task_id)
     # ``replayed`` goes back to the cache at the end unless its session got ahead of the log.
@@ -312,7 +409,7 @@ def submit_judgment(*, db: Database, user: Caller, task_id: int, data: dict[str,
             if replayed is None or not replayed.matches(state.created_at, version):
                 # Someone changed the log since it was replayed (or the entry is for another
                 # incarnation of this id): replay the log as it is now, under the lock.
-                replayed = replay(store.task(task_id), store.live_log(task_id))
+                replayed = _replay_locked(db, store, task_id)
             current = replayed
 
             def conflict(message: str) -> Conflict:
@@ -338,12 +435,13 @@ def submit_judgment(*, db: Database, user: Caller, task_id: int, data: dict[str,
                 if _is_retry(current, seq, answer, conflict):
                     return _body(db, current, store, locked=True)
                 raise conflict(f"question {seq} was answered concurrently")
-            change = "active" if state.status == "pending" else ""
-            if replayed.session.done:
-                change = "active+done" if change else "done"
+            replayed.version = (version[0] + 1, inserted)
+            # The machine answers what it may up to the next person's question (a task with
+            # a machine; docs/machine-judges.md#the-service), in this transaction.
+            _machine_answers(store, replayed, now)
+            change = _status_change(state.status, bool(replayed.session.done))
             if change:
                 store.mark(task_id, change, now)
-        replayed.version = (version[0] + 1, inserted)
         replayed.active_ms += active_ms
         dirty = False
         # After the commit: documents come from the cache (or one read outside the lock).
@@ -356,12 +454,15 @@ def submit_judgment(*, db: Database, user: Caller, task_id: int, data: dict[str,
 def undo_judgment(
     *, db: Database, user: Caller, task_id: int, to_seq: int | None = None
 ) -> Payload:
-    """Revert the last live judgment, or with ``to_seq`` every live judgment from that seq on
-    (kept in the log, marked undone), in one transaction; returns the question then pending.
+    """Revert the last live judgment a person gave, or with ``to_seq`` every live judgment
+    from that seq on (kept in the log, marked undone), in one transaction; returns the
+    question then pending.
 
-    Without ``to_seq``: 409 if there is nothing to undo. With it: nothing live at or after
-    ``to_seq`` (a repeated request, a double click) changes nothing and returns the current
-    question, so the request is idempotent."""
+    A machine's answers are derived, not given: undoing a person's answer also marks undone
+    the machine's answers after it, and the machine then answers anew what it may
+    (docs/machine-judges.md#the-service). Without ``to_seq``: 409 if no person's answer is
+    live. With it: nothing live at or after ``to_seq`` (a repeated request, a double click)
+    changes nothing and returns the current question, so the request is idempotent."""
     sessions = LOOP_CACHES.of(db).sessions
     sessions.take(task_id)  # its version is about to be stale; frees the entry
     with db.raw_write() as cursor:
@@ -370,23 +471,36 @@ def undo_judgment(
         task = store.task(task_id, lock=True)
         authorise(task, who, task_id, judge=True)
         rows = store.live_log(task_id)
+        now = utcnow()
         if to_seq is None:
-            if not rows:
+            people = [r.seq for r in rows if r.source != "machine"]
+            if not people:
                 current = _body(db, replay(task, rows), store, locked=True)
                 raise Conflict("nothing to undo", extra={"current": current})
-            if not store.undo(task_id, rows[-1].seq, utcnow()):
-                raise Conflict("the last judgment was undone concurrently")
-            kept = rows[:-1]
+            last = people[-1]
+            if last == rows[-1].seq:
+                if not store.undo(task_id, last, now):
+                    raise Conflict("the last judgment was undone concurrently")
+            else:
+                store.undo_from(task_id, last, now)
+            kept = rows[:last]
         else:
             kept = rows[:to_seq]
             if len(kept) < len(rows):
-                store.undo_from(task_id, to_seq, utcnow())
-        if len(kept) < len(rows) and task.status == "done":
+                store.undo_from(task_id, to_seq, now)
+        status = task.status
+        if len(kept) < len(rows) and status == "done":
             store.reopen(task_id)
+            status = "active"
         if task.options.get("second_assessor"):
             # Routed questions after the new pending one are no longer asked (docs/noise.md).
             routing.cancel_after(db, cursor, task_id, len(kept))
-        replayed = replay(task, kept)
+        machine = machines.task_opinion(db, cursor, task) if uses_machine(task) else None
+        replayed = replay(task, kept, machine)
+        if status in ("pending", "active") and _machine_answers(store, replayed, now):
+            change = _status_change(status, bool(replayed.session.done))
+            if change:
+                store.mark(task_id, change, now)
         body = _body(db, replayed, store, locked=True)
     sessions.put(task_id, replayed)
     return body
@@ -396,13 +510,16 @@ def review_answers(*, db: Database, user: Caller, task_id: int) -> list[Payload]
     """The task's live answers, oldest first, for the assessor's review list (read-only): per
     answer its ``seq``, ``kind`` (``pair``, ``grade`` or ``broken``), the pair as shown or the
     document (ids and titles), the outcome or grade, a broken document's ``reason``, the
-    ``comment``, ``active_ms`` and the time stored. Its assessor or an admin may read it."""
+    ``comment``, ``active_ms`` and the time stored. Its assessor or an admin may read it. A
+    machine's answers are left out (docs/machine-judges.md#the-service)."""
     with db.raw_read() as cursor:
         store = JudgmentStore(db, cursor)
         who = caller_identity(db, cursor, user, writable=False)
         task = store.task(task_id)
         authorise(task, who, task_id, judge=False)
-        rows = store.review_log(task_id)
+        # A person reviews their own answers: a machine's are not shown (blind: they would
+        # tell its opinion of pairs a repeat may ask again; docs/machine-judges.md).
+        rows = [r for r in store.review_log(task_id) if r.source != "machine"]
         wanted = {d for r in rows for d in (r.left_doc, r.right_doc, r.doc_id) if d is not None}
         titles = {
             doc: row.title for doc, row in store.documents(task.query_id, sorted(wanted)).items()

@@ -268,6 +268,20 @@ JUDGMENT_SHAPE = (
 )
 
 
+#: Who gave a judgment (docs/machine-judges.md#the-service): a person (the task's assessor or
+#: a second assessor, ``answered_by``) or the task's machine judge.
+JUDGMENT_SOURCES = ("person", "machine")
+#: A machine's judgment names its judge (version) and its calibrated probability of being
+#: right, and answers a pair left or right; a person's carries none of that.
+JUDGMENT_PROVENANCE = (
+    "(source = 'person' AND machine_version IS NULL AND probability IS NULL"
+    " AND prompt_hash IS NULL) OR "
+    "(source = 'machine' AND machine_version IS NOT NULL AND probability IS NOT NULL"
+    " AND probability >= 0.5 AND probability <= 1 AND left_doc IS NOT NULL"
+    " AND right_doc IS NOT NULL AND outcome IN ('left', 'right'))"
+)
+
+
 class Judgment(Base):
     """One answer in a task's append-only log. Undo marks a row ``undone``; it stays."""
 
@@ -280,6 +294,8 @@ class Judgment(Base):
         # Exactly one shape: a pair answer, a grade answer, or a broken document (named by
         # doc_id, with a reason; the pair it was shown in for topk, none for graded).
         CheckConstraint(JUDGMENT_SHAPE, name="shape"),
+        CheckConstraint(_in("source", JUDGMENT_SOURCES), name="source"),
+        CheckConstraint(JUDGMENT_PROVENANCE, name="provenance"),
         Index(
             "uq_judgment_task_id_seq_live",
             "task_id",
@@ -312,6 +328,14 @@ class Judgment(Base):
     answered_by: Mapped[int | None] = mapped_column(
         ForeignKey("user.id", ondelete="RESTRICT"), nullable=True
     )
+    #: ``person`` or ``machine`` (:data:`JUDGMENT_SOURCES`).
+    source: Mapped[str] = mapped_column(String(16), default="person", server_default="person")
+    #: A machine's answer: its judge and calibration (``JudgeOpinion.version``).
+    machine_version: Mapped[str | None] = mapped_column(String(400), nullable=True)
+    #: A machine's answer from an LLM prompt: the prompt template's hash.
+    prompt_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    #: A machine's answer: its calibrated probability of being right, in [1/2, 1].
+    probability: Mapped[float | None] = mapped_column(Float, nullable=True)
 
 
 class SecondOpinion(Base):
@@ -365,6 +389,57 @@ class SecondOpinion(Base):
     judgment_id: Mapped[int | None] = mapped_column(
         ForeignKey("judgment.id", ondelete="SET NULL"), nullable=True
     )
+
+
+class TaskMachine(Base):
+    """The machine judge of a top-k task with option ``machine``
+    (docs/machine-judges.md#the-service): the judge's version, and the study calibration
+    frozen for the task when it starts (a :class:`labeling.machine.calibration.Calibrator`'s
+    ``to_dict``; NULL until then), so every replay sees the same probabilities."""
+
+    __tablename__ = "task_machine"
+
+    task_id: Mapped[int] = mapped_column(
+        ForeignKey("task.id", ondelete="CASCADE"), primary_key=True
+    )
+    source: Mapped[str] = mapped_column(String(64))
+    judge: Mapped[str] = mapped_column(String(300))
+    #: The study calibration frozen when the task started (NULL: not started yet).
+    calibration: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
+    calibrated_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class MachineScore(Base):
+    """A judge's raw score of one document of a task's pool for the task's query (BM25, a
+    trained model), computed once when the task is created; a pair's raw P(first better) is
+    ``σ((s_first − s_second) / scale)``. A document without a row has no opinion."""
+
+    __tablename__ = "machine_score"
+
+    task_id: Mapped[int] = mapped_column(
+        ForeignKey("task.id", ondelete="CASCADE"), primary_key=True
+    )
+    doc_id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    score: Mapped[float] = mapped_column(Float)
+
+
+class MachineOpinion(Base):
+    """A judge's raw P(first better) of one ordered pair of a task, prepared ahead by a job
+    (an LLM asked both orders; docs/machine-judges.md#the-service). The judging loop reads it;
+    a pair without a row has no opinion yet (a person is asked)."""
+
+    __tablename__ = "machine_opinion"
+    __table_args__ = (CheckConstraint("probability >= 0 AND probability <= 1", name="probability"),)
+
+    task_id: Mapped[int] = mapped_column(
+        ForeignKey("task.id", ondelete="CASCADE"), primary_key=True
+    )
+    first_doc: Mapped[str] = mapped_column(String(200), primary_key=True)
+    second_doc: Mapped[str] = mapped_column(String(200), primary_key=True)
+    probability: Mapped[float] = mapped_column(Float)
+    prompt_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
 class TrainingRun(Base):

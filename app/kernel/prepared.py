@@ -22,9 +22,11 @@ from collections import namedtuple
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from sqlalchemy import type_coerce
 from sqlalchemy.engine import Dialect
-from sqlalchemy.sql import ClauseElement
+from sqlalchemy.sql import ClauseElement, ColumnElement
 from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.types import NullType
 
 Processor = Callable[[Any], Any] | None
 
@@ -158,3 +160,10 @@ class Prepared:
         """Execute a statement without a result; returns the driver's rowcount."""
         cursor.execute(self.sql, self.params(values or {}))
         return int(cursor.rowcount)
+
+
+def native(column: ColumnElement[Any]) -> ColumnElement[Any]:
+    """``column`` read as the driver returns it, labelled with its own name: for ``Float``
+    columns, whose result processor on psycopg needs the result's type code, which a
+    prepared statement compiled ahead does not know (both drivers return floats natively)."""
+    return type_coerce(column, NullType()).label(getattr(column, "key", None) or "value")

@@ -61,6 +61,13 @@ class PlanIn(StrictModel):
         "feature:<number> (LETOR, 1-based) or run (prior_run, else pool.run).",
     )
     prior_run: str | None = Field(default=None, description="TREC run text for prior=run.")
+    machine: str | None = Field(
+        default=None,
+        max_length=40,
+        description="The topk tasks' machine judge (a +assist strategy): bm25, "
+        "model:<training run id> or llm; copied into each topk task's options.machine "
+        "(docs/machine-judges.md#the-service).",
+    )
     second_opinions: bool = Field(
         default=True,
         description="With a +robust strategy, each topk task's repeats go to the plan's other "
@@ -84,6 +91,7 @@ class PlanIn(StrictModel):
             strategy=self.strategy,
             prior=self.prior,
             prior_run=self.prior_run,
+            machine=self.machine,
             second_opinions=self.second_opinions,
         )
 

@@ -43,6 +43,8 @@ from typing import Any
 from app.kernel.db import Database
 from app.kernel.errors import Invalid, NotFound, issue_items
 from app.kernel.models import Query, Task
+from app.machine import service as machine
+from app.machine.judges import PreparedScores
 from app.planning import checks, repository
 from app.planning.cost import (
     COST_MODEL,
@@ -61,6 +63,7 @@ from app.planning.pooling import (
     pool_summary,
 )
 from app.planning.priors import PriorResolver, PriorSource, check_source
+from app.training.jobs import enqueue_opinions
 from labeling.errors import ConfigError
 from labeling.protocol.options import validate_options
 from labeling.protocol.prior_orders import NO_PRIOR
@@ -121,6 +124,9 @@ class PlanSpec:
     """Where the top-k tasks' initial order comes from: none, bm25, feature:<number>, run."""
     prior_run: str | None = None
     """TREC run text of ``prior="run"`` (default: the pool's run, ``pool.run``)."""
+    machine: str | None = None
+    """The top-k tasks' machine judge (``bm25``, ``model:<run id>``, ``llm``; a ``+assist``
+    strategy), copied into every top-k task's options (docs/machine-judges.md#the-service)."""
     second_opinions: bool = True
     """With a ``+robust`` strategy: route each top-k task's repeats to the plan's other top-k
     assessors of its query (option ``second_assessor``; docs/noise.md#routing-re-asks-to-a-
@@ -282,6 +288,11 @@ def _options(spec: PlanSpec) -> dict[str, dict[str, Any]]:
                 f"strategy {spec.strategy!r} and options.topk.strategy {named!r} disagree"
             )
         topk["strategy"] = spec.strategy
+    if spec.machine is not None:
+        named = (topk.get("machine") or {}).get("source")
+        if named is not None and named != spec.machine:
+            raise Invalid(f"machine {spec.machine!r} and options.topk.machine {named!r} disagree")
+        topk["machine"] = {"source": spec.machine}
     try:
         return {
             "topk": validate_options("topk", topk),
@@ -324,6 +335,7 @@ def preview_plan(*, db: Database, spec: PlanSpec) -> PlanPreview:
     with db.read() as s:
         if not repository.collection_exists(s, spec.collection_id):
             raise NotFound(f"no collection with id {spec.collection_id}")
+        machine.check_machine(s, spec.collection_id, options["topk"], None)
         return _preview_in(s, spec, options, prior)[0]
 
 
@@ -515,6 +527,7 @@ def create_plan(*, db: Database, spec: PlanSpec) -> CreatedPlan:
     with db.write() as s:
         if not repository.lock_collection(s, spec.collection_id):
             raise NotFound(f"no collection with id {spec.collection_id}")
+        machine.check_machine(s, spec.collection_id, options["topk"], None)
         preview, pools, resolved = _preview_in(s, spec, options, prior)
         if not preview.ok:
             raise Invalid(
@@ -529,7 +542,13 @@ def create_plan(*, db: Database, spec: PlanSpec) -> CreatedPlan:
             )
         if not preview.tasks:
             raise Invalid("the plan has no tasks")
-        created = repository.insert_tasks(s, _new_tasks(s, spec, preview, pools, resolved))
+        tasks, prepared = _new_tasks(s, spec, preview, pools, resolved)
+        created = repository.insert_tasks(s, tasks)
+        for task_id, scores in zip(created, prepared, strict=True):
+            machine.save_prepared(s, task_id, scores)
+    for task_id, scores in zip(created, prepared, strict=True):
+        if scores is not None and scores.source == "llm":  # after the commit
+            enqueue_opinions(db.settings, task_id)
     return CreatedPlan(
         name=spec.name,
         task_ids=created,
@@ -543,12 +562,14 @@ def _new_tasks(
     preview: PlanPreview,
     pools: dict[str, list[str]],
     resolved: dict[str, Resolved],
-) -> list[Task]:
+) -> tuple[list[Task], list[PreparedScores | None]]:
     """The previewed tasks as rows, each config checked by opening its session (so a config
-    the protocol cannot run fails now, not at the first judgment)."""
+    the protocol cannot run fails now, not at the first judgment), and each task's machine
+    scores (None without a machine) to store once the tasks have their ids."""
     queries = repository.queries_by_id(s, spec.collection_id)
     users = repository.users_by_name(s, preview.assessors)
     tasks: list[Task] = []
+    prepared: list[PreparedScores | None] = []
     for t in preview.tasks:
         doc_ids = pools[t.query_id]
         opts = dict(preview.options[t.method])
@@ -561,10 +582,12 @@ def _new_tasks(
         except ConfigError as err:
             raise Invalid(f"task {t.assessor}/{t.query_id}/{t.method}: {err}") from None
         label = f"{spec.name}:{t.label}" if t.label else spec.name
+        query = queries[t.query_id]
+        prepared.append(machine.prepare_task(s, spec.collection_id, query, doc_ids, opts))
         tasks.append(
             Task(
                 collection_id=spec.collection_id,
-                query_id=queries[t.query_id].id,
+                query_id=query.id,
                 assessor_id=users[t.assessor].id,
                 method=t.method,
                 k=spec.k,
@@ -575,7 +598,7 @@ def _new_tasks(
                 plan=label[:100],
             )
         )
-    return tasks
+    return tasks, prepared
 
 
 def plan_entries_csv(preview: PlanPreview) -> str:

@@ -31,6 +31,7 @@ def _blank() -> dict[str, Any]:
     return {
         "tasks": dict.fromkeys(TASK_STATUSES, 0),
         "judgments": 0,
+        "machine_answers": 0,
         "active_ms": 0,
         "expected_remaining": 0.0,
         "max_remaining": 0,
@@ -41,6 +42,7 @@ def _blank() -> dict[str, Any]:
 def _add(total: dict[str, Any], task: dict[str, Any]) -> None:
     total["tasks"][task["status"]] += 1
     total["judgments"] += task["judgments"]
+    total["machine_answers"] += task["machine_answers"]
     total["active_ms"] += task["active_ms"]
     total["expected_remaining"] += task["expected_remaining"]
     total["max_remaining"] += task["max_remaining"]
@@ -104,6 +106,9 @@ def _task_entry(
         "plan": task.plan,
         "status": task.status,
         "judgments": len(log),
+        # Counts per source (docs/machine-judges.md#the-service): judgments counts every live
+        # answer, machine_answers those a machine gave (people gave the rest).
+        "machine_answers": sum(j.source == "machine" for j in log),
         "active_ms": sum(j.active_ms for j in log),
         "expected_remaining": expected,
         "max_remaining": worst,

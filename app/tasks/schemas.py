@@ -76,7 +76,10 @@ class TaskOut(BaseModel):
     n: int = Field(description="Number of documents in the task's pool.")
     status: TaskStatus
     plan: str | None
-    judgments: int = Field(description="Live judgments so far.")
+    judgments: int = Field(description="Live judgments so far (a person's or a machine's).")
+    machine_answers: int = Field(
+        default=0, description="Of the judgments, those a machine judge gave (people: the rest)."
+    )
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
@@ -103,7 +106,10 @@ class ProgressTotalsOut(BaseModel):
     """Progress summed over some tasks (the collection, a query or an assessor)."""
 
     tasks: dict[str, int] = Field(description="Tasks by status.")
-    judgments: int
+    judgments: int = Field(description="Live judgments, a person's or a machine's.")
+    machine_answers: int = Field(
+        default=0, description="Of the judgments, those a machine judge gave (people: the rest)."
+    )
     active_ms: int
     expected_remaining: float
     max_remaining: int
@@ -132,7 +138,10 @@ class TaskProgressOut(BaseModel):
     n: int
     plan: str | None
     status: TaskStatus
-    judgments: int
+    judgments: int = Field(description="Live judgments, a person's or a machine's.")
+    machine_answers: int = Field(
+        default=0, description="Of the judgments, those a machine judge gave (people: the rest)."
+    )
     active_ms: int
     expected_remaining: float
     max_remaining: int

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, func, select
+from sqlalchemy import bindparam, case, func, select
 from sqlalchemy.orm import Session
 
 from app.auth.tokens import Identity
@@ -28,7 +28,9 @@ from app.judging.routing import check_second_assessors
 from app.kernel.db import Database
 from app.kernel.errors import Invalid, NotFound
 from app.kernel.models import Collection, Document, Judgment, Query, Task, User
+from app.machine import service as machine
 from app.planning.priors import PriorResolver, PriorSource
+from app.training.jobs import enqueue_opinions
 from labeling.errors import ConfigError
 from labeling.identifiers import normal_identifier
 from labeling.protocol.options import validate_options
@@ -62,6 +64,8 @@ class TaskView:
     """Estimated judgments left (0 when done); only from ``list_tasks(with_progress=True)``."""
     done: bool | None = None
     """Whether the replayed log is complete; only with ``with_progress=True``."""
+    machine_answers: int = 0
+    """Of the live judgments, those a machine judge gave (docs/machine-judges.md)."""
 
 
 def create_task(
@@ -88,6 +92,10 @@ def create_task(
     those users (docs/noise.md#routing-re-asks-to-a-second-assessor): each must be an
     existing, active user other than ``assessor``.
 
+    ``options.machine`` (a ``+assist`` strategy only): the machine judge, its scores stored
+    now (docs/machine-judges.md#the-service; a 422 naming ``options.machine.source`` if it
+    cannot judge the collection).
+
     404 for an unknown collection, query or user; 422 for a disabled assessor, a bad second
     assessor, a query without documents, a prior that cannot rank the pool or a bad
     configuration (the labeling core's ConfigError message)."""
@@ -99,13 +107,8 @@ def create_task(
         query, user = _query_and_assessor(s, collection_id, query_id, assessor)
         if opts.get("second_assessor"):
             check_second_assessors(s, opts["second_assessor"], assessor)
-        doc_ids = list(
-            s.scalars(
-                select(Document.external_id)
-                .where(Document.query_id == query.id)
-                .order_by(Document.id)
-            )
-        )
+        pool = select(Document.external_id).where(Document.query_id == query.id)
+        doc_ids = list(s.scalars(pool.order_by(Document.id)))
         if not doc_ids:
             raise Invalid(f"query {query_id!r} has no documents to judge")
         if method == "topk":
@@ -120,6 +123,7 @@ def create_task(
             open_session(method, doc_ids, k=k, seed=seed, options=opts, answers=())
         except ConfigError as err:
             raise Invalid(str(err)) from None
+        prepared = machine.prepare_task(s, collection_id, query, doc_ids, opts)
         task = Task(
             collection_id=collection_id,
             query_id=query.id,
@@ -134,7 +138,12 @@ def create_task(
         )
         s.add(task)
         s.flush()
-        return _view(task, query, user, 0)
+        machine.save_prepared(s, task.id, prepared)
+        view = _view(task, query, user, 0)
+    if prepared is not None and prepared.source == "llm":
+        # After the commit: the job must find the task (docs/machine-judges.md#the-service).
+        enqueue_opinions(db.settings, view.id)
+    return view
 
 
 def _query_and_assessor(
@@ -227,13 +236,24 @@ def list_tasks(
     ``with_progress`` replays every task's live log (one query for all logs) to fill
     ``remaining`` and ``done``, as the assessor's task list shows them."""
     live = (
-        select(Judgment.task_id, func.count().label("n"))
+        select(
+            Judgment.task_id,
+            func.count().label("n"),
+            func.sum(case((Judgment.source == "machine", 1), else_=0)).label("machine"),
+        )
         .where(Judgment.undone.is_(False))
         .group_by(Judgment.task_id)
         .subquery()
     )
     stmt = (
-        select(Task, Query, User, Collection.name, func.coalesce(live.c.n, 0))
+        select(
+            Task,
+            Query,
+            User,
+            Collection.name,
+            func.coalesce(live.c.n, 0),
+            func.coalesce(live.c.machine, 0),
+        )
         .join(Query, Query.id == Task.query_id)
         .join(User, User.id == Task.assessor_id)
         .join(Collection, Collection.id == Task.collection_id)
@@ -255,7 +275,7 @@ def list_tasks(
     with db.read() as s:
         rows = list(s.execute(stmt))
         if not with_progress:
-            return [_view(t, q, u, n, name) for t, q, u, name, n in rows]
+            return [_view(t, q, u, n, name, machine_answers=m) for t, q, u, name, n, m in rows]
         logs: dict[int, list[Any]] = {t.id: [] for t, *_ in rows}
         for j in s.scalars(
             select(Judgment)
@@ -264,10 +284,10 @@ def list_tasks(
         ):
             logs[j.task_id].append(j)
     views = []
-    for t, q, u, name, n in rows:
+    for t, q, u, name, n, m in rows:
         progress = replay_task(t, logs[t.id]).progress()
         left = 0 if progress.done else math.ceil(progress.expected_remaining - 1e-9)
-        views.append(_view(t, q, u, n, name, remaining=left, done=progress.done))
+        views.append(_view(t, q, u, n, name, remaining=left, done=progress.done, machine_answers=m))
     return views
 
 

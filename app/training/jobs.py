@@ -1,4 +1,6 @@
-"""The job queue: training runs execute in a worker process, never in the web process.
+"""The job queue: training runs (and an ``llm`` task's pair opinions,
+:func:`app.judging.opinions.prepare_llm_opinions`) execute in a worker process, never in the
+web process.
 
 The queue is huey (docs/training.md#queue): ``SqliteHuey`` in a file beside the SQLite
 database for one machine (no extra service), ``RedisHuey`` when ``HEAPJUDGE_QUEUE_URL`` names a
@@ -29,6 +31,7 @@ from typing import Any
 
 from huey import Huey, RedisHuey, SqliteHuey
 
+from app.judging.opinions import prepare_llm_opinions
 from app.kernel.db import Database
 from app.kernel.settings import Settings
 from app.training.execution import execute_run
@@ -39,6 +42,8 @@ from app.training.settings import JobSettings
 log = logging.getLogger("heapjudge.jobs")
 TRAIN_TASK = "heapjudge.train"
 FEATURES_TASK = "heapjudge.features"
+#: The job that prepares an ``llm`` task's pair opinions (docs/machine-judges.md#the-service).
+OPINIONS_TASK = "heapjudge.machine_opinions"
 
 
 def queue_url(settings: Settings, jobs: JobSettings | None = None) -> str:
@@ -69,10 +74,14 @@ def get_queue(url: str) -> Huey:
     def features(collection_id: int, replace: bool) -> None:
         run_features_job(collection_id, replace, db=_worker_database())
 
+    def opinions(task_id: int) -> None:
+        prepare_llm_opinions(db=_worker_database(), task_id=task_id)
+
     # Registered by a call, not as a decorator: huey has no type information, and its untyped
     # decorator would make `train` untyped too.
     huey.train_task = huey.task(name=TRAIN_TASK)(train)
     huey.features_task = huey.task(name=FEATURES_TASK)(features)
+    huey.opinions_task = huey.task(name=OPINIONS_TASK)(opinions)
     return huey
 
 
@@ -85,6 +94,12 @@ def enqueue_features(settings: Settings, collection_id: int, replace: bool) -> N
     """Put a features job of collection ``collection_id`` on the queue
     (:func:`app.training.features.request_features` recorded it)."""
     get_queue(queue_url(settings)).features_task(collection_id, replace)
+
+
+def enqueue_opinions(settings: Settings, task_id: int) -> None:
+    """Put the preparation of an ``llm`` task's pair opinions on the queue (model calls run on
+    the workers, never in a judging request)."""
+    get_queue(queue_url(settings)).opinions_task(task_id)
 
 
 def pending_run_ids(huey: Huey) -> set[int]:

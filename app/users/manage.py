@@ -53,7 +53,8 @@ class Workload:
 def workloads(*, db: Database) -> list[Workload]:
     """Every user with tasks by status (all collections), live judgments, active time and the
     time of their last judgment. A judgment counts for whoever gave it: a second opinion
-    (``judgment.answered_by``, docs/noise.md) for its second assessor, not the task's."""
+    (``judgment.answered_by``, docs/noise.md) for its second assessor, not the task's; a
+    machine's answer for nobody (docs/machine-judges.md#the-service)."""
     answerer = func.coalesce(Judgment.answered_by, Task.assessor_id)
     with db.read() as s:
         users = list(s.scalars(select(User).order_by(User.username)))
@@ -74,7 +75,7 @@ def workloads(*, db: Database) -> list[Workload]:
                     func.max(Judgment.created_at),
                 )
                 .join(Task, Task.id == Judgment.task_id)
-                .where(Judgment.undone.is_(False))
+                .where(Judgment.undone.is_(False), Judgment.source == "person")
                 .group_by(answerer)
             )
         }

@@ -68,6 +68,9 @@ def _plan_spec(collection_id: int, form: FormData, run: str | None = None) -> pl
     prior = form_field(form, "prior", "none") or "none"
     if prior == "feature":
         prior = f"feature:{form_field(form, 'prior_feature')}"
+    machine = form_field(form, "machine") or None
+    if machine == "model":
+        machine = f"model:{form_field(form, 'machine_run')}"
     queries = form_field(form, "query_ids")
     mode = form_field(form, "pool_mode", "all")
     n = form_int(form, "run_depth") if mode == "run" else form_int(form, "pool_n")
@@ -99,6 +102,7 @@ def _plan_spec(collection_id: int, form: FormData, run: str | None = None) -> pl
         ),
         prior=prior,
         prior_run=run if prior == "run" else None,
+        machine=machine,
     )
 
 

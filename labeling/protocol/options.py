@@ -9,6 +9,7 @@ docs/protocols.md#conventions-shared-by-every-strategy.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeGuard
 
@@ -29,6 +30,7 @@ DEFAULT_OPTIONS: dict[str, dict[str, Any]] = {
         "prior": None,
         "second_assessor": None,
         "second_opinion_timeout_s": 600,
+        "machine": None,
     },
     "graded": {},
 }
@@ -37,6 +39,16 @@ DEFAULT_OPTIONS: dict[str, dict[str, Any]] = {
 #: (docs/noise.md#routing-re-asks-to-a-second-assessor). Recorded with the config like every
 #: option, so a task's routing is part of what was assigned; replay ignores them.
 ROUTING_OPTIONS = ("second_assessor", "second_opinion_timeout_s")
+
+#: Options the protocol never reads either: the machine judge a ``+assist`` strategy may let
+#: answer (docs/machine-judges.md#the-service). The service builds the machine from it and
+#: passes it to the session; a logged machine answer replays without it.
+MACHINE_OPTIONS = ("machine",)
+#: The judge sources of option ``machine``: ``bm25``, ``model:<training run id>``, ``llm``.
+MACHINE_SOURCE = re.compile(r"^(?:bm25|llm|model:[1-9][0-9]{0,18})$")
+#: Keys of option ``machine``: ``source`` (given) and ``judge`` (the judge's version, recorded
+#: by the service when it prepares the task's opinions).
+MACHINE_KEYS = ("source", "judge")
 
 #: Bounds of ``second_opinion_timeout_s`` (seconds): at least a minute, so a second assessor
 #: who opens the question has time to answer it; at most a day, so a first assessor is never
@@ -88,21 +100,65 @@ def validate_options(method: str, options: Mapping[str, Any] | None = None) -> d
             out[key] = _check_second_assessor(value)
         elif key == "second_opinion_timeout_s":
             out[key] = _check_second_opinion_timeout(value)
+        elif key == "machine":
+            out[key] = check_machine(value)
         else:
             if not isinstance(value, bool):
                 raise ConfigError(f"option {key} must be true or false, got {value!r}")
             out[key] = value
-    if method == "topk" and out["prior"] is not None:
+    if method == "topk":
+        _check_topk_combinations(out)
+    return out
+
+
+def _check_topk_combinations(out: Mapping[str, Any]) -> None:
+    """ConfigError for top-k options that do not go together."""
+    if out["prior"] is not None:
         check_prior_matches_order(out["prior"], out["initial_order"])
-    if (
-        method == "topk"
-        and out["second_assessor"] is not None
-        and not makes_repeats(out["strategy"])
-    ):
+    if out["second_assessor"] is not None and not makes_repeats(out["strategy"]):
         raise ConfigError(
             "option second_assessor routes a strategy's repeated comparisons; strategy "
             f"{out['strategy']!r} repeats none (use a +robust strategy, e.g. tournament+robust)"
         )
+    if out["machine"] is not None and not is_assisted(out["strategy"]):
+        raise ConfigError(
+            "option machine answers the questions of a +assist strategy; strategy "
+            f"{out['strategy']!r} asks people everything (use e.g. insertion+assist)"
+        )
+
+
+def is_assisted(strategy: str) -> bool:
+    """Whether the strategy name carries the ``assist`` modifier."""
+    return "assist" in strategy.split("+")[1:]
+
+
+def check_machine(value: object) -> dict[str, str] | None:
+    """None, or option ``machine`` as a dict: ``source`` one of ``bm25``, ``model:<training
+    run id>``, ``llm`` and, once the service has prepared the task, ``judge`` (the judge's
+    version); ConfigError naming the key otherwise. Whether the training run exists and is
+    done is the service's check."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = {"source": value}
+    if not isinstance(value, Mapping):
+        raise ConfigError('option machine must be null or an object such as {"source": "bm25"}')
+    unknown = sorted(str(k) for k in value if k not in MACHINE_KEYS)
+    if unknown:
+        raise ConfigError(
+            f"option machine.{unknown[0]} is not known (known: {', '.join(MACHINE_KEYS)})"
+        )
+    source = value.get("source")
+    if not isinstance(source, str) or not MACHINE_SOURCE.match(source):
+        raise ConfigError(
+            f"option machine.source must be bm25, model:<training run id> or llm, got {source!r}"
+        )
+    out = {"source": source}
+    judge = value.get("judge")
+    if judge is not None:
+        if not isinstance(judge, str) or not judge or len(judge) > 300:
+            raise ConfigError("option machine.judge must be a judge version (a short text)")
+        out["judge"] = judge
     return out
 
 

@@ -9,7 +9,7 @@ No API key is stored. Reversible: the downgrade drops both tables (the cache is 
 asking again, at the tokens' cost).
 
 Revision ID: 0024_llm_cache
-Revises: 0022_pools
+Revises: 0023_machine_answers
 Create Date: 2027-03-15
 """
 
@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0024_llm_cache"
-down_revision = "0022_pools"
+down_revision = "0023_machine_answers"
 branch_labels = None
 depends_on = None
 

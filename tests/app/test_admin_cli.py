@@ -102,3 +102,42 @@ def test_cli_plan_strategy_defaults_to_the_options(tmp_path: Path) -> None:
         rows = con.execute("SELECT method, options FROM task").fetchall()
     strategies = {json.loads(opts).get("strategy") for method, opts in rows if method == "topk"}
     assert len(rows) == 16 and strategies == {"tournament"}
+
+
+def test_cli_plan_machine_gives_the_topk_tasks_a_judge(tmp_path: Path) -> None:
+    """``admin plan --machine bm25`` with a +assist strategy: every top-k task records the
+    machine and its judge; without +assist, or with a training run that does not exist, it is
+    refused naming the option."""
+    url = f"sqlite:///{tmp_path / 'machine.db'}"
+    runner = CliRunner()
+
+    def invoke(*args: str, stdin: str | None = None) -> Any:
+        return runner.invoke(cli, [*args, "--database-url", url], input=stdin)
+
+    docs = tmp_path / "docs.all"
+    docs.write_text("".join(f".I {i}\n.W\ndocument number {i}\n" for i in range(1, 6)))
+    queries = tmp_path / "queries.qry"
+    queries.write_text("".join(f".I {i}\n.W\nquery number {i}\n" for i in range(1, 5)))
+    imported = invoke(
+        "admin", "import-smart", "tiny", "--documents", str(docs), "--queries", str(queries),
+        "--pairing", "all",
+    )  # fmt: skip
+    assert imported.exit_code == 0, imported.output
+    for name in ("u1", "u2", "u3", "u4"):
+        made = invoke("create-user", name, "--password-stdin", stdin="admin cli passphrase\n")
+        assert made.exit_code == 0, made.output
+    plan = ("admin", "plan", "tiny", "--assessors", "u1,u2,u3,u4", "--query-ids", "1,2,3,4")
+    plain = invoke(*plan, "--machine", "bm25")
+    assert plain.exit_code == 1 and "+assist" in plain.output
+    missing = invoke(*plan, "--strategy", "insertion+assist", "--machine", "model:77")
+    assert missing.exit_code == 1 and "options.machine.source" in missing.output
+    created = invoke(
+        *plan, "--k", "3", "--strategy", "insertion+assist", "--machine", "bm25", "--create"
+    )
+    assert created.exit_code == 0, created.output
+    with sqlite3.connect(tmp_path / "machine.db") as con:
+        rows = con.execute("SELECT method, options FROM task").fetchall()
+        judges = con.execute("SELECT judge FROM task_machine").fetchall()
+    machines = [json.loads(opts).get("machine") for method, opts in rows if method == "topk"]
+    assert machines and all(m["source"] == "bm25" for m in machines)
+    assert len(judges) == len(machines)

@@ -145,6 +145,9 @@ def test_pairs_csv_one_row_per_live_judgment(api: Api, labelled) -> None:
         "reason",
         "comment",
         "answered_by",
+        "source",
+        "machine_version",
+        "probability",
     )
     prog = api.get("admin", f"/api/v1/admin/collections/{cid}/progress").json()
     live = sum(t["judgments"] for t in prog["tasks"] if t["method"] == "topk")

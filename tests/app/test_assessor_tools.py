@@ -52,8 +52,9 @@ def test_a_comment_is_stored_trimmed_returned_and_exported(api: Api) -> None:
     text = api.get("admin", f"/api/v1/collections/{cid}/export?format=pairs-csv").text
     rows = list(csv.reader(io.StringIO(text)))
     col = rows[0].index("comment")
-    assert rows[0][col + 1 :] == ["answered_by"]  # the task's own assessor: empty
-    assert rows[1][col + 1 :] == [""] and rows[2][col + 1 :] == [""]
+    # The task's own assessor (answered_by empty), a person (docs/exports.md#machine-answers).
+    assert rows[0][col + 1 :] == ["answered_by", "source", "machine_version", "probability"]
+    assert rows[1][col + 1 :] == ["", "person", "", ""] == rows[2][col + 1 :]
     # Neutralised against formula injection: a leading quote, the line break kept inside.
     assert rows[1][col] == "'" + note.strip() and rows[2][col] == ""
 

@@ -212,6 +212,10 @@ def test_judging_loop_retry_conflict_undo_and_exports(api: Api) -> None:
             "judgments": steps,
             "active_ms": 50 * steps,
             "broken": {},
+            # Provenance (docs/exports.md#machine-answers): no machine, every label a person's.
+            "machine_answers": 0,
+            "judge": None,
+            "human_decided": ["d000", "d001", "d002"],
         }
     ]
     pairs = api.get(

@@ -39,6 +39,9 @@ TABLES = {
     "run_query",
     "pool",
     "pool_document",
+    "task_machine",
+    "machine_score",
+    "machine_opinion",
 }
 
 

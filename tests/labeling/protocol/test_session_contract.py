@@ -50,6 +50,7 @@ def test_validate_options_fills_defaults_and_is_idempotent():
         "prior": None,
         "second_assessor": None,
         "second_opinion_timeout_s": 600,
+        "machine": None,
     }
     assert validate_options("topk", opts) == opts
     # A config stored before reask_fraction existed validates (and so replays) the same.

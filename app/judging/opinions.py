@@ -1,0 +1,78 @@
+"""Pair opinions prepared ahead by a job, for judges that are too slow to ask in a judging
+request (an LLM; docs/machine-judges.md#the-service).
+
+:func:`prepare_pair_opinions` runs in a worker (the huey queue, :mod:`app.training.jobs`): it
+replays the task's log with the real judge behind the task's frozen calibration and looks
+ahead: it lets the machine answer what it may (in memory, nothing is stored in the log) and,
+at each person's question, takes the machine's preferred side as the person's answer, for up
+to ``lookahead`` person questions. Every ordered pair the judge was asked about on the way
+(the pending question, the questions after it) gets its raw P(first better) stored in
+``machine_opinion`` (:func:`app.machine.service.store_pair_opinions`); the judging loop then
+reads them (:func:`app.machine.service.refresh_opinions`). A pair the job has not reached has
+no opinion, and a person answers it.
+"""
+
+from __future__ import annotations
+
+import math
+
+from app.judging.loop import replay, uses_machine
+from app.judging.repository import JudgmentStore
+from app.kernel.db import Database
+from app.kernel.errors import NotFound
+from app.machine import judges
+from app.machine import service as machines
+from labeling.machine.judges import JudgeQuery, PairJudge
+from labeling.machine.opinion import JudgeOpinion
+from labeling.protocol.topk import TopKSession
+from labeling.protocol.types import PairAnswer, PairQuestion
+from labeling.retrieval.text import document_text
+
+#: Person questions the job looks ahead by default.
+LOOKAHEAD = 8
+
+
+def prepare_llm_opinions(*, db: Database, task_id: int, lookahead: int = LOOKAHEAD) -> int:
+    """The queue's job for an ``llm`` task: :func:`prepare_pair_opinions` with the LLM pair
+    judge over the task's documents (:func:`app.machine.judges.llm_pair_judge`, asking
+    through :func:`app.machine.judges.llm_ask`)."""
+    with db.raw_read() as cursor:
+        store = JudgmentStore(db, cursor)
+        task = store.task(task_id)
+        if task is None:
+            raise NotFound(f"no task {task_id}")
+        docs = store.documents(task.query_id, list(task.doc_ids))
+    texts = {d: document_text(r.title, r.text, r.html) for d, r in docs.items()}
+    judge = judges.llm_pair_judge(texts, judges.llm_ask())
+    return prepare_pair_opinions(db=db, task_id=task_id, judge=judge, lookahead=lookahead)
+
+
+def prepare_pair_opinions(
+    *, db: Database, task_id: int, judge: PairJudge, lookahead: int = LOOKAHEAD
+) -> int:
+    """Ask ``judge`` about the pairs task ``task_id`` may ask next and store its raw
+    opinions (module docstring); how many new pairs were stored."""
+    with db.raw_write() as cursor:  # a write: the study calibration may be frozen now
+        store = JudgmentStore(db, cursor)
+        task = store.task(task_id)
+        if task is None or not uses_machine(task):
+            raise NotFound(f"no task {task_id} with a machine")
+        frozen = machines.task_opinion(db, cursor, task)
+        rows = store.live_log(task_id)
+        text = store.query_text(task.query_id).title
+    assert frozen is not None and frozen.calibrator is not None
+    opinion = JudgeOpinion(judge, JudgeQuery(str(task.query_id), text), frozen.calibrator)
+    session = replay(task, rows, opinion).session
+    assert isinstance(session, TopKSession)
+    for _ in range(lookahead):
+        session.let_machine_answer()
+        q = session.pending
+        if not isinstance(q, PairQuestion):
+            break
+        p = opinion.probability(q.left, q.right)
+        session.submit(PairAnswer(q.left, q.right, "left" if p is None or p >= 0.5 else "right"))
+    found = {pair: p for pair, p in opinion.raw.items() if not math.isnan(p)}
+    prompt_hash = getattr(getattr(judge, "template", None), "hash", None)
+    return machines.store_pair_opinions(
+        db=db, task_id=task_id, opinions=found, prompt_hash=prompt_hash
+    )

@@ -1,0 +1,219 @@
+"""The machine judges' SQL: a task's judge and frozen calibration (``task_machine``), its
+prepared raw scores (``machine_score``) and pair opinions (``machine_opinion``), and the
+people's answers a study calibration learns from.
+
+Creation runs on an ORM session (``db.write()``); the judging loop reads and freezes on the
+raw cursor of its own transaction (:class:`MachineStore`, prepared statements as in
+:mod:`app.judging.repository`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Table, and_, bindparam, delete, insert, or_, select, update
+from sqlalchemy.orm import Session
+
+from app.kernel.caches import Slot
+from app.kernel.db import Database
+from app.kernel.models import (
+    Document,
+    Judgment,
+    MachineOpinion,
+    MachineScore,
+    Task,
+    TaskMachine,
+    TrainingRun,
+)
+from app.kernel.prepared import Prepared, native
+
+M = TaskMachine.__table__
+S = MachineScore.__table__
+O = MachineOpinion.__table__  # noqa: E741 - the table's initial, as J and T elsewhere
+J = Judgment.__table__
+T = Task.__table__
+assert isinstance(M, Table) and isinstance(S, Table) and isinstance(O, Table)
+
+
+# --------------------------------------------------------------------------- creation
+
+
+def training_run(s: Session, run_id: int) -> TrainingRun | None:
+    """A training run by id."""
+    return s.get(TrainingRun, run_id)
+
+
+def pool_features(s: Session, query_id: int) -> dict[str, Any]:
+    """The feature vectors of a query's documents by external id (None where absent)."""
+    rows = s.execute(
+        select(Document.external_id, Document.features).where(Document.query_id == query_id)
+    )
+    return {doc: features for doc, features in rows}
+
+
+def save_machine(
+    s: Session, task_id: int, source: str, judge: str, scores: Mapping[str, float], now: datetime
+) -> None:
+    """Record a task's judge and its raw scores (replacing any earlier ones)."""
+    s.execute(delete(MachineScore).where(MachineScore.task_id == task_id))
+    s.execute(delete(TaskMachine).where(TaskMachine.task_id == task_id))
+    s.execute(
+        insert(TaskMachine).values(task_id=task_id, source=source, judge=judge, created_at=now)
+    )
+    if scores:
+        s.execute(
+            insert(MachineScore),
+            [{"task_id": task_id, "doc_id": d, "score": v} for d, v in scores.items()],
+        )
+
+
+def save_opinions(
+    s: Session,
+    task_id: int,
+    opinions: Mapping[tuple[str, str], float],
+    now: datetime,
+    prompt_hash: str | None = None,
+) -> int:
+    """Store prepared raw P(first better) of ordered pairs of a task (a job's output; pairs
+    already stored are left as they are); how many were new."""
+    known = {
+        (a, b)
+        for a, b in s.execute(select(O.c.first_doc, O.c.second_doc).where(O.c.task_id == task_id))
+    }
+    rows = [
+        {
+            "task_id": task_id,
+            "first_doc": a,
+            "second_doc": b,
+            "probability": p,
+            "prompt_hash": prompt_hash,
+            "created_at": now,
+        }
+        for (a, b), p in opinions.items()
+        if (a, b) not in known
+    ]
+    if rows:
+        s.execute(insert(MachineOpinion), rows)
+    return len(rows)
+
+
+# --------------------------------------------------------------------------- the judging loop
+
+MACHINE_ROW = select(M.c.source, M.c.judge, M.c.calibration).where(
+    M.c.task_id == bindparam("task_id")
+)
+SCORES = select(S.c.doc_id, native(S.c.score)).where(S.c.task_id == bindparam("task_id"))
+OPINIONS = select(O.c.first_doc, O.c.second_doc, native(O.c.probability)).where(
+    O.c.task_id == bindparam("task_id")
+)
+FREEZE = (
+    update(M)
+    .where(M.c.task_id == bindparam("task_id"), M.c.calibration.is_(None))
+    .values(calibration=bindparam("calibration", type_=M.c.calibration.type))
+    .values(calibrated_at=bindparam("now"))
+)
+#: The study calibration learns from the most recent people's answers only: its cost at a
+#: task's start stays bounded whatever the study's size, and it follows the judge as the
+#: study proceeds (docs/machine-judges.md#the-service).
+EVIDENCE_WINDOW = 2000
+_LEFT, _RIGHT = S.alias("score_left"), S.alias("score_right")
+_AB, _BA = O.alias("opinion_ab"), O.alias("opinion_ba")
+#: People's pair answers (left or right) on other live tasks of the collection with the same
+#: judge, newest first, each with the raw scores of its two documents and the prepared
+#: opinions of both orders (NULL where there is none).
+EVIDENCE = (
+    select(
+        J.c.outcome,
+        native(_LEFT.c.score).label("left_score"),
+        native(_RIGHT.c.score).label("right_score"),
+        native(_AB.c.probability).label("left_first"),
+        native(_BA.c.probability).label("right_first"),
+    )
+    .join(T, T.c.id == J.c.task_id)
+    .join(M, M.c.task_id == J.c.task_id)
+    .outerjoin(_LEFT, and_(_LEFT.c.task_id == J.c.task_id, _LEFT.c.doc_id == J.c.left_doc))
+    .outerjoin(_RIGHT, and_(_RIGHT.c.task_id == J.c.task_id, _RIGHT.c.doc_id == J.c.right_doc))
+    .outerjoin(
+        _AB,
+        and_(
+            _AB.c.task_id == J.c.task_id,
+            _AB.c.first_doc == J.c.left_doc,
+            _AB.c.second_doc == J.c.right_doc,
+        ),
+    )
+    .outerjoin(
+        _BA,
+        and_(
+            _BA.c.task_id == J.c.task_id,
+            _BA.c.first_doc == J.c.right_doc,
+            _BA.c.second_doc == J.c.left_doc,
+        ),
+    )
+    .where(
+        T.c.collection_id == bindparam("collection_id"),
+        M.c.judge == bindparam("judge"),
+        J.c.task_id != bindparam("task_id"),
+        J.c.source == "person",
+        J.c.undone.is_(False),
+        or_(J.c.outcome == "left", J.c.outcome == "right"),
+        J.c.left_doc.is_not(None),
+    )
+    .order_by(J.c.id.desc())
+    .limit(bindparam("window"))
+)
+
+
+class _Statements:
+    def __init__(self, db: Database) -> None:
+        dialect = db.engine.dialect
+        self.machine = Prepared(MACHINE_ROW, dialect)
+        self.scores = Prepared(SCORES, dialect)
+        self.opinions = Prepared(OPINIONS, dialect)
+        self.freeze = Prepared(FREEZE, dialect)
+        self.evidence = Prepared(EVIDENCE, dialect)
+
+
+_STATEMENTS: Slot[_Statements] = Slot("machine statements", _Statements)
+
+
+class MachineStore:
+    """The machine's reads and the calibration's freeze in one transaction (``cursor``)."""
+
+    __slots__ = ("_sql", "cursor")
+
+    def __init__(self, db: Database, cursor: Any) -> None:
+        self._sql = _STATEMENTS.of(db)
+        self.cursor = cursor
+
+    def machine(self, task_id: int) -> Any:
+        """The task's ``task_machine`` row (source, judge, calibration), or None."""
+        return self._sql.machine.one_or_none(self.cursor, {"task_id": task_id})
+
+    def scores(self, task_id: int) -> dict[str, float]:
+        """The task's raw scores by document."""
+        rows = self._sql.scores.rows(self.cursor, {"task_id": task_id})
+        return {r.doc_id: float(r.score) for r in rows}
+
+    def opinions(self, task_id: int) -> dict[tuple[str, str], float]:
+        """The task's prepared raw P(first better) by ordered pair."""
+        rows = self._sql.opinions.rows(self.cursor, {"task_id": task_id})
+        return {(r.first_doc, r.second_doc): float(r.probability) for r in rows}
+
+    def freeze(self, task_id: int, calibration: dict[str, Any], now: datetime) -> bool:
+        """Store the task's calibration unless one is stored already; whether it was."""
+        values = {"task_id": task_id, "calibration": calibration, "now": now}
+        return self._sql.freeze.execute(self.cursor, values) == 1
+
+    def evidence(self, collection_id: int, judge: str, task_id: int) -> list[Any]:
+        """People's most recent pair answers (:data:`EVIDENCE_WINDOW`) on the collection's
+        other tasks with ``judge``: outcome, the two documents' raw scores and the prepared
+        opinions of both orders (:data:`EVIDENCE`)."""
+        values = {
+            "collection_id": collection_id,
+            "judge": judge,
+            "task_id": task_id,
+            "window": EVIDENCE_WINDOW,
+        }
+        return self._sql.evidence.rows(self.cursor, values)

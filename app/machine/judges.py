@@ -1,0 +1,288 @@
+"""The service's machine judges by source, in one place (docs/machine-judges.md#the-service).
+
+A task's option ``machine.source`` names its judge:
+
+* ``bm25``: the collection's BM25 (:mod:`app.retrieval.service`), raw score per document;
+* ``model:<training run id>``: a finished training run's model over the documents' feature
+  vectors (:class:`ranking.estimators.Ranker`), raw score per document (a document without a
+  vector of the model's width has no score);
+* ``llm``: an OpenAI-compatible endpoint (``HEAPJUDGE_LLM_BASE_URL``); its raw P(first better)
+  per ordered pair is prepared by a job into ``machine_opinion`` (:func:`llm_judge_version`
+  is the seam the LLM client plugs into).
+
+Scores are computed once, when the task is created (:func:`prepare_scores`: a BM25 index is
+cached per collection, a model predicts 50 rows in well under a millisecond, so creation
+stays quick), and stored; the judging loop only reads them. A pair's raw P(first better) is
+``σ((s_first − s_second) / SCALE)`` (:func:`score_preference`),
+the prepared pair opinion where there is one, NaN (no opinion: a person is asked) where
+neither exists. :class:`StoredJudge` is that judge as a :class:`labeling.machine.judges.PairJudge`,
+so :class:`labeling.machine.opinion.JudgeOpinion` turns it into the task's machine.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from sqlalchemy.orm import Session
+
+from app.kernel.errors import Invalid
+from app.kernel.models import Query
+from app.machine import judge_repository as repository
+from app.machine.settings import MachineSettings
+from app.retrieval import service as retrieval
+from labeling.machine.calibration import Calibrator
+from labeling.machine.judges import Ask, Bm25Judge, JudgeQuery, LlmJudge
+from labeling.retrieval.bm25 import Bm25Params
+
+#: The logistic scale of the score-based judges (one score point: P = 0.73).
+SCALE = 1.0
+#: Field named by the 422s about the machine option.
+FIELD = "options.machine.source"
+#: Raw probabilities are rounded to this many decimals in the study calibration (keeps the
+#: stored calibration at most a few thousand numbers, whatever the study's size).
+ROUNDING = 3
+_MODEL = re.compile(r"^model:([0-9]+)$")
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedScores:
+    """A task's judge: its version and the raw score of each document it scored."""
+
+    source: str
+    judge: str
+    scores: dict[str, float]
+
+
+def run_id_of(source: str) -> int | None:
+    """The training run id of ``model:<id>``, else None."""
+    match = _MODEL.match(source)
+    return int(match.group(1)) if match else None
+
+
+def check_source(
+    s: Session, collection_id: int, source: str, settings: MachineSettings | None = None
+) -> None:
+    """422 naming ``options.machine.source`` unless the source can judge the collection: a
+    training run that exists, belongs to the collection and is done; ``llm`` only when an
+    endpoint is configured."""
+    run_id = run_id_of(source)
+    if source == "llm":
+        if not (settings or MachineSettings()).llm_base_url:
+            raise Invalid(
+                f"{FIELD}: the llm judge is not configured (set HEAPJUDGE_LLM_BASE_URL to an "
+                "OpenAI-compatible endpoint)"
+            )
+        return
+    if run_id is None:
+        if source != "bm25":
+            raise Invalid(f"{FIELD}: unknown source {source!r} (bm25, model:<run id>, llm)")
+        return
+    run = repository.training_run(s, run_id)
+    if run is None:
+        raise Invalid(f"{FIELD}: no training run with id {run_id}")
+    if run.collection_id != collection_id:
+        raise Invalid(
+            f"{FIELD}: training run {run_id} belongs to collection {run.collection_id}, not "
+            f"{collection_id}"
+        )
+    if run.status != "done" or not run.model_json:
+        raise Invalid(f"{FIELD}: training run {run_id} is not done (status {run.status})")
+
+
+def llm_judge_version(settings: MachineSettings | None = None) -> str:
+    """The ``llm`` judge's version as recorded with the task (the client that asks the model
+    and the job that fills ``machine_opinion`` give the full prompt version with each
+    opinion)."""
+    model = (settings or MachineSettings()).llm_model or "default"
+    return f"llm/{model}"
+
+
+def prompt_hash_of(version: str) -> str | None:
+    """The prompt template hash in an LLM judge's version (``llm/<model>/<template>/<hash>``,
+    :class:`labeling.machine.judges.LlmJudge`), else None."""
+    if not version.startswith("llm/"):
+        return None
+    parts = version.split("+", 1)[0].split("/")
+    return parts[3][:64] if len(parts) >= 4 and parts[3] else None
+
+
+def llm_ask(settings: MachineSettings | None = None) -> Ask:
+    """The LLM client's ``ask`` for :class:`labeling.machine.judges.LlmJudge`: **the seam** where
+    the OpenAI-compatible client (base URL and model from :class:`MachineSettings`, the API
+    key from the environment, its response cache and token budget) plugs in. Until it does,
+    an ``llm`` task's opinion job stops here with this error, and people answer every
+    question."""
+    settings = settings or MachineSettings()
+    raise Invalid(
+        f"{FIELD}: no LLM client is installed for {settings.llm_base_url or 'an unset URL'}"
+    )
+
+
+def llm_pair_judge(
+    texts: Mapping[str, str], ask: Ask, settings: MachineSettings | None = None
+) -> LlmJudge:
+    """The ``llm`` source's pair judge over the documents' ``texts`` (both orders of the
+    pairwise prompt, combined: :class:`labeling.machine.judges.LlmJudge`)."""
+    model = (settings or MachineSettings()).llm_model or "default"
+    return LlmJudge(ask, texts, model=model)
+
+
+def prepare_scores(
+    s: Session, collection_id: int, query: Query, doc_ids: Sequence[str], source: str
+) -> PreparedScores:
+    """The judge of a new task and its raw score of each document of the pool (none for
+    ``llm``, whose opinions a job prepares)."""
+    if source == "bm25":
+        params = Bm25Params()
+        index = retrieval.collection_index(s, collection_id, params)
+        judge = Bm25Judge(index, scale=SCALE)
+        all_scores = index.scores(query.title)
+        position = {d: i for i, d in enumerate(index.doc_ids)}
+        scores = {d: float(all_scores[position[d]]) for d in doc_ids if d in position}
+        return PreparedScores(source, judge.version, scores)
+    run_id = run_id_of(source)
+    if run_id is not None:
+        return _model_scores(s, query, doc_ids, source, run_id)
+    return PreparedScores(source, llm_judge_version(), {})
+
+
+def _model_scores(
+    s: Session, query: Query, doc_ids: Sequence[str], source: str, run_id: int
+) -> PreparedScores:
+    # The ranking core is loaded only where a model judges (as the training worker does).
+    from ranking.estimators.base import Ranker
+
+    run = repository.training_run(s, run_id)
+    assert run is not None and run.model_json  # check_source ran first
+    model = Ranker.from_dict(run.model_json)
+    width = int(model.n_features_in_)
+    features = repository.pool_features(s, query.id)
+    docs = [d for d in doc_ids if isinstance(features.get(d), list) and len(features[d]) == width]
+    scores: dict[str, float] = {}
+    if docs:
+        x = np.asarray([features[d] for d in docs], dtype=np.float64)
+        predicted = np.asarray(model.predict(x), dtype=np.float64).reshape(-1)
+        scores = {d: float(v) for d, v in zip(docs, predicted, strict=True) if math.isfinite(v)}
+    judge = f"{source}/{run.model}/features={width}/scale={SCALE:g}"
+    return PreparedScores(source, judge, scores)
+
+
+def score_preference(first: float, second: float) -> float:
+    """``σ((first − second) / SCALE)`` for one pair, as
+    :func:`labeling.machine.judges.logistic_preference` computes it (``(1 + tanh(z/2))/2``), in
+    plain floats: the judging loop asks one pair at a time."""
+    return 0.5 * (1.0 + math.tanh(0.5 * (first - second) / SCALE))
+
+
+class StoredJudge:
+    """A :class:`labeling.machine.judges.PairJudge` over a task's stored raw scores and
+    prepared pair opinions (module docstring): a prepared opinion of the ordered pair first,
+    else ``σ((s_a − s_b) / SCALE)``, else NaN."""
+
+    def __init__(
+        self,
+        version: str,
+        scores: Mapping[str, float],
+        opinions: Mapping[tuple[str, str], float] | None = None,
+    ) -> None:
+        self._version = version
+        self.scores = dict(scores)
+        self.opinions = dict(opinions or {})
+
+    @property
+    def version(self) -> str:
+        return self._version
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": "stored", "version": self._version, "scale": SCALE}
+
+    def raw(self, a: str, b: str) -> float:
+        """Raw P(a better than b); NaN: no opinion."""
+        p = self.opinions.get((a, b))
+        if p is not None:
+            return p
+        p = self.opinions.get((b, a))
+        if p is not None:
+            return 1.0 - p
+        sa, sb = self.scores.get(a), self.scores.get(b)
+        if sa is None or sb is None:
+            return math.nan
+        return score_preference(sa, sb)
+
+    def prefer(self, query: JudgeQuery, pairs: Sequence[tuple[str, str]]) -> NDArray[np.float64]:
+        return np.array([self.raw(a, b) for a, b in pairs], dtype=np.float64)
+
+
+# --------------------------------------------------------------------------- calibration
+
+
+def calibration_to_json(calibrator: Calibrator) -> dict[str, Any]:
+    """A study calibration as stored with a task: the method, the prior and the answers as
+    counts per (raw p rounded to :data:`ROUNDING` decimals, first better), sorted. At most
+    ``2·(10^ROUNDING + 1)`` entries, whatever the number of answers."""
+    data = calibrator.to_dict()
+    counts: dict[tuple[float, int], int] = {}
+    for p, y in zip(data["raw"], data["first_better"], strict=True):
+        key = (round(float(p), ROUNDING), int(y))
+        counts[key] = counts.get(key, 0) + 1
+    return {
+        "method": data["method"],
+        "prior_weight": data["prior_weight"],
+        "prior_trust": data["prior_trust"],
+        "answers": data["answers"],
+        "counts": [[p, y, n] for (p, y), n in sorted(counts.items())],
+    }
+
+
+def calibration_from_json(data: Mapping[str, Any]) -> Calibrator:
+    """The calibrator :func:`calibration_to_json` stored (the same answers, in sorted order:
+    every replay of the task rebuilds the same numbers)."""
+    out = Calibrator(data["method"], float(data["prior_weight"]), float(data["prior_trust"]))
+    counts = data.get("counts") or []
+    if counts:
+        raw = [float(p) for p, _y, n in counts for _ in range(int(n))]
+        first = [int(y) for _p, y, n in counts for _ in range(int(n))]
+        out.update(raw, first)
+    return out
+
+
+def evidence_probability(
+    left_score: float | None,
+    right_score: float | None,
+    left_first: float | None,
+    right_first: float | None,
+) -> float:
+    """Raw P(left better) of a pair people answered, from its task's prepared opinion (either
+    order) or the two documents' raw scores; NaN: no opinion."""
+    if left_first is not None:
+        return float(left_first)
+    if right_first is not None:
+        return 1.0 - float(right_first)
+    if left_score is None or right_score is None:
+        return math.nan
+    return score_preference(left_score, right_score)
+
+
+def study_calibration(answers: Sequence[Any]) -> Calibrator:
+    """The study calibration (isotonic, the default prior) learned from people's pair answers
+    ``(outcome, left score, right score, opinion left-first, opinion right-first)`` on pairs
+    the judge had an opinion on (:func:`evidence_probability`), raw probabilities rounded to
+    :data:`ROUNDING` decimals (docs/machine-judges.md#the-service)."""
+    raw: list[float] = []
+    first: list[int] = []
+    for outcome, *numbers in answers:
+        p = evidence_probability(*numbers)
+        if math.isnan(p):
+            continue
+        raw.append(round(p, ROUNDING))
+        first.append(1 if outcome == "left" else 0)
+    calibrator = Calibrator("isotonic")
+    if raw:
+        calibrator.update(raw, first)
+    return calibrator

@@ -1,0 +1,131 @@
+"""Use cases of a task's machine judge (docs/machine-judges.md#the-service).
+
+* **At creation** (:func:`prepare_task`, from :func:`app.tasks.service.create_task` and the
+  planner): the source is checked (422 naming ``options.machine.source``), the judge's raw
+  score of every pool document is computed and stored (``machine_score``), and the judge's
+  version is recorded in the task's ``options.machine.judge`` and ``task_machine``.
+* **In the judging loop** (:func:`task_opinion`, inside the loop's write transaction): the
+  task's :class:`labeling.machine.opinion.JudgeOpinion` over the stored scores and prepared
+  pair opinions only (nothing is computed from documents in a request; a pair without a
+  stored opinion gets none, and a person is asked), through the study calibration frozen for
+  the task. The first time (the task's first write), the calibration is learned from the
+  people's answers on the machine's pairs of the collection's other tasks with the same
+  judge (:func:`app.machine.judges.study_calibration`) and stored with the task, so every
+  later replay sees the same probabilities; :attr:`JudgeOpinion.version` records the
+  calibration's answer count with every machine answer.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from app.kernel.db import Database
+from app.kernel.models import Query, utcnow
+from app.machine import judges
+from app.machine.judge_repository import MachineStore, save_machine, save_opinions
+from app.machine.settings import MachineSettings
+from labeling.machine.judges import JudgeQuery
+from labeling.machine.opinion import JudgeOpinion
+
+__all__ = [
+    "check_machine",
+    "prepare_task",
+    "refresh_opinions",
+    "save_prepared",
+    "store_pair_opinions",
+    "task_opinion",
+]
+
+
+def check_machine(
+    s: Session, collection_id: int, options: dict[str, Any], settings: MachineSettings | None
+) -> str | None:
+    """The source of a task's validated ``options.machine`` (None: no machine), after
+    :func:`app.machine.judges.check_source` (422 naming the field)."""
+    machine = options.get("machine")
+    if not machine:
+        return None
+    source = str(machine["source"])
+    judges.check_source(s, collection_id, source, settings)
+    return source
+
+
+def prepare_task(
+    s: Session,
+    collection_id: int,
+    query: Query,
+    doc_ids: Sequence[str],
+    options: dict[str, Any],
+    settings: MachineSettings | None = None,
+) -> judges.PreparedScores | None:
+    """Check a new task's machine and compute its raw scores (before the task row exists);
+    records the judge's version in ``options["machine"]["judge"]``. None without a machine.
+    Store the result with :func:`save_prepared` once the task has its id."""
+    source = check_machine(s, collection_id, options, settings)
+    if source is None:
+        return None
+    prepared = judges.prepare_scores(s, collection_id, query, doc_ids, source)
+    options["machine"] = {"source": source, "judge": prepared.judge}
+    return prepared
+
+
+def save_prepared(s: Session, task_id: int, prepared: judges.PreparedScores | None) -> None:
+    """Store what :func:`prepare_task` computed for task ``task_id``."""
+    if prepared is not None:
+        save_machine(s, task_id, prepared.source, prepared.judge, prepared.scores, utcnow())
+
+
+def store_pair_opinions(
+    *,
+    db: Database,
+    task_id: int,
+    opinions: dict[tuple[str, str], float],
+    prompt_hash: str | None = None,
+) -> int:
+    """Store a job's raw P(first better) of ordered pairs of a task (the ``llm`` judge's
+    prepared opinions; pairs already stored are kept); how many were new."""
+    for pair, p in opinions.items():
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"opinion on {pair} is not a probability: {p!r}")
+    with db.write() as s:
+        return save_opinions(s, task_id, opinions, utcnow(), prompt_hash)
+
+
+def refresh_opinions(db: Database, cursor: Any, task_id: int, machine: Any) -> int:
+    """Read the task's prepared pair opinions again into ``machine`` (the
+    :class:`JudgeOpinion` of a cached session, over a :class:`app.machine.judges.StoredJudge`)
+    and forget the pairs it had found no opinion for, so opinions a job stored since the
+    session was built are used from the next question on; how many pairs it now has."""
+    if not isinstance(machine, JudgeOpinion) or not isinstance(machine.judge, judges.StoredJudge):
+        return 0
+    machine.judge.opinions = MachineStore(db, cursor).opinions(task_id)
+    for pair in [pair for pair, p in machine.raw.items() if math.isnan(p)]:
+        del machine.raw[pair]
+    return len(machine.judge.opinions)
+
+
+def task_opinion(
+    db: Database, cursor: Any, task: Any, *, freeze: bool = True
+) -> JudgeOpinion | None:
+    """The task's machine (None without one), on ``cursor``: a write transaction, in which
+    the study calibration is frozen for the task the first time (module docstring); with
+    ``freeze=False`` (a read) None while no calibration is frozen."""
+    store = MachineStore(db, cursor)
+    row = store.machine(task.id)
+    if row is None or (row.calibration is None and not freeze):
+        return None
+    calibration = row.calibration
+    if calibration is None:
+        answers = store.evidence(task.collection_id, row.judge, task.id)
+        frozen = judges.calibration_to_json(judges.study_calibration(answers))
+        if not store.freeze(task.id, frozen, utcnow()):  # stored meanwhile: use that one
+            calibration = store.machine(task.id).calibration
+        else:
+            calibration = frozen
+    judge = judges.StoredJudge(row.judge, store.scores(task.id), store.opinions(task.id))
+    query = JudgeQuery(str(task.query_id), "")
+    return JudgeOpinion(judge, query, judges.calibration_from_json(calibration))
