@@ -37,7 +37,8 @@ def main() -> None:
     from app.collections.imports import import_files
     from app.collections.uploads import UploadedFile
     from app.kernel.db import Database
-    from app.planning.service import PlanSpec, create_plan
+    from app.planning.service import create_plan
+    from app.planning.spec import PlanSpec
     from app.tasks.progress import collection_progress
     from app.users import service as users
     from labeling.protocol.session import open_session

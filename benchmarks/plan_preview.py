@@ -40,6 +40,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     import migrations
     from app.kernel.db import Database
     from app.planning import service as planning
+    from app.planning.spec import PlanSpec
     from app.users import service as users
     from benchmarks.strategies_real import import_cranfield
 
@@ -61,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 (None, "all", "none"),
             ):
                 ids = [str(q) for q in range(1, queries + 1)] if queries else None
-                spec = planning.PlanSpec(
+                spec = PlanSpec(
                     collection_id=cid,
                     assessors=["ann", "bob"],
                     query_ids=ids,

@@ -104,10 +104,12 @@ def plan_cmd(
     database_url: str | None = DB_OPTION,
 ) -> None:
     """Preview a study plan as a grid with its constraint check; --create makes the tasks."""
+    # Long because typer declares each of the command's two dozen options in its signature.
     from app.planning import service as planning
+    from app.planning.spec import PlanSpec
 
     def go(db: Database) -> Any:
-        spec = planning.PlanSpec(
+        spec = PlanSpec(
             collection_id=collection_id(db, collection),
             assessors=[a.strip() for a in assessors.split(",") if a.strip()],
             query_ids=[q.strip() for q in queries.split(",")] if queries else None,
@@ -142,8 +144,8 @@ def _pool_spec(
     ranked_order: bool,
     pool_id: int | None,
 ) -> Any:
-    """``admin plan``'s pool options as a :class:`app.planning.service.PoolSpec`."""
-    from app.planning.service import PoolSpec
+    """``admin plan``'s pool options as a :class:`app.planning.spec.PoolSpec`."""
+    from app.planning.spec import PoolSpec
 
     text = run.read_text(encoding="utf-8") if run else None
     return PoolSpec(

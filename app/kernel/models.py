@@ -1,4 +1,6 @@
 """SQLAlchemy 2 ORM tables: every table of the service (one initial migration covers them).
+Long because every table is declared here: importing this one module gives alembic's
+comparison and the schema tests the whole metadata.
 
 Conventions: singular table names, ``_at`` suffix for times (UTC, timezone-aware in
 Python on both databases), an explicit constraint naming convention, and invariants enforced by

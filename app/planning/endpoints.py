@@ -17,6 +17,7 @@ from app.http.openapi import declare_errors, error_responses
 from app.http.schemas import PlanName, RowId, StrictModel
 from app.planning import service as planning
 from app.planning.schemas import PlanCreatedOut, PlanPreviewOut
+from app.planning.spec import PlanSpec, PoolSpec
 
 router = APIRouter(prefix="/admin", tags=["admin"], dependencies=[Depends(require_admin)])
 
@@ -74,8 +75,8 @@ class PlanIn(StrictModel):
         "topk assessors of its query (options.second_assessor; docs/noise.md).",
     )
 
-    def spec(self) -> planning.PlanSpec:
-        return planning.PlanSpec(
+    def spec(self) -> PlanSpec:
+        return PlanSpec(
             collection_id=self.collection_id,
             assessors=self.assessors,
             query_ids=self.query_ids,
@@ -87,7 +88,7 @@ class PlanIn(StrictModel):
             name=self.name,
             k=self.k,
             options=self.options,
-            pool=planning.PoolSpec(**self.pool.model_dump()),
+            pool=PoolSpec(**self.pool.model_dump()),
             strategy=self.strategy,
             prior=self.prior,
             prior_run=self.prior_run,

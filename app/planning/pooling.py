@@ -60,7 +60,7 @@ def query_pools(
     run: str | None,
 ) -> tuple[dict[str, list[str]], Lost]:
     """Each query's pool (``mode``, ``n``, ``seed``, ``dedupe``, ``run``: the plan's
-    :class:`app.planning.service.PoolSpec`), and for ranked pools (``run``, ``bm25``) what
+    :class:`app.planning.spec.PoolSpec`), and for ranked pools (``run``, ``bm25``) what
     the cut lost: per query, how many of the ranking's top n are not in the collection at all
     (``not_in_collection``) or are in it but not among this query's documents
     (``not_in_query``)."""
@@ -133,7 +133,7 @@ def plan_query_pools(
     pool_id: int | None,
     run_order: bool,
 ) -> tuple[dict[str, list[str]], Lost, dict[str, list[str]] | None]:
-    """Each query's pool (the plan's :class:`app.planning.service.PoolSpec`), what a ranked
+    """Each query's pool (the plan's :class:`app.planning.spec.PoolSpec`), what a ranked
     pool's cut lost, and for a stored pool from runs with ``run_order`` the fused order of each
     query's picks (else None)."""
     if mode == STORED_POOL:

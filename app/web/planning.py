@@ -18,6 +18,7 @@ from app.kernel.errors import DomainError, Invalid
 from app.planning import service as planning
 from app.planning.cost import COST_MODEL
 from app.planning.pooling import RANKED_POOLS, STORED_POOL
+from app.planning.spec import PlanSpec, PoolSpec
 from app.web.admin import admin_page, back, guarded_form
 from app.web.collections import collection_response
 from app.web.forms import (
@@ -52,8 +53,8 @@ async def _run_text(form: FormData) -> str | None:
     return text if isinstance(text, str) and text.strip() else None
 
 
-def _plan_spec(collection_id: int, form: FormData, run: str | None = None) -> planning.PlanSpec:
-    """The plan form as a :class:`planning.PlanSpec`, with the REST/CLI semantics: the pool
+def _plan_spec(collection_id: int, form: FormData, run: str | None = None) -> PlanSpec:
+    """The plan form as a :class:`PlanSpec`, with the REST/CLI semantics: the pool
     size n is "Pool size n" for a sample and "Run depth" (empty = the whole run) for
     ``pool_mode=run``, whose documents are the top n of the run that the query has."""
     options: dict[str, dict[str, Any]] = {
@@ -74,7 +75,7 @@ def _plan_spec(collection_id: int, form: FormData, run: str | None = None) -> pl
     queries = form_field(form, "query_ids")
     mode = form_field(form, "pool_mode", "all")
     n = form_int(form, "run_depth") if mode == "run" else form_int(form, "pool_n")
-    return planning.PlanSpec(
+    return PlanSpec(
         collection_id=collection_id,
         assessors=[v for v in form.getlist("assessors") if isinstance(v, str) and v],
         query_ids=[q.strip() for q in queries.split(",") if q.strip()] if queries else None,
@@ -91,7 +92,7 @@ def _plan_spec(collection_id: int, form: FormData, run: str | None = None) -> pl
         name=form_field(form, "name", "plan") or "plan",
         k=int(form_field(form, "k", "10") or 10),
         options=options,
-        pool=planning.PoolSpec(
+        pool=PoolSpec(
             mode=mode,
             n=n,
             seed=int(form_field(form, "pool_seed", "0") or 0),

@@ -138,6 +138,7 @@ def test_concurrent_conflicting_plans_exactly_one_wins(
 
     from app.kernel.errors import Invalid
     from app.planning import service as planning
+    from app.planning.spec import PlanSpec
 
     cid, _ = make_collection(api, "race", queries=2, docs=6, features=False)
     real_open = planning.open_session
@@ -148,8 +149,8 @@ def test_concurrent_conflicting_plans_exactly_one_wins(
 
     monkeypatch.setattr(planning, "open_session", slow_open)
 
-    def spec(method: str) -> planning.PlanSpec:
-        return planning.PlanSpec(
+    def spec(method: str) -> PlanSpec:
+        return PlanSpec(
             collection_id=cid,
             assessors=["plan1"],
             query_ids=["101"],

@@ -15,6 +15,7 @@ from app.collections.service import create_collection
 from app.collections.uploads import UploadedFile
 from app.kernel.models import Document, Query
 from app.planning import service as planning
+from app.planning.spec import PlanSpec, PoolSpec
 from app.retrieval import service as retrieval
 from tests.app.admin_support import make_collection
 from tests.app.conftest import Api
@@ -63,14 +64,14 @@ def test_bm25_pool_preview_says_what_it_lost(api: Api, cran: tuple[int, Path]) -
     cid, _ = cran
     api.add_user("bm25a")
     api.add_user("bm25b")
-    spec = planning.PlanSpec(
+    spec = PlanSpec(
         collection_id=cid,
         assessors=["bm25a", "bm25b"],
         query_ids=["1", "2", "3"],
         scheme="balanced",
         per_query={"topk": 1, "graded": 1},
         k=3,
-        pool=planning.PoolSpec(mode="bm25", n=40),
+        pool=PoolSpec(mode="bm25", n=40),
     )
     preview = planning.preview_plan(db=api.db, spec=spec)
     assert preview.ok
@@ -102,14 +103,14 @@ def test_bm25_pool_preview_says_what_it_lost(api: Api, cran: tuple[int, Path]) -
     assert "pairing 'bm25' or 'all'" in warnings[0]["message"]
     # A run pool: documents that are not in the collection at all are named as such.
     run = "1 Q0 184 1 3 t\n1 Q0 99999 2 2 t\n1 Q0 88888 3 1 t\n"
-    spec_run = planning.PlanSpec(
+    spec_run = PlanSpec(
         collection_id=cid,
         assessors=["bm25a", "bm25b"],
         query_ids=["1"],
         scheme="balanced",
         per_query={"topk": 1, "graded": 1},
         k=1,
-        pool=planning.PoolSpec(mode="run", n=3, run=run),
+        pool=PoolSpec(mode="run", n=3, run=run),
     )
     p = planning.preview_plan(db=api.db, spec=spec_run)
     assert p.pool_lost["1"] == {"considered": 3, "not_in_collection": 2, "not_in_query": 0}
