@@ -26,9 +26,10 @@ from app.auth import sessions
 from app.auth.passwords import MIN_PASSWORD_CHARS
 from app.collections import service as collections
 from app.http.deps import DbDep, web_session
+from app.kernel.errors import DomainError
 from app.users import manage as users_manage
 from app.web.auth import login_redirect
-from app.web.forms import FormErrors
+from app.web.forms import FormErrors, error_text
 from app.web.templates import render, set_flash
 from labeling.identifiers import USERNAME_HTML_PATTERN
 
@@ -76,6 +77,17 @@ def admin_page(
         csrf_token=resolved.csrf_token,
         nav_active="admin",
         status_code=status,
+    )
+
+
+def admin_error(request: Request, resolved: sessions.ResolvedSession, exc: DomainError) -> Response:
+    """The error page for a domain error of an admin page (an unknown collection, pool, run)."""
+    return admin_page(
+        request,
+        resolved,
+        "error.html",
+        {"title": "Not found", "message": error_text(exc), "back_url": "/admin"},
+        status=exc.status_code,
     )
 
 

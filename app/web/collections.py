@@ -29,7 +29,7 @@ from app.pools import service as pools
 from app.tasks import progress
 from app.training import features
 from app.users import service as users
-from app.web.admin import admin_page, admin_session, back, guarded_form, home_response
+from app.web.admin import admin_error, admin_page, admin_session, back, guarded_form, home_response
 from app.web.forms import FormErrors, error_text, form_errors, form_field, posted_values
 from labeling.strategies.registry import strategy_names
 
@@ -131,13 +131,7 @@ async def collection_response(
             features.features_view, db=db, collection_id=collection_id
         )
     except DomainError as exc:
-        return admin_page(
-            request,
-            resolved,
-            "error.html",
-            {"title": "Not found", "message": error_text(exc), "back_url": "/admin"},
-            status=exc.status_code,
-        )
+        return admin_error(request, resolved, exc)
     people = await run_in_threadpool(users.list_users, db=db)
     campaign_pools = await run_in_threadpool(pools.list_pools, db=db, collection_id=collection_id)
     available = await run_in_threadpool(exports.availability, db=db, collection_id=collection_id)

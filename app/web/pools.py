@@ -15,9 +15,9 @@ from starlette.datastructures import UploadFile
 from app.http.deps import DbDep, require_csrf_form
 from app.kernel.errors import DomainError, Invalid
 from app.pools import service as pools
-from app.web.admin import admin_page, admin_session, back, guarded_form
+from app.web.admin import admin_error, admin_page, admin_session, back, guarded_form
 from app.web.collections import collection_response
-from app.web.forms import chosen_files, error_text, form_errors, form_field, form_int, posted_values
+from app.web.forms import chosen_files, form_errors, form_field, form_int, posted_values
 
 router = APIRouter()
 
@@ -89,13 +89,7 @@ async def pool_page(
             pools.get_pool, db=db, pool_id=pool_id, query_ids=chosen
         )
     except DomainError as exc:
-        return admin_page(
-            request,
-            resolved,
-            "error.html",
-            {"title": "Not found", "message": error_text(exc), "back_url": "/admin"},
-            status=exc.status_code,
-        )
+        return admin_error(request, resolved, exc)
     return admin_page(
         request,
         resolved,

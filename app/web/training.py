@@ -29,7 +29,7 @@ from app.kernel.errors import DomainError, Invalid
 from app.training import features
 from app.training import service as training
 from app.training.jobs import enqueue_features, enqueue_training
-from app.web.admin import admin_page, admin_session, back, guarded_form
+from app.web.admin import admin_error, admin_page, admin_session, back, guarded_form
 from app.web.collections import collection_response
 from app.web.forms import FormErrors, error_text, form_errors, form_field, form_int, posted_values
 
@@ -120,13 +120,7 @@ async def training_response(
             features.features_view, db=db, collection_id=collection_id
         )
     except DomainError as exc:
-        return admin_page(
-            request,
-            resolved,
-            "error.html",
-            {"title": "Not found", "message": error_text(exc), "back_url": "/admin"},
-            status=exc.status_code,
-        )
+        return admin_error(request, resolved, exc)
     return admin_page(
         request,
         resolved,
@@ -212,13 +206,7 @@ async def run_page(request: Request, run_id: int, db: DbDep) -> Response:
     try:
         ctx = await _run_context(db, run_id)
     except DomainError as exc:
-        return admin_page(
-            request,
-            resolved,
-            "error.html",
-            {"title": "Not found", "message": error_text(exc), "back_url": "/admin"},
-            status=exc.status_code,
-        )
+        return admin_error(request, resolved, exc)
     return admin_page(request, resolved, "training/run.html", ctx)
 
 
