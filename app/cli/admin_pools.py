@@ -98,41 +98,51 @@ def pool_cmd(
     if simulate:
         if qrels is None:
             usage_error("--simulate needs --qrels FILE (the qrels that play the assessor)")
-        chosen = stored
-
-        def load() -> dict[str, dict[str, list[str]]]:
-            if chosen is None:
-                from app.pools import service as pools
-
-                return pools.read_runs(files, file_names)
-            return _stored_for_simulation(collection, chosen, database_url)
-
+        load = _loader(collection, stored, (files, file_names), database_url)
         _simulate(load, qrels, (method, allocation), depth, budgets, as_json)
         return
     if qrels is not None or budgets is not None or allocation != "query":
         usage_error("--qrels, --budgets and --allocation go with --simulate")
-    from app.pools import service as pools
-
-    def go(db: Database) -> Any:
-        spec = pools.BuildSpec(
-            collection_id=collection_id(db, collection),
-            stored=stored,
-            runs=files,
-            method=method,
-            depth=depth,
-            budget=budget,
-            name=name,
-            feedback=feedback,
-            file_names=file_names,
-        )
-        built = pools.build_pool(db=db, spec=spec)
-        return pools.get_pool(db=db, pool_id=built.id)
-
-    view, rows = run_service(database_url, go)
+    settings = {"method": method, "depth": depth, "budget": budget, "name": name}
+    settings |= {"feedback": feedback, "stored": stored, "runs": files, "file_names": file_names}
+    view, rows = _build(database_url, collection, settings)
     if as_json:
         typer.echo(json.dumps(_pool_json(view, rows), indent=1))
         return
     _print_pool(view, rows, show)
+
+
+def _build(
+    database_url: str | None, collection: str, settings: dict[str, Any]
+) -> tuple[Any, list[Any]]:
+    """Build and store the pool (``settings``: the fields of ``BuildSpec`` but the collection),
+    then read it back with its documents."""
+    from app.pools import service as pools
+
+    def go(db: Database) -> Any:
+        spec = pools.BuildSpec(collection_id=collection_id(db, collection), **settings)
+        built = pools.build_pool(db=db, spec=spec)
+        return pools.get_pool(db=db, pool_id=built.id)
+
+    return run_service(database_url, go)  # type: ignore[no-any-return]
+
+
+def _loader(
+    collection: str,
+    stored: list[str] | str | None,
+    files: tuple[dict[str, bytes], dict[str, str]],
+    database_url: str | None,
+) -> Callable[[], dict[str, dict[str, list[str]]]]:
+    """What ``--simulate`` pools: the run files parsed, or the stored runs read."""
+
+    def load() -> dict[str, dict[str, list[str]]]:
+        if stored is None:
+            from app.pools import service as pools
+
+            return pools.read_runs(*files)
+        return _stored_for_simulation(collection, stored, database_url)
+
+    return load
 
 
 def _stored_choice(
