@@ -51,12 +51,14 @@ def pool_cmd(
     stored_runs: list[str] | None = typer.Option(
         None,
         "--stored-runs",
-        metavar="NAME,...",
+        metavar="NAMES",
         help="Runs stored on the collection, by name, comma-separated (or repeated); run order "
         "is the order given (heapjudge admin runs list shows them).",
     ),
     all_stored: bool = typer.Option(
-        False, "--all-stored-runs", help="Every run stored on the collection, by upload order."
+        False,
+        "--all-stored-runs/--no-all-stored-runs",
+        help="Every run stored on the collection, by upload order.",
     ),
     method: str = typer.Option("depth", help="depth | mtf | maxmean"),
     depth: int = typer.Option(100, help="Each run's top depth documents per query."),

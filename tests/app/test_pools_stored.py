@@ -206,6 +206,22 @@ def test_cli_stored_runs_equal_the_files(tmp_path: Path) -> None:
     assert by_doc["1", "2"] == [{"run": "A", "rank": 1}]
     assert by_doc["1", "1"] == [{"run": "A", "rank": 2}, {"run": "B", "rank": 3}]
 
+    (tmp_path / "qrels").write_text("1 0 1 1\n1 0 4 1\n2 0 5 1\n")
+    simulated = []
+    for source in (
+        ["--runs", str(tmp_path / "A"), "--runs", str(tmp_path / "B")],
+        ["--stored-runs", "A,B"],
+    ):
+        sim = invoke(
+            "admin", "pool", "tiny", *source, "--method", "mtf", "--simulate",
+            "--qrels", str(tmp_path / "qrels"), "--budgets", "1,2", "--json",
+        )  # fmt: skip
+        assert sim.exit_code == 0, sim.output
+        simulated.append(json.loads(sim.output))
+    # MTF over A, B: query 1 takes A's 2 (not relevant), then B's 4 (relevant); query 2 A's 5.
+    assert [r["relevant_found"] for r in simulated[0]] == [1, 2]
+    assert simulated[1] == simulated[0]
+
     unknown = invoke("admin", "pool", "tiny", "--stored-runs", "A,nope", "--pool-name", "u")
     assert unknown.exit_code != 0 and "'nope'" in unknown.output
     both = invoke("admin", "pool", "tiny", "--runs", str(tmp_path / "A"), "--all-stored-runs")
