@@ -1,11 +1,14 @@
 """CLI command ``heapjudge admin pool``: a pool from many runs (depth-k union, Move-to-Front,
 MaxMean), stored on the collection for the planner (``admin plan --pool runs --pool-id ID``),
 or with ``--simulate --qrels FILE`` a simulation over existing qrels that prints the relevant
-documents found per budget (docs/campaigns.md#pools-in-the-service)."""
+documents found per budget (docs/campaigns.md#pools-in-the-service). The runs are files
+(``--runs``) or runs stored on the collection (``--stored-runs A,B`` or ``--all-stored-runs``,
+``heapjudge admin runs upload``)."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,13 +40,25 @@ def _run_files(paths: list[Path]) -> tuple[dict[str, bytes], dict[str, str]]:
 @app.command("pool", cls=Command)
 def pool_cmd(
     collection: str = typer.Argument(..., help="Collection name or id."),
-    runs: list[Path] = typer.Option(
-        ...,
+    runs: list[Path] | None = typer.Option(
+        None,
         "--runs",
         exists=True,
         dir_okay=False,
         metavar="FILE",
         help="A TREC run file (repeat it).",
+    ),
+    stored_runs: list[str] | None = typer.Option(
+        None,
+        "--stored-runs",
+        metavar="NAMES",
+        help="Runs stored on the collection, by name, comma-separated (or repeated); run order "
+        "is the order given (heapjudge admin runs list shows them).",
+    ),
+    all_stored: bool = typer.Option(
+        False,
+        "--all-stored-runs/--no-all-stored-runs",
+        help="Every run stored on the collection, by upload order.",
     ),
     method: str = typer.Option("depth", help="depth | mtf | maxmean"),
     depth: int = typer.Option(100, help="Each run's top depth documents per query."),
@@ -77,37 +92,77 @@ def pool_cmd(
     database_url: str | None = DB_OPTION,
 ) -> None:
     """Build a pool from many runs; each pooled document keeps which runs retrieved it and at
-    which rank. --simulate --qrels FILE prints the relevant documents each method finds per
-    budget instead (the database is not opened)."""
-    files, file_names = _run_files(runs)
+    which rank. The runs: files (--runs), or runs stored on the collection (--stored-runs,
+    --all-stored-runs). --simulate --qrels FILE prints the relevant documents each method finds
+    per budget instead (the database is opened only to read stored runs)."""
+    stored = _stored_choice(runs, stored_runs, all_stored)
+    files, file_names = _run_files(runs or [])
     if simulate:
         if qrels is None:
             usage_error("--simulate needs --qrels FILE (the qrels that play the assessor)")
-        _simulate(files, file_names, qrels, (method, allocation), depth, budgets, as_json)
+        load = _loader(collection, stored, (files, file_names), database_url)
+        _simulate(load, qrels, (method, allocation), depth, budgets, as_json)
         return
     if qrels is not None or budgets is not None or allocation != "query":
         usage_error("--qrels, --budgets and --allocation go with --simulate")
-    from app.pools import service as pools
-
-    def go(db: Database) -> Any:
-        spec = pools.BuildSpec(
-            collection_id=collection_id(db, collection),
-            runs=files,
-            method=method,
-            depth=depth,
-            budget=budget,
-            name=name,
-            feedback=feedback,
-            file_names=file_names,
-        )
-        built = pools.build_pool(db=db, spec=spec)
-        return pools.get_pool(db=db, pool_id=built.id)
-
-    view, rows = run_service(database_url, go)
+    settings = {"method": method, "depth": depth, "budget": budget, "name": name}
+    settings |= {"feedback": feedback, "stored": stored, "runs": files, "file_names": file_names}
+    view, rows = _build(database_url, collection, settings)
     if as_json:
         typer.echo(json.dumps(_pool_json(view, rows), indent=1))
         return
     _print_pool(view, rows, show)
+
+
+def _build(
+    database_url: str | None, collection: str, settings: dict[str, Any]
+) -> tuple[Any, list[Any]]:
+    """Build and store the pool (``settings``: the fields of ``BuildSpec`` but the collection),
+    then read it back with its documents."""
+    from app.pools import service as pools
+
+    def go(db: Database) -> Any:
+        spec = pools.BuildSpec(collection_id=collection_id(db, collection), **settings)
+        built = pools.build_pool(db=db, spec=spec)
+        return pools.get_pool(db=db, pool_id=built.id)
+
+    return run_service(database_url, go)  # type: ignore[no-any-return]
+
+
+def _loader(
+    collection: str,
+    stored: list[str] | str | None,
+    files: tuple[dict[str, bytes], dict[str, str]],
+    database_url: str | None,
+) -> Callable[[], dict[str, dict[str, list[str]]]]:
+    """What ``--simulate`` pools: the run files parsed, or the stored runs read."""
+
+    def load() -> dict[str, dict[str, list[str]]]:
+        if stored is None:
+            from app.pools import service as pools
+
+            return pools.read_runs(*files)
+        return _stored_for_simulation(collection, stored, database_url)
+
+    return load
+
+
+def _stored_choice(
+    runs: list[Path] | None, stored_runs: list[str] | None, all_stored: bool
+) -> list[str] | str | None:
+    """The stored runs chosen (names in order, or "all"), or None for run files; a usage error
+    unless exactly one of --runs, --stored-runs and --all-stored-runs is given."""
+    given = [bool(runs), bool(stored_runs), all_stored]
+    if sum(given) != 1:
+        usage_error("give one of --runs FILE..., --stored-runs NAME,... or --all-stored-runs")
+    if all_stored:
+        return "all"
+    if stored_runs:
+        names = [n.strip() for item in stored_runs for n in item.split(",") if n.strip()]
+        if not names:
+            usage_error("--stored-runs takes run names, e.g. --stored-runs bm25,ql")
+        return names
+    return None
 
 
 def _pool_json(view: Any, rows: list[Any]) -> dict[str, Any]:
@@ -159,8 +214,7 @@ def _print_pool(view: Any, rows: list[Any], show: int) -> None:
 
 
 def _simulate(
-    files: dict[str, bytes],
-    file_names: dict[str, str],
+    load: Callable[[], dict[str, dict[str, list[str]]]],
     qrels: Path,
     how: tuple[str, str],
     depth: int,
@@ -181,7 +235,7 @@ def _simulate(
     except ValueError:
         usage_error(f"--budgets takes whole numbers, e.g. 10,20,50; got {budgets!r}")
     try:
-        runs = pools.read_runs(files, file_names)
+        runs = load()
         rows = pools.simulate(
             runs, truth, [method], depth=depth, budgets=sizes, allocation=allocation
         )
@@ -203,6 +257,19 @@ def _simulate(
             f"{r.budget:>8} {r.judged:>8} {pools.pool_share(r):>8.1%} "
             f"{r.relevant_found:>4}/{r.relevant_in_pool:<4} {r.share:>7.1%}"
         )
+
+
+def _stored_for_simulation(
+    collection: str, chosen: list[str] | str, database_url: str | None
+) -> dict[str, dict[str, list[str]]]:
+    """The stored runs chosen, read from the collection (the simulation's only database use)."""
+    from app.pools import service as pools
+
+    def go(db: Database) -> dict[str, dict[str, list[str]]]:
+        cid = collection_id(db, collection)
+        return pools.stored_rankings(db=db, collection_id=cid, chosen=chosen)
+
+    return run_service(database_url, go)
 
 
 def _row_json(r: Any) -> dict[str, Any]:

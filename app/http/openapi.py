@@ -68,6 +68,10 @@ class ErrorOut(BaseModel):
     retry_after: int | None = Field(
         default=None, description="429: seconds until a login may be tried again."
     )
+    unknown_runs: list[str] | None = Field(
+        default=None,
+        description="422 of a pool from stored runs: the run names or ids the collection lacks.",
+    )
 
 
 # ---------------------------------------------------------------------- OpenAPI declarations

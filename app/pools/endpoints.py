@@ -3,6 +3,10 @@
 * ``POST /admin/collections/{id}/pools?method=&depth=&budget=&name=&feedback=`` — multipart,
   one part ``runs`` per TREC run file (the file name, without its suffix, names the run); a
   bad file is a 422 listing ``{file, line, msg}`` and nothing is stored;
+* the same ``POST`` with a JSON body (:class:`app.pools.schemas.StoredPoolIn`) pools runs
+  stored on the collection: ``{"stored_runs": ["name", 7, ...] | "all", "method": ...,
+  "depth": ..., "budget": ..., "name": ..., "feedback": ...}`` (the settings in the body, not
+  the query); a run the collection lacks is a 422 naming it (``unknown_runs``), nothing stored;
 * ``GET /admin/collections/{id}/pools`` — the collection's pools, newest first;
 * ``GET /admin/pools/{pool_id}?query_id=`` — one pool with its documents, their runs and ranks.
 
@@ -11,10 +15,13 @@ A plan uses a pool with ``"pool": {"mode": "runs", "pool_id": ID}`` (``POST /adm
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict
 from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
+from fastapi.exceptions import RequestValidationError
+from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
@@ -23,7 +30,7 @@ from app.http.openapi import declare_errors
 from app.http.schemas import PathId
 from app.kernel.errors import Invalid
 from app.pools import service as pools
-from app.pools.schemas import PoolDetailOut, PoolOut
+from app.pools.schemas import PoolDetailOut, PoolOut, StoredPoolIn
 
 router = APIRouter(prefix="/admin", tags=["admin"], dependencies=[Depends(require_admin)])
 
@@ -32,12 +39,17 @@ RUNS_PART = "runs"
 #: Most run files one request may upload.
 MAX_RUN_FILES = 100
 
+#: The settings a multipart upload takes as query parameters and a JSON body as its fields.
+SETTINGS = ("method", "depth", "budget", "name", "feedback")
+
 POOL_BODY = {
     "requestBody": {
         "required": True,
-        "description": f"One part {RUNS_PART!r} per TREC run file (qid Q0 docno rank score "
-        f"tag), at most {MAX_RUN_FILES}; the file name without its suffix names the run.",
+        "description": f"Either one part {RUNS_PART!r} per TREC run file (qid Q0 docno rank "
+        f"score tag), at most {MAX_RUN_FILES}; the file name without its suffix names the run; "
+        "or a JSON body naming runs stored on the collection, with the settings in it.",
         "content": {
+            "application/json": {"schema": StoredPoolIn.model_json_schema()},
             "multipart/form-data": {
                 "schema": {
                     "type": "object",
@@ -49,7 +61,7 @@ POOL_BODY = {
                     },
                     "required": [RUNS_PART],
                 }
-            }
+            },
         },
     }
 }
@@ -59,7 +71,10 @@ async def uploaded_runs(request: Request) -> tuple[dict[str, Any], dict[str, str
     """Run name → the spooled file of each ``runs`` part, and run name → its file name;
     Invalid for anything else."""
     if not request.headers.get("content-type", "").startswith("multipart/form-data"):
-        raise Invalid(f"upload the runs as multipart/form-data, one part {RUNS_PART!r} per file")
+        raise Invalid(
+            f"upload the runs as multipart/form-data, one part {RUNS_PART!r} per file, or name "
+            "runs stored on the collection in a JSON body (stored_runs)"
+        )
     form, within = await upload_form(request, MAX_RUN_FILES)
     if not within:
         raise Invalid(
@@ -78,6 +93,40 @@ async def uploaded_runs(request: Request) -> tuple[dict[str, Any], dict[str, str
     if not runs:
         raise Invalid(f"upload at least one run as a part {RUNS_PART!r}")
     return runs, names
+
+
+def is_json(request: Request) -> bool:
+    """Whether the request body is declared as JSON."""
+    media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    return media == "application/json"
+
+
+async def stored_spec(request: Request, collection_id: int) -> pools.BuildSpec:
+    """The JSON body's stored runs and settings as a build spec; 422s that say where."""
+    given = [k for k in SETTINGS if k in request.query_params]
+    if given:
+        raise Invalid(
+            f"with a JSON body the settings go in the body, not the query: {', '.join(given)}"
+        )
+    raw = await request.body()
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError):
+        raise Invalid("the body is not valid JSON (UTF-8)") from None
+    try:
+        body = StoredPoolIn.model_validate(data)
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False)
+        raise RequestValidationError([{**e, "loc": ("body", *e["loc"])} for e in errors]) from None
+    return pools.BuildSpec(
+        collection_id=collection_id,
+        stored=body.stored_runs,
+        method=body.method,
+        depth=body.depth,
+        budget=body.budget,
+        name=body.name,
+        feedback=body.feedback,
+    )
 
 
 def _out(view: pools.PoolView) -> dict[str, Any]:
@@ -100,7 +149,12 @@ async def create_pool(
     name: str | None = Query(None, min_length=1, max_length=100),
     feedback: bool = True,
 ) -> dict[str, Any]:
-    """Build a pool from the uploaded runs and store it (all or nothing)."""
+    """Build a pool and store it (all or nothing): from the uploaded run files (multipart,
+    settings in the query), or from runs stored on the collection (a JSON body,
+    ``StoredPoolIn``: ``stored_runs`` names or ids, or ``"all"``, and the settings)."""
+    if is_json(request):
+        stored = await stored_spec(request, collection_id)
+        return _out(await run_in_threadpool(pools.build_pool, db=db, spec=stored))
     runs, file_names = await uploaded_runs(request)
     spec = pools.BuildSpec(
         file_names=file_names,

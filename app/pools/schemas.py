@@ -3,9 +3,38 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
+
+from app.http.schemas import StrictModel
+
+#: A stored run: its name, or its id.
+StoredRunRef = (
+    Annotated[str, Field(min_length=1, max_length=200)] | Annotated[int, Field(ge=1, le=2**62)]
+)
+
+
+class StoredPoolIn(StrictModel):
+    """A pool from runs stored on the collection (``POST /admin/collections/{id}/pools`` with a
+    JSON body): the runs by name or id, in run order, or ``"all"`` (every stored run, by upload
+    order), and the settings the multipart upload takes as query parameters."""
+
+    stored_runs: (
+        Literal["all"] | Annotated[list[StoredRunRef], Field(min_length=1, max_length=200)]
+    ) = Field(description='Run names (strings) or ids (integers), in run order; or "all".')
+    method: Literal["depth", "mtf", "maxmean"] = "depth"
+    depth: int = Field(100, ge=1, le=10_000, description="Each run's top depth documents.")
+    budget: int | None = Field(
+        None, ge=1, le=1_000_000, description="Judgments per query (null: the depth pool)."
+    )
+    name: str | None = Field(
+        None,
+        min_length=1,
+        max_length=100,
+        description="Pool name (default METHOD-DEPTH[-bBUDGET]).",
+    )
+    feedback: bool = Field(True, description="mtf/maxmean: finished tasks' labels as feedback.")
 
 
 class PoolOut(BaseModel):
@@ -22,7 +51,8 @@ class PoolOut(BaseModel):
     summary: dict[str, Any] = Field(
         description="queries, unknown_queries, unknown_query_ids, not_in_query (pooled "
         "documents dropped: not among their query's), feedback (finished tasks' labels used), "
-        "picked_judged (picks judged already)."
+        "picked_judged (picks judged already), source (files: uploaded with the request; "
+        "stored: runs stored on the collection)."
     )
     created_at: datetime
     documents: int = Field(description="Documents in the depth pools of all queries.")

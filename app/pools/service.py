@@ -22,8 +22,13 @@ trec_eval ranks it, :func:`labeling.study.pools.parse_trec_run`):
    relevant, so a first build takes the runs in turns and a later build (after those tasks
    finished) follows the runs that gave relevant documents.
 
+The runs are either uploaded files or runs stored on the collection (``BuildSpec.stored``:
+names or ids, or every stored run; read through :func:`app.runs.service.run_rankings`, which
+ranks them as trec_eval does, so a pool from stored runs equals the pool from the same files).
+
 Everything is stored in one write transaction (``pool`` and ``pool_document``); a bad run file
-is refused before it, with its file name and line, and nothing is stored.
+or an unknown stored run is refused before it (with its file name and line, or the names the
+collection lacks), and nothing is stored.
 """
 
 from __future__ import annotations
@@ -40,7 +45,9 @@ from app.kernel.db import Database
 from app.kernel.errors import Invalid, NotFound, issue_items
 from app.kernel.models import CampaignPool, PoolDocument
 from app.pools import repository
+from app.runs import service as stored_runs
 from labeling.errors import ConfigError
+from labeling.identifiers import normal_identifier
 from labeling.sources import SourceError
 from labeling.sources.base import merge_errors
 from labeling.study.campaign_order import campaign_order
@@ -60,6 +67,10 @@ MAX_RUNS = 200
 MAX_DEPTH = 10_000
 #: Runs by name: query id → documents best first.
 Runs = dict[str, dict[str, list[str]]]
+#: ``BuildSpec.stored``'s value for every run stored on the collection.
+ALL_STORED = "all"
+#: Stored runs to pool: names (str) or ids (int), in run order, or :data:`ALL_STORED`.
+StoredChoice = Sequence[str | int] | str
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +79,7 @@ class BuildSpec:
     the adaptive methods' ties); ``budget`` is judgments per query (None: the depth pool)."""
 
     collection_id: int
-    runs: Mapping[str, str | bytes | Iterable[bytes]]
+    runs: Mapping[str, str | bytes | Iterable[bytes]] = field(default_factory=dict)
     method: str = "depth"
     depth: int = 100
     budget: int | None = None
@@ -76,6 +87,9 @@ class BuildSpec:
     feedback: bool = True
     file_names: Mapping[str, str] = field(default_factory=dict)
     """The file each run came from, by run name (errors name it; default the run name)."""
+    stored: StoredChoice | None = None
+    """Runs stored on the collection instead of ``runs``: names or ids in run order, or
+    :data:`ALL_STORED` (every stored run, by upload order)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +168,63 @@ def read_runs(
     return out
 
 
+def _stored_names(infos: Sequence[Any], chosen: Sequence[str | int]) -> list[str]:
+    """The names of the chosen stored runs (a str names a run, an int is its id), in the order
+    given, each once; Invalid naming every one the collection lacks."""
+    by_name = {r.name: r.name for r in infos}
+    by_id = {r.id: r.name for r in infos}
+    names: list[str] = []
+    unknown: list[str] = []
+    for item in chosen:
+        if isinstance(item, int) and not isinstance(item, bool):
+            found = by_id.get(item)
+        else:
+            found = by_name.get(normal_identifier(str(item).strip()))
+        if found is None:
+            unknown.append(str(item))
+        elif found not in names:
+            names.append(found)
+    if unknown:
+        shown = ", ".join(repr(u[:100]) for u in unknown[:20])
+        more = f" and {len(unknown) - 20} more" if len(unknown) > 20 else ""
+        raise Invalid(
+            f"the collection has no stored run {shown}{more} (a run is named by its name or "
+            "id; heapjudge admin runs list shows them); nothing was stored",
+            extra={"unknown_runs": unknown[:100]},
+        )
+    if not names:
+        raise Invalid("name at least one stored run")
+    return names
+
+
+def stored_rankings(*, db: Database, collection_id: int, chosen: StoredChoice) -> Runs:
+    """Runs stored on the collection as rankings (run → query → documents best first, ranked
+    as trec_eval ranks them: :func:`app.runs.service.run_rankings`): those named (names or
+    ids, in the order given) or, with :data:`ALL_STORED`, every stored run by upload order.
+    404 for no collection; Invalid naming the runs the collection lacks, or for none."""
+    infos = stored_runs.list_runs(db=db, collection_id=collection_id)
+    if isinstance(chosen, str):
+        if chosen != ALL_STORED:
+            raise Invalid(f"stored runs: a list of names or ids, or {ALL_STORED!r}")
+        names = [r.name for r in infos]
+        if not names:
+            raise Invalid("the collection has no stored run: upload runs first")
+    else:
+        names = _stored_names(infos, chosen)
+    if len(names) > MAX_RUNS:
+        raise Invalid(f"at most {MAX_RUNS} runs per pool, got {len(names)}")
+    return stored_runs.run_rankings(db=db, collection_id=collection_id, names=names)
+
+
+def _rankings(db: Database, spec: BuildSpec) -> Runs:
+    """The spec's runs: the uploaded files parsed, or the stored runs read."""
+    if spec.stored is None:
+        return read_runs(spec.runs, spec.file_names)
+    if spec.runs:
+        raise Invalid("give run files or stored runs, not both")
+    return stored_rankings(db=db, collection_id=spec.collection_id, chosen=spec.stored)
+
+
 def _feedback(s: Any, collection_id: int) -> dict[str, dict[str, bool]]:
     """What finished tasks say, per query and document: relevant (top-k membership, grade ≥ 1)
     or not; relevant wins when tasks disagree."""
@@ -203,7 +274,7 @@ def build_pool(*, db: Database, spec: BuildSpec) -> PoolView:
     """Build and store a pool (module docstring); Invalid when no run ranks a document of the
     collection's queries, or the name is taken."""
     method = check_method(spec.method, spec.depth, spec.budget)
-    runs = read_runs(spec.runs, spec.file_names)
+    runs = _rankings(db, spec)
     name = spec.name or _default_name(method, spec.depth, spec.budget)
     if len(name) > 100:
         raise Invalid("a pool name has at most 100 characters")
@@ -251,6 +322,7 @@ def build_pool(*, db: Database, spec: BuildSpec) -> PoolView:
             "not_in_query": dropped,
             "feedback": adaptive,
             "picked_judged": known,
+            "source": "files" if spec.stored is None else "stored",
         }
         pool = CampaignPool(
             collection_id=spec.collection_id,

@@ -7,6 +7,8 @@
 * ``POST /admin/collections/{id}/runs`` — upload (multipart ``run`` files, all or nothing; a
   refused upload comes back on the page with its errors, file and line);
 * ``POST /admin/collections/{id}/runs/{run_id}/delete`` — delete a run;
+* the "Pool these runs" form posts to ``/admin/collections/{id}/runs/pool``
+  (:mod:`app.web.pools`), which shows a refused pool here with :func:`runs_response`;
 * ``GET /admin/collections/{id}/runs/plot.svg`` — a per-query plot of two runs, as an SVG
   document (:mod:`app.runs.plots`). The page draws the same plots inside its HTML (its policy
   loads no image from a URL: ``img-src data:``, app/http/middleware.py) and links these.
@@ -51,6 +53,12 @@ VIEW_DEFAULTS = {
     "run_b": "",
 }
 PLOT_KINDS = {"difference": "sorted differences", "scatter": "scatter"}
+#: The pooling methods the "Pool these runs" form offers (docs/campaigns.md#pools).
+POOL_METHODS = {
+    "depth": "depth: the depth-k union in fused order",
+    "mtf": "mtf: Move-to-Front",
+    "maxmean": "maxmean: the MaxMean bandit",
+}
 
 
 def _view(request: Request) -> dict[str, str]:
@@ -161,9 +169,12 @@ async def runs_response(
     collection_id: int,
     *,
     upload_errors: FormErrors | None = None,
+    pool_errors: FormErrors | None = None,
+    pool_form: dict[str, Any] | None = None,
     status: int = 200,
 ) -> Response:
-    """The runs page for the view in the query string; ``upload_errors``: a refused upload."""
+    """The runs page for the view in the query string; ``upload_errors``: a refused upload;
+    ``pool_errors`` and ``pool_form`` (the posted values): a refused "Pool these runs"."""
     try:
         summary = await run_in_threadpool(
             collections.get_collection, db=db, collection_id=collection_id, viewer=None
@@ -196,6 +207,9 @@ async def runs_response(
         "tests": TESTS,
         "corrections": CORRECTIONS,
         "upload_errors": upload_errors,
+        "pool_errors": pool_errors,
+        "pool_form": pool_form or {},
+        "pool_methods": POOL_METHODS,
     }
     if errors and status == 200:
         status = 422
