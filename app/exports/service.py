@@ -61,7 +61,7 @@ from app.kernel.errors import Conflict, Invalid, NotFound
 
 LABELS = ("kappa", "grades")
 #: The formats that write the documents' feature vectors.
-LETOR_FORMATS = ("letor", "svmlight", "group")
+LETOR_FORMATS = ("letor", "svmlight", "group", "letor-parquet")
 NO_FEATURES = "the collection has no feature vectors (attach LETOR features first)"
 #: Which answers top-k labels come from (docs/exports.md#machine-answers): ``hybrid`` (every
 #: answer, people's and a machine's: the same labels as ``kappa``) or ``human`` (only the

@@ -54,8 +54,10 @@ Resolved = tuple[list[str] | None, str]
 
 
 #: Options set per task that do not change its expected count (the prior's order counts only
-#: as "a prior or none"; who gets the repeats does not change how many there are).
-_PER_TASK = ("initial_order", "prior", "second_assessor")
+#: as "a prior or none"; who gets the repeats does not change how many there are). The
+#: machine is left out of this estimate: an ``+assist`` strategy is costed as the people-only
+#: strategy it wraps, the upper bound of what people answer.
+_PER_TASK = ("initial_order", "prior", "second_assessor", "machine")
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
@@ -229,23 +230,44 @@ def test_cranfield_from_files_to_evaluated_exports(shared_data: Path, tmp_path: 
             assert got == pytest.approx(
                 {"kappa-ndcg@10": expected["ndcg@10"], "map": expected["map"]}, abs=1e-9
             )
-        elif fmt in ("letor", "svmlight", "group"):
+        elif fmt in ("letor", "svmlight", "group", "letor-parquet"):
             # Cranfield has no feature vectors: a clear refusal, and no file.
             path, out = export(fmt, status=1)
             assert "feature" in out and not path.exists(), out
-        elif fmt == "pairs-jsonl":
-            path, _ = export(fmt)
-            rows = [json.loads(x) for x in path.read_text().splitlines()]
-            assert len(rows) == pair_judgments
-            for row in rows:
-                a, b = (assessors[0].key(row["query_id"], row[s]) for s in ("left", "right"))
-                assert row["outcome"] == ("left" if a < b else "right")
-        elif fmt == "pairs-csv":
-            path, _ = export(fmt)
-            lines = path.read_text().splitlines()
-            assert lines[0].startswith("query_id,assessor,task_id,seq,left,right,outcome,winner")
-            assert len(lines) == 1 + pair_judgments
+        elif fmt in ("pairs-jsonl", "pairs-csv"):
+            _check_pairs(fmt, export(fmt)[0], assessors[0].key, pair_judgments)
+        elif fmt.endswith("-parquet"):
+            _check_parquet(fmt, export, {q: truth[q][:K] for q in QUERIES}, pair_judgments)
         else:
             pytest.fail(f"format {fmt!r} is not covered by this walkthrough")
         checked.add(fmt)
     assert checked == set(FORMATS)
+
+
+def _check_parquet(fmt: str, export: Any, tops: dict[str, list[str]], pair_judgments: int) -> None:
+    """A Parquet export has the rows of its text form (docs/exports.md#parquet)."""
+    path, _ = export(fmt)
+    rows = pq.read_table(path).to_pylist()
+    if fmt in ("qrels-parquet", "grades-qrels-parquet"):
+        text, _ = export(fmt.removesuffix("-parquet"))
+        assert [
+            f"{r['query_id']} {r['iteration']} {r['doc_id']} {r['label']}" for r in rows
+        ] == text.read_text().splitlines()
+    elif fmt == "topk-parquet":
+        assert {r["query_id"]: r["top"] for r in rows} == tops
+    else:
+        assert fmt == "pairs-parquet" and len(rows) == pair_judgments
+
+
+def _check_pairs(fmt: str, path: Path, key: Any, pair_judgments: int) -> None:
+    """The judgment formats: one row per pair judgment, each answered by the assessor's key."""
+    if fmt == "pairs-csv":
+        lines = path.read_text().splitlines()
+        assert lines[0].startswith("query_id,assessor,task_id,seq,left,right,outcome,winner")
+        assert len(lines) == 1 + pair_judgments
+        return
+    rows = [json.loads(x) for x in path.read_text().splitlines()]
+    assert len(rows) == pair_judgments
+    for row in rows:
+        a, b = (key(row["query_id"], row[s]) for s in ("left", "right"))
+        assert row["outcome"] == ("left" if a < b else "right")

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from app.analysis.service import collection_analysis
+from app.exports import service as exports
 from tests.app.admin_support import judge_task, make_collection
 from tests.app.conftest import Api
 from tests.app.test_analysis_api import _get_as
@@ -108,8 +109,9 @@ def test_export_form_defaults_to_what_works(api: Api, study) -> None:
     formats = _select(html, "format")
     assert '<option value="qrels" selected>' in formats
     assert '<option value="letor" disabled>' in formats  # a text collection: no features
+    assert '<option value="letor-parquet" disabled>' in formats
     labels = re.findall(r"<option[^>]*>([^<]*)</option>", formats)
-    assert len(labels) == 8 and max(len(x) for x in labels) <= 40
+    assert len(labels) == len(exports.FORMATS) and max(len(x) for x in labels) <= 40
     # The grades link is not offered: no graded task is finished; the others are.
     assert f'href="/admin/collections/{cid}/export?format=grades-qrels"' not in html
     assert "qrels of grades: no finished graded tasks yet" in html
