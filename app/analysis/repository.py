@@ -126,7 +126,9 @@ def machine_opinions(s: Any, task_ids: list[int]) -> dict[int, dict[tuple[str, s
     return out
 
 
-def machine_calibrations(s: Any, task_ids: list[int]) -> dict[int, tuple[str, dict[str, Any] | None]]:
+def machine_calibrations(
+    s: Any, task_ids: list[int]
+) -> dict[int, tuple[str, dict[str, Any] | None]]:
     """(source, frozen study calibration or None) of the tasks' machines (``task_machine``)."""
     out: dict[int, tuple[str, dict[str, Any] | None]] = {}
     if task_ids:
