@@ -29,7 +29,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from app.analysis.calibration import collection_calibration  # noqa: E402
+from app.analysis.calibration import collection_calibration, judge_records  # noqa: E402
+from app.analysis.machine import machine_evidence  # noqa: E402
 from app.cli.calibration import format_collection  # noqa: E402
 from app.collections import service as collections  # noqa: E402
 from app.judging import service as judging  # noqa: E402
@@ -37,6 +38,7 @@ from app.kernel.db import Database  # noqa: E402
 from app.kernel.settings import Settings  # noqa: E402
 from app.tasks import service as tasks  # noqa: E402
 from app.users import service as users  # noqa: E402
+from labeling.machine.calibration_report import report_from_records  # noqa: E402
 from labeling.retrieval.bm25 import Bm25Index  # noqa: E402
 from labeling.retrieval.text import document_text  # noqa: E402
 from labeling.sources.smart import load_cranfield  # noqa: E402
@@ -54,8 +56,11 @@ def true_rank(grades: dict[str, int], seed: str) -> dict[str, int]:
     return {d: i for i, d in enumerate(order)}
 
 
-def build(db: Database, data: Path, n_queries: int, depth: int) -> tuple[int, dict[str, Any]]:
-    """The collection of the first ``n_queries`` judged queries' BM25 pools; (id, ranks)."""
+def build(
+    db: Database, data: Path, n_queries: int, depth: int
+) -> tuple[int, dict[str, Any], dict[str, dict[str, int]]]:
+    """The collection of the first ``n_queries`` judged queries' BM25 pools; (id, true ranks,
+    grades)."""
     corpus = load_cranfield(data / "cranfield")
     docs = {d.doc_id: d for d in corpus.documents}
     index = Bm25Index([(d.doc_id, document_text(d.title, d.text)) for d in corpus.documents])
@@ -63,10 +68,11 @@ def build(db: Database, data: Path, n_queries: int, depth: int) -> tuple[int, di
     for e in corpus.qrels:
         qrels.setdefault(e.query_id, {})[e.doc_id] = e.grade
     topics = [t for t in corpus.topics if qrels.get(t.query_id)][:n_queries]
-    rows, ranks = [], {}
+    rows, ranks, grades = [], {}, {}
     for t in topics:
         pool = [h.doc_id for h in index.search(t.title, depth)]
-        ranks[t.query_id] = true_rank({d: qrels[t.query_id].get(d, 0) for d in pool}, t.query_id)
+        grades[t.query_id] = {d: qrels[t.query_id].get(d, 0) for d in pool}
+        ranks[t.query_id] = true_rank(grades[t.query_id], t.query_id)
         for d in pool:
             doc = docs[d]
             rows.append(
@@ -81,7 +87,30 @@ def build(db: Database, data: Path, n_queries: int, depth: int) -> tuple[int, di
     coll = collections.create_collection(db=db, name="cranfield-calibration")
     payload = "\n".join(json.dumps(r) for r in rows).encode("utf-8")
     collections.import_ndjson(db=db, collection_id=coll.id, data=payload)
-    return coll.id, ranks
+    return coll.id, ranks, grades
+
+
+def graded_pairs(db: Database, cid: int, grades: dict[str, dict[str, int]], bins: int) -> str:
+    """The report's figures on the records whose two documents differ in grade (where the
+    person's answer is not an arbitrary order inside a grade): all, and the audits."""
+    lines = []
+    for group in judge_records(machine_evidence(cid, db=db)):
+        kept = [
+            (r, a)
+            for r, a in zip(group.records, group.audit, strict=True)
+            if r.query_id is not None
+            and grades[r.query_id][r.left or ""] != grades[r.query_id][r.right or ""]
+        ]
+        for name, records in (
+            ("all", [r for r, _ in kept]),
+            ("audits", [r for r, a in kept if a]),
+        ):
+            c = report_from_records(records, n_bins=bins).calibrated
+            lines.append(
+                f"  pairs of different grades, {name}: {c.count} answers, accuracy "
+                f"{c.accuracy:.3f}, ECE {c.ece:.3f}, Brier {c.brier:.3f}, kappa {c.kappa:.3f}"
+            )
+    return "\n".join(lines)
 
 
 def judge(db: Database, user: Any, task_id: int, rank: dict[str, int]) -> int:
@@ -116,7 +145,7 @@ def main() -> None:
         migrations.upgrade(url)
         db = Database(Settings(database_url=url, dev=True))
         user = users.create_user(db=db, username="person", password="a long password here")
-        cid, ranks = build(db, args.data, args.queries, args.pool)
+        cid, ranks, grades = build(db, args.data, args.queries, args.pool)
         people = 0
         for i, (qid, rank) in enumerate(ranks.items()):
             options = {"strategy": "insertion+assist", "machine": {"source": "bm25"}}
@@ -134,6 +163,7 @@ def main() -> None:
         views = tasks.list_tasks(db=db, user=user, collection_id=cid)
         machine = sum(v.machine_answers for v in views)
         report = collection_calibration(cid, db=db, bins=args.bins)
+        graded = graded_pairs(db, cid, grades, args.bins)
         db.dispose()
     n = len(ranks)
     print(
@@ -142,6 +172,8 @@ def main() -> None:
         f"per query ({time.perf_counter() - started:.0f} s)\n"
     )
     print(json.dumps(report, indent=2) if args.json else format_collection(report))
+    if not args.json:
+        print(graded)
 
 
 if __name__ == "__main__":
