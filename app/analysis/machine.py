@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from app.analysis import repository
@@ -48,49 +49,116 @@ def _key(query: str, a: str, b: str) -> tuple[str, str, str]:
     return (query, a, b) if a < b else (query, b, a)
 
 
+@dataclass(frozen=True, slots=True)
+class MachineTask:
+    """A task of the collection with a machine judge: its judge version (``task_machine.judge``,
+    without the calibration suffix the machine's answers carry), source, query, the task row
+    (for replay), its stored judge and its frozen study calibration (None: not started)."""
+
+    task: Any
+    judge: str
+    source: str
+    query_id: str
+    stored: StoredJudge
+    calibration: dict[str, Any] | None
+
+
+@dataclass(frozen=True, slots=True)
+class PersonAnswer:
+    """A live person's pair answer with a winner in a task with a machine, and the machine's
+    raw P(left better) of that pair (NaN: no opinion)."""
+
+    task_id: int
+    seq: int
+    left: str
+    right: str
+    outcome: str
+    raw: float
+
+
+@dataclass(frozen=True, slots=True)
+class MachineEvidence:
+    """What the machine analyses read (:func:`machine_evidence`): the machine tasks, people's
+    pair answers in them with the machine's raw opinion, the live machine answers
+    ``(task, left, right, winner)``, people's answers of the whole collection by ``(query,
+    unordered pair)`` and every machine task's live log rows (judgment_log tuples, seq order)."""
+
+    tasks: list[MachineTask]
+    person_answers: dict[int, list[PersonAnswer]]
+    machine_rows: list[tuple[int, str, str, str]]
+    people_on: dict[tuple[str, str, str], list[tuple[int, str]]]
+    live_logs: dict[int, list[tuple[Any, ...]]]
+
+
+def machine_evidence(collection_id: int, *, db: Database) -> MachineEvidence:
+    """Gather the machine tasks of a collection and the answers around them in one read: the
+    one place the people-against-machine analyses (:func:`machine_agreement`, the calibration
+    report of :mod:`app.analysis.calibration`) get their records from."""
+    with db.read() as s:
+        rows = repository.machine_tasks(s, collection_id)
+        ids = [t for t, _, _ in rows]
+        scores = repository.machine_scores(s, ids)
+        opinions = repository.machine_opinions(s, ids)
+        details = repository.machine_calibrations(s, ids)
+        task_rows = {t.id: (t, q) for t, _, q in repository.tasks(s, collection_id)}
+        log = repository.judgment_log(s, collection_id)
+    tasks = [
+        MachineTask(
+            task_rows[t][0],
+            judge,
+            details[t][0],
+            query,
+            StoredJudge(judge, scores.get(t, {}), opinions.get(t, {})),
+            details[t][1],
+        )
+        for t, judge, query in rows
+        if t in task_rows
+    ]
+    stored = {m.task.id: m.stored for m in tasks}
+    evidence = MachineEvidence(tasks, {}, [], {}, {t: [] for t in stored})
+    for row in log:
+        task_id, seq, left, right, outcome = row[:5]
+        if row[9] or task_id not in task_rows:
+            continue
+        if task_id in stored:
+            evidence.live_logs[task_id].append(row)
+        if outcome not in ("left", "right") or left is None:
+            continue
+        winner = left if outcome == "left" else right
+        if len(row) > 12 and row[12] == "machine":
+            evidence.machine_rows.append((task_id, left, right, winner))
+            continue
+        key = _key(task_rows[task_id][1], left, right)
+        evidence.people_on.setdefault(key, []).append((task_id, winner))
+        if task_id in stored:
+            raw = stored[task_id].raw(left, right)
+            answer = PersonAnswer(task_id, seq, left, right, outcome, raw)
+            evidence.person_answers.setdefault(task_id, []).append(answer)
+    return evidence
+
+
 def machine_agreement(collection_id: int, *, db: Database) -> list[dict[str, Any]]:
     """Per judge version of the collection's tasks: ``judge``, ``tasks``, ``machine_answers``,
     ``opinion_vs_people`` and ``answers_vs_people`` (module docstring); empty without a
     machine."""
-    with db.read() as s:
-        tasks = repository.machine_tasks(s, collection_id)
-        ids = [t for t, _, _ in tasks]
-        scores = repository.machine_scores(s, ids)
-        opinions = repository.machine_opinions(s, ids)
-        query_of = {t.id: q for t, _, q in repository.tasks(s, collection_id)}
-        log = repository.judgment_log(s, collection_id)
-    # Live pair answers (left or right): people's by task, and by (query, unordered pair).
-    people_in: dict[int, list[tuple[str, str, str]]] = {}
-    people_on: dict[tuple[str, str, str], list[tuple[int, str]]] = {}
-    machine_rows: list[tuple[int, str, str, str]] = []
-    for row in log:
-        task_id, _seq, left, right, outcome = row[:5]
-        if row[9] or outcome not in ("left", "right") or left is None or task_id not in query_of:
-            continue
-        winner = left if outcome == "left" else right
-        if len(row) > 12 and row[12] == "machine":
-            machine_rows.append((task_id, left, right, winner))
-            continue
-        people_in.setdefault(task_id, []).append((left, right, winner))
-        people_on.setdefault(_key(query_of[task_id], left, right), []).append((task_id, winner))
+    evidence = machine_evidence(collection_id, db=db)
+    query_of = {m.task.id: m.query_id for m in evidence.tasks}
     out = []
-    for judge in sorted({j for _, j, _ in tasks}):
-        mine = {t for t, j, _ in tasks if j == judge}
+    for judge in sorted({m.judge for m in evidence.tasks}):
+        mine = {m.task.id for m in evidence.tasks if m.judge == judge}
         said, heard, none = [], [], 0
         for t in sorted(mine):
-            stored = StoredJudge(judge, scores.get(t, {}), opinions.get(t, {}))
-            for left, right, winner in people_in.get(t, []):
-                p = stored.raw(left, right)
-                if math.isnan(p) or p == 0.5:
+            for a in evidence.person_answers.get(t, []):
+                if math.isnan(a.raw) or a.raw == 0.5:
                     none += 1
                     continue
-                said.append(left if p > 0.5 else right)
-                heard.append(winner)
+                said.append(a.left if a.raw > 0.5 else a.right)
+                heard.append(a.left if a.outcome == "left" else a.right)
         answered, others = [], []
-        for task_id, left, right, winner in machine_rows:
+        for task_id, left, right, winner in evidence.machine_rows:
             if task_id not in mine:
                 continue
-            for other, person in people_on.get(_key(query_of[task_id], left, right), []):
+            for other, person in evidence.people_on.get(_key(query_of[task_id], left, right), []):
                 if other != task_id:
                     answered.append(winner)
                     others.append(person)
@@ -98,7 +166,7 @@ def machine_agreement(collection_id: int, *, db: Database) -> list[dict[str, Any
             {
                 "judge": judge,
                 "tasks": len(mine),
-                "machine_answers": sum(1 for r in machine_rows if r[0] in mine),
+                "machine_answers": sum(1 for r in evidence.machine_rows if r[0] in mine),
                 "opinion_vs_people": _block(said, heard, none),
                 "answers_vs_people": _block(answered, others, None),
             }

@@ -124,3 +124,19 @@ def machine_opinions(s: Any, task_ids: list[int]) -> dict[int, dict[tuple[str, s
         for task_id, a, b, p in rows:
             out.setdefault(task_id, {})[(a, b)] = float(p)
     return out
+
+
+def machine_calibrations(
+    s: Any, task_ids: list[int]
+) -> dict[int, tuple[str, dict[str, Any] | None]]:
+    """(source, frozen study calibration or None) of the tasks' machines (``task_machine``)."""
+    out: dict[int, tuple[str, dict[str, Any] | None]] = {}
+    if task_ids:
+        rows = s.execute(
+            select(TaskMachine.task_id, TaskMachine.source, TaskMachine.calibration).where(
+                TaskMachine.task_id.in_(task_ids)
+            )
+        )
+        for task_id, source, calibration in rows:
+            out[int(task_id)] = (str(source), calibration)
+    return out

@@ -37,3 +37,17 @@ class AnalysisOut(BaseModel):
         "answers_vs_people (pairs, agree, agreement, kappa; docs/machine-judges.md).",
     )
     warnings: list[str]
+
+
+class CalibrationOut(BaseModel):
+    """The calibration report of a collection's machine judges
+    (docs/machine-judges.md#the-calibration-report)."""
+
+    collection: dict[str, Any] = Field(description="id and name.")
+    bins: int = Field(description="Equal-width confidence bins over [0.5, 1].")
+    judges: list[dict[str, Any]] = Field(
+        description="Per judge version: judge, source, tasks, and three reports (report: every "
+        "person's answer on a pair the machine had an opinion on; audits; hard: the questions "
+        "it was not sure enough to answer), each with records, other_answers, calibrated and "
+        "raw (count, accuracy, ece, brier, kappa, bins), position_bias. Empty: no machine."
+    )

@@ -12,8 +12,10 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
+from markupsafe import Markup
 from starlette.concurrency import run_in_threadpool
 
+from app.analysis.calibration import collection_calibration
 from app.analysis.service import collection_analysis
 from app.http.deps import DbDep
 from app.kernel.errors import NotFound
@@ -151,6 +153,12 @@ def per_query_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+def diagram(judge: dict[str, Any]) -> Markup:
+    """A judge's reliability diagram inline: the core's SVG, whose every text is escaped
+    there and whose look is presentation attributes (the page policy has no inline style)."""
+    return Markup(judge["svg"])
+
+
 @router.get("/admin/collections/{collection_id}/analysis")
 async def analysis_page(
     request: Request, collection_id: int, db: DbDep, mode: str = "direct"
@@ -170,8 +178,11 @@ async def analysis_page(
             {"title": "Not found", "message": str(err.detail)},
             status=404,
         )
+    calibration = await run_in_threadpool(collection_calibration, collection_id, db=db, svg=True)
     context = {
         "report": report,
+        "calibration": calibration,
+        "diagrams": {j["judge"]: diagram(j) for j in calibration["judges"]},
         "labels": LABELS,
         "heatmaps": {m: heatmap(report["agreement"][m]["pooled"]) for m in ("topk", "graded")},
         "histogram": histogram_chart(report["time_histogram"]),

@@ -50,6 +50,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     graded = seed_task(db, assessor_id=ann, docs=TEXT_DOCS, method="graded", collection="text")
     with db.read() as s:
         cid = s.scalar(select(Task.collection_id).where(Task.id == topk.task_id))
+    machine = _judged_machine_study(db)
     db.dispose()
     server = LiveServer(db_path).start()
     try:
@@ -59,9 +60,46 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             "topk": topk.task_id,
             "graded": graded.task_id,
             "collection": cid,
+            "machine_collection": machine,
         }
     finally:
         server.stop()
+
+
+def _judged_machine_study(db: Any) -> int:
+    """A collection whose one task has a bm25 machine, judged by ann through the service (the
+    analysis page then draws the machine's reliability diagram inline)."""
+    import json
+
+    from app.collections import service as collections
+    from app.judging import service as judging
+    from app.tasks import service as tasks
+    from app.users import service as users
+
+    coll = collections.create_collection(db=db, name="machine")
+    rows = [
+        {"query_id": "m", "query": "solar", "doc_id": f"m{i:02d}", "text": "solar " * i + "roof"}
+        for i in range(12)
+    ]
+    data = "\n".join(json.dumps(r) for r in rows).encode()
+    collections.import_ndjson(db=db, collection_id=coll.id, data=data)
+    options = {"strategy": "insertion+assist", "machine": {"source": "bm25"}}
+    view = tasks.create_task(
+        db=db,
+        collection_id=coll.id,
+        query_id="m",
+        assessor="ann",
+        method="topk",
+        k=3,
+        options=options,
+    )
+    user = users.get_user(db=db, username="ann")
+    body = judging.next_question(db=db, user=user, task_id=view.id)
+    while not body["done"]:
+        left, right = body["pair"]["left"]["doc_id"], body["pair"]["right"]["doc_id"]
+        data_ = {"seq": body["seq"], "left": left, "right": right, "outcome": "left"}
+        body = judging.submit_judgment(db=db, user=user, task_id=view.id, data=data_)
+    return int(coll.id)
 
 
 def _watch(page: Any) -> list[str]:
@@ -158,5 +196,11 @@ def test_admin_pages_have_no_console_errors(site: dict[str, Any]) -> None:
         expect(page.locator("#shifts")).to_have_value("0")
         page.wait_for_selector("#progress[data-refreshed]", timeout=20_000)  # the refresh ran
         page.goto(f"{url}/admin/collections/{cid}/analysis")
+        expect(page.get_by_test_id("calibration-empty")).to_contain_text("No machine answers yet")
+        # The machine's reliability diagram, inline SVG with presentation attributes only.
+        page.goto(f"{url}/admin/collections/{site['machine_collection']}/analysis")
+        diagram = page.locator('svg[aria-label^="Reliability diagram of bm25"]')
+        expect(diagram).to_be_visible()
+        assert diagram.locator("rect").count() >= 1
         browser.close()
     assert problems == []

@@ -1,0 +1,230 @@
+"""The calibration report of a collection's machine judges, from the stored judgments
+(docs/machine-judges.md#the-calibration-report).
+
+**Records.** Per judge (the tasks' ``task_machine.judge``: the judge's version without the
+``+calibration/...`` suffix its answers carry, so every task of one source and judge version
+is one group whatever calibration it froze), one
+:class:`labeling.machine.calibration_report.CalibrationRecord` per live person's pair answer
+with a winner (left or right) on a pair the task's machine had an opinion on, gathered by
+:func:`app.analysis.machine.machine_evidence` (the records of the agreement analysis):
+
+* ``raw``: the judge's raw P(left better) from the task's stored scores or prepared pair
+  opinions (``σ((s_left − s_right) / scale)``, docs/machine-judges.md#the-service);
+* ``calibrated``: that probability through the task's frozen study calibration
+  (``task_machine.calibration``; the default prior when none is frozen), as the machine saw
+  it when it decided whether to answer;
+* ``first_shown``: ``left``. The judging page lays the pair out left then right, the judgment
+  records it as shown, and nothing else says which side the person read first.
+
+**Audits.** People answer two kinds of question the machine had an opinion on: the seeded
+audits (the machine could have answered; a share goes to people, so its accuracy is measured
+on unbiased pairs) and the questions it was not sure enough to answer (hard ones). The log
+does not mark audits; each machine task is replayed once with its machine (the stored judge
+behind the frozen calibration, :class:`labeling.machine.opinion.JudgeOpinion`) and
+``session.pending_is_audit`` is read before each person's answer. The report is given for all
+the records and for both subsets.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.analysis import repository
+from app.analysis.machine import MachineEvidence, MachineTask, PersonAnswer, machine_evidence
+from app.judging.loop import answer_of
+from app.kernel.db import Database
+from app.kernel.errors import Invalid, NotFound
+from app.machine.judges import calibration_from_json
+from labeling.machine.calibration import Calibrator
+from labeling.machine.calibration_report import (
+    CalibrationRecord,
+    reliability_svg,
+    report_from_records,
+)
+from labeling.machine.judges import JudgeQuery
+from labeling.machine.opinion import JudgeOpinion
+from labeling.protocol.session import open_session
+
+#: Largest number of confidence bins the report accepts.
+MAX_BINS = 50
+
+
+@dataclass(slots=True)
+class _Row:
+    """A judgment_log tuple with the attribute names replay reads (app.judging.loop.answer_of)."""
+
+    id: int
+    seq: int
+    left_doc: str | None
+    right_doc: str | None
+    outcome: str | None
+    doc_id: str | None
+    grade: int | None
+    active_ms: int
+    reason: str | None
+    source: str
+    machine_version: str | None
+    probability: float | None
+
+
+def _row(t: tuple[Any, ...]) -> _Row:
+    # judgment_log: task, seq, left, right, outcome, doc_id, grade, active_ms, created_at,
+    # undone, reason, answered_by, source, probability, machine_version
+    return _Row(0, t[1], t[2], t[3], t[4], t[5], t[6], t[7] or 0, t[10], t[12], t[14], t[13])
+
+
+@dataclass
+class JudgeRecords:
+    """One judge's records (module docstring), each with whether it was an audit."""
+
+    judge: str
+    source: str
+    tasks: int
+    records: list[CalibrationRecord] = field(default_factory=list)
+    audit: list[bool] = field(default_factory=list)
+
+
+def _calibrator(m: MachineTask) -> Calibrator:
+    return calibration_from_json(m.calibration) if m.calibration else Calibrator("isotonic")
+
+
+def audit_seqs(m: MachineTask, rows: Sequence[tuple[Any, ...]]) -> set[int]:
+    """The seqs of the person's answers of task ``m`` that were audits: its live log replayed
+    once with its machine, ``pending_is_audit`` read before each person's answer."""
+    task = m.task
+    machine = JudgeOpinion(m.stored, JudgeQuery(str(task.query_id), ""), _calibrator(m))
+    session = open_session(
+        "topk", task.doc_ids, k=task.k, seed=task.seed, options=task.options, machine=machine
+    )
+    out: set[int] = set()
+    for t in rows:
+        if session.done:
+            break
+        row = _row(t)
+        if row.source == "person" and session.pending_is_audit:
+            out.add(row.seq)
+        session.submit(answer_of(row))
+    return out
+
+
+def _task_records(
+    m: MachineTask, answers: Sequence[PersonAnswer], audits: set[int]
+) -> Iterator[tuple[CalibrationRecord, bool]]:
+    calibrator = _calibrator(m)
+    for a in answers:
+        if math.isnan(a.raw):
+            continue
+        record = CalibrationRecord(
+            answer=a.outcome,
+            calibrated=float(calibrator.probability(a.raw)),
+            raw=float(a.raw),
+            first_shown="left",
+            query_id=m.query_id,
+            left=a.left,
+            right=a.right,
+        )
+        yield record, a.seq in audits
+
+
+def judge_records(evidence: MachineEvidence, judge: str | None = None) -> list[JudgeRecords]:
+    """The records of every judge of ``evidence`` (or of the one whose version or source is
+    ``judge``), by judge version."""
+    out: dict[str, JudgeRecords] = {}
+    for m in evidence.tasks:
+        if judge is not None and judge not in (m.judge, m.source):
+            continue
+        group = out.setdefault(m.judge, JudgeRecords(m.judge, m.source, 0))
+        group.tasks += 1
+        answers = evidence.person_answers.get(m.task.id, [])
+        if not answers:
+            continue
+        audits = audit_seqs(m, evidence.live_logs[m.task.id])
+        for record, audit in _task_records(m, answers, audits):
+            group.records.append(record)
+            group.audit.append(audit)
+    return [out[j] for j in sorted(out)]
+
+
+def _report(records: Sequence[CalibrationRecord], bins: int) -> dict[str, Any]:
+    return report_from_records(records, n_bins=bins).to_dict()
+
+
+def judge_report(group: JudgeRecords, bins: int, *, svg: bool = False) -> dict[str, Any]:
+    """One judge's report: all its records, then the audits and the hard questions apart;
+    with ``svg``, also its reliability diagram (``svg``: the calibrated probabilities)."""
+    audits = [r for r, a in zip(group.records, group.audit, strict=True) if a]
+    hard = [r for r, a in zip(group.records, group.audit, strict=True) if not a]
+    report = report_from_records(group.records, n_bins=bins)
+    out = {
+        "judge": group.judge,
+        "source": group.source,
+        "tasks": group.tasks,
+        "report": report.to_dict(),
+        "audits": _report(audits, bins),
+        "hard": _report(hard, bins),
+    }
+    if svg:
+        out["svg"] = reliability_svg(report.calibrated, f"Reliability diagram of {group.judge}")
+    return out
+
+
+def _check(bins: int) -> None:
+    if not 1 <= bins <= MAX_BINS:
+        raise Invalid(f"bins: must be between 1 and {MAX_BINS}, got {bins}")
+
+
+def collection_calibration(
+    collection_id: int,
+    *,
+    db: Database,
+    judge: str | None = None,
+    bins: int = 10,
+    svg: bool = False,
+) -> dict[str, Any]:
+    """The calibration report of the collection's machine judges (module docstring):
+    ``collection``, ``bins`` and ``judges``, one entry per judge version (empty: no task has a
+    machine; with ``svg`` each with its diagram). 404 for an unknown collection, or a
+    ``judge`` no task of it has."""
+    _check(bins)
+    with db.read() as s:
+        coll = repository.collection_by_id(s, collection_id)
+        if coll is None:
+            raise NotFound(f"collection {collection_id} not found")
+        name = coll.name
+    evidence = machine_evidence(collection_id, db=db)
+    groups = judge_records(evidence, judge)
+    if judge is not None and not groups:
+        known = sorted({m.judge for m in evidence.tasks})
+        raise NotFound(
+            f"judge: no task of collection {collection_id} has the judge {judge!r} "
+            f"(its judges: {', '.join(known) or 'none'})"
+        )
+    return {
+        "collection": {"id": collection_id, "name": name},
+        "bins": bins,
+        "judges": [judge_report(g, bins, svg=svg) for g in groups],
+    }
+
+
+def calibration_svg(
+    collection_id: int, *, db: Database, judge: str | None = None, bins: int = 10
+) -> str:
+    """The reliability diagram (calibrated probabilities, all records) of the collection's one
+    judge, or of ``judge``; 422 naming ``judge`` when several judges leave it ambiguous, 404
+    without a machine judge."""
+    _check(bins)
+    evidence = machine_evidence(collection_id, db=db)
+    groups = judge_records(evidence, judge)
+    if not groups:
+        collection_calibration(collection_id, db=db, judge=judge, bins=bins)  # the 404s
+        raise NotFound(f"collection {collection_id} has no task with a machine judge")
+    if len(groups) > 1:
+        raise Invalid(
+            "judge: the collection has several judges; name one of "
+            + ", ".join(g.judge for g in groups)
+        )
+    report = report_from_records(groups[0].records, n_bins=bins)
+    return reliability_svg(report.calibrated, f"Reliability diagram of {groups[0].judge}")
