@@ -17,6 +17,7 @@ its SHA-256 hash, :func:`inline_script_csp`). ReDoc is off: it has no offline bu
 from __future__ import annotations
 
 import base64
+import functools
 import gc
 import hashlib
 import importlib.util
@@ -113,6 +114,7 @@ def _api_routers() -> list[APIRouter]:
     from app.collections import admin_endpoints as collections_admin
     from app.collections import endpoints as collections
     from app.exports import endpoints as exports
+    from app.machine import admin_endpoints as machine_admin
     from app.planning import endpoints as planning
     from app.pools import endpoints as pools
     from app.retrieval import endpoints as retrieval
@@ -141,6 +143,7 @@ def _api_routers() -> list[APIRouter]:
         training.router,
         retrieval.router,
         runs.router,
+        machine_admin.router,
     ]
 
 
@@ -158,6 +161,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
     settings.check()
     db = Database(settings)
+    from app.training.jobs import enqueue_opinions
+
+    # The judging loop asks for an llm task's opinions after its commits; the queue is above it.
+    db.want_opinions = functools.partial(enqueue_opinions, settings)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:

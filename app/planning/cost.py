@@ -54,8 +54,10 @@ Resolved = tuple[list[str] | None, str]
 
 
 #: Options set per task that do not change its expected count (the prior's order counts only
-#: as "a prior or none"; who gets the repeats does not change how many there are).
-_PER_TASK = ("initial_order", "prior", "second_assessor")
+#: as "a prior or none"; who gets the repeats does not change how many there are), and
+#: ``machine``, not simulated here: a ``+assist`` strategy is costed as its people-only
+#: inner strategy (an upper bound on the people's questions).
+_PER_TASK = ("initial_order", "prior", "second_assessor", "machine")
 
 
 @dataclass(frozen=True, slots=True)
