@@ -53,7 +53,9 @@ def prepare_llm_opinions(*, db: Database, task_id: int, lookahead: int = LOOKAHE
         judge = judges.llm_pair_judge(texts, client)
         if judge.version != recorded:
             log.warning(
-                "task %s was created with judge %s, not %s: no opinions", task_id, recorded,
+                "task %s was created with judge %s, not %s: no opinions",
+                task_id,
+                recorded,
                 judge.version,
             )
             return 0

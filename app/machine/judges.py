@@ -33,11 +33,11 @@ import numpy as np
 from numpy.typing import NDArray
 from sqlalchemy.orm import Session
 
+from app.kernel.db import Database
 from app.kernel.errors import Invalid
 from app.kernel.models import Query
-from app.machine import judge_repository as repository
-from app.kernel.db import Database
 from app.kernel.settings import Settings
+from app.machine import judge_repository as repository
 from app.machine.llm import LlmClient
 from app.machine.repository import Study
 from app.retrieval import service as retrieval

@@ -441,8 +441,7 @@ def _new_tasks(
             raise Invalid(f"task {t.assessor}/{t.query_id}/{t.method}: {err}") from None
         label = f"{spec.name}:{t.label}" if t.label else spec.name
         query = queries[t.query_id]
-        prepared.append(machine.prepare_task(s, spec.collection_id, query, doc_ids, opts, settings)
-        )
+        prepared.append(machine.prepare_task(s, spec.collection_id, query, doc_ids, opts, settings))
         tasks.append(
             Task(
                 collection_id=spec.collection_id,

@@ -88,9 +88,7 @@ async def _progress_context(db: Any, collection_id: int) -> dict[str, Any]:
     report = await run_in_threadpool(
         progress.collection_progress, db=db, collection_id=collection_id
     )
-    usage = await run_in_threadpool(
-        machines.machine_usage, db=db, collection_id=collection_id
-    )
+    usage = await run_in_threadpool(machines.machine_usage, db=db, collection_id=collection_id)
     return {"progress": report, "chart": timeline_chart(report["timeline"]), "usage": usage}
 
 
