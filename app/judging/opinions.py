@@ -49,7 +49,7 @@ def prepare_llm_opinions(*, db: Database, task_id: int, lookahead: int = LOOKAHE
         docs = store.documents(task.query_id, list(task.doc_ids))
     texts = {d: document_text(r.title, r.text, r.html) for d, r in docs.items()}
     recorded = (task.options.get("machine") or {}).get("judge")
-    with judges.llm_client(db, task) as client:
+    with judges.llm_client(db, task_id) as client:
         judge = judges.llm_pair_judge(texts, client)
         if judge.version != recorded:
             log.warning(

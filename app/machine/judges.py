@@ -34,7 +34,7 @@ from numpy.typing import NDArray
 from sqlalchemy.orm import Session
 
 from app.kernel.db import Database
-from app.kernel.errors import Invalid
+from app.kernel.errors import Invalid, NotFound
 from app.kernel.models import Query
 from app.kernel.settings import Settings
 from app.machine import judge_repository as repository
@@ -121,13 +121,15 @@ def prompt_hash_of(version: str) -> str | None:
     return match.group(2) if match else None
 
 
-def llm_client(db: Database, task: Any) -> LlmClient:
+def llm_client(db: Database, task_id: int) -> LlmClient:
     """The LLM client of a task's study (its plan, or its collection for a task without one:
     :class:`app.machine.repository.Study`) with the service's settings (``db.settings``:
     base URL, model, budget, retries; the API key read from the environment per request)
     and :data:`LLM_TEMPLATE`. Close it after use (a context manager)."""
-    study = Study(int(task.collection_id), task.plan or None)
-    return LlmClient(db, study, settings=db.settings, template=LLM_TEMPLATE)
+    found = repository.task_study(db, task_id)
+    if found is None:
+        raise NotFound(f"no task {task_id}")
+    return LlmClient(db, Study(*found), settings=db.settings, template=LLM_TEMPLATE)
 
 
 def llm_ask(client: LlmClient) -> Callable[[Sequence[list[dict[str, str]]]], list[str | None]]:
