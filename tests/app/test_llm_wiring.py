@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import random
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -22,7 +23,15 @@ import pytest
 from sqlalchemy import select
 
 from app.kernel.models import Judgment, MachineOpinion, Task
-from app.training.jobs import OPINIONS_TASK, get_queue, queue_url, run_opinions_job
+from app.training.jobs import (
+    OPINIONS_TASK,
+    STALE_CLAIM_SECONDS,
+    enqueue_opinions,
+    get_queue,
+    opinions_claim,
+    queue_url,
+    run_opinions_job,
+)
 from labeling.machine.llm_prompts import PAIRWISE_V1
 from labeling.retrieval.text import document_text
 from tests.app.admin_support import ndjson
@@ -170,13 +179,26 @@ def usage(api: Api, cid: int, plan: str) -> dict[str, Any]:
     return dict(study)
 
 
-def test_an_llm_task_gets_machine_answers_through_the_study(
+@pytest.fixture(scope="module")
+def first(
     api: Api, coll: tuple[int, dict[str, dict[str, float]], dict[str, float]], server: Any
+) -> dict[str, Any]:
+    """The study's first task (query q1, plan ``wired-1``), judged to the end: its id, the
+    person's answer count, the jobs run and the requests the stand-in received. Later tasks
+    of the judge are calibrated by its people's answers."""
+    before = server.requests
+    task_id = create(api, coll[0], "q1", "wired-1")
+    run = judge(api, task_id, coll[1]["q1"])
+    return {"task_id": task_id, **run, "requests": server.requests - before}
+
+
+def test_an_llm_task_gets_machine_answers_through_the_study(
+    api: Api,
+    coll: tuple[int, dict[str, dict[str, float]], dict[str, float]],
+    first: dict[str, Any],
 ) -> None:
     cid, truth, _ = coll
-    before = server.requests
-    task_id = create(api, cid, "q1", "wired-1")
-    run = judge(api, task_id, truth["q1"])
+    task_id, run = first["task_id"], first
     rows = live_log(api, task_id)
     machine = [j for j in rows if j.source == "machine"]
     version = f"llm/{api.db.settings.llm_model}/{PAIRWISE_V1.key}/{PAIRWISE_V1.hash}"
@@ -193,13 +215,16 @@ def test_an_llm_task_gets_machine_answers_through_the_study(
     r = api.get("admin", f"/api/v1/tasks/{task_id}/result")
     assert r.status_code == 200 and r.json()["top"] == top(truth["q1"])
     spent = usage(api, cid, "wired-1")
-    assert spent["requests"] == server.requests - before > 0
+    assert spent["requests"] == first["requests"] > 0
     assert spent["tokens"] > 0 and spent["failed"] == spent["refused"] == spent["malformed"] == 0
     assert spent["remaining"] == spent["budget"] - spent["tokens"]
 
 
 def test_a_second_identical_study_sends_no_request(
-    api: Api, coll: tuple[int, dict[str, dict[str, float]], dict[str, float]], server: Any
+    api: Api,
+    coll: tuple[int, dict[str, dict[str, float]], dict[str, float]],
+    server: Any,
+    first: dict[str, Any],
 ) -> None:
     """The same query, seed and judge in another plan (another study, its own counters): the
     same pairs are asked (a right judge and a right person answer alike), all from the cache."""
@@ -219,6 +244,7 @@ def test_the_budget_stops_the_machine_and_people_finish(
     api: Api,
     coll: tuple[int, dict[str, dict[str, float]], dict[str, float]],
     server: Any,
+    first: dict[str, Any],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A new study on a query not asked before (no cache), the judge calibrated by the first
@@ -276,7 +302,7 @@ def test_429_and_500_are_retried_and_counted(
 
 
 def test_the_usage_is_admin_only_and_on_the_progress_page(
-    api: Api, coll: tuple[int, dict[str, dict[str, float]], dict[str, float]], server: Any
+    api: Api, coll: tuple[int, dict[str, dict[str, float]], dict[str, float]], first: Any
 ) -> None:
     from tests.app.test_admin_pages import login
 
@@ -342,3 +368,25 @@ def test_the_api_key_appears_nowhere(
         shown.append(r.text)
     api.client.cookies.clear()
     assert all(KEY not in text for text in shown)
+
+
+def test_at_most_one_pending_opinions_job_per_task(
+    api: Api, coll: tuple[int, dict[str, dict[str, float]], dict[str, float]], server: Any
+) -> None:
+    """Asking again while a task's job waits enqueues nothing; the job takes its claim back
+    when it starts, so the next ask enqueues again; a claim older than the stale limit (its
+    message lost) is replaced."""
+    settings = api.db.settings
+    huey = get_queue(queue_url(settings))
+    drain(api)
+    task_id = create(api, coll[0], "q3", "wired-claims")  # the creation enqueues one job
+    assert enqueue_opinions(settings, task_id) is False
+    assert enqueue_opinions(settings, task_id) is False
+    assert [m.args for m in huey.pending()] == [(task_id,)]
+    assert drain(api) == [task_id]
+    assert enqueue_opinions(settings, task_id) is True
+    assert enqueue_opinions(settings, task_id) is False
+    huey.get(opinions_claim(task_id))  # the message stays, the claim is old:
+    huey.put_if_empty(opinions_claim(task_id), time.time() - STALE_CLAIM_SECONDS - 1)
+    assert enqueue_opinions(settings, task_id) is True
+    assert drain(api) == [task_id, task_id]
