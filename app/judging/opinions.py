@@ -33,6 +33,8 @@ from labeling.retrieval.text import document_text
 log = logging.getLogger("heapjudge.machine.opinions")
 #: Person questions the job looks ahead by default.
 LOOKAHEAD = 8
+#: After every this many of the people's answers the job is asked for more opinions anyway.
+REFILL_EVERY = LOOKAHEAD // 2
 
 
 def prepare_llm_opinions(*, db: Database, task_id: int, lookahead: int = LOOKAHEAD) -> int:
@@ -78,13 +80,13 @@ def request_opinions(db: Database, task_id: int, session: object) -> bool:
 
 
 def wants_opinions(session: object) -> bool:
-    """After a person's answer on an ``llm`` task: whether the stored opinions ahead ran out,
-    so the job should prepare more (docs/machine-judges.md#the-service). The rule, cheap
-    and in memory: the session's pending person question is a pair without a stored opinion
-    (either order). The job looks ahead :data:`LOOKAHEAD` person questions along the
-    judge's preferred answers, so this happens when the people have used that up or gone
-    another way; the claim in :func:`app.training.jobs.enqueue_opinions` keeps it to one
-    pending job per task."""
+    """After a person's answer on an ``llm`` task: whether the job should prepare more
+    opinions (docs/machine-judges.md#the-service). The rule, cheap and in memory: the
+    session's pending person question is a pair without a stored opinion (either order: the
+    opinions ahead ran out, or the people went another way than the judge), or the people's
+    answer count is a multiple of :data:`REFILL_EVERY` (half the look-ahead: the opinions are
+    topped up before they run out along the judge's path). The claim in
+    :func:`app.training.jobs.enqueue_opinions` keeps it to one pending job per task."""
     if not isinstance(session, TopKSession) or session.done:
         return False
     machine = session.machine
@@ -95,6 +97,8 @@ def wants_opinions(session: object) -> bool:
     q = session.pending
     if not isinstance(q, PairQuestion):
         return False
+    if session.human_judgments % REFILL_EVERY == 0:
+        return True
     opinions = machine.judge.opinions
     return (q.left, q.right) not in opinions and (q.right, q.left) not in opinions
 
