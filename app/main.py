@@ -17,7 +17,6 @@ its SHA-256 hash, :func:`inline_script_csp`). ReDoc is off: it has no offline bu
 from __future__ import annotations
 
 import base64
-import functools
 import gc
 import hashlib
 import importlib.util
@@ -161,10 +160,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
     settings.check()
     db = Database(settings)
-    from app.training.jobs import enqueue_opinions
+    from app.training.jobs import enqueue_opinions_later
 
-    # The judging loop asks for an llm task's opinions after its commits; the queue is above it.
-    db.want_opinions = functools.partial(enqueue_opinions, settings)
+    # The judging loop asks for an llm task's opinions after its commits (on a background
+    # thread: the request never waits for the queue); the queue is above the loop.
+    db.want_opinions = enqueue_opinions_later(settings)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:

@@ -26,6 +26,8 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -124,6 +126,34 @@ def enqueue_opinions(settings: Settings, task_id: int) -> bool:
             return False
     huey.opinions_task(task_id)
     return True
+
+
+_enqueuer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="heapjudge-enqueue")
+
+
+def enqueue_opinions_later(settings: Settings) -> Callable[[int], None]:
+    """``want_opinions`` for the judging loop (``app.main`` installs it as
+    ``Database.want_opinions``): :func:`enqueue_opinions` on one background thread, so the
+    request that asked (possibly on the event loop) never waits for the queue's writes;
+    failures are logged. :func:`flush_enqueues` waits for the ones asked so far."""
+
+    def want(task_id: int) -> None:
+        _enqueuer.submit(_enqueue_logged, settings, task_id)
+
+    return want
+
+
+def _enqueue_logged(settings: Settings, task_id: int) -> None:
+    try:
+        enqueue_opinions(settings, task_id)
+    except Exception:  # the queue is best effort: the next answer asks again
+        log.exception("could not enqueue task %s's machine opinions", task_id)
+
+
+def flush_enqueues() -> None:
+    """Wait until every enqueue asked of :func:`enqueue_opinions_later` so far is done (one
+    thread: a no-op submitted now runs after them)."""
+    _enqueuer.submit(lambda: None).result()
 
 
 def run_opinions_job(settings: Settings, db: Database, task_id: int) -> int:

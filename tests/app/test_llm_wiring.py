@@ -27,6 +27,7 @@ from app.training.jobs import (
     OPINIONS_TASK,
     STALE_CLAIM_SECONDS,
     enqueue_opinions,
+    flush_enqueues,
     get_queue,
     opinions_claim,
     queue_url,
@@ -110,6 +111,7 @@ def server(
 def drain(api: Api) -> list[int]:
     """Run every waiting job of the queue in this process (as ``heapjudge worker`` would):
     the task ids of the opinion jobs run."""
+    flush_enqueues()  # the judging loop enqueues on a background thread
     huey = get_queue(queue_url(api.db.settings))
     ran = []
     while (message := huey.dequeue()) is not None:
