@@ -113,6 +113,7 @@ def _api_routers() -> list[APIRouter]:
     from app.collections import admin_endpoints as collections_admin
     from app.collections import endpoints as collections
     from app.exports import endpoints as exports
+    from app.machine import admin_endpoints as machine_admin
     from app.planning import endpoints as planning
     from app.pools import endpoints as pools
     from app.retrieval import endpoints as retrieval
@@ -141,6 +142,7 @@ def _api_routers() -> list[APIRouter]:
         training.router,
         retrieval.router,
         runs.router,
+        machine_admin.router,
     ]
 
 
@@ -158,6 +160,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
     settings.check()
     db = Database(settings)
+    from app.training.jobs import enqueue_opinions_later
+
+    # The judging loop asks for an llm task's opinions after its commits (on a background
+    # thread: the request never waits for the queue); the queue is above the loop.
+    db.want_opinions = enqueue_opinions_later(settings)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:

@@ -14,6 +14,7 @@ no opinion, and a person answers it.
 
 from __future__ import annotations
 
+import logging
 import math
 
 from app.judging.loop import replay, uses_machine
@@ -22,20 +23,26 @@ from app.kernel.db import Database
 from app.kernel.errors import NotFound
 from app.machine import judges
 from app.machine import service as machines
+from app.machine.judges import StoredJudge
 from labeling.machine.judges import JudgeQuery, PairJudge
 from labeling.machine.opinion import JudgeOpinion
 from labeling.protocol.topk import TopKSession
 from labeling.protocol.types import PairAnswer, PairQuestion
 from labeling.retrieval.text import document_text
 
+log = logging.getLogger("heapjudge.machine.opinions")
 #: Person questions the job looks ahead by default.
 LOOKAHEAD = 8
+#: After every this many of the people's answers the job is asked for more opinions anyway.
+REFILL_EVERY = LOOKAHEAD // 2
 
 
 def prepare_llm_opinions(*, db: Database, task_id: int, lookahead: int = LOOKAHEAD) -> int:
     """The queue's job for an ``llm`` task: :func:`prepare_pair_opinions` with the LLM pair
-    judge over the task's documents (:func:`app.machine.judges.llm_pair_judge`, asking
-    through :func:`app.machine.judges.llm_ask`)."""
+    judge over the task's documents (:func:`app.machine.judges.llm_pair_judge`), asking
+    through the task's study's client (:func:`app.machine.judges.llm_client`: cache, token
+    budget, retries). A judge whose version is not the task's (the model or template changed
+    since the task was created) stores nothing: people answer, the log stays one judge's."""
     with db.raw_read() as cursor:
         store = JudgmentStore(db, cursor)
         task = store.task(task_id)
@@ -43,8 +50,57 @@ def prepare_llm_opinions(*, db: Database, task_id: int, lookahead: int = LOOKAHE
             raise NotFound(f"no task {task_id}")
         docs = store.documents(task.query_id, list(task.doc_ids))
     texts = {d: document_text(r.title, r.text, r.html) for d, r in docs.items()}
-    judge = judges.llm_pair_judge(texts, judges.llm_ask())
-    return prepare_pair_opinions(db=db, task_id=task_id, judge=judge, lookahead=lookahead)
+    recorded = (task.options.get("machine") or {}).get("judge")
+    with judges.llm_client(db, task_id) as client:
+        judge = judges.llm_pair_judge(texts, client)
+        if judge.version != recorded:
+            log.warning(
+                "task %s was created with judge %s, not %s: no opinions",
+                task_id,
+                recorded,
+                judge.version,
+            )
+            return 0
+        return prepare_pair_opinions(db=db, task_id=task_id, judge=judge, lookahead=lookahead)
+
+
+def request_opinions(db: Database, task_id: int, session: object) -> bool:
+    """After a commit of the judging loop: ask the job queue for more of an ``llm`` task's
+    opinions when :func:`wants_opinions` says they ran out (``db.want_opinions``, installed
+    by the composition root). Never fails the person's request: a queue that cannot be
+    reached is logged, and the next answer asks again. Whether it asked."""
+    if db.want_opinions is None or not wants_opinions(session):
+        return False
+    try:
+        db.want_opinions(task_id)
+    except Exception:  # the person's answer is stored; the queue is best effort
+        log.exception("could not ask for task %s's machine opinions", task_id)
+        return False
+    return True
+
+
+def wants_opinions(session: object) -> bool:
+    """After a person's answer on an ``llm`` task: whether the job should prepare more
+    opinions (docs/machine-judges.md#the-service). The rule, cheap and in memory: the
+    session's pending person question is a pair without a stored opinion (either order: the
+    opinions ahead ran out, or the people went another way than the judge), or the people's
+    answer count is a multiple of :data:`REFILL_EVERY` (half the look-ahead: the opinions are
+    topped up before they run out along the judge's path). The claim in
+    :func:`app.training.jobs.enqueue_opinions` keeps it to one pending job per task."""
+    if not isinstance(session, TopKSession) or session.done:
+        return False
+    machine = session.machine
+    if not isinstance(machine, JudgeOpinion) or not isinstance(machine.judge, StoredJudge):
+        return False
+    if not machine.judge.version.startswith("llm/"):
+        return False
+    q = session.pending
+    if not isinstance(q, PairQuestion):
+        return False
+    if session.human_judgments % REFILL_EVERY == 0:
+        return True
+    opinions = machine.judge.opinions
+    return (q.left, q.right) not in opinions and (q.right, q.left) not in opinions
 
 
 def prepare_pair_opinions(

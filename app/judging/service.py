@@ -66,6 +66,7 @@ from app.judging.loop import (
     routes,
     uses_machine,
 )
+from app.judging.opinions import request_opinions
 from app.judging.repository import JudgmentStore, log_version, store_if_current
 from app.kernel.db import Database
 from app.kernel.errors import Conflict, DomainError, Invalid
@@ -284,6 +285,7 @@ def _next_with_machine(db: Database, user: Caller, task_id: int) -> Payload:
                     store.mark(task_id, change, now)
         body = _body(db, replayed, store, locked=True)
     sessions.put(task_id, replayed)
+    request_opinions(db, task_id, replayed.session)  # after the commit
     return body
 
 
@@ -444,6 +446,7 @@ def submit_judgment(*, db: Database, user: Caller, task_id: int, data: dict[str,
                 store.mark(task_id, change, now)
         replayed.active_ms += active_ms
         dirty = False
+        request_opinions(db, task_id, replayed.session)  # after the commit
         # After the commit: documents come from the cache (or one read outside the lock).
         return _body(db, replayed)
     finally:

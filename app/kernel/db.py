@@ -27,7 +27,7 @@ import contextlib
 import threading
 import time
 import weakref
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager, nullcontext
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -291,6 +291,12 @@ class Database:
         )
         self._read = sessionmaker(bind=self.engine, expire_on_commit=False, autoflush=False)
         self._write = sessionmaker(bind=write_bind, expire_on_commit=False, autoflush=False)
+        #: Asks the job queue for an ``llm`` task's pair opinions (``want_opinions(task_id)``,
+        #: :func:`app.training.jobs.enqueue_opinions`), called by the judging loop after a
+        #: commit. Installed by the composition root (``app.main.create_app``): the judging
+        #: loop cannot import the queue, whose job imports the judging loop. None: no one
+        #: listens (scripts, workers), and people answer what no opinion covers.
+        self.want_opinions: Callable[[int], object] | None = None
 
     @classmethod
     def from_url(cls, url: str, **overrides: Any) -> Database:

@@ -45,6 +45,13 @@ def training_run(s: Session, run_id: int) -> TrainingRun | None:
     return s.get(TrainingRun, run_id)
 
 
+def task_study(db: Database, task_id: int) -> tuple[int, str | None] | None:
+    """A task's collection and plan (None: no such task): whose LLM tokens it spends."""
+    with db.read() as s:
+        row = s.execute(select(Task.collection_id, Task.plan).where(Task.id == task_id)).first()
+    return None if row is None else (int(row[0]), row[1] or None)
+
+
 def pool_features(s: Session, query_id: int) -> dict[str, Any]:
     """The feature vectors of a query's documents by external id (None where absent)."""
     rows = s.execute(

@@ -6,9 +6,11 @@ A task's option ``machine.source`` names its judge:
 * ``model:<training run id>``: a finished training run's model over the documents' feature
   vectors (:class:`ranking.estimators.Ranker`), raw score per document (a document without a
   vector of the model's width has no score);
-* ``llm``: an OpenAI-compatible endpoint (``HEAPJUDGE_LLM_BASE_URL``); its raw P(first better)
-  per ordered pair is prepared by a job into ``machine_opinion`` (:func:`llm_judge_version`
-  is the seam the LLM client plugs into).
+* ``llm``: an OpenAI-compatible endpoint (``HEAPJUDGE_LLM_BASE_URL``, ``HEAPJUDGE_LLM_MODEL``);
+  its raw P(first better) per ordered pair is prepared by a job into ``machine_opinion``
+  through :func:`llm_client` (:class:`app.machine.llm.LlmClient`: cache, budget, retries)
+  and :func:`llm_pair_judge`, with the prompt template :data:`LLM_TEMPLATE`, whose key and
+  hash are in the judge's version (:func:`llm_judge_version`).
 
 Scores are computed once, when the task is created (:func:`prepare_scores`: a BM25 index is
 cached per collection, a model predicts 50 rows in well under a millisecond, so creation
@@ -23,7 +25,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,13 +33,17 @@ import numpy as np
 from numpy.typing import NDArray
 from sqlalchemy.orm import Session
 
-from app.kernel.errors import Invalid
+from app.kernel.db import Database
+from app.kernel.errors import Invalid, NotFound
 from app.kernel.models import Query
+from app.kernel.settings import Settings
 from app.machine import judge_repository as repository
-from app.machine.settings import MachineSettings
+from app.machine.llm import LlmClient
+from app.machine.repository import Study
 from app.retrieval import service as retrieval
 from labeling.machine.calibration import Calibrator
-from labeling.machine.judges import Ask, Bm25Judge, JudgeQuery, LlmJudge
+from labeling.machine.judges import Bm25Judge, JudgeQuery, LlmJudge
+from labeling.machine.llm_prompts import PAIRWISE_V1, PromptTemplate
 from labeling.retrieval.bm25 import Bm25Params
 
 #: The logistic scale of the score-based judges (one score point: P = 0.73).
@@ -48,6 +54,10 @@ FIELD = "options.machine.source"
 #: stored calibration at most a few thousand numbers, whatever the study's size).
 ROUNDING = 3
 _MODEL = re.compile(r"^model:([0-9]+)$")
+#: The prompt template of the ``llm`` source: its key and hash are in the judge's version
+#: and every machine answer's ``prompt_hash`` (both orders asked, combined).
+LLM_TEMPLATE: PromptTemplate = PAIRWISE_V1
+_LLM_TAIL = re.compile(r"/([A-Za-z0-9_.-]+@v[0-9]+)/([0-9a-f]{16,64})$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,18 +75,16 @@ def run_id_of(source: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def check_source(
-    s: Session, collection_id: int, source: str, settings: MachineSettings | None = None
-) -> None:
+def check_source(s: Session, collection_id: int, source: str, settings: Settings) -> None:
     """422 naming ``options.machine.source`` unless the source can judge the collection: a
-    training run that exists, belongs to the collection and is done; ``llm`` only when an
-    endpoint is configured."""
+    training run that exists, belongs to the collection and is done; ``llm`` only when a
+    model is configured (``HEAPJUDGE_LLM_MODEL``; the base URL has a default)."""
     run_id = run_id_of(source)
     if source == "llm":
-        if not (settings or MachineSettings()).llm_base_url:
+        if not settings.llm_model:
             raise Invalid(
-                f"{FIELD}: the llm judge is not configured (set HEAPJUDGE_LLM_BASE_URL to an "
-                "OpenAI-compatible endpoint)"
+                f"{FIELD}: the llm judge is not configured (set HEAPJUDGE_LLM_MODEL to the "
+                "model's name and HEAPJUDGE_LLM_BASE_URL to an OpenAI-compatible endpoint)"
             )
         return
     if run_id is None:
@@ -95,46 +103,55 @@ def check_source(
         raise Invalid(f"{FIELD}: training run {run_id} is not done (status {run.status})")
 
 
-def llm_judge_version(settings: MachineSettings | None = None) -> str:
-    """The ``llm`` judge's version as recorded with the task (the client that asks the model
-    and the job that fills ``machine_opinion`` give the full prompt version with each
-    opinion)."""
-    model = (settings or MachineSettings()).llm_model or "default"
-    return f"llm/{model}"
+def llm_judge_version(settings: Settings) -> str:
+    """The ``llm`` judge's version as recorded with the task at its creation and with every
+    machine answer: ``llm/<model>/<template key>/<template hash>``, exactly
+    :attr:`labeling.machine.judges.LlmJudge.version` of the judge the opinion job asks
+    (:func:`llm_pair_judge`; a job whose judge differs stores nothing)."""
+    return f"llm/{settings.llm_model}/{LLM_TEMPLATE.key}/{LLM_TEMPLATE.hash}"
 
 
 def prompt_hash_of(version: str) -> str | None:
     """The prompt template hash in an LLM judge's version (``llm/<model>/<template>/<hash>``,
-    :class:`labeling.machine.judges.LlmJudge`), else None."""
+    possibly followed by ``+calibration/...``; the model's name may hold slashes), else
+    None."""
     if not version.startswith("llm/"):
         return None
-    parts = version.split("+", 1)[0].split("/")
-    return parts[3][:64] if len(parts) >= 4 and parts[3] else None
+    match = _LLM_TAIL.search(version.split("+calibration/", 1)[0])
+    return match.group(2) if match else None
 
 
-def llm_ask(settings: MachineSettings | None = None) -> Ask:
-    """The LLM client's ``ask`` for :class:`labeling.machine.judges.LlmJudge`: **the seam** where
-    the OpenAI-compatible client (base URL and model from :class:`MachineSettings`, the API
-    key from the environment, its response cache and token budget) plugs in. Until it does,
-    an ``llm`` task's opinion job stops here with this error, and people answer every
-    question."""
-    settings = settings or MachineSettings()
-    raise Invalid(
-        f"{FIELD}: no LLM client is installed for {settings.llm_base_url or 'an unset URL'}"
-    )
+def llm_client(db: Database, task_id: int) -> LlmClient:
+    """The LLM client of a task's study (its plan, or its collection for a task without one:
+    :class:`app.machine.repository.Study`) with the service's settings (``db.settings``:
+    base URL, model, budget, retries; the API key read from the environment per request)
+    and :data:`LLM_TEMPLATE`. Close it after use (a context manager)."""
+    found = repository.task_study(db, task_id)
+    if found is None:
+        raise NotFound(f"no task {task_id}")
+    return LlmClient(db, Study(*found), settings=db.settings, template=LLM_TEMPLATE)
 
 
-def llm_pair_judge(
-    texts: Mapping[str, str], ask: Ask, settings: MachineSettings | None = None
-) -> LlmJudge:
+def llm_ask(client: LlmClient) -> Callable[[Sequence[list[dict[str, str]]]], list[str | None]]:
+    """The ``ask`` of :class:`labeling.machine.judges.LlmJudge`: the client's (cached,
+    budgeted, retried; :meth:`app.machine.llm.LlmClient.ask`)."""
+    return client.ask
+
+
+def llm_pair_judge(texts: Mapping[str, str], client: LlmClient) -> LlmJudge:
     """The ``llm`` source's pair judge over the documents' ``texts`` (both orders of the
-    pairwise prompt, combined: :class:`labeling.machine.judges.LlmJudge`)."""
-    model = (settings or MachineSettings()).llm_model or "default"
-    return LlmJudge(ask, texts, model=model)
+    pairwise prompt, combined: :class:`labeling.machine.judges.LlmJudge`), asking through
+    ``client`` with its model and template."""
+    return LlmJudge(llm_ask(client), texts, model=client.model, template=client.template)
 
 
 def prepare_scores(
-    s: Session, collection_id: int, query: Query, doc_ids: Sequence[str], source: str
+    s: Session,
+    collection_id: int,
+    query: Query,
+    doc_ids: Sequence[str],
+    source: str,
+    settings: Settings,
 ) -> PreparedScores:
     """The judge of a new task and its raw score of each document of the pool (none for
     ``llm``, whose opinions a job prepares)."""
@@ -149,7 +166,7 @@ def prepare_scores(
     run_id = run_id_of(source)
     if run_id is not None:
         return _model_scores(s, query, doc_ids, source, run_id)
-    return PreparedScores(source, llm_judge_version(), {})
+    return PreparedScores(source, llm_judge_version(settings), {})
 
 
 def _model_scores(

@@ -11,7 +11,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql.expression import Executable
 
 from app.kernel.db import Database
-from app.kernel.models import LlmResponse, LlmUsage, utcnow
+from app.kernel.errors import NotFound
+from app.kernel.models import Collection, LlmResponse, LlmUsage, utcnow
 
 __all__ = [
     "CachedReply",
@@ -19,6 +20,7 @@ __all__ = [
     "UsageCounts",
     "add_usage",
     "cached_replies",
+    "collection_usage",
     "read_usage",
     "store_batch",
 ]
@@ -157,3 +159,20 @@ def read_usage(db: Database, study: Study) -> UsageCounts:
             )
         ).first()
     return UsageCounts() if row is None else UsageCounts(*(int(v) for v in row))
+
+
+def collection_usage(db: Database, collection_id: int) -> list[tuple[Study, UsageCounts]]:
+    """Every study of the collection that used the LLM judge and its counters, the
+    collection's own (no plan) first, then by plan name; 404 for an unknown collection."""
+    with db.read() as s:
+        if s.get(Collection, collection_id) is None:
+            raise NotFound(f"no collection with id {collection_id}")
+        rows = s.execute(
+            select(LlmUsage.plan, *(getattr(LlmUsage, name) for name in _COUNTERS))
+            .where(LlmUsage.collection_id == collection_id)
+            .order_by(LlmUsage.plan)
+        ).all()
+    return [
+        (Study(collection_id, plan or None), UsageCounts(*(int(v) for v in counts)))
+        for plan, *counts in rows
+    ]

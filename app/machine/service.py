@@ -25,14 +25,17 @@ from sqlalchemy.orm import Session
 
 from app.kernel.db import Database
 from app.kernel.models import Query, utcnow
+from app.kernel.settings import Settings
 from app.machine import judges
 from app.machine.judge_repository import MachineStore, save_machine, save_opinions
-from app.machine.settings import MachineSettings
+from app.machine.llm import LlmUsage
+from app.machine.repository import collection_usage
 from labeling.machine.judges import JudgeQuery
 from labeling.machine.opinion import JudgeOpinion
 
 __all__ = [
     "check_machine",
+    "machine_usage",
     "prepare_task",
     "refresh_opinions",
     "save_prepared",
@@ -42,7 +45,7 @@ __all__ = [
 
 
 def check_machine(
-    s: Session, collection_id: int, options: dict[str, Any], settings: MachineSettings | None
+    s: Session, collection_id: int, options: dict[str, Any], settings: Settings
 ) -> str | None:
     """The source of a task's validated ``options.machine`` (None: no machine), after
     :func:`app.machine.judges.check_source` (422 naming the field)."""
@@ -60,7 +63,7 @@ def prepare_task(
     query: Query,
     doc_ids: Sequence[str],
     options: dict[str, Any],
-    settings: MachineSettings | None = None,
+    settings: Settings,
 ) -> judges.PreparedScores | None:
     """Check a new task's machine and compute its raw scores (before the task row exists);
     records the judge's version in ``options["machine"]["judge"]``. None without a machine.
@@ -68,7 +71,7 @@ def prepare_task(
     source = check_machine(s, collection_id, options, settings)
     if source is None:
         return None
-    prepared = judges.prepare_scores(s, collection_id, query, doc_ids, source)
+    prepared = judges.prepare_scores(s, collection_id, query, doc_ids, source, settings)
     options["machine"] = {"source": source, "judge": prepared.judge}
     return prepared
 
@@ -129,3 +132,22 @@ def task_opinion(
     judge = judges.StoredJudge(row.judge, store.scores(task.id), store.opinions(task.id))
     query = JudgeQuery(str(task.query_id), "")
     return JudgeOpinion(judge, query, judges.calibration_from_json(calibration))
+
+
+def machine_usage(*, db: Database, collection_id: int) -> dict[str, Any]:
+    """The LLM judge's spending per study of a collection (``GET
+    /api/v1/admin/collections/{id}/machine/usage``, the admin progress page): the model and
+    the budget per study from the settings, and each study's counters
+    (:meth:`app.machine.llm.LlmUsage.to_dict`: requests, cached, tokens, malformed, failed,
+    refused, remaining). 404 for an unknown collection."""
+    budget = db.settings.llm_token_budget
+    studies = [
+        LlmUsage(study, counts, budget).to_dict()
+        for study, counts in collection_usage(db, collection_id)
+    ]
+    return {
+        "collection_id": collection_id,
+        "model": db.settings.llm_model or None,
+        "budget": budget,
+        "studies": studies,
+    }

@@ -54,9 +54,9 @@ Resolved = tuple[list[str] | None, str]
 
 
 #: Options set per task that do not change its expected count (the prior's order counts only
-#: as "a prior or none"; who gets the repeats does not change how many there are). The
-#: machine is left out of this estimate: an ``+assist`` strategy is costed as the people-only
-#: strategy it wraps, the upper bound of what people answer.
+#: as "a prior or none"; who gets the repeats does not change how many there are), and
+#: ``machine``, not simulated here: a ``+assist`` strategy is costed as its people-only
+#: inner strategy (an upper bound on the people's questions).
 _PER_TASK = ("initial_order", "prior", "second_assessor", "machine")
 
 

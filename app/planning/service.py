@@ -43,6 +43,7 @@ from typing import Any
 from app.kernel.db import Database
 from app.kernel.errors import Invalid, NotFound, issue_items
 from app.kernel.models import Query, Task
+from app.kernel.settings import Settings
 from app.machine import service as machine
 from app.machine.judges import PreparedScores
 from app.planning import checks, repository
@@ -191,7 +192,7 @@ def preview_plan(*, db: Database, spec: PlanSpec) -> PlanPreview:
     with db.read() as s:
         if not repository.collection_exists(s, spec.collection_id):
             raise NotFound(f"no collection with id {spec.collection_id}")
-        machine.check_machine(s, spec.collection_id, options["topk"], None)
+        machine.check_machine(s, spec.collection_id, options["topk"], db.settings)
         return _preview_in(s, spec, options, prior)[0]
 
 
@@ -383,7 +384,7 @@ def create_plan(*, db: Database, spec: PlanSpec) -> CreatedPlan:
     with db.write() as s:
         if not repository.lock_collection(s, spec.collection_id):
             raise NotFound(f"no collection with id {spec.collection_id}")
-        machine.check_machine(s, spec.collection_id, options["topk"], None)
+        machine.check_machine(s, spec.collection_id, options["topk"], db.settings)
         preview, pools, resolved = _preview_in(s, spec, options, prior)
         if not preview.ok:
             raise Invalid(
@@ -398,7 +399,7 @@ def create_plan(*, db: Database, spec: PlanSpec) -> CreatedPlan:
             )
         if not preview.tasks:
             raise Invalid("the plan has no tasks")
-        tasks, prepared = _new_tasks(s, spec, preview, pools, resolved)
+        tasks, prepared = _new_tasks(s, spec, preview, pools, resolved, db.settings)
         created = repository.insert_tasks(s, tasks)
         for task_id, scores in zip(created, prepared, strict=True):
             machine.save_prepared(s, task_id, scores)
@@ -418,6 +419,7 @@ def _new_tasks(
     preview: PlanPreview,
     pools: dict[str, list[str]],
     resolved: dict[str, Resolved],
+    settings: Settings,
 ) -> tuple[list[Task], list[PreparedScores | None]]:
     """The previewed tasks as rows, each config checked by opening its session (so a config
     the protocol cannot run fails now, not at the first judgment), and each task's machine
@@ -439,7 +441,7 @@ def _new_tasks(
             raise Invalid(f"task {t.assessor}/{t.query_id}/{t.method}: {err}") from None
         label = f"{spec.name}:{t.label}" if t.label else spec.name
         query = queries[t.query_id]
-        prepared.append(machine.prepare_task(s, spec.collection_id, query, doc_ids, opts))
+        prepared.append(machine.prepare_task(s, spec.collection_id, query, doc_ids, opts, settings))
         tasks.append(
             Task(
                 collection_id=spec.collection_id,

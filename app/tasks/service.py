@@ -123,7 +123,7 @@ def create_task(
             open_session(method, doc_ids, k=k, seed=seed, options=opts, answers=())
         except ConfigError as err:
             raise Invalid(str(err)) from None
-        prepared = machine.prepare_task(s, collection_id, query, doc_ids, opts)
+        prepared = machine.prepare_task(s, collection_id, query, doc_ids, opts, db.settings)
         task = Task(
             collection_id=collection_id,
             query_id=query.id,

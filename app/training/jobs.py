@@ -25,6 +25,9 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -44,6 +47,8 @@ TRAIN_TASK = "heapjudge.train"
 FEATURES_TASK = "heapjudge.features"
 #: The job that prepares an ``llm`` task's pair opinions (docs/machine-judges.md#the-service).
 OPINIONS_TASK = "heapjudge.machine_opinions"
+#: Seconds after which a pending opinions job's claim is taken as lost (its message gone).
+STALE_CLAIM_SECONDS = 900.0
 
 
 def queue_url(settings: Settings, jobs: JobSettings | None = None) -> str:
@@ -75,7 +80,8 @@ def get_queue(url: str) -> Huey:
         run_features_job(collection_id, replace, db=_worker_database())
 
     def opinions(task_id: int) -> None:
-        prepare_llm_opinions(db=_worker_database(), task_id=task_id)
+        db = _worker_database()
+        run_opinions_job(db.settings, db, task_id)
 
     # Registered by a call, not as a decorator: huey has no type information, and its untyped
     # decorator would make `train` untyped too.
@@ -96,10 +102,65 @@ def enqueue_features(settings: Settings, collection_id: int, replace: bool) -> N
     get_queue(queue_url(settings)).features_task(collection_id, replace)
 
 
-def enqueue_opinions(settings: Settings, task_id: int) -> None:
+def opinions_claim(task_id: int) -> str:
+    """The queue storage key that marks a pending opinions job of task ``task_id``."""
+    return f"heapjudge.machine_opinions.pending.{task_id}"
+
+
+def enqueue_opinions(settings: Settings, task_id: int) -> bool:
     """Put the preparation of an ``llm`` task's pair opinions on the queue (model calls run on
-    the workers, never in a judging request)."""
-    get_queue(queue_url(settings)).opinions_task(task_id)
+    the workers, never in a judging request), unless one is pending already: **at most one
+    pending job per task**. The claim is a key in the queue's own storage
+    (:func:`opinions_claim`, set with huey's atomic ``put_if_empty``, so two web processes
+    cannot both enqueue); the job takes it back when it starts (:func:`run_opinions_job`),
+    so answers given while a job runs may enqueue the next one. A claim older than
+    :data:`STALE_CLAIM_SECONDS` (its message lost) is replaced. Whether a job was enqueued."""
+    huey = get_queue(queue_url(settings))
+    key = opinions_claim(task_id)
+    if not huey.put_if_empty(key, time.time()):
+        since = huey.get(key, peek=True)
+        if isinstance(since, float) and time.time() - since < STALE_CLAIM_SECONDS:
+            return False
+        huey.get(key)  # stale: take it, then claim anew
+        if not huey.put_if_empty(key, time.time()):
+            return False
+    huey.opinions_task(task_id)
+    return True
+
+
+_enqueuer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="heapjudge-enqueue")
+
+
+def enqueue_opinions_later(settings: Settings) -> Callable[[int], None]:
+    """``want_opinions`` for the judging loop (``app.main`` installs it as
+    ``Database.want_opinions``): :func:`enqueue_opinions` on one background thread, so the
+    request that asked (possibly on the event loop) never waits for the queue's writes;
+    failures are logged. :func:`flush_enqueues` waits for the ones asked so far."""
+
+    def want(task_id: int) -> None:
+        _enqueuer.submit(_enqueue_logged, settings, task_id)
+
+    return want
+
+
+def _enqueue_logged(settings: Settings, task_id: int) -> None:
+    try:
+        enqueue_opinions(settings, task_id)
+    except Exception:  # the queue is best effort: the next answer asks again
+        log.exception("could not enqueue task %s's machine opinions", task_id)
+
+
+def flush_enqueues() -> None:
+    """Wait until every enqueue asked of :func:`enqueue_opinions_later` so far is done (one
+    thread: a no-op submitted now runs after them)."""
+    _enqueuer.submit(lambda: None).result()
+
+
+def run_opinions_job(settings: Settings, db: Database, task_id: int) -> int:
+    """The opinions job (``heapjudge.machine_opinions``): take back the task's claim, then
+    :func:`app.judging.opinions.prepare_llm_opinions`; the pairs stored."""
+    get_queue(queue_url(settings)).get(opinions_claim(task_id))
+    return prepare_llm_opinions(db=db, task_id=task_id)
 
 
 def pending_run_ids(huey: Huey) -> set[int]:

@@ -24,6 +24,7 @@ from app.collections import service as collections
 from app.exports import service as exports
 from app.http.deps import DbDep, require_csrf_form
 from app.kernel.errors import DomainError, Invalid
+from app.machine import service as machines
 from app.planning.fit import fitting_per_query, fitting_shifts, plan_fit
 from app.pools import service as pools
 from app.tasks import progress
@@ -87,7 +88,8 @@ async def _progress_context(db: Any, collection_id: int) -> dict[str, Any]:
     report = await run_in_threadpool(
         progress.collection_progress, db=db, collection_id=collection_id
     )
-    return {"progress": report, "chart": timeline_chart(report["timeline"])}
+    usage = await run_in_threadpool(machines.machine_usage, db=db, collection_id=collection_id)
+    return {"progress": report, "chart": timeline_chart(report["timeline"]), "usage": usage}
 
 
 @router.get("/admin/collections/{collection_id}")

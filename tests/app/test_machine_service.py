@@ -23,6 +23,7 @@ from sqlalchemy import select
 from app.judging.loop import answer_of, clear_caches, replay_task
 from app.judging.repository import live_judgments
 from app.kernel.models import Judgment, Task, TaskMachine, TrainingRun, utcnow
+from labeling.machine.llm_prompts import PAIRWISE_V1
 from tests.app.admin_support import ndjson
 from tests.app.conftest import Api
 
@@ -551,12 +552,14 @@ def test_llm_opinions_come_from_a_job_and_the_loop_picks_them_up(
     from app.kernel.models import MachineOpinion
 
     cid, truth = coll
-    monkeypatch.setenv("HEAPJUDGE_LLM_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setattr(api.db.settings, "llm_base_url", "http://127.0.0.1:9/v1")
+    monkeypatch.setattr(api.db.settings, "llm_model", "default")
     monkeypatch.setenv("HEAPJUDGE_QUEUE_URL", f"sqlite:///{tmp_path / 'queue.db'}")
     task_id = create(api, cid, "q0", "llm")
+    version = f"llm/default/{PAIRWISE_V1.key}/{PAIRWISE_V1.hash}"
     with api.db.read() as s:
         task = s.get(Task, task_id)
-        assert task is not None and task.options["machine"]["judge"] == "llm/default"
+        assert task is not None and task.options["machine"]["judge"] == version
     # No opinion prepared yet: a person is asked, nothing is computed in the request.
     first = api.get("mia", f"/api/v1/tasks/{task_id}/next").json()
     r = api.post("mia", f"/api/v1/tasks/{task_id}/judgments", json=answer(first, truth["q0"]))
@@ -571,7 +574,9 @@ def test_llm_opinions_come_from_a_job_and_the_loop_picks_them_up(
     judge(api, task_id, truth["q0"])  # the cached session reads the new opinions
     machine = [j for j in log(api, task_id) if j.source == "machine"]
     assert machine and all(
-        (j.machine_version or "").startswith("llm/default+calibration/") for j in machine
+        (j.machine_version or "").startswith(f"{version}+calibration/")
+        and j.prompt_hash == PAIRWISE_V1.hash
+        for j in machine
     )
     assert result(api, task_id)["top"] == sorted(truth["q0"], key=lambda d: -truth["q0"][d])[:K]
 
@@ -646,7 +651,8 @@ def test_racing_requests_store_the_machine_answers_once(
     from tests.app.test_service_concurrency import THREADS, run_together
 
     cid, truth = coll
-    monkeypatch.setenv("HEAPJUDGE_LLM_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setattr(api.db.settings, "llm_base_url", "http://127.0.0.1:9/v1")
+    monkeypatch.setattr(api.db.settings, "llm_model", "default")
     monkeypatch.setenv("HEAPJUDGE_QUEUE_URL", f"sqlite:///{tmp_path / 'queue.db'}")
     task_id = create(api, cid, "q2", "llm")
     body = api.get("mia", f"/api/v1/tasks/{task_id}/next").json()
