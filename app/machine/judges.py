@@ -97,8 +97,7 @@ def trained_model(s: Session, run_id: int, collection_id: int | None = None) -> 
         raise NotFound(f"no training run with id {run_id}")
     if collection_id is not None and run.collection_id != collection_id:
         raise Invalid(
-            f"training run {run_id} belongs to collection {run.collection_id}, not "
-            f"{collection_id}"
+            f"training run {run_id} belongs to collection {run.collection_id}, not {collection_id}"
         )
     if run.status != "done" or not run.model_json:
         raise Conflict(f"training run {run_id} is not done (status {run.status}): it has no model")

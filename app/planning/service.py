@@ -352,6 +352,7 @@ def _preview_in(
             resolved,
             pairs,
             strategy_candidates(options["topk"]["strategy"]),
+            spec.machine_accuracy,
         ),
     )
     return preview, pools, resolved

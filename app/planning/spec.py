@@ -56,6 +56,10 @@ class PlanSpec:
     machine: str | None = None
     """The top-k tasks' machine judge (``bm25``, ``model:<run id>``, ``llm``; a ``+assist``
     strategy), copied into every top-k task's options (docs/machine-judges.md#the-service)."""
+    machine_accuracy: float | None = None
+    """The machine's pairwise accuracy on random pairs the preview's figures with the machine
+    assume (None: :data:`app.planning.cost.ASSUMED_MACHINE_ACCURACY`, 0.8;
+    docs/admin-guide.md#plan-preview)."""
     second_opinions: bool = True
     """With a ``+robust`` strategy: route each top-k task's repeats to the plan's other top-k
     assessors of its query (option ``second_assessor``; docs/noise.md#routing-re-asks-to-a-

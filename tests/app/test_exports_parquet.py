@@ -291,9 +291,7 @@ def test_topk_and_qrels_parquet_take_the_labels_of_the_text_forms(
 ) -> None:
     cid, touched = assisted
     params = {"labels": labels, "source": source}
-    records = [
-        json.loads(x) for x in _get(api, cid, format="topk-jsonl", **params).splitlines()
-    ]
+    records = [json.loads(x) for x in _get(api, cid, format="topk-jsonl", **params).splitlines()]
     table = _table(_get(api, cid, format="topk-parquet", **params))
     assert _schema(table) == SCHEMAS["topk-parquet"]
     rows = table.to_pylist()

@@ -9,9 +9,14 @@ from __future__ import annotations
 
 import pytest
 
+from app.planning.cost import ASSUMED_MACHINE_ACCURACY
 from labeling.protocol.session import open_session
-from labeling.study.estimates import ASSUMED_PRIOR_CORRELATION, simulated_judgments
-from labeling.study.simulation import GRADE_SECONDS
+from labeling.study.estimates import (
+    ASSUMED_PRIOR_CORRELATION,
+    assisted_judgments,
+    simulated_judgments,
+)
+from labeling.study.simulation import GRADE_SECONDS, PAIR_SECONDS
 from tests.app.admin_support import make_collection
 from tests.app.conftest import Api
 
@@ -120,3 +125,48 @@ def test_only_the_constraints_that_apply_are_listed(api: Api, coll: int) -> None
     assert all(c["holds"] for c in only_topk["constraints"] if c["code"] != "balanced")
     assert only_topk["totals"].get("graded_tasks", 0) == 0
     assert all(row["judgments"] == row["topk_judgments"] for row in only_topk["strategies"])
+
+
+def test_with_a_machine_every_assist_row_shows_people_and_machine(api: Api, coll: int) -> None:
+    out = _preview(api, coll, strategy="insertion+assist", machine="bm25")
+    assert out["options"]["topk"]["machine"] == {"source": "bm25"}
+    assert out["cost_model"]["machine_accuracy"] == ASSUMED_MACHINE_ACCURACY == 0.8
+    rows = {row["strategy"]: row for row in out["strategies"]}
+    assert list(rows) == [f"{b}+assist" for b in BASES]
+    for name, row in rows.items():
+        base = name.split("+")[0]
+        # Without the machine, a +assist strategy asks what its inner strategy asks.
+        assert row["judgments_per_task"] == round(_random_order_model(base), 1)
+        m = row["with_machine"]
+        sim = assisted_judgments(name, N, K, 0.8)
+        assert m["machine_accuracy"] == 0.8
+        assert m["human_judgments_per_task"] == round(sim.human_mean, 1)
+        assert m["human_p95_per_task"] == round(sim.human_p95, 1)
+        assert m["machine_answers_per_task"] == round(sim.machine_mean, 1)
+        minutes = sim.human_mean * PAIR_SECONDS / 60
+        assert m["minutes_per_task"] == pytest.approx(minutes, abs=0.051)
+        # The machine saves people judgments and answers some itself.
+        assert m["human_judgments_per_task"] < row["judgments_per_task"]
+        assert m["machine_answers_per_task"] > 0
+        assert m["minutes_per_task"] < row["minutes_per_task"]
+        # All tasks: people's T1 judgments with the machine plus the 3 x 30 grades.
+        assert m["judgments"] == pytest.approx(m["topk_human_judgments"] + 3 * N, abs=0.1)
+        assert m["topk_human_judgments"] == pytest.approx(6 * sim.human_mean, abs=0.1)
+    # Another assumed accuracy is taken as given; a better machine saves more.
+    better = _preview(api, coll, strategy="insertion+assist", machine="bm25", machine_accuracy=0.95)
+    row = {r["strategy"]: r for r in better["strategies"]}["insertion+assist"]
+    assert row["with_machine"]["machine_accuracy"] == 0.95
+    assert (
+        row["with_machine"]["human_judgments_per_task"]
+        < rows["insertion+assist"]["with_machine"]["human_judgments_per_task"]
+    )
+    # Without a machine there is no such part.
+    plain = _preview(api, coll, strategy="insertion+assist")
+    assert all(r["with_machine"] is None for r in plain["strategies"])
+    r = api.post(
+        "admin",
+        "/api/v1/admin/plans/preview",
+        json={"collection_id": coll, "assessors": USERS, "machine": "bm25",
+              "strategy": "insertion+assist", "machine_accuracy": 0.4},
+    )  # fmt: skip
+    assert r.status_code == 422 and "machine_accuracy" in r.text
