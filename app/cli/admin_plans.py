@@ -225,7 +225,8 @@ def _print_cost(preview: Any) -> None:
                 f"  {'with the machine':<22} {m['human_judgments_per_task']:>7.1f} people's "
                 f"judg. + {m['machine_answers_per_task']:.1f} machine answers "
                 f"{m['minutes_per_task']:>6.1f} min; all tasks {m['judgments']:>8.1f} judg. "
-                f"{m['minutes']:>7.1f} min (machine accuracy {m['machine_accuracy']:g}, assumed)"
+                f"{m['minutes']:>7.1f} min (machine accuracy {m['machine_accuracy']:g}, "
+                f"{(preview.machine_accuracy or {}).get('source', 'assumed')})"
             )
 
 

@@ -316,13 +316,13 @@ def strategy_rows(
     ``judgments`` and ``minutes``. ``chosen`` marks the plan's strategy. When the plan's
     top-k tasks have a machine judge (option ``machine``), ``with_machine`` holds a
     ``+assist`` row's figures with it (people's judgments and minutes, the machine's
-    answers: :func:`_with_machine`, a machine of accuracy ``machine_accuracy``, default
-    :data:`ASSUMED_MACHINE_ACCURACY`) beside the row's own, which are without it; None on the
-    other rows and without a machine. The one place the preview's comparison table comes
-    from."""
+    answers: :func:`_with_machine`, a machine of pairwise accuracy ``machine_accuracy``,
+    :mod:`app.planning.machine` says which) beside the row's own, which are without it; None
+    on the other rows, without a machine or without an accuracy (plan creation). The one
+    place the preview's comparison table comes from."""
     chosen = str(options["topk"]["strategy"])
-    machine = options["topk"].get("machine") is not None
-    accuracy = ASSUMED_MACHINE_ACCURACY if machine_accuracy is None else machine_accuracy
+    machine = options["topk"].get("machine") is not None and machine_accuracy is not None
+    accuracy = float(machine_accuracy or ASSUMED_MACHINE_ACCURACY)
     reasks = float(options["topk"].get("reask_fraction") or 0.0)
     graded = [q for q, method in tasks if method == "graded"]
     graded_j = float(sum(len(pools.get(q, [])) for q in graded))

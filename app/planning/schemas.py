@@ -43,6 +43,19 @@ class PoolSummaryOut(BaseModel):
     mean: float
 
 
+class MachineAccuracyOut(BaseModel):
+    """The machine's assumed pairwise accuracy on random pairs: ``given`` in the plan,
+    ``measured`` on the collection (people's agreement with its opinions on the pairs they
+    answered: a lower bound), or ``assumed`` (0.8)."""
+
+    value: float
+    source: str
+    pairs: int = Field(
+        description="People's answers on the judge's pairs in the collection (measured when "
+        "at least 50)."
+    )
+
+
 class MachineRowOut(BaseModel):
     """A ``+assist`` strategy's expected cost with the plan's machine judge (people's
     judgments and minutes, the machine's answers), by simulation with a machine of pairwise
@@ -121,6 +134,11 @@ class PlanPreviewOut(BaseModel):
     )
     totals: dict[str, float] = Field(description="Expected judgments and minutes of the plan.")
     cost_model: dict[str, str | float] = Field(description="How the costs are estimated.")
+    machine_accuracy: MachineAccuracyOut | None = Field(
+        default=None,
+        description="With a machine: the pairwise accuracy the figures with it assume and "
+        "where it comes from (docs/admin-guide.md#plan-preview).",
+    )
     pool: PoolSummaryOut
     constraints: list[ConstraintOut] = Field(
         description="The constraints that apply to this plan, each saying whether it holds."

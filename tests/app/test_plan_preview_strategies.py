@@ -7,6 +7,8 @@ simulation of :mod:`labeling.study.estimates` recomputed here, and sums by hand.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from app.planning.cost import ASSUMED_MACHINE_ACCURACY
@@ -19,6 +21,7 @@ from labeling.study.estimates import (
 from labeling.study.simulation import GRADE_SECONDS, PAIR_SECONDS
 from tests.app.admin_support import make_collection
 from tests.app.conftest import Api
+from tests.app.machine_support import judge_consistently, machine_collection, machine_task
 
 N, K = 30, 10
 USERS = ["pv1", "pv2", "pv3", "pv4"]
@@ -131,6 +134,8 @@ def test_with_a_machine_every_assist_row_shows_people_and_machine(api: Api, coll
     out = _preview(api, coll, strategy="insertion+assist", machine="bm25")
     assert out["options"]["topk"]["machine"] == {"source": "bm25"}
     assert out["cost_model"]["machine_accuracy"] == ASSUMED_MACHINE_ACCURACY == 0.8
+    # No machine has judged in this collection: the accuracy is the assumed one.
+    assert out["machine_accuracy"] == {"value": 0.8, "source": "assumed", "pairs": 0}
     rows = {row["strategy"]: row for row in out["strategies"]}
     assert list(rows) == [f"{b}+assist" for b in BASES]
     for name, row in rows.items():
@@ -156,6 +161,7 @@ def test_with_a_machine_every_assist_row_shows_people_and_machine(api: Api, coll
     better = _preview(api, coll, strategy="insertion+assist", machine="bm25", machine_accuracy=0.95)
     row = {r["strategy"]: r for r in better["strategies"]}["insertion+assist"]
     assert row["with_machine"]["machine_accuracy"] == 0.95
+    assert better["machine_accuracy"]["source"] == "given"
     assert (
         row["with_machine"]["human_judgments_per_task"]
         < rows["insertion+assist"]["with_machine"]["human_judgments_per_task"]
@@ -163,6 +169,7 @@ def test_with_a_machine_every_assist_row_shows_people_and_machine(api: Api, coll
     # Without a machine there is no such part.
     plain = _preview(api, coll, strategy="insertion+assist")
     assert all(r["with_machine"] is None for r in plain["strategies"])
+    assert plain["machine_accuracy"] is None
     r = api.post(
         "admin",
         "/api/v1/admin/plans/preview",
@@ -170,3 +177,34 @@ def test_with_a_machine_every_assist_row_shows_people_and_machine(api: Api, coll
               "strategy": "insertion+assist", "machine_accuracy": 0.4},
     )  # fmt: skip
     assert r.status_code == 422 and "machine_accuracy" in r.text
+
+
+def test_the_accuracy_is_measured_once_people_answered_the_machine_s_pairs(api: Api) -> None:
+    """A BM25 machine right on every pair (tests/app/machine_support.py): after a study with
+    it, the preview takes the people's agreement with its opinions, 1.0 on every answer they
+    gave (the oracle: the person answers in the pairs export)."""
+    api.add_user("pvm")
+    cid, truth = machine_collection(api, "preview-measured", queries=4, docs=16, seed=9)
+    for qid in truth:
+        judge_consistently(api, "pvm", machine_task(api, cid, qid, "pvm", 5), truth[qid])
+    r = api.get("admin", f"/api/v1/collections/{cid}/export", params={"format": "pairs-jsonl"})
+    people = [x for x in map(json.loads, r.text.splitlines()) if x["source"] == "person"]
+    assert len(people) >= 50
+    body = {
+        "collection_id": cid,
+        "assessors": ["pv1"],
+        "scheme": "balanced",
+        "per_query": {"topk": 1, "graded": 0},
+        "k": 5,
+        "name": "measured",
+        "strategy": "prior+assist",
+        "machine": "bm25",
+    }
+    r = api.post("admin", "/api/v1/admin/plans/preview", json=body)
+    assert r.status_code == 200, r.text
+    out = r.json()
+    assert out["machine_accuracy"] == {"value": 1.0, "source": "measured", "pairs": len(people)}
+    row = {x["strategy"]: x for x in out["strategies"]}["prior+assist"]
+    assert row["with_machine"]["machine_accuracy"] == 1.0
+    sim = assisted_judgments("prior+assist", 16, 5, 1.0)
+    assert row["with_machine"]["human_judgments_per_task"] == round(sim.human_mean, 1)
