@@ -96,6 +96,14 @@ def plan_cmd(
         help="Machine judge of the topk tasks (a +assist strategy): bm25 | model:<training "
         "run id> | llm; it answers the comparisons it is sure of, people the rest.",
     ),
+    machine_accuracy: float | None = typer.Option(
+        None,
+        "--machine-accuracy",
+        min=0.5,
+        max=1.0,
+        help="The machine's pairwise accuracy on random pairs the preview's figures with the "
+        "machine assume (default 0.8).",
+    ),
     seed: int = typer.Option(0, help="Plan seed (balanced plan and task seeds)."),
     name: str = typer.Option("plan", help="Plan name (task labels name:A1, ...)."),
     create: bool = typer.Option(
@@ -126,6 +134,7 @@ def plan_cmd(
             strategy=strategy if given(ctx, "strategy") else None,
             prior=prior,
             machine=machine,
+            machine_accuracy=machine_accuracy,
         )
         _print_grid(planning.preview_plan(db=db, spec=spec))
         return planning.create_plan(db=db, spec=spec) if create else None
@@ -210,6 +219,15 @@ def _print_cost(preview: Any) -> None:
             f"(p95 {p95:>6}) {row['minutes_per_task']:>6.1f} min; all tasks "
             f"{row['judgments']:>8.1f} judg. {row['minutes']:>7.1f} min"
         )
+        m = row.get("with_machine")
+        if m:
+            typer.echo(
+                f"  {'with the machine':<22} {m['human_judgments_per_task']:>7.1f} people's "
+                f"judg. + {m['machine_answers_per_task']:.1f} machine answers "
+                f"{m['minutes_per_task']:>6.1f} min; all tasks {m['judgments']:>8.1f} judg. "
+                f"{m['minutes']:>7.1f} min (machine accuracy {m['machine_accuracy']:g}, "
+                f"{(preview.machine_accuracy or {}).get('source', 'assumed')})"
+            )
 
 
 @app.command("bm25", cls=Command)

@@ -5,7 +5,9 @@ docs/campaigns.md#runs-on-a-collection).
 
     heapjudge admin runs upload cranfield bm25.txt ql.txt
     heapjudge admin runs leaderboard cranfield qrels --metric AP --test randomization
+    heapjudge admin runs label-sets cranfield
     heapjudge admin runs agreement cranfield qrels topk --metric ndcg@10
+    heapjudge admin runs agreement cranfield topk topk-human --metric kappa-ndcg@10
 """
 
 from __future__ import annotations
@@ -96,6 +98,30 @@ def list_cmd(
         typer.echo(f"{r.id}\t{r.name}\t{r.queries} queries\t{r.entries} entries\t{by}")
 
 
+@app.command("label-sets", cls=Command)
+def label_sets_cmd(
+    collection: str = typer.Argument(..., help="Collection name or id."),
+    as_json: bool = JSON_OPTION,
+    database_url: str | None = DB_OPTION,
+) -> None:
+    """The collection's label sets (the truths its runs are scored against): key, queries
+    labelled (0: not available yet), title; ``topk`` is titled hybrid where a machine
+    answered, ``topk-human`` keeps the human-decided labels only."""
+    from dataclasses import asdict
+
+    from app.runs.labelsets import label_sets
+
+    found = run_service(
+        database_url, lambda db: label_sets(db=db, collection_id=collection_id(db, collection))
+    )
+    if as_json:
+        rows = [{**asdict(ls), "available": ls.available} for ls in found]
+        typer.echo(json.dumps(rows, ensure_ascii=False))
+        return
+    for ls in found:
+        typer.echo(f"{ls.key}\t{ls.queries} queries\t{ls.title}")
+
+
 @app.command("delete", cls=Command)
 def delete_cmd(
     collection: str = typer.Argument(..., help="Collection name or id."),
@@ -157,7 +183,9 @@ def leaderboard_text(board: dict[str, Any]) -> str:
 @app.command("leaderboard", cls=Command)
 def leaderboard_cmd(
     collection: str = typer.Argument(..., help="Collection name or id."),
-    label_set: str = typer.Argument("qrels", help="Label set key: qrels | topk | grades."),
+    label_set: str = typer.Argument(
+        "qrels", help="Label set key: qrels | topk | topk-human | grades."
+    ),
     metric: str = METRIC_OPTION,
     preset: str | None = PRESET_OPTION,
     test: str = TEST_OPTION,

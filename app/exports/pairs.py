@@ -135,6 +135,9 @@ def write_pairs_parquet(db: Database, req: Selection) -> Iterator[bytes]:
                     "reason": j.reason,
                     "comment": j.comment,
                     "answered_by": second,
+                    "source": j.source,
+                    "machine_version": j.machine_version,
+                    "probability": j.probability,
                 }
 
     return parquet_stream(pairs_schema(), rows())

@@ -91,7 +91,10 @@ def qrels_schema() -> pa.Schema:
 
 def topk_schema() -> pa.Schema:
     """The ``topk-jsonl`` record's fields as columns: those of one task's truth, and those of
-    an aggregate (null where the record has none); ``broken`` as (doc_id, reason) pairs."""
+    an aggregate (null where the record has none); ``broken`` as (doc_id, reason) pairs; the
+    provenance of ``docs/exports.md#machine-answers``: ``machine_answers`` (the live answers a
+    machine gave), ``judge`` (its version, null without a machine) and ``human_decided`` (the
+    top documents no machine answer touched)."""
     import pyarrow as pa
 
     return pa.schema(
@@ -111,6 +114,9 @@ def topk_schema() -> pa.Schema:
                 "broken",
                 pa.list_(pa.struct([("doc_id", pa.string()), ("reason", pa.string())])),
             ),
+            ("machine_answers", pa.int64()),
+            ("judge", pa.string()),
+            ("human_decided", pa.list_(pa.string())),
         ]
     )
 
@@ -131,7 +137,9 @@ def letor_schema() -> pa.Schema:
 
 def pairs_schema() -> pa.Schema:
     """The ``pairs-csv`` columns, typed: ``shown_swapped`` a boolean, ``time`` a UTC
-    timestamp (microseconds), nulls where the CSV has empty cells."""
+    timestamp (microseconds), nulls where the CSV has empty cells; ``source`` (``person`` or
+    ``machine``), a machine's ``machine_version`` and calibrated ``probability`` of being
+    right (null for a person's answer, docs/exports.md#machine-answers)."""
     import pyarrow as pa
 
     return pa.schema(
@@ -151,5 +159,8 @@ def pairs_schema() -> pa.Schema:
             ("reason", pa.string()),
             ("comment", pa.string()),
             ("answered_by", pa.string()),
+            ("source", pa.string()),
+            ("machine_version", pa.string()),
+            ("probability", pa.float64()),
         ]
     )

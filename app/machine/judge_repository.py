@@ -127,49 +127,71 @@ FREEZE = (
 EVIDENCE_WINDOW = 2000
 _LEFT, _RIGHT = S.alias("score_left"), S.alias("score_right")
 _AB, _BA = O.alias("opinion_ab"), O.alias("opinion_ba")
+
+
+def _evidence(judge: Any) -> Any:
+    """:data:`EVIDENCE` with the judge condition ``judge``."""
+    return (
+        select(
+            J.c.outcome,
+            native(_LEFT.c.score).label("left_score"),
+            native(_RIGHT.c.score).label("right_score"),
+            native(_AB.c.probability).label("left_first"),
+            native(_BA.c.probability).label("right_first"),
+        )
+        .join(T, T.c.id == J.c.task_id)
+        .join(M, M.c.task_id == J.c.task_id)
+        .outerjoin(_LEFT, and_(_LEFT.c.task_id == J.c.task_id, _LEFT.c.doc_id == J.c.left_doc))
+        .outerjoin(_RIGHT, and_(_RIGHT.c.task_id == J.c.task_id, _RIGHT.c.doc_id == J.c.right_doc))
+        .outerjoin(
+            _AB,
+            and_(
+                _AB.c.task_id == J.c.task_id,
+                _AB.c.first_doc == J.c.left_doc,
+                _AB.c.second_doc == J.c.right_doc,
+            ),
+        )
+        .outerjoin(
+            _BA,
+            and_(
+                _BA.c.task_id == J.c.task_id,
+                _BA.c.first_doc == J.c.right_doc,
+                _BA.c.second_doc == J.c.left_doc,
+            ),
+        )
+        .where(
+            T.c.collection_id == bindparam("collection_id"),
+            judge,
+            J.c.task_id != bindparam("task_id"),
+            J.c.source == "person",
+            J.c.undone.is_(False),
+            or_(J.c.outcome == "left", J.c.outcome == "right"),
+            J.c.left_doc.is_not(None),
+        )
+        .order_by(J.c.id.desc())
+        .limit(bindparam("window"))
+    )
+
+
 #: People's pair answers (left or right) on other live tasks of the collection with the same
 #: judge, newest first, each with the raw scores of its two documents and the prepared
 #: opinions of both orders (NULL where there is none).
-EVIDENCE = (
-    select(
-        J.c.outcome,
-        native(_LEFT.c.score).label("left_score"),
-        native(_RIGHT.c.score).label("right_score"),
-        native(_AB.c.probability).label("left_first"),
-        native(_BA.c.probability).label("right_first"),
-    )
-    .join(T, T.c.id == J.c.task_id)
-    .join(M, M.c.task_id == J.c.task_id)
-    .outerjoin(_LEFT, and_(_LEFT.c.task_id == J.c.task_id, _LEFT.c.doc_id == J.c.left_doc))
-    .outerjoin(_RIGHT, and_(_RIGHT.c.task_id == J.c.task_id, _RIGHT.c.doc_id == J.c.right_doc))
-    .outerjoin(
-        _AB,
-        and_(
-            _AB.c.task_id == J.c.task_id,
-            _AB.c.first_doc == J.c.left_doc,
-            _AB.c.second_doc == J.c.right_doc,
-        ),
-    )
-    .outerjoin(
-        _BA,
-        and_(
-            _BA.c.task_id == J.c.task_id,
-            _BA.c.first_doc == J.c.right_doc,
-            _BA.c.second_doc == J.c.left_doc,
-        ),
-    )
-    .where(
-        T.c.collection_id == bindparam("collection_id"),
-        M.c.judge == bindparam("judge"),
-        J.c.task_id != bindparam("task_id"),
-        J.c.source == "person",
-        J.c.undone.is_(False),
-        or_(J.c.outcome == "left", J.c.outcome == "right"),
-        J.c.left_doc.is_not(None),
-    )
-    .order_by(J.c.id.desc())
-    .limit(bindparam("window"))
-)
+EVIDENCE = _evidence(M.c.judge == bindparam("judge"))
+#: :data:`EVIDENCE` for every judge version of one source (``judge LIKE 'bm25/%'``).
+SOURCE_EVIDENCE = _evidence(M.c.judge.like(bindparam("prefix")))
+
+
+def source_evidence(s: Session, collection_id: int, source: str) -> list[Any]:
+    """People's most recent pair answers (:data:`EVIDENCE_WINDOW`) on the collection's tasks
+    whose judge is of ``source`` (``bm25``, ``model:<id>``, ``llm``), as
+    :meth:`MachineStore.evidence` gives them for one version."""
+    values = {
+        "collection_id": collection_id,
+        "prefix": f"{source}/%",
+        "task_id": -1,
+        "window": EVIDENCE_WINDOW,
+    }
+    return list(s.execute(SOURCE_EVIDENCE, values))
 
 
 class _Statements:

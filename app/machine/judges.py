@@ -27,14 +27,14 @@ import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 from sqlalchemy.orm import Session
 
 from app.kernel.db import Database
-from app.kernel.errors import Invalid, NotFound
+from app.kernel.errors import Conflict, DomainError, Invalid, NotFound
 from app.kernel.models import Query
 from app.kernel.settings import Settings
 from app.machine import judge_repository as repository
@@ -45,6 +45,9 @@ from labeling.machine.calibration import Calibrator
 from labeling.machine.judges import Bm25Judge, JudgeQuery, LlmJudge
 from labeling.machine.llm_prompts import PAIRWISE_V1, PromptTemplate
 from labeling.retrieval.bm25 import Bm25Params
+
+if TYPE_CHECKING:
+    from ranking.estimators.base import Ranker
 
 #: The logistic scale of the score-based judges (one score point: P = 0.73).
 SCALE = 1.0
@@ -75,10 +78,51 @@ def run_id_of(source: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
+@dataclass(frozen=True, slots=True)
+class TrainedModel:
+    """A done training run as a judge's model (:func:`trained_model`)."""
+
+    run_id: int
+    collection_id: int
+    model: str
+    """The estimator's name (``ranknet``, ``listnet``, ...)."""
+    ranker: Ranker
+    width: int
+    """The feature vectors' width the model takes."""
+    features: Mapping[str, Any]
+    """What it trained on (the run's ``metrics.features``: source, feature set, width)."""
+
+
+def trained_model(s: Session, run_id: int, collection_id: int | None = None) -> TrainedModel:
+    """**The one place a training run becomes a judge's model** (``model:<run id>``): the run
+    must exist (404), belong to ``collection_id`` when given (422) and be done with a model
+    (409); its fitted model is rebuilt. :func:`check_source` and the task's scores
+    (:func:`prepare_scores`) use it, and so does :func:`app.training.judge.model_judge` (the
+    same model over features computed from the texts)."""
+    # The ranking core is loaded only where a model judges (as the training worker does).
+    from ranking.estimators.base import Ranker
+
+    run = repository.training_run(s, run_id)
+    if run is None:
+        raise NotFound(f"no training run with id {run_id}")
+    if collection_id is not None and run.collection_id != collection_id:
+        raise Invalid(
+            f"training run {run_id} belongs to collection {run.collection_id}, not {collection_id}"
+        )
+    if run.status != "done" or not run.model_json:
+        raise Conflict(f"training run {run_id} is not done (status {run.status}): it has no model")
+    ranker = Ranker.from_dict(run.model_json)
+    features = (run.metrics or {}).get("features") or {}
+    return TrainedModel(
+        run_id, run.collection_id, run.model, ranker, int(ranker.n_features_in_), features
+    )
+
+
 def check_source(s: Session, collection_id: int, source: str, settings: Settings) -> None:
     """422 naming ``options.machine.source`` unless the source can judge the collection: a
-    training run that exists, belongs to the collection and is done; ``llm`` only when a
-    model is configured (``HEAPJUDGE_LLM_MODEL``; the base URL has a default)."""
+    training run that exists, belongs to the collection and is done (:func:`trained_model`);
+    ``llm`` only when a model is configured (``HEAPJUDGE_LLM_MODEL``; the base URL has a
+    default)."""
     run_id = run_id_of(source)
     if source == "llm":
         if not settings.llm_model:
@@ -91,16 +135,10 @@ def check_source(s: Session, collection_id: int, source: str, settings: Settings
         if source != "bm25":
             raise Invalid(f"{FIELD}: unknown source {source!r} (bm25, model:<run id>, llm)")
         return
-    run = repository.training_run(s, run_id)
-    if run is None:
-        raise Invalid(f"{FIELD}: no training run with id {run_id}")
-    if run.collection_id != collection_id:
-        raise Invalid(
-            f"{FIELD}: training run {run_id} belongs to collection {run.collection_id}, not "
-            f"{collection_id}"
-        )
-    if run.status != "done" or not run.model_json:
-        raise Invalid(f"{FIELD}: training run {run_id} is not done (status {run.status})")
+    try:
+        trained_model(s, run_id, collection_id)
+    except DomainError as err:
+        raise Invalid(f"{FIELD}: {err.detail}") from None
 
 
 def llm_judge_version(settings: Settings) -> str:
@@ -172,21 +210,16 @@ def prepare_scores(
 def _model_scores(
     s: Session, query: Query, doc_ids: Sequence[str], source: str, run_id: int
 ) -> PreparedScores:
-    # The ranking core is loaded only where a model judges (as the training worker does).
-    from ranking.estimators.base import Ranker
-
-    run = repository.training_run(s, run_id)
-    assert run is not None and run.model_json  # check_source ran first
-    model = Ranker.from_dict(run.model_json)
-    width = int(model.n_features_in_)
+    trained = trained_model(s, run_id)  # check_source ran first
+    width = trained.width
     features = repository.pool_features(s, query.id)
     docs = [d for d in doc_ids if isinstance(features.get(d), list) and len(features[d]) == width]
     scores: dict[str, float] = {}
     if docs:
         x = np.asarray([features[d] for d in docs], dtype=np.float64)
-        predicted = np.asarray(model.predict(x), dtype=np.float64).reshape(-1)
+        predicted = np.asarray(trained.ranker.predict(x), dtype=np.float64).reshape(-1)
         scores = {d: float(v) for d, v in zip(docs, predicted, strict=True) if math.isfinite(v)}
-    judge = f"{source}/{run.model}/features={width}/scale={SCALE:g}"
+    judge = f"{source}/{trained.model}/features={width}/scale={SCALE:g}"
     return PreparedScores(source, judge, scores)
 
 

@@ -27,7 +27,12 @@ from app.kernel.db import Database
 from app.kernel.models import Query, utcnow
 from app.kernel.settings import Settings
 from app.machine import judges
-from app.machine.judge_repository import MachineStore, save_machine, save_opinions
+from app.machine.judge_repository import (
+    MachineStore,
+    save_machine,
+    save_opinions,
+    source_evidence,
+)
 from app.machine.llm import LlmUsage
 from app.machine.repository import collection_usage
 from labeling.machine.judges import JudgeQuery
@@ -151,3 +156,21 @@ def machine_usage(*, db: Database, collection_id: int) -> dict[str, Any]:
         "budget": budget,
         "studies": studies,
     }
+
+
+def people_agreement(db: Database, collection_id: int, source: str) -> tuple[int, int]:
+    """``(agree, pairs)``: on people's most recent pair answers (the study calibration's
+    window) in the collection's tasks with a judge of ``source``, how often the judge's raw
+    opinion (:func:`app.machine.judges.evidence_probability`, above or below 1/2) named the
+    person's winner; pairs without an opinion (or exactly 1/2) are not counted. These are the
+    pairs the machine left to people and the audits: harder than random pairs."""
+    with db.read() as s:
+        rows = source_evidence(s, collection_id, source)
+    agree = pairs = 0
+    for outcome, *numbers in rows:
+        p = judges.evidence_probability(*numbers)
+        if math.isnan(p) or p == 0.5:
+            continue
+        pairs += 1
+        agree += (p > 0.5) == (outcome == "left")
+    return agree, pairs

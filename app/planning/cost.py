@@ -14,7 +14,17 @@ A top-k task's expected judgments depend on the order its documents come in:
   (:func:`labeling.study.estimates.simulated_judgments`), times ``1 + reask_fraction``.
 
 The 95th percentile of a task's judgments always comes from the simulation (random order
-without a prior). Minutes = judgments × the time model's mean seconds per judgment
+without a prior).
+
+**With a machine judge** (option ``machine``, a ``+assist`` strategy), each ``+assist`` row
+also shows the strategy with the machine (:func:`machine_cost`): people's judgments and the
+machine's answers per task by simulation
+(:func:`labeling.study.estimates.assisted_judgments`: a machine of pairwise accuracy
+``machine_accuracy`` on random pairs, :data:`ASSUMED_MACHINE_ACCURACY` unless given, the
+documents in its order, the calibration learned from people's answers as the study
+proceeds), and people's minutes only (a machine's answer costs no one's time). The figures
+without the machine are the row's own: a ``+assist`` strategy without a machine asks what
+its inner strategy asks. Minutes = judgments × the time model's mean seconds per judgment
 (:class:`labeling.study.simulation.TimeModel`: ``PAIR_SECONDS`` = 13.87/2.5 = 5.55 s per pair,
 ``GRADE_SECONDS`` = 13.87 s per grade, after Niu et al., SIGIR 2012, Table 1).
 """
@@ -30,8 +40,18 @@ from labeling.errors import ConfigError
 from labeling.protocol.options import validate_options
 from labeling.protocol.session import open_session
 from labeling.strategies.registry import SEPARATOR, STRATEGIES, check_strategy_name
-from labeling.study.estimates import ASSUMED_PRIOR_CORRELATION, simulated_judgments
+from labeling.study.estimates import (
+    ASSUMED_PRIOR_CORRELATION,
+    assisted_judgments,
+    simulated_judgments,
+)
 from labeling.study.simulation import GRADE_SECONDS, PAIR_SECONDS
+
+#: The machine's pairwise accuracy on random pairs the preview assumes (parameter
+#: ``machine_accuracy``): 0.8, the accuracy of the ``machine0.8`` scenario
+#: (docs/machine-judges.md#measured); BM25 on Cranfield's pools is of that order. A plan names
+#: another with ``machine_accuracy``.
+ASSUMED_MACHINE_ACCURACY = 0.8
 
 #: What the preview's expected judgments and minutes mean (shown with them).
 COST_MODEL: dict[str, str | float] = {
@@ -47,6 +67,12 @@ COST_MODEL: dict[str, str | float] = {
     "seconds_per_grade": GRADE_SECONDS,
     "minutes": "judgments times the time model's mean seconds per judgment "
     "(labeling.study.simulation.TimeModel: 13.87 s per grade, 13.87/2.5 = 5.55 s per pair)",
+    "with_machine": "a +assist strategy with the plan's machine judge: people's judgments and "
+    "the machine's answers per task, the mean of simulated queries of one study (a machine of "
+    "pairwise accuracy machine_accuracy on random pairs, a Thurstone model; documents in the "
+    "same order as without it; its calibration learned from people's answers as the study "
+    "proceeds); minutes are people's time only",
+    "machine_accuracy": ASSUMED_MACHINE_ACCURACY,
 }
 
 #: A query's resolved prior: (initial_order, recorded prior spec).
@@ -54,9 +80,9 @@ Resolved = tuple[list[str] | None, str]
 
 
 #: Options set per task that do not change its expected count (the prior's order counts only
-#: as "a prior or none"; who gets the repeats does not change how many there are), and
-#: ``machine``, not simulated here: a ``+assist`` strategy is costed as its people-only
-#: inner strategy (an upper bound on the people's questions).
+#: as "a prior or none"; who gets the repeats does not change how many there are; the machine
+#: is counted apart, by :func:`machine_cost`: without it a +assist strategy asks what its
+#: inner strategy asks).
 _PER_TASK = ("initial_order", "prior", "second_assessor", "machine")
 
 
@@ -90,7 +116,17 @@ def task_cost(method: str, doc_ids: list[str], *, k: int, options: dict[str, Any
     prior = options.get("initial_order") is not None
     rest = {key: v for key, v in options.items() if key not in _PER_TASK}
     opts = validate_options("topk", rest)
+    # Without a machine a +assist strategy asks exactly what its inner strategy asks; its own
+    # progress model at the start (the inner expectation times the Laplace share of people's
+    # answers, 1/2) would halve the count. The machine's part is machine_cost's.
+    opts["strategy"] = without_assist(str(opts["strategy"]))
     return _topk_cost(n, k, tuple(sorted(opts.items())), prior)
+
+
+def without_assist(strategy: str) -> str:
+    """``strategy`` without the ``assist`` modifier (``insertion+assist+robust`` ->
+    ``insertion+robust``): what it asks people without a machine."""
+    return SEPARATOR.join(p for p in strategy.split(SEPARATOR) if p != "assist")
 
 
 @lru_cache(maxsize=4096)
@@ -183,6 +219,87 @@ def _accepted(name: str) -> bool:
     return True
 
 
+@dataclass(frozen=True, slots=True)
+class MachineCost:
+    """One ``+assist`` task with a machine: people's ``human_judgments`` (and their
+    ``human_p95``), the machine's ``machine_answers`` and people's ``minutes``."""
+
+    human_judgments: float
+    human_p95: float
+    machine_answers: float
+    minutes: float
+
+
+def machine_cost(
+    strategy: str,
+    n: int,
+    *,
+    k: int,
+    accuracy: float,
+    prior: bool = False,
+    reask_fraction: float = 0.0,
+) -> MachineCost | None:
+    """:class:`MachineCost` of a ``strategy`` task on ``n`` documents with a machine of
+    pairwise accuracy ``accuracy`` (module docstring), on the order the task's figures
+    without the machine assume (``prior``: a prior of correlation
+    :data:`ASSUMED_PRIOR_CORRELATION`; else random); None for a strategy without ``assist``
+    (the machine never answers there). Re-asks multiply people's judgments by
+    ``1 + reask_fraction``, as in :func:`task_cost`."""
+    if "assist" not in strategy.split(SEPARATOR)[1:]:
+        return None
+    if n == 0:
+        return MachineCost(0.0, 0.0, 0.0, 0.0)
+    est = assisted_judgments(strategy, n, k, accuracy, ASSUMED_PRIOR_CORRELATION if prior else None)
+    reasks = 1.0 + reask_fraction
+    human = est.human_mean * reasks
+    return MachineCost(human, est.human_p95 * reasks, est.machine_mean, human * PAIR_SECONDS / 60)
+
+
+def _with_machine(
+    name: str,
+    k: int,
+    pools: Mapping[str, list[str]],
+    resolved: Mapping[str, Resolved],
+    topk: Sequence[str],
+    accuracy: float,
+    reask_fraction: float,
+    graded_j: float,
+) -> dict[str, Any] | None:
+    """The ``with_machine`` part of a strategy row (:func:`strategy_rows`), or None."""
+    per_query: dict[str, MachineCost | None] = {}
+    for q in dict.fromkeys(topk):
+        try:
+            per_query[q] = machine_cost(
+                name,
+                len(pools.get(q, [])),
+                k=k,
+                accuracy=accuracy,
+                prior=resolved[q][0] is not None,
+                reask_fraction=reask_fraction,
+            )
+        except ConfigError:
+            per_query[q] = MachineCost(0.0, 0.0, 0.0, 0.0)
+    costs = [c for q in topk if (c := per_query[q]) is not None]
+    if not costs or len(costs) != len(topk):
+        return None
+    count = len(costs)
+    human = sum(c.human_judgments for c in costs)
+    minutes = sum(c.minutes for c in costs)
+    machine = sum(c.machine_answers for c in costs)
+    return {
+        "machine_accuracy": accuracy,
+        "human_judgments_per_task": round(human / count, 1),
+        "human_p95_per_task": round(sum(c.human_p95 for c in costs) / count, 1),
+        "machine_answers_per_task": round(machine / count, 1),
+        "minutes_per_task": round(minutes / count, 1),
+        "topk_human_judgments": round(human, 1),
+        "topk_machine_answers": round(machine, 1),
+        "topk_minutes": round(minutes, 1),
+        "judgments": round(human + graded_j, 1),
+        "minutes": round(minutes + graded_j * GRADE_SECONDS / 60.0, 1),
+    }
+
+
 def strategy_rows(
     k: int,
     options: dict[str, dict[str, Any]],
@@ -190,14 +307,23 @@ def strategy_rows(
     resolved: Mapping[str, Resolved],
     tasks: Sequence[tuple[str, str]],
     candidates: Sequence[str],
+    machine_accuracy: float | None = None,
 ) -> list[dict[str, Any]]:
     """One row per strategy in ``candidates`` for the plan as chosen (its pools, priors,
     options and ``(query_id, method)`` tasks): per top-k task (the mean over the plan's top-k
     tasks) ``judgments_per_task``, ``p95_per_task`` and ``minutes_per_task``; over all top-k
     tasks ``topk_judgments`` and ``topk_minutes``; for the whole plan (top-k and graded tasks)
-    ``judgments`` and ``minutes``. ``chosen`` marks the plan's strategy. The one place the
-    preview's comparison table comes from."""
+    ``judgments`` and ``minutes``. ``chosen`` marks the plan's strategy. When the plan's
+    top-k tasks have a machine judge (option ``machine``), ``with_machine`` holds a
+    ``+assist`` row's figures with it (people's judgments and minutes, the machine's
+    answers: :func:`_with_machine`, a machine of pairwise accuracy ``machine_accuracy``,
+    :mod:`app.planning.machine` says which) beside the row's own, which are without it; None
+    on the other rows, without a machine or without an accuracy (plan creation). The one
+    place the preview's comparison table comes from."""
     chosen = str(options["topk"]["strategy"])
+    machine = options["topk"].get("machine") is not None and machine_accuracy is not None
+    accuracy = float(machine_accuracy or ASSUMED_MACHINE_ACCURACY)
+    reasks = float(options["topk"].get("reask_fraction") or 0.0)
     graded = [q for q, method in tasks if method == "graded"]
     graded_j = float(sum(len(pools.get(q, [])) for q in graded))
     topk = [q for q, method in tasks if method == "topk" and q in resolved]
@@ -228,6 +354,11 @@ def strategy_rows(
                 "topk_minutes": round(minutes, 1),
                 "judgments": round(judgments + graded_j, 1),
                 "minutes": round(minutes + graded_j * GRADE_SECONDS / 60.0, 1),
+                "with_machine": (
+                    _with_machine(name, k, pools, resolved, topk, accuracy, reasks, graded_j)
+                    if machine
+                    else None
+                ),
             }
         )
     return rows

@@ -69,6 +69,13 @@ class PlanIn(StrictModel):
         "model:<training run id> or llm; copied into each topk task's options.machine "
         "(docs/machine-judges.md#the-service).",
     )
+    machine_accuracy: float | None = Field(
+        default=None,
+        gt=0.5,
+        le=1.0,
+        description="The machine's pairwise accuracy on random pairs that the preview's "
+        "figures with the machine assume (default 0.8; docs/admin-guide.md#plan-preview).",
+    )
     second_opinions: bool = Field(
         default=True,
         description="With a +robust strategy, each topk task's repeats go to the plan's other "
@@ -93,6 +100,7 @@ class PlanIn(StrictModel):
             prior=self.prior,
             prior_run=self.prior_run,
             machine=self.machine,
+            machine_accuracy=self.machine_accuracy,
             second_opinions=self.second_opinions,
         )
 

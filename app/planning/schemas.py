@@ -43,6 +43,36 @@ class PoolSummaryOut(BaseModel):
     mean: float
 
 
+class MachineAccuracyOut(BaseModel):
+    """The machine's assumed pairwise accuracy on random pairs: ``given`` in the plan,
+    ``measured`` on the collection (people's agreement with its opinions on the pairs they
+    answered: a lower bound), or ``assumed`` (0.8)."""
+
+    value: float
+    source: str
+    pairs: int = Field(
+        description="People's answers on the judge's pairs in the collection (measured when "
+        "at least 50)."
+    )
+
+
+class MachineRowOut(BaseModel):
+    """A ``+assist`` strategy's expected cost with the plan's machine judge (people's
+    judgments and minutes, the machine's answers), by simulation with a machine of pairwise
+    accuracy ``machine_accuracy`` (docs/admin-guide.md#plan-preview)."""
+
+    machine_accuracy: float
+    human_judgments_per_task: float
+    human_p95_per_task: float
+    machine_answers_per_task: float
+    minutes_per_task: float = Field(description="People's time only.")
+    topk_human_judgments: float
+    topk_machine_answers: float
+    topk_minutes: float
+    judgments: float = Field(description="People's judgments, all tasks of the plan.")
+    minutes: float = Field(description="People's minutes, all tasks of the plan.")
+
+
 class StrategyRowOut(BaseModel):
     """The plan's expected cost with one top-k strategy (per task: the mean over its top-k
     tasks; totals: over all tasks)."""
@@ -57,6 +87,11 @@ class StrategyRowOut(BaseModel):
     topk_minutes: float = Field(description="All top-k tasks.")
     judgments: float = Field(description="All tasks of the plan (top-k and graded).")
     minutes: float = Field(description="All tasks of the plan (top-k and graded).")
+    with_machine: MachineRowOut | None = Field(
+        default=None,
+        description="With the plan's machine judge (a +assist row; the row's own figures are "
+        "without it); null without a machine or for a strategy without +assist.",
+    )
 
 
 class PlannedTaskOut(BaseModel):
@@ -99,6 +134,11 @@ class PlanPreviewOut(BaseModel):
     )
     totals: dict[str, float] = Field(description="Expected judgments and minutes of the plan.")
     cost_model: dict[str, str | float] = Field(description="How the costs are estimated.")
+    machine_accuracy: MachineAccuracyOut | None = Field(
+        default=None,
+        description="With a machine: the pairwise accuracy the figures with it assume and "
+        "where it comes from (docs/admin-guide.md#plan-preview).",
+    )
     pool: PoolSummaryOut
     constraints: list[ConstraintOut] = Field(
         description="The constraints that apply to this plan, each saying whether it holds."

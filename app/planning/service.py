@@ -54,6 +54,7 @@ from app.planning.cost import (
     strategy_candidates,
     strategy_rows,
 )
+from app.planning.machine import MachineAccuracy, preview_accuracy
 from app.planning.pooling import (
     RANKED_POOLS,
     STORED_POOL,
@@ -193,7 +194,11 @@ def preview_plan(*, db: Database, spec: PlanSpec) -> PlanPreview:
         if not repository.collection_exists(s, spec.collection_id):
             raise NotFound(f"no collection with id {spec.collection_id}")
         machine.check_machine(s, spec.collection_id, options["topk"], db.settings)
-        return _preview_in(s, spec, options, prior)[0]
+    source = (options["topk"].get("machine") or {}).get("source")
+    accuracy = preview_accuracy(db, spec.collection_id, source, spec.machine_accuracy)
+    with db.read() as s:
+        preview = _preview_in(s, spec, options, prior, accuracy)[0]
+    return preview
 
 
 def _query_ids(spec: PlanSpec, all_queries: Mapping[str, Query]) -> list[str]:
@@ -286,10 +291,16 @@ def _violations(
 
 
 def _preview_in(
-    s: Any, spec: PlanSpec, options: dict[str, dict[str, Any]], prior: PriorSource
+    s: Any,
+    spec: PlanSpec,
+    options: dict[str, dict[str, Any]],
+    prior: PriorSource,
+    accuracy: MachineAccuracy | None = None,
 ) -> tuple[PlanPreview, dict[str, list[str]], dict[str, Resolved]]:
     """The preview computed with session ``s`` (read or write transaction) on an existing
-    collection, plus the pools and each top-k query's resolved prior.
+    collection, plus the pools and each top-k query's resolved prior; with a machine's
+    ``accuracy``, the strategies' figures with the machine too (the preview's, never
+    :func:`create_plan`'s: no simulation inside its write transaction).
 
     :func:`create_plan` calls this inside its write transaction, so the check against the
     existing tasks sees every plan committed before it (see there)."""
@@ -353,7 +364,9 @@ def _preview_in(
             resolved,
             pairs,
             strategy_candidates(options["topk"]["strategy"]),
+            None if accuracy is None else accuracy.value,
         ),
+        machine_accuracy=None if accuracy is None else accuracy.as_dict(),
     )
     return preview, pools, resolved
 

@@ -56,6 +56,10 @@ class PlanSpec:
     machine: str | None = None
     """The top-k tasks' machine judge (``bm25``, ``model:<run id>``, ``llm``; a ``+assist``
     strategy), copied into every top-k task's options (docs/machine-judges.md#the-service)."""
+    machine_accuracy: float | None = None
+    """The machine's pairwise accuracy on random pairs the preview's figures with the machine
+    assume (None: measured on the collection, else
+    :data:`app.planning.cost.ASSUMED_MACHINE_ACCURACY`, 0.8; :mod:`app.planning.machine`)."""
     second_opinions: bool = True
     """With a ``+robust`` strategy: route each top-k task's repeats to the plan's other top-k
     assessors of its query (option ``second_assessor``; docs/noise.md#routing-re-asks-to-a-
@@ -109,6 +113,9 @@ class PlanPreview:
     (:func:`app.planning.checks.constraints`)."""
     strategies: list[dict[str, Any]] = field(default_factory=list)
     """Every strategy side by side for this plan (:func:`app.planning.cost.strategy_rows`)."""
+    machine_accuracy: dict[str, Any] | None = None
+    """With a machine: the pairwise accuracy its figures assume and where it comes from
+    (:class:`app.planning.machine.MachineAccuracy`: value, source, pairs, judges)."""
 
     @property
     def strategy(self) -> str:
@@ -141,6 +148,7 @@ class PlanPreview:
             "pool": self.pool,
             "constraints": self.constraints,
             "strategies": self.strategies,
+            "machine_accuracy": self.machine_accuracy,
         }
 
 

@@ -8,8 +8,16 @@ there; the REST API, the runs page and the CLI list them from this registry.
 
 * ``qrels``   the imported grades (``document.grade``, from a qrels file or the NDJSON import):
   TREC qrels, graded 0..4;
-* ``topk``    human top-k κ-labels: per query the first finished top-k task (as the exports'
-  ``source=first``), a top-k truth (its ordered top and the rest of its pool);
+* ``topk``    top-k κ-labels: per query the first finished top-k task (as the exports'
+  ``source=first``), a top-k truth (its ordered top and the rest of its pool) from every
+  answer. Where a machine answered (docs/machine-judges.md#the-service) they are **hybrid**
+  (people's and the machine's answers; the exports' ``labels=hybrid``) and titled so;
+  without machine answers they are people's alone;
+* ``topk-human`` the same tasks' human-decided top-k κ-labels: only the documents no machine
+  answer compared (the exports' ``labels=human``, docs/exports.md#machine-answers: ``top``
+  and ``rest`` without the documents a machine answer touched, which stay unjudged); the same
+  as ``topk`` where no machine answered. ``topk`` against ``topk-human`` is the agreement of
+  the hybrid labels with the people's on the system ordering;
 * ``grades``  human grades: per query the first finished graded task's five grades, as qrels.
 """
 
@@ -42,6 +50,9 @@ class LabelSetSource:
     queries: Callable[[Database, int], int]
     """How many of the collection's queries it labels (0: not available)."""
     load: Callable[[Database, int], Truth]
+    machine_title: str | None = None
+    """The title when a machine answered in the collection's finished top-k tasks (None: the
+    same title either way)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,20 +91,32 @@ def _finished(method: str) -> Callable[[Database, int], int]:
 
 
 def _request(collection_id: int, labels: str) -> exports.ExportRequest:
-    fmt = "topk-jsonl" if labels == "kappa" else "grades-qrels"
+    fmt = "grades-qrels" if labels == "grades" else "topk-jsonl"
     return exports.resolve(
         exports.ExportRequest(collection_id=collection_id, format=fmt, labels=labels)
     )
 
 
-def _human_topk(db: Database, collection_id: int) -> Truth:
-    req = _request(collection_id, "kappa")
+def _topk_truth(db: Database, collection_id: int, labels: str) -> list[TopKTruth]:
+    """The top-k truths the ``topk-jsonl`` export writes with ``labels`` (hybrid or human)
+    and ``source=first``."""
+    req = _request(collection_id, labels)
     with db.read() as s:
-        truths = [
+        return [
             TopKTruth(ql.query_id, int(ql.k or len(ql.top)), tuple(ql.top), tuple(ql.rest))
             for ql in query_labels(s, req)
         ]
-    return Truth("topk", "human top-k κ-labels", topk=truths)
+
+
+def _hybrid_topk(db: Database, collection_id: int) -> Truth:
+    return Truth(
+        "topk", _topk_title(db, collection_id), topk=_topk_truth(db, collection_id, "hybrid")
+    )
+
+
+def _human_topk(db: Database, collection_id: int) -> Truth:
+    truths = _topk_truth(db, collection_id, "human")
+    return Truth("topk", LABEL_SETS["topk-human"].title, topk=truths)
 
 
 def _human_grades(db: Database, collection_id: int) -> Truth:
@@ -121,7 +144,18 @@ LABEL_SETS: dict[str, LabelSetSource] = {
             "topk",
             "topk",
             "human top-k κ-labels",
-            "per query the first finished top-k task: its ordered top k, the rest of its pool 0",
+            "per query the first finished top-k task: its ordered top k, the rest of its pool 0 "
+            "(with a machine judge: from people's and the machine's answers, hybrid)",
+            _finished("topk"),
+            _hybrid_topk,
+            machine_title="hybrid top-k κ-labels (people and machine)",
+        ),
+        LabelSetSource(
+            "topk-human",
+            "topk",
+            "human-decided top-k κ-labels",
+            "the same tasks' κ-labels of only the documents no machine answer compared (the "
+            "others unjudged); the same as topk where no machine answered",
             _finished("topk"),
             _human_topk,
         ),
@@ -143,12 +177,33 @@ def _require_collection(db: Database, collection_id: int) -> None:
             raise NotFound(f"no collection with id {collection_id}")
 
 
+def _machine_answered(db: Database, collection_id: int) -> bool:
+    with db.read() as s:
+        return repository.has_machine_answers(s, collection_id)
+
+
+def _title(src: LabelSetSource, machine: bool) -> str:
+    return src.machine_title if machine and src.machine_title else src.title
+
+
+def _topk_title(db: Database, collection_id: int) -> str:
+    return _title(LABEL_SETS["topk"], _machine_answered(db, collection_id))
+
+
 def label_sets(*, db: Database, collection_id: int) -> list[LabelSet]:
     """Every label set of :data:`LABEL_SETS` for the collection, with how many queries it
-    labels (0: not available yet)."""
+    labels (0: not available yet); ``topk`` is titled hybrid when a machine answered in the
+    collection's finished top-k tasks."""
     _require_collection(db, collection_id)
+    machine = _machine_answered(db, collection_id)
     return [
-        LabelSet(src.key, src.kind, src.title, src.description, src.queries(db, collection_id))
+        LabelSet(
+            src.key,
+            src.kind,
+            _title(src, machine),
+            src.description,
+            src.queries(db, collection_id),
+        )
         for src in LABEL_SETS.values()
     ]
 

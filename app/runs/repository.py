@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import delete, func, insert, select
 from sqlalchemy.orm import Session
 
-from app.kernel.models import Collection, Document, Query, Run, RunQuery
+from app.kernel.models import Collection, Document, Judgment, Query, Run, RunQuery, Task
 
 
 def collection_exists(s: Session, collection_id: int) -> bool:
@@ -102,3 +102,21 @@ def graded_query_count(s: Session, collection_id: int) -> int:
         Document.collection_id == collection_id, Document.grade.is_not(None)
     )
     return int(s.scalar(stmt) or 0)
+
+
+def has_machine_answers(s: Session, collection_id: int) -> bool:
+    """Whether a live machine answer is in a finished top-k task of the collection (the
+    ``topk`` label set is then hybrid); one row fetched at most."""
+    stmt = (
+        select(Judgment.id)
+        .join(Task, Task.id == Judgment.task_id)
+        .where(
+            Task.collection_id == collection_id,
+            Task.method == "topk",
+            Task.status == "done",
+            Judgment.source == "machine",
+            Judgment.undone.is_(False),
+        )
+        .limit(1)
+    )
+    return s.execute(stmt).first() is not None

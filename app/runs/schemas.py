@@ -45,7 +45,9 @@ class RunDeletedOut(BaseModel):
 
 
 class LabelSetOut(BaseModel):
-    key: str = Field(description="Stable key: qrels, topk, grades.")
+    key: str = Field(
+        description="Stable key: qrels, topk (hybrid where a machine answered), topk-human, grades."
+    )
     kind: str = Field(description="qrels (graded) or topk (a top-k truth).")
     title: str
     description: str

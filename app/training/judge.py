@@ -17,7 +17,8 @@ from collections import OrderedDict
 from typing import Any
 
 from app.kernel.db import Database
-from app.kernel.errors import Conflict, Invalid, NotFound
+from app.kernel.errors import Invalid
+from app.machine.judges import trained_model
 from app.training import repository
 from app.training.features import FEATURE_SET, FEATURE_SET_VERSION, collection_extractor
 from labeling.machine.features import FeatureExtractor
@@ -46,23 +47,18 @@ def _extractor(s: Any, collection_id: int) -> FeatureExtractor:
 
 
 def model_judge(*, db: Database, run_id: int, scale: float = 1.0) -> FeatureModelJudge:
-    """The judge ``model:<run_id>`` (module docstring); NotFound, Conflict for a run that is
-    not done, Invalid for one that did not train on heapjudge's text features."""
-    from ranking.estimators import Ranker
-
+    """The judge ``model:<run_id>`` (module docstring) over the run's model as
+    :func:`app.machine.judges.trained_model` checks and rebuilds it (the one place a training
+    run becomes a judge): NotFound, Conflict for a run that is not done, Invalid for one that
+    did not train on heapjudge's text features."""
     with db.read() as s:
-        run = repository.run_by_id(s, run_id)
-        if run is None:
-            raise NotFound(f"no training run with id {run_id}")
-        if run.status != "done" or run.model_json is None:
-            raise Conflict(f"training run {run_id} is {run.status}, not done: it has no model")
-        trained = ((run.metrics or {}).get("features") or {}).get("feature_set") or {}
-        if (trained.get("name"), trained.get("version")) != (FEATURE_SET, FEATURE_SET_VERSION):
+        trained = trained_model(s, run_id)
+        fs = trained.features.get("feature_set") or {}
+        if (fs.get("name"), fs.get("version")) != (FEATURE_SET, FEATURE_SET_VERSION):
             raise Invalid(
                 f"training run {run_id} did not train on heapjudge's text features "
                 f"({FEATURE_SET} v{FEATURE_SET_VERSION}), so it cannot judge a query from its "
                 'texts: train a run with options.features = "text"'
             )
-        extractor = _extractor(s, run.collection_id)
-        model = Ranker.from_dict(run.model_json)
-    return FeatureModelJudge(extractor, model, name=f"model:{run_id}", scale=scale)
+        extractor = _extractor(s, trained.collection_id)
+    return FeatureModelJudge(extractor, trained.ranker, name=f"model:{run_id}", scale=scale)

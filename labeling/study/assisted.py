@@ -36,7 +36,10 @@ from labeling.machine.judges import JudgeQuery, ThurstoneJudge
 from labeling.machine.opinion import JudgeOpinion
 from labeling.strategies.assist import AssistStrategy
 from labeling.strategies.registry import resolve_strategy
-from labeling.study.simulation import StudyTrial, drive, scenario_assessor
+from labeling.study.simulation import StudyTrial, drive, prior_order, scenario_assessor
+
+#: ``compare_assisted``'s default order: the machine's own (the judge serving as the prior).
+MACHINE_ORDER = "machine"
 
 #: The machine scenarios of ``heapjudge simulate --compare``.
 MACHINE_SCENARIOS: tuple[str, ...] = ("machine0.8", "machine0.8+flip0.1")
@@ -72,10 +75,21 @@ def machine_trial(
 
 
 def compare_assisted(
-    strategy: str, scenario: str, n: int, k: int, trials: int, *, seed: int = 0
+    strategy: str,
+    scenario: str,
+    n: int,
+    k: int,
+    trials: int,
+    *,
+    seed: int = 0,
+    order: str | float | None = MACHINE_ORDER,
 ) -> list[StudyTrial]:
     """``trials`` queries of one study (module docstring) run by ``strategy`` in a machine
-    ``scenario``; ``judgments`` counts human answers, ``machine_answers`` the machine's."""
+    ``scenario``; ``judgments`` counts human answers, ``machine_answers`` the machine's.
+    ``order``: the documents in the machine's order (:data:`MACHINE_ORDER`, the default), in
+    random order (None), or in the order of a prior of that correlation with the latent
+    values (:func:`labeling.study.simulation.prior_order`) — the plan preview compares a
+    strategy with and without the machine on the same order."""
     if n < 1 or k < 1 or trials < 1:
         raise ConfigError(f"n, k and trials must be >= 1, got n={n}, k={k}, trials={trials}")
     accuracy, flip = parse_machine_scenario(scenario)
@@ -85,14 +99,18 @@ def compare_assisted(
     out: list[StudyTrial] = []
     for t in range(trials):
         rng = random.Random(f"{seed}:{t}")
-        latent, judge, query, order = machine_trial(rng, docs, accuracy, f"q{t}")
+        latent, judge, query, shown = machine_trial(rng, docs, accuracy, f"q{t}")
+        if order is None:
+            shown = sorted(docs, key=lambda _doc: rng.random())
+        elif order != MACHINE_ORDER:
+            shown = prior_order(latent, float(order), rng)
         truth = sorted(docs, key=lambda doc: -latent[doc])
         rank = {doc: r for r, doc in enumerate(truth)}
         person = scenario_assessor("flip0.1" if flip else "random", rank, rng.getrandbits(32))
         person.flip = flip
         opinion = JudgeOpinion(judge, query, study)
         top, rest, humans, machines, state = drive(
-            cls, order, k, person, machine=opinion, seed=rng.getrandbits(32)
+            cls, shown, k, person, machine=opinion, seed=rng.getrandbits(32)
         )
         if isinstance(state, AssistStrategy) and state.evidence:
             raw = [round(opinion.raw[(a, b)], STUDY_ROUNDING) for a, b, _, _ in state.evidence]

@@ -34,6 +34,7 @@ from functools import lru_cache
 
 from labeling.errors import ConfigError
 from labeling.strategies.registry import resolve_strategy
+from labeling.study.assisted import compare_assisted, parse_machine_scenario
 from labeling.study.simulation import prior_order, run_strategy, scenario_assessor
 
 #: The correlation with the truth assumed for a prior order (see the module docstring).
@@ -103,3 +104,54 @@ def simulated_judgments(
         )
         counts.append(run_strategy(cls, order, k, person, cache=cache)[2])
     return Estimate(sum(counts) / trials, percentile(counts, 0.95), trials)
+
+
+@dataclass(frozen=True, slots=True)
+class AssistedEstimate:
+    """A ``+assist`` task with a machine judge: people's judgments (``human_mean``,
+    ``human_p95``) and the machine's answers (``machine_mean``) over ``trials`` simulated
+    queries of one study."""
+
+    human_mean: float
+    human_p95: float
+    machine_mean: float
+    trials: int
+
+
+#: At most this many simulated queries per assisted estimate (each runs the strategy with a
+#: machine and a calibration learned from the earlier ones).
+MAX_ASSISTED_TRIALS = 60
+
+
+@lru_cache(maxsize=1024)
+def assisted_judgments(
+    strategy: str,
+    n: int,
+    k: int,
+    accuracy: float,
+    correlation: float | None = None,
+    *,
+    seed: int = 0,
+) -> AssistedEstimate:
+    """People's judgments and the machine's answers of ``strategy`` (a ``+assist`` strategy)
+    on ``n`` documents at ``k`` with a machine of pairwise accuracy ``accuracy`` on random
+    pairs, by :func:`labeling.study.assisted.compare_assisted`: a Thurstone machine
+    (``σ = tan(π(1 − A))`` on the normal scale), the documents in the order of a prior of
+    ``correlation`` with the truth or random (None) as in :func:`simulated_judgments` (the
+    same order the strategy without the machine is estimated on), a consistent person, the
+    calibration learned from the earlier simulated queries' human answers (isotonic, the
+    default prior), ``min(trials_for(n), MAX_ASSISTED_TRIALS)`` queries. The p95 is the
+    nearest-rank 95th percentile."""
+    if n < 1 or k < 1:
+        raise ConfigError(f"n and k must be >= 1, got n={n}, k={k}")
+    scenario = f"machine{accuracy:g}"
+    parse_machine_scenario(scenario)  # refuses an accuracy outside (1/2, 1]
+    trials = min(trials_for(n), MAX_ASSISTED_TRIALS)
+    runs = compare_assisted(strategy, scenario, n, k, trials, seed=seed, order=correlation)
+    humans = [r.judgments for r in runs]
+    return AssistedEstimate(
+        sum(humans) / trials,
+        percentile(humans, 0.95),
+        sum(r.machine_answers for r in runs) / trials,
+        trials,
+    )

@@ -138,6 +138,16 @@ def test_rotation_plan_and_progress_fragment(site: dict[str, Any]) -> None:
     }
     preview = client.post(f"/admin/collections/{cid}/plan", data=plan)
     assert "All constraints hold" in preview.text and "Create 32 tasks" in preview.text
+    # With a machine judge, each +assist row has its "with the machine" row beside it.
+    assisted = client.post(
+        f"/admin/collections/{cid}/plan",
+        data={**plan, "strategy": "insertion+assist", "machine": "bm25"},
+    )
+    assert assisted.status_code == 200
+    assert assisted.text.count('data-machine="1"') == 4
+    assert "insertion+assist with the machine" in assisted.text
+    assert 'id="plan-machine-model"' in assisted.text and "pairwise accuracy 0.8" in assisted.text
+    assert 'data-machine="1"' not in preview.text
     created = client.post(f"/admin/collections/{cid}/plan", data={**plan, "create": "1"})
     assert "Created 32 tasks" in created.text
     fragment = client.get(f"/admin/collections/{cid}/progress-fragment")

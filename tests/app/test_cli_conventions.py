@@ -70,7 +70,8 @@ def test_the_tree_is_complete() -> None:
     } <= names
     assert {"admin progress", "admin plan", "db upgrade", "db current"} <= names
     assert "analysis calibration" in names
-    assert len(LEAVES) == 35
+    assert "admin runs label-sets" in names
+    assert len(LEAVES) == 36
 
 
 @pytest.mark.parametrize("path", ALL, ids=lambda p: " ".join(p) or "heapjudge")

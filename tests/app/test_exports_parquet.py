@@ -21,6 +21,7 @@ from app.exports.service import FORMATS
 from ranking.io.letor import read_letor
 from tests.app.admin_support import judge_task, make_collection
 from tests.app.conftest import Api
+from tests.app.machine_support import judge_consistently, machine_collection, machine_task
 
 K = 3
 ASSESSORS = ("pq1", "pq2")
@@ -44,6 +45,9 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "assessors": "list<element: string>",
         "task_ids": "list<element: int64>",
         "broken": "list<element: struct<doc_id: string, reason: string>>",
+        "machine_answers": "int64",
+        "judge": "string",
+        "human_decided": "list<element: string>",
     },
     "letor-parquet": {
         "label": "int64",
@@ -67,6 +71,9 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "reason": "string",
         "comment": "string",
         "answered_by": "string",
+        "source": "string",
+        "machine_version": "string",
+        "probability": "double",
     },
 }
 
@@ -152,12 +159,17 @@ def test_topk_parquet_equals_the_jsonl(api: Api, labelled: Any, source: str) -> 
     assert _schema(table) == SCHEMAS["topk-parquet"]
     rows = table.to_pylist()
     assert len(rows) == len(records) == (6 if source == "all" else 3)
-    for row, record in zip(rows, records, strict=True):
-        broken = row.pop("broken")
-        assert broken == [{"doc_id": d, "reason": r} for d, r in record.pop("broken").items()]
-        assert {k: v for k, v in row.items() if v is not None} == record
+    assert rows == [_topk_row(record) for record in records]
+    assert all(row["machine_answers"] == 0 and row["judge"] is None for row in rows)
     if source == "borda":
         assert rows[0]["aggregate"] == "borda" and rows[0]["assessor"] is None
+
+
+def _topk_row(record: dict[str, Any]) -> dict[str, Any]:
+    """A ``topk-jsonl`` record as its ``topk-parquet`` row: every column, null where the
+    record has no key, ``broken`` as (doc_id, reason) pairs."""
+    broken = [{"doc_id": d, "reason": r} for d, r in record["broken"].items()]
+    return {**dict.fromkeys(SCHEMAS["topk-parquet"]), **record, "broken": broken}
 
 
 def test_letor_parquet_equals_the_text(api: Api, labelled: Any, tmp_path: Path) -> None:
@@ -191,6 +203,11 @@ def test_pairs_parquet_equals_the_csv_and_jsonl(api: Api, labelled: Any) -> None
         assert row["broken_doc"] == j["doc_id"] and row["reason"] == j["reason"]
         assert row["winner"] == (c["winner"] or None)
         assert str(row["shown_swapped"]).lower() == c["shown_swapped"]
+        assert (row["source"], row["machine_version"], row["probability"]) == (
+            j["source"],
+            j["machine_version"],
+            j["probability"],
+        )
 
 
 def test_pandas_reads_every_parquet_export(api: Api, labelled: Any, tmp_path: Path) -> None:
@@ -226,3 +243,71 @@ def test_cli_writes_the_same_parquet(
         _table(out.read_bytes()).to_pylist()
         == _table(_get(api, cid, format="topk-parquet")).to_pylist()
     )
+
+
+# --------------------------------------------------------------------------- machine answers
+
+
+@pytest.fixture(scope="module")
+def assisted(api: Api) -> tuple[int, set[str]]:
+    """Three queries judged with a BM25 machine (``insertion+assist``): the collection and
+    the documents a live machine answer compared."""
+    api.add_user("pqm")
+    cid, truth = machine_collection(api, "parquet-machine", queries=3, docs=16)
+    for qid in truth:
+        task_id = machine_task(api, cid, qid, "pqm", K)
+        judge_consistently(api, "pqm", task_id, truth[qid])
+    pairs = [json.loads(x) for x in _get(api, cid, format="pairs-jsonl").splitlines()]
+    touched = {p[side] for p in pairs if p["source"] == "machine" for side in ("left", "right")}
+    assert touched
+    return cid, touched
+
+
+def test_pairs_parquet_carries_the_machine_provenance(api: Api, assisted: Any) -> None:
+    cid, _ = assisted
+    jsonl = [json.loads(x) for x in _get(api, cid, format="pairs-jsonl").splitlines()]
+    rows_csv = list(csv.DictReader(io.StringIO(_get(api, cid, format="pairs-csv").decode())))
+    table = _table(_get(api, cid, format="pairs-parquet"))
+    assert _schema(table) == SCHEMAS["pairs-parquet"]
+    rows = table.to_pylist()
+    assert len(rows) == len(jsonl) == len(rows_csv)
+    machine = [r for r in rows if r["source"] == "machine"]
+    assert machine and len(machine) < len(rows)
+    for row, j, c in zip(rows, jsonl, rows_csv, strict=True):
+        assert (row["task_id"], row["seq"], row["source"]) == (j["task_id"], j["seq"], j["source"])
+        assert row["machine_version"] == j["machine_version"] == (c["machine_version"] or None)
+        assert row["probability"] == j["probability"]
+        assert c["probability"] == ("" if j["probability"] is None else str(j["probability"]))
+        if row["source"] == "machine":
+            assert row["machine_version"].startswith("bm25/") and 0.5 <= row["probability"] <= 1
+        else:
+            assert row["machine_version"] is None and row["probability"] is None
+
+
+@pytest.mark.parametrize("labels", ["hybrid", "human", "kappa"])
+@pytest.mark.parametrize("source", ["first", "all"])
+def test_topk_and_qrels_parquet_take_the_labels_of_the_text_forms(
+    api: Api, assisted: Any, labels: str, source: str
+) -> None:
+    cid, touched = assisted
+    params = {"labels": labels, "source": source}
+    records = [json.loads(x) for x in _get(api, cid, format="topk-jsonl", **params).splitlines()]
+    table = _table(_get(api, cid, format="topk-parquet", **params))
+    assert _schema(table) == SCHEMAS["topk-parquet"]
+    rows = table.to_pylist()
+    assert rows == [_topk_row(record) for record in records] and len(rows) == 3
+    assert all(row["judge"].startswith("bm25/") for row in rows)
+    assert sum(row["machine_answers"] for row in rows) > 0
+    text = _get(api, cid, format="qrels", **params).decode().splitlines()
+    qrels = _table(_get(api, cid, format="qrels-parquet", **params))
+    expected = [(q, int(i), d, int(label)) for q, i, d, label in (ln.split() for ln in text)]
+    got = list(zip(*(qrels.column(c).to_pylist() for c in qrels.column_names), strict=True))
+    assert got == expected
+    labelled = {d for _, _, d, _ in got}
+    if labels == "human":
+        # Only the documents no machine answer compared keep a label.
+        assert not labelled & touched and len(labelled) == 48 - len(touched)
+        assert all(set(r["top"]) <= set(r["human_decided"]) for r in rows)
+        assert not {d for r in rows for d in r["top"] + r["rest"]} & touched
+    else:
+        assert len(labelled) == 48 and touched <= labelled

@@ -7,13 +7,21 @@ simulation of :mod:`labeling.study.estimates` recomputed here, and sums by hand.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from app.planning.cost import ASSUMED_MACHINE_ACCURACY
 from labeling.protocol.session import open_session
-from labeling.study.estimates import ASSUMED_PRIOR_CORRELATION, simulated_judgments
-from labeling.study.simulation import GRADE_SECONDS
+from labeling.study.estimates import (
+    ASSUMED_PRIOR_CORRELATION,
+    assisted_judgments,
+    simulated_judgments,
+)
+from labeling.study.simulation import GRADE_SECONDS, PAIR_SECONDS
 from tests.app.admin_support import make_collection
 from tests.app.conftest import Api
+from tests.app.machine_support import judge_consistently, machine_collection, machine_task
 
 N, K = 30, 10
 USERS = ["pv1", "pv2", "pv3", "pv4"]
@@ -120,3 +128,83 @@ def test_only_the_constraints_that_apply_are_listed(api: Api, coll: int) -> None
     assert all(c["holds"] for c in only_topk["constraints"] if c["code"] != "balanced")
     assert only_topk["totals"].get("graded_tasks", 0) == 0
     assert all(row["judgments"] == row["topk_judgments"] for row in only_topk["strategies"])
+
+
+def test_with_a_machine_every_assist_row_shows_people_and_machine(api: Api, coll: int) -> None:
+    out = _preview(api, coll, strategy="insertion+assist", machine="bm25")
+    assert out["options"]["topk"]["machine"] == {"source": "bm25"}
+    assert out["cost_model"]["machine_accuracy"] == ASSUMED_MACHINE_ACCURACY == 0.8
+    # No machine has judged in this collection: the accuracy is the assumed one.
+    assert out["machine_accuracy"] == {"value": 0.8, "source": "assumed", "pairs": 0}
+    rows = {row["strategy"]: row for row in out["strategies"]}
+    assert list(rows) == [f"{b}+assist" for b in BASES]
+    for name, row in rows.items():
+        base = name.split("+")[0]
+        # Without the machine, a +assist strategy asks what its inner strategy asks.
+        assert row["judgments_per_task"] == round(_random_order_model(base), 1)
+        m = row["with_machine"]
+        sim = assisted_judgments(name, N, K, 0.8)
+        assert m["machine_accuracy"] == 0.8
+        assert m["human_judgments_per_task"] == round(sim.human_mean, 1)
+        assert m["human_p95_per_task"] == round(sim.human_p95, 1)
+        assert m["machine_answers_per_task"] == round(sim.machine_mean, 1)
+        minutes = sim.human_mean * PAIR_SECONDS / 60
+        assert m["minutes_per_task"] == pytest.approx(minutes, abs=0.051)
+        # The machine saves people judgments and answers some itself.
+        assert m["human_judgments_per_task"] < row["judgments_per_task"]
+        assert m["machine_answers_per_task"] > 0
+        assert m["minutes_per_task"] < row["minutes_per_task"]
+        # All tasks: people's T1 judgments with the machine plus the 3 x 30 grades.
+        assert m["judgments"] == pytest.approx(m["topk_human_judgments"] + 3 * N, abs=0.1)
+        assert m["topk_human_judgments"] == pytest.approx(6 * sim.human_mean, abs=0.1)
+    # Another assumed accuracy is taken as given; a better machine saves more.
+    better = _preview(api, coll, strategy="insertion+assist", machine="bm25", machine_accuracy=0.95)
+    row = {r["strategy"]: r for r in better["strategies"]}["insertion+assist"]
+    assert row["with_machine"]["machine_accuracy"] == 0.95
+    assert better["machine_accuracy"]["source"] == "given"
+    assert (
+        row["with_machine"]["human_judgments_per_task"]
+        < rows["insertion+assist"]["with_machine"]["human_judgments_per_task"]
+    )
+    # Without a machine there is no such part.
+    plain = _preview(api, coll, strategy="insertion+assist")
+    assert all(r["with_machine"] is None for r in plain["strategies"])
+    assert plain["machine_accuracy"] is None
+    r = api.post(
+        "admin",
+        "/api/v1/admin/plans/preview",
+        json={"collection_id": coll, "assessors": USERS, "machine": "bm25",
+              "strategy": "insertion+assist", "machine_accuracy": 0.4},
+    )  # fmt: skip
+    assert r.status_code == 422 and "machine_accuracy" in r.text
+
+
+def test_the_accuracy_is_measured_once_people_answered_the_machine_s_pairs(api: Api) -> None:
+    """A BM25 machine right on every pair (tests/app/machine_support.py): after a study with
+    it, the preview takes the people's agreement with its opinions, 1.0 on every answer they
+    gave (the oracle: the person answers in the pairs export)."""
+    api.add_user("pvm")
+    cid, truth = machine_collection(api, "preview-measured", queries=4, docs=16, seed=9)
+    for qid in truth:
+        judge_consistently(api, "pvm", machine_task(api, cid, qid, "pvm", 5), truth[qid])
+    r = api.get("admin", f"/api/v1/collections/{cid}/export", params={"format": "pairs-jsonl"})
+    people = [x for x in map(json.loads, r.text.splitlines()) if x["source"] == "person"]
+    assert len(people) >= 50
+    body = {
+        "collection_id": cid,
+        "assessors": ["pv1"],
+        "scheme": "balanced",
+        "per_query": {"topk": 1, "graded": 0},
+        "k": 5,
+        "name": "measured",
+        "strategy": "prior+assist",
+        "machine": "bm25",
+    }
+    r = api.post("admin", "/api/v1/admin/plans/preview", json=body)
+    assert r.status_code == 200, r.text
+    out = r.json()
+    assert out["machine_accuracy"] == {"value": 1.0, "source": "measured", "pairs": len(people)}
+    row = {x["strategy"]: x for x in out["strategies"]}["prior+assist"]
+    assert row["with_machine"]["machine_accuracy"] == 1.0
+    sim = assisted_judgments("prior+assist", 16, 5, 1.0)
+    assert row["with_machine"]["human_judgments_per_task"] == round(sim.human_mean, 1)
