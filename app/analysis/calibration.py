@@ -23,18 +23,31 @@ does not mark audits; each machine task is replayed once with its machine (the s
 behind the frozen calibration, :class:`labeling.machine.opinion.JudgeOpinion`) and
 ``session.pending_is_audit`` is read before each person's answer. The report is given for all
 the records and for both subsets.
+
+**Cost.** The replay is most of the report's time, so each task's audits are kept in process
+(:data:`AUDITS`, per database) under a digest of everything the replay reads: the task's seed,
+k, documents and options, its stored judge (scores, prepared opinions), its frozen calibration
+and the content of its live log. A new or undone judgment, a new opinion or a calibration
+changes the digest and that task alone is replayed again; the others are read from the cache.
+The replay itself is skipped for a task none of whose person's answers can be an audit (the
+seeded draw :func:`labeling.strategies.assist.audit_draw` of the pair is not below
+:data:`~labeling.strategies.assist.AUDIT_SHARE`: the draw decides before the risk rule), and
+stops after the last one that can: later answers cannot change an earlier question's verdict.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from app.analysis import repository
 from app.analysis.machine import MachineEvidence, MachineTask, PersonAnswer, machine_evidence
 from app.judging.loop import answer_of
+from app.kernel.caches import LRU, Slot
 from app.kernel.db import Database
 from app.kernel.errors import Invalid, NotFound
 from app.machine.judges import calibration_from_json
@@ -47,9 +60,17 @@ from labeling.machine.calibration_report import (
 from labeling.machine.judges import JudgeQuery
 from labeling.machine.opinion import JudgeOpinion
 from labeling.protocol.session import open_session
+from labeling.strategies.assist import AUDIT_SHARE, audit_draw
 
 #: Largest number of confidence bins the report accepts.
 MAX_BINS = 50
+
+#: How many tasks' audits each database keeps in process (module docstring, "Cost").
+AUDIT_CACHE_TASKS = 50_000
+
+#: Per task id: ``(digest of the replay's inputs, its records with their audit flags)``
+#: (module docstring, "Cost").
+AUDITS: Slot[LRU] = Slot("analysis.calibration.audits", lambda _db: LRU(AUDIT_CACHE_TASKS))
 
 
 @dataclass(slots=True)
@@ -91,10 +112,42 @@ def _calibrator(m: MachineTask) -> Calibrator:
     return calibration_from_json(m.calibration) if m.calibration else Calibrator("isotonic")
 
 
-def audit_seqs(m: MachineTask, rows: Sequence[tuple[Any, ...]]) -> set[int]:
+def replay_digest(m: MachineTask, rows: Sequence[tuple[Any, ...]]) -> bytes:
+    """A digest of everything :func:`replay_audit_seqs` reads for task ``m``: the task's seed,
+    k, documents and options, the stored judge, the frozen calibration and the live log's
+    content (every column but ``created_at``, which replay does not read)."""
+    task, stored = m.task, m.stored
+    parts = (
+        task.id,
+        task.seed,
+        task.k,
+        list(task.doc_ids),
+        json.dumps(task.options, sort_keys=True, default=str),
+        m.judge,
+        sorted(stored.scores.items()),
+        sorted(stored.opinions.items()),
+        m.calibration,
+        [t[:8] + t[9:] for t in rows],
+    )
+    return hashlib.blake2b(repr(parts).encode(), digest_size=20).digest()
+
+
+def replay_audit_seqs(m: MachineTask, rows: Sequence[tuple[Any, ...]]) -> set[int]:
     """The seqs of the person's answers of task ``m`` that were audits: its live log replayed
-    once with its machine, ``pending_is_audit`` read before each person's answer."""
+    once with its machine, ``pending_is_audit`` read before each person's answer (only up to
+    the last answer whose pair's audit draw is below the audit share: no other can be one)."""
     task = m.task
+    drawn = [
+        t[1]
+        for t in rows
+        if t[12] == "person"
+        and t[2] is not None
+        and t[3] is not None
+        and audit_draw(task.seed, t[2], t[3]) < AUDIT_SHARE
+    ]
+    if not drawn:
+        return set()
+    last = max(drawn)
     machine = JudgeOpinion(m.stored, JudgeQuery(str(task.query_id), ""), _calibrator(m))
     session = open_session(
         "topk", task.doc_ids, k=task.k, seed=task.seed, options=task.options, machine=machine
@@ -106,32 +159,66 @@ def audit_seqs(m: MachineTask, rows: Sequence[tuple[Any, ...]]) -> set[int]:
         row = _row(t)
         if row.source == "person" and session.pending_is_audit:
             out.add(row.seq)
+        if row.seq >= last:
+            break
         session.submit(answer_of(row))
     return out
 
 
 def _task_records(
     m: MachineTask, answers: Sequence[PersonAnswer], audits: set[int]
-) -> Iterator[tuple[CalibrationRecord, bool]]:
-    calibrator = _calibrator(m)
-    for a in answers:
-        if math.isnan(a.raw):
-            continue
-        record = CalibrationRecord(
-            answer=a.outcome,
-            calibrated=float(calibrator.probability(a.raw)),
-            raw=float(a.raw),
-            first_shown="left",
-            query_id=m.query_id,
-            left=a.left,
-            right=a.right,
+) -> list[tuple[CalibrationRecord, bool]]:
+    opined = [a for a in answers if not math.isnan(a.raw)]
+    if not opined:
+        return []
+    # One call for the task's answers: the isotonic map is read elementwise (np.interp), so
+    # each value is the one a call per answer gives.
+    calibrated = _calibrator(m).probability([a.raw for a in opined])
+    return [
+        (
+            CalibrationRecord(
+                answer=a.outcome,
+                calibrated=float(p),
+                raw=float(a.raw),
+                first_shown="left",
+                query_id=m.query_id,
+                left=a.left,
+                right=a.right,
+            ),
+            a.seq in audits,
         )
-        yield record, a.seq in audits
+        for a, p in zip(opined, calibrated.tolist(), strict=True)
+    ]
 
 
-def judge_records(evidence: MachineEvidence, judge: str | None = None) -> list[JudgeRecords]:
+def task_records(
+    m: MachineTask,
+    answers: Sequence[PersonAnswer],
+    rows: Sequence[tuple[Any, ...]],
+    db: Database | None = None,
+) -> list[tuple[CalibrationRecord, bool]]:
+    """Task ``m``'s records (module docstring), each with whether it was an audit; with
+    ``db``, kept in its :data:`AUDITS` under :func:`replay_digest` and built again (replayed)
+    only when the digest changes. ``answers`` and ``rows`` are the task's in one
+    :class:`MachineEvidence` (its answers follow from its live log and stored judge)."""
+    if db is None:
+        return _task_records(m, answers, replay_audit_seqs(m, rows))
+    cache = AUDITS.of(db)
+    digest = replay_digest(m, rows)
+    found = cache.get(m.task.id)
+    if found is not None and found[0] == digest:
+        return list(found[1])
+    records = _task_records(m, answers, replay_audit_seqs(m, rows))
+    cache.put(m.task.id, (digest, tuple(records)))
+    return records
+
+
+def judge_records(
+    evidence: MachineEvidence, judge: str | None = None, *, db: Database | None = None
+) -> list[JudgeRecords]:
     """The records of every judge of ``evidence`` (or of the one whose version or source is
-    ``judge``), by judge version."""
+    ``judge``), by judge version; with ``db``, each task's from its cache
+    (:func:`task_records`), else replayed."""
     out: dict[str, JudgeRecords] = {}
     for m in evidence.tasks:
         if judge is not None and judge not in (m.judge, m.source):
@@ -141,8 +228,7 @@ def judge_records(evidence: MachineEvidence, judge: str | None = None) -> list[J
         answers = evidence.person_answers.get(m.task.id, [])
         if not answers:
             continue
-        audits = audit_seqs(m, evidence.live_logs[m.task.id])
-        for record, audit in _task_records(m, answers, audits):
+        for record, audit in task_records(m, answers, evidence.live_logs[m.task.id], db):
             group.records.append(record)
             group.audit.append(audit)
     return [out[j] for j in sorted(out)]
@@ -195,7 +281,7 @@ def collection_calibration(
             raise NotFound(f"collection {collection_id} not found")
         name = coll.name
     evidence = machine_evidence(collection_id, db=db)
-    groups = judge_records(evidence, judge)
+    groups = judge_records(evidence, judge, db=db)
     if judge is not None and not groups:
         known = sorted({m.judge for m in evidence.tasks})
         raise NotFound(
@@ -217,7 +303,7 @@ def calibration_svg(
     without a machine judge."""
     _check(bins)
     evidence = machine_evidence(collection_id, db=db)
-    groups = judge_records(evidence, judge)
+    groups = judge_records(evidence, judge, db=db)
     if not groups:
         collection_calibration(collection_id, db=db, judge=judge, bins=bins)  # the 404s
         raise NotFound(f"collection {collection_id} has no task with a machine judge")
