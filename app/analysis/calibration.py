@@ -24,11 +24,14 @@ behind the frozen calibration, :class:`labeling.machine.opinion.JudgeOpinion`) a
 ``session.pending_is_audit`` is read before each person's answer. The report is given for all
 the records and for both subsets.
 
-**Cost.** The replay is most of the report's time, so each task's audits are kept in process
-(:data:`AUDITS`, per database) under a digest of everything the replay reads: the task's seed,
-k, documents and options, its stored judge (scores, prepared opinions), its frozen calibration
-and the content of its live log. A new or undone judgment, a new opinion or a calibration
-changes the digest and that task alone is replayed again; the others are read from the cache.
+**Cost.** The replay is most of the report's time (and the frozen calibration's fit the next
+part), so each task's audit seqs and its answers' calibrated probabilities
+(:class:`TaskFigures`) are kept in process (:data:`AUDITS`, per database) under a digest of
+everything they are computed from: the task's seed, k, documents and options, its stored judge
+(scores, prepared opinions), its frozen calibration and the content of its live log. A new or
+undone judgment, a new opinion or a calibration changes the digest and that task alone is
+replayed again; the others are read from the cache. Other processes need no invalidation:
+every request reads the log and compares digests.
 The replay itself is skipped for a task none of whose person's answers can be an audit (the
 seeded draw :func:`labeling.strategies.assist.audit_draw` of the pair is not below
 :data:`~labeling.strategies.assist.AUDIT_SHARE`: the draw decides before the risk rule), and
@@ -66,10 +69,9 @@ from labeling.strategies.assist import AUDIT_SHARE, audit_draw
 MAX_BINS = 50
 
 #: How many tasks' audits each database keeps in process (module docstring, "Cost").
-AUDIT_CACHE_TASKS = 50_000
+AUDIT_CACHE_TASKS = 20_000
 
-#: Per task id: ``(digest of the replay's inputs, its records with their audit flags)``
-#: (module docstring, "Cost").
+#: Per task id: ``(digest of the replay's inputs, its TaskFigures)`` (module docstring, "Cost").
 AUDITS: Slot[LRU] = Slot("analysis.calibration.audits", lambda _db: LRU(AUDIT_CACHE_TASKS))
 
 
@@ -165,30 +167,43 @@ def replay_audit_seqs(m: MachineTask, rows: Sequence[tuple[Any, ...]]) -> set[in
     return out
 
 
-def _task_records(
-    m: MachineTask, answers: Sequence[PersonAnswer], audits: set[int]
-) -> list[tuple[CalibrationRecord, bool]]:
-    opined = [a for a in answers if not math.isnan(a.raw)]
-    if not opined:
-        return []
+@dataclass(frozen=True, slots=True)
+class TaskFigures:
+    """What a task's records need beyond its answers, as :data:`AUDITS` keeps it: the seqs of
+    its person's answers that were audits and the calibrated probability of each answer on a
+    pair the machine had an opinion on (in the answers' order)."""
+
+    audits: frozenset[int]
+    calibrated: tuple[float, ...]
+
+
+def task_figures(
+    m: MachineTask, answers: Sequence[PersonAnswer], rows: Sequence[tuple[Any, ...]]
+) -> TaskFigures:
+    """Task ``m``'s :class:`TaskFigures`: its log replayed (:func:`replay_audit_seqs`), its
+    answers' raw probabilities through its frozen calibration."""
+    raw = [a.raw for a in answers if not math.isnan(a.raw)]
     # One call for the task's answers: the isotonic map is read elementwise (np.interp), so
     # each value is the one a call per answer gives.
-    calibrated = _calibrator(m).probability([a.raw for a in opined])
-    return [
-        (
-            CalibrationRecord(
-                answer=a.outcome,
-                calibrated=float(p),
-                raw=float(a.raw),
-                first_shown="left",
-                query_id=m.query_id,
-                left=a.left,
-                right=a.right,
-            ),
-            a.seq in audits,
-        )
-        for a, p in zip(opined, calibrated.tolist(), strict=True)
-    ]
+    calibrated = _calibrator(m).probability(raw).tolist() if raw else []
+    return TaskFigures(frozenset(replay_audit_seqs(m, rows)), tuple(calibrated))
+
+
+def cached_figures(
+    m: MachineTask, answers: Sequence[PersonAnswer], rows: Sequence[tuple[Any, ...]], db: Database
+) -> TaskFigures:
+    """:func:`task_figures`, kept in ``db``'s :data:`AUDITS` under :func:`replay_digest` and
+    built again only when the digest changes (``answers`` follow from ``rows`` and the stored
+    judge: :func:`app.analysis.machine.machine_evidence`)."""
+    cache = AUDITS.of(db)
+    digest = replay_digest(m, rows)
+    found = cache.get(m.task.id)
+    if found is not None and found[0] == digest:
+        figures: TaskFigures = found[1]
+        return figures
+    figures = task_figures(m, answers, rows)
+    cache.put(m.task.id, (digest, figures))
+    return figures
 
 
 def task_records(
@@ -197,20 +212,29 @@ def task_records(
     rows: Sequence[tuple[Any, ...]],
     db: Database | None = None,
 ) -> list[tuple[CalibrationRecord, bool]]:
-    """Task ``m``'s records (module docstring), each with whether it was an audit; with
-    ``db``, kept in its :data:`AUDITS` under :func:`replay_digest` and built again (replayed)
-    only when the digest changes. ``answers`` and ``rows`` are the task's in one
-    :class:`MachineEvidence` (its answers follow from its live log and stored judge)."""
+    """Task ``m``'s records (module docstring), each with whether it was an audit, from its
+    answers and live log in one :class:`MachineEvidence`; with ``db``, the replay's and the
+    calibration's part from its cache (:func:`cached_figures`)."""
     if db is None:
-        return _task_records(m, answers, replay_audit_seqs(m, rows))
-    cache = AUDITS.of(db)
-    digest = replay_digest(m, rows)
-    found = cache.get(m.task.id)
-    if found is not None and found[0] == digest:
-        return list(found[1])
-    records = _task_records(m, answers, replay_audit_seqs(m, rows))
-    cache.put(m.task.id, (digest, tuple(records)))
-    return records
+        figures = task_figures(m, answers, rows)
+    else:
+        figures = cached_figures(m, answers, rows, db)
+    opined = [a for a in answers if not math.isnan(a.raw)]
+    return [
+        (
+            CalibrationRecord(
+                answer=a.outcome,
+                calibrated=p,
+                raw=float(a.raw),
+                first_shown="left",
+                query_id=m.query_id,
+                left=a.left,
+                right=a.right,
+            ),
+            a.seq in figures.audits,
+        )
+        for a, p in zip(opined, figures.calibrated, strict=True)
+    ]
 
 
 def judge_records(
