@@ -28,10 +28,12 @@ the records and for both subsets.
 part), so each task's audit seqs and its answers' calibrated probabilities
 (:class:`TaskFigures`) are kept in process (:data:`AUDITS`, per database) under a digest of
 everything they are computed from: the task's seed, k, documents and options, its stored judge
-(scores, prepared opinions), its frozen calibration and the content of its live log. A new or
-undone judgment, a new opinion or a calibration changes the digest and that task alone is
-replayed again; the others are read from the cache. Other processes need no invalidation:
-every request reads the log and compares digests.
+(scores, prepared opinions), when its calibration was frozen (once: the service stores one only
+where none is, so the report does not read the large frozen documents of the tasks it finds in
+the cache) and the content of its live log. A new or undone judgment, a new opinion or a
+frozen calibration changes the digest and that task alone is replayed again; the others are
+read from the cache. Other processes need no invalidation: every request reads the log and
+compares digests.
 The replay itself is skipped for a task none of whose person's answers can be an audit (the
 seeded draw :func:`labeling.strategies.assist.audit_draw` of the pair is not below
 :data:`~labeling.strategies.assist.AUDIT_SHARE`: the draw decides before the risk rule), and
@@ -44,7 +46,7 @@ import hashlib
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from app.analysis import repository
@@ -115,9 +117,10 @@ def _calibrator(m: MachineTask) -> Calibrator:
 
 
 def replay_digest(m: MachineTask, rows: Sequence[tuple[Any, ...]]) -> bytes:
-    """A digest of everything :func:`replay_audit_seqs` reads for task ``m``: the task's seed,
-    k, documents and options, the stored judge, the frozen calibration and the live log's
-    content (every column but ``created_at``, which replay does not read)."""
+    """A digest of everything :class:`TaskFigures` are computed from for task ``m``: the
+    task's seed, k, documents and options, the stored judge, when its calibration was frozen
+    and the live log's content (every column but ``created_at``, which replay does not
+    read)."""
     task, stored = m.task, m.stored
     parts = (
         task.id,
@@ -128,7 +131,8 @@ def replay_digest(m: MachineTask, rows: Sequence[tuple[Any, ...]]) -> bytes:
         m.judge,
         sorted(stored.scores.items()),
         sorted(stored.opinions.items()),
-        m.calibration,
+        # Frozen once (app.machine stores one only where none is): when, not the document.
+        m.calibrated_at,
         [t[:8] + t[9:] for t in rows],
     )
     return hashlib.blake2b(repr(parts).encode(), digest_size=20).digest()
@@ -189,36 +193,57 @@ def task_figures(
     return TaskFigures(frozenset(replay_audit_seqs(m, rows)), tuple(calibrated))
 
 
-def cached_figures(
-    m: MachineTask, answers: Sequence[PersonAnswer], rows: Sequence[tuple[Any, ...]], db: Database
-) -> TaskFigures:
-    """:func:`task_figures`, kept in ``db``'s :data:`AUDITS` under :func:`replay_digest` and
-    built again only when the digest changes (``answers`` follow from ``rows`` and the stored
-    judge: :func:`app.analysis.machine.machine_evidence`)."""
+def _with_calibrations(tasks: Sequence[MachineTask], db: Database) -> list[MachineTask]:
+    """``tasks`` with their frozen calibrations read (and when they were frozen, again)."""
+    with db.read() as s:
+        details = repository.machine_calibrations(s, [m.task.id for m in tasks])
+    return [
+        replace(m, calibration=details[m.task.id][1], calibrated_at=details[m.task.id][2])
+        if m.task.id in details
+        else m
+        for m in tasks
+    ]
+
+
+def figures_of(
+    evidence: MachineEvidence, tasks: Sequence[MachineTask], db: Database | None = None
+) -> dict[int, TaskFigures]:
+    """The :class:`TaskFigures` of those of ``tasks`` people answered, by task id. With
+    ``db``, each kept in its :data:`AUDITS` under :func:`replay_digest` and built again only
+    when the digest changes (the frozen calibrations read then, if ``evidence`` was read
+    without them); without, every one built (``evidence`` must hold the calibrations)."""
+    answered = [m for m in tasks if evidence.person_answers.get(m.task.id)]
+
+    def build(m: MachineTask) -> TaskFigures:
+        return task_figures(m, evidence.person_answers[m.task.id], evidence.live_logs[m.task.id])
+
+    if db is None:
+        if not evidence.calibrations:
+            raise ValueError("evidence read without its calibrations: pass the database")
+        return {m.task.id: build(m) for m in answered}
     cache = AUDITS.of(db)
-    digest = replay_digest(m, rows)
-    found = cache.get(m.task.id)
-    if found is not None and found[0] == digest:
-        figures: TaskFigures = found[1]
-        return figures
-    figures = task_figures(m, answers, rows)
-    cache.put(m.task.id, (digest, figures))
-    return figures
+    out: dict[int, TaskFigures] = {}
+    stale = []
+    for m in answered:
+        found = cache.get(m.task.id)
+        if found is not None and found[0] == replay_digest(m, evidence.live_logs[m.task.id]):
+            out[m.task.id] = found[1]
+        else:
+            stale.append(m)
+    if stale and not evidence.calibrations:
+        stale = _with_calibrations(stale, db)
+    for m in stale:
+        out[m.task.id] = figures = build(m)
+        if m.calibration is not None or m.calibrated_at is None:  # read whole: keep it
+            cache.put(m.task.id, (replay_digest(m, evidence.live_logs[m.task.id]), figures))
+    return out
 
 
 def task_records(
-    m: MachineTask,
-    answers: Sequence[PersonAnswer],
-    rows: Sequence[tuple[Any, ...]],
-    db: Database | None = None,
+    m: MachineTask, answers: Sequence[PersonAnswer], figures: TaskFigures
 ) -> list[tuple[CalibrationRecord, bool]]:
     """Task ``m``'s records (module docstring), each with whether it was an audit, from its
-    answers and live log in one :class:`MachineEvidence`; with ``db``, the replay's and the
-    calibration's part from its cache (:func:`cached_figures`)."""
-    if db is None:
-        figures = task_figures(m, answers, rows)
-    else:
-        figures = cached_figures(m, answers, rows, db)
+    answers in a :class:`MachineEvidence` and its :class:`TaskFigures`."""
     opined = [a for a in answers if not math.isnan(a.raw)]
     return [
         (
@@ -241,18 +266,18 @@ def judge_records(
     evidence: MachineEvidence, judge: str | None = None, *, db: Database | None = None
 ) -> list[JudgeRecords]:
     """The records of every judge of ``evidence`` (or of the one whose version or source is
-    ``judge``), by judge version; with ``db``, each task's from its cache
-    (:func:`task_records`), else replayed."""
+    ``judge``), by judge version; with ``db``, each task's figures from its cache
+    (:func:`figures_of`), else replayed."""
+    tasks = [m for m in evidence.tasks if judge is None or judge in (m.judge, m.source)]
+    figures = figures_of(evidence, tasks, db)
     out: dict[str, JudgeRecords] = {}
-    for m in evidence.tasks:
-        if judge is not None and judge not in (m.judge, m.source):
-            continue
+    for m in tasks:
         group = out.setdefault(m.judge, JudgeRecords(m.judge, m.source, 0))
         group.tasks += 1
-        answers = evidence.person_answers.get(m.task.id, [])
-        if not answers:
+        if m.task.id not in figures:
             continue
-        for record, audit in task_records(m, answers, evidence.live_logs[m.task.id], db):
+        answers = evidence.person_answers[m.task.id]
+        for record, audit in task_records(m, answers, figures[m.task.id]):
             group.records.append(record)
             group.audit.append(audit)
     return [out[j] for j in sorted(out)]
@@ -304,7 +329,7 @@ def collection_calibration(
         if coll is None:
             raise NotFound(f"collection {collection_id} not found")
         name = coll.name
-    evidence = machine_evidence(collection_id, db=db)
+    evidence = machine_evidence(collection_id, db=db, calibrations=False)
     groups = judge_records(evidence, judge, db=db)
     if judge is not None and not groups:
         known = sorted({m.judge for m in evidence.tasks})
@@ -326,7 +351,7 @@ def calibration_svg(
     judge, or of ``judge``; 422 naming ``judge`` when several judges leave it ambiguous, 404
     without a machine judge."""
     _check(bins)
-    evidence = machine_evidence(collection_id, db=db)
+    evidence = machine_evidence(collection_id, db=db, calibrations=False)
     groups = judge_records(evidence, judge, db=db)
     if not groups:
         collection_calibration(collection_id, db=db, judge=judge, bins=bins)  # the 404s
