@@ -23,18 +23,37 @@ does not mark audits; each machine task is replayed once with its machine (the s
 behind the frozen calibration, :class:`labeling.machine.opinion.JudgeOpinion`) and
 ``session.pending_is_audit`` is read before each person's answer. The report is given for all
 the records and for both subsets.
+
+**Cost.** The replay is most of the report's time (and the frozen calibration's fit the next
+part), so each task's audit seqs and its answers' calibrated probabilities
+(:class:`TaskFigures`) are kept in process (:data:`AUDITS`, per database) under a digest of
+everything they are computed from: the task's seed, k, documents and options, its stored judge
+(scores, prepared opinions), when its calibration was frozen (once: the service stores one only
+where none is, so the report does not read the large frozen documents of the tasks it finds in
+the cache) and the content of its live log. A new or undone judgment, a new opinion or a
+frozen calibration changes the digest and that task alone is replayed again; the others are
+read from the cache. Other processes need no invalidation: every request reads the log and
+compares digests.
+The replay itself is skipped for a task none of whose person's answers can be an audit (the
+seeded draw :func:`labeling.strategies.assist.audit_draw` of the pair is not below
+:data:`~labeling.strategies.assist.AUDIT_SHARE`: the draw decides before the risk rule), and
+stops after the last one that can: later answers cannot change an earlier question's verdict.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from array import array
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from app.analysis import repository
 from app.analysis.machine import MachineEvidence, MachineTask, PersonAnswer, machine_evidence
 from app.judging.loop import answer_of
+from app.kernel.caches import LRU, Slot
 from app.kernel.db import Database
 from app.kernel.errors import Invalid, NotFound
 from app.machine.judges import calibration_from_json
@@ -47,9 +66,16 @@ from labeling.machine.calibration_report import (
 from labeling.machine.judges import JudgeQuery
 from labeling.machine.opinion import JudgeOpinion
 from labeling.protocol.session import open_session
+from labeling.strategies.assist import AUDIT_SHARE, audit_draw
 
 #: Largest number of confidence bins the report accepts.
 MAX_BINS = 50
+
+#: How many tasks' audits each database keeps in process (module docstring, "Cost").
+AUDIT_CACHE_TASKS = 20_000
+
+#: Per task id: ``(digest of the replay's inputs, its TaskFigures)`` (module docstring, "Cost").
+AUDITS: Slot[LRU] = Slot("analysis.calibration.audits", lambda _db: LRU(AUDIT_CACHE_TASKS))
 
 
 @dataclass(slots=True)
@@ -91,10 +117,44 @@ def _calibrator(m: MachineTask) -> Calibrator:
     return calibration_from_json(m.calibration) if m.calibration else Calibrator("isotonic")
 
 
-def audit_seqs(m: MachineTask, rows: Sequence[tuple[Any, ...]]) -> set[int]:
+def replay_digest(m: MachineTask, rows: Sequence[tuple[Any, ...]]) -> bytes:
+    """A digest of everything :class:`TaskFigures` are computed from for task ``m``: the
+    task's seed, k, documents and options, the stored judge, when its calibration was frozen
+    and the live log's content (every column but ``created_at``, which replay does not
+    read)."""
+    task, stored = m.task, m.stored
+    parts = (
+        task.id,
+        task.seed,
+        task.k,
+        list(task.doc_ids),
+        json.dumps(task.options, sort_keys=True, default=str),
+        m.judge,
+        sorted(stored.scores.items()),
+        sorted(stored.opinions.items()),
+        # Frozen once (app.machine stores one only where none is): when, not the document.
+        m.calibrated_at,
+        [t[:8] + t[9:] for t in rows],
+    )
+    return hashlib.blake2b(repr(parts).encode(), digest_size=20).digest()
+
+
+def replay_audit_seqs(m: MachineTask, rows: Sequence[tuple[Any, ...]]) -> set[int]:
     """The seqs of the person's answers of task ``m`` that were audits: its live log replayed
-    once with its machine, ``pending_is_audit`` read before each person's answer."""
+    once with its machine, ``pending_is_audit`` read before each person's answer (only up to
+    the last answer whose pair's audit draw is below the audit share: no other can be one)."""
     task = m.task
+    drawn = [
+        t[1]
+        for t in rows
+        if t[12] == "person"
+        and t[2] is not None
+        and t[3] is not None
+        and audit_draw(task.seed, t[2], t[3]) < AUDIT_SHARE
+    ]
+    if not drawn:
+        return set()
+    last = max(drawn)
     machine = JudgeOpinion(m.stored, JudgeQuery(str(task.query_id), ""), _calibrator(m))
     session = open_session(
         "topk", task.doc_ids, k=task.k, seed=task.seed, options=task.options, machine=machine
@@ -106,43 +166,119 @@ def audit_seqs(m: MachineTask, rows: Sequence[tuple[Any, ...]]) -> set[int]:
         row = _row(t)
         if row.source == "person" and session.pending_is_audit:
             out.add(row.seq)
+        if row.seq >= last:
+            break
         session.submit(answer_of(row))
     return out
 
 
-def _task_records(
-    m: MachineTask, answers: Sequence[PersonAnswer], audits: set[int]
-) -> Iterator[tuple[CalibrationRecord, bool]]:
-    calibrator = _calibrator(m)
-    for a in answers:
-        if math.isnan(a.raw):
-            continue
-        record = CalibrationRecord(
-            answer=a.outcome,
-            calibrated=float(calibrator.probability(a.raw)),
-            raw=float(a.raw),
-            first_shown="left",
-            query_id=m.query_id,
-            left=a.left,
-            right=a.right,
+@dataclass(frozen=True, slots=True)
+class TaskFigures:
+    """What a task's records need beyond its answers, as :data:`AUDITS` keeps it: the seqs of
+    its person's answers that were audits and the calibrated probability of each answer on a
+    pair the machine had an opinion on (in the answers' order)."""
+
+    audits: frozenset[int]
+    calibrated: array[float]  # 8 bytes an answer ("d": the float64 the calibration gives)
+
+
+def task_figures(
+    m: MachineTask, answers: Sequence[PersonAnswer], rows: Sequence[tuple[Any, ...]]
+) -> TaskFigures:
+    """Task ``m``'s :class:`TaskFigures`: its log replayed (:func:`replay_audit_seqs`), its
+    answers' raw probabilities through its frozen calibration."""
+    raw = [a.raw for a in answers if not math.isnan(a.raw)]
+    # One call for the task's answers: the isotonic map is read elementwise (np.interp), so
+    # each value is the one a call per answer gives.
+    calibrated = _calibrator(m).probability(raw).tolist() if raw else []
+    return TaskFigures(frozenset(replay_audit_seqs(m, rows)), array("d", calibrated))
+
+
+def _with_calibrations(tasks: Sequence[MachineTask], db: Database) -> list[MachineTask]:
+    """``tasks`` with their frozen calibrations read (and when they were frozen, again)."""
+    with db.read() as s:
+        details = repository.machine_calibrations(s, [m.task.id for m in tasks])
+    return [
+        replace(m, calibration=details[m.task.id][1], calibrated_at=details[m.task.id][2])
+        if m.task.id in details
+        else m
+        for m in tasks
+    ]
+
+
+def figures_of(
+    evidence: MachineEvidence, tasks: Sequence[MachineTask], db: Database | None = None
+) -> dict[int, TaskFigures]:
+    """The :class:`TaskFigures` of those of ``tasks`` people answered, by task id. With
+    ``db``, each kept in its :data:`AUDITS` under :func:`replay_digest` and built again only
+    when the digest changes (the frozen calibrations read then, if ``evidence`` was read
+    without them); without, every one built (``evidence`` must hold the calibrations)."""
+    answered = [m for m in tasks if evidence.person_answers.get(m.task.id)]
+
+    def build(m: MachineTask) -> TaskFigures:
+        return task_figures(m, evidence.person_answers[m.task.id], evidence.live_logs[m.task.id])
+
+    if db is None:
+        if not evidence.calibrations:
+            raise ValueError("evidence read without its calibrations: pass the database")
+        return {m.task.id: build(m) for m in answered}
+    cache = AUDITS.of(db)
+    out: dict[int, TaskFigures] = {}
+    stale = []
+    for m in answered:
+        found = cache.get(m.task.id)
+        if found is not None and found[0] == replay_digest(m, evidence.live_logs[m.task.id]):
+            out[m.task.id] = found[1]
+        else:
+            stale.append(m)
+    if stale and not evidence.calibrations:
+        stale = _with_calibrations(stale, db)
+    for m in stale:
+        out[m.task.id] = figures = build(m)
+        if m.calibration is not None or m.calibrated_at is None:  # read whole: keep it
+            cache.put(m.task.id, (replay_digest(m, evidence.live_logs[m.task.id]), figures))
+    return out
+
+
+def task_records(
+    m: MachineTask, answers: Sequence[PersonAnswer], figures: TaskFigures
+) -> list[tuple[CalibrationRecord, bool]]:
+    """Task ``m``'s records (module docstring), each with whether it was an audit, from its
+    answers in a :class:`MachineEvidence` and its :class:`TaskFigures`."""
+    opined = [a for a in answers if not math.isnan(a.raw)]
+    return [
+        (
+            CalibrationRecord(
+                answer=a.outcome,
+                calibrated=p,
+                raw=float(a.raw),
+                first_shown="left",
+                query_id=m.query_id,
+                left=a.left,
+                right=a.right,
+            ),
+            a.seq in figures.audits,
         )
-        yield record, a.seq in audits
+        for a, p in zip(opined, figures.calibrated, strict=True)
+    ]
 
 
-def judge_records(evidence: MachineEvidence, judge: str | None = None) -> list[JudgeRecords]:
+def judge_records(
+    evidence: MachineEvidence, judge: str | None = None, *, db: Database | None = None
+) -> list[JudgeRecords]:
     """The records of every judge of ``evidence`` (or of the one whose version or source is
-    ``judge``), by judge version."""
+    ``judge``), by judge version; with ``db``, each task's figures from its cache
+    (:func:`figures_of`), else replayed."""
+    tasks = [m for m in evidence.tasks if judge is None or judge in (m.judge, m.source)]
+    figures = figures_of(evidence, tasks, db)
     out: dict[str, JudgeRecords] = {}
-    for m in evidence.tasks:
-        if judge is not None and judge not in (m.judge, m.source):
-            continue
+    for m in tasks:
         group = out.setdefault(m.judge, JudgeRecords(m.judge, m.source, 0))
         group.tasks += 1
-        answers = evidence.person_answers.get(m.task.id, [])
-        if not answers:
+        if m.task.id not in figures:
             continue
-        audits = audit_seqs(m, evidence.live_logs[m.task.id])
-        for record, audit in _task_records(m, answers, audits):
+        answers = evidence.person_answers[m.task.id]
+        for record, audit in task_records(m, answers, figures[m.task.id]):
             group.records.append(record)
             group.audit.append(audit)
     return [out[j] for j in sorted(out)]
@@ -194,8 +330,8 @@ def collection_calibration(
         if coll is None:
             raise NotFound(f"collection {collection_id} not found")
         name = coll.name
-    evidence = machine_evidence(collection_id, db=db)
-    groups = judge_records(evidence, judge)
+    evidence = machine_evidence(collection_id, db=db, calibrations=False)
+    groups = judge_records(evidence, judge, db=db)
     if judge is not None and not groups:
         known = sorted({m.judge for m in evidence.tasks})
         raise NotFound(
@@ -216,8 +352,8 @@ def calibration_svg(
     judge, or of ``judge``; 422 naming ``judge`` when several judges leave it ambiguous, 404
     without a machine judge."""
     _check(bins)
-    evidence = machine_evidence(collection_id, db=db)
-    groups = judge_records(evidence, judge)
+    evidence = machine_evidence(collection_id, db=db, calibrations=False)
+    groups = judge_records(evidence, judge, db=db)
     if not groups:
         collection_calibration(collection_id, db=db, judge=judge, bins=bins)  # the 404s
         raise NotFound(f"collection {collection_id} has no task with a machine judge")

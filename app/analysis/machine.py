@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from app.analysis import repository
@@ -53,7 +54,8 @@ def _key(query: str, a: str, b: str) -> tuple[str, str, str]:
 class MachineTask:
     """A task of the collection with a machine judge: its judge version (``task_machine.judge``,
     without the calibration suffix the machine's answers carry), source, query, the task row
-    (for replay), its stored judge and its frozen study calibration (None: not started)."""
+    (for replay), its stored judge and its frozen study calibration (None: not started, or
+    not read: :func:`machine_evidence`) with when it was frozen."""
 
     task: Any
     judge: str
@@ -61,6 +63,7 @@ class MachineTask:
     query_id: str
     stored: StoredJudge
     calibration: dict[str, Any] | None
+    calibrated_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,18 +91,23 @@ class MachineEvidence:
     machine_rows: list[tuple[int, str, str, str]]
     people_on: dict[tuple[str, str, str], list[tuple[int, str]]]
     live_logs: dict[int, list[tuple[Any, ...]]]
+    calibrations: bool = True
 
 
-def machine_evidence(collection_id: int, *, db: Database) -> MachineEvidence:
+def machine_evidence(
+    collection_id: int, *, db: Database, calibrations: bool = True
+) -> MachineEvidence:
     """Gather the machine tasks of a collection and the answers around them in one read: the
     one place the people-against-machine analyses (:func:`machine_agreement`, the calibration
-    report of :mod:`app.analysis.calibration`) get their records from."""
+    report of :mod:`app.analysis.calibration`) get their records from. Without
+    ``calibrations``, the tasks' frozen calibrations are not read (only when they were
+    frozen; ``MachineEvidence.calibrations`` says which)."""
     with db.read() as s:
         rows = repository.machine_tasks(s, collection_id)
         ids = [t for t, _, _ in rows]
         scores = repository.machine_scores(s, ids)
         opinions = repository.machine_opinions(s, ids)
-        details = repository.machine_calibrations(s, ids)
+        details = repository.machine_calibrations(s, ids, content=calibrations)
         task_rows = {t.id: (t, q) for t, _, q in repository.tasks(s, collection_id)}
         log = repository.judgment_log(s, collection_id)
     tasks = [
@@ -110,12 +118,13 @@ def machine_evidence(collection_id: int, *, db: Database) -> MachineEvidence:
             query,
             StoredJudge(judge, scores.get(t, {}), opinions.get(t, {})),
             details[t][1],
+            details[t][2],
         )
         for t, judge, query in rows
         if t in task_rows
     ]
     stored = {m.task.id: m.stored for m in tasks}
-    evidence = MachineEvidence(tasks, {}, [], {}, {t: [] for t in stored})
+    evidence = MachineEvidence(tasks, {}, [], {}, {t: [] for t in stored}, calibrations)
     for row in log:
         task_id, seq, left, right, outcome = row[:5]
         if row[9] or task_id not in task_rows:
@@ -141,7 +150,7 @@ def machine_agreement(collection_id: int, *, db: Database) -> list[dict[str, Any
     """Per judge version of the collection's tasks: ``judge``, ``tasks``, ``machine_answers``,
     ``opinion_vs_people`` and ``answers_vs_people`` (module docstring); empty without a
     machine."""
-    evidence = machine_evidence(collection_id, db=db)
+    evidence = machine_evidence(collection_id, db=db, calibrations=False)
     query_of = {m.task.id: m.query_id for m in evidence.tasks}
     out = []
     for judge in sorted({m.judge for m in evidence.tasks}):

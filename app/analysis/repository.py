@@ -3,6 +3,7 @@ judgment log as plain column tuples, read in the caller's session ``s``."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
@@ -127,16 +128,18 @@ def machine_opinions(s: Any, task_ids: list[int]) -> dict[int, dict[tuple[str, s
 
 
 def machine_calibrations(
-    s: Any, task_ids: list[int]
-) -> dict[int, tuple[str, dict[str, Any] | None]]:
-    """(source, frozen study calibration or None) of the tasks' machines (``task_machine``)."""
-    out: dict[int, tuple[str, dict[str, Any] | None]] = {}
+    s: Any, task_ids: list[int], *, content: bool = True
+) -> dict[int, tuple[str, dict[str, Any] | None, datetime | None]]:
+    """(source, frozen study calibration or None, when it was frozen) of the tasks' machines
+    (``task_machine``); without ``content``, the calibration is not read (None: a frozen one
+    is a large JSON document, and frozen once, so its time tells whether it changed)."""
+    out: dict[int, tuple[str, dict[str, Any] | None, datetime | None]] = {}
     if task_ids:
-        rows = s.execute(
-            select(TaskMachine.task_id, TaskMachine.source, TaskMachine.calibration).where(
-                TaskMachine.task_id.in_(task_ids)
-            )
-        )
-        for task_id, source, calibration in rows:
-            out[int(task_id)] = (str(source), calibration)
+        columns = [TaskMachine.task_id, TaskMachine.source, TaskMachine.calibrated_at]
+        if content:
+            columns.append(TaskMachine.calibration)
+        rows = s.execute(select(*columns).where(TaskMachine.task_id.in_(task_ids)))
+        for row in rows:
+            calibration = row[3] if content else None
+            out[int(row[0])] = (str(row[1]), calibration, row[2])
     return out

@@ -4,6 +4,11 @@
 and 3 (agreement) as numbers and as heatmaps, the χ² sentences, a histogram of the time per
 judgment by method, and the per-assessor checks. The plots are inline SVG computed here as
 plain geometry and drawn by the template (autoescaped, no external assets, no script).
+
+``GET /admin/collections/{id}/analysis/calibration`` shows the calibration report of the
+collection's machine judges (figures, table by bin, reliability diagram). It has its own page,
+linked from the analysis page, so the analysis page never waits for it: the report replays the
+machine tasks whose logs changed since it was last built (app.analysis.calibration, "Cost").
 """
 
 from __future__ import annotations
@@ -178,11 +183,8 @@ async def analysis_page(
             {"title": "Not found", "message": str(err.detail)},
             status=404,
         )
-    calibration = await run_in_threadpool(collection_calibration, collection_id, db=db, svg=True)
     context = {
         "report": report,
-        "calibration": calibration,
-        "diagrams": {j["judge"]: diagram(j) for j in calibration["judges"]},
         "labels": LABELS,
         "heatmaps": {m: heatmap(report["agreement"][m]["pooled"]) for m in ("topk", "graded")},
         "histogram": histogram_chart(report["time_histogram"]),
@@ -190,3 +192,28 @@ async def analysis_page(
         "mode": chosen,
     }
     return admin_page(request, resolved, "analysis/analysis.html", context)
+
+
+@router.get("/admin/collections/{collection_id}/analysis/calibration")
+async def calibration_page(request: Request, collection_id: int, db: DbDep) -> Response:
+    resolved, early = await admin_session(request, db)
+    if early is not None:
+        return early
+    assert resolved is not None
+    try:
+        calibration = await run_in_threadpool(
+            collection_calibration, collection_id, db=db, svg=True
+        )
+    except NotFound as err:
+        return admin_page(
+            request,
+            resolved,
+            "error.html",
+            {"title": "Not found", "message": str(err.detail)},
+            status=404,
+        )
+    context = {
+        "calibration": calibration,
+        "diagrams": {j["judge"]: diagram(j) for j in calibration["judges"]},
+    }
+    return admin_page(request, resolved, "analysis/calibration_page.html", context)

@@ -24,6 +24,8 @@ import pytest
 from sqlalchemy import func, select
 from typer.testing import CliRunner
 
+from app.analysis.calibration import AUDITS, judge_records, judge_report, replay_digest
+from app.analysis.machine import machine_evidence
 from app.auth import sessions
 from app.cli import cli
 from app.judging.loop import answer_of
@@ -292,13 +294,13 @@ def test_empty_collection_and_assessors(api: Api, study: dict[str, Any]) -> None
         assert api.get("cal", p).status_code == 403
 
 
-def _page(api: Api, cid: int) -> str:
+def _page(api: Api, cid: int, page: str = "analysis/calibration") -> str:
     api.client.cookies.clear()
     user = users.get_user(db=api.db, username="admin")
     raw, _csrf = sessions.create_web_session(api.db, user)
     api.client.cookies.set(sessions.SESSION_COOKIE, raw)
     try:
-        r = api.client.get(f"/admin/collections/{cid}/analysis", follow_redirects=False)
+        r = api.client.get(f"/admin/collections/{cid}/{page}", follow_redirects=False)
     finally:
         api.client.cookies.clear()
     assert r.status_code == 200, r.text
@@ -320,6 +322,10 @@ def test_the_page_shows_the_table_the_figures_and_the_svg(api: Api, study: dict[
             )
     assert "style=" not in html.split('id="calibration"')[1]
     assert "No machine answers yet" in _page(api, study["empty"])
+    # The analysis page links to the report and does not build it (it never waits for it).
+    analysis = _page(api, study["cid"], "analysis")
+    link = f'href="/admin/collections/{study["cid"]}/analysis/calibration"'
+    assert link in analysis and "Reliability diagram" not in analysis
 
 
 def test_the_cli_prints_the_same_figures(
@@ -346,3 +352,55 @@ def test_the_cli_prints_the_same_figures(
     assert empty.exit_code == 0 and "no machine answers yet" in empty.output
     both = runner.invoke(cli, [*base, "--file", str(svg)])
     assert both.exit_code == 2
+
+
+def _fresh(api: Api, cid: int) -> list[dict[str, Any]]:
+    """The report's judges with every task replayed (no cache)."""
+    return [judge_report(g, 10) for g in judge_records(machine_evidence(cid, db=api.db))]
+
+
+def test_the_cached_report_is_the_full_replays_and_follows_every_new_judgment(
+    api: Api, study: dict[str, Any]
+) -> None:
+    """The report keeps each task's records and audits under a digest of what its replay
+    reads: after every answer (and an undo) the REST report equals the full replay's, the
+    task's cache entry is the one of its current live log (a new one for every new answer),
+    and at the end the report equals the independent oracle's."""
+    cid, truth = _collection(api, "cached")
+    task_id = _task(api, cid, "q2", machine=True)
+    path = f"/api/v1/collections/{cid}/analysis/calibration"
+    rng = random.Random(3)
+    body = api.get("cal", f"/api/v1/tasks/{task_id}/next").json()
+    digests = []
+    answered = 0
+    while not body["done"]:
+        left, right = body["pair"]["left"]["doc_id"], body["pair"]["right"]["doc_id"]
+        better = (truth["q2"][left] > truth["q2"][right]) != (rng.random() < FLIP)
+        answer = {"seq": body["seq"], "left": left, "right": right}
+        answer["outcome"] = "left" if better else "right"
+        r = api.post("cal", f"/api/v1/tasks/{task_id}/judgments", json=answer)
+        assert r.status_code == 200, r.text
+        body = r.json()
+        answered += 1
+        if answered == 6:  # an undo, then the same question again
+            r = api.post("cal", f"/api/v1/tasks/{task_id}/undo")
+            assert r.status_code == 200, r.text
+            body = r.json()
+        report = api.get("admin", path).json()
+        assert report["judges"] == _fresh(api, cid)
+        (m,) = machine_evidence(cid, db=api.db).tasks
+        rows = machine_evidence(cid, db=api.db).live_logs[task_id]
+        entry = AUDITS.of(api.db).get(task_id)
+        assert entry is not None and entry[0] == replay_digest(m, rows)
+        if answered == 6:  # the live log is the one before the undone answer again
+            assert entry[0] == digests[-1]
+        else:  # a new live log: a new digest
+            assert entry[0] not in digests
+        digests.append(entry[0])
+    (j,) = api.get("admin", path).json()["judges"]
+    expected, count, audits = _oracle(api, {"cid": cid, "tasks": [task_id]}, 10)
+    # Records without the frozen calibrations need the database to read them.
+    with pytest.raises(ValueError, match="calibrations"):
+        judge_records(machine_evidence(cid, db=api.db, calibrations=False))
+    _close(expected, j["report"])
+    assert j["report"]["records"] == count > 0 and j["audits"]["records"] == audits

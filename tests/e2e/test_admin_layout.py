@@ -198,6 +198,8 @@ def test_admin_pages_fit_and_say_what_is_so(tmp_path: Path) -> None:
                 if viewport is VIEWPORTS[1]:
                     shot = ARTIFACTS / "admin-collection-study-phone.png"
                     page.screenshot(path=str(shot), full_page=True)
+                page.goto(analysis + "/calibration")
+                _fits(page, f"calibration report at {viewport['width']} px")
                 page.goto(analysis)
                 _fits(page, f"analysis at {viewport['width']} px")
             # "By query" counts the study's queries (five of six have tasks), once each.

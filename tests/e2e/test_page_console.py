@@ -195,10 +195,12 @@ def test_admin_pages_have_no_console_errors(site: dict[str, Any]) -> None:
         expect(page.locator("#plan-fit")).to_contain_text("2 assessors ticked")
         expect(page.locator("#shifts")).to_have_value("0")
         page.wait_for_selector("#progress[data-refreshed]", timeout=20_000)  # the refresh ran
-        page.goto(f"{url}/admin/collections/{cid}/analysis")
+        page.goto(f"{url}/admin/collections/{cid}/analysis/calibration")
         expect(page.get_by_test_id("calibration-empty")).to_contain_text("No machine answers yet")
-        # The machine's reliability diagram, inline SVG with presentation attributes only.
+        # The machine's reliability diagram, inline SVG with presentation attributes only, on
+        # the report's own page, linked from the analysis page.
         page.goto(f"{url}/admin/collections/{site['machine_collection']}/analysis")
+        page.get_by_test_id("calibration-link").click()
         diagram = page.locator('svg[aria-label^="Reliability diagram of bm25"]')
         expect(diagram).to_be_visible()
         assert diagram.locator("rect").count() >= 1
