@@ -20,7 +20,9 @@ RUN_A = b"1 Q0 d3 1 3 A\n1 Q0 d1 2 2 A\n1 Q0 d4 3 1 A\n2 Q0 d5 1 1 A\n"
 
 def _collection_with_run(client: TestClient, csrf: str) -> int:
     r = client.post("/admin/collections", data={"name": "planner-runs", "csrf_token": csrf})
-    cid = int(re.search(r"/admin/collections/(\d+)/progress-fragment", r.text).group(1))
+    found = re.search(r"/admin/collections/(\d+)/progress-fragment", r.text)
+    assert found is not None, r.text[:500]
+    cid = int(found.group(1))
     r = client.post(
         f"/admin/collections/{cid}/import",
         data={"csrf_token": csrf, "action": "import", "kind": "trec", "pairing": "qrels"},
