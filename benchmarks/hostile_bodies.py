@@ -3,13 +3,15 @@
 Starts ``uvicorn app.main:create_app --factory`` on 127.0.0.1 (a free port, a fresh SQLite
 file, the default 32 MiB body limit) with an admin, an assessor and one top-k task, then sends
 each body of :func:`bodies` (a few shapes at the full body limit: many keys, deep nesting,
-long arrays, a long string, many strings, and the same under a known key) to the judging
-loop as the assessor and to two ordinary JSON endpoints as the admin, one request at a time.
-While each runs, a thread polls ``/healthz`` every 10 ms on its own connection. One row per
-request: the status, the seconds to the answer, the answer's bytes, and the slowest
-``/healthz`` answer during it (first, the slowest over one second with no other request:
-what the machine alone adds). The target (docs/security.md#request-bodies): every answer
-in <= 1 s and <= 64 KiB, every ``/healthz`` in <= 100 ms, the server still up at the end.
+long arrays, a long string, many strings, a long escaped string, a long TREC run under the
+key that takes one) to the judging loop as the assessor and to four ordinary JSON endpoints
+as the admin (``POST /collections``, and the three that take TREC runs inline: the plan
+preview, plans, tasks), one request at a time. While each runs, a thread polls ``/healthz``
+every 10 ms on its own connection. One row per request: the status, the seconds to the
+answer, the answer's bytes, and the slowest ``/healthz`` answer during it (first, the slowest
+over one second with no other request: what the machine alone adds). The target
+(docs/security.md#request-bodies): every answer in <= 1 s and <= 64 KiB, every ``/healthz``
+in <= 100 ms, the server still up at the end.
 
 Loopback only; a bounded number of requests (shapes x endpoints, each once).
 
@@ -49,6 +51,9 @@ def bodies(size: int) -> Iterator[tuple[str, bytes]]:
     yield "long string", b'{"left":"' + b"a" * (size - 12) + b'"}'
     yield "many strings", b"[" + b'"",' * (size // 3 - 1) + b'""]'
     yield "long escaped string", b'{"left":"' + b"\\u00e9" * ((size - 12) // 6) + b'"}'
+    # The field that takes long strings: a plan's inline TREC run (a task's is prior.run).
+    head = b'{"collection_id":1,"pool":{"mode":"run","run":"'
+    yield "long run string", head + b"q Q0 d 1 1 t\\n" * ((size - len(head) - 4) // 14) + b'"}}'
 
 
 def free_port() -> int:
@@ -173,6 +178,8 @@ def main() -> int:
             ("assessor", ava, f"/api/v1/tasks/{task_id}/undo"),
             ("admin", admin, "/api/v1/collections"),
             ("admin", admin, "/api/v1/admin/plans/preview"),
+            ("admin", admin, "/api/v1/admin/plans"),
+            ("admin", admin, "/api/v1/tasks"),
         ]
         idle = HealthPoller(port)
         idle.start()

@@ -76,6 +76,12 @@ def plan_cmd(
         False, "--dedupe/--no-dedupe", help="Judge identical documents once."
     ),
     run: Path | None = typer.Option(None, exists=True, dir_okay=False, help="TREC run (pool)."),
+    stored_run: str | None = typer.Option(
+        None,
+        "--stored-run",
+        help="Instead of --run: a run stored on the collection (heapjudge admin runs upload), "
+        "by name; the pool's with --pool run, else the prior's with --prior run.",
+    ),
     ranked_order: bool = typer.Option(
         False,
         "--ranked-order/--no-ranked-order",
@@ -89,7 +95,7 @@ def plan_cmd(
     prior: str = typer.Option(
         "none",
         help="Initial order of the topk tasks: none | bm25 | feature:<number> (LETOR) | run "
-        "(the --run file).",
+        "(the --run file or --stored-run).",
     ),
     machine: str | None = typer.Option(
         None,
@@ -116,6 +122,12 @@ def plan_cmd(
     from app.planning import service as planning
     from app.planning.spec import PlanSpec
 
+    if stored_run is not None and run is not None:
+        usage_error("give --run FILE or --stored-run NAME, not both")
+    if stored_run is not None and "run" not in (pool, prior):
+        usage_error("--stored-run names the run of --pool run or --prior run")
+    pool_stored = stored_run if pool == "run" else None
+
     def go(db: Database) -> Any:
         spec = PlanSpec(
             collection_id=collection_id(db, collection),
@@ -129,10 +141,13 @@ def plan_cmd(
             name=name,
             k=k,
             options=json.loads(options) if options else {},
-            pool=_pool_spec(pool, pool_n, pool_seed, dedupe, run, ranked_order, pool_id),
+            pool=_pool_spec(
+                pool, pool_n, pool_seed, dedupe, run, ranked_order, pool_id, pool_stored
+            ),
             # Not given on the command line: --options may name the strategy instead.
             strategy=strategy if given(ctx, "strategy") else None,
             prior=prior,
+            prior_stored_run=stored_run if pool_stored is None else None,
             machine=machine,
             machine_accuracy=machine_accuracy,
         )
@@ -152,6 +167,7 @@ def _pool_spec(
     run: Path | None,
     ranked_order: bool,
     pool_id: int | None,
+    stored_run: str | None = None,
 ) -> Any:
     """``admin plan``'s pool options as a :class:`app.planning.spec.PoolSpec`."""
     from app.planning.spec import PoolSpec
@@ -163,6 +179,7 @@ def _pool_spec(
         seed=seed,
         dedupe=dedupe,
         run=text,
+        stored_run=stored_run,
         run_order=ranked_order,
         pool_id=pool_id,
     )

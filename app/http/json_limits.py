@@ -61,12 +61,21 @@ class JsonShape:
     chunk ending inside an escape carries it over. On a body that is not JSON the counts
     may be off, never unbounded: the parser refuses such a body where it breaks."""
 
-    def __init__(self, *, checked: bool = True, max_string: int | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        checked: bool = True,
+        max_string: int | None = None,
+        max_bytes: tuple[int, str] | None = None,
+    ) -> None:
         """``checked=False``: a body the route does not read as JSON; :meth:`feed` passes it.
         ``max_string``: the bytes of JSON text one string (key or value) may take, None for
-        no limit (:func:`string_limit`)."""
+        no limit (:func:`string_limit`). ``max_bytes``: the bytes the whole body may take and
+        what the refusal adds (:func:`body_limit`), None for the server's limit only."""
         self.values = 1
         self.max_string = max_string
+        self.max_bytes = max_bytes
+        self.total = 0
         self.open_string = 0  # bytes of the string still open at the end of the last chunk
         self.quotes = 0
         self.depth = 0
@@ -80,6 +89,10 @@ class JsonShape:
         """Count ``chunk``; :data:`LIMITS_MESSAGE` once the body is past a limit."""
         if self.broken or not chunk:
             return None
+        self.total += len(chunk)
+        if self.max_bytes is not None and self.total > self.max_bytes[0]:
+            limit, hint = self.max_bytes
+            return f"JSON body longer than {limit} bytes, the most this request takes{hint}"
         if self.escape_pending:  # the previous chunk ended with the escape's backslash
             chunk = b"_" + chunk[1:]
             self.escape_pending = False
@@ -187,6 +200,21 @@ def string_limit(route: object) -> int | None:
     with contextlib.suppress(TypeError):  # a route that is not weakly referenceable
         _STRING_LIMITS[route] = limit
     return limit
+
+
+def body_limit(route: object) -> tuple[int, str] | None:
+    """The bytes the JSON body of ``route`` may take and the hint its refusal adds: the body
+    model's ``max_json_bytes`` (:class:`app.http.schemas.StrictModel`), None for no limit but
+    the server's. The routes that take TREC runs inline have one: their free-form options
+    leave :func:`string_limit` unbounded, and a body of long strings costs its parse on the
+    event loop (docs/security.md#request-bodies)."""
+    field = getattr(route, "body_field", None)
+    model = getattr(getattr(field, "field_info", None), "annotation", None)
+    limit = getattr(model, "max_json_bytes", None)
+    if not isinstance(limit, int):
+        return None
+    hint = getattr(model, "json_bytes_hint", "")
+    return limit, f"; {hint}" if hint else ""
 
 
 def _longest_string(schema: Any) -> int | None:

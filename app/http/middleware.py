@@ -42,6 +42,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from app.http.json_limits import (
     MAX_JSON_DEPTH,
     JsonShape,
+    body_limit,
     reads_json,
     shape_error,
     string_limit,
@@ -283,7 +284,11 @@ class BodySizeLimitMiddleware:
         the body is drained and the request refused (422)."""
         if shape is None:
             route = scope.get("route")
-            shape = JsonShape(checked=reads_json(route), max_string=string_limit(route))
+            shape = JsonShape(
+                checked=reads_json(route),
+                max_string=string_limit(route),
+                max_bytes=body_limit(route),
+            )
         problem = shape.feed(message.get("body", b""))
         if problem is not None:
             await self._drain(message, receive, total)

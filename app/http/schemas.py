@@ -18,7 +18,7 @@ The rules and their messages live in :mod:`labeling.identifiers`
 from __future__ import annotations
 
 from itertools import islice
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from fastapi import Path
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
@@ -92,9 +92,16 @@ class StrictModel(BaseModel):
 
     Unknown keys are counted first, against the field names (a set difference, in C): past
     :data:`MAX_UNKNOWN_KEYS` of them the body is refused with one error at once, so a body
-    of many unknown keys costs no error, text check or echo per key."""
+    of many unknown keys costs no error, text check or echo per key.
+
+    ``max_json_bytes``: the longest JSON body the model's route reads, for the models whose
+    free-form fields (options) leave the per-string limit unbounded; a longer body is
+    refused as it arrives, before a parser sees it, with ``json_bytes_hint`` appended
+    (:func:`app.http.json_limits.body_limit`, docs/security.md#request-bodies)."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
+    max_json_bytes: ClassVar[int | None] = None
+    json_bytes_hint: ClassVar[str] = ""
 
     @model_validator(mode="before")
     @classmethod
@@ -111,6 +118,41 @@ class StrictModel(BaseModel):
                 )
         _check_strings(data, "body")
         return data
+
+
+#: The longest TREC run a request may carry as a JSON string (characters). Longer runs are
+#: stored on the collection (``POST /admin/collections/{id}/runs``, multipart) and named.
+#: At this length the largest legitimate body (:data:`RUN_BODY_BYTES`) parses in a few
+#: milliseconds on the event loop (docs/security.md#request-bodies).
+MAX_INLINE_RUN_CHARS = 4_000_000
+#: The longest JSON body of the routes that take inline runs (plans, task creation): two
+#: runs of :data:`MAX_INLINE_RUN_CHARS` ASCII characters and the rest of a plan.
+RUN_BODY_BYTES = 8 * 1024 * 1024
+#: What a refusal of a long run says to do instead.
+STORED_RUN_HINT = (
+    "upload a longer run to the collection (POST /api/v1/admin/collections/{id}/runs) and "
+    "name it (stored_run, prior_stored_run)"
+)
+
+
+def _inline_run(value: str) -> str:
+    if len(value) > MAX_INLINE_RUN_CHARS:
+        raise PydanticCustomError(
+            "string_too_long",
+            "a TREC run sent inline takes at most {max_length} characters; {hint}",
+            {"max_length": MAX_INLINE_RUN_CHARS, "hint": STORED_RUN_HINT},
+        )
+    return value
+
+
+#: TREC run text sent inline (``qid Q0 docno rank score tag`` lines).
+InlineRun = Annotated[
+    str,
+    AfterValidator(_inline_run),
+    Field(json_schema_extra={"maxLength": MAX_INLINE_RUN_CHARS}),
+]
+#: The name of a run stored on the collection (``GET /admin/collections/{id}/runs``).
+StoredRunName = Annotated[str, Field(min_length=1, max_length=200)]
 
 
 #: How the question in a judgment's or undo's answer carries its documents.

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from fastapi import APIRouter, Depends
 from pydantic import Field
@@ -14,7 +14,15 @@ from app.http.deps import (
     require_admin,
 )
 from app.http.openapi import declare_errors, error_responses
-from app.http.schemas import PlanName, RowId, StrictModel
+from app.http.schemas import (
+    RUN_BODY_BYTES,
+    STORED_RUN_HINT,
+    InlineRun,
+    PlanName,
+    RowId,
+    StoredRunName,
+    StrictModel,
+)
 from app.planning import service as planning
 from app.planning.schemas import PlanCreatedOut, PlanPreviewOut
 from app.planning.spec import PlanSpec, PoolSpec
@@ -27,7 +35,16 @@ class PoolIn(StrictModel):
     n: int | None = Field(default=None, ge=1, le=100_000)
     seed: int = 0
     dedupe: bool = False
-    run: str | None = Field(default=None, description="TREC run text for mode=run.")
+    run: InlineRun | None = Field(
+        default=None,
+        description="TREC run text for mode=run (at most 4,000,000 characters; a longer run: "
+        "store it on the collection and give stored_run).",
+    )
+    stored_run: StoredRunName | None = Field(
+        default=None,
+        description="mode=run, instead of run: the name of a run stored on the collection "
+        "(POST /admin/collections/{id}/runs); the pool is the one its file would give.",
+    )
     run_order: bool = False
     pool_id: RowId | None = Field(
         default=None,
@@ -37,6 +54,9 @@ class PoolIn(StrictModel):
 
 
 class PlanIn(StrictModel):
+    max_json_bytes: ClassVar[int | None] = RUN_BODY_BYTES
+    json_bytes_hint: ClassVar[str] = STORED_RUN_HINT
+
     collection_id: RowId
     assessors: list[str] = Field(default_factory=list, max_length=1000)
     query_ids: list[str] | None = None
@@ -59,9 +79,16 @@ class PlanIn(StrictModel):
         default="none",
         max_length=120,
         description="Initial order of the topk tasks, resolved per query: none, bm25, "
-        "feature:<number> (LETOR, 1-based) or run (prior_run, else pool.run).",
+        "feature:<number> (LETOR, 1-based) or run (prior_run or prior_stored_run, else the "
+        "pool's run).",
     )
-    prior_run: str | None = Field(default=None, description="TREC run text for prior=run.")
+    prior_run: InlineRun | None = Field(
+        default=None, description="TREC run text for prior=run (at most 4,000,000 characters)."
+    )
+    prior_stored_run: StoredRunName | None = Field(
+        default=None,
+        description="prior=run, instead of prior_run: the name of a run stored on the collection.",
+    )
     machine: str | None = Field(
         default=None,
         max_length=40,
@@ -99,6 +126,7 @@ class PlanIn(StrictModel):
             strategy=self.strategy,
             prior=self.prior,
             prior_run=self.prior_run,
+            prior_stored_run=self.prior_stored_run,
             machine=self.machine,
             machine_accuracy=self.machine_accuracy,
             second_opinions=self.second_opinions,

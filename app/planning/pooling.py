@@ -29,9 +29,17 @@ Lost = dict[str, dict[str, int]]
 
 
 def _ranking(
-    s: Any, collection_id: int, queries: dict[str, Query], mode: str, run: str | None
+    s: Any,
+    collection_id: int,
+    queries: dict[str, Query],
+    mode: str,
+    run: str | None,
+    stored: dict[str, list[str]] | None,
 ) -> Any:
-    """The ranking a ranked pool cuts, by query (empty for the other modes)."""
+    """The ranking a ranked pool cuts, by query (empty for the other modes): a stored run's
+    (``stored``, already ranked), the run text's or BM25's."""
+    if mode == "run" and stored is not None:
+        return stored
     if mode == "run":
         if not run:
             raise Invalid("pool mode 'run' needs a TREC run")
@@ -58,13 +66,14 @@ def query_pools(
     seed: int,
     dedupe: bool,
     run: str | None,
+    stored: dict[str, list[str]] | None = None,
 ) -> tuple[dict[str, list[str]], Lost]:
     """Each query's pool (``mode``, ``n``, ``seed``, ``dedupe``, ``run``: the plan's
-    :class:`app.planning.spec.PoolSpec`), and for ranked pools (``run``, ``bm25``) what
-    the cut lost: per query, how many of the ranking's top n are not in the collection at all
-    (``not_in_collection``) or are in it but not among this query's documents
-    (``not_in_query``)."""
-    ranking: dict[str, list[str]] = _ranking(s, collection_id, queries, mode, run)
+    :class:`app.planning.spec.PoolSpec`; ``stored``: the rankings of its stored run), and
+    for ranked pools (``run``, ``bm25``) what the cut lost: per query, how many of the
+    ranking's top n are not in the collection at all (``not_in_collection``) or are in it
+    but not among this query's documents (``not_in_query``)."""
+    ranking: dict[str, list[str]] = _ranking(s, collection_id, queries, mode, run, stored)
     ranked = mode in RANKED_POOLS
     in_collection = repository.collection_doc_ids(s, collection_id) if ranked else set()
     out: dict[str, list[str]] = {}
@@ -132,6 +141,7 @@ def plan_query_pools(
     run: str | None,
     pool_id: int | None,
     run_order: bool,
+    stored: dict[str, list[str]] | None = None,
 ) -> tuple[dict[str, list[str]], Lost, dict[str, list[str]] | None]:
     """Each query's pool (the plan's :class:`app.planning.spec.PoolSpec`), what a ranked
     pool's cut lost, and for a stored pool from runs with ``run_order`` the fused order of each
@@ -140,7 +150,7 @@ def plan_query_pools(
         pools, fused = stored_pools(s, collection_id, queries, pool_id=pool_id, dedupe=dedupe)
         return pools, {}, fused if run_order else None
     pools, lost = query_pools(
-        s, collection_id, queries, mode=mode, n=n, seed=seed, dedupe=dedupe, run=run
+        s, collection_id, queries, mode=mode, n=n, seed=seed, dedupe=dedupe, run=run, stored=stored
     )
     return pools, lost, None
 

@@ -4,8 +4,9 @@ The pure part (the spec grammar, feature and ranking orders) is
 :mod:`labeling.protocol.prior_orders`; this
 module reads what a source needs from the database inside the caller's transaction: the
 collection's BM25 ranking (:mod:`app.retrieval.service`), the documents' LETOR features, or
-the caller's TREC run. The result is the pair of top-k options ``initial_order`` and ``prior``
-(``docs/strategies-in-practice.md#priors``).
+a TREC run: the caller's text, or a run stored on the collection (:func:`load_stored_run`,
+read before the transaction through :mod:`app.runs.service`). The result is the pair of
+top-k options ``initial_order`` and ``prior`` (``docs/strategies-in-practice.md#priors``).
 """
 
 from __future__ import annotations
@@ -14,11 +15,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from app.kernel.db import Database
 from app.kernel.errors import Invalid, issue_items
 from app.kernel.models import Query
 from app.planning import repository
 from app.retrieval import service as retrieval
+from app.runs import service as runs
 from labeling.errors import ConfigError
+from labeling.identifiers import normal_identifier
 from labeling.protocol.prior_orders import (
     NO_PRIOR,
     feature_order,
@@ -35,22 +39,55 @@ RESOLVABLE = ("none", "bm25", "feature", "run")
 
 
 @dataclass(frozen=True, slots=True)
+class StoredRun:
+    """A run stored on the collection, read as rankings: ``ranking[query id]`` is the
+    query's documents best first, in the order :func:`parse_trec_run` gives the uploaded
+    file (:func:`app.runs.service.run_rankings`); ``tag`` is the run's tag."""
+
+    name: str
+    tag: str
+    ranking: dict[str, list[str]]
+
+
+def load_stored_run(db: Database, collection_id: int, name: str, field: str) -> StoredRun:
+    """The run named ``name`` stored on the collection (404 for no collection); a 422 naming
+    ``field`` and the name when the collection has no such run (nothing is read further)."""
+    wanted = normal_identifier(name.strip())
+    infos = {r.name: r for r in runs.list_runs(db=db, collection_id=collection_id)}
+    info = infos.get(wanted)
+    if info is None:
+        some = ", ".join(repr(n) for n in list(infos)[:10]) or "none"
+        more = f" and {len(infos) - 10} more" if len(infos) > 10 else ""
+        raise Invalid(
+            f"{field}: collection {collection_id} has no stored run named {name!r} "
+            f"(its runs: {some}{more}; upload one with POST "
+            f"/api/v1/admin/collections/{collection_id}/runs)"
+        )
+    rankings = runs.run_rankings(db=db, collection_id=collection_id, names=[info.name])
+    return StoredRun(info.name, info.tag, rankings[info.name])
+
+
+@dataclass(frozen=True, slots=True)
 class PriorSource:
     """A requested prior: ``spec`` is ``none``, ``bm25``, ``feature:<number>`` or ``run``;
-    ``run`` holds the TREC run text for ``spec="run"`` (lines of other queries are ignored)."""
+    for ``spec="run"`` either ``run`` holds the TREC run text (lines of other queries are
+    ignored) or ``stored`` a run stored on the collection."""
 
     spec: str = NO_PRIOR
     run: str | None = None
+    stored: StoredRun | None = None
 
     @property
     def source(self) -> str:
         return parse_prior(self.spec)[0]
 
 
-def check_source(spec: str | None, run: str | None = None) -> PriorSource:
+def check_source(
+    spec: str | None, run: str | None = None, stored: StoredRun | None = None
+) -> PriorSource:
     """A validated :class:`PriorSource` (``None`` means ``none``); Invalid with the accepted
-    forms for anything else, and for a run source without run text or a run given to another
-    source."""
+    forms for anything else, and for a run source without a run (text or ``stored``) or with
+    both, or a run given to another source."""
     if spec is None or spec == "":
         spec = NO_PRIOR
     try:
@@ -65,11 +102,16 @@ def check_source(spec: str | None, run: str | None = None) -> PriorSource:
     if source == "run":
         if detail is not None:
             raise Invalid("prior 'run' takes the run text, not a tag (the run's tag is recorded)")
-        if not run or not run.strip():
-            raise Invalid("prior 'run' needs the TREC run (qid Q0 docno rank score tag lines)")
-    elif run is not None:
+        if run is not None and stored is not None:
+            raise Invalid("prior 'run' takes the run's text or a stored run's name, not both")
+        if stored is None and (not run or not run.strip()):
+            raise Invalid(
+                "prior 'run' needs the TREC run (qid Q0 docno rank score tag lines) or the "
+                "name of a run stored on the collection (stored_run)"
+            )
+    elif run is not None or stored is not None:
         raise Invalid(f"a run was given but the prior is {spec!r}; use prior 'run' to rank by it")
-    return PriorSource(prior_spec(source, detail), run)
+    return PriorSource(prior_spec(source, detail), run, stored)
 
 
 class PriorResolver:
@@ -83,16 +125,14 @@ class PriorResolver:
         self.source = source
         self.kind, detail = parse_prior(source.spec)
         self.feature = int(detail) if self.kind == "feature" and detail else 0
-        self._run: dict[str, list[RunEntry]] | None = None
+        self._run: dict[str, list[str]] | None = None
+        self._tags: dict[str, str] = {}
         self._bm25: dict[str, list[str]] = {}
-        if self.kind == "run":
-            try:
-                self._run = parse_trec_run(source.run or "", file="prior run")
-            except SourceError as err:
-                raise Invalid(
-                    issue_items(err.issues),
-                    extra={"message": "the prior run has errors; nothing was created"},
-                ) from None
+        if self.kind == "run" and source.stored is not None:
+            self._run = source.stored.ranking
+            self._tags = dict.fromkeys(self._run, source.stored.tag)
+        elif self.kind == "run":
+            self._run, self._tags = _run_text(source.run or "")
 
     def prefetch(self, query_ids: Sequence[str]) -> None:
         """Compute the BM25 rankings of ``query_ids`` in one pass (planner: many queries)."""
@@ -118,16 +158,33 @@ class PriorResolver:
             except ConfigError as err:
                 raise Invalid(f"prior of query {qid}: {err}") from None
         assert self._run is not None
-        entries = self._run.get(qid, [])
-        order = ranking_order(doc_ids, [e.doc_id for e in entries])
+        ranked = self._run.get(qid, [])
+        order = ranking_order(doc_ids, ranked)
         if not order:
-            what = "has no line for" if not entries else "ranks none of the documents of"
+            what = "has no line for" if not ranked else "ranks none of the documents of"
             raise Invalid(f"prior of query {qid}: the run {what} this query")
-        tags = {e.tag for e in entries}
-        tag = tags.pop() if len(tags) == 1 else None
+        tag = self._tags.get(qid)
         try:
             spec = prior_spec("run", tag) if tag else "run"
             parse_prior(spec)
         except ConfigError:
             spec = "run"  # a tag the record cannot hold (too long) is left out
         return order, spec
+
+
+def _run_text(text: str) -> tuple[dict[str, list[str]], dict[str, str]]:
+    """A run's text as rankings (documents best first, per query) and the tag of each query
+    whose lines carry one tag."""
+    try:
+        parsed: dict[str, list[RunEntry]] = parse_trec_run(text, file="prior run")
+    except SourceError as err:
+        raise Invalid(
+            issue_items(err.issues),
+            extra={"message": "the prior run has errors; nothing was created"},
+        ) from None
+    tags: dict[str, str] = {}
+    for qid, entries in parsed.items():
+        kinds = {e.tag for e in entries}
+        if len(kinds) == 1:
+            tags[qid] = kinds.pop()
+    return {q: [e.doc_id for e in entries] for q, entries in parsed.items()}, tags

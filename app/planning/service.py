@@ -63,7 +63,13 @@ from app.planning.pooling import (
     plan_query_pools,
     pool_summary,
 )
-from app.planning.priors import PriorResolver, PriorSource, check_source
+from app.planning.priors import (
+    PriorResolver,
+    PriorSource,
+    StoredRun,
+    check_source,
+    load_stored_run,
+)
 from app.planning.spec import PlannedTask, PlanPreview, PlanSpec
 from app.training.jobs import enqueue_opinions
 from labeling.errors import ConfigError
@@ -160,8 +166,32 @@ def _options(spec: PlanSpec) -> dict[str, dict[str, Any]]:
         raise Invalid(str(err)) from None
 
 
-def _prior_source(spec: PlanSpec) -> PriorSource:
-    """The plan's prior: ``spec.prior``, or the pool's ranking with ``pool.run_order``."""
+def _stored_runs(db: Database, spec: PlanSpec) -> tuple[StoredRun | None, StoredRun | None]:
+    """The runs stored on the collection that the plan names, read before its transaction:
+    the pool's (``pool.stored_run``) and the prior's (``prior_stored_run``); a 422 naming the
+    field for a name the collection lacks, or a stored run given with its text too."""
+    pool = spec.pool
+    if pool.stored_run is not None and pool.mode != "run":
+        raise Invalid(f"pool.stored_run is the run of pool mode 'run', not {pool.mode!r}")
+    if pool.stored_run is not None and pool.run is not None:
+        raise Invalid("pool: give the run's text (run) or a stored run's name (stored_run)")
+    if spec.prior_stored_run is not None and spec.prior_run is not None:
+        raise Invalid("give the prior's run as text (prior_run) or by name (prior_stored_run)")
+    if spec.prior_stored_run is not None and (spec.prior or NO_PRIOR) != "run":
+        raise Invalid(f"prior_stored_run is the run of prior 'run', not {spec.prior!r}")
+    load = [(pool.stored_run, "pool.stored_run"), (spec.prior_stored_run, "prior_stored_run")]
+    found = [
+        None if name is None else load_stored_run(db, spec.collection_id, name, field)
+        for name, field in load
+    ]
+    return found[0], found[1]
+
+
+def _prior_source(
+    spec: PlanSpec, stored: tuple[StoredRun | None, ...] = (None, None)
+) -> PriorSource:
+    """The plan's prior: ``spec.prior``, or the pool's ranking with ``pool.run_order``;
+    ``stored``: the pool's and the prior's stored runs (:func:`_stored_runs`)."""
     prior = spec.prior or NO_PRIOR
     if spec.pool.mode != STORED_POOL and spec.pool.pool_id is not None:
         raise Invalid("pool_id names a pool from runs: give it with pool mode 'runs'")
@@ -176,20 +206,26 @@ def _prior_source(spec: PlanSpec) -> PriorSource:
                 "choose one"
             )
         prior = spec.pool.mode
-    run = None
-    if prior == "run":
-        run = spec.prior_run or spec.pool.run
-        if not run:
-            if spec.pool.mode == "run":
-                raise Invalid("pool mode 'run' needs a TREC run")
-            raise Invalid("prior 'run' needs a TREC run (upload one, or pool from a run)")
-    return check_source(prior, run)
+    if prior != "run":
+        return check_source(prior)
+    pool_stored, prior_stored = stored
+    run, by_name = spec.prior_run, prior_stored
+    if run is None and by_name is None:  # the pool's run, as text or by name
+        run, by_name = spec.pool.run, pool_stored
+    if not run and by_name is None:
+        if spec.pool.mode == "run":
+            raise Invalid("pool mode 'run' needs a TREC run (run, or stored_run)")
+        raise Invalid(
+            "prior 'run' needs a TREC run (prior_run, prior_stored_run, or pool from a run)"
+        )
+    return check_source(prior, run or None, by_name)
 
 
 def preview_plan(*, db: Database, spec: PlanSpec) -> PlanPreview:
     """Build the plan, its pools and every violated constraint, without writing anything."""
     options = _options(spec)
-    prior = _prior_source(spec)
+    stored = _stored_runs(db, spec)
+    prior = _prior_source(spec, stored)
     with db.read() as s:
         if not repository.collection_exists(s, spec.collection_id):
             raise NotFound(f"no collection with id {spec.collection_id}")
@@ -197,7 +233,7 @@ def preview_plan(*, db: Database, spec: PlanSpec) -> PlanPreview:
     source = (options["topk"].get("machine") or {}).get("source")
     accuracy = preview_accuracy(db, spec.collection_id, source, spec.machine_accuracy)
     with db.read() as s:
-        preview = _preview_in(s, spec, options, prior, accuracy)[0]
+        preview = _preview_in(s, spec, options, prior, accuracy, pool_run=stored[0])[0]
     return preview
 
 
@@ -296,11 +332,13 @@ def _preview_in(
     options: dict[str, dict[str, Any]],
     prior: PriorSource,
     accuracy: MachineAccuracy | None = None,
+    pool_run: StoredRun | None = None,
 ) -> tuple[PlanPreview, dict[str, list[str]], dict[str, Resolved]]:
     """The preview computed with session ``s`` (read or write transaction) on an existing
     collection, plus the pools and each top-k query's resolved prior; with a machine's
     ``accuracy``, the strategies' figures with the machine too (the preview's, never
-    :func:`create_plan`'s: no simulation inside its write transaction).
+    :func:`create_plan`'s: no simulation inside its write transaction); ``pool_run``: the
+    pool's stored run (:func:`_stored_runs`).
 
     :func:`create_plan` calls this inside its write transaction, so the check against the
     existing tasks sees every plan committed before it (see there)."""
@@ -315,6 +353,7 @@ def _preview_in(
     pools, lost, fused = plan_query_pools(
         s, spec.collection_id, known, mode=pool.mode, n=pool.n, seed=pool.seed,
         dedupe=pool.dedupe, run=pool.run, pool_id=pool.pool_id, run_order=pool.run_order,
+        stored=pool_run.ranking if pool_run is not None else None,
     )  # fmt: skip
     extra += checks.empty_pools(pools)
     topk = dict.fromkeys(e.query_id for e in plan.entries if e.method == "topk")
@@ -393,12 +432,13 @@ def create_plan(*, db: Database, spec: PlanSpec) -> CreatedPlan:
     commit and its check statements, each with a fresh snapshot, then see the first plan's
     tasks."""
     options = _options(spec)
-    prior = _prior_source(spec)
+    stored = _stored_runs(db, spec)
+    prior = _prior_source(spec, stored)
     with db.write() as s:
         if not repository.lock_collection(s, spec.collection_id):
             raise NotFound(f"no collection with id {spec.collection_id}")
         machine.check_machine(s, spec.collection_id, options["topk"], db.settings)
-        preview, pools, resolved = _preview_in(s, spec, options, prior)
+        preview, pools, resolved = _preview_in(s, spec, options, prior, pool_run=stored[0])
         if not preview.ok:
             raise Invalid(
                 # Each violation as an error item: ``msg`` (what every 422 item has) and its

@@ -25,6 +25,9 @@ class PoolSpec:
     dedupe: bool = False
     run: str | None = None
     """TREC run text for ``mode="run"``."""
+    stored_run: str | None = None
+    """For ``mode="run"``, instead of ``run``: the name of a run stored on the collection
+    (:mod:`app.runs.service`), ranked as the same file sent as ``run`` would be."""
     run_order: bool = False
     """With ``mode="run"``/``"bm25"``: top-k tasks start from the pool's ranking (the same as
     ``PlanSpec.prior`` = ``run``/``bm25`` with that run); with ``mode="runs"``: from the stored
@@ -52,7 +55,11 @@ class PlanSpec:
     prior: str = NO_PRIOR
     """Where the top-k tasks' initial order comes from: none, bm25, feature:<number>, run."""
     prior_run: str | None = None
-    """TREC run text of ``prior="run"`` (default: the pool's run, ``pool.run``)."""
+    """TREC run text of ``prior="run"`` (default: the pool's run, ``pool.run`` or
+    ``pool.stored_run``)."""
+    prior_stored_run: str | None = None
+    """For ``prior="run"``, instead of ``prior_run``: the name of a run stored on the
+    collection."""
     machine: str | None = None
     """The top-k tasks' machine judge (``bm25``, ``model:<run id>``, ``llm``; a ``+assist``
     strategy), copied into every top-k task's options (docs/machine-judges.md#the-service)."""

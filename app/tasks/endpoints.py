@@ -24,13 +24,16 @@ def create_task(body: TaskCreate, db: DbDep) -> TaskOut:
     """Assign an assessor to a query (admin). ``options.strategy`` picks the judging strategy;
     ``prior`` the initial order (docs/rest-api.md#tasks-strategies-and-priors)."""
     prior = body.prior
-    source = (
-        priors.check_source(prior)
-        if isinstance(prior, str)
-        else priors.check_source(prior.source, prior.run)
-        if prior is not None
-        else None
-    )
+    source = None
+    if isinstance(prior, str):
+        source = priors.check_source(prior)
+    elif prior is not None:
+        stored = (
+            priors.load_stored_run(db, body.collection_id, prior.stored_run, "prior.stored_run")
+            if prior.stored_run is not None
+            else None
+        )
+        source = priors.check_source(prior.source, prior.run, stored)
     view = tasks.create_task(
         db=db,
         collection_id=body.collection_id,

@@ -5,11 +5,22 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.http.schemas import IsoTime, MethodName, PlanName, RowId, StrictModel, TaskStatus
+from app.http.schemas import (
+    RUN_BODY_BYTES,
+    STORED_RUN_HINT,
+    InlineRun,
+    IsoTime,
+    MethodName,
+    PlanName,
+    RowId,
+    StoredRunName,
+    StrictModel,
+    TaskStatus,
+)
 
 
 class PriorIn(StrictModel):
@@ -22,15 +33,23 @@ class PriorIn(StrictModel):
         description="none | bm25 (the collection's BM25) | feature:<number> (a LETOR feature, "
         "1-based, descending) | run (the TREC run below).",
     )
-    run: str | None = Field(
+    run: InlineRun | None = Field(
         default=None,
-        max_length=20_000_000,
-        description="source=run: TREC run lines (qid Q0 docno rank score tag); only the task's "
-        "query is used, ranked by score as trec_eval does.",
+        description="source=run: TREC run lines (qid Q0 docno rank score tag), at most "
+        "4,000,000 characters; only the task's query is used, ranked by score as trec_eval "
+        "does.",
+    )
+    stored_run: StoredRunName | None = Field(
+        default=None,
+        description="source=run, instead of run: the name of a run stored on the collection "
+        "(POST /admin/collections/{id}/runs).",
     )
 
 
 class TaskCreate(StrictModel):
+    max_json_bytes: ClassVar[int | None] = RUN_BODY_BYTES
+    json_bytes_hint: ClassVar[str] = STORED_RUN_HINT
+
     model_config = ConfigDict(
         json_schema_extra={
             "examples": [

@@ -27,6 +27,7 @@ from app.kernel.errors import DomainError, Invalid
 from app.machine import service as machines
 from app.planning.fit import fitting_per_query, fitting_shifts, plan_fit
 from app.pools import service as pools
+from app.runs import service as runs
 from app.tasks import progress
 from app.training import features
 from app.users import service as users
@@ -136,6 +137,7 @@ async def collection_response(
         return admin_error(request, resolved, exc)
     people = await run_in_threadpool(users.list_users, db=db)
     campaign_pools = await run_in_threadpool(pools.list_pools, db=db, collection_id=collection_id)
+    stored_runs = await run_in_threadpool(runs.run_names, db=db, collection_id=collection_id)
     available = await run_in_threadpool(exports.availability, db=db, collection_id=collection_id)
     enabled = [u for u in people if not u.disabled]
     filled = dict(forms or {})
@@ -155,6 +157,7 @@ async def collection_response(
             "rechoose": list(rechoose),
             "plan_fit": plan_fit(len(filled["plan"].get("assessors", [])), summary.queries),
             "pools": campaign_pools,
+            "stored_runs": stored_runs,
             "plan_fits": [plan_fit(m, summary.queries) for m in range(len(enabled) + 1)],
             "guidelines": guidelines,
             # Both are sanitised (app.collections.guidelines: markdown-it-py with raw HTML off,

@@ -56,7 +56,10 @@ async def _run_text(form: FormData) -> str | None:
 def _plan_spec(collection_id: int, form: FormData, run: str | None = None) -> PlanSpec:
     """The plan form as a :class:`PlanSpec`, with the REST/CLI semantics: the pool
     size n is "Pool size n" for a sample and "Run depth" (empty = the whole run) for
-    ``pool_mode=run``, whose documents are the top n of the run that the query has."""
+    ``pool_mode=run``, whose documents are the top n of the run that the query has. A run
+    stored on the collection (``stored_run``, the select beside the file input) is the
+    pool's run with ``pool_mode=run``, else the prior's with ``prior=run`` (a file chosen as
+    well is refused by :func:`plan_page`)."""
     options: dict[str, dict[str, Any]] = {
         "topk": {
             key: form.get(f"opt_{key}") == "1"
@@ -75,6 +78,7 @@ def _plan_spec(collection_id: int, form: FormData, run: str | None = None) -> Pl
     queries = form_field(form, "query_ids")
     mode = form_field(form, "pool_mode", "all")
     n = form_int(form, "run_depth") if mode == "run" else form_int(form, "pool_n")
+    stored = (form_field(form, "stored_run") or None) if run is None else None
     return PlanSpec(
         collection_id=collection_id,
         assessors=[v for v in form.getlist("assessors") if isinstance(v, str) and v],
@@ -98,11 +102,13 @@ def _plan_spec(collection_id: int, form: FormData, run: str | None = None) -> Pl
             seed=int(form_field(form, "pool_seed", "0") or 0),
             dedupe=form.get("dedupe") == "1",
             run=run if mode == "run" else None,
+            stored_run=stored if mode == "run" else None,
             run_order=mode in (*RANKED_POOLS, STORED_POOL) and form.get("run_order") == "1",
             pool_id=form_int(form, "pool_id") if mode == STORED_POOL else None,
         ),
         prior=prior,
         prior_run=run if prior == "run" else None,
+        prior_stored_run=stored if prior == "run" and mode != "run" else None,
         machine=machine,
     )
 
@@ -118,6 +124,8 @@ async def plan_page(request: Request, collection_id: int, db: DbDep) -> Response
     try:
         wants_run = form_field(form, "pool_mode") == "run" or form_field(form, "prior") == "run"
         run = await _run_text(form) if wants_run else None
+        if run is not None and form_field(form, "stored_run"):
+            raise Invalid("choose a run file or a stored run, not both")
         spec = _plan_spec(collection_id, form, run)
         if creating:
             created = await run_in_threadpool(planning.create_plan, db=db, spec=spec)
