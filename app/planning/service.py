@@ -367,10 +367,7 @@ def _preview_in(
     have = repository.active_tasks(s, spec.collection_id)
     extra += checks.existing_task_errors(plan.entries, have)
     tasks = _planned_tasks(spec, plan, options, pools)
-    methods: dict[str, set[str]] = {}
-    for t in tasks:
-        methods.setdefault(t.query_id, set()).add(t.method)
-    cost = plan_cost(spec.k, options, pools, resolved, methods)
+    cost = plan_cost(spec.k, options, pools, resolved, _methods_by_query(tasks))
     pairs = [(t.query_id, t.method) for t in tasks]
     sizes = {q: len(v) for q, v in pools.items()}
     violations = _violations(spec, plan, extra, pools, lost)
@@ -408,6 +405,14 @@ def _preview_in(
         machine_accuracy=None if accuracy is None else accuracy.as_dict(),
     )
     return preview, pools, resolved
+
+
+def _methods_by_query(tasks: list[PlannedTask]) -> dict[str, set[str]]:
+    """The methods each query has tasks of."""
+    methods: dict[str, set[str]] = {}
+    for t in tasks:
+        methods.setdefault(t.query_id, set()).add(t.method)
+    return methods
 
 
 @dataclass(frozen=True, slots=True)
