@@ -118,8 +118,12 @@ def task_cost(method: str, doc_ids: list[str], *, k: int, options: dict[str, Any
     opts = validate_options("topk", rest)
     # Without a machine a +assist strategy asks exactly what its inner strategy asks; its own
     # progress model at the start (the inner expectation times the Laplace share of people's
-    # answers, 1/2) would halve the count. The machine's part is machine_cost's.
-    opts["strategy"] = without_assist(str(opts["strategy"]))
+    # answers, 1/2) would halve the count. Not so over +robust: there the confirmations follow
+    # the assist rule (with no machine, even odds), so X+assist+robust is simulated as itself.
+    # The machine's part is machine_cost's.
+    strategy = str(opts["strategy"])
+    if "robust" not in strategy.split(SEPARATOR)[1:]:
+        opts["strategy"] = without_assist(strategy)
     return _topk_cost(n, k, tuple(sorted(opts.items())), prior)
 
 
@@ -145,7 +149,10 @@ def _topk_cost(n: int, k: int, options: tuple[tuple[str, Any], ...], prior: bool
         ASSUMED_PRIOR_CORRELATION if prior else None,
         cache=bool(opts["pair_cache"]),
     )
-    judgments = sim.mean * reasks if prior else progress.expected_remaining
+    # A strategy that still names assist here (X+assist+robust) has no start-of-task model
+    # worth the name: its count is the simulation's on a random order too.
+    simulated = prior or "assist" in str(opts["strategy"]).split(SEPARATOR)[1:]
+    judgments = sim.mean * reasks if simulated else progress.expected_remaining
     return TaskCost(judgments, sim.p95 * reasks, judgments * PAIR_SECONDS / 60.0)
 
 

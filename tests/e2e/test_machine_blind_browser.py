@@ -60,7 +60,7 @@ def test_the_judging_page_is_the_same_with_the_machine_on_and_off(
         query = s.get(Query, on.query_id)
         assert task is not None and query is not None
         opts = {**task.options, "machine": {"source": "bm25"}}
-        prepared = prepare_task(s, task.collection_id, query, task.doc_ids, opts)
+        prepared = prepare_task(s, task.collection_id, query, task.doc_ids, opts, db.settings)
         task.options = opts
         save_prepared(s, task.id, prepared)
     with_machine = _page(ctx, env, on.task_id, "blind-b")
