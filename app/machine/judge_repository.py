@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Table, and_, bindparam, delete, insert, or_, select, update
+from sqlalchemy import Table, and_, bindparam, delete, func, insert, or_, select, update
 from sqlalchemy.orm import Session
 
 from app.kernel.caches import Slot
@@ -194,9 +194,14 @@ def source_evidence(s: Session, collection_id: int, source: str) -> list[Any]:
     return list(s.execute(SOURCE_EVIDENCE, values))
 
 
+#: The newest judgment's id (any task): how far the log has grown, read from the primary key.
+LATEST = select(func.max(J.c.id).label("latest"))
+
+
 class _Statements:
     def __init__(self, db: Database) -> None:
         dialect = db.engine.dialect
+        self.latest = Prepared(LATEST, dialect)
         self.machine = Prepared(MACHINE_ROW, dialect)
         self.scores = Prepared(SCORES, dialect)
         self.opinions = Prepared(OPINIONS, dialect)
@@ -234,6 +239,11 @@ class MachineStore:
         """Store the task's calibration unless one is stored already; whether it was."""
         values = {"task_id": task_id, "calibration": calibration, "now": now}
         return self._sql.freeze.execute(self.cursor, values) == 1
+
+    def latest_judgment(self) -> int:
+        """The newest judgment's id (0 for an empty log)."""
+        row = self._sql.latest.one_or_none(self.cursor)
+        return int(row.latest or 0) if row is not None else 0
 
     def evidence(self, collection_id: int, judge: str, task_id: int) -> list[Any]:
         """People's most recent pair answers (:data:`EVIDENCE_WINDOW`) on the collection's

@@ -23,6 +23,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from app.kernel.caches import LRU, Slot
 from app.kernel.db import Database
 from app.kernel.models import Query, utcnow
 from app.kernel.settings import Settings
@@ -128,8 +129,7 @@ def task_opinion(
         return None
     calibration = row.calibration
     if calibration is None:
-        answers = store.evidence(task.collection_id, row.judge, task.id)
-        frozen = judges.calibration_to_json(judges.study_calibration(answers))
+        frozen = _study_calibration(db, store, task.collection_id, row.judge, task.id)
         if not store.freeze(task.id, frozen, utcnow()):  # stored meanwhile: use that one
             calibration = store.machine(task.id).calibration
         else:
@@ -137,6 +137,35 @@ def task_opinion(
     judge = judges.StoredJudge(row.judge, store.scores(task.id), store.opinions(task.id))
     query = JudgeQuery(str(task.query_id), "")
     return JudgeOpinion(judge, query, judges.calibration_from_json(calibration))
+
+
+#: Study calibrations computed in this process, by (collection, judge): the log's newest
+#: judgment id when computed, how many answers it learned from, and its JSON.
+_STUDY: Slot[LRU] = Slot("study calibrations", lambda _db: LRU(256))
+#: A computed study calibration is reused for a task starting while the log has grown by fewer
+#: than this share of the answers it learned from (at least one judgment): the study's
+#: recent answers are read once per tenth of the window instead of at every task's start,
+#: inside its write transaction (docs/machine-judges.md#the-service).
+CALIBRATION_REFRESH = 0.1
+
+
+def _study_calibration(
+    db: Database, store: MachineStore, collection_id: int, judge: str, task_id: int
+) -> dict[str, Any]:
+    """The study calibration to freeze for a task starting now (JSON), computed from people's
+    recent answers or reused (:data:`CALIBRATION_REFRESH`); the task stores what it froze, so
+    its replays never depend on this cache."""
+    cache = _STUDY.of(db)
+    latest = store.latest_judgment()
+    found = cache.get((collection_id, judge))
+    if found is not None:
+        at, learned, frozen = found
+        if latest - at < max(1, int(learned * CALIBRATION_REFRESH)):
+            return dict(frozen)
+    answers = store.evidence(collection_id, judge, task_id)
+    frozen = judges.calibration_to_json(judges.study_calibration(answers))
+    cache.put((collection_id, judge), (latest, len(answers), frozen))
+    return frozen
 
 
 def machine_usage(*, db: Database, collection_id: int) -> dict[str, Any]:
