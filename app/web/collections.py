@@ -17,6 +17,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
 from markupsafe import Markup
 from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import FormData
 
 from app.auth import sessions
 from app.collections import manage as collections_manage
@@ -173,6 +174,29 @@ async def collection_response(
     )
 
 
+async def refused_form(
+    request: Request,
+    resolved: sessions.ResolvedSession,
+    db: Any,
+    collection_id: int,
+    name: str,
+    form: FormData,
+    exc: DomainError,
+    message: str,
+) -> Response:
+    """The collection page again after its form ``name`` was refused: the form refilled with
+    what was posted and ``message`` above the reasons."""
+    return await collection_response(
+        request,
+        resolved,
+        db,
+        collection_id,
+        forms={name: posted_values(form)},
+        errors={name: form_errors(exc, message)},
+        status=exc.status_code,
+    )
+
+
 def export_context(
     available: Mapping[str, str | None],
     export_form: dict[str, str] | None,
@@ -277,14 +301,15 @@ async def collection_settings(request: Request, collection_id: int, db: DbDep) -
             archived=form.get("archived") == "1",
         )
     except DomainError as exc:
-        return await collection_response(
+        return await refused_form(
             request,
             resolved,
             db,
             collection_id,
-            forms={"settings": posted_values(form)},
-            errors={"settings": form_errors(exc, "The settings were not saved.")},
-            status=exc.status_code,
+            "settings",
+            form,
+            exc,
+            "The settings were not saved.",
         )
     return back(request, url, "Collection updated.")
 

@@ -30,7 +30,7 @@ from app.training import features
 from app.training import service as training
 from app.training.jobs import enqueue_features, enqueue_training
 from app.web.admin import admin_error, admin_page, admin_session, back, guarded_form
-from app.web.collections import collection_response
+from app.web.collections import refused_form
 from app.web.forms import FormErrors, error_text, form_errors, form_field, form_int, posted_values
 
 router = APIRouter()
@@ -253,14 +253,15 @@ async def compute_features(request: Request, collection_id: int, db: DbDep) -> R
         )
         await run_in_threadpool(enqueue_features, db.settings, collection_id, replace)
     except DomainError as exc:
-        return await collection_response(
+        return await refused_form(
             request,
             resolved,
             db,
             collection_id,
-            forms={"textfeatures": posted_values(form)},
-            errors={"textfeatures": form_errors(exc, "The features were not computed.")},
-            status=exc.status_code,
+            "textfeatures",
+            form,
+            exc,
+            "The features were not computed.",
         )
     return back(
         request,
