@@ -15,9 +15,18 @@ STRATEGY = "insertion+assist"
 
 
 def machine_collection(
-    api: Api, name: str, *, queries: int, docs: int, seed: int = 3
+    api: Api,
+    name: str,
+    *,
+    queries: int,
+    docs: int,
+    seed: int = 3,
+    word: str = "apple",
+    features: bool = False,
 ) -> tuple[int, dict[str, dict[str, int]]]:
-    """The collection's id and the truth (``tf``) per query and document."""
+    """The collection's id and the truth (``tf``) per query and document; query q's term is
+    ``<word><q>``; ``features``: each document also carries the vector ``[tf / docs, i % 3]``
+    (a model trained on it can learn the truth)."""
     r = api.post("admin", "/api/v1/collections", json={"name": name})
     assert r.status_code == 201, r.text
     cid = int(r.json()["id"])
@@ -31,16 +40,17 @@ def machine_collection(
         for i, tf in enumerate(tfs):
             doc = f"{qid}-d{i:02d}"
             truth[qid][doc] = tf
-            words = [f"apple{q}"] * tf + ["filler"] * (docs - tf)
-            rows.append(
-                {
-                    "query_id": qid,
-                    "query": f"apple{q}",
-                    "doc_id": doc,
-                    "title": f"title {i}",
-                    "text": " ".join(words),
-                }
-            )
+            words = [f"{word}{q}"] * tf + ["filler"] * (docs - tf)
+            row: dict[str, Any] = {
+                "query_id": qid,
+                "query": f"{word}{q}",
+                "doc_id": doc,
+                "title": f"title {i}",
+                "text": " ".join(words),
+            }
+            if features:
+                row["features"] = [tf / docs, float(i % 3)]
+            rows.append(row)
     r = api.post(
         "admin",
         f"/api/v1/collections/{cid}/import",
@@ -52,7 +62,14 @@ def machine_collection(
 
 
 def machine_task(
-    api: Api, cid: int, qid: str, assessor: str, k: int, machine: str | None = "bm25"
+    api: Api,
+    cid: int,
+    qid: str,
+    assessor: str,
+    k: int,
+    machine: str | None = "bm25",
+    *,
+    seed: int = 11,
 ) -> int:
     """A top-k task of ``STRATEGY`` with the ``machine`` (None: without one)."""
     options: dict[str, Any] = {"strategy": STRATEGY}
@@ -64,7 +81,7 @@ def machine_task(
         "assessor": assessor,
         "method": "topk",
         "k": k,
-        "seed": 11,
+        "seed": seed,
         "options": options,
     }
     r = api.post("admin", "/api/v1/tasks", json=body)

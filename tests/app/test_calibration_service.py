@@ -36,57 +36,19 @@ from labeling.machine.calibration_report import CalibrationRecord, report_from_r
 from labeling.machine.judges import JudgeQuery
 from labeling.machine.opinion import JudgeOpinion
 from labeling.protocol.session import open_session
-from tests.app.admin_support import ndjson
 from tests.app.conftest import Api
+from tests.app.machine_support import machine_collection, machine_task
 
 N, K, QUERIES, FLIP = 24, 5, 6, 0.1
 BM25 = "bm25/k1=1.2/b=0.75/scale=1"
 
 
 def _collection(api: Api, name: str) -> tuple[int, dict[str, dict[str, int]]]:
-    r = api.post("admin", "/api/v1/collections", json={"name": name})
-    assert r.status_code == 201, r.text
-    cid = r.json()["id"]
-    rng = random.Random(5)
-    rows, truth = [], {}
-    for q in range(QUERIES):
-        qid = f"q{q}"
-        tfs = list(range(N))
-        rng.shuffle(tfs)
-        truth[qid] = {}
-        for i, tf in enumerate(tfs):
-            doc = f"{qid}-d{i:02d}"
-            truth[qid][doc] = tf
-            words = [f"pear{q}"] * tf + ["filler"] * (N - tf)
-            rows.append(
-                {"query_id": qid, "query": f"pear{q}", "doc_id": doc, "text": " ".join(words)}
-            )
-    r = api.post(
-        "admin",
-        f"/api/v1/collections/{cid}/import",
-        content=ndjson(rows),
-        headers={"Content-Type": "application/x-ndjson"},
-    )
-    assert r.status_code == 200, r.text
-    return cid, truth
+    return machine_collection(api, name, queries=QUERIES, docs=N, seed=5, word="pear")
 
 
 def _task(api: Api, cid: int, qid: str, machine: bool) -> int:
-    options: dict[str, Any] = {"strategy": "insertion+assist"}
-    if machine:
-        options["machine"] = {"source": "bm25"}
-    body = {
-        "collection_id": cid,
-        "query_id": qid,
-        "assessor": "cal",
-        "method": "topk",
-        "k": K,
-        "seed": 7,
-        "options": options,
-    }
-    r = api.post("admin", "/api/v1/tasks", json=body)
-    assert r.status_code == 201, r.text
-    return int(r.json()["id"])
+    return machine_task(api, cid, qid, "cal", K, "bm25" if machine else None, seed=7)
 
 
 def _judge(api: Api, task_id: int, truth: dict[str, int], rng: random.Random) -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import csv
 import io
-import random
 from typing import Any
 
 import numpy as np
@@ -24,8 +23,8 @@ from app.judging.loop import answer_of, clear_caches, replay_task
 from app.judging.repository import live_judgments
 from app.kernel.models import Judgment, Task, TaskMachine, TrainingRun, utcnow
 from labeling.machine.llm_prompts import PAIRWISE_V1
-from tests.app.admin_support import ndjson
 from tests.app.conftest import Api
+from tests.app.machine_support import machine_collection
 
 N, K, QUERIES = 24, 5, 6
 STRATEGY = "insertion+assist"
@@ -34,38 +33,7 @@ STRATEGY = "insertion+assist"
 @pytest.fixture(scope="module")
 def coll(api: Api) -> tuple[int, dict[str, dict[str, int]]]:
     api.add_user("mia")
-    r = api.post("admin", "/api/v1/collections", json={"name": "machine"})
-    assert r.status_code == 201, r.text
-    cid = r.json()["id"]
-    rng = random.Random(3)
-    rows, truth = [], {}
-    for q in range(QUERIES):
-        qid = f"q{q}"
-        tfs = list(range(N))
-        rng.shuffle(tfs)
-        truth[qid] = {}
-        for i, tf in enumerate(tfs):
-            doc = f"{qid}-d{i:02d}"
-            truth[qid][doc] = tf
-            words = [f"apple{q}"] * tf + ["filler"] * (N - tf)
-            rows.append(
-                {
-                    "query_id": qid,
-                    "query": f"apple{q}",
-                    "doc_id": doc,
-                    "title": f"title {i}",
-                    "text": " ".join(words),
-                    "features": [tf / N, float(i % 3)],
-                }
-            )
-    r = api.post(
-        "admin",
-        f"/api/v1/collections/{cid}/import",
-        content=ndjson(rows),
-        headers={"Content-Type": "application/x-ndjson"},
-    )
-    assert r.status_code == 200, r.text
-    return cid, truth
+    return machine_collection(api, "machine", queries=QUERIES, docs=N, features=True)
 
 
 def create(api: Api, cid: int, qid: str, machine: str | None, **options: Any) -> int:
