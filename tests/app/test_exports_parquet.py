@@ -22,6 +22,7 @@ from ranking.io.letor import read_letor
 from tests.app.admin_support import judge_task, make_collection
 from tests.app.conftest import Api
 from tests.app.machine_support import judge_consistently, machine_collection, machine_task
+from tests.conftest import oracle
 
 K = 3
 ASSESSORS = ("pq1", "pq2")
@@ -222,7 +223,7 @@ def test_pandas_reads_every_parquet_export(api: Api, labelled: Any, tmp_path: Pa
 
 
 def test_datasets_loads_a_parquet_export(api: Api, labelled: Any, tmp_path: Path) -> None:
-    datasets = pytest.importorskip("datasets")
+    datasets = oracle("datasets", "Hugging Face datasets reads the Parquet export (bench extra)")
     cid, _ = labelled
     path = tmp_path / "q.parquet"
     path.write_bytes(_get(api, cid, format="qrels-parquet"))
