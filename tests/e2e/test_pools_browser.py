@@ -5,6 +5,7 @@ comes back with its line; no console error (CSP) on either page."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import func, select
@@ -23,18 +24,24 @@ from tests.e2e.web_support import (
 DOCS = [{"doc_id": f"t{i}", "title": f"Text {i}", "text": f"text number {i}"} for i in range(5)]
 
 
-@pytest.mark.browser
-def test_pool_from_runs_in_chromium(tmp_path: Path) -> None:
-    from playwright.sync_api import sync_playwright
-
-    executable = require_browser()
+def pool_study(tmp_path: Path) -> tuple[Any, int, str]:
+    """A database with an admin ``chief``, an assessor ``ann`` and a graded task on a
+    collection of five documents: ``(db, collection id, query id)``."""
     db = init_db(tmp_path / "pools.db")
     add_user(db, "chief", "chief password 1", role="admin")
     ann = add_user(db, "ann", "ann password 1")
     task = seed_task(db, assessor_id=ann, docs=DOCS, method="graded", collection="runs")
     with db.read() as s:
         cid = s.scalar(select(Task.collection_id).where(Task.id == task.task_id))
-    q = f"q{cid}"
+    return db, int(cid), f"q{cid}"
+
+
+@pytest.mark.browser
+def test_pool_from_runs_in_chromium(tmp_path: Path) -> None:
+    from playwright.sync_api import sync_playwright
+
+    executable = require_browser()
+    db, cid, q = pool_study(tmp_path)
     (tmp_path / "A.run").write_text(f"{q} Q0 t0 1 3 A\n{q} Q0 t1 2 2 A\n{q} Q0 t2 3 1 A\n")
     (tmp_path / "B.run").write_text(f"{q} Q0 t3 1 3 B\n{q} Q0 t0 2 2 B\n")
     (tmp_path / "bad.run").write_text(f"{q} Q0 t0 1 3 X\n{q} Q0 t1 x 2 X\n")

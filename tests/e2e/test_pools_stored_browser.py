@@ -11,19 +11,15 @@ import pytest
 from sqlalchemy import func, select
 
 from app.collections.uploads import UploadedFile
-from app.kernel.models import CampaignPool, Task
+from app.kernel.models import CampaignPool
 from app.runs import service as runs
+from tests.e2e.test_pools_browser import pool_study
 from tests.e2e.web_support import (
     TIMEOUT_MS,
     LiveServer,
-    add_user,
-    init_db,
     launch_chromium,
     require_browser,
-    seed_task,
 )
-
-DOCS = [{"doc_id": f"t{i}", "title": f"Text {i}", "text": f"text number {i}"} for i in range(5)]
 
 
 @pytest.mark.browser
@@ -31,13 +27,7 @@ def test_pool_these_runs_in_chromium(tmp_path: Path) -> None:
     from playwright.sync_api import sync_playwright
 
     executable = require_browser()
-    db = init_db(tmp_path / "pools.db")
-    add_user(db, "chief", "chief password 1", role="admin")
-    ann = add_user(db, "ann", "ann password 1")
-    task = seed_task(db, assessor_id=ann, docs=DOCS, method="graded", collection="runs")
-    with db.read() as s:
-        cid = s.scalar(select(Task.collection_id).where(Task.id == task.task_id))
-    q = f"q{cid}"
+    db, cid, q = pool_study(tmp_path)
     files = {
         "A": f"{q} Q0 t0 1 3 A\n{q} Q0 t1 2 2 A\n{q} Q0 t2 3 1 A\n".encode(),
         "B": f"{q} Q0 t3 1 3 B\n{q} Q0 t0 2 2 B\n".encode(),
