@@ -1,5 +1,6 @@
-"""CLI commands ``heapjudge admin plan`` (a study plan: preview, check, create its tasks) and
-``heapjudge admin bm25`` (a BM25 run over a collection, e.g. for a pool)."""
+"""CLI commands ``heapjudge admin plan`` (a study plan: preview, check, create its tasks),
+``heapjudge admin bm25`` (a BM25 run over a collection, e.g. for a pool) and ``heapjudge admin
+llm-grades`` (the LLM grades the ``llm`` prior orders by)."""
 
 from __future__ import annotations
 
@@ -95,7 +96,8 @@ def plan_cmd(
     prior: str = typer.Option(
         "none",
         help="Initial order of the topk tasks: none | bm25 | feature:<number> (LETOR) | run "
-        "(the --run file or --stored-run).",
+        "(the --run file or --stored-run) | model:<training run id> (its scores) | llm (its "
+        "grades: run llm-grades first).",
     ),
     machine: str | None = typer.Option(
         None,
@@ -291,5 +293,39 @@ def bm25_cmd(
             if info["empty_queries"]
             else ""
         ),
+        err=True,
+    )
+
+
+@app.command("llm-grades", cls=Command)
+def llm_grades_cmd(
+    collection: str = typer.Argument(..., help="Collection name or id."),
+    queries: str | None = QUERY_IDS_OPTION,
+    status: bool = typer.Option(
+        False, "--status/--no-status", help="Only count what is graded; ask nothing."
+    ),
+    as_json: bool = typer.Option(False, "--json/--no-json", help="Print one JSON object."),
+    database_url: str | None = DB_OPTION,
+) -> None:
+    """Ask the configured LLM (HEAPJUDGE_LLM_MODEL, HEAPJUDGE_LLM_BASE_URL) for the grade of
+    every document of the queries, in this process (cached replies cost nothing), for the
+    prior ``llm``; then print per query the documents graded, malformed and still missing."""
+    from app.machine.grades import grade_documents, grade_status
+
+    wanted = [q.strip() for q in queries.split(",") if q.strip()] if queries else None
+    fn = grade_status if status else grade_documents
+    view = run_service(database_url, lambda db: fn(db, collection_id(db, collection), wanted))
+    if as_json:
+        typer.echo(json.dumps(view, ensure_ascii=False))
+        return
+    for row in view["queries"]:
+        typer.echo(
+            f"{row['query_id']}\t{row['graded']} graded\t{row['malformed']} malformed\t"
+            f"{row['missing']} missing"
+        )
+    typer.echo(
+        f"{view['model']} ({view['template']}, prompt {view['prompt_hash']}): "
+        f"{view['graded']} of {view['documents']} documents graded, {view['malformed']} "
+        f"malformed, {view['missing']} missing",
         err=True,
     )

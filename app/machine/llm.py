@@ -72,6 +72,7 @@ __all__ = [
     "LlmUsage",
     "cache_key",
     "estimated_tokens",
+    "request_params",
     "retry_wait",
     "study_usage",
 ]
@@ -102,6 +103,12 @@ def cache_key(
         separators=(",", ":"),
     )
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def request_params(settings: Settings) -> dict[str, Any]:
+    """The parameters of every request (part of each prompt's cache key): temperature 0 and
+    the settings' ``llm_max_tokens``."""
+    return {"temperature": TEMPERATURE, "max_tokens": settings.llm_max_tokens}
 
 
 def estimated_tokens(chars: int) -> int:
@@ -229,10 +236,7 @@ class LlmClient:
         self.max_backoff = settings.llm_max_backoff_seconds
         self.concurrency = settings.llm_concurrency
         self.budget = settings.llm_token_budget
-        self.params: dict[str, Any] = {
-            "temperature": TEMPERATURE,
-            "max_tokens": settings.llm_max_tokens,
-        }
+        self.params = request_params(settings)
         self._key_env = settings.llm_api_key_env
         self._http = httpx.Client(
             timeout=httpx.Timeout(settings.llm_timeout_seconds),

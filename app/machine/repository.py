@@ -8,6 +8,7 @@ from dataclasses import dataclass, fields
 
 from sqlalchemy import select, update
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
 from sqlalchemy.sql.expression import Executable
 
 from app.kernel.db import Database
@@ -20,6 +21,7 @@ __all__ = [
     "UsageCounts",
     "add_usage",
     "cached_replies",
+    "cached_replies_in",
     "collection_usage",
     "read_usage",
     "store_batch",
@@ -78,20 +80,26 @@ _COUNTERS = tuple(f.name for f in fields(UsageCounts))
 
 def cached_replies(db: Database, keys: Iterable[str]) -> dict[str, CachedReply]:
     """The stored replies of the cache keys that have one."""
+    with db.read() as s:
+        return cached_replies_in(s, keys)
+
+
+def cached_replies_in(s: Session, keys: Iterable[str]) -> dict[str, CachedReply]:
+    """:func:`cached_replies` within the caller's session ``s`` (e.g. a plan's write
+    transaction)."""
     wanted = sorted(set(keys))
     out: dict[str, CachedReply] = {}
-    with db.read() as s:
-        for start in range(0, len(wanted), 500):  # bounded IN lists
-            rows = s.execute(
-                select(
-                    LlmResponse.cache_key,
-                    LlmResponse.reply,
-                    LlmResponse.prompt_tokens,
-                    LlmResponse.completion_tokens,
-                ).where(LlmResponse.cache_key.in_(wanted[start : start + 500]))
-            )
-            for key, reply, p_tokens, c_tokens in rows:
-                out[key] = CachedReply(reply, p_tokens, c_tokens)
+    for start in range(0, len(wanted), 500):  # bounded IN lists
+        rows = s.execute(
+            select(
+                LlmResponse.cache_key,
+                LlmResponse.reply,
+                LlmResponse.prompt_tokens,
+                LlmResponse.completion_tokens,
+            ).where(LlmResponse.cache_key.in_(wanted[start : start + 500]))
+        )
+        for key, reply, p_tokens, c_tokens in rows:
+            out[key] = CachedReply(reply, p_tokens, c_tokens)
     return out
 
 

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from app.kernel.db import Database
+from app.kernel.errors import Invalid
 from app.machine.service import people_agreement
 from app.planning.cost import ASSUMED_MACHINE_ACCURACY
 
@@ -51,6 +52,8 @@ def preview_accuracy(
     if source is None:
         return None
     if given is not None:
+        if not (0.5 < given <= 1.0):  # also NaN; 0.5 is a coin, which no Thurstone scale makes
+            raise Invalid(f"machine_accuracy must be above 0.5 and at most 1, got {given}")
         return MachineAccuracy(float(given), "given")
     agree, pairs = people_agreement(db, collection_id, source)
     if pairs < MIN_MEASURED_PAIRS:

@@ -3,9 +3,12 @@
 The pure part (the spec grammar, feature and ranking orders) is
 :mod:`labeling.protocol.prior_orders`; this
 module reads what a source needs from the database inside the caller's transaction: the
-collection's BM25 ranking (:mod:`app.retrieval.service`), the documents' LETOR features, or
-a TREC run: the caller's text, or a run stored on the collection (:func:`load_stored_run`,
-read before the transaction through :mod:`app.runs.service`). The result is the pair of
+collection's BM25 ranking (:mod:`app.retrieval.service`), the documents' LETOR features, a
+TREC run (the caller's text, or a run stored on the collection: :func:`load_stored_run`,
+read before the transaction through :mod:`app.runs.service`), or a machine judge's opinion
+of each document: a training run's model scores (``model:<id>``,
+:func:`app.machine.judges.prepare_scores`) or an LLM's cached grades (``llm``,
+:func:`app.machine.grades.grade_order`). The result is the pair of
 top-k options ``initial_order`` and ``prior`` (``docs/strategies-in-practice.md#priors``).
 """
 
@@ -18,6 +21,9 @@ from typing import Any
 from app.kernel.db import Database
 from app.kernel.errors import Invalid, issue_items
 from app.kernel.models import Query
+from app.kernel.settings import Settings
+from app.machine import grades as llm_grades
+from app.machine import judges as machine_judges
 from app.planning import repository
 from app.retrieval import service as retrieval
 from app.runs import service as runs
@@ -29,13 +35,14 @@ from labeling.protocol.prior_orders import (
     parse_prior,
     prior_spec,
     ranking_order,
+    score_order,
 )
 from labeling.sources import SourceError
 from labeling.study.pools import RunEntry, parse_trec_run
 
 #: Sources a caller may ask the service to resolve (``explicit`` is recorded when a caller
 #: gives ``initial_order`` itself).
-RESOLVABLE = ("none", "bm25", "feature", "run")
+RESOLVABLE = ("none", "bm25", "feature", "run", "model", "llm")
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +76,8 @@ def load_stored_run(db: Database, collection_id: int, name: str, field: str) -> 
 
 @dataclass(frozen=True, slots=True)
 class PriorSource:
-    """A requested prior: ``spec`` is ``none``, ``bm25``, ``feature:<number>`` or ``run``;
+    """A requested prior: ``spec`` is ``none``, ``bm25``, ``feature:<number>``,
+    ``model:<training run id>``, ``llm`` or ``run``;
     for ``spec="run"`` either ``run`` holds the TREC run text (lines of other queries are
     ignored) or ``stored`` a run stored on the collection."""
 
@@ -117,12 +125,15 @@ def check_source(
 class PriorResolver:
     """Turns one :class:`PriorSource` into each query's ``(initial_order, prior)`` within a
     database session ``s``; the run is parsed and the BM25 rankings computed once for all the
-    queries of a plan."""
+    queries of a plan. A judge's source is checked here (the training run exists, belongs to
+    the collection and is done; an LLM is configured): a 422 naming ``prior`` otherwise.
+    ``settings`` name the LLM of the ``llm`` prior."""
 
-    def __init__(self, s: Any, collection_id: int, source: PriorSource) -> None:
+    def __init__(self, s: Any, collection_id: int, source: PriorSource, settings: Settings) -> None:
         self.s = s
         self.collection_id = collection_id
         self.source = source
+        self.settings = settings
         self.kind, detail = parse_prior(source.spec)
         self.feature = int(detail) if self.kind == "feature" and detail else 0
         self._run: dict[str, list[str]] | None = None
@@ -133,6 +144,12 @@ class PriorResolver:
             self._tags = dict.fromkeys(self._run, source.stored.tag)
         elif self.kind == "run":
             self._run, self._tags = _run_text(source.run or "")
+        elif self.kind in ("model", "llm"):
+            try:
+                machine_judges.check_source(s, collection_id, source.spec, self.settings)
+            except Invalid as err:
+                detail = str(err.detail).removeprefix(f"{machine_judges.FIELD}: ")
+                raise Invalid(f"prior {source.spec!r}: {detail}") from None
 
     def prefetch(self, query_ids: Sequence[str]) -> None:
         """Compute the BM25 rankings of ``query_ids`` in one pass (planner: many queries)."""
@@ -151,6 +168,24 @@ class PriorResolver:
             self.prefetch([qid])
             order = ranking_order(doc_ids, self._bm25[qid])
             return order, "bm25"
+        if self.kind == "model":
+            prepared = machine_judges.prepare_scores(
+                self.s, self.collection_id, query, doc_ids, self.source.spec, self.settings
+            )
+            order = score_order(doc_ids, prepared.scores)
+            if not order:
+                raise Invalid(
+                    f"prior of query {qid}: no document has a feature vector the model of "
+                    f"{self.source.spec} takes"
+                )
+            return order, self.source.spec
+        if self.kind == "llm":
+            order = llm_grades.grade_order(
+                self.s, self.collection_id, query, doc_ids, self.settings
+            )
+            if not order:
+                raise Invalid(f"prior of query {qid}: the LLM's grades were all unreadable")
+            return order, "llm"
         if self.kind == "feature":
             features = repository.document_features(self.s, query.id)
             try:

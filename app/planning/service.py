@@ -233,7 +233,7 @@ def preview_plan(*, db: Database, spec: PlanSpec) -> PlanPreview:
     source = (options["topk"].get("machine") or {}).get("source")
     accuracy = preview_accuracy(db, spec.collection_id, source, spec.machine_accuracy)
     with db.read() as s:
-        preview = _preview_in(s, spec, options, prior, accuracy, pool_run=stored[0])[0]
+        preview = _preview_in(s, spec, options, prior, db.settings, accuracy, pool_run=stored[0])[0]
     return preview
 
 
@@ -251,9 +251,16 @@ def _resolve_priors(
     topk_queries: list[str],
     known: Mapping[str, Query],
     pools: Mapping[str, list[str]],
+    settings: Settings,
+    fused: Mapping[str, list[str]] | None = None,
 ) -> tuple[dict[str, Resolved], list[dict[str, Any]]]:
-    """Each top-k query's resolved prior, and an error item per query whose prior failed."""
-    resolver = PriorResolver(s, spec.collection_id, prior)
+    """Each top-k query's resolved prior, and an error item per query whose prior failed;
+    with a stored pool's ``fused`` order (its pool in run order), that order."""
+    if fused is not None:
+        pool_id = spec.pool.pool_id
+        assert pool_id is not None
+        return {q: fused_prior(pool_id, pools[q], fused.get(q, [])) for q in topk_queries}, []
+    resolver = PriorResolver(s, spec.collection_id, prior, settings)
     resolver.prefetch(topk_queries)
     resolved: dict[str, Resolved] = {}
     errors: list[dict[str, Any]] = []
@@ -331,6 +338,7 @@ def _preview_in(
     spec: PlanSpec,
     options: dict[str, dict[str, Any]],
     prior: PriorSource,
+    settings: Settings,
     accuracy: MachineAccuracy | None = None,
     pool_run: StoredRun | None = None,
 ) -> tuple[PlanPreview, dict[str, list[str]], dict[str, Resolved]]:
@@ -358,12 +366,10 @@ def _preview_in(
     extra += checks.empty_pools(pools)
     topk = dict.fromkeys(e.query_id for e in plan.entries if e.method == "topk")
     topk_queries = [q for q in topk if pools.get(q)]
-    if fused is not None:
-        assert pool.pool_id is not None
-        resolved = {q: fused_prior(pool.pool_id, pools[q], fused.get(q, [])) for q in topk_queries}
-    else:
-        resolved, prior_errors = _resolve_priors(s, spec, prior, topk_queries, known, pools)
-        extra += prior_errors
+    resolved, prior_errors = _resolve_priors(
+        s, spec, prior, topk_queries, known, pools, settings, fused
+    )
+    extra += prior_errors
     have = repository.active_tasks(s, spec.collection_id)
     extra += checks.existing_task_errors(plan.entries, have)
     tasks = _planned_tasks(spec, plan, options, pools)
@@ -443,7 +449,9 @@ def create_plan(*, db: Database, spec: PlanSpec) -> CreatedPlan:
         if not repository.lock_collection(s, spec.collection_id):
             raise NotFound(f"no collection with id {spec.collection_id}")
         machine.check_machine(s, spec.collection_id, options["topk"], db.settings)
-        preview, pools, resolved = _preview_in(s, spec, options, prior, pool_run=stored[0])
+        preview, pools, resolved = _preview_in(
+            s, spec, options, prior, db.settings, pool_run=stored[0]
+        )
         if not preview.ok:
             raise Invalid(
                 # Each violation as an error item: ``msg`` (what every 422 item has) and its

@@ -115,7 +115,7 @@ def create_task(
             if explicit:
                 opts["prior"] = "explicit"
             else:
-                resolver = PriorResolver(s, collection_id, prior or PriorSource())
+                resolver = PriorResolver(s, collection_id, prior or PriorSource(), db.settings)
                 opts["initial_order"], opts["prior"] = resolver.resolve(query, doc_ids)
         try:
             opts = validate_options(method, opts)

@@ -11,6 +11,11 @@ collection's text features as its documents' vectors (202; 409 when the document
 imported vectors and ``replace`` is not set, 422 without texts), ``GET`` of the same path says
 what the documents carry and how the last job went (:mod:`app.training.features`,
 docs/features.md#stored-features).
+
+``POST /api/v1/admin/collections/{id}/llm-grades`` queues the LLM grades of the collection's
+documents (all queries, or ``query_ids``) that the ``llm`` prior orders by (202); ``GET`` of
+the same path counts, per query, the documents graded, malformed and still to grade
+(:mod:`app.machine.grades`, docs/machine-judges.md#judges-as-priors).
 """
 
 from __future__ import annotations
@@ -24,10 +29,11 @@ from starlette.concurrency import run_in_threadpool
 from app.http.deps import AdminUser, DbDep
 from app.http.openapi import declare_errors, error_responses
 from app.http.schemas import PathId, RowId, StrictModel
+from app.machine import grades
 from app.training import features
 from app.training import service as training
-from app.training.jobs import enqueue_features, enqueue_training
-from app.training.schemas import FeaturesOut, TrainingRunOut
+from app.training.jobs import enqueue_features, enqueue_grades, enqueue_training
+from app.training.schemas import FeaturesOut, LlmGradesOut, TrainingRunOut
 
 router = APIRouter(tags=["training"])
 
@@ -150,6 +156,42 @@ async def get_features(collection_id: PathId, _admin: AdminUser, db: DbDep) -> d
     """What the collection's documents carry (none, imported or text features) and the
     state of its last features job."""
     return await run_in_threadpool(features.features_view, db=db, collection_id=collection_id)
+
+
+class LlmGradesIn(StrictModel):
+    query_ids: list[str] | None = Field(
+        default=None,
+        max_length=100_000,
+        description="the queries whose documents to grade; null: every query of the collection",
+    )
+
+
+@router.post(
+    "/admin/collections/{collection_id}/llm-grades",
+    status_code=202,
+    response_model=LlmGradesOut,
+    responses=error_responses(404),
+)
+async def request_llm_grades(
+    collection_id: PathId, body: LlmGradesIn, _admin: AdminUser, db: DbDep
+) -> dict[str, Any]:
+    """Queue the LLM's grade of every document of the queries (the graded prompt template;
+    cached replies cost nothing): what the ``llm`` prior orders the documents by. 422 when no
+    LLM is configured or a query id is unknown; the answer counts what is graded so far."""
+    view = await run_in_threadpool(grades.grade_status, db, collection_id, body.query_ids)
+    await run_in_threadpool(enqueue_grades, db.settings, collection_id, body.query_ids)
+    return {**view, "queued": True}
+
+
+@router.get(
+    "/admin/collections/{collection_id}/llm-grades",
+    response_model=LlmGradesOut,
+    responses=error_responses(404),
+)
+async def get_llm_grades(collection_id: PathId, _admin: AdminUser, db: DbDep) -> dict[str, Any]:
+    """Per query and in total: the documents the LLM has graded, whose reply was malformed and
+    that are still to grade, for the configured model and the graded template."""
+    return await run_in_threadpool(grades.grade_status, db, collection_id)
 
 
 declare_errors(router)

@@ -1,6 +1,7 @@
 """The job queue: training runs (and an ``llm`` task's pair opinions,
-:func:`app.judging.opinions.prepare_llm_opinions`) execute in a worker process, never in the
-web process.
+:func:`app.judging.opinions.prepare_llm_opinions`, and the LLM grades of the ``llm`` prior,
+:func:`app.machine.grades.grade_documents`) execute in a worker process, never in the web
+process.
 
 The queue is huey (docs/training.md#queue): ``SqliteHuey`` in a file beside the SQLite
 database for one machine (no extra service), ``RedisHuey`` when ``HEAPJUDGE_QUEUE_URL`` names a
@@ -37,6 +38,7 @@ from huey import Huey, RedisHuey, SqliteHuey
 from app.judging.opinions import prepare_llm_opinions
 from app.kernel.db import Database
 from app.kernel.settings import Settings
+from app.machine.grades import grade_documents
 from app.training.execution import execute_run
 from app.training.features import run_features_job
 from app.training.service import recover_stalled
@@ -47,6 +49,8 @@ TRAIN_TASK = "heapjudge.train"
 FEATURES_TASK = "heapjudge.features"
 #: The job that prepares an ``llm`` task's pair opinions (docs/machine-judges.md#the-service).
 OPINIONS_TASK = "heapjudge.machine_opinions"
+#: The job that asks an LLM for the grade of a collection's documents (the ``llm`` prior).
+GRADES_TASK = "heapjudge.llm_grades"
 #: Seconds after which a pending opinions job's claim is taken as lost (its message gone).
 STALE_CLAIM_SECONDS = 900.0
 
@@ -83,11 +87,15 @@ def get_queue(url: str) -> Huey:
         db = _worker_database()
         run_opinions_job(db.settings, db, task_id)
 
+    def grades(collection_id: int, query_ids: list[str] | None) -> None:
+        grade_documents(_worker_database(), collection_id, query_ids)
+
     # Registered by a call, not as a decorator: huey has no type information, and its untyped
     # decorator would make `train` untyped too.
     huey.train_task = huey.task(name=TRAIN_TASK)(train)
     huey.features_task = huey.task(name=FEATURES_TASK)(features)
     huey.opinions_task = huey.task(name=OPINIONS_TASK)(opinions)
+    huey.grades_task = huey.task(name=GRADES_TASK)(grades)
     return huey
 
 
@@ -105,6 +113,13 @@ def enqueue_features(settings: Settings, collection_id: int, replace: bool) -> N
 def opinions_claim(task_id: int) -> str:
     """The queue storage key that marks a pending opinions job of task ``task_id``."""
     return f"heapjudge.machine_opinions.pending.{task_id}"
+
+
+def enqueue_grades(settings: Settings, collection_id: int, query_ids: list[str] | None) -> None:
+    """Put :func:`app.machine.grades.grade_documents` of the collection's queries (all when
+    None) on the queue: the LLM grades of the ``llm`` prior. A job asked twice costs its
+    requests once (the replies are cached)."""
+    get_queue(queue_url(settings)).grades_task(collection_id, query_ids)
 
 
 def enqueue_opinions(settings: Settings, task_id: int) -> bool:

@@ -52,3 +52,30 @@ class FeaturesOut(BaseModel):
         description="the last features job: status (queued, running, done, failed), times, "
         "error, report (rows, queries, documents, seconds)"
     )
+
+
+class QueryGradesOut(BaseModel):
+    """One query's documents as the LLM grade cache holds them."""
+
+    query_id: str
+    documents: int
+    graded: int = Field(description="Documents with a readable grade 0..4.")
+    malformed: int = Field(description="Replies that are not one digit 0..4 (no grade).")
+    missing: int = Field(description="Documents not graded yet (or whose call failed).")
+
+
+class LlmGradesOut(BaseModel):
+    """The LLM grades of a collection's documents: what the ``llm`` prior reads."""
+
+    collection_id: int
+    model: str | None = Field(description="The configured model (HEAPJUDGE_LLM_MODEL).")
+    template: str = Field(description="The graded prompt template's key, e.g. graded@v1.")
+    prompt_hash: str = Field(description="The template's hash (first 16 hex of SHA-256).")
+    documents: int
+    graded: int
+    malformed: int
+    missing: int
+    queries: list[QueryGradesOut]
+    queued: bool = Field(
+        default=False, description="true in the answer to POST: a grading job was queued."
+    )

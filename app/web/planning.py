@@ -53,6 +53,17 @@ async def _run_text(form: FormData) -> str | None:
     return text if isinstance(text, str) and text.strip() else None
 
 
+def _accuracy(form: FormData) -> float | None:
+    """The optional field ``machine_accuracy`` (the service checks its range)."""
+    value = form_field(form, "machine_accuracy")
+    if not value:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        raise Invalid(f"machine_accuracy must be a number, got {value[:20]!r}") from None
+
+
 def _plan_spec(collection_id: int, form: FormData, run: str | None = None) -> PlanSpec:
     """The plan form as a :class:`PlanSpec`, with the REST/CLI semantics: the pool
     size n is "Pool size n" for a sample and "Run depth" (empty = the whole run) for
@@ -72,6 +83,8 @@ def _plan_spec(collection_id: int, form: FormData, run: str | None = None) -> Pl
     prior = form_field(form, "prior", "none") or "none"
     if prior == "feature":
         prior = f"feature:{form_field(form, 'prior_feature')}"
+    elif prior == "model":
+        prior = f"model:{form_field(form, 'prior_model_run')}"
     machine = form_field(form, "machine") or None
     if machine == "model":
         machine = f"model:{form_field(form, 'machine_run')}"
@@ -110,6 +123,7 @@ def _plan_spec(collection_id: int, form: FormData, run: str | None = None) -> Pl
         prior_run=run if prior == "run" else None,
         prior_stored_run=stored if prior == "run" and mode != "run" else None,
         machine=machine,
+        machine_accuracy=_accuracy(form),
     )
 
 

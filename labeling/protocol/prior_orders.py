@@ -12,6 +12,10 @@ task used. The recorded value is a *prior spec*, a string ``source`` or ``source
   document in LETOR 4.0);
 * ``run`` or ``run:<tag>`` — an uploaded TREC run's ranking of the query (the tag of its
   sixth column when the run names one);
+* ``model:<id>`` — a machine judge: the scores of a finished training run's model over the
+  documents' feature vectors, descending (``docs/machine-judges.md#judges-as-priors``);
+* ``llm`` — a machine judge: an LLM's grade (0..4, the graded prompt template) of each
+  document, descending;
 * ``explicit`` — an ``initial_order`` given as it is (e.g. by a REST client that ranked the
   documents itself).
 
@@ -27,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from labeling.errors import ConfigError
 
 #: The prior sources a task may name, in the order the forms offer them.
-PRIOR_SOURCES: tuple[str, ...] = ("none", "bm25", "feature", "run", "explicit")
+PRIOR_SOURCES: tuple[str, ...] = ("none", "bm25", "feature", "run", "model", "llm", "explicit")
 #: The prior of a task that names none.
 NO_PRIOR = "none"
 #: Longest accepted detail (a feature number or a run tag).
@@ -38,7 +42,7 @@ def parse_prior(spec: object) -> tuple[str, str | None]:
     """``(source, detail)`` of a prior spec (``"feature:25"`` → ``("feature", "25")``);
     ConfigError naming the accepted forms otherwise. Feature numbers are canonicalised
     (``"feature:025"`` → ``"25"``)."""
-    forms = "none, bm25, feature:<number>, run, run:<tag> or explicit"
+    forms = "none, bm25, feature:<number>, run, run:<tag>, model:<training run id>, llm or explicit"
     if not isinstance(spec, str) or not spec:
         raise ConfigError(f"prior must be one of {forms}; got {spec!r}")
     source, sep, detail = spec.partition(":")
@@ -49,6 +53,12 @@ def parse_prior(spec: object) -> tuple[str, str | None]:
             raise ConfigError(
                 f"prior {spec!r}: give the LETOR feature number, 1-based as in the file "
                 "(e.g. feature:25)"
+            )
+        return source, str(int(detail))
+    if source == "model":
+        if not detail.isdigit() or int(detail) < 1:
+            raise ConfigError(
+                f"prior {spec!r}: give the id of a finished training run (e.g. model:12)"
             )
         return source, str(int(detail))
     if source == "run" and sep:
@@ -106,6 +116,14 @@ def feature_order(
             raise ConfigError(f"feature:{number}: document {doc!r} has only {len(vector)} features")
         value[doc] = float(vector[number - 1])
     return sorted(doc_ids, key=lambda d: (-value[d], d))
+
+
+def score_order(doc_ids: Sequence[str], scores: Mapping[str, float]) -> list[str]:
+    """The documents of ``doc_ids`` that have a score, by score descending, equal scores by
+    document id (as :func:`feature_order`); those without one are left out (the session
+    appends them in seeded order)."""
+    scored = [d for d in dict.fromkeys(doc_ids) if d in scores]
+    return sorted(scored, key=lambda d: (-scores[d], d))
 
 
 def ranking_order(doc_ids: Sequence[str], ranking: Sequence[str]) -> list[str]:

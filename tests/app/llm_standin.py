@@ -3,7 +3,9 @@
 Tests cannot reach a real model. :class:`StandInModel` answers pairwise prompts rendered from
 ``labeling.machine.llm_prompts.PAIRWISE_V1`` from a hidden truth (a utility per document
 text): with probability ``bias`` it names the first-shown passage ("A") whatever the truth,
-otherwise the passage of higher utility, flipped with probability ``error``. The draws are a
+otherwise the passage of higher utility, flipped with probability ``error``. A graded prompt
+(``GRADED_V1``) gets the digit ``min(4, max(0, ⌊utility · grade_scale⌋))``, replaced by a
+uniform draw of 0..4 with probability ``error``. The draws are a
 hash of (seed, the prompt), so a prompt always gets the same reply, as a model at temperature 0
 does, whatever the order or concurrency of the requests. Unknown texts get utility 0.
 
@@ -40,6 +42,13 @@ from starlette.routing import Route
 Messages = list[dict[str, str]]
 
 
+def graded_passage(user: str) -> str | None:
+    """The passage of a GRADED_V1 user message, None for another prompt."""
+    if "\n\nPassage:\n" not in user or "\n\nGrade how well" not in user:
+        return None
+    return user.split("\n\nPassage:\n", 1)[1].split("\n\nGrade how well", 1)[0]
+
+
 def passages(user: str) -> tuple[str, str]:
     """Passages A and B of a PAIRWISE_V1 user message."""
     a = user.split("Passage A:\n", 1)[1].split("\n\nPassage B:\n", 1)[0]
@@ -55,6 +64,7 @@ class StandInModel:
     bias: float = 0.0
     error: float = 0.0
     seed: int = 0
+    grade_scale: float = 1.0
 
     def _uniforms(self, messages: Messages) -> tuple[float, float]:
         text = "\x1f".join(m["content"] for m in messages)
@@ -63,6 +73,13 @@ class StandInModel:
         return first / 2.0**64, second / 2.0**64
 
     def answer(self, messages: Messages) -> str:
+        graded = graded_passage(messages[-1]["content"])
+        if graded is not None:
+            draw, flip = self._uniforms(messages)
+            grade = int(self.truth.get(graded, 0.0) * self.grade_scale)
+            if flip < self.error:
+                grade = int(draw * 5)
+            return str(min(4, max(0, grade)))
         a, b = passages(messages[-1]["content"])
         to_first, flip = self._uniforms(messages)
         if to_first < self.bias:

@@ -1,0 +1,318 @@
+"""Machine judges as priors (docs/machine-judges.md#judges-as-priors): ``prior: "model:<run id>"``
+orders a task's documents by a finished training run's model scores, ``prior: "llm"`` by an
+LLM's grades, asked by a job (``heapjudge.llm_grades``, taken from the real huey queue in a
+SQLite file and run in this process) or by ``heapjudge admin llm-grades``, of a stand-in
+OpenAI-compatible server on 127.0.0.1 (tests/app/llm_standin.py: no real model is reachable
+from the tests); SQLite and Postgres.
+
+Oracles: the model's own ``predict`` on the documents' feature vectors, and the stand-in's
+grade rule applied to the hidden truth here.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+from sqlalchemy import func, select
+from typer.testing import CliRunner
+
+from app.cli import cli
+from app.kernel.models import Task, TrainingRun, utcnow
+from app.training.jobs import GRADES_TASK, get_queue, queue_url
+from labeling.retrieval.text import document_text
+from tests.app.admin_support import ndjson
+from tests.app.conftest import Api
+from tests.app.llm_standin import StandInModel, StandInServer
+from tests.app.machine_support import machine_collection
+
+N, K = 20, 4
+QUERIES = ("q1", "q2", "q3")
+KEY = f"sk-prior-{uuid.uuid4().hex}"
+
+
+@pytest.fixture(scope="module")
+def pia(api: Api) -> str:
+    """The assessor of every task here."""
+    api.add_user("pia")
+    return "pia"
+
+
+def tasks(api: Api) -> int:
+    with api.db.read() as s:
+        return int(s.scalar(select(func.count()).select_from(Task)) or 0)
+
+
+def create(api: Api, cid: int, qid: str, prior: Any, assessor: str = "pia") -> Any:
+    body = {
+        "collection_id": cid,
+        "query_id": qid,
+        "assessor": assessor,
+        "method": "topk",
+        "k": K,
+        "seed": 5,
+        "prior": prior,
+        "options": {"strategy": "insertion"},
+    }
+    return api.post("admin", "/api/v1/tasks", json=body)
+
+
+# --------------------------------------------------------------------------- model:<run id>
+
+
+def _run(api: Api, collection_id: int, status: str, model_json: dict[str, Any] | None) -> int:
+    with api.db.write() as s:
+        run = TrainingRun(
+            collection_id=collection_id,
+            model="ranknet",
+            params={},
+            status=status,
+            model_json=model_json,
+            options={},
+            created_at=utcnow(),
+        )
+        s.add(run)
+        s.flush()
+        return int(run.id)
+
+
+def test_a_trained_model_orders_the_documents_and_bad_runs_are_refused(api: Api, pia: str) -> None:
+    from ranking.data.dataset import QueryDataset
+    from ranking.estimators import RankNet
+
+    cid, truth = machine_collection(api, "prior-model", queries=2, docs=N, features=True)
+    vectors = {d: [tf / N, float(i % 3)] for i, (d, tf) in enumerate(truth["q0"].items())}
+    data = QueryDataset.from_arrays(
+        list(vectors.values()), [min(4, t // 4) for t in truth["q0"].values()], ["q0"] * N
+    )
+    model = RankNet(model="linear", epochs=30, seed=1).fit(data)
+    done = _run(api, cid, "done", model.to_dict())
+    other = api.post("admin", "/api/v1/collections", json={"name": "prior-model-2"}).json()["id"]
+    elsewhere = _run(api, other, "done", model.to_dict())
+    failed = _run(api, cid, "failed", None)
+    before = tasks(api)
+    for prior, message in (
+        (f"model:{elsewhere}", f"training run {elsewhere} belongs to collection {other}"),
+        (f"model:{failed}", f"training run {failed} is not done (status failed)"),
+        ("model:999999", "no training run with id 999999"),
+        ("model:x", "give the id of a finished training run"),
+        ("model", "give the id of a finished training run"),
+    ):
+        r = create(api, cid, "q1", prior)
+        assert r.status_code == 422 and message in r.text, (prior, r.text)
+    assert tasks(api) == before
+    r = create(api, cid, "q1", f"model:{done}")
+    assert r.status_code == 201, r.text
+    options = r.json()["options"]
+    assert options["prior"] == f"model:{done}"
+    # The oracle: the model's own scores of q1's vectors, descending, equal scores by id.
+    q1 = {d: [tf / N, float(i % 3)] for i, (d, tf) in enumerate(truth["q1"].items())}
+    scores = np.asarray(model.predict(np.asarray(list(q1.values()))), dtype=float).reshape(-1)
+    by_doc = dict(zip(q1, scores, strict=True))
+    assert options["initial_order"] == sorted(q1, key=lambda d: (-by_doc[d], d))
+    # The model learned tf from q0 (feature 1 is tf / N): its order agrees with q1's truth.
+    from scipy.stats import kendalltau
+
+    ranks = [-truth["q1"][d] for d in options["initial_order"]]
+    tau = kendalltau(range(N), ranks).statistic
+    assert tau > 0.5
+    # The planner takes the same prior.
+    plan = {
+        "collection_id": cid,
+        "assessors": ["pia"],
+        "query_ids": ["q0"],
+        "scheme": "balanced",
+        "per_query": {"topk": 1, "graded": 0},
+        "k": K,
+        "prior": f"model:{done}",
+        "name": "model-prior",
+    }
+    r = api.post("admin", "/api/v1/admin/plans/preview", json=plan)
+    assert r.status_code == 200, r.text
+    assert r.json()["ok"] and r.json()["prior"] == f"model:{done}", r.text
+    r = api.post("admin", "/api/v1/admin/plans", json=plan)
+    assert r.status_code == 201, r.text
+    (task_id,) = r.json()["task_ids"]
+    with api.db.read() as s:
+        task = s.get(Task, task_id)
+        assert task is not None and task.options["prior"] == f"model:{done}"
+        q0 = {d: [tf / N, float(i % 3)] for i, (d, tf) in enumerate(truth["q0"].items())}
+        q0_scores = np.asarray(model.predict(np.asarray(list(q0.values())))).reshape(-1)
+        by_q0 = dict(zip(q0, q0_scores, strict=True))
+        assert task.options["initial_order"] == sorted(q0, key=lambda d: (-by_q0[d], d))
+
+
+# --------------------------------------------------------------------------- llm
+
+
+@pytest.fixture(scope="module")
+def coll(api: Api, pia: str) -> tuple[int, dict[str, dict[str, float]], dict[str, float]]:
+    """A text collection: its id, the truth per query and document (a seeded permutation of
+    0..N-1) and the stand-in's truth by document text."""
+    r = api.post("admin", "/api/v1/collections", json={"name": f"prior-llm-{uuid.uuid4().hex[:6]}"})
+    assert r.status_code == 201, r.text
+    cid = int(r.json()["id"])
+    rng = random.Random(31)
+    rows, truth, by_text = [], {}, {}
+    for qid in QUERIES:
+        truth[qid] = {}
+        for i, u in enumerate(rng.sample(range(N), N)):
+            doc = f"{qid}-d{i:02d}"
+            title, body = f"title {doc}", f"passage {doc} on topic {qid}"
+            truth[qid][doc] = float(u)
+            by_text[document_text(title, body)] = float(u)
+            rows.append({"query_id": qid, "query": f"topic {qid}", "doc_id": doc, "title": title})
+            rows[-1]["text"] = body
+    r = api.post(
+        "admin",
+        f"/api/v1/collections/{cid}/import",
+        content=ndjson(rows),
+        headers={"Content-Type": "application/x-ndjson"},
+    )
+    assert r.status_code == 200, r.text
+    return cid, truth, by_text
+
+
+@pytest.fixture(scope="module")
+def server(
+    api: Api,
+    coll: tuple[int, dict[str, dict[str, float]], dict[str, float]],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[StandInServer]:
+    """The stand-in grading ``⌊u · 5 / N⌋`` (u the truth), the service pointing at it, the key
+    in the environment and the queue in a SQLite file."""
+    standin_model = StandInModel(coll[2], seed=2, grade_scale=5 / N)
+    with (
+        pytest.MonkeyPatch.context() as mp,
+        StandInServer(standin_model, api_key=KEY) as standin,
+    ):
+        mp.setenv("HEAPJUDGE_LLM_API_KEY", KEY)
+        mp.setenv("HEAPJUDGE_QUEUE_URL", f"sqlite:///{tmp_path_factory.mktemp('q') / 'q.db'}")
+        knobs = {
+            "llm_base_url": standin.base_url,
+            "llm_model": f"standin-{uuid.uuid4().hex[:8]}",
+            "llm_retries": 0,
+            "llm_backoff_seconds": 0.01,
+            "llm_concurrency": 2,
+        }
+        for name, value in knobs.items():
+            mp.setattr(api.db.settings, name, value)
+        yield standin
+
+
+def drain(api: Api) -> int:
+    """Run the queue's waiting grade jobs in this process (as ``heapjudge worker`` would)."""
+    from app.machine.grades import grade_documents
+
+    huey = get_queue(queue_url(api.db.settings))
+    ran = 0
+    while (message := huey.dequeue()) is not None:
+        assert message.name == GRADES_TASK
+        grade_documents(api.db, *message.args)
+        ran += 1
+    return ran
+
+
+def grades_view(api: Api, cid: int) -> dict[str, Any]:
+    r = api.get("admin", f"/api/v1/admin/collections/{cid}/llm-grades")
+    assert r.status_code == 200, r.text
+    return {q["query_id"]: q for q in r.json()["queries"]} | {"total": r.json()}
+
+
+def expected_order(truth: dict[str, float], leave_out: frozenset[str] = frozenset()) -> list[str]:
+    """The stand-in's grades of ``truth`` descending, equal grades by document id."""
+    grade = {d: min(4, int(u * 5 / N)) for d, u in truth.items() if d not in leave_out}
+    return sorted(grade, key=lambda d: (-grade[d], d))
+
+
+def test_the_llm_prior_needs_the_grades_first_then_orders_by_them(
+    api: Api,
+    coll: tuple[int, dict[str, dict[str, float]], dict[str, float]],
+    server: StandInServer,
+) -> None:
+    cid, truth, _texts = coll
+    before = tasks(api)
+    r = create(api, cid, "q1", "llm")
+    assert r.status_code == 422, r.text
+    assert f"has not graded {N} of {N} documents" in r.text
+    assert f"/api/v1/admin/collections/{cid}/llm-grades" in r.text
+    assert tasks(api) == before
+    view = grades_view(api, cid)
+    assert view["q1"]["missing"] == N and view["total"]["graded"] == 0
+    assert view["total"]["template"] == "graded@v1"
+    # An unknown query is named; nothing is queued.
+    r = api.post(
+        "admin", f"/api/v1/admin/collections/{cid}/llm-grades", json={"query_ids": ["nope"]}
+    )
+    assert r.status_code == 422 and "no query 'nope'" in r.text, r.text
+    assert drain(api) == 0
+    r = api.post("admin", f"/api/v1/admin/collections/{cid}/llm-grades", json={"query_ids": ["q1"]})
+    assert r.status_code == 202 and r.json()["queued"] is True, r.text
+    sent = server.requests
+    assert drain(api) == 1
+    assert server.requests - sent == N  # one graded prompt per document
+    view = grades_view(api, cid)
+    assert (view["q1"]["graded"], view["q1"]["missing"]) == (N, 0)
+    assert view["q2"]["missing"] == N
+    r = create(api, cid, "q1", "llm")
+    assert r.status_code == 201, r.text
+    options = r.json()["options"]
+    assert options["prior"] == "llm"
+    assert options["initial_order"] == expected_order(truth["q1"])
+    # Asked again: every reply comes from the cache, no request is sent.
+    sent = server.requests
+    r = api.post("admin", f"/api/v1/admin/collections/{cid}/llm-grades", json={"query_ids": ["q1"]})
+    assert r.status_code == 202
+    assert drain(api) == 1 and server.requests == sent
+
+
+def test_malformed_grades_are_left_out_and_the_cli_grades_in_its_process(
+    api: Api,
+    coll: tuple[int, dict[str, dict[str, float]], dict[str, float]],
+    server: StandInServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    cid, truth, _texts = coll
+    for name in ("llm_base_url", "llm_model", "llm_retries", "llm_concurrency"):
+        monkeypatch.setenv(f"HEAPJUDGE_{name.upper()}", str(getattr(api.db.settings, name)))
+    server.script("malformed", times=3, value="maybe")
+    url = api.settings.database_url
+    out = CliRunner().invoke(
+        cli, ["admin", "llm-grades", str(cid), "--query-ids", "q2", "--json", "--database-url", url]
+    )
+    assert out.exit_code == 0, out.output
+    view = json.loads(out.stdout)
+    (q2,) = view["queries"]
+    assert (q2["query_id"], q2["graded"], q2["malformed"], q2["missing"]) == ("q2", N - 3, 3, 0)
+    assert KEY not in out.output
+    # The three documents whose reply was "maybe" have no grade: they are left out of the
+    # prior (the session appends them in seeded order).
+    r = create(api, cid, "q2", "llm")
+    assert r.status_code == 201, r.text
+    order = r.json()["options"]["initial_order"]
+    assert len(order) == N - 3
+    left_out = frozenset(truth["q2"]) - set(order)
+    assert order == expected_order(truth["q2"], left_out)
+    # --status asks nothing.
+    sent = server.requests
+    out = CliRunner().invoke(
+        cli, ["admin", "llm-grades", str(cid), "--status", "--database-url", url]
+    )
+    assert out.exit_code == 0, out.output
+    assert server.requests == sent
+    assert "q3\t0 graded\t0 malformed\t20 missing" in out.stdout
+
+
+def test_without_a_configured_llm_the_llm_prior_is_refused(api: Api, pia: str) -> None:
+    cid, _truth = machine_collection(api, "prior-unconfigured", queries=1, docs=6, word="pear")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(api.db.settings, "llm_model", None)
+        r = create(api, cid, "q0", "llm")
+        assert r.status_code == 422 and "HEAPJUDGE_LLM_MODEL" in r.text, r.text
+        r = api.get("admin", f"/api/v1/admin/collections/{cid}/llm-grades")
+        assert r.status_code == 422 and "HEAPJUDGE_LLM_MODEL" in r.text, r.text
