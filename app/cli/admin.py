@@ -5,12 +5,26 @@ from __future__ import annotations
 
 import typer
 
-from app.cli import admin_imports, admin_manage, admin_plans, admin_pools, admin_runs
+from app.cli import (
+    admin_imports,
+    admin_manage,
+    admin_plans,
+    admin_pools,
+    admin_prompts,
+    admin_runs,
+)
 from app.cli.conventions import Group
 
 app = typer.Typer(
-    cls=Group, help="Admin console: imports, study plans, pools, progress, users, runs."
+    cls=Group,
+    help="Admin console: imports, study plans, pools, progress, users, runs, LLM prompts.",
 )
-for subject in (admin_imports.app, admin_plans.app, admin_pools.app, admin_manage.app):
+for subject in (
+    admin_imports.app,
+    admin_plans.app,
+    admin_pools.app,
+    admin_manage.app,
+    admin_prompts.app,
+):
     app.add_typer(subject)
 app.add_typer(admin_runs.app, name="runs")

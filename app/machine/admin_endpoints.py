@@ -1,18 +1,20 @@
-"""REST API v1, admin console: ``GET /admin/collections/{id}/machine/usage``, the LLM judge's
-spending per study of a collection (role admin; docs/rest-api.md#machine-usage).
+"""REST API v1, admin console (role admin): ``GET /admin/collections/{id}/machine/usage``, the
+LLM judge's spending per study of a collection (docs/rest-api.md#machine-usage), and
+``GET /admin/machine/prompts[/{key}]``, the LLM judge's versioned prompt templates
+(docs/rest-api.md#machine-prompts).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Path
 
-from app.http.deps import DbDep, require_admin
+from app.http.deps import DbDep, SettingsDep, require_admin
 from app.http.openapi import declare_errors
 from app.http.schemas import PathId
-from app.machine import service
-from app.machine.schemas import MachineUsageOut
+from app.machine import prompts, service
+from app.machine.schemas import MachineUsageOut, PromptTemplateOut, PromptTemplatesOut
 
 router = APIRouter(prefix="/admin", tags=["admin"], dependencies=[Depends(require_admin)])
 
@@ -23,6 +25,24 @@ def machine_usage(collection_id: PathId, db: DbDep) -> dict[str, Any]:
     judge per study (a plan, or the collection's tasks without one), with the budget and
     what remains of it."""
     return service.machine_usage(db=db, collection_id=collection_id)
+
+
+@router.get("/machine/prompts", response_model=PromptTemplatesOut)
+def prompt_templates(settings: SettingsDep) -> dict[str, Any]:
+    """Every versioned prompt template of the LLM judge (key, kind, hash, system and user
+    text, an example rendering; which one the ``llm`` judge asks) and the judge's
+    configuration (model, endpoint, the *name* of the API key's environment variable)."""
+    return prompts.prompt_templates(settings=settings)
+
+
+#: A template key, ``name@vVERSION`` (``@`` may be sent as is or as ``%40``).
+TemplateKey = Annotated[str, Path(min_length=1, max_length=200, examples=["pairwise@v1"])]
+
+
+@router.get("/machine/prompts/{key}", response_model=PromptTemplateOut)
+def prompt_template(key: TemplateKey) -> dict[str, Any]:
+    """One prompt template by key (``pairwise@v1``); 404 naming the known keys."""
+    return prompts.prompt_template(key=key)
 
 
 declare_errors(router)

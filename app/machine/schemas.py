@@ -29,3 +29,67 @@ class MachineUsageOut(BaseModel):
     model: str | None = Field(description="The configured model (HEAPJUDGE_LLM_MODEL).")
     budget: int = Field(description="Tokens per study (HEAPJUDGE_LLM_TOKEN_BUDGET).")
     studies: list[StudyUsageOut]
+
+
+class PromptMessageOut(BaseModel):
+    """One chat message of a rendered prompt."""
+
+    role: str = Field(description="system or user.")
+    content: str
+
+
+class PromptExampleOut(BaseModel):
+    """A template rendered for a fixed example (app.machine.prompts.EXAMPLE_QUERY)."""
+
+    query: str
+    documents: list[str] = Field(description="Two for a pairwise template (A, B), one graded.")
+    messages: list[PromptMessageOut] = Field(description="What the endpoint would be sent.")
+
+
+class PromptTemplateOut(BaseModel):
+    """One versioned prompt template of the LLM judge (docs/machine-judges.md#llm-prompts)."""
+
+    key: str = Field(description="name@vVERSION, e.g. pairwise@v1.", examples=["pairwise@v1"])
+    name: str
+    version: int
+    kind: str = Field(description="pairwise (answer A or B) or graded (answer 0..4).")
+    hash: str = Field(
+        description="First 16 hex digits of SHA-256 over the template's canonical JSON: the "
+        "prompt_hash recorded with every machine answer."
+    )
+    max_doc_chars: int = Field(description="Documents are cut to this many characters.")
+    system: str = Field(description="The system message.")
+    user: str = Field(description="The user message, with its {fields}.")
+    used_by_llm_judge: bool = Field(description="The template the llm machine source asks.")
+    example: PromptExampleOut
+
+
+class LlmJudgeConfigOut(BaseModel):
+    """The llm judge as the settings configure it. The API key's value is never shown, only
+    the name of the environment variable that holds it."""
+
+    source: str = Field(description="The machine source: llm.")
+    configured: bool = Field(description="HEAPJUDGE_LLM_MODEL is set (else the source is refused).")
+    model: str | None = Field(description="HEAPJUDGE_LLM_MODEL.")
+    base_url: str = Field(
+        description="HEAPJUDGE_LLM_BASE_URL without user, password, query and fragment."
+    )
+    template: str = Field(description="The key of the template the judge asks.")
+    template_hash: str
+    version: str | None = Field(
+        description="The judge's version recorded with tasks and answers "
+        "(llm/<model>/<template>/<hash>); null while no model is set."
+    )
+    temperature: float
+    max_tokens: int = Field(description="HEAPJUDGE_LLM_MAX_TOKENS.")
+    api_key_env: str = Field(
+        description="The name of the environment variable holding the API key."
+    )
+    api_key_set: bool = Field(description="That variable is set and not empty in this process.")
+
+
+class PromptTemplatesOut(BaseModel):
+    """Every prompt template and the llm judge's configuration."""
+
+    judge: LlmJudgeConfigOut
+    templates: list[PromptTemplateOut]

@@ -3,8 +3,9 @@
 Sub-routers: :mod:`.auth` (login/logout), :mod:`.assess` (my tasks, judging pages, done
 page), :mod:`.second_opinions` (second opinions, "ask me instead"); the admin pages:
 :mod:`.admin` (the admin home and the section's frame), :mod:`.collections`, :mod:`.imports`,
-:mod:`.planning`, :mod:`.pools`, :mod:`.exports`, :mod:`.runs`, :mod:`.users`, :mod:`.training`
-and :mod:`.analysis`. Add a page module with one import and one ``include_router`` line below.
+:mod:`.planning`, :mod:`.pools`, :mod:`.exports`, :mod:`.runs`, :mod:`.users`, :mod:`.training`,
+:mod:`.machine` (the LLM judge's prompt templates) and :mod:`.analysis`. Add a page module with
+one import and one ``include_router`` line below.
 """
 
 from fastapi import APIRouter
@@ -20,6 +21,7 @@ from app.web import (  # noqa: E402
     collections,
     exports,
     imports,
+    machine,
     planning,
     pools,
     runs,
@@ -41,3 +43,4 @@ router.include_router(exports.router)
 router.include_router(runs.router)
 router.include_router(users.router)
 router.include_router(training.router)
+router.include_router(machine.router)

@@ -71,7 +71,9 @@ def test_the_tree_is_complete() -> None:
     assert {"admin progress", "admin plan", "db upgrade", "db current"} <= names
     assert "analysis calibration" in names
     assert "admin runs label-sets" in names
-    assert len(LEAVES) == 37
+    assert "admin prompts" in names
+    assert "admin llm-grades" in names
+    assert len(LEAVES) == 38
 
 
 @pytest.mark.parametrize("path", ALL, ids=lambda p: " ".join(p) or "heapjudge")
