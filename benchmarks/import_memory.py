@@ -11,7 +11,7 @@ before the import (interpreter, imports, database set up), its peak during the i
 (``VmHWM``), the growth (peak - before) and both as a multiple of the files' size, and the
 import's seconds. The target (docs/performance.md#imports): what the import adds to the
 process (the growth) at most 5x the files; the process before it (about 90 MB for the
-service, 135 MB for the server) is printed beside it.
+service, 115 MB for the server) is printed beside it.
 
     python benchmarks/import_memory.py [--mb 30] [--only ndjson,smart,trec,letor,rest]
 """

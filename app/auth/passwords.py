@@ -17,8 +17,6 @@ from functools import lru_cache
 
 from pwdlib import PasswordHash
 from pwdlib.hashers.argon2 import Argon2Hasher
-from zxcvbn import zxcvbn
-from zxcvbn.frequency_lists import FREQUENCY_LISTS
 
 from labeling.identifiers import text_problem
 
@@ -72,7 +70,13 @@ SERVICE_WORDS = ("heapjudge", "judge", "relevance", "assessor")
 
 @lru_cache(maxsize=1)
 def common_passwords() -> frozenset[str]:
-    """zxcvbn's list of common passwords (30,000, most frequent first in the package)."""
+    """zxcvbn's list of common passwords (30,000, most frequent first in the package).
+
+    zxcvbn is imported here and in :func:`password_problem`, when a password is set, not
+    with the module: its lists hold about 12 MB of resident memory that a server that only
+    logs people in does not need (docs/performance.md#imports)."""
+    from zxcvbn.frequency_lists import FREQUENCY_LISTS
+
     return frozenset(FREQUENCY_LISTS["passwords"])
 
 
@@ -99,6 +103,8 @@ def password_problem(password: str, *, username: str = "") -> str | None:
         return "the password must not be the username"
     if folded in common_passwords():
         return "the password is one of the most common passwords; choose another"
+    from zxcvbn import zxcvbn  # on use (common_passwords)
+
     estimate = zxcvbn(
         normalised[:_ZXCVBN_MAX_CHARS],
         user_inputs=[w for w in (username, *SERVICE_WORDS) if w],

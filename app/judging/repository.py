@@ -22,7 +22,6 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, NamedTuple, Protocol
 
-import psycopg
 from sqlalchemy import (
     JSON,
     Select,
@@ -569,6 +568,8 @@ async def store_if_current(
 
     Returns the new judgment's id; None when nothing was stored (and nothing written but the
     token's refresh when due)."""
+    import psycopg  # Postgres only: a SQLite server never loads it (memory at start)
+
     sql = _STATEMENTS.of(db)
     caller = "token" if digest is not None else "user"
     mark = "finish" if finishes else "start" if version[0] == 0 else None

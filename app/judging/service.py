@@ -49,8 +49,6 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-import psycopg
-
 from app.auth.tokens import BearerToken, Caller, Identity, caller_identity
 from app.judging import routing
 from app.judging.loop import (
@@ -337,6 +335,11 @@ async def submit_on_loop(
     cancelled task, a log that moved on through another process or an undo) stores nothing
     and returns None, the session dropped; so does a driver error (a dead connection), after
     which the general path finds the judgment stored (an identical retry) or not."""
+    # Imported here, not with the module: only Postgres comes here, where the engine has
+    # loaded psycopg already; a SQLite server never loads it (memory at start,
+    # docs/performance.md#imports).
+    import psycopg
+
     sessions = LOOP_CACHES.of(db).sessions
     r: Replayed | None = sessions.take(task_id)
     if r is None:

@@ -50,9 +50,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from app.kernel.db import Database
 from app.kernel.errors import Invalid
@@ -66,6 +64,9 @@ from app.machine.repository import (
     store_batch,
 )
 from labeling.machine.llm_prompts import PAIRWISE_V1, PromptTemplate, parse_graded, parse_pairwise
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = [
     "LlmClient",
@@ -238,6 +239,11 @@ class LlmClient:
         self.budget = settings.llm_token_budget
         self.params = request_params(settings)
         self._key_env = settings.llm_api_key_env
+        # httpx (with the click, rich and pygments of its command line) is imported when a
+        # client is made, not with the module: memory at server start
+        # (docs/performance.md#imports).
+        import httpx
+
         self._http = httpx.Client(
             timeout=httpx.Timeout(settings.llm_timeout_seconds),
             limits=httpx.Limits(max_connections=self.concurrency),
@@ -304,6 +310,8 @@ class LlmClient:
 
     def _send_one(self, messages: Messages, spending: _Spending) -> _Outcome:
         """One prompt, retried (module docstring); never raises for the endpoint's faults."""
+        import httpx  # loaded by __init__ already
+
         body = {"model": self.model, "messages": messages, **self.params}
         url = f"{self.base_url}/chat/completions"
         for attempt in range(self.retries + 1):

@@ -31,9 +31,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from pathlib import Path
-from typing import Any
-
-from huey import Huey, RedisHuey, SqliteHuey
+from typing import TYPE_CHECKING, Any
 
 from app.judging.opinions import prepare_llm_opinions
 from app.kernel.db import Database
@@ -43,6 +41,9 @@ from app.training.execution import execute_run
 from app.training.features import run_features_job
 from app.training.service import recover_stalled
 from app.training.settings import JobSettings
+
+if TYPE_CHECKING:
+    from huey import Huey
 
 log = logging.getLogger("heapjudge.jobs")
 TRAIN_TASK = "heapjudge.train"
@@ -69,6 +70,11 @@ def queue_url(settings: Settings, jobs: JobSettings | None = None) -> str:
 @cache
 def get_queue(url: str) -> Huey:
     """The huey instance for ``url`` with the training task registered (one per URL)."""
+    # huey (and redis, which it imports) is imported when the queue is first used, not with
+    # the module, which the app imports at start: about 17 MB of resident memory
+    # (docs/performance.md#imports).
+    from huey import RedisHuey, SqliteHuey
+
     if url.startswith(("redis://", "rediss://", "unix://")):
         huey: Huey = RedisHuey("heapjudge", url=url, results=False)
     elif url.startswith("sqlite:///"):

@@ -22,7 +22,6 @@ from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import special
 
 from ranking.compare.significance import DEFAULT_RESAMPLES, mean_intervals
 from ranking.evaluate import EvaluationReport, Missing, evaluate, evaluate_columns
@@ -146,7 +145,10 @@ def mean_interval(
     if v.size < 2:
         return math.nan, math.nan
     if method == "t":
-        # the t quantile as scipy.stats.t.ppf computes it (scipy.special loads faster)
+        # the t quantile as scipy.stats.t.ppf computes it (scipy.special loads faster),
+        # imported on use: scipy costs the service ~20 MB at start (docs/performance.md#imports)
+        from scipy import special
+
         t = special.stdtrit(v.size - 1, 0.5 + confidence / 2)
         half = t * v.std(ddof=1) / math.sqrt(v.size)
         return float(v.mean() - half), float(v.mean() + half)

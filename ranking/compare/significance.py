@@ -56,7 +56,6 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import special  # the functions scipy.stats.t and .norm call (faster to load)
 
 __all__ = [
     "CORRECTIONS",
@@ -208,6 +207,11 @@ def _t_pvalues(v: F64, ia: I64, ib: I64) -> F64:
     n = v.shape[1]
     if n < 2:
         raise ValueError("the paired t-test needs at least 2 queries")
+    # Imported here, not with the module: scipy costs the service ~20 MB of resident memory
+    # at start (docs/performance.md#imports). scipy.special: the functions scipy.stats.t and
+    # .norm call (faster to load).
+    from scipy import special
+
     out = np.empty(ia.size)
     step = _rows_per_block(n)
     for lo in range(0, ia.size, step):
@@ -333,6 +337,8 @@ def _bootstrap_means(v: F64, n_resamples: int, seed: int) -> F64:
 
 def _bca_levels(v: F64, boot: F64, alpha: float) -> tuple[F64, F64]:
     """Per-row BCa quantile levels (Efron 1987) for the mean; jackknife acceleration."""
+    from scipy import special  # on use: memory at server start (see _t_pvalues)
+
     n = v.shape[1]
     theta = v.mean(axis=1)
     below = (boot < theta).sum(axis=0) + (boot <= theta).sum(axis=0)

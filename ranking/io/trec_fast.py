@@ -29,12 +29,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.csv as pacsv
 from numpy.typing import NDArray
 
 from ranking.io.trec import (
@@ -47,6 +44,9 @@ from ranking.io.trec import (
     read_qrels_detailed,
     read_run,
 )
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 __all__ = [
     "JoinIndex",
@@ -67,7 +67,13 @@ def arrow_pool() -> pa.MemoryPool:
     """The Arrow memory pool of the reader and of the joins on its columns: jemalloc with
     immediate page return where pyarrow has it. The default pool (mimalloc) keeps the pages
     of freed parse buffers for reuse, which on a 2M-line file held about 100 MB of resident
-    memory that nothing used again."""
+    memory that nothing used again.
+
+    pyarrow is imported by the functions that use it, not with this module: the service
+    imports this module at start, and pyarrow costs about 35 MB of resident memory that only
+    run evaluations need (docs/performance.md#imports)."""
+    import pyarrow as pa
+
     try:
         pool = pa.jemalloc_memory_pool()
         pa.jemalloc_set_decay_ms(0)
@@ -166,6 +172,8 @@ class TrecColumns:
             dtype=np.float64,
             count=len(docs),
         )
+        import pyarrow as pa  # on use: memory at start (arrow_pool)
+
         docids = pa.chunked_array([pa.array(docs, type=pa.string())])
         query = np.repeat(np.arange(len(qids), dtype=np.int32), sizes)
         hashes = string_hashes(docids)
@@ -239,6 +247,8 @@ def _hash_bytes(data: NDArray[np.uint8], offsets: NDArray[np.int64]) -> NDArray[
 
 def _arrow_strings(chunk: pa.Array) -> tuple[NDArray[np.uint8], NDArray[np.int64]]:
     """The UTF-8 bytes and offsets of a string array, without copying the bytes."""
+    import pyarrow as pa  # on use: memory at start (arrow_pool)
+
     if chunk.type not in (pa.string(), pa.large_string()):
         chunk = chunk.cast(pa.string())
     width = 8 if chunk.type == pa.large_string() else 4
@@ -260,6 +270,8 @@ def string_hashes(strings: pa.Array | pa.ChunkedArray | list[str]) -> NDArray[np
         offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
         np.cumsum([len(e) for e in encoded], out=offsets[1:])
         return _hash_bytes(np.frombuffer(b"".join(encoded), dtype=np.uint8), offsets)
+    import pyarrow as pa  # on use: memory at start (arrow_pool)
+
     chunks = strings.chunks if isinstance(strings, pa.ChunkedArray) else [strings]
     parts = [_hash_bytes(*_arrow_strings(chunk)) for chunk in chunks if len(chunk)]
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint64)
@@ -337,7 +349,6 @@ def _first_line(path: Path) -> bytes:
         return fh.readline(1 << 16)
 
 
-_WORDS = pa.dictionary(pa.int32(), pa.string())
 _TRAILING = "(after the last delimiter)"
 
 
@@ -352,6 +363,10 @@ def _read_columns(
     (Cranfield's ``cranqrel``) is read with one more column, checked to be always empty:
     every line must end so.
     """
+    import pyarrow as pa  # on use: memory at start (arrow_pool)
+    import pyarrow.compute as pc
+    import pyarrow.csv as pacsv
+
     first = _first_line(path)
     delimiter = b"\t" if b"\t" in first and b" " not in first else b" "
     trailing = first.rstrip(b"\r\n").endswith(delimiter)
@@ -363,6 +378,7 @@ def _read_columns(
     # No empty field anywhere (the screen): the columns the caller does not need are not
     # converted, only counted by the reader; the trailing one is read to check it is empty.
     wanted = [n for n in names if n in types or n == _TRAILING]
+    words = pa.dictionary(pa.int32(), pa.string())
     pool = arrow_pool()
     try:
         reader = pacsv.open_csv(
@@ -378,7 +394,7 @@ def _read_columns(
             ),
             memory_pool=pool,
             convert_options=pacsv.ConvertOptions(
-                column_types={n: types.get(n, _WORDS) for n in names},
+                column_types={n: types.get(n, words) for n in names},
                 null_values=[],
                 strings_can_be_null=False,
                 quoted_strings_can_be_null=False,
@@ -403,6 +419,8 @@ def _read_columns(
 
 def _float_values(column: pa.Array) -> NDArray[np.float64]:
     """A float64 column without nulls as numpy (a copy, so the batch can be freed)."""
+    import pyarrow as pa  # on use: memory at start (arrow_pool)
+
     assert column.type == pa.float64() and column.null_count == 0
     return np.frombuffer(column.buffers()[1], np.float64, len(column), column.offset * 8).copy()
 
@@ -412,6 +430,9 @@ def _collect(
 ) -> tuple[list[str], NDArray[np.int32], pa.ChunkedArray, NDArray[np.uint64], list[np.ndarray]]:
     """Read ``qid``/``docid`` and the float ``value_columns`` of every line: query ids as codes
     (first appearance order), document ids as strings and hashes."""
+    import pyarrow as pa  # on use: memory at start (arrow_pool)
+    import pyarrow.compute as pc
+
     index: dict[str, int] = {}
     query_parts: list[NDArray[np.int32]] = []
     d_chunks: list[pa.Array] = []
@@ -463,6 +484,8 @@ _RUN_NAMES = ["qid", "q0", "docid", "rank", "score", "tag"]
 
 
 def _fast_run(path: Path) -> TrecColumns:
+    import pyarrow as pa  # on use: memory at start (arrow_pool)
+
     qids, query, docids, hashes, (scores,) = _collect(
         path,
         _RUN_NAMES,
@@ -508,6 +531,8 @@ def _grades(values: NDArray[np.float64], grade_map: GradeMap | None) -> NDArray[
 
 
 def _fast_qrels(path: Path, chosen: SniffedLayout, grade_map: GradeMap | None) -> TrecColumns:
+    import pyarrow as pa  # on use: memory at start (arrow_pool)
+
     layout = chosen.layout
     if layout == "trec":
         names = ["qid", "iteration", "docid", "rel"]

@@ -12,8 +12,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 from numpy.typing import NDArray
 
 from ranking.io.trec_fast import TrecColumns, arrow_pool
@@ -23,6 +21,10 @@ __all__ = ["arrow_indices", "docid_tie_codes", "join_labels", "same_strings"]
 
 def arrow_indices(indices: NDArray[np.int64]) -> Any:
     """An Arrow int64 array over ``indices`` (no copy)."""
+    # pyarrow is imported on use here and below: about 35 MB of resident memory that a
+    # server only needs once it evaluates runs (ranking.io.trec_fast.arrow_pool)
+    import pyarrow as pa
+
     data = np.ascontiguousarray(indices, dtype=np.int64)
     return pa.Array.from_buffers(pa.int64(), data.shape[0], [None, pa.py_buffer(data)])
 
@@ -83,6 +85,8 @@ def same_strings(
 ) -> bool:
     """Whether ``a[a_rows[i]] == b[b_rows[i]]`` for every i (Arrow string arrays), in slices
     so that the gathered strings stay small."""
+    import pyarrow.compute as pc  # on use: memory at start (arrow_indices)
+
     pool = arrow_pool()
     for start in range(0, a_rows.shape[0], step):
         left = pc.take(a, arrow_indices(a_rows[start : start + step]), memory_pool=pool)
@@ -122,6 +126,8 @@ def docid_tie_codes(
         np.put_along_axis(tied[block], order, tied_sorted, axis=1)
     at = np.flatnonzero(tied[mask])  # positions among the real cells, row-major
     if at.shape[0]:
+        import pyarrow.compute as pc  # on use: memory at start (arrow_indices)
+
         ids = pc.take(run.docids, arrow_indices(rows[at]), memory_pool=arrow_pool())
         ranks = pc.rank(
             ids.combine_chunks(memory_pool=arrow_pool()),
