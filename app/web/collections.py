@@ -25,6 +25,7 @@ from app.collections import service as collections
 from app.exports import service as exports
 from app.http.deps import DbDep, require_csrf_form
 from app.kernel.errors import DomainError, Invalid
+from app.machine import grades
 from app.machine import service as machines
 from app.planning.fit import fitting_per_query, fitting_shifts, plan_fit
 from app.pools import service as pools
@@ -134,6 +135,11 @@ async def collection_response(
         text_features = await run_in_threadpool(
             features.features_view, db=db, collection_id=collection_id
         )
+        llm_grades = (
+            await run_in_threadpool(grades.grade_status, db, collection_id)
+            if db.settings.llm_model
+            else None
+        )
     except DomainError as exc:
         return admin_error(request, resolved, exc)
     people = await run_in_threadpool(users.list_users, db=db)
@@ -168,6 +174,7 @@ async def collection_response(
             ),
             "guidelines_previewing": guidelines_preview is not None,
             "text_features": text_features,
+            "llm_grades": llm_grades,
             **ctx,
         },
         status=status,

@@ -26,9 +26,10 @@ from app.auth import sessions
 from app.collections import service as collections
 from app.http.deps import DbDep, require_csrf_form
 from app.kernel.errors import DomainError, Invalid
+from app.machine import grades
 from app.training import features
 from app.training import service as training
-from app.training.jobs import enqueue_features, enqueue_training
+from app.training.jobs import enqueue_features, enqueue_grades, enqueue_training
 from app.web.admin import admin_error, admin_page, admin_session, back, guarded_form
 from app.web.collections import refused_form
 from app.web.forms import FormErrors, error_text, form_errors, form_field, form_int, posted_values
@@ -267,4 +268,33 @@ async def compute_features(request: Request, collection_id: int, db: DbDep) -> R
         request,
         f"/admin/collections/{collection_id}#text-features",
         "Text features queued: the worker computes them (reload to see when they are done).",
+    )
+
+
+@router.post(
+    "/admin/collections/{collection_id}/llm-grades", dependencies=[Depends(require_csrf_form)]
+)
+async def request_llm_grades(request: Request, collection_id: int, db: DbDep) -> Response:
+    """Queue the LLM grades of every document of the collection (the ``llm`` prior)."""
+    resolved, form, early = await guarded_form(request)
+    if early is not None:
+        return early
+    try:
+        await run_in_threadpool(grades.grade_status, db, collection_id)
+        await run_in_threadpool(enqueue_grades, db.settings, collection_id, None)
+    except DomainError as exc:
+        return await refused_form(
+            request,
+            resolved,
+            db,
+            collection_id,
+            "llmgrades",
+            form,
+            exc,
+            "The documents were not graded.",
+        )
+    return back(
+        request,
+        f"/admin/collections/{collection_id}#llm-grades",
+        "LLM grades queued: the worker asks the model (reload to see how many are done).",
     )

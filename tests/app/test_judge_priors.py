@@ -316,3 +316,53 @@ def test_without_a_configured_llm_the_llm_prior_is_refused(api: Api, pia: str) -
         assert r.status_code == 422 and "HEAPJUDGE_LLM_MODEL" in r.text, r.text
         r = api.get("admin", f"/api/v1/admin/collections/{cid}/llm-grades")
         assert r.status_code == 422 and "HEAPJUDGE_LLM_MODEL" in r.text, r.text
+        page = web_admin(api).get(f"/admin/collections/{cid}")
+        assert page.status_code == 200 and "No LLM is configured" in page.text
+
+
+def web_admin(api: Api) -> Any:
+    """A browser-like client of the same app, logged in as ``admin`` by the login form."""
+    from fastapi.testclient import TestClient
+
+    from tests.app.test_web_pages import hidden_csrf
+
+    web = TestClient(api.client.app, base_url="http://testserver")
+    token = hidden_csrf(web.get("/login").text)
+    form = {"username": "admin", "password": "pw-admin-secret", "csrf_token": token}
+    r = web.post("/login", data={**form, "next": "/admin"}, follow_redirects=False)
+    assert r.status_code == 303, r.text
+    return web
+
+
+def test_the_collection_page_shows_the_grades_and_its_form_queues_them(
+    api: Api,
+    coll: tuple[int, dict[str, dict[str, float]], dict[str, float]],
+    server: StandInServer,
+) -> None:
+    from tests.app.test_web_pages import hidden_csrf
+
+    cid = coll[0]
+    web = web_admin(api)
+    before = grades_view(api, cid)["total"]
+    page = web.get(f"/admin/collections/{cid}")
+    assert page.status_code == 200
+    shown = f"{before['graded']} of {3 * N} query–document pairs graded by"
+    assert shown in page.text and f"{before['missing']} to grade" in page.text
+    r = web.post(
+        f"/admin/collections/{cid}/llm-grades",
+        data={"csrf_token": "forged"},
+        follow_redirects=False,
+    )
+    assert r.status_code == 403 and drain(api) == 0
+    r = web.post(
+        f"/admin/collections/{cid}/llm-grades",
+        data={"csrf_token": hidden_csrf(page.text)},
+        follow_redirects=False,
+    )
+    assert r.status_code == 303, r.text
+    assert drain(api) == 1
+    after = grades_view(api, cid)["total"]
+    assert after["missing"] == 0 and after["graded"] + after["malformed"] == 3 * N
+    page = web.get(f"/admin/collections/{cid}")
+    assert f"{after['graded']} of {3 * N} query–document pairs graded by" in page.text
+    assert "0 to grade" in page.text
