@@ -10,7 +10,8 @@ transaction, and no model is ever called inside a request. So the ``llm`` prior 
    through the collection's :class:`app.machine.llm.LlmClient` (cache, token budget, retries;
    the tokens count on the collection's study, ``plan=None``);
 2. :func:`grade_order`, called by the prior resolver, reads those replies from the response
-   cache only (the same cache keys: model, template, prompt, request parameters) and orders the
+   cache only (the same cache keys: model, template, prompt, request parameters) through the
+   core's grade judge (:class:`labeling.machine.judges.LlmGrader`) and orders the
    documents by grade, descending, equal grades by document id. A document whose reply is
    malformed has no grade and is left out of the order (the session appends it in seeded
    order); a document not graded yet makes the prior a 422 that says how to grade it.
@@ -24,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -33,7 +35,8 @@ from app.kernel.models import Collection, Document, Query
 from app.kernel.settings import Settings
 from app.machine.llm import LlmClient, cache_key, request_params
 from app.machine.repository import Study, cached_replies_in
-from labeling.machine.llm_prompts import GRADED_V1, PromptTemplate, parse_graded
+from labeling.machine.judges import JudgeQuery, LlmGrader
+from labeling.machine.llm_prompts import GRADED_V1, PromptTemplate
 from labeling.protocol.prior_orders import score_order
 from labeling.retrieval.text import document_text
 
@@ -100,21 +103,30 @@ def _prompts(query: Query, texts: dict[str, str]) -> list[list[dict[str, str]]]:
 
 
 def _read(s: Session, settings: Settings, query: Query, texts: dict[str, str]) -> QueryGrades:
+    """The query's documents as the cache holds their grades: the grader
+    (:class:`labeling.machine.judges.LlmGrader`) asks through the cache only, so nothing is
+    sent; its one-hot distribution's grade per document, NaN rows are malformed replies."""
     model, params = _model(settings), request_params(settings)
     keys = [cache_key(model, GRADE_TEMPLATE, m, params) for m in _prompts(query, texts)]
     cached = cached_replies_in(s, keys)
+    by_prompt = {k: cached[k].reply for k in keys if k in cached}
+
+    def from_cache(prompts: Sequence[list[dict[str, str]]]) -> list[str | None]:
+        return [by_prompt.get(cache_key(model, GRADE_TEMPLATE, list(m), params)) for m in prompts]
+
+    grader = LlmGrader(from_cache, texts, model=model, template=GRADE_TEMPLATE)
+    docs = list(texts)
+    dist = grader.grades(JudgeQuery(query.external_id, query.title), docs)
     grades: dict[str, int] = {}
     malformed: list[str] = []
     missing: list[str] = []
-    for doc, key in zip(texts, keys, strict=True):
-        hit = cached.get(key)
-        grade = None if hit is None else parse_graded(hit.reply)
-        if hit is None:
+    for i, (doc, key) in enumerate(zip(docs, keys, strict=True)):
+        if key not in cached:
             missing.append(doc)
-        elif grade is None:
+        elif np.isnan(dist[i]).any():
             malformed.append(doc)
         else:
-            grades[doc] = grade
+            grades[doc] = int(dist[i].argmax())
     return QueryGrades(query.external_id, grades, malformed, missing)
 
 

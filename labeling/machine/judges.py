@@ -32,6 +32,9 @@ document (:class:`GradeJudge`).
 * :class:`LlmJudge`: a prompt template (:mod:`labeling.machine.llm_prompts`) asked both orders
   through an injected ``ask`` function (the HTTP client lives in the service), combined so
   position bias cancels.
+* :class:`LlmGrader`: the graded template (one digit 0..4 per document, UMBRELA's shape)
+  through the same ``ask``: a :class:`GradeJudge` whose distribution is one-hot at the
+  model's grade (a model at temperature 0 names one grade), a row of NaN for no opinion.
 Pure: no FastAPI, no SQLAlchemy, no network.
 """
 
@@ -51,9 +54,11 @@ from numpy.typing import NDArray
 from labeling.machine.calibration import Calibrator
 from labeling.machine.features import FeatureExtractor
 from labeling.machine.llm_prompts import (
+    GRADED_V1,
     PAIRWISE_V1,
     PromptTemplate,
     combine_orders,
+    parse_graded,
     parse_pairwise,
 )
 from labeling.retrieval.bm25 import Bm25Index
@@ -67,6 +72,7 @@ __all__ = [
     "FeatureModelJudge",
     "GradeJudge",
     "JudgeQuery",
+    "LlmGrader",
     "LlmJudge",
     "PairJudge",
     "Scorer",
@@ -443,4 +449,60 @@ class LlmJudge:
         for i in range(len(pairs)):
             p = combine_orders(self._reading(replies[2 * i]), self._reading(replies[2 * i + 1]))
             out[i] = math.nan if p is None else p
+        return out
+
+
+class LlmGrader:
+    """The graded prompt template asked once per document through ``ask`` (the ``ask`` of
+    :class:`LlmJudge`): a reply :func:`labeling.machine.llm_prompts.parse_graded` reads as
+    grade g gives the distribution one-hot at g; anything else (malformed, a failed call) a
+    row of NaN (no opinion), counted in :attr:`malformed` when a reply came. Deterministic for
+    a given model at temperature 0 and a response cache; ``model`` names it in the version."""
+
+    def __init__(
+        self,
+        ask: Ask,
+        texts: Mapping[str, str],
+        *,
+        model: str,
+        template: PromptTemplate = GRADED_V1,
+    ) -> None:
+        if template.kind != "graded":
+            raise ValueError("an LLM grader needs a graded template")
+        self.ask = ask
+        self.texts = texts
+        self.model = model
+        self.template = template
+        #: Replies that parsed to no grade, counted over this grader's life.
+        self.malformed = 0
+
+    @property
+    def version(self) -> str:
+        return f"llm/{self.model}/{self.template.key}/{self.template.hash}"
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "kind": "llm-grader",
+            "version": self.version,
+            "model": self.model,
+            "template": self.template.key,
+            "prompt_hash": self.template.hash,
+        }
+
+    def grades(self, query: JudgeQuery, doc_ids: Sequence[str]) -> F64:
+        try:
+            prompts = [self.template.render(query.text, self.texts[d]) for d in doc_ids]
+        except KeyError as exc:
+            raise ValueError(f"no text for document {exc.args[0]!r}") from None
+        replies = list(self.ask(prompts))
+        if len(replies) != len(prompts):
+            raise ValueError(f"ask returned {len(replies)} replies for {len(prompts)} prompts")
+        out = np.full((len(doc_ids), N_GRADES), math.nan)
+        for i, reply in enumerate(replies):
+            grade = parse_graded(reply)
+            if grade is None:
+                self.malformed += reply is not None
+                continue
+            out[i] = 0.0
+            out[i, grade] = 1.0
         return out

@@ -18,13 +18,14 @@ from labeling.machine.judges import (
     FeatureModelJudge,
     GradeJudge,
     JudgeQuery,
+    LlmGrader,
     LlmJudge,
     PairJudge,
     ThurstoneJudge,
     logistic_preference,
     thurstone_sigma,
 )
-from labeling.machine.llm_prompts import PAIRWISE_V1, parse_pairwise
+from labeling.machine.llm_prompts import GRADED_V1, PAIRWISE_V1, parse_pairwise
 from labeling.retrieval.bm25 import Bm25Index, Bm25Params
 from labeling.retrieval.text import document_text
 
@@ -260,3 +261,32 @@ def test_calibrated_judge_maps_raw_probabilities_and_names_its_state() -> None:
 
     p = CalibratedJudge(Silent(), calibrator).prefer(QUERY, pairs)
     assert math.isnan(p[0]) and p[1] == calibrator.probability([0.9])[0]
+
+
+def test_the_llm_grader_reads_one_grade_per_document_and_no_opinion_as_nan() -> None:
+    texts = {"a": "passage a", "b": "passage b", "c": "passage c", "d": "passage d"}
+    replies = {"passage a": "3", "passage b": "**0**", "passage c": "maybe", "passage d": None}
+    asked: list[list[dict[str, str]]] = []
+
+    def ask(prompts: Sequence[list[dict[str, str]]]) -> list[str | None]:
+        asked.extend(prompts)
+        out = []
+        for messages in prompts:
+            passage = messages[-1]["content"].split("Passage:\n", 1)[1].split("\n\n", 1)[0]
+            out.append(replies[passage])
+        return out
+
+    grader = LlmGrader(ask, texts, model="m")
+    assert isinstance(grader, GradeJudge)
+    dist = grader.grades(QUERY, ["a", "b", "c", "d"])
+    assert dist.shape == (4, N_GRADES)
+    assert dist[0].tolist() == [0.0, 0.0, 0.0, 1.0, 0.0]
+    assert dist[1].tolist() == [1.0, 0.0, 0.0, 0.0, 0.0]
+    assert np.isnan(dist[2]).all() and np.isnan(dist[3]).all()
+    assert grader.malformed == 1  # "maybe"; a failed call (None) is not a reply
+    assert asked == [GRADED_V1.render(QUERY.text, texts[d]) for d in "abcd"]
+    assert grader.version == f"llm/m/graded@v1/{GRADED_V1.hash}"
+    with pytest.raises(ValueError, match="graded template"):
+        LlmGrader(ask, texts, model="m", template=PAIRWISE_V1)
+    with pytest.raises(ValueError, match="no text for document 'zz'"):
+        grader.grades(QUERY, ["zz"])
