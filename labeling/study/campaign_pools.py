@@ -25,9 +25,12 @@ rank. The *depth-k pool* of a query is the union of its runs' cuts (docs/campaig
   ``rel`` relevant and ``nonrel`` non-relevant. The run with the highest posterior mean
   ``(1 + rel)/(2 + rel + nonrel)`` gives its first unjudged document; ties go to the earlier
   run in run order. The run order can carry a prior (e.g. runs sorted by expected quality).
+* :class:`Hedge` (Aslam, Pavlu, Savell, "A unified model for metasearch, pooling, and system
+  evaluation", CIKM 2003): runs are experts of the Hedge algorithm; the unjudged document of
+  the highest weighted rank value is judged next and each judgment reweights the runs.
 * :class:`FusedOrder`: the depth-k pool judged in its fused order (the non-adaptive baseline).
 
-The three share a step/observe interface (:class:`AdaptivePooler`): :meth:`next_document`
+The four share a step/observe interface (:class:`AdaptivePooler`): :meth:`next_document`
 proposes a document (the same one until it is recorded), :meth:`record` takes a judgment of any
 document — the proposed one or one judged elsewhere (e.g. a finished top-k task: membership of
 the top as relevant, or a graded label ≥ the relevance threshold) — so the service can drive a
@@ -46,13 +49,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+import numpy as np
+
 from labeling.errors import ConfigError, InvalidAnswer
 
 __all__ = [
+    "HEDGE_BETA",
+    "HEDGE_DISCOUNT",
     "METHODS",
     "RRF_K",
     "AdaptivePooler",
     "FusedOrder",
+    "Hedge",
     "MaxMean",
     "Method",
     "MoveToFront",
@@ -64,6 +72,7 @@ __all__ = [
     "depth_pool",
     "depth_pools",
     "make_pooler",
+    "rank_values",
     "select_pool",
     "simulate_pooling",
 ]
@@ -72,9 +81,11 @@ Rankings = Mapping[str, Sequence[str]]
 """One query's runs: run name → documents best first."""
 Runs = Mapping[str, Mapping[str, Sequence[str]]]
 """Many queries' runs: run name → query id → documents best first."""
-Method = Literal["depth", "mtf", "maxmean"]
-METHODS: tuple[Method, ...] = ("depth", "mtf", "maxmean")
+Method = Literal["depth", "mtf", "maxmean", "hedge"]
+METHODS: tuple[Method, ...] = ("depth", "mtf", "maxmean", "hedge")
 RRF_K = 60.0
+HEDGE_BETA = 0.1
+HEDGE_DISCOUNT = 0.9
 
 
 def cut_rankings(rankings: Rankings, depth: int | None = None) -> dict[str, tuple[str, ...]]:
@@ -310,14 +321,115 @@ class MaxMean(AdaptivePooler):
         return chosen
 
 
+def rank_values(rankings: Mapping[str, Sequence[str]], docs: Sequence[str]) -> np.ndarray:
+    """Hedge's rank values, ``docs`` × runs: ``ℓ(r) = ln(N/r) / ln N`` for a document at rank r
+    of a run (N = ``len(docs)``, the pool; ℓ(1) = 1, ℓ(N) = 0); a document the run lacks gets
+    the mean of ℓ over the ranks the run leaves free, L + 1 … N (L = the run's length)."""
+    n = len(docs)
+    out = np.zeros((n, len(rankings)))
+    if n == 1:
+        return out + 1.0
+    row = {d: i for i, d in enumerate(docs)}
+    log_n = math.log(n)
+    for j, ranking in enumerate(rankings.values()):
+        free = n - len(ranking)
+        if free > 0:  # Σ_{r=L+1}^{N} ln r = lgamma(N + 1) − lgamma(L + 1)
+            tail = (math.lgamma(n + 1) - math.lgamma(len(ranking) + 1)) / free
+            out[:, j] = (log_n - tail) / log_n
+        for rank, doc in enumerate(ranking, start=1):
+            out[row[doc], j] = math.log(n / rank) / log_n
+    return out
+
+
+class Hedge(AdaptivePooler):
+    """Hedge over the runs (Aslam, Pavlu, Savell, "A unified model for metasearch, pooling, and
+    system evaluation", CIKM 2003; the Hedge algorithm of Freund and Schapire, "A
+    decision-theoretic generalization of on-line learning and an application to boosting").
+
+    Each run s is an expert with weight ``w_s`` (initially equal, summing to 1). A document d
+    has the rank value ``ℓ_s(d)`` of :func:`rank_values` (the paper's loss ``log(N/r)``,
+    after average precision's weight on rank r, scaled to [0, 1]). The next document is the
+    unjudged one of largest ``Σ_s w_s ℓ_s(d)`` (ties: the earlier in fused order). A judgment
+    of a pooled document charges each run the loss ``ℓ_s(d)`` when d is not relevant and
+    ``1 − ℓ_s(d)`` when it is (so the runs that put a relevant document high, or a
+    non-relevant one low, lose little), and ``w_s ← w_s · β^{loss_s} / Σ_t w_t · β^{loss_t}``,
+    β = :data:`HEDGE_BETA`. Every recorded judgment teaches the weights, proposed or not.
+
+    :meth:`best_value`, what a campaign over many queries compares
+    (docs/campaigns.md#allocation), is the query's rate of relevant documents with older
+    judgments discounted — the non-stationary posterior mean of Losada, Parapar, Barreiro
+    ("Multi-armed bandits for adjudicating documents in pooling-based evaluation of
+    information retrieval systems", IP&M 2017) with the query as the arm:
+    ``(1 + rel)/(2 + rel + nonrel)``, each judgment first multiplying both counts by γ =
+    :data:`HEDGE_DISCOUNT` (a query's relevant documents thin out as it is judged deeper).
+    """
+
+    def __init__(
+        self,
+        rankings: Rankings,
+        depth: int | None = None,
+        *,
+        beta: float = HEDGE_BETA,
+        discount: float = HEDGE_DISCOUNT,
+    ) -> None:
+        if not 0.0 < beta < 1.0 or not 0.0 < discount <= 1.0:
+            raise ConfigError(
+                f"Hedge needs 0 < beta < 1 and 0 < discount ≤ 1, got {beta}, {discount}"
+            )
+        super().__init__(rankings, depth)
+        order = sorted(self.pool().values(), key=lambda d: (-d.fused, d.best_rank, d.doc_id))
+        self._docs = [d.doc_id for d in order]
+        self._row = {d: i for i, d in enumerate(self._docs)}
+        self._first_run = {d.doc_id: d.hits[0][0] for d in order}
+        self.values = rank_values(self.rankings, self._docs)
+        self.weights = np.full(len(self.names), 1.0 / max(len(self.names), 1))
+        self._open = np.ones(len(self._docs), dtype=bool)
+        self.beta, self.discount = beta, discount
+        self.relevant_rate = (0.0, 0.0)  # discounted (relevant, non-relevant) counts
+
+    def next_document(self) -> str | None:
+        if self._pending is None:
+            if not self._open.any():
+                return None
+            scores = np.where(self._open, self.values @ self.weights, -np.inf)
+            doc = self._docs[int(np.argmax(scores))]  # the first maximum: fused order breaks ties
+            self._pending = (self._first_run[doc], doc)
+        return self._pending[1]
+
+    def record(self, doc_id: str, relevant: bool) -> None:
+        new = doc_id not in self.judged
+        super().record(doc_id, relevant)
+        i = self._row.get(doc_id)
+        if not new or i is None:
+            return
+        self._open[i] = False
+        loss = 1.0 - self.values[i] if relevant else self.values[i]
+        weights = self.weights * self.beta**loss
+        self.weights = weights / weights.sum()
+        rel, non = self.relevant_rate
+        self.relevant_rate = (
+            self.discount * rel + relevant,
+            self.discount * non + (not relevant),
+        )
+
+    def best_value(self) -> float | None:
+        if self.next_document() is None:
+            return None
+        rel, non = self.relevant_rate
+        return (1.0 + rel) / (2.0 + rel + non)
+
+
 def make_pooler(method: Method, rankings: Rankings, depth: int | None = None) -> AdaptivePooler:
-    """A fresh pooler of ``method`` (``"depth"``: :class:`FusedOrder`) over one query's runs."""
+    """A fresh pooler of ``method`` (``"depth"``: :class:`FusedOrder`, ``"hedge"``:
+    :class:`Hedge` with its default β and discount) over one query's runs."""
     if method == "depth":
         return FusedOrder(rankings, depth)
     if method == "mtf":
         return MoveToFront(rankings, depth)
     if method == "maxmean":
         return MaxMean(rankings, depth)
+    if method == "hedge":
+        return Hedge(rankings, depth)
     raise ConfigError(f"unknown pooling method {method!r}; choose one of {', '.join(METHODS)}")
 
 
