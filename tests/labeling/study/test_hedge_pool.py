@@ -10,7 +10,13 @@ import pytest
 
 from labeling.errors import ConfigError
 from labeling.study.campaign_order import campaign_order
-from labeling.study.campaign_pools import Hedge, rank_values, select_pool, simulate_pooling
+from labeling.study.campaign_pools import (
+    Hedge,
+    free_value,
+    rank_value,
+    select_pool,
+    simulate_pooling,
+)
 
 # Two runs over a pool of N = 4 documents: A ranks a, b, c; B ranks c, d, a.
 RUNS = {"A": ["a", "b", "c"], "B": ["c", "d", "a"]}
@@ -26,15 +32,17 @@ def _order(relevant: set[str]) -> list[str]:
 
 
 def test_rank_values_by_hand() -> None:
-    values = rank_values(RUNS, ["a", "c", "b", "d"])
-    # a: A rank 1, B rank 3; c: A 3, B 1; b: A 2, B lacks it (free rank 4: ℓ(4) = 0); d: mirror
-    expected = [[1.0, L3], [L3, 1.0], [0.5, 0.0], [0.0, 0.5]]
-    np.testing.assert_allclose(values, expected, atol=1e-12)
-    # A run of length 1 in a pool of 4 leaves ranks 2, 3, 4 free: their mean value
-    short = rank_values({"A": ["a"], "B": ["a", "b", "c", "d"]}, ["a", "b", "c", "d"])
-    free = (0.5 + L3 + 0.0) / 3
-    np.testing.assert_allclose(short[1:, 0], [free] * 3, atol=1e-12)
-    assert rank_values({"A": ["a"]}, ["a"]).tolist() == [[1.0]]
+    assert [rank_value(4, r) for r in (1, 2, 4)] == [1.0, 0.5, 0.0]
+    assert rank_value(4, 3) == pytest.approx(L3) and rank_value(1, 1) == 1.0
+    # A run of length 3 in a pool of 4 leaves rank 4 free (ℓ = 0); of length 1, ranks 2, 3, 4.
+    assert free_value(4, 3) == pytest.approx(0.0, abs=1e-15) and free_value(4, 4) == 0.0
+    assert free_value(4, 1) == pytest.approx((0.5 + L3 + 0.0) / 3)
+    assert free_value(1, 0) == 1.0
+    # The pool in fused order a, c, b, d; equal weights: the mean of the runs' values.
+    # a: A rank 1, B rank 3; c: A 3, B 1; b: A 2, B lacks it (free rank 4); d: the mirror.
+    hedge = Hedge(RUNS)
+    expected = [(1 + L3) / 2, (L3 + 1) / 2, 0.25, 0.25]
+    np.testing.assert_allclose(hedge.scores(), expected, atol=1e-12)
 
 
 def test_first_judgment_reweights_the_runs() -> None:
