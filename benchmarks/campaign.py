@@ -17,14 +17,19 @@ from what heapjudge has:
   partitions and run on the fifth), three degraded copies.
 
 The collection's labels are the truth. For each pooling method (``depth``: the depth-100 pool
-in reciprocal-rank-fusion order; ``mtf``: Move-to-Front; ``maxmean``: the MaxMean bandit,
-:mod:`labeling.study.campaign_pools`) and each budget (a share of every query's depth-100
-pool), the labels of the judged documents form the pooled qrels (unjudged: not relevant, as in
-TREC); printed: the share of the depth-100 pool's relevant documents found, and Kendall's τ-b
-(and τ_AP) between the system ordering by NDCG@10 (and by AP) under the pooled qrels and the
-ordering under the full labels (trec_eval's conventions: linear gain, ideal from the qrels,
-a query a run lacks scores 0). A method's judging order does not depend on its budget, so each
-method is simulated once over the whole pool and every budget is a prefix of its order.
+in reciprocal-rank-fusion order; ``mtf``: Move-to-Front; ``maxmean``: the MaxMean bandit;
+``hedge``: Hedge over the runs, :mod:`labeling.study.campaign_pools`) and each budget (a share
+of every query's depth-100 pool), the labels of the judged documents form the pooled qrels
+(unjudged: not relevant, as in TREC); printed: the share of the depth-100 pool's relevant
+documents found, and Kendall's τ-b (and τ_AP) between the system ordering by NDCG@10 (and by
+AP) under the pooled qrels and the ordering under the full labels (trec_eval's conventions:
+linear gain, ideal from the qrels, a query a run lacks scores 0). A method's judging order does
+not depend on its budget, so each method is simulated once over the whole pool and every
+budget is a prefix of its order.
+Per method and allocation, the smallest budget that finds 90% of the pool's relevant documents
+and τ there; and reference points (:func:`oracle_bounds`): the most a budget per query can
+find with a perfect order, what perfect stopping needs with the fused order, and the share of
+relevant documents that every run ranks below 50.
 
 Then τ between the system orderings by κ-NDCG@10 from a top-k truth (k = 10: per query the
 labelled documents by grade, equal grades in a seeded random order, as Niu et al. make top-k
@@ -44,6 +49,7 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -380,14 +386,33 @@ def _row(
     )
 
 
-def budget_rows(camp: Campaign, fractions: Sequence[float]) -> tuple[list[Row], float]:
+def _found_at(
+    sims: Mapping[str, Sequence[tuple[str, bool]]], sizes: Mapping[str, int], f: float
+) -> int:
+    return sum(sum(r for _, r in s[: math.floor(f * sizes[q] + 0.5)]) for q, s in sims.items())
+
+
+def _share_for(
+    judged: Mapping[str, Sequence[tuple[str, bool]]], sizes: Mapping[str, int], want: float
+) -> float:
+    """The smallest share f of every query's pool (to 1e-4) whose prefixes find ``want``."""
+    lo, hi = 0.0, 1.0
+    while hi - lo > 1e-4:
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if _found_at(judged, sizes, mid) >= want else (mid, hi)
+    return hi
+
+
+def budget_rows(camp: Campaign, fractions: Sequence[float]) -> tuple[list[Row], list[Row], float]:
     """Every method and budget, per query and (adaptive methods) over the campaign (module
-    docstring); and the CPU seconds the simulations took."""
+    docstring); per method and allocation, the row at the smallest budget that finds
+    ``TARGET[0]`` of the pool's relevant documents; and the CPU seconds the simulations took."""
     queries = [q for q in camp.qrels if any(q in r for r in camp.runs.values())]
     names = list(camp.runs)
     scored = [ndcg_ap(camp.runs[s], camp.qrels, queries) for s in names]
     full = (np.array([f[0] for f in scored]), np.array([f[1] for f in scored]))
     rows: list[Row] = []
+    needed: list[Row] = []
     spent = 0.0
     for method in METHODS:
         start = time.process_time()
@@ -397,9 +422,14 @@ def budget_rows(camp: Campaign, fractions: Sequence[float]) -> tuple[list[Row], 
             sum(s.pool_size for s in sim.queries.values()),
             sum(s.relevant_in_pool for s in sim.queries.values()),
         )
+        judged = {q: s.judged for q, s in sim.queries.items()}
+        sizes = {q: s.pool_size for q, s in sim.queries.items()}
         for f in fractions:
-            cut = {q: s.judged[: math.floor(f * s.pool_size + 0.5)] for q, s in sim.queries.items()}
+            cut = {q: s[: math.floor(f * sizes[q] + 0.5)] for q, s in judged.items()}
             rows.append(_row(camp, names, queries, full, cut, (method, "query", f), pool))
+        f = _share_for(judged, sizes, TARGET[0] * pool[1])
+        cut = {q: s[: math.floor(f * sizes[q] + 0.5)] for q, s in judged.items()}
+        needed.append(_row(camp, names, queries, full, cut, (method, "query", f), pool))
     for method in METHODS[1:]:
         start = time.process_time()
         order = campaign_order(camp.runs, camp.qrels, method, depth=DEPTH)
@@ -407,12 +437,91 @@ def budget_rows(camp: Campaign, fractions: Sequence[float]) -> tuple[list[Row], 
         for f in fractions:
             cut = order.prefix(math.floor(f * pool[0] + 0.5))
             rows.append(_row(camp, names, queries, full, cut, (method, "campaign", f), pool))
-    return rows, spent
+        found = np.cumsum([r for _, _, r in order.order])
+        b = int(np.searchsorted(found, TARGET[0] * pool[1])) + 1  # the first b judgments
+        label = (method, "campaign", b / pool[0])
+        needed.append(_row(camp, names, queries, full, order.prefix(b), label, pool))
+    return rows, needed, spent
+
+
+def _not_above(a: tuple[int, int], b: tuple[int, int], c: tuple[int, int]) -> bool:
+    """Whether ``b`` lies on or below the chord from ``a`` to ``c`` (cost, gain points)."""
+    return (b[1] - a[1]) * (c[0] - a[0]) <= (c[1] - a[1]) * (b[0] - a[0])
+
+
+def oracle_bounds(camp: Campaign, share: float, want: float) -> tuple[float, float, float]:
+    """Reference points for the target (docs/campaigns.md#evidence-on-real-data).
+
+    * A bound no method with a budget per query can beat: with ``share`` of every query's pool
+      judged in a perfect order (relevant documents first), the share of the pool's relevant
+      documents found, ``Σ_q min(R_q, round(share · n_q)) / Σ_q R_q``.
+    * Perfect stopping with the fused order: one budget over the campaign, each query judged in
+      its fused order and stopped where an oracle that knows the labels says; the smallest
+      share of the pool that finds ``want`` of its relevant documents. Per query the options
+      are the prefixes ending at a relevant document (cost: its rank, gain: the relevant
+      documents up to it), taken greedily over the upper concave hull of each query's (cost,
+      gain) points. (A better order than the fused one can need less.)
+    * The share of the pool's relevant documents that every run retrieving them ranks below
+      50: the documents no method finds without judging deep.
+    """
+    sim = simulate_pooling(camp.runs, camp.qrels, "depth", None, depth=DEPTH)
+    total = sum(s.relevant_in_pool for s in sim.queries.values())
+    size = sum(s.pool_size for s in sim.queries.values())
+    perfect = sum(
+        min(s.relevant_in_pool, math.floor(share * s.pool_size + 0.5)) for s in sim.queries.values()
+    )
+    deep = sum(
+        1
+        for s in sim.queries.values()
+        for (_, relevant), doc in zip(s.judged, s.pool, strict=True)
+        if relevant and doc.best_rank > 50
+    )
+    steps: list[tuple[int, int]] = []
+    for s in sim.queries.values():  # s.judged: the whole pool in fused order
+        ranks = [i + 1 for i, (_, relevant) in enumerate(s.judged) if relevant]
+        hull = [(0, 0)]
+        for point in [(rank, k) for k, rank in enumerate(ranks, start=1)]:
+            while len(hull) >= 2 and _not_above(hull[-2], hull[-1], point):
+                hull.pop()
+            hull.append(point)
+        steps += [(b[0] - a[0], b[1] - a[1]) for a, b in pairwise(hull)]
+    cost = gain = 0
+    for c, g in sorted(steps, key=lambda step: step[0] / step[1]):
+        if gain >= want * total:
+            break
+        cost, gain = cost + c, gain + g
+    return perfect / total, cost / size, deep / total
+
+
+def print_needed(camp: Campaign, needed: Sequence[Row]) -> None:
+    """The rows at the smallest budget that finds ``TARGET[0]`` of the pool's relevant
+    documents, and the oracle bounds (:func:`oracle_bounds`) at ``TARGET[2]`` of the pool."""
+    want, _, share = TARGET
+    print(
+        f"\nThe smallest budget that finds {want:.0%} of the pool's relevant documents (over the "
+        "campaign: the shortest prefix of the judging order; per query: the smallest share of "
+        "every query's pool, to 0.01%), and τ there:\n"
+    )
+    print("| method | budget over | judged | relevant found | τ NDCG@10 | τ AP |")
+    print("|---|---|---|---|---|---|")
+    for r in needed:
+        print(
+            f"| {r.method} | {r.allocation} | {r.judged:.1%} | {r.found:.1%} | "
+            f"{r.tau_ndcg:.3f} | {r.tau_ap:.3f} |"
+        )
+    perfect, oracle, deep = oracle_bounds(camp, share, want)
+    print(
+        f"\nreference points: with {share:.0%} of every query's pool judged in a perfect order "
+        f"(relevant first) at most {perfect:.1%} of the relevant documents are found; over the "
+        f"campaign, stopping each query's fused order where the labels say needs {oracle:.1%} "
+        f"of the pool to find {want:.0%}; {deep:.1%} of the pool's relevant documents are "
+        "ranked below 50 by every run that retrieved them"
+    )
 
 
 def report(camp: Campaign, fractions: Sequence[float]) -> None:
     start = time.perf_counter()
-    rows, sim_cpu = budget_rows(camp, fractions)
+    rows, needed, sim_cpu = budget_rows(camp, fractions)
     queries = [q for q in camp.qrels if any(q in r for r in camp.runs.values())]
     sims = simulate_pooling(camp.runs, camp.qrels, "depth", None, depth=DEPTH)
     pool = sum(s.pool_size for s in sims.queries.values())
@@ -455,6 +564,7 @@ def report(camp: Campaign, fractions: Sequence[float]) -> None:
         "smallest budget with both (any share judged): "
         + ("; ".join(f"{m} {r.judged:.1%}" for m, r in reached.items()) or "none")
     )
+    print_needed(camp, needed)
     top = topk_truth({q: camp.qrels[q] for q in queries})
     names = list(camp.runs)
     kappa = np.array([kappa_ndcg10(camp.runs[s], top) for s in names])

@@ -60,7 +60,7 @@ def pool_cmd(
         "--all-stored-runs/--no-all-stored-runs",
         help="Every run stored on the collection, by upload order.",
     ),
-    method: str = typer.Option("depth", help="depth | mtf | maxmean"),
+    method: str = typer.Option("depth", help="depth | mtf | maxmean | hedge"),
     depth: int = typer.Option(100, help="Each run's top depth documents per query."),
     budget: int | None = typer.Option(
         None, help="Judgments per query (default: the whole depth pool)."
@@ -71,7 +71,7 @@ def pool_cmd(
     feedback: bool = typer.Option(
         True,
         "--feedback/--no-feedback",
-        help="mtf/maxmean: take finished tasks' labels as relevance feedback.",
+        help="mtf/maxmean/hedge: take finished tasks' labels as relevance feedback.",
     ),
     show: int = typer.Option(3, help="Print the pooled documents of the first N queries."),
     simulate: bool = typer.Option(
@@ -85,7 +85,7 @@ def pool_cmd(
     ),
     allocation: str = typer.Option(
         "query",
-        help="--simulate: a budget per 'query', or one over the 'campaign' (mtf/maxmean then "
+        help="--simulate: a budget per 'query', or one over the 'campaign' (mtf/maxmean/hedge then "
         "choose the query too; --budgets are totals).",
     ),
     as_json: bool = typer.Option(False, "--json/--no-json", help="Print JSON."),

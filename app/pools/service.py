@@ -14,7 +14,8 @@ trec_eval ranks it, :func:`labeling.study.pools.parse_trec_run`):
 2. documents that are not among the query's documents in the collection cannot be judged:
    they are dropped (counted in the summary); queries the collection lacks are skipped;
 3. the method picks the documents to judge, up to ``budget`` per query (None: all):
-   ``depth`` in fused order, ``mtf`` Move-to-Front, ``maxmean`` the MaxMean bandit
+   ``depth`` in fused order, ``mtf`` Move-to-Front, ``maxmean`` the MaxMean bandit, ``hedge``
+   Hedge over the runs
    (:func:`labeling.study.campaign_pools.select_pool`). The adaptive methods take as relevance
    feedback what the collection's finished tasks say about the documents: a top-k task's top
    counts as relevant and the rest of its pool as not; a graded task's grade ≥ 1 as relevant;

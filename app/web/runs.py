@@ -58,6 +58,7 @@ POOL_METHODS = {
     "depth": "depth: the depth-k union in fused order",
     "mtf": "mtf: Move-to-Front",
     "maxmean": "maxmean: the MaxMean bandit",
+    "hedge": "hedge: Hedge over the runs",
 }
 
 

@@ -14,6 +14,11 @@ Palmer, Clarke, SIGIR 1998):
 * ``mtf``: after a relevant document the same (query, run) goes on; otherwise the (query, run)
   of highest priority over all queries (ties: earlier query, then earlier run); each query
   keeps its own priorities, so a run's failures on one query do not count on another;
+* ``hedge``: the queries are the arms: the next document comes from the query whose
+  discounted rate of relevant documents (:meth:`labeling.study.campaign_pools.Hedge.best_value`,
+  the non-stationary MaxMean of the bandit paper with queries as arms) is highest (ties: the
+  earlier query), and within it from Hedge's weighted runs; a query that gives nothing
+  relevant soon yields to the others, one that keeps giving is judged deeper;
 * ``depth`` (not adaptive): the queries take turns in the order of their fused pools, each query's
   next document when its share of judged documents is the lowest — the same judgments as a
   budget per query.

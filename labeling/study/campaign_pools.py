@@ -1,4 +1,4 @@
-"""Pools from many runs: depth-k union, Move-to-Front and MaxMean judging orders, simulation.
+"""Pools from many runs: depth-k union, Move-to-Front, MaxMean and Hedge orders, simulation.
 
 A *run* ranks documents per query, best first; ``rankings`` below are one query's runs,
 ``{run name: documents best first}``, in a fixed run order (the order breaks ties). Every run
@@ -12,12 +12,10 @@ rank. The *depth-k pool* of a query is the union of its runs' cuts (docs/campaig
   the prior a judging session can start from.
 * :class:`MoveToFront` (Cormack, Palmer, Clarke, "Efficient construction of large test
   collections", SIGIR 1998; the per-query variant, priorities lowered by one per non-relevant
-  document, the baseline of the bandit papers below): every run has a priority, initially 0.
-  The current run's documents are judged top-down (skipping documents already judged, at no
-  cost) as long as they are relevant; a non-relevant one
-  lowers the run's priority by 1 and the run with the highest priority becomes current, ties
-  going to the earlier run in run order (priorities then stay within 1 of each other, so the
-  runs take turns in run order). An exhausted run leaves without a priority change.
+  document): every run has a priority, initially 0. The current run's documents are judged
+  top-down (skipping judged ones at no cost) while they are relevant; a non-relevant one lowers
+  its priority by 1 and the open run of highest priority becomes current, ties to the earlier
+  run (so the runs take turns). An exhausted run leaves without a priority change.
 * :class:`MaxMean` (Losada, Parapar, Barreiro, "Multi-armed bandits for adjudicating documents
   in pooling-based evaluation of information retrieval systems", IP&M 2017): each run is an
   arm with a Beta(1, 1) prior on its relevance rate; its evidence is the *judged prefix* of
@@ -25,12 +23,14 @@ rank. The *depth-k pool* of a query is the union of its runs' cuts (docs/campaig
   ``rel`` relevant and ``nonrel`` non-relevant. The run with the highest posterior mean
   ``(1 + rel)/(2 + rel + nonrel)`` gives its first unjudged document; ties go to the earlier
   run in run order. The run order can carry a prior (e.g. runs sorted by expected quality).
+* :class:`Hedge` (Aslam, Pavlu, Savell, "A unified model for metasearch, pooling, and system
+  evaluation", CIKM 2003): runs are weighted experts; the unjudged document of the largest
+  weighted rank value is judged next and each judgment reweights the runs.
 * :class:`FusedOrder`: the depth-k pool judged in its fused order (the non-adaptive baseline).
 
-The three share a step/observe interface (:class:`AdaptivePooler`): :meth:`next_document`
-proposes a document (the same one until it is recorded), :meth:`record` takes a judgment of any
-document — the proposed one or one judged elsewhere (e.g. a finished top-k task: membership of
-the top as relevant, or a graded label ≥ the relevance threshold) — so the service can drive a
+All share a step/observe interface (:class:`AdaptivePooler`): :meth:`next_document` proposes
+a document (the same until recorded), :meth:`record` takes a judgment of any document (the
+proposed one or one judged elsewhere, e.g. by a finished task), so the service can drive a
 campaign from finished tasks.
 
 :func:`simulate_pooling` runs a method against existing qrels as the oracle, with a judging
@@ -46,13 +46,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+import numpy as np
+
 from labeling.errors import ConfigError, InvalidAnswer
 
 __all__ = [
+    "HEDGE_BETA",
+    "HEDGE_DISCOUNT",
     "METHODS",
     "RRF_K",
     "AdaptivePooler",
     "FusedOrder",
+    "Hedge",
     "MaxMean",
     "Method",
     "MoveToFront",
@@ -63,7 +68,9 @@ __all__ = [
     "cut_rankings",
     "depth_pool",
     "depth_pools",
+    "free_value",
     "make_pooler",
+    "rank_value",
     "select_pool",
     "simulate_pooling",
 ]
@@ -72,9 +79,11 @@ Rankings = Mapping[str, Sequence[str]]
 """One query's runs: run name → documents best first."""
 Runs = Mapping[str, Mapping[str, Sequence[str]]]
 """Many queries' runs: run name → query id → documents best first."""
-Method = Literal["depth", "mtf", "maxmean"]
-METHODS: tuple[Method, ...] = ("depth", "mtf", "maxmean")
+Method = Literal["depth", "mtf", "maxmean", "hedge"]
+METHODS: tuple[Method, ...] = ("depth", "mtf", "maxmean", "hedge")
 RRF_K = 60.0
+HEDGE_BETA = 0.1
+HEDGE_DISCOUNT = 0.9
 
 
 def cut_rankings(rankings: Rankings, depth: int | None = None) -> dict[str, tuple[str, ...]]:
@@ -310,14 +319,108 @@ class MaxMean(AdaptivePooler):
         return chosen
 
 
+def rank_value(n: int, rank: int) -> float:
+    """Hedge's value of rank ``rank`` in a pool of ``n``: ``ℓ(r) = ln(n/r)/ln n`` (1 when n = 1)."""
+    return 1.0 if n == 1 else math.log(n / rank) / math.log(n)
+
+
+def free_value(n: int, length: int) -> float:
+    """The mean of :func:`rank_value` over the ranks a run of ``length`` leaves free (0: none)."""
+    free = n - length
+    if free <= 0 or n == 1:
+        return float(free > 0)
+    tail = (math.lgamma(n + 1) - math.lgamma(length + 1)) / free  # mean ln r over L+1..n
+    return max(0.0, (math.log(n) - tail) / math.log(n))
+
+
+class Hedge(AdaptivePooler):
+    """Hedge over the runs (module docstring; Freund and Schapire's Hedge). Run s has weight
+    ``w_s`` (initially equal) and gives d the value ``ℓ_s(d)``: :func:`rank_value` of its rank
+    in s, or :func:`free_value` of s's length if s lacks it (the paper's ``log(N/r)``). Next:
+    the unjudged d of largest ``Σ_s w_s ℓ_s(d)`` (ties: fused order). A judgment of a pooled d
+    (proposed or not) charges s the loss ``ℓ_s(d)``, or ``1 − ℓ_s(d)`` if d is relevant, and
+    ``w_s ← w_s · β^{loss_s}`` renormalised (β = :data:`HEDGE_BETA`). Only hits are stored:
+    ``Σ_s w_s ℓ_s(d) = Σ_s w_s f_s + Σ_{(s, r) ∈ hits(d)} w_s (ℓ(r) − f_s)``, f_s the run's
+    :func:`free_value`, so a step costs O(hits), not O(pool × runs). :meth:`best_value` (what
+    a campaign compares, docs/campaigns.md#allocation): the query's discounted rate of relevant
+    documents ``(1 + rel)/(2 + rel + nonrel)``, both counts times γ = :data:`HEDGE_DISCOUNT`
+    before each judgment is added (the bandit paper's non-stationary MaxMean, queries as arms).
+    """
+
+    def __init__(
+        self,
+        rankings: Rankings,
+        depth: int | None = None,
+        *,
+        beta: float = HEDGE_BETA,
+        discount: float = HEDGE_DISCOUNT,
+    ) -> None:
+        if not 0.0 < beta < 1.0 or not 0.0 < discount <= 1.0:
+            raise ConfigError(f"Hedge needs 0 < beta < 1, 0 < discount ≤ 1: {beta}, {discount}")
+        super().__init__(rankings, depth)
+        order = sorted(self.pool().values(), key=lambda d: (-d.fused, d.best_rank, d.doc_id))
+        self._docs = [d.doc_id for d in order]
+        self._row = {d: i for i, d in enumerate(self._docs)}
+        self._col = {name: j for j, name in enumerate(self.names)}
+        n = len(self._docs)
+        self._free = np.array([free_value(n, len(r)) for r in self.rankings.values()])
+        hits = [(i, self._col[s], rank_value(n, r)) for i, d in enumerate(order) for s, r in d.hits]
+        self._rows = np.array([h[0] for h in hits], dtype=np.intp)
+        self._cols = np.array([h[1] for h in hits], dtype=np.intp)
+        self._delta = np.array([h[2] for h in hits]) - self._free[self._cols]
+        self.weights = np.full(len(self.names), 1.0 / max(len(self.names), 1))
+        self._open = np.ones(n, dtype=bool)
+        self.beta, self.discount = beta, discount
+        self.relevant_rate = (0.0, 0.0)  # discounted (relevant, non-relevant) counts
+
+    def scores(self) -> np.ndarray:
+        """``Σ_s w_s ℓ_s(d)`` of every pooled document, in fused order."""
+        w = self.weights
+        spread = np.bincount(self._rows, self._delta * w[self._cols], minlength=len(self._docs))
+        return float(self._free @ w) + spread
+
+    def next_document(self) -> str | None:
+        if self._pending is None:
+            if not self._open.any():
+                return None
+            scores = np.where(self._open, self.scores(), -np.inf)
+            doc = self._docs[int(np.argmax(scores))]  # the first maximum: fused order breaks ties
+            self._pending = (self.pool()[doc].hits[0][0], doc)
+        return self._pending[1]
+
+    def record(self, doc_id: str, relevant: bool) -> None:
+        new = doc_id not in self.judged
+        super().record(doc_id, relevant)
+        if not new or doc_id not in self._row:
+            return
+        self._open[self._row[doc_id]] = False
+        values = self._free.copy()
+        n = len(self._docs)
+        for run, rank in self.pool()[doc_id].hits:
+            values[self._col[run]] = rank_value(n, rank)
+        weights = self.weights * self.beta ** (1.0 - values if relevant else values)
+        self.weights = weights / weights.sum()
+        rel, non = self.relevant_rate
+        self.relevant_rate = (self.discount * rel + relevant, self.discount * non + (not relevant))
+
+    def best_value(self) -> float | None:
+        if self.next_document() is None:
+            return None
+        rel, non = self.relevant_rate
+        return (1.0 + rel) / (2.0 + rel + non)
+
+
 def make_pooler(method: Method, rankings: Rankings, depth: int | None = None) -> AdaptivePooler:
-    """A fresh pooler of ``method`` (``"depth"``: :class:`FusedOrder`) over one query's runs."""
+    """A fresh pooler of ``method`` (``"depth"``: :class:`FusedOrder`, ``"hedge"``:
+    :class:`Hedge` with its default β and discount) over one query's runs."""
     if method == "depth":
         return FusedOrder(rankings, depth)
     if method == "mtf":
         return MoveToFront(rankings, depth)
     if method == "maxmean":
         return MaxMean(rankings, depth)
+    if method == "hedge":
+        return Hedge(rankings, depth)
     raise ConfigError(f"unknown pooling method {method!r}; choose one of {', '.join(METHODS)}")
 
 

@@ -1,7 +1,7 @@
 """Pools from many runs through REST: upload runs → a stored pool with each document's runs
 and ranks → a plan that judges it (its fused order as the prior); bad run files refused with
-their line and nothing stored; relevance feedback from a finished task changes what MTF picks;
-assessors get 403."""
+their line and nothing stored; relevance feedback from a finished task changes what MTF and
+Hedge pick; assessors get 403."""
 
 from __future__ import annotations
 
@@ -157,6 +157,23 @@ def test_mtf_takes_feedback_from_finished_tasks(api: Api, campaign) -> None:
     assert seen.json()["summary"]["picked_judged"] == 6  # 101's picks; 102's d5 is not judged
     off = _build(api, cid, runs, method="mtf", budget=6, name="mtf-off", feedback=False)
     assert _picks(api, off.json()["id"]) == _picks(api, blind.json()["id"])
+
+
+def test_hedge_follows_the_run_that_gives_relevant_documents(api: Api, campaign) -> None:
+    cid, _ = campaign
+    # After test_mtf_takes_feedback_from_finished_tasks: a finished graded task on 101 says
+    # d0, d2, d3, d4, d5, d7 relevant, d1 and d6 not. Hedge (rank values ℓ(1) = 1,
+    # ℓ(2) = 2/3, ℓ(3) ≈ 0.47, ℓ(4) = 1/3 in a pool of 8): d0 (tie with d6, fused order)
+    # relevant → A ≈ 0.89; d2 (0.60 against d6's 0.21) relevant → A ≈ 0.97; d1 (0.46) not
+    # relevant → A ≈ 0.92; d3 (0.32 against d6's 0.17).
+    runs = [("A", RUN_A), ("B", RUN_B)]
+    seen = _build(api, cid, runs, method="hedge", budget=4, name="hedge-feedback")
+    assert seen.status_code == 201, seen.text
+    assert seen.json()["method"] == "hedge"
+    assert _picks(api, seen.json()["id"]) == ["d0", "d2", "d1", "d3"]
+    # Without feedback every pick counts as not relevant and the runs take turns.
+    blind = _build(api, cid, runs, method="hedge", budget=4, name="hedge-off", feedback=False)
+    assert _picks(api, blind.json()["id"]) == ["d0", "d6", "d2", "d4"]
 
 
 def test_a_finished_topk_task_counts_its_top_as_relevant(api: Api, campaign) -> None:

@@ -100,6 +100,11 @@ def test_simulation_prints_found_relevant_per_budget(tmp_path: Path) -> None:
     over = invoke(*args, "--allocation", "campaign", "--budgets", "1,2,3,4", "--json")
     assert over.exit_code == 0, over.output
     assert [r["relevant_found"] for r in json.loads(over.output)] == [1, 2, 2, 3]
+    hedge = [a if a != "maxmean" else "hedge" for a in args]
+    over = invoke(*hedge, "--allocation", "campaign", "--budgets", "1,7", "--json")
+    assert over.exit_code == 0, over.output
+    # Hedge over the campaign: q1 (earlier query) gives its first fused document, 1, relevant.
+    assert [r["relevant_found"] for r in json.loads(over.output)] == [1, 4]
     wrong = invoke("admin", "pool", "tiny", *runs, "--allocation", "campaign")
     assert wrong.exit_code == 2 and "go with --simulate" in wrong.output
     missing = invoke("admin", "pool", "tiny", *runs, "--simulate")

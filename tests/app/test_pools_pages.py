@@ -62,6 +62,7 @@ def test_pool_from_runs_in_pages(site: dict[str, Any]) -> None:  # noqa: F811
     page = client.get(f"/admin/collections/{cid}").text
     assert 'id="pools-form"' in page and 'name="runs" multiple' in page
     assert '<option value="runs"' in page  # the plan form's pool mode
+    assert '<option value="hedge">hedge: Hedge over the runs</option>' in page
     url = f"/admin/collections/{cid}/pools"
     form = {"csrf_token": csrf, "method": "mtf", "depth": "3", "budget": "2", "feedback": "1"}
     files = [("runs", ("A.run", RUN_A, "text/plain")), ("runs", ("B.run", RUN_B, "text/plain"))]

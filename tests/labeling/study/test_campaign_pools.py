@@ -143,7 +143,7 @@ RUNS = {
 QRELS = {"q1": {"d1": 2, "d2": 1, "d3": 0, "d6": 1, "d7": 1}, "q2": {"e2": 1, "e3": 0}}
 
 
-@pytest.mark.parametrize("method", ["depth", "mtf", "maxmean"])
+@pytest.mark.parametrize("method", ["depth", "mtf", "maxmean", "hedge"])
 def test_simulation_without_budget_judges_the_whole_pool(method: str) -> None:
     sim = simulate_pooling(RUNS, QRELS, method, None, depth=10)  # type: ignore[arg-type]
     assert set(sim.queries) == {"q1", "q2"}  # q9 has no qrels
