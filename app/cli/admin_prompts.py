@@ -32,6 +32,7 @@ def format_judge(judge: dict[str, Any]) -> list[str]:
 def format_template(t: dict[str, Any]) -> list[str]:
     """One template as lines: its key, kind, hash, texts and example messages."""
     used = "  [used by the llm judge]" if t["used_by_llm_judge"] else ""
+    used += "  [used by the llm prior]" if t["used_by_llm_prior"] else ""
     lines = [
         f"{t['key']}{used}",
         f"  kind {t['kind']}, name {t['name']}, version {t['version']}, hash {t['hash']}, "

@@ -8,7 +8,8 @@ version, kind, hash (:attr:`labeling.machine.llm_prompts.PromptTemplate.hash`, t
 ``prompt_hash`` recorded with every machine answer), document cut-off, system and user text,
 an example rendering (the chat messages :meth:`PromptTemplate.render` builds for a fixed
 example query and documents) and whether the ``llm`` judge uses it
-(:data:`app.machine.judges.LLM_TEMPLATE`). The judge's configuration comes from the settings:
+(:data:`app.machine.judges.LLM_TEMPLATE`) or the ``llm`` prior does
+(:data:`app.machine.grades.GRADE_TEMPLATE`). The judge's configuration comes from the settings:
 the model, the endpoint (without any user, password, query or fragment of its URL), the
 request parameters, the judge's version, and the *name* of the environment variable holding
 the API key with whether it is set. The key's value is never read into an answer.
@@ -22,6 +23,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from app.kernel.errors import NotFound
 from app.kernel.settings import Settings
+from app.machine.grades import GRADE_TEMPLATE
 from app.machine.judges import LLM_TEMPLATE, llm_judge_version
 from app.machine.llm import TEMPERATURE
 from labeling.machine import llm_prompts
@@ -91,6 +93,7 @@ def template_view(template: PromptTemplate) -> dict[str, Any]:
         "system": template.system,
         "user": template.user,
         "used_by_llm_judge": template.key == LLM_TEMPLATE.key,
+        "used_by_llm_prior": template.key == GRADE_TEMPLATE.key,
         "example": {"query": EXAMPLE_QUERY, "documents": documents, "messages": messages},
     }
 

@@ -61,6 +61,9 @@ class PromptTemplateOut(BaseModel):
     system: str = Field(description="The system message.")
     user: str = Field(description="The user message, with its {fields}.")
     used_by_llm_judge: bool = Field(description="The template the llm machine source asks.")
+    used_by_llm_prior: bool = Field(
+        description="The template the llm prior's grades are asked with (llm-grades)."
+    )
     example: PromptExampleOut
 
 

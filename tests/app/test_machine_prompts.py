@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from app.auth import sessions as web_sessions
 from app.cli import cli
 from app.http.middleware import PAGE_CSP
+from app.machine.grades import GRADE_TEMPLATE
 from app.machine.judges import LLM_TEMPLATE
 from app.machine.prompts import EXAMPLE_DOCUMENTS, EXAMPLE_QUERY
 from app.users import service as users
@@ -55,6 +56,7 @@ def _expected(template: PromptTemplate) -> dict[str, Any]:
         "system": template.system,
         "user": template.user,
         "used_by_llm_judge": template is LLM_TEMPLATE,
+        "used_by_llm_prior": template is GRADE_TEMPLATE,
         "example": {
             "query": EXAMPLE_QUERY,
             "documents": documents,
@@ -75,6 +77,7 @@ def test_the_list_shows_every_template_as_it_is(api: Api) -> None:
         assert shown["hash"] == template.hash and len(shown["hash"]) == 16
     # The llm judge asks the pairwise template, and only that one is marked.
     assert [t["key"] for t in body["templates"] if t["used_by_llm_judge"]] == ["pairwise@v1"]
+    assert [t["key"] for t in body["templates"] if t["used_by_llm_prior"]] == ["graded@v1"]
     judge = body["judge"]
     assert judge["template"] == LLM_TEMPLATE.key == PAIRWISE_V1.key
     assert judge["template_hash"] == PAIRWISE_V1.hash
@@ -172,7 +175,7 @@ def test_a_hostile_template_text_is_shown_as_text(
     assert "{query} &lt;b&gt;{document}&lt;/b&gt;" in page
     r = api.get("admin", f"{LIST}/evil@v1")
     assert r.status_code == 200 and r.json()["hash"] == evil.hash
-    assert r.json()["used_by_llm_judge"] is False
+    assert r.json()["used_by_llm_judge"] is False and r.json()["used_by_llm_prior"] is False
 
 
 def test_the_admin_pages_link_the_templates(api: Api, cookies: dict[str, dict[str, str]]) -> None:
