@@ -15,8 +15,10 @@ trec_eval ranks it, :func:`labeling.study.pools.parse_trec_run`):
    they are dropped (counted in the summary); queries the collection lacks are skipped;
 3. the method picks the documents to judge, up to ``budget`` per query (None: all):
    ``depth`` in fused order, ``mtf`` Move-to-Front, ``maxmean`` the MaxMean bandit, ``hedge``
-   Hedge over the runs
-   (:func:`labeling.study.campaign_pools.select_pool`). The adaptive methods take as relevance
+   Hedge over the runs (:func:`labeling.study.campaign_pools.select_pool`), ``cal``
+   continuous active learning over the documents' feature vectors
+   (:class:`labeling.study.cal_pool.ActiveLearning`; every pooled document needs a vector, else
+   the build is refused, naming how many lack one). The adaptive methods take as relevance
    feedback what the collection's finished tasks say about the documents: a top-k task's top
    counts as relevant and the rest of its pool as not; a graded task's grade ≥ 1 as relevant;
    a document any task calls relevant is relevant. A pick nobody judged yet counts as not
@@ -51,6 +53,7 @@ from labeling.errors import ConfigError
 from labeling.identifiers import normal_identifier
 from labeling.sources import SourceError
 from labeling.sources.base import merge_errors
+from labeling.study.cal_pool import ActiveLearning
 from labeling.study.campaign_order import campaign_order
 from labeling.study.campaign_pools import (
     METHODS,
@@ -246,15 +249,21 @@ def _query_rows(
     depth: int,
     budget: int | None,
     feedback: Mapping[str, bool],
+    vectors: Mapping[str, list[float]] | None = None,
 ) -> tuple[list[PoolDocument], int, int]:
-    """One query's pool rows (query id unset), documents dropped, picks already judged."""
+    """One query's pool rows (query id unset), documents dropped, picks already judged;
+    ``vectors``: the query's feature vectors by document (``cal``)."""
     pooled = [d for d in depth_pool(rankings, depth) if d.doc_id in have]
     cut = cut_rankings(rankings, depth)
     if method == "depth":  # the stored fused order (the runs' own ranks), cut at the budget
         picks, known = [d.doc_id for d in pooled][:budget], 0
     else:  # the adaptive methods walk each run's judgeable documents in its order
         judgeable = {run: [d for d in docs if d in have] for run, docs in cut.items()}
-        chosen = select_pool(judgeable, method, None, budget, feedback)
+        try:
+            pooler = None if method != "cal" else ActiveLearning(judgeable, vectors or {})
+        except ConfigError as err:
+            raise Invalid(f"cal: {err}") from None
+        chosen = select_pool(judgeable, method, None, budget, feedback, pooler=pooler)
         picks, known = list(chosen.picks), chosen.known
     pick = {doc: i for i, doc in enumerate(picks)}
     dropped = len({d for docs in cut.values() for d in docs}) - len(pooled)
@@ -288,6 +297,7 @@ def build_pool(*, db: Database, spec: BuildSpec) -> PoolView:
         documents = repository.documents_by_query(s, spec.collection_id)
         adaptive = method != "depth" and spec.feedback
         feedback = _feedback(s, spec.collection_id) if adaptive else {}
+        vectors = _vectors(s, spec.collection_id, runs, queries, documents, method, spec.depth)
         rows: list[PoolDocument] = []
         unknown: list[str] = []
         dropped = known = 0
@@ -305,6 +315,7 @@ def build_pool(*, db: Database, spec: BuildSpec) -> PoolView:
                 spec.depth,
                 spec.budget,
                 feedback.get(qid, {}),
+                vectors.get(query.id),
             )
             for row in got[0]:
                 row.query_id = query.id
@@ -337,6 +348,41 @@ def build_pool(*, db: Database, spec: BuildSpec) -> PoolView:
         )
         repository.insert_pool(s, pool, rows)
         return _view(pool, len(rows), sum(1 for r in rows if r.pick is not None))
+
+
+def _vectors(
+    s: Any,
+    collection_id: int,
+    runs: Runs,
+    queries: Mapping[str, Any],
+    documents: Mapping[int, set[str]],
+    method: Method,
+    depth: int,
+) -> dict[int, dict[str, list[float]]]:
+    """``cal``'s feature vectors per query row id (none for another method). Invalid naming
+    how many pooled documents lack a vector, and where, when any does."""
+    if method != "cal":
+        return {}
+    vectors = repository.document_vectors(s, collection_id)
+    missing: list[tuple[str, str]] = []
+    for qid, query in queries.items():
+        rankings = {run: per_query.get(qid, []) for run, per_query in runs.items()}
+        have, known = documents.get(query.id, set()), vectors.get(query.id, {})
+        missing += [
+            (qid, d)
+            for docs in cut_rankings(rankings, depth).values()
+            for d in docs
+            if d in have and d not in known
+        ]
+    if missing:
+        shown = ", ".join(f"{q}/{d}" for q, d in list(dict.fromkeys(missing))[:3])
+        raise Invalid(
+            f"cal needs a feature vector for every pooled document; "
+            f"{len(set(missing))} have none (e.g. {shown}): compute the collection's text "
+            "features or attach LETOR vectors first (docs/features.md), or choose another "
+            "method; nothing was stored"
+        )
+    return vectors
 
 
 def _default_name(method: str, depth: int, budget: int | None) -> str:
@@ -456,6 +502,11 @@ def simulate(
     rows = []
     for method in methods:
         checked = check_method(method, depth, None)
+        if checked == "cal":
+            raise Invalid(
+                "cal is not simulated from runs and qrels: it needs the documents' feature "
+                "vectors (benchmarks/campaign.py simulates it on Cranfield and MQ2008)"
+            )
         if allocation == "campaign":
             rows += _campaign_rows(runs, qrels, checked, depth, budgets, fractions, relevant_from)
             continue
