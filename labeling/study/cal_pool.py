@@ -96,19 +96,23 @@ def pool_matrix(
 ) -> np.ndarray:
     """One query's rows (module docstring), in the order of ``pool``: the feature vectors
     standardised over the pool, then the fused score over the largest, the share of the runs
-    that retrieved the document and ``1 − ln(best rank)/ln(depth)``. ConfigError naming a
-    document without a vector, or vectors of different lengths."""
+    that retrieved the document and ``1 − ln(best rank)/ln(depth)``. ConfigError naming
+    documents without a vector, or for vectors of different lengths or not finite."""
+    if not pool:
+        return np.zeros((0, 3))
     missing = [d.doc_id for d in pool if d.doc_id not in features]
     if missing:
         raise ConfigError(f"no feature vector for {len(missing)} pooled documents: {missing[:3]}")
-    x = np.array([np.asarray(features[d.doc_id], dtype=np.float64) for d in pool], ndmin=2)
-    if x.ndim != 2:
-        raise ConfigError("the feature vectors of a query differ in length")
-    x = x.reshape(len(pool), -1)
+    rows = [np.asarray(features[d.doc_id], dtype=np.float64).ravel() for d in pool]
+    if len({r.size for r in rows}) > 1:
+        raise ConfigError("the feature vectors of a query's pooled documents differ in length")
+    x = np.array(rows).reshape(len(pool), -1)
+    if not np.isfinite(x).all():
+        raise ConfigError("a pooled document's feature vector is not finite")
     sd = x.std(axis=0)
     x = np.where(sd > 0, (x - x.mean(axis=0)) / np.where(sd > 0, sd, 1.0), 0.0)
     fused = np.array([d.fused for d in pool])
-    top = float(fused.max()) if len(pool) else 1.0
+    top = float(fused.max())
     best = np.array([d.best_rank for d in pool], dtype=np.float64)
     evidence = np.column_stack(
         [
@@ -208,6 +212,9 @@ class _Campaign:
             self.docs += [d.doc_id for d in pool]
             owner += [i] * len(pool)
             self.sizes.append(len(pool))
+        blocks = [b for b in blocks if len(b)]
+        if len({b.shape[1] for b in blocks}) > 1:
+            raise ConfigError("the feature vectors of the campaign's queries differ in length")
         self.matrix = np.vstack(blocks) if blocks else np.zeros((0, 3))
         self.owner = np.array(owner, dtype=np.intp)
         self.starts = np.concatenate([[0], np.cumsum(self.sizes)]).astype(np.intp)

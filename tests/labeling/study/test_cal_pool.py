@@ -59,6 +59,10 @@ def test_rows_standardise_the_features_and_add_the_rank_evidence() -> None:
     np.testing.assert_allclose(x[:, 3], [1.0, 1.0, second, second])
     with pytest.raises(ConfigError, match="no feature vector for 1 pooled"):
         pool_matrix(pool, {"a": [1.0], "b": [0.0], "c": [0.0]}, runs=2, depth=100)
+    with pytest.raises(ConfigError, match="differ in length"):
+        pool_matrix(pool, {**FEATURES, "d": [0.9, 1.0]}, runs=2, depth=100)
+    with pytest.raises(ConfigError, match="not finite"):
+        pool_matrix(pool, {**FEATURES, "d": [float("nan")]}, runs=2, depth=100)
 
 
 def test_judged_next_follows_the_model_not_the_fused_order() -> None:
@@ -90,6 +94,7 @@ def test_cal_needs_features() -> None:
         simulate_pooling({"A": {"q": ["a"]}}, {"q": {"a": 1}}, "cal")
     with pytest.raises(ConfigError, match="no feature vector"):
         ActiveLearning(RUNS, {"a": [1.0]})
+    assert ActiveLearning({"A": []}, {}).next_document() is None  # nothing pooled
 
 
 def _campaign() -> tuple[dict[str, dict[str, list[str]]], dict[str, dict[str, int]], dict]:
