@@ -28,7 +28,8 @@ documents found, and Kendall's τ-b (and τ_AP) between the system ordering by N
 AP) under the pooled qrels and the ordering under the full labels (trec_eval's conventions:
 linear gain, ideal from the qrels, a query a run lacks scores 0). A method's judging order does
 not depend on its budget, so each method is simulated once over the whole pool and every
-budget is a prefix of its order.
+budget is a prefix of its order; ``cal`` is also run as the service runs it ("query, rounds":
+one build per budget, each with one model fitted on every judgment so far, :func:`cal_rounds`).
 Per method and allocation, the smallest budget that finds 90% of the pool's relevant documents
 and τ there; and reference points (:func:`oracle_bounds`): the most a budget per query can
 find with a perfect order, what perfect stopping needs with the fused order, and the share of
@@ -61,12 +62,18 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(ROOT))
 
-from labeling.study.cal_pool import ActiveLearning, cal_campaign_order  # noqa: E402
+from labeling.study.cal_pool import (  # noqa: E402
+    ActiveLearning,
+    cal_campaign_order,
+    shared_scores,
+)
 from labeling.study.campaign_order import campaign_order  # noqa: E402
 from labeling.study.campaign_pools import (  # noqa: E402
     METHODS,
     Method,
     Simulation,
+    depth_pool,
+    select_pool,
     simulate_pooling,
 )
 from ranking.compare.correlation import kendall_tau_b, tau_ap  # noqa: E402
@@ -480,7 +487,51 @@ def budget_rows(camp: Campaign, fractions: Sequence[float]) -> tuple[list[Row], 
         b = int(np.searchsorted(found, TARGET[0] * pool[1])) + 1  # the first b judgments
         label = (method, "campaign", b / pool[0])
         needed.append(_row(camp, names, queries, full, order.prefix(b), label, pool))
+    start = time.process_time()
+    rounds = cal_rounds(camp, fractions)
+    spent += time.process_time() - start
+    for f, judged_lists in rounds:
+        rows.append(
+            _row(camp, names, queries, full, judged_lists, ("cal", "query, rounds", f), pool)
+        )
     return rows, needed, spent
+
+
+def cal_rounds(
+    camp: Campaign, fractions: Sequence[float]
+) -> list[tuple[float, dict[str, list[tuple[str, bool]]]]]:
+    """``cal`` as the service runs it (docs/campaigns.md#pools-in-the-service): one build per
+    budget in ``fractions`` (a share of every query's pool), each build one model fitted on
+    every judgment so far (:func:`labeling.study.cal_pool.shared_scores`; none yet: the fused
+    order), the documents judged already first, then the unjudged by the model; the picks of
+    a build are judged before the next. Per budget, the judgments so far, per query."""
+    from app.pools.cal import judged_first
+
+    names = list(camp.runs)
+    queries = [q for q in camp.qrels if any(q in r for r in camp.runs.values())]
+    rankings = {q: {r: camp.runs[r].get(q, []) for r in names} for q in queries}
+    fused = {q: [d.doc_id for d in depth_pool(rankings[q], DEPTH)] for q in queries}
+    judged: dict[str, dict[str, bool]] = {q: {} for q in queries}
+    order: dict[str, list[tuple[str, bool]]] = {q: [] for q in queries}
+    out = []
+    for f in fractions:
+        model = shared_scores(rankings, camp.features, judged, depth=DEPTH)
+        for q in queries:
+            budget = math.floor(f * len(fused[q]) + 0.5)
+            if not budget:
+                continue
+            scores = model[q] if model else {d: -float(i) for i, d in enumerate(fused[q])}
+            pooler = ActiveLearning(
+                rankings[q], camp.features[q], DEPTH, scores=judged_first(scores, judged[q])
+            )
+            for doc in select_pool(
+                rankings[q], "cal", DEPTH, budget, judged[q], pooler=pooler
+            ).picks:
+                if doc not in judged[q]:
+                    judged[q][doc] = camp.qrels[q].get(doc, 0) >= 1
+                    order[q].append((doc, judged[q][doc]))
+        out.append((f, {q: list(v) for q, v in order.items()}))
+    return out
 
 
 def _not_above(a: tuple[int, int], b: tuple[int, int], c: tuple[int, int]) -> bool:

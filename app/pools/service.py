@@ -16,14 +16,15 @@ trec_eval ranks it, :func:`labeling.study.pools.parse_trec_run`):
 3. the method picks the documents to judge, up to ``budget`` per query (None: all):
    ``depth`` in fused order, ``mtf`` Move-to-Front, ``maxmean`` the MaxMean bandit, ``hedge``
    Hedge over the runs (:func:`labeling.study.campaign_pools.select_pool`), ``cal``
-   continuous active learning over the documents' feature vectors
-   (:class:`labeling.study.cal_pool.ActiveLearning`; every pooled document needs a vector, else
-   the build is refused, naming how many lack one). The adaptive methods take as relevance
-   feedback what the collection's finished tasks say about the documents: a top-k task's top
-   counts as relevant and the rest of its pool as not; a graded task's grade ≥ 1 as relevant;
-   a document any task calls relevant is relevant. A pick nobody judged yet counts as not
-   relevant, so a first build takes the runs in turns and a later build (after those tasks
-   finished) follows the runs that gave relevant documents.
+   continuous active learning over the documents' feature vectors, one batch per build: one
+   model fitted on every query's feedback, fixed while the build picks (:mod:`app.pools.cal`;
+   every pooled document needs a vector, else the build is refused, naming how many lack
+   one). The adaptive methods take as relevance feedback what the collection's finished
+   tasks say about the documents: a top-k task's top counts as relevant and the rest of its
+   pool as not; a graded task's grade ≥ 1 as relevant; a document any task calls relevant is
+   relevant. A pick nobody judged yet counts as not relevant, so a first build takes the runs
+   in turns and a later build (after those tasks finished) follows the runs that gave
+   relevant documents.
 
 The runs are either uploaded files or runs stored on the collection (``BuildSpec.stored``:
 names or ids, or every stored run; read through :func:`app.runs.service.run_rankings`, which
@@ -48,6 +49,7 @@ from app.kernel.db import Database
 from app.kernel.errors import Invalid, NotFound, issue_items
 from app.kernel.models import CampaignPool, PoolDocument
 from app.pools import repository
+from app.pools.cal import cal_scores, cal_vectors, judgeable
 from app.runs import service as stored_runs
 from labeling.errors import ConfigError
 from labeling.identifiers import normal_identifier
@@ -250,20 +252,23 @@ def _query_rows(
     budget: int | None,
     feedback: Mapping[str, bool],
     vectors: Mapping[str, list[float]] | None = None,
+    scores: Mapping[str, float] | None = None,
 ) -> tuple[list[PoolDocument], int, int]:
     """One query's pool rows (query id unset), documents dropped, picks already judged;
-    ``vectors``: the query's feature vectors by document (``cal``)."""
+    ``vectors``: the query's feature vectors by document, ``scores`` the model's log-odds
+    (``cal``; None: no model yet, the fused order)."""
     pooled = [d for d in depth_pool(rankings, depth) if d.doc_id in have]
     cut = cut_rankings(rankings, depth)
     if method == "depth":  # the stored fused order (the runs' own ranks), cut at the budget
         picks, known = [d.doc_id for d in pooled][:budget], 0
     else:  # the adaptive methods walk each run's judgeable documents in its order
-        judgeable = {run: [d for d in docs if d in have] for run, docs in cut.items()}
+        runs_here = judgeable(rankings, have, depth)
         try:
-            pooler = None if method != "cal" else ActiveLearning(judgeable, vectors or {})
+            cal = method == "cal"
+            pooler = ActiveLearning(runs_here, vectors or {}, scores=scores) if cal else None
         except ConfigError as err:
             raise Invalid(f"cal: {err}") from None
-        chosen = select_pool(judgeable, method, None, budget, feedback, pooler=pooler)
+        chosen = select_pool(runs_here, method, None, budget, feedback, pooler=pooler)
         picks, known = list(chosen.picks), chosen.known
     pick = {doc: i for i, doc in enumerate(picks)}
     dropped = len({d for docs in cut.values() for d in docs}) - len(pooled)
@@ -297,7 +302,8 @@ def build_pool(*, db: Database, spec: BuildSpec) -> PoolView:
         documents = repository.documents_by_query(s, spec.collection_id)
         adaptive = method != "depth" and spec.feedback
         feedback = _feedback(s, spec.collection_id) if adaptive else {}
-        vectors = _vectors(s, spec.collection_id, runs, queries, documents, method, spec.depth)
+        vectors = cal_vectors(s, spec.collection_id, runs, queries, documents, method, spec.depth)
+        scores = cal_scores(runs, queries, documents, vectors, feedback, spec.depth)
         rows: list[PoolDocument] = []
         unknown: list[str] = []
         dropped = known = 0
@@ -316,6 +322,7 @@ def build_pool(*, db: Database, spec: BuildSpec) -> PoolView:
                 spec.budget,
                 feedback.get(qid, {}),
                 vectors.get(query.id),
+                (scores or {}).get(qid),
             )
             for row in got[0]:
                 row.query_id = query.id
@@ -348,41 +355,6 @@ def build_pool(*, db: Database, spec: BuildSpec) -> PoolView:
         )
         repository.insert_pool(s, pool, rows)
         return _view(pool, len(rows), sum(1 for r in rows if r.pick is not None))
-
-
-def _vectors(
-    s: Any,
-    collection_id: int,
-    runs: Runs,
-    queries: Mapping[str, Any],
-    documents: Mapping[int, set[str]],
-    method: Method,
-    depth: int,
-) -> dict[int, dict[str, list[float]]]:
-    """``cal``'s feature vectors per query row id (none for another method). Invalid naming
-    how many pooled documents lack a vector, and where, when any does."""
-    if method != "cal":
-        return {}
-    vectors = repository.document_vectors(s, collection_id)
-    missing: list[tuple[str, str]] = []
-    for qid, query in queries.items():
-        rankings = {run: per_query.get(qid, []) for run, per_query in runs.items()}
-        have, known = documents.get(query.id, set()), vectors.get(query.id, {})
-        missing += [
-            (qid, d)
-            for docs in cut_rankings(rankings, depth).values()
-            for d in docs
-            if d in have and d not in known
-        ]
-    if missing:
-        shown = ", ".join(f"{q}/{d}" for q, d in list(dict.fromkeys(missing))[:3])
-        raise Invalid(
-            f"cal needs a feature vector for every pooled document; "
-            f"{len(set(missing))} have none (e.g. {shown}): compute the collection's text "
-            "features or attach LETOR vectors first (docs/features.md), or choose another "
-            "method; nothing was stored"
-        )
-    return vectors
 
 
 def _default_name(method: str, depth: int, budget: int | None) -> str:

@@ -61,6 +61,7 @@ __all__ = [
     "cal_campaign_order",
     "fit_logistic",
     "pool_matrix",
+    "shared_scores",
 ]
 
 CAL_L2 = 1.0
@@ -124,6 +125,44 @@ def pool_matrix(
     return np.hstack([x, evidence])
 
 
+def shared_scores(
+    rankings: Mapping[str, Rankings],
+    features: Mapping[str, DocumentFeatures],
+    judged: Mapping[str, Mapping[str, bool]],
+    *,
+    depth: int | None = None,
+    l2: float = CAL_L2,
+) -> dict[str, dict[str, float]] | None:
+    """One model for many queries (module docstring's rows, without the query's state): fitted
+    on the judged documents of every query's pool (``rankings``: query → its runs; ``judged``:
+    query → document → relevant), it gives every pooled document its log-odds, per query.
+    None when the judgments lack a relevant or a non-relevant document (no model: the fused
+    order). A batch of CAL whose batch is a round of judging: the service re-fits it at
+    every build (docs/campaigns.md#pools-in-the-service)."""
+    pools = {q: _fused(AdaptivePooler(r, depth).pool()) for q, r in rankings.items()}
+    rows, labels, blocks = [], [], {}
+    for q, pool in pools.items():
+        if not pool:
+            continue
+        cut = max((len(r) for r in rankings[q].values()), default=1)
+        blocks[q] = pool_matrix(pool, features.get(q, {}), len(rankings[q]), depth or cut)
+        known = judged.get(q, {})
+        for i, d in enumerate(pool):
+            if d.doc_id in known:
+                rows.append(blocks[q][i])
+                labels.append(float(known[d.doc_id]))
+    if len({b.shape[1] for b in blocks.values()}) > 1:
+        raise ConfigError("the feature vectors of the queries differ in length")
+    y = np.array(labels)
+    if not 0.0 < y.sum() < y.size:
+        return None
+    w = fit_logistic(np.array(rows), y, l2)
+    return {
+        q: {d.doc_id: float(v) for d, v in zip(pools[q], blocks[q] @ w[:-1] + w[-1], strict=True)}
+        for q in blocks
+    }
+
+
 def _fused(pool: Mapping[str, PooledDocument]) -> list[PooledDocument]:
     return sorted(pool.values(), key=lambda d: (-d.fused, d.best_rank, d.doc_id))
 
@@ -136,6 +175,10 @@ class ActiveLearning(AdaptivePooler):
     fits the unjudged document of highest probability under the last fit is proposed (ties:
     fused order). Until the judgments hold both a relevant and a non-relevant document the
     fused order is followed. Every recorded judgment of a pooled document trains the model.
+
+    ``scores``: a model's log-odds of every pooled document, fixed (say :func:`shared_scores`,
+    one model fitted on many queries' judgments): the documents are proposed in that order
+    and the query's own judgments re-fit nothing.
     """
 
     def __init__(
@@ -146,6 +189,7 @@ class ActiveLearning(AdaptivePooler):
         *,
         l2: float = CAL_L2,
         growth: float = CAL_GROWTH,
+        scores: Mapping[str, float] | None = None,
     ) -> None:
         if l2 <= 0.0 or growth < 0.0:
             raise ConfigError(f"active learning needs l2 > 0 and growth ≥ 0: {l2}, {growth}")
@@ -159,8 +203,14 @@ class ActiveLearning(AdaptivePooler):
         self._labels = np.zeros(len(order))
         self._open = np.ones(len(order), dtype=bool)
         self.scores = -np.arange(len(order), dtype=np.float64)  # the fused order until a fit
-        self._batch, self._next_fit = 1, 1
+        self._batch, self._next_fit = 1, 1.0
         self.fits = 0
+        if scores is not None:
+            missing = [d for d in self._docs if d not in scores]
+            if missing:
+                raise ConfigError(f"no score for {len(missing)} pooled documents: {missing[:3]}")
+            self.scores = np.array([float(scores[d]) for d in self._docs])
+            self._next_fit = math.inf  # a fixed model: never re-fit
 
     def next_document(self) -> str | None:
         if self._pending is None:

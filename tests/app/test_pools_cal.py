@@ -1,7 +1,8 @@
 """Pools by continuous active learning (``cal``) through REST: refused (422, nothing stored)
 when pooled documents lack feature vectors; without feedback the fused order (the model needs
 a relevant and a non-relevant judgment); with a finished task's labels the picks are the
-core's (:class:`labeling.study.cal_pool.ActiveLearning` over the stored vectors)."""
+core's: one model fitted on every query's labels (:func:`labeling.study.cal_pool.shared_scores`
+over the stored vectors), fixed for the build."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from sqlalchemy import func, select
 
 from app.kernel.models import CampaignPool, Document, Query
-from labeling.study.cal_pool import ActiveLearning
+from labeling.study.cal_pool import ActiveLearning, shared_scores
 from labeling.study.campaign_pools import select_pool
 from tests.app.admin_support import judge_task, make_collection
 from tests.app.conftest import Api
@@ -75,17 +76,28 @@ def test_cal_picks_follow_the_model_over_the_stored_vectors(api: Api, collection
     seen = _build(api, cid, method="cal", budget=5, name="cal-feedback")
     assert seen.status_code == 201, seen.text
     with api.db.read() as s:
-        vectors = dict(
-            s.execute(
-                select(Document.external_id, Document.features)
-                .join(Query, Query.id == Document.query_id)
-                .where(Document.collection_id == cid, Query.external_id == "101")
-            ).all()
-        )
-    relevant = {d: d not in ("d1", "d6") for d in vectors}
+        rows = s.execute(
+            select(Query.external_id, Document.external_id, Document.features)
+            .join(Query, Query.id == Document.query_id)
+            .where(Document.collection_id == cid)
+        ).all()
+    vectors: dict[str, dict[str, list[float]]] = {}
+    for qid, doc, vector in rows:
+        vectors.setdefault(qid, {})[doc] = vector
+    relevant = {d: d not in ("d1", "d6") for d in vectors["101"]}
+    # One model for the build, fitted on every query's labels (here 101's), then fixed.
+    rankings = {"101": RANKINGS, "102": {"A": ["d5"], "B": ["d5"]}}
+    scores = shared_scores(rankings, vectors, {"101": relevant})
+    assert scores is not None
     expected = select_pool(
-        RANKINGS, "cal", None, 5, relevant, pooler=ActiveLearning(RANKINGS, vectors)
+        RANKINGS,
+        "cal",
+        None,
+        5,
+        relevant,
+        pooler=ActiveLearning(RANKINGS, vectors["101"], scores=scores["101"]),
     )
-    # the seed (fused order) until d0 (relevant) and d6 (not) are judged, then the model
+    # the documents by the model's log-odds, highest first
+    assert list(expected.picks) == sorted(scores["101"], key=lambda d: -scores["101"][d])[:5]
     assert _picks(api, seen.json()["id"]) == list(expected.picks)
-    assert expected.picks[:2] == ("d0", "d6") and expected.known == 5
+    assert expected.known == 5

@@ -14,6 +14,7 @@ from labeling.study.cal_pool import (
     cal_campaign_order,
     fit_logistic,
     pool_matrix,
+    shared_scores,
 )
 from labeling.study.campaign_pools import depth_pool, select_pool, simulate_pooling
 
@@ -150,3 +151,21 @@ def test_no_label_is_seen_before_its_document_is_judged() -> None:
     rel = {d for d, g in qrels[q].items() if g} ^ {late}
     second = _order(ActiveLearning(rankings, features[q]), rel)
     assert second[:21] == first[:21]
+
+
+def test_one_model_for_many_queries_fixed_for_a_round() -> None:
+    # Query p is the example above; query r the mirror image with feature 1 − x. The labels of
+    # p alone (a relevant, c not) fit the model; r's documents are scored by it as well.
+    mirror = {d: [1.0 - v[0]] for d, v in FEATURES.items()}
+    rankings = {"p": RUNS, "r": RUNS}
+    scores = shared_scores(rankings, {"p": FEATURES, "r": mirror}, {"p": {"a": True, "c": False}})
+    assert scores is not None
+    assert sorted(scores["p"], key=lambda d: -scores["p"][d]) == ["a", "d", "b", "c"]
+    assert sorted(scores["r"], key=lambda d: -scores["r"][d]) == ["c", "b", "d", "a"]
+    # A pooler with fixed scores proposes in their order; its judgments re-fit nothing.
+    pooler = ActiveLearning(RUNS, FEATURES, scores=scores["p"])
+    assert _order(pooler, {"b", "c"}) == ["a", "d", "b", "c"] and pooler.fits == 0
+    # No relevant (or no non-relevant) judgment anywhere: no model.
+    assert shared_scores(rankings, {"p": FEATURES, "r": mirror}, {"p": {"a": True}}) is None
+    with pytest.raises(ConfigError, match="no score for 1"):
+        ActiveLearning(RUNS, FEATURES, scores={"a": 1.0, "b": 0.0, "c": 0.0})
