@@ -60,7 +60,10 @@ def pool_cmd(
         "--all-stored-runs/--no-all-stored-runs",
         help="Every run stored on the collection, by upload order.",
     ),
-    method: str = typer.Option("depth", help="depth | mtf | maxmean | hedge"),
+    method: str = typer.Option(
+        "depth",
+        help="depth | mtf | maxmean | hedge | cal (cal: every document needs a feature vector)",
+    ),
     depth: int = typer.Option(100, help="Each run's top depth documents per query."),
     budget: int | None = typer.Option(
         None, help="Judgments per query (default: the whole depth pool)."
@@ -71,7 +74,7 @@ def pool_cmd(
     feedback: bool = typer.Option(
         True,
         "--feedback/--no-feedback",
-        help="mtf/maxmean/hedge: take finished tasks' labels as relevance feedback.",
+        help="mtf/maxmean/hedge/cal: take finished tasks' labels as relevance feedback.",
     ),
     show: int = typer.Option(3, help="Print the pooled documents of the first N queries."),
     simulate: bool = typer.Option(

@@ -68,7 +68,7 @@ TRAINING_STATUSES = ("queued", "running", "done", "failed", "cancelled")
 #: assessor); ``cancelled`` (the first assessor's undo went back past it, or its task is gone).
 SECOND_OPINION_STATUSES = ("open", "answered", "reclaimed", "expired", "cancelled")
 #: How a pool from many runs chooses its documents (labeling.study.campaign_pools.METHODS).
-POOL_METHODS = ("depth", "mtf", "maxmean", "hedge")
+POOL_METHODS = ("depth", "mtf", "maxmean", "hedge", "cal")
 
 
 def utcnow() -> datetime:

@@ -143,7 +143,7 @@ async def create_pool(
     collection_id: PathId,
     request: Request,
     db: DbDep,
-    method: Literal["depth", "mtf", "maxmean", "hedge"] = "depth",
+    method: Literal["depth", "mtf", "maxmean", "hedge", "cal"] = "depth",
     depth: int = Query(100, ge=1, le=pools.MAX_DEPTH),
     budget: int | None = Query(None, ge=1, le=1_000_000),
     name: str | None = Query(None, min_length=1, max_length=100),

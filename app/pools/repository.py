@@ -43,6 +43,21 @@ def documents_by_query(s: Any, collection_id: int) -> dict[int, set[str]]:
     return out
 
 
+def document_vectors(s: Any, collection_id: int) -> dict[int, dict[str, list[float]]]:
+    """Per query row id, its documents' feature vectors (rows without one left out; the
+    JSON ``null`` an ORM write of None stores counts as none)."""
+    out: dict[int, dict[str, list[float]]] = {}
+    rows = s.execute(
+        select(Document.query_id, Document.external_id, Document.features).where(
+            Document.collection_id == collection_id, Document.features.is_not(None)
+        )
+    )
+    for query_id, doc, vector in rows:
+        if vector is not None:
+            out.setdefault(query_id, {})[doc] = vector
+    return out
+
+
 def pool_named(s: Any, collection_id: int, name: str) -> CampaignPool | None:
     found: CampaignPool | None = s.scalars(
         select(CampaignPool).where(

@@ -23,7 +23,7 @@ class StoredPoolIn(StrictModel):
     stored_runs: (
         Literal["all"] | Annotated[list[StoredRunRef], Field(min_length=1, max_length=200)]
     ) = Field(description='Run names (strings) or ids (integers), in run order; or "all".')
-    method: Literal["depth", "mtf", "maxmean", "hedge"] = "depth"
+    method: Literal["depth", "mtf", "maxmean", "hedge", "cal"] = "depth"
     depth: int = Field(100, ge=1, le=10_000, description="Each run's top depth documents.")
     budget: int | None = Field(
         None, ge=1, le=1_000_000, description="Judgments per query (null: the depth pool)."
@@ -35,7 +35,7 @@ class StoredPoolIn(StrictModel):
         description="Pool name (default METHOD-DEPTH[-bBUDGET]).",
     )
     feedback: bool = Field(
-        True, description="mtf/maxmean/hedge: finished tasks' labels as feedback."
+        True, description="mtf/maxmean/hedge/cal: finished tasks' labels as feedback."
     )
 
 
@@ -45,7 +45,7 @@ class PoolOut(BaseModel):
     id: int
     collection_id: int
     name: str
-    method: str = Field(description="depth | mtf | maxmean | hedge")
+    method: str = Field(description="depth | mtf | maxmean | hedge | cal")
     depth: int = Field(description="Each run's top depth documents per query.")
     budget: int | None = Field(description="Judgments per query (null: the whole depth pool).")
     fusion: str = Field(description="The fused score ordering the pool: rrf60 = Σ 1/(60 + rank).")

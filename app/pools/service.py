@@ -15,13 +15,16 @@ trec_eval ranks it, :func:`labeling.study.pools.parse_trec_run`):
    they are dropped (counted in the summary); queries the collection lacks are skipped;
 3. the method picks the documents to judge, up to ``budget`` per query (None: all):
    ``depth`` in fused order, ``mtf`` Move-to-Front, ``maxmean`` the MaxMean bandit, ``hedge``
-   Hedge over the runs
-   (:func:`labeling.study.campaign_pools.select_pool`). The adaptive methods take as relevance
-   feedback what the collection's finished tasks say about the documents: a top-k task's top
-   counts as relevant and the rest of its pool as not; a graded task's grade ≥ 1 as relevant;
-   a document any task calls relevant is relevant. A pick nobody judged yet counts as not
-   relevant, so a first build takes the runs in turns and a later build (after those tasks
-   finished) follows the runs that gave relevant documents.
+   Hedge over the runs (:func:`labeling.study.campaign_pools.select_pool`), ``cal``
+   continuous active learning over the documents' feature vectors, one batch per build: one
+   model fitted on every query's feedback, fixed while the build picks (:mod:`app.pools.cal`;
+   every pooled document needs a vector, else the build is refused, naming how many lack
+   one). The adaptive methods take as relevance feedback what the collection's finished
+   tasks say about the documents: a top-k task's top counts as relevant and the rest of its
+   pool as not; a graded task's grade ≥ 1 as relevant; a document any task calls relevant is
+   relevant. A pick nobody judged yet counts as not relevant, so a first build takes the runs
+   in turns and a later build (after those tasks finished) follows the runs that gave
+   relevant documents.
 
 The runs are either uploaded files or runs stored on the collection (``BuildSpec.stored``:
 names or ids, or every stored run; read through :func:`app.runs.service.run_rankings`, which
@@ -46,11 +49,13 @@ from app.kernel.db import Database
 from app.kernel.errors import Invalid, NotFound, issue_items
 from app.kernel.models import CampaignPool, PoolDocument
 from app.pools import repository
+from app.pools.cal import cal_scores, cal_vectors, judgeable
 from app.runs import service as stored_runs
 from labeling.errors import ConfigError
 from labeling.identifiers import normal_identifier
 from labeling.sources import SourceError
 from labeling.sources.base import merge_errors
+from labeling.study.cal_pool import ActiveLearning
 from labeling.study.campaign_order import campaign_order
 from labeling.study.campaign_pools import (
     METHODS,
@@ -246,15 +251,24 @@ def _query_rows(
     depth: int,
     budget: int | None,
     feedback: Mapping[str, bool],
+    vectors: Mapping[str, list[float]] | None = None,
+    scores: Mapping[str, float] | None = None,
 ) -> tuple[list[PoolDocument], int, int]:
-    """One query's pool rows (query id unset), documents dropped, picks already judged."""
+    """One query's pool rows (query id unset), documents dropped, picks already judged;
+    ``vectors``: the query's feature vectors by document, ``scores`` the model's log-odds
+    (``cal``; None: no model yet, the fused order)."""
     pooled = [d for d in depth_pool(rankings, depth) if d.doc_id in have]
     cut = cut_rankings(rankings, depth)
     if method == "depth":  # the stored fused order (the runs' own ranks), cut at the budget
         picks, known = [d.doc_id for d in pooled][:budget], 0
     else:  # the adaptive methods walk each run's judgeable documents in its order
-        judgeable = {run: [d for d in docs if d in have] for run, docs in cut.items()}
-        chosen = select_pool(judgeable, method, None, budget, feedback)
+        runs_here = judgeable(rankings, have, depth)
+        try:
+            cal = method == "cal"
+            pooler = ActiveLearning(runs_here, vectors or {}, scores=scores) if cal else None
+        except ConfigError as err:
+            raise Invalid(f"cal: {err}") from None
+        chosen = select_pool(runs_here, method, None, budget, feedback, pooler=pooler)
         picks, known = list(chosen.picks), chosen.known
     pick = {doc: i for i, doc in enumerate(picks)}
     dropped = len({d for docs in cut.values() for d in docs}) - len(pooled)
@@ -288,6 +302,8 @@ def build_pool(*, db: Database, spec: BuildSpec) -> PoolView:
         documents = repository.documents_by_query(s, spec.collection_id)
         adaptive = method != "depth" and spec.feedback
         feedback = _feedback(s, spec.collection_id) if adaptive else {}
+        vectors = cal_vectors(s, spec.collection_id, runs, queries, documents, method, spec.depth)
+        scores = cal_scores(runs, queries, documents, vectors, feedback, spec.depth)
         rows: list[PoolDocument] = []
         unknown: list[str] = []
         dropped = known = 0
@@ -305,6 +321,8 @@ def build_pool(*, db: Database, spec: BuildSpec) -> PoolView:
                 spec.depth,
                 spec.budget,
                 feedback.get(qid, {}),
+                vectors.get(query.id),
+                (scores or {}).get(qid),
             )
             for row in got[0]:
                 row.query_id = query.id
@@ -456,6 +474,11 @@ def simulate(
     rows = []
     for method in methods:
         checked = check_method(method, depth, None)
+        if checked == "cal":
+            raise Invalid(
+                "cal is not simulated from runs and qrels: it needs the documents' feature "
+                "vectors (benchmarks/campaign.py simulates it on Cranfield and MQ2008)"
+            )
         if allocation == "campaign":
             rows += _campaign_rows(runs, qrels, checked, depth, budgets, fractions, relevant_from)
             continue

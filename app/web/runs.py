@@ -59,6 +59,7 @@ POOL_METHODS = {
     "mtf": "mtf: Move-to-Front",
     "maxmean": "maxmean: the MaxMean bandit",
     "hedge": "hedge: Hedge over the runs",
+    "cal": "cal: continuous active learning (needs feature vectors)",
 }
 
 

@@ -19,6 +19,8 @@ Palmer, Clarke, SIGIR 1998):
   the non-stationary MaxMean of the bandit paper with queries as arms) is highest (ties: the
   earlier query), and within it from Hedge's weighted runs; a query that gives nothing
   relevant soon yields to the others, one that keeps giving is judged deeper;
+* ``cal`` (continuous active learning) needs the documents' feature vectors: its campaign
+  order, one model for all queries, is :func:`labeling.study.cal_pool.cal_campaign_order`;
 * ``depth`` (not adaptive): the queries take turns in the order of their fused pools, each query's
   next document when its share of judged documents is the lowest — the same judgments as a
   budget per query.

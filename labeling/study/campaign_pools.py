@@ -1,4 +1,5 @@
-"""Pools from many runs: depth-k union, Move-to-Front, MaxMean and Hedge orders, simulation.
+"""Pools from many runs: depth-k union, Move-to-Front, MaxMean and Hedge orders, simulation
+(continuous active learning, ``cal``, is :mod:`labeling.study.cal_pool`: it needs features).
 
 A *run* ranks documents per query, best first; ``rankings`` below are one query's runs,
 ``{run name: documents best first}``, in a fixed run order (the order breaks ties). Every run
@@ -42,7 +43,7 @@ documents) and counted in :attr:`QuerySimulation.outside_qrels`.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -62,6 +63,7 @@ __all__ = [
     "Method",
     "MoveToFront",
     "PooledDocument",
+    "PoolerFactory",
     "QuerySimulation",
     "Selection",
     "Simulation",
@@ -79,8 +81,10 @@ Rankings = Mapping[str, Sequence[str]]
 """One query's runs: run name → documents best first."""
 Runs = Mapping[str, Mapping[str, Sequence[str]]]
 """Many queries' runs: run name → query id → documents best first."""
-Method = Literal["depth", "mtf", "maxmean", "hedge"]
-METHODS: tuple[Method, ...] = ("depth", "mtf", "maxmean", "hedge")
+Method = Literal["depth", "mtf", "maxmean", "hedge", "cal"]
+METHODS: tuple[Method, ...] = ("depth", "mtf", "maxmean", "hedge", "cal")
+PoolerFactory = Callable[[str, Rankings], "AdaptivePooler"]
+"""Makes the pooler of one query (query id, its runs): a method that needs more than runs."""
 RRF_K = 60.0
 HEDGE_BETA = 0.1
 HEDGE_DISCOUNT = 0.9
@@ -421,6 +425,8 @@ def make_pooler(method: Method, rankings: Rankings, depth: int | None = None) ->
         return MaxMean(rankings, depth)
     if method == "hedge":
         return Hedge(rankings, depth)
+    if method == "cal":
+        raise ConfigError("cal needs the documents' feature vectors (labeling.study.cal_pool)")
     raise ConfigError(f"unknown pooling method {method!r}; choose one of {', '.join(METHODS)}")
 
 
@@ -441,6 +447,8 @@ def select_pool(
     depth: int | None,
     budget: int | None = None,
     feedback: Mapping[str, bool] | None = None,
+    *,
+    pooler: AdaptivePooler | None = None,
 ) -> Selection:
     """Run ``method`` over one query's runs until ``budget`` documents are picked (None: the
     whole depth pool), with the judgments known so far as its relevance feedback.
@@ -452,11 +460,13 @@ def select_pool(
     turns, and a later build that knows the picks' judgments follows the runs that gave
     relevant ones (docs/campaigns.md#pools-in-the-service). Every pick counts against the
     budget, judged before or not, so a top-k task over the picks sees every candidate.
+    ``pooler``: the method's pooler over these runs, made by the caller (``cal``'s needs the
+    documents' features), instead of :func:`make_pooler`'s.
     """
     if budget is not None and budget < 1:
         raise ConfigError(f"budget must be ≥ 1, got {budget}")
     known = feedback or {}
-    pooler = make_pooler(method, rankings, depth)
+    pooler = pooler or make_pooler(method, rankings, depth)
     pooled = pooler.pool()
     picks: list[str] = []
     while budget is None or len(picks) < budget:
@@ -520,15 +530,12 @@ class Simulation:
 
 def _simulate_query(
     query_id: str,
-    rankings: Rankings,
+    pooler: AdaptivePooler,
     grades: Mapping[str, float],
-    method: Method,
     budget: int | None,
     fraction: float | None,
-    depth: int,
     relevant_from: float,
 ) -> QuerySimulation:
-    pooler = make_pooler(method, rankings, depth)
     pooled = pooler.pool()
     if fraction is not None:
         budget = math.floor(fraction * len(pooled) + 0.5)
@@ -565,6 +572,7 @@ def simulate_pooling(
     fraction: float | None = None,
     depth: int = 100,
     relevant_from: float = 1.0,
+    poolers: PoolerFactory | None = None,
 ) -> Simulation:
     """Run ``method`` per query with the qrels as the assessor, ``budget`` judgments per query.
 
@@ -572,17 +580,18 @@ def simulate_pooling(
     Queries that no run ranks or that the qrels lack are left out. ``budget=None`` judges the
     whole depth pool (every method then ends with the same judgments, in its own order);
     ``fraction`` instead gives each query the budget ``round(fraction × its depth-pool size)``
-    (halves up).
+    (halves up). ``poolers`` makes each query's pooler (``cal`` needs one: its features).
     """
     if budget is not None and budget < 0:
         raise ConfigError(f"budget must be ≥ 0, got {budget}")
     if fraction is not None and (budget is not None or not 0.0 <= fraction <= 1.0):
         raise ConfigError("give either a budget or a fraction in [0, 1] of each query's pool")
-    if method not in METHODS:
-        make_pooler(method, {})  # raises, naming the choices
+    if method not in METHODS or (method == "cal" and poolers is None):
+        make_pooler(method, {})  # raises, naming the choices (or what cal needs)
+    make = poolers or (lambda _q, rankings: make_pooler(method, rankings, depth))
     queries = {
         qid: _simulate_query(
-            qid, _for_query(runs, qid), qrels[qid], method, budget, fraction, depth, relevant_from
+            qid, make(qid, _for_query(runs, qid)), qrels[qid], budget, fraction, relevant_from
         )
         for qid in _queries(runs)
         if qid in qrels

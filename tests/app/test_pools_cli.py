@@ -105,10 +105,27 @@ def test_simulation_prints_found_relevant_per_budget(tmp_path: Path) -> None:
     assert over.exit_code == 0, over.output
     # Hedge over the campaign: q1 (earlier query) gives its first fused document, 1, relevant.
     assert [r["relevant_found"] for r in json.loads(over.output)] == [1, 4]
+    cal = [a if a != "maxmean" else "cal" for a in args]
+    refused = invoke(*cal, "--allocation", "campaign")
+    assert refused.exit_code != 0 and "needs the documents' feature" in refused.output
     wrong = invoke("admin", "pool", "tiny", *runs, "--allocation", "campaign")
     assert wrong.exit_code == 2 and "go with --simulate" in wrong.output
     missing = invoke("admin", "pool", "tiny", *runs, "--simulate")
     assert missing.exit_code == 2 and "--simulate needs --qrels" in missing.output
+
+
+def test_cal_needs_feature_vectors_then_pools(tmp_path: Path) -> None:
+    invoke, runs = _setup(tmp_path)
+    refused = invoke("admin", "pool", "tiny", *runs, "--method", "cal", "--budget", "3")
+    assert refused.exit_code == 1
+    assert "feature vector for every pooled document; 6 have none" in refused.output
+    with sqlite3.connect(tmp_path / "pools.db") as con:
+        assert con.execute("SELECT count(*) FROM pool").fetchone() == (0,)
+    computed = invoke("admin", "features", "tiny")
+    assert computed.exit_code == 0, computed.output
+    out = invoke("admin", "pool", "tiny", *runs, "--method", "cal", "--budget", "3")
+    assert out.exit_code == 0, out.output
+    assert "6 pooled documents, 4 picked for judging" in out.output.splitlines()[0]
 
 
 def test_bad_run_file_names_its_line_and_stores_nothing(tmp_path: Path) -> None:

@@ -63,6 +63,7 @@ def test_pool_from_runs_in_pages(site: dict[str, Any]) -> None:  # noqa: F811
     assert 'id="pools-form"' in page and 'name="runs" multiple' in page
     assert '<option value="runs"' in page  # the plan form's pool mode
     assert '<option value="hedge">hedge: Hedge over the runs</option>' in page
+    assert '<option value="cal">cal: continuous active learning (needs feature vectors)' in page
     url = f"/admin/collections/{cid}/pools"
     form = {"csrf_token": csrf, "method": "mtf", "depth": "3", "budget": "2", "feedback": "1"}
     files = [("runs", ("A.run", RUN_A, "text/plain")), ("runs", ("B.run", RUN_B, "text/plain"))]

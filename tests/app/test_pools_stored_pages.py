@@ -52,6 +52,7 @@ def test_pool_these_runs_equals_the_files_pool(site: dict[str, Any]) -> None:  #
     page = client.get(f"/admin/collections/{cid}/runs").text
     assert 'id="pool-runs-form"' in page
     assert '<option value="hedge">hedge: Hedge over the runs</option>' in page
+    assert '<option value="cal">cal: continuous active learning (needs feature vectors)' in page
     ticked = re.findall(r'name="stored_runs" value="([^"]+)" checked', page)
     assert ticked == list(site["runs"])  # every stored run, ticked by default
     form = {
