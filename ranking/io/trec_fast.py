@@ -29,7 +29,6 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -80,7 +79,7 @@ def arrow_pool() -> pa.MemoryPool:
 class JoinIndex:
     """``sorted_keys``: the :func:`pair_keys` of a file's rows, ascending; ``key_order[j]`` is
     the row of ``sorted_keys[j]``; ``unique`` is False only if two rows share a key (a
-    repeated pair, or two pairs whose 64-bit keys collide: odds about n^2 / 2^65)."""
+    repeated pair, or two documents of one query whose hashes agree in their high bits)."""
 
     sorted_keys: NDArray[np.uint64]
     key_order: NDArray[np.intp]
@@ -88,10 +87,11 @@ class JoinIndex:
 
     @classmethod
     def of(
-        cls, qids: list[str], query: NDArray[np.int32], doc_hashes: NDArray[np.uint64]
+        cls, query: NDArray[np.int32], doc_hashes: NDArray[np.uint64], n_queries: int
     ) -> JoinIndex:
-        """The index of rows with these query codes and document hashes (overwritten)."""
-        keys = pair_keys(qids, query, doc_hashes)
+        """The index of rows with these query codes (of ``n_queries``) and document hashes
+        (overwritten)."""
+        keys = pair_keys(query, doc_hashes, n_queries)
         order = np.argsort(keys)
         if order.shape[0] < 2**31:
             order = order.astype(np.int32)  # half the memory
@@ -107,7 +107,8 @@ class TrecColumns:
     readers); ``query[i]`` indexes it. ``docids[i]``: the document id. ``values[i]``: the
     score (run) or the integer grade as a float (qrels). Within a query, rows keep file order
     (the "input order" of ``ties="stable"``). ``fast``: read by the CSV reader (False: by the
-    exact reader, see the module doc). :meth:`join_index` finds rows by (query, document).
+    exact reader, see the module doc). :meth:`doc_hashes` and :meth:`join_index` find rows
+    by (query, document); :meth:`distinct_pairs` says whether each pair is on one row.
     """
 
     qids: list[str]
@@ -118,36 +119,44 @@ class TrecColumns:
     layout: SniffedLayout | None = None
     fast: bool = True
     _join: list[JoinIndex] = field(default_factory=list, repr=False)
+    _hashes: list[NDArray[np.uint64]] = field(default_factory=list, repr=False)
+    _distinct: list[bool] = field(default_factory=list, repr=False)
 
     @property
     def n_rows(self) -> int:
         return int(self.values.shape[0])
 
+    def doc_hashes(self) -> NDArray[np.uint64]:
+        """The :func:`string_hashes` of the document ids (kept until
+        :meth:`release_join_index`; not to be modified)."""
+        if not self._hashes:
+            self._hashes.append(string_hashes(self.docids))
+        return self._hashes[0]
+
     def join_index(self) -> JoinIndex:
-        """The rows' :class:`JoinIndex` (the readers build it while checking for repeated
-        pairs; rebuilt from the ids after :meth:`release_join_index`)."""
+        """The rows' :class:`JoinIndex` (its keys carry this file's query codes; rebuilt from
+        the ids after :meth:`release_join_index`)."""
         if not self._join:
-            hashes = string_hashes(self.docids)
-            self._join.append(JoinIndex.of(self.qids, self.query, hashes))
+            hashes = self._hashes[0].copy() if self._hashes else string_hashes(self.docids)
+            self._join.append(JoinIndex.of(self.query, hashes, len(self.qids)))
         return self._join[0]
 
-    def release_join_index(self) -> None:
-        """Drop the join index (24 bytes a row) once a join is done with it."""
-        self._join.clear()
+    def distinct_pairs(self) -> bool:
+        """False only if two rows share a :func:`pair_keys` key: a (query, document) pair
+        listed twice, or two documents of one query whose hashes agree in their high bits."""
+        if not self._distinct:
+            if self._join:
+                self._distinct.append(self._join[0].unique)
+            else:
+                keys = pair_keys(self.query, self.doc_hashes().copy(), len(self.qids))
+                keys.sort()  # in place: a sort, not an argsort (the rows are not needed)
+                self._distinct.append(not bool((keys[1:] == keys[:-1]).any()))
+        return self._distinct[0]
 
-    @classmethod
-    def build(
-        cls,
-        qids: list[str],
-        query: NDArray[np.int32],
-        docids: pa.ChunkedArray,
-        doc_hashes: NDArray[np.uint64],
-        values: NDArray[np.float64],
-        **extra: Any,
-    ) -> TrecColumns:
-        """Columns with their join index, built from ``doc_hashes`` (overwritten)."""
-        index = JoinIndex.of(qids, query, doc_hashes)
-        return cls(qids, query, docids, values, _join=[index], **extra)
+    def release_join_index(self) -> None:
+        """Drop the join index and the hashes (24 + 8 bytes a row) once a join is done."""
+        self._join.clear()
+        self._hashes.clear()
 
     @classmethod
     def from_mapping(
@@ -168,8 +177,7 @@ class TrecColumns:
         )
         docids = pa.chunked_array([pa.array(docs, type=pa.string())])
         query = np.repeat(np.arange(len(qids), dtype=np.int32), sizes)
-        hashes = string_hashes(docids)
-        return cls.build(qids, query, docids, hashes, values, path=path, layout=layout, fast=False)
+        return cls(qids, query, docids, values, path=path, layout=layout, fast=False)
 
     def to_mapping(self) -> dict[str, dict[str, float]]:
         """The ``{qid: {docno: value}}`` mapping (file order kept)."""
@@ -189,6 +197,8 @@ class TrecColumns:
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+#: ``_TOP_BYTES[k]``: a word whose k most significant bytes are ones (k = 0..8).
+_TOP_BYTES = np.array([((1 << (8 * k)) - 1) << (64 - 8 * k) for k in range(9)], dtype=np.uint64)
 
 
 def _mix(x: NDArray[np.uint64]) -> NDArray[np.uint64]:
@@ -206,35 +216,33 @@ def _mix(x: NDArray[np.uint64]) -> NDArray[np.uint64]:
 
 
 def _hash_bytes(data: NDArray[np.uint8], offsets: NDArray[np.int64]) -> NDArray[np.uint64]:
-    """Hash string ``i`` = ``data[offsets[i]:offsets[i + 1]]``: its bytes as big-endian 8-byte
-    words (the last one zero-filled), folded word by word through :func:`_mix`, starting from
-    the byte length (so that the zero fill cannot make two strings equal). The value depends
-    on the string only."""
+    """Hash string ``i`` = ``data[offsets[i]:offsets[i + 1]]``: starting from its byte length,
+    each of its bytes' big-endian 8-byte words (the last one zero-filled) is xored in and the
+    state multiplied by an odd constant (a bijection: strings that differ in one word only
+    never collide), then :func:`_mix` spreads every bit over the high bits that
+    :func:`pair_keys` keeps. The value depends on the string only."""
     n = offsets.shape[0] - 1
-    out = np.empty(n, dtype=np.uint64)
     if n == 0:
-        return out
+        return np.empty(0, dtype=np.uint64)
     lengths = np.diff(offsets)
     start = int(offsets[0])
     # the bytes plus 8 zero bytes, read as one overlapping uint64 at every byte position
     padded = np.zeros(int(offsets[-1]) - start + 8, dtype=np.uint8)
     padded[:-8] = data[start : int(offsets[-1])]
     at_byte = np.ndarray((padded.shape[0] - 7,), dtype=">u8", buffer=padded, strides=(1,))
+    last = at_byte.shape[0] - 1
     begin = offsets[:-1] - start
     h = _mix(lengths.astype(np.uint64) + _GOLDEN)
     word = np.empty(n, dtype=np.uint64)
     for j in range(-(-int(lengths.max()) // 8)):
-        left = lengths - 8 * j  # bytes of the string from this word on
-        active = left > 0
-        np.copyto(word, at_byte[np.where(active, begin + 8 * j, 0)])
-        # keep the string's own bytes of a last, partial word (shift 0..56 bits)
-        drop = (8 * (8 - np.clip(left, 1, 8))).astype(np.uint64)
-        np.left_shift(np.right_shift(word, drop, out=word), drop, out=word)
-        np.bitwise_xor(h, word, out=word)
+        left = np.clip(lengths - 8 * j, 0, 8)  # bytes of the string in this word
+        np.copyto(word, at_byte[np.minimum(begin + 8 * j, last)])
+        np.bitwise_and(word, _TOP_BYTES[left], out=word)
+        np.bitwise_xor(word, h, out=word)
+        np.multiply(word, _GOLDEN, out=word)
         # only the words a string has: its hash must not depend on the longest neighbour
-        np.copyto(h, _mix(word), where=active)
-    out[:] = h
-    return out
+        np.copyto(h, word, where=left > 0)
+    return _mix(h)
 
 
 def _arrow_strings(chunk: pa.Array) -> tuple[NDArray[np.uint8], NDArray[np.int64]]:
@@ -265,14 +273,25 @@ def string_hashes(strings: pa.Array | pa.ChunkedArray | list[str]) -> NDArray[np
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint64)
 
 
+def query_bits(n_queries: int) -> int:
+    """The high bits of a :func:`pair_keys` key that hold the query code."""
+    return max(1, int(n_queries).bit_length())
+
+
 def pair_keys(
-    qids: list[str], query: NDArray[np.int32], doc_hashes: NDArray[np.uint64]
+    query: NDArray[np.int32], doc_hashes: NDArray[np.uint64], n_queries: int
 ) -> NDArray[np.uint64]:
-    """A 64-bit key per (query id, document id) row, comparable across files: it depends on
-    the two strings only, not on the file's query numbering. Overwrites ``doc_hashes``."""
-    q_keys = _mix(string_hashes(qids) * _GOLDEN)
-    np.bitwise_xor(doc_hashes, q_keys[query], out=doc_hashes)
-    return _mix(doc_hashes)
+    """A 64-bit key per (query, document) row: the query code (``0 <= query < n_queries``) in
+    the high :func:`query_bits`, the document hash's high bits below. Keys of two files are
+    comparable when their codes number the queries alike. Equal pairs have equal keys; two
+    documents of one query share a key only if their hashes agree in the bits kept.
+    Overwrites ``doc_hashes``."""
+    bits = np.uint64(query_bits(n_queries))
+    np.right_shift(doc_hashes, bits, out=doc_hashes)
+    codes = query.astype(np.uint64)
+    np.left_shift(codes, np.uint64(64) - bits, out=codes)
+    np.bitwise_or(doc_hashes, codes, out=doc_hashes)
+    return doc_hashes
 
 
 # --------------------------------------------------------------------------------------------
@@ -383,19 +402,15 @@ def _read_columns(
                 strings_can_be_null=False,
                 quoted_strings_can_be_null=False,
                 include_columns=wanted,
+                check_utf8=False,  # printable ASCII only (the screen)
             ),
         )
         for batch in reader:
-            for name, column in zip(batch.schema.names, batch.columns, strict=True):
-                if column.type == pa.float64():
-                    continue
-                words = column.dictionary if isinstance(column, pa.DictionaryArray) else column
-                lengths = pc.binary_length(words, memory_pool=pool)
-                if name == _TRAILING:
-                    if len(words) and pc.max(lengths).as_py() > 0:
-                        raise _NotSimple("a line with one field more than the first line")
-                elif len(words) and pc.min(lengths).as_py() == 0:
-                    raise _NotSimple(f"an empty field in column {name}")
+            # no field is empty (the screen), but the one after a trailing delimiter must be
+            if trailing:
+                words = batch.column(_TRAILING).dictionary
+                if len(words) and pc.max(pc.binary_length(words)).as_py() > 0:
+                    raise _NotSimple("a line with one field more than the first line")
             yield batch
     except pa.ArrowException as exc:  # a line with another field count, a bad number, ...
         raise _NotSimple(str(exc)) from None
@@ -419,7 +434,7 @@ def _collect(
     value_parts: dict[str, list[np.ndarray]] = {c: [] for c in value_columns}
     for batch in _read_columns(path, names, types):
         # A block holds few distinct queries: encode it, then number its dictionary globally.
-        encoded = pc.dictionary_encode(batch.column("qid"), memory_pool=arrow_pool())
+        encoded = pc.dictionary_encode(batch.column("qid"))
         codes = np.array(
             [index.setdefault(q, len(index)) for q in encoded.dictionary.to_pylist()],
             dtype=np.int32,
@@ -471,8 +486,8 @@ def _fast_run(path: Path) -> TrecColumns:
     )
     if np.isnan(scores).any():
         raise _NotSimple("a NaN score")  # the exact reader names its line
-    columns = TrecColumns.build(qids, query, docids, hashes, scores, path=str(path))
-    if not columns.join_index().unique:  # a document listed twice (or a hash collision)
+    columns = TrecColumns(qids, query, docids, scores, path=str(path), _hashes=[hashes])
+    if not columns.distinct_pairs():  # a document listed twice (or a hash collision)
         raise _NotSimple("a repeated (query, document) key")
     return columns
 
@@ -529,8 +544,10 @@ def _fast_qrels(path: Path, chosen: SniffedLayout, grade_map: GradeMap | None) -
     else:
         grades = _grades(parts[0], grade_map)
     del parts
-    columns = TrecColumns.build(qids, query, docids, hashes, grades, path=str(path), layout=chosen)
-    if not columns.join_index().unique:  # a pair judged twice (or a hash collision)
+    index = JoinIndex.of(query, hashes, len(qids))  # what a join with a run searches
+    del hashes
+    columns = TrecColumns(qids, query, docids, grades, path=str(path), layout=chosen, _join=[index])
+    if not columns.distinct_pairs():  # a pair judged twice (or a hash collision)
         raise _NotSimple("a repeated (query, document) key")
     return columns
 

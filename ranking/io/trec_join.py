@@ -1,9 +1,11 @@
 """Joining a run's columns with qrels columns (docs/metrics.md#large-files): the judged label
 of every run row, and the codes that break score ties by document id, in numpy and Arrow.
 
-Run rows are matched with judgments on their 64-bit (query, document) keys
-(:class:`ranking.io.trec_fast.JoinIndex`), and every match is checked on the strings; if two
-pairs ever share a key the join is redone on the strings.
+Run rows are matched with judgments on 64-bit (query, document) keys: the query's code in
+the qrels in the high bits, the document id's hash below
+(:func:`ranking.io.trec_fast.pair_keys`, sorted once per qrels in a
+:class:`ranking.io.trec_fast.JoinIndex`). Every match is checked on the strings; if two pairs
+ever share a key the join is redone on the strings.
 """
 
 from __future__ import annotations
@@ -16,9 +18,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numpy.typing import NDArray
 
-from ranking.io.trec_fast import TrecColumns, arrow_pool
+from ranking.io.trec_fast import TrecColumns, arrow_pool, pair_keys
 
-__all__ = ["arrow_indices", "docid_tie_codes", "join_labels", "same_strings"]
+POOL = pa.system_memory_pool()
+
+__all__ = [
+    "arrow_indices",
+    "docid_tie_codes",
+    "join_labels",
+    "same_strings",
+    "single_precision_ties",
+]
 
 
 def arrow_indices(indices: NDArray[np.int64]) -> Any:
@@ -28,51 +38,47 @@ def arrow_indices(indices: NDArray[np.int64]) -> Any:
 
 
 def join_labels(
-    run: TrecColumns, qrels: TrecColumns, run_index: Mapping[str, int]
+    run: TrecColumns, qrels: TrecColumns, truth_index: Mapping[str, int]
 ) -> NDArray[np.float64]:
-    """The judged label of each run row (0 for an unjudged document)."""
+    """The judged label of each run row (0 for an unjudged document). ``truth_index`` maps
+    each query id of ``qrels`` to its code there."""
     labels = np.zeros(run.n_rows, dtype=np.float64)
     if qrels.n_rows == 0 or run.n_rows == 0:
         return labels
-    run_keys, qrels_keys = run.join_index(), qrels.join_index()
-    if run_keys.unique and qrels_keys.unique:
-        judged_keys = qrels_keys.sorted_keys
+    judged = qrels.join_index()
+    if judged.unique and run.distinct_pairs():
+        # The run's rows get the qrels' query codes, so that their keys are comparable.
+        codes = np.array([truth_index.get(q, -1) for q in run.qids], dtype=np.int32)[run.query]
+        hashes = run.doc_hashes()
+        judged_keys = judged.sorted_keys
         last = judged_keys.shape[0] - 1
         r_parts: list[NDArray[np.intp]] = []
         t_parts: list[NDArray[np.intp]] = []
-        step = 1 << 18  # slices of run keys: the search temporaries stay small
-        for start in range(0, run_keys.sorted_keys.shape[0], step):
-            keys = run_keys.sorted_keys[start : start + step]
+        step = 1 << 18  # slices of run rows in file order: the temporaries stay small, and
+        # a run grouped by query searches nearby keys one after the other (cache-friendly)
+        for start in range(0, run.n_rows, step):
+            rows = start + np.flatnonzero(codes[start : start + step] >= 0)
+            keys = pair_keys(codes[rows], hashes[rows], len(qrels.qids))
             at = np.minimum(np.searchsorted(judged_keys, keys), last)
             hit = judged_keys[at] == keys
-            r_parts.append(run_keys.key_order[start : start + step][hit])
-            t_parts.append(qrels_keys.key_order[at[hit]])
+            r_parts.append(rows[hit])
+            t_parts.append(judged.key_order[at[hit]].astype(np.intp))
         r_rows, t_rows = np.concatenate(r_parts), np.concatenate(t_parts)
-        del r_parts, t_parts
-        # A key match is a candidate: check both ids.
-        truth_to_run = np.array([run_index.get(q, -1) for q in qrels.qids], dtype=np.int64)
-        same_query = bool((truth_to_run[qrels.query[t_rows]] == run.query[r_rows]).all())
-        # in run-file order, the gathers below read both files nearly sequentially (the
-        # matched run rows are distinct: a scatter into a row-long table orders them in O(n))
-        width = np.int32 if qrels.n_rows < 2**31 else np.int64
-        matched: NDArray[np.signedinteger[Any]] = np.full(run.n_rows, -1, dtype=width)
-        matched[r_rows] = t_rows
-        r_rows = np.flatnonzero(matched >= 0)
-        t_rows = matched[r_rows].astype(np.intp)
-        del matched
-        same_doc = same_query and same_strings(run.docids, r_rows, qrels.docids, t_rows)
-        if same_doc:
+        del r_parts, t_parts, codes
+        # A key match is a candidate (same query, same high bits of the document hash):
+        # check the document ids themselves.
+        if same_strings(run.docids, r_rows, qrels.docids, t_rows):
             labels[r_rows] = qrels.values[t_rows]
             return labels
-    # Two pairs share a key (odds about n^2 / 2^65): match on the strings.
-    judged = {
+    # Two pairs share a key (a repeated pair, or a hash collision): match on the strings.
+    judged_map = {
         (qrels.qids[q], d): v
         for q, d, v in zip(
             qrels.query.tolist(), qrels.docids.to_pylist(), qrels.values.tolist(), strict=True
         )
     }
     labels[:] = [
-        judged.get((run.qids[q], d), 0.0)
+        judged_map.get((run.qids[q], d), 0.0)
         for q, d in zip(run.query.tolist(), run.docids.to_pylist(), strict=True)
     ]
     return labels
@@ -82,32 +88,24 @@ def same_strings(
     a: Any, a_rows: NDArray[np.intp], b: Any, b_rows: NDArray[np.intp], step: int = 1 << 18
 ) -> bool:
     """Whether ``a[a_rows[i]] == b[b_rows[i]]`` for every i (Arrow string arrays), in slices
-    so that the gathered strings stay small."""
-    pool = arrow_pool()
+    so that the gathered strings stay small. Arrow's default pool: its pages are reused
+    from one slice to the next (:func:`~ranking.io.trec_fast.arrow_pool` returns them at
+    once, and the next slice faults them in again: three times the CPU time here)."""
     for start in range(0, a_rows.shape[0], step):
-        left = pc.take(a, arrow_indices(a_rows[start : start + step]), memory_pool=pool)
-        right = pc.take(b, arrow_indices(b_rows[start : start + step]), memory_pool=pool)
-        if not pc.all(pc.equal(left, right, memory_pool=pool), memory_pool=pool).as_py():
+        left = pc.take(a, arrow_indices(a_rows[start : start + step]), memory_pool=POOL)
+        right = pc.take(b, arrow_indices(b_rows[start : start + step]), memory_pool=POOL)
+        if not pc.all(pc.equal(left, right, memory_pool=POOL), memory_pool=POOL).as_py():
             return False
     return True
 
 
-def docid_tie_codes(
-    run: TrecColumns,
-    rows: NDArray[np.intp],
-    scores: NDArray[np.float64],
-    mask: NDArray[np.bool_],
-) -> NDArray[np.int32]:
-    """(Q, L) codes for ``ties="docid"``: 0, or for a document whose score ties another in its
-    query, the dense rank of its id in byte order (Arrow compares strings as bytes, as strcmp
-    does). ``rows``: the run row of each real cell of ``mask``, in row-major order.
-
-    Ties are found in single precision, which ties every pair that ties in double precision
-    and more, so the codes serve ``score_precision`` "single" and "double" alike.
-    """
-    codes = np.zeros(mask.shape, dtype=np.int32)
-    if rows.shape[0] == 0:
-        return codes
+def single_precision_ties(
+    scores: NDArray[np.float64], mask: NDArray[np.bool_]
+) -> NDArray[np.bool_]:
+    """(Q, L): True for a real cell whose score, rounded to single precision, equals another
+    real cell's of its row. Single precision ties every pair that ties in double precision
+    and more, so no True cell means that every tie rule and both score precisions rank each
+    row alike."""
     tied = np.zeros(mask.shape, dtype=bool)
     step = max(1, (1 << 18) // max(mask.shape[1], 1))  # rows per block: small temporaries
     for start in range(0, mask.shape[0], step):
@@ -116,10 +114,32 @@ def docid_tie_codes(
         order = np.argsort(single, axis=1)
         single = np.take_along_axis(single, order, axis=1)
         equal = single[:, 1:] == single[:, :-1]  # NaN padding never ties
+        if not equal.any():
+            continue
         tied_sorted = np.zeros(single.shape, dtype=bool)
         tied_sorted[:, 1:] |= equal
         tied_sorted[:, :-1] |= equal
         np.put_along_axis(tied[block], order, tied_sorted, axis=1)
+    return tied
+
+
+def docid_tie_codes(
+    run: TrecColumns,
+    rows: NDArray[np.intp],
+    mask: NDArray[np.bool_],
+    tied: NDArray[np.bool_],
+) -> NDArray[np.int32]:
+    """(Q, L) codes for ``ties="docid"``: 0, or for a document whose score ties another in its
+    query (``tied``, :func:`single_precision_ties`), the dense rank of its id in byte order
+    (Arrow compares strings as bytes, as strcmp does). ``rows``: the run row of each real
+    cell of ``mask``, in row-major order.
+
+    Ties are found in single precision, which ties every pair that ties in double precision
+    and more, so the codes serve ``score_precision`` "single" and "double" alike.
+    """
+    codes = np.zeros(mask.shape, dtype=np.int32)
+    if rows.shape[0] == 0:
+        return codes
     at = np.flatnonzero(tied[mask])  # positions among the real cells, row-major
     if at.shape[0]:
         ids = pc.take(run.docids, arrow_indices(rows[at]), memory_pool=arrow_pool())
