@@ -225,23 +225,28 @@ def _hash_bytes(data: NDArray[np.uint8], offsets: NDArray[np.int64]) -> NDArray[
     if n == 0:
         return np.empty(0, dtype=np.uint64)
     lengths = np.diff(offsets)
-    start = int(offsets[0])
-    # the bytes plus 8 zero bytes, read as one overlapping uint64 at every byte position
-    padded = np.zeros(int(offsets[-1]) - start + 8, dtype=np.uint8)
-    padded[:-8] = data[start : int(offsets[-1])]
+    start, end = int(offsets[0]), int(offsets[-1])
+    words = -(-int(lengths.max()) // 8)
+    # the bytes plus zeros past the last word of any string, read as one overlapping uint64
+    # at every byte position
+    padded = np.zeros(end - start + 8 * words + 8, dtype=np.uint8)
+    padded[: end - start] = data[start:end]
     at_byte = np.ndarray((padded.shape[0] - 7,), dtype=">u8", buffer=padded, strides=(1,))
-    last = at_byte.shape[0] - 1
     begin = offsets[:-1] - start
     h = _mix(lengths.astype(np.uint64) + _GOLDEN)
     word = np.empty(n, dtype=np.uint64)
-    for j in range(-(-int(lengths.max()) // 8)):
+    for j in range(words):
         left = np.clip(lengths - 8 * j, 0, 8)  # bytes of the string in this word
-        np.copyto(word, at_byte[np.minimum(begin + 8 * j, last)])
+        np.copyto(word, at_byte[begin])
+        begin += 8
         np.bitwise_and(word, _TOP_BYTES[left], out=word)
         np.bitwise_xor(word, h, out=word)
         np.multiply(word, _GOLDEN, out=word)
-        # only the words a string has: its hash must not depend on the longest neighbour
-        np.copyto(h, word, where=left > 0)
+        if j == 0 and lengths.min() > 0:
+            h, word = word, h  # every string has a first word
+        else:
+            # only the words a string has: its hash must not depend on the longest neighbour
+            np.copyto(h, word, where=left > 0)
     return _mix(h)
 
 
@@ -288,9 +293,11 @@ def pair_keys(
     Overwrites ``doc_hashes``."""
     bits = np.uint64(query_bits(n_queries))
     np.right_shift(doc_hashes, bits, out=doc_hashes)
-    codes = query.astype(np.uint64)
-    np.left_shift(codes, np.uint64(64) - bits, out=codes)
-    np.bitwise_or(doc_hashes, codes, out=doc_hashes)
+    step = 1 << 18  # slices: the codes' temporaries stay small
+    for start in range(0, doc_hashes.shape[0], step):
+        codes = query[start : start + step].astype(np.uint64)
+        np.left_shift(codes, np.uint64(64) - bits, out=codes)
+        np.bitwise_or(doc_hashes[start : start + step], codes, out=doc_hashes[start : start + step])
     return doc_hashes
 
 
@@ -454,8 +461,20 @@ def _collect(
     query = _concatenate(query_parts)
     hashes = _concatenate(hash_parts)
     values = [_concatenate(value_parts[c]) for c in value_columns]
-    docids = pa.chunked_array(d_chunks, type=pa.string())
+    docids = _one_chunk(d_chunks)
     return list(index), query, docids, hashes, values
+
+
+def _one_chunk(chunks: list[pa.Array]) -> pa.ChunkedArray:
+    """The blocks' strings as one chunk (their blocks freed), unless their bytes near the
+    2 GiB that 32-bit offsets address. A take from a chunked array with indices all over it
+    joins the chunks on every call (the join's string check takes run and qrels rows)."""
+    size = sum(chunk.nbytes for chunk in chunks)
+    if len(chunks) < 2 or size >= 2**30:
+        return pa.chunked_array(chunks, type=pa.string())
+    one = pa.concat_arrays(chunks, memory_pool=arrow_pool())
+    chunks.clear()
+    return pa.chunked_array([one])
 
 
 def _concatenate(parts: list[np.ndarray]) -> np.ndarray:

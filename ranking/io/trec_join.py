@@ -20,8 +20,6 @@ from numpy.typing import NDArray
 
 from ranking.io.trec_fast import TrecColumns, arrow_pool, pair_keys
 
-POOL = pa.system_memory_pool()
-
 __all__ = [
     "arrow_indices",
     "docid_tie_codes",
@@ -48,23 +46,25 @@ def join_labels(
     judged = qrels.join_index()
     if judged.unique and run.distinct_pairs():
         # The run's rows get the qrels' query codes, so that their keys are comparable.
-        codes = np.array([truth_index.get(q, -1) for q in run.qids], dtype=np.int32)[run.query]
+        truth_code = np.array([truth_index.get(q, -1) for q in run.qids], dtype=np.int32)
         hashes = run.doc_hashes()
         judged_keys = judged.sorted_keys
         last = judged_keys.shape[0] - 1
-        r_parts: list[NDArray[np.intp]] = []
-        t_parts: list[NDArray[np.intp]] = []
+        width = np.int32 if run.n_rows < 2**31 else np.int64
+        r_parts: list[NDArray[np.signedinteger[Any]]] = []
+        t_parts: list[NDArray[np.signedinteger[Any]]] = []
         step = 1 << 18  # slices of run rows in file order: the temporaries stay small, and
         # a run grouped by query searches nearby keys one after the other (cache-friendly)
         for start in range(0, run.n_rows, step):
-            rows = start + np.flatnonzero(codes[start : start + step] >= 0)
-            keys = pair_keys(codes[rows], hashes[rows], len(qrels.qids))
+            codes = truth_code[run.query[start : start + step]]
+            rows = np.flatnonzero(codes >= 0)
+            keys = pair_keys(codes[rows], hashes[start : start + step][rows], len(qrels.qids))
             at = np.minimum(np.searchsorted(judged_keys, keys), last)
             hit = judged_keys[at] == keys
-            r_parts.append(rows[hit])
-            t_parts.append(judged.key_order[at[hit]].astype(np.intp))
+            r_parts.append((rows[hit] + start).astype(width))
+            t_parts.append(judged.key_order[at[hit]])
         r_rows, t_rows = np.concatenate(r_parts), np.concatenate(t_parts)
-        del r_parts, t_parts, codes
+        del r_parts, t_parts
         # A key match is a candidate (same query, same high bits of the document hash):
         # check the document ids themselves.
         if same_strings(run.docids, r_rows, qrels.docids, t_rows):
@@ -85,16 +85,19 @@ def join_labels(
 
 
 def same_strings(
-    a: Any, a_rows: NDArray[np.intp], b: Any, b_rows: NDArray[np.intp], step: int = 1 << 18
+    a: Any,
+    a_rows: NDArray[np.signedinteger[Any]],
+    b: Any,
+    b_rows: NDArray[np.signedinteger[Any]],
+    step: int = 1 << 18,
 ) -> bool:
     """Whether ``a[a_rows[i]] == b[b_rows[i]]`` for every i (Arrow string arrays), in slices
-    so that the gathered strings stay small. Arrow's default pool: its pages are reused
-    from one slice to the next (:func:`~ranking.io.trec_fast.arrow_pool` returns them at
-    once, and the next slice faults them in again: three times the CPU time here)."""
+    so that the gathered strings stay small."""
+    pool = arrow_pool()
     for start in range(0, a_rows.shape[0], step):
-        left = pc.take(a, arrow_indices(a_rows[start : start + step]), memory_pool=POOL)
-        right = pc.take(b, arrow_indices(b_rows[start : start + step]), memory_pool=POOL)
-        if not pc.all(pc.equal(left, right, memory_pool=POOL), memory_pool=POOL).as_py():
+        left = pc.take(a, arrow_indices(a_rows[start : start + step]), memory_pool=pool)
+        right = pc.take(b, arrow_indices(b_rows[start : start + step]), memory_pool=pool)
+        if not pc.all(pc.equal(left, right, memory_pool=pool), memory_pool=pool).as_py():
             return False
     return True
 
@@ -111,11 +114,12 @@ def single_precision_ties(
     for start in range(0, mask.shape[0], step):
         block = slice(start, start + step)
         single = np.where(mask[block], scores[block].astype(np.float32), np.float32(np.nan))
+        ordered = np.sort(single, axis=1)  # a sort first: most blocks have no tie at all
+        if not (ordered[:, 1:] == ordered[:, :-1]).any():
+            continue
         order = np.argsort(single, axis=1)
         single = np.take_along_axis(single, order, axis=1)
         equal = single[:, 1:] == single[:, :-1]  # NaN padding never ties
-        if not equal.any():
-            continue
         tied_sorted = np.zeros(single.shape, dtype=bool)
         tied_sorted[:, 1:] |= equal
         tied_sorted[:, :-1] |= equal

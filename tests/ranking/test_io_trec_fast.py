@@ -199,9 +199,10 @@ def test_a_false_key_match_is_caught_by_the_string_check(tmp_path: Path) -> None
     qrels = {"q": {"c": 2, "a": 1}}
     run_cols = TrecColumns.from_mapping(run)
     qrels_cols = TrecColumns.from_mapping(qrels)
-    real = qrels_cols.join_index()
-    # "c" now seems to match a run document
-    forged_index = JoinIndex(run_cols.join_index().sorted_keys.copy(), real.key_order, True)
+    # the index of the judged "c" and "a" built from the hashes of "b" and "a": "c" now seems
+    # to match the run's "b"
+    forged_index = JoinIndex.of(qrels_cols.query, trec_fast.string_hashes(["b", "a"]), 1)
+    assert forged_index.unique
     forged = TrecColumns(
         qids=qrels_cols.qids,
         query=qrels_cols.query,
