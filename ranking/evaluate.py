@@ -351,7 +351,6 @@ def evaluate_columns(
         raise ValueError("no query is in both the run and the truth")
     position = {q: k for k, q in enumerate(queries)}
     run_pos = np.array([position.get(q, -1) for q in run.qids], dtype=np.int32)[run.query]
-    truth_pos = np.array([position.get(q, -1) for q in qrels.qids], dtype=np.int32)[qrels.query]
 
     # Each flat array is padded as soon as it exists, so flat and padded copies of one
     # column never coexist with the others (peak memory, docs/metrics.md#large-files).
@@ -373,11 +372,7 @@ def evaluate_columns(
         docids = docid_tie_codes(run, rows, mask, tied)
         del tied
     del rows
-    ideal_rows, ideal_sizes = _group_rows(truth_pos, len(queries))
-    del truth_pos
-    ideal_mask = _group_mask(ideal_sizes)
-    ideal = _pad(qrels.values[ideal_rows], ideal_mask, 0.0)
-    del ideal_rows
+    ideal, ideal_mask = _ideal_labels(qrels, queries, position, keep=not release_truth_index)
     padded = _Padded(
         queries=queries,
         unknown=unknown,
@@ -393,6 +388,27 @@ def evaluate_columns(
     )
     del labels, scores, ideal, docids
     return _report(padded, metrics, conv, preset_name, "qrels", missing, trec_eval_check)
+
+
+def _ideal_labels(
+    qrels: TrecColumns, queries: list[str], position: Mapping[str, int], *, keep: bool
+) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+    """(Q, M) judged labels of each of ``queries`` and their mask; with ``keep``, kept on
+    the qrels for the next run evaluated on the same queries (many runs, one qrels: the
+    same arrays every time)."""
+    key = tuple(queries)
+    for kept_key, ideal, ideal_mask in qrels.kept_ideal:
+        if kept_key == key:
+            return ideal, ideal_mask
+    truth_pos = np.array([position.get(q, -1) for q in qrels.qids], dtype=np.int32)[qrels.query]
+    ideal_rows, ideal_sizes = _group_rows(truth_pos, len(queries))
+    del truth_pos
+    ideal_mask = _group_mask(ideal_sizes)
+    ideal = _pad(qrels.values[ideal_rows], ideal_mask, 0.0)
+    qrels.kept_ideal.clear()
+    if keep:
+        qrels.kept_ideal.append((key, ideal, ideal_mask))
+    return ideal, ideal_mask
 
 
 def _group_rows(

@@ -18,10 +18,11 @@ a number pyarrow does not parse the way ``float()`` does) sends the file to the 
 reader of :mod:`ranking.io.trec`, which raises the error with its line or returns the content,
 then turned into columns (:meth:`TrecColumns.from_mapping`).
 
-Joining run and qrels rows needs a key per (query, document) pair: a 64-bit hash of both ids
-(:func:`pair_keys`, sorted in a :class:`JoinIndex`). A hash only finds candidates;
-:func:`ranking.evaluate.evaluate_columns` checks every match on the strings themselves and
-falls back to a join on the strings if two pairs ever share a key.
+Joining run and qrels rows needs a key per (query, document) pair: the query's code in the
+high bits, the document id's 64-bit hash below (:mod:`ranking.io.trec_keys`; a run keeps
+its documents' hashes, qrels keep their keys sorted in a :class:`JoinIndex`). A key only
+finds candidates: the join (:mod:`ranking.io.trec_join`) checks every match on the strings
+themselves and falls back to a join on the strings if two pairs ever share a key.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from ranking.io.trec import (
     read_qrels_detailed,
     read_run,
 )
+from ranking.io.trec_keys import pair_keys, string_hashes
 
 __all__ = [
     "JoinIndex",
@@ -62,11 +64,21 @@ __all__ = [
 BLOCK_SIZE = 1 << 22
 
 
-def arrow_pool() -> pa.MemoryPool:
-    """The Arrow memory pool of the reader and of the joins on its columns: jemalloc with
-    immediate page return where pyarrow has it. The default pool (mimalloc) keeps the pages
-    of freed parse buffers for reuse, which on a 2M-line file held about 100 MB of resident
-    memory that nothing used again."""
+#: Rows from which a file's Arrow buffers go to :func:`arrow_pool`'s page-returning pool
+#: (about 40 MB of a TREC run).
+LARGE_ROWS = 1 << 20
+
+
+def arrow_pool(rows: int = LARGE_ROWS) -> pa.MemoryPool:
+    """The Arrow memory pool of the reader and of the joins on its columns, for a file of
+    about ``rows`` lines: jemalloc with immediate page return where pyarrow has it, from
+    :data:`LARGE_ROWS` on; the default pool (mimalloc) below. The default pool keeps the
+    pages of freed parse buffers for reuse, which on a 2M-line file held about 100 MB of
+    resident memory that nothing used again; returning them at once costs page faults on
+    every block instead, a fifth of the CPU time of many small runs against one qrels
+    (docs/performance.md#evaluating-large-files)."""
+    if rows < LARGE_ROWS:
+        return pa.default_memory_pool()
     try:
         pool = pa.jemalloc_memory_pool()
         pa.jemalloc_set_decay_ms(0)
@@ -121,6 +133,11 @@ class TrecColumns:
     _join: list[JoinIndex] = field(default_factory=list, repr=False)
     _hashes: list[NDArray[np.uint64]] = field(default_factory=list, repr=False)
     _distinct: list[bool] = field(default_factory=list, repr=False)
+    kept_ideal: list[tuple[tuple[str, ...], NDArray[np.float64], NDArray[np.bool_]]] = field(
+        default_factory=list, repr=False
+    )
+    """Qrels only: the padded judged labels of the queries last evaluated, kept while many
+    runs are evaluated against these qrels (:func:`ranking.evaluate.evaluate_columns`)."""
 
     @property
     def n_rows(self) -> int:
@@ -188,117 +205,6 @@ class TrecColumns:
         ):
             out[qids[q]][d] = v
         return out
-
-
-# --------------------------------------------------------------------------------------------
-# hashing
-# --------------------------------------------------------------------------------------------
-
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-#: ``_TOP_BYTES[k]``: a word whose k most significant bytes are ones (k = 0..8).
-_TOP_BYTES = np.array([((1 << (8 * k)) - 1) << (64 - 8 * k) for k in range(9)], dtype=np.uint64)
-
-
-def _mix(x: NDArray[np.uint64]) -> NDArray[np.uint64]:
-    """The splitmix64 finaliser (Steele, Lea & Flood 2014, "Fast splittable pseudorandom number
-    generators"), in place: a bijection of uint64 whose every output bit depends on every input
-    bit. Returns ``x``."""
-    tmp = np.empty_like(x)
-    for shift, factor in ((30, _M1), (27, _M2)):
-        np.right_shift(x, np.uint64(shift), out=tmp)
-        np.bitwise_xor(x, tmp, out=x)
-        np.multiply(x, factor, out=x)
-    np.right_shift(x, np.uint64(31), out=tmp)
-    np.bitwise_xor(x, tmp, out=x)
-    return x
-
-
-def _hash_bytes(data: NDArray[np.uint8], offsets: NDArray[np.int64]) -> NDArray[np.uint64]:
-    """Hash string ``i`` = ``data[offsets[i]:offsets[i + 1]]``: starting from its byte length,
-    each of its bytes' big-endian 8-byte words (the last one zero-filled) is xored in and the
-    state multiplied by an odd constant (a bijection: strings that differ in one word only
-    never collide), then :func:`_mix` spreads every bit over the high bits that
-    :func:`pair_keys` keeps. The value depends on the string only."""
-    n = offsets.shape[0] - 1
-    if n == 0:
-        return np.empty(0, dtype=np.uint64)
-    lengths = np.diff(offsets)
-    start, end = int(offsets[0]), int(offsets[-1])
-    words = -(-int(lengths.max()) // 8)
-    # the bytes plus zeros past the last word of any string, read as one overlapping uint64
-    # at every byte position
-    padded = np.zeros(end - start + 8 * words + 8, dtype=np.uint8)
-    padded[: end - start] = data[start:end]
-    at_byte = np.ndarray((padded.shape[0] - 7,), dtype=">u8", buffer=padded, strides=(1,))
-    begin = offsets[:-1] - start
-    h = _mix(lengths.astype(np.uint64) + _GOLDEN)
-    word = np.empty(n, dtype=np.uint64)
-    for j in range(words):
-        left = np.clip(lengths - 8 * j, 0, 8)  # bytes of the string in this word
-        np.copyto(word, at_byte[begin])
-        begin += 8
-        np.bitwise_and(word, _TOP_BYTES[left], out=word)
-        np.bitwise_xor(word, h, out=word)
-        np.multiply(word, _GOLDEN, out=word)
-        if j == 0 and lengths.min() > 0:
-            h, word = word, h  # every string has a first word
-        else:
-            # only the words a string has: its hash must not depend on the longest neighbour
-            np.copyto(h, word, where=left > 0)
-    return _mix(h)
-
-
-def _arrow_strings(chunk: pa.Array) -> tuple[NDArray[np.uint8], NDArray[np.int64]]:
-    """The UTF-8 bytes and offsets of a string array, without copying the bytes."""
-    if chunk.type not in (pa.string(), pa.large_string()):
-        chunk = chunk.cast(pa.string())
-    width = 8 if chunk.type == pa.large_string() else 4
-    bufs = chunk.buffers()
-    offsets = np.frombuffer(
-        bufs[1],
-        dtype=np.int64 if width == 8 else np.int32,
-        count=len(chunk) + 1,
-        offset=chunk.offset * width,
-    ).astype(np.int64)
-    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
-    return data, offsets
-
-
-def string_hashes(strings: pa.Array | pa.ChunkedArray | list[str]) -> NDArray[np.uint64]:
-    """A 64-bit hash of each string (vectorised; equal strings hash equal)."""
-    if isinstance(strings, list):
-        encoded = [s.encode("utf-8") for s in strings]
-        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-        np.cumsum([len(e) for e in encoded], out=offsets[1:])
-        return _hash_bytes(np.frombuffer(b"".join(encoded), dtype=np.uint8), offsets)
-    chunks = strings.chunks if isinstance(strings, pa.ChunkedArray) else [strings]
-    parts = [_hash_bytes(*_arrow_strings(chunk)) for chunk in chunks if len(chunk)]
-    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint64)
-
-
-def query_bits(n_queries: int) -> int:
-    """The high bits of a :func:`pair_keys` key that hold the query code."""
-    return max(1, int(n_queries).bit_length())
-
-
-def pair_keys(
-    query: NDArray[np.int32], doc_hashes: NDArray[np.uint64], n_queries: int
-) -> NDArray[np.uint64]:
-    """A 64-bit key per (query, document) row: the query code (``0 <= query < n_queries``) in
-    the high :func:`query_bits`, the document hash's high bits below. Keys of two files are
-    comparable when their codes number the queries alike. Equal pairs have equal keys; two
-    documents of one query share a key only if their hashes agree in the bits kept.
-    Overwrites ``doc_hashes``."""
-    bits = np.uint64(query_bits(n_queries))
-    np.right_shift(doc_hashes, bits, out=doc_hashes)
-    step = 1 << 18  # slices: the codes' temporaries stay small
-    for start in range(0, doc_hashes.shape[0], step):
-        codes = query[start : start + step].astype(np.uint64)
-        np.left_shift(codes, np.uint64(64) - bits, out=codes)
-        np.bitwise_or(doc_hashes[start : start + step], codes, out=doc_hashes[start : start + step])
-    return doc_hashes
 
 
 # --------------------------------------------------------------------------------------------
@@ -389,7 +295,7 @@ def _read_columns(
     # No empty field anywhere (the screen): the columns the caller does not need are not
     # converted, only counted by the reader; the trailing one is read to check it is empty.
     wanted = [n for n in names if n in types or n == _TRAILING]
-    pool = arrow_pool()
+    pool = arrow_pool(path.stat().st_size // 32)  # a TREC line has some 30-40 bytes
     try:
         reader = pacsv.open_csv(
             pa.OSFile(str(path), "r", memory_pool=pool),
@@ -472,7 +378,7 @@ def _one_chunk(chunks: list[pa.Array]) -> pa.ChunkedArray:
     size = sum(chunk.nbytes for chunk in chunks)
     if len(chunks) < 2 or size >= 2**30:
         return pa.chunked_array(chunks, type=pa.string())
-    one = pa.concat_arrays(chunks, memory_pool=arrow_pool())
+    one = pa.concat_arrays(chunks, memory_pool=arrow_pool(sum(len(c) for c in chunks)))
     chunks.clear()
     return pa.chunked_array([one])
 
