@@ -418,6 +418,8 @@ def _group_rows(
     a group: a stable sort), and the size of each group."""
     sizes = np.bincount(position[position >= 0], minlength=n_groups).astype(np.int64)
     if int(sizes.sum()) == position.shape[0]:  # every row is selected (the common case)
+        if not (position[1:] < position[:-1]).any():  # already grouped, in query order
+            return np.arange(position.shape[0]), sizes
         return np.argsort(position, kind="stable"), sizes
     selected = np.flatnonzero(position >= 0)
     return selected[np.argsort(position[selected], kind="stable")], sizes
