@@ -114,3 +114,25 @@ def test_the_untied_shortcut_still_reports_what_trec_eval_would_print(tmp_path: 
         )
         _same(exact, columns)
         assert bool(columns.trec_eval_differs) is (preset == "paper")
+
+
+def test_many_runs_against_one_qrels_reuse_nothing_stale(tmp_path: Path) -> None:
+    # The qrels' sorted keys and padded labels are kept between runs (release_truth_index=False):
+    # runs of other queries, and the other missing-query policy, still get their own.
+    qrels = {"q1": {"a": 2, "b": 0}, "q2": {"c": 1}, "q3": {"d": 3, "e": 1}}
+    runs = [
+        {"q1": {"a": 0.5, "b": 0.9}, "q2": {"c": 0.1}},
+        {"q3": {"e": 2.0, "d": 1.0, "x": 3.0}},
+        {"q1": {"b": 1.0}, "q3": {"d": 0.2}},
+    ]
+    truth = TrecColumns.from_mapping(qrels)
+    for missing in ("ignore", "zero", "ignore"):
+        for run in runs:
+            kw = {"metrics": ["ndcg@10", "map"], "conventions": "trec_eval", "missing": missing}
+            columns = evaluate_columns(
+                TrecColumns.from_mapping(run),
+                truth,
+                **kw,  # type: ignore[arg-type]
+                release_truth_index=False,
+            )
+            _same(evaluate(run, qrels=qrels, **kw), columns)  # type: ignore[arg-type]
