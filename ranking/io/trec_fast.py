@@ -228,33 +228,43 @@ def _screen(path: Path, delimiter: bytes, *, trailing: bool = False) -> str | No
     a line ``str.split()`` would see as shorter or longer is refused there.
     """
     allowed = bytes(range(0x21, 0x7F)) + delimiter + b"\n\r"
-    buffer = bytearray(BLOCK_SIZE + 1)
+    size = min(BLOCK_SIZE, max(path.stat().st_size, 1 << 16))  # a small file: a small buffer
+    buffer = bytearray(size + 1)
     buffer[0] = 0x0A  # the file starts as if after a line break
+    # the empty-field test's two masks, reused from block to block (no page faults each time)
+    masks = (np.empty(size + 1, dtype=bool), np.empty(size, dtype=bool))
     with path.open("rb") as fh:
         # Each block is read after the last byte of the one before (buffer[0]), so that
         # pairs of bytes across blocks are seen too.
         while n := fh.readinto(memoryview(buffer)[1:]):
-            block = buffer if n == BLOCK_SIZE else buffer[: n + 1]
-            if block.translate(None, allowed):
+            if n < len(buffer) - 1:
+                del buffer[n + 1 :]  # the last block: shorter (in place, no copy)
+            if buffer.translate(None, allowed):
                 return "a byte other than printable ASCII, the delimiter or a line break"
-            if b"#" in block and (b"\n#" in block or b"\r#" in block):
+            if b"#" in buffer and (b"\n#" in buffer or b"\r#" in buffer):
                 return "a comment line"
-            if _empty_field(block, delimiter[0], trailing):
+            if _empty_field(buffer, delimiter[0], trailing, masks):
                 return "an empty field"
-            buffer[0] = block[-1]
+            buffer[0] = buffer[-1]
     if not trailing and buffer[0] == delimiter[0]:
         return "an empty field at the end of the file"
     return None
 
 
-def _empty_field(block: bytearray, delimiter: int, trailing: bool) -> bool:
+def _empty_field(
+    block: bytearray,
+    delimiter: int,
+    trailing: bool,
+    masks: tuple[NDArray[np.bool_], NDArray[np.bool_]],
+) -> bool:
     """Whether ``block`` (printable ASCII, the delimiter and line breaks only) has a field
     left empty: the delimiter next to another delimiter or to a line break (a delimiter before
     a line break is fine when every line ``trailing``-ly ends with one). In numpy: the bytes
     below ``!`` are the delimiter and line breaks; only where two of them meet is looked at."""
     data = np.frombuffer(block, dtype=np.uint8)
-    separator = data < 0x21
-    at = np.flatnonzero(separator[:-1] & separator[1:])
+    separator = np.less(data, 0x21, out=masks[0][: data.shape[0]])
+    pair = np.logical_and(separator[:-1], separator[1:], out=masks[1][: data.shape[0] - 1])
+    at = np.flatnonzero(pair)
     if not at.shape[0]:
         return False
     first, second = data[at], data[at + 1]

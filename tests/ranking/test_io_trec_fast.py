@@ -139,6 +139,16 @@ def test_columns_hold_what_the_exact_readers_read(tmp_path: Path, variant: str) 
 
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
+def test_small_blocks_screen_and_read_alike(
+    tmp_path: Path, variant: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # blocks of 256 bytes (longer than any line): many pairs of bytes the screen checks fall
+    # across a block boundary, and the last block is a short one
+    monkeypatch.setattr(trec_fast, "BLOCK_SIZE", 256)
+    test_columns_hold_what_the_exact_readers_read(tmp_path, variant)
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
 @pytest.mark.parametrize("preset", PRESETS)
 def test_evaluate_columns_equals_evaluate(tmp_path: Path, variant: str, preset: str) -> None:
     run_path, qrels_path = _variant_files(tmp_path, variant)
@@ -310,3 +320,23 @@ def test_string_hashes_depend_on_every_byte_and_the_length() -> None:
 
     chunked = pa.chunked_array([pa.array(words[:3]), pa.array(words[3:])])
     assert trec_fast.string_hashes(chunked).tolist() == hashes.tolist()
+
+
+def test_an_empty_field_across_a_block_boundary_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # "q2 Q0 dX  0.5 t" has six fields for the CSV reader (an empty rank) and five for
+    # str.split(); its doubled space is the last byte of the first 256-byte block and the first
+    # of the second, so only the pair across the boundary shows it
+    monkeypatch.setattr(trec_fast, "BLOCK_SIZE", 256)
+    head = "".join(f"q1 Q0 d{i} {i} 0.5 t\n" for i in range(12))
+    bad = "q2 Q0 d"
+    bad += "x" * (255 - len(head) - len(bad)) + "  0.5 t\n"
+    path = tmp_path / "run.txt"
+    path.write_text(head + bad + "q2 Q0 e 2 0.25 t\n")
+    assert path.read_bytes()[255:257] == b"  "
+    with pytest.raises(TrecFormatError) as exact:
+        read_run(path)
+    with pytest.raises(TrecFormatError) as columns:
+        read_run_columns(path)
+    assert str(columns.value) == str(exact.value)
