@@ -36,7 +36,7 @@ from ranking import metrics as M
 from ranking.io.letor import LetorData
 from ranking.io.topk import TopKTruth
 from ranking.io.trec_fast import TrecColumns
-from ranking.io.trec_join import docid_tie_codes, join_labels
+from ranking.io.trec_join import docid_tie_codes, join_labels, single_precision_ties
 from ranking.metrics.kernel import DOCID_TIES
 
 __all__ = [
@@ -219,6 +219,10 @@ class _Padded:
     """(Q, L) doc ids (str) or integers whose order within each row is the ids' byte order;
     for ``ties="docid"`` only."""
     kappa_k: NDArray[np.int64] | None = None
+    untied: bool = False
+    """No two real cells of a row have equal scores in single precision: every tie rule and
+    both score precisions rank alike (then trec_eval's figure need not be computed apart
+    when its conventions differ from the caller's in these two only)."""
 
 
 def _kappa_truth(
@@ -326,30 +330,32 @@ def evaluate_columns(
     :mod:`ranking.io.trec_fast`): the same report, numbers and query lists, with grouping and
     joining done in numpy (docs/metrics.md#large-files).
 
-    Run rows are matched with judgments on their 64-bit (query, document) keys, and every
-    match is checked on the strings; if two pairs ever share a key the join is redone on the
-    strings. ``ties="docid"`` ranks the ids of the tied documents only (in byte order, as
-    strcmp), since the order of untied documents does not depend on their ids. The columns'
-    join indexes are released after the join (memory; another call rebuilds them), the
-    qrels' unless ``release_truth_index=False`` (many runs against one qrels).
+    Run rows are matched with judgments on 64-bit (query, document) keys
+    (:mod:`ranking.io.trec_join`), and every match is checked on the strings; if two pairs
+    ever share a key the join is redone on the strings. ``ties="docid"`` ranks the ids of the
+    tied documents only (in byte order, as strcmp), since the order of untied documents does
+    not depend on their ids; with no tie at all in single precision, trec_eval's figure of a
+    metric whose conventions differ from the caller's in the tie rule and score precision
+    only is the caller's. The join indexes and hashes are released after the join (memory;
+    another call rebuilds them), the qrels' unless ``release_truth_index=False`` (many runs
+    against one qrels).
     """
     conv, preset_name, parsed = _setup(metrics, conventions, missing)
     _refuse_kappa_with_qrels(parsed)
     run_index = {q: i for i, q in enumerate(run.qids)}
-    truth_qids = set(qrels.qids)
-    unknown = [q for q in run.qids if q not in truth_qids]
+    truth_index = {q: i for i, q in enumerate(qrels.qids)}
+    unknown = [q for q in run.qids if q not in truth_index]
     missing_q = [q for q in qrels.qids if q not in run_index]
     queries = list(qrels.qids) if missing == "zero" else [q for q in qrels.qids if q in run_index]
     if not queries:
         raise ValueError("no query is in both the run and the truth")
     position = {q: k for k, q in enumerate(queries)}
     run_pos = np.array([position.get(q, -1) for q in run.qids], dtype=np.int32)[run.query]
-    truth_pos = np.array([position.get(q, -1) for q in qrels.qids], dtype=np.int32)[qrels.query]
 
     # Each flat array is padded as soon as it exists, so flat and padded copies of one
     # column never coexist with the others (peak memory, docs/metrics.md#large-files).
-    judged = join_labels(run, qrels, run_index)
-    # The join indexes (24 bytes a row of each file) are not needed any more.
+    judged = join_labels(run, qrels, truth_index)
+    # The join index and the hashes (24 + 8 bytes a row) are not needed any more.
     run.release_join_index()
     if release_truth_index:
         qrels.release_join_index()
@@ -359,17 +365,14 @@ def evaluate_columns(
     labels = _pad(judged[rows], mask, 0.0)
     del judged
     scores = _pad(run.values[rows], mask, 0.0)
-    docids = (
-        docid_tie_codes(run, rows, scores, mask)
-        if _needs_docids(metrics, conv, trec_eval_check)
-        else None
-    )
+    docids, untied = None, False
+    if _needs_docids(metrics, conv, trec_eval_check):
+        tied = single_precision_ties(scores, mask)
+        untied = not tied.any()
+        docids = docid_tie_codes(run, rows, mask, tied)
+        del tied
     del rows
-    ideal_rows, ideal_sizes = _group_rows(truth_pos, len(queries))
-    del truth_pos
-    ideal_mask = _group_mask(ideal_sizes)
-    ideal = _pad(qrels.values[ideal_rows], ideal_mask, 0.0)
-    del ideal_rows
+    ideal, ideal_mask = _ideal_labels(qrels, queries, position, keep=not release_truth_index)
     padded = _Padded(
         queries=queries,
         unknown=unknown,
@@ -381,9 +384,31 @@ def evaluate_columns(
         ideal_mask=ideal_mask,
         answered=np.array([q in run_index for q in queries], dtype=bool),
         docids=docids,
+        untied=untied,
     )
     del labels, scores, ideal, docids
     return _report(padded, metrics, conv, preset_name, "qrels", missing, trec_eval_check)
+
+
+def _ideal_labels(
+    qrels: TrecColumns, queries: list[str], position: Mapping[str, int], *, keep: bool
+) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+    """(Q, M) judged labels of each of ``queries`` and their mask; with ``keep``, kept on
+    the qrels for the next run evaluated on the same queries (many runs, one qrels: the
+    same arrays every time)."""
+    key = tuple(queries)
+    for kept_key, ideal, ideal_mask in qrels.kept_ideal:
+        if kept_key == key:
+            return ideal, ideal_mask
+    truth_pos = np.array([position.get(q, -1) for q in qrels.qids], dtype=np.int32)[qrels.query]
+    ideal_rows, ideal_sizes = _group_rows(truth_pos, len(queries))
+    del truth_pos
+    ideal_mask = _group_mask(ideal_sizes)
+    ideal = _pad(qrels.values[ideal_rows], ideal_mask, 0.0)
+    qrels.kept_ideal.clear()
+    if keep:
+        qrels.kept_ideal.append((key, ideal, ideal_mask))
+    return ideal, ideal_mask
 
 
 def _group_rows(
@@ -393,6 +418,8 @@ def _group_rows(
     a group: a stable sort), and the size of each group."""
     sizes = np.bincount(position[position >= 0], minlength=n_groups).astype(np.int64)
     if int(sizes.sum()) == position.shape[0]:  # every row is selected (the common case)
+        if not (position[1:] < position[:-1]).any():  # already grouped, in query order
+            return np.arange(position.shape[0]), sizes
         return np.argsort(position, kind="stable"), sizes
     selected = np.flatnonzero(position >= 0)
     return selected[np.argsort(position[selected], kind="stable")], sizes
@@ -465,7 +492,8 @@ def _report(
         means[name] = M.mean(values)
         counted[name] = int((~np.isnan(values)).sum())
         if trec_eval_check and _trec_eval_has(name, conv):
-            theirs = M.mean(values_of(name, TREC_EVAL))
+            same = g.untied and _differs_in_ties_only(name, conv)
+            theirs = means[name] if same else M.mean(values_of(name, TREC_EVAL))
             if not _same_figure(means[name], theirs):
                 differs[name] = _difference_line(name, means[name], theirs, conv)
     return EvaluationReport(
@@ -493,6 +521,15 @@ def _trec_eval_has(name: str, conv: M.Conventions) -> bool:
     """Whether trec_eval prints ``name`` and ``conv`` (the caller's) is not trec_eval's."""
     spec = M.parse_metric_spec(name)
     return spec.family in TREC_EVAL_FAMILIES and M.metric_conventions(spec, conv) != TREC_EVAL
+
+
+def _differs_in_ties_only(name: str, conv: M.Conventions) -> bool:
+    """Whether ``name`` under ``conv`` has trec_eval's conventions but for the tie rule and
+    the score precision."""
+    used = M.metric_conventions(M.parse_metric_spec(name), conv)
+    return used.replace(ties=TREC_EVAL.ties, score_precision=TREC_EVAL.score_precision) == (
+        TREC_EVAL
+    )
 
 
 def _needs_docids(metrics: Sequence[str], conv: M.Conventions, trec_eval_check: bool) -> bool:

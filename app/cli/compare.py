@@ -26,6 +26,7 @@ from app.cli.evaluate import (
     TOPK_OPTION,
     default_preset,
     metric_names,
+    one_heap,
     read_truth,
 )
 
@@ -236,6 +237,7 @@ def compare_cmd(
     as_json: bool = typer.Option(False, "--json/--no-json", help="Print one JSON object."),
 ) -> None:
     """Compare runs pairwise with a significance test; --against: two label sets' orderings."""
+    one_heap()
     try:
         result = run_compare(
             qrels=qrels,

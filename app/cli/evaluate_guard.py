@@ -59,10 +59,8 @@ def machine_guard(
     and the human-decided figures of a top-k truth, the human-only qrels figures, and the
     correlation of the run with the judge's scores. ``inputs`` are the command's truth and
     metric inputs; ``rerun(**changes)`` scores the run again with some of them changed
-    (``human_decided=True``, ``qrels=...``)."""
-    from ranking.compare.circular import judge_correlation, topk_provenance
-    from ranking.io.topk import read_topk_jsonl
-    from ranking.io.trec import read_run
+    (``human_decided=True``, ``qrels=...``). ``ranking.compare.circular`` (which loads
+    scipy) is imported only when one of these applies: a plain ``evaluate`` starts faster."""
 
     if judge_scores is not None and run is None:
         raise UsageProblem("--judge-scores compares the judge with a TREC run (--run FILE)")
@@ -71,8 +69,12 @@ def machine_guard(
     if not -1.0 <= threshold <= 1.0:
         raise UsageProblem(f"--judge-tau-threshold must be in [-1, 1], got {threshold}")
     out: dict[str, Any] = {}
-    truths = read_topk_jsonl(inputs["topk"]) if inputs["topk"] is not None else None
-    if truths is not None:
+    truths = None
+    if inputs["topk"] is not None:
+        from ranking.compare.circular import topk_provenance
+        from ranking.io.topk import read_topk_jsonl
+
+        truths = read_topk_jsonl(inputs["topk"])
         prov = topk_provenance(truths)
         out["provenance"] = _provenance(prov)
         if prov.machine_helped:
@@ -80,6 +82,9 @@ def machine_guard(
     if human_qrels is not None:
         out["human_only"] = {"qrels": str(human_qrels), **_figures(rerun(qrels=human_qrels))}
     if judge_scores is not None:
+        from ranking.compare.circular import judge_correlation
+        from ranking.io.trec import read_run
+
         assert run is not None
         documents = {t.query_id: t.documents for t in truths} if truths is not None else None
         corr = judge_correlation(

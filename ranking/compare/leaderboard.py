@@ -206,6 +206,14 @@ class Leaderboard:
         def clean(x: float) -> float | None:
             return None if math.isnan(x) else x
 
+        def per_query(r: RunScores) -> dict[str, dict[str, float | None]]:
+            # one list per metric, then one small dict per query (no numpy scalar per value)
+            columns = [(m, r.values[m].tolist()) for m in self.metrics]
+            return {
+                q: {m: None if v[i] != v[i] else v[i] for m, v in columns}
+                for i, q in enumerate(r.queries)
+            }
+
         return {
             "metrics": list(self.metrics),
             "runs": [
@@ -220,10 +228,7 @@ class Leaderboard:
                         }
                         for m in self.metrics
                     },
-                    "per_query": {
-                        q: {m: clean(float(r.values[m][i])) for m in self.metrics}
-                        for i, q in enumerate(r.queries)
-                    },
+                    "per_query": per_query(r),
                     "unknown_queries": list(r.unknown_queries),
                     "missing_queries": list(r.missing_queries),
                     "trec_eval_differs": dict(r.trec_eval_differs),

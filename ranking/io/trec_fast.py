@@ -18,10 +18,16 @@ a number pyarrow does not parse the way ``float()`` does) sends the file to the 
 reader of :mod:`ranking.io.trec`, which raises the error with its line or returns the content,
 then turned into columns (:meth:`TrecColumns.from_mapping`).
 
-Joining run and qrels rows needs a key per (query, document) pair: a 64-bit hash of both ids
-(:func:`pair_keys`, sorted in a :class:`JoinIndex`). A hash only finds candidates;
-:func:`ranking.evaluate.evaluate_columns` checks every match on the strings themselves and
-falls back to a join on the strings if two pairs ever share a key.
+Joining run and qrels rows needs a key per (query, document) pair: the query's code in the
+high bits, the document id's 64-bit hash below (:mod:`ranking.io.trec_keys`; a run keeps
+its documents' hashes, qrels keep their keys sorted in a :class:`JoinIndex`). A key only
+finds candidates: the join (:mod:`ranking.io.trec_join`) checks every match on the strings
+themselves and falls back to a join on the strings if two pairs ever share a key.
+
+pyarrow is imported by the functions that use it (here, in :mod:`ranking.io.trec_keys` and in
+:mod:`ranking.io.trec_join`), not with the modules: the service imports them at start, and
+pyarrow costs about 35 MB of resident memory that only run evaluations need
+(docs/performance.md#the-server-at-start).
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
@@ -44,6 +50,7 @@ from ranking.io.trec import (
     read_qrels_detailed,
     read_run,
 )
+from ranking.io.trec_keys import pair_keys, string_hashes
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -63,17 +70,23 @@ __all__ = [
 BLOCK_SIZE = 1 << 22
 
 
-def arrow_pool() -> pa.MemoryPool:
-    """The Arrow memory pool of the reader and of the joins on its columns: jemalloc with
-    immediate page return where pyarrow has it. The default pool (mimalloc) keeps the pages
-    of freed parse buffers for reuse, which on a 2M-line file held about 100 MB of resident
-    memory that nothing used again.
+#: Rows from which a file's Arrow buffers go to :func:`arrow_pool`'s page-returning pool
+#: (about 40 MB of a TREC run).
+LARGE_ROWS = 1 << 20
 
-    pyarrow is imported by the functions that use it, not with this module: the service
-    imports this module at start, and pyarrow costs about 35 MB of resident memory that only
-    run evaluations need (docs/performance.md#imports)."""
-    import pyarrow as pa
 
+def arrow_pool(rows: int = LARGE_ROWS) -> pa.MemoryPool:
+    """The Arrow memory pool of the reader and of the joins on its columns, for a file of
+    about ``rows`` lines: jemalloc with immediate page return where pyarrow has it, from
+    :data:`LARGE_ROWS` on; the default pool (mimalloc) below. The default pool keeps the
+    pages of freed parse buffers for reuse, which on a 2M-line file held about 100 MB of
+    resident memory that nothing used again; returning them at once costs page faults on
+    every block instead, a fifth of the CPU time of many small runs against one qrels
+    (docs/performance.md#evaluating-large-files)."""
+    import pyarrow as pa  # on use: memory at start (arrow_pool)
+
+    if rows < LARGE_ROWS:
+        return pa.default_memory_pool()
     try:
         pool = pa.jemalloc_memory_pool()
         pa.jemalloc_set_decay_ms(0)
@@ -86,7 +99,7 @@ def arrow_pool() -> pa.MemoryPool:
 class JoinIndex:
     """``sorted_keys``: the :func:`pair_keys` of a file's rows, ascending; ``key_order[j]`` is
     the row of ``sorted_keys[j]``; ``unique`` is False only if two rows share a key (a
-    repeated pair, or two pairs whose 64-bit keys collide: odds about n^2 / 2^65)."""
+    repeated pair, or two documents of one query whose hashes agree in their high bits)."""
 
     sorted_keys: NDArray[np.uint64]
     key_order: NDArray[np.intp]
@@ -94,10 +107,11 @@ class JoinIndex:
 
     @classmethod
     def of(
-        cls, qids: list[str], query: NDArray[np.int32], doc_hashes: NDArray[np.uint64]
+        cls, query: NDArray[np.int32], doc_hashes: NDArray[np.uint64], n_queries: int
     ) -> JoinIndex:
-        """The index of rows with these query codes and document hashes (overwritten)."""
-        keys = pair_keys(qids, query, doc_hashes)
+        """The index of rows with these query codes (of ``n_queries``) and document hashes
+        (overwritten)."""
+        keys = pair_keys(query, doc_hashes, n_queries)
         order = np.argsort(keys)
         if order.shape[0] < 2**31:
             order = order.astype(np.int32)  # half the memory
@@ -113,7 +127,8 @@ class TrecColumns:
     readers); ``query[i]`` indexes it. ``docids[i]``: the document id. ``values[i]``: the
     score (run) or the integer grade as a float (qrels). Within a query, rows keep file order
     (the "input order" of ``ties="stable"``). ``fast``: read by the CSV reader (False: by the
-    exact reader, see the module doc). :meth:`join_index` finds rows by (query, document).
+    exact reader, see the module doc). :meth:`doc_hashes` and :meth:`join_index` find rows
+    by (query, document); :meth:`distinct_pairs` says whether each pair is on one row.
     """
 
     qids: list[str]
@@ -124,36 +139,49 @@ class TrecColumns:
     layout: SniffedLayout | None = None
     fast: bool = True
     _join: list[JoinIndex] = field(default_factory=list, repr=False)
+    _hashes: list[NDArray[np.uint64]] = field(default_factory=list, repr=False)
+    _distinct: list[bool] = field(default_factory=list, repr=False)
+    kept_ideal: list[tuple[tuple[str, ...], NDArray[np.float64], NDArray[np.bool_]]] = field(
+        default_factory=list, repr=False
+    )
+    """Qrels only: the padded judged labels of the queries last evaluated, kept while many
+    runs are evaluated against these qrels (:func:`ranking.evaluate.evaluate_columns`)."""
 
     @property
     def n_rows(self) -> int:
         return int(self.values.shape[0])
 
+    def doc_hashes(self) -> NDArray[np.uint64]:
+        """The :func:`string_hashes` of the document ids (kept until
+        :meth:`release_join_index`; not to be modified)."""
+        if not self._hashes:
+            self._hashes.append(string_hashes(self.docids))
+        return self._hashes[0]
+
     def join_index(self) -> JoinIndex:
-        """The rows' :class:`JoinIndex` (the readers build it while checking for repeated
-        pairs; rebuilt from the ids after :meth:`release_join_index`)."""
+        """The rows' :class:`JoinIndex` (its keys carry this file's query codes; rebuilt from
+        the ids after :meth:`release_join_index`)."""
         if not self._join:
-            hashes = string_hashes(self.docids)
-            self._join.append(JoinIndex.of(self.qids, self.query, hashes))
+            hashes = self._hashes[0].copy() if self._hashes else string_hashes(self.docids)
+            self._join.append(JoinIndex.of(self.query, hashes, len(self.qids)))
         return self._join[0]
 
-    def release_join_index(self) -> None:
-        """Drop the join index (24 bytes a row) once a join is done with it."""
-        self._join.clear()
+    def distinct_pairs(self) -> bool:
+        """False only if two rows share a :func:`pair_keys` key: a (query, document) pair
+        listed twice, or two documents of one query whose hashes agree in their high bits."""
+        if not self._distinct:
+            if self._join:
+                self._distinct.append(self._join[0].unique)
+            else:
+                keys = pair_keys(self.query, self.doc_hashes().copy(), len(self.qids))
+                keys.sort()  # in place: a sort, not an argsort (the rows are not needed)
+                self._distinct.append(not bool((keys[1:] == keys[:-1]).any()))
+        return self._distinct[0]
 
-    @classmethod
-    def build(
-        cls,
-        qids: list[str],
-        query: NDArray[np.int32],
-        docids: pa.ChunkedArray,
-        doc_hashes: NDArray[np.uint64],
-        values: NDArray[np.float64],
-        **extra: Any,
-    ) -> TrecColumns:
-        """Columns with their join index, built from ``doc_hashes`` (overwritten)."""
-        index = JoinIndex.of(qids, query, doc_hashes)
-        return cls(qids, query, docids, values, _join=[index], **extra)
+    def release_join_index(self) -> None:
+        """Drop the join index and the hashes (24 + 8 bytes a row) once a join is done."""
+        self._join.clear()
+        self._hashes.clear()
 
     @classmethod
     def from_mapping(
@@ -164,6 +192,8 @@ class TrecColumns:
         layout: SniffedLayout | None = None,
     ) -> TrecColumns:
         """Columns of a ``{qid: {docno: value}}`` mapping (the dict readers' result)."""
+        import pyarrow as pa  # on use: memory at start (arrow_pool)
+
         qids = [str(q) for q in mapping]
         sizes = np.fromiter((len(d) for d in mapping.values()), dtype=np.int64, count=len(qids))
         docs = [str(d) for inner in mapping.values() for d in inner]
@@ -172,12 +202,9 @@ class TrecColumns:
             dtype=np.float64,
             count=len(docs),
         )
-        import pyarrow as pa  # on use: memory at start (arrow_pool)
-
         docids = pa.chunked_array([pa.array(docs, type=pa.string())])
         query = np.repeat(np.arange(len(qids), dtype=np.int32), sizes)
-        hashes = string_hashes(docids)
-        return cls.build(qids, query, docids, hashes, values, path=path, layout=layout, fast=False)
+        return cls(qids, query, docids, values, path=path, layout=layout, fast=False)
 
     def to_mapping(self) -> dict[str, dict[str, float]]:
         """The ``{qid: {docno: value}}`` mapping (file order kept)."""
@@ -188,103 +215,6 @@ class TrecColumns:
         ):
             out[qids[q]][d] = v
         return out
-
-
-# --------------------------------------------------------------------------------------------
-# hashing
-# --------------------------------------------------------------------------------------------
-
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-
-
-def _mix(x: NDArray[np.uint64]) -> NDArray[np.uint64]:
-    """The splitmix64 finaliser (Steele, Lea & Flood 2014, "Fast splittable pseudorandom number
-    generators"), in place: a bijection of uint64 whose every output bit depends on every input
-    bit. Returns ``x``."""
-    tmp = np.empty_like(x)
-    for shift, factor in ((30, _M1), (27, _M2)):
-        np.right_shift(x, np.uint64(shift), out=tmp)
-        np.bitwise_xor(x, tmp, out=x)
-        np.multiply(x, factor, out=x)
-    np.right_shift(x, np.uint64(31), out=tmp)
-    np.bitwise_xor(x, tmp, out=x)
-    return x
-
-
-def _hash_bytes(data: NDArray[np.uint8], offsets: NDArray[np.int64]) -> NDArray[np.uint64]:
-    """Hash string ``i`` = ``data[offsets[i]:offsets[i + 1]]``: its bytes as big-endian 8-byte
-    words (the last one zero-filled), folded word by word through :func:`_mix`, starting from
-    the byte length (so that the zero fill cannot make two strings equal). The value depends
-    on the string only."""
-    n = offsets.shape[0] - 1
-    out = np.empty(n, dtype=np.uint64)
-    if n == 0:
-        return out
-    lengths = np.diff(offsets)
-    start = int(offsets[0])
-    # the bytes plus 8 zero bytes, read as one overlapping uint64 at every byte position
-    padded = np.zeros(int(offsets[-1]) - start + 8, dtype=np.uint8)
-    padded[:-8] = data[start : int(offsets[-1])]
-    at_byte = np.ndarray((padded.shape[0] - 7,), dtype=">u8", buffer=padded, strides=(1,))
-    begin = offsets[:-1] - start
-    h = _mix(lengths.astype(np.uint64) + _GOLDEN)
-    word = np.empty(n, dtype=np.uint64)
-    for j in range(-(-int(lengths.max()) // 8)):
-        left = lengths - 8 * j  # bytes of the string from this word on
-        active = left > 0
-        np.copyto(word, at_byte[np.where(active, begin + 8 * j, 0)])
-        # keep the string's own bytes of a last, partial word (shift 0..56 bits)
-        drop = (8 * (8 - np.clip(left, 1, 8))).astype(np.uint64)
-        np.left_shift(np.right_shift(word, drop, out=word), drop, out=word)
-        np.bitwise_xor(h, word, out=word)
-        # only the words a string has: its hash must not depend on the longest neighbour
-        np.copyto(h, _mix(word), where=active)
-    out[:] = h
-    return out
-
-
-def _arrow_strings(chunk: pa.Array) -> tuple[NDArray[np.uint8], NDArray[np.int64]]:
-    """The UTF-8 bytes and offsets of a string array, without copying the bytes."""
-    import pyarrow as pa  # on use: memory at start (arrow_pool)
-
-    if chunk.type not in (pa.string(), pa.large_string()):
-        chunk = chunk.cast(pa.string())
-    width = 8 if chunk.type == pa.large_string() else 4
-    bufs = chunk.buffers()
-    offsets = np.frombuffer(
-        bufs[1],
-        dtype=np.int64 if width == 8 else np.int32,
-        count=len(chunk) + 1,
-        offset=chunk.offset * width,
-    ).astype(np.int64)
-    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
-    return data, offsets
-
-
-def string_hashes(strings: pa.Array | pa.ChunkedArray | list[str]) -> NDArray[np.uint64]:
-    """A 64-bit hash of each string (vectorised; equal strings hash equal)."""
-    if isinstance(strings, list):
-        encoded = [s.encode("utf-8") for s in strings]
-        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-        np.cumsum([len(e) for e in encoded], out=offsets[1:])
-        return _hash_bytes(np.frombuffer(b"".join(encoded), dtype=np.uint8), offsets)
-    import pyarrow as pa  # on use: memory at start (arrow_pool)
-
-    chunks = strings.chunks if isinstance(strings, pa.ChunkedArray) else [strings]
-    parts = [_hash_bytes(*_arrow_strings(chunk)) for chunk in chunks if len(chunk)]
-    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint64)
-
-
-def pair_keys(
-    qids: list[str], query: NDArray[np.int32], doc_hashes: NDArray[np.uint64]
-) -> NDArray[np.uint64]:
-    """A 64-bit key per (query id, document id) row, comparable across files: it depends on
-    the two strings only, not on the file's query numbering. Overwrites ``doc_hashes``."""
-    q_keys = _mix(string_hashes(qids) * _GOLDEN)
-    np.bitwise_xor(doc_hashes, q_keys[query], out=doc_hashes)
-    return _mix(doc_hashes)
 
 
 # --------------------------------------------------------------------------------------------
@@ -308,33 +238,43 @@ def _screen(path: Path, delimiter: bytes, *, trailing: bool = False) -> str | No
     a line ``str.split()`` would see as shorter or longer is refused there.
     """
     allowed = bytes(range(0x21, 0x7F)) + delimiter + b"\n\r"
-    buffer = bytearray(BLOCK_SIZE + 1)
+    size = min(BLOCK_SIZE, max(path.stat().st_size, 1 << 16))  # a small file: a small buffer
+    buffer = bytearray(size + 1)
     buffer[0] = 0x0A  # the file starts as if after a line break
+    # the empty-field test's two masks, reused from block to block (no page faults each time)
+    masks = (np.empty(size + 1, dtype=bool), np.empty(size, dtype=bool))
     with path.open("rb") as fh:
         # Each block is read after the last byte of the one before (buffer[0]), so that
         # pairs of bytes across blocks are seen too.
         while n := fh.readinto(memoryview(buffer)[1:]):
-            block = buffer if n == BLOCK_SIZE else buffer[: n + 1]
-            if block.translate(None, allowed):
+            if n < len(buffer) - 1:
+                del buffer[n + 1 :]  # the last block: shorter (in place, no copy)
+            if buffer.translate(None, allowed):
                 return "a byte other than printable ASCII, the delimiter or a line break"
-            if b"#" in block and (b"\n#" in block or b"\r#" in block):
+            if b"#" in buffer and (b"\n#" in buffer or b"\r#" in buffer):
                 return "a comment line"
-            if _empty_field(block, delimiter[0], trailing):
+            if _empty_field(buffer, delimiter[0], trailing, masks):
                 return "an empty field"
-            buffer[0] = block[-1]
+            buffer[0] = buffer[-1]
     if not trailing and buffer[0] == delimiter[0]:
         return "an empty field at the end of the file"
     return None
 
 
-def _empty_field(block: bytearray, delimiter: int, trailing: bool) -> bool:
+def _empty_field(
+    block: bytearray,
+    delimiter: int,
+    trailing: bool,
+    masks: tuple[NDArray[np.bool_], NDArray[np.bool_]],
+) -> bool:
     """Whether ``block`` (printable ASCII, the delimiter and line breaks only) has a field
     left empty: the delimiter next to another delimiter or to a line break (a delimiter before
     a line break is fine when every line ``trailing``-ly ends with one). In numpy: the bytes
     below ``!`` are the delimiter and line breaks; only where two of them meet is looked at."""
     data = np.frombuffer(block, dtype=np.uint8)
-    separator = data < 0x21
-    at = np.flatnonzero(separator[:-1] & separator[1:])
+    separator = np.less(data, 0x21, out=masks[0][: data.shape[0]])
+    pair = np.logical_and(separator[:-1], separator[1:], out=masks[1][: data.shape[0] - 1])
+    at = np.flatnonzero(pair)
     if not at.shape[0]:
         return False
     first, second = data[at], data[at + 1]
@@ -367,6 +307,7 @@ def _read_columns(
     import pyarrow.compute as pc
     import pyarrow.csv as pacsv
 
+    words = pa.dictionary(pa.int32(), pa.string())  # the columns read but not converted
     first = _first_line(path)
     delimiter = b"\t" if b"\t" in first and b" " not in first else b" "
     trailing = first.rstrip(b"\r\n").endswith(delimiter)
@@ -378,8 +319,7 @@ def _read_columns(
     # No empty field anywhere (the screen): the columns the caller does not need are not
     # converted, only counted by the reader; the trailing one is read to check it is empty.
     wanted = [n for n in names if n in types or n == _TRAILING]
-    words = pa.dictionary(pa.int32(), pa.string())
-    pool = arrow_pool()
+    pool = arrow_pool(path.stat().st_size // 32)  # a TREC line has some 30-40 bytes
     try:
         reader = pacsv.open_csv(
             pa.OSFile(str(path), "r", memory_pool=pool),
@@ -399,19 +339,15 @@ def _read_columns(
                 strings_can_be_null=False,
                 quoted_strings_can_be_null=False,
                 include_columns=wanted,
+                check_utf8=False,  # printable ASCII only (the screen)
             ),
         )
         for batch in reader:
-            for name, column in zip(batch.schema.names, batch.columns, strict=True):
-                if column.type == pa.float64():
-                    continue
-                words = column.dictionary if isinstance(column, pa.DictionaryArray) else column
-                lengths = pc.binary_length(words, memory_pool=pool)
-                if name == _TRAILING:
-                    if len(words) and pc.max(lengths).as_py() > 0:
-                        raise _NotSimple("a line with one field more than the first line")
-                elif len(words) and pc.min(lengths).as_py() == 0:
-                    raise _NotSimple(f"an empty field in column {name}")
+            # no field is empty (the screen), but the one after a trailing delimiter must be
+            if trailing:
+                words = batch.column(_TRAILING).dictionary
+                if len(words) and pc.max(pc.binary_length(words)).as_py() > 0:
+                    raise _NotSimple("a line with one field more than the first line")
             yield batch
     except pa.ArrowException as exc:  # a line with another field count, a bad number, ...
         raise _NotSimple(str(exc)) from None
@@ -430,7 +366,6 @@ def _collect(
 ) -> tuple[list[str], NDArray[np.int32], pa.ChunkedArray, NDArray[np.uint64], list[np.ndarray]]:
     """Read ``qid``/``docid`` and the float ``value_columns`` of every line: query ids as codes
     (first appearance order), document ids as strings and hashes."""
-    import pyarrow as pa  # on use: memory at start (arrow_pool)
     import pyarrow.compute as pc
 
     index: dict[str, int] = {}
@@ -440,7 +375,7 @@ def _collect(
     value_parts: dict[str, list[np.ndarray]] = {c: [] for c in value_columns}
     for batch in _read_columns(path, names, types):
         # A block holds few distinct queries: encode it, then number its dictionary globally.
-        encoded = pc.dictionary_encode(batch.column("qid"), memory_pool=arrow_pool())
+        encoded = pc.dictionary_encode(batch.column("qid"))
         codes = np.array(
             [index.setdefault(q, len(index)) for q in encoded.dictionary.to_pylist()],
             dtype=np.int32,
@@ -460,8 +395,22 @@ def _collect(
     query = _concatenate(query_parts)
     hashes = _concatenate(hash_parts)
     values = [_concatenate(value_parts[c]) for c in value_columns]
-    docids = pa.chunked_array(d_chunks, type=pa.string())
+    docids = _one_chunk(d_chunks)
     return list(index), query, docids, hashes, values
+
+
+def _one_chunk(chunks: list[pa.Array]) -> pa.ChunkedArray:
+    """The blocks' strings as one chunk (their blocks freed), unless their bytes near the
+    2 GiB that 32-bit offsets address. A take from a chunked array with indices all over it
+    joins the chunks on every call (the join's string check takes run and qrels rows)."""
+    import pyarrow as pa  # on use: memory at start (arrow_pool)
+
+    size = sum(chunk.nbytes for chunk in chunks)
+    if len(chunks) < 2 or size >= 2**30:
+        return pa.chunked_array(chunks, type=pa.string())
+    one = pa.concat_arrays(chunks, memory_pool=arrow_pool(sum(len(c) for c in chunks)))
+    chunks.clear()
+    return pa.chunked_array([one])
 
 
 def _concatenate(parts: list[np.ndarray]) -> np.ndarray:
@@ -494,8 +443,8 @@ def _fast_run(path: Path) -> TrecColumns:
     )
     if np.isnan(scores).any():
         raise _NotSimple("a NaN score")  # the exact reader names its line
-    columns = TrecColumns.build(qids, query, docids, hashes, scores, path=str(path))
-    if not columns.join_index().unique:  # a document listed twice (or a hash collision)
+    columns = TrecColumns(qids, query, docids, scores, path=str(path), _hashes=[hashes])
+    if not columns.distinct_pairs():  # a document listed twice (or a hash collision)
         raise _NotSimple("a repeated (query, document) key")
     return columns
 
@@ -554,8 +503,10 @@ def _fast_qrels(path: Path, chosen: SniffedLayout, grade_map: GradeMap | None) -
     else:
         grades = _grades(parts[0], grade_map)
     del parts
-    columns = TrecColumns.build(qids, query, docids, hashes, grades, path=str(path), layout=chosen)
-    if not columns.join_index().unique:  # a pair judged twice (or a hash collision)
+    index = JoinIndex.of(query, hashes, len(qids))  # what a join with a run searches
+    del hashes
+    columns = TrecColumns(qids, query, docids, grades, path=str(path), layout=chosen, _join=[index])
+    if not columns.distinct_pairs():  # a pair judged twice (or a hash collision)
         raise _NotSimple("a repeated (query, document) key")
     return columns
 
