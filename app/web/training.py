@@ -15,6 +15,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request
@@ -239,36 +241,66 @@ async def cancel_run(request: Request, run_id: int, db: DbDep) -> Response:
     return back(request, url, f"Training run {run_id} cancelled.")
 
 
+@dataclass(frozen=True, slots=True)
+class _CollectionJob:
+    """A collection form that queues a job: the form's name on the page, the card it comes back
+    to, and what the page says when it is refused or queued."""
+
+    form: str
+    anchor: str
+    refused: str
+    queued: str
+
+
+async def _queue_job(
+    request: Request,
+    collection_id: int,
+    job: _CollectionJob,
+    queue: Callable[[FormData], Awaitable[object]],
+    db: Any,
+) -> Response:
+    """The CSRF-checked form ``job.form``: ``queue(form)`` (checks, then enqueues), then back to
+    the collection page's card; a refusal shows the page again with the reasons."""
+    resolved, form, early = await guarded_form(request)
+    if early is not None:
+        return early
+    try:
+        await queue(form)
+    except DomainError as exc:
+        return await refused_form(
+            request, resolved, db, collection_id, job.form, form, exc, job.refused
+        )
+    return back(request, f"/admin/collections/{collection_id}#{job.anchor}", job.queued)
+
+
+TEXT_FEATURES = _CollectionJob(
+    "textfeatures",
+    "text-features",
+    "The features were not computed.",
+    "Text features queued: the worker computes them (reload to see when they are done).",
+)
+LLM_GRADES = _CollectionJob(
+    "llmgrades",
+    "llm-grades",
+    "The documents were not graded.",
+    "LLM grades queued: the worker asks the model (reload to see how many are done).",
+)
+
+
 @router.post(
     "/admin/collections/{collection_id}/features", dependencies=[Depends(require_csrf_form)]
 )
 async def compute_features(request: Request, collection_id: int, db: DbDep) -> Response:
     """Queue the features job (``replace=1`` replaces imported vectors)."""
-    resolved, form, early = await guarded_form(request)
-    if early is not None:
-        return early
-    replace = form.get("replace") == "1"
-    try:
+
+    async def queue(form: FormData) -> None:
+        replace = form.get("replace") == "1"
         await run_in_threadpool(
             features.request_features, db=db, collection_id=collection_id, replace=replace
         )
         await run_in_threadpool(enqueue_features, db.settings, collection_id, replace)
-    except DomainError as exc:
-        return await refused_form(
-            request,
-            resolved,
-            db,
-            collection_id,
-            "textfeatures",
-            form,
-            exc,
-            "The features were not computed.",
-        )
-    return back(
-        request,
-        f"/admin/collections/{collection_id}#text-features",
-        "Text features queued: the worker computes them (reload to see when they are done).",
-    )
+
+    return await _queue_job(request, collection_id, TEXT_FEATURES, queue, db)
 
 
 @router.post(
@@ -276,25 +308,9 @@ async def compute_features(request: Request, collection_id: int, db: DbDep) -> R
 )
 async def request_llm_grades(request: Request, collection_id: int, db: DbDep) -> Response:
     """Queue the LLM grades of every document of the collection (the ``llm`` prior)."""
-    resolved, form, early = await guarded_form(request)
-    if early is not None:
-        return early
-    try:
+
+    async def queue(_form: FormData) -> None:
         await run_in_threadpool(grades.grade_status, db, collection_id)
         await run_in_threadpool(enqueue_grades, db.settings, collection_id, None)
-    except DomainError as exc:
-        return await refused_form(
-            request,
-            resolved,
-            db,
-            collection_id,
-            "llmgrades",
-            form,
-            exc,
-            "The documents were not graded.",
-        )
-    return back(
-        request,
-        f"/admin/collections/{collection_id}#llm-grades",
-        "LLM grades queued: the worker asks the model (reload to see how many are done).",
-    )
+
+    return await _queue_job(request, collection_id, LLM_GRADES, queue, db)

@@ -72,6 +72,7 @@ __all__ = [
     "FeatureModelJudge",
     "GradeJudge",
     "JudgeQuery",
+    "LlmAsker",
     "LlmGrader",
     "LlmJudge",
     "PairJudge",
@@ -389,7 +390,49 @@ class CalibratedJudge:
 Ask = Callable[[Sequence[list[dict[str, str]]]], Sequence[str | None]]
 
 
-class LlmJudge:
+class LlmAsker:
+    """What an LLM judge and grader share: the ``ask`` function, the documents' ``texts``, the
+    model's name and a prompt template of the subclass's :attr:`KIND`; the version
+    ``llm/<model>/<template key>/<template hash>``; :attr:`malformed` counts the replies that
+    parsed to no opinion over the object's life."""
+
+    #: The template kind the subclass asks (``pairwise`` or ``graded``).
+    KIND = "pairwise"
+    #: ``describe()["kind"]``.
+    LABEL = "llm"
+
+    def __init__(
+        self, ask: Ask, texts: Mapping[str, str], *, model: str, template: PromptTemplate
+    ) -> None:
+        if template.kind != self.KIND:
+            raise ValueError(f"{type(self).__name__} needs a {self.KIND} template")
+        self.ask = ask
+        self.texts = texts
+        self.model = model
+        self.template = template
+        self.malformed = 0
+
+    @property
+    def version(self) -> str:
+        return f"llm/{self.model}/{self.template.key}/{self.template.hash}"
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "kind": self.LABEL,
+            "version": self.version,
+            "model": self.model,
+            "template": self.template.key,
+            "prompt_hash": self.template.hash,
+        }
+
+    def _replies(self, prompts: list[list[dict[str, str]]]) -> list[str | None]:
+        replies = list(self.ask(prompts))
+        if len(replies) != len(prompts):
+            raise ValueError(f"ask returned {len(replies)} replies for {len(prompts)} prompts")
+        return replies
+
+
+class LlmJudge(LlmAsker):
     """A pairwise prompt asked in both orders through ``ask``; a parsed "A"/"B" reads as
     P(first shown better) 1/0 and the two orders combine by
     :func:`labeling.machine.llm_prompts.combine_orders` (NaN when neither order gave an
@@ -404,27 +447,7 @@ class LlmJudge:
         model: str,
         template: PromptTemplate = PAIRWISE_V1,
     ) -> None:
-        if template.kind != "pairwise":
-            raise ValueError("an LLM pair judge needs a pairwise template")
-        self.ask = ask
-        self.texts = texts
-        self.model = model
-        self.template = template
-        #: Replies that parsed to no opinion, counted over this judge's life.
-        self.malformed = 0
-
-    @property
-    def version(self) -> str:
-        return f"llm/{self.model}/{self.template.key}/{self.template.hash}"
-
-    def describe(self) -> dict[str, Any]:
-        return {
-            "kind": "llm",
-            "version": self.version,
-            "model": self.model,
-            "template": self.template.key,
-            "prompt_hash": self.template.hash,
-        }
+        super().__init__(ask, texts, model=model, template=template)
 
     def _reading(self, reply: str | None) -> float | None:
         answer = parse_pairwise(reply)
@@ -442,9 +465,7 @@ class LlmJudge:
             ]
         except KeyError as exc:
             raise ValueError(f"no text for document {exc.args[0]!r}") from None
-        replies = list(self.ask(prompts))
-        if len(replies) != len(prompts):
-            raise ValueError(f"ask returned {len(replies)} replies for {len(prompts)} prompts")
+        replies = self._replies(prompts)
         out = np.empty(len(pairs))
         for i in range(len(pairs)):
             p = combine_orders(self._reading(replies[2 * i]), self._reading(replies[2 * i + 1]))
@@ -452,12 +473,15 @@ class LlmJudge:
         return out
 
 
-class LlmGrader:
+class LlmGrader(LlmAsker):
     """The graded prompt template asked once per document through ``ask`` (the ``ask`` of
     :class:`LlmJudge`): a reply :func:`labeling.machine.llm_prompts.parse_graded` reads as
     grade g gives the distribution one-hot at g; anything else (malformed, a failed call) a
     row of NaN (no opinion), counted in :attr:`malformed` when a reply came. Deterministic for
     a given model at temperature 0 and a response cache; ``model`` names it in the version."""
+
+    KIND = "graded"
+    LABEL = "llm-grader"
 
     def __init__(
         self,
@@ -467,36 +491,14 @@ class LlmGrader:
         model: str,
         template: PromptTemplate = GRADED_V1,
     ) -> None:
-        if template.kind != "graded":
-            raise ValueError("an LLM grader needs a graded template")
-        self.ask = ask
-        self.texts = texts
-        self.model = model
-        self.template = template
-        #: Replies that parsed to no grade, counted over this grader's life.
-        self.malformed = 0
-
-    @property
-    def version(self) -> str:
-        return f"llm/{self.model}/{self.template.key}/{self.template.hash}"
-
-    def describe(self) -> dict[str, Any]:
-        return {
-            "kind": "llm-grader",
-            "version": self.version,
-            "model": self.model,
-            "template": self.template.key,
-            "prompt_hash": self.template.hash,
-        }
+        super().__init__(ask, texts, model=model, template=template)
 
     def grades(self, query: JudgeQuery, doc_ids: Sequence[str]) -> F64:
         try:
             prompts = [self.template.render(query.text, self.texts[d]) for d in doc_ids]
         except KeyError as exc:
             raise ValueError(f"no text for document {exc.args[0]!r}") from None
-        replies = list(self.ask(prompts))
-        if len(replies) != len(prompts):
-            raise ValueError(f"ask returned {len(replies)} replies for {len(prompts)} prompts")
+        replies = self._replies(prompts)
         out = np.full((len(doc_ids), N_GRADES), math.nan)
         for i, reply in enumerate(replies):
             grade = parse_graded(reply)

@@ -6,6 +6,7 @@ BM25 is monotone in ``tf`` and the ``bm25`` machine is right on every pair), top
 from __future__ import annotations
 
 import random
+import uuid
 from typing import Any
 
 from tests.app.admin_support import ndjson
@@ -51,13 +52,7 @@ def machine_collection(
             if features:
                 row["features"] = [tf / docs, float(i % 3)]
             rows.append(row)
-    r = api.post(
-        "admin",
-        f"/api/v1/collections/{cid}/import",
-        content=ndjson(rows),
-        headers={"Content-Type": "application/x-ndjson"},
-    )
-    assert r.status_code == 200, r.text
+    import_rows(api, cid, rows)
     return cid, truth
 
 
@@ -103,3 +98,80 @@ def judge_consistently(api: Api, assessor: str, task_id: int, truth: dict[str, i
         count += 1
         assert count < 1000
     return count
+
+
+def import_rows(api: Api, cid: int, rows: list[dict[str, Any]]) -> None:
+    """Import NDJSON ``rows`` into collection ``cid`` over REST (must succeed)."""
+    r = api.post(
+        "admin",
+        f"/api/v1/collections/{cid}/import",
+        content=ndjson(rows),
+        headers={"Content-Type": "application/x-ndjson"},
+    )
+    assert r.status_code == 200, r.text
+
+
+def text_collection(
+    api: Api, name: str, queries: tuple[str, ...], docs: int, seed: int
+) -> tuple[int, dict[str, dict[str, float]], dict[str, float]]:
+    """A text collection for an LLM stand-in (tests/app/llm_standin.py): every document's text
+    is unique and has a utility, a seeded permutation of 0..docs-1 per query. Its id, the truth
+    per query and document, and the stand-in's truth by document text (what prompts show)."""
+    from labeling.retrieval.text import document_text
+
+    r = api.post("admin", "/api/v1/collections", json={"name": name})
+    assert r.status_code == 201, r.text
+    cid = int(r.json()["id"])
+    rng = random.Random(seed)
+    rows, truth, by_text = [], {}, {}
+    for qid in queries:
+        truth[qid] = {}
+        for i, u in enumerate(rng.sample(range(docs), docs)):
+            doc = f"{qid}-d{i:02d}"
+            title, body = f"title {doc}", f"passage {doc} about topic {qid} number {i}"
+            truth[qid][doc] = float(u)
+            by_text[document_text(title, body)] = float(u)
+            rows.append(
+                {"query_id": qid, "query": f"topic {qid}", "doc_id": doc, "title": title}
+                | {"text": body}
+            )
+    import_rows(api, cid, rows)
+    return cid, truth, by_text
+
+
+def point_at_standin(mp: Any, api: Api, base_url: str, key: str, queue: str, **knobs: Any) -> None:
+    """The service's settings pointing at a stand-in LLM server at ``base_url`` (a fresh model
+    name, quick backoff, ``knobs`` on top), the API key ``key`` in the environment and the job
+    queue in the SQLite file ``queue``; ``mp`` a pytest MonkeyPatch."""
+    mp.setenv("HEAPJUDGE_LLM_API_KEY", key)
+    mp.setenv("HEAPJUDGE_QUEUE_URL", f"sqlite:///{queue}")
+    settings = {
+        "llm_base_url": base_url,
+        "llm_model": f"standin-{uuid.uuid4().hex[:8]}",
+        "llm_backoff_seconds": 0.01,
+        "llm_concurrency": 2,
+        **knobs,
+    }
+    for name, value in settings.items():
+        mp.setattr(api.db.settings, name, value)
+
+
+def training_run(
+    api: Api, collection_id: int, status: str, model_json: dict[str, Any] | None
+) -> int:
+    """A ranknet training run stored as it is (``status``, its model), without training."""
+    from app.kernel.models import TrainingRun, utcnow
+
+    with api.db.write() as s:
+        run = TrainingRun(
+            collection_id=collection_id,
+            model="ranknet",
+            params={},
+            status=status,
+            model_json=model_json,
+            options={},
+            created_at=utcnow(),
+        )
+        s.add(run)
+        s.flush()
+        return int(run.id)

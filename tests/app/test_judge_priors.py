@@ -12,7 +12,6 @@ grade rule applied to the hidden truth here.
 from __future__ import annotations
 
 import json
-import random
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -23,13 +22,16 @@ from sqlalchemy import func, select
 from typer.testing import CliRunner
 
 from app.cli import cli
-from app.kernel.models import Task, TrainingRun, utcnow
+from app.kernel.models import Task
 from app.training.jobs import GRADES_TASK, get_queue, queue_url
-from labeling.retrieval.text import document_text
-from tests.app.admin_support import ndjson
 from tests.app.conftest import Api
 from tests.app.llm_standin import StandInModel, StandInServer
-from tests.app.machine_support import machine_collection
+from tests.app.machine_support import (
+    machine_collection,
+    point_at_standin,
+    text_collection,
+    training_run,
+)
 
 N, K = 20, 4
 QUERIES = ("q1", "q2", "q3")
@@ -65,22 +67,6 @@ def create(api: Api, cid: int, qid: str, prior: Any, assessor: str = "pia") -> A
 # --------------------------------------------------------------------------- model:<run id>
 
 
-def _run(api: Api, collection_id: int, status: str, model_json: dict[str, Any] | None) -> int:
-    with api.db.write() as s:
-        run = TrainingRun(
-            collection_id=collection_id,
-            model="ranknet",
-            params={},
-            status=status,
-            model_json=model_json,
-            options={},
-            created_at=utcnow(),
-        )
-        s.add(run)
-        s.flush()
-        return int(run.id)
-
-
 def test_a_trained_model_orders_the_documents_and_bad_runs_are_refused(api: Api, pia: str) -> None:
     from ranking.data.dataset import QueryDataset
     from ranking.estimators import RankNet
@@ -91,10 +77,10 @@ def test_a_trained_model_orders_the_documents_and_bad_runs_are_refused(api: Api,
         list(vectors.values()), [min(4, t // 4) for t in truth["q0"].values()], ["q0"] * N
     )
     model = RankNet(model="linear", epochs=30, seed=1).fit(data)
-    done = _run(api, cid, "done", model.to_dict())
+    done = training_run(api, cid, "done", model.to_dict())
     other = api.post("admin", "/api/v1/collections", json={"name": "prior-model-2"}).json()["id"]
-    elsewhere = _run(api, other, "done", model.to_dict())
-    failed = _run(api, cid, "failed", None)
+    elsewhere = training_run(api, other, "done", model.to_dict())
+    failed = training_run(api, cid, "failed", None)
     before = tasks(api)
     for prior, message in (
         (f"model:{elsewhere}", f"training run {elsewhere} belongs to collection {other}"),
@@ -154,28 +140,7 @@ def test_a_trained_model_orders_the_documents_and_bad_runs_are_refused(api: Api,
 def coll(api: Api, pia: str) -> tuple[int, dict[str, dict[str, float]], dict[str, float]]:
     """A text collection: its id, the truth per query and document (a seeded permutation of
     0..N-1) and the stand-in's truth by document text."""
-    r = api.post("admin", "/api/v1/collections", json={"name": f"prior-llm-{uuid.uuid4().hex[:6]}"})
-    assert r.status_code == 201, r.text
-    cid = int(r.json()["id"])
-    rng = random.Random(31)
-    rows, truth, by_text = [], {}, {}
-    for qid in QUERIES:
-        truth[qid] = {}
-        for i, u in enumerate(rng.sample(range(N), N)):
-            doc = f"{qid}-d{i:02d}"
-            title, body = f"title {doc}", f"passage {doc} on topic {qid}"
-            truth[qid][doc] = float(u)
-            by_text[document_text(title, body)] = float(u)
-            rows.append({"query_id": qid, "query": f"topic {qid}", "doc_id": doc, "title": title})
-            rows[-1]["text"] = body
-    r = api.post(
-        "admin",
-        f"/api/v1/collections/{cid}/import",
-        content=ndjson(rows),
-        headers={"Content-Type": "application/x-ndjson"},
-    )
-    assert r.status_code == 200, r.text
-    return cid, truth, by_text
+    return text_collection(api, f"prior-llm-{uuid.uuid4().hex[:6]}", QUERIES, N, seed=31)
 
 
 @pytest.fixture(scope="module")
@@ -191,17 +156,8 @@ def server(
         pytest.MonkeyPatch.context() as mp,
         StandInServer(standin_model, api_key=KEY) as standin,
     ):
-        mp.setenv("HEAPJUDGE_LLM_API_KEY", KEY)
-        mp.setenv("HEAPJUDGE_QUEUE_URL", f"sqlite:///{tmp_path_factory.mktemp('q') / 'q.db'}")
-        knobs = {
-            "llm_base_url": standin.base_url,
-            "llm_model": f"standin-{uuid.uuid4().hex[:8]}",
-            "llm_retries": 0,
-            "llm_backoff_seconds": 0.01,
-            "llm_concurrency": 2,
-        }
-        for name, value in knobs.items():
-            mp.setattr(api.db.settings, name, value)
+        queue = tmp_path_factory.mktemp("q") / "q.db"
+        point_at_standin(mp, api, standin.base_url, KEY, str(queue), llm_retries=0)
         yield standin
 
 

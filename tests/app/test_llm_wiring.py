@@ -13,7 +13,6 @@ of every task is the truth's top k, and a stand-in without noise is always right
 from __future__ import annotations
 
 import logging
-import random
 import time
 import uuid
 from collections.abc import Iterator
@@ -34,10 +33,9 @@ from app.training.jobs import (
     run_opinions_job,
 )
 from labeling.machine.llm_prompts import PAIRWISE_V1
-from labeling.retrieval.text import document_text
-from tests.app.admin_support import ndjson
 from tests.app.conftest import Api
 from tests.app.llm_standin import StandInModel, StandInServer
+from tests.app.machine_support import point_at_standin, text_collection
 from tests.app.test_llm_client import every_text_in_the_database
 
 N, K = 24, 5
@@ -53,31 +51,7 @@ def coll(api: Api) -> tuple[int, dict[str, dict[str, float]], dict[str, float]]:
     """The collection: its id, the truth per query and document, the stand-in's truth by
     document text (what the prompts show)."""
     api.add_user("ana")
-    r = api.post("admin", "/api/v1/collections", json={"name": f"wired-{uuid.uuid4().hex[:6]}"})
-    assert r.status_code == 201, r.text
-    cid = int(r.json()["id"])
-    rng = random.Random(23)
-    rows, truth, by_text = [], {}, {}
-    for qid in QUERIES:
-        utilities = rng.sample(range(N), N)
-        truth[qid] = {}
-        for i, u in enumerate(utilities):
-            doc = f"{qid}-d{i:02d}"
-            title, body = f"title {doc}", f"passage {doc} about topic {qid} number {i}"
-            truth[qid][doc] = float(u)
-            by_text[document_text(title, body)] = float(u)
-            rows.append(
-                {"query_id": qid, "query": f"topic {qid}", "doc_id": doc, "title": title}
-                | {"text": body}
-            )
-    r = api.post(
-        "admin",
-        f"/api/v1/collections/{cid}/import",
-        content=ndjson(rows),
-        headers={"Content-Type": "application/x-ndjson"},
-    )
-    assert r.status_code == 200, r.text
-    return cid, truth, by_text
+    return text_collection(api, f"wired-{uuid.uuid4().hex[:6]}", QUERIES, N, seed=23)
 
 
 @pytest.fixture(scope="module")
@@ -92,19 +66,11 @@ def server(
         pytest.MonkeyPatch.context() as mp,
         StandInServer(StandInModel(coll[2], seed=5), api_key=KEY) as standin,
     ):
-        mp.setenv("HEAPJUDGE_LLM_API_KEY", KEY)
-        mp.setenv("HEAPJUDGE_QUEUE_URL", f"sqlite:///{tmp_path_factory.mktemp('q') / 'q.db'}")
-        knobs = {
-            "llm_base_url": standin.base_url,
-            "llm_model": f"standin-{uuid.uuid4().hex[:8]}",
-            "llm_retries": 3,
-            "llm_backoff_seconds": 0.01,
-            "llm_max_backoff_seconds": 0.5,
-            "llm_timeout_seconds": 10.0,
-            "llm_concurrency": 2,
-        }
-        for name, value in knobs.items():
-            mp.setattr(api.db.settings, name, value)
+        queue = tmp_path_factory.mktemp("q") / "q.db"
+        point_at_standin(
+            mp, api, standin.base_url, KEY, str(queue),
+            llm_retries=3, llm_max_backoff_seconds=0.5, llm_timeout_seconds=10.0,
+        )  # fmt: skip
         yield standin
 
 

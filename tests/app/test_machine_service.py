@@ -21,10 +21,10 @@ from sqlalchemy import select
 
 from app.judging.loop import answer_of, clear_caches, replay_task
 from app.judging.repository import live_judgments
-from app.kernel.models import Judgment, Task, TaskMachine, TrainingRun, utcnow
+from app.kernel.models import Judgment, Task, TaskMachine
 from labeling.machine.llm_prompts import PAIRWISE_V1
 from tests.app.conftest import Api
-from tests.app.machine_support import machine_collection
+from tests.app.machine_support import machine_collection, training_run
 
 N, K, QUERIES = 24, 5, 6
 STRATEGY = "insertion+assist"
@@ -301,22 +301,6 @@ def test_a_machine_that_cannot_judge_is_refused(
         assert len(list(s.scalars(select(Task.id)))) == before
 
 
-def _run(api: Api, collection_id: int, status: str, model_json: dict[str, Any] | None) -> int:
-    with api.db.write() as s:
-        run = TrainingRun(
-            collection_id=collection_id,
-            model="ranknet",
-            params={},
-            status=status,
-            model_json=model_json,
-            options={},
-            created_at=utcnow(),
-        )
-        s.add(run)
-        s.flush()
-        return int(run.id)
-
-
 def test_a_trained_model_judges_and_runs_that_cannot_are_refused(
     api: Api, coll: tuple[int, dict[str, dict[str, int]]]
 ) -> None:
@@ -327,10 +311,10 @@ def test_a_trained_model_judges_and_runs_that_cannot_are_refused(
     x = [[tf / N, float(i % 3)] for i, tf in enumerate(truth["q0"].values())]
     data = QueryDataset.from_arrays(x, [min(4, t // 5) for t in truth["q0"].values()], ["q0"] * N)
     model = RankNet(model="linear", epochs=30, seed=1).fit(data)
-    done = _run(api, cid, "done", model.to_dict())
+    done = training_run(api, cid, "done", model.to_dict())
     other = api.post("admin", "/api/v1/collections", json={"name": "machine-other"}).json()["id"]
-    elsewhere = _run(api, other, "done", model.to_dict())
-    failed = _run(api, cid, "failed", None)
+    elsewhere = training_run(api, other, "done", model.to_dict())
+    failed = training_run(api, cid, "failed", None)
     for run_id, message in (
         (elsewhere, f"training run {elsewhere} belongs to collection {other}"),
         (failed, f"training run {failed} is not done (status failed)"),
