@@ -10,8 +10,8 @@ transaction, and no model is ever called inside a request. So the ``llm`` prior 
    through the collection's :class:`app.machine.llm.LlmClient` (cache, token budget, retries;
    the tokens count on the collection's study, ``plan=None``);
 2. :func:`grade_order`, called by the prior resolver, reads those replies from the response
-   cache only (the same cache keys: model, template, prompt, request parameters) through the
-   core's grade judge (:class:`labeling.machine.judges.LlmGrader`) and orders the
+   cache only (the same cache keys: model, template, prompt, request parameters), reads them as
+   the core's grade judge does (:class:`labeling.machine.judges.LlmGrader`) and orders the
    documents by grade, descending, equal grades by document id. A document whose reply is
    malformed has no grade and is left out of the order (the session appends it in seeded
    order); a document not graded yet makes the prior a 422 that says how to grade it.
@@ -29,13 +29,14 @@ import numpy as np
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.kernel.caches import LRU, Slot
 from app.kernel.db import Database
 from app.kernel.errors import Invalid, NotFound
 from app.kernel.models import Collection, Document, Query
 from app.kernel.settings import Settings
 from app.machine.llm import LlmClient, cache_key, request_params
 from app.machine.repository import Study, cached_replies_in
-from labeling.machine.judges import JudgeQuery, LlmGrader
+from labeling.machine.judges import grade_distributions
 from labeling.machine.llm_prompts import GRADED_V1, PromptTemplate
 from labeling.protocol.prior_orders import score_order
 from labeling.retrieval.text import document_text
@@ -102,21 +103,51 @@ def _prompts(query: Query, texts: dict[str, str]) -> list[list[dict[str, str]]]:
     return [GRADE_TEMPLATE.render(query.title, texts[d]) for d in texts]
 
 
-def _read(s: Session, settings: Settings, query: Query, texts: dict[str, str]) -> QueryGrades:
-    """The query's documents as the cache holds their grades: the grader
-    (:class:`labeling.machine.judges.LlmGrader`) asks through the cache only, so nothing is
-    sent; its one-hot distribution's grade per document, NaN rows are malformed replies."""
+#: Per database: the cache keys of a query's graded prompts, by (query, model, parameters,
+#: query text, the documents' ids and content hashes), so that the collection page's counts
+#: (:func:`grade_status`) do not read and hash every document's text on every view.
+_KEYS: Slot[LRU] = Slot("llm grade keys", lambda db: LRU(4096))
+
+
+def _keys(
+    s: Session, settings: Settings, query: Query, memo: LRU | None = None
+) -> tuple[list[str], list[str]]:
+    """The query's documents (import order) and the cache key of each one's graded prompt;
+    with ``memo``, recomputed only when a document or the query changed."""
     model, params = _model(settings), request_params(settings)
-    keys = [cache_key(model, GRADE_TEMPLATE, m, params) for m in _prompts(query, texts)]
+    rows = s.execute(
+        select(Document.external_id, Document.content_hash)
+        .where(Document.query_id == query.id)
+        .order_by(Document.id)
+    ).all()
+    memo_key = (query.id, model, tuple(sorted(params.items())), query.title, tuple(rows))
+    found = memo.get(memo_key) if memo is not None else None
+    if found is None:
+        texts = _texts(s, query, None)
+        keys = [cache_key(model, GRADE_TEMPLATE, m, params) for m in _prompts(query, texts)]
+        found = (list(texts), keys)
+        if memo is not None:
+            memo.put(memo_key, found)
+    return found
+
+
+def _read(
+    s: Session,
+    settings: Settings,
+    query: Query,
+    doc_ids: Sequence[str] | None = None,
+    memo: LRU | None = None,
+) -> QueryGrades:
+    """The query's documents (those of ``doc_ids``, or all) as the cache holds their grades,
+    read as :class:`labeling.machine.judges.LlmGrader` reads a reply
+    (:func:`labeling.machine.judges.grade_distributions`): nothing is sent."""
+    docs, keys = _keys(s, settings, query, memo)
+    if doc_ids is not None:
+        wanted = set(doc_ids)
+        pairs = [(d, k) for d, k in zip(docs, keys, strict=True) if d in wanted]
+        docs, keys = [d for d, _ in pairs], [k for _, k in pairs]
     cached = cached_replies_in(s, keys)
-    by_prompt = {k: cached[k].reply for k in keys if k in cached}
-
-    def from_cache(prompts: Sequence[list[dict[str, str]]]) -> list[str | None]:
-        return [by_prompt.get(cache_key(model, GRADE_TEMPLATE, list(m), params)) for m in prompts]
-
-    grader = LlmGrader(from_cache, texts, model=model, template=GRADE_TEMPLATE)
-    docs = list(texts)
-    dist = grader.grades(JudgeQuery(query.external_id, query.title), docs)
+    dist = grade_distributions([cached[k].reply if k in cached else None for k in keys])
     grades: dict[str, int] = {}
     malformed: list[str] = []
     missing: list[str] = []
@@ -136,7 +167,7 @@ def grade_order(
     """The ``llm`` prior of a task on ``query`` judging ``doc_ids``: the documents by the LLM's
     cached grade, descending, equal grades by document id; malformed ones left out. Invalid,
     naming the query and the request that grades it, while any document has no reply."""
-    found = _read(s, settings, query, _texts(s, query, doc_ids))
+    found = _read(s, settings, query, doc_ids)
     if found.missing:
         raise Invalid(
             f"prior llm of query {query.external_id}: the LLM ({settings.llm_model}, "
@@ -175,9 +206,8 @@ def grade_status(
     with the model and template the grades are read for."""
     settings = db.settings
     with db.read() as s:
-        rows = [
-            _read(s, settings, q, _texts(s, q, None)) for q in _queries(s, collection_id, query_ids)
-        ]
+        memo = _KEYS.of(db)
+        rows = [_read(s, settings, q, memo=memo) for q in _queries(s, collection_id, query_ids)]
     per_query = [r.to_dict() for r in rows]
     totals = {
         key: sum(int(r[key]) for r in per_query)

@@ -24,7 +24,7 @@ from app.analysis.calibration import collection_calibration
 from app.analysis.service import collection_analysis
 from app.http.deps import DbDep
 from app.kernel.errors import NotFound
-from app.web.admin import admin_page, admin_session
+from app.web.admin import admin_error, admin_page, admin_session
 from labeling.analysis.agreement import Mode
 
 router = APIRouter()
@@ -176,13 +176,7 @@ async def analysis_page(
     try:
         report = await run_in_threadpool(collection_analysis, collection_id, db=db, mode=chosen)
     except NotFound as err:
-        return admin_page(
-            request,
-            resolved,
-            "error.html",
-            {"title": "Not found", "message": str(err.detail)},
-            status=404,
-        )
+        return admin_error(request, resolved, err)
     context = {
         "report": report,
         "labels": LABELS,
@@ -205,13 +199,7 @@ async def calibration_page(request: Request, collection_id: int, db: DbDep) -> R
             collection_calibration, collection_id, db=db, svg=True
         )
     except NotFound as err:
-        return admin_page(
-            request,
-            resolved,
-            "error.html",
-            {"title": "Not found", "message": str(err.detail)},
-            status=404,
-        )
+        return admin_error(request, resolved, err)
     context = {
         "calibration": calibration,
         "diagrams": {j["judge"]: diagram(j) for j in calibration["judges"]},

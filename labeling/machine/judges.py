@@ -78,6 +78,7 @@ __all__ = [
     "PairJudge",
     "Scorer",
     "ThurstoneJudge",
+    "grade_distributions",
     "logistic_preference",
     "thurstone_sigma",
 ]
@@ -499,12 +500,19 @@ class LlmGrader(LlmAsker):
         except KeyError as exc:
             raise ValueError(f"no text for document {exc.args[0]!r}") from None
         replies = self._replies(prompts)
-        out = np.full((len(doc_ids), N_GRADES), math.nan)
-        for i, reply in enumerate(replies):
-            grade = parse_graded(reply)
-            if grade is None:
-                self.malformed += reply is not None
-                continue
+        self.malformed += sum(r is not None and parse_graded(r) is None for r in replies)
+        return grade_distributions(replies)
+
+
+def grade_distributions(replies: Sequence[str | None]) -> F64:
+    """``(len(replies), 5)``: the distribution one-hot at the grade
+    :func:`labeling.machine.llm_prompts.parse_graded` reads in each reply, a row of NaN where it
+    reads none (a malformed reply, or ``None`` for no reply): how :class:`LlmGrader` reads the
+    graded template's replies, also for replies taken from a cache."""
+    out = np.full((len(replies), N_GRADES), math.nan)
+    for i, reply in enumerate(replies):
+        grade = parse_graded(reply)
+        if grade is not None:
             out[i] = 0.0
             out[i, grade] = 1.0
-        return out
+    return out

@@ -46,6 +46,12 @@ def make_collection(
             if features:
                 row["features"] = [score / docs, float(d), float(q)]
             rows.append(row)
+    import_rows(api, cid, rows)
+    return cid, scores
+
+
+def import_rows(api: Api, cid: int, rows: list[dict[str, Any]]) -> None:
+    """Import NDJSON ``rows`` into collection ``cid`` over REST (must succeed)."""
     r = api.post(
         "admin",
         f"/api/v1/collections/{cid}/import",
@@ -53,7 +59,6 @@ def make_collection(
         headers={"Content-Type": "application/x-ndjson"},
     )
     assert r.status_code == 200, r.text
-    return cid, scores
 
 
 def judge_task(api: Api, user: str, task_id: int, scores: dict[str, float]) -> dict[str, Any]:

@@ -9,7 +9,7 @@ import random
 import uuid
 from typing import Any
 
-from tests.app.admin_support import ndjson
+from tests.app.admin_support import import_rows
 from tests.app.conftest import Api
 
 STRATEGY = "insertion+assist"
@@ -98,17 +98,6 @@ def judge_consistently(api: Api, assessor: str, task_id: int, truth: dict[str, i
         count += 1
         assert count < 1000
     return count
-
-
-def import_rows(api: Api, cid: int, rows: list[dict[str, Any]]) -> None:
-    """Import NDJSON ``rows`` into collection ``cid`` over REST (must succeed)."""
-    r = api.post(
-        "admin",
-        f"/api/v1/collections/{cid}/import",
-        content=ndjson(rows),
-        headers={"Content-Type": "application/x-ndjson"},
-    )
-    assert r.status_code == 200, r.text
 
 
 def text_collection(

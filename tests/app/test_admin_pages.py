@@ -40,6 +40,26 @@ def site(tmp_path: Path) -> Iterator[dict[str, Any]]:
     db.dispose()
 
 
+def trec_collection(client: TestClient, csrf: str, name: str) -> int:
+    """A collection made through the admin pages from TOPICS, DOCS and QRELS (TREC files, the
+    qrels paired): its id."""
+    r = client.post("/admin/collections", data={"name": name, "csrf_token": csrf})
+    found = re.search(r"/admin/collections/(\d+)/progress-fragment", r.text)
+    assert found is not None, r.text[:500]
+    cid = int(found.group(1))
+    r = client.post(
+        f"/admin/collections/{cid}/import",
+        data={"csrf_token": csrf, "action": "import", "kind": "trec", "pairing": "qrels"},
+        files={
+            "topics": ("topics.txt", TOPICS, "text/plain"),
+            "documents": ("docs.jsonl", DOCS, "application/json"),
+            "qrels": ("qrels.txt", QRELS, "text/plain"),
+        },
+    )
+    assert "Imported 12 query–document pairs" in r.text
+    return cid
+
+
 def login(client: TestClient, username: str, password: str) -> None:
     token = hidden_csrf(client.get("/login").text)
     r = client.post(
@@ -208,18 +228,7 @@ def test_plan_pooled_from_an_uploaded_run(site: dict[str, Any]) -> None:
     client: TestClient = site["client"]
     login(client, "boss", "boss password 1")
     csrf = hidden_csrf(client.get("/admin").text)
-    r = client.post("/admin/collections", data={"name": "pooled", "csrf_token": csrf})
-    cid = int(re.search(r"/admin/collections/(\d+)/progress-fragment", r.text).group(1))
-    r = client.post(
-        f"/admin/collections/{cid}/import",
-        data={"csrf_token": csrf, "action": "import", "kind": "trec", "pairing": "qrels"},
-        files={
-            "topics": ("topics.txt", TOPICS, "text/plain"),
-            "documents": ("docs.jsonl", DOCS, "application/json"),
-            "qrels": ("qrels.txt", QRELS, "text/plain"),
-        },
-    )
-    assert "Imported 12 query–document pairs" in r.text
+    cid = trec_collection(client, csrf, "pooled")
     page = client.get(f"/admin/collections/{cid}")
     assert 'name="pool_run"' in page.text and 'name="run_depth"' in page.text
     assert 'enctype="multipart/form-data" class="stack" id="plan-form"' in page.text

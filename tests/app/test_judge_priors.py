@@ -322,3 +322,28 @@ def test_the_collection_page_shows_the_grades_and_its_form_queues_them(
     page = web.get(f"/admin/collections/{cid}")
     assert f"{after['graded']} of {3 * N} query–document pairs graded by" in page.text
     assert "0 to grade" in page.text
+
+
+def test_the_grade_counts_follow_a_changed_document(
+    api: Api,
+    coll: tuple[int, dict[str, dict[str, float]], dict[str, float]],
+    server: StandInServer,
+) -> None:
+    """The counts keep each query's prompt keys between views (the collection page); a
+    document whose content changed has a new prompt, so it is counted as not graded."""
+    from app.kernel.models import Document
+
+    cid = coll[0]
+    r = api.post("admin", f"/api/v1/admin/collections/{cid}/llm-grades", json={"query_ids": ["q3"]})
+    assert r.status_code == 202
+    drain(api)
+    before = grades_view(api, cid)["q3"]
+    assert before["missing"] == 0 and grades_view(api, cid)["q3"] == before  # kept keys
+    with api.db.write() as s:
+        doc = s.scalars(
+            select(Document).where(Document.collection_id == cid, Document.external_id == "q3-d00")
+        ).one()
+        doc.text = f"{doc.text} and more"
+        doc.content_hash = "0" * 64
+    after = grades_view(api, cid)["q3"]
+    assert after["missing"] == 1 and after["documents"] == before["documents"]

@@ -4,14 +4,13 @@ an unknown name, or a file and a name together, come back with the error and cre
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
 from app.kernel.models import Query, Task
-from tests.app.test_admin_pages import DOCS, QRELS, TOPICS, login, site  # noqa: F401
+from tests.app.test_admin_pages import login, site, trec_collection  # noqa: F401
 from tests.app.test_web_pages import hidden_csrf
 
 # Query 1: d3 (3), d1 (2), d4 (1); query 2: d5. The top 2 of query 1 are d3 and d1.
@@ -19,20 +18,7 @@ RUN_A = b"1 Q0 d3 1 3 A\n1 Q0 d1 2 2 A\n1 Q0 d4 3 1 A\n2 Q0 d5 1 1 A\n"
 
 
 def _collection_with_run(client: TestClient, csrf: str) -> int:
-    r = client.post("/admin/collections", data={"name": "planner-runs", "csrf_token": csrf})
-    found = re.search(r"/admin/collections/(\d+)/progress-fragment", r.text)
-    assert found is not None, r.text[:500]
-    cid = int(found.group(1))
-    r = client.post(
-        f"/admin/collections/{cid}/import",
-        data={"csrf_token": csrf, "action": "import", "kind": "trec", "pairing": "qrels"},
-        files={
-            "topics": ("topics.txt", TOPICS, "text/plain"),
-            "documents": ("docs.jsonl", DOCS, "application/json"),
-            "qrels": ("qrels.txt", QRELS, "text/plain"),
-        },
-    )
-    assert "Imported 12 query–document pairs" in r.text
+    cid = trec_collection(client, csrf, "planner-runs")
     r = client.post(
         f"/admin/collections/{cid}/runs",
         data={"csrf_token": csrf},

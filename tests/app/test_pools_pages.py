@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
 from app.kernel.models import CampaignPool, PoolDocument, Query, Task
-from tests.app.test_admin_pages import DOCS, QRELS, TOPICS, login, site  # noqa: F401
+from tests.app.test_admin_pages import login, site, trec_collection  # noqa: F401
 from tests.app.test_web_pages import hidden_csrf
 
 RUN_A = b"1 Q0 d3 1 3 A\n1 Q0 d1 2 2 A\n1 Q0 d4 3 1 A\n2 Q0 d5 1 1 A\n"
@@ -21,19 +21,7 @@ RUN_B = b"1 Q0 d1 1 9 B\n1 Q0 d0 2 8 B\n1 Q0 d9 3 7 B\n"
 
 
 def _collection(client: TestClient, csrf: str) -> int:
-    r = client.post("/admin/collections", data={"name": "campaign", "csrf_token": csrf})
-    cid = int(re.search(r"/admin/collections/(\d+)/progress-fragment", r.text).group(1))
-    r = client.post(
-        f"/admin/collections/{cid}/import",
-        data={"csrf_token": csrf, "action": "import", "kind": "trec", "pairing": "qrels"},
-        files={
-            "topics": ("topics.txt", TOPICS, "text/plain"),
-            "documents": ("docs.jsonl", DOCS, "application/json"),
-            "qrels": ("qrels.txt", QRELS, "text/plain"),
-        },
-    )
-    assert "Imported 12 query–document pairs" in r.text
-    return cid
+    return trec_collection(client, csrf, "campaign")
 
 
 def _stored(where: dict[str, Any]) -> int:

@@ -12,11 +12,11 @@ from sqlalchemy import func, select
 
 from app.kernel.models import CampaignPool, Task
 from tests.e2e.web_support import (
-    TIMEOUT_MS,
     LiveServer,
     add_user,
     init_db,
     launch_chromium,
+    logged_in_page,
     require_browser,
     seed_task,
 )
@@ -50,18 +50,7 @@ def test_pool_from_runs_in_chromium(tmp_path: Path) -> None:
     try:
         with sync_playwright() as pw:
             browser = launch_chromium(pw, executable)
-            page = browser.new_page()
-            page.set_default_timeout(TIMEOUT_MS)
-            page.on(
-                "console",
-                lambda m: problems.append(m.text) if m.type == "error" else None,
-            )
-            page.on("pageerror", lambda e: problems.append(str(e)))
-            page.goto(server.url + "/login")
-            page.fill("#username", "chief")
-            page.fill("#password", "chief password 1")
-            page.click("button[type=submit]")
-            page.wait_for_load_state()
+            page = logged_in_page(browser, server.url, "chief", "chief password 1", problems)
             page.goto(f"{server.url}/admin/collections/{cid}")
             page.set_input_files("#pool-runs", [str(tmp_path / "A.run"), str(tmp_path / "bad.run")])
             page.click("#pools-form button[type=submit]")

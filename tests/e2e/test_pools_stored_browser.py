@@ -15,9 +15,9 @@ from app.kernel.models import CampaignPool
 from app.runs import service as runs
 from tests.e2e.test_pools_browser import pool_study
 from tests.e2e.web_support import (
-    TIMEOUT_MS,
     LiveServer,
     launch_chromium,
+    logged_in_page,
     require_browser,
 )
 
@@ -39,18 +39,7 @@ def test_pool_these_runs_in_chromium(tmp_path: Path) -> None:
     try:
         with sync_playwright() as pw:
             browser = launch_chromium(pw, executable)
-            page = browser.new_page()
-            page.set_default_timeout(TIMEOUT_MS)
-            page.on(
-                "console",
-                lambda m: problems.append(m.text) if m.type == "error" else None,
-            )
-            page.on("pageerror", lambda e: problems.append(str(e)))
-            page.goto(server.url + "/login")
-            page.fill("#username", "chief")
-            page.fill("#password", "chief password 1")
-            page.click("button[type=submit]")
-            page.wait_for_load_state()
+            page = logged_in_page(browser, server.url, "chief", "chief password 1", problems)
             page.goto(f"{server.url}/admin/collections/{cid}/runs")
             form = "#pool-runs-form"
             for name in files:

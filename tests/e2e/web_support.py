@@ -388,3 +388,20 @@ def wait_next(page: Any, seq: int) -> None:
 
 def on_done_page(page: Any) -> bool:
     return page.url.endswith("/done")
+
+
+def logged_in_page(
+    browser: Any, url: str, username: str, password: str, problems: list[str]
+) -> Any:
+    """A new page of ``browser`` logged in through the login form of the server at ``url``; its
+    console errors and page errors are appended to ``problems``."""
+    page = browser.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: problems.append(str(e)))
+    page.goto(url + "/login")
+    page.fill("#username", username)
+    page.fill("#password", password)
+    page.click("button[type=submit]")
+    page.wait_for_load_state()
+    return page
