@@ -72,6 +72,8 @@ from benchmarks.campaign_field import (  # noqa: E402
 from labeling.study.cal_pool import (  # noqa: E402
     ActiveLearning,
     cal_campaign_order,
+    fit_logistic,
+    pool_matrix,
     shared_scores,
 )
 from labeling.study.campaign_order import campaign_order  # noqa: E402
@@ -357,6 +359,36 @@ def oracle_bounds(camp: Campaign, share: float, want: float) -> tuple[float, flo
     return perfect / total, cost / size, deep / total
 
 
+def model_bounds(camp: Campaign, share: float) -> tuple[float, float]:
+    """Two more reference points for ``cal``, models that see every label (in-sample).
+
+    The share of the pool's relevant documents found by judging ``share`` of the pool in the
+    order of one logistic model fitted on all the labels over cal's rows
+    (:func:`labeling.study.cal_pool.pool_matrix`: the standardised features and the rank
+    evidence), over the whole campaign; and the same with each query's true rate of relevant
+    documents, ``ln((r + 0.01)/(1.01 − r))``, as one more column. The first is what the rows
+    tell with no judging at all, not a bound (CAL's query state, learnt as judging goes, can
+    beat it); the second adds what knowing exactly how rich every query is would give, which
+    CAL must buy with judgments.
+    """
+    blocks, labels, owner = [], [], []
+    queries = [q for q in camp.qrels if any(q in r for r in camp.runs.values())]
+    for i, q in enumerate(queries):
+        pool = depth_pool({r: run.get(q, []) for r, run in camp.runs.items()}, DEPTH)
+        if pool:
+            blocks.append(pool_matrix(pool, camp.features.get(q, {}), len(camp.runs), DEPTH))
+            labels += [camp.qrels[q].get(d.doc_id, 0) >= 1 for d in pool]
+            owner += [i] * len(pool)
+    x, y, at = np.vstack(blocks), np.array(labels, dtype=np.float64), np.array(owner)
+    rate = np.bincount(at, y) / np.bincount(at)
+    found = []
+    for rows in (x, np.column_stack([x, np.log((rate[at] + 0.01) / (1.01 - rate[at]))])):
+        w = fit_logistic(rows, y)
+        ranked = np.argsort(-(rows @ w[:-1]), kind="stable")
+        found.append(float(y[ranked[: math.floor(share * y.size + 0.5)]].sum() / y.sum()))
+    return found[0], found[1]
+
+
 def print_needed(camp: Campaign, needed: Sequence[Row]) -> None:
     """The rows at the smallest budget that finds ``TARGET[0]`` of the pool's relevant
     documents, and the oracle bounds (:func:`oracle_bounds`) at ``TARGET[2]`` of the pool."""
@@ -381,6 +413,15 @@ def print_needed(camp: Campaign, needed: Sequence[Row]) -> None:
         f"of the pool to find {want:.0%}; {deep:.1%} of the pool's relevant documents are "
         "ranked below 50 by every run that retrieved them"
     )
+    if camp.features:
+        rows_only, with_rate = model_bounds(camp, share)
+        print(
+            f"\nin-sample models (every label seen): one "
+            f"logistic model over cal's rows, fitted on all the labels, finds {rows_only:.1%} "
+            f"of the relevant documents with {share:.0%} of the pool judged in its order over "
+            f"the campaign; given each query's true rate of relevant documents as well, "
+            f"{with_rate:.1%}"
+        )
 
 
 def report(camp: Campaign, fractions: Sequence[float]) -> None:

@@ -31,9 +31,12 @@ non-relevant document — CAL's seed is the topic's text; here it is the runs'.
   so the allocation between queries follows the predicted probabilities. The seed judges each
   query's first fused document. Beside a document's features the model sees its query's state
   when the document was picked (for training) or now (for prediction): its rate of relevant
-  documents ``(1 + rel)/(2 + judged)`` and the share of its pool judged. A query whose
-  relevant documents are running out thus yields to the others as the model learns that such
-  states give fewer relevant documents.
+  documents ``r = (1 + rel)/(2 + judged)``, the rate's log-odds ``ln(r/(1 − r))`` and the
+  share of its pool judged. A query whose relevant documents are running out thus yields to
+  the others as the model learns that such states give fewer relevant documents. The weights
+  are re-fit once per batch, but a query's state is updated after each of its judgments, so
+  within a batch its remaining documents are re-scored at once (the model's weights, the
+  query's new state): a query whose judgment was not relevant yields before the batch ends.
 """
 
 from __future__ import annotations
@@ -283,8 +286,9 @@ def cal_campaign_order(
     """The judging sequence of continuous active learning with one model and one budget over
     the campaign (module docstring), the qrels as the assessor (a document they lack is not
     relevant); ``features``: query → document → vector, for every pooled document. Each batch
-    takes the unjudged documents of highest predicted probability over all queries (ties: the
-    earlier query, then fused order)."""
+    takes, one at a time, the unjudged document of highest predicted probability over all
+    queries (ties: the earlier query, then fused order), re-scoring its query's documents with
+    the query's new state after each judgment."""
     queries = list(dict.fromkeys(q for per_query in runs.values() for q in per_query))
     queries = [q for q in queries if q in qrels]
     c = _Campaign(runs, features, queries, depth)
@@ -298,39 +302,46 @@ def cal_campaign_order(
     found = np.zeros(nq)  # relevant documents found per query
     count = np.zeros(nq)  # judgments per query
     sizes = np.asarray(c.sizes, dtype=np.float64)
-    state_at_pick = np.zeros((n, 2))
+    state_at_pick = np.zeros((n, 3))
     open_ = np.ones(n, dtype=bool)
     order: list[tuple[str, str, bool]] = []
 
     def state(i: np.ndarray) -> np.ndarray:
-        return np.column_stack([(1.0 + found[i]) / (2.0 + count[i]), count[i] / sizes[i]])
+        rate = (1.0 + found[i]) / (2.0 + count[i])
+        return np.column_stack([rate, np.log(rate / (1.0 - rate)), count[i] / sizes[i]])
 
-    def judge(row: int) -> None:
+    def judge(row: int) -> int:
         i = int(c.owner[row])
         state_at_pick[row] = state(np.array([i]))[0]
         open_[row] = False
         found[i] += labels[row]
         count[i] += 1
         order.append((queries[i], c.docs[row], bool(labels[row])))
+        return i
 
     for i in range(nq):  # the seed: every query's first fused document
         if c.sizes[i]:
             judge(int(c.starts[i]))
     batch = 1
+    width = c.matrix.shape[1]
     while open_.any():
         judged = ~open_
-        x = np.hstack([c.matrix, state_at_pick])
         y = labels[judged].astype(np.float64)
+        w: np.ndarray | None = None
         if 0.0 < y.sum() < y.size:
-            w = fit_logistic(x[judged], y, l2)
-            now = np.hstack([c.matrix, state(c.owner)])
-            scores = now @ w[:-1] + w[-1]
+            w = fit_logistic(np.hstack([c.matrix, state_at_pick])[judged], y, l2)
+            base = c.matrix @ w[:width] + w[-1]
+            scores = base + state(c.owner) @ w[width:-1]
         else:  # one class only: the fused order, the queries in turn
-            scores = -(np.arange(n) - c.starts[c.owner]).astype(np.float64)
-        rows = np.flatnonzero(open_)
-        take = rows[np.lexsort((rows, -scores[rows]))[:batch]]
-        for row in take:
-            judge(int(row))
+            base = scores = -(np.arange(n) - c.starts[c.owner]).astype(np.float64)
+        scores = np.where(open_, scores, -np.inf)
+        for _ in range(min(batch, int(open_.sum()))):
+            # np.argmax takes the first of equal scores: the earlier query, then fused order
+            i = judge(int(np.argmax(scores)))
+            at = slice(int(c.starts[i]), int(c.starts[i + 1]))
+            if w is not None:  # the query's new state re-scores its documents at once
+                scores[at] = base[at] + state(c.owner[at]) @ w[width:-1]
+            scores[at] = np.where(open_[at], scores[at], -np.inf)
         batch += math.ceil(growth * batch)
     relevant_in_pool = {
         q: int(labels[c.starts[i] : c.starts[i + 1]].sum()) for i, q in enumerate(queries)

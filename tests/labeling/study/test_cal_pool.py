@@ -169,3 +169,64 @@ def test_one_model_for_many_queries_fixed_for_a_round() -> None:
     assert shared_scores(rankings, {"p": FEATURES, "r": mirror}, {"p": {"a": True}}) is None
     with pytest.raises(ConfigError, match="no score for 1"):
         ActiveLearning(RUNS, FEATURES, scores={"a": 1.0, "b": 0.0, "c": 0.0})
+
+
+def _campaign_by_hand(
+    runs: dict[str, dict[str, list[str]]], qrels: dict[str, dict[str, int]], features: dict
+) -> list[tuple[str, str, bool]]:
+    """The campaign order written out slowly: every score of every open document recomputed
+    from scratch before each pick (the weights fitted at the batch boundaries, each query's
+    state as it is at that moment), the pick the highest score, ties to the earlier query and
+    then the fused order."""
+    queries = list(qrels)
+    pools = {q: depth_pool({r: runs[r][q] for r in runs}, 100) for q in queries}
+    blocks = {q: pool_matrix(pools[q], features[q], len(runs), 100) for q in queries}
+    found = dict.fromkeys(queries, 0)
+    count = dict.fromkeys(queries, 0)
+    rows: list[np.ndarray] = []
+    labels: list[float] = []
+    order: list[tuple[str, str, bool]] = []
+
+    def state(q: str) -> list[float]:
+        rate = (1 + found[q]) / (2 + count[q])
+        return [rate, float(np.log(rate / (1 - rate))), count[q] / len(pools[q])]
+
+    def judge(q: str, i: int) -> None:
+        doc = pools[q][i].doc_id
+        relevant = qrels[q].get(doc, 0) >= 1
+        rows.append(np.concatenate([blocks[q][i], state(q)]))
+        labels.append(float(relevant))
+        found[q] += relevant
+        count[q] += 1
+        order.append((q, doc, relevant))
+
+    for q in queries:
+        judge(q, 0)
+    total, batch = sum(len(p) for p in pools.values()), 1
+    while len(order) < total:
+        y = np.array(labels)
+        w = fit_logistic(np.array(rows), y) if 0 < y.sum() < y.size else None
+        for _ in range(min(batch, total - len(order))):
+            done = {(q, d) for q, d, _ in order}
+            best: tuple[float, int, int] | None = None
+            for qi, q in enumerate(queries):
+                for i, d in enumerate(pools[q]):
+                    if (q, d.doc_id) in done:
+                        continue
+                    if w is None:
+                        score = -float(i)
+                    else:
+                        score = float(np.concatenate([blocks[q][i], state(q)]) @ w[:-1] + w[-1])
+                    if best is None or score > best[0]:
+                        best = (score, qi, i)
+            assert best is not None
+            judge(queries[best[1]], best[2])
+        batch += -(-batch // 10)  # ⌈batch/10⌉
+    return order
+
+
+def test_campaign_state_is_updated_after_every_judgment() -> None:
+    runs, qrels, features = _campaign()
+    assert cal_campaign_order(runs, qrels, features, depth=100).order == tuple(
+        _campaign_by_hand(runs, qrels, features)
+    )
