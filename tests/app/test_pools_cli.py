@@ -108,7 +108,7 @@ def test_simulation_prints_found_relevant_per_budget(tmp_path: Path) -> None:
     cal = [a if a != "maxmean" else "cal" for a in args]
     refused = invoke(*cal, "--allocation", "campaign")
     assert refused.exit_code != 0 and "needs the documents' feature" in refused.output
-    wrong = invoke("admin", "pool", "tiny", *runs, "--allocation", "campaign")
+    wrong = invoke("admin", "pool", "tiny", *runs, "--budgets", "3")
     assert wrong.exit_code == 2 and "go with --simulate" in wrong.output
     missing = invoke("admin", "pool", "tiny", *runs, "--simulate")
     assert missing.exit_code == 2 and "--simulate needs --qrels" in missing.output
