@@ -111,8 +111,7 @@ def pool_cmd(
         return
     if qrels is not None or budgets is not None:
         usage_error("--qrels and --budgets go with --simulate")
-    settings = {"method": method, "depth": depth, "budget": budget, "name": name}
-    settings["allocation"] = allocation
+    settings = dict(method=method, depth=depth, budget=budget, name=name, allocation=allocation)
     settings |= {"feedback": feedback, "stored": stored, "runs": files, "file_names": file_names}
     view, rows = _build(database_url, collection, settings)
     if as_json:
