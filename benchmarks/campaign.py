@@ -29,7 +29,9 @@ AP) under the pooled qrels and the ordering under the full labels (trec_eval's c
 linear gain, ideal from the qrels, a query a run lacks scores 0). A method's judging order does
 not depend on its budget, so each method is simulated once over the whole pool and every
 budget is a prefix of its order; ``cal`` is also run as the service runs it ("query, rounds":
-one build per budget, each with one model fitted on every judgment so far, :func:`cal_rounds`).
+one build per budget, each with one model fitted on every judgment so far, :func:`cal_rounds`;
+"campaign, rounds": the service's campaign allocation, one build per budget over all queries,
+:func:`cal_campaign_rounds`).
 Per method and allocation, the smallest budget that finds 90% of the pool's relevant documents
 and τ there; and reference points (:func:`oracle_bounds`): the most a budget per query can
 find with a perfect order, what perfect stopping needs with the fused order, and the share of
@@ -69,6 +71,7 @@ from benchmarks.campaign_field import (  # noqa: E402
     cranfield,
     mq2008,
 )
+from labeling.study.cal_build import cal_campaign_build  # noqa: E402
 from labeling.study.cal_pool import (  # noqa: E402
     ActiveLearning,
     cal_campaign_order,
@@ -270,6 +273,12 @@ def budget_rows(camp: Campaign, fractions: Sequence[float]) -> tuple[list[Row], 
         rows.append(
             _row(camp, names, queries, full, judged_lists, ("cal", "query, rounds", f), pool)
         )
+    start = time.process_time()
+    rounds = cal_campaign_rounds(camp, fractions)
+    spent += time.process_time() - start
+    for f, judged_lists in rounds:
+        label = ("cal", "campaign, rounds", f)
+        rows.append(_row(camp, names, queries, full, judged_lists, label, pool))
     return rows, needed, spent
 
 
@@ -306,6 +315,31 @@ def cal_rounds(
                 if doc not in judged[q]:
                     judged[q][doc] = camp.qrels[q].get(doc, 0) >= 1
                     order[q].append((doc, judged[q][doc]))
+        out.append((f, {q: list(v) for q, v in order.items()}))
+    return out
+
+
+def cal_campaign_rounds(
+    camp: Campaign, fractions: Sequence[float]
+) -> list[tuple[float, dict[str, list[tuple[str, bool]]]]]:
+    """``cal`` with the service's campaign allocation (docs/campaigns.md#pools-in-the-service):
+    one build per budget in ``fractions`` (a share of all the queries' pools together), each
+    :func:`labeling.study.cal_build.cal_campaign_build` on the labels judged so far (one model,
+    the queries' leave-one-out state for training; none yet: the seed), the build's new picks
+    judged before the next. Per budget, the judgments so far, per query."""
+    names = list(camp.runs)
+    queries = [q for q in camp.qrels if any(q in r for r in camp.runs.values())]
+    rankings = {q: {r: camp.runs[r].get(q, []) for r in names} for q in queries}
+    total = sum(len(depth_pool(rankings[q], DEPTH)) for q in queries)
+    judged: dict[str, dict[str, bool]] = {q: {} for q in queries}
+    order: dict[str, list[tuple[str, bool]]] = {q: [] for q in queries}
+    out = []
+    for f in fractions:
+        budget = math.floor(f * total + 0.5)
+        build = cal_campaign_build(rankings, camp.features, judged, budget, depth=DEPTH)
+        for q, doc in build.order:
+            judged[q][doc] = camp.qrels[q].get(doc, 0) >= 1
+            order[q].append((doc, judged[q][doc]))
         out.append((f, {q: list(v) for q, v in order.items()}))
     return out
 

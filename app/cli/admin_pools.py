@@ -66,7 +66,9 @@ def pool_cmd(
     ),
     depth: int = typer.Option(100, help="Each run's top depth documents per query."),
     budget: int | None = typer.Option(
-        None, help="Judgments per query (default: the whole depth pool)."
+        None,
+        help="Judgments per query (default: the whole depth pool); with --allocation campaign "
+        "the documents of all the queries together.",
     ),
     name: str | None = typer.Option(
         None, "--pool-name", help="Pool name (default METHOD-DEPTH[-bBUDGET])."
@@ -88,8 +90,9 @@ def pool_cmd(
     ),
     allocation: str = typer.Option(
         "query",
-        help="--simulate: a budget per 'query', or one over the 'campaign' (mtf/maxmean/hedge then "
-        "choose the query too; --budgets are totals).",
+        help="A budget per 'query', or one over the 'campaign': a pool by cal with --budget "
+        "(the model chooses the queries too); --simulate: mtf/maxmean/hedge choose the query "
+        "too, --budgets are totals.",
     ),
     as_json: bool = typer.Option(False, "--json/--no-json", help="Print JSON."),
     database_url: str | None = DB_OPTION,
@@ -106,9 +109,9 @@ def pool_cmd(
         load = _loader(collection, stored, (files, file_names), database_url)
         _simulate(load, qrels, (method, allocation), depth, budgets, as_json)
         return
-    if qrels is not None or budgets is not None or allocation != "query":
-        usage_error("--qrels, --budgets and --allocation go with --simulate")
-    settings = {"method": method, "depth": depth, "budget": budget, "name": name}
+    if qrels is not None or budgets is not None:
+        usage_error("--qrels and --budgets go with --simulate")
+    settings = dict(method=method, depth=depth, budget=budget, name=name, allocation=allocation)
     settings |= {"feedback": feedback, "stored": stored, "runs": files, "file_names": file_names}
     view, rows = _build(database_url, collection, settings)
     if as_json:
@@ -169,7 +172,8 @@ def _stored_choice(
 
 
 def _pool_json(view: Any, rows: list[Any]) -> dict[str, Any]:
-    out = {k: getattr(view, k) for k in ("id", "name", "method", "depth", "budget", "fusion")}
+    keys = ("id", "name", "method", "depth", "budget", "allocation", "fusion")
+    out = {k: getattr(view, k) for k in keys}
     out |= {"runs": view.runs, "summary": view.summary, "documents": view.documents}
     out["picked"] = view.picked
     out["pool"] = [
@@ -189,6 +193,8 @@ def _pool_json(view: Any, rows: list[Any]) -> dict[str, Any]:
 def _print_pool(view: Any, rows: list[Any], show: int) -> None:
     s = view.summary
     budget = "the whole depth pool" if view.budget is None else f"{view.budget} per query"
+    if view.allocation == "campaign":
+        budget = f"{view.budget} over all the queries (allocation campaign)"
     typer.echo(
         f"pool {view.id} {view.name!r}: {view.method}, depth {view.depth}, budget {budget}, "
         f"{len(view.runs)} runs, {s['queries']} queries, {view.documents} pooled documents, "

@@ -69,6 +69,8 @@ TRAINING_STATUSES = ("queued", "running", "done", "failed", "cancelled")
 SECOND_OPINION_STATUSES = ("open", "answered", "reclaimed", "expired", "cancelled")
 #: How a pool from many runs chooses its documents (labeling.study.campaign_pools.METHODS).
 POOL_METHODS = ("depth", "mtf", "maxmean", "hedge", "cal")
+#: How a pool's budget is spread: per query, or one total over the campaign (``cal`` only).
+POOL_ALLOCATIONS = ("query", "campaign")
 
 
 def utcnow() -> datetime:
@@ -586,6 +588,7 @@ class CampaignPool(Base):
         CheckConstraint(_in("method", POOL_METHODS), name="method"),
         CheckConstraint("depth >= 1", name="depth"),
         CheckConstraint("budget IS NULL OR budget >= 1", name="budget"),
+        CheckConstraint(_in("allocation", POOL_ALLOCATIONS), name="allocation"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -595,8 +598,11 @@ class CampaignPool(Base):
     name: Mapped[str] = mapped_column(String(100))
     method: Mapped[str] = mapped_column(String(16))
     depth: Mapped[int] = mapped_column(Integer)
-    #: Judgments per query (NULL: the whole depth pool).
+    #: Judgments per query (NULL: the whole depth pool); with ``allocation`` ``campaign``, the
+    #: documents of all the queries together.
     budget: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    #: ``query``: ``budget`` per query; ``campaign``: one budget over the collection's queries.
+    allocation: Mapped[str] = mapped_column(String(16), default="query", server_default="query")
     #: The fused score that orders the pool (``rrf60``: reciprocal rank fusion, k = 60).
     fusion: Mapped[str] = mapped_column(String(32))
     runs: Mapped[list[str]] = mapped_column(JSONType)

@@ -13,6 +13,7 @@ from typing import Any
 from app.kernel.errors import Invalid
 from app.pools import repository
 from labeling.errors import ConfigError
+from labeling.study.cal_build import cal_campaign_build
 from labeling.study.cal_pool import shared_scores
 from labeling.study.campaign_pools import Method, cut_rankings, depth_pool
 
@@ -27,6 +28,44 @@ def judgeable(
     return {
         run: [d for d in docs if d in have] for run, docs in cut_rankings(rankings, depth).items()
     }
+
+
+def _cal_inputs(
+    runs: Runs,
+    queries: Mapping[str, Any],
+    documents: Mapping[int, set[str]],
+    vectors: Mapping[int, Mapping[str, list[float]]],
+    depth: int,
+) -> tuple[dict[str, dict[str, list[str]]], dict[str, Mapping[str, list[float]]]]:
+    """Per query the collection has (in its order) with a judgeable pooled document: its runs'
+    judgeable documents, and its documents' vectors."""
+    rankings, features = {}, {}
+    for qid, query in queries.items():
+        per_query = {run: r.get(qid, []) for run, r in runs.items()}
+        cut = judgeable(per_query, documents.get(query.id, set()), depth)
+        if any(cut.values()):
+            rankings[qid], features[qid] = cut, vectors.get(query.id, {})
+    return rankings, features
+
+
+def campaign_picks(
+    runs: Runs,
+    queries: Mapping[str, Any],
+    documents: Mapping[int, set[str]],
+    vectors: Mapping[int, Mapping[str, list[float]]],
+    feedback: Mapping[str, Mapping[str, bool]],
+    depth: int,
+    budget: int,
+) -> dict[str, tuple[str, ...]]:
+    """``cal`` with one budget over the campaign, one build (one batch of CAL,
+    :func:`labeling.study.cal_build.cal_campaign_build`): per query, its documents judged
+    already, then the unjudged documents the model finds most likely relevant over all the
+    queries, until the pool holds ``budget`` documents in total."""
+    rankings, features = _cal_inputs(runs, queries, documents, vectors, depth)
+    try:
+        return cal_campaign_build(rankings, features, feedback, budget).picks
+    except ConfigError as err:
+        raise Invalid(f"cal: {err}") from None
 
 
 def cal_scores(
@@ -44,12 +83,7 @@ def cal_scores(
     the scores are the fused order (minus the place). None for another method (no vectors)."""
     if not vectors:
         return None
-    rankings, features = {}, {}
-    for qid, query in queries.items():
-        per_query = {run: r.get(qid, []) for run, r in runs.items()}
-        cut = judgeable(per_query, documents.get(query.id, set()), depth)
-        if any(cut.values()):
-            rankings[qid], features[qid] = cut, vectors.get(query.id, {})
+    rankings, features = _cal_inputs(runs, queries, documents, vectors, depth)
     try:
         scores = shared_scores(rankings, features, feedback)
     except ConfigError as err:

@@ -1,12 +1,15 @@
 """REST API v1, admin console: pools from many runs (role admin; 403 for assessors).
 
-* ``POST /admin/collections/{id}/pools?method=&depth=&budget=&name=&feedback=`` — multipart,
-  one part ``runs`` per TREC run file (the file name, without its suffix, names the run); a
-  bad file is a 422 listing ``{file, line, msg}`` and nothing is stored;
+* ``POST /admin/collections/{id}/pools?method=&depth=&budget=&allocation=&name=&feedback=`` —
+  multipart, one part ``runs`` per TREC run file (the file name, without its suffix, names
+  the run); a bad file is a 422 listing ``{file, line, msg}`` and nothing is stored;
+  ``allocation=campaign`` (``cal`` with a budget only, else a 422): ``budget`` is one total
+  over the collection's queries;
 * the same ``POST`` with a JSON body (:class:`app.pools.schemas.StoredPoolIn`) pools runs
   stored on the collection: ``{"stored_runs": ["name", 7, ...] | "all", "method": ...,
-  "depth": ..., "budget": ..., "name": ..., "feedback": ...}`` (the settings in the body, not
-  the query); a run the collection lacks is a 422 naming it (``unknown_runs``), nothing stored;
+  "depth": ..., "budget": ..., "allocation": ..., "name": ..., "feedback": ...}`` (the
+  settings in the body, not the query); a run the collection lacks is a 422 naming it
+  (``unknown_runs``), nothing stored;
 * ``GET /admin/collections/{id}/pools`` — the collection's pools, newest first;
 * ``GET /admin/pools/{pool_id}?query_id=`` — one pool with its documents, their runs and ranks.
 
@@ -40,7 +43,7 @@ RUNS_PART = "runs"
 MAX_RUN_FILES = 100
 
 #: The settings a multipart upload takes as query parameters and a JSON body as its fields.
-SETTINGS = ("method", "depth", "budget", "name", "feedback")
+SETTINGS = ("method", "depth", "budget", "allocation", "name", "feedback")
 
 POOL_BODY = {
     "requestBody": {
@@ -124,6 +127,7 @@ async def stored_spec(request: Request, collection_id: int) -> pools.BuildSpec:
         method=body.method,
         depth=body.depth,
         budget=body.budget,
+        allocation=body.allocation,
         name=body.name,
         feedback=body.feedback,
     )
@@ -146,6 +150,7 @@ async def create_pool(
     method: Literal["depth", "mtf", "maxmean", "hedge", "cal"] = "depth",
     depth: int = Query(100, ge=1, le=pools.MAX_DEPTH),
     budget: int | None = Query(None, ge=1, le=1_000_000),
+    allocation: Literal["query", "campaign"] = "query",
     name: str | None = Query(None, min_length=1, max_length=100),
     feedback: bool = True,
 ) -> dict[str, Any]:
@@ -163,6 +168,7 @@ async def create_pool(
         method=method,
         depth=depth,
         budget=budget,
+        allocation=allocation,
         name=name,
         feedback=feedback,
     )

@@ -26,7 +26,16 @@ class StoredPoolIn(StrictModel):
     method: Literal["depth", "mtf", "maxmean", "hedge", "cal"] = "depth"
     depth: int = Field(100, ge=1, le=10_000, description="Each run's top depth documents.")
     budget: int | None = Field(
-        None, ge=1, le=1_000_000, description="Judgments per query (null: the depth pool)."
+        None,
+        ge=1,
+        le=1_000_000,
+        description="Judgments per query (null: the depth pool); with allocation campaign, "
+        "the documents of all the queries together (required).",
+    )
+    allocation: Literal["query", "campaign"] = Field(
+        "query",
+        description="query: the budget per query; campaign (cal only): one budget over the "
+        "collection's queries, the model choosing the queries too.",
     )
     name: str | None = Field(
         None,
@@ -47,7 +56,13 @@ class PoolOut(BaseModel):
     name: str
     method: str = Field(description="depth | mtf | maxmean | hedge | cal")
     depth: int = Field(description="Each run's top depth documents per query.")
-    budget: int | None = Field(description="Judgments per query (null: the whole depth pool).")
+    budget: int | None = Field(
+        description="Judgments per query (null: the whole depth pool); with allocation "
+        "campaign, the documents of all the queries together."
+    )
+    allocation: str = Field(
+        description="query (a budget per query) | campaign (cal: one budget over the queries)"
+    )
     fusion: str = Field(description="The fused score ordering the pool: rrf60 = Σ 1/(60 + rank).")
     runs: list[str] = Field(description="The runs, in run order (the methods' tie-break).")
     summary: dict[str, Any] = Field(

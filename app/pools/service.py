@@ -24,7 +24,10 @@ trec_eval ranks it, :func:`labeling.study.pools.parse_trec_run`):
    pool as not; a graded task's grade ≥ 1 as relevant; a document any task calls relevant is
    relevant. A pick nobody judged yet counts as not relevant, so a first build takes the runs
    in turns and a later build (after those tasks finished) follows the runs that gave
-   relevant documents.
+   relevant documents. With ``allocation="campaign"`` (``cal`` only) ``budget`` is one total
+   over the collection's queries: one build of campaign-wide CAL
+   (:func:`app.pools.cal.campaign_picks`) keeps every judged pooled document and adds the
+   unjudged ones the model finds most likely relevant, whichever their query.
 
 The runs are either uploaded files or runs stored on the collection (``BuildSpec.stored``:
 names or ids, or every stored run; read through :func:`app.runs.service.run_rankings`, which
@@ -49,7 +52,7 @@ from app.kernel.db import Database
 from app.kernel.errors import Invalid, NotFound, issue_items
 from app.kernel.models import CampaignPool, PoolDocument
 from app.pools import repository
-from app.pools.cal import cal_scores, cal_vectors, judgeable
+from app.pools.cal import cal_scores, cal_vectors, campaign_picks, judgeable
 from app.runs import service as stored_runs
 from labeling.errors import ConfigError
 from labeling.identifiers import normal_identifier
@@ -71,6 +74,8 @@ from labeling.study.pools import parse_trec_run
 FUSION = "rrf60"
 MAX_RUNS = 200
 MAX_DEPTH = 10_000
+#: How a pool's budget is spread: per query, or one total over the campaign (``cal`` only).
+ALLOCATIONS = ("query", "campaign")
 #: Runs by name: query id → documents best first.
 Runs = dict[str, dict[str, list[str]]]
 #: ``BuildSpec.stored``'s value for every run stored on the collection.
@@ -82,7 +87,9 @@ StoredChoice = Sequence[str | int] | str
 @dataclass(frozen=True, slots=True)
 class BuildSpec:
     """What to build: ``runs`` maps a run's name to its TREC text (in run order, which breaks
-    the adaptive methods' ties); ``budget`` is judgments per query (None: the depth pool)."""
+    the adaptive methods' ties); ``budget`` is judgments per query (None: the depth pool), or
+    with ``allocation="campaign"`` (``cal`` only; a budget required) the documents of all the
+    queries together."""
 
     collection_id: int
     runs: Mapping[str, str | bytes | Iterable[bytes]] = field(default_factory=dict)
@@ -96,6 +103,7 @@ class BuildSpec:
     stored: StoredChoice | None = None
     """Runs stored on the collection instead of ``runs``: names or ids in run order, or
     :data:`ALL_STORED` (every stored run, by upload order)."""
+    allocation: str = "query"
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +120,7 @@ class PoolView:
     created_at: datetime
     documents: int = 0
     picked: int = 0
+    allocation: str = "query"
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +144,25 @@ def check_method(method: str, depth: int, budget: int | None) -> Method:
     if budget is not None and budget < 1:
         raise Invalid(f"budget must be at least 1 judgment per query, got {budget}")
     return method
+
+
+def check_allocation(allocation: str, method: str, budget: int | None) -> str:
+    """Invalid unless ``allocation`` is one of :data:`ALLOCATIONS` and, for ``campaign``, the
+    method is ``cal`` with a budget."""
+    if allocation not in ALLOCATIONS:
+        raise Invalid(f"allocation is per 'query' or over the 'campaign', not {allocation!r}")
+    if allocation == "campaign":
+        if method != "cal":
+            raise Invalid(
+                f"allocation 'campaign' (one budget over all the queries) is for method 'cal', "
+                f"not {method!r}; nothing was stored"
+            )
+        if budget is None:
+            raise Invalid(
+                "allocation 'campaign' needs a budget: the documents to pool over all the "
+                "queries together; nothing was stored"
+            )
+    return allocation
 
 
 def run_name(filename: str) -> str:
@@ -253,13 +281,17 @@ def _query_rows(
     feedback: Mapping[str, bool],
     vectors: Mapping[str, list[float]] | None = None,
     scores: Mapping[str, float] | None = None,
+    given: Sequence[str] | None = None,
 ) -> tuple[list[PoolDocument], int, int]:
     """One query's pool rows (query id unset), documents dropped, picks already judged;
     ``vectors``: the query's feature vectors by document, ``scores`` the model's log-odds
-    (``cal``; None: no model yet, the fused order)."""
+    (``cal``; None: no model yet, the fused order); ``given``: the picks, in order, made
+    already (``cal`` over the campaign)."""
     pooled = [d for d in depth_pool(rankings, depth) if d.doc_id in have]
     cut = cut_rankings(rankings, depth)
-    if method == "depth":  # the stored fused order (the runs' own ranks), cut at the budget
+    if given is not None:
+        picks, known = list(given), sum(1 for d in given if d in feedback)
+    elif method == "depth":  # the stored fused order (the runs' own ranks), cut at the budget
         picks, known = [d.doc_id for d in pooled][:budget], 0
     else:  # the adaptive methods walk each run's judgeable documents in its order
         runs_here = judgeable(rankings, have, depth)
@@ -289,8 +321,9 @@ def build_pool(*, db: Database, spec: BuildSpec) -> PoolView:
     """Build and store a pool (module docstring); Invalid when no run ranks a document of the
     collection's queries, or the name is taken."""
     method = check_method(spec.method, spec.depth, spec.budget)
+    campaign = check_allocation(spec.allocation, method, spec.budget) == "campaign"
     runs = _rankings(db, spec)
-    name = spec.name or _default_name(method, spec.depth, spec.budget)
+    name = spec.name or _default_name(method, spec.depth, spec.budget, spec.allocation)
     if len(name) > 100:
         raise Invalid("a pool name has at most 100 characters")
     with db.write() as s:
@@ -303,7 +336,10 @@ def build_pool(*, db: Database, spec: BuildSpec) -> PoolView:
         adaptive = method != "depth" and spec.feedback
         feedback = _feedback(s, spec.collection_id) if adaptive else {}
         vectors = cal_vectors(s, spec.collection_id, runs, queries, documents, method, spec.depth)
-        scores = cal_scores(runs, queries, documents, vectors, feedback, spec.depth)
+        model = (runs, queries, documents, vectors, feedback, spec.depth)
+        # a campaign has a budget (check_allocation): one total over the queries
+        chosen = campaign_picks(*model, spec.budget or 0) if campaign else {}
+        scores = None if campaign else cal_scores(*model)
         rows: list[PoolDocument] = []
         unknown: list[str] = []
         dropped = known = 0
@@ -323,6 +359,7 @@ def build_pool(*, db: Database, spec: BuildSpec) -> PoolView:
                 feedback.get(qid, {}),
                 vectors.get(query.id),
                 (scores or {}).get(qid),
+                chosen.get(qid, ()) if campaign else None,
             )
             for row in got[0]:
                 row.query_id = query.id
@@ -349,6 +386,7 @@ def build_pool(*, db: Database, spec: BuildSpec) -> PoolView:
             method=method,
             depth=spec.depth,
             budget=spec.budget,
+            allocation=spec.allocation,
             fusion=FUSION,
             runs=list(runs),
             summary=summary,
@@ -357,8 +395,9 @@ def build_pool(*, db: Database, spec: BuildSpec) -> PoolView:
         return _view(pool, len(rows), sum(1 for r in rows if r.pick is not None))
 
 
-def _default_name(method: str, depth: int, budget: int | None) -> str:
-    return f"{method}-{depth}" + (f"-b{budget}" if budget is not None else "")
+def _default_name(method: str, depth: int, budget: int | None, allocation: str) -> str:
+    total = "-campaign" if allocation == "campaign" else ""
+    return f"{method}-{depth}" + (f"-b{budget}" if budget is not None else "") + total
 
 
 def _view(pool: CampaignPool, documents: int, picked: int) -> PoolView:
@@ -369,6 +408,7 @@ def _view(pool: CampaignPool, documents: int, picked: int) -> PoolView:
         method=pool.method,
         depth=pool.depth,
         budget=pool.budget,
+        allocation=pool.allocation,
         fusion=pool.fusion,
         runs=list(pool.runs),
         summary=dict(pool.summary),

@@ -1,9 +1,9 @@
 """Admin pages of pools from many runs: the collection page's "Pool from runs" form
-(``POST /admin/collections/{id}/pools``: run files, method, depth, budget;
+(``POST /admin/collections/{id}/pools``: run files, method, depth, budget, allocation;
 :func:`app.pools.service.build_pool`), the runs page's "Pool these runs" form
-(``POST /admin/collections/{id}/runs/pool``: the ticked stored runs, method, depth, budget)
-and a pool's page (``GET /admin/pools/{id}``): its
-settings and, per pooled document, the runs that retrieved it and at which rank."""
+(``POST /admin/collections/{id}/runs/pool``: the ticked stored runs, method, depth, budget,
+allocation) and a pool's page (``GET /admin/pools/{id}``): its settings and, per pooled
+document, the runs that retrieved it and at which rank."""
 
 from __future__ import annotations
 
@@ -32,11 +32,12 @@ MAX_ROWS = 2000
 
 
 def _settings(form: Any) -> dict[str, Any]:
-    """The pool forms' settings: method, depth, budget, name, feedback."""
+    """The pool forms' settings: method, depth, budget, allocation, name, feedback."""
     return {
         "method": form_field(form, "method", "depth"),
         "depth": form_int(form, "depth") or 100,
         "budget": form_int(form, "budget"),
+        "allocation": form_field(form, "allocation", "query"),
         "name": form_field(form, "name") or None,
         "feedback": form.get("feedback") == "1",
     }

@@ -108,7 +108,7 @@ def test_simulation_prints_found_relevant_per_budget(tmp_path: Path) -> None:
     cal = [a if a != "maxmean" else "cal" for a in args]
     refused = invoke(*cal, "--allocation", "campaign")
     assert refused.exit_code != 0 and "needs the documents' feature" in refused.output
-    wrong = invoke("admin", "pool", "tiny", *runs, "--allocation", "campaign")
+    wrong = invoke("admin", "pool", "tiny", *runs, "--budgets", "3")
     assert wrong.exit_code == 2 and "go with --simulate" in wrong.output
     missing = invoke("admin", "pool", "tiny", *runs, "--simulate")
     assert missing.exit_code == 2 and "--simulate needs --qrels" in missing.output
@@ -138,3 +138,31 @@ def test_bad_run_file_names_its_line_and_stores_nothing(tmp_path: Path) -> None:
     with sqlite3.connect(tmp_path / "pools.db") as con:
         assert con.execute("SELECT count(*) FROM pool").fetchone() == (0,)
         assert con.execute("SELECT count(*) FROM pool_document").fetchone() == (0,)
+
+
+def test_cal_with_one_budget_over_the_campaign(tmp_path: Path) -> None:
+    invoke, runs = _setup(tmp_path)
+    assert invoke("admin", "features", "tiny").exit_code == 0
+    cal = ("admin", "pool", "tiny", *runs, "--method", "cal")
+    out = invoke(*cal, "--budget", "3", "--allocation", "campaign")
+    assert out.exit_code == 0, out.output
+    first = out.output.splitlines()[0]
+    assert "budget 3 over all the queries (allocation campaign)" in first
+    assert "6 pooled documents, 3 picked for judging" in first
+    js = invoke(*cal, "--budget", "4", "--allocation", "campaign", "--json")
+    assert js.exit_code == 0, js.output
+    pool = json.loads(js.output)
+    assert pool["allocation"] == "campaign" and pool["name"] == "cal-100-b4-campaign"
+    picks = sorted(
+        (r["query_id"], r["pick"], r["doc_id"]) for r in pool["pool"] if r["pick"] is not None
+    )
+    # No labels: the seed, query 1's first fused document 1, query 2's 5, then query 1's 4 and
+    # 2 (query 2 has no other); the picks are numbered per query.
+    assert [(q, d) for q, _, d in picks] == [("1", "1"), ("1", "4"), ("1", "2"), ("2", "5")]
+    refused = invoke("admin", "pool", "tiny", *runs, "--method", "mtf", "--budget", "3",
+                     "--allocation", "campaign")  # fmt: skip
+    assert refused.exit_code == 1 and "for method 'cal', not 'mtf'" in refused.output
+    whole = invoke(*cal, "--allocation", "campaign")
+    assert whole.exit_code == 1 and "needs a budget" in whole.output
+    with sqlite3.connect(tmp_path / "pools.db") as con:
+        assert con.execute("SELECT allocation FROM pool").fetchall() == [("campaign",)] * 2

@@ -1,7 +1,7 @@
 """The collection page's "Pool from runs" form and a pool's page (TestClient, cookie session +
 CSRF forms): upload runs → the pool's table (runs and ranks per document) → the plan form
 plans from it; a bad file is listed with its line and nothing is stored; assessors get 403;
-no CSRF field, 403."""
+no CSRF field, 403; cal with one budget over the campaign (the allocation field)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
-from app.kernel.models import CampaignPool, PoolDocument, Query, Task
+from app.kernel.models import CampaignPool, Document, PoolDocument, Query, Task
 from tests.app.test_admin_pages import login, site, trec_collection  # noqa: F401
 from tests.app.test_web_pages import hidden_csrf
 
@@ -117,3 +117,33 @@ def test_bad_run_file_is_listed_with_its_line_and_nothing_is_stored(
     token = hidden_csrf(client.get("/tasks").text)
     assert client.post(url, data={"csrf_token": token}, files=files).status_code == 403
     assert client.get("/admin/pools/1").status_code == 403
+
+
+def test_pool_from_runs_over_the_campaign(site: dict[str, Any]) -> None:  # noqa: F811
+    client: TestClient = site["client"]
+    login(client, "boss", "boss password 1")
+    csrf = hidden_csrf(client.get("/admin").text)
+    cid = _collection(client, csrf)
+    page = client.get(f"/admin/collections/{cid}").text
+    assert '<select id="pool-allocation" name="allocation">' in page
+    assert '<option value="campaign">campaign: one budget over all the queries (cal only)' in page
+    url = f"/admin/collections/{cid}/pools"
+    files = [("runs", ("A.run", RUN_A, "text/plain")), ("runs", ("B.run", RUN_B, "text/plain"))]
+    form = {"csrf_token": csrf, "method": "cal", "depth": "3", "allocation": "campaign"}
+    whole = client.post(url, data=form, files=files)
+    assert whole.status_code == 422 and "needs a budget" in whole.text
+    assert '<option value="campaign" selected>' in whole.text
+    assert _stored(site) == 0
+    with site["db"].write() as s:
+        docs = s.scalars(select(Document).where(Document.collection_id == cid))
+        for i, doc in enumerate(sorted(docs, key=lambda d: d.id)):
+            doc.features = [float(i % 5)]
+    built = client.post(url, data={**form, "budget": "3"}, files=files)
+    assert built.status_code == 200, built.text
+    assert "Pool &#39;cal-3-b3-campaign&#39; built: 5 documents pooled, 3 picked." in built.text
+    assert "budget 3 documents over all the queries (allocation campaign)" in built.text
+    # No labels: the seed — query 1's first fused document d1, query 2's d5, query 1's d3.
+    picked = [(r[0], r[1]) for r in _rows(built.text) if r[3] != "—"]
+    assert picked == [("1", "d1"), ("1", "d3"), ("2", "d5")]
+    listed = client.get(f"/admin/collections/{cid}").text.split('id="pools-list"')[1]
+    assert '<td class="num">3 in all</td>' in listed

@@ -1,7 +1,8 @@
 """The runs page's "Pool these runs" form (TestClient, cookie session + CSRF forms): the ticked
 stored runs become the pool the same files would give, and the pool's page is linked; an
 unknown run or none ticked comes back with the error and nothing stored; no CSRF field and
-assessors get 403."""
+assessors get 403; the allocation over the campaign (cal only) is posted, kept on a refusal and
+shown on the pool's page."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
-from app.kernel.models import CampaignPool, PoolDocument
+from app.kernel.models import CampaignPool, Document, PoolDocument
 from app.pools import service as pools
 from tests.app.test_admin_pages import login
 from tests.app.test_runs_pages import site  # noqa: F401
@@ -108,3 +109,40 @@ def test_pool_these_runs_refusals_store_nothing(site: dict[str, Any]) -> None:  
     refused = client.post(url, data={"csrf_token": token, "stored_runs": ["strong"]})
     assert refused.status_code == 403
     assert _stored(db) == 0
+
+
+def _give_vectors(db: Any, cid: int) -> None:
+    """A feature vector on every document of the collection (cal needs them)."""
+    with db.write() as s:
+        docs = s.scalars(
+            select(Document).where(Document.collection_id == cid).order_by(Document.id)
+        )
+        for i, doc in enumerate(docs):
+            doc.features = [float(i % 7), float(len(doc.external_id))]
+
+
+def test_pool_these_runs_over_the_campaign(site: dict[str, Any]) -> None:  # noqa: F811
+    client, cid, db = site["client"], site["cid"], site["db"]
+    login(client, "boss", "boss password 1")
+    csrf = _upload(client, cid, site["runs"])
+    page = client.get(f"/admin/collections/{cid}/runs").text
+    assert '<select id="pool-runs-allocation" name="allocation">' in page
+    assert '<option value="query" selected>query: the budget per query</option>' in page
+    url = f"/admin/collections/{cid}/runs/pool"
+    form = {"csrf_token": csrf, "stored_runs": ["weak", "strong"], "method": "mtf",
+            "depth": "5", "budget": "7", "allocation": "campaign"}  # fmt: skip
+    refused = client.post(url, data=form)
+    assert refused.status_code == 422 and "for method &#39;cal&#39;, not &#39;mtf&#39;" in (
+        refused.text
+    )
+    # the form keeps the allocation posted
+    assert '<option value="campaign" selected>' in refused.text
+    assert _stored(db) == 0
+    _give_vectors(db, cid)
+    r = client.post(url, data={**form, "method": "cal"}, follow_redirects=False)
+    assert r.status_code == 303, r.text
+    shown = client.get(r.headers["location"]).text
+    assert "budget 7 documents over all the queries (allocation campaign)" in shown
+    assert "7 picked for judging" in shown
+    with db.read() as s:
+        assert s.scalars(select(CampaignPool.allocation)).all() == ["campaign"]

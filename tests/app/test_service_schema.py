@@ -20,7 +20,7 @@ from app.kernel.settings import Settings
 from tests.app.conftest import BACKENDS, fresh_database
 
 REPO = Path(__file__).resolve().parents[2]
-HEAD = "0027_pool_cal"  # the newest migration
+HEAD = "0028_pool_allocation"  # the newest migration
 TABLES = {
     "user",
     "api_token",
