@@ -17,7 +17,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ranking.io.trec_fast import TrecColumns, arrow_pool
-from ranking.io.trec_keys import pair_keys
+from ranking.io.trec_keys import pair_keys, query_bits
+from ranking.io.trec_scan import join_values
 
 if TYPE_CHECKING:
     pass
@@ -52,6 +53,19 @@ def join_labels(
         # The run's rows get the qrels' query codes, so that their keys are comparable.
         truth_code = np.array([truth_index.get(q, -1) for q in run.qids], dtype=np.int32)
         hashes = run.doc_hashes()
+        joined = join_values(
+            run.query,
+            hashes,
+            truth_code,
+            query_bits(len(qrels.qids)),
+            judged.sorted_keys,
+            judged.key_order,
+            run.docids,
+            qrels.docids,
+            qrels.values,
+        )
+        if joined is not None:  # in C, every match checked on the ids (ranking.io.trec_scan)
+            return joined
         judged_keys = judged.sorted_keys
         last = judged_keys.shape[0] - 1
         width = np.int32 if run.n_rows < 2**31 else np.int64
