@@ -168,13 +168,13 @@ def docid_tie_codes(
     Ties are found in single precision, which ties every pair that ties in double precision
     and more, so the codes serve ``score_precision`` "single" and "double" alike.
     """
-    import pyarrow.compute as pc
-
     codes = np.zeros(mask.shape, dtype=np.int32)
     if rows.shape[0] == 0:
         return codes
     at = np.flatnonzero(tied[mask])  # positions among the real cells, row-major
     if at.shape[0]:
+        import pyarrow.compute as pc  # on use (0.05 s to import): only when scores tie
+
         pool = arrow_pool(run.n_rows)
         ids = pc.take(run.docids, arrow_indices(rows[at]), memory_pool=pool)
         ranks = pc.rank(
