@@ -810,6 +810,40 @@ offset_at(Offsets o, Py_ssize_t i)
     return o.wide ? ((const int64_t *)o.p)[i] : ((const int32_t *)o.p)[i];
 }
 
+/* Whether judged row order[at] has the document id a[0:n]; if so, its value goes to *out. */
+static inline int
+same_row(const void *order, int order_wide, Py_ssize_t at, Offsets t_off,
+         const unsigned char *tbytes, const unsigned char *a, int64_t n, const double *values,
+         double *out)
+{
+    Py_ssize_t t = order_wide ? (Py_ssize_t)((const int64_t *)order)[at]
+                              : (Py_ssize_t)((const int32_t *)order)[at];
+    int64_t b0 = offset_at(t_off, t);
+    if (offset_at(t_off, t + 1) - b0 != n)
+        return 0;
+    const unsigned char *b = tbytes + b0;
+    if (n >= 8) { /* 8 bytes at a time, the last 8 overlapping */
+        uint64_t u, v;
+        for (int64_t x = 0; x < n - 8; x += 8) {
+            memcpy(&u, a + x, 8);
+            memcpy(&v, b + x, 8);
+            if (u != v)
+                return 0;
+        }
+        memcpy(&u, a + n - 8, 8);
+        memcpy(&v, b + n - 8, 8);
+        if (u != v)
+            return 0;
+    }
+    else {
+        for (int64_t x = 0; x < n; x++)
+            if (a[x] != b[x])
+                return 0;
+    }
+    *out = values[t];
+    return 1;
+}
+
 PyDoc_STRVAR(join_doc,
              "join(run_query, run_hashes, truth_code, bits, sorted_keys, key_order,\n"
              "     run_offsets, run_data, truth_offsets, truth_data, truth_values) -> Buffer\n"
@@ -866,7 +900,6 @@ join(PyObject *module, PyObject *args)
         PyErr_NoMemory();
         goto done;
     }
-    Py_BEGIN_ALLOW_THREADS
     const uint64_t *k = keys.buf;
     const uint64_t *rhash = rh.buf;
     const int32_t *rquery = rq.buf, *tcode = tc.buf;
@@ -876,39 +909,77 @@ join(PyObject *module, PyObject *args)
     Py_ssize_t *start = (Py_ssize_t *)starts.p;
     const int shift = 64 - bits;
     /* start[c]: the first sorted key of query code c (the keys ascend, the code on top) */
-    Py_ssize_t j = 0;
+    Py_ssize_t j = 0, largest = 0;
     for (Py_ssize_t c = 0; c <= n_truth_queries; c++) {
         while (j < m && (Py_ssize_t)(k[j] >> shift) < c)
             j++;
         start[c] = j;
+        if (c && start[c] - start[c - 1] > largest)
+            largest = start[c] - start[c - 1];
     }
+    size_t table_size = 16;
+    while ((Py_ssize_t)table_size < 2 * largest)
+        table_size *= 2;
+    int32_t *table = PyMem_RawMalloc(table_size * sizeof(int32_t));
+    if (table == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    /* One query's judged keys in a small hash table (in the cache), built when the run
+     * moves to that query: once a query when the run's rows are grouped by query, as runs
+     * are. If they are not (the table rebuilt more than twice a query), a binary search in
+     * the query's sorted keys instead. */
+    int32_t current = -1;
+    size_t mask = 0;
+    Py_ssize_t rebuilds = 0, rebuild_limit = 2 * nq + 64;
     for (Py_ssize_t i = 0; i < n; i++) {
         label[i] = 0.0;
         int32_t c = tcode[rquery[i]];
-        if (c < 0)
+        if (c < 0 || start[c] == start[c + 1])
             continue;
         uint64_t key = ((uint64_t)c << shift) | (rhash[i] >> bits);
+        Py_ssize_t first = start[c], stop = start[c + 1];
+        int64_t a0 = offset_at(r_off, i), a1 = offset_at(r_off, i + 1);
+        if (c != current && rebuilds <= rebuild_limit && ++rebuilds <= rebuild_limit) {
+            size_t size = 16;
+            while ((Py_ssize_t)size < 2 * (stop - first))
+                size *= 2;
+            mask = size - 1;
+            memset(table, 0, size * sizeof(int32_t));
+            for (Py_ssize_t at = first; at < stop; at++) {
+                size_t slot = (size_t)k[at] & mask;
+                while (table[slot])
+                    slot = (slot + 1) & mask;
+                table[slot] = (int32_t)(at - first + 1);
+            }
+            current = c;
+        }
+        Py_ssize_t lo;
+        if (c == current) { /* the table: every entry of this key until an empty slot */
+            for (size_t slot = (size_t)key & mask; table[slot]; slot = (slot + 1) & mask) {
+                lo = first + table[slot] - 1;
+                if (k[lo] == key && same_row(order.buf, order_wide, lo, t_off, tbytes, rbytes + a0,
+                                             a1 - a0, values, &label[i]))
+                    break;
+            }
+            continue;
+        }
         /* the first key >= key among the query's: a binary search without branches */
-        const uint64_t *base = k + start[c];
-        Py_ssize_t len = start[c + 1] - start[c];
+        const uint64_t *base = k + first;
+        Py_ssize_t len = stop - first;
         while (len > 1) {
             Py_ssize_t half = len / 2;
             base = base[half - 1] < key ? base + half : base;
             len -= half;
         }
-        Py_ssize_t lo = (base - k) + (len == 1 && *base < key);
-        int64_t a0 = offset_at(r_off, i), a1 = offset_at(r_off, i + 1);
-        for (; lo < m && k[lo] == key; lo++) {
-            Py_ssize_t t = order_wide ? (Py_ssize_t)((const int64_t *)order.buf)[lo]
-                                      : (Py_ssize_t)((const int32_t *)order.buf)[lo];
-            int64_t b0 = offset_at(t_off, t), b1 = offset_at(t_off, t + 1);
-            if (a1 - a0 == b1 - b0 && memcmp(rbytes + a0, tbytes + b0, (size_t)(a1 - a0)) == 0) {
-                label[i] = values[t];
+        for (lo = (base - k) + (len == 1 && *base < key); lo < stop && k[lo] == key; lo++)
+            if (same_row(order.buf, order_wide, lo, t_off, tbytes, rbytes + a0, a1 - a0, values,
+                         &label[i]))
                 break;
-            }
-        }
     }
     Py_END_ALLOW_THREADS
+    PyMem_RawFree(table);
     labels.len = (size_t)n * 8;
     out = vec_release(&labels);
 done:
