@@ -470,6 +470,32 @@ add_row(Scan *S, const unsigned char *const *start, const size_t *length)
     return 0;
 }
 
+/* The first byte at or after p that is not printable ASCII (0x21-0x7E: a field's bytes),
+ * read 8 at a time where words are little-endian: a word's bytes below 0x21 or above 0x7E
+ * get their high bit set (the lowest one exactly: Anderson's "Bit Twiddling Hacks",
+ * hasless and hasmore). The block has PADDING readable bytes past its end. */
+static inline const unsigned char *
+field_end(const unsigned char *p, const unsigned char *cls)
+{
+#if (defined(__GNUC__) || defined(__clang__)) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    (void)cls;
+    for (;;) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        uint64_t below = (w - 0x2121212121212121ULL) & ~w;
+        uint64_t above = (w + 0x0101010101010101ULL) | w;
+        uint64_t flags = (below | above) & 0x8080808080808080ULL;
+        if (flags)
+            return p + (__builtin_ctzll(flags) >> 3);
+        p += 8;
+    }
+#else
+    while (cls[*p] == 0)
+        p++;
+    return p;
+#endif
+}
+
 /* The lines of s[0:n), every one ending with a line break; s[n] is one too (a sentinel). */
 static int
 scan_lines(Scan *S, const unsigned char *s, size_t n)
@@ -489,8 +515,7 @@ scan_lines(Scan *S, const unsigned char *s, size_t n)
         int col = 0;
         for (;;) {
             const unsigned char *from = p;
-            while (cls[*p] == 0)
-                p++;
+            p = field_end(p, cls);
             unsigned char kind = cls[*p];
             if (kind == 3)
                 return refuse(S, "a byte other than printable ASCII, the delimiter or a line break");
