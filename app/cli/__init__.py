@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import os
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -91,5 +92,10 @@ def alone(name: str) -> Group:
 def main() -> None:
     """Console-script entry point."""
     first = sys.argv[1] if len(sys.argv) > 1 else None
+    if first in ALONE:
+        # Their metrics use no BLAS; OpenBLAS's worker threads, started with numpy, spin
+        # for a while all the same: 0.1-0.2 s of CPU on a 2-core machine (set before numpy
+        # loads; a value the caller set is kept).
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     root = alone(first) if first in ALONE else command()
     root.main(prog_name="heapjudge")
