@@ -18,3 +18,17 @@ def scan(
     /,
 ) -> tuple[list[str], Buffer, Buffer, Buffer, Buffer, tuple[Buffer, ...]] | str | None: ...
 def string_hashes(offsets: Buffer | bytes | memoryview, data: object, /) -> Buffer: ...
+def join(
+    run_query: object,
+    run_hashes: object,
+    truth_code: object,
+    bits: int,
+    sorted_keys: object,
+    key_order: object,
+    run_offsets: object,
+    run_data: object,
+    truth_offsets: object,
+    truth_data: object,
+    truth_values: object,
+    /,
+) -> Buffer: ...
