@@ -9,7 +9,7 @@ errors, exit codes, opening the database): :mod:`app.cli.conventions`,
 The areas are imported when the tree is assembled (:data:`cli`, :func:`command`), not with
 this package: ``heapjudge evaluate`` and ``heapjudge compare`` assemble a tree of their own
 command alone (:func:`main`), so that a run of them does not import and introspect the
-other forty commands (about 0.1 s of start; docs/performance.md#evaluating-large-files).
+other 36 commands (0.05-0.1 s of start; docs/performance.md#evaluating-large-files).
 """
 
 from __future__ import annotations
