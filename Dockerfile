@@ -4,7 +4,9 @@ FROM python:3.11-slim
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1
 WORKDIR /srv/heapjudge
 
-COPY pyproject.toml README.md alembic.ini ./
+# setup.py: the optional C scan of TREC files (ranking/io/_trecscan.c); this image has no C
+# compiler, so the install skips it and `heapjudge evaluate` reads with pyarrow and numpy.
+COPY pyproject.toml setup.py README.md alembic.ini ./
 COPY app ./app
 COPY labeling ./labeling
 COPY ranking ./ranking
@@ -14,7 +16,7 @@ COPY templates ./templates
 # data-files; app.kernel.settings.templates_dir), the Swagger UI assets come from fastapi-offline.
 # The sources are removed afterwards so the installed copy is what runs.
 RUN pip install . \
-    && rm -rf app labeling ranking migrations templates build *.egg-info \
+    && rm -rf app labeling ranking migrations templates build *.egg-info setup.py \
     && useradd --system --home /srv/heapjudge heapjudge
 USER heapjudge
 

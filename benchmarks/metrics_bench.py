@@ -425,6 +425,7 @@ def phases(run_path: Path, qrels_path: Path) -> None:
     """heapjudge's phases in this process (CPU seconds; the CSV reader uses threads)."""
     from ranking.evaluate import evaluate_columns
     from ranking.io.trec_fast import read_qrels_columns, read_run_columns
+    from ranking.io.trec_scan import compiled_scanner
 
     marks = [time.process_time()]
     run = read_run_columns(run_path)
@@ -436,8 +437,10 @@ def phases(run_path: Path, qrels_path: Path) -> None:
     evaluate_columns(run, qrels, metrics=["ndcg@10"], conventions="trec_eval")
     marks.append(time.process_time())
     steps = np.diff(marks)
+    compiled = "compiled scan" if compiled_scanner() is not None else "pyarrow reader"
     print(
-        f"  in process (CPU s): read run {steps[0]:.2f} (fast path: {run.fast}), read qrels "
+        f"  in process (CPU s, {compiled}; HEAPJUDGE_TREC_PURE=1 for the pyarrow one): "
+        f"read run {steps[0]:.2f} (fast path: {run.fast}), read qrels "
         f"{steps[1]:.2f} (fast path: {qrels.fast}), join + group + NDCG@10 {steps[2]:.2f} "
         f"(ranx conventions), {steps[3]:.2f} (trec_eval: ties by docid, single precision; "
         "includes rebuilding the join indexes the first call released)"

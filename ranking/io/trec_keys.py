@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
+from ranking.io.trec_scan import compiled_scanner
+
 if TYPE_CHECKING:
     import pyarrow as pa
 
@@ -90,6 +92,15 @@ def _arrow_strings(chunk: pa.Array) -> tuple[NDArray[np.uint8], NDArray[np.int64
     return data, offsets
 
 
+def _hash_strings(data: NDArray[np.uint8], offsets: NDArray[np.int64]) -> NDArray[np.uint64]:
+    """:func:`_hash_bytes`, in C when the compiled scan is there (the same values)."""
+    scanner = compiled_scanner()
+    if scanner is None or offsets.shape[0] < 2:
+        return _hash_bytes(data, offsets)
+    out = scanner.string_hashes(np.ascontiguousarray(offsets, dtype=np.int64), data)
+    return np.frombuffer(out, dtype=np.uint64)
+
+
 def string_hashes(strings: pa.Array | pa.ChunkedArray | list[str]) -> NDArray[np.uint64]:
     """A 64-bit hash of each string (vectorised; equal strings hash equal)."""
     import pyarrow as pa  # on use: memory at start (arrow_pool)
@@ -98,9 +109,9 @@ def string_hashes(strings: pa.Array | pa.ChunkedArray | list[str]) -> NDArray[np
         encoded = [s.encode("utf-8") for s in strings]
         offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
         np.cumsum([len(e) for e in encoded], out=offsets[1:])
-        return _hash_bytes(np.frombuffer(b"".join(encoded), dtype=np.uint8), offsets)
+        return _hash_strings(np.frombuffer(b"".join(encoded), dtype=np.uint8), offsets)
     chunks = strings.chunks if isinstance(strings, pa.ChunkedArray) else [strings]
-    parts = [_hash_bytes(*_arrow_strings(chunk)) for chunk in chunks if len(chunk)]
+    parts = [_hash_strings(*_arrow_strings(chunk)) for chunk in chunks if len(chunk)]
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint64)
 
 

@@ -25,6 +25,9 @@ from ranking.io.trec import (
 )
 from ranking.io.trec_fast import JoinIndex, TrecColumns, read_qrels_columns, read_run_columns
 
+# every test here runs on the compiled scan and join and on the numpy/pyarrow ones (conftest)
+pytestmark = pytest.mark.usefixtures("trec_path")
+
 PRESETS = ["paper", "trec_eval", "gdeval", "lightgbm", "letor4", "ranx"]
 METRICS = ["ndcg@10", "ndcg", "dcg@3", "err", "map", "mrr", "p@5"]
 

@@ -10,12 +10,16 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from hypothesis import given, settings
+import pytest
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ranking.evaluate import evaluate, evaluate_columns
 from ranking.io.trec import read_qrels, read_run
 from ranking.io.trec_fast import TrecColumns, read_qrels_columns, read_run_columns
+
+# every test here runs on the compiled scan and join and on the numpy/pyarrow ones (conftest)
+pytestmark = pytest.mark.usefixtures("trec_path")
 
 METRICS = ["ndcg@10", "ndcg", "err", "map", "p@5", "nDCG@10"]
 PRESETS = ["ranx", "trec_eval", "paper", "gdeval"]
@@ -65,7 +69,10 @@ def _same(a, b) -> None:  # type: ignore[no-untyped-def]
             assert (math.isnan(x) and math.isnan(y)) or x == y, (name, q, x, y)
 
 
-@settings(max_examples=40, deadline=None)
+# trec_path is set once per test, not per example: the function-scoped fixture is fine
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(files(), st.sampled_from(PRESETS), st.sampled_from(["ignore", "zero"]))
 def test_columns_equal_the_dict_path(
     case: tuple[list[str], list[str], bool], preset: str, missing: str
