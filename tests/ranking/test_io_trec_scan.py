@@ -23,15 +23,12 @@ from ranking.io import trec_fast, trec_keys, trec_scan
 from ranking.io.trec import TrecFormatError, parse_grade_map
 from ranking.io.trec_fast import TrecColumns, read_qrels_columns, read_run_columns
 from ranking.io.trec_join import join_labels
-
-needs_compiled = pytest.mark.skipif(
-    trec_scan.compiled_module is None, reason="ranking.io._trecscan is not built"
-)
-pytestmark = needs_compiled
+from tests.ranking.conftest import require_compiled
 
 
 @pytest.fixture(autouse=True)
 def _compiled_allowed(monkeypatch: pytest.MonkeyPatch) -> None:
+    require_compiled()  # skipped where it is not built; CI requires it
     # the compiled scan on unless a test turns it off (HEAPJUDGE_TREC_PURE would hide it)
     monkeypatch.delenv(trec_scan.PURE_ENV, raising=False)
 
