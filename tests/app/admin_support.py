@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from sqlalchemy import select
+
+from app.kernel.models import Document, Query
 from tests.app.conftest import Api
 
 
@@ -85,3 +88,17 @@ def judge_task(api: Api, user: str, task_id: int, scores: dict[str, float]) -> d
 
 def oracle_top(scores: dict[str, float], k: int) -> list[str]:
     return sorted(scores, key=lambda d: -scores[d])[:k]
+
+
+def stored_vectors(api: Api, cid: int) -> dict[str, dict[str, list[float]]]:
+    """The feature vectors stored on a collection's documents: query id → document id → vector."""
+    with api.db.read() as s:
+        rows = s.execute(
+            select(Query.external_id, Document.external_id, Document.features)
+            .join(Query, Query.id == Document.query_id)
+            .where(Document.collection_id == cid)
+        ).all()
+    out: dict[str, dict[str, list[float]]] = {}
+    for qid, doc, vector in rows:
+        out.setdefault(qid, {})[doc] = vector
+    return out

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
-from app.kernel.models import CampaignPool, Document, Query
+from app.kernel.models import CampaignPool
 from labeling.study.cal_pool import ActiveLearning, shared_scores
 from labeling.study.campaign_pools import select_pool
-from tests.app.admin_support import judge_task, make_collection
+from tests.app.admin_support import judge_task, make_collection, stored_vectors
 from tests.app.conftest import Api
 
 USER = "calpool1"
@@ -75,15 +75,7 @@ def test_cal_picks_follow_the_model_over_the_stored_vectors(api: Api, collection
     judge_task(api, USER, r.json()["id"], collections["scores"]["101"])
     seen = _build(api, cid, method="cal", budget=5, name="cal-feedback")
     assert seen.status_code == 201, seen.text
-    with api.db.read() as s:
-        rows = s.execute(
-            select(Query.external_id, Document.external_id, Document.features)
-            .join(Query, Query.id == Document.query_id)
-            .where(Document.collection_id == cid)
-        ).all()
-    vectors: dict[str, dict[str, list[float]]] = {}
-    for qid, doc, vector in rows:
-        vectors.setdefault(qid, {})[doc] = vector
+    vectors = stored_vectors(api, cid)
     relevant = {d: d not in ("d1", "d6") for d in vectors["101"]}
     # One model for the build, fitted on every query's labels (here 101's), then fixed.
     rankings = {"101": RANKINGS, "102": {"A": ["d5"], "B": ["d5"]}}

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
-from app.kernel.models import CampaignPool, Document, Query, Task
+from app.kernel.models import CampaignPool, Query, Task
 from labeling.study.cal_build import cal_campaign_build
-from tests.app.admin_support import judge_task, make_collection
+from tests.app.admin_support import judge_task, make_collection, stored_vectors
 from tests.app.conftest import Api
 
 USER = "calcamp1"
@@ -48,19 +48,6 @@ def _picks(api: Api, pool_id: int) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for d in rows:
         out.setdefault(d["query_id"], []).append(d["doc_id"])
-    return out
-
-
-def _vectors(api: Api, cid: int) -> dict[str, dict[str, list[float]]]:
-    with api.db.read() as s:
-        rows = s.execute(
-            select(Query.external_id, Document.external_id, Document.features)
-            .join(Query, Query.id == Document.query_id)
-            .where(Document.collection_id == cid)
-        ).all()
-    out: dict[str, dict[str, list[float]]] = {}
-    for qid, doc, vector in rows:
-        out.setdefault(qid, {})[doc] = vector
     return out
 
 
@@ -107,7 +94,7 @@ def test_campaign_cal_seeds_then_tops_up_by_the_model(api: Api, campaign) -> Non
     assert more.json()["summary"]["picked_judged"] == 6 and more.json()["picked"] == 12
     got = _picks(api, more.json()["id"])
     rankings = {q: RANKINGS for q in QUERIES}
-    expected = cal_campaign_build(rankings, _vectors(api, cid), labels, 12)
+    expected = cal_campaign_build(rankings, stored_vectors(api, cid), labels, 12)
     assert expected.fitted and expected.judged == 6
     assert got == {q: list(expected.picks[q]) for q in QUERIES if expected.picks[q]}
     # the documents picked (and judged) before stay, first
