@@ -401,10 +401,18 @@ class LlmAsker:
     KIND = "pairwise"
     #: ``describe()["kind"]``.
     LABEL = "llm"
+    #: The template used when none is given.
+    DEFAULT_TEMPLATE: PromptTemplate = PAIRWISE_V1
 
     def __init__(
-        self, ask: Ask, texts: Mapping[str, str], *, model: str, template: PromptTemplate
+        self,
+        ask: Ask,
+        texts: Mapping[str, str],
+        *,
+        model: str,
+        template: PromptTemplate | None = None,
     ) -> None:
+        template = self.DEFAULT_TEMPLATE if template is None else template
         if template.kind != self.KIND:
             raise ValueError(f"{type(self).__name__} needs a {self.KIND} template")
         self.ask = ask
@@ -440,16 +448,6 @@ class LlmJudge(LlmAsker):
     opinion). ``texts`` gives each document's text. Deterministic for a given model at
     temperature 0 and a response cache; ``model`` names it in the version."""
 
-    def __init__(
-        self,
-        ask: Ask,
-        texts: Mapping[str, str],
-        *,
-        model: str,
-        template: PromptTemplate = PAIRWISE_V1,
-    ) -> None:
-        super().__init__(ask, texts, model=model, template=template)
-
     def _reading(self, reply: str | None) -> float | None:
         answer = parse_pairwise(reply)
         if answer is None:
@@ -483,16 +481,7 @@ class LlmGrader(LlmAsker):
 
     KIND = "graded"
     LABEL = "llm-grader"
-
-    def __init__(
-        self,
-        ask: Ask,
-        texts: Mapping[str, str],
-        *,
-        model: str,
-        template: PromptTemplate = GRADED_V1,
-    ) -> None:
-        super().__init__(ask, texts, model=model, template=template)
+    DEFAULT_TEMPLATE = GRADED_V1
 
     def grades(self, query: JudgeQuery, doc_ids: Sequence[str]) -> F64:
         try:

@@ -44,6 +44,7 @@ def trec_collection(client: TestClient, csrf: str, name: str) -> int:
     """A collection made through the admin pages from TOPICS, DOCS and QRELS (TREC files, the
     qrels paired): its id."""
     r = client.post("/admin/collections", data={"name": name, "csrf_token": csrf})
+    assert r.status_code == 200  # followed the 303 to the collection page
     found = re.search(r"/admin/collections/(\d+)/progress-fragment", r.text)
     assert found is not None, r.text[:500]
     cid = int(found.group(1))
@@ -56,7 +57,7 @@ def trec_collection(client: TestClient, csrf: str, name: str) -> int:
             "qrels": ("qrels.txt", QRELS, "text/plain"),
         },
     )
-    assert "Imported 12 query–document pairs" in r.text
+    assert r.status_code == 200 and "Imported 12 query–document pairs" in r.text
     return cid
 
 
@@ -76,21 +77,9 @@ def test_admin_workflow_in_pages(site: dict[str, Any]) -> None:
     home = client.get("/admin")
     assert home.status_code == 200 and "Collections" in home.text
     csrf = hidden_csrf(home.text)
-    # Create a collection.
-    r = client.post("/admin/collections", data={"name": "study", "csrf_token": csrf})
-    assert r.status_code == 200  # followed the 303 to the collection page
-    cid = int(re.search(r"/admin/collections/(\d+)/progress-fragment", r.text).group(1))
-    # Import TREC topics + JSONL documents + qrels (multipart form with the CSRF field).
-    r = client.post(
-        f"/admin/collections/{cid}/import",
-        data={"csrf_token": csrf, "action": "import", "kind": "trec", "pairing": "qrels"},
-        files={
-            "topics": ("topics.txt", TOPICS, "text/plain"),
-            "documents": ("docs.jsonl", DOCS, "application/json"),
-            "qrels": ("qrels.txt", QRELS, "text/plain"),
-        },
-    )
-    assert r.status_code == 200 and "Imported 12 query–document pairs" in r.text
+    # Create a collection and import TREC topics + JSONL documents + qrels (multipart form with
+    # the CSRF field).
+    cid = trec_collection(client, csrf, "study")
     # A corrupted file is rejected with its line, and nothing more is stored.
     r = client.post(
         f"/admin/collections/{cid}/import",
