@@ -1,4 +1,4 @@
-"""The LLM judge's path against the stand-in server (tests/app/llm_standin.py), printed:
+"""The LLM judge's path against the stand-in server (tests/app/machine/llm_standin.py), printed:
 requests, tokens and time of a first run, the second run's requests (the cache), the position
 bias before and after combining both orders, the combined judge's calibration report against
 the stand-in's truth, and drive() with ``insertion+assist`` over HTTP against the same judge in
@@ -34,7 +34,7 @@ from labeling.machine.llm_prompts import PAIRWISE_V1, parse_pairwise
 from labeling.machine.opinion import JudgeOpinion
 from labeling.strategies.registry import resolve_strategy
 from labeling.study.simulation import Assessor, drive
-from tests.app.llm_standin import StandInModel, StandInServer
+from tests.app.machine.llm_standin import StandInModel, StandInServer
 
 QUERY = JudgeQuery("q1", "heat transfer")
 

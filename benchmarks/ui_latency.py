@@ -26,7 +26,7 @@ blank until its ``load``: those blank stretches are recorded too (target: none o
 The simulated assessor answers from a hidden relevance order, ``--think-ms`` (default 400)
 after each pair is shown: a fast assessor, and time for the page to preload the next pair's
 documents (with 0, a quarter of the next pairs were not preloaded and their p95 was ~140 ms:
-docs/assessor-guide.md#latency). ``--runs N`` repeats the whole
+docs/assessor-guide.md#measuring-the-latency). ``--runs N`` repeats the whole
 measurement (a new server, browser and task each time) and ends with the min and median of the
 per-run p95. No pass/fail (target from the issue: p95 < 100 ms on this machine); the machine's
 load average is printed with each run, since other jobs share its two cores.

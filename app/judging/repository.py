@@ -120,7 +120,7 @@ TASK_ROW = select(
 ).where(T.c.id == bindparam("task_id"))
 #: Documents of a query by a list of external ids, in one statement: a task's first question
 #: reads its whole pool, and one statement per document made that a round trip per document
-#: on Postgres (docs/architecture.md#postgres-opening-a-task-and-the-load-clients-collector).
+#: on Postgres (docs/architecture.md#postgres).
 #: The list travels as one parameter: an array on Postgres, a JSON array unpacked by
 #: ``json_each`` on SQLite (a prepared statement has no expanding ``IN``).
 DOCUMENTS = {

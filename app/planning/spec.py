@@ -69,8 +69,9 @@ class PlanSpec:
     :data:`app.planning.cost.ASSUMED_MACHINE_ACCURACY`, 0.8; :mod:`app.planning.machine`)."""
     second_opinions: bool = True
     """With a ``+robust`` strategy: route each top-k task's repeats to the plan's other top-k
-    assessors of its query (option ``second_assessor``; docs/noise.md#routing-re-asks-to-a-
-    second-assessor). The timeout is ``options.topk.second_opinion_timeout_s``."""
+    assessors of its query (option ``second_assessor``;
+    docs/noise.md#routing-re-asks-to-a-second-assessor). The timeout is
+    ``options.topk.second_opinion_timeout_s``."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -289,7 +289,7 @@ async def lookahead(
     rendered for their frames (the judging page preloads them into hidden sandboxed frames),
     and ``next``, the next question per answer (:class:`app.judging.pages.Lookahead`;
     The judging script does not use it yet: showing it before the server's answer broke quick key
-    sequences, see docs/assessor-guide.md#next-pair). Read-only. ``hl=0|1`` overrides the
+    sequences, see docs/assessor-guide.md#the-next-pair). Read-only. ``hl=0|1`` overrides the
     highlighting cookie."""
     found = await _page_json(
         request, db, lambda user: pages.lookahead(db=db, user=user, task_id=task_id, seq=seq), hl

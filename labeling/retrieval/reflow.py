@@ -3,7 +3,7 @@
 Plain-text collections (SMART/Cranfield abstracts, TREC ``<TEXT>`` bodies) keep the line breaks
 of their source files: lines of 60–70 characters that look ragged in a frame of any other
 width. :func:`paragraphs` turns such text into paragraphs, by these rules (documented for
-assessors in ``docs/assessor-guide.md#reflow``):
+assessors in ``docs/assessor-guide.md#reflow-and-the-title-rule``):
 
 * a blank line ends a paragraph;
 * a line that starts with white space (an indented first line, as in SMART abstracts) or looks

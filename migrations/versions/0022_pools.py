@@ -1,7 +1,7 @@
 """Pools from many runs: ``pool`` (a pool's settings and runs) and ``pool_document`` (each
 pooled document of a query with the runs that retrieved it, at which rank, its fused score, its
-place in the fused order and in the method's judging order); docs/campaigns.md#pools-in-the-
-service.
+place in the fused order and in the method's judging order);
+docs/campaigns.md#pools-in-the-service.
 
 Reversible: the downgrade drops both tables (the tasks planned from a pool keep their own
 snapshot of its documents).

@@ -103,9 +103,10 @@ def judge_consistently(api: Api, assessor: str, task_id: int, truth: dict[str, i
 def text_collection(
     api: Api, name: str, queries: tuple[str, ...], docs: int, seed: int
 ) -> tuple[int, dict[str, dict[str, float]], dict[str, float]]:
-    """A text collection for an LLM stand-in (tests/app/llm_standin.py): every document's text
-    is unique and has a utility, a seeded permutation of 0..docs-1 per query. Its id, the truth
-    per query and document, and the stand-in's truth by document text (what prompts show)."""
+    """A text collection for an LLM stand-in (tests/app/machine/llm_standin.py): every
+    document's text is unique and has a utility, a seeded permutation of 0..docs-1 per query.
+    Its id, the truth per query and document, and the stand-in's truth by document text (what
+    prompts show)."""
     from labeling.retrieval.text import document_text
 
     r = api.post("admin", "/api/v1/collections", json={"name": name})

@@ -1,4 +1,4 @@
-"""The layer rules of docs/architecture.md#layers, read from the source with :mod:`ast`.
+"""The layer rules of docs/architecture.md#rules, read from the source with :mod:`ast`.
 
 - HTTP (``app/http/``, the web pages in ``app/web/`` and every concept's ``endpoints``
   modules) is thin: it neither imports SQLAlchemy (its exception classes aside) nor runs SQL

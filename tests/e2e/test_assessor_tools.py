@@ -1,6 +1,6 @@
 """The assessor tools of the judging page in a real Chromium against a real uvicorn: the broken
 document dialog, the comment box, "my answers" with undo back to a chosen answer, and the
-guidelines panel (docs/assessor-guide.md#tools).
+guidelines panel (docs/assessor-guide.md#assessor-tools).
 
 Every tool is driven at 1280x800 and at 390x844 and checked where it lands: in the judgment log
 (the SQLite file the server writes), in ``GET /api/v1/tasks/{id}/answers`` and on the page. With

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from app.auth.tokens import Identity
-from tests.app.test_document_frames import routed_second_opinion
+from tests.app.web.test_document_frames import routed_second_opinion
 from tests.e2e.web_support import PASSWORD, add_user, open_task, seed_task, shown_pair, wait_next
 
 pytestmark = pytest.mark.browser

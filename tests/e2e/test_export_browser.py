@@ -16,7 +16,7 @@ import pytest
 from app.kernel.models import Judgment, Query, Task
 from labeling.protocol.session import open_session
 from labeling.protocol.types import PairAnswer
-from tests.app.test_export_identifiers import answers_preferring_earlier
+from tests.app.exports.test_hostile_identifiers import answers_preferring_earlier
 from tests.e2e.web_support import (
     LiveServer,
     add_user,

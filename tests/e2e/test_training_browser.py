@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from app.collections.service import create_collection, import_ndjson
-from tests.app.training_support import Worker
+from tests.app.training.support import Worker
 from tests.e2e.web_support import LiveServer, add_user, init_db, launch_chromium, require_browser
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
