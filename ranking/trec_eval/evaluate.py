@@ -73,7 +73,7 @@ def compute(batch: Batch, requested: list[Requested], context: Context) -> Table
         if item.measure.kind in {"runid", "relstring"} or fn is None:
             values.append(np.zeros((batch.n, len(item.names))))
         else:
-            values.append(np.asarray(fn(batch, item.params, context), dtype=np.float64).reshape(batch.n, -1))
+            values.append(np.asarray(fn(batch, item.params, context), dtype=np.float64).reshape(batch.n, len(item.names)))
     return Table(requested, values)
 
 
@@ -204,7 +204,8 @@ def evaluate_merged(
 
 
 def _head(batch: Batch, stop: int) -> Batch:
-    return Batch(batch.rel[:stop], batch.num_ret[:stop], batch.rel_levels[:stop], batch.level)
+    stale = None if batch.stale is None else batch.stale[:stop]
+    return Batch(batch.rel[:stop], batch.num_ret[:stop], batch.rel_levels[:stop], batch.level, stale)
 
 
 def raise_if_failed(ev: Evaluation) -> None:

@@ -55,6 +55,10 @@ class Batch:
     num_ret: IntArray
     rel_levels: IntArray
     level: int
+    #: Queries without a judgment of grade ≥ 0: trec_eval 10.0 leaves its per-query level
+    #: counts as the previous query left them (static buffers in ``form_res_rels.c``), so
+    #: ``rel_levels`` holds the previous query's row there, while num_rel is 0.
+    stale: NDArray[np.bool_] | None = None
     num_rel_levels: IntArray = field(init=False)
 
     def __post_init__(self) -> None:
@@ -100,7 +104,8 @@ class Batch:
     @cached_property
     def num_rel(self) -> IntArray:
         grades = np.arange(self.rel_levels.shape[1])
-        return self.rel_levels[:, grades >= self.level].sum(axis=1, dtype=np.int64)
+        counts = self.rel_levels[:, grades >= self.level].sum(axis=1, dtype=np.int64)
+        return counts if self.stale is None else np.where(self.stale, 0, counts)
 
     @cached_property
     def num_nonrel(self) -> IntArray:
@@ -266,4 +271,10 @@ def _batch(
     top = int(qrels_rel[judged].max()) + 1 if judged.any() else 1
     flat = qrels_qc[judged] * top + qrels_rel[judged]
     rel_levels = np.bincount(flat, minlength=nq * top).reshape(nq, top).astype(np.int64)
-    return Batch(rel, num_ret, rel_levels, level)
+    stale = rel_levels.sum(axis=1) == 0
+    if stale.any():
+        # forward-fill the previous query's counts (the first query's are zeros)
+        source = np.maximum.accumulate(np.where(~stale, np.arange(nq), -1))
+        filled = np.where(source[:, None] >= 0, rel_levels[np.maximum(source, 0)], 0)
+        rel_levels = filled.astype(np.int64)
+    return Batch(rel, num_ret, rel_levels, level, stale if stale.any() else None)

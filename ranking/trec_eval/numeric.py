@@ -45,7 +45,7 @@ def fmt_double(value: float) -> str:
     """C ``printf("%6.4f")`` of ``value`` (Python rounds the exact binary value the same way);
     NaN prints as glibc does, with its sign."""
     if math.isnan(value):
-        return "-nan" if math.copysign(1.0, value) < 0 else "nan"
+        return "%6s" % ("-nan" if math.copysign(1.0, value) < 0 else "nan")
     if math.isinf(value):
-        return "  -inf" if value < 0 else "   inf"
+        return "%6s" % ("-inf" if value < 0 else "inf")
     return "%6.4f" % value
