@@ -1,0 +1,107 @@
+"""``heapjudge trec-eval``: trec_eval 10.0's command line and output, byte for byte
+(docs/trec-eval.md). Also ``python -m ranking.trec_eval`` and ``heapjudge-trec-eval``."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import TextIO
+
+from ranking.trec_eval.errors import TrecEvalError
+from ranking.trec_eval.evaluate import evaluate_merged, format_lines
+from ranking.trec_eval.merge import merge
+from ranking.trec_eval.options import USAGE, Options, parse_args
+from ranking.trec_eval.readers import read_qrels, read_run, read_zscores
+from ranking.trec_eval.registry import MEASURES, NICKNAMES, Context
+from ranking.trec_eval.select import select
+
+__all__ = ["HELP", "main", "run"]
+
+VERSION = "10.0 (heapjudge)"
+
+HELP = f"""{USAGE}
+Options (trec_eval 10.0's): -q per-query values; -m measure[.params] (repeatable; nicknames
+{", ".join(NICKNAMES)}); -c average over every qrels query; -l <num> least relevant grade;
+-n no summary; -J judged documents only; -N <num> documents in the collection; -M <num> the
+first <num> documents of each query; -R qrels|prefs|qrels_prefs|qrels_jg; -T trec_results;
+-Z <file> Z scores from a 'qid measure mean stddev' file; -D accepted and ignored.
+heapjudge's own: --lenient reads numbers as trec_eval does (atol/atof) instead of refusing a
+malformed line.
+Measures: {" ".join(m.name for m in MEASURES)}
+"""
+
+
+def _evaluate(options: Options) -> list[str]:
+    requested = select(options.measures)
+    if options.results_format != "trec_results":
+        raise TrecEvalError(f"trec_eval: Illegal retrieval results format '{options.results_format}'", 2)
+    if options.rel_format != "qrels":
+        from ranking.trec_eval.prefs_cli import evaluate_prefs
+
+        return evaluate_prefs(options, requested)
+    rel_file, run_file = options.files
+    qrels = read_qrels(rel_file, lenient=options.lenient)
+    run = read_run(run_file, lenient=options.lenient)
+    zscores = read_zscores(options.zscores, lenient=options.lenient) if options.zscores else None
+    for item in requested:
+        if item.measure.source != "qrels":
+            raise TrecEvalError(
+                f"trec_eval: measure '{item.measure.name}' needs -R {item.measure.source}\n"
+                f"trec_eval: Can't calculate measure '{item.measure.name}'",
+                4,
+            )
+    merged = merge(
+        qrels,
+        run,
+        level=options.level,
+        max_ret=options.max_ret,
+        judged_only=options.judged_only,
+        complete=options.complete,
+    )
+    ev = evaluate_merged(
+        merged,
+        requested,
+        context=Context(num_docs=options.num_docs),
+        runid=run.runid,
+        qrels_rel_count=int((qrels.rel > 0).sum()),
+        zscores=zscores,
+    )
+    lines = format_lines(
+        ev, query=options.query, summary=options.summary, complete=options.complete, zmode=zscores is not None
+    )
+    if ev.error is not None:
+        raise TrecEvalError(ev.error, 4, lines)
+    return lines
+
+
+def run(args: Sequence[str], out: TextIO, err: TextIO) -> int:
+    """Run the command line ``args``; the exit status trec_eval would give."""
+    try:
+        options = parse_args(list(args))
+        if options.help:
+            out.write(HELP)
+            return 0
+        if options.version:
+            err.write(f"trec_eval version {VERSION}\n")
+            return 0
+        if len(options.files) != 2:
+            raise TrecEvalError(USAGE, 1)
+        lines = _evaluate(options)
+    except TrecEvalError as error:
+        if error.lines:
+            out.write("\n".join(error.lines) + "\n")
+        out.flush()
+        message = error.message
+        err.write(message if message.endswith("\n") else message + "\n")
+        return error.status
+    if lines:
+        out.write("\n".join(lines) + "\n")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Console-script entry point (``heapjudge-trec-eval``)."""
+    args = sys.argv[1:] if argv is None else argv
+    status = run(args, sys.stdout, sys.stderr)
+    sys.stdout.flush()
+    raise SystemExit(status)

@@ -1,0 +1,118 @@
+"""Recall-point measures: iprec_at_recall, 11pt_avg, Rprec_mult.
+
+With ``P(k) = c(k)/k`` the precision after ``k`` documents (``c`` as in
+:mod:`ranking.trec_eval.m_cutoffs`) and ``a`` = relevant retrieved:
+
+- **iprec_at_recall_x**: interpolated precision ``max_{k ≥ k_m} P(k)`` at the rank ``k_m`` of
+  the ``m``-th relevant document, ``m = lround(x · R)`` (trec_eval 10.0 rounds; 9 added 0.9
+  and truncated); 0 when ``m > a``; for ``m = 0`` the maximum from the first relevant
+  document on.
+- **11pt_avg**: the mean of those values over its recall points (default 0.0, 0.1, …, 1.0),
+  summed from the highest point down as trec_eval does.
+- **Rprec_mult_x**: precision after ``(long)(x · R + 0.9)`` documents (non-relevant documents
+  fill a short ranking).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ranking.trec_eval.merge import Batch, FloatArray
+
+__all__ = ["eleven_pt_avg", "iprec_at_recall", "rprec_mult"]
+
+
+def _c_lround(x: float) -> int:
+    """C ``lround``: halves away from zero."""
+    return int(np.floor(x + 0.5)) if x >= 0 else -int(np.floor(-x + 0.5))
+
+
+def _interpolated(batch: Batch) -> FloatArray:
+    """``max_{k' ≥ k} P(k')`` over the retrieved ranks (NaN past ``num_ret``... masked)."""
+    with np.errstate(invalid="ignore"):
+        prec = np.where(batch.valid, batch.cumrel / batch.ranks[None, :], -np.inf)
+    return np.maximum.accumulate(prec[:, ::-1], axis=1)[:, ::-1]
+
+
+def iprec_at_recall(batch: Batch, points: Sequence[float]) -> FloatArray:
+    out = np.zeros((batch.n, len(points)))
+    if batch.depth == 0:
+        return _no_ranking(batch, points, out)
+    interp = _interpolated(batch)
+    rel_count = batch.num_rel.tolist()
+    rel_ret = batch.num_rel_ret
+    # rank (0-based) of the m-th relevant document: first column where cumrel reaches m
+    for j, x in enumerate(points):
+        m = np.array([_c_lround(x * r) for r in rel_count], dtype=np.int64)
+        target = np.maximum(m, 1)
+        pos = np.argmax(batch.cumrel >= target[:, None], axis=1)
+        value = interp[np.arange(batch.n), pos]
+        assigned = m <= rel_ret
+        none = rel_ret == 0
+        value = np.where(none, _empty_precision(batch), value)
+        out[:, j] = np.where(assigned, value, 0.0)
+    return out
+
+
+def _empty_precision(batch: Batch) -> FloatArray:
+    """``a / ret`` when nothing relevant was retrieved: 0, or NaN for an empty ranking."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.asarray(batch.num_rel_ret / batch.num_ret.astype(np.float64), dtype=np.float64)
+
+
+def _no_ranking(batch: Batch, points: Sequence[float], out: FloatArray) -> FloatArray:
+    empty = _empty_precision(batch)
+    for j, x in enumerate(points):
+        m = np.array([_c_lround(x * r) for r in batch.num_rel.tolist()], dtype=np.int64)
+        out[:, j] = np.where(m <= 0, empty, 0.0)
+    return out
+
+
+def eleven_pt_avg(batch: Batch, points: Sequence[float]) -> FloatArray:
+    """Mean interpolated precision over ``points``. trec_eval does not sort this measure's
+    points and its loop assumes them ascending; points given out of order get the value its
+    loop gives them (:func:`_eleven_pt_scalar`)."""
+    if list(points) != sorted(points):
+        return np.array([_eleven_pt_scalar(batch, q, points) for q in range(batch.n)])
+    values = iprec_at_recall(batch, points)
+    total = np.cumsum(values[:, ::-1], axis=1)[:, -1]
+    return total / float(len(points))
+
+
+def _eleven_pt_scalar(batch: Batch, q: int, points: Sequence[float]) -> float:
+    """trec_eval's loop for one query, step by step."""
+    rel_count = int(batch.num_rel[q])
+    cuts = [_c_lround(x * rel_count) for x in points]
+    ret, rel_ret = int(batch.num_ret[q]), int(batch.num_rel_ret[q])
+    isrel = batch.isrel[q]
+    current = len(cuts) - 1
+    while current >= 0 and cuts[current] > rel_ret:
+        current -= 1
+    with np.errstate(invalid="ignore", divide="ignore"):
+        int_precis = float(np.float64(rel_ret) / np.float64(ret))
+    total, so_far, i = 0.0, rel_ret, ret
+    while i > 0 and so_far > 0:
+        int_precis = max(int_precis, so_far / i)
+        if isrel[i - 1]:
+            while current >= 0 and so_far == cuts[current]:
+                total += int_precis
+                current -= 1
+            so_far -= 1
+        i -= 1
+    while current >= 0:
+        total += int_precis
+        current -= 1
+    return total / float(len(points))
+
+
+def rprec_mult(batch: Batch, multiples: Sequence[float]) -> FloatArray:
+    out = np.zeros((batch.n, len(multiples)))
+    rel = batch.num_rel.astype(np.float64)
+    for j, x in enumerate(multiples):
+        cut = (x * rel + 0.9).astype(np.int64)  # C's (long) truncates toward zero
+        counts = batch.at(batch.cumrel, np.maximum(cut, 0)).astype(np.float64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out[:, j] = np.where(cut > 0, counts / cut, 0.0)
+    return out
