@@ -1,4 +1,4 @@
-"""Machine assessors on real data: human judgments per query with and without ``+assist``
+"""Machine judges on real data: human judgments per query with and without ``+assist``
 (docs/machine-judges.md#real-data). Prints tables; asserts nothing.
 
 Every query is a top-10 study of its pool, driven by :func:`labeling.study.simulation.drive`

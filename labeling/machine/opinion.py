@@ -1,4 +1,4 @@
-"""A judge as one task's machine opinion (:class:`labeling.strategies.assist.MachineOpinion`).
+"""A judge as one task's machine (:class:`labeling.strategies.assist.MachineOpinion`).
 
 :class:`JudgeOpinion` asks a pair judge (:mod:`labeling.machine.judges`) about one query and
 passes its raw P(first better) through a calibrator frozen for the task (the study's

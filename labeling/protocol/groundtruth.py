@@ -70,7 +70,7 @@ class ImpliedPair:
 class TopKResult:
     """The top-k ground truth of one (assessor, query) session.
 
-    ``top``: best first. ``rest``: eviction/discard order (kept for audit; semantically a set).
+    ``top``: best first. ``rest``: eviction/discard order (kept for the record; semantically a set).
     ``judgments``: questions posed to the assessor, re-asks included. ``calls``: protocol
     comparisons including those answered from the pair cache (docs/protocols.md#pair-cache:
     report both). ``reasks``: how many of the ``judgments`` were swapped re-asks (task option

@@ -307,8 +307,8 @@ class TopKSession:
 
     @property
     def pending_is_reask(self) -> bool:
-        """True when the pending question repeats an earlier one (for audits, not for the UI:
-        a re-ask must look like any other question)."""
+        """True when the pending question repeats an earlier one (for the record and the
+        analysis, not for the UI: a re-ask must look like any other question)."""
         return self._reask is not None
 
     @property

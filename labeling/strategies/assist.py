@@ -81,8 +81,8 @@ Key = tuple[str, str]
 
 @runtime_checkable
 class MachineOpinion(Protocol):
-    """A machine judge for one task, as the assisted strategy sees it: deterministic for a
-    given version (the service passes a judge calibrated on the study so far)."""
+    """The machine of one task, as the assisted strategy sees it: a judge behind the
+    calibrator frozen for the task, deterministic for a given version (docs/glossary.md)."""
 
     @property
     def version(self) -> str:
