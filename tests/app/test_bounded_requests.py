@@ -40,9 +40,7 @@ def _run_file(seed: int, extra: dict[str, list[str]] | None = None) -> bytes:
 
 
 def _upload(api: Api, cid: int, name: str, body: bytes) -> Any:
-    return api.post(
-        "admin", f"/api/v1/admin/collections/{cid}/runs", files={"run": (name, body)}
-    )
+    return api.post("admin", f"/api/v1/admin/collections/{cid}/runs", files={"run": (name, body)})
 
 
 @pytest.fixture(scope="module")
