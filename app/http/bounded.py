@@ -11,6 +11,7 @@ next check, within one chunk of work, instead of computing for minutes nobody re
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -41,8 +42,6 @@ async def run_bounded(
             return work.result()
         if await request.is_disconnected():
             budget.cancel()
-            try:
+            with contextlib.suppress(WorkStopped):
                 await work  # the thread stops at its next check
-            except WorkStopped:
-                pass
             raise ClientGone

@@ -5,7 +5,8 @@ two label sets (admin; 403 for assessors). docs/rest-api.md#runs.
   8), optional field ``name`` (one file); all or nothing, 422 with file and line;
 * ``GET /admin/collections/{id}/runs``, ``DELETE /admin/collections/{id}/runs/{run_id}``;
 * ``GET /admin/collections/{id}/label-sets``;
-* ``GET /admin/collections/{id}/leaderboard?label_set=&metric=&preset=&test=&correction=&alpha=&run=``;
+* ``GET /admin/collections/{id}/leaderboard?label_set=&metric=&preset=&test=&correction=
+  &alpha=&run=``;
 * ``GET /admin/collections/{id}/agreement?label_set=&against=&metric=...&run=``.
 
 The comparisons are bounded (:mod:`app.runs.evaluation`): at most ``compare_max_runs`` runs
