@@ -196,6 +196,12 @@ class Settings(BaseSettings):
         default=60.0, ge=0, description="Longest wait between retries (Retry-After included)."
     )
     llm_max_tokens: int = Field(default=8, ge=1, description="max_tokens of a reply.")
+    llm_job_max_prompts: int = Field(
+        default=500,
+        ge=1,
+        description="Prompts one LLM-grades job sends at most (whole queries; the rest is "
+        "queued again behind the jobs waiting), so one large request cannot hold the queue.",
+    )
     llm_token_budget: int = Field(
         default=2_000_000,
         ge=0,

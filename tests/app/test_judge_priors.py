@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 
 from app.cli import cli
 from app.kernel.models import Task
-from app.training.jobs import GRADES_TASK, get_queue, queue_url
+from app.machine.jobs import GRADES, GRADES_TASK, run_grades_job
 from tests.app.conftest import Api
 from tests.app.llm_standin import StandInModel, StandInServer
 from tests.app.machine_support import (
@@ -163,13 +163,11 @@ def server(
 
 def drain(api: Api) -> int:
     """Run the queue's waiting grade jobs in this process (as ``heapjudge worker`` would)."""
-    from app.machine.grades import grade_documents
-
-    huey = get_queue(queue_url(api.db.settings))
+    huey = GRADES.huey(api.db.settings)
     ran = 0
     while (message := huey.dequeue()) is not None:
         assert message.name == GRADES_TASK
-        grade_documents(api.db, *message.args)
+        run_grades_job(api.db, *message.args)
         ran += 1
     return ran
 
