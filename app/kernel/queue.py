@@ -194,13 +194,24 @@ def worker_status(settings: Settings, queues: QueueSettings | None = None) -> li
     return out
 
 
-def workers_down(settings: Settings) -> list[str]:
-    """The queues shown as "worker down" (an unreadable queue counts as down)."""
+_down_cache: dict[str, tuple[float, list[QueueStatus]]] = {}
+
+
+def workers_down(settings: Settings, *, max_age: float = 2.0) -> list[QueueStatus]:
+    """The queues to show as "worker down" (each admin page asks: read at most every
+    ``max_age`` seconds per queue URL). A queue whose storage cannot be read counts as down."""
+    url = queue_url(settings)
+    now = time.monotonic()
+    found = _down_cache.get(url)
+    if found is not None and now - found[0] < max_age:
+        return found[1]
     try:
-        return [s.queue for s in worker_status(settings) if s.down]
+        down = [s for s in worker_status(settings) if s.down]
     except Exception:  # a queue server that is down means no worker can run either
         log.exception("could not read the workers' heartbeats")
-        return list(QUEUES)
+        down = [QueueStatus(q, None, None, True) for q in QUEUES]
+    _down_cache[url] = (now, down)
+    return down
 
 
 def _heartbeat(url: str, names: Sequence[str], every: float, stop: threading.Event) -> None:
@@ -230,12 +241,14 @@ def run_worker(
     queues: Sequence[str] = QUEUES,
     threads: int = 1,
     parent: int | None = None,
+    stop: threading.Event | None = None,
 ) -> None:
     """Consume ``queues`` (each with ``threads`` worker threads of its own) until SIGTERM or
-    SIGINT, with a heartbeat per queue and the registered services (``heapjudge worker``)."""
+    SIGINT (in the main thread) or ``stop`` is set, with a heartbeat per queue and the
+    registered services (``heapjudge worker``)."""
     config = QueueSettings()
     url = queue_url(settings, config)
-    stop = threading.Event()
+    stop = stop or threading.Event()
     consumers = []
     for name in queues:
         huey = huey_for(url, name)
@@ -262,8 +275,9 @@ def run_worker(
     for consumer in consumers:
         for _, thread in consumer.worker_threads:
             thread.start()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: stop.set())
     log.info("heapjudge worker on %s: queues %s, %d thread(s) each", url, queues, threads)
     try:
         while not stop.wait(1.0):

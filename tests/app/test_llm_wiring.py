@@ -21,7 +21,6 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from app.kernel.models import Judgment, MachineOpinion, Task
 from app.judging.jobs import (
     OPINIONS,
     OPINIONS_TASK,
@@ -31,6 +30,7 @@ from app.judging.jobs import (
     opinions_claim,
     run_opinions_job,
 )
+from app.kernel.models import Judgment, MachineOpinion, Task
 from labeling.machine.llm_prompts import PAIRWISE_V1
 from tests.app.conftest import Api
 from tests.app.llm_standin import StandInModel, StandInServer
