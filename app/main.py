@@ -160,7 +160,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
     settings.check()
     db = Database(settings)
-    from app.training.jobs import enqueue_opinions_later
+    from app.judging.jobs import enqueue_opinions_later
 
     # The judging loop asks for an llm task's opinions after its commits (on a background
     # thread: the request never waits for the queue); the queue is above the loop.

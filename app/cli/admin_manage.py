@@ -21,12 +21,19 @@ def progress_cmd(
     as_json: bool = typer.Option(False, "--json/--no-json", help="Print the report as JSON."),
     database_url: str | None = DB_OPTION,
 ) -> None:
-    """Tasks by status, judgments, active time and estimated remaining, per assessor."""
+    """Tasks by status, judgments, active time and estimated remaining, per assessor; and
+    whether the job queues have a live worker ("worker down" when a heartbeat is stale)."""
+    from dataclasses import asdict
+
+    from app.kernel import queue
     from app.tasks.progress import collection_progress
 
     report = run_service(
         database_url,
-        lambda db: collection_progress(db=db, collection_id=collection_id(db, collection)),
+        lambda db: {
+            **collection_progress(db=db, collection_id=collection_id(db, collection)),
+            "workers": [asdict(s) for s in queue.worker_status(db.settings)],
+        },
     )
     if as_json:
         typer.echo(json.dumps(report, default=str, indent=2))
@@ -42,6 +49,11 @@ def progress_cmd(
             f"{a['judgments']:>6} judgments  ~{a['expected_remaining']:.0f} left  "
             f"last {a['last_activity'] or '-'}"
         )
+    workers = [queue.QueueStatus(**w) for w in report["workers"]]
+    down = [w for w in workers if w.down]
+    typer.echo("workers: " + ("up on every queue" if not down else "DOWN on some queues"))
+    for w in workers:
+        typer.echo(f"  {w.text()}")
 
 
 @app.command("reset-password", cls=Command)

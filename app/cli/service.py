@@ -7,7 +7,6 @@ Heavy imports (FastAPI, SQLAlchemy, uvicorn) happen inside the command functions
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -34,7 +33,8 @@ def serve(
     training_worker: bool = typer.Option(
         True,
         "--training-worker/--no-training-worker",
-        help="Start a `heapjudge worker` process for training runs beside the server.",
+        help="Start a `heapjudge worker` process for the queued jobs beside the server "
+        "(restarted if it dies).",
     ),
 ) -> None:
     """Apply migrations, then serve the web UI and REST API with uvicorn."""
@@ -72,13 +72,16 @@ def serve(
         for name, password, role in DEMO_LOGINS:
             typer.echo(f"  {name:<8} password {password:<12} ({role})")
     typer.echo(f"heapjudge serving on {url}  (API docs: {url}/docs)")
-    # Training runs execute in their own process, so a long fit never competes with judging
-    # for this one (docs/training.md#queue); it exits when this process ends.
+    # Queued jobs execute in their own process, so a long fit never competes with judging
+    # for this one (docs/training.md#queue); it exits when this process ends, and is started
+    # again when it dies (docs/admin-guide.md#the-worker).
     worker = None
     if training_worker:
-        worker = subprocess.Popen(
+        from app.cli.supervise import Supervisor
+
+        worker = Supervisor(
             [sys.executable, "-m", "app.cli", "worker", "--parent", str(os.getpid())]
-        )
+        ).start()
     try:
         uvicorn.run(
             "app.main:create_app",
@@ -91,11 +94,7 @@ def serve(
         )
     finally:
         if worker is not None:
-            worker.terminate()
-            try:
-                worker.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                worker.kill()
+            worker.stop()
 
 
 @app.command("create-user", cls=Command)

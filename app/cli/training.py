@@ -112,32 +112,33 @@ def worker_cmd(
         help="Overrides HEAPJUDGE_QUEUE_URL (redis://... or sqlite:///...; default: a "
         "SQLite queue file beside a SQLite database).",
     ),
-    threads: int = typer.Option(1, "--threads", min=1, help="Jobs run at once."),
+    queues: str = typer.Option(
+        "opinions,grades,features,training",
+        "--queues",
+        help="The queues this worker consumes, each with its own thread(s): any of "
+        "opinions, grades, features, training.",
+    ),
+    threads: int = typer.Option(1, "--threads", min=1, help="Jobs run at once per queue."),
     parent: int | None = typer.Option(
         None, "--parent", hidden=True, help="Exit when this process (serve) is gone."
     ),
 ) -> None:
-    """Execute queued training runs (serve starts one; run more for a team)."""
+    """Execute queued jobs: machine opinions, LLM grades, text features, training runs
+    (serve starts one and restarts it if it dies; run more for a team)."""
     import logging
     import os
 
-    from app.kernel.settings import Settings
-    from app.training.jobs import get_queue, run_worker
-    from app.training.jobs import queue_url as resolve_queue
+    from app.cli.worker import consume
 
     if database_url:
         os.environ["HEAPJUDGE_DATABASE_URL"] = database_url
     if queue_url:
         os.environ["HEAPJUDGE_QUEUE_URL"] = queue_url
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    settings = Settings()
     try:
-        url = resolve_queue(settings)
-        get_queue(url)  # a queue URL of an unknown scheme is refused here (exit 2)
-    except ValueError as exc:
+        consume(_split(queues), threads=threads, parent=parent)
+    except ValueError as exc:  # an unknown queue, or a queue URL of an unknown scheme
         usage_error(str(exc))
-    typer.echo(f"heapjudge worker: database {settings.database_url}, queue {url}", err=True)
-    run_worker(settings, threads=threads, parent=parent)
 
 
 @app.command("cv", cls=Command)

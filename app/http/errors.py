@@ -21,11 +21,12 @@ import sqlalchemy.exc as sa_exc
 from fastapi import FastAPI, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import BaseRoute, Match, Mount
 from starlette.types import Scope
 
+from app.http.bounded import ClientGone
 from app.kernel.errors import DomainError, TooManyRequests, Unauthorized
 from labeling import errors as lerr
 
@@ -219,6 +220,13 @@ def install_error_handlers(app: FastAPI) -> None:
 
     for cls in HANDLED_ERRORS:
         app.add_exception_handler(cls, _handled)
+
+    async def _gone(_request: Request, _exc: Exception) -> Any:
+        # The client left and its work was stopped (app.http.bounded): nobody reads this;
+        # 499 ("client closed request", as nginx logs it) keeps it apart from errors.
+        return Response(status_code=499)
+
+    app.add_exception_handler(ClientGone, _gone)
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> Any:  # pragma: no cover - bug

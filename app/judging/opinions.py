@@ -1,7 +1,7 @@
 """Pair opinions prepared ahead by a job, for judges that are too slow to ask in a judging
 request (an LLM; docs/machine-judges.md#the-service).
 
-:func:`prepare_pair_opinions` runs in a worker (the huey queue, :mod:`app.training.jobs`): it
+:func:`prepare_pair_opinions` runs in a worker (the ``opinions`` queue, :mod:`app.judging.jobs`): it
 replays the task's log with the real judge behind the task's frozen calibration and looks
 ahead: it lets the machine answer what it may (in memory, nothing is stored in the log) and,
 at each person's question, takes the machine's preferred side as the person's answer, for up
@@ -86,7 +86,7 @@ def wants_opinions(session: object) -> bool:
     opinions ahead ran out, or the people went another way than the judge), or the people's
     answer count is a multiple of :data:`REFILL_EVERY` (half the look-ahead: the opinions are
     topped up before they run out along the judge's path). The claim in
-    :func:`app.training.jobs.enqueue_opinions` keeps it to one pending job per task."""
+    :func:`app.judging.jobs.enqueue_opinions` keeps it to one pending job per task."""
     if not isinstance(session, TopKSession) or session.done:
         return False
     machine = session.machine

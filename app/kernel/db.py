@@ -292,7 +292,7 @@ class Database:
         self._read = sessionmaker(bind=self.engine, expire_on_commit=False, autoflush=False)
         self._write = sessionmaker(bind=write_bind, expire_on_commit=False, autoflush=False)
         #: Asks the job queue for an ``llm`` task's pair opinions (``want_opinions(task_id)``,
-        #: :func:`app.training.jobs.enqueue_opinions`), called by the judging loop after a
+        #: :func:`app.judging.jobs.enqueue_opinions`), called by the judging loop after a
         #: commit. Installed by the composition root (``app.main.create_app``): the judging
         #: loop cannot import the queue, whose job imports the judging loop. None: no one
         #: listens (scripts, workers), and people answer what no opinion covers.

@@ -133,6 +133,30 @@ class Settings(BaseSettings):
     import_max_field_chars: int = Field(
         default=1_000_000, ge=16, description="Longest text/html field accepted on import."
     )
+    run_max_lines: int = Field(
+        default=1_000_000,
+        ge=1,
+        description="Lines of one uploaded TREC run file; a longer file is refused as it is "
+        "read (nothing stored).",
+    )
+    run_max_unknown_documents: int = Field(
+        default=200_000,
+        ge=0,
+        description="Entries of one uploaded run naming a document its query does not have in "
+        "the collection (unjudged); past it the upload is refused with the count.",
+    )
+    compare_max_runs: int = Field(
+        default=50,
+        ge=2,
+        description="Runs one leaderboard or label-set agreement compares (S runs make "
+        "S(S-1)/2 tested pairs); more is refused with the count (choose runs).",
+    )
+    compare_budget_seconds: float = Field(
+        default=20.0,
+        gt=0,
+        description="Time one leaderboard or agreement request may compute; a resampling "
+        "test past it stops and says so.",
+    )
     db_pool_size: int = Field(default=10, ge=1, description="Connection pool size.")
     db_max_overflow: int = Field(default=20, ge=0, description="Extra pooled connections.")
     sqlite_busy_timeout_ms: int = Field(default=10_000, ge=0, description="SQLite busy_timeout.")
@@ -172,6 +196,12 @@ class Settings(BaseSettings):
         default=60.0, ge=0, description="Longest wait between retries (Retry-After included)."
     )
     llm_max_tokens: int = Field(default=8, ge=1, description="max_tokens of a reply.")
+    llm_job_max_prompts: int = Field(
+        default=500,
+        ge=1,
+        description="Prompts one LLM-grades job sends at most (whole queries; the rest is "
+        "queued again behind the jobs waiting), so one large request cannot hold the queue.",
+    )
     llm_token_budget: int = Field(
         default=2_000_000,
         ge=0,

@@ -4,7 +4,7 @@
 A prior is resolved once, when a task is created, inside the plan's (or the task's) write
 transaction, and no model is ever called inside a request. So the ``llm`` prior has two steps:
 
-1. :func:`grade_documents` (a job on the queue's workers, :func:`app.training.jobs.enqueue_grades`,
+1. :func:`grade_documents` (a job on the queue's workers, :func:`app.machine.jobs.enqueue_grades`,
    or ``heapjudge admin llm-grades`` in the command's own process) asks the graded prompt
    template (:data:`GRADE_TEMPLATE`, one digit 0..4) for every document of the chosen queries
    through the collection's :class:`app.machine.llm.LlmClient` (cache, token budget, retries;

@@ -40,6 +40,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from app.judging.jobs import enqueue_opinions
 from app.kernel.db import Database
 from app.kernel.errors import Invalid, NotFound, issue_items
 from app.kernel.models import Query, Task
@@ -71,7 +72,6 @@ from app.planning.priors import (
     load_stored_run,
 )
 from app.planning.spec import PlannedTask, PlanPreview, PlanSpec
-from app.training.jobs import enqueue_opinions
 from labeling.errors import ConfigError
 from labeling.protocol.options import validate_options
 from labeling.protocol.prior_orders import NO_PRIOR

@@ -33,9 +33,11 @@ The runs are either uploaded files or runs stored on the collection (``BuildSpec
 names or ids, or every stored run; read through :func:`app.runs.service.run_rankings`, which
 ranks them as trec_eval does, so a pool from stored runs equals the pool from the same files).
 
-Everything is stored in one write transaction (``pool`` and ``pool_document``); a bad run file
-or an unknown stored run is refused before it (with its file name and line, or the names the
-collection lacks), and nothing is stored.
+The build reads the collection, computes its picks with no transaction open, and stores
+everything in one short write transaction (``pool`` and ``pool_document``), so judging never
+waits for a build's computation (docs/performance.md#pool-builds); a bad run file or an unknown
+stored run is refused before it (with its file name and line, or the names the collection
+lacks), and nothing is stored.
 """
 
 from __future__ import annotations
@@ -46,27 +48,24 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from app.exports.selection import query_labels
-from app.exports.service import ExportRequest
+from sqlalchemy.exc import IntegrityError
+
 from app.kernel.db import Database
-from app.kernel.errors import Invalid, NotFound, issue_items
+from app.kernel.errors import Conflict, Invalid, NotFound, issue_items
 from app.kernel.models import CampaignPool, PoolDocument
 from app.pools import repository
-from app.pools.cal import cal_scores, cal_vectors, campaign_picks, judgeable
+from app.pools.cal import cal_vectors
+from app.pools.picking import BuildInputs, feedback_of, pool_rows
 from app.runs import service as stored_runs
 from labeling.errors import ConfigError
 from labeling.identifiers import normal_identifier
 from labeling.sources import SourceError
 from labeling.sources.base import merge_errors
-from labeling.study.cal_pool import ActiveLearning
 from labeling.study.campaign_order import campaign_order
 from labeling.study.campaign_pools import (
     METHODS,
     Method,
     Simulation,
-    cut_rankings,
-    depth_pool,
-    select_pool,
     simulate_pooling,
 )
 from labeling.study.pools import parse_trec_run
@@ -259,140 +258,85 @@ def _rankings(db: Database, spec: BuildSpec) -> Runs:
     return stored_rankings(db=db, collection_id=spec.collection_id, chosen=spec.stored)
 
 
-def _feedback(s: Any, collection_id: int) -> dict[str, dict[str, bool]]:
-    """What finished tasks say, per query and document: relevant (top-k membership, grade ≥ 1)
-    or not; relevant wins when tasks disagree."""
-    out: dict[str, dict[str, bool]] = {}
-    for labels in ("kappa", "grades"):
-        req = ExportRequest(collection_id=collection_id, labels=labels, source="all")
-        for ql in query_labels(s, req):
-            known = out.setdefault(ql.query_id, {})
-            for doc, value in ql.labels.items():
-                known[doc] = known.get(doc, False) or value >= 1
-    return out
-
-
-def _query_rows(
-    rankings: Mapping[str, Sequence[str]],
-    have: set[str],
-    method: Method,
-    depth: int,
-    budget: int | None,
-    feedback: Mapping[str, bool],
-    vectors: Mapping[str, list[float]] | None = None,
-    scores: Mapping[str, float] | None = None,
-    given: Sequence[str] | None = None,
-) -> tuple[list[PoolDocument], int, int]:
-    """One query's pool rows (query id unset), documents dropped, picks already judged;
-    ``vectors``: the query's feature vectors by document, ``scores`` the model's log-odds
-    (``cal``; None: no model yet, the fused order); ``given``: the picks, in order, made
-    already (``cal`` over the campaign)."""
-    pooled = [d for d in depth_pool(rankings, depth) if d.doc_id in have]
-    cut = cut_rankings(rankings, depth)
-    if given is not None:
-        picks, known = list(given), sum(1 for d in given if d in feedback)
-    elif method == "depth":  # the stored fused order (the runs' own ranks), cut at the budget
-        picks, known = [d.doc_id for d in pooled][:budget], 0
-    else:  # the adaptive methods walk each run's judgeable documents in its order
-        runs_here = judgeable(rankings, have, depth)
-        try:
-            cal = method == "cal"
-            pooler = ActiveLearning(runs_here, vectors or {}, scores=scores) if cal else None
-        except ConfigError as err:
-            raise Invalid(f"cal: {err}") from None
-        chosen = select_pool(runs_here, method, None, budget, feedback, pooler=pooler)
-        picks, known = list(chosen.picks), chosen.known
-    pick = {doc: i for i, doc in enumerate(picks)}
-    dropped = len({d for docs in cut.values() for d in docs}) - len(pooled)
-    rows = [
-        PoolDocument(
-            doc_id=d.doc_id,
-            position=i,
-            pick=pick.get(d.doc_id),
-            fused=d.fused,
-            hits=[[run, rank] for run, rank in d.hits],
-        )
-        for i, d in enumerate(pooled)
-    ]
-    return rows, dropped, known
-
-
 def build_pool(*, db: Database, spec: BuildSpec) -> PoolView:
     """Build and store a pool (module docstring); Invalid when no run ranks a document of the
-    collection's queries, or the name is taken."""
+    collection's queries, or the name is taken; Conflict when the collection changed between
+    the read and the write (nothing stored).
+
+    Three phases, so that a build never holds the write lock while it computes (judging
+    submits wait for that lock): a read of the collection (queries, documents, feedback,
+    vectors), the picks computed with no transaction open
+    (:func:`app.pools.picking.pool_rows`), then one short write transaction that checks the
+    name again and inserts the rows."""
     method = check_method(spec.method, spec.depth, spec.budget)
     campaign = check_allocation(spec.allocation, method, spec.budget) == "campaign"
     runs = _rankings(db, spec)
     name = spec.name or _default_name(method, spec.depth, spec.budget, spec.allocation)
     if len(name) > 100:
         raise Invalid("a pool name has at most 100 characters")
-    with db.write() as s:
-        if not repository.lock_collection(s, spec.collection_id):
+    adaptive = method != "depth" and spec.feedback
+    with db.read() as s:
+        if not repository.collection_exists(s, spec.collection_id):
             raise NotFound(f"no collection with id {spec.collection_id}")
-        if repository.pool_named(s, spec.collection_id, name) is not None:
-            raise Invalid(f"the collection has a pool named {name!r} already; choose another name")
-        queries = repository.queries_by_id(s, spec.collection_id)
-        documents = repository.documents_by_query(s, spec.collection_id)
-        adaptive = method != "depth" and spec.feedback
-        feedback = _feedback(s, spec.collection_id) if adaptive else {}
-        vectors = cal_vectors(s, spec.collection_id, runs, queries, documents, method, spec.depth)
-        model = (runs, queries, documents, vectors, feedback, spec.depth)
-        # a campaign has a budget (check_allocation): one total over the queries
-        chosen = campaign_picks(*model, spec.budget or 0) if campaign else {}
-        scores = None if campaign else cal_scores(*model)
-        rows: list[PoolDocument] = []
-        unknown: list[str] = []
-        dropped = known = 0
-        query_order = dict.fromkeys(q for per_query in runs.values() for q in per_query)
-        for qid in query_order:
-            query = queries.get(qid)
-            if query is None:
-                unknown.append(qid)
-                continue
-            rankings = {run: per_query.get(qid, []) for run, per_query in runs.items()}
-            got = _query_rows(
-                rankings,
-                documents.get(query.id, set()),
-                method,
-                spec.depth,
-                spec.budget,
-                feedback.get(qid, {}),
-                vectors.get(query.id),
-                (scores or {}).get(qid),
-                chosen.get(qid, ()) if campaign else None,
-            )
-            for row in got[0]:
-                row.query_id = query.id
-            rows += got[0]
-            dropped += got[1]
-            known += got[2]
-        if not rows:
-            raise Invalid(
-                "no run ranks a document of this collection's queries (query ids and document "
-                "ids must be the imported ones); nothing was stored"
-            )
-        summary = {
-            "queries": len({r.query_id for r in rows}),
-            "unknown_queries": len(unknown),
-            "unknown_query_ids": unknown[:20],
-            "not_in_query": dropped,
-            "feedback": adaptive,
-            "picked_judged": known,
-            "source": "files" if spec.stored is None else "stored",
-        }
-        pool = CampaignPool(
-            collection_id=spec.collection_id,
-            name=name,
-            method=method,
-            depth=spec.depth,
-            budget=spec.budget,
-            allocation=spec.allocation,
-            fusion=FUSION,
-            runs=list(runs),
-            summary=summary,
+        _check_name_free(s, spec.collection_id, name)
+        inputs = BuildInputs(
+            runs=runs,
+            queries=repository.queries_by_id(s, spec.collection_id),
+            documents=repository.documents_by_query(s, spec.collection_id),
+            feedback=feedback_of(s, spec.collection_id) if adaptive else {},
+            vectors={},
         )
-        repository.insert_pool(s, pool, rows)
-        return _view(pool, len(rows), sum(1 for r in rows if r.pick is not None))
+        inputs.vectors = cal_vectors(
+            s, spec.collection_id, runs, inputs.queries, inputs.documents, method, spec.depth
+        )
+    built = pool_rows(inputs, method, spec.depth, spec.budget, campaign)  # no transaction open
+    if not built.rows:
+        raise Invalid(
+            "no run ranks a document of this collection's queries (query ids and document "
+            "ids must be the imported ones); nothing was stored"
+        )
+    summary = {
+        "queries": len({r.query_id for r in built.rows}),
+        "unknown_queries": len(built.unknown),
+        "unknown_query_ids": built.unknown[:20],
+        "not_in_query": built.dropped,
+        "feedback": adaptive,
+        "picked_judged": built.known,
+        "source": "files" if spec.stored is None else "stored",
+    }
+    pool = CampaignPool(
+        collection_id=spec.collection_id,
+        name=name,
+        method=method,
+        depth=spec.depth,
+        budget=spec.budget,
+        allocation=spec.allocation,
+        fusion=FUSION,
+        runs=list(runs),
+        summary=summary,
+    )
+    _insert(db, pool, built.rows)
+    return _view(pool, len(built.rows), sum(1 for r in built.rows if r.pick is not None))
+
+
+def _check_name_free(s: Any, collection_id: int, name: str) -> None:
+    if repository.pool_named(s, collection_id, name) is not None:
+        raise Invalid(f"the collection has a pool named {name!r} already; choose another name")
+
+
+def _insert(db: Database, pool: CampaignPool, rows: list[PoolDocument]) -> None:
+    """The build's one write: lock the collection, check the name again (a build beside
+    this one may have taken it), insert the pool and its rows."""
+    try:
+        with db.write() as s:
+            if not repository.lock_collection(s, pool.collection_id):
+                raise NotFound(f"no collection with id {pool.collection_id}")
+            _check_name_free(s, pool.collection_id, pool.name)
+            repository.insert_pool(s, pool, rows)
+    except IntegrityError:  # a query deleted since the read
+        raise Conflict(
+            "the collection changed while the pool was built; nothing was stored, try again"
+        ) from None
 
 
 def _default_name(method: str, depth: int, budget: int | None, allocation: str) -> str:

@@ -5,8 +5,13 @@ two label sets (admin; 403 for assessors). docs/rest-api.md#runs.
   8), optional field ``name`` (one file); all or nothing, 422 with file and line;
 * ``GET /admin/collections/{id}/runs``, ``DELETE /admin/collections/{id}/runs/{run_id}``;
 * ``GET /admin/collections/{id}/label-sets``;
-* ``GET /admin/collections/{id}/leaderboard?label_set=&metric=&preset=&test=&correction=&alpha=``;
-* ``GET /admin/collections/{id}/agreement?label_set=&against=&metric=...``.
+* ``GET /admin/collections/{id}/leaderboard?label_set=&metric=&preset=&test=&correction=
+  &alpha=&run=``;
+* ``GET /admin/collections/{id}/agreement?label_set=&against=&metric=...&run=``.
+
+The comparisons are bounded (:mod:`app.runs.evaluation`): at most ``compare_max_runs`` runs
+(``run``, once per run, chooses them), a time budget, and the work stops when the client
+disconnects (:func:`app.http.bounded.run_bounded`).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
 from app.collections.uploads import UploadedFile
+from app.http.bounded import run_bounded
 from app.http.deps import (
     MAX_UPLOAD_FIELDS,
     MAX_UPLOAD_FILES,
@@ -91,6 +97,13 @@ PresetParam = Annotated[
 TestParam = Annotated[str, Query(json_schema_extra={"enum": list(TESTS)})]
 CorrectionParam = Annotated[str, Query(json_schema_extra={"enum": list(CORRECTIONS)})]
 AlphaParam = Annotated[float, Query(gt=0, lt=1)]
+RunsParam = Annotated[
+    list[str] | None,
+    Query(
+        description="The runs to compare, by name, once per run (default: every stored run); "
+        "at most HEAPJUDGE_COMPARE_MAX_RUNS (50).",
+    ),
+]
 
 
 @router.post(
@@ -157,8 +170,9 @@ def label_sets(collection_id: PathId, db: DbDep) -> dict[str, Any]:
 
 
 @router.get("/collections/{collection_id}/leaderboard", response_model=LeaderboardOut)
-def leaderboard(
+async def leaderboard(
     collection_id: PathId,
+    request: Request,
     db: DbDep,
     label_set: LabelSetParam = "qrels",
     metric: MetricParam = "ndcg@10",
@@ -167,18 +181,29 @@ def leaderboard(
     correction: CorrectionParam = "holm",
     alpha: AlphaParam = 0.05,
     per_query: bool = False,
+    run: RunsParam = None,
 ) -> dict[str, Any]:
     """Every run's mean and 95% interval under one label set and metric, and the matrix of
     pairwise significance tests (seed fixed)."""
     scoring = evaluation.Scoring(label_set, metric, preset or None, test, correction, alpha)
-    return evaluation.run_leaderboard(
-        db=db, collection_id=collection_id, scoring=scoring, per_query=per_query
+    budget = evaluation.request_budget(db)
+    return await run_bounded(
+        request,
+        budget,
+        evaluation.run_leaderboard,
+        db=db,
+        collection_id=collection_id,
+        scoring=scoring,
+        per_query=per_query,
+        names=run,
+        budget=budget,
     )
 
 
 @router.get("/collections/{collection_id}/agreement", response_model=AgreementOut)
-def agreement(
+async def agreement(
     collection_id: PathId,
+    request: Request,
     db: DbDep,
     against: LabelSetParam,
     label_set: LabelSetParam = "qrels",
@@ -187,12 +212,22 @@ def agreement(
     test: TestParam = "t",
     correction: CorrectionParam = "holm",
     alpha: AlphaParam = 0.05,
+    run: RunsParam = None,
 ) -> dict[str, Any]:
     """The system orderings of the stored runs under two label sets: Kendall's τ-b, τ_AP and
     the significant swaps (``label_set`` is the reference)."""
     scoring = evaluation.Scoring(label_set, metric, preset or None, test, correction, alpha)
-    return evaluation.label_set_agreement(
-        db=db, collection_id=collection_id, scoring=scoring, against=against
+    budget = evaluation.request_budget(db)
+    return await run_bounded(
+        request,
+        budget,
+        evaluation.label_set_agreement,
+        db=db,
+        collection_id=collection_id,
+        scoring=scoring,
+        against=against,
+        names=run,
+        budget=budget,
     )
 
 

@@ -13,6 +13,14 @@ and the agreement is :func:`ranking.compare.correlation.ordering_agreement`. The
 fit the input as ``evaluate`` chooses them (a TREC run with qrels: ``trec_eval``; with a
 top-k truth: ``paper``) unless a preset is named; ir-measures names carry their own. Seeds
 are fixed (0), so a page shows the same p-values at every load.
+
+Bounded work (docs/performance.md#bounded-requests): one request compares at most
+``compare_max_runs`` runs (the stored ones, or the ``runs`` chosen; more is refused with the
+count: S runs make S(S−1)/2 tested pairs, and the resamples grow with them), and computes
+within a :class:`app.kernel.budget.WorkBudget` (``compare_budget_seconds``, and cancelled when
+the client leaves), checked between runs scored and between chunks of a resampling test. A
+leaderboard whose test runs out of time comes without its matrix, and says why; an agreement,
+which is made of its tests, is refused.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ from typing import Any, cast
 import numpy as np
 from numpy.typing import NDArray
 
+from app.kernel.budget import WorkBudget, WorkStopped
 from app.kernel.db import Database
 from app.kernel.errors import Invalid
 from app.runs import labelsets
@@ -102,15 +111,24 @@ def _report(
 
 
 def score_stored_runs(
-    db: Database, collection_id: int, truth: Truth, metric: str, preset: str, names: Sequence[str]
+    db: Database,
+    collection_id: int,
+    truth: Truth,
+    metric: str,
+    preset: str,
+    names: Sequence[str],
+    budget: WorkBudget | None = None,
 ) -> Iterator[tuple[str, EvaluationReport]]:
-    """Each named run's report, one run read from the database at a time."""
+    """Each named run's report, one run read from the database at a time (``budget`` checked
+    before each)."""
     if truth.kind == "qrels" and M.parse_metric(metric)[0].startswith("kappa"):
         raise Invalid(
             f"{metric} is a κ-measure: it needs a top-k label set (such as 'topk'), not "
             f"graded qrels ({truth.path})"
         )
     for name in names:
+        if budget is not None:
+            budget.check()
         mapping = runs.run_mapping(db=db, collection_id=collection_id, name=name)
         try:
             yield name, _report(mapping, truth, metric, preset)
@@ -126,17 +144,35 @@ def _aligned(values: dict[str, F64]) -> tuple[dict[str, F64], int]:
     return dict(zip(values, matrix[:, keep], strict=True)), int((~keep).sum())
 
 
-def _matrix(values: dict[str, F64], scoring: Scoring) -> tuple[dict[str, Any] | None, str | None]:
+def _out_of_time(exc: WorkStopped, scoring: Scoring, n_runs: int) -> str:
+    pairs = n_runs * (n_runs - 1) // 2
+    return (
+        f"the {scoring.test} test over {pairs:,} pairs of {n_runs} runs did not finish within "
+        f"{exc.seconds:g} s (HEAPJUDGE_COMPARE_BUDGET_SECONDS): compare fewer runs, or use "
+        "test=t"
+    )
+
+
+def _matrix(
+    values: dict[str, F64], scoring: Scoring, budget: WorkBudget
+) -> tuple[dict[str, Any] | None, str | None]:
     """Every pair's difference, p-value, adjusted p and significance; or None and why not
-    (one run, or too few queries for the test)."""
+    (one run, too few queries for the test, or the budget's time ran out; a budget cancelled
+    because its client left raises :class:`WorkStopped`)."""
     if len(values) < 2:
         return None, "one run: nothing to compare"
     aligned, left_out = _aligned(values)
     test, correction = cast(Test, scoring.test), cast(Correction, scoring.correction)
     try:
-        comp: Comparison = compare_systems(aligned, test, correction, scoring.alpha, seed=SEED)
+        comp: Comparison = compare_systems(
+            aligned, test, correction, scoring.alpha, seed=SEED, checkpoint=budget.check
+        )
     except ValueError as exc:  # fewer queries than the test needs
         return None, f"no significance test: {exc} ({left_out} left out: skipped by the metric)"
+    except WorkStopped as exc:
+        if exc.reason != "time":
+            raise
+        return None, "no significance test: " + _out_of_time(exc, scoring, len(values))
     return {
         "test": comp.test,
         "correction": comp.correction,
@@ -161,26 +197,65 @@ def _label_set_info(db: Database, collection_id: int, key: str) -> dict[str, Any
     return {"key": key, "kind": found.kind, "title": found.title, "queries": found.queries}
 
 
-def _stored_names(db: Database, collection_id: int) -> list[str]:
+def compared_names(
+    db: Database, collection_id: int, chosen: Sequence[str] | None = None
+) -> list[str]:
+    """The runs one request compares: ``chosen`` (each a stored run's name; 422 naming those
+    the collection lacks), else every stored run; 422 when that is more than
+    ``compare_max_runs`` (the cap and the count in the message) or none."""
     names = runs.run_names(db=db, collection_id=collection_id)
     if not names:
         raise Invalid("the collection has no run yet; upload one first")
+    if chosen:
+        lacking = sorted(set(chosen) - set(names))
+        if lacking:
+            raise Invalid(f"the collection has no run named {', '.join(map(repr, lacking[:5]))}")
+        names = list(dict.fromkeys(chosen))
+    cap = db.settings.compare_max_runs
+    if len(names) > cap:
+        what = f"{len(names)} runs chosen" if chosen else f"the collection has {len(names)} runs"
+        raise Invalid(
+            f"{what}; one comparison takes at most {cap} runs (HEAPJUDGE_COMPARE_MAX_RUNS): "
+            f"{len(names)} runs make {len(names) * (len(names) - 1) // 2:,} tested pairs. "
+            f"Choose at most {cap} (the run parameter, once per run)"
+        )
     return names
 
 
+def request_budget(db: Database) -> WorkBudget:
+    """A budget of ``compare_budget_seconds`` for one comparison."""
+    return WorkBudget(db.settings.compare_budget_seconds)
+
+
 def run_leaderboard(
-    *, db: Database, collection_id: int, scoring: Scoring, per_query: bool = False
+    *,
+    db: Database,
+    collection_id: int,
+    scoring: Scoring,
+    per_query: bool = False,
+    names: Sequence[str] | None = None,
+    budget: WorkBudget | None = None,
 ) -> dict[str, Any]:
-    """Every stored run's mean and 95% interval under ``scoring`` (best first) and the matrix
-    of pairwise tests; ``per_query``: each run's value per query too. 422 for an unknown
-    label set, metric, preset, test or correction, an empty label set, or no run."""
+    """Every stored run's (or the ``names``') mean and 95% interval under ``scoring`` (best
+    first) and the matrix of pairwise tests; ``per_query``: each run's value per query too.
+    422 for an unknown label set, metric, preset, test or correction, an empty label set, no
+    run, or more runs than the cap (:func:`compared_names`). ``budget`` (default
+    :func:`request_budget`) bounds the work (module docstring)."""
     scoring = scoring.checked()
+    budget = budget or request_budget(db)
     truth = labelsets.load_label_set(db=db, collection_id=collection_id, key=scoring.label_set)
-    names = _stored_names(db, collection_id)
+    names = compared_names(db, collection_id, names)
     preset, reason = conventions_for(truth, scoring.preset)
-    board = leaderboard(
-        score_stored_runs(db, collection_id, truth, scoring.metric, preset, names), seed=SEED
-    )
+    scored = score_stored_runs(db, collection_id, truth, scoring.metric, preset, names, budget)
+    try:
+        board = leaderboard(scored, seed=SEED)
+    except WorkStopped as exc:
+        if exc.reason != "time":
+            raise
+        raise Invalid(
+            f"scoring {len(names)} runs did not finish within {exc.seconds:g} s "
+            "(HEAPJUDGE_COMPARE_BUDGET_SECONDS): choose fewer runs"
+        ) from None
     metric = scoring.metric
     order = sorted(
         board.runs,
@@ -211,7 +286,8 @@ def run_leaderboard(
         ],
         "per_query": None,
     }
-    out["matrix"], out["matrix_note"] = _matrix({r.name: r.values[metric] for r in order}, scoring)
+    values = {r.name: r.values[metric] for r in order}
+    out["matrix"], out["matrix_note"] = _matrix(values, scoring, budget)
     if per_query:
         out["per_query"] = {
             "queries": list(order[0].queries),
@@ -248,9 +324,15 @@ def pair_values(
 
 
 def _values(
-    db: Database, collection_id: int, truth: Truth, metric: str, preset: str, names: list[str]
+    db: Database,
+    collection_id: int,
+    truth: Truth,
+    metric: str,
+    preset: str,
+    names: list[str],
+    budget: WorkBudget,
 ) -> dict[str, F64]:
-    reports = score_stored_runs(db, collection_id, truth, metric, preset, names)
+    reports = score_stored_runs(db, collection_id, truth, metric, preset, names, budget)
     values = {
         name: np.fromiter(r.per_query[metric].values(), dtype=np.float64) for name, r in reports
     }
@@ -261,23 +343,31 @@ def _values(
 
 
 def label_set_agreement(
-    *, db: Database, collection_id: int, scoring: Scoring, against: str
+    *,
+    db: Database,
+    collection_id: int,
+    scoring: Scoring,
+    against: str,
+    names: Sequence[str] | None = None,
+    budget: WorkBudget | None = None,
 ) -> dict[str, Any]:
     """How label set ``against`` orders the stored runs compared with ``scoring.label_set``
     (the reference): both orderings by mean, Kendall's τ-b, τ_AP and the significant swaps
     (docs/campaigns.md#agreement-of-system-orderings); the figures ``heapjudge compare
-    --against`` prints for the same files. 422 with fewer than 2 runs."""
+    --against`` prints for the same files. 422 with fewer than 2 runs, more than the cap
+    (:func:`compared_names`), or when the tests run out of ``budget``'s time."""
     scoring = scoring.checked()
+    budget = budget or request_budget(db)
     truth_a = labelsets.load_label_set(db=db, collection_id=collection_id, key=scoring.label_set)
     truth_b = labelsets.load_label_set(db=db, collection_id=collection_id, key=against)
-    names = _stored_names(db, collection_id)
+    names = compared_names(db, collection_id, names)
     if len(names) < 2:
         raise Invalid("comparing system orderings needs at least 2 runs")
     preset_a, _ = conventions_for(truth_a, scoring.preset)
     preset_b, _ = conventions_for(truth_b, scoring.preset)
-    values_a = _values(db, collection_id, truth_a, scoring.metric, preset_a, names)
-    values_b = _values(db, collection_id, truth_b, scoring.metric, preset_b, names)
     try:
+        values_a = _values(db, collection_id, truth_a, scoring.metric, preset_a, names, budget)
+        values_b = _values(db, collection_id, truth_b, scoring.metric, preset_b, names, budget)
         agree = ordering_agreement(
             values_a,
             values_b,
@@ -285,9 +375,14 @@ def label_set_agreement(
             correction=cast(Correction, scoring.correction),
             alpha=scoring.alpha,
             seed=SEED,
+            checkpoint=budget.check,
         )
     except ValueError as exc:  # e.g. no query left that every run's metric scores
         raise Invalid(str(exc)) from None
+    except WorkStopped as exc:
+        if exc.reason != "time":
+            raise
+        raise Invalid(_out_of_time(exc, scoring, len(names))) from None
     return {
         "collection_id": collection_id,
         "metric": scoring.metric,

@@ -10,12 +10,18 @@ or with ``ignore_unknown_queries`` left out and reported), scores are finite, do
 identifiers. Documents a query does not have in the collection are kept (they are unjudged:
 the metrics count them as not relevant) and counted. Every file is checked before anything is
 written; then one write transaction stores every run, so a refused upload stores nothing.
+
+Bounds (docs/performance.md#bounded-requests): a file is read through :func:`bounded_lines`,
+which refuses it at line ``run_max_lines + 1`` and as soon as more than
+``run_max_unknown_documents`` entries (over the whole upload) name a document their query does
+not have, with the count and the line; reading stops there, so neither the parse nor the
+write transaction grows with a file that would be refused anyway.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -146,15 +152,60 @@ def _entry_issues(
                 issues.add(e.line, f"{what} {problem}")
 
 
+@dataclass(slots=True)
+class Limits:
+    """An upload's bounds, and the unknown documents counted so far over its files."""
+
+    max_lines: int
+    max_unknown: int
+    unknown: int = 0
+
+
+def bounded_lines(
+    lines: Iterable[bytes],
+    file: str,
+    limits: Limits,
+    queries: dict[str, int],
+    documents: dict[int, set[str]],
+) -> Iterator[bytes]:
+    """``lines`` as they are read, refused (:class:`Invalid`, nothing stored) at the first line
+    past ``limits.max_lines`` or the first entry that takes the upload's count of documents
+    unknown to their (known) query past ``limits.max_unknown``. The count here splits each line
+    as the parser does; a malformed line is left to the parser to report."""
+    for number, line in enumerate(lines, start=1):
+        if number > limits.max_lines:
+            raise Invalid(
+                f"{file}: more than {limits.max_lines:,} lines; a run file has at most "
+                f"{limits.max_lines:,} (HEAPJUDGE_RUN_MAX_LINES); no run was stored"
+            )
+        cols = line.split()
+        if len(cols) == 6:
+            row = queries.get(normal_identifier(cols[0].decode("utf-8", "replace")))
+            doc = normal_identifier(cols[2].decode("utf-8", "replace"))
+            if row is not None and doc not in documents.get(row, ()):
+                limits.unknown += 1
+                if limits.unknown > limits.max_unknown:
+                    raise Invalid(
+                        f"{file}:{number}: {limits.unknown:,} entries so far name a document "
+                        "their query does not have in the collection, more than the "
+                        f"{limits.max_unknown:,} an upload may hold "
+                        "(HEAPJUDGE_RUN_MAX_UNKNOWN_DOCUMENTS); import the documents first "
+                        "or cut the runs to the collection's documents; no run was stored"
+                    )
+        yield line
+
+
 def _parse_one(
     upload: UploadedFile,
     name: str,
     queries: dict[str, int],
     documents: dict[int, set[str]],
     ignore_unknown: bool,
+    limits: Limits,
 ) -> _Parsed:
     """Read and check one run file; SourceError listing its problems with line numbers."""
-    per_query = parse_trec_run(upload_lines(upload), file=upload.name)
+    lines = bounded_lines(upload_lines(upload), upload.name, limits, queries, documents)
+    per_query = parse_trec_run(lines, file=upload.name)
     issues = IssueCollector(upload.name)
     rows: list[dict[str, Any]] = []
     unknown: list[str] = []
@@ -204,8 +255,9 @@ def upload_runs(
     """Store each TREC run file as a run of the collection, all or nothing (module doc).
 
     ``name`` names a single run (default: the file's name). Errors: 404 no collection, 413 a
-    file over the limit, 422 a malformed file (every problem with its file and line), 409 a
-    run of that name exists already.
+    file over the limit, 422 a malformed file (every problem with its file and line) or one
+    past the line or unknown-document bounds (:func:`bounded_lines`), 409 a run of that name
+    exists already.
     """
     names = _names(files, name)
     check_sizes({f.name: f for f in files}, upload_limit(max_bytes, db))
@@ -216,9 +268,12 @@ def upload_runs(
         documents = repository.documents_by_query(s, collection_id)
     parsed: list[_Parsed] = []
     errors: list[SourceError] = []
+    limits = Limits(db.settings.run_max_lines, db.settings.run_max_unknown_documents)
     for upload, run_name in zip(files, names, strict=True):
         try:
-            parsed.append(_parse_one(upload, run_name, queries, documents, ignore_unknown_queries))
+            parsed.append(
+                _parse_one(upload, run_name, queries, documents, ignore_unknown_queries, limits)
+            )
         except SourceError as exc:
             errors.append(exc)
     merged = merge_errors(errors)

@@ -23,6 +23,7 @@ from sqlalchemy import bindparam, case, func, select
 from sqlalchemy.orm import Session
 
 from app.auth.tokens import Identity
+from app.judging.jobs import enqueue_opinions
 from app.judging.loop import check_task_access, replay_task
 from app.judging.routing import check_second_assessors
 from app.kernel.db import Database
@@ -30,7 +31,6 @@ from app.kernel.errors import Invalid, NotFound
 from app.kernel.models import Collection, Document, Judgment, Query, Task, User
 from app.machine import service as machine
 from app.planning.priors import PriorResolver, PriorSource
-from app.training.jobs import enqueue_opinions
 from labeling.errors import ConfigError
 from labeling.identifiers import normal_identifier
 from labeling.protocol.options import validate_options

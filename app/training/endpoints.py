@@ -30,9 +30,10 @@ from app.http.deps import AdminUser, DbDep
 from app.http.openapi import declare_errors, error_responses
 from app.http.schemas import PathId, RowId, StrictModel
 from app.machine import grades
+from app.machine.jobs import enqueue_grades
 from app.training import features
 from app.training import service as training
-from app.training.jobs import enqueue_features, enqueue_grades, enqueue_training
+from app.training.jobs import enqueue_features, enqueue_training
 from app.training.schemas import FeaturesOut, LlmGradesOut, TrainingRunOut
 
 router = APIRouter(tags=["training"])

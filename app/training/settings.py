@@ -3,22 +3,15 @@
 from __future__ import annotations
 
 from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from app.kernel.queue import QueueSettings
 
 
-class JobSettings(BaseSettings):
+class JobSettings(QueueSettings):
     """Queue and training-job settings, read from ``HEAPJUDGE_*`` like
-    :class:`app.kernel.settings.Settings`."""
+    :class:`app.kernel.settings.Settings` (the queue's own in
+    :class:`app.kernel.queue.QueueSettings`)."""
 
-    model_config = SettingsConfigDict(
-        env_prefix="HEAPJUDGE_", env_file=".env", env_file_encoding="utf-8", extra="ignore"
-    )
-
-    queue_url: str | None = Field(
-        default=None,
-        description="redis://host:6379/0 or sqlite:///path (default: a SQLite queue file "
-        "beside a SQLite database, else ./heapjudge-queue.db)",
-    )
     training_time_limit_seconds: int = Field(
         default=3600, ge=1, le=7 * 86400, description="Default time limit of a training run."
     )

@@ -26,6 +26,7 @@ from app.auth import sessions
 from app.auth.passwords import MIN_PASSWORD_CHARS
 from app.collections import service as collections
 from app.http.deps import DbDep, web_session
+from app.kernel import queue
 from app.kernel.errors import DomainError
 from app.users import manage as users_manage
 from app.web.auth import login_redirect
@@ -68,11 +69,13 @@ def admin_page(
     *,
     status: int = 200,
 ) -> Response:
-    """Render ``name`` for the session's user in the admin section of the navigation."""
+    """Render ``name`` for the session's user in the admin section of the navigation, with
+    the queues whose worker is down (their heartbeat stale, :mod:`app.kernel.queue`)."""
+    down = queue.workers_down(request.app.state.db.settings)
     return render(
         request,
         name,
-        context,
+        {"workers_down": [s.text() for s in down], **context},
         user=resolved.user,
         csrf_token=resolved.csrf_token,
         nav_active="admin",

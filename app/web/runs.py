@@ -29,6 +29,7 @@ from starlette.datastructures import UploadFile
 from app.auth import sessions
 from app.collections import service as collections
 from app.collections.uploads import UploadedFile
+from app.http.bounded import run_bounded
 from app.http.deps import DbDep, require_csrf_form, upload_form
 from app.kernel.errors import DomainError, PayloadTooLarge
 from app.runs import evaluation, labelsets, plots
@@ -132,32 +133,45 @@ def pair_plots(board: dict[str, Any] | None, pair: list[str]) -> dict[str, Marku
 
 
 async def _compute(
-    db: Any, collection_id: int, view: dict[str, str], label_set: str, names: list[str]
+    request: Request,
+    db: Any,
+    collection_id: int,
+    view: dict[str, str],
+    label_set: str,
+    names: list[str],
 ) -> tuple[dict[str, Any] | None, dict[str, Any] | None, list[str]]:
-    """(leaderboard, agreement, errors) of the view; an error is shown, not raised."""
+    """(leaderboard, agreement, errors) of the view; an error is shown, not raised. The work
+    is bounded as the REST leaderboard's (:func:`app.http.bounded.run_bounded`)."""
     errors: list[str] = []
     board = agreement = None
     if not names or not label_set:
         return None, None, errors
     scoring = _scoring(view, label_set)
+    budget = evaluation.request_budget(db)
     try:
-        board = await run_in_threadpool(
+        board = await run_bounded(
+            request,
+            budget,
             evaluation.run_leaderboard,
             db=db,
             collection_id=collection_id,
             scoring=scoring,
             per_query=True,
+            budget=budget,
         )
     except DomainError as exc:
         errors.append(f"Leaderboard: {exc.detail}")
     if view["against"] and board is not None:
         try:
-            agreement = await run_in_threadpool(
+            agreement = await run_bounded(
+                request,
+                budget,
                 evaluation.label_set_agreement,
                 db=db,
                 collection_id=collection_id,
                 scoring=scoring,
                 against=view["against"],
+                budget=budget,
             )
         except DomainError as exc:
             errors.append(f"Agreement: {exc.detail}")
@@ -191,7 +205,7 @@ async def runs_response(
     label_set = view["label_set"] or (available[0] if available else "")
     view["label_set"] = label_set
     names = [r.name for r in stored]
-    board, agreement, errors = await _compute(db, collection_id, view, label_set, names)
+    board, agreement, errors = await _compute(request, db, collection_id, view, label_set, names)
     pair = _pair(board, view, names)
     context: dict[str, Any] = {
         "collection": summary,

@@ -29,9 +29,10 @@ from app.collections import service as collections
 from app.http.deps import DbDep, require_csrf_form
 from app.kernel.errors import DomainError, Invalid
 from app.machine import grades
+from app.machine.jobs import enqueue_grades
 from app.training import features
 from app.training import service as training
-from app.training.jobs import enqueue_features, enqueue_grades, enqueue_training
+from app.training.jobs import enqueue_features, enqueue_training
 from app.web.admin import admin_error, admin_page, admin_session, back, guarded_form
 from app.web.collections import refused_form
 from app.web.forms import FormErrors, error_text, form_errors, form_field, form_int, posted_values

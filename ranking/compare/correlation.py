@@ -40,6 +40,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ranking.compare.significance import (
     EXACT_MAX_N,
+    Checkpoint,
     Correction,
     Test,
     compare_systems,
@@ -178,6 +179,7 @@ def significant_swaps(
     n_resamples: int | None = None,
     seed: int = 0,
     exact_max_n: int = EXACT_MAX_N,
+    checkpoint: Checkpoint = None,
 ) -> SwapCount:
     """Count the pairs ordered one way by A with a significant difference and the other by B.
 
@@ -186,7 +188,8 @@ def significant_swaps(
     ``(i, j)`` is a swap when A's test (with its correction over all pairs) finds it
     significant and the mean differences have strictly opposite signs; a swap is also counted
     in ``swaps_significant_in_b`` when B's test finds it significant too. Each swapped pair is
-    listed as (A's better system, A's worse system).
+    listed as (A's better system, A's worse system). ``checkpoint``: as in
+    :func:`ranking.compare.significance.compare_systems`.
     """
     if list(values_a) != list(values_b):
         raise ValueError("both label sets need the same systems, in the same order")
@@ -199,6 +202,7 @@ def significant_swaps(
             n_resamples=n_resamples,
             seed=seed,
             exact_max_n=exact_max_n,
+            checkpoint=checkpoint,
         )
         for values in (values_a, values_b)
     )
@@ -268,6 +272,7 @@ def ordering_agreement(
     alpha: float = 0.05,
     n_resamples: int | None = None,
     seed: int = 0,
+    checkpoint: Checkpoint = None,
 ) -> OrderingAgreement:
     """System orderings by mean under A and B, τ-b, τ_AP and significant swaps.
 
@@ -296,5 +301,6 @@ def ordering_agreement(
             alpha=alpha,
             n_resamples=n_resamples,
             seed=seed,
+            checkpoint=checkpoint,
         ),
     )

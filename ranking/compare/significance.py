@@ -50,7 +50,7 @@ over the ascending ``p_(1) ≤ … ≤ p_(m)``. A pair is significant when its a
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -64,6 +64,7 @@ __all__ = [
     "INTERVAL_METHODS",
     "TESTS",
     "TIE_RTOL",
+    "Checkpoint",
     "Comparison",
     "Correction",
     "IntervalMethod",
@@ -176,12 +177,21 @@ def _bootstrap_weight_blocks(n: int, n_resamples: int, seed: int) -> Iterator[F6
         yield np.bincount(draws.ravel(), minlength=r * n).reshape(r, n).astype(np.float64)
 
 
-def _count_at_least(sums: F64, ia: I64, ib: I64, centre: F64, threshold: F64, counts: I64) -> None:
+#: Called between chunks of a resampling test's work; it raises to stop the test (a caller's
+#: time budget, a client that left). None: nothing to check.
+Checkpoint = Callable[[], None] | None
+
+
+def _count_at_least(
+    sums: F64, ia: I64, ib: I64, centre: F64, threshold: F64, counts: I64, checkpoint: Checkpoint
+) -> None:
     """``counts[k] += #{rows: |sums[:, ia_k] − sums[:, ib_k] − centre_k| ≥ threshold_k}``."""
     by_system = np.ascontiguousarray(sums.T)  # (S, rows): a pair's rows are contiguous
     step = max(1, _BLOCK_CELLS // max(sums.shape[0], 1))
     centred = bool(np.any(centre))
     for lo in range(0, ia.size, step):
+        if checkpoint is not None:
+            checkpoint()
         hi = lo + step
         diff = by_system[ia[lo:hi]]
         diff -= by_system[ib[lo:hi]]
@@ -228,7 +238,7 @@ def _t_pvalues(v: F64, ia: I64, ib: I64) -> F64:
 
 
 def _randomization_pvalues(
-    v: F64, ia: I64, ib: I64, n_resamples: int, seed: int, exact_max_n: int
+    v: F64, ia: I64, ib: I64, n_resamples: int, seed: int, exact_max_n: int, checkpoint: Checkpoint
 ) -> tuple[F64, bool]:
     n = v.shape[1]
     _, threshold = _tie_threshold(v, ia, ib)
@@ -238,18 +248,21 @@ def _randomization_pvalues(
     blocks = _exact_flip_blocks(n) if exact else _random_flip_blocks(n, n_resamples, seed)
     totals = v.sum(axis=1)
     for flips in blocks:  # Σ s_i v_i = Σ v_i − 2 Σ f_i v_i
-        _count_at_least(totals - 2.0 * (flips @ v.T), ia, ib, centre, threshold, counts)
+        sums = totals - 2.0 * (flips @ v.T)
+        _count_at_least(sums, ia, ib, centre, threshold, counts, checkpoint)
     if exact:
         return counts.astype(np.float64) / float(1 << (n - 1)), True
     return (counts.astype(np.float64) + 1.0) / (n_resamples + 1.0), False
 
 
-def _bootstrap_pvalues(v: F64, ia: I64, ib: I64, n_resamples: int, seed: int) -> F64:
+def _bootstrap_pvalues(
+    v: F64, ia: I64, ib: I64, n_resamples: int, seed: int, checkpoint: Checkpoint
+) -> F64:
     n = v.shape[1]
     observed, threshold = _tie_threshold(v, ia, ib)
     counts = np.zeros(ia.size, dtype=np.int64)
     for weights in _bootstrap_weight_blocks(n, n_resamples, seed):
-        _count_at_least(weights @ v.T, ia, ib, observed, threshold, counts)
+        _count_at_least(weights @ v.T, ia, ib, observed, threshold, counts, checkpoint)
     return (counts.astype(np.float64) + 1.0) / (n_resamples + 1.0)
 
 
@@ -267,12 +280,14 @@ def pair_pvalues(
     n_resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
     exact_max_n: int = EXACT_MAX_N,
+    checkpoint: Checkpoint = None,
 ) -> tuple[F64, bool]:
     """Unadjusted two-sided p-values of the pairs ``(ia[k], ib[k])`` of rows of ``v`` (S, n).
 
     Returns ``(p, exact)``: ``exact`` is True when the randomization test enumerated every
     sign vector (the p-values are then exact fractions). See the module docstring for each
-    test's statistic and p-value convention.
+    test's statistic and p-value convention. ``checkpoint`` (resampling tests) is called
+    between chunks of at most about 2^22 cells of work; whatever it raises stops the test.
     """
     matrix = np.asarray(v, dtype=np.float64)
     if matrix.ndim != 2:
@@ -283,9 +298,11 @@ def pair_pvalues(
         return _t_pvalues(matrix, rows_a, rows_b), False
     _check_resamples(n_resamples)
     if test == "randomization":
-        return _randomization_pvalues(matrix, rows_a, rows_b, n_resamples, seed, exact_max_n)
+        return _randomization_pvalues(
+            matrix, rows_a, rows_b, n_resamples, seed, exact_max_n, checkpoint
+        )
     if test == "bootstrap":
-        return _bootstrap_pvalues(matrix, rows_a, rows_b, n_resamples, seed), False
+        return _bootstrap_pvalues(matrix, rows_a, rows_b, n_resamples, seed, checkpoint), False
     raise ValueError(f"unknown test {test!r}; choose one of {', '.join(TESTS)}")
 
 
@@ -312,7 +329,7 @@ def randomization_test(
     """
     _check_resamples(n_resamples)
     v = _pair(a, b)
-    return float(_randomization_pvalues(v, *_ONE_PAIR, n_resamples, seed, exact_max_n)[0][0])
+    return float(_randomization_pvalues(v, *_ONE_PAIR, n_resamples, seed, exact_max_n, None)[0][0])
 
 
 def bootstrap_test(
@@ -320,7 +337,7 @@ def bootstrap_test(
 ) -> float:
     """Two-sided p of the paired (shift) bootstrap test: ``(#{|d̄* − d̄| ≥ |d̄|} + 1)/(B + 1)``."""
     _check_resamples(n_resamples)
-    return float(_bootstrap_pvalues(_pair(a, b), *_ONE_PAIR, n_resamples, seed)[0])
+    return float(_bootstrap_pvalues(_pair(a, b), *_ONE_PAIR, n_resamples, seed, None)[0])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -518,12 +535,14 @@ def compare_systems(
     n_resamples: int | None = None,
     seed: int = 0,
     exact_max_n: int = EXACT_MAX_N,
+    checkpoint: Checkpoint = None,
 ) -> Comparison:
     """Every pair's mean difference, p-value, adjusted p-value and significance.
 
     ``values`` maps each system to its per-query values (aligned across systems). The
     correction is over all ``S(S − 1)/2`` pairs. Resampling tests share one seeded stream of
-    sign vectors / resampling weights across pairs (module docstring).
+    sign vectors / resampling weights across pairs (module docstring); ``checkpoint`` as in
+    :func:`pair_pvalues`.
     """
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
@@ -535,9 +554,8 @@ def compare_systems(
     ia, ib = (np.asarray(x, dtype=np.int64) for x in np.triu_indices(len(names), 1))
     if n_resamples is None:
         n_resamples = resamples_for(ia.size, alpha, correction)
-    p, exact = pair_pvalues(
-        v, ia, ib, test, n_resamples=n_resamples, seed=seed, exact_max_n=exact_max_n
-    )
+    options = {"n_resamples": n_resamples, "seed": seed, "exact_max_n": exact_max_n}
+    p, exact = pair_pvalues(v, ia, ib, test, checkpoint=checkpoint, **options)
     adjusted = adjust_pvalues(p, correction)
     means = v.mean(axis=1)
     pairs = tuple(

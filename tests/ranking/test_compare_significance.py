@@ -237,3 +237,33 @@ def test_default_resamples_let_a_corrected_p_reach_alpha() -> None:
     comp = sig.compare_systems(values, test="randomization")
     assert comp.n_resamples == sig.DEFAULT_RESAMPLES and not comp.exact
     assert sig.compare_systems(values, test="t").n_resamples is None
+
+
+class _Stop(Exception):
+    pass
+
+
+@pytest.mark.parametrize("test", ["randomization", "bootstrap"])
+def test_checkpoint_sees_every_chunk_and_changes_nothing(test: str) -> None:
+    """A checkpoint is called between chunks of a resampling test and leaves its p-values as
+    they are; one that raises stops the test at that chunk (the service's time budget and
+    client disconnects)."""
+    rng = np.random.default_rng(4)
+    values = {f"s{i}": rng.random(30) + 0.02 * i for i in range(6)}
+    plain = sig.compare_systems(values, test, n_resamples=3000, seed=1)
+    calls: list[int] = []
+    counted = sig.compare_systems(
+        values, test, n_resamples=3000, seed=1, checkpoint=lambda: calls.append(1)
+    )
+    assert [p.p_value for p in counted.pairs] == [p.p_value for p in plain.pairs]
+    assert len(calls) >= 1
+    seen = 0
+
+    def stop_at_first() -> None:
+        nonlocal seen
+        seen += 1
+        raise _Stop
+
+    with pytest.raises(_Stop):
+        sig.compare_systems(values, test, n_resamples=3000, seed=1, checkpoint=stop_at_first)
+    assert seen == 1

@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 
 from app.cli import cli
 from app.kernel.models import Task
-from app.training.jobs import GRADES_TASK, get_queue, queue_url
+from app.machine.jobs import GRADES, GRADES_TASK, run_grades_job
 from tests.app.conftest import Api
 from tests.app.machine.llm_standin import StandInModel, StandInServer
 from tests.app.machine_support import (
@@ -163,13 +163,11 @@ def server(
 
 def drain(api: Api) -> int:
     """Run the queue's waiting grade jobs in this process (as ``heapjudge worker`` would)."""
-    from app.machine.grades import grade_documents
-
-    huey = get_queue(queue_url(api.db.settings))
+    huey = GRADES.huey(api.db.settings)
     ran = 0
     while (message := huey.dequeue()) is not None:
         assert message.name == GRADES_TASK
-        grade_documents(api.db, *message.args)
+        run_grades_job(api.db, *message.args)
         ran += 1
     return ran
 
@@ -347,3 +345,26 @@ def test_the_grade_counts_follow_a_changed_document(
         doc.content_hash = "0" * 64
     after = grades_view(api, cid)["q3"]
     assert after["missing"] == 1 and after["documents"] == before["documents"]
+
+
+def test_one_grades_job_sends_at_most_its_prompt_cap_and_queues_the_rest(
+    api: Api, server: StandInServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A grades request for every query runs in slices of whole queries within
+    ``llm_job_max_prompts``; each slice queues the rest again, behind what waits already."""
+    cid = text_collection(api, f"capped-{uuid.uuid4().hex[:6]}", ("c1", "c2", "c3"), N, 7)[0]
+    monkeypatch.setattr(api.db.settings, "llm_job_max_prompts", N + 5)
+    drain(api)
+    r = api.post("admin", f"/api/v1/admin/collections/{cid}/llm-grades", json={})
+    assert r.status_code == 202, r.text
+    huey = GRADES.huey(api.db.settings)
+    sizes, slices = [], []
+    while (message := huey.dequeue()) is not None:
+        sent = server.requests
+        out = run_grades_job(api.db, *message.args)
+        sizes.append(server.requests - sent)
+        slices.append(out["queued_again"])
+    assert sizes == [N, N, N]  # 3 x 20 prompts, never 60 in one job
+    assert slices == [["c2", "c3"], ["c3"], []]
+    view = grades_view(api, cid)
+    assert view["total"]["missing"] == 0 and view["total"]["graded"] == 3 * N

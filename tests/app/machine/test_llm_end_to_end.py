@@ -21,17 +21,16 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from app.kernel.models import Judgment, MachineOpinion, Task
-from app.training.jobs import (
+from app.judging.jobs import (
+    OPINIONS,
     OPINIONS_TASK,
     STALE_CLAIM_SECONDS,
     enqueue_opinions,
     flush_enqueues,
-    get_queue,
     opinions_claim,
-    queue_url,
     run_opinions_job,
 )
+from app.kernel.models import Judgment, MachineOpinion, Task
 from labeling.machine.llm_prompts import PAIRWISE_V1
 from tests.app.conftest import Api
 from tests.app.machine.llm_standin import StandInModel, StandInServer
@@ -78,7 +77,7 @@ def drain(api: Api) -> list[int]:
     """Run every waiting job of the queue in this process (as ``heapjudge worker`` would):
     the task ids of the opinion jobs run."""
     flush_enqueues()  # the judging loop enqueues on a background thread
-    huey = get_queue(queue_url(api.db.settings))
+    huey = OPINIONS.huey(api.db.settings)
     ran = []
     while (message := huey.dequeue()) is not None:
         assert message.name == OPINIONS_TASK
@@ -345,7 +344,7 @@ def test_at_most_one_pending_opinions_job_per_task(
     when it starts, so the next ask enqueues again; a claim older than the stale limit (its
     message lost) is replaced."""
     settings = api.db.settings
-    huey = get_queue(queue_url(settings))
+    huey = OPINIONS.huey(settings)
     drain(api)
     task_id = create(api, coll[0], "q3", "wired-claims")  # the creation enqueues one job
     assert enqueue_opinions(settings, task_id) is False

@@ -195,3 +195,34 @@ def test_sweep_requeues_a_queued_run_whose_message_is_lost(api: Api, study: int)
             run = s.get(TrainingRun, rid)
             assert run is not None
             run.status, run.error = "cancelled", "test row"
+
+
+def test_a_supervised_worker_killed_with_sigkill_is_restarted_and_its_run_retried(
+    api: Api, study: int, queue: tuple[str, Path]
+) -> None:
+    """``heapjudge serve``'s supervisor (app/cli/supervise.py) starts the worker again after
+    SIGKILL; the restarted worker's sweep retries the run the dead one left running."""
+    import signal
+    import sys
+
+    from app.cli.supervise import Supervisor
+
+    url, _tmp = queue
+    command = [sys.executable, "-m", "app.cli", "worker"]
+    command += ["--database-url", api.settings.database_url, "--queue-url", url]
+    supervisor = Supervisor(command, env={**os.environ, "HEAPJUDGE_DEV": "1", **JOB_ENV})
+    supervisor.start()
+    try:
+        run_id = _endless(api, study)
+        wait_for(api, run_id, fitting, timeout=60)
+        assert supervisor.proc is not None
+        first = supervisor.proc.pid
+        supervisor.proc.send_signal(signal.SIGKILL)
+        again = wait_for(api, run_id, lambda r: r["attempts"] == 2 and fitting(r), timeout=90)
+        assert again["status"] == "running"  # retried by the restarted worker, not stuck
+        assert supervisor.restarts == 1 and supervisor.proc.pid != first
+        r = api.post("admin", f"/api/v1/training-runs/{run_id}/cancel")
+        assert r.status_code == 200, r.text
+    finally:
+        supervisor.stop()
+    assert supervisor.proc.poll() is not None  # stopped, and not started again
