@@ -21,7 +21,7 @@ from app.kernel.settings import Settings
 from tests.app.conftest import BACKENDS, fresh_database
 
 REPO = Path(__file__).resolve().parents[2]
-HEAD = "0028_pool_allocation"  # the newest migration
+HEAD = "0029_unpooled_grades"  # the newest migration
 TABLES = {
     "user",
     "api_token",
@@ -43,6 +43,7 @@ TABLES = {
     "task_machine",
     "machine_score",
     "machine_opinion",
+    "unpooled_grade",
 }
 
 
