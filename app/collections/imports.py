@@ -26,8 +26,13 @@ file in a SMART import). The report says what was read (``qrels``).
 top ``run_depth`` of a TREC run file ``run``, trec_eval order) or ``"bm25"`` (the top
 ``run_depth``, default 100, by BM25 over the documents of the files,
 :mod:`labeling.retrieval.bm25`).
+The pairing decides the pool (what assessors are shown), never which judgments are kept: the
+qrels' judged pairs the pairing does not pool are stored as judgments outside the pool
+(:mod:`app.collections.unpooled`, docs/data-formats.md#judgments-outside-the-pool), and the
+report counts ``pooled``, ``judged``, ``judged_pooled`` and ``judged_unpooled`` pairs.
 The report's ``notes`` say what a pairing left out (run documents that are not in the files,
-documents of the files no query got) and suggest a pairing for binary qrels.
+documents of the files no query got) and suggest a pairing for binary qrels (never the one
+given).
 
 Uploads are read line by line from (spooled) files (:mod:`app.collections.uploads`); each file
 is limited to ``max_bytes`` (default: the app's ``max_body_bytes``). Attaching grades or
