@@ -87,6 +87,8 @@ IMPORT_KINDS: tuple[ImportKind, ...] = ("trec", "smart", "letor")
 PAIRINGS = ("qrels", "all", "run", "bm25")
 #: Documents per query with ``pairing="bm25"`` when ``run_depth`` is not given.
 BM25_DEPTH = 100
+#: The deepest ``run_depth`` (documents per query of a run or of BM25).
+MAX_RUN_DEPTH = 100_000
 #: The files each kind accepts (required first).
 FILES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "trec": (("topics", "documents"), ("qrels", "run")),
@@ -385,8 +387,8 @@ def _check_request(
     if pairing not in PAIRINGS:
         raise Invalid(f"unknown pairing {pairing!r}; expected one of {', '.join(PAIRINGS)}")
     check_qrels_format(qrels_format)
-    if run_depth is not None and run_depth < 1:
-        raise Invalid("run_depth must be at least 1")
+    if run_depth is not None and not 1 <= run_depth <= MAX_RUN_DEPTH:
+        raise Invalid(f"run_depth must be in 1..{MAX_RUN_DEPTH}")
     if unjudged_grade is not None and not 0 <= unjudged_grade <= 4:
         raise Invalid("unjudged_grade must be in 0..4")
     if kind != "letor":

@@ -20,7 +20,6 @@ from sqlalchemy.exc import IntegrityError
 
 from app.collections import repository
 from app.collections.guidelines import MAX_GUIDELINES, render_guidelines
-from app.collections.unpooled import UnpooledRow, write_unpooled
 from app.collections.ndjson import (
     ImportErrors,
     NdjsonLine,
@@ -29,6 +28,7 @@ from app.collections.ndjson import (
     check_ndjson,
     record_batches,
 )
+from app.collections.unpooled import UnpooledRow, write_unpooled
 from app.kernel.db import Database
 from app.kernel.errors import Conflict, Invalid, NotFound
 from app.kernel.models import Collection, Query, User
