@@ -14,8 +14,11 @@ left out):
   answer to the same pair of the same query in another task (other assessors, other tasks).
 
 For each: ``pairs``, ``agree``, ``agreement`` (agree / pairs), Cohen's κ of the two raters'
-left/right labels (:func:`labeling.machine.calibration.cohen_kappa`; null when undefined) and,
-for opinions, ``no_opinion``.
+``left``/``right`` labels (:func:`labeling.machine.calibration.cohen_kappa`; null when
+undefined) and, for opinions, ``no_opinion``. The labels are sides of one shown order: the
+order the person saw (opinions), the order the machine's answer was shown in (answers; the
+other person's winner is mapped onto it). κ = (p_o − p_e) / (1 − p_e) with p_e from the two
+raters' shares of ``left`` (Cohen 1960, "A coefficient of agreement for nominal scales").
 """
 
 from __future__ import annotations
@@ -161,16 +164,21 @@ def machine_agreement(collection_id: int, *, db: Database) -> list[dict[str, Any
                 if math.isnan(a.raw) or a.raw == 0.5:
                     none += 1
                     continue
-                said.append(a.left if a.raw > 0.5 else a.right)
-                heard.append(a.left if a.outcome == "left" else a.right)
+                # Labels are sides of the pair as the person saw it, not the winning
+                # documents: κ's chance agreement is over the two labels left and right
+                # (with document ids as labels it counts as many categories as documents,
+                # expects almost no chance agreement and reports κ near the raw agreement).
+                said.append("left" if a.raw > 0.5 else "right")
+                heard.append(a.outcome)
         answered, others = [], []
         for task_id, left, right, winner in evidence.machine_rows:
             if task_id not in mine:
                 continue
             for other, person in evidence.people_on.get(_key(query_of[task_id], left, right), []):
                 if other != task_id:
-                    answered.append(winner)
-                    others.append(person)
+                    # Both as the machine's pair was shown: did its left document win?
+                    answered.append("left" if winner == left else "right")
+                    others.append("left" if person == left else "right")
         out.append(
             {
                 "judge": judge,

@@ -63,11 +63,17 @@ def _import(
 
     report = run_service(database_url, go, create=True)
     typer.echo(
-        f"{collection}: {report.rows} rows, {report.queries_created} new queries, "
-        f"{report.documents_created} new documents, {report.documents_unchanged} unchanged"
+        f"{collection}: {report.pooled} (query, document) pairs in the pool "
+        f"({report.documents_created} new, {report.documents_unchanged} already there), "
+        f"{report.queries_created} new queries"
     )
     if report.qrels:
         typer.echo(f"qrels: {report.qrels}")
+        typer.echo(
+            f"judged: {report.judged} (query, document) pairs, {report.judged_pooled} of them "
+            f"in the pool, {report.judged_unpooled} outside it (kept as judgments for "
+            "evaluation, shown to no assessor)"
+        )
     for note in report.notes:
         typer.echo(f"note: {note}")
 

@@ -153,5 +153,6 @@ def import_(
             fail(str(detail))
     typer.echo(
         f"{collection}: {report.lines} lines, {report.queries_created} new queries, "
-        f"{report.documents_created} new documents, {report.documents_unchanged} unchanged"
+        f"{report.documents_created} new (query, document) pairs, "
+        f"{report.documents_unchanged} unchanged"
     )

@@ -12,9 +12,9 @@ Validation errors are 422 with ``{"detail": [...{"file", "line", "msg"}]}`` for 
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Query, Request
 from pydantic import Field
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
@@ -22,6 +22,7 @@ from starlette.datastructures import UploadFile
 from app.collections import attach
 from app.collections import imports as admin_imports
 from app.collections import manage as collections_manage
+from app.collections.imports import MAX_RUN_DEPTH
 from app.collections.schemas import AttachOut, CollectionBriefOut, FilesImportOut
 from app.collections.uploads import UploadedFile
 from app.http.deps import (
@@ -177,8 +178,8 @@ async def import_files(
     kind: Literal["trec", "smart", "letor"],
     pairing: Literal["qrels", "all", "run", "bm25"] = "qrels",
     qrels_format: Literal["auto", "trec", "3col", "smart-rel", "cranfield"] = "auto",
-    run_depth: int | None = None,
-    unjudged_grade: int | None = None,
+    run_depth: Annotated[int | None, Query(ge=1, le=MAX_RUN_DEPTH)] = None,
+    unjudged_grade: Annotated[int | None, Query(ge=0, le=4)] = None,
     include_narrative: bool = False,
     ignore_unknown_qrels: bool = False,
 ) -> dict[str, Any]:

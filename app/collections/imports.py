@@ -26,8 +26,13 @@ file in a SMART import). The report says what was read (``qrels``).
 top ``run_depth`` of a TREC run file ``run``, trec_eval order) or ``"bm25"`` (the top
 ``run_depth``, default 100, by BM25 over the documents of the files,
 :mod:`labeling.retrieval.bm25`).
+The pairing decides the pool (what assessors are shown), never which judgments are kept: the
+qrels' judged pairs the pairing does not pool are stored as judgments outside the pool
+(:mod:`app.collections.unpooled`, docs/data-formats.md#judgments-outside-the-pool), and the
+report counts ``pooled``, ``judged``, ``judged_pooled`` and ``judged_unpooled`` pairs.
 The report's ``notes`` say what a pairing left out (run documents that are not in the files,
-documents of the files no query got) and suggest a pairing for binary qrels.
+documents of the files no query got) and suggest a pairing for binary qrels (never the one
+given).
 
 Uploads are read line by line from (spooled) files (:mod:`app.collections.uploads`); each file
 is limited to ``max_bytes`` (default: the app's ``max_body_bytes``). Attaching grades or
@@ -45,6 +50,7 @@ from typing import Any, Literal
 
 from app.collections import repository
 from app.collections import service as collections
+from app.collections.unpooled import UnpooledRow
 from app.collections.uploads import (
     UploadedFile,
     check_qrels_format,
@@ -69,8 +75,10 @@ from labeling.sources import (
     parse_topics,
     parse_trec_docs,
     rows_from_letor,
+    unpooled_judgments,
 )
 from labeling.sources.base import merge_errors
+from labeling.sources.rows import topic_fields
 from labeling.sources.trec import QrelsFile
 from labeling.study.pools import RunEntry, parse_trec_run
 
@@ -79,6 +87,8 @@ IMPORT_KINDS: tuple[ImportKind, ...] = ("trec", "smart", "letor")
 PAIRINGS = ("qrels", "all", "run", "bm25")
 #: Documents per query with ``pairing="bm25"`` when ``run_depth`` is not given.
 BM25_DEPTH = 100
+#: The deepest ``run_depth`` (documents per query of a run or of BM25).
+MAX_RUN_DEPTH = 100_000
 #: The files each kind accepts (required first).
 FILES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "trec": (("topics", "documents"), ("qrels", "run")),
@@ -100,6 +110,15 @@ class AdminImportReport:
     """How the qrels file was read: layout (detected or given, and why) and grades."""
     notes: list[str] = field(default_factory=list)
     """What the pairing left out, and suggestions (e.g. the pairing for binary qrels)."""
+    judged: int = 0
+    """Judged (query, document) pairs of the qrels (distinct, of known queries and documents)."""
+    judged_pooled: int = 0
+    """Of them, the pairs in the pool (imported as documents with their grade)."""
+    judged_unpooled: int = 0
+    """Of them, the pairs outside the pool: kept as judgments evaluation uses, shown to no
+    assessor (docs/data-formats.md#judgments-outside-the-pool)."""
+    pooled: int = 0
+    """(query, document) pairs in the pool: the rows imported (``rows``)."""
 
 
 def import_files(
@@ -131,6 +150,7 @@ def import_files(
 
     notes: list[str] = []
     qrels_read: list[str] = []
+    judged = _Judged()
     # (query, document) of each row handed over, to name them in errors (the rows themselves
     # are made, encoded and imported one at a time: docs/performance.md#imports).
     keys: list[tuple[str, str]] = []
@@ -147,13 +167,17 @@ def import_files(
             max_rows=db.settings.import_max_lines,
             notes=notes,
             qrels_read=qrels_read,
+            judged=judged,
         )
         payload = _ndjson_lines(rows, keys)
         first = next(payload, None)  # the parsers' errors come before the first row
         if first is None:
             raise Invalid("the files produce no (query, document) rows to import")
         report = collections.import_ndjson(
-            db=db, collection_id=collection_id, data=itertools.chain([first], payload)
+            db=db,
+            collection_id=collection_id,
+            data=itertools.chain([first], payload),
+            unpooled=judged.unpooled,
         )
     except SourceError as err:
         raise source_invalid(err) from None
@@ -169,7 +193,19 @@ def import_files(
         files=[f.name for f in files.values()],
         qrels=qrels_read[0] if qrels_read else None,
         notes=notes,
+        pooled=len(keys),
+        judged=judged.pairs,
+        judged_pooled=judged.pairs - len(judged.unpooled),
+        judged_unpooled=len(judged.unpooled),
     )
+
+
+@dataclass(slots=True)
+class _Judged:
+    """What the qrels judged: distinct pairs, and the unpooled ones with their queries' text."""
+
+    pairs: int = 0
+    unpooled: list[UnpooledRow] = field(default_factory=list)
 
 
 def _rows(
@@ -185,6 +221,7 @@ def _rows(
     max_rows: int,
     notes: list[str],
     qrels_read: list[str],
+    judged: _Judged,
 ) -> Iterable[dict[str, Any]]:
     if kind == "letor":
         # The file's stem (S1..S5 of LETOR 4.0) is kept as the queries' partition: training
@@ -202,7 +239,15 @@ def _rows(
             f"{len(topics) * len(docs)} rows (limit {max_rows}); use pairing 'qrels' or 'run'"
         )
     pairs = _pairs(pairing, topics, docs, run, run_depth, notes)
+    if qrels is not None:
+        _judge(judged, topics, docs, pairs, qrels, include_narrative)
     notes.extend(_pairing_notes(pairing, pairs, docs, qrels_file, kind, unjudged_grade))
+    if judged.unpooled:
+        notes.append(
+            f"{len(judged.unpooled)} of the {judged.pairs} judged (query, document) pairs of "
+            f"the qrels are outside the pool of pairing {pairing!r}: kept as judgments that "
+            "evaluation uses (the qrels label set), shown to no assessor"
+        )
     return build_rows(
         topics,
         docs,
@@ -213,6 +258,27 @@ def _rows(
         include_narrative=include_narrative,
         ignore_unknown_qrels=ignore_unknown_qrels,
     )
+
+
+def _judge(
+    judged: _Judged,
+    topics: list[Any],
+    docs: list[Any],
+    pairs: Any,
+    qrels: Any,
+    include_narrative: bool,
+) -> None:
+    """Count the qrels' judged pairs and keep those ``pairs`` leaves out of the pool."""
+    topic_of = {t.query_id: t for t in topics}
+    known = {d.doc_id for d in docs}
+    judged.pairs = len(
+        {(q.query_id, q.doc_id) for q in qrels if q.query_id in topic_of and q.doc_id in known}
+    )
+    for j in unpooled_judgments(topics, docs, pairing=pairs, qrels=qrels):
+        head = topic_fields(topic_of[j.query_id], include_narrative=include_narrative)
+        judged.unpooled.append(
+            UnpooledRow(j.query_id, head["query"], head.get("description", ""), j.doc_id, j.grade)
+        )
 
 
 def _pairing_notes(
@@ -234,9 +300,9 @@ def _pairing_notes(
     left = sum(1 for d in docs if d.doc_id not in used)
     if left:
         notes.append(
-            f"{left} of the {len(docs)} documents in the files are under no query and were not "
-            "imported: a pool from a run or BM25 cannot include them (pairing 'bm25' or 'all' "
-            "imports them)"
+            f"{left} of the {len(docs)} documents in the files are in no query's pool and "
+            f"were not imported as documents: a pool from a run or BM25 cannot include them "
+            f"({_wider(pairing)})"
         )
     if qrels_file is None:
         return notes
@@ -256,6 +322,15 @@ def _pairing_notes(
             "grades them 0 instead of leaving them without a grade"
         )
     return notes
+
+
+def _wider(pairing: str) -> str:
+    """How to pool more documents than ``pairing`` did, never naming ``pairing`` itself."""
+    if pairing == "bm25":
+        return "a larger --run-depth pools more of them; pairing 'all' pools every one"
+    if pairing == "run":
+        return "a larger --run-depth, pairing 'bm25' or pairing 'all' pools more of them"
+    return "pairing 'bm25' or 'all' pools more of them"
 
 
 def _ndjson_lines(rows: Iterable[dict[str, Any]], keys: list[tuple[str, str]]) -> Iterator[bytes]:
@@ -312,8 +387,8 @@ def _check_request(
     if pairing not in PAIRINGS:
         raise Invalid(f"unknown pairing {pairing!r}; expected one of {', '.join(PAIRINGS)}")
     check_qrels_format(qrels_format)
-    if run_depth is not None and run_depth < 1:
-        raise Invalid("run_depth must be at least 1")
+    if run_depth is not None and not 1 <= run_depth <= MAX_RUN_DEPTH:
+        raise Invalid(f"run_depth must be in 1..{MAX_RUN_DEPTH}")
     if unjudged_grade is not None and not 0 <= unjudged_grade <= 4:
         raise Invalid("unjudged_grade must be in 0..4")
     if kind != "letor":

@@ -56,7 +56,9 @@ class ImportReportOut(BaseModel):
     collection_id: int
     lines: int
     queries_created: int
-    documents_created: int
+    documents_created: int = Field(
+        description="New (query, document) pairs (a document under two queries counts twice)."
+    )
     documents_unchanged: int
 
 
@@ -74,8 +76,18 @@ class FilesImportOut(BaseModel):
     kind: str
     rows: int = Field(description="(query, document) rows imported.")
     queries_created: int
-    documents_created: int
-    documents_unchanged: int
+    documents_created: int = Field(
+        description="New (query, document) pairs of the pool (a document under two queries "
+        "counts twice)."
+    )
+    documents_unchanged: int = Field(description="Pairs of the pool already there, unchanged.")
+    pooled: int = Field(description="(query, document) pairs in the pool (= rows).")
+    judged: int = Field(description="Judged (query, document) pairs of the qrels (0: no qrels).")
+    judged_pooled: int = Field(description="Of the judged pairs, those in the pool.")
+    judged_unpooled: int = Field(
+        description="Of the judged pairs, those outside the pool: kept as judgments that "
+        "evaluation uses (the qrels label set), shown to no assessor."
+    )
     files: list[str] = Field(description="The uploaded files read, in the order read.")
     qrels: str | None = Field(
         description="How the qrels file was read: layout (detected or given, and why) and grades."

@@ -12,6 +12,7 @@ in a collection; features and grades are per query).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +28,7 @@ from app.collections.ndjson import (
     check_ndjson,
     record_batches,
 )
+from app.collections.unpooled import UnpooledRow, write_unpooled
 from app.kernel.db import Database
 from app.kernel.errors import Conflict, Invalid, NotFound
 from app.kernel.models import Collection, Query, User
@@ -62,7 +64,11 @@ class ImportReport:
     lines: int
     queries_created: int
     documents_created: int
+    """New (query, document) pairs of the pool (a document under two queries counts twice)."""
     documents_unchanged: int
+    unpooled_created: int = 0
+    """New judgments outside the pool (:mod:`app.collections.unpooled`)."""
+    unpooled_unchanged: int = 0
 
 
 # --------------------------------------------------------------------------- collections
@@ -176,9 +182,17 @@ def list_queries(*, db: Database, collection_id: int, viewer: User | None) -> li
 # --------------------------------------------------------------------------- NDJSON import
 
 
-def import_ndjson(*, db: Database, collection_id: int, data: NdjsonSource) -> ImportReport:
+def import_ndjson(
+    *,
+    db: Database,
+    collection_id: int,
+    data: NdjsonSource,
+    unpooled: Sequence[UnpooledRow] = (),
+) -> ImportReport:
     """Validate ``data`` fully, then write it in one transaction (see module docstring).
-    ``data``: the file's bytes, a binary file object (e.g. a spooled upload) or its lines.
+    ``data``: the file's bytes, a binary file object (e.g. a spooled upload) or its lines;
+    ``unpooled``: judgments of documents outside the pool, written in the same transaction
+    (:mod:`app.collections.unpooled`; the TREC/SMART imports' qrels beyond their pairing).
 
     Two streaming passes, so that memory stays bounded by a batch whatever the file's size
     (docs/performance.md#imports): the first validates every line and the file's consistency
@@ -195,15 +209,19 @@ def import_ndjson(*, db: Database, collection_id: int, data: NdjsonSource) -> Im
             writer = _BatchWriter(s, collection_id, repository.queries_by_id(s, collection_id))
             for batch in record_batches(source.again(), **limits):
                 writer.add(batch)
+            before = len(writer.queries)
+            outside = write_unpooled(s, collection_id, writer.queries, unpooled, writer.errors)
             writer.errors.raise_if_any()
             if writer.lines != count:
                 raise Invalid("the file changed while it was imported; nothing was imported")
     return ImportReport(
         collection_id=collection_id,
         lines=writer.lines,
-        queries_created=writer.queries_created,
+        queries_created=writer.queries_created + len(writer.queries) - before,
         documents_created=writer.documents_created,
         documents_unchanged=writer.documents_unchanged,
+        unpooled_created=outside.created,
+        unpooled_unchanged=outside.unchanged,
     )
 
 

@@ -20,8 +20,15 @@ from __future__ import annotations
 from itertools import islice
 from typing import Annotated, Any, ClassVar, Literal
 
-from fastapi import Path
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from fastapi import Path, Query
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from labeling.identifiers import check_label, text_problem
@@ -65,6 +72,26 @@ MAX_ID = 2**63 - 1
 #: An id in a path (``/tasks/{task_id}``) or in a body.
 PathId = Annotated[int, Path(lt=MAX_ID + 1, examples=[1])]
 RowId = Annotated[int, Field(lt=MAX_ID + 1)]
+#: An id in a query string (``?collection_id=``).
+QueryId = Annotated[int, Query(lt=MAX_ID + 1)]
+
+
+def whole_number(value: Any) -> Any:
+    """A JSON number with an integer value written as a float (``878474.0``) read as that
+    integer: JSON Schema's ``integer`` admits it, so a client generated from the schema may
+    send it; any other value goes on to the strict integer check (``1.5``, ``"3"``: 422)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+#: The largest question number: ``judgment.seq`` is a 32-bit integer column.
+MAX_SEQ = 2**31 - 1
+#: A question number in a body (``seq``, ``to_seq``): 0..MAX_SEQ, ``3.0`` read as 3.
+Seq = Annotated[int, Field(ge=0, le=MAX_SEQ), BeforeValidator(whole_number)]
+#: A seed in a body: 0..MAX_ID, declared as ids are (stored in 64-bit columns; numpy takes no
+#: negative seed).
+Seed = Annotated[int, Field(ge=0, lt=MAX_ID + 1), BeforeValidator(whole_number)]
 
 #: What a one-line name may not hold, as a JSON Schema ``pattern`` (documentation for
 #: clients and generators; :func:`check_label` decides, with the same classes): control

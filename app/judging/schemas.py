@@ -16,6 +16,7 @@ from app.http.schemas import (
     MethodName,
     OutcomeName,
     ReasonText,
+    Seq,
     StrictModel,
 )
 from app.kernel.models import MAX_COMMENT, MAX_REASON
@@ -36,7 +37,7 @@ class JudgmentIn(StrictModel):
         }
     )
 
-    seq: int = Field(ge=0, description="The seq of the question being answered (from /next).")
+    seq: Seq = Field(description="The seq of the question being answered (from /next).")
     left: str | None = Field(default=None, max_length=200)
     right: str | None = Field(default=None, max_length=200)
     outcome: AnswerOutcomeName | None = None
@@ -71,9 +72,8 @@ class UndoIn(StrictModel):
         default=None, description="As for a judgment: 'refs' leaves out text and html."
     )
 
-    to_seq: int | None = Field(
+    to_seq: Seq | None = Field(
         default=None,
-        ge=0,
         description="Undo back to here: every live answer with this seq or later (none: the "
         "last one). Nothing live there: nothing changes (idempotent).",
     )

@@ -229,6 +229,28 @@ class Document(Base):
     content_hash: Mapped[str] = mapped_column(String(64))
 
 
+class UnpooledGrade(Base):
+    """An imported judgment of a document outside its query's pool
+    (docs/data-formats.md#judgments-outside-the-pool): a qrels grade for a (query, document)
+    the import's pairing did not pool. A label evaluation uses (the ``qrels`` label set with
+    the pooled documents' grades), never a document shown to assessors; the document is named
+    by its external id only (its text need not be imported)."""
+
+    __tablename__ = "unpooled_grade"
+    __table_args__ = (
+        UniqueConstraint("query_id", "doc_id"),
+        CheckConstraint("grade >= 0 AND grade <= 4", name="grade"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    collection_id: Mapped[int] = mapped_column(
+        ForeignKey("collection.id", ondelete="CASCADE"), index=True
+    )
+    query_id: Mapped[int] = mapped_column(ForeignKey("query.id", ondelete="CASCADE"))
+    doc_id: Mapped[str] = mapped_column(String(200))
+    grade: Mapped[int] = mapped_column(Integer)
+
+
 class Task(Base):
     """One assessor's job on one query: the config the protocol is replayed from."""
 

@@ -20,6 +20,7 @@ from app.http.schemas import (
     InlineRun,
     PlanName,
     RowId,
+    Seed,
     StoredRunName,
     StrictModel,
 )
@@ -33,7 +34,7 @@ router = APIRouter(prefix="/admin", tags=["admin"], dependencies=[Depends(requir
 class PoolIn(StrictModel):
     mode: Literal["all", "sample", "run", "bm25", "runs"] = "all"
     n: int | None = Field(default=None, ge=1, le=100_000)
-    seed: int = 0
+    seed: Seed = 0
     dedupe: bool = False
     run: InlineRun | None = Field(
         default=None,
@@ -63,7 +64,7 @@ class PlanIn(StrictModel):
     scheme: Literal["rotation", "balanced", "csv"] = "rotation"
     shifts: list[int] = Field(default_factory=lambda: [0, 2], max_length=50)
     per_query: dict[str, int] = Field(default_factory=lambda: {"topk": 2, "graded": 2})
-    seed: int = 0
+    seed: Seed = 0
     csv: str | None = None
     name: PlanName = Field(default="plan", min_length=1, max_length=60)
     k: int = Field(default=10, ge=1, le=10_000)

@@ -6,8 +6,9 @@ labels and how to load it as a :class:`ranking.compare.leaderboard.Truth`. Addin
 top-k κ-labels from tasks with machine answers beside the people-only ones) is one more entry
 there; the REST API, the runs page and the CLI list them from this registry.
 
-* ``qrels``   the imported grades (``document.grade``, from a qrels file or the NDJSON import):
-  TREC qrels, graded 0..4;
+* ``qrels``   the imported grades (``document.grade``, from a qrels file or the NDJSON import,
+  and the judgments outside the pool an import kept, ``unpooled_grade``,
+  docs/data-formats.md#judgments-outside-the-pool): TREC qrels, graded 0..4;
 * ``topk``    top-k κ-labels: per query the first finished top-k task (as the exports'
   ``source=first``), a top-k truth (its ordered top and the rest of its pool) from every
   answer. Where a machine answered (docs/machine-judges.md#the-service) they are **hybrid**

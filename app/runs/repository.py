@@ -7,10 +7,19 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from sqlalchemy import delete, func, insert, select
+from sqlalchemy import delete, func, insert, select, union
 from sqlalchemy.orm import Session
 
-from app.kernel.models import Collection, Document, Judgment, Query, Run, RunQuery, Task
+from app.kernel.models import (
+    Collection,
+    Document,
+    Judgment,
+    Query,
+    Run,
+    RunQuery,
+    Task,
+    UnpooledGrade,
+)
 
 
 def collection_exists(s: Session, collection_id: int) -> bool:
@@ -85,23 +94,35 @@ def run_entries(s: Session, run_id: int) -> Iterator[tuple[str, list[str], list[
 
 def graded_documents(s: Session, collection_id: int) -> Iterator[tuple[str, str, int]]:
     """(query external id, document external id, grade) of every imported grade of the
-    collection, in import order."""
-    stmt = (
+    collection: the pooled documents' grades, then the judgments outside the pool
+    (``unpooled_grade``, docs/data-formats.md#judgments-outside-the-pool), each in import
+    order. A pair is in one of the two, never both (the import keeps them apart)."""
+    pooled = (
         select(Query.external_id, Document.external_id, Document.grade)
         .join(Query, Query.id == Document.query_id)
         .where(Document.collection_id == collection_id, Document.grade.is_not(None))
         .order_by(Query.id, Document.id)
     )
-    for qid, doc, grade in s.execute(stmt):
-        yield qid, doc, int(grade or 0)
+    unpooled = (
+        select(Query.external_id, UnpooledGrade.doc_id, UnpooledGrade.grade)
+        .join(Query, Query.id == UnpooledGrade.query_id)
+        .where(UnpooledGrade.collection_id == collection_id)
+        .order_by(Query.id, UnpooledGrade.id)
+    )
+    for stmt in (pooled, unpooled):
+        for qid, doc, grade in s.execute(stmt):
+            yield qid, doc, int(grade or 0)
 
 
 def graded_query_count(s: Session, collection_id: int) -> int:
-    """How many queries of the collection have at least one imported grade."""
-    stmt = select(func.count(func.distinct(Document.query_id))).where(
+    """How many queries of the collection have at least one imported grade (of a pooled
+    document or outside the pool)."""
+    pooled = select(Document.query_id).where(
         Document.collection_id == collection_id, Document.grade.is_not(None)
     )
-    return int(s.scalar(stmt) or 0)
+    unpooled = select(UnpooledGrade.query_id).where(UnpooledGrade.collection_id == collection_id)
+    both = union(pooled, unpooled).subquery()
+    return int(s.scalar(select(func.count()).select_from(both)) or 0)
 
 
 def has_machine_answers(s: Session, collection_id: int) -> bool:

@@ -39,7 +39,7 @@ from app.kernel.db import Database
 from app.kernel.errors import Conflict, Invalid, NotFound
 from app.kernel.models import Run, User
 from app.runs import repository
-from labeling.identifiers import identifier_problem, label_problem, normal_identifier
+from labeling.identifiers import label_problem, normal_identifier
 from labeling.sources import SourceError
 from labeling.sources.base import IssueCollector, merge_errors
 from labeling.study.pools import RunEntry, parse_trec_run
@@ -134,7 +134,9 @@ def _names(files: Sequence[UploadedFile], name: str | None) -> list[str]:
 def _entry_issues(
     issues: IssueCollector, entries: list[RunEntry], query_row: int | None, ignore: bool
 ) -> None:
-    """Add the problems of one query's entries (file order) to ``issues``."""
+    """Add the problems of one query's entries (file order) to ``issues``: an unknown query.
+    The lines themselves (finite scores, the identifier rule) are the parser's
+    (:func:`labeling.study.pools.parse_trec_run`), the same for every run upload."""
     first = entries[0]
     if query_row is None and not ignore:
         issues.add(
@@ -143,13 +145,6 @@ def _entry_issues(
             "(upload with ignore_unknown_queries to leave such queries out)",
         )
         return
-    for e in entries:
-        if not math.isfinite(e.score):
-            issues.add(e.line, f"score {e.score} is not finite")
-        for what, value in (("query id", e.query_id), ("document id", e.doc_id)):
-            problem = identifier_problem(value)
-            if problem is not None:
-                issues.add(e.line, f"{what} {problem}")
 
 
 @dataclass(slots=True)

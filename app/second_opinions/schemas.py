@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.http.schemas import MAX_ACTIVE_MS, MethodName, OutcomeName, StrictModel
+from app.http.schemas import MAX_ACTIVE_MS, MethodName, OutcomeName, Seq, StrictModel
 from app.judging.schemas import PairOut, ProgressOut
 from app.kernel.models import MAX_COMMENT
 
@@ -65,7 +65,7 @@ class SecondOpinionAnswerIn(StrictModel):
         json_schema_extra={"examples": [{"seq": 3, "left": "d1", "right": "d2", "outcome": "tie"}]}
     )
 
-    seq: int = Field(ge=0)
+    seq: Seq
     left: str = Field(min_length=1, max_length=200)
     right: str = Field(min_length=1, max_length=200)
     outcome: Literal["left", "right", "tie"]

@@ -315,8 +315,11 @@ def get_task(*, db: Database, user: User, task_id: int) -> TaskView:
         task = load_task_for(s, user, task_id)
         query = s.get(Query, task.query_id)
         owner = s.get(User, task.assessor_id)
-        n = s.scalar(
-            select(func.count()).where(Judgment.task_id == task.id, Judgment.undone.is_(False))
-        )
+        # The same two counts as the task list (live answers, and those a machine gave).
+        n, machine = s.execute(
+            select(
+                func.count(), func.coalesce(func.sum(case((Judgment.source == "machine", 1))), 0)
+            ).where(Judgment.task_id == task.id, Judgment.undone.is_(False))
+        ).one()
         assert query is not None and owner is not None
-        return _view(task, query, owner, n or 0)
+        return _view(task, query, owner, n or 0, machine_answers=int(machine))

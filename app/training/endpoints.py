@@ -20,7 +20,7 @@ the same path counts, per query, the documents graded, malformed and still to gr
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Request
 from pydantic import Field
@@ -28,7 +28,7 @@ from starlette.concurrency import run_in_threadpool
 
 from app.http.deps import AdminUser, DbDep
 from app.http.openapi import declare_errors, error_responses
-from app.http.schemas import PathId, RowId, StrictModel
+from app.http.schemas import PathId, QueryId, RowId, Seed, StrictModel
 from app.machine import grades
 from app.machine.jobs import enqueue_grades
 from app.training import features
@@ -50,13 +50,13 @@ class TrainingOptions(StrictModel):
         description="graded measures (NDCG, ERR; imported truth only) or top-k (κ-NDCG, "
         "κ-ERR); default graded for imported truth, else topk",
     )
-    folds: Literal["auto", "letor"] | int = Field(
+    folds: Literal["auto", "letor"] | Annotated[int, Field(ge=3, le=20)] = Field(
         default="auto",
         description="auto: the LETOR S1..S5 rotation when the queries came from LETOR "
         "partition files, else seeded 5-fold by query; letor; or a fold count 3..20",
     )
     k: int | None = Field(default=None, ge=1, le=1000, description="k of the top-k truth")
-    seed: int = Field(default=0, description="seed of fold assignment and top-k sampling")
+    seed: Seed = Field(default=0, description="seed of fold assignment and top-k sampling")
     features: Literal["stored", "text"] = Field(
         default="stored",
         description="stored: the documents' feature vectors as they are (imported, or "
@@ -112,7 +112,7 @@ async def create_training_run(
 
 @router.get("/training-runs", response_model=list[TrainingRunOut])
 async def list_training_runs(
-    _admin: AdminUser, db: DbDep, collection_id: int | None = None
+    _admin: AdminUser, db: DbDep, collection_id: QueryId | None = None
 ) -> list[dict[str, Any]]:
     """Runs, newest first (without model JSON)."""
     return await run_in_threadpool(training.list_runs, db=db, collection_id=collection_id)

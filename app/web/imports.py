@@ -187,6 +187,15 @@ async def _run_import(
             f"{_pairs(imported.documents_created)} new "
             f"({imported.documents_unchanged} already there unchanged).",
             *([f"Qrels: {imported.qrels}."] if imported.qrels else []),
+            *(
+                [
+                    f"Judged: {_pairs(imported.judged)}, {imported.judged_pooled} in the pool, "
+                    f"{imported.judged_unpooled} outside it (kept as judgments for evaluation, "
+                    "shown to no assessor)."
+                ]
+                if imported.qrels
+                else []
+            ),
             *(f"Note: {note}." for note in imported.notes),
         ]
     )

@@ -23,11 +23,13 @@ from labeling.sources.base import (
 from labeling.sources.jsonl import parse_jsonl_docs
 from labeling.sources.rows import (
     LETOR_PART_PREFIX,
+    UnpooledJudgment,
     build_rows,
     join_features,
     join_grades,
     letor_part,
     rows_from_letor,
+    unpooled_judgments,
 )
 from labeling.sources.smart import (
     cranfield_grade,
@@ -46,6 +48,7 @@ __all__ = [
     "SourceDocument",
     "SourceError",
     "Topic",
+    "UnpooledJudgment",
     "build_rows",
     "cranfield_grade",
     "iter_byte_lines",
@@ -62,4 +65,5 @@ __all__ = [
     "parse_trec_docs",
     "rows_from_letor",
     "trec_grade",
+    "unpooled_judgments",
 ]

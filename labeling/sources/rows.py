@@ -101,6 +101,41 @@ def build_rows(
             yield row
 
 
+@dataclass(frozen=True, slots=True)
+class UnpooledJudgment:
+    """A qrels grade of a document its query's pairing left out of the pool: kept as a label
+    (evaluation counts it) though no assessor is shown the document."""
+
+    query_id: str
+    doc_id: str
+    grade: int
+
+
+def unpooled_judgments(
+    topics: Sequence[Topic],
+    documents: Iterable[SourceDocument],
+    *,
+    pairing: Pairing,
+    qrels: Sequence[QrelsEntry],
+) -> list[UnpooledJudgment]:
+    """The qrels' judgments of (query, document) pairs that ``pairing`` does not pool, in
+    qrels order (a pair listed twice keeps its last grade, as :func:`build_rows` does). Lines
+    naming an unknown query or document are :func:`build_rows`'s concern (an error, or skipped
+    with ``ignore_unknown_qrels``). ``"qrels"`` and ``"all"`` pool every judged pair: none."""
+    if isinstance(pairing, str):
+        return []
+    known = {d.doc_id for d in documents}
+    topic_ids = {t.query_id for t in topics}
+    pooled = {qid: set(ids) for qid, ids in pairing.items()}
+    out: dict[tuple[str, str], int] = {}
+    for q in qrels:
+        if q.query_id in topic_ids and q.doc_id in known:
+            if q.doc_id not in pooled.get(q.query_id, ()):
+                out.pop((q.query_id, q.doc_id), None)  # the last line's place and grade
+                out[(q.query_id, q.doc_id)] = q.grade
+    return [UnpooledJudgment(qid, doc, grade) for (qid, doc), grade in out.items()]
+
+
 def _judged_pairs(
     qrels: Sequence[QrelsEntry],
     topic_ids: set[str],

@@ -17,6 +17,7 @@ Everything here is pure; the service stores the resulting doc ids as the task's 
 from __future__ import annotations
 
 import hashlib
+import math
 import random
 import re
 import unicodedata
@@ -25,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from labeling.errors import ConfigError
-from labeling.identifiers import normal_identifier
+from labeling.identifiers import identifier_problem, normal_identifier
 from labeling.sources.base import IssueCollector, as_lines, numbered_lines
 
 PoolMode = Literal["all", "sample", "run"]
@@ -71,7 +72,10 @@ def parse_trec_run(
     evaluator would score. Ids are read in Unicode NFC
     (:func:`labeling.identifiers.normal_identifier`), the spelling of imported ones. Errors
     (wrong column count, non-numeric rank/score, a document listed twice for one query) carry
-    the line number; the whole file is checked before returning.
+    the line number; the whole file is checked before returning. A score must be finite and
+    the ids must follow the identifier rule (:func:`labeling.identifiers.identifier_problem`):
+    every upload of a run (stored runs, pools, import pairings, priors) reads it here, so all
+    refuse the same lines with the same messages.
     """
     lines = as_lines(data)
     issues = IssueCollector(file)
@@ -98,6 +102,18 @@ def parse_trec_run(
             continue
         if score != score:  # NaN cannot be ordered
             issues.add(number, "score is NaN")
+            continue
+        if not math.isfinite(score):  # 1e999999 reads as inf: no store keeps it, none ranks it
+            issues.add(number, f"score {score_s!r} is not finite")
+            continue
+        bad = [
+            f"{what} {problem}"
+            for what, value in (("query id", qid), ("document id", doc))
+            if (problem := identifier_problem(value)) is not None
+        ]
+        if bad:  # a NUL, a control character or an id over 200 characters: never stored
+            for msg in bad:
+                issues.add(number, msg)
             continue
         if (qid, doc) in seen:
             issues.add(

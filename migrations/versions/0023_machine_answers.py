@@ -49,6 +49,14 @@ PROVENANCE = (
 )
 
 
+#: SQLite's batch mode copies the judgment table, reflecting it first. By default the
+#: reflection follows its foreign keys and reflects the referred tables too, among them
+#: ``user`` whose expression index ``uq_user_username_lower`` SQLAlchemy cannot reflect (an
+#: SAWarning printed by every upgrade). The copy needs only the judgment table's own columns
+#: and constraints; its foreign keys keep naming their tables.
+NO_REFERENTS = {"resolve_fks": False}
+
+
 def _task_fk(table: str) -> sa.ForeignKeyConstraint:
     return sa.ForeignKeyConstraint(
         ["task_id"], ["task.id"], name=op.f(f"fk_{table}_task_id_task"), ondelete="CASCADE"
@@ -57,7 +65,7 @@ def _task_fk(table: str) -> sa.ForeignKeyConstraint:
 
 def upgrade() -> None:
     op.execute("DROP VIEW grade")
-    with op.batch_alter_table("judgment") as batch:
+    with op.batch_alter_table("judgment", reflect_kwargs=NO_REFERENTS) as batch:
         batch.add_column(
             sa.Column("source", sa.String(16), nullable=False, server_default="person")
         )
@@ -120,7 +128,7 @@ def downgrade() -> None:
     op.drop_table("machine_score")
     op.drop_table("task_machine")
     op.execute("DROP VIEW grade")
-    with op.batch_alter_table("judgment") as batch:
+    with op.batch_alter_table("judgment", reflect_kwargs=NO_REFERENTS) as batch:
         batch.drop_constraint(op.f("ck_judgment_provenance"), type_="check")
         batch.drop_constraint(op.f("ck_judgment_source"), type_="check")
         batch.drop_column("probability")

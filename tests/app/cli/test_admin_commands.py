@@ -22,7 +22,7 @@ def test_cli_import_plan_progress_export(shared_data: Path, tmp_path: Path) -> N
         return result.output
 
     out = run("admin", "import-cranfield", "cran", str(shared_data / "cranfield"))
-    assert "1837 rows, 225 new queries" in out
+    assert "1837 (query, document) pairs in the pool (1837 new, 0 already there), 225 new" in out
     for name in ("u1", "u2", "u3", "u4"):
         run("create-user", name, "--password-stdin", stdin="admin cli passphrase\n")
     out = run(

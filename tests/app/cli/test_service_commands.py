@@ -66,7 +66,7 @@ def test_db_user_import_export_commands(tmp_path: Path) -> None:
         )
     )
     r = run("import", "coll", str(good), "--database-url", url)
-    assert r.exit_code == 0 and "3 new documents" in r.output, r.output
+    assert r.exit_code == 0 and "3 new (query, document) pairs" in r.output, r.output
     bad = tmp_path / "bad.ndjson"
     bad.write_text('{"query_id": "q", "query": "x", "doc_id": "e1"}\nnot json\n')
     r = run("import", "coll", str(bad), "--database-url", url)

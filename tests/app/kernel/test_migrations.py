@@ -3,6 +3,7 @@ database enforces its invariants, and docker-compose.yml agrees with the setting
 
 from __future__ import annotations
 
+import warnings
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import yaml
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect, text
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, SAWarning
 
 import migrations
 from app.kernel.db import Database, make_engine
@@ -20,7 +21,7 @@ from app.kernel.settings import Settings
 from tests.app.conftest import BACKENDS, fresh_database
 
 REPO = Path(__file__).resolve().parents[3]
-HEAD = "0028_pool_allocation"  # the newest migration
+HEAD = "0029_unpooled_grades"  # the newest migration
 TABLES = {
     "user",
     "api_token",
@@ -42,6 +43,7 @@ TABLES = {
     "task_machine",
     "machine_score",
     "machine_opinion",
+    "unpooled_grade",
 }
 
 
@@ -59,6 +61,14 @@ def _tables(url: str) -> set[str]:
         engine.dispose()
 
 
+# compare_metadata reflects the whole schema, and SQLAlchemy cannot reflect the expression
+# index on lower(username): it says so and skips it (the models declare it; the migration
+# that creates it is tested in test_account_usernames), and alembic says it cannot compare
+# it. Only those two warnings about that one index are ignored.
+@pytest.mark.filterwarnings(
+    "ignore:Skipped unsupported reflection of expression-based index uq_user_username_lower"
+)
+@pytest.mark.filterwarnings("ignore:autogenerate skipping .* 'uq_user_username_lower'")
 def test_migrations_up_down_up_match_the_models(empty_url: str) -> None:
     migrations.upgrade(empty_url)
     assert _tables(empty_url) == TABLES
@@ -258,3 +268,15 @@ def test_regular_install_ships_every_template(monkeypatch: pytest.MonkeyPatch) -
 def test_dockerfile_installs_regularly() -> None:
     text_ = (REPO / "Dockerfile").read_text()
     assert "pip install ." in text_ and "pip install -e" not in text_
+
+
+def test_migrations_print_no_sqlalchemy_warning(tmp_path: Path) -> None:
+    """Upgrading, downgrading and upgrading again print no SAWarning: the SQLite batch copies
+    must not reflect the ``user`` table, whose expression index SQLAlchemy cannot reflect."""
+    url = f"sqlite:///{tmp_path / 'w.db'}"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        migrations.upgrade(url)
+        migrations.downgrade(url, "0022_pools")
+        migrations.upgrade(url)
+    assert [str(w.message) for w in caught if issubclass(w.category, SAWarning)] == []

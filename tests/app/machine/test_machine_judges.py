@@ -638,3 +638,29 @@ def test_the_review_list_shows_the_person_s_answers_only(
     listed = api.get("mia", f"/api/v1/tasks/{task_id}/answers").json()
     assert any(j.source == "machine" for j in rows)
     assert [a["seq"] for a in listed] == [j.seq for j in rows if j.source == "person"]
+
+
+def test_a_task_s_counters_equal_the_export_s_counts(
+    api: Api, coll: tuple[int, dict[str, dict[str, int]]]
+) -> None:
+    """``GET /tasks/{id}`` and the task list count the machine's answers as the exports do
+    (pairs-jsonl rows by source; topk-jsonl's ``machine_answers``)."""
+    import json
+
+    cid, truth = coll
+    task_id = create(api, cid, "q2", "bm25")
+    judge(api, task_id, truth["q2"])
+    lines = [json.loads(x) for x in export(api, cid, format="pairs-jsonl").splitlines()]
+    mine = [x for x in lines if x["task_id"] == task_id]
+    machine = sum(x["source"] == "machine" for x in mine)
+    records = [
+        json.loads(x) for x in export(api, cid, format="topk-jsonl", source="all").splitlines()
+    ]
+    (record,) = [r for r in records if r["task_id"] == task_id]
+    assert machine > 0 and record["machine_answers"] == machine
+    one = api.get("admin", f"/api/v1/tasks/{task_id}")
+    assert one.status_code == 200, one.text
+    assert (one.json()["judgments"], one.json()["machine_answers"]) == (len(mine), machine)
+    listed = api.get("admin", f"/api/v1/tasks?collection_id={cid}").json()
+    (row,) = [t for t in listed if t["id"] == task_id]
+    assert (row["judgments"], row["machine_answers"]) == (len(mine), machine)

@@ -204,3 +204,43 @@ def test_a_finished_topk_task_counts_its_top_as_relevant(api: Api, campaign) -> 
     # The top (d5, d0) relevant, the rest of the task's pool not: A d2 (not: A −1); B d0
     # (relevant: stay on B) d7 (not).
     assert _picks(api, seen.json()["id"], "102") == ["d2", "d0", "d7"]
+
+
+BAD_LINES = [
+    "101 Q0 d\x002 2 8 A\n",  # a NUL in a document id
+    "101 Q0 d2 2 1e999999 A\n",  # a score that reads as infinity
+    "101 Q0 d2 2 -inf A\n",
+    "101 Q0 d2 2 nan A\n",
+    "101 Q0 d2 2 high A\n",
+    "101 Q0 d2 two 8 A\n",
+    "101 Q0 d2 2 8\n",
+    "101 Q0 d0 2 8 A\n",  # d0 again
+    "1\x0701 Q0 d2 2 8 A\n",  # a control character (BEL) in a query id
+]
+
+
+@pytest.mark.parametrize("bad", BAD_LINES)
+def test_pool_and_run_uploads_refuse_the_same_lines_alike(api: Api, campaign, bad: str) -> None:
+    """The two uploads of a run file (a pool's runs, a stored run) read it with one parser:
+    the same bad line is refused by both, with the same line number and message, and neither
+    stores anything."""
+    cid, _ = campaign
+    content = ("101 Q0 d0 1 9 A\n" + bad).encode()
+    before = _pool_rows(api)
+    pool = api.post(
+        "admin",
+        f"/api/v1/admin/collections/{cid}/pools",
+        files=[("runs", ("bad.run", content, "text/plain"))],
+        params={"name": "same-parser"},
+    )
+    run = api.post(
+        "admin",
+        f"/api/v1/admin/collections/{cid}/runs",
+        files=[("run", ("bad.run", content, "text/plain"))],
+    )
+    assert pool.status_code == run.status_code == 422, (pool.text, run.text)
+    as_pool = [(d["file"], d["line"], d["msg"]) for d in pool.json()["detail"]]
+    as_run = [(d["file"], d["line"], d["msg"]) for d in run.json()["detail"]]
+    assert as_pool == as_run and as_pool[0][:2] == ("bad.run", 2), (as_pool, as_run)
+    assert _pool_rows(api) == before
+    assert api.get("admin", f"/api/v1/admin/collections/{cid}/runs").json()["runs"] == []
