@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, Field
 
 
@@ -10,6 +12,10 @@ class StudyUsageOut(BaseModel):
 
     collection_id: int
     plan: str | None = Field(description="The plan (task.plan); null: tasks without a plan.")
+    purpose: Literal["opinions", "grades"] = Field(
+        description="opinions: the tasks' machine opinions; grades: the collection's LLM grades "
+        "(the llm prior), counted apart with their own budget."
+    )
     requests: int = Field(description="Requests the endpoint answered.")
     cached: int = Field(description="Replies served from the response cache (free).")
     prompt_tokens: int
@@ -18,8 +24,17 @@ class StudyUsageOut(BaseModel):
     malformed: int = Field(description="Replies that did not parse (no opinion).")
     failed: int = Field(description="Prompts that failed after every retry (no opinion).")
     refused: int = Field(description="Prompts not sent: the budget was spent (no opinion).")
-    budget: int = Field(description="Tokens the study may spend (HEAPJUDGE_LLM_TOKEN_BUDGET).")
+    timeouts: int = Field(description="Of the failed, those whose last attempt hit the deadline.")
+    budget: int = Field(
+        description="Tokens the study may spend (HEAPJUDGE_LLM_TOKEN_BUDGET, or "
+        "HEAPJUDGE_LLM_GRADE_TOKEN_BUDGET for the grades)."
+    )
     remaining: int = Field(description="Tokens left before the machine stops answering.")
+    last_error: str | None = Field(
+        description="The study's last failed or malformed call: what went wrong (never a URL or "
+        "a key)."
+    )
+    last_error_at: str | None = Field(description="When it happened (ISO 8601).")
 
 
 class MachineUsageOut(BaseModel):
@@ -28,6 +43,9 @@ class MachineUsageOut(BaseModel):
     collection_id: int
     model: str | None = Field(description="The configured model (HEAPJUDGE_LLM_MODEL).")
     budget: int = Field(description="Tokens per study (HEAPJUDGE_LLM_TOKEN_BUDGET).")
+    grade_budget: int = Field(
+        description="Tokens of the collection's LLM grades (HEAPJUDGE_LLM_GRADE_TOKEN_BUDGET)."
+    )
     studies: list[StudyUsageOut]
 
 

@@ -34,7 +34,7 @@ from app.machine.judge_repository import (
     save_opinions,
     source_evidence,
 )
-from app.machine.llm import LlmUsage
+from app.machine.llm import LlmUsage, budget_of
 from app.machine.repository import collection_usage
 from labeling.machine.judges import JudgeQuery
 from labeling.machine.opinion import JudgeOpinion
@@ -173,16 +173,21 @@ def machine_usage(*, db: Database, collection_id: int) -> dict[str, Any]:
     /api/v1/admin/collections/{id}/machine/usage``, the admin progress page): the model and
     the budget per study from the settings, and each study's counters
     (:meth:`app.machine.llm.LlmUsage.to_dict`: requests, cached, tokens, malformed, failed,
-    refused, remaining). 404 for an unknown collection."""
-    budget = db.settings.llm_token_budget
-    studies = [
-        LlmUsage(study, counts, budget).to_dict()
-        for study, counts in collection_usage(db, collection_id)
-    ]
+    refused, timeouts, remaining; ``purpose`` ``grades`` for the collection's LLM grades,
+    which have their own budget) with each study's last failure (``last_error``,
+    ``last_error_at``). 404 for an unknown collection."""
+    settings = db.settings
+    studies = []
+    for study, counts, last in collection_usage(db, collection_id):
+        row = LlmUsage(study, counts, budget_of(study, settings)).to_dict()
+        row["last_error"] = last.error if last else None
+        row["last_error_at"] = last.at if last else None
+        studies.append(row)
     return {
         "collection_id": collection_id,
-        "model": db.settings.llm_model or None,
-        "budget": budget,
+        "model": settings.llm_model or None,
+        "budget": settings.llm_token_budget,
+        "grade_budget": settings.llm_grade_token_budget,
         "studies": studies,
     }
 
