@@ -42,6 +42,8 @@ def progress_cmd(
             f"{a['judgments']:>6} judgments  ~{a['expected_remaining']:.0f} left  "
             f"last {a['last_activity'] or '-'}"
         )
+    for alarm in report.get("machine_alarms", []):
+        typer.echo(f"  ALARM {alarm['kind']}: {alarm['evidence']}")
 
 
 @app.command("reset-password", cls=Command)

@@ -146,7 +146,9 @@ def charged_tokens(reported: object, chars: int) -> int:
 def budget_of(study: Study, settings: Settings) -> int:
     """The study's token budget: ``llm_grade_token_budget`` for a collection's grades,
     ``llm_token_budget`` for task opinions."""
-    return settings.llm_grade_token_budget if study.purpose == "grades" else settings.llm_token_budget
+    return (
+        settings.llm_grade_token_budget if study.purpose == "grades" else settings.llm_token_budget
+    )
 
 
 def chat_url(base_url: str) -> str:

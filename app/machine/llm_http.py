@@ -53,7 +53,8 @@ def masked_url(url: object) -> str:
     if ":" in host:  # an IPv6 literal goes back into brackets
         host = f"[{host}]"
     netloc = f"{host}:{parts.port}" if parts.port is not None else host
-    query = urlencode([(k, MASK) for k, _ in parse_qsl(parts.query, keep_blank_values=True)])
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    query = urlencode([(k, MASK) for k, _ in pairs], safe="*")
     return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
 
 
@@ -150,9 +151,7 @@ def _backend() -> httpcore.NetworkBackend:
             socket_options: Any = None,
         ) -> httpcore.NetworkStream:
             left = _left(timeout, httpcore.ConnectTimeout)
-            return stream(
-                self._inner.connect_tcp(host, port, left, local_address, socket_options)
-            )
+            return stream(self._inner.connect_tcp(host, port, left, local_address, socket_options))
 
         def connect_unix_socket(
             self, path: str, timeout: float | None = None, socket_options: Any = None
@@ -177,7 +176,7 @@ def make_http_client(timeout_seconds: float, max_connections: int) -> httpx.Clie
     # httpx takes no network backend, so the transport's connection pool is replaced by one
     # with the same settings over the deadline backend (tests/app/test_llm_client.py's
     # slow-drip test fails if an httpx upgrade bypasses it).
-    transport._pool = httpcore.ConnectionPool(  # noqa: SLF001
+    transport._pool = httpcore.ConnectionPool(
         ssl_context=httpx.create_ssl_context(),
         max_connections=max_connections,
         network_backend=_backend(),

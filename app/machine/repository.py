@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
-from typing import Literal
+from typing import Any, Literal
 
 from sqlalchemy import select, update
 from sqlalchemy.dialects import postgresql, sqlite
@@ -26,6 +26,7 @@ __all__ = [
     "cached_replies",
     "cached_replies_in",
     "collection_usage",
+    "failing_studies",
     "read_usage",
     "store_batch",
 ]
@@ -205,6 +206,35 @@ def read_usage(db: Database, study: Study) -> UsageCounts:
     return UsageCounts() if row is None else UsageCounts(*(int(v) for v in row))
 
 
+def _usage_rows(s: Session, where: Any) -> list[tuple[Study, UsageCounts, LastError | None]]:
+    rows = s.execute(
+        select(
+            LlmUsage.collection_id,
+            LlmUsage.plan,
+            LlmUsage.last_error,
+            LlmUsage.last_error_at,
+            *(getattr(LlmUsage, name) for name in _COUNTERS),
+        )
+        .where(where)
+        .order_by(LlmUsage.collection_id, LlmUsage.plan)
+    ).all()
+    found = [
+        (
+            Study.of_key(int(cid), plan),
+            UsageCounts(*(int(v) for v in counts)),
+            LastError(error, at.isoformat()) if error and at is not None else None,
+        )
+        for cid, plan, error, at, *counts in rows
+    ]
+    return sorted(found, key=lambda row: (row[0].collection_id, row[0].purpose == "grades"))
+
+
+def failing_studies(db: Database) -> list[tuple[Study, UsageCounts, LastError | None]]:
+    """Every study (of any collection) with a failed or malformed call, by collection."""
+    with db.read() as s:
+        return _usage_rows(s, (LlmUsage.failed > 0) | (LlmUsage.malformed > 0))
+
+
 def collection_usage(
     db: Database, collection_id: int
 ) -> list[tuple[Study, UsageCounts, LastError | None]]:
@@ -214,22 +244,4 @@ def collection_usage(
     with db.read() as s:
         if s.get(Collection, collection_id) is None:
             raise NotFound(f"no collection with id {collection_id}")
-        rows = s.execute(
-            select(
-                LlmUsage.plan,
-                LlmUsage.last_error,
-                LlmUsage.last_error_at,
-                *(getattr(LlmUsage, name) for name in _COUNTERS),
-            )
-            .where(LlmUsage.collection_id == collection_id)
-            .order_by(LlmUsage.plan)
-        ).all()
-    found = [
-        (
-            Study.of_key(collection_id, plan),
-            UsageCounts(*(int(v) for v in counts)),
-            LastError(error, at.isoformat()) if error and at is not None else None,
-        )
-        for plan, error, at, *counts in rows
-    ]
-    return sorted(found, key=lambda row: row[0].purpose == "grades")
+        return _usage_rows(s, LlmUsage.collection_id == collection_id)

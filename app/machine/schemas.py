@@ -37,6 +37,18 @@ class StudyUsageOut(BaseModel):
     last_error_at: str | None = Field(description="When it happened (ISO 8601).")
 
 
+class MachineAlarmOut(BaseModel):
+    """An open alarm about the collection's machine."""
+
+    id: int
+    collection_id: int
+    task_id: int | None = Field(description="The task it concerns; null: the collection.")
+    kind: str = Field(description="calls_failing: every call of a task's opinion job failed.")
+    evidence: str
+    raised_at: str
+    seen_at: str
+
+
 class MachineUsageOut(BaseModel):
     """A collection's LLM spending per study."""
 
@@ -47,6 +59,23 @@ class MachineUsageOut(BaseModel):
         description="Tokens of the collection's LLM grades (HEAPJUDGE_LLM_GRADE_TOKEN_BUDGET)."
     )
     studies: list[StudyUsageOut]
+    alarms: list[MachineAlarmOut] = Field(description="Open alarms about the machine.")
+
+
+class MachineCheckOut(BaseModel):
+    """One example pair asked of the LLM endpoint (docs/machine-judges.md#checking-the-endpoint)."""
+
+    ok: bool = Field(description="A 200 whose reply reads as A or B.")
+    endpoint: str = Field(description="The chat-completions URL, user info and query masked.")
+    model: str | None = Field(description="The configured model (HEAPJUDGE_LLM_MODEL).")
+    reply_model: str | None = Field(description="The model the endpoint says answered.")
+    template: str = Field(description="The prompt template asked.")
+    latency_ms: float | None = Field(description="Milliseconds until the whole reply was read.")
+    status: int | None = Field(description="The HTTP status; null: no response.")
+    answer: Literal["A", "B"] | None = Field(description="The answer read from the reply.")
+    expected: Literal["A", "B"] = Field(description="The right answer to the example pair.")
+    reply_chars: int | None = Field(description="Length of the reply text (never shown).")
+    error: str | None = Field(description="What went wrong (never a URL's secret or a key).")
 
 
 class PromptMessageOut(BaseModel):

@@ -27,7 +27,7 @@ from app.kernel.caches import LRU, Slot
 from app.kernel.db import Database
 from app.kernel.models import Query, utcnow
 from app.kernel.settings import Settings
-from app.machine import judges
+from app.machine import health, judges
 from app.machine.judge_repository import (
     MachineStore,
     save_machine,
@@ -35,12 +35,13 @@ from app.machine.judge_repository import (
     source_evidence,
 )
 from app.machine.llm import LlmUsage, budget_of
-from app.machine.repository import collection_usage
+from app.machine.repository import collection_usage, failing_studies
 from labeling.machine.judges import JudgeQuery
 from labeling.machine.opinion import JudgeOpinion
 
 __all__ = [
     "check_machine",
+    "machine_health",
     "machine_usage",
     "prepare_task",
     "refresh_opinions",
@@ -189,7 +190,34 @@ def machine_usage(*, db: Database, collection_id: int) -> dict[str, Any]:
         "budget": settings.llm_token_budget,
         "grade_budget": settings.llm_grade_token_budget,
         "studies": studies,
+        "alarms": health.open_alarms(db, collection_id),
     }
+
+
+def _study_label(plan: str | None, purpose: str) -> str:
+    if purpose == "grades":
+        return "LLM grades"
+    return plan or "(tasks without a plan)"
+
+
+def machine_health(db: Database) -> dict[str, Any]:
+    """The machine page's figures (docs/machine-judges.md#when-the-machine-fails): every open
+    machine alarm, and every study with a failed or malformed call, its counters and its last
+    error."""
+    failures = [
+        {
+            "collection_id": study.collection_id,
+            "study": _study_label(study.plan, study.purpose),
+            "requests": counts.requests,
+            "failed": counts.failed,
+            "timeouts": counts.timeouts,
+            "malformed": counts.malformed,
+            "last_error": last.error if last else None,
+            "last_error_at": last.at if last else None,
+        }
+        for study, counts, last in failing_studies(db)
+    ]
+    return {"alarms": health.open_alarms(db), "failures": failures}
 
 
 def people_agreement(db: Database, collection_id: int, source: str) -> tuple[int, int]:

@@ -284,7 +284,16 @@ def test_the_usage_is_admin_only_and_on_the_progress_page(
     assert 'data-testid="llm-usage"' in page and "wired-1" in page
     row = page.split("<td>wired-1</td>", 1)[1].split("</tr>", 1)[0]
     cells = [c.split("</td>", 1)[0] for c in row.split('<td class="num">')[1:]]
-    names = ("requests", "cached", "tokens", "malformed", "failed", "refused", "remaining")
+    names = (
+        "requests",
+        "cached",
+        "tokens",
+        "malformed",
+        "failed",
+        "refused",
+        "remaining",
+        "timeouts",
+    )
     assert cells == [str(spent[n]) for n in names]
 
 
