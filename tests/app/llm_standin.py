@@ -37,9 +37,9 @@ import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
 
 from labeling.machine.llm_prompts import read_blocks
-from starlette.routing import Route
 
 Messages = list[dict[str, str]]
 

@@ -32,7 +32,7 @@ from app.training.jobs import (
     queue_url,
     run_opinions_job,
 )
-from labeling.machine.llm_prompts import PAIRWISE_V1
+from labeling.machine.llm_prompts import PAIRWISE_V2
 from tests.app.conftest import Api
 from tests.app.llm_standin import StandInModel, StandInServer
 from tests.app.machine_support import point_at_standin, text_collection
@@ -169,10 +169,10 @@ def test_an_llm_task_gets_machine_answers_through_the_study(
     task_id, run = first["task_id"], first
     rows = live_log(api, task_id)
     machine = [j for j in rows if j.source == "machine"]
-    version = f"llm/{api.db.settings.llm_model}/{PAIRWISE_V1.key}/{PAIRWISE_V1.hash}"
+    version = f"llm/{api.db.settings.llm_model}/{PAIRWISE_V2.key}/{PAIRWISE_V2.hash}"
     assert machine and all(
         (j.machine_version or "").startswith(f"{version}+calibration/")
-        and j.prompt_hash == PAIRWISE_V1.hash
+        and j.prompt_hash == PAIRWISE_V2.hash
         and (j.probability or 0) >= 0.5
         for j in machine
     )

@@ -20,7 +20,7 @@ from app.kernel.settings import Settings
 from tests.app.conftest import BACKENDS, fresh_database
 
 REPO = Path(__file__).resolve().parents[2]
-HEAD = "0028_pool_allocation"  # the newest migration
+HEAD = "0029_machine_failures"  # the newest migration
 TABLES = {
     "user",
     "api_token",
@@ -34,6 +34,7 @@ TABLES = {
     "training_run",
     "second_opinion",
     "llm_response",
+    "machine_alarm",
     "llm_usage",
     "run",
     "run_query",
