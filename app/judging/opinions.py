@@ -33,6 +33,8 @@ from labeling.retrieval.text import document_text
 log = logging.getLogger("heapjudge.machine.opinions")
 #: Person questions the job looks ahead by default.
 LOOKAHEAD = 8
+#: Person questions a job looks ahead while the task's machine alarm is open (a probe).
+PROBE_LOOKAHEAD = 1
 #: After every this many of the people's answers the job is asked for more opinions anyway.
 REFILL_EVERY = LOOKAHEAD // 2
 
@@ -70,6 +72,8 @@ def prepare_llm_opinions(*, db: Database, task_id: int, lookahead: int = LOOKAHE
                 judge.version,
             )
             return 0
+        if health.is_failing(db, task_id):  # every call failed last time: only probe
+            lookahead = min(lookahead, PROBE_LOOKAHEAD)
         try:
             return prepare_pair_opinions(db=db, task_id=task_id, judge=judge, lookahead=lookahead)
         finally:

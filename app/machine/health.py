@@ -7,8 +7,10 @@ task's opinion jobs counted with the last error, and the collection's machine al
   opinion** (failed, timed out or malformed; or the judge could not be made at all, e.g. no
   model configured in the worker's environment), an alarm of kind :data:`CALLS_FAILING` is
   raised on the task, its evidence the counts and the last error; the first call that
-  answers again clears it. People are asked meanwhile, as for any pair without an opinion:
-  nothing is lost, nothing waits.
+  answers again clears it. While it is open, the task's jobs only probe (one person question
+  ahead instead of :data:`app.judging.opinions.LOOKAHEAD`), so a dead endpoint costs a few
+  calls per answer, not dozens. People are asked meanwhile, as for any pair without an
+  opinion: nothing is lost, nothing waits.
 * ``machine_alarm`` is the one place for alarms about a collection's machine, whoever raises
   them (:func:`raise_alarm`, :func:`clear_alarms`: kind, task or the whole collection,
   evidence text, when raised, last seen and cleared); at most one open alarm per
@@ -34,6 +36,7 @@ from app.machine.llm import CallReport
 __all__ = [
     "CALLS_FAILING",
     "clear_alarms",
+    "is_failing",
     "open_alarms",
     "raise_alarm",
     "record_task_calls",
@@ -130,6 +133,19 @@ def record_task_calls(
         elif report.answered:
             clear_alarms(s, collection_id, task_id, CALLS_FAILING, now)
     return failing
+
+
+def is_failing(db: Database, task_id: int) -> bool:
+    """Whether task ``task_id`` has an open :data:`CALLS_FAILING` alarm."""
+    with db.read() as s:
+        found = s.scalar(
+            select(MachineAlarm.id).where(
+                MachineAlarm.task_id == task_id,
+                MachineAlarm.kind == CALLS_FAILING,
+                MachineAlarm.cleared_at.is_(None),
+            )
+        )
+    return found is not None
 
 
 def _iso(value: datetime | None) -> str | None:

@@ -444,8 +444,9 @@ class LlmClient:
             log.warning("LLM reply over %d bytes; abandoned, malformed", self.max_reply_bytes)
             return _Outcome("unreadable", None, *tokens, error=got.error)
         if not isinstance(text, str):
-            log.warning("LLM reply without a message text; counted as malformed")
-            return _Outcome("unreadable", None, *tokens, error="reply without a message text")
+            problem = "the reply is not JSON" if data is None else "reply without a message text"
+            log.warning("LLM reply unreadable (%s); counted as malformed", problem)
+            return _Outcome("unreadable", None, *tokens, error=problem)
         return _Outcome("answered", text, *tokens)
 
     # ------------------------------------------------------------------ bookkeeping

@@ -109,7 +109,7 @@ def test_a_reply_that_is_not_json_is_malformed(db: Database, collection_id: int)
         assert client.ask([prompt("d5", "d6")]) == [None]
         assert client.usage().counts.malformed == 1
         assert client.report.malformed == 1 and client.report.answered == 0
-        assert client.report.last_error == "reply without a message text"
+        assert client.report.last_error == "the reply is not JSON"
         client.close()
 
 
