@@ -18,7 +18,8 @@ from app.cli.conventions import Group
 
 app = typer.Typer(
     cls=Group,
-    help="Admin console: imports, study plans, pools, progress, users, runs, LLM prompts, the machine check.",
+    help="Admin console: imports, study plans, pools, progress, users, runs, LLM prompts, "
+    "the machine check.",
 )
 for subject in (
     admin_imports.app,

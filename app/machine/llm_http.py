@@ -23,6 +23,7 @@ import logging
 import threading
 import time
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -99,7 +100,7 @@ def _left(timeout: float | None, error: type[Exception]) -> float | None:
     return left if timeout is None else min(timeout, left)
 
 
-def _stream_class() -> type[httpcore.NetworkStream]:
+def _stream_class() -> Callable[[httpcore.NetworkStream], httpcore.NetworkStream]:
     import httpcore
 
     class DeadlineStream(httpcore.NetworkStream):

@@ -60,10 +60,10 @@ __all__ = [
     "PromptTemplate",
     "combine_orders",
     "escape_block",
-    "read_blocks",
     "parse_graded",
     "parse_pairwise",
     "probability_from_logprobs",
+    "read_blocks",
 ]
 
 Message = dict[str, str]

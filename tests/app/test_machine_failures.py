@@ -155,7 +155,7 @@ def test_no_model_where_the_worker_runs_raises_the_alarm_not_a_traceback(
 
 
 def test_an_answer_clears_the_alarm(api: Api, coll: Any, server: StandInServer) -> None:
-    cid, truth, _ = coll
+    cid, _truth, _ = coll
     task_id = create(api, cid, "q2", f"fail-clear-{uuid.uuid4().hex[:4]}")
     failing = CallReport(sent=4, failed=4, last_error="HTTP 503")
     assert health.record_task_calls(api.db, task_id, failing) is True
@@ -165,7 +165,7 @@ def test_an_answer_clears_the_alarm(api: Api, coll: Any, server: StandInServer) 
     assert len(mine) == 1 and mine[0].cleared_at is None
     assert health.record_task_calls(api.db, task_id, CallReport(sent=2, answered=2)) is False
     assert not [a for a in health.open_alarms(api.db, cid) if a["task_id"] == task_id]
-    entry = [t for t in progress(api, cid)["tasks"] if t["id"] == task_id][0]
+    entry = next(t for t in progress(api, cid)["tasks"] if t["id"] == task_id)
     assert entry["machine_calls"]["calls"] == 10 and entry["machine_calls"]["failed"] == 8
 
 
