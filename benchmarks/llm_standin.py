@@ -30,7 +30,7 @@ from app.machine.llm import LlmClient
 from app.machine.repository import Study
 from labeling.machine.calibration_report import CalibrationRecord, report_from_records
 from labeling.machine.judges import JudgeQuery, LlmJudge
-from labeling.machine.llm_prompts import PAIRWISE_V1, parse_pairwise
+from labeling.machine.llm_prompts import PAIRWISE_V2, parse_pairwise
 from labeling.machine.opinion import JudgeOpinion
 from labeling.strategies.registry import resolve_strategy
 from labeling.study.simulation import Assessor, drive
@@ -81,7 +81,7 @@ def main() -> None:
         judge.prefer(QUERY, pairs)
         again_s = time.perf_counter() - started
         print(f"second run: {server.requests - sent} requests, {again_s:.2f} s (cache)")
-        single = client.ask([PAIRWISE_V1.render(QUERY.text, texts[a], texts[b]) for a, b in pairs])
+        single = client.ask([PAIRWISE_V2.render(QUERY.text, texts[a], texts[b]) for a, b in pairs])
         first = np.mean([parse_pairwise(r) == "A" for r in single])
         decided = p != 0.5
         expected = args.bias + (1 - args.bias) / 2

@@ -7,6 +7,7 @@ import typer
 
 from app.cli import (
     admin_imports,
+    admin_machine,
     admin_manage,
     admin_plans,
     admin_pools,
@@ -17,7 +18,8 @@ from app.cli.conventions import Group
 
 app = typer.Typer(
     cls=Group,
-    help="Admin console: imports, study plans, pools, progress, users, runs, LLM prompts.",
+    help="Admin console: imports, study plans, pools, progress, users, runs, LLM prompts, "
+    "the machine check.",
 )
 for subject in (
     admin_imports.app,
@@ -28,3 +30,4 @@ for subject in (
 ):
     app.add_typer(subject)
 app.add_typer(admin_runs.app, name="runs")
+app.add_typer(admin_machine.app, name="machine")

@@ -54,6 +54,8 @@ def progress_cmd(
     typer.echo("workers: " + ("up on every queue" if not down else "DOWN on some queues"))
     for w in workers:
         typer.echo(f"  {w.text()}")
+    for alarm in report.get("machine_alarms", []):
+        typer.echo(f"  ALARM {alarm['kind']}: {alarm['evidence']}")
 
 
 @app.command("reset-password", cls=Command)

@@ -20,8 +20,8 @@ import math
 from app.judging.loop import replay, uses_machine
 from app.judging.repository import JudgmentStore
 from app.kernel.db import Database
-from app.kernel.errors import NotFound
-from app.machine import judges
+from app.kernel.errors import Invalid, NotFound
+from app.machine import health, judges
 from app.machine import service as machines
 from app.machine.judges import StoredJudge
 from labeling.machine.judges import JudgeQuery, PairJudge
@@ -33,6 +33,8 @@ from labeling.retrieval.text import document_text
 log = logging.getLogger("heapjudge.machine.opinions")
 #: Person questions the job looks ahead by default.
 LOOKAHEAD = 8
+#: Person questions a job looks ahead while the task's machine alarm is open (a probe).
+PROBE_LOOKAHEAD = 1
 #: After every this many of the people's answers the job is asked for more opinions anyway.
 REFILL_EVERY = LOOKAHEAD // 2
 
@@ -42,7 +44,10 @@ def prepare_llm_opinions(*, db: Database, task_id: int, lookahead: int = LOOKAHE
     judge over the task's documents (:func:`app.machine.judges.llm_pair_judge`), asking
     through the task's study's client (:func:`app.machine.judges.llm_client`: cache, token
     budget, retries). A judge whose version is not the task's (the model or template changed
-    since the task was created) stores nothing: people answer, the log stays one judge's."""
+    since the task was created) stores nothing: people answer, the log stays one judge's.
+    The job's calls are counted on the task, and a job whose every call failed (or whose
+    judge cannot be made, e.g. no model set where the worker runs) raises the task's machine
+    alarm (:func:`app.machine.health.record_task_calls`) instead of a traceback."""
     with db.raw_read() as cursor:
         store = JudgmentStore(db, cursor)
         task = store.task(task_id)
@@ -51,7 +56,13 @@ def prepare_llm_opinions(*, db: Database, task_id: int, lookahead: int = LOOKAHE
         docs = store.documents(task.query_id, list(task.doc_ids))
     texts = {d: document_text(r.title, r.text, r.html) for d, r in docs.items()}
     recorded = (task.options.get("machine") or {}).get("judge")
-    with judges.llm_client(db, task_id) as client:
+    try:
+        client = judges.llm_client(db, task_id)
+    except Invalid as err:
+        log.warning("task %s: the llm judge cannot be made: %s", task_id, err.detail)
+        health.record_task_calls(db, task_id, None, error=f"not configured: {err.detail}")
+        return 0
+    with client:
         judge = judges.llm_pair_judge(texts, client)
         if judge.version != recorded:
             log.warning(
@@ -61,7 +72,12 @@ def prepare_llm_opinions(*, db: Database, task_id: int, lookahead: int = LOOKAHE
                 judge.version,
             )
             return 0
-        return prepare_pair_opinions(db=db, task_id=task_id, judge=judge, lookahead=lookahead)
+        if health.is_failing(db, task_id):  # every call failed last time: only probe
+            lookahead = min(lookahead, PROBE_LOOKAHEAD)
+        try:
+            return prepare_pair_opinions(db=db, task_id=task_id, judge=judge, lookahead=lookahead)
+        finally:
+            health.record_task_calls(db, task_id, client.report)
 
 
 def request_opinions(db: Database, task_id: int, session: object) -> bool:

@@ -434,6 +434,37 @@ class TaskMachine(Base):
     calibration: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
     calibrated_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    #: The model calls made for the task's opinions (``llm``: one per prompt sent), those
+    #: that gave no opinion (failed, timed out, malformed), those of them that timed out, and
+    #: the last failure's text and time (docs/machine-judges.md#when-the-machine-fails).
+    calls: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    calls_failed: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    calls_timed_out: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    last_error: Mapped[str | None] = mapped_column(String(300), nullable=True)
+    last_error_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+
+class MachineAlarm(Base):
+    """An alarm about a collection's machine (docs/machine-judges.md#when-the-machine-fails):
+    its ``kind`` (``calls_failing``: every call of a task's opinion job gave no opinion; other
+    checks, such as the audits, add their own kinds), the task it concerns (NULL: the whole
+    collection), the evidence as text, when it was raised and last seen, and when it was
+    cleared (NULL: open). At most one open alarm per (collection, task, kind) is kept by
+    the code that raises it."""
+
+    __tablename__ = "machine_alarm"
+    __table_args__ = (Index("ix_machine_alarm_collection_open", "collection_id", "cleared_at"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    collection_id: Mapped[int] = mapped_column(ForeignKey("collection.id", ondelete="CASCADE"))
+    task_id: Mapped[int | None] = mapped_column(
+        ForeignKey("task.id", ondelete="CASCADE"), nullable=True
+    )
+    kind: Mapped[str] = mapped_column(String(40))
+    evidence: Mapped[str] = mapped_column(Text)
+    raised_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    seen_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    cleared_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
 
 
 class MachineScore(Base):
@@ -549,6 +580,11 @@ class LlmUsage(Base):
     malformed: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     failed: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     refused: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    #: Of the failed prompts, those whose last attempt hit the request deadline.
+    timeouts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    #: The last failure (a failed or malformed reply): what went wrong and when.
+    last_error: Mapped[str | None] = mapped_column(String(300), nullable=True)
+    last_error_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 

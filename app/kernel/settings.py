@@ -184,7 +184,17 @@ class Settings(BaseSettings):
     )
     llm_concurrency: int = Field(default=4, ge=1, le=256, description="Requests in flight.")
     llm_timeout_seconds: float = Field(
-        default=60.0, gt=0, description="Timeout of one request (connect, read, write)."
+        default=60.0,
+        gt=0,
+        description="Total deadline of one request: connecting, sending and reading the whole "
+        "reply (a server that drips its reply is cut there); each retry has its own.",
+    )
+    llm_max_reply_bytes: int = Field(
+        default=8192,
+        ge=1024,
+        le=1_048_576,
+        description="Largest reply body read; a longer one is abandoned unread, counted as "
+        "malformed and not cached.",
     )
     llm_retries: int = Field(
         default=4, ge=0, le=20, description="Retries of a request on 429, 5xx or no connection."
@@ -205,8 +215,15 @@ class Settings(BaseSettings):
     llm_token_budget: int = Field(
         default=2_000_000,
         ge=0,
-        description="Tokens (prompt + reply) a study may spend; past it the machine stops "
-        "answering and people are asked (0: no machine answers).",
+        description="Tokens (prompt + reply) a study's machine opinions may spend (a plan, or a "
+        "collection's tasks without one); past it the machine stops answering and people are "
+        "asked (0: no machine answers).",
+    )
+    llm_grade_token_budget: int = Field(
+        default=2_000_000,
+        ge=0,
+        description="Tokens a collection's LLM grades (the llm prior) may spend, apart from "
+        "the task opinions' budget; past it the documents stay ungraded.",
     )
 
     @property

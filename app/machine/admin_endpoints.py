@@ -1,7 +1,8 @@
 """REST API v1, admin console (role admin): ``GET /admin/collections/{id}/machine/usage``, the
 LLM judge's spending per study of a collection (docs/rest-api.md#machine-usage), and
 ``GET /admin/machine/prompts[/{key}]``, the LLM judge's versioned prompt templates
-(docs/rest-api.md#machine-prompts).
+(docs/rest-api.md#machine-prompts), and ``POST /admin/machine/check``, one example pair asked
+of the LLM endpoint (docs/machine-judges.md#checking-the-endpoint).
 """
 
 from __future__ import annotations
@@ -13,8 +14,13 @@ from fastapi import APIRouter, Depends, Path
 from app.http.deps import DbDep, SettingsDep, require_admin
 from app.http.openapi import declare_errors
 from app.http.schemas import PathId
-from app.machine import prompts, service
-from app.machine.schemas import MachineUsageOut, PromptTemplateOut, PromptTemplatesOut
+from app.machine import check, prompts, service
+from app.machine.schemas import (
+    MachineCheckOut,
+    MachineUsageOut,
+    PromptTemplateOut,
+    PromptTemplatesOut,
+)
 
 router = APIRouter(prefix="/admin", tags=["admin"], dependencies=[Depends(require_admin)])
 
@@ -43,6 +49,15 @@ TemplateKey = Annotated[str, Path(min_length=1, max_length=200, examples=["pairw
 def prompt_template(key: TemplateKey) -> dict[str, Any]:
     """One prompt template by key (``pairwise@v1``); 404 naming the known keys."""
     return prompts.prompt_template(key=key)
+
+
+@router.post("/machine/check", response_model=MachineCheckOut)
+def machine_check(settings: SettingsDep) -> dict[str, Any]:
+    """Ask the configured LLM endpoint one example pair, once (no cache, no budget, no
+    retry): whether it answered (``ok``), the latency, the model configured and the model
+    that answered, the answer, and any error. A failed check is a 200 with ``ok: false``:
+    the request worked, the endpoint did not."""
+    return check.check_endpoint(settings)
 
 
 declare_errors(router)

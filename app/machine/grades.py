@@ -8,7 +8,8 @@ transaction, and no model is ever called inside a request. So the ``llm`` prior 
    or ``heapjudge admin llm-grades`` in the command's own process) asks the graded prompt
    template (:data:`GRADE_TEMPLATE`, one digit 0..4) for every document of the chosen queries
    through the collection's :class:`app.machine.llm.LlmClient` (cache, token budget, retries;
-   the tokens count on the collection's study, ``plan=None``);
+   the tokens count on the collection's grades, ``Study(collection, purpose="grades")``,
+   whose budget ``llm_grade_token_budget`` is apart from the task opinions');
 2. :func:`grade_order`, called by the prior resolver, reads those replies from the response
    cache only (the same cache keys: model, template, prompt, request parameters), reads them as
    the core's grade judge does (:class:`labeling.machine.judges.LlmGrader`) and orders the
@@ -37,7 +38,7 @@ from app.kernel.settings import Settings
 from app.machine.llm import LlmClient, cache_key, request_params
 from app.machine.repository import Study, cached_replies_in
 from labeling.machine.judges import grade_distributions
-from labeling.machine.llm_prompts import GRADED_V1, PromptTemplate
+from labeling.machine.llm_prompts import GRADED_V2, PromptTemplate
 from labeling.protocol.prior_orders import score_order
 from labeling.retrieval.text import document_text
 
@@ -50,7 +51,7 @@ __all__ = [
 ]
 
 #: The prompt template of the ``llm`` prior: one digit 0..4 per document.
-GRADE_TEMPLATE: PromptTemplate = GRADED_V1
+GRADE_TEMPLATE: PromptTemplate = GRADED_V2
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,7 +237,7 @@ def grade_documents(
     with db.read() as s:
         work = [(q, _texts(s, q, None)) for q in _queries(s, collection_id, query_ids)]
     with LlmClient(
-        db, Study(collection_id, None), settings=settings, template=GRADE_TEMPLATE
+        db, Study(collection_id, None, "grades"), settings=settings, template=GRADE_TEMPLATE
     ) as client:
         for query, texts in work:
             if texts:

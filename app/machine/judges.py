@@ -43,7 +43,7 @@ from app.machine.repository import Study
 from app.retrieval import service as retrieval
 from labeling.machine.calibration import Calibrator
 from labeling.machine.judges import Bm25Judge, JudgeQuery, LlmJudge
-from labeling.machine.llm_prompts import PAIRWISE_V1, PromptTemplate
+from labeling.machine.llm_prompts import PAIRWISE_V2, PromptTemplate
 from labeling.retrieval.bm25 import Bm25Params
 
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ ROUNDING = 3
 _MODEL = re.compile(r"^model:([0-9]+)$")
 #: The prompt template of the ``llm`` source: its key and hash are in the judge's version
 #: and every machine answer's ``prompt_hash`` (both orders asked, combined).
-LLM_TEMPLATE: PromptTemplate = PAIRWISE_V1
+LLM_TEMPLATE: PromptTemplate = PAIRWISE_V2
 _LLM_TAIL = re.compile(r"/([A-Za-z0-9_.-]+@v[0-9]+)/([0-9a-f]{16,64})$")
 
 

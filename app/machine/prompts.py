@@ -26,6 +26,7 @@ from app.kernel.settings import Settings
 from app.machine.grades import GRADE_TEMPLATE
 from app.machine.judges import LLM_TEMPLATE, llm_judge_version
 from app.machine.llm import TEMPERATURE
+from app.machine.llm_http import masked_url
 from labeling.machine import llm_prompts
 from labeling.machine.llm_prompts import PromptTemplate
 
@@ -51,12 +52,8 @@ EXAMPLE_DOCUMENTS = (
 def public_url(url: str) -> str:
     """``url`` without user, password, query and fragment: what may be shown of an endpoint
     whose URL could carry a credential."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if ":" in host:  # an IPv6 literal goes back into brackets
-        host = f"[{host}]"
-    netloc = f"{host}:{parts.port}" if parts.port is not None else host
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+    parts = urlsplit(masked_url(url))
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
 
 
 def judge_config(settings: Settings) -> dict[str, Any]:

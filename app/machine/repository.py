@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
+from typing import Any, Literal
 
 from sqlalchemy import select, update
 from sqlalchemy.dialects import postgresql, sqlite
@@ -16,30 +17,53 @@ from app.kernel.errors import NotFound
 from app.kernel.models import Collection, LlmResponse, LlmUsage, utcnow
 
 __all__ = [
+    "GRADES_KEY",
     "CachedReply",
+    "LastError",
     "Study",
     "UsageCounts",
     "add_usage",
     "cached_replies",
     "cached_replies_in",
     "collection_usage",
+    "failing_studies",
     "read_usage",
     "store_batch",
 ]
 
 
+#: The ``llm_usage.plan`` key of a collection's LLM grades (the ``llm`` prior): they spend
+#: their own budget (``llm_grade_token_budget``), apart from the tasks' opinions. No plan can
+#: be named so: plan names hold no control characters (:func:`app.http.schemas.check_label`).
+GRADES_KEY = "\x1fgrades"
+
+Purpose = Literal["opinions", "grades"]
+
+
 @dataclass(frozen=True, slots=True)
 class Study:
     """Whose tokens: a collection's plan (``task.plan``), or the collection itself for tasks
-    without a plan (``plan=None``)."""
+    without a plan (``plan=None``); ``purpose="grades"``: the collection's LLM grades, which
+    count apart (:data:`GRADES_KEY`)."""
 
     collection_id: int
     plan: str | None = None
+    purpose: Purpose = "opinions"
 
     @property
     def plan_key(self) -> str:
-        """The ``llm_usage.plan`` value: the plan's name, ``''`` for none."""
+        """The ``llm_usage.plan`` value: the plan's name, ``''`` for none,
+        :data:`GRADES_KEY` for the grades."""
+        if self.purpose == "grades":
+            return GRADES_KEY
         return self.plan or ""
+
+    @classmethod
+    def of_key(cls, collection_id: int, key: str) -> Study:
+        """The study of an ``llm_usage.plan`` value (:attr:`plan_key`'s inverse)."""
+        if key == GRADES_KEY:
+            return cls(collection_id, None, "grades")
+        return cls(collection_id, key or None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +86,7 @@ class UsageCounts:
     malformed: int = 0
     failed: int = 0
     refused: int = 0
+    timeouts: int = 0
 
     @property
     def tokens(self) -> int:
@@ -76,6 +101,14 @@ class UsageCounts:
 
 
 _COUNTERS = tuple(f.name for f in fields(UsageCounts))
+
+
+@dataclass(frozen=True, slots=True)
+class LastError:
+    """A study's (or a task's) last failed call: what went wrong, and when (ISO 8601)."""
+
+    error: str
+    at: str
 
 
 def cached_replies(db: Database, keys: Iterable[str]) -> dict[str, CachedReply]:
@@ -115,11 +148,14 @@ def store_batch(
     study: Study,
     replies: Mapping[str, tuple[str, str, str, CachedReply]],
     counts: UsageCounts,
+    last_error: str | None = None,
 ) -> None:
     """In one transaction: cache the new replies (``key -> (model, template key, prompt
-    hash, reply)``; a key stored meanwhile by another worker is kept as it is) and add
-    ``counts`` to the study's counters."""
+    hash, reply)``; a key stored meanwhile by another worker is kept as it is), add
+    ``counts`` to the study's counters and, with ``last_error``, record it as the study's
+    last failure."""
     now = utcnow()
+    failure = {} if last_error is None else {"last_error": last_error[:300], "last_error_at": now}
     with db.write() as s:
         if replies:
             s.execute(
@@ -148,6 +184,7 @@ def store_batch(
             .where(LlmUsage.collection_id == study.collection_id, LlmUsage.plan == study.plan_key)
             .values(
                 updated_at=now,
+                **failure,
                 **{name: table.c[name] + getattr(counts, name) for name in _COUNTERS},
             )
         )
@@ -169,18 +206,42 @@ def read_usage(db: Database, study: Study) -> UsageCounts:
     return UsageCounts() if row is None else UsageCounts(*(int(v) for v in row))
 
 
-def collection_usage(db: Database, collection_id: int) -> list[tuple[Study, UsageCounts]]:
-    """Every study of the collection that used the LLM judge and its counters, the
-    collection's own (no plan) first, then by plan name; 404 for an unknown collection."""
+def _usage_rows(s: Session, where: Any) -> list[tuple[Study, UsageCounts, LastError | None]]:
+    rows = s.execute(
+        select(
+            LlmUsage.collection_id,
+            LlmUsage.plan,
+            LlmUsage.last_error,
+            LlmUsage.last_error_at,
+            *(getattr(LlmUsage, name) for name in _COUNTERS),
+        )
+        .where(where)
+        .order_by(LlmUsage.collection_id, LlmUsage.plan)
+    ).all()
+    found = [
+        (
+            Study.of_key(int(cid), plan),
+            UsageCounts(*(int(v) for v in counts)),
+            LastError(error, at.isoformat()) if error and at is not None else None,
+        )
+        for cid, plan, error, at, *counts in rows
+    ]
+    return sorted(found, key=lambda row: (row[0].collection_id, row[0].purpose == "grades"))
+
+
+def failing_studies(db: Database) -> list[tuple[Study, UsageCounts, LastError | None]]:
+    """Every study (of any collection) with a failed or malformed call, by collection."""
+    with db.read() as s:
+        return _usage_rows(s, (LlmUsage.failed > 0) | (LlmUsage.malformed > 0))
+
+
+def collection_usage(
+    db: Database, collection_id: int
+) -> list[tuple[Study, UsageCounts, LastError | None]]:
+    """Every study of the collection that used the LLM judge, its counters and its last
+    failure, the collection's own (no plan) first, then by plan name, the grades last; 404
+    for an unknown collection."""
     with db.read() as s:
         if s.get(Collection, collection_id) is None:
             raise NotFound(f"no collection with id {collection_id}")
-        rows = s.execute(
-            select(LlmUsage.plan, *(getattr(LlmUsage, name) for name in _COUNTERS))
-            .where(LlmUsage.collection_id == collection_id)
-            .order_by(LlmUsage.plan)
-        ).all()
-    return [
-        (Study(collection_id, plan or None), UsageCounts(*(int(v) for v in counts)))
-        for plan, *counts in rows
-    ]
+        return _usage_rows(s, LlmUsage.collection_id == collection_id)

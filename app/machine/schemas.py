@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, Field
 
 
@@ -10,6 +12,10 @@ class StudyUsageOut(BaseModel):
 
     collection_id: int
     plan: str | None = Field(description="The plan (task.plan); null: tasks without a plan.")
+    purpose: Literal["opinions", "grades"] = Field(
+        description="opinions: the tasks' machine opinions; grades: the collection's LLM grades "
+        "(the llm prior), counted apart with their own budget."
+    )
     requests: int = Field(description="Requests the endpoint answered.")
     cached: int = Field(description="Replies served from the response cache (free).")
     prompt_tokens: int
@@ -18,8 +24,29 @@ class StudyUsageOut(BaseModel):
     malformed: int = Field(description="Replies that did not parse (no opinion).")
     failed: int = Field(description="Prompts that failed after every retry (no opinion).")
     refused: int = Field(description="Prompts not sent: the budget was spent (no opinion).")
-    budget: int = Field(description="Tokens the study may spend (HEAPJUDGE_LLM_TOKEN_BUDGET).")
+    timeouts: int = Field(description="Of the failed, those whose last attempt hit the deadline.")
+    budget: int = Field(
+        description="Tokens the study may spend (HEAPJUDGE_LLM_TOKEN_BUDGET, or "
+        "HEAPJUDGE_LLM_GRADE_TOKEN_BUDGET for the grades)."
+    )
     remaining: int = Field(description="Tokens left before the machine stops answering.")
+    last_error: str | None = Field(
+        description="The study's last failed or malformed call: what went wrong (never a URL or "
+        "a key)."
+    )
+    last_error_at: str | None = Field(description="When it happened (ISO 8601).")
+
+
+class MachineAlarmOut(BaseModel):
+    """An open alarm about the collection's machine."""
+
+    id: int
+    collection_id: int
+    task_id: int | None = Field(description="The task it concerns; null: the collection.")
+    kind: str = Field(description="calls_failing: every call of a task's opinion job failed.")
+    evidence: str
+    raised_at: str
+    seen_at: str
 
 
 class MachineUsageOut(BaseModel):
@@ -28,7 +55,27 @@ class MachineUsageOut(BaseModel):
     collection_id: int
     model: str | None = Field(description="The configured model (HEAPJUDGE_LLM_MODEL).")
     budget: int = Field(description="Tokens per study (HEAPJUDGE_LLM_TOKEN_BUDGET).")
+    grade_budget: int = Field(
+        description="Tokens of the collection's LLM grades (HEAPJUDGE_LLM_GRADE_TOKEN_BUDGET)."
+    )
     studies: list[StudyUsageOut]
+    alarms: list[MachineAlarmOut] = Field(description="Open alarms about the machine.")
+
+
+class MachineCheckOut(BaseModel):
+    """One example pair asked of the LLM endpoint (docs/machine-judges.md#checking-the-endpoint)."""
+
+    ok: bool = Field(description="A 200 whose reply reads as A or B.")
+    endpoint: str = Field(description="The chat-completions URL, user info and query masked.")
+    model: str | None = Field(description="The configured model (HEAPJUDGE_LLM_MODEL).")
+    reply_model: str | None = Field(description="The model the endpoint says answered.")
+    template: str = Field(description="The prompt template asked.")
+    latency_ms: float | None = Field(description="Milliseconds until the whole reply was read.")
+    status: int | None = Field(description="The HTTP status; null: no response.")
+    answer: Literal["A", "B"] | None = Field(description="The answer read from the reply.")
+    expected: Literal["A", "B"] = Field(description="The right answer to the example pair.")
+    reply_chars: int | None = Field(description="Length of the reply text (never shown).")
+    error: str | None = Field(description="What went wrong (never a URL's secret or a key).")
 
 
 class PromptMessageOut(BaseModel):

@@ -27,20 +27,21 @@ from app.kernel.caches import LRU, Slot
 from app.kernel.db import Database
 from app.kernel.models import Query, utcnow
 from app.kernel.settings import Settings
-from app.machine import judges
+from app.machine import health, judges
 from app.machine.judge_repository import (
     MachineStore,
     save_machine,
     save_opinions,
     source_evidence,
 )
-from app.machine.llm import LlmUsage
-from app.machine.repository import collection_usage
+from app.machine.llm import LlmUsage, budget_of
+from app.machine.repository import collection_usage, failing_studies
 from labeling.machine.judges import JudgeQuery
 from labeling.machine.opinion import JudgeOpinion
 
 __all__ = [
     "check_machine",
+    "machine_health",
     "machine_usage",
     "prepare_task",
     "refresh_opinions",
@@ -173,18 +174,50 @@ def machine_usage(*, db: Database, collection_id: int) -> dict[str, Any]:
     /api/v1/admin/collections/{id}/machine/usage``, the admin progress page): the model and
     the budget per study from the settings, and each study's counters
     (:meth:`app.machine.llm.LlmUsage.to_dict`: requests, cached, tokens, malformed, failed,
-    refused, remaining). 404 for an unknown collection."""
-    budget = db.settings.llm_token_budget
-    studies = [
-        LlmUsage(study, counts, budget).to_dict()
-        for study, counts in collection_usage(db, collection_id)
-    ]
+    refused, timeouts, remaining; ``purpose`` ``grades`` for the collection's LLM grades,
+    which have their own budget) with each study's last failure (``last_error``,
+    ``last_error_at``). 404 for an unknown collection."""
+    settings = db.settings
+    studies = []
+    for study, counts, last in collection_usage(db, collection_id):
+        row = LlmUsage(study, counts, budget_of(study, settings)).to_dict()
+        row["last_error"] = last.error if last else None
+        row["last_error_at"] = last.at if last else None
+        studies.append(row)
     return {
         "collection_id": collection_id,
-        "model": db.settings.llm_model or None,
-        "budget": budget,
+        "model": settings.llm_model or None,
+        "budget": settings.llm_token_budget,
+        "grade_budget": settings.llm_grade_token_budget,
         "studies": studies,
+        "alarms": health.open_alarms(db, collection_id),
     }
+
+
+def _study_label(plan: str | None, purpose: str) -> str:
+    if purpose == "grades":
+        return "LLM grades"
+    return plan or "(tasks without a plan)"
+
+
+def machine_health(db: Database) -> dict[str, Any]:
+    """The machine page's figures (docs/machine-judges.md#when-the-machine-fails): every open
+    machine alarm, and every study with a failed or malformed call, its counters and its last
+    error."""
+    failures = [
+        {
+            "collection_id": study.collection_id,
+            "study": _study_label(study.plan, study.purpose),
+            "requests": counts.requests,
+            "failed": counts.failed,
+            "timeouts": counts.timeouts,
+            "malformed": counts.malformed,
+            "last_error": last.error if last else None,
+            "last_error_at": last.at if last else None,
+        }
+        for study, counts, last in failing_studies(db)
+    ]
+    return {"alarms": health.open_alarms(db), "failures": failures}
 
 
 def people_agreement(db: Database, collection_id: int, source: str) -> tuple[int, int]:

@@ -6,6 +6,10 @@ estimate of what remains (``expected_remaining`` and the worst-case ``max_remain
 time of the last judgment. These are summed per query, per assessor and for the collection,
 together with a timeline of judgments per time bucket and method (the admin page's chart).
 
+Tasks with a machine judge also report its calls (``machine_calls``: calls, failed, timed out,
+the last error) and the collection its open machine alarms (``machine_alarms``;
+docs/machine-judges.md#when-the-machine-fails).
+
 One read transaction; cost is one replay per unfinished task (well under a millisecond each).
 """
 
@@ -21,6 +25,7 @@ from app.judging.loop import replay_task
 from app.kernel.db import Database
 from app.kernel.errors import NotFound
 from app.kernel.models import TASK_STATUSES, Collection, Judgment, Query, Task, User
+from app.machine import health
 
 #: Timeline bucket sizes to choose from (seconds): the smallest giving at most MAX_BUCKETS.
 BUCKETS = (60, 300, 900, 3600, 6 * 3600, 86400, 7 * 86400)
@@ -147,12 +152,16 @@ def collection_progress(*, db: Database, collection_id: int) -> dict[str, Any]:
                 .order_by(Query.id)
             )
         )
+        calls = health.task_calls(s, collection_id)
     tasks: list[dict[str, Any]] = []
     times: list[tuple[datetime, str]] = []
     for task, qid, qtitle, username, disabled in rows:
         log = logs.get(task.id, [])
         times.extend((j.created_at, task.method) for j in log)
-        tasks.append(_task_entry(task, log, qid, qtitle, username, bool(disabled)))
+        entry = _task_entry(task, log, qid, qtitle, username, bool(disabled))
+        # the machine's calls for the task (docs/machine-judges.md#when-the-machine-fails)
+        entry["machine_calls"] = calls.get(task.id)
+        tasks.append(entry)
     totals = _blank()
     # The study's queries only (those with a task), in import order: a collection of 225
     # queries with a study of 10 lists 10.
@@ -188,4 +197,5 @@ def collection_progress(*, db: Database, collection_id: int) -> dict[str, Any]:
         "by_assessor": sorted(by_assessor.values(), key=lambda a: a["assessor"]),
         "tasks": tasks,
         "timeline": timeline(times, now=datetime.now(UTC)),
+        "machine_alarms": health.open_alarms(db, collection_id),
     }

@@ -21,6 +21,7 @@ from app.http.schemas import (
     StrictModel,
     TaskStatus,
 )
+from app.machine.schemas import MachineAlarmOut
 
 
 class PriorIn(StrictModel):
@@ -146,6 +147,16 @@ class AssessorProgressOut(ProgressTotalsOut):
     disabled: bool
 
 
+class MachineCallsOut(BaseModel):
+    """A task's machine calls (docs/machine-judges.md#when-the-machine-fails)."""
+
+    calls: int = Field(description="Calls made for the task's machine opinions.")
+    failed: int = Field(description="Of them, those that gave no opinion (failed, malformed).")
+    timed_out: int = Field(description="Of the failed, those that hit the request deadline.")
+    last_error: str | None = Field(description="What went wrong last (no URL, no key).")
+    last_error_at: IsoTime | None
+
+
 class TaskProgressOut(BaseModel):
     id: int
     query_id: str
@@ -167,6 +178,9 @@ class TaskProgressOut(BaseModel):
     last_activity: IsoTime | None
     created_at: IsoTime | None
     finished_at: IsoTime | None
+    machine_calls: MachineCallsOut | None = Field(
+        default=None, description="The machine judge's calls for the task (null: no machine)."
+    )
 
 
 class TimelinePointOut(BaseModel):
@@ -190,3 +204,6 @@ class CollectionProgressOut(BaseModel):
     by_assessor: list[AssessorProgressOut]
     tasks: list[TaskProgressOut]
     timeline: TimelineOut
+    machine_alarms: list[MachineAlarmOut] = Field(
+        default_factory=list, description="Open alarms about the collection's machine."
+    )

@@ -1,19 +1,32 @@
-"""Admin page: the LLM judge's versioned prompt templates (docs/admin-guide.md#prompt-templates).
+"""Admin pages of the machine judge (docs/admin-guide.md#prompt-templates,
+docs/machine-judges.md#when-the-machine-fails).
 
 ``GET /admin/machine/prompts`` shows the judge's configuration (model, endpoint, the template
 it asks, its version, the *name* of the API key's environment variable; never the key) and
 every template: key, kind, hash, document cut-off, the system and user text as they are sent
 and an example rendering. The figures are :func:`app.machine.prompts.prompt_templates`'s, as
 ``GET /api/v1/admin/machine/prompts`` answers them; the texts are autoescaped in ``<pre>``.
+
+``GET /admin/machine`` shows the machine's health: a button that checks the endpoint
+(``POST /admin/machine/check``, a CSRF-checked form, admin only by its dependencies:
+:func:`app.machine.check.check_endpoint`, the result shown on the page), every open machine
+alarm and every study with failed calls and its last error
+(:func:`app.machine.service.machine_health`).
 """
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
-from fastapi.responses import Response
+from typing import Any
 
-from app.http.deps import DbDep
-from app.machine.prompts import prompt_templates
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import Response
+from starlette.concurrency import run_in_threadpool
+
+from app.http.deps import DbDep, require_csrf_form
+from app.kernel.errors import Forbidden
+from app.machine.check import check_endpoint
+from app.machine.prompts import judge_config, prompt_templates
+from app.machine.service import machine_health
 from app.web.admin import admin_page, admin_session
 
 router = APIRouter()
@@ -27,3 +40,35 @@ async def prompts_page(request: Request, db: DbDep) -> Response:
     assert resolved is not None
     report = prompt_templates(settings=db.settings)
     return admin_page(request, resolved, "machine/prompts.html", {"report": report})
+
+
+async def _health(db: Any, check: dict[str, Any] | None) -> dict[str, Any]:
+    found = await run_in_threadpool(machine_health, db)
+    return {"judge": judge_config(db.settings), "check": check, **found}
+
+
+@router.get("/admin/machine")
+async def machine_page(request: Request, db: DbDep) -> Response:
+    resolved, early = await admin_session(request, db)
+    if early is not None:
+        return early
+    assert resolved is not None
+    return admin_page(request, resolved, "machine/health.html", await _health(db, None))
+
+
+async def require_admin_form(request: Request) -> None:
+    """After :func:`app.http.deps.require_csrf_form`: the form's session is an admin's (403
+    otherwise), so the check's route cannot forget the role."""
+    if request.state.web_session.user.role != "admin":
+        raise Forbidden("admin role required")
+
+
+@router.post(
+    "/admin/machine/check",
+    dependencies=[Depends(require_csrf_form), Depends(require_admin_form)],
+)
+async def machine_check(request: Request, db: DbDep) -> Response:
+    """Check the endpoint (one example pair) and show the page with the result."""
+    report = await run_in_threadpool(check_endpoint, db.settings)
+    resolved = request.state.web_session
+    return admin_page(request, resolved, "machine/health.html", await _health(db, report))

@@ -54,8 +54,8 @@ from numpy.typing import NDArray
 from labeling.machine.calibration import Calibrator
 from labeling.machine.features import FeatureExtractor
 from labeling.machine.llm_prompts import (
-    GRADED_V1,
-    PAIRWISE_V1,
+    GRADED_V2,
+    PAIRWISE_V2,
     PromptTemplate,
     combine_orders,
     parse_graded,
@@ -402,7 +402,7 @@ class LlmAsker:
     #: ``describe()["kind"]``.
     LABEL = "llm"
     #: The template used when none is given.
-    DEFAULT_TEMPLATE: PromptTemplate = PAIRWISE_V1
+    DEFAULT_TEMPLATE: PromptTemplate = PAIRWISE_V2
 
     def __init__(
         self,
@@ -481,7 +481,7 @@ class LlmGrader(LlmAsker):
 
     KIND = "graded"
     LABEL = "llm-grader"
-    DEFAULT_TEMPLATE = GRADED_V1
+    DEFAULT_TEMPLATE = GRADED_V2
 
     def grades(self, query: JudgeQuery, doc_ids: Sequence[str]) -> F64:
         try:

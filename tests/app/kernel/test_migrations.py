@@ -21,7 +21,7 @@ from app.kernel.settings import Settings
 from tests.app.conftest import BACKENDS, fresh_database
 
 REPO = Path(__file__).resolve().parents[3]
-HEAD = "0029_unpooled_grades"  # the newest migration
+HEAD = "0030_machine_failures"  # the newest migration
 TABLES = {
     "user",
     "api_token",
@@ -35,6 +35,7 @@ TABLES = {
     "training_run",
     "second_opinion",
     "llm_response",
+    "machine_alarm",
     "llm_usage",
     "run",
     "run_query",

@@ -36,21 +36,31 @@ from typing import Any
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+
+from labeling.machine.llm_prompts import read_blocks
 
 Messages = list[dict[str, str]]
 
 
 def graded_passage(user: str) -> str | None:
-    """The passage of a GRADED_V1 user message, None for another prompt."""
+    """The passage of a graded user message (GRADED_V2's fenced block, or GRADED_V1's),
+    None for another prompt."""
+    blocks = read_blocks(user)
+    if "passage" in blocks:
+        return blocks["passage"]
     if "\n\nPassage:\n" not in user or "\n\nGrade how well" not in user:
         return None
     return user.split("\n\nPassage:\n", 1)[1].split("\n\nGrade how well", 1)[0]
 
 
 def passages(user: str) -> tuple[str, str]:
-    """Passages A and B of a PAIRWISE_V1 user message."""
+    """Passages A and B of a pairwise user message (PAIRWISE_V2's fenced blocks, as a model
+    reads them, or PAIRWISE_V1's)."""
+    blocks = read_blocks(user)
+    if "passage_a" in blocks and "passage_b" in blocks:
+        return blocks["passage_a"], blocks["passage_b"]
     a = user.split("Passage A:\n", 1)[1].split("\n\nPassage B:\n", 1)[0]
     b = user.split("\n\nPassage B:\n", 1)[1].split("\n\nWhich passage", 1)[0]
     return a, b
@@ -95,8 +105,9 @@ class StandInModel:
 
 
 def tokens(messages: Messages) -> int:
-    """The stand-in's prompt token count: the words of every message."""
-    return sum(len(m["content"].split()) for m in messages)
+    """The stand-in's prompt token count: ⌈characters / 3⌉ of every message (above the
+    client's floor of characters / 4, as a real tokenizer's count often is)."""
+    return sum(-(-len(m["content"]) // 3) for m in messages)
 
 
 @dataclass
@@ -107,13 +118,18 @@ class StandInServer:
     api_key: str | None = None
     requests: int = 0
     authorizations: list[str | None] = field(default_factory=list)
+    dripped: int = 0
     _script: deque[tuple[str, Any]] = field(default_factory=deque)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def script(self, kind: str, times: int = 1, value: Any = None) -> None:
         """The next ``times`` requests get ``kind``: ``"429"`` (``value``: the Retry-After
         header, or None for none), ``"500"``, ``"slow"`` (``value`` seconds before the
-        reply), ``"malformed"`` (``value``: the reply text), ``"no_content"`` or ``"no_usage"``."""
+        reply), ``"drip"`` (the reply sent one byte every ``value`` seconds; :attr:`dripped`
+        counts the bytes sent), ``"huge"`` (a reply text of ``value`` characters),
+        ``"malformed"`` (``value``: the reply text), ``"garbage"`` (a 200 whose body is not
+        JSON), ``"usage"`` (``value``: the prompt and completion tokens reported, e.g.
+        ``0`` or ``-50``), ``"no_content"`` or ``"no_usage"``."""
         with self._lock:
             self._script.extend([(kind, value)] * times)
 
@@ -122,7 +138,16 @@ class StandInServer:
             self.requests += 1
             return self._script.popleft() if self._script else None
 
-    async def _completions(self, request: Request) -> JSONResponse:
+    def _drip(self, payload: bytes, every: float) -> StreamingResponse:
+        async def body() -> Any:
+            for i in range(len(payload)):
+                await asyncio.sleep(every)
+                self.dripped += 1
+                yield payload[i : i + 1]
+
+        return StreamingResponse(body(), media_type="application/json")
+
+    async def _completions(self, request: Request) -> Response:
         auth = request.headers.get("authorization")
         action = self._next_action()
         with self._lock:
@@ -143,30 +168,43 @@ class StandInServer:
                 await asyncio.sleep(float(value))
             if kind == "malformed":
                 reply = str(value)
+            if kind == "huge":
+                reply = "x" * int(value)
+            if kind == "garbage":
+                return Response(b"<html>502 Bad Gateway</html>", media_type="text/html")
+            if kind == "drip":
+                payload = JSONResponse(self._reply(body, messages, reply)).body
+                return self._drip(payload, float(value))
+            if kind == "usage":
+                data = self._reply(body, messages, reply)
+                data["usage"] = {"prompt_tokens": int(value), "completion_tokens": int(value)}
+                return JSONResponse(data)
             if kind == "no_content":
                 return JSONResponse({"id": "x", "choices": [], "usage": {"prompt_tokens": 1}})
             if kind == "no_usage":
                 message = {"role": "assistant", "content": reply}
                 return JSONResponse({"id": "x", "choices": [{"index": 0, "message": message}]})
-        return JSONResponse(
-            {
-                "id": f"standin-{self.requests}",
-                "object": "chat.completion",
-                "model": body.get("model"),
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": reply},
-                        "finish_reason": "stop",
-                    }
-                ],
-                "usage": {
-                    "prompt_tokens": tokens(messages),
-                    "completion_tokens": 1,
-                    "total_tokens": tokens(messages) + 1,
-                },
-            }
-        )
+        return JSONResponse(self._reply(body, messages, reply))
+
+    def _reply(self, body: dict[str, Any], messages: Messages, reply: str) -> dict[str, Any]:
+        """A chat-completions answer with ``reply`` and the stand-in's usage."""
+        return {
+            "id": f"standin-{self.requests}",
+            "object": "chat.completion",
+            "model": body.get("model"),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": reply},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {
+                "prompt_tokens": tokens(messages),
+                "completion_tokens": 1,
+                "total_tokens": tokens(messages) + 1,
+            },
+        }
 
     async def _control(self, request: Request) -> JSONResponse:
         """``POST /_standin/script`` with ``{"kind", "times", "value"}``: :meth:`script` over

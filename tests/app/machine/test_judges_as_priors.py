@@ -198,7 +198,7 @@ def test_the_llm_prior_needs_the_grades_first_then_orders_by_them(
     assert tasks(api) == before
     view = grades_view(api, cid)
     assert view["q1"]["missing"] == N and view["total"]["graded"] == 0
-    assert view["total"]["template"] == "graded@v1"
+    assert view["total"]["template"] == "graded@v2"
     # An unknown query is named; nothing is queued.
     r = api.post(
         "admin", f"/api/v1/admin/collections/{cid}/llm-grades", json={"query_ids": ["nope"]}

@@ -31,7 +31,7 @@ from app.judging.jobs import (
     run_opinions_job,
 )
 from app.kernel.models import Judgment, MachineOpinion, Task
-from labeling.machine.llm_prompts import PAIRWISE_V1
+from labeling.machine.llm_prompts import PAIRWISE_V2
 from tests.app.conftest import Api
 from tests.app.machine.llm_standin import StandInModel, StandInServer
 from tests.app.machine.test_llm_client import every_text_in_the_database
@@ -168,10 +168,10 @@ def test_an_llm_task_gets_machine_answers_through_the_study(
     task_id, run = first["task_id"], first
     rows = live_log(api, task_id)
     machine = [j for j in rows if j.source == "machine"]
-    version = f"llm/{api.db.settings.llm_model}/{PAIRWISE_V1.key}/{PAIRWISE_V1.hash}"
+    version = f"llm/{api.db.settings.llm_model}/{PAIRWISE_V2.key}/{PAIRWISE_V2.hash}"
     assert machine and all(
         (j.machine_version or "").startswith(f"{version}+calibration/")
-        and j.prompt_hash == PAIRWISE_V1.hash
+        and j.prompt_hash == PAIRWISE_V2.hash
         and (j.probability or 0) >= 0.5
         for j in machine
     )
@@ -283,7 +283,16 @@ def test_the_usage_is_admin_only_and_on_the_progress_page(
     assert 'data-testid="llm-usage"' in page and "wired-1" in page
     row = page.split("<td>wired-1</td>", 1)[1].split("</tr>", 1)[0]
     cells = [c.split("</td>", 1)[0] for c in row.split('<td class="num">')[1:]]
-    names = ("requests", "cached", "tokens", "malformed", "failed", "refused", "remaining")
+    names = (
+        "requests",
+        "cached",
+        "tokens",
+        "malformed",
+        "failed",
+        "refused",
+        "remaining",
+        "timeouts",
+    )
     assert cells == [str(spent[n]) for n in names]
 
 

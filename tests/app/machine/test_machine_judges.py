@@ -22,7 +22,7 @@ from sqlalchemy import select
 from app.judging.loop import answer_of, clear_caches, replay_task
 from app.judging.repository import live_judgments
 from app.kernel.models import Judgment, Task, TaskMachine
-from labeling.machine.llm_prompts import PAIRWISE_V1
+from labeling.machine.llm_prompts import PAIRWISE_V2
 from tests.app.conftest import Api
 from tests.app.machine_support import machine_collection, training_run
 
@@ -508,7 +508,7 @@ def test_llm_opinions_come_from_a_job_and_the_loop_picks_them_up(
     monkeypatch.setattr(api.db.settings, "llm_model", "default")
     monkeypatch.setenv("HEAPJUDGE_QUEUE_URL", f"sqlite:///{tmp_path / 'queue.db'}")
     task_id = create(api, cid, "q0", "llm")
-    version = f"llm/default/{PAIRWISE_V1.key}/{PAIRWISE_V1.hash}"
+    version = f"llm/default/{PAIRWISE_V2.key}/{PAIRWISE_V2.hash}"
     with api.db.read() as s:
         task = s.get(Task, task_id)
         assert task is not None and task.options["machine"]["judge"] == version
@@ -527,7 +527,7 @@ def test_llm_opinions_come_from_a_job_and_the_loop_picks_them_up(
     machine = [j for j in log(api, task_id) if j.source == "machine"]
     assert machine and all(
         (j.machine_version or "").startswith(f"{version}+calibration/")
-        and j.prompt_hash == PAIRWISE_V1.hash
+        and j.prompt_hash == PAIRWISE_V2.hash
         for j in machine
     )
     assert result(api, task_id)["top"] == sorted(truth["q0"], key=lambda d: -truth["q0"][d])[:K]

@@ -22,7 +22,7 @@ from app.machine.judges import LLM_TEMPLATE
 from app.machine.prompts import EXAMPLE_DOCUMENTS, EXAMPLE_QUERY
 from app.users import service as users
 from labeling.machine import llm_prompts
-from labeling.machine.llm_prompts import GRADED_V1, PAIRWISE_V1, PromptTemplate
+from labeling.machine.llm_prompts import GRADED_V1, PAIRWISE_V1, PAIRWISE_V2, PromptTemplate
 from tests.app.admin_support import make_collection
 from tests.app.conftest import Api
 
@@ -76,11 +76,11 @@ def test_the_list_shows_every_template_as_it_is(api: Api) -> None:
         assert shown == _expected(template)
         assert shown["hash"] == template.hash and len(shown["hash"]) == 16
     # The llm judge asks the pairwise template, and only that one is marked.
-    assert [t["key"] for t in body["templates"] if t["used_by_llm_judge"]] == ["pairwise@v1"]
-    assert [t["key"] for t in body["templates"] if t["used_by_llm_prior"]] == ["graded@v1"]
+    assert [t["key"] for t in body["templates"] if t["used_by_llm_judge"]] == ["pairwise@v2"]
+    assert [t["key"] for t in body["templates"] if t["used_by_llm_prior"]] == ["graded@v2"]
     judge = body["judge"]
-    assert judge["template"] == LLM_TEMPLATE.key == PAIRWISE_V1.key
-    assert judge["template_hash"] == PAIRWISE_V1.hash
+    assert judge["template"] == LLM_TEMPLATE.key == PAIRWISE_V2.key
+    assert judge["template_hash"] == PAIRWISE_V2.hash
     assert judge["api_key_env"] == api.settings.llm_api_key_env
     assert judge["model"] == (api.settings.llm_model or None)
 
@@ -91,7 +91,7 @@ def test_the_judge_follows_the_settings(api: Api, monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(api.settings, "llm_max_tokens", 5)
     judge = api.get("admin", LIST).json()["judge"]
     assert judge["configured"] is True and judge["model"] == model
-    assert judge["version"] == f"llm/{model}/pairwise@v1/{PAIRWISE_V1.hash}"
+    assert judge["version"] == f"llm/{model}/pairwise@v2/{PAIRWISE_V2.hash}"
     assert judge["max_tokens"] == 5 and judge["temperature"] == 0.0
     monkeypatch.setattr(api.settings, "llm_model", "")
     judge = api.get("admin", LIST).json()["judge"]

@@ -25,7 +25,13 @@ from labeling.machine.judges import (
     logistic_preference,
     thurstone_sigma,
 )
-from labeling.machine.llm_prompts import GRADED_V1, PAIRWISE_V1, parse_pairwise
+from labeling.machine.llm_prompts import (
+    GRADED_V2,
+    PAIRWISE_V1,
+    PAIRWISE_V2,
+    parse_pairwise,
+    read_blocks,
+)
 from labeling.retrieval.bm25 import Bm25Index, Bm25Params
 from labeling.retrieval.text import document_text
 
@@ -183,8 +189,8 @@ class StandIn:
         replies: list[str | None] = []
         for messages in batch:
             user = messages[1]["content"]
-            a = user.split("Passage A:\n", 1)[1].split("\n", 1)[0]
-            b = user.split("Passage B:\n", 1)[1].split("\n", 1)[0]
+            blocks = read_blocks(user)  # the judge asks the fenced pairwise@v2
+            a, b = blocks["passage_a"], blocks["passage_b"]
             self.prompts.append((a, b))
             if (a, b) in self.malformed:
                 replies.append("I cannot decide." if len(replies) % 2 else None)
@@ -199,7 +205,7 @@ def test_llm_judge_combines_both_orders() -> None:
     texts = {d: d for d in ("x", "y", "z")}
     truthful = LlmJudge(StandIn(["x", "y", "z"], 0.0, 0), texts, model="m")
     assert truthful.prefer(QUERY, [("x", "y"), ("z", "x")]).tolist() == [1.0, 0.0]
-    assert truthful.version == f"llm/m/pairwise@v1/{PAIRWISE_V1.hash}"
+    assert truthful.version == f"llm/m/pairwise@v2/{PAIRWISE_V2.hash}"
     always_first = LlmJudge(StandIn(["x", "y", "z"], 1.0, 0), texts, model="m")
     assert always_first.prefer(QUERY, [("x", "y"), ("z", "x")]).tolist() == [0.5, 0.5]
     ask = StandIn(["x", "y", "z"], 0.0, 0, malformed=[("y", "x"), ("z", "y"), ("y", "z")])
@@ -228,7 +234,7 @@ def test_llm_position_bias_cancels() -> None:
     assert abs(bias.first_shown_rate - 0.5) < 3 * math.sqrt(0.25 / 1000)
     assert abs(bias.mean_shift) < 0.02
     # the raw single-order answers were biased: 0.7 + 0.3·0.5 first-shown
-    replies = ask([PAIRWISE_V1.render("q", a, b) for a, b in pairs])
+    replies = ask([PAIRWISE_V2.render("q", a, b) for a, b in pairs])
     single = [parse_pairwise(r) == "A" for r in replies]
     assert np.mean(single) == pytest.approx(0.85, abs=0.04)
 
@@ -272,7 +278,7 @@ def test_the_llm_grader_reads_one_grade_per_document_and_no_opinion_as_nan() -> 
         asked.extend(prompts)
         out = []
         for messages in prompts:
-            passage = messages[-1]["content"].split("Passage:\n", 1)[1].split("\n\n", 1)[0]
+            passage = read_blocks(messages[-1]["content"])["passage"]
             out.append(replies[passage])
         return out
 
@@ -284,8 +290,8 @@ def test_the_llm_grader_reads_one_grade_per_document_and_no_opinion_as_nan() -> 
     assert dist[1].tolist() == [1.0, 0.0, 0.0, 0.0, 0.0]
     assert np.isnan(dist[2]).all() and np.isnan(dist[3]).all()
     assert grader.malformed == 1  # "maybe"; a failed call (None) is not a reply
-    assert asked == [GRADED_V1.render(QUERY.text, texts[d]) for d in "abcd"]
-    assert grader.version == f"llm/m/graded@v1/{GRADED_V1.hash}"
+    assert asked == [GRADED_V2.render(QUERY.text, texts[d]) for d in "abcd"]
+    assert grader.version == f"llm/m/graded@v2/{GRADED_V2.hash}"
     with pytest.raises(ValueError, match="graded template"):
         LlmGrader(ask, texts, model="m", template=PAIRWISE_V1)
     with pytest.raises(ValueError, match="no text for document 'zz'"):

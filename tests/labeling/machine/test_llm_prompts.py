@@ -19,7 +19,12 @@ from labeling.machine.llm_prompts import (
 
 #: Pinned: a template's text must not change under the same version. Editing a template means
 #: a new version (and a new entry here); labels keep naming the prompt they were made with.
-PINNED = {"pairwise@v1": "a0011ebead90f777", "graded@v1": "abbc92956be2022a"}
+PINNED = {
+    "pairwise@v1": "a0011ebead90f777",
+    "graded@v1": "abbc92956be2022a",
+    "pairwise@v2": "29f7dcb4635281b9",
+    "graded@v2": "da591bef32a01081",
+}
 
 
 def test_template_hashes_are_pinned() -> None:
@@ -34,6 +39,7 @@ def test_template_hashes_are_pinned() -> None:
         {"system": "x"},
         {"user": PAIRWISE_V1.user + " "},
         {"max_doc_chars": 10},
+        {"fenced": True},
     ],
 )
 def test_any_change_changes_the_hash(change: dict[str, object]) -> None:
