@@ -37,7 +37,7 @@ from functools import lru_cache
 from typing import Any
 
 from labeling.errors import ConfigError
-from labeling.protocol.options import validate_options
+from labeling.protocol.spec import validate_options
 from labeling.protocol.session import open_session
 from labeling.strategies.registry import SEPARATOR, STRATEGIES, check_strategy_name
 from labeling.study.estimates import (

@@ -73,7 +73,7 @@ from app.planning.priors import (
 from app.planning.spec import PlannedTask, PlanPreview, PlanSpec
 from app.training.jobs import enqueue_opinions
 from labeling.errors import ConfigError
-from labeling.protocol.options import validate_options
+from labeling.protocol.spec import validate_options
 from labeling.protocol.prior_orders import NO_PRIOR
 from labeling.protocol.session import open_session
 from labeling.sources import SourceError

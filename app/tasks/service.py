@@ -1,7 +1,7 @@
 """Use cases: create and list tasks; load a task for a user (ownership rules).
 
 A task freezes everything its protocol is replayed from: method, k, seed, the validated options
-(defaults filled in by :func:`labeling.protocol.options.validate_options`) and ``doc_ids``, the
+(defaults filled in by :func:`labeling.protocol.spec.validate_options`) and ``doc_ids``, the
 snapshot of the query's pool in import order. Later imports into the query do not change existing
 tasks, so their logs always replay.
 
@@ -33,7 +33,7 @@ from app.planning.priors import PriorResolver, PriorSource
 from app.training.jobs import enqueue_opinions
 from labeling.errors import ConfigError
 from labeling.identifiers import normal_identifier
-from labeling.protocol.options import validate_options
+from labeling.protocol.spec import validate_options
 from labeling.protocol.prior_orders import NO_PRIOR
 from labeling.protocol.session import open_session
 

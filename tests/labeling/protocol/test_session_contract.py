@@ -13,7 +13,7 @@ from labeling.errors import (
     WrongQuestion,
 )
 from labeling.protocol.groundtruth import TopKResult
-from labeling.protocol.options import validate_options
+from labeling.protocol.spec import validate_options
 from labeling.protocol.seeding import seeded_order, shows_swapped
 from labeling.protocol.session import open_session
 from labeling.protocol.topk import TopKSession
