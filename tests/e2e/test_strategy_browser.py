@@ -66,7 +66,7 @@ def test_tournament_and_insertion_with_a_prior_by_keyboard(
     ctx: Any,
 ) -> None:
     from app.kernel.models import Query, Task
-    from app.planning.priors import PriorSource
+    from app.tasks.priors import PriorSource
     from app.tasks import service as tasks
 
     db = env["db"]
