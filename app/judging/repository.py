@@ -390,6 +390,7 @@ class _Statements:
         self.state_for_update = Prepared(TASK_STATE_FOR_UPDATE, dialect)
         self.live_version = Prepared(LIVE_VERSION, dialect)
         self.insert = Prepared(INSERT[db.dialect], dialect)
+        self.insert_answered_by = Prepared(INSERT_ANSWERED_BY[db.dialect], dialect)
         self.mark = {name: Prepared(stmt, dialect) for name, stmt in MARK.items()}
         self.undo = Prepared(UNDO, dialect)
         self.undo_from = Prepared(UNDO_FROM, dialect)
@@ -495,12 +496,18 @@ class JudgmentStore:
         active_ms: int,
         now: datetime,
         comment: str | None = None,
+        answered_by: int | None = None,
     ) -> int | None:
         """Store ``answer`` (with the assessor's ``comment``) as live judgment ``seq``; its
-        id, or None if a live judgment ``seq`` exists already (nothing stored)."""
-        row = self._sql.insert.one_or_none(
-            self.cursor, row_values(task_id, seq, answer, active_ms, now, comment)
-        )
+        id, or None if a live judgment ``seq`` exists already (nothing stored).
+        ``answered_by``: the user who gave it when not the task's assessor (a second
+        opinion)."""
+        values = row_values(task_id, seq, answer, active_ms, now, comment)
+        if answered_by is None:
+            row = self._sql.insert.one_or_none(self.cursor, values)
+        else:
+            values["answered_by"] = answered_by
+            row = self._sql.insert_answered_by.one_or_none(self.cursor, values)
         return None if row is None else int(row.id)
 
     def mark(self, task_id: int, change: str, now: datetime) -> None:
