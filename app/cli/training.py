@@ -119,24 +119,24 @@ def worker_cmd(
 ) -> None:
     """Execute queued training runs (serve starts one; run more for a team)."""
     import logging
-    import os
 
-    from app.kernel.settings import Settings
+    from app.kernel.settings import load_settings, mask_url
     from app.training.jobs import get_queue, run_worker
     from app.training.jobs import queue_url as resolve_queue
 
-    if database_url:
-        os.environ["HEAPJUDGE_DATABASE_URL"] = database_url
-    if queue_url:
-        os.environ["HEAPJUDGE_QUEUE_URL"] = queue_url
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    settings = Settings()
+    overrides = {"database_url": database_url, "queue_url": queue_url}
+    settings = load_settings(**{k: v for k, v in overrides.items() if v})
     try:
         url = resolve_queue(settings)
         get_queue(url)  # a queue URL of an unknown scheme is refused here (exit 2)
     except ValueError as exc:
         usage_error(str(exc))
-    typer.echo(f"heapjudge worker: database {settings.database_url}, queue {url}", err=True)
+    typer.echo(
+        f"heapjudge worker: database {mask_url(settings.database_url)}, queue {mask_url(url)}, "
+        f"llm model {settings.llm_model or '(not set)'}",
+        err=True,
+    )
     run_worker(settings, threads=threads, parent=parent)
 
 

@@ -119,9 +119,7 @@ def trained_model(s: Session, run_id: int, collection_id: int | None = None) -> 
     )
 
 
-def check_source(
-    s: Session, collection_id: int, source: MachineSource, settings: Settings
-) -> None:
+def check_source(s: Session, collection_id: int, source: MachineSource, settings: Settings) -> None:
     """422 naming ``options.machine.source`` unless the source can judge the collection: a
     training run that exists, belongs to the collection and is done (:func:`trained_model`);
     ``llm`` only when a model is configured (``HEAPJUDGE_LLM_MODEL``; the base URL has a

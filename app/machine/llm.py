@@ -43,7 +43,6 @@ import email.utils
 import hashlib
 import json
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -238,7 +237,7 @@ class LlmClient:
         self.concurrency = settings.llm_concurrency
         self.budget = settings.llm_token_budget
         self.params = request_params(settings)
-        self._key_env = settings.llm_api_key_env
+        self._settings = settings  # the API key is read per request (llm_api_key)
         # httpx (with the click, rich and pygments of its command line) is imported when a
         # client is made, not with the module: memory at server start
         # (docs/performance.md#imports).
@@ -305,7 +304,7 @@ class LlmClient:
             return {key: future.result() for key, future in futures.items()}
 
     def _headers(self) -> dict[str, str]:
-        key = os.environ.get(self._key_env)
+        key = self._settings.llm_api_key()
         return {"Authorization": f"Bearer {key}"} if key else {}
 
     def _send_one(self, messages: Messages, spending: _Spending) -> _Outcome:

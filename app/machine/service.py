@@ -86,9 +86,7 @@ def prepare_task(
 def save_prepared(s: Session, task_id: int, prepared: judges.PreparedScores | None) -> None:
     """Store what :func:`prepare_task` computed for task ``task_id``."""
     if prepared is not None:
-        save_machine(
-            s, task_id, prepared.source.text, prepared.judge, prepared.scores, utcnow()
-        )
+        save_machine(s, task_id, prepared.source.text, prepared.judge, prepared.scores, utcnow())
 
 
 def store_pair_opinions(

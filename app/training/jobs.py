@@ -35,12 +35,11 @@ from typing import TYPE_CHECKING, Any
 
 from app.judging.opinions import prepare_llm_opinions
 from app.kernel.db import Database
-from app.kernel.settings import Settings
+from app.kernel.settings import Settings, load_settings
 from app.machine.grades import grade_documents
 from app.training.execution import execute_run
 from app.training.features import run_features_job
 from app.training.service import recover_stalled
-from app.training.settings import JobSettings
 
 if TYPE_CHECKING:
     from huey import Huey
@@ -56,11 +55,10 @@ GRADES_TASK = "heapjudge.llm_grades"
 STALE_CLAIM_SECONDS = 900.0
 
 
-def queue_url(settings: Settings, jobs: JobSettings | None = None) -> str:
+def queue_url(settings: Settings) -> str:
     """The queue's URL: ``HEAPJUDGE_QUEUE_URL``, else a SQLite file beside the database."""
-    jobs = jobs or JobSettings()
-    if jobs.queue_url:
-        return jobs.queue_url
+    if settings.queue_url:
+        return settings.queue_url
     path = settings.sqlite_path()
     if path is not None:
         return f"sqlite:///{path}.queue"
@@ -84,7 +82,7 @@ def get_queue(url: str) -> Huey:
         raise ValueError(f"queue URL must start with redis:// or sqlite:///, got {url!r}")
 
     def train(run_id: int) -> None:
-        execute_run(run_id, db=_worker_database(), jobs=JobSettings())
+        execute_run(run_id, db=_worker_database())
 
     def features(collection_id: int, replace: bool) -> None:
         run_features_job(collection_id, replace, db=_worker_database())
@@ -195,23 +193,26 @@ def pending_run_ids(huey: Huey) -> set[int]:
 
 _db_lock = threading.Lock()
 _db: Any = None
+#: The worker's settings, given to :func:`run_worker` (read once by ``heapjudge worker``).
+_settings: Settings | None = None
 
 
 def _worker_database() -> Any:
-    """The worker process's one :class:`app.kernel.db.Database` (created on first use)."""
+    """The worker process's one :class:`app.kernel.db.Database` (created on first use) over
+    the settings :func:`run_worker` was given (else the environment's)."""
     global _db
     with _db_lock:
         if _db is None:
-            _db = Database(Settings())
+            _db = Database(_settings or load_settings())
         return _db
 
 
-def _sweep(huey: Huey, jobs: JobSettings, stop: threading.Event) -> None:
+def _sweep(huey: Huey, jobs: Settings, stop: threading.Event) -> None:
     while True:
         try:
             recover_stalled(
                 db=_worker_database(),
-                jobs=jobs,
+                settings=jobs,
                 pending=lambda: pending_run_ids(huey),
                 enqueue=lambda run_id: huey.train_task(run_id),
             )
@@ -232,11 +233,12 @@ def _watch_parent(parent: int, stop: threading.Event) -> None:
 
 def run_worker(settings: Settings, *, threads: int = 1, parent: int | None = None) -> None:
     """Consume the training queue until interrupted (``heapjudge worker``)."""
-    jobs = JobSettings()
-    url = queue_url(settings, jobs)
+    global _settings
+    _settings = settings
+    url = queue_url(settings)
     huey = get_queue(url)
     stop = threading.Event()
-    threading.Thread(target=_sweep, args=(huey, jobs, stop), daemon=True).start()
+    threading.Thread(target=_sweep, args=(huey, settings, stop), daemon=True).start()
     if parent is not None:
         threading.Thread(target=_watch_parent, args=(parent, stop), daemon=True).start()
     consumer = huey.create_consumer(

@@ -9,7 +9,7 @@ them (its parser names the option of a bad value). What each option does:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TypeGuard
 
 from labeling.errors import ConfigError
@@ -35,8 +35,9 @@ def check_method(method: object) -> str:
 
 
 def check_second_assessor(value: object) -> list[str] | None:
-    """Option ``second_assessor``: None, or the usernames of the second assessors as a list (a single name is a list of
-    one): distinct non-empty strings. Whether they exist is the service's check."""
+    """Option ``second_assessor``: None, or the usernames of the second assessors as a list
+    (a single name is a list of one): distinct non-empty strings. Whether they exist is the
+    service's check."""
     if value is None:
         return None
     if isinstance(value, str):

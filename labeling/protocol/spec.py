@@ -135,9 +135,14 @@ def parse_source(text: object, name: str = "option machine.source") -> MachineSo
                 return LlmSource()
             if _ENDPOINT.match(detail):
                 return LlmSource(detail)
-        if kind == "model" and detail.isascii() and detail.isdigit() and detail[0] != "0":
-            if int(detail) <= _MAX_RUN_ID:
-                return ModelSource(int(detail))
+        if (
+            kind == "model"
+            and detail.isascii()
+            and detail.isdigit()
+            and detail[0] != "0"
+            and int(detail) <= _MAX_RUN_ID
+        ):
+            return ModelSource(int(detail))
     raise ConfigError(f"{name} must be {_SOURCE_FORMS}, got {text!r}")
 
 
@@ -355,9 +360,7 @@ def parse_routing(options: Mapping[str, Any]) -> Routing:
     one."""
     chosen = check_second_assessor(options.get("second_assessor"))
     timeout = options.get("second_opinion_timeout_s", DEFAULT_SECOND_OPINION_TIMEOUT)
-    return Routing(
-        None if chosen is None else tuple(chosen), check_second_opinion_timeout(timeout)
-    )
+    return Routing(None if chosen is None else tuple(chosen), check_second_opinion_timeout(timeout))
 
 
 def parse_machine(value: object) -> MachineSpec | None:

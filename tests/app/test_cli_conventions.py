@@ -73,7 +73,8 @@ def test_the_tree_is_complete() -> None:
     assert "admin runs label-sets" in names
     assert "admin prompts" in names
     assert "admin llm-grades" in names
-    assert len(LEAVES) == 38
+    assert "config show" in names
+    assert len(LEAVES) == 39
 
 
 @pytest.mark.parametrize("path", ALL, ids=lambda p: " ".join(p) or "heapjudge")
