@@ -39,7 +39,7 @@ from app.http.middleware import (
     SecurityHeadersMiddleware,
 )
 from app.kernel.db import Database
-from app.kernel.settings import Settings
+from app.kernel.settings import Settings, load_settings
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 
@@ -156,8 +156,9 @@ class HeapjudgeApp(FastAPI):
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
-    """Build the service for ``settings`` (default: from the environment)."""
-    settings = settings or Settings()
+    """Build the service for ``settings`` (default: :func:`app.kernel.settings.load_settings`,
+    the environment; ``serve`` puts its settings there for uvicorn's worker processes)."""
+    settings = settings or load_settings()
     settings.check()
     db = Database(settings)
     from app.judging.jobs import enqueue_opinions_later

@@ -173,9 +173,9 @@ def judge_query(
 ) -> tuple[int, float]:
     """One task through the service use cases; ``(judgments, κ-NDCG@K)``."""
     from app.judging import service as judging
-    from app.planning.priors import PriorSource
     from app.tasks import results
     from app.tasks import service as tasks
+    from app.tasks.priors import PriorSource
     from labeling.protocol.types import PairQuestion
     from labeling.study.simulation import Assessor
 

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 #: The areas whose app contributes top-level commands, then the named groups.
 AREAS = ("service", "exports", "simulate", "evaluate", "training", "analysis", "compare")
-GROUPS = {"db": "database", "admin": "admin", "analysis": "calibration"}
+GROUPS = {"db": "database", "admin": "admin", "analysis": "calibration", "config": "config"}
 #: Commands run from a tree of their own area alone (the area defines that command only).
 ALONE = {"evaluate": "evaluate", "compare": "compare"}
 

@@ -40,18 +40,23 @@ def serve(
     """Apply migrations, then serve the web UI and REST API with uvicorn."""
     import uvicorn
 
-    from app.kernel.settings import InsecureSettings, Settings
+    from app.kernel.settings import InsecureSettings, load_settings
 
+    settings = load_settings()  # read once: a real secret unless dev or demo
+    overrides: dict[str, object] = {}
     if demo:
-        os.environ["HEAPJUDGE_DEMO"] = "1"
-        if not (database_url or os.environ.get("HEAPJUDGE_DATABASE_URL")):
+        overrides["demo"] = True
+        if not database_url and "database_url" not in settings.model_fields_set:
             database_url = DEMO_DATABASE_URL
     if database_url:
-        os.environ["HEAPJUDGE_DATABASE_URL"] = database_url
-    if "HEAPJUDGE_PUBLIC_ORIGIN" not in os.environ:
+        overrides["database_url"] = database_url
+    if "public_origin" not in settings.model_fields_set:
         shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
-        os.environ["HEAPJUDGE_PUBLIC_ORIGIN"] = f"http://{shown}:{port}"
-    settings = Settings()  # the server's own settings: a real secret unless dev or demo
+        overrides["public_origin"] = f"http://{shown}:{port}"
+    settings = settings.model_copy(update=overrides)
+    # uvicorn's factory (in each of its worker processes) and the training worker read these
+    # same settings from the environment (docs/cli.md#config).
+    os.environ.update(settings.environment())
     try:
         settings.check()
     except InsecureSettings as exc:

@@ -128,7 +128,7 @@ def compare(
     its own seeds (:func:`labeling.study.simulation.compare_strategies`), so the table is the same
     whatever the number of processes.
     """
-    from labeling.strategies.registry import lower_bound, strategy_names
+    from labeling.strategies.registry import lower_bound, parse_strategy, strategy_names
     from labeling.study.assisted import MACHINE_SCENARIOS
     from labeling.study.simulation import SCENARIOS
 
@@ -138,7 +138,7 @@ def compare(
         (name, scenario, n, k, trials, seed)
         for name in strategies or strategy_names()
         for scenario in (*SCENARIOS, *MACHINE_SCENARIOS)
-        if scenario in MACHINE_SCENARIOS or "assist" not in name.split("+")[1:]
+        if scenario in MACHINE_SCENARIOS or not parse_strategy(name).assisted
     ]
     if jobs > 1:
         from concurrent.futures import ProcessPoolExecutor
@@ -317,13 +317,16 @@ def _check_scenario(
     strategy: str, prior_corr: float | None, model: str, scale: float
 ) -> NoiseModel:
     """Check ``simulate``'s scenario options (a bad one is a usage error); the noise model."""
-    from labeling.strategies.registry import strategy_names
+    from labeling.errors import ConfigError
+    from labeling.strategies.registry import parse_strategy, strategy_names
 
-    if strategy not in strategy_names():
+    try:
+        parse_strategy(strategy)
+    except ConfigError:
         raise typer.BadParameter(
             f"{strategy!r} is not one of {', '.join(strategy_names())}",
             param_hint="--strategy",
-        )
+        ) from None
     if prior_corr is not None and not 0.0 < prior_corr <= 1.0:
         raise typer.BadParameter(f"must be in (0, 1], got {prior_corr}", param_hint="--prior-corr")
     noise_models: tuple[NoiseModel, ...] = ("none", "thurstone", "bradley_terry")

@@ -126,17 +126,15 @@ def worker_cmd(
     """Execute queued jobs: machine opinions, LLM grades, text features, training runs
     (serve starts one and restarts it if it dies; run more for a team)."""
     import logging
-    import os
 
     from app.cli.worker import consume
+    from app.kernel.settings import load_settings
 
-    if database_url:
-        os.environ["HEAPJUDGE_DATABASE_URL"] = database_url
-    if queue_url:
-        os.environ["HEAPJUDGE_QUEUE_URL"] = queue_url
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    overrides = {"database_url": database_url, "queue_url": queue_url}
+    settings = load_settings(**{k: v for k, v in overrides.items() if v})
     try:
-        consume(_split(queues), threads=threads, parent=parent)
+        consume(_split(queues), settings, threads=threads, parent=parent)
     except ValueError as exc:  # an unknown queue, or a queue URL of an unknown scheme
         usage_error(str(exc))
 

@@ -20,6 +20,7 @@ from app.judging.loop import replay_task
 from app.judging.repository import live_judgments
 from app.kernel.models import Task
 from labeling.analysis.aggregate import Preference, borda, bradley_terry
+from labeling.protocol.spec import parse_machine
 from ranking.io.topk import kappa_labels as kappa_labels
 
 
@@ -120,9 +121,8 @@ def chosen_tasks(s: Session, req: Selection) -> list[tuple[Task, str, str]]:
 
 def judge_of(task: Task) -> str | None:
     """The task's machine judge version (option ``machine.judge``), None without one."""
-    machine = (task.options or {}).get("machine") or {}
-    judge = machine.get("judge")
-    return str(judge) if judge else None
+    machine = parse_machine((task.options or {}).get("machine"))
+    return None if machine is None else machine.judge
 
 
 def _labels_of_task(

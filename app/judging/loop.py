@@ -25,6 +25,7 @@ from app.kernel.db import Database
 from app.kernel.errors import Conflict, Forbidden, NotFound
 from app.kernel.models import User
 from labeling.protocol.session import open_session
+from labeling.protocol.spec import LlmSource, parse_machine
 from labeling.protocol.topk import TopKSession
 from labeling.protocol.types import (
     BrokenAnswer,
@@ -242,8 +243,8 @@ def uses_machine(task: Any) -> bool:
 def prepared_by_job(task: Any) -> bool:
     """Whether a task's machine opinions are prepared by a job while it is judged (``llm``),
     rather than once at creation (``bm25``, ``model:<id>``)."""
-    machine = task.options.get("machine") or {}
-    return bool(machine.get("source") == "llm")
+    machine = parse_machine(task.options.get("machine"))
+    return machine is not None and isinstance(machine.source, LlmSource)
 
 
 def routes(r: Replayed) -> bool:

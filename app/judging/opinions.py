@@ -26,6 +26,7 @@ from app.machine import service as machines
 from app.machine.judges import StoredJudge
 from labeling.machine.judges import JudgeQuery, PairJudge
 from labeling.machine.opinion import JudgeOpinion
+from labeling.protocol.spec import parse_machine
 from labeling.protocol.topk import TopKSession
 from labeling.protocol.types import PairAnswer, PairQuestion
 from labeling.retrieval.text import document_text
@@ -55,7 +56,8 @@ def prepare_llm_opinions(*, db: Database, task_id: int, lookahead: int = LOOKAHE
             raise NotFound(f"no task {task_id}")
         docs = store.documents(task.query_id, list(task.doc_ids))
     texts = {d: document_text(r.title, r.text, r.html) for d, r in docs.items()}
-    recorded = (task.options.get("machine") or {}).get("judge")
+    machine = parse_machine(task.options.get("machine"))
+    recorded = None if machine is None else machine.judge
     try:
         client = judges.llm_client(db, task_id)
     except Invalid as err:

@@ -202,13 +202,11 @@ def _insert(columns: Sequence[str]) -> dict[str, Any]:
 
 
 INSERT = _insert(_ROW_COLUMNS)
-#: A judgment given by someone other than the task's assessor (a routed second opinion):
-#: :func:`row_values` plus ``answered_by``.
+#: A judgment given by another than the task's assessor (a second opinion): + ``answered_by``.
 INSERT_ANSWERED_BY = _insert((*_ROW_COLUMNS, "answered_by"))
-#: The status change of a submit from a cached session, sent before it is known whether the
-#: judgment is stored (:func:`store_if_current`): ``"start"`` for an answer to an empty log
-#: (pending -> active: a task is pending only until its first judgment), ``"finish"`` for the
-#: last answer (-> done, and started now if it was pending).
+#: The status change of a cached session's submit, sent before it is known whether the judgment
+#: is stored (:func:`store_if_current`): ``"start"`` for an answer to an empty log (pending ->
+#: active), ``"finish"`` for the last answer (-> done, and started now if it was pending).
 MARK_IF = {
     "start": update(T)
     .where(T.c.id == bindparam("task_id"), T.c.status == "pending")
@@ -390,6 +388,7 @@ class _Statements:
         self.state_for_update = Prepared(TASK_STATE_FOR_UPDATE, dialect)
         self.live_version = Prepared(LIVE_VERSION, dialect)
         self.insert = Prepared(INSERT[db.dialect], dialect)
+        self.insert_answered_by = Prepared(INSERT_ANSWERED_BY[db.dialect], dialect)
         self.mark = {name: Prepared(stmt, dialect) for name, stmt in MARK.items()}
         self.undo = Prepared(UNDO, dialect)
         self.undo_from = Prepared(UNDO_FROM, dialect)
@@ -495,12 +494,13 @@ class JudgmentStore:
         active_ms: int,
         now: datetime,
         comment: str | None = None,
+        answered_by: int | None = None,
     ) -> int | None:
-        """Store ``answer`` (with the assessor's ``comment``) as live judgment ``seq``; its
-        id, or None if a live judgment ``seq`` exists already (nothing stored)."""
-        row = self._sql.insert.one_or_none(
-            self.cursor, row_values(task_id, seq, answer, active_ms, now, comment)
-        )
+        """Store ``answer`` as live judgment ``seq`` (``answered_by``: a second assessor, if
+        not the assessor); its id, or None if one exists already (nothing stored)."""
+        values = row_values(task_id, seq, answer, active_ms, now, comment)
+        insert = self._sql.insert if answered_by is None else self._sql.insert_answered_by
+        row = insert.one_or_none(self.cursor, values | {"answered_by": answered_by})
         return None if row is None else int(row.id)
 
     def mark(self, task_id: int, change: str, now: datetime) -> None:

@@ -27,10 +27,10 @@ from app.judging.routing_repository import STATEMENTS, Statements
 from app.kernel.db import Database
 from app.kernel.errors import Invalid
 from app.kernel.models import User, utcnow
-from labeling.protocol.options import DEFAULT_OPTIONS
+from labeling.protocol.spec import DEFAULT_SECOND_OPINION_TIMEOUT, Routing, parse_routing
 
 #: The default of the task option ``second_opinion_timeout_s`` (seconds).
-DEFAULT_TIMEOUT_S = int(DEFAULT_OPTIONS["topk"]["second_opinion_timeout_s"])
+DEFAULT_TIMEOUT_S = DEFAULT_SECOND_OPINION_TIMEOUT
 #: Outcomes a second assessor may give: "not relevant" refers to the first task's Step-2
 #: challenger, a role the pair has only in that task's heap, so it is left to the first
 #: assessor; a second assessor says which document is better (or equal, with ties on).
@@ -40,15 +40,19 @@ SECOND_OUTCOMES = ("left", "right", "tie")
 # --------------------------------------------------------------------------- options
 
 
+def _routing(options: Any) -> Routing:
+    """The routing of a task's stored options (:class:`labeling.protocol.spec.Routing`)."""
+    return parse_routing(options) if isinstance(options, dict) else Routing()
+
+
 def second_assessors(options: Any) -> list[str]:
     """The usernames of a task's option ``second_assessor`` ([] when it routes nothing)."""
-    names = options.get("second_assessor") if isinstance(options, dict) else None
-    return list(names) if names else []
+    return list(_routing(options).second_assessor or ())
 
 
 def timeout_s(options: Any) -> int:
-    value = options.get("second_opinion_timeout_s") if isinstance(options, dict) else None
-    return int(value) if value else DEFAULT_TIMEOUT_S
+    """How long a routed question of the task waits (option ``second_opinion_timeout_s``)."""
+    return _routing(options).timeout_s
 
 
 def check_second_assessors(s: Any, names: Sequence[str], own: str) -> None:

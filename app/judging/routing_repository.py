@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import Table, bindparam, func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
-from app.judging.repository import INSERT_ANSWERED_BY, LIVE_VERSION
+from app.judging.repository import LIVE_VERSION
 from app.kernel.caches import Slot
 from app.kernel.db import Database
 from app.kernel.models import Judgment, Query, SecondOpinion, Task, User
@@ -147,7 +147,6 @@ class Statements:
         self.decide = Prepared(DECIDE, dialect)
         self.answered = Prepared(ANSWERED, dialect)
         self.cancel_after = Prepared(CANCEL_AFTER, dialect)
-        self.insert_judgment = Prepared(INSERT_ANSWERED_BY[db.dialect], dialect)
         self.live_version = Prepared(LIVE_VERSION, dialect)
         self.query = Prepared(QUERY_TITLE, dialect)
         self.answered_count = Prepared(ANSWERED_COUNT, dialect)

@@ -51,6 +51,7 @@ from typing import Any
 
 from app.auth.tokens import BearerToken, Caller, Identity, caller_identity
 from app.judging import routing
+from app.judging.answers import machine_answers, record_answer, status_change
 from app.judging.loop import (
     LOOP_CACHES,
     Payload,
@@ -58,7 +59,6 @@ from app.judging.loop import (
     authorise,
     comment_of,
     pending_ids,
-    prepared_by_job,
     replay,
     replayed_body,
     routes,
@@ -71,9 +71,8 @@ from app.kernel.errors import Conflict, DomainError, Invalid
 from app.kernel.models import utcnow
 from app.kernel.offload import executor
 from app.machine import service as machines
-from labeling.errors import Finished, LabelingError, WrongQuestion
+from labeling.errors import LabelingError
 from labeling.identifiers import normal_identifier
-from labeling.protocol.topk import TopKSession
 from labeling.protocol.types import Answer, BrokenAnswer, GradeAnswer, PairAnswer
 
 # --------------------------------------------------------------------------- payloads
@@ -218,46 +217,12 @@ def _replay_locked(db: Database, store: JudgmentStore, task_id: int) -> Replayed
     return replay(task, store.live_log(task_id), machine)
 
 
-def _machine_answers(store: JudgmentStore, r: Replayed, now: Any) -> int:
-    """Let ``r``'s machine answer every question it may from the pending one on
-    (:meth:`labeling.protocol.topk.TopKSession.let_machine_answer`) and store each answer as
-    a judgment with source ``machine``, in ``store``'s write transaction; ``r.version``
-    follows. How many were stored (0 without a machine). A conflict on the live
-    ``(task, seq)`` index (never under the row lock) is a 409 and the transaction rolls
-    back."""
-    session = r.session
-    if not isinstance(session, TopKSession) or session.machine is None:
-        return 0
-    if prepared_by_job(r.task):
-        # Opinions a job stored since the session was built are used from now on.
-        machines.refresh_opinions(store.db, store.cursor, r.task.id, session.machine)
-    start = len(session.answers)
-    new = session.let_machine_answer()
-    newest = r.version[1]
-    for i, answer in enumerate(new):
-        stored = store.insert(r.task.id, start + i, answer, 0, now)
-        if stored is None:
-            raise Conflict(f"question {start + i} was answered concurrently")
-        newest = stored
-    r.version = (r.version[0] + len(new), newest)
-    return len(new)
-
-
 def _with_machine(r: Replayed | None) -> Replayed | None:
     """``r``, unless its task has a machine its session was replayed without (then the
     session is replayed again, with the machine, under the lock)."""
     if r is not None and uses_machine(r.task) and getattr(r.session, "machine", None) is None:
         return None
     return r
-
-
-def _status_change(status: str, done: bool) -> str:
-    """The :data:`app.judging.repository.MARK` change after judgments were stored on a task
-    in ``status`` ("" for none)."""
-    change = "active" if status == "pending" else ""
-    if done:
-        change = "active+done" if change else "done"
-    return change
 
 
 def _next_with_machine(db: Database, user: Caller, task_id: int) -> Payload:
@@ -277,8 +242,8 @@ def _next_with_machine(db: Database, user: Caller, task_id: int) -> Payload:
             replayed = replay(task, rows, machines.task_opinion(db, cursor, task))
         if task.status in ("pending", "active"):
             now = utcnow()
-            if _machine_answers(store, replayed, now):
-                change = _status_change(task.status, bool(replayed.session.done))
+            if machine_answers(store, replayed, now):
+                change = status_change(task.status, bool(replayed.session.done))
                 if change:
                     store.mark(task_id, change, now)
         body = _body(db, replayed, store, locked=True)
@@ -427,26 +392,17 @@ def submit_judgment(*, db: Database, user: Caller, task_id: int, data: dict[str,
                 waiting = routing.check_submit(db, cursor, task_id, seq)
                 if waiting is not None:
                     raise conflict(waiting["message"])
-            try:
-                replayed.session.submit(answer)  # validates; unchanged if it raises
-            except (WrongQuestion, Finished) as exc:
-                raise conflict(str(exc)) from exc
-            dirty = True
-            now = utcnow()
-            inserted = store.insert(task_id, seq, answer, active_ms, now, comment_of(data))
+            dirty = True  # from here the session may be ahead of the log
+            inserted = record_answer(
+                store, replayed, seq, answer, status=state.status, active_ms=active_ms,
+                now=utcnow(), comment=comment_of(data), conflict=conflict,
+            )  # fmt: skip
             if inserted is None:
                 # Only if the row lock failed to serialise us: the stored row decides.
                 current = replay(store.task(task_id), store.live_log(task_id))
                 if _is_retry(current, seq, answer, conflict):
                     return _body(db, current, store, locked=True)
                 raise conflict(f"question {seq} was answered concurrently")
-            replayed.version = (version[0] + 1, inserted)
-            # The machine answers what it may up to the next person's question (a task with
-            # a machine; docs/machine-judges.md#the-service), in this transaction.
-            _machine_answers(store, replayed, now)
-            change = _status_change(state.status, bool(replayed.session.done))
-            if change:
-                store.mark(task_id, change, now)
         replayed.active_ms += active_ms
         dirty = False
         request_opinions(db, task_id, replayed.session)  # after the commit
@@ -503,8 +459,8 @@ def undo_judgment(
             routing.cancel_after(db, cursor, task_id, len(kept))
         machine = machines.task_opinion(db, cursor, task) if uses_machine(task) else None
         replayed = replay(task, kept, machine)
-        if status in ("pending", "active") and _machine_answers(store, replayed, now):
-            change = _status_change(status, bool(replayed.session.done))
+        if status in ("pending", "active") and machine_answers(store, replayed, now):
+            change = status_change(status, bool(replayed.session.done))
             if change:
                 store.mark(task_id, change, now)
         body = _body(db, replayed, store, locked=True)

@@ -33,10 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
-
-from app.kernel.settings import Settings
+from app.kernel.settings import Settings, load_settings
 
 if TYPE_CHECKING:
     from huey import Huey
@@ -48,30 +45,10 @@ log = logging.getLogger("heapjudge.jobs")
 QUEUES = ("opinions", "grades", "features", "training")
 
 
-class QueueSettings(BaseSettings):
-    """Where the queues live and when a worker counts as down (``HEAPJUDGE_*``)."""
-
-    model_config = SettingsConfigDict(
-        env_prefix="HEAPJUDGE_", env_file=".env", env_file_encoding="utf-8", extra="ignore"
-    )
-
-    queue_url: str | None = Field(
-        default=None,
-        description="redis://host:6379/0 or sqlite:///path (default: a SQLite queue file "
-        "beside a SQLite database, else ./heapjudge-queue.db)",
-    )
-    worker_stale_seconds: float = Field(
-        default=15.0,
-        gt=0,
-        description="A queue whose worker heartbeat is older than this is shown as worker down.",
-    )
-
-
-def queue_url(settings: Settings, queues: QueueSettings | None = None) -> str:
+def queue_url(settings: Settings) -> str:
     """The queues' URL: ``HEAPJUDGE_QUEUE_URL``, else a SQLite file beside the database."""
-    queues = queues or QueueSettings()
-    if queues.queue_url:
-        return queues.queue_url
+    if settings.queue_url:
+        return settings.queue_url
     path = settings.sqlite_path()
     if path is not None:
         return f"sqlite:///{path}.queue"
@@ -178,17 +155,16 @@ class QueueStatus:
         return f"{self.queue}: up ({self.worker}, heartbeat {self.age:.0f} s ago)"
 
 
-def worker_status(settings: Settings, queues: QueueSettings | None = None) -> list[QueueStatus]:
+def worker_status(settings: Settings) -> list[QueueStatus]:
     """Each queue's worker status, from the heartbeats in the queues' storage."""
-    queues = queues or QueueSettings()
-    url = queue_url(settings, queues)
+    url = queue_url(settings)
     now = time.time()
     out = []
     for name in QUEUES:
         beat = huey_for(url, name).get(heartbeat_key(name), peek=True)
         at = beat.get("at") if isinstance(beat, dict) else None
         age = None if not isinstance(at, float) else max(0.0, now - at)
-        down = age is None or age > queues.worker_stale_seconds
+        down = age is None or age > settings.worker_stale_seconds
         worker = beat.get("worker") if isinstance(beat, dict) else None
         out.append(QueueStatus(name, age, worker, down))
     return out
@@ -246,8 +222,9 @@ def run_worker(
     """Consume ``queues`` (each with ``threads`` worker threads of its own) until SIGTERM or
     SIGINT (in the main thread) or ``stop`` is set, with a heartbeat per queue and the
     registered services (``heapjudge worker``)."""
-    config = QueueSettings()
-    url = queue_url(settings, config)
+    global _settings
+    _settings = settings
+    url = queue_url(settings)
     stop = stop or threading.Event()
     consumers = []
     for name in queues:
@@ -265,7 +242,7 @@ def run_worker(
             )
         )
     background: list[tuple[Callable[..., None], tuple[Any, ...]]] = [
-        (_heartbeat, (url, list(queues), config.worker_stale_seconds / 5, stop)),
+        (_heartbeat, (url, list(queues), settings.worker_stale_seconds / 5, stop)),
         *((run, (stop,)) for run in list(_services.values())),
     ]
     if parent is not None:
@@ -290,15 +267,18 @@ def run_worker(
 
 _db_lock = threading.Lock()
 _db: Any = None
+#: The worker's settings, given to :func:`run_worker` (read once by ``heapjudge worker``).
+_settings: Settings | None = None
 
 
 def worker_database() -> Any:
     """The worker process's one :class:`app.kernel.db.Database` (created on first use, from
-    the environment's settings, as the server reads them)."""
+    the settings :func:`run_worker` was given, else the environment's, read as the server
+    reads them)."""
     from app.kernel.db import Database
 
     global _db
     with _db_lock:
         if _db is None:
-            _db = Database(Settings())
+            _db = Database(_settings or load_settings())
         return _db

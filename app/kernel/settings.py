@@ -1,8 +1,21 @@
-"""Service configuration from environment variables (prefix ``HEAPJUDGE_``).
+"""Service configuration from environment variables (prefix ``HEAPJUDGE_``): one object.
 
-Every knob the service reads lives here, so the README, docker-compose.yml and the tests can
-check one place. ``Settings()`` reads the environment (and an optional ``.env`` file);
-``create_app(Settings(...))`` takes explicit values in tests.
+Every knob the service and its worker read lives in :class:`Settings` (the web process, the
+queue and training jobs, the LLM judge), so the README, docker-compose.yml and the tests can
+check one place. :func:`load_settings` reads the environment (and an optional ``.env`` file)
+once per process, warns about ``HEAPJUDGE_*`` variables it does not know (a misspelt name
+would otherwise be ignored silently), and the object is passed down from there
+(``Database.settings``); ``create_app(Settings(...))`` takes explicit values in tests.
+``serve`` gives the worker it starts exactly its own settings (:meth:`Settings.environment`),
+so the two never disagree (docs/cli.md#config). ``heapjudge config show`` prints
+:meth:`Settings.shown`, secrets masked.
+
+Two reads stay outside the object, on purpose: the LLM API key, read from the variable
+``llm_api_key_env`` names whenever a request is made (:meth:`Settings.llm_api_key`; it is
+never a setting, so it never reaches a log, a page or ``config show``), and
+``HEAPJUDGE_TEMPLATES_DIR``, read by :func:`templates_dir` when the pages' module is imported
+(where the installed files are, before any settings exist; it is a field too, so it is shown
+and known).
 
 A production deployment must set ``HEAPJUDGE_SECRET_KEY``; the built-in development key is
 accepted only when ``HEAPJUDGE_DEV=1`` or in demo mode (:meth:`Settings.check`).
@@ -10,12 +23,15 @@ accepted only when ``HEAPJUDGE_DEV=1`` or in demo mode (:meth:`Settings.check`).
 
 from __future__ import annotations
 
+import logging
 import os
 import site
 import sys
 import sysconfig
+from collections.abc import Mapping
 from pathlib import Path
-from urllib.parse import urlsplit
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -24,6 +40,30 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 DEV_SECRET_KEY = "heapjudge-dev-secret-key-do-not-use-in-production"
 
 DEFAULT_DATABASE_URL = "sqlite:///./heapjudge.db"
+#: The prefix of every variable the service reads.
+ENV_PREFIX = "HEAPJUDGE_"
+#: ``HEAPJUDGE_*`` variables that are no field but are known: the ranking core's (threads,
+#: the pure-Python TREC reader), the default LLM key variable, and the test suite's.
+OTHER_VARIABLES = frozenset(
+    {
+        "HEAPJUDGE_THREADS",
+        "HEAPJUDGE_TREC_PURE",
+        "HEAPJUDGE_LLM_API_KEY",
+        "HEAPJUDGE_TEST_POSTGRES_URL",
+        "HEAPJUDGE_CHROMIUM",
+        "HEAPJUDGE_SHARED_DATA",
+        "HEAPJUDGE_BENCH_MACHINE",
+        "HEAPJUDGE_SCHEMATHESIS_STATEFUL",
+        "HEAPJUDGE_SCHEMATHESIS_EXAMPLES",
+    }
+)
+#: Test-suite switches that turn a skip into a failure (``HEAPJUDGE_REQUIRE_POSTGRES``, ...).
+REQUIRE_PREFIX = "HEAPJUDGE_REQUIRE_"
+#: Fields shown as ``***`` by ``config show`` (and URLs whose password is masked).
+SECRET_FIELDS = frozenset({"secret_key"})
+URL_FIELDS = frozenset({"database_url", "queue_url", "llm_base_url"})
+MASK = "***"
+log = logging.getLogger("heapjudge.settings")
 
 
 #: Overrides where the page templates are read from (see :func:`templates_dir`).
@@ -44,7 +84,7 @@ def templates_dir() -> Path:
        (``sysconfig`` "data", ``sys.prefix``, the ``--user`` base): a regular
        ``pip install .`` / wheel install copies templates/ there (pyproject ``data-files``).
     """
-    override = os.environ.get(TEMPLATES_DIR_ENV)
+    override = os.environ.get(TEMPLATES_DIR_ENV)  # before any settings (module docstring)
     if override:
         path = Path(override)
         if not (path / "base.html").is_file():
@@ -226,6 +266,76 @@ class Settings(BaseSettings):
         "the task opinions' budget; past it the documents stay ungraded.",
     )
 
+    # The job queue and training runs (docs/training.md#queue).
+    queue_url: str | None = Field(
+        default=None,
+        description="redis://host:6379/0 or sqlite:///path (default: a SQLite queue file "
+        "beside a SQLite database, else ./heapjudge-queue.db)",
+    )
+    worker_stale_seconds: float = Field(
+        default=15.0,
+        gt=0,
+        description="A queue whose worker heartbeat is older than this is shown as worker down.",
+    )
+    training_time_limit_seconds: int = Field(
+        default=3600, ge=1, le=7 * 86400, description="Default time limit of a training run."
+    )
+    training_stale_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        description="A running job whose heartbeat is older than this is retried or failed.",
+    )
+    training_max_attempts: int = Field(
+        default=2, ge=1, description="Executions of a run before a lost worker fails it."
+    )
+    templates_dir: str | None = Field(
+        default=None,
+        description="Where the page templates are (default: the source tree or the install "
+        "prefix; read when the pages are imported, see templates_dir()).",
+    )
+
+    @property
+    def heartbeat_seconds(self) -> float:
+        """How often a running job writes its heartbeat."""
+        return self.training_stale_seconds / 5
+
+    @property
+    def sweep_seconds(self) -> float:
+        """How often a worker sweeps for stalled runs."""
+        return self.training_stale_seconds / 2
+
+    def llm_api_key(self) -> str | None:
+        """The LLM API key: the variable ``llm_api_key_env`` names, read now (module
+        docstring); None when unset or empty."""
+        return os.environ.get(self.llm_api_key_env) or None
+
+    def shown(self) -> dict[str, Any]:
+        """Every setting by its variable's name, secrets masked: ``secret_key`` as ``***``
+        (or ``(development key)``), a URL's password as ``***``; the LLM key only as whether
+        it is set."""
+        out: dict[str, Any] = {}
+        for name in type(self).model_fields:
+            value = getattr(self, name)
+            if name in SECRET_FIELDS:
+                value = "(development key)" if value == DEV_SECRET_KEY else MASK
+            elif name in URL_FIELDS and isinstance(value, str):
+                value = mask_url(value)
+            out[env_name(name)] = value
+        out[self.llm_api_key_env] = "(set)" if self.llm_api_key() else "(not set)"
+        return out
+
+    def environment(self) -> dict[str, str]:
+        """The settings as ``HEAPJUDGE_*`` variables (every field that is not its default):
+        what a child process (the worker ``serve`` starts, uvicorn's workers) needs to read
+        these same settings."""
+        out: dict[str, str] = {}
+        for name, info in type(self).model_fields.items():
+            value = getattr(self, name)
+            if value == info.default:
+                continue
+            out[env_name(name)] = "1" if value is True else "0" if value is False else str(value)
+        return out
+
     @property
     def dev_mode(self) -> bool:
         """Dev or demo: the development secret is allowed."""
@@ -261,3 +371,42 @@ class Settings(BaseSettings):
         if not path or path == ":memory:":
             return None
         return Path(path)
+
+
+def env_name(field: str) -> str:
+    """The variable of a :class:`Settings` field: ``database_url`` -> ``HEAPJUDGE_DATABASE_URL``."""
+    return ENV_PREFIX + field.upper()
+
+
+def mask_url(url: str) -> str:
+    """``url`` with its password (if any) replaced by ``***``."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    user = parts.username or ""
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urlunsplit(parts._replace(netloc=f"{user}:{MASK}@{host}"))
+
+
+def unknown_variables(environ: Mapping[str, str], settings: Settings) -> list[str]:
+    """The ``HEAPJUDGE_*`` names in ``environ`` that no setting, the ranking core, the LLM
+    key variable or the test suite reads (sorted)."""
+    known = {env_name(name) for name in Settings.model_fields} | OTHER_VARIABLES
+    known.add(settings.llm_api_key_env)
+    return sorted(
+        name
+        for name in environ
+        if name.upper().startswith(ENV_PREFIX)
+        and name.upper() not in known
+        and not name.upper().startswith(REQUIRE_PREFIX)
+    )
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """The process's settings: the environment (and ``.env``) under ``overrides``; a warning
+    (logger ``heapjudge.settings``) names every unknown ``HEAPJUDGE_*`` variable, which would
+    otherwise be ignored silently."""
+    settings = Settings(**overrides)
+    for name in unknown_variables(os.environ, settings):
+        log.warning("unknown setting %s is ignored (heapjudge config show lists them all)", name)
+    return settings

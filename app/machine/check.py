@@ -68,7 +68,7 @@ def check_endpoint(settings: Settings) -> dict[str, Any]:
         return report
     messages = LLM_TEMPLATE.render(EXAMPLE_QUERY, *EXAMPLE_DOCUMENTS)
     body = {"model": settings.llm_model, "messages": messages, **request_params(settings)}
-    key = os.environ.get(settings.llm_api_key_env)
+    key = settings.llm_api_key()
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     with make_http_client(settings.llm_timeout_seconds, 1) as http:
         got = post_json(

@@ -44,6 +44,13 @@ from app.retrieval import service as retrieval
 from labeling.machine.calibration import Calibrator
 from labeling.machine.judges import Bm25Judge, JudgeQuery, LlmJudge
 from labeling.machine.llm_prompts import PAIRWISE_V2, PromptTemplate
+from labeling.protocol.spec import (
+    DEFAULT_LLM_ENDPOINT,
+    Bm25Source,
+    LlmSource,
+    MachineSource,
+    ModelSource,
+)
 from labeling.retrieval.bm25 import Bm25Params
 
 if TYPE_CHECKING:
@@ -56,7 +63,6 @@ FIELD = "options.machine.source"
 #: Raw probabilities are rounded to this many decimals in the study calibration (keeps the
 #: stored calibration at most a few thousand numbers, whatever the study's size).
 ROUNDING = 3
-_MODEL = re.compile(r"^model:([0-9]+)$")
 #: The prompt template of the ``llm`` source: its key and hash are in the judge's version
 #: and every machine answer's ``prompt_hash`` (both orders asked, combined).
 LLM_TEMPLATE: PromptTemplate = PAIRWISE_V2
@@ -65,17 +71,12 @@ _LLM_TAIL = re.compile(r"/([A-Za-z0-9_.-]+@v[0-9]+)/([0-9a-f]{16,64})$")
 
 @dataclass(frozen=True, slots=True)
 class PreparedScores:
-    """A task's judge: its version and the raw score of each document it scored."""
+    """A task's judge: its source, its version and the raw score of each document it
+    scored."""
 
-    source: str
+    source: MachineSource
     judge: str
     scores: dict[str, float]
-
-
-def run_id_of(source: str) -> int | None:
-    """The training run id of ``model:<id>``, else None."""
-    match = _MODEL.match(source)
-    return int(match.group(1)) if match else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,27 +119,28 @@ def trained_model(s: Session, run_id: int, collection_id: int | None = None) -> 
     )
 
 
-def check_source(s: Session, collection_id: int, source: str, settings: Settings) -> None:
+def check_source(s: Session, collection_id: int, source: MachineSource, settings: Settings) -> None:
     """422 naming ``options.machine.source`` unless the source can judge the collection: a
     training run that exists, belongs to the collection and is done (:func:`trained_model`);
     ``llm`` only when a model is configured (``HEAPJUDGE_LLM_MODEL``; the base URL has a
-    default)."""
-    run_id = run_id_of(source)
-    if source == "llm":
+    default) and only the configured endpoint (``default``)."""
+    if isinstance(source, LlmSource):
+        if source.endpoint != DEFAULT_LLM_ENDPOINT:
+            raise Invalid(
+                f"{FIELD}: no LLM endpoint named {source.endpoint!r} (configured: "
+                f"{DEFAULT_LLM_ENDPOINT}, written llm)"
+            )
         if not settings.llm_model:
             raise Invalid(
                 f"{FIELD}: the llm judge is not configured (set HEAPJUDGE_LLM_MODEL to the "
                 "model's name and HEAPJUDGE_LLM_BASE_URL to an OpenAI-compatible endpoint)"
             )
         return
-    if run_id is None:
-        if source != "bm25":
-            raise Invalid(f"{FIELD}: unknown source {source!r} (bm25, model:<run id>, llm)")
-        return
-    try:
-        trained_model(s, run_id, collection_id)
-    except DomainError as err:
-        raise Invalid(f"{FIELD}: {err.detail}") from None
+    if isinstance(source, ModelSource):
+        try:
+            trained_model(s, source.run_id, collection_id)
+        except DomainError as err:
+            raise Invalid(f"{FIELD}: {err.detail}") from None
 
 
 def llm_judge_version(settings: Settings) -> str:
@@ -188,12 +190,12 @@ def prepare_scores(
     collection_id: int,
     query: Query,
     doc_ids: Sequence[str],
-    source: str,
+    source: MachineSource,
     settings: Settings,
 ) -> PreparedScores:
     """The judge of a new task and its raw score of each document of the pool (none for
     ``llm``, whose opinions a job prepares)."""
-    if source == "bm25":
+    if isinstance(source, Bm25Source):
         params = Bm25Params()
         index = retrieval.collection_index(s, collection_id, params)
         judge = Bm25Judge(index, scale=SCALE)
@@ -201,16 +203,15 @@ def prepare_scores(
         position = {d: i for i, d in enumerate(index.doc_ids)}
         scores = {d: float(all_scores[position[d]]) for d in doc_ids if d in position}
         return PreparedScores(source, judge.version, scores)
-    run_id = run_id_of(source)
-    if run_id is not None:
-        return _model_scores(s, query, doc_ids, source, run_id)
+    if isinstance(source, ModelSource):
+        return _model_scores(s, query, doc_ids, source)
     return PreparedScores(source, llm_judge_version(settings), {})
 
 
 def _model_scores(
-    s: Session, query: Query, doc_ids: Sequence[str], source: str, run_id: int
+    s: Session, query: Query, doc_ids: Sequence[str], source: ModelSource
 ) -> PreparedScores:
-    trained = trained_model(s, run_id)  # check_source ran first
+    trained = trained_model(s, source.run_id)  # check_source ran first
     width = trained.width
     features = repository.pool_features(s, query.id)
     docs = [d for d in doc_ids if isinstance(features.get(d), list) and len(features[d]) == width]
@@ -219,7 +220,7 @@ def _model_scores(
         x = np.asarray([features[d] for d in docs], dtype=np.float64)
         predicted = np.asarray(trained.ranker.predict(x), dtype=np.float64).reshape(-1)
         scores = {d: float(v) for d, v in zip(docs, predicted, strict=True) if math.isfinite(v)}
-    judge = f"{source}/{trained.model}/features={width}/scale={SCALE:g}"
+    judge = f"{source.text}/{trained.model}/features={width}/scale={SCALE:g}"
     return PreparedScores(source, judge, scores)
 
 

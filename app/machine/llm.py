@@ -55,7 +55,6 @@ import email.utils
 import hashlib
 import json
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -318,7 +317,7 @@ class LlmClient:
         self.budget = budget_of(study, settings)
         self.params = request_params(settings)
         self.report = CallReport()
-        self._key_env = settings.llm_api_key_env
+        self._settings = settings  # the API key is read per request (llm_api_key)
         # httpx (with the click, rich and pygments of its command line) is imported when a
         # client is made, not with the module: memory at server start
         # (docs/performance.md#imports).
@@ -380,7 +379,7 @@ class LlmClient:
             return {key: future.result() for key, future in futures.items()}
 
     def _headers(self) -> dict[str, str]:
-        key = os.environ.get(self._key_env)
+        key = self._settings.llm_api_key()
         return {"Authorization": f"Bearer {key}"} if key else {}
 
     def exchange(self, messages: Messages) -> Exchange:

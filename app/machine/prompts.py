@@ -17,7 +17,6 @@ the API key with whether it is set. The key's value is never read into an answer
 
 from __future__ import annotations
 
-import os
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -70,7 +69,7 @@ def judge_config(settings: Settings) -> dict[str, Any]:
         "temperature": TEMPERATURE,
         "max_tokens": settings.llm_max_tokens,
         "api_key_env": settings.llm_api_key_env,
-        "api_key_set": bool(os.environ.get(settings.llm_api_key_env)),
+        "api_key_set": settings.llm_api_key() is not None,
     }
 
 

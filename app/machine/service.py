@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -38,6 +39,7 @@ from app.machine.llm import LlmUsage, budget_of
 from app.machine.repository import collection_usage, failing_studies
 from labeling.machine.judges import JudgeQuery
 from labeling.machine.opinion import JudgeOpinion
+from labeling.protocol.spec import MachineSource, MachineSpec, TaskSpec
 
 __all__ = [
     "check_machine",
@@ -52,16 +54,14 @@ __all__ = [
 
 
 def check_machine(
-    s: Session, collection_id: int, options: dict[str, Any], settings: Settings
-) -> str | None:
-    """The source of a task's validated ``options.machine`` (None: no machine), after
+    s: Session, collection_id: int, machine: MachineSpec | None, settings: Settings
+) -> MachineSource | None:
+    """The source of a task's machine (None: no machine), after
     :func:`app.machine.judges.check_source` (422 naming the field)."""
-    machine = options.get("machine")
-    if not machine:
+    if machine is None:
         return None
-    source = str(machine["source"])
-    judges.check_source(s, collection_id, source, settings)
-    return source
+    judges.check_source(s, collection_id, machine.source, settings)
+    return machine.source
 
 
 def prepare_task(
@@ -69,24 +69,25 @@ def prepare_task(
     collection_id: int,
     query: Query,
     doc_ids: Sequence[str],
-    options: dict[str, Any],
+    spec: TaskSpec,
     settings: Settings,
-) -> judges.PreparedScores | None:
-    """Check a new task's machine and compute its raw scores (before the task row exists);
-    records the judge's version in ``options["machine"]["judge"]``. None without a machine.
-    Store the result with :func:`save_prepared` once the task has its id."""
-    source = check_machine(s, collection_id, options, settings)
-    if source is None:
-        return None
-    prepared = judges.prepare_scores(s, collection_id, query, doc_ids, source, settings)
-    options["machine"] = {"source": source, "judge": prepared.judge}
-    return prepared
+) -> tuple[TaskSpec, judges.PreparedScores | None]:
+    """Check a new task's machine and compute its raw scores (before the task row exists):
+    the spec with the judge's version recorded (``machine.judge``) and the scores (None
+    without a machine). Store them with :func:`save_prepared` once the task has its id."""
+    if check_machine(s, collection_id, spec.machine, settings) is None:
+        return spec, None
+    assert spec.machine is not None
+    prepared = judges.prepare_scores(
+        s, collection_id, query, doc_ids, spec.machine.source, settings
+    )
+    return replace(spec, machine=replace(spec.machine, judge=prepared.judge)), prepared
 
 
 def save_prepared(s: Session, task_id: int, prepared: judges.PreparedScores | None) -> None:
     """Store what :func:`prepare_task` computed for task ``task_id``."""
     if prepared is not None:
-        save_machine(s, task_id, prepared.source, prepared.judge, prepared.scores, utcnow())
+        save_machine(s, task_id, prepared.source.text, prepared.judge, prepared.scores, utcnow())
 
 
 def store_pair_opinions(

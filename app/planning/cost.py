@@ -37,9 +37,9 @@ from functools import lru_cache
 from typing import Any
 
 from labeling.errors import ConfigError
-from labeling.protocol.options import validate_options
 from labeling.protocol.session import open_session
-from labeling.strategies.registry import SEPARATOR, STRATEGIES, check_strategy_name
+from labeling.protocol.spec import validate_options
+from labeling.strategies.registry import ASSIST, STRATEGIES, parse_strategy
 from labeling.study.estimates import (
     ASSUMED_PRIOR_CORRELATION,
     assisted_judgments,
@@ -121,16 +121,16 @@ def task_cost(method: str, doc_ids: list[str], *, k: int, options: dict[str, Any
     # answers, 1/2) would halve the count. Not so over +robust: there the confirmations follow
     # the assist rule (with no machine, even odds), so X+assist+robust is simulated as itself.
     # The machine's part is machine_cost's.
-    strategy = str(opts["strategy"])
-    if "robust" not in strategy.split(SEPARATOR)[1:]:
-        opts["strategy"] = without_assist(strategy)
+    strategy = parse_strategy(opts["strategy"])
+    if "robust" not in strategy.modifiers:
+        opts["strategy"] = without_assist(strategy.name)
     return _topk_cost(n, k, tuple(sorted(opts.items())), prior)
 
 
 def without_assist(strategy: str) -> str:
     """``strategy`` without the ``assist`` modifier (``insertion+assist+robust`` ->
     ``insertion+robust``): what it asks people without a machine."""
-    return SEPARATOR.join(p for p in strategy.split(SEPARATOR) if p != "assist")
+    return parse_strategy(strategy).without(ASSIST).name
 
 
 @lru_cache(maxsize=4096)
@@ -151,7 +151,7 @@ def _topk_cost(n: int, k: int, options: tuple[tuple[str, Any], ...], prior: bool
     )
     # A strategy that still names assist here (X+assist+robust) has no start-of-task model
     # worth the name: its count is the simulation's on a random order too.
-    simulated = prior or "assist" in str(opts["strategy"]).split(SEPARATOR)[1:]
+    simulated = prior or parse_strategy(opts["strategy"]).assisted
     judgments = sim.mean * reasks if simulated else progress.expected_remaining
     return TaskCost(judgments, sim.p95 * reasks, judgments * PAIR_SECONDS / 60.0)
 
@@ -212,18 +212,9 @@ def strategy_candidates(chosen: str) -> list[str]:
     modifiers when it has some (``tournament+robust`` chosen: ``heap+robust``,
     ``tournament+robust``, ...), in registry order. A new base strategy or modifier appears
     here without a change to the preview."""
-    modifiers = chosen.split(SEPARATOR)[1:]
-    names = [SEPARATOR.join((base, *modifiers)) for base in STRATEGIES]
-    out = [name for name in names if _accepted(name)]
+    strategy = parse_strategy(chosen)
+    out = [strategy.with_base(base).name for base in STRATEGIES]
     return out if chosen in out else [*out, chosen]
-
-
-def _accepted(name: str) -> bool:
-    try:
-        check_strategy_name(name)
-    except ConfigError:
-        return False
-    return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,7 +243,7 @@ def machine_cost(
     :data:`ASSUMED_PRIOR_CORRELATION`; else random); None for a strategy without ``assist``
     (the machine never answers there). Re-asks multiply people's judgments by
     ``1 + reask_fraction``, as in :func:`task_cost`."""
-    if "assist" not in strategy.split(SEPARATOR)[1:]:
+    if not parse_strategy(strategy).assisted:
         return None
     if n == 0:
         return MachineCost(0.0, 0.0, 0.0, 0.0)

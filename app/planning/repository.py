@@ -4,7 +4,7 @@ runs in the caller's session ``s`` (read or write transaction)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import select
@@ -58,14 +58,6 @@ def query_documents(s: Any, query_id: int) -> list[Document]:
     )
 
 
-def document_features(s: Any, query_id: int) -> dict[str, Any]:
-    """A query's documents' LETOR feature vectors by external id."""
-    rows = s.execute(
-        select(Document.external_id, Document.features).where(Document.query_id == query_id)
-    )
-    return {doc: vector for doc, vector in rows}
-
-
 def active_tasks(s: Any, collection_id: int) -> dict[tuple[str, str], list[ExistingTask]]:
     """The collection's tasks that are not cancelled, by (assessor name, query external id)."""
     rows = s.execute(
@@ -78,11 +70,3 @@ def active_tasks(s: Any, collection_id: int) -> dict[tuple[str, str], list[Exist
     for name, qid, method, tid in rows:
         have.setdefault((name, qid), []).append((method, tid))
     return have
-
-
-def insert_tasks(s: Any, tasks: Iterable[Task]) -> list[int]:
-    """Add the tasks and flush; their new ids, in order."""
-    added = list(tasks)
-    s.add_all(added)
-    s.flush()
-    return [t.id for t in added]

@@ -22,7 +22,7 @@ query judge the same documents (agreement needs that).
 The top-k tasks' judging strategy is the option ``strategy`` (:func:`labeling.strategies.
 strategy_names`; ``PlanSpec.strategy`` sets it), and their prior (``PlanSpec.prior``: none,
 bm25, feature:<number>, run) is resolved per query into ``initial_order`` when the plan is
-previewed (:mod:`app.planning.priors`). The preview gives, per query and in total, the
+previewed (:mod:`app.tasks.priors`). The preview gives, per query and in total, the
 expected judgments and minutes of each method (:func:`expected_cost`), so an admin can compare
 strategies before a study starts (``docs/strategies-in-practice.md#planning``).
 
@@ -37,13 +37,13 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from app.judging.jobs import enqueue_opinions
 from app.kernel.db import Database
 from app.kernel.errors import Invalid, NotFound, issue_items
-from app.kernel.models import Query, Task
+from app.kernel.models import Query
 from app.kernel.settings import Settings
 from app.machine import service as machine
 from app.machine.judges import PreparedScores
@@ -64,20 +64,20 @@ from app.planning.pooling import (
     plan_query_pools,
     pool_summary,
 )
-from app.planning.priors import (
+from app.planning.spec import PlannedTask, PlanPreview, PlanSpec
+from app.tasks import service as tasks
+from app.tasks.priors import (
     PriorResolver,
     PriorSource,
     StoredRun,
     check_source,
     load_stored_run,
 )
-from app.planning.spec import PlannedTask, PlanPreview, PlanSpec
 from labeling.errors import ConfigError
-from labeling.protocol.options import validate_options
 from labeling.protocol.prior_orders import NO_PRIOR
-from labeling.protocol.session import open_session
+from labeling.protocol.spec import MachineSpec, TaskSpec, parse_source, parse_spec
 from labeling.sources import SourceError
-from labeling.strategies.registry import makes_repeats
+from labeling.strategies.registry import parse_strategy
 from labeling.study.assignment import (
     Plan,
     PlanEntry,
@@ -124,10 +124,11 @@ def _build_plan(spec: PlanSpec, query_ids: list[str]) -> Plan:
     raise Invalid(f"unknown scheme {spec.scheme!r}; expected one of {', '.join(SCHEMES)}")
 
 
-def _options(spec: PlanSpec) -> dict[str, dict[str, Any]]:
-    """Each method's validated options; ``spec.strategy`` goes into the top-k options (an
-    unknown name is a 422 listing the valid ones). ``initial_order`` and ``prior`` are per
-    query, so a plan sets them through ``spec.prior`` only."""
+def _task_specs(spec: PlanSpec) -> dict[str, TaskSpec]:
+    """Each method's task spec (the plan's k; seeds are per task); ``spec.strategy`` and
+    ``spec.machine`` go into the top-k spec (an unknown name is a 422 listing the valid ones).
+    ``initial_order`` and ``prior`` are per query, so a plan sets them through ``spec.prior``
+    only, and ``second_assessor`` per task (``spec.second_opinions``)."""
     unknown = sorted(set(spec.options) - {"topk", "graded"})
     if unknown:
         raise Invalid(f"options are given per method (topk, graded), not {', '.join(unknown)}")
@@ -145,25 +146,32 @@ def _options(spec: PlanSpec) -> dict[str, dict[str, Any]]:
                 f"options.topk.{key} is per query: choose the plan's prior (none, bm25, "
                 "feature:<number>, run) instead"
             )
-    if spec.strategy is not None:
-        named = topk.get("strategy")
-        if named is not None and named != spec.strategy:
-            raise Invalid(
-                f"strategy {spec.strategy!r} and options.topk.strategy {named!r} disagree"
-            )
-        topk["strategy"] = spec.strategy
-    if spec.machine is not None:
-        named = (topk.get("machine") or {}).get("source")
-        if named is not None and named != spec.machine:
-            raise Invalid(f"machine {spec.machine!r} and options.topk.machine {named!r} disagree")
-        topk["machine"] = {"source": spec.machine}
     try:
-        return {
-            "topk": validate_options("topk", topk),
-            "graded": validate_options("graded", spec.options.get("graded")),
-        }
+        top = parse_spec("topk", topk, k=spec.k)
+        if spec.strategy is not None:
+            chosen = parse_strategy(spec.strategy)
+            if "strategy" in topk and top.strategy != chosen:
+                raise Invalid(
+                    f"strategy {spec.strategy!r} and options.topk.strategy "
+                    f"{top.strategy.name!r} disagree"
+                )
+            top = replace(top, strategy=chosen)
+        if spec.machine is not None:
+            source = parse_source(spec.machine, "machine")
+            if top.machine is not None and top.machine.source != source:
+                raise Invalid(
+                    f"machine {spec.machine!r} and options.topk.machine "
+                    f"{top.machine.source.text!r} disagree"
+                )
+            top = replace(top, machine=top.machine or MachineSpec(source))
+        return {"topk": top, "graded": parse_spec("graded", spec.options.get("graded"), k=spec.k)}
     except ConfigError as err:
         raise Invalid(str(err)) from None
+
+
+def _options(specs: Mapping[str, TaskSpec]) -> dict[str, dict[str, Any]]:
+    """Each method's options as JSON (what the preview shows and the cost model reads)."""
+    return {method: task.options() for method, task in specs.items()}
 
 
 def _stored_runs(db: Database, spec: PlanSpec) -> tuple[StoredRun | None, StoredRun | None]:
@@ -223,17 +231,17 @@ def _prior_source(
 
 def preview_plan(*, db: Database, spec: PlanSpec) -> PlanPreview:
     """Build the plan, its pools and every violated constraint, without writing anything."""
-    options = _options(spec)
+    specs = _task_specs(spec)
     stored = _stored_runs(db, spec)
     prior = _prior_source(spec, stored)
     with db.read() as s:
         if not repository.collection_exists(s, spec.collection_id):
             raise NotFound(f"no collection with id {spec.collection_id}")
-        machine.check_machine(s, spec.collection_id, options["topk"], db.settings)
-    source = (options["topk"].get("machine") or {}).get("source")
-    accuracy = preview_accuracy(db, spec.collection_id, source, spec.machine_accuracy)
+        source = machine.check_machine(s, spec.collection_id, specs["topk"].machine, db.settings)
+    text = None if source is None else source.text
+    accuracy = preview_accuracy(db, spec.collection_id, text, spec.machine_accuracy)
     with db.read() as s:
-        preview = _preview_in(s, spec, options, prior, db.settings, accuracy, pool_run=stored[0])[0]
+        preview = _preview_in(s, spec, specs, prior, db.settings, accuracy, pool_run=stored[0])[0]
     return preview
 
 
@@ -273,11 +281,11 @@ def _resolve_priors(
 
 
 def _planned_tasks(
-    spec: PlanSpec, plan: Plan, options: dict[str, dict[str, Any]], pools: dict[str, list[str]]
+    spec: PlanSpec, plan: Plan, topk: TaskSpec, pools: dict[str, list[str]]
 ) -> list[PlannedTask]:
     """The plan's entries as tasks: seed, pool size and, with a ``+robust`` strategy, the
     other top-k assessors of the query who get the task's repeats."""
-    routes = spec.second_opinions and makes_repeats(options["topk"]["strategy"])
+    routes = spec.second_opinions and topk.strategy.repeats
     topk_assessors: dict[str, list[str]] = {}
     for e in plan.entries:
         if e.method == "topk":
@@ -336,7 +344,7 @@ def _violations(
 def _preview_in(
     s: Any,
     spec: PlanSpec,
-    options: dict[str, dict[str, Any]],
+    specs: Mapping[str, TaskSpec],
     prior: PriorSource,
     settings: Settings,
     accuracy: MachineAccuracy | None = None,
@@ -350,6 +358,7 @@ def _preview_in(
 
     :func:`create_plan` calls this inside its write transaction, so the check against the
     existing tasks sees every plan committed before it (see there)."""
+    options = _options(specs)
     all_queries = repository.queries_by_id(s, spec.collection_id)
     query_ids = _query_ids(spec, all_queries)
     extra = checks.unknown_queries(query_ids, all_queries)
@@ -372,7 +381,7 @@ def _preview_in(
     extra += prior_errors
     have = repository.active_tasks(s, spec.collection_id)
     extra += checks.existing_task_errors(plan.entries, have)
-    tasks = _planned_tasks(spec, plan, options, pools)
+    tasks = _planned_tasks(spec, plan, specs["topk"], pools)
     cost = plan_cost(spec.k, options, pools, resolved, _methods_by_query(tasks))
     pairs = [(t.query_id, t.method) for t in tasks]
     sizes = {q: len(v) for q, v in pools.items()}
@@ -405,7 +414,7 @@ def _preview_in(
             pools,
             resolved,
             pairs,
-            strategy_candidates(options["topk"]["strategy"]),
+            strategy_candidates(specs["topk"].strategy.name),
             None if accuracy is None else accuracy.value,
         ),
         machine_accuracy=None if accuracy is None else accuracy.as_dict(),
@@ -442,15 +451,15 @@ def create_plan(*, db: Database, spec: PlanSpec) -> CreatedPlan:
     (:func:`app.planning.repository.lock_collection`), so a second plan waits for the first to
     commit and its check statements, each with a fresh snapshot, then see the first plan's
     tasks."""
-    options = _options(spec)
+    specs = _task_specs(spec)
     stored = _stored_runs(db, spec)
     prior = _prior_source(spec, stored)
     with db.write() as s:
         if not repository.lock_collection(s, spec.collection_id):
             raise NotFound(f"no collection with id {spec.collection_id}")
-        machine.check_machine(s, spec.collection_id, options["topk"], db.settings)
+        machine.check_machine(s, spec.collection_id, specs["topk"].machine, db.settings)
         preview, pools, resolved = _preview_in(
-            s, spec, options, prior, db.settings, pool_run=stored[0]
+            s, spec, specs, prior, db.settings, pool_run=stored[0]
         )
         if not preview.ok:
             raise Invalid(
@@ -465,16 +474,11 @@ def create_plan(*, db: Database, spec: PlanSpec) -> CreatedPlan:
             )
         if not preview.tasks:
             raise Invalid("the plan has no tasks")
-        tasks, prepared = _new_tasks(s, spec, preview, pools, resolved, db.settings)
-        created = repository.insert_tasks(s, tasks)
-        for task_id, scores in zip(created, prepared, strict=True):
-            machine.save_prepared(s, task_id, scores)
-    for task_id, scores in zip(created, prepared, strict=True):
-        if scores is not None and scores.source == "llm":  # after the commit
-            enqueue_opinions(db.settings, task_id)
+        created = _new_tasks(s, spec, specs, preview, pools, resolved, db.settings)
+    tasks.after_commit(db.settings, created)
     return CreatedPlan(
         name=spec.name,
-        task_ids=created,
+        task_ids=[task_id for task_id, _ in created],
         warnings=[v for v in preview.violations if v["severity"] != "error"],
     )
 
@@ -482,47 +486,38 @@ def create_plan(*, db: Database, spec: PlanSpec) -> CreatedPlan:
 def _new_tasks(
     s: Any,
     spec: PlanSpec,
+    specs: Mapping[str, TaskSpec],
     preview: PlanPreview,
     pools: dict[str, list[str]],
     resolved: dict[str, Resolved],
     settings: Settings,
-) -> tuple[list[Task], list[PreparedScores | None]]:
-    """The previewed tasks as rows, each config checked by opening its session (so a config
-    the protocol cannot run fails now, not at the first judgment), and each task's machine
-    scores (None without a machine) to store once the tasks have their ids."""
+) -> list[tuple[int, PreparedScores | None]]:
+    """The previewed tasks made by :func:`app.tasks.service.new_task` (each config checked by
+    opening its session, its machine's scores stored): each task's id and scores."""
     queries = repository.queries_by_id(s, spec.collection_id)
     users = repository.users_by_name(s, preview.assessors)
-    tasks: list[Task] = []
-    prepared: list[PreparedScores | None] = []
+    created: list[tuple[int, PreparedScores | None]] = []
     for t in preview.tasks:
-        doc_ids = pools[t.query_id]
-        opts = dict(preview.options[t.method])
+        task = replace(specs[t.method], seed=t.seed)
+        where = f"task {t.assessor}/{t.query_id}/{t.method}: "
         if t.method == "topk":
-            opts["initial_order"], opts["prior"] = resolved[t.query_id]
-            if t.second_assessor:
-                opts["second_assessor"] = list(t.second_assessor)
-        try:
-            open_session(t.method, doc_ids, k=spec.k, seed=t.seed, options=opts, answers=())
-        except ConfigError as err:
-            raise Invalid(f"task {t.assessor}/{t.query_id}/{t.method}: {err}") from None
+            order, prior = resolved[t.query_id]
+            try:
+                task = replace(
+                    task,
+                    initial_order=None if order is None else tuple(order),
+                    prior=prior,
+                    routing=replace(task.routing, second_assessor=t.second_assessor or None),
+                )
+            except ConfigError as err:
+                raise Invalid(f"{where}{err}") from None
         label = f"{spec.name}:{t.label}" if t.label else spec.name
-        query = queries[t.query_id]
-        prepared.append(machine.prepare_task(s, spec.collection_id, query, doc_ids, opts, settings))
-        tasks.append(
-            Task(
-                collection_id=spec.collection_id,
-                query_id=query.id,
-                assessor_id=users[t.assessor].id,
-                method=t.method,
-                k=spec.k,
-                seed=t.seed,
-                options=opts,
-                doc_ids=doc_ids,
-                status="pending",
-                plan=label[:100],
-            )
-        )
-    return tasks, prepared
+        row, prepared = tasks.new_task(
+            s, settings, spec.collection_id, queries[t.query_id], users[t.assessor],
+            pools[t.query_id], task, plan=label[:100], where=where,
+        )  # fmt: skip
+        created.append((row.id, prepared))
+    return created
 
 
 def plan_entries_csv(preview: PlanPreview) -> str:

@@ -35,14 +35,15 @@ from sqlalchemy import select
 
 from app.auth.tokens import Caller, Identity, caller_identity
 from app.judging import loop
+from app.judging.answers import record_answer
 from app.judging.loop import Payload, document_payload
-from app.judging.repository import JudgmentStore, row_values
+from app.judging.repository import JudgmentStore
 from app.judging.routing import decide, locked_body
 from app.judging.routing_repository import STATEMENTS
 from app.kernel.db import Database
 from app.kernel.errors import Conflict, Forbidden, Invalid, NotFound
 from app.kernel.models import Query, SecondOpinion, Task, User, utcnow
-from labeling.errors import Finished, InvalidAnswer, WrongQuestion
+from labeling.errors import InvalidAnswer
 from labeling.identifiers import same_identifier
 from labeling.protocol.topk import TopKSession
 from labeling.protocol.types import PairAnswer, PairQuestion
@@ -277,14 +278,12 @@ def answer(*, db: Database, user: Caller, item_id: int, data: dict[str, Any]) ->
             raise conflict(f"second opinion {item_id} no longer matches its task's question")
         pair = PairAnswer(left, right, outcome)
         try:
-            session.submit(pair)
-        except (WrongQuestion, Finished) as exc:
-            raise conflict(str(exc)) from exc
+            inserted = record_answer(
+                store, replayed, row.seq, pair, status=task.status, active_ms=active_ms,
+                now=now, comment=comment, conflict=conflict, answered_by=who.id,
+            )  # fmt: skip
         except InvalidAnswer as exc:
             raise Invalid(str(exc)) from exc
-        values = row_values(task.id, row.seq, pair, active_ms, now, comment)
-        values["answered_by"] = who.id
-        inserted = sql.insert_judgment.one_or_none(cursor, values)
         if inserted is None:
             raise conflict(f"question {row.seq} of task {task.id} was answered concurrently")
         sql.answered.execute(
@@ -294,11 +293,9 @@ def answer(*, db: Database, user: Caller, item_id: int, data: dict[str, Any]) ->
                 "now": now,
                 "outcome": outcome,
                 "active_ms": active_ms,
-                "judgment_id": int(inserted.id),
+                "judgment_id": inserted,
             },
         )
-        if session.done:
-            store.mark(task.id, "done", now)
         decided = sql.by_id.one_or_none(cursor, {"id": item_id})
         return _item(db, cursor, decided)
 

@@ -10,8 +10,7 @@ from fastapi import APIRouter, Depends, Query
 from app.http.deps import CurrentUser, DbDep, require_admin
 from app.http.openapi import declare_errors, error_responses
 from app.http.schemas import MAX_ID, PathId, TaskStatus
-from app.planning import priors
-from app.tasks import results
+from app.tasks import priors, results
 from app.tasks import service as tasks
 from app.tasks.schemas import ResultOut, TaskCreate, TaskOut
 

@@ -1,12 +1,13 @@
 """Use cases: create and list tasks; load a task for a user (ownership rules).
 
-A task freezes everything its protocol is replayed from: method, k, seed, the validated options
-(defaults filled in by :func:`labeling.protocol.options.validate_options`) and ``doc_ids``, the
-snapshot of the query's pool in import order. Later imports into the query do not change existing
-tasks, so their logs always replay.
+A task freezes everything its protocol is replayed from: its
+:class:`labeling.protocol.spec.TaskSpec` (method, k, seed and the options, stored as JSON with
+every default spelt out) and ``doc_ids``, the snapshot of the query's pool in import order.
+Later imports into the query do not change existing tasks, so their logs always replay.
+:func:`new_task` is the one place a task row is made.
 
 A top-k task's prior (BM25, a LETOR feature, a TREC run, or none) is resolved here, once,
-into the options ``initial_order`` and ``prior`` (:mod:`app.planning.priors`), so replay never
+into the options ``initial_order`` and ``prior`` (:mod:`app.tasks.priors`), so replay never
 looks at the collection again (``docs/strategies-in-practice.md#priors``).
 """
 
@@ -14,8 +15,8 @@ from __future__ import annotations
 
 import math
 import secrets
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -29,13 +30,15 @@ from app.judging.routing import check_second_assessors
 from app.kernel.db import Database
 from app.kernel.errors import Invalid, NotFound
 from app.kernel.models import Collection, Document, Judgment, Query, Task, User
+from app.kernel.settings import Settings
 from app.machine import service as machine
-from app.planning.priors import PriorResolver, PriorSource
+from app.machine.judges import PreparedScores
+from app.tasks.priors import PriorResolver, PriorSource
 from labeling.errors import ConfigError
 from labeling.identifiers import normal_identifier
-from labeling.protocol.options import validate_options
 from labeling.protocol.prior_orders import NO_PRIOR
 from labeling.protocol.session import open_session
+from labeling.protocol.spec import LlmSource, TaskSpec, parse_spec
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +84,8 @@ def create_task(
     plan: str | None = None,
     prior: PriorSource | None = None,
 ) -> TaskView:
-    """Assign ``assessor`` to judge ``query_id`` of a collection with ``method``.
+    """Assign ``assessor`` to judge ``query_id`` of a collection with ``method`` (the REST
+    endpoint, the demo and a study's tasks; a plan's tasks are made by :func:`new_task` too).
 
     ``prior`` (top-k only) names where the initial order comes from; it is resolved against
     the query's pool now and stored as ``options.initial_order`` with ``options.prior``. A
@@ -100,50 +104,101 @@ def create_task(
     assessor, a query without documents, a prior that cannot rank the pool or a bad
     configuration (the labeling core's ConfigError message)."""
     explicit = _check_prior_request(method, options or {}, prior)
-    opts = validate_options(method, options)
     if seed is None:
         seed = secrets.randbelow(2**31)
+    try:
+        spec = parse_spec(method, options, k=k, seed=seed)
+    except ConfigError as err:
+        raise Invalid(str(err)) from None
     with db.write() as s:
         query, user = _query_and_assessor(s, collection_id, query_id, assessor)
-        if opts.get("second_assessor"):
-            check_second_assessors(s, opts["second_assessor"], assessor)
         pool = select(Document.external_id).where(Document.query_id == query.id)
         doc_ids = list(s.scalars(pool.order_by(Document.id)))
         if not doc_ids:
             raise Invalid(f"query {query_id!r} has no documents to judge")
-        if method == "topk":
+        if spec.method == "topk":
             if explicit:
-                opts["prior"] = "explicit"
+                spec = replace(spec, prior="explicit")
             else:
                 resolver = PriorResolver(s, collection_id, prior or PriorSource(), db.settings)
-                opts["initial_order"], opts["prior"] = resolver.resolve(query, doc_ids)
-        try:
-            opts = validate_options(method, opts)
-            # Fail now, not at the first judgment, if the protocol cannot run this config.
-            open_session(method, doc_ids, k=k, seed=seed, options=opts, answers=())
-        except ConfigError as err:
-            raise Invalid(str(err)) from None
-        prepared = machine.prepare_task(s, collection_id, query, doc_ids, opts, db.settings)
-        task = Task(
-            collection_id=collection_id,
-            query_id=query.id,
-            assessor_id=user.id,
-            method=method,
-            k=k,
-            seed=seed,
-            options=opts,
-            doc_ids=doc_ids,
-            status="pending",
-            plan=plan,
+                order, resolved = resolver.resolve(query, doc_ids)
+                spec = _with_prior(spec, order, resolved)
+        task, prepared = new_task(
+            s, db.settings, collection_id, query, user, doc_ids, spec, plan=plan
         )
-        s.add(task)
-        s.flush()
-        machine.save_prepared(s, task.id, prepared)
         view = _view(task, query, user, 0)
-    if prepared is not None and prepared.source == "llm":
-        # After the commit: the job must find the task (docs/machine-judges.md#the-service).
-        enqueue_opinions(db.settings, view.id)
+    after_commit(db.settings, [(task.id, prepared)])
     return view
+
+
+def _with_prior(spec: TaskSpec, order: Sequence[str] | None, prior: str) -> TaskSpec:
+    """``spec`` with a resolved prior (a 422 if the order does not fit the options)."""
+    try:
+        return replace(spec, initial_order=None if order is None else tuple(order), prior=prior)
+    except ConfigError as err:
+        raise Invalid(str(err)) from None
+
+
+def new_task(
+    s: Session,
+    settings: Settings,
+    collection_id: int,
+    query: Query,
+    assessor: User,
+    doc_ids: list[str],
+    spec: TaskSpec,
+    *,
+    plan: str | None = None,
+    where: str = "",
+) -> tuple[Task, PreparedScores | None]:
+    """**The one place a task row is made** (:func:`create_task` and
+    :func:`app.planning.service.create_plan` call it), inside the caller's write transaction
+    ``s``: the second assessors are checked (existing, active, not ``assessor``), the spec by
+    opening its session (so a config the protocol cannot run fails now, not at the first
+    judgment; ``where`` prefixes the 422), the machine's scores prepared and stored
+    (:func:`app.machine.service.prepare_task`), and the row added with the spec's options.
+    Call :func:`after_commit` with the result once ``s`` has committed."""
+    if spec.seed is None:
+        raise ValueError("a new task's spec needs its seed")
+    if spec.routing.second_assessor:
+        check_second_assessors(s, spec.routing.second_assessor, assessor.username)
+    try:
+        open_session(
+            spec.method, doc_ids, k=spec.k, seed=spec.seed, options=spec.options(), answers=()
+        )
+    except ConfigError as err:
+        raise Invalid(f"{where}{err}") from None
+    spec, prepared = machine.prepare_task(s, collection_id, query, doc_ids, spec, settings)
+    task = Task(
+        collection_id=collection_id,
+        query_id=query.id,
+        assessor_id=assessor.id,
+        method=spec.method,
+        k=spec.k,
+        seed=spec.seed,
+        options=spec.options(),
+        doc_ids=doc_ids,
+        status="pending",
+        plan=plan,
+    )
+    s.add(task)
+    s.flush()
+    machine.save_prepared(s, task.id, prepared)
+    return task, prepared
+
+
+def after_commit(settings: Settings, created: Sequence[tuple[int, PreparedScores | None]]) -> None:
+    """What follows the commit of new tasks: the pair opinions of each ``llm`` task are put on
+    the queue (the job must find the task; docs/machine-judges.md#the-service)."""
+    for task_id, prepared in created:
+        if prepared is not None and isinstance(prepared.source, LlmSource):
+            enqueue_opinions(settings, task_id)
+
+
+def task_spec(task: Task) -> TaskSpec:
+    """The spec of a stored task (its method, k, seed and options;
+    :func:`labeling.protocol.spec.parse_spec`)."""
+    return parse_spec(task.method, task.options, k=task.k, seed=task.seed)
 
 
 def _query_and_assessor(

@@ -17,7 +17,6 @@ from app.kernel.models import utcnow
 from app.training import repository
 from app.training.features import compute_features, feature_status
 from app.training.service import check_options, make_estimator
-from app.training.settings import JobSettings
 from app.training.truth import load_parts
 
 CANCEL_POLL_SECONDS = 0.2  # a cancel stops a fit within this plus one iteration
@@ -118,9 +117,9 @@ class _Watch:
         self.check()
 
 
-def execute_run(run_id: int, *, db: Database, jobs: JobSettings | None = None) -> None:
+def execute_run(run_id: int, *, db: Database) -> None:
     """Train run ``run_id`` (queued -> running -> done | failed | cancelled); in a worker."""
-    jobs = jobs or JobSettings()
+    jobs = db.settings
     claimed = claim_run(db, run_id)
     if claimed is None:
         return

@@ -29,7 +29,6 @@ from app.kernel.settings import Settings
 from app.training.execution import execute_run
 from app.training.features import run_features_job
 from app.training.service import recover_stalled
-from app.training.settings import JobSettings
 
 if TYPE_CHECKING:
     from huey import Huey
@@ -40,7 +39,7 @@ FEATURES_TASK = "heapjudge.features"
 
 
 def _train(run_id: int) -> None:
-    execute_run(run_id, db=queue.worker_database(), jobs=JobSettings())
+    execute_run(run_id, db=queue.worker_database())
 
 
 def _features(collection_id: int, replace: bool) -> None:
@@ -73,20 +72,20 @@ def pending_run_ids(huey: Huey) -> set[int]:
 
 def sweep(stop: threading.Event) -> None:
     """The recovery sweep (module docstring), until ``stop`` is set."""
-    jobs = JobSettings()
     db = queue.worker_database()
-    huey = TRAINING.huey(db.settings)
+    settings = db.settings
+    huey = TRAINING.huey(settings)
     while True:
         try:
             recover_stalled(
                 db=db,
-                jobs=jobs,
+                settings=settings,
                 pending=lambda: pending_run_ids(huey),
                 enqueue=lambda run_id: enqueue_training(db.settings, run_id),
             )
         except Exception:  # a sweep that fails (database restarting) tries again later
             log.exception("training recovery sweep failed")
-        if stop.wait(jobs.sweep_seconds):
+        if stop.wait(settings.sweep_seconds):
             return
 
 

@@ -39,9 +39,9 @@ from typing import Any
 from app.kernel.db import Database
 from app.kernel.errors import Conflict, Invalid, NotFound
 from app.kernel.models import TrainingRun, utcnow
+from app.kernel.settings import Settings
 from app.training import repository
 from app.training.features import check_computable
-from app.training.settings import JobSettings
 
 TRUTHS = ("imported", "study", "both")
 KINDS = ("graded", "topk")
@@ -173,13 +173,12 @@ def create_run(
     params: dict[str, Any] | None = None,
     options: dict[str, Any] | None = None,
     time_limit_seconds: int | None = None,
-    jobs: JobSettings | None = None,
 ) -> dict[str, Any]:
     """Validate and record a queued run; returns its JSON view (the caller enqueues it)."""
     params = dict(params or {})
     make_estimator(model, params)
     opts = check_options(options)
-    limit = time_limit_seconds or (jobs or JobSettings()).training_time_limit_seconds
+    limit = time_limit_seconds or db.settings.training_time_limit_seconds
     with db.write() as s:
         refuse_hopeless(s, collection_id, opts)
         run = TrainingRun(
@@ -227,9 +226,9 @@ def cancel_run(*, db: Database, run_id: int) -> dict[str, Any]:
 def recover_stalled(
     *,
     db: Database,
-    jobs: JobSettings,
     pending: Callable[[], set[int]],
     enqueue: Callable[[int], Any],
+    settings: Settings | None = None,
 ) -> dict[str, list[int]]:
     """Retry or fail runs whose worker is gone; re-enqueue queued runs whose message is gone.
 
@@ -239,6 +238,7 @@ def recover_stalled(
     whose id is not among the queue's ``pending()`` messages is enqueued again. Every change is
     a conditional UPDATE, so two workers sweeping at once act once.
     """
+    jobs = settings or db.settings
     cutoff = utcnow() - timedelta(seconds=jobs.training_stale_seconds)
     with db.read() as s:
         stale = repository.stale_runs(s, cutoff)

@@ -1,54 +1,19 @@
-"""The options of a judging task: their defaults and their validation.
+"""The checks of a judging task's single values: the method, the documents, the seed and
+each option that is more than a switch.
 
-:func:`validate_options` fills in the defaults of a method and checks every value; it runs on
-every replay (:func:`labeling.protocol.session.open_session`), so a config stored before an
-option existed replays unchanged. What each option does: :mod:`labeling.protocol.topk` and
-docs/protocols.md#conventions-shared-by-every-strategy.
+:mod:`labeling.protocol.spec` builds a task's :class:`~labeling.protocol.spec.TaskSpec` from
+them (its parser names the option of a bad value). What each option does:
+:mod:`labeling.protocol.topk` and docs/protocols.md#conventions-shared-by-every-strategy.
 """
 
 from __future__ import annotations
 
 import math
-import re
-from collections.abc import Mapping, Sequence
-from typing import Any, TypeGuard
+from collections.abc import Sequence
+from typing import TypeGuard
 
 from labeling.errors import ConfigError
-from labeling.protocol.prior_orders import check_prior, check_prior_matches_order
 from labeling.protocol.types import METHODS
-from labeling.strategies.registry import DEFAULT_STRATEGY, check_strategy_name, makes_repeats
-
-#: Options of each method and their defaults (all recorded in the task config).
-DEFAULT_OPTIONS: dict[str, dict[str, Any]] = {
-    "topk": {
-        "allow_ties": False,
-        "pair_cache": True,
-        "not_relevant": False,
-        "initial_order": None,
-        "reask_fraction": 0.0,
-        "strategy": DEFAULT_STRATEGY,
-        "prior": None,
-        "second_assessor": None,
-        "second_opinion_timeout_s": 600,
-        "machine": None,
-    },
-    "graded": {},
-}
-
-#: Options the protocol never reads: where the service routes a strategy's deliberate repeats
-#: (docs/noise.md#routing-re-asks-to-a-second-assessor). Recorded with the config like every
-#: option, so a task's routing is part of what was assigned; replay ignores them.
-ROUTING_OPTIONS = ("second_assessor", "second_opinion_timeout_s")
-
-#: Options the protocol never reads either: the machine judge a ``+assist`` strategy may let
-#: answer (docs/machine-judges.md#the-service). The service builds the machine from it and
-#: passes it to the session; a logged machine answer replays without it.
-MACHINE_OPTIONS = ("machine",)
-#: The judge sources of option ``machine``: ``bm25``, ``model:<training run id>``, ``llm``.
-MACHINE_SOURCE = re.compile(r"^(?:bm25|llm|model:[1-9][0-9]{0,18})$")
-#: Keys of option ``machine``: ``source`` (given) and ``judge`` (the judge's version, recorded
-#: by the service when it prepares the task's opinions).
-MACHINE_KEYS = ("source", "judge")
 
 #: Bounds of ``second_opinion_timeout_s`` (seconds): at least a minute, so a second assessor
 #: who opens the question has time to answer it; at most a day, so a first assessor is never
@@ -69,102 +34,10 @@ def check_method(method: object) -> str:
     return str(method)
 
 
-def validate_options(method: str, options: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Return the complete options of ``method`` (defaults filled in); ConfigError on bad input.
-
-    Idempotent: ``validate_options(m, validate_options(m, o)) == validate_options(m, o)``, and
-    a config missing options added later (``reask_fraction``) validates to the same result as
-    one that spells their defaults out.
-    """
-    method = check_method(method)
-    if options is None:
-        options = {}
-    if not isinstance(options, Mapping):
-        raise ConfigError(f"options must be a mapping, got {type(options).__name__}")
-    defaults = DEFAULT_OPTIONS[method]
-    unknown = sorted(str(key) for key in options if key not in defaults)
-    if unknown:
-        known = ", ".join(defaults) or "none"
-        raise ConfigError(f"unknown option(s) for {method}: {', '.join(unknown)} (known: {known})")
-    out = dict(defaults)
-    for key, value in options.items():
-        if key == "initial_order":
-            out[key] = _check_initial_order(value)
-        elif key == "reask_fraction":
-            out[key] = _check_reask_fraction(value)
-        elif key == "strategy":
-            out[key] = check_strategy_name(value)
-        elif key == "prior":
-            out[key] = check_prior(value)
-        elif key == "second_assessor":
-            out[key] = _check_second_assessor(value)
-        elif key == "second_opinion_timeout_s":
-            out[key] = _check_second_opinion_timeout(value)
-        elif key == "machine":
-            out[key] = check_machine(value)
-        else:
-            if not isinstance(value, bool):
-                raise ConfigError(f"option {key} must be true or false, got {value!r}")
-            out[key] = value
-    if method == "topk":
-        _check_topk_combinations(out)
-    return out
-
-
-def _check_topk_combinations(out: Mapping[str, Any]) -> None:
-    """ConfigError for top-k options that do not go together."""
-    if out["prior"] is not None:
-        check_prior_matches_order(out["prior"], out["initial_order"])
-    if out["second_assessor"] is not None and not makes_repeats(out["strategy"]):
-        raise ConfigError(
-            "option second_assessor routes a strategy's repeated comparisons; strategy "
-            f"{out['strategy']!r} repeats none (use a +robust strategy, e.g. tournament+robust)"
-        )
-    if out["machine"] is not None and not is_assisted(out["strategy"]):
-        raise ConfigError(
-            "option machine answers the questions of a +assist strategy; strategy "
-            f"{out['strategy']!r} asks people everything (use e.g. insertion+assist)"
-        )
-
-
-def is_assisted(strategy: str) -> bool:
-    """Whether the strategy name carries the ``assist`` modifier."""
-    return "assist" in strategy.split("+")[1:]
-
-
-def check_machine(value: object) -> dict[str, str] | None:
-    """None, or option ``machine`` as a dict: ``source`` one of ``bm25``, ``model:<training
-    run id>``, ``llm`` and, once the service has prepared the task, ``judge`` (the judge's
-    version); ConfigError naming the key otherwise. Whether the training run exists and is
-    done is the service's check."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        value = {"source": value}
-    if not isinstance(value, Mapping):
-        raise ConfigError('option machine must be null or an object such as {"source": "bm25"}')
-    unknown = sorted(str(k) for k in value if k not in MACHINE_KEYS)
-    if unknown:
-        raise ConfigError(
-            f"option machine.{unknown[0]} is not known (known: {', '.join(MACHINE_KEYS)})"
-        )
-    source = value.get("source")
-    if not isinstance(source, str) or not MACHINE_SOURCE.match(source):
-        raise ConfigError(
-            f"option machine.source must be bm25, model:<training run id> or llm, got {source!r}"
-        )
-    out = {"source": source}
-    judge = value.get("judge")
-    if judge is not None:
-        if not isinstance(judge, str) or not judge or len(judge) > 300:
-            raise ConfigError("option machine.judge must be a judge version (a short text)")
-        out["judge"] = judge
-    return out
-
-
-def _check_second_assessor(value: object) -> list[str] | None:
-    """None, or the usernames of the second assessors as a list (a single name is a list of
-    one): distinct non-empty strings. Whether they exist is the service's check."""
+def check_second_assessor(value: object) -> list[str] | None:
+    """Option ``second_assessor``: None, or the usernames of the second assessors as a list
+    (a single name is a list of one): distinct non-empty strings. Whether they exist is the
+    service's check."""
     if value is None:
         return None
     if isinstance(value, str):
@@ -176,7 +49,8 @@ def _check_second_assessor(value: object) -> list[str] | None:
     return _unique_ids(value, "second_assessor", "user {doc!r} is listed twice")
 
 
-def _check_second_opinion_timeout(value: object) -> int:
+def check_second_opinion_timeout(value: object) -> int:
+    """Option ``second_opinion_timeout_s``: whole seconds in [a minute, a day]."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise ConfigError(
             f"option second_opinion_timeout_s must be a whole number of seconds, got {value!r}"
@@ -189,7 +63,8 @@ def _check_second_opinion_timeout(value: object) -> int:
     return value
 
 
-def _check_reask_fraction(value: object) -> float:
+def check_reask_fraction(value: object) -> float:
+    """Option ``reask_fraction`` as a float in [0, :data:`MAX_REASK_FRACTION`]."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ConfigError(f"option reask_fraction must be a number in [0, 0.5], got {value!r}")
     if not (math.isfinite(value) and 0.0 <= value <= MAX_REASK_FRACTION):
@@ -199,7 +74,8 @@ def _check_reask_fraction(value: object) -> float:
     return float(value)
 
 
-def _check_initial_order(value: object) -> list[str] | None:
+def check_initial_order(value: object) -> list[str] | None:
+    """Option ``initial_order``: None, or distinct non-empty document ids."""
     if value is None:
         return None
     if isinstance(value, str | bytes) or not isinstance(value, Sequence):

@@ -22,7 +22,8 @@ from typing import Any, Literal, overload
 
 from labeling.errors import ConfigError, LabelingError, WrongQuestion
 from labeling.protocol.graded import GradedSession
-from labeling.protocol.options import check_doc_ids, check_method, check_seed, validate_options
+from labeling.protocol.options import check_doc_ids, check_method, check_seed
+from labeling.protocol.spec import validate_options
 from labeling.protocol.topk import TopKSession
 from labeling.protocol.types import LogEntry, MachineAnswer
 from labeling.strategies.assist import MachineOpinion

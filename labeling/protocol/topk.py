@@ -41,7 +41,7 @@ Decisions where the paper is silent (docs/protocols.md#conventions-shared-by-eve
   the first answer, and the pair cache neither answers nor stores re-asks); re-asks are never
   re-asked. A re-ask accepts the outcomes of the question it repeats (``not_relevant`` for the
   same challenger). With f = 0 nothing of this runs, so judgment counts are those of the
-  plain protocol; :func:`labeling.protocol.options.validate_options` fills in ``0.0`` like every
+  plain protocol; :func:`labeling.protocol.spec.validate_options` fills in ``0.0`` like every
   other default, and a config stored before the option existed (no key) replays unchanged, since
   every replay re-validates it (:func:`labeling.protocol.session.open_session`).
 """

@@ -2,7 +2,8 @@
 
 A task's option ``strategy`` names one entry of :data:`STRATEGIES`, optionally followed by
 modifiers from :data:`MODIFIERS` joined with ``+`` (``"heap"``, ``"tournament+robust"``).
-:func:`strategy_names` lists every accepted name; :func:`resolve_strategy` turns a name into
+:func:`strategy_names` lists every accepted name; :func:`parse_strategy` turns a name into a
+:class:`Strategy` value (a base and its modifiers), :func:`resolve_strategy` a name into
 the class :class:`labeling.protocol.topk.TopKSession` instantiates. A modifier is a function from a
 strategy class to a strategy class (e.g. one that re-asks some comparisons); a name lists them
 in registration order, each at most once, so that every combination has exactly one spelling
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from labeling.errors import ConfigError
 from labeling.strategies.assist import assist
@@ -59,6 +61,8 @@ DEFAULT_STRATEGY = "heap"
 
 #: Separates a base strategy from its modifiers in a name.
 SEPARATOR = "+"
+#: The modifier that lets a machine judge answer (docs/machine-judges.md#assisted-strategies).
+ASSIST = "assist"
 
 # Resolved names -> (the modifier functions used, the class); a modifier builds a new class on
 # every call, and a session is rebuilt on every request, so the class is built once per name.
@@ -79,38 +83,92 @@ def strategy_names() -> list[str]:
     return names
 
 
+@dataclass(frozen=True, slots=True)
+class Strategy:
+    """A strategy as a value: its base (a key of :data:`STRATEGIES`) and its modifiers (keys
+    of :data:`MODIFIERS`, in registration order, each at most once). :func:`parse_strategy`
+    reads the name people type (``tournament+assist+robust``); :attr:`name` writes it back.
+    Built directly, it is checked the same way (ConfigError naming option ``strategy``)."""
+
+    base: str = "heap"
+    modifiers: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        order = list(MODIFIERS)
+        ranks = [order.index(m) if m in MODIFIERS else -1 for m in self.modifiers]
+        canonical = -1 not in ranks and ranks == sorted(set(ranks))
+        if self.base not in STRATEGIES or not canonical:
+            names = strategy_names()
+            raise ConfigError(
+                f"option strategy must be one of {', '.join(names)}; got {self.name!r}"
+            )
+
+    @property
+    def name(self) -> str:
+        """The name as stored in a task's options: ``base+modifier+...``."""
+        return SEPARATOR.join((self.base, *self.modifiers))
+
+    @property
+    def assisted(self) -> bool:
+        """Whether a machine may answer its questions (the ``assist`` modifier)."""
+        return ASSIST in self.modifiers
+
+    @property
+    def repeats(self) -> bool:
+        """Whether it asks deliberate repeats (a modifier in :data:`REPEATING_MODIFIERS`)."""
+        return any(m in REPEATING_MODIFIERS for m in self.modifiers)
+
+    def without(self, modifier: str) -> Strategy:
+        """This strategy without ``modifier`` (itself if it has none)."""
+        return Strategy(self.base, tuple(m for m in self.modifiers if m != modifier))
+
+    def with_base(self, base: str) -> Strategy:
+        """The same modifiers on another base strategy."""
+        return Strategy(base, self.modifiers)
+
+
+def parse_strategy(name: object) -> Strategy:
+    """The :class:`Strategy` a name stands for (``tournament+robust`` -> base ``tournament``,
+    modifiers ``("robust",)``); ConfigError listing the accepted names for any other value,
+    including a known base with its modifiers out of registration order."""
+    if not isinstance(name, str):
+        raise ConfigError(
+            f"option strategy must be one of {', '.join(strategy_names())}; got {name!r}"
+        )
+    base, *modifiers = name.split(SEPARATOR)
+    if "" in modifiers or not base:
+        raise ConfigError(
+            f"option strategy must be one of {', '.join(strategy_names())}; got {name!r}"
+        )
+    return Strategy(base, tuple(modifiers))
+
+
 def check_strategy_name(name: object) -> str:
     """``name`` if :func:`strategy_names` lists it; else ConfigError listing the accepted names."""
-    if isinstance(name, str) and name in STRATEGIES:  # the common case, on every replay
-        return name
-    names = strategy_names()
-    if not isinstance(name, str) or name not in names:
-        raise ConfigError(f"option strategy must be one of {', '.join(names)}; got {name!r}")
-    return name
+    return parse_strategy(name).name
 
 
 def makes_repeats(name: str) -> bool:
-    """Whether the strategy ``name`` asks deliberate repeats: one of its modifiers is in
-    :data:`REPEATING_MODIFIERS`."""
-    return any(m in REPEATING_MODIFIERS for m in name.split(SEPARATOR)[1:])
+    """Whether the strategy ``name`` asks deliberate repeats (:attr:`Strategy.repeats`)."""
+    return parse_strategy(name).repeats
 
 
-def resolve_strategy(name: str) -> type[PairStrategy]:
+def resolve_strategy(name: str | Strategy) -> type[PairStrategy]:
     """The strategy class a name stands for (modifiers applied right to left); ConfigError for
     a name :func:`strategy_names` does not list."""
-    base = STRATEGIES.get(name)
-    if base is not None:
-        return base
-    check_strategy_name(name)
-    head, *mods = name.split(SEPARATOR)
-    functions = tuple(MODIFIERS[m] for m in mods)
-    cached = _resolved.get(name)
+    if isinstance(name, str):
+        base = STRATEGIES.get(name)
+        if base is not None:
+            return base
+    strategy = name if isinstance(name, Strategy) else parse_strategy(name)
+    functions = tuple(MODIFIERS[m] for m in strategy.modifiers)
+    cached = _resolved.get(strategy.name)
     if cached is not None and cached[0] == functions:
         return cached[1]
-    cls = STRATEGIES[head]
+    cls = STRATEGIES[strategy.base]
     for modify in reversed(functions):
         cls = modify(cls)
-    _resolved[name] = (functions, cls)
+    _resolved[strategy.name] = (functions, cls)
     return cls
 
 

@@ -31,8 +31,8 @@ from typing import Any, Literal
 from labeling.errors import ConfigError
 from labeling.protocol.graded import MAX_GRADE, GradedSession
 from labeling.protocol.groundtruth import GradedResult, TopKResult
-from labeling.protocol.options import validate_options
 from labeling.protocol.session import open_session
+from labeling.protocol.spec import validate_options
 from labeling.protocol.topk import TopKSession
 from labeling.protocol.types import Answer, GradeAnswer, GradeQuestion, PairAnswer, PairQuestion
 from labeling.strategies.assist import AssistStrategy, MachineOpinion

@@ -125,3 +125,24 @@ def api(database_url: str) -> Iterator[Api]:
         a = Api(client=client, db=app.state.db, settings=settings)
         a.add_user("admin", role="admin")
         yield a
+        check_stored_specs(a.db)
+
+
+def check_stored_specs(db: Any) -> None:
+    """Every task stored in a test database parses to its spec
+    (docs/architecture.md#the-task-spec): run when each module's database is done with, so
+    every path the module's tests made tasks by is covered (a ConfigError names the task's
+    bad option)."""
+    from sqlalchemy import select
+
+    from app.kernel.models import Task
+    from labeling.errors import ConfigError
+    from labeling.protocol.spec import parse_spec
+
+    with db.read() as s:
+        rows = list(s.execute(select(Task.id, Task.method, Task.k, Task.seed, Task.options)))
+    for task_id, method, k, seed, options in rows:
+        try:
+            parse_spec(method, options, k=k, seed=seed)
+        except ConfigError as err:
+            raise AssertionError(f"stored task {task_id} does not parse: {err}") from None

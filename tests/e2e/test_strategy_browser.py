@@ -66,8 +66,8 @@ def test_tournament_and_insertion_with_a_prior_by_keyboard(
     ctx: Any,
 ) -> None:
     from app.kernel.models import Query, Task
-    from app.planning.priors import PriorSource
     from app.tasks import service as tasks
+    from app.tasks.priors import PriorSource
 
     db = env["db"]
     seeded = seed_task(

@@ -74,7 +74,8 @@ def test_the_tree_is_complete() -> None:
     assert "admin prompts" in names
     assert "admin llm-grades" in names
     assert "admin machine check" in names
-    assert len(LEAVES) == 39
+    assert "config show" in names
+    assert len(LEAVES) == 40
 
 
 @pytest.mark.parametrize("path", ALL, ids=lambda p: " ".join(p) or "heapjudge")

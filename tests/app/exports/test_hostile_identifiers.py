@@ -18,8 +18,8 @@ from app.auth.passwords import hash_password
 from app.exports.service import FORMATS
 from app.kernel.models import Collection, Document, Judgment, Query, Task, User
 from labeling.csv_safety import unneutralise_cell
-from labeling.protocol.options import validate_options
 from labeling.protocol.session import open_session
+from labeling.protocol.spec import validate_options
 from labeling.protocol.types import GradeAnswer, PairAnswer, PairQuestion
 from tests.app.conftest import Api
 

@@ -438,7 +438,11 @@ def test_a_plan_gives_every_topk_task_the_machine(
     topk = [t for t in tasks if t is not None and t.method == "topk"]
     assert len(topk) == 2
     for t in topk:
-        assert t.options["machine"] == {"source": "bm25", "judge": "bm25/k1=1.2/b=0.75/scale=1"}
+        assert t.options["machine"] == {
+            "source": "bm25",
+            "judge": "bm25/k1=1.2/b=0.75/scale=1",
+            "max_loss": 0.01,  # the default, spelt out like every option
+        }
         assert machines[t.id].judge == "bm25/k1=1.2/b=0.75/scale=1"
 
 

@@ -139,15 +139,16 @@ def test_concurrent_conflicting_plans_exactly_one_wins(
     from app.kernel.errors import Invalid
     from app.planning import service as planning
     from app.planning.spec import PlanSpec
+    from app.tasks import service as tasks
 
     cid, _ = make_collection(api, "race", queries=2, docs=6, features=False)
-    real_open = planning.open_session
+    real_open = tasks.open_session  # a plan's tasks are made (and checked) by tasks.new_task
 
     def slow_open(*args, **kwargs):
         time.sleep(0.3)  # widens the window between the check and the commit
         return real_open(*args, **kwargs)
 
-    monkeypatch.setattr(planning, "open_session", slow_open)
+    monkeypatch.setattr(tasks, "open_session", slow_open)
 
     def spec(method: str) -> PlanSpec:
         return PlanSpec(

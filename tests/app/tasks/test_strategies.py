@@ -15,8 +15,8 @@ import pytest
 from sqlalchemy import func, select
 
 from app.kernel.models import Collection, Task
-from labeling.protocol.options import validate_options
 from labeling.protocol.session import open_session
+from labeling.protocol.spec import validate_options
 from labeling.protocol.types import PairAnswer, PairQuestion
 from labeling.strategies.registry import strategy_names
 from labeling.study.estimates import ASSUMED_PRIOR_CORRELATION, simulated_judgments

@@ -155,10 +155,10 @@ def test_sweep_requeues_a_queued_run_whose_message_is_lost(api: Api, study: int)
     from datetime import timedelta
 
     from app.kernel.models import utcnow
+    from app.kernel.settings import Settings
     from app.training.service import recover_stalled
-    from app.training.settings import JobSettings
 
-    jobs = JobSettings(training_stale_seconds=2, training_max_attempts=2)
+    jobs = Settings(training_stale_seconds=2, training_max_attempts=2)
     with api.db.write() as s:
         old = utcnow() - timedelta(seconds=10)
         lost = TrainingRun(
@@ -182,13 +182,13 @@ def test_sweep_requeues_a_queued_run_whose_message_is_lost(api: Api, study: int)
         lost_id, waiting_id = lost.id, waiting.id
     enqueued: list[int] = []
     out = recover_stalled(
-        db=api.db, jobs=jobs, pending=lambda: {waiting_id}, enqueue=enqueued.append
+        db=api.db, settings=jobs, pending=lambda: {waiting_id}, enqueue=enqueued.append
     )
     assert lost_id in out["requeued"] and waiting_id not in out["requeued"]
     assert lost_id in enqueued and waiting_id not in enqueued
     # A second sweep right after finds nothing to do (the heartbeat was renewed).
     again: list[int] = []
-    recover_stalled(db=api.db, jobs=jobs, pending=lambda: {waiting_id}, enqueue=again.append)
+    recover_stalled(db=api.db, settings=jobs, pending=lambda: {waiting_id}, enqueue=again.append)
     assert lost_id not in again
     with api.db.write() as s:
         for rid in (lost_id, waiting_id):

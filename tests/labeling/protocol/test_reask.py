@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 from labeling.analysis.consistency import repeated_judgments, self_consistency
 from labeling.analysis.records import JudgmentRecord
 from labeling.errors import ConfigError, InvalidAnswer, WrongQuestion
-from labeling.protocol.options import validate_options
 from labeling.protocol.seeding import REASK_GAP, reask_triggered
 from labeling.protocol.session import open_session
+from labeling.protocol.spec import validate_options
 from labeling.protocol.topk import TopKSession
 from labeling.protocol.types import PairAnswer
 from labeling.study.simulation import Assessor, run_session

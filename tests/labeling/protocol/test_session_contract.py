@@ -13,9 +13,9 @@ from labeling.errors import (
     WrongQuestion,
 )
 from labeling.protocol.groundtruth import TopKResult
-from labeling.protocol.options import validate_options
 from labeling.protocol.seeding import seeded_order, shows_swapped
 from labeling.protocol.session import open_session
+from labeling.protocol.spec import validate_options
 from labeling.protocol.topk import TopKSession
 from labeling.protocol.types import GradeAnswer, JudgingSession, PairAnswer, PairQuestion
 from labeling.strategies.base import Compare

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from labeling.errors import InvalidAnswer, WrongQuestion
-from labeling.protocol.options import validate_options
 from labeling.protocol.session import open_session
+from labeling.protocol.spec import validate_options
 from labeling.protocol.topk import TopKSession
 from labeling.protocol.types import MachineAnswer, PairAnswer
 from labeling.strategies.assist import SESSION_PRIOR_WEIGHT, AssistStrategy, wrong_stake

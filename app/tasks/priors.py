@@ -18,13 +18,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sqlalchemy import select
+
 from app.kernel.db import Database
 from app.kernel.errors import Invalid, issue_items
-from app.kernel.models import Query
+from app.kernel.models import Document, Query
 from app.kernel.settings import Settings
 from app.machine import grades as llm_grades
 from app.machine import judges as machine_judges
-from app.planning import repository
 from app.retrieval import service as retrieval
 from app.runs import service as runs
 from labeling.errors import ConfigError
@@ -37,6 +38,7 @@ from labeling.protocol.prior_orders import (
     ranking_order,
     score_order,
 )
+from labeling.protocol.spec import parse_source
 from labeling.sources import SourceError
 from labeling.study.pools import RunEntry, parse_trec_run
 
@@ -146,7 +148,9 @@ class PriorResolver:
             self._run, self._tags = _run_text(source.run or "")
         elif self.kind in ("model", "llm"):
             try:
-                machine_judges.check_source(s, collection_id, source.spec, self.settings)
+                machine_judges.check_source(
+                    s, collection_id, parse_source(source.spec, "prior"), self.settings
+                )
             except Invalid as err:
                 detail = str(err.detail).removeprefix(f"{machine_judges.FIELD}: ")
                 raise Invalid(f"prior {source.spec!r}: {detail}") from None
@@ -170,7 +174,12 @@ class PriorResolver:
             return order, "bm25"
         if self.kind == "model":
             prepared = machine_judges.prepare_scores(
-                self.s, self.collection_id, query, doc_ids, self.source.spec, self.settings
+                self.s,
+                self.collection_id,
+                query,
+                doc_ids,
+                parse_source(self.source.spec, "prior"),
+                self.settings,
             )
             order = score_order(doc_ids, prepared.scores)
             if not order:
@@ -187,7 +196,7 @@ class PriorResolver:
                 raise Invalid(f"prior of query {qid}: the LLM's grades were all unreadable")
             return order, "llm"
         if self.kind == "feature":
-            features = repository.document_features(self.s, query.id)
+            features = _document_features(self.s, query.id)
             try:
                 return feature_order(doc_ids, features, self.feature), self.source.spec
             except ConfigError as err:
@@ -223,3 +232,11 @@ def _run_text(text: str) -> tuple[dict[str, list[str]], dict[str, str]]:
         if len(kinds) == 1:
             tags[qid] = kinds.pop()
     return {q: [e.doc_id for e in entries] for q, entries in parsed.items()}, tags
+
+
+def _document_features(s: Any, query_id: int) -> dict[str, Any]:
+    """A query's documents' LETOR feature vectors by external id."""
+    rows = s.execute(
+        select(Document.external_id, Document.features).where(Document.query_id == query_id)
+    )
+    return {doc: vector for doc, vector in rows}
