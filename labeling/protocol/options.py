@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TypeGuard
 
 from labeling.errors import ConfigError
+from labeling.machine.trust import DEFAULT_MAX_LOSS, MAX_MAX_LOSS
 from labeling.protocol.prior_orders import check_prior, check_prior_matches_order
 from labeling.protocol.types import METHODS
 from labeling.strategies.registry import DEFAULT_STRATEGY, check_strategy_name, makes_repeats
@@ -46,9 +47,11 @@ ROUTING_OPTIONS = ("second_assessor", "second_opinion_timeout_s")
 MACHINE_OPTIONS = ("machine",)
 #: The judge sources of option ``machine``: ``bm25``, ``model:<training run id>``, ``llm``.
 MACHINE_SOURCE = re.compile(r"^(?:bm25|llm|model:[1-9][0-9]{0,18})$")
-#: Keys of option ``machine``: ``source`` (given) and ``judge`` (the judge's version, recorded
-#: by the service when it prepares the task's opinions).
-MACHINE_KEYS = ("source", "judge")
+#: Keys of option ``machine``: ``source`` (given), ``judge`` (the judge's version, recorded
+#: by the service when it prepares the task's opinions) and ``max_loss`` (the expected
+#: κ-NDCG@k loss per query the machine may cost, docs/machine-judges.md#the-rule).
+MACHINE_KEYS = ("source", "judge", "max_loss")
+
 
 #: Bounds of ``second_opinion_timeout_s`` (seconds): at least a minute, so a second assessor
 #: who opens the question has time to answer it; at most a day, so a first assessor is never
@@ -132,11 +135,12 @@ def is_assisted(strategy: str) -> bool:
     return "assist" in strategy.split("+")[1:]
 
 
-def check_machine(value: object) -> dict[str, str] | None:
+def check_machine(value: object) -> dict[str, Any] | None:
     """None, or option ``machine`` as a dict: ``source`` one of ``bm25``, ``model:<training
-    run id>``, ``llm`` and, once the service has prepared the task, ``judge`` (the judge's
-    version); ConfigError naming the key otherwise. Whether the training run exists and is
-    done is the service's check."""
+    run id>``, ``llm``; ``max_loss`` a number in (0, 0.5] (default :data:`DEFAULT_MAX_LOSS`,
+    recorded) and, once the service has prepared the task, ``judge`` (the judge's version);
+    ConfigError naming the key otherwise. Whether the training run exists and is done is the
+    service's check."""
     if value is None:
         return None
     if isinstance(value, str):
@@ -153,13 +157,23 @@ def check_machine(value: object) -> dict[str, str] | None:
         raise ConfigError(
             f"option machine.source must be bm25, model:<training run id> or llm, got {source!r}"
         )
-    out = {"source": source}
+    out: dict[str, Any] = {"source": source, "max_loss": _check_max_loss(value.get("max_loss"))}
     judge = value.get("judge")
     if judge is not None:
         if not isinstance(judge, str) or not judge or len(judge) > 300:
             raise ConfigError("option machine.judge must be a judge version (a short text)")
         out["judge"] = judge
     return out
+
+
+def _check_max_loss(value: object) -> float:
+    if value is None:
+        return DEFAULT_MAX_LOSS
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(f"option machine.max_loss must be a number in (0, 0.5], got {value!r}")
+    if not (math.isfinite(value) and 0.0 < value <= MAX_MAX_LOSS):
+        raise ConfigError(f"option machine.max_loss must be in (0, {MAX_MAX_LOSS}], got {value!r}")
+    return float(value)
 
 
 def _check_second_assessor(value: object) -> list[str] | None:
