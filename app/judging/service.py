@@ -70,11 +70,13 @@ from app.kernel.db import Database
 from app.kernel.errors import Conflict, DomainError, Invalid
 from app.kernel.models import utcnow
 from app.kernel.offload import executor
+from app.machine import alarms
 from app.machine import service as machines
 from labeling.errors import Finished, LabelingError, WrongQuestion
 from labeling.identifiers import normal_identifier
 from labeling.protocol.topk import TopKSession
 from labeling.protocol.types import Answer, BrokenAnswer, GradeAnswer, PairAnswer
+from labeling.strategies.assist import AssistStrategy
 
 # --------------------------------------------------------------------------- payloads
 
@@ -228,6 +230,9 @@ def _machine_answers(store: JudgmentStore, r: Replayed, now: Any) -> int:
     session = r.session
     if not isinstance(session, TopKSession) or session.machine is None:
         return 0
+    judge = machines.machine_judge(session)
+    if judge is not None and alarms.stopped(store.db, store.cursor, r.task.collection_id, judge):
+        return 0  # the audits showed the machine worse than it claims: people answer
     if prepared_by_job(r.task):
         # Opinions a job stored since the session was built are used from now on.
         machines.refresh_opinions(store.db, store.cursor, r.task.id, session.machine)
@@ -241,6 +246,27 @@ def _machine_answers(store: JudgmentStore, r: Replayed, now: Any) -> int:
         newest = stored
     r.version = (r.version[0] + len(new), newest)
     return len(new)
+
+
+def _audit_count(session: Any) -> int:
+    """How many audits the session's assist rule has recorded (0 without one)."""
+    state = getattr(session, "state", None)
+    return len(state.audit_records) if isinstance(state, AssistStrategy) else 0
+
+
+def _store_audits(
+    store: JudgmentStore, r: Replayed, before: int, judgment_id: int, now: Any
+) -> None:
+    """Store the audit a person's answer (judgment ``judgment_id``) gave, if any, and raise
+    the study's alarm when its test rejects the machine (:func:`app.machine.alarms
+    .record_audits`), in the answer's transaction."""
+    state = getattr(r.session, "state", None)
+    judge = machines.machine_judge(r.session)
+    if not isinstance(state, AssistStrategy) or judge is None:
+        return
+    new = state.audit_records[before:]
+    if new:
+        alarms.record_audits(store.db, store.cursor, r.task, judge, judgment_id, new, now)
 
 
 def _with_machine(r: Replayed | None) -> Replayed | None:
@@ -427,6 +453,7 @@ def submit_judgment(*, db: Database, user: Caller, task_id: int, data: dict[str,
                 waiting = routing.check_submit(db, cursor, task_id, seq)
                 if waiting is not None:
                     raise conflict(waiting["message"])
+            audited = _audit_count(replayed.session)
             try:
                 replayed.session.submit(answer)  # validates; unchanged if it raises
             except (WrongQuestion, Finished) as exc:
@@ -441,6 +468,7 @@ def submit_judgment(*, db: Database, user: Caller, task_id: int, data: dict[str,
                     return _body(db, current, store, locked=True)
                 raise conflict(f"question {seq} was answered concurrently")
             replayed.version = (version[0] + 1, inserted)
+            _store_audits(store, replayed, audited, inserted, now)
             # The machine answers what it may up to the next person's question (a task with
             # a machine; docs/machine-judges.md#the-service), in this transaction.
             _machine_answers(store, replayed, now)

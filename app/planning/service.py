@@ -157,6 +157,8 @@ def _options(spec: PlanSpec) -> dict[str, dict[str, Any]]:
         if named is not None and named != spec.machine:
             raise Invalid(f"machine {spec.machine!r} and options.topk.machine {named!r} disagree")
         topk["machine"] = {"source": spec.machine}
+        if spec.machine_max_loss is not None:
+            topk["machine"]["max_loss"] = spec.machine_max_loss
     try:
         return {
             "topk": validate_options("topk", topk),
