@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import secrets
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -219,6 +219,18 @@ def _view(
     )
 
 
+def blind(view: TaskView, viewer: User) -> TaskView:
+    """What an assessor may read of a task: the same with the machine on or off
+    (docs/machine-judges.md#blind): no ``options.machine``, people's judgments only, no
+    machine answers. An admin sees everything."""
+    if viewer.role == "admin":
+        return view
+    options = {key: value for key, value in view.options.items() if key != "machine"}
+    return replace(
+        view, options=options, judgments=view.judgments - view.machine_answers, machine_answers=0
+    )
+
+
 def list_tasks(
     *,
     db: Database,
@@ -275,7 +287,8 @@ def list_tasks(
     with db.read() as s:
         rows = list(s.execute(stmt))
         if not with_progress:
-            return [_view(t, q, u, n, name, machine_answers=m) for t, q, u, name, n, m in rows]
+            views = [_view(t, q, u, n, name, machine_answers=m) for t, q, u, name, n, m in rows]
+            return [blind(v, user) for v in views]
         logs: dict[int, list[Any]] = {t.id: [] for t, *_ in rows}
         for j in s.scalars(
             select(Judgment)
@@ -288,7 +301,7 @@ def list_tasks(
         progress = replay_task(t, logs[t.id]).progress()
         left = 0 if progress.done else math.ceil(progress.expected_remaining - 1e-9)
         views.append(_view(t, q, u, n, name, remaining=left, done=progress.done, machine_answers=m))
-    return views
+    return [blind(v, user) for v in views]
 
 
 _TASK = select(Task).where(Task.id == bindparam("task_id"))
@@ -315,8 +328,10 @@ def get_task(*, db: Database, user: User, task_id: int) -> TaskView:
         task = load_task_for(s, user, task_id)
         query = s.get(Query, task.query_id)
         owner = s.get(User, task.assessor_id)
-        n = s.scalar(
-            select(func.count()).where(Judgment.task_id == task.id, Judgment.undone.is_(False))
-        )
+        n, m = s.execute(
+            select(
+                func.count(), func.sum(case((Judgment.source == "machine", 1), else_=0))
+            ).where(Judgment.task_id == task.id, Judgment.undone.is_(False))
+        ).one()
         assert query is not None and owner is not None
-        return _view(task, query, owner, n or 0)
+        return blind(_view(task, query, owner, n or 0, machine_answers=int(m or 0)), user)
