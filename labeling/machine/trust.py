@@ -21,16 +21,21 @@ answers accumulate (``w = 0``: ``U = 1 − α^{1/m}``, 0.095 after 30 answers).
 **The audits** (:class:`AuditMonitor`). An audit is a question the machine would have
 answered, claiming P(wrong) = ``U_i`` (its bound then), asked of a person. The monitor runs a
 one-sided sequential probability ratio test (A. Wald, "Sequential tests of statistical
-hypotheses", 1945) of H0: P(wrong) ≤ ``U_i`` against H1: P(wrong) = 1/2 (no better than a
-coin on the pairs it answers), without a lower boundary: the likelihood ratio
+hypotheses", 1945) of H0: P(wrong) ≤ ``U_i`` against a mixture of two alternatives, each with
+weight 1/2: P(wrong) = 1/2 (no better than a coin on the pairs it answers) and
+P(wrong) = (1 + U_i)/2 (halfway from its claim to always wrong), without a lower boundary.
+With ``x_i = 1`` when the audit contradicted the machine, each audit multiplies the
+statistic by the mixture's likelihood ratio
 
-    Λ_t = Π_i (1/2 / U_i)^{x_i} · (1/2 / (1 − U_i))^{1 − x_i},   x_i = 1 when the audit was wrong
+    f_i(1) = ½·(1/2)/U_i + ½·(1 + U_i)/(2U_i),    f_i(0) = ½·(1/2)/(1 − U_i) + ½·(1/2),
 
-is a non-negative supermartingale under H0, so by Ville's inequality
+whose mean under P(wrong) = U_i is 1 (and ≤ 1 below it), so ``Λ_t = Π f_i(x_i)`` is a
+non-negative supermartingale under H0 and, by Ville's inequality,
 ``P(sup_t Λ_t ≥ 1/α) ≤ α``: the alarm (``Λ_t ≥ 1/``:data:`ALARM_ALPHA`) is raised by a
 machine that keeps its claims with probability at most :data:`ALARM_ALPHA` over the whole
 study, however many audits it sees. A machine wrong on every audit raises it after
-``⌈ln(1/α) / ln(1/(2U))⌉`` audits (2 at U = 0.05, α = 0.05; :func:`audits_to_alarm`).
+``⌈ln(1/α) / ln f(1)⌉`` audits (2 at U = 0.05, 3 at U = 0.2, 10 at U = 0.45;
+:func:`audits_to_alarm`).
 
 **The audit share** (:func:`audit_share`): ``AUDIT_MAX · AUDIT_SCALE / (AUDIT_SCALE + m)``,
 at least ``AUDIT_MIN``, ``m`` the human answers in the question's bin: a fifth of the
@@ -126,10 +131,18 @@ def audit_share(answers: int) -> float:
     return max(AUDIT_MIN, AUDIT_MAX * AUDIT_SCALE / (AUDIT_SCALE + answers))
 
 
+def _factor(claimed: float, wrong: bool) -> float:
+    """One audit's likelihood ratio of the mixture alternative (module docstring)."""
+    u = min(max(claimed, 1e-9), 1.0 - 1e-9)
+    if wrong:
+        return 0.5 * (0.5 / u) + 0.5 * (1.0 + u) / (2.0 * u)
+    return 0.5 * (0.5 / (1.0 - u)) + 0.25
+
+
 def audits_to_alarm(claimed: float, alpha: float = ALARM_ALPHA) -> int:
     """How many audits, all wrong, a machine claiming P(wrong) = ``claimed`` needs to raise
     the alarm."""
-    return math.ceil(math.log(1.0 / alpha) / math.log(0.5 / claimed) - 1e-12)
+    return math.ceil(math.log(1.0 / alpha) / math.log(_factor(claimed, True)) - 1e-12)
 
 
 @dataclass(slots=True)
@@ -196,8 +209,7 @@ class AuditMonitor:
     def record(self, claimed_wrong: float, wrong: bool) -> None:
         """One audit: the P(wrong) the machine claimed and whether the person contradicted
         it."""
-        u = min(max(claimed_wrong, 1e-9), 0.5)
-        self.log_ratio += math.log(0.5 / u) if wrong else math.log(0.5 / (1.0 - u))
+        self.log_ratio += math.log(_factor(claimed_wrong, wrong))
         self.audits += 1
         self.agree += not wrong
         self.claimed += claimed_wrong

@@ -28,7 +28,9 @@ asks :meth:`AssistStrategy.machine_verdict` whether the machine may answer it. T
    (:attr:`Compare.repeat`) and a pair already answered always go to people.
 5. **Audits that act.** A share of the questions the machine could answer is asked of people
    anyway (a hash of the seed and the pair below :func:`labeling.machine.trust.audit_share`
-   of the bin's evidence count: more audits while the bin has few answers). Each audit tests
+   of the bin's evidence count: more audits while the bin has few answers; the largest share,
+   :data:`labeling.machine.trust.AUDIT_MAX`, in a bin where a person of this session has
+   contradicted the machine). Each audit tests
    the claim ``U`` sequentially (:class:`labeling.machine.trust.AuditMonitor`, started from the
    opinion's ``prior_audits``, the study's audits so far): once the test rejects the claim
    (false-alarm rate :data:`labeling.machine.trust.ALARM_ALPHA`), the machine answers nothing
@@ -65,6 +67,7 @@ from labeling.machine.trust import (
     AuditMonitor,
     ErrorEvidence,
     audit_share,
+    confidence_bin,
     question_tolerance,
 )
 from labeling.strategies.base import Compare, PairStrategy, Winner
@@ -176,6 +179,9 @@ class AssistStrategy:
         self._above = [0] * self.n  # per document: bit set of those known to be better
         self._below = [0] * self.n  # per document: bit set of those known to be worse
         self._answered: set[Key] = set()
+        #: Confidence bins in which a person contradicted the machine in this session: their
+        #: audit share is the largest (rule 5).
+        self._contradicted: set[int | None] = set()
         self._turn: tuple[Key, float] | None = None  # a machine answer to the pending question
 
     def bind(
@@ -225,7 +231,10 @@ class AssistStrategy:
 
     def _audited(self, question: Compare) -> bool:
         p = self._raw(question.a, question.b)
-        share = audit_share(0 if p is None else self.trust.count(p))
+        if p is None:
+            return False
+        b = confidence_bin(p)
+        share = AUDIT_MAX if b in self._contradicted else audit_share(self.trust.count(p))
         return audit_draw(self.seed, question.a, question.b) < share
 
     def would_audit(self, question: Compare) -> bool:
@@ -346,6 +355,8 @@ class AssistStrategy:
             p = self._raw(a, b)
             if p is not None and winner is not None:
                 self.trust.add(p, winner == a)
+                if p != 0.5 and (p > 0.5) != (winner == a):
+                    self._contradicted.add(confidence_bin(p))
                 self.evidence.append((a, b, p, winner == a))
             return True
         return False  # a pair-cache hit
