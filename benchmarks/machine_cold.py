@@ -100,6 +100,7 @@ def _row(
         f"{m.mean():.1f}",
         f"{100 * h.sum() / h0.sum():.0f}%",
         f"{100 * h[first].sum() / h0[first].sum():.0f}%",
+        str(helped.audits.audits),
         "—" if helped.alarm_at is None else str(helped.alarm_at),
     )
     return row, helped.alarm_at
@@ -116,6 +117,7 @@ HEADER = (
     "machine",
     "humans %",
     "first 10 %",
+    "audits",
     "alarm at audit",
 )
 
