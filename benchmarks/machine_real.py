@@ -34,6 +34,7 @@ the BM25 order.
     python benchmarks/machine_real.py [--data ../shared/data]   # everything
     python benchmarks/machine_real.py --only cranfield  # (b) and (c)
     python benchmarks/machine_real.py --queries 100     # the first 100 queries of each part
+    python benchmarks/machine_real.py --cold-start --queries 40   # cold start, bad machines
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ from labeling.machine.judges import (  # noqa: E402
     PairJudge,
 )
 from labeling.machine.opinion import JudgeOpinion  # noqa: E402
+from labeling.machine.trust import AuditMonitor  # noqa: E402
 from labeling.retrieval.bm25 import Bm25Index  # noqa: E402
 from labeling.retrieval.text import document_text  # noqa: E402
 from labeling.sources.smart import load_cranfield  # noqa: E402
@@ -73,6 +75,8 @@ from ranking.data.dataset import QueryDataset, dataset_from_topk  # noqa: E402
 from ranking.data.folds import letor4_folds  # noqa: E402
 from ranking.estimators import ListNet  # noqa: E402
 from ranking.metrics import kappa_ndcg  # noqa: E402
+
+from benchmarks.machine_cold import cold_start_tables  # noqa: E402
 
 K = 10
 STRATEGIES = ("tournament", "prior", "insertion")
@@ -133,6 +137,10 @@ class Study:
         self.assist = "+assist" in strategy
         self.seed = seed
         self.calibrator = Calibrator("isotonic")
+        #: The study's audit test, carried from query to query (the service's alarm).
+        self.audits = AuditMonitor()
+        #: Audits seen when the alarm was raised (None: never).
+        self.alarm_at: int | None = None
         #: Every human answer on a pair the machine had an opinion on: (query, a, b, a won).
         self.evidence: list[tuple[JudgeQuery, str, str, bool]] = []
         self.outcome = Outcome()
@@ -141,11 +149,19 @@ class Study:
         """Study query ``q``; returns the produced order (top, then rest)."""
         n = len(q.truth)
         person = Assessor({d: float(n - i) for i, d in enumerate(q.truth)}, seed=self.seed)
-        opinion = JudgeOpinion(q.judge, q.query, self.calibrator) if self.assist else None
+        opinion = (
+            JudgeOpinion(q.judge, q.query, self.calibrator, prior_audits=self.audits)
+            if self.assist
+            else None
+        )
         rng = random.Random(f"{self.seed}:{q.qid}")
         top, rest, humans, machines, state = drive(
             self.cls, q.order, K, person, machine=opinion, seed=rng.getrandbits(32)
         )
+        if isinstance(state, AssistStrategy) and opinion is not None:
+            self.audits = state.monitor
+            if self.audits.alarmed and self.alarm_at is None:
+                self.alarm_at = self.audits.audits
         if opinion is not None and isinstance(state, AssistStrategy) and state.evidence:
             raw = [round(opinion.raw[(a, b)], STUDY_ROUNDING) for a, b, _, _ in state.evidence]
             self.calibrator.update(raw, [won for _, _, _, won in state.evidence])
@@ -352,10 +368,22 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=None, help="at most this many per part")
     parser.add_argument("--data", type=Path, default=DATA[0])
     parser.add_argument("--curve", choices=STRATEGIES, default="tournament", help="for (c)")
+    parser.add_argument(
+        "--cold-start",
+        action="store_true",
+        help="the cold-start and bad-machine tables (docs/machine-judges.md#cold-start)",
+    )
     args = parser.parse_args()
     DATA[0] = args.data
     if not args.data.is_dir():
         print(f"no data under {args.data}; nothing to measure")
+        return
+    if args.cold_start:
+        started = time.perf_counter()
+        data = load_cranfield_data() if args.only in (None, "cranfield") else None
+        mq = mq2008_queries(args.queries) if args.only in (None, "mq2008") else None
+        cold_start_tables(data, mq, args.queries, sys.modules[__name__])
+        print(f"\n{time.perf_counter() - started:.0f} s")
         return
     header = ("machine", "strategy", "human / query", "machine / query", "κ-NDCG@10")
     started = time.perf_counter()

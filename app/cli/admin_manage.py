@@ -1,4 +1,5 @@
-"""CLI commands ``heapjudge admin progress``, ``reset-password``, ``disable``,
+"""CLI commands ``heapjudge admin progress`` (with any machine alarm), ``machine-resume``,
+``reset-password``, ``disable``,
 ``collection`` and ``features``: a collection's progress, the users' accounts, renaming and
 archiving, text features as the documents' feature vectors."""
 
@@ -6,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import Any
 
 import typer
 
@@ -21,23 +23,31 @@ def progress_cmd(
     as_json: bool = typer.Option(False, "--json/--no-json", help="Print the report as JSON."),
     database_url: str | None = DB_OPTION,
 ) -> None:
-    """Tasks by status, judgments, active time and estimated remaining, per assessor; and
-    whether the job queues have a live worker ("worker down" when a heartbeat is stale)."""
+    """Tasks by status, judgments, active time and estimated remaining, per assessor; whether
+    the job queues have a live worker ("worker down" when a heartbeat is stale); and any
+    machine alarm (the audits showed a machine worse than it claimed, or its calls failed)."""
     from dataclasses import asdict
 
     from app.kernel import queue
+    from app.machine.alarms import collection_alarms
     from app.tasks.progress import collection_progress
 
-    report = run_service(
-        database_url,
-        lambda db: {
-            **collection_progress(db=db, collection_id=collection_id(db, collection)),
+    def report_of(db: Any) -> dict[str, Any]:
+        cid = collection_id(db, collection)
+        out = collection_progress(db=db, collection_id=cid)
+        return {
+            **out,
             "workers": [asdict(s) for s in queue.worker_status(db.settings)],
-        },
-    )
+            "audit_alarms": collection_alarms(db=db, collection_id=cid)["alarms"],
+        }
+
+    report = run_service(database_url, report_of)
     if as_json:
         typer.echo(json.dumps(report, default=str, indent=2))
         return
+    for alarm in report["audit_alarms"]:
+        if alarm["active"]:
+            typer.echo(f"MACHINE ALARM {alarm['id']}: {alarm_line(alarm)}")
     t = report["totals"]
     typer.echo(
         f"{report['collection']['name']}: tasks {t['tasks']}, {t['judgments']} judgments, "
@@ -56,6 +66,36 @@ def progress_cmd(
         typer.echo(f"  {w.text()}")
     for alarm in report.get("machine_alarms", []):
         typer.echo(f"  ALARM {alarm['kind']}: {alarm['evidence']}")
+
+
+def alarm_line(alarm: dict[str, Any]) -> str:
+    """One alarm's evidence on a line."""
+    return (
+        f"judge {alarm['judge']} stopped on this collection since {alarm['raised_at']}: "
+        f"people agreed with it on {alarm['agree']} of {alarm['audits']} audited answers "
+        f"(it claimed P(wrong) {alarm['claimed_wrong']:.3f} on average; log likelihood ratio "
+        f"{alarm['log_ratio']:.2f} >= ln 20). People answer everything; resume with "
+        f"`heapjudge admin machine-resume COLLECTION {alarm['id']}` after recalibrating."
+    )
+
+
+@app.command("machine-resume", cls=Command)
+def machine_resume_cmd(
+    collection: str = typer.Argument(...),
+    alarm: int = typer.Argument(..., help="The alarm's id (heapjudge admin progress)."),
+    by: str = typer.Option("cli", help="Who resumes it (recorded)."),
+    database_url: str | None = DB_OPTION,
+) -> None:
+    """Let a machine stopped by an audit alarm answer again (after recalibrating it)."""
+    from app.machine.alarms import resume_alarm
+
+    out = run_service(
+        database_url,
+        lambda db: resume_alarm(
+            db=db, collection_id=collection_id(db, collection), alarm_id=alarm, by=by
+        ),
+    )
+    typer.echo(f"machine alarm {out['id']} resumed: judge {out['judge']} answers again")
 
 
 @app.command("reset-password", cls=Command)

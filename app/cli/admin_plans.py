@@ -104,6 +104,14 @@ def plan_cmd(
         help="Machine judge of the topk tasks (a +assist strategy): bm25 | model:<training "
         "run id> | llm; it answers the comparisons it is sure of, people the rest.",
     ),
+    max_loss: float | None = typer.Option(
+        None,
+        "--max-loss",
+        min=0.0,
+        max=0.5,
+        help="The expected κ-NDCG@k loss per query the machine may cost the result "
+        "(default 0.01).",
+    ),
     machine_accuracy: float | None = typer.Option(
         None,
         "--machine-accuracy",
@@ -151,6 +159,7 @@ def plan_cmd(
             prior=prior,
             prior_stored_run=stored_run if pool_stored is None else None,
             machine=machine,
+            machine_max_loss=max_loss,
             machine_accuracy=machine_accuracy,
         )
         _print_grid(planning.preview_plan(db=db, spec=spec))
@@ -229,6 +238,12 @@ def _print_cost(preview: Any) -> None:
         f"{'all tasks':>10} {t.get('topk_judgments', 0):>9.1f} {t.get('topk_minutes', 0):>7.1f} "
         f"{t.get('graded_judgments', 0):>9.1f} {t.get('graded_minutes', 0):>7.1f}"
     )
+    machine = (preview.options.get("topk") or {}).get("machine")
+    if machine:
+        typer.echo(
+            f"T1 machine judge {machine['source']}: max loss {machine['max_loss']:g} "
+            "expected κ-NDCG@k per query (--max-loss)"
+        )
     typer.echo("T1 strategies side by side (per T1 task; all tasks of the plan):")
     for row in preview.strategies:
         mark = "*" if row["chosen"] else " "

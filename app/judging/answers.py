@@ -18,10 +18,12 @@ from typing import Any
 from app.judging.loop import Replayed, prepared_by_job
 from app.judging.repository import JudgmentStore
 from app.kernel.errors import Conflict
+from app.machine import alarms
 from app.machine import service as machines
 from labeling.errors import Finished, WrongQuestion
 from labeling.protocol.topk import TopKSession
 from labeling.protocol.types import Answer
+from labeling.strategies.assist import AssistStrategy
 
 
 def record_answer(
@@ -45,6 +47,7 @@ def record_answer(
     a machine; docs/machine-judges.md#the-service) and the status follows (pending → active,
     → done). The judgment's id, or None when a live judgment ``seq`` exists already (the
     session is then ahead of the log: the caller replays)."""
+    audited = _audit_count(r.session)
     try:
         r.session.submit(answer)  # validates; unchanged if it raises
     except (WrongQuestion, Finished) as exc:
@@ -55,6 +58,7 @@ def record_answer(
     if inserted is None:
         return None
     r.version = (r.version[0] + 1, inserted)
+    _store_audits(store, r, audited, inserted, now)
     machine_answers(store, r, now)
     change = status_change(status, bool(r.session.done))
     if change:
@@ -72,6 +76,9 @@ def machine_answers(store: JudgmentStore, r: Replayed, now: Any) -> int:
     session = r.session
     if not isinstance(session, TopKSession) or session.machine is None:
         return 0
+    judge = machines.machine_judge(session)
+    if judge is not None and alarms.stopped(store.db, store.cursor, r.task.collection_id, judge):
+        return 0  # the audits showed the machine worse than it claims: people answer
     if prepared_by_job(r.task):
         # Opinions a job stored since the session was built are used from now on.
         machines.refresh_opinions(store.db, store.cursor, r.task.id, session.machine)
@@ -85,6 +92,27 @@ def machine_answers(store: JudgmentStore, r: Replayed, now: Any) -> int:
         newest = stored
     r.version = (r.version[0] + len(new), newest)
     return len(new)
+
+
+def _audit_count(session: Any) -> int:
+    """How many audits the session's assist rule has recorded (0 without one)."""
+    state = getattr(session, "state", None)
+    return len(state.audit_records) if isinstance(state, AssistStrategy) else 0
+
+
+def _store_audits(
+    store: JudgmentStore, r: Replayed, before: int, judgment_id: int, now: Any
+) -> None:
+    """Store the audit a person's answer (judgment ``judgment_id``) gave, if any, and raise
+    the study's alarm when its test rejects the machine (:func:`app.machine.alarms
+    .record_audits`), in the answer's transaction."""
+    state = getattr(r.session, "state", None)
+    judge = machines.machine_judge(r.session)
+    if not isinstance(state, AssistStrategy) or judge is None:
+        return
+    new = state.audit_records[before:]
+    if new:
+        alarms.record_audits(store.db, store.cursor, r.task, judge, judgment_id, new, now)
 
 
 def status_change(status: str, done: bool) -> str:

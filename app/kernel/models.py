@@ -444,7 +444,7 @@ class TaskMachine(Base):
     last_error_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
 
 
-class MachineAlarm(Base):
+class MachineFailureAlarm(Base):
     """An alarm about a collection's machine (docs/machine-judges.md#when-the-machine-fails):
     its ``kind`` (``calls_failing``: every call of a task's opinion job gave no opinion; other
     checks, such as the audits, add their own kinds), the task it concerns (NULL: the whole
@@ -452,8 +452,8 @@ class MachineAlarm(Base):
     cleared (NULL: open). At most one open alarm per (collection, task, kind) is kept by
     the code that raises it."""
 
-    __tablename__ = "machine_alarm"
-    __table_args__ = (Index("ix_machine_alarm_collection_open", "collection_id", "cleared_at"),)
+    __tablename__ = "machine_failure_alarm"
+    __table_args__ = (Index("ix_machine_failure_alarm_collection_open", "collection_id", "cleared_at"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     collection_id: Mapped[int] = mapped_column(ForeignKey("collection.id", ondelete="CASCADE"))
@@ -497,6 +497,51 @@ class MachineOpinion(Base):
     probability: Mapped[float] = mapped_column(Float)
     prompt_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class MachineAudit(Base):
+    """A person's answer to a question the machine could have answered, taken from it by the
+    audit (docs/machine-judges.md#audits-that-act): the P(wrong) the machine claimed there and
+    whether the person contradicted it. An undone judgment's audit no longer counts."""
+
+    __tablename__ = "machine_audit"
+    __table_args__ = (Index("ix_machine_audit_study", "collection_id", "judge", "judgment_id"),)
+
+    judgment_id: Mapped[int] = mapped_column(
+        ForeignKey("judgment.id", ondelete="CASCADE"), primary_key=True
+    )
+    task_id: Mapped[int] = mapped_column(ForeignKey("task.id", ondelete="CASCADE"))
+    collection_id: Mapped[int] = mapped_column(ForeignKey("collection.id", ondelete="CASCADE"))
+    judge: Mapped[str] = mapped_column(String(300))
+    claimed: Mapped[float] = mapped_column(Float)
+    wrong: Mapped[bool] = mapped_column(Boolean)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class MachineAlarm(Base):
+    """The audits showed a judge worse than it claimed on a collection: it answers nothing
+    there until an admin resumes it (``resumed_at``). The evidence when it was raised: the
+    audits counted, how many agreed with the machine, the mean claimed P(wrong) and the test's
+    log likelihood ratio; the audits after ``last_judgment_id`` start the next test."""
+
+    __tablename__ = "machine_alarm"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    collection_id: Mapped[int] = mapped_column(
+        ForeignKey("collection.id", ondelete="CASCADE"), index=True
+    )
+    judge: Mapped[str] = mapped_column(String(300))
+    task_id: Mapped[int | None] = mapped_column(
+        ForeignKey("task.id", ondelete="SET NULL"), nullable=True
+    )
+    audits: Mapped[int] = mapped_column(Integer)
+    agree: Mapped[int] = mapped_column(Integer)
+    claimed_wrong: Mapped[float] = mapped_column(Float)
+    log_ratio: Mapped[float] = mapped_column(Float)
+    last_judgment_id: Mapped[int] = mapped_column(Integer)
+    raised_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    resumed_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    resumed_by: Mapped[str | None] = mapped_column(String(150), nullable=True)
 
 
 class TrainingRun(Base):

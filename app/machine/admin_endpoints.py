@@ -1,5 +1,7 @@
 """REST API v1, admin console (role admin): ``GET /admin/collections/{id}/machine/usage``, the
-LLM judge's spending per study of a collection (docs/rest-api.md#machine-usage), and
+LLM judge's spending per study of a collection (docs/rest-api.md#machine-usage);
+``GET /admin/collections/{id}/machine/alarms`` and ``POST .../alarms/{alarm_id}/resume``, the
+audit alarms that stop a machine (docs/machine-judges.md#audits-that-act); and
 ``GET /admin/machine/prompts[/{key}]``, the LLM judge's versioned prompt templates
 (docs/rest-api.md#machine-prompts), and ``POST /admin/machine/check``, one example pair asked
 of the LLM endpoint (docs/machine-judges.md#checking-the-endpoint).
@@ -11,11 +13,13 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path
 
-from app.http.deps import DbDep, SettingsDep, require_admin
+from app.http.deps import AdminUser, DbDep, SettingsDep, require_admin
 from app.http.openapi import declare_errors
 from app.http.schemas import PathId
-from app.machine import check, prompts, service
+from app.machine import alarms, check, prompts, service
 from app.machine.schemas import (
+    MachineAlarmOut,
+    MachineAlarmsOut,
     MachineCheckOut,
     MachineUsageOut,
     PromptTemplateOut,
@@ -31,6 +35,28 @@ def machine_usage(collection_id: PathId, db: DbDep) -> dict[str, Any]:
     judge per study (a plan, or the collection's tasks without one), with the budget and
     what remains of it."""
     return service.machine_usage(db=db, collection_id=collection_id)
+
+
+@router.get("/collections/{collection_id}/machine/alarms", response_model=MachineAlarmsOut)
+def machine_alarms(collection_id: PathId, db: DbDep) -> dict[str, Any]:
+    """The collection's machine alarms with their evidence (audited answers, agreement, the
+    claimed P(wrong), the test's statistic): an active one stops that judge on the
+    collection, and people answer everything."""
+    return alarms.collection_alarms(db=db, collection_id=collection_id)
+
+
+@router.post(
+    "/collections/{collection_id}/machine/alarms/{alarm_id}/resume",
+    response_model=MachineAlarmOut,
+)
+def resume_machine(
+    collection_id: PathId, alarm_id: PathId, db: DbDep, user: AdminUser
+) -> dict[str, Any]:
+    """Let the machine answer again after an alarm (once it is recalibrated); the audit test
+    starts afresh. 404 for an unknown alarm, 409 for one already resumed."""
+    return alarms.resume_alarm(
+        db=db, collection_id=collection_id, alarm_id=alarm_id, by=user.username
+    )
 
 
 @router.get("/machine/prompts", response_model=PromptTemplatesOut)

@@ -11,8 +11,8 @@ task's opinion jobs counted with the last error, and the collection's machine al
   ahead instead of :data:`app.judging.opinions.LOOKAHEAD`), so a dead endpoint costs a few
   calls per answer, not dozens. People are asked meanwhile, as for any pair without an
   opinion: nothing is lost, nothing waits.
-* ``machine_alarm`` is the one place for alarms about a collection's machine, whoever raises
-  them (:func:`raise_alarm`, :func:`clear_alarms`: kind, task or the whole collection,
+* ``machine_failure_alarm`` holds the alarms about a collection's machine's calls (the
+  audits' alarms are :mod:`app.machine.alarms`'; the pages and the CLI show both) (:func:`raise_alarm`, :func:`clear_alarms`: kind, task or the whole collection,
   evidence text, when raised, last seen and cleared); at most one open alarm per
   (collection, task, kind). :func:`open_alarms` lists them for the pages, the progress API and
   the CLI.
@@ -30,7 +30,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from app.kernel.db import Database
-from app.kernel.models import MachineAlarm, Task, TaskMachine, utcnow
+from app.kernel.models import MachineFailureAlarm, Task, TaskMachine, utcnow
 from app.machine.llm import CallReport
 
 __all__ = [
@@ -55,11 +55,11 @@ def raise_alarm(
     """Open an alarm of ``kind`` on the task (None: the collection), or refresh the open one
     (its evidence and ``seen_at``)."""
     open_one = s.scalar(
-        select(MachineAlarm).where(
-            MachineAlarm.collection_id == collection_id,
-            MachineAlarm.task_id.is_(None) if task_id is None else MachineAlarm.task_id == task_id,
-            MachineAlarm.kind == kind,
-            MachineAlarm.cleared_at.is_(None),
+        select(MachineFailureAlarm).where(
+            MachineFailureAlarm.collection_id == collection_id,
+            MachineFailureAlarm.task_id.is_(None) if task_id is None else MachineFailureAlarm.task_id == task_id,
+            MachineFailureAlarm.kind == kind,
+            MachineFailureAlarm.cleared_at.is_(None),
         )
     )
     if open_one is not None:
@@ -67,7 +67,7 @@ def raise_alarm(
         open_one.seen_at = now
         return
     s.add(
-        MachineAlarm(
+        MachineFailureAlarm(
             collection_id=collection_id,
             task_id=task_id,
             kind=kind,
@@ -83,12 +83,12 @@ def clear_alarms(
 ) -> None:
     """Clear the open alarms of ``kind`` on the task (None: the collection's own)."""
     s.execute(
-        update(MachineAlarm)
+        update(MachineFailureAlarm)
         .where(
-            MachineAlarm.collection_id == collection_id,
-            MachineAlarm.task_id.is_(None) if task_id is None else MachineAlarm.task_id == task_id,
-            MachineAlarm.kind == kind,
-            MachineAlarm.cleared_at.is_(None),
+            MachineFailureAlarm.collection_id == collection_id,
+            MachineFailureAlarm.task_id.is_(None) if task_id is None else MachineFailureAlarm.task_id == task_id,
+            MachineFailureAlarm.kind == kind,
+            MachineFailureAlarm.cleared_at.is_(None),
         )
         .values(cleared_at=now)
     )
@@ -139,10 +139,10 @@ def is_failing(db: Database, task_id: int) -> bool:
     """Whether task ``task_id`` has an open :data:`CALLS_FAILING` alarm."""
     with db.read() as s:
         found = s.scalar(
-            select(MachineAlarm.id).where(
-                MachineAlarm.task_id == task_id,
-                MachineAlarm.kind == CALLS_FAILING,
-                MachineAlarm.cleared_at.is_(None),
+            select(MachineFailureAlarm.id).where(
+                MachineFailureAlarm.task_id == task_id,
+                MachineFailureAlarm.kind == CALLS_FAILING,
+                MachineFailureAlarm.cleared_at.is_(None),
             )
         )
     return found is not None
@@ -155,11 +155,11 @@ def _iso(value: datetime | None) -> str | None:
 def open_alarms(db: Database, collection_id: int | None = None) -> list[dict[str, Any]]:
     """The open machine alarms of a collection (every collection's when None), newest
     first: id, collection, task, kind, evidence, raised and last seen."""
-    query = select(MachineAlarm).where(MachineAlarm.cleared_at.is_(None))
+    query = select(MachineFailureAlarm).where(MachineFailureAlarm.cleared_at.is_(None))
     if collection_id is not None:
-        query = query.where(MachineAlarm.collection_id == collection_id)
+        query = query.where(MachineFailureAlarm.collection_id == collection_id)
     with db.read() as s:
-        rows = s.scalars(query.order_by(MachineAlarm.raised_at.desc(), MachineAlarm.id.desc()))
+        rows = s.scalars(query.order_by(MachineFailureAlarm.raised_at.desc(), MachineFailureAlarm.id.desc()))
         return [
             {
                 "id": a.id,

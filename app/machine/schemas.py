@@ -143,3 +143,30 @@ class PromptTemplatesOut(BaseModel):
 
     judge: LlmJudgeConfigOut
     templates: list[PromptTemplateOut]
+
+
+class MachineAlarmOut(BaseModel):
+    """A machine alarm: the audits showed the judge worse than it claimed on the collection
+    (docs/machine-judges.md#audits-that-act)."""
+
+    id: int
+    judge: str = Field(description="The judge version it stops on the collection.")
+    task_id: int | None = Field(description="The task whose audit raised it.")
+    active: bool = Field(description="True until an admin resumes the machine.")
+    raised_at: str
+    resumed_at: str | None
+    resumed_by: str | None
+    audits: int = Field(description="Audited answers the test had seen.")
+    agree: int = Field(description="Of them, answers where the person agreed with the machine.")
+    agreement: float | None
+    claimed_wrong: float = Field(description="The mean P(wrong) the machine claimed (its bound).")
+    log_ratio: float = Field(description="The test's log likelihood ratio (alarm at ln 20).")
+    test: str = Field(description="The sequential test and its false-alarm rate.")
+
+
+class MachineAlarmsOut(BaseModel):
+    """A collection's machine alarms, newest first."""
+
+    collection_id: int
+    active: bool = Field(description="Whether an alarm stops a machine on the collection now.")
+    alarms: list[MachineAlarmOut]

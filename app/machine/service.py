@@ -28,7 +28,7 @@ from app.kernel.caches import LRU, Slot
 from app.kernel.db import Database
 from app.kernel.models import Query, utcnow
 from app.kernel.settings import Settings
-from app.machine import health, judges
+from app.machine import alarms, health, judges
 from app.machine.judge_repository import (
     MachineStore,
     save_machine,
@@ -44,6 +44,7 @@ from labeling.protocol.spec import MachineSource, MachineSpec, TaskSpec
 __all__ = [
     "check_machine",
     "machine_health",
+    "machine_judge",
     "machine_usage",
     "prepare_task",
     "refresh_opinions",
@@ -138,7 +139,19 @@ def task_opinion(
             calibration = frozen
     judge = judges.StoredJudge(row.judge, store.scores(task.id), store.opinions(task.id))
     query = JudgeQuery(str(task.query_id), "")
-    return JudgeOpinion(judge, query, judges.calibration_from_json(calibration))
+    audits = alarms.study_monitor(db, cursor, task.collection_id, row.judge, task.id)
+    return JudgeOpinion(
+        judge, query, judges.calibration_from_json(calibration), prior_audits=audits
+    )
+
+
+def machine_judge(session: Any) -> str | None:
+    """The judge version of a session's machine (a :class:`JudgeOpinion` over a stored judge),
+    the key of its study's audits and alarms; None without one."""
+    machine = getattr(session, "machine", None)
+    if isinstance(machine, JudgeOpinion):
+        return str(machine.judge.version)
+    return None
 
 
 #: Study calibrations computed in this process, by (collection, judge): the log's newest

@@ -97,6 +97,13 @@ class PlanIn(StrictModel):
         "model:<training run id> or llm; copied into each topk task's options.machine "
         "(docs/machine-judges.md#the-service).",
     )
+    machine_max_loss: float | None = Field(
+        default=None,
+        gt=0.0,
+        le=0.5,
+        description="The expected κ-NDCG@k loss per query the machine may cost the result "
+        "(options.machine.max_loss; default 0.01; docs/machine-judges.md#the-rule).",
+    )
     machine_accuracy: float | None = Field(
         default=None,
         gt=0.5,
@@ -129,6 +136,7 @@ class PlanIn(StrictModel):
             prior_run=self.prior_run,
             prior_stored_run=self.prior_stored_run,
             machine=self.machine,
+            machine_max_loss=self.machine_max_loss,
             machine_accuracy=self.machine_accuracy,
             second_opinions=self.second_opinions,
         )

@@ -164,6 +164,10 @@ def _task_specs(spec: PlanSpec) -> dict[str, TaskSpec]:
                     f"{top.machine.source.text!r} disagree"
                 )
             top = replace(top, machine=top.machine or MachineSpec(source))
+        if spec.machine_max_loss is not None:
+            if top.machine is None:
+                raise Invalid("machine_max_loss is the loss a machine may cost: choose a machine")
+            top = replace(top, machine=replace(top.machine, max_loss=spec.machine_max_loss))
         return {"topk": top, "graded": parse_spec("graded", spec.options.get("graded"), k=spec.k)}
     except ConfigError as err:
         raise Invalid(str(err)) from None

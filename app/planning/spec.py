@@ -63,6 +63,9 @@ class PlanSpec:
     machine: str | None = None
     """The top-k tasks' machine judge (``bm25``, ``model:<run id>``, ``llm``; a ``+assist``
     strategy), copied into every top-k task's options (docs/machine-judges.md#the-service)."""
+    machine_max_loss: float | None = None
+    """The expected κ-NDCG@k loss per query the machine may cost (option ``machine.max_loss``;
+    None: the default 0.01; docs/machine-judges.md#the-rule)."""
     machine_accuracy: float | None = None
     """The machine's pairwise accuracy on random pairs the preview's figures with the machine
     assume (None: measured on the collection, else

@@ -274,6 +274,18 @@ def _view(
     )
 
 
+def blind(view: TaskView, viewer: User) -> TaskView:
+    """What an assessor may read of a task: the same with the machine on or off
+    (docs/machine-judges.md#blind): no ``options.machine``, people's judgments only, no
+    machine answers. An admin sees everything."""
+    if viewer.role == "admin":
+        return view
+    options = {key: value for key, value in view.options.items() if key != "machine"}
+    return replace(
+        view, options=options, judgments=view.judgments - view.machine_answers, machine_answers=0
+    )
+
+
 def list_tasks(
     *,
     db: Database,
@@ -330,7 +342,8 @@ def list_tasks(
     with db.read() as s:
         rows = list(s.execute(stmt))
         if not with_progress:
-            return [_view(t, q, u, n, name, machine_answers=m) for t, q, u, name, n, m in rows]
+            views = [_view(t, q, u, n, name, machine_answers=m) for t, q, u, name, n, m in rows]
+            return [blind(v, user) for v in views]
         logs: dict[int, list[Any]] = {t.id: [] for t, *_ in rows}
         for j in s.scalars(
             select(Judgment)
@@ -343,7 +356,7 @@ def list_tasks(
         progress = replay_task(t, logs[t.id]).progress()
         left = 0 if progress.done else math.ceil(progress.expected_remaining - 1e-9)
         views.append(_view(t, q, u, n, name, remaining=left, done=progress.done, machine_answers=m))
-    return views
+    return [blind(v, user) for v in views]
 
 
 _TASK = select(Task).where(Task.id == bindparam("task_id"))
@@ -377,4 +390,4 @@ def get_task(*, db: Database, user: User, task_id: int) -> TaskView:
             ).where(Judgment.task_id == task.id, Judgment.undone.is_(False))
         ).one()
         assert query is not None and owner is not None
-        return _view(task, query, owner, n or 0, machine_answers=int(machine))
+        return blind(_view(task, query, owner, n or 0, machine_answers=int(machine)), user)

@@ -25,7 +25,7 @@ from app.collections import service as collections
 from app.exports import service as exports
 from app.http.deps import DbDep, require_csrf_form
 from app.kernel.errors import DomainError, Invalid
-from app.machine import grades
+from app.machine import alarms, grades
 from app.machine import service as machines
 from app.planning.fit import fitting_per_query, fitting_shifts, plan_fit
 from app.pools import service as pools
@@ -92,7 +92,15 @@ async def _progress_context(db: Any, collection_id: int) -> dict[str, Any]:
         progress.collection_progress, db=db, collection_id=collection_id
     )
     usage = await run_in_threadpool(machines.machine_usage, db=db, collection_id=collection_id)
-    return {"progress": report, "chart": timeline_chart(report["timeline"]), "usage": usage}
+    found = await run_in_threadpool(
+        alarms.collection_alarms, db=db, collection_id=collection_id
+    )
+    return {
+        "progress": report,
+        "chart": timeline_chart(report["timeline"]),
+        "usage": usage,
+        "alarms": [a for a in found["alarms"] if a["active"]],
+    }
 
 
 @router.get("/admin/collections/{collection_id}")

@@ -53,15 +53,16 @@ async def _run_text(form: FormData) -> str | None:
     return text if isinstance(text, str) and text.strip() else None
 
 
-def _accuracy(form: FormData) -> float | None:
-    """The optional field ``machine_accuracy`` (the service checks its range)."""
-    value = form_field(form, "machine_accuracy")
+def _accuracy(form: FormData, name: str = "machine_accuracy") -> float | None:
+    """The optional number field ``name`` (``machine_accuracy``, ``machine_max_loss``; the
+    service checks its range)."""
+    value = form_field(form, name)
     if not value:
         return None
     try:
         return float(value)
     except ValueError:
-        raise Invalid(f"machine_accuracy must be a number, got {value[:20]!r}") from None
+        raise Invalid(f"{name} must be a number, got {value[:20]!r}") from None
 
 
 def _plan_spec(collection_id: int, form: FormData, run: str | None = None) -> PlanSpec:
@@ -123,6 +124,7 @@ def _plan_spec(collection_id: int, form: FormData, run: str | None = None) -> Pl
         prior_run=run if prior == "run" else None,
         prior_stored_run=stored if prior == "run" and mode != "run" else None,
         machine=machine,
+        machine_max_loss=_accuracy(form, "machine_max_loss"),
         machine_accuracy=_accuracy(form),
     )
 

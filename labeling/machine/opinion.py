@@ -5,6 +5,11 @@ passes its raw P(first better) through a calibrator frozen for the task (the stu
 calibration when the task started, docs/machine-judges.md#assisted-strategies), so the same
 task sees the same probabilities on every replay. It remembers every raw probability it was
 asked for (:attr:`JudgeOpinion.raw`), for the study calibration to learn from afterwards.
+
+For the assist rule's bound (:mod:`labeling.machine.trust`) it gives the raw probability
+(:meth:`JudgeOpinion.raw_probability`), the study's **evidence** (every human answer the
+frozen calibrator learned from, plus an optional gold set of ``(raw p, first better)``,
+counted per confidence bin) and the study's audits so far (``prior_audits``).
 Pure: no FastAPI, no SQLAlchemy, no network.
 """
 
@@ -12,8 +17,11 @@ from __future__ import annotations
 
 import math
 
+from collections.abc import Sequence
+
 from labeling.machine.calibration import Calibrator
 from labeling.machine.judges import JudgeQuery, PairJudge
+from labeling.machine.trust import AuditMonitor, ErrorEvidence
 
 __all__ = ["JudgeOpinion"]
 
@@ -23,11 +31,21 @@ class JudgeOpinion:
     judge has no opinion (NaN). ``calibrator=None`` passes the raw probability."""
 
     def __init__(
-        self, judge: PairJudge, query: JudgeQuery, calibrator: Calibrator | None = None
+        self,
+        judge: PairJudge,
+        query: JudgeQuery,
+        calibrator: Calibrator | None = None,
+        *,
+        gold: Sequence[tuple[float, bool]] = (),
+        prior_audits: AuditMonitor | None = None,
     ) -> None:
         self.judge = judge
         self.query = query
         self.calibrator = calibrator
+        #: The study's audits so far (the assist rule's sequential test starts from them).
+        self.prior_audits = prior_audits
+        self._gold = list(gold)
+        self._evidence: ErrorEvidence | None = None
         #: Raw P(first better) by the pair as asked (first, second); NaN: no opinion.
         self.raw: dict[tuple[str, str], float] = {}
         answers = 0 if calibrator is None else calibrator.n_answers
@@ -38,6 +56,21 @@ class JudgeOpinion:
     def version(self) -> str:
         """The judge's version, the calibration method and how many answers it had learned."""
         return self._version
+
+    @property
+    def evidence(self) -> ErrorEvidence:
+        """The study's human answers (the calibrator's, and the gold set) per confidence bin
+        of the raw probability (computed once)."""
+        if self._evidence is None:
+            raw: list[float] = []
+            first: list[float] = []
+            if self.calibrator is not None:
+                data = self.calibrator.to_dict()
+                raw, first = list(data["raw"]), list(data["first_better"])
+            raw += [p for p, _ in self._gold]
+            first += [float(y) for _, y in self._gold]
+            self._evidence = ErrorEvidence.of(raw, first)
+        return self._evidence
 
     def raw_probability(self, first: str, second: str) -> float:
         """The judge's raw P(first better) (NaN: no opinion), asked once per ordered pair."""

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from labeling.errors import ConfigError
+from labeling.machine.trust import DEFAULT_MAX_LOSS, MAX_MAX_LOSS
 from labeling.protocol.options import (
     check_initial_order,
     check_method,
@@ -39,10 +40,6 @@ from labeling.strategies.registry import Strategy, parse_strategy
 DEFAULT_K = 10
 #: Default ``second_opinion_timeout_s``: ten minutes before a routed question goes back.
 DEFAULT_SECOND_OPINION_TIMEOUT = 600
-#: Default ``machine.max_loss``: the expected κ-NDCG@k loss per query the machine may cost.
-DEFAULT_MAX_LOSS = 0.01
-#: Largest ``machine.max_loss``: at a half a machine could cost half of the measure.
-MAX_MAX_LOSS = 0.5
 #: The LLM endpoint of ``llm`` (the service's configured one).
 DEFAULT_LLM_ENDPOINT = "default"
 

@@ -67,6 +67,7 @@ from labeling.protocol.types import (
     Progress,
     check_reason,
 )
+from labeling.machine.trust import DEFAULT_MAX_LOSS
 from labeling.strategies.assist import AssistStrategy, MachineOpinion
 from labeling.strategies.base import Compare, ComparisonGenerator, PairStrategy, Winner
 from labeling.strategies.registry import DEFAULT_STRATEGY, resolve_strategy
@@ -176,7 +177,8 @@ class TopKSession:
     def _new_state(self, order: list[str]) -> PairStrategy:
         state = self._strategy(order, self.k)
         if isinstance(state, AssistStrategy):
-            state.bind(self.machine, self.seed)
+            machine_option = self.options.get("machine") or {}
+            state.bind(self.machine, self.seed, machine_option.get("max_loss", DEFAULT_MAX_LOSS))
         return state
 
     def _cache_hit(self, question: Compare, winner: Winner) -> None:

@@ -1,48 +1,57 @@
 """Machine-assisted judging: a machine answers the comparisons whose risk is small, people the
-rest (the ``+assist`` modifier; docs/machine-judges.md#assisted-strategies).
+rest (the ``+assist`` modifier; docs/machine-judges.md#the-rule).
 
-``assist(inner)`` wraps any pairwise strategy (a base, or a base with ``+robust``, see 5.). The
+``assist(inner)`` wraps any pairwise strategy (a base, or a base with ``+robust``, see 6.). The
 wrapped strategy asks exactly the questions ``inner`` asks; for the pending question the session
 asks :meth:`AssistStrategy.machine_verdict` whether the machine may answer it. The rule:
 
-1. **The machine's opinion.** An injected :class:`MachineOpinion` gives ``p``, its P(first
-   better), already calibrated on the study's earlier answers by the service (``None``: no
-   opinion, or not ready). A per-session :class:`labeling.machine.calibration.Calibrator`
-   (isotonic, prior trust 1 in ``p``, weight :data:`SESSION_PRIOR_WEIGHT`) corrects ``p`` with
-   this session's human answers: ``g(p)``. The machine's answer is the first document when
-   ``g(p) > 1/2``; it is wrong with probability ``max(1 − max(g, 1 − g), MIN_WRONG)``.
-2. **Stake** (the ``+robust`` accounting, docs/noise.md#the-robust-rule): a wrong "w beat l"
+1. **The machine's side.** An injected :class:`MachineOpinion` gives its P(first better); its
+   raw probability ``p`` (``raw_probability`` when the opinion has one) names the side it
+   would answer (first when ``p > 1/2``) and a confidence bin of ``|p − 1/2|``.
+2. **No answer without evidence.** P(wrong) is not a point estimate but ``U``, the
+   Clopper–Pearson upper bound at level :data:`labeling.machine.trust.BOUND_ALPHA` on the
+   error rate of the machine's side in that bin, from every human answer on pairs of the bin:
+   the study's earlier ones (the opinion's ``evidence``, e.g. the study calibration the
+   service froze for the task), and this session's (:class:`labeling.machine.trust
+   .ErrorEvidence`). With no answer in the bin ``U = 1``: people answer. The machine answers
+   only while ``U < 1/2``, and its answer is logged with P(right) ``1 − U``.
+3. **Stake** (the ``+robust`` accounting, docs/noise.md#the-robust-rule): a wrong "w beat l"
    costs what l then misses, in κ-NDCG@k. ``a_w`` and ``a_l`` are the numbers of documents
    known (directly or through others, by the answers so far) to be better than w and l; if
    the answer is wrong, l's true rank lies between ``a_l + 1`` and ``a_w + 1``, taken uniform
-   there, and l is taken to be shown in the rest: :func:`wrong_stake`.
-3. **Risk** = stake × P(wrong). The machine answers when the risk is at most
-   :data:`TOLERANCE` / n and the risks of all its answers so far plus this one stay within
-   :data:`BUDGET`, the stated expected κ-NDCG@k loss the machine may cost the result. A
-   repeat (:attr:`Compare.repeat`) and a pair already answered always go to people.
-4. **Audit.** A seeded share :data:`AUDIT_SHARE` of the questions the machine could answer
-   is asked of people anyway (a hash of the seed and the pair, never of the answers), so the
-   calibration sees the machine's confident answers too. Every human answer on a pair the
-   machine has an opinion on feeds the session calibration. A machine that is wrong on every
-   such pair loses all confidence (``g = 1/2`` everywhere) after ``SESSION_PRIOR_WEIGHT / 2``
-   of them (docs/machine-judges.md#assisted-strategies), so it stops answering by then.
-5. **Over** ``+robust`` (``X+assist+robust``, a person who sometimes answers wrongly): the
+   there, and l is taken to be shown just below w: :func:`wrong_stake`.
+4. **Risk** = stake × ``U``. The machine answers when the risk is at most the per-question
+   tolerance ``35 · max_loss / n`` (:func:`labeling.machine.trust.question_tolerance`) and the
+   risks of all its answers so far plus this one stay within ``max_loss`` (the task option
+   ``machine.max_loss``, default :data:`labeling.machine.trust.DEFAULT_MAX_LOSS`: the expected κ-NDCG@k loss per query
+   the machine may cost, by the model, which is conservative). A repeat
+   (:attr:`Compare.repeat`) and a pair already answered always go to people.
+5. **Audits that act.** A share of the questions the machine could answer is asked of people
+   anyway (a hash of the seed and the pair below :func:`labeling.machine.trust.audit_share`
+   of the bin's evidence count: more audits while the bin has few answers; the largest share,
+   :data:`labeling.machine.trust.AUDIT_MAX`, in a bin where a person of this session has
+   contradicted the machine). Each audit tests
+   the claim ``U`` sequentially (:class:`labeling.machine.trust.AuditMonitor`, started from the
+   opinion's ``prior_audits``, the study's audits so far): once the test rejects the claim
+   (false-alarm rate :data:`labeling.machine.trust.ALARM_ALPHA`), the machine answers nothing
+   more in the session (:attr:`AssistStrategy.alarmed`) and the service stops it for the
+   collection. Every human answer on a pair the machine has an opinion on is evidence (2.).
+6. **Over** ``+robust`` (``X+assist+robust``, a person who sometimes answers wrongly): the
    robust rule's confirmations are decided with the machine as the second opinion, before the
    answer is used: the base ``X`` runs, and a person's answer is asked again
    (:attr:`Compare.repeat`, shown the other way round) while stake × P(wrong | the votes, the
    machine's opinion) exceeds :data:`CONFIRM_TOLERANCE` / n, up to :data:`CONFIRM_VOTES`
-   votes (:meth:`AssistStrategy._confirmed_risk`: prior odds from the calibrated machine,
-   each vote of lead multiplying them by (1 − f)/f, f the robust rule's assumed flip rate).
-   The base only ever sees the combined answer (the majority; equal counts: the machine's
-   side), so nothing is re-run; a person who agrees with a confident machine is not asked
-   again, one who contradicts it is.
+   votes (:meth:`AssistStrategy._confirmed_risk`: prior odds ``(1 − U)/U`` for the machine's
+   side, each vote of lead multiplying them by (1 − f)/f, f the robust rule's assumed flip
+   rate). The base only ever sees the combined answer (the majority; equal counts: the
+   machine's side), so nothing is re-run.
 
 Machine answers are derived, not chosen: the session records each as a
-:class:`labeling.protocol.types.MachineAnswer` (its probability of being right) in the log,
-and replay takes a logged machine answer as given (:meth:`AssistStrategy.accept_machine`) and
-a logged person's answer as a person's, so the log alone decides the state; only past the
-log's end is the machine asked again. Undoing a person's answer drops the machine answers
-after it, and they are derived anew.
+:class:`labeling.protocol.types.MachineAnswer` (its P(right), ``1 − U``) in the log, and replay
+takes a logged machine answer as given (:meth:`AssistStrategy.accept_machine`) and a logged
+person's answer as a person's, so the log alone decides the state; only past the log's end is
+the machine asked again. Undoing a person's answer drops the machine answers after it, and
+they are derived anew.
 """
 
 from __future__ import annotations
@@ -50,27 +59,27 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Generator, Sequence
 from functools import cache, lru_cache
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
+from labeling.machine.trust import (
+    AUDIT_MAX,
+    DEFAULT_MAX_LOSS,
+    AuditMonitor,
+    ErrorEvidence,
+    audit_share,
+    confidence_bin,
+    question_tolerance,
+)
 from labeling.strategies.base import Compare, PairStrategy, Winner
 from labeling.strategies.robust import ASSUMED_FLIP, DAMAGE_DEPTH, RobustStrategy, damage_table
 
-if TYPE_CHECKING:
-    from labeling.machine.calibration import Calibrator
-
-#: Per-question risk tolerance, times 1/n: the machine answers a question only when stake ×
-#: P(wrong) ≤ TOLERANCE / n. Chosen on the machine0.8 scenario at (50, 10)
-#: (docs/machine-judges.md#measured).
-TOLERANCE = 0.35
-#: The stated expected κ-NDCG@k loss the machine's answers may cost a result in total, by
-#: the model (which is conservative: measured, the loss is about a tenth of it).
-BUDGET = 0.1
-#: Share of the questions the machine could answer that are asked of people anyway.
-AUDIT_SHARE = 0.05
-#: Weight of the session calibration's prior (pseudo-answers that trust the given ``p``).
-SESSION_PRIOR_WEIGHT = 10.0
-#: Least probability that a machine answer is wrong, whatever the calibration says.
+#: Largest share of the questions the machine could answer that are asked of people anyway
+#: (the share itself adapts: :func:`labeling.machine.trust.audit_share`).
+AUDIT_SHARE = AUDIT_MAX
+#: Least probability that a machine answer is wrong, whatever the evidence says.
 MIN_WRONG = 0.001
+#: The machine answers only while the bound on its P(wrong) is below this.
+MAX_CLAIM = 0.5
 #: Over ``+robust``: a person's answer is asked again while stake × P(wrong) > this / n.
 CONFIRM_TOLERANCE = 0.5
 #: Over ``+robust``: most votes per pair.
@@ -81,17 +90,20 @@ Key = tuple[str, str]
 
 @runtime_checkable
 class MachineOpinion(Protocol):
-    """The machine of one task, as the assisted strategy sees it: a judge behind the
-    calibrator frozen for the task, deterministic for a given version (docs/glossary.md)."""
+    """A machine judge for one task, as the assisted strategy sees it: deterministic for a
+    given version. It may also have ``raw_probability(first, second)`` (the judge's raw
+    probability, whose confidence bin the evidence is counted in; default: ``probability``),
+    ``evidence`` (:class:`labeling.machine.trust.ErrorEvidence`, the study's human answers)
+    and ``prior_audits`` (:class:`labeling.machine.trust.AuditMonitor`, the study's audits)."""
 
     @property
     def version(self) -> str:
-        """Names the judge, its calibration and every parameter that changes its answers."""
+        """Names the judge, its evidence and every parameter that changes its answers."""
         ...
 
     def probability(self, first: str, second: str) -> float | None:
-        """Calibrated P(``first`` better than ``second``); ``None``: no opinion (or not
-        ready: a person is asked)."""
+        """P(``first`` better than ``second``); ``None``: no opinion (or not ready: a person
+        is asked)."""
         ...
 
 
@@ -101,16 +113,19 @@ def _key(a: str, b: str) -> Key:
 
 @lru_cache(maxsize=4096)
 def wrong_stake(k: int, above_winner: int, above_loser: int) -> float:
-    """Expected κ-NDCG@k lost when "w beat l" is wrong: l's true rank uniform over
+    """Expected κ-NDCG@k lost when "w beat l" is wrong: l's true rank ``r`` uniform over
     ``above_loser + 1 … above_winner + 1`` (its best possible rank up to w's best possible
-    rank; just w's when ``above_loser ≥ above_winner``) and l shown in the rest
+    rank; just w's when ``above_loser ≥ above_winner``) and l shown where the answer puts it,
+    just below w's best possible position, ``max(r, above_winner + 2)`` (k + 1: in the rest),
+    every other document in its true order
     (:func:`labeling.strategies.robust.damage_table`)."""
     depth = min(k, DAMAGE_DEPTH)
     table = damage_table(depth)
     high = above_winner + 1
     low = min(above_loser + 1, high)
     ranks = range(low, high + 1)
-    return sum(table[r][depth + 1] for r in ranks if r <= depth) / len(ranks)
+    shown = min(above_winner + 2, depth + 1)
+    return sum(table[r][max(shown, r)] for r in ranks if r <= depth) / len(ranks)
 
 
 def audit_draw(seed: int, a: str, b: str) -> float:
@@ -125,8 +140,11 @@ class AssistStrategy:
 
     Readable while paused: ``machine_answers``, ``person_answers``, ``audits`` (questions the
     machine could have answered, asked of people), ``spent`` (the risks of the machine's
-    answers), ``calibrator`` (the session calibration) and ``evidence`` (every human answer on
-    a pair the machine had an opinion on: ``(a, b, p, a_won)``).
+    answers), ``trust`` (the error evidence per confidence bin: the study's plus this
+    session's), ``monitor`` (the audit test, the study's audits plus this session's),
+    ``audit_records`` (this session's audits: ``(claimed P(wrong), wrong)``) and
+    ``evidence`` (every human answer on a pair the machine had an opinion on:
+    ``(a, b, raw p, a_won)``).
     """
 
     inner: ClassVar[type[PairStrategy]]
@@ -135,7 +153,7 @@ class AssistStrategy:
     def __init__(self, order: Sequence[str], k: int) -> None:
         inner = self.inner
         #: Over ``+robust``: the robust rule's confirmations, decided with the machine's
-        #: opinion (rule 5 of the module docstring), on the robust strategy's base.
+        #: opinion (rule 6 of the module docstring), on the robust strategy's base.
         self.confirming = issubclass(inner, RobustStrategy)
         if issubclass(inner, RobustStrategy):
             inner = inner.base
@@ -147,8 +165,11 @@ class AssistStrategy:
         self.phase: str = self.state.phase
         self.machine: MachineOpinion | None = None
         self.seed = 0
-        #: The session calibration, made when a machine is bound (:meth:`bind`).
-        self.calibrator: Calibrator | None = None
+        self.max_loss = DEFAULT_MAX_LOSS
+        self.tolerance = question_tolerance(self.max_loss, self.n)
+        self.trust = ErrorEvidence()
+        self.monitor = AuditMonitor()
+        self.audit_records: list[tuple[float, bool]] = []
         self.machine_answers = 0
         self.person_answers = 0
         self.audits = 0
@@ -158,35 +179,41 @@ class AssistStrategy:
         self._above = [0] * self.n  # per document: bit set of those known to be better
         self._below = [0] * self.n  # per document: bit set of those known to be worse
         self._answered: set[Key] = set()
+        #: Confidence bins in which a person contradicted the machine in this session: their
+        #: audit share is the largest (rule 5).
+        self._contradicted: set[int | None] = set()
         self._turn: tuple[Key, float] | None = None  # a machine answer to the pending question
 
-    def bind(self, machine: MachineOpinion | None, seed: int) -> None:
-        """Give the strategy its machine and the task seed (before the first answer)."""
+    def bind(
+        self, machine: MachineOpinion | None, seed: int, max_loss: float = DEFAULT_MAX_LOSS
+    ) -> None:
+        """Give the strategy its machine, the task seed and the stated loss (before the first
+        answer): the study's evidence and audits are copied from the machine."""
         self.machine = machine
         self.seed = seed
-        if machine is not None and self.calibrator is None:
-            # Imported here: the calibration needs numpy, which the protocol core does not
-            # load for the tasks without a machine (no import cycle is involved).
-            from labeling.machine.calibration import Calibrator
+        self.max_loss = max_loss
+        self.tolerance = question_tolerance(max_loss, self.n)
+        evidence = getattr(machine, "evidence", None)
+        self.trust = evidence.copy() if isinstance(evidence, ErrorEvidence) else ErrorEvidence()
+        audits = getattr(machine, "prior_audits", None)
+        self.monitor = audits.copy() if isinstance(audits, AuditMonitor) else AuditMonitor()
 
-            self.calibrator = Calibrator("isotonic", SESSION_PRIOR_WEIGHT, 1.0)
+    @property
+    def alarmed(self) -> bool:
+        """Whether the audits have shown the machine worse than it claims (it answers no more)."""
+        return self.monitor.alarmed
 
     # -- the decision ----------------------------------------------------------------------
-    def _opinion(self, a: str, b: str) -> float | None:
-        if self.machine is None:
+    def _raw(self, a: str, b: str) -> float | None:
+        """The machine's raw P(a better than b), None without an opinion."""
+        machine = self.machine
+        if machine is None:
             return None
-        p = self.machine.probability(a, b)
+        raw = getattr(machine, "raw_probability", None)
+        p = machine.probability(a, b) if raw is None else raw(a, b)
         if p is None or not 0.0 <= p <= 1.0:  # NaN fails the test too: no opinion
             return None
-        return p
-
-    def _calibration(self) -> Calibrator:
-        assert self.calibrator is not None, "bind a machine first"
-        return self.calibrator
-
-    def _calibrated(self, p: float) -> float:
-        """``g(p)``: the session calibration of the machine's ``p``."""
-        return float(self._calibration().probability(p))
+        return float(p)
 
     def _risk(self, winner: str, loser: str, p_right: float) -> float:
         index = self._index
@@ -198,32 +225,40 @@ class AssistStrategy:
         """``(winner, P(right))`` if the machine may answer ``question`` (the module
         docstring's rule), else ``None`` (a person answers). No state changes."""
         verdict = self._candidate(question)
-        if verdict is None or audit_draw(self.seed, question.a, question.b) < AUDIT_SHARE:
+        if verdict is None or self._audited(question):
             return None
         return verdict
 
+    def _audited(self, question: Compare) -> bool:
+        p = self._raw(question.a, question.b)
+        if p is None:
+            return False
+        b = confidence_bin(p)
+        share = AUDIT_MAX if b in self._contradicted else audit_share(self.trust.count(p))
+        return audit_draw(self.seed, question.a, question.b) < share
+
     def would_audit(self, question: Compare) -> bool:
         """True when the machine could answer ``question`` but the audit gives it to people."""
-        return (
-            self._candidate(question) is not None
-            and audit_draw(self.seed, question.a, question.b) < AUDIT_SHARE
-        )
+        return self._candidate(question) is not None and self._audited(question)
 
     def _candidate(self, question: Compare) -> tuple[str, float] | None:
-        """Rules 1–3 of the module docstring: ``(winner, P(right))`` when the machine's risk
-        on ``question`` is small enough, before the audit."""
+        """Rules 1–4 of the module docstring: ``(winner, P(right) = 1 − U)`` when the machine's
+        risk on ``question`` is small enough, before the audit."""
         a, b = question.a, question.b
-        if question.repeat or _key(a, b) in self._answered:
+        if self.machine is None or question.repeat or _key(a, b) in self._answered:
             return None
-        p = self._opinion(a, b)
-        if p is None:
+        if self.monitor.alarmed:
             return None
-        g = self._calibrated(p)
-        if abs(g - 0.5) < 1e-9:  # no confidence either way
+        p = self._raw(a, b)
+        if p is None or p == 0.5:
             return None
-        winner, loser, p_right = (a, b, g) if g > 0.5 else (b, a, 1.0 - g)
+        bound = self.trust.upper(p)
+        if bound >= MAX_CLAIM:
+            return None
+        winner, loser = (a, b) if p > 0.5 else (b, a)
+        p_right = 1.0 - bound
         risk = self._risk(winner, loser, p_right)
-        if risk > TOLERANCE / self.n or self.spent + risk > BUDGET:
+        if risk > self.tolerance or self.spent + risk > self.max_loss:
             return None
         return winner, p_right
 
@@ -277,24 +312,23 @@ class AssistStrategy:
         count_b = sum(1 for v in votes if v == b)
         if count_a != count_b:
             return a if count_a > count_b else b
-        p = self._opinion(a, b)
-        if p is not None:
-            g = self._calibrated(p)
-            if abs(g - 0.5) >= 1e-9:
-                return a if g > 0.5 else b
+        p = self._raw(a, b)
+        if p is not None and p != 0.5 and self.trust.upper(p) < 0.5:
+            return a if p > 0.5 else b
         return next(v for v in votes if v is not None)
 
     def _confirmed_risk(self, winner: str, loser: str, votes: Sequence[Winner]) -> float:
         """stake × P(the combined answer is wrong | the votes, the machine's opinion): prior
-        odds ``g/(1 − g)`` for the winner's side (1 without an opinion; ``g`` clipped to
-        ``[MIN_WRONG, 1 − MIN_WRONG]``) times ``((1 − f)/f)^L``, L the winner's lead in votes
-        and f the flip rate the robust rule assumes (docs/noise.md#the-robust-rule)."""
+        odds ``(1 − U)/U`` for the machine's side (``U`` the bound on its error, clipped to
+        ``[MIN_WRONG, 1/2]``; 1 without an opinion) times ``((1 − f)/f)^L``, L the winner's
+        lead in votes and f the flip rate the robust rule assumes
+        (docs/noise.md#the-robust-rule)."""
         lead = sum(1 for v in votes if v == winner) - sum(1 for v in votes if v == loser)
         odds = ((1.0 - ASSUMED_FLIP) / ASSUMED_FLIP) ** lead
-        p = self._opinion(winner, loser)
-        if p is not None:
-            g = min(max(self._calibrated(p), MIN_WRONG), 1.0 - MIN_WRONG)
-            odds *= g / (1.0 - g)
+        p = self._raw(winner, loser)
+        if p is not None and p != 0.5:
+            u = min(max(self.trust.upper(p), MIN_WRONG), 0.5)
+            odds *= (1.0 - u) / u if p > 0.5 else u / (1.0 - u)
         index = self._index
         stake = wrong_stake(
             self.k,
@@ -316,14 +350,29 @@ class AssistStrategy:
             # A person's answer (a pair answered before and asked without ``repeat`` is a
             # pair-cache hit: no new evidence).
             self.person_answers += 1
-            if not question.repeat and self.would_audit(question):
-                self.audits += 1
-            p = self._opinion(a, b)
+            if not question.repeat:
+                self._audit(question, winner)
+            p = self._raw(a, b)
             if p is not None and winner is not None:
-                self._calibration().update(p, winner == a)
+                self.trust.add(p, winner == a)
+                if p != 0.5 and (p > 0.5) != (winner == a):
+                    self._contradicted.add(confidence_bin(p))
                 self.evidence.append((a, b, p, winner == a))
             return True
         return False  # a pair-cache hit
+
+    def _audit(self, question: Compare, winner: Winner) -> None:
+        """A person's answer to a question the audit took from the machine: test the claim
+        (rule 5 of the module docstring), before the answer becomes evidence."""
+        verdict = self._candidate(question)
+        if verdict is None or not self._audited(question):
+            return
+        self.audits += 1
+        if winner is None:  # a tie says nothing about the machine's side
+            return
+        claimed, wrong = 1.0 - verdict[1], winner != verdict[0]
+        self.monitor.record(claimed, wrong)
+        self.audit_records.append((claimed, wrong))
 
     def _settle(self, question: Compare, winner: Winner) -> None:
         """The answer the inner strategy gets: what it proves."""
@@ -354,16 +403,15 @@ class AssistStrategy:
         return bound * CONFIRM_VOTES if self.confirming else bound
 
     def expected_remaining(self, *, cache: bool) -> float:
-        """The inner strategy's expectation times the share of questions people have
-        answered so far (Laplace's rule: (person + 1) / (all + 2)); at least 1 while not
-        done."""
+        """The inner strategy's expectation, as people alone would see it (blind: the
+        estimate an assessor reads does not shrink with the machine's answers); at least 1
+        while not done."""
         bound = self.max_remaining()
         if bound == 0:
             return 0.0
         model: Any = getattr(self.state, "expected_remaining", None)
         inner = float(bound) if model is None else float(model(cache=cache))
-        share = (self.person_answers + 1) / (self.person_answers + self.machine_answers + 2)
-        return min(float(bound), max(1.0, inner * share))
+        return min(float(bound), max(1.0, inner))
 
 
 def _bits(mask: int) -> Sequence[int]:

@@ -12,8 +12,9 @@ the task's prior as well.
 **A learned calibration.** The trials of a cell are the queries of one study, in order: the
 judge's raw probabilities reach each session through a calibrator learned from the earlier
 queries' human answers (isotonic, the default prior: trust 1/2, weight 10; raw
-probabilities rounded to 0.001 for speed), which the :mod:`labeling.strategies.assist` rule
-corrects within the session. Nothing is told about the judge's own calibration.
+probabilities rounded to 0.001 for speed); its answers are also the evidence of the
+:mod:`labeling.strategies.assist` rule's bound, with the session's own, and the study's audits
+so far start each session's audit test. Nothing is told about the judge's own calibration.
 
 **The person**: consistent (``machine0.8``) or flipping each answer with p = 0.1
 (``machine0.8+flip0.1``). κ-NDCG@k is against the latent truth, which for the consistent
@@ -34,6 +35,7 @@ from labeling.errors import ConfigError
 from labeling.machine.calibration import Calibrator
 from labeling.machine.judges import JudgeQuery, ThurstoneJudge
 from labeling.machine.opinion import JudgeOpinion
+from labeling.machine.trust import AuditMonitor
 from labeling.strategies.assist import AssistStrategy
 from labeling.strategies.registry import resolve_strategy
 from labeling.study.simulation import StudyTrial, drive, prior_order, scenario_assessor
@@ -96,6 +98,7 @@ def compare_assisted(
     cls = resolve_strategy(strategy)
     docs = [f"d{i:04d}" for i in range(n)]
     study = Calibrator("isotonic")
+    audits = AuditMonitor()
     out: list[StudyTrial] = []
     for t in range(trials):
         rng = random.Random(f"{seed}:{t}")
@@ -108,10 +111,12 @@ def compare_assisted(
         rank = {doc: r for r, doc in enumerate(truth)}
         person = scenario_assessor("flip0.1" if flip else "random", rank, rng.getrandbits(32))
         person.flip = flip
-        opinion = JudgeOpinion(judge, query, study)
+        opinion = JudgeOpinion(judge, query, study, prior_audits=audits)
         top, rest, humans, machines, state = drive(
             cls, shown, k, person, machine=opinion, seed=rng.getrandbits(32)
         )
+        if isinstance(state, AssistStrategy):
+            audits = state.monitor  # the study's audit test goes on from this query's
         if isinstance(state, AssistStrategy) and state.evidence:
             raw = [round(opinion.raw[(a, b)], STUDY_ROUNDING) for a, b, _, _ in state.evidence]
             study.update(raw, [won for _, _, _, won in state.evidence])

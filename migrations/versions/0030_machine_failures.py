@@ -1,5 +1,5 @@
 """The machine's failures, visible: counters and the last error per study (``llm_usage``) and
-per task (``task_machine``), and ``machine_alarm``, alarms about a collection's machine (a
+per task (``task_machine``), and ``machine_failure_alarm``, alarms about a collection's machine (a
 task's opinion job whose every call failed; other checks add their own kinds)
 (docs/machine-judges.md#when-the-machine-fails).
 
@@ -35,7 +35,7 @@ def upgrade() -> None:
         batch.add_column(sa.Column("last_error", sa.String(300), nullable=True))
         batch.add_column(sa.Column("last_error_at", TS, nullable=True))
     op.create_table(
-        "machine_alarm",
+        "machine_failure_alarm",
         sa.Column("id", sa.Integer(), nullable=False),
         sa.Column("collection_id", sa.Integer(), nullable=False),
         sa.Column("task_id", sa.Integer(), nullable=True),
@@ -47,25 +47,25 @@ def upgrade() -> None:
         sa.ForeignKeyConstraint(
             ["collection_id"],
             ["collection.id"],
-            name=op.f("fk_machine_alarm_collection_id_collection"),
+            name=op.f("fk_machine_failure_alarm_collection_id_collection"),
             ondelete="CASCADE",
         ),
         sa.ForeignKeyConstraint(
             ["task_id"],
             ["task.id"],
-            name=op.f("fk_machine_alarm_task_id_task"),
+            name=op.f("fk_machine_failure_alarm_task_id_task"),
             ondelete="CASCADE",
         ),
-        sa.PrimaryKeyConstraint("id", name=op.f("pk_machine_alarm")),
+        sa.PrimaryKeyConstraint("id", name=op.f("pk_machine_failure_alarm")),
     )
     op.create_index(
-        "ix_machine_alarm_collection_open", "machine_alarm", ["collection_id", "cleared_at"]
+        "ix_machine_failure_alarm_collection_open", "machine_failure_alarm", ["collection_id", "cleared_at"]
     )
 
 
 def downgrade() -> None:
-    op.drop_index("ix_machine_alarm_collection_open", table_name="machine_alarm")
-    op.drop_table("machine_alarm")
+    op.drop_index("ix_machine_failure_alarm_collection_open", table_name="machine_failure_alarm")
+    op.drop_table("machine_failure_alarm")
     with op.batch_alter_table("task_machine") as batch:
         for name in ("last_error_at", "last_error", "calls_timed_out", "calls_failed", "calls"):
             batch.drop_column(name)

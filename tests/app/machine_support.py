@@ -52,7 +52,8 @@ def machine_collection(
             if features:
                 row["features"] = [tf / docs, float(i % 3)]
             rows.append(row)
-    import_rows(api, cid, rows)
+    for start in range(0, len(rows), 200):  # within the test server's body limit
+        import_rows(api, cid, rows[start : start + 200])
     return cid, truth
 
 
@@ -125,7 +126,8 @@ def text_collection(
                 {"query_id": qid, "query": f"topic {qid}", "doc_id": doc, "title": title}
                 | {"text": body}
             )
-    import_rows(api, cid, rows)
+    for start in range(0, len(rows), 200):  # within the test server's body limit
+        import_rows(api, cid, rows[start : start + 200])
     return cid, truth, by_text
 
 

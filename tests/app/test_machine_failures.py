@@ -20,7 +20,7 @@ import pytest
 from typer.testing import CliRunner
 
 from app.cli import cli
-from app.kernel.models import MachineAlarm
+from app.kernel.models import MachineFailureAlarm
 from app.machine import health
 from app.machine.llm import CallReport
 from tests.app.conftest import Api
@@ -161,7 +161,7 @@ def test_an_answer_clears_the_alarm(api: Api, coll: Any, server: StandInServer) 
     assert health.record_task_calls(api.db, task_id, failing) is True
     assert health.record_task_calls(api.db, task_id, failing) is True  # still one alarm
     with api.db.read() as s:
-        mine = [a for a in s.query(MachineAlarm).filter_by(task_id=task_id)]
+        mine = [a for a in s.query(MachineFailureAlarm).filter_by(task_id=task_id)]
     assert len(mine) == 1 and mine[0].cleared_at is None
     assert health.record_task_calls(api.db, task_id, CallReport(sent=2, answered=2)) is False
     assert not [a for a in health.open_alarms(api.db, cid) if a["task_id"] == task_id]

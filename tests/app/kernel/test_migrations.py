@@ -36,6 +36,8 @@ TABLES = {
     "second_opinion",
     "llm_response",
     "machine_alarm",
+    "machine_failure_alarm",
+    "machine_audit",
     "llm_usage",
     "run",
     "run_query",

@@ -124,9 +124,10 @@ def test_a_bm25_machine_answers_with_provenance_and_saves_people_questions(
             loser = j.right_doc if j.outcome == "left" else j.left_doc
             assert truth[qid][winner or ""] > truth[qid][loser or ""]
         if q == QUERIES - 1:
-            # Learned from the earlier queries: the machine answers many questions.
-            assert len(machine) >= 10 and n_on < n_off
-    assert people_on < 0.7 * people_off
+            # Learned from the earlier queries (its bound narrowed): the machine answers.
+            assert len(machine) >= 5 and n_on < n_off
+    # From a cold start (no answer before the first query, so the first is people's alone).
+    assert people_on < 0.9 * people_off
     with api.db.read() as s:
         frozen = list(s.scalars(select(TaskMachine).order_by(TaskMachine.task_id)))
     # The study calibration grows query by query (frozen per task when it started).
@@ -158,8 +159,10 @@ def test_a_fresh_process_derives_the_same_machine_answers(
     task): the log is the same as with the cache, judgment for judgment."""
     cid, truth = coll
     cached, fresh = create(api, cid, "q4", "bm25"), create(api, cid, "q4", "bm25")
-    judge(api, cached, truth["q4"])
+    # Both start (and freeze the study calibration, the rule's evidence) before either is
+    # judged, so they meet the same machine.
     body = api.get("mia", f"/api/v1/tasks/{fresh}/next").json()
+    judge(api, cached, truth["q4"])
     while not body["done"]:
         clear_caches(api.db)
         r = api.post("mia", f"/api/v1/tasks/{fresh}/judgments", json=answer(body, truth["q4"]))
@@ -218,31 +221,43 @@ def test_the_question_payload_is_blind_to_the_machine(
     """Same query, seed and person, machine on and off. The machine-off task's person also
     answers the questions the machine took (with the machine's answers), so both tasks go
     through the same questions; every payload the person saw with the machine on equals the
-    machine-off payload at the same seq, key for key and value for value, except the task id
-    and the remaining-work estimate (the machine's help shortens it). Audits included: the
+    machine-off payload at the same seq, key for key and value for value, except the task id,
+    the remaining-work estimate included (it is the people-only one). Audits included: the
     machine-on task has audit questions (asked of the person although the machine could
-    answer), and they look like any other."""
+    answer), and they look like any other. The assessor's GET /tasks shows both tasks with
+    the same options (no ``machine``)."""
     cid, truth = coll
-    on = create(api, cid, "q2", "bm25")
-    seen: list[dict[str, Any]] = []
-    judge(api, on, truth["q2"], seen)
-    off = create(api, cid, "q2", None)
+    for warm in ("q0", "q1"):  # the study's evidence: the machine earns its answers
+        judge(api, create(api, cid, warm, "bm25"), truth[warm])
+    for qid in ("q2", "q3", "q4", "q5"):  # the first query with an audit
+        on = create(api, cid, qid, "bm25")
+        seen: list[dict[str, Any]] = []
+        judge(api, on, truth[qid], seen)
+        if audits(api, on):
+            break
+    assert audits(api, on) >= 1
+    off = create(api, cid, qid, None)
     shown: dict[int, dict[str, Any]] = {}
     body = api.get("mia", f"/api/v1/tasks/{off}/next").json()
     while not body["done"]:
         shown[body["seq"]] = body
-        r = api.post("mia", f"/api/v1/tasks/{off}/judgments", json=answer(body, truth["q2"]))
+        r = api.post("mia", f"/api/v1/tasks/{off}/judgments", json=answer(body, truth[qid]))
         body = r.json()
     assert len(shown) > len(seen)  # the machine answered some questions
-    assert audits(api, on) >= 1
     for payload in seen:
         twin = shown[payload["seq"]]
         assert set(payload) == set(twin)
         assert set(payload["progress"]) == set(twin["progress"])
-        for key in set(payload) - {"task_id", "progress"}:
+        for key in set(payload) - {"task_id"}:
             assert payload[key] == twin[key], key
-        for key in ("judgments", "done"):
-            assert payload["progress"][key] == twin["progress"][key]
+    listed = {t["id"]: t for t in api.get("mia", "/api/v1/tasks").json()}
+    assert "machine" not in listed[on]["options"]
+    assert listed[on]["options"] == listed[off]["options"]
+    assert listed[on]["machine_answers"] == 0
+    one = api.get("mia", f"/api/v1/tasks/{on}").json()
+    assert one["options"] == listed[off]["options"] and one["judgments"] == len(seen)
+    admin_view = api.get("admin", f"/api/v1/tasks/{on}").json()
+    assert admin_view["options"]["machine"]["source"] == "bm25"
 
 
 def audits(api: Api, task_id: int) -> int:

@@ -1,8 +1,9 @@
-"""The ``+assist`` modifier (docs/machine-judges.md#assisted-strategies): a machine that is
-always right changes no result; a confidently wrong one stops answering within
-``SESSION_PRIOR_WEIGHT / 2`` human answers; replay of any prefix of a live log gives the live
-state, and the machine answers derived after it are the logged ones; the progress bound never
-under-promises; machine answers are marked in the log."""
+"""The ``+assist`` modifier (docs/machine-judges.md#the-rule): a machine that is always right
+changes no result; a wrong one without evidence never answers, and one the study's evidence
+trusted raises the audit alarm within the stated number of audits and answers no more; replay
+of any prefix of a live log gives the live state, and the machine answers derived after it are
+the logged ones; the progress bound never under-promises; machine answers are marked in the
+log; what the assessor reads of the progress is the same with the machine on or off."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from labeling.protocol.session import open_session
 from labeling.protocol.spec import validate_options
 from labeling.protocol.topk import TopKSession
 from labeling.protocol.types import MachineAnswer, PairAnswer
-from labeling.strategies.assist import SESSION_PRIOR_WEIGHT, AssistStrategy, wrong_stake
+from labeling.machine.trust import AuditMonitor, ErrorEvidence, audits_to_alarm
+from labeling.strategies.assist import AssistStrategy, wrong_stake
 from labeling.strategies.registry import strategy_names
 from labeling.study.simulation import Assessor, run_session
 
@@ -96,30 +98,87 @@ def test_an_always_right_certain_machine_gives_the_person_only_result(name, n, k
     assert helped.judgments == helped_session.human_judgments
 
 
+class Trusted(Oracle):
+    """A machine the study's evidence trusted (``prior`` right answers in its confidence
+    bin), now wrong on every pair when ``wrong``."""
+
+    def __init__(self, rank, *, wrong: bool, prior: int = 200, audits=None):
+        super().__init__(rank, wrong=wrong, confidence=0.9999)
+        self.evidence = ErrorEvidence.of([0.9999] * prior, [True] * prior)
+        self.prior_audits = audits
+
+
 @settings(max_examples=25, deadline=None)
 @given(name=st.sampled_from(ASSISTED), seed=st.integers(0, 2**16), perm=st.integers(0, 2**16))
-def test_a_confidently_wrong_machine_stops_within_the_stated_human_answers(name, seed, perm):
-    """Every human answer on a pair with the machine's opinion contradicts it; after
-    SESSION_PRIOR_WEIGHT / 2 of them its calibrated confidence is 1/2 everywhere."""
-    limit = math.ceil(SESSION_PRIOR_WEIGHT / 2)
+def test_a_wrong_machine_without_evidence_never_answers(name, seed, perm):
+    """Cold start: every human answer contradicts the machine, so its bound stays 1."""
     n, k = 30, 5
     scores, rank = _truth(n, perm)
     s = _session(name, n, k, seed, Oracle(rank, wrong=True))
+    run = run_session(s, Assessor(scores, seed=2))
+    assert s.machine_seqs == []
+    assert run.result.top == sorted(rank, key=rank.__getitem__)[:k]
+
+
+@settings(max_examples=25, deadline=None)
+@given(name=st.sampled_from(ASSISTED), seed=st.integers(0, 2**16), perm=st.integers(0, 2**16))
+def test_a_trusted_machine_gone_wrong_raises_the_alarm_within_the_stated_audits(
+    name, seed, perm
+):
+    """Its claims are small (the study trusted it), so each wrong audit multiplies the
+    likelihood ratio by at least 1/(2·max claim): the alarm comes within
+    ``audits_to_alarm(max claim)`` audits, and the machine answers nothing after it."""
+    n, k = 40, 5
+    scores, rank = _truth(n, perm)
+    s = _session(name, n, k, seed, Trusted(rank, wrong=True))
     person = Assessor(scores, seed=2)
     state = s.state
     assert isinstance(state, AssistStrategy)
+    after_alarm = 0
     while not s.done:
         given_now = s.let_machine_answer()
-        if given_now:
-            assert len(state.evidence) < limit
+        if state.alarmed:
+            after_alarm += len(given_now) if state.audit_records else 0
         if s.done:
             break
         s.submit(person.answer(s))
-    assert len(state.evidence) >= limit or s.human_judgments < limit
-    assert all(
-        not won_right
-        for *_, won_right in [(a, b, p, (p > 0.5) == y) for a, b, p, y in state.evidence]
-    )
+    records = state.audit_records
+    assert all(wrong for _, wrong in records)
+    if records:
+        limit = audits_to_alarm(max(c for c, _ in records))
+        assert len(records) <= limit  # no audit after the alarm: the machine stopped
+        assert state.alarmed == (len(records) == limit)
+        assert state.alarmed == _alarmed(records)
+    assert after_alarm == 0
+
+
+def _alarmed(records) -> bool:
+    m = AuditMonitor()
+    for claimed, wrong in records:
+        m.record(claimed, wrong)
+    return m.alarmed
+
+
+def test_a_trusted_machine_gone_wrong_alarms_and_hands_over_to_people():
+    """Over a study of queries (the audits carried from one to the next), the alarm comes and
+    the machine then answers nothing, while people finish every query exactly."""
+    audits = AuditMonitor()
+    alarmed_at = None
+    for q in range(30):
+        scores, rank = _truth(40, 100 + q)
+        machine = Trusted(rank, wrong=True, audits=audits)
+        s = _session("insertion+assist", 40, 5, q, machine)
+        run = run_session(s, Assessor(scores, seed=q))
+        state = s.state
+        assert isinstance(state, AssistStrategy)
+        if alarmed_at is not None:
+            assert s.machine_seqs == []
+            assert run.result.top == sorted(rank, key=rank.__getitem__)[:5]
+        audits = state.monitor
+        if audits.alarmed and alarmed_at is None:
+            alarmed_at = q
+            assert audits.audits <= 30
+    assert alarmed_at is not None
 
 
 def _live(name: str, n: int, k: int, seed: int, machine, person: Assessor):
@@ -134,7 +193,7 @@ def _live(name: str, n: int, k: int, seed: int, machine, person: Assessor):
             session.pending,
             session.progress(),
             tuple(session.machine_seqs),
-            st_.calibrator.n_answers,
+            tuple(st_.trust.answers),
             round(st_.spent, 12),
             st_.machine_answers,
         )
@@ -175,7 +234,7 @@ def test_replay_of_any_prefix_gives_the_live_state(name, n, k, seed, perm):
                 replayed.pending,
                 replayed.progress(),
                 tuple(replayed.machine_seqs),
-                st_.calibrator.n_answers,
+                tuple(st_.trust.answers),
                 round(st_.spent, 12),
                 st_.machine_answers,
             ) == snapshots[i]
@@ -246,7 +305,7 @@ def test_a_broken_document_keeps_the_machine_answers_the_machines():
     from labeling.protocol.types import BrokenAnswer
 
     scores, rank = _truth(24, 11)
-    s = _session("insertion+assist", 24, 5, 9, Oracle(rank, confidence=0.999))
+    s = _session("insertion+assist", 24, 5, 9, Trusted(rank, wrong=False))
     person = Assessor(scores, seed=1)
     while not s.done and len(s.machine_seqs) < 3:
         s.let_machine_answer()
@@ -266,5 +325,5 @@ def test_a_broken_document_keeps_the_machine_answers_the_machines():
     assert state.person_answers == sum(
         1 for a in s.answers if isinstance(a, PairAnswer) and q.left not in (a.left, a.right)
     )
-    replayed = _session("insertion+assist", 24, 5, 9, Oracle(rank, confidence=0.999), s.answers)
+    replayed = _session("insertion+assist", 24, 5, 9, Trusted(rank, wrong=False), s.answers)
     assert replayed.pending == s.pending and replayed.state.machine_answers == len(kept)
