@@ -7,7 +7,7 @@ Reversible: the downgrade drops the table (and with it those judgments).
 
 Revision ID: 0029_unpooled_grades
 Revises: 0028_pool_allocation
-Create Date: 2027-04-20
+Create Date: 2026-12-02
 """
 
 from __future__ import annotations

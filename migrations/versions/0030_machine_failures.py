@@ -8,7 +8,7 @@ nothing else depends on them).
 
 Revision ID: 0030_machine_failures
 Revises: 0029_unpooled_grades
-Create Date: 2027-04-20
+Create Date: 2026-12-02
 """
 
 from __future__ import annotations

@@ -6,9 +6,9 @@ admin resumes it).
 
 Reversible: the downgrade drops both tables (the alarms' history is lost).
 
-Revision ID: 0030_machine_alarms
-Revises: 0028_pool_allocation
-Create Date: 2027-05-02
+Revision ID: 0031_machine_alarms
+Revises: 0030_machine_failures
+Create Date: 2026-12-02
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0030_machine_alarms"
-down_revision = "0028_pool_allocation"
+revision = "0031_machine_alarms"
+down_revision = "0030_machine_failures"
 branch_labels = None
 depends_on = None
 
