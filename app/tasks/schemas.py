@@ -121,6 +121,26 @@ class ResultOut(BaseModel):
     )
 
 
+class MachineLossOut(BaseModel):
+    """The κ-NDCG@k loss a task's machine answers may have cost its result
+    (docs/machine-judges.md#the-uncertainty-the-machine-leaves)."""
+
+    machine_answers: int
+    estimated_loss: float = Field(description="Mean loss over the replays (0: no machine).")
+    interval: list[float] = Field(description="[low, high]: the 90% interval ([0, 0]: none).")
+    level: float
+    replays: int
+
+
+class MachineLossTotalOut(BaseModel):
+    """Loss estimates summed over tasks (ends of the interval summed too)."""
+
+    machine_answers: int
+    tasks: int = Field(description="Tasks with machine answers.")
+    estimated_loss: float
+    interval: list[float]
+
+
 class ProgressTotalsOut(BaseModel):
     """Progress summed over some tasks (the collection, a query or an assessor)."""
 
@@ -134,6 +154,7 @@ class ProgressTotalsOut(BaseModel):
     max_remaining: int
     last_activity: IsoTime | None
     done_fraction: float | None = Field(description="Done tasks over all tasks (null: none).")
+    machine: MachineLossTotalOut
 
 
 class QueryProgressOut(ProgressTotalsOut):
@@ -167,6 +188,7 @@ class TaskProgressOut(BaseModel):
     last_activity: IsoTime | None
     created_at: IsoTime | None
     finished_at: IsoTime | None
+    machine: MachineLossOut
 
 
 class TimelinePointOut(BaseModel):
