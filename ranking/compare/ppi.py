@@ -35,7 +35,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike
 
-__all__ = ["PpiInterval", "ppi_mean", "ppi_of_queries", "tuned_lambda"]
+__all__ = ["PpiBoard", "PpiInterval", "ppi_board", "ppi_mean", "ppi_of_queries", "tuned_lambda"]
 
 Lambda = float | Literal["tuned"]
 
@@ -120,9 +120,7 @@ def ppi_mean(
         raise ValueError(f"lam must be a number in [0, 1] or 'tuned', got {lam!r}")
     n, big_n = len(y), len(f_all)
     estimate = weight * float(f_all.mean()) + float(np.mean(y - weight * f_n))
-    se = math.sqrt(
-        float(np.var(weight * f_all)) / big_n + float(np.var(y - weight * f_n)) / n
-    )
+    se = math.sqrt(float(np.var(weight * f_all)) / big_n + float(np.var(y - weight * f_n)) / n)
     z = NormalDist().inv_cdf(0.5 + level / 2.0)
     return PpiInterval(
         estimate,
@@ -164,3 +162,56 @@ def ppi_of_queries(
         level=level,
         lam=lam,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class PpiBoard:
+    """Every run's prediction-powered interval and, for every pair of runs ``(a, b)``, the
+    interval of the paired difference ``a − b``; ``could_swap`` lists the pairs whose
+    difference interval holds 0 (the labels' uncertainty could reverse them)."""
+
+    runs: dict[str, PpiInterval]
+    pairs: dict[tuple[str, str], PpiInterval]
+
+    @property
+    def could_swap(self) -> list[tuple[str, str]]:
+        return [pair for pair, iv in self.pairs.items() if iv.holds(0.0)]
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "runs": {name: iv.to_dict() for name, iv in self.runs.items()},
+            "pairs": [
+                {"a": a, "b": b, "difference": iv.to_dict(), "could_swap": iv.holds(0.0)}
+                for (a, b), iv in self.pairs.items()
+            ],
+            "ranking_could_change": bool(self.could_swap),
+        }
+
+
+def ppi_board(
+    machine: Mapping[str, Mapping[str, float]],
+    human: Mapping[str, Mapping[str, float]],
+    *,
+    level: float = 0.95,
+    lam: Lambda = 1.0,
+) -> PpiBoard:
+    """:func:`ppi_of_queries` for each run (per-query values by run name, under the machine's
+    labels and under the audit's) and for each pair's per-query difference (the queries both
+    runs have a value for)."""
+    if set(machine) != set(human):
+        raise ValueError("the machine-label and audit values must cover the same runs")
+    runs = {
+        name: ppi_of_queries(machine[name], human[name], level=level, lam=lam) for name in machine
+    }
+    names = list(machine)
+    pairs: dict[tuple[str, str], PpiInterval] = {}
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            diff_m = _difference(machine[a], machine[b])
+            diff_h = _difference(human[a], human[b])
+            pairs[(a, b)] = ppi_of_queries(diff_m, diff_h, level=level, lam=lam)
+    return PpiBoard(runs, pairs)
+
+
+def _difference(a: Mapping[str, float], b: Mapping[str, float]) -> dict[str, float]:
+    return {q: a[q] - b[q] for q in a if q in b}
