@@ -26,7 +26,25 @@ pattern costs nothing since ``L(∅) = 0``) and reports the mean of ``L`` and it
 :func:`exact_loss` enumerates all ``2^M`` patterns with their probabilities
 ``Π_{i∈F}(1 − p_i) Π_{i∉F} p_i`` (small ``M``; the oracle of the tests).
 
-What it assumes: the calibrated ``p_i`` are right and errors independent; people are right;
+**Audited calibration.** A machine's stated ``p_i`` is often too confident on exactly the
+pairs it answers (they are the pairs a strategy reaches, not the random pairs a calibration
+learns from; docs/machine-judges.md#coverage measures it). The audits (questions the machine
+could have answered, given to people at random) are a sample of those very pairs. Given the
+audited pairs as ``(stated p, machine right?)``, the error probability is taken per bin of
+stated ``p`` (:data:`AUDIT_BINS`): each draw first draws every bin's error rate from its Beta
+posterior, ``e_b ~ Beta(W_b + w₀ s_b, R_b + w₀ (1 − s_b))`` (``W_b``/``R_b`` the audited
+wrong/right answers in the bin, ``s_b`` the mean stated error of the log's answers in it,
+``w₀`` = :data:`AUDIT_PRIOR_WEIGHT` pseudo-answers trusting the statement), then flips each
+machine answer of the bin with probability ``e_b``. Few audits give a wide interval; many give
+the measured error rates. The audits measure how often the answers of a bin are wrong, not
+which: a machine's errors fall mostly on pairs of nearly equal documents, where a wrong answer
+costs little, so flipping the bin's answers at random overstates the loss, while the stated
+rates understate it (both measured in docs/machine-judges.md#coverage). With audits the
+reported mean is the audited one (the conservative figure) and the interval spans both: from
+the lower of the two ``(1 − level)/2`` quantiles to the higher of the two ``(1 + level)/2``
+ones. Without audits the stated ``p_i`` are taken as they are.
+
+What it assumes: the error probabilities above and independent errors; people are right;
 the pairs nobody answered follow the logged result. It measures what the machine's answers
 may have cost, not what people's own errors cost.
 """
@@ -52,6 +70,10 @@ DEFAULT_REPLAYS = 400
 DEFAULT_LEVEL = 0.90
 #: :func:`exact_loss` enumerates at most 2^this patterns.
 EXACT_MAX = 16
+#: Upper edges of the bins of stated P(right) the audits are counted in (the last closed).
+AUDIT_BINS = (0.9, 0.99, 1.0)
+#: Pseudo-answers of each bin's prior, which trusts the stated error rate.
+AUDIT_PRIOR_WEIGHT = 2.0
 
 Key = tuple[str, str]
 
@@ -223,26 +245,66 @@ def _check(replays: int, level: float) -> None:
         raise ConfigError(f"level must be in (0, 1), got {level!r}")
 
 
+def _bin_of(p: np.ndarray) -> np.ndarray:
+    return np.minimum(np.searchsorted(AUDIT_BINS, p, side="right"), len(AUDIT_BINS) - 1)
+
+
+def audited_wrong(
+    stated: np.ndarray,
+    audits: Sequence[tuple[float, bool]],
+    replays: int,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """Per draw and machine answer, its probability of being wrong from the audits (module
+    docstring, "Audited calibration"): shape (replays, len(stated))."""
+    bins = _bin_of(stated)
+    b = len(AUDIT_BINS)
+    a_p = np.array([p for p, _ in audits], dtype=float).reshape(-1)
+    a_right = np.array([r for _, r in audits], dtype=bool).reshape(-1)
+    a_bins = _bin_of(a_p)
+    wrong_n = np.bincount(a_bins[~a_right], minlength=b).astype(float)
+    right_n = np.bincount(a_bins[a_right], minlength=b).astype(float)
+    sums = np.bincount(bins, weights=1.0 - stated, minlength=b)
+    counts = np.bincount(bins, minlength=b)
+    mids = 1.0 - (np.array((0.5, *AUDIT_BINS[:-1])) + np.array(AUDIT_BINS)) / 2.0
+    s = np.where(counts > 0, sums / np.maximum(counts, 1), mids)
+    s = np.clip(s, 1e-6, 1.0 - 1e-6)
+    alpha = wrong_n + AUDIT_PRIOR_WEIGHT * s
+    beta = right_n + AUDIT_PRIOR_WEIGHT * (1.0 - s)
+    rates = rng.beta(alpha, beta, size=(replays, b))
+    out: np.ndarray = rates[:, bins]
+    return out
+
+
 def estimate_loss(
     log: MachineLog,
     *,
     replays: int = DEFAULT_REPLAYS,
     level: float = DEFAULT_LEVEL,
     seed: int = 0,
+    audits: Sequence[tuple[float, bool]] | None = None,
 ) -> LossEstimate:
     """The Monte Carlo estimate of the module docstring: ``replays`` flip patterns drawn with
     ``numpy.random.default_rng(seed)``, the mean loss and its ``level`` quantile interval.
-    No machine answers: :func:`none_estimate`."""
+    ``audits``: audited pairs as (stated P(right), the machine was right), which set the error
+    rates ("Audited calibration": the interval then spans the stated and the audited
+    replays); None: the stated probabilities only. No machine answers: :func:`none_estimate`."""
     _check(replays, level)
     m = len(log.machine)
     if m == 0:
         return none_estimate(level)
-    wrong = 1.0 - np.array([p for *_rest, p in log.machine])
+    stated = np.array([p for *_rest, p in log.machine])
     rng = np.random.default_rng(seed)
-    patterns = rng.random((replays, m)) < wrong
-    losses = pattern_losses(log, patterns)
-    low, high = np.quantile(losses, [(1.0 - level) / 2.0, (1.0 + level) / 2.0])
-    return LossEstimate(m, float(losses.mean()), float(low), float(high), level, replays)
+    q = [(1.0 - level) / 2.0, (1.0 + level) / 2.0]
+    losses = pattern_losses(log, rng.random((replays, m)) < 1.0 - stated)
+    low, high = np.quantile(losses, q)
+    mean = float(losses.mean())
+    if audits is not None:
+        wrong = audited_wrong(stated, audits, replays, rng)
+        audited = pattern_losses(log, rng.random((replays, m)) < wrong)
+        a_low, a_high = np.quantile(audited, q)
+        low, high, mean = min(low, a_low), max(high, a_high), float(audited.mean())
+    return LossEstimate(m, mean, float(low), float(high), level, replays)
 
 
 def exact_loss(log: MachineLog) -> float:

@@ -169,3 +169,35 @@ def test_bad_settings_are_refused() -> None:
     for kwargs in ({"replays": 0}, {"replays": True}, {"level": 1.0}, {"level": 0.0}):
         with pytest.raises(ConfigError):
             estimate_loss(log, **kwargs)  # type: ignore[arg-type]
+
+
+def two_documents(p: float) -> TopKSession:
+    s = open_session("topk", ["a", "b"], k=1, seed=3, options={"strategy": "tournament+assist"})
+    q = s.pending
+    assert q is not None
+    s.submit(MachineAnswer(q.left, q.right, "left", p))
+    return s
+
+
+def test_audits_set_the_error_rates() -> None:
+    # The two-document case (loss 1 when the answer is wrong): the mean is the audited error
+    # rate, the Beta posterior mean (W + 2·0.2) / (n + 2) of its bin.
+    log = machine_log(two_documents(0.8))
+    wrong = estimate_loss(log, replays=20_000, seed=2, audits=[(0.8, False)] * 100)
+    assert wrong.mean == pytest.approx((100 + 0.4) / 102, abs=0.01)
+    right = estimate_loss(log, replays=20_000, seed=2, audits=[(0.8, True)] * 100)
+    assert right.mean == pytest.approx(0.4 / 102, abs=0.003)
+    # The interval spans the stated replays too: [0, 1] either way here.
+    assert (wrong.low, wrong.high) == (right.low, right.high) == (0.0, 1.0)
+    # Audits of another bin leave this one to its prior (mean 1 − p = 0.2).
+    other = estimate_loss(log, replays=20_000, seed=2, audits=[(0.999, True)] * 100)
+    assert other.mean == pytest.approx(0.2, abs=0.01)
+
+
+def test_a_confident_machine_the_audits_contradict_widens_the_interval() -> None:
+    log = machine_log(two_documents(0.995))
+    stated = estimate_loss(log, replays=2000, seed=1)
+    assert (stated.low, stated.high) == (0.0, 0.0)
+    audited = estimate_loss(log, replays=2000, seed=1, audits=[(0.995, False)] * 10)
+    assert (audited.low, audited.high) == (0.0, 1.0)
+    assert audited.mean > 0.5
