@@ -5,7 +5,7 @@ queries with a known truth (docs/machine-judges.md#coverage).
    as in :mod:`labeling.study.assisted` (a Thurstone machine of pairwise accuracy
    ``--accuracy``, its calibration learned over the study's earlier queries, a consistent
    person). Per query: the 90% interval of the estimated κ-NDCG@k loss of the machine's
-   answers (:func:`labeling.machine.uncertainty.estimate_loss`, ``--replays`` draws) and the
+   answers (:func:`labeling.study.uncertainty.estimate_loss`, ``--replays`` draws) and the
    realised loss, 1 − κ-NDCG@k of the result against the true top k (for the consistent
    person also the people-only result). Target: the interval covers the realised loss on
    ≥ 85% of queries.
@@ -17,7 +17,7 @@ queries with a known truth (docs/machine-judges.md#coverage).
    is checked against the run's mean on the true labels over all queries; beside it, the
    plain t-interval on the machine's labels alone. Target: PPI covers ≥ 93% of the time.
 
-    python benchmarks/machine_coverage.py                      # 1,000 queries, about 4 min
+    python benchmarks/machine_coverage.py                      # 1,000 queries, 3-6 min
     python benchmarks/machine_coverage.py --queries 200        # a quick look
     python benchmarks/machine_coverage.py --strategies tournament+assist,insertion+assist
 """
@@ -34,7 +34,7 @@ from scipy import stats
 
 from labeling.machine.calibration import Calibrator
 from labeling.machine.opinion import JudgeOpinion
-from labeling.machine.uncertainty import MachineLog, base_strategy, estimate_loss
+from labeling.study.uncertainty import MachineLog, base_strategy, estimate_loss
 from labeling.strategies.assist import AssistStrategy
 from labeling.strategies.base import Compare
 from labeling.strategies.registry import resolve_strategy
@@ -215,7 +215,7 @@ def metric_coverage(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--queries", type=int, default=1000)
-    parser.add_argument("--replays", type=int, default=100, help="Monte Carlo draws per query")
+    parser.add_argument("--replays", type=int, default=60, help="Monte Carlo draws per query")
     parser.add_argument("--accuracy", type=float, default=0.8, help="the machine's accuracy")
     parser.add_argument("--audits", type=int, default=250, help="random audit samples")
     parser.add_argument("--audited", type=int, default=50, help="queries per audit sample")

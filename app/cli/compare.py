@@ -19,13 +19,6 @@ from typing import Any
 import typer
 
 from app.cli.conventions import Command, UsageProblem, fail, usage_error
-from app.cli.ppi import (
-    AUDIT_QRELS_OPTION,
-    MACHINE_QRELS_OPTION,
-    PPI_LAMBDA_OPTION,
-    check_pair,
-    print_ppi,
-)
 from app.cli.evaluate import (
     GRADE_MAP_OPTION,
     QRELS_FORMAT_OPTION,
@@ -35,6 +28,13 @@ from app.cli.evaluate import (
     metric_names,
     one_heap,
     read_truth,
+)
+from app.cli.ppi import (
+    AUDIT_QRELS_OPTION,
+    MACHINE_QRELS_OPTION,
+    PPI_LAMBDA_OPTION,
+    check_pair,
+    print_ppi,
 )
 
 app = typer.Typer()

@@ -1,6 +1,6 @@
 """``evaluate`` and ``compare`` on labels a machine helped make: prediction-powered intervals
 from machine labels on every query and people's labels on a random sample of them
-(:mod:`ranking.compare.ppi`, docs/metrics.md#machine-labels).
+(:mod:`ranking.compare.ppi`, docs/metrics.md#prediction-powered-intervals).
 
     heapjudge evaluate --machine-qrels machine.jsonl --audit-qrels audit.jsonl --run runs/ \\
         --metrics kappa-ndcg@10
@@ -12,10 +12,9 @@ is scored on every query of each file (a query a run lacks scores 0, trec_eval's
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
-
-import json
 
 import typer
 
@@ -105,10 +104,9 @@ def run_ppi(
 ) -> dict[str, Any]:
     """Score the runs under both label sets and give each metric's :class:`PpiBoard` (as a
     JSON-ready dict, per metric)."""
+    from ranking import metrics as M
     from ranking.compare.leaderboard import run_files
     from ranking.compare.ppi import ppi_board
-
-    from ranking import metrics as M
 
     if not 0.0 < level < 1.0:
         raise UsageProblem(f"the confidence level must be in (0, 1), got {level}")

@@ -21,7 +21,7 @@ from app.judging.repository import live_judgments
 from app.judging.uncertainty import task_machine_loss
 from app.kernel.models import Task
 from labeling.analysis.aggregate import Preference, borda, bradley_terry
-from labeling.machine.uncertainty import LossEstimate, LossTotal, total
+from labeling.study.uncertainty import LossEstimate, LossTotal, total
 from ranking.io.topk import kappa_labels as kappa_labels
 
 

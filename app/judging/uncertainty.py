@@ -1,5 +1,5 @@
 """Use case: the κ-NDCG@k loss a top-k task's machine answers may have cost its result, with
-its 90% interval (:mod:`labeling.machine.uncertainty`,
+its 90% interval (:mod:`labeling.study.uncertainty`,
 docs/machine-judges.md#the-uncertainty-the-machine-leaves), for the admin's progress report
 and the exports (never for an assessor: judging stays blind).
 
@@ -18,7 +18,7 @@ from app.judging.loop import replay_task
 from app.judging.repository import log_version
 from app.kernel.caches import LRU, Slot
 from app.kernel.db import Database
-from labeling.machine.uncertainty import LossEstimate, estimate_loss, machine_log, none_estimate
+from labeling.study.uncertainty import LossEstimate, estimate_loss, machine_log, none_estimate
 from labeling.protocol.topk import TopKSession
 
 #: Estimates kept per database (one per task and log version).
@@ -29,7 +29,7 @@ def task_machine_loss(
     db: Database | None, task: Any, rows: Sequence[Any], session: Any = None
 ) -> LossEstimate:
     """The loss estimate of ``task`` (an ORM Task or a task row) from its live log ``rows``:
-    :func:`labeling.machine.uncertainty.none_estimate` when no machine answered (or the task
+    :func:`labeling.study.uncertainty.none_estimate` when no machine answered (or the task
     grades documents). ``session``: the task's replayed session when the caller has it;
     ``db``: the database whose cache keeps the estimate (None: no cache)."""
     if task.method != "topk" or not any(r.source == "machine" for r in rows):

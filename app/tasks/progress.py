@@ -8,7 +8,7 @@ together with a timeline of judgments per time bucket and method (the admin page
 
 Every top-k task a machine helped with also reports the κ-NDCG@k loss its machine answers
 may have cost, with a 90% interval (``machine``: :mod:`app.judging.uncertainty`), summed per
-query, assessor and collection (``machine``: :class:`labeling.machine.uncertainty.LossTotal`).
+query, assessor and collection (``machine``: :class:`labeling.study.uncertainty.LossTotal`).
 
 One read transaction; cost is one replay per unfinished task (well under a millisecond each),
 plus, once per task and log version, the loss estimate of a task with machine answers.
@@ -27,7 +27,7 @@ from app.judging.uncertainty import task_machine_loss
 from app.kernel.db import Database
 from app.kernel.errors import NotFound
 from app.kernel.models import TASK_STATUSES, Collection, Judgment, Query, Task, User
-from labeling.machine.uncertainty import LossEstimate, total
+from labeling.study.uncertainty import LossEstimate, total
 
 #: Timeline bucket sizes to choose from (seconds): the smallest giving at most MAX_BUCKETS.
 BUCKETS = (60, 300, 900, 3600, 6 * 3600, 86400, 7 * 86400)

@@ -1,5 +1,6 @@
 """Prediction-powered intervals for a metric's mean when the labels come from a machine and a
-small random sample of queries was also labelled by people (docs/metrics.md#machine-labels).
+small random sample of queries was also labelled by people
+(docs/metrics.md#prediction-powered-intervals).
 
 Angelopoulos, Bates, Fannjiang, Jordan & Zrnic, "Prediction-powered inference", Science 2023;
 Angelopoulos, Duchi & Zrnic, "PPI++: Efficient Prediction-Powered Inference", 2023; applied
@@ -59,10 +60,10 @@ class PpiInterval:
         """Whether ``value`` is inside the interval (ends included)."""
         return self.low <= value <= self.high
 
-    def to_dict(self) -> dict[str, float | int]:
+    def to_dict(self) -> dict[str, float | int | list[float]]:
         return {
             "estimate": self.estimate,
-            "interval": [self.low, self.high],  # type: ignore[dict-item]
+            "interval": [self.low, self.high],
             "se": self.se,
             "lambda": self.lam,
             "level": self.level,

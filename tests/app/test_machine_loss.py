@@ -1,6 +1,6 @@
 """The loss the machine's answers may have cost, where the admin reads it: the progress report
 (REST and the collection page), summed per query and collection, and the ``machine`` block of
-``topk-jsonl`` (labeling.machine.uncertainty computes it; here: that every place shows the
+``topk-jsonl`` (labeling.study.uncertainty computes it; here: that every place shows the
 figures of the task's own log, and (0, 0) without a machine)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 from app.judging.loop import replay_task
 from app.judging.repository import live_judgments
 from app.kernel.models import Task
-from labeling.machine.uncertainty import estimate_loss, machine_log
+from labeling.study.uncertainty import estimate_loss, machine_log
 from tests.app.conftest import Api
 from tests.app.machine_support import judge_consistently, machine_collection, machine_task
 
@@ -78,7 +78,7 @@ def test_the_collection_page_shows_the_loss(api: Api, study: dict[str, Any]) -> 
     mine = expected(api, study["with"])
     assert 'data-testid="machine-loss"' in html
     assert html.count('data-testid="task-machine-loss"') == 2
-    text = f"{mine['estimated_loss']:.3f} <span class=\"muted\">(90%: "
+    text = f'{mine["estimated_loss"]:.3f} <span class="muted">(90%: '
     text += f"{mine['interval'][0]:.3f}–{mine['interval'][1]:.3f})"
     assert html.count(text) == 2  # the summary line and the task's row
 

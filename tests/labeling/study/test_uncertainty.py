@@ -1,4 +1,4 @@
-"""The κ-NDCG@k loss estimate of a task's machine answers (labeling.machine.uncertainty):
+"""The κ-NDCG@k loss estimate of a task's machine answers (labeling.study.uncertainty):
 a hand-checked case, the degenerate (0, 0) interval, the replay against a real session, and
 the Monte Carlo mean against the exact enumeration over seeds and logs."""
 
@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from labeling.errors import ConfigError
-from labeling.machine.uncertainty import (
+from labeling.study.uncertainty import (
     estimate_loss,
     exact_loss,
     machine_log,

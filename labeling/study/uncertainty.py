@@ -110,7 +110,7 @@ class LossEstimate:
     level: float
     replays: int
 
-    def to_json(self) -> dict[str, float | int]:
+    def to_json(self) -> dict[str, float | int | list[float]]:
         """The ``machine`` block of the exports and the progress report."""
         return {
             "machine_answers": self.machine_answers,
@@ -180,10 +180,8 @@ def _run(
         while True:
             a, b = question.a, question.b
             key = (a, b) if a < b else (b, a)
-            if key in answers:
-                winner = answers[key]
-            else:
-                winner = a if rank[a] < rank[b] else b
+            # A pair nobody answered: the lower rank wins.
+            winner = answers[key] if key in answers else (a if rank[a] < rank[b] else b)
             question = gen.send(winner)
     except StopIteration as stop:
         top, rest = stop.value
