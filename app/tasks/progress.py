@@ -32,6 +32,9 @@ from labeling.study.uncertainty import LossEstimate, total
 #: Timeline bucket sizes to choose from (seconds): the smallest giving at most MAX_BUCKETS.
 BUCKETS = (60, 300, 900, 3600, 6 * 3600, 86400, 7 * 86400)
 MAX_BUCKETS = 60
+#: An open task's loss estimate is reused while its log changed by fewer answers than this
+#: (the estimate replays the log hundreds of times; the page refreshes every few seconds).
+STALE_ANSWERS = 10
 
 
 def _blank() -> dict[str, Any]:
@@ -111,7 +114,7 @@ def _task_entry(
         session = replay_task(task, log)
         p = session.progress()
         expected, worst = float(p.expected_remaining), int(p.max_remaining)
-    loss: LossEstimate = task_machine_loss(db, task, log, session)
+    loss: LossEstimate = task_machine_loss(db, task, log, session, stale=STALE_ANSWERS)
     return {
         "id": task.id,
         "query_id": qid,

@@ -65,7 +65,7 @@ from labeling.strategies.registry import SEPARATOR, STRATEGIES
 from ranking.metrics import kappa_ndcg
 
 #: Monte Carlo draws per task by default.
-DEFAULT_REPLAYS = 400
+DEFAULT_REPLAYS = 200
 #: Coverage of the reported interval by default.
 DEFAULT_LEVEL = 0.90
 #: :func:`exact_loss` enumerates at most 2^this patterns.

@@ -104,3 +104,27 @@ def test_topk_exports_carry_the_machine_block(api: Api, study: dict[str, Any]) -
     blocks = {x["query_id"]: x["machine"] for x in map(json.loads, agg.text.splitlines())}
     assert blocks["q0"]["tasks"] == 1
     assert blocks["q0"]["estimated_loss"] == pytest.approx(block["estimated_loss"])
+
+
+def test_an_open_task_s_estimate_is_reused_for_a_few_answers(
+    api: Api, study: dict[str, Any]
+) -> None:
+    from types import SimpleNamespace
+
+    from app.judging.uncertainty import task_machine_loss
+
+    with api.db.read() as s:
+        task = s.get(Task, study["with"])
+        assert task is not None
+        rows = live_judgments(s, task.id)
+        fields = ("id", "created_at", "seed", "method", "doc_ids", "k", "options")
+        open_task = SimpleNamespace(**{f: getattr(task, f) for f in fields}, status="active")
+    full = task_machine_loss(api.db, open_task, rows)
+    # Fewer than `stale` answers later (here: one answer back): the same estimate.
+    assert task_machine_loss(api.db, open_task, rows[:-1], stale=10) is full
+    # Exact (stale 0): the shorter log's own estimate, which differs from the full one's.
+    shorter = task_machine_loss(api.db, open_task, rows[:-1])
+    assert shorter is not full
+    assert shorter == estimate_loss(
+        machine_log(replay_task(open_task, rows[:-1])), seed=task.seed
+    )
