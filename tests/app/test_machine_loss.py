@@ -128,3 +128,20 @@ def test_an_open_task_s_estimate_is_reused_for_a_few_answers(
     assert shorter == estimate_loss(
         machine_log(replay_task(open_task, rows[:-1])), seed=task.seed
     )
+
+
+def test_the_cli_progress_prints_the_summed_loss(
+    api: Api, study: dict[str, Any], database_url: str
+) -> None:
+    from typer.testing import CliRunner
+
+    from app.cli import cli
+
+    r = CliRunner().invoke(cli, ["admin", "progress", "loss", "--database-url", database_url])
+    assert r.exit_code == 0, r.output
+    mine = expected(api, study["with"])
+    low, high = mine["interval"]
+    assert (
+        f"machine: {mine['machine_answers']} answers in 1 tasks, estimated κ-NDCG loss "
+        f"{mine['estimated_loss']:.3f} (90%: {low:.3f}-{high:.3f}, summed)"
+    ) in r.output
