@@ -53,6 +53,13 @@ def progress_cmd(
         f"{report['collection']['name']}: tasks {t['tasks']}, {t['judgments']} judgments, "
         f"{t['active_ms'] / 60000:.1f} active min, about {t['expected_remaining']:.0f} left"
     )
+    m = t["machine"]
+    if m["machine_answers"]:
+        low, high = m["interval"]
+        typer.echo(
+            f"  machine: {m['machine_answers']} answers in {m['tasks']} tasks, estimated "
+            f"κ-NDCG loss {m['estimated_loss']:.3f} (90%: {low:.3f}-{high:.3f}, summed)"
+        )
     for a in report["by_assessor"]:
         typer.echo(
             f"  {a['assessor']:<16} done {a['tasks']['done']}/{sum(a['tasks'].values())}  "

@@ -29,6 +29,13 @@ from app.cli.evaluate import (
     one_heap,
     read_truth,
 )
+from app.cli.ppi import (
+    AUDIT_QRELS_OPTION,
+    MACHINE_QRELS_OPTION,
+    PPI_LAMBDA_OPTION,
+    check_pair,
+    print_ppi,
+)
 
 app = typer.Typer()
 
@@ -234,11 +241,31 @@ def compare_cmd(
     ),
     qrels_format: str = QRELS_FORMAT_OPTION,
     grade_map: str | None = GRADE_MAP_OPTION,
+    machine_qrels: Path | None = MACHINE_QRELS_OPTION,
+    audit_qrels: Path | None = AUDIT_QRELS_OPTION,
+    ppi_lambda: str = PPI_LAMBDA_OPTION,
     as_json: bool = typer.Option(False, "--json/--no-json", help="Print one JSON object."),
 ) -> None:
-    """Compare runs pairwise with a significance test; --against: two label sets' orderings."""
+    """Compare runs pairwise with a significance test; --against: two label sets' orderings;
+    --machine-qrels with --audit-qrels: prediction-powered intervals of every difference."""
     one_heap()
     try:
+        if check_pair(machine_qrels, audit_qrels, qrels, topk):
+            level = 1.0 - alpha
+            if not 0 < alpha < 1:
+                raise UsageProblem(f"--alpha must be in (0, 1), got {alpha}")
+            print_ppi(
+                machine_qrels,
+                audit_qrels,
+                runs,
+                metric_names(metric),
+                preset,
+                ppi_lambda,
+                as_json,
+                level=level,
+                min_runs=2,
+            )
+            return
         result = run_compare(
             qrels=qrels,
             topk=topk,

@@ -25,6 +25,13 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from app.cli.conventions import Command, UsageProblem, fail, usage_error
+from app.cli.ppi import (
+    AUDIT_QRELS_OPTION,
+    MACHINE_QRELS_OPTION,
+    PPI_LAMBDA_OPTION,
+    check_pair,
+    print_ppi,
+)
 
 if TYPE_CHECKING:  # ranking is imported when the command runs (fast CLI start)
     from ranking.compare.leaderboard import Leaderboard
@@ -448,22 +455,21 @@ def evaluate_cmd(
     judge_scores: Path | None = JUDGE_SCORES_OPTION,
     judge_tau_threshold: float = JUDGE_TAU_OPTION,
     human_qrels: Path | None = HUMAN_QRELS_OPTION,
+    machine_qrels: Path | None = MACHINE_QRELS_OPTION,
+    audit_qrels: Path | None = AUDIT_QRELS_OPTION,
+    ppi_lambda: str = PPI_LAMBDA_OPTION,
     as_json: bool = typer.Option(False, "--json/--no-json", help="Print one JSON object."),
 ) -> None:
     """Score runs (TREC runs, or LETOR file + scores) against qrels or top-k truth."""
     one_heap()
     try:
-        overrides = {
-            "gain": gain,
-            "kappa_gain": kappa_gain,
-            "discount": discount,
-            "ideal": ideal,
-            "empty": None if empty is None else _parse_empty(empty),
-            "ties": ties,
-            "k_beyond": k_beyond,
-            "r_max": None if r_max is None else _parse_r_max(r_max),
-            "score_precision": score_precision,
-        }
+        if check_pair(machine_qrels, audit_qrels, qrels, topk):
+            names = metric_names(metrics)
+            print_ppi(machine_qrels, audit_qrels, run, names, preset, ppi_lambda, as_json)
+            return
+        overrides = _overrides(
+            gain, kappa_gain, discount, ideal, empty, ties, k_beyond, r_max, score_precision
+        )
         inputs: dict[str, Any] = {
             "qrels": qrels,
             "topk": topk,
@@ -490,6 +496,31 @@ def evaluate_cmd(
     except (ValueError, OSError) as exc:  # an input file that cannot be read or parsed
         fail(str(exc))
     _print_report(report, as_json=as_json, per_query=per_query, guard=guard)
+
+
+def _overrides(
+    gain: str | None,
+    kappa_gain: str | None,
+    discount: str | None,
+    ideal: str | None,
+    empty: str | None,
+    ties: str | None,
+    k_beyond: str | None,
+    r_max: str | None,
+    score_precision: str | None,
+) -> dict[str, Any]:
+    """The convention options given on the command line (None: the preset's)."""
+    return {
+        "gain": gain,
+        "kappa_gain": kappa_gain,
+        "discount": discount,
+        "ideal": ideal,
+        "empty": None if empty is None else _parse_empty(empty),
+        "ties": ties,
+        "k_beyond": k_beyond,
+        "r_max": None if r_max is None else _parse_r_max(r_max),
+        "score_precision": score_precision,
+    }
 
 
 def _board_warnings(topk: Path | None, *, as_json: bool) -> None:

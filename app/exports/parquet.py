@@ -94,7 +94,8 @@ def topk_schema() -> pa.Schema:
     an aggregate (null where the record has none); ``broken`` as (doc_id, reason) pairs; the
     provenance of ``docs/exports.md#machine-answers``: ``machine_answers`` (the live answers a
     machine gave), ``judge`` (its version, null without a machine) and ``human_decided`` (the
-    top documents no machine answer touched)."""
+    top documents no machine answer touched) and ``machine`` (the estimated κ-NDCG@k loss of
+    the machine's answers and its 90% interval)."""
     import pyarrow as pa
 
     return pa.schema(
@@ -117,6 +118,19 @@ def topk_schema() -> pa.Schema:
             ("machine_answers", pa.int64()),
             ("judge", pa.string()),
             ("human_decided", pa.list_(pa.string())),
+            (
+                "machine",
+                pa.struct(
+                    [
+                        ("machine_answers", pa.int64()),
+                        ("estimated_loss", pa.float64()),
+                        ("interval", pa.list_(pa.float64())),
+                        ("level", pa.float64()),
+                        ("replays", pa.int64()),
+                        ("tasks", pa.int64()),
+                    ]
+                ),
+            ),
         ]
     )
 

@@ -18,9 +18,11 @@ from sqlalchemy.orm import Session
 from app.exports import repository
 from app.judging.loop import replay_task
 from app.judging.repository import live_judgments
+from app.judging.uncertainty import task_machine_loss
 from app.kernel.models import Task
 from labeling.analysis.aggregate import Preference, borda, bradley_terry
 from labeling.protocol.spec import parse_machine
+from labeling.study.uncertainty import LossEstimate, LossTotal, total
 from ranking.io.topk import kappa_labels as kappa_labels
 
 
@@ -76,6 +78,9 @@ class QueryLabels:
     judge: str | None = None
     #: The top documents whose label no machine answer touched.
     human_decided: list[str] = field(default_factory=list)
+    #: The κ-NDCG@k loss the machine answers may have cost (one task's estimate; an
+    #: aggregate's: its tasks' summed), docs/exports.md#machine-answers.
+    machine: LossEstimate | LossTotal | None = None
 
 
 def machine_touched(rows: Sequence[Any]) -> set[str]:
@@ -129,7 +134,8 @@ def _labels_of_task(
     s: Session, task: Task, qid: str, username: str, human: bool = False
 ) -> QueryLabels:
     rows = live_judgments(s, task.id)
-    result = replay_task(task, rows).result()
+    session = replay_task(task, rows)
+    result = session.result()
     info = TaskInfo(task.id, username, len(rows), sum(r.active_ms for r in rows))
     broken = dict(result.broken)
     if task.method == "topk":
@@ -147,6 +153,7 @@ def _labels_of_task(
             machine_answers=sum(r.source == "machine" for r in rows),
             judge=judge_of(task),
             human_decided=[d for d in top if d not in touched],
+            machine=task_machine_loss(None, task, rows, session),
         )
         return keep_human(ql, touched) if human else ql
     grades = {doc: result.grades[doc] for doc in sorted(result.grades)}
@@ -171,9 +178,13 @@ def _aggregate(s: Session, source: str, qid: str, tasks: list[tuple[Task, str]])
     infos = []
     touched: set[str] = set()
     machine_answers = 0
+    losses: list[LossEstimate] = []
     for task, username in tasks:
         rows = live_judgments(s, task.id)
-        replayed.append((task, replay_task(task, rows).result()))
+        session = replay_task(task, rows)
+        replayed.append((task, session.result()))
+        if task.method == "topk":
+            losses.append(task_machine_loss(None, task, rows, session))
         infos.append(TaskInfo(task.id, username, len(rows), sum(r.active_ms for r in rows)))
         touched |= machine_touched(rows)
         machine_answers += sum(r.source == "machine" for r in rows)
@@ -221,4 +232,5 @@ def _aggregate(s: Session, source: str, qid: str, tasks: list[tuple[Task, str]])
         machine_answers=machine_answers,
         judge=judges[0] if judges else None,
         human_decided=[d for d in top if d not in touched],
+        machine=total(losses),
     )

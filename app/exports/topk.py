@@ -34,6 +34,9 @@ def _topk_record(ql: QueryLabels) -> dict[str, Any]:
     record["machine_answers"] = ql.machine_answers
     record["judge"] = ql.judge
     record["human_decided"] = ql.human_decided
+    # What the machine answers may have cost the result (docs/exports.md#machine-answers):
+    # the estimated κ-NDCG@k loss and its 90% interval; an aggregate's sums its tasks'.
+    record["machine"] = ql.machine.to_json() if ql.machine is not None else None
     return record
 
 

@@ -8,9 +8,13 @@ together with a timeline of judgments per time bucket and method (the admin page
 
 Tasks with a machine judge also report its calls (``machine_calls``: calls, failed, timed out,
 the last error) and the collection its open machine alarms (``machine_alarms``;
-docs/machine-judges.md#when-the-machine-fails).
+docs/machine-judges.md#when-the-machine-fails). Every top-k task a machine helped with also
+reports the κ-NDCG@k loss its machine answers may have cost, with a 90% interval (``machine``:
+:mod:`app.judging.uncertainty`), summed per query, assessor and collection (``machine``:
+:class:`labeling.study.uncertainty.LossTotal`).
 
-One read transaction; cost is one replay per unfinished task (well under a millisecond each).
+One read transaction; cost is one replay per unfinished task (well under a millisecond each),
+plus, once per task and log version, the loss estimate of a task with machine answers.
 """
 
 from __future__ import annotations
@@ -22,14 +26,19 @@ from typing import Any
 from sqlalchemy import select
 
 from app.judging.loop import replay_task
+from app.judging.uncertainty import task_machine_loss
 from app.kernel.db import Database
 from app.kernel.errors import NotFound
 from app.kernel.models import TASK_STATUSES, Collection, Judgment, Query, Task, User
 from app.machine import health
+from labeling.study.uncertainty import LossEstimate, total
 
 #: Timeline bucket sizes to choose from (seconds): the smallest giving at most MAX_BUCKETS.
 BUCKETS = (60, 300, 900, 3600, 6 * 3600, 86400, 7 * 86400)
 MAX_BUCKETS = 60
+#: An open task's loss estimate is reused while its log changed by fewer answers than this
+#: (the estimate replays the log hundreds of times; the page refreshes every few seconds).
+STALE_ANSWERS = 10
 
 
 def _blank() -> dict[str, Any]:
@@ -41,6 +50,7 @@ def _blank() -> dict[str, Any]:
         "expected_remaining": 0.0,
         "max_remaining": 0,
         "last_activity": None,
+        "_losses": [],
     }
 
 
@@ -51,6 +61,7 @@ def _add(total: dict[str, Any], task: dict[str, Any]) -> None:
     total["active_ms"] += task["active_ms"]
     total["expected_remaining"] += task["expected_remaining"]
     total["max_remaining"] += task["max_remaining"]
+    total["_losses"].append(task["_loss"])
     last = task["last_activity"]
     if last is not None and (total["last_activity"] is None or last > total["last_activity"]):
         total["last_activity"] = last
@@ -91,14 +102,23 @@ def timeline(times: list[tuple[datetime, str]], *, now: datetime | None = None) 
 
 
 def _task_entry(
-    task: Task, log: list[Judgment], qid: str, qtitle: str, username: str, disabled: bool
+    db: Database,
+    task: Task,
+    log: list[Judgment],
+    qid: str,
+    qtitle: str,
+    username: str,
+    disabled: bool,
 ) -> dict[str, Any]:
     """One task's line of the report, from its live ``log`` (replayed while it is open)."""
+    session = None
     if task.status in ("done", "cancelled"):
         expected, worst = 0.0, 0
     else:
-        p = replay_task(task, log).progress()
+        session = replay_task(task, log)
+        p = session.progress()
         expected, worst = float(p.expected_remaining), int(p.max_remaining)
+    loss: LossEstimate = task_machine_loss(db, task, log, session, stale=STALE_ANSWERS)
     return {
         "id": task.id,
         "query_id": qid,
@@ -120,6 +140,8 @@ def _task_entry(
         "last_activity": max((j.created_at for j in log), default=None),
         "created_at": task.created_at,
         "finished_at": task.finished_at,
+        "machine": loss.to_json(),
+        "_loss": loss,
     }
 
 
@@ -158,7 +180,7 @@ def collection_progress(*, db: Database, collection_id: int) -> dict[str, Any]:
     for task, qid, qtitle, username, disabled in rows:
         log = logs.get(task.id, [])
         times.extend((j.created_at, task.method) for j in log)
-        entry = _task_entry(task, log, qid, qtitle, username, bool(disabled))
+        entry = _task_entry(db, task, log, qid, qtitle, username, bool(disabled))
         # the machine's calls for the task (docs/machine-judges.md#when-the-machine-fails)
         entry["machine_calls"] = calls.get(task.id)
         tasks.append(entry)
@@ -184,7 +206,9 @@ def collection_progress(*, db: Database, collection_id: int) -> dict[str, Any]:
         group["expected_remaining"] = round(group["expected_remaining"], 2)
         n_tasks = sum(group["tasks"].values())
         group["done_fraction"] = (group["tasks"]["done"] / n_tasks) if n_tasks else None
+        group["machine"] = total(group.pop("_losses")).to_json()
     for t in tasks:
+        del t["_loss"]
         t["last_activity"] = _iso(t["last_activity"])
         t["created_at"] = _iso(t["created_at"])
         t["finished_at"] = _iso(t["finished_at"])

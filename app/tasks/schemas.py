@@ -122,6 +122,26 @@ class ResultOut(BaseModel):
     )
 
 
+class MachineLossOut(BaseModel):
+    """The κ-NDCG@k loss a task's machine answers may have cost its result
+    (docs/machine-judges.md#the-uncertainty-the-machine-leaves)."""
+
+    machine_answers: int
+    estimated_loss: float = Field(description="Mean loss over the replays (0: no machine).")
+    interval: list[float] = Field(description="[low, high]: the 90% interval ([0, 0]: none).")
+    level: float
+    replays: int
+
+
+class MachineLossTotalOut(BaseModel):
+    """Loss estimates summed over tasks (ends of the interval summed too)."""
+
+    machine_answers: int
+    tasks: int = Field(description="Tasks with machine answers.")
+    estimated_loss: float
+    interval: list[float]
+
+
 class ProgressTotalsOut(BaseModel):
     """Progress summed over some tasks (the collection, a query or an assessor)."""
 
@@ -135,6 +155,7 @@ class ProgressTotalsOut(BaseModel):
     max_remaining: int
     last_activity: IsoTime | None
     done_fraction: float | None = Field(description="Done tasks over all tasks (null: none).")
+    machine: MachineLossTotalOut
 
 
 class QueryProgressOut(ProgressTotalsOut):
@@ -181,6 +202,7 @@ class TaskProgressOut(BaseModel):
     machine_calls: MachineCallsOut | None = Field(
         default=None, description="The machine judge's calls for the task (null: no machine)."
     )
+    machine: MachineLossOut
 
 
 class TimelinePointOut(BaseModel):

@@ -49,6 +49,8 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "machine_answers": "int64",
         "judge": "string",
         "human_decided": "list<element: string>",
+        "machine": "struct<machine_answers: int64, estimated_loss: double, interval: "
+        "list<element: double>, level: double, replays: int64, tasks: int64>",
     },
     "letor-parquet": {
         "label": "int64",
@@ -170,7 +172,15 @@ def _topk_row(record: dict[str, Any]) -> dict[str, Any]:
     """A ``topk-jsonl`` record as its ``topk-parquet`` row: every column, null where the
     record has no key, ``broken`` as (doc_id, reason) pairs."""
     broken = [{"doc_id": d, "reason": r} for d, r in record["broken"].items()]
-    return {**dict.fromkeys(SCHEMAS["topk-parquet"]), **record, "broken": broken}
+    # The machine block: one task's has no "tasks", an aggregate's no "level"/"replays".
+    fields = ("machine_answers", "estimated_loss", "interval", "level", "replays", "tasks")
+    machine = {**dict.fromkeys(fields), **record["machine"]}
+    return {
+        **dict.fromkeys(SCHEMAS["topk-parquet"]),
+        **record,
+        "broken": broken,
+        "machine": machine,
+    }
 
 
 def test_letor_parquet_equals_the_text(api: Api, labelled: Any, tmp_path: Path) -> None:
