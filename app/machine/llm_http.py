@@ -175,7 +175,7 @@ def make_http_client(timeout_seconds: float, max_connections: int) -> httpx.Clie
 
     transport = httpx.HTTPTransport(limits=httpx.Limits(max_connections=max_connections))
     # httpx takes no network backend, so the transport's connection pool is replaced by one
-    # with the same settings over the deadline backend (tests/app/test_llm_client.py's
+    # with the same settings over the deadline backend (tests/app/machine/test_llm_client.py's
     # slow-drip test fails if an httpx upgrade bypasses it).
     transport._pool = httpcore.ConnectionPool(
         ssl_context=httpx.create_ssl_context(),

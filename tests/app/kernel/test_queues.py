@@ -22,7 +22,7 @@ from app.cli import cli
 from app.cli.worker import register_all
 from app.kernel import queue
 from tests.app.conftest import Api
-from tests.app.test_judge_priors import web_admin
+from tests.app.machine.test_judges_as_priors import web_admin
 
 RELEASE = threading.Event()
 BLOCKING = threading.Event()

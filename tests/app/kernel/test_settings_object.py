@@ -21,7 +21,7 @@ from app.kernel.settings import (
     unknown_variables,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SECRET = "s3cr3t-" + "x" * 40
 
 

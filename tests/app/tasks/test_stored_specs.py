@@ -22,7 +22,7 @@ from labeling.strategies.registry import Strategy
 from tests.app.admin_support import make_collection
 from tests.app.conftest import Api
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")
