@@ -24,7 +24,7 @@ from app.kernel.models import MachineFailureAlarm
 from app.machine import health
 from app.machine.llm import CallReport
 from tests.app.conftest import Api
-from tests.app.llm_standin import StandInModel, StandInServer
+from tests.app.machine.llm_standin import StandInModel, StandInServer
 from tests.app.machine_support import point_at_standin, text_collection
 from tests.app.web.test_admin_pages import login
 from tests.app.machine.test_llm_end_to_end import create, judge, live_log, top

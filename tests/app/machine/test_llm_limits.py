@@ -22,7 +22,7 @@ from app.machine.llm import LlmClient, cache_key, estimated_tokens
 from app.machine.llm_http import masked_url
 from app.machine.repository import Study
 from labeling.machine.llm_prompts import PAIRWISE_V2
-from tests.app.llm_standin import StandInModel, StandInServer
+from tests.app.machine.llm_standin import StandInModel, StandInServer
 
 TEXTS = {f"d{i}": f"Passage {i} about the tides of sea number {i}." for i in range(20)}
 MODEL = StandInModel({t: float(i) for i, t in enumerate(TEXTS.values())}, seed=1)

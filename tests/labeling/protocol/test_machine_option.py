@@ -8,7 +8,7 @@ import math
 import pytest
 
 from labeling.errors import ConfigError
-from labeling.protocol.options import validate_options
+from labeling.protocol.spec import validate_options
 from labeling.protocol.session import open_session
 from labeling.strategies.assist import AssistStrategy
 
