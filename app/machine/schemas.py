@@ -37,8 +37,9 @@ class StudyUsageOut(BaseModel):
     last_error_at: str | None = Field(description="When it happened (ISO 8601).")
 
 
-class MachineAlarmOut(BaseModel):
-    """An open alarm about the collection's machine."""
+class MachineFailureAlarmOut(BaseModel):
+    """An open alarm about the collection's machine's calls
+    (docs/machine-judges.md#when-the-machine-fails)."""
 
     id: int
     collection_id: int
@@ -59,7 +60,7 @@ class MachineUsageOut(BaseModel):
         description="Tokens of the collection's LLM grades (HEAPJUDGE_LLM_GRADE_TOKEN_BUDGET)."
     )
     studies: list[StudyUsageOut]
-    alarms: list[MachineAlarmOut] = Field(description="Open alarms about the machine.")
+    alarms: list[MachineFailureAlarmOut] = Field(description="Open alarms about the machine.")
 
 
 class MachineCheckOut(BaseModel):

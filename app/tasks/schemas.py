@@ -21,7 +21,7 @@ from app.http.schemas import (
     StrictModel,
     TaskStatus,
 )
-from app.machine.schemas import MachineAlarmOut
+from app.machine.schemas import MachineFailureAlarmOut
 
 
 class PriorIn(StrictModel):
@@ -226,6 +226,6 @@ class CollectionProgressOut(BaseModel):
     by_assessor: list[AssessorProgressOut]
     tasks: list[TaskProgressOut]
     timeline: TimelineOut
-    machine_alarms: list[MachineAlarmOut] = Field(
+    machine_alarms: list[MachineFailureAlarmOut] = Field(
         default_factory=list, description="Open alarms about the collection's machine."
     )
