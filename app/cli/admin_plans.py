@@ -101,16 +101,15 @@ def plan_cmd(
     ),
     machine: str | None = typer.Option(
         None,
-        help="Machine judge of the topk tasks (a +assist strategy): bm25 | model:<training "
-        "run id> | llm; it answers the comparisons it is sure of, people the rest.",
+        help="Machine judge of the topk tasks (a +assist strategy): bm25 | embedding | "
+        "model:<training run id> | llm; it answers the comparisons it is sure of, people the rest.",
     ),
     max_loss: float | None = typer.Option(
         None,
         "--max-loss",
         min=0.0,
         max=0.5,
-        help="The expected κ-NDCG@k loss per query the machine may cost the result "
-        "(default 0.01).",
+        help="The expected κ-NDCG@k loss per query the machine may cost the result (default 0.01).",
     ),
     machine_accuracy: float | None = typer.Option(
         None,

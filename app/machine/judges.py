@@ -3,6 +3,8 @@
 A task's option ``machine.source`` names its judge:
 
 * ``bm25``: the collection's BM25 (:mod:`app.retrieval.service`), raw score per document;
+* ``embedding``: BM25 and the packaged word embedding, standardised and summed per query
+  (:class:`labeling.machine.embedding_judge.EmbeddingJudge`), raw score per document;
 * ``model:<training run id>``: a finished training run's model over the documents' feature
   vectors (:class:`ranking.estimators.Ranker`), raw score per document (a document without a
   vector of the model's width has no score);
@@ -42,16 +44,19 @@ from app.machine.llm import LlmClient
 from app.machine.repository import Study
 from app.retrieval import service as retrieval
 from labeling.machine.calibration import Calibrator
+from labeling.machine.embedding_judge import EmbeddingJudge
 from labeling.machine.judges import Bm25Judge, JudgeQuery, LlmJudge
 from labeling.machine.llm_prompts import PAIRWISE_V2, PromptTemplate
 from labeling.protocol.spec import (
     DEFAULT_LLM_ENDPOINT,
     Bm25Source,
+    EmbeddingSource,
     LlmSource,
     MachineSource,
     ModelSource,
 )
 from labeling.retrieval.bm25 import Bm25Params
+from labeling.retrieval.embedding import embedding_available
 
 if TYPE_CHECKING:
     from ranking.estimators.base import Ranker
@@ -136,6 +141,13 @@ def check_source(s: Session, collection_id: int, source: MachineSource, settings
                 "model's name and HEAPJUDGE_LLM_BASE_URL to an OpenAI-compatible endpoint)"
             )
         return
+    if isinstance(source, EmbeddingSource):
+        if not embedding_available():
+            raise Invalid(
+                f"{FIELD}: the embedding judge needs the wordllama package "
+                "(pip install 'heapjudge[semantic]')"
+            )
+        return
     if isinstance(source, ModelSource):
         try:
             trained_model(s, source.run_id, collection_id)
@@ -203,9 +215,25 @@ def prepare_scores(
         position = {d: i for i, d in enumerate(index.doc_ids)}
         scores = {d: float(all_scores[position[d]]) for d in doc_ids if d in position}
         return PreparedScores(source, judge.version, scores)
+    if isinstance(source, EmbeddingSource):
+        return _embedding_scores(s, collection_id, query, doc_ids, source)
     if isinstance(source, ModelSource):
         return _model_scores(s, query, doc_ids, source)
     return PreparedScores(source, llm_judge_version(settings), {})
+
+
+def _embedding_scores(
+    s: Session, collection_id: int, query: Query, doc_ids: Sequence[str], source: EmbeddingSource
+) -> PreparedScores:
+    """The ``embedding`` judge's raw score of each pool document: BM25 and the cosine, each
+    standardised over the collection for the query (:class:`EmbeddingJudge`); its pair
+    probability is then ``σ((h_A − h_B) / SCALE)`` like every score-based judge."""
+    index = retrieval.collection_index(s, collection_id, Bm25Params())
+    judge = EmbeddingJudge(index, retrieval.collection_embeddings(s, collection_id), scale=SCALE)
+    all_scores = judge.scores(query.title)
+    position = {d: i for i, d in enumerate(index.doc_ids)}
+    scores = {d: float(all_scores[position[d]]) for d in doc_ids if d in position}
+    return PreparedScores(source, judge.version, scores)
 
 
 def _model_scores(

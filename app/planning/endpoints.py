@@ -93,7 +93,7 @@ class PlanIn(StrictModel):
     machine: str | None = Field(
         default=None,
         max_length=40,
-        description="The topk tasks' machine judge (a +assist strategy): bm25, "
+        description="The topk tasks' machine judge (a +assist strategy): bm25, embedding, "
         "model:<training run id> or llm; copied into each topk task's options.machine "
         "(docs/machine-judges.md#the-service).",
     )

@@ -61,8 +61,9 @@ class PlanSpec:
     """For ``prior="run"``, instead of ``prior_run``: the name of a run stored on the
     collection."""
     machine: str | None = None
-    """The top-k tasks' machine judge (``bm25``, ``model:<run id>``, ``llm``; a ``+assist``
-    strategy), copied into every top-k task's options (docs/machine-judges.md#the-service)."""
+    """The top-k tasks' machine judge (``bm25``, ``embedding``, ``model:<run id>``, ``llm``; a
+    ``+assist`` strategy), copied into every top-k task's options
+    (docs/machine-judges.md#the-service)."""
     machine_max_loss: float | None = None
     """The expected κ-NDCG@k loss per query the machine may cost (option ``machine.max_loss``;
     None: the default 0.01; docs/machine-judges.md#the-rule)."""

@@ -34,6 +34,7 @@ from app.kernel.errors import Invalid, NotFound
 from app.retrieval import repository
 from labeling.errors import ConfigError
 from labeling.retrieval.bm25 import Bm25Index, Bm25Params, Hit, write_trec_run
+from labeling.retrieval.embedding import EmbeddingIndex, load_embedder
 from labeling.retrieval.text import document_text
 
 #: Collections whose index stays in memory (per process).
@@ -113,6 +114,35 @@ def collection_index(s: Any, collection_id: int, params: Bm25Params) -> Bm25Inde
         while len(_cache) > CACHE_SIZE:
             _cache.popitem(last=False)
     return index
+
+
+_embeddings: OrderedDict[tuple[Any, ...], EmbeddingIndex] = OrderedDict()
+
+
+def collection_embeddings(s: Any, collection_id: int) -> EmbeddingIndex:
+    """The packaged word embedding of the collection's distinct documents, in the BM25
+    index's order (:func:`collection_index`), inside session ``s``; cached like it (a
+    collection's documents are embedded once per process and content). Invalid when the
+    collection has no documents or the ``semantic`` extra is not installed."""
+    index = collection_index(s, collection_id, Bm25Params())
+    key = (str(s.get_bind().url), collection_id, _fingerprint(s, collection_id))
+    with _cache_lock:
+        found = _embeddings.get(key)
+        if found is not None:
+            _embeddings.move_to_end(key)
+            return found
+    texts = {
+        d: document_text(t, x, h) for d, t, x, h in repository.distinct_documents(s, collection_id)
+    }
+    try:
+        embedded = EmbeddingIndex(((d, texts[d]) for d in index.doc_ids), load_embedder())
+    except ConfigError as err:
+        raise Invalid(f"collection {collection_id}: {err}") from None
+    with _cache_lock:
+        _embeddings[key] = embedded
+        while len(_embeddings) > CACHE_SIZE:
+            _embeddings.popitem(last=False)
+    return embedded
 
 
 def _queries(s: Any, collection_id: int, query_ids: Sequence[str] | None) -> dict[str, str]:

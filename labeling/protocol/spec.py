@@ -64,7 +64,7 @@ OPTION_NAMES: Final[dict[str, tuple[str, ...]]] = {
 MACHINE_KEYS: Final = ("source", "judge", "max_loss")
 _FLAGS: Final = ("allow_ties", "pair_cache", "not_relevant")
 _ENDPOINT = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
-_SOURCE_FORMS = "bm25, model:<training run id> or llm[:<endpoint>]"
+_SOURCE_FORMS = "bm25, embedding, model:<training run id> or llm[:<endpoint>]"
 #: Largest training run id (what a 64-bit signed key holds, with room).
 _MAX_RUN_ID = 10**19 - 1
 
@@ -79,6 +79,16 @@ class Bm25Source:
     @property
     def text(self) -> str:
         return "bm25"
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingSource:
+    """BM25 and the packaged word embedding, standardised and summed
+    (docs/machine-judges.md#the-embedding-judge): a raw score per document."""
+
+    @property
+    def text(self) -> str:
+        return "embedding"
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,17 +126,19 @@ class LlmSource:
         return f"llm:{self.endpoint}"
 
 
-MachineSource = Bm25Source | ModelSource | LlmSource
+MachineSource = Bm25Source | EmbeddingSource | ModelSource | LlmSource
 
 
 def parse_source(text: object, name: str = "option machine.source") -> MachineSource:
-    """The source a text names: ``bm25``, ``model:<training run id>`` (no leading zero),
-    ``llm`` or ``llm:<endpoint>``; ConfigError starting with ``name`` otherwise. Inverse of
-    :attr:`text` (``llm:default`` reads as ``llm``)."""
+    """The source a text names: ``bm25``, ``embedding``, ``model:<training run id>`` (no
+    leading zero), ``llm`` or ``llm:<endpoint>``; ConfigError starting with ``name``
+    otherwise. Inverse of :attr:`text` (``llm:default`` reads as ``llm``)."""
     if isinstance(text, str):
         kind, sep, detail = text.partition(":")
         if kind == "bm25" and not sep:
             return Bm25Source()
+        if kind == "embedding" and not sep:
+            return EmbeddingSource()
         if kind == "llm":
             if not sep:
                 return LlmSource()

@@ -13,6 +13,7 @@ from labeling.errors import ConfigError
 from labeling.protocol.spec import (
     OPTION_NAMES,
     Bm25Source,
+    EmbeddingSource,
     LlmSource,
     MachineSpec,
     ModelSource,
@@ -45,6 +46,7 @@ def strategies_(draw: st.DrawFn) -> Strategy:
 
 SOURCES = st.one_of(
     st.just(Bm25Source()),
+    st.just(EmbeddingSource()),
     st.builds(ModelSource, st.integers(1, 10**19 - 1)),
     st.builds(LlmSource, st.from_regex(r"[A-Za-z0-9_.-]{1,64}", fullmatch=True)),
 )
@@ -123,6 +125,7 @@ def test_every_listed_name_parses_to_its_base_and_modifiers() -> None:
     ("text", "source"),
     [
         ("bm25", Bm25Source()),
+        ("embedding", EmbeddingSource()),
         ("model:12", ModelSource(12)),
         ("llm", LlmSource()),
         ("llm:default", LlmSource()),
