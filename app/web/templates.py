@@ -31,7 +31,7 @@ from typing import Any
 from fastapi import Request
 from fastapi.responses import HTMLResponse, Response
 from fastapi.templating import Jinja2Templates
-from jinja2 import Environment, FileSystemLoader, Undefined
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, Undefined
 
 from app.http.middleware import FRAME_CSP
 from app.kernel.settings import templates_dir
@@ -74,6 +74,15 @@ def _templates() -> Jinja2Templates:
 def templates() -> Jinja2Templates:
     """The shared :class:`Jinja2Templates` (built once)."""
     return _templates()
+
+
+def strict_environment() -> Environment:
+    """A copy of the environment that fails on undefined names: a template test renders a
+    partial with it so a name the page forgot to pass fails the test
+    (tests/app/judging/test_machine_loss.py)."""
+    env = _make_environment()
+    env.undefined = StrictUndefined
+    return env
 
 
 @lru_cache(maxsize=256)

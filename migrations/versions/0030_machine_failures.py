@@ -22,14 +22,19 @@ branch_labels = None
 depends_on = None
 
 TS = sa.DateTime(timezone=True)
+#: SQLite's batch mode copies a table, reflecting it first; by default the reflection follows
+#: its foreign keys to the referred tables, among them ``user``, whose expression index
+#: SQLAlchemy cannot reflect (an SAWarning on every upgrade). The copy needs only the table's
+#: own columns and constraints (as in 0023).
+NO_REFERENTS = {"resolve_fks": False}
 
 
 def upgrade() -> None:
-    with op.batch_alter_table("llm_usage") as batch:
+    with op.batch_alter_table("llm_usage", reflect_kwargs=NO_REFERENTS) as batch:
         batch.add_column(sa.Column("timeouts", sa.Integer(), nullable=False, server_default="0"))
         batch.add_column(sa.Column("last_error", sa.String(300), nullable=True))
         batch.add_column(sa.Column("last_error_at", TS, nullable=True))
-    with op.batch_alter_table("task_machine") as batch:
+    with op.batch_alter_table("task_machine", reflect_kwargs=NO_REFERENTS) as batch:
         for name in ("calls", "calls_failed", "calls_timed_out"):
             batch.add_column(sa.Column(name, sa.Integer(), nullable=False, server_default="0"))
         batch.add_column(sa.Column("last_error", sa.String(300), nullable=True))
@@ -66,9 +71,9 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.drop_index("ix_machine_failure_alarm_collection_open", table_name="machine_failure_alarm")
     op.drop_table("machine_failure_alarm")
-    with op.batch_alter_table("task_machine") as batch:
+    with op.batch_alter_table("task_machine", reflect_kwargs=NO_REFERENTS) as batch:
         for name in ("last_error_at", "last_error", "calls_timed_out", "calls_failed", "calls"):
             batch.drop_column(name)
-    with op.batch_alter_table("llm_usage") as batch:
+    with op.batch_alter_table("llm_usage", reflect_kwargs=NO_REFERENTS) as batch:
         for name in ("last_error_at", "last_error", "timeouts"):
             batch.drop_column(name)

@@ -66,11 +66,15 @@ def machine_task(
     machine: str | None = "bm25",
     *,
     seed: int = 11,
+    max_loss: float | None = None,
 ) -> int:
-    """A top-k task of ``STRATEGY`` with the ``machine`` (None: without one)."""
+    """A top-k task of ``STRATEGY`` with the ``machine`` (None: without one) and its
+    ``max_loss`` (None: the default)."""
     options: dict[str, Any] = {"strategy": STRATEGY}
     if machine is not None:
         options["machine"] = {"source": machine}
+        if max_loss is not None:
+            options["machine"]["max_loss"] = max_loss
     body = {
         "collection_id": cid,
         "query_id": qid,

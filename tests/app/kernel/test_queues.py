@@ -44,10 +44,13 @@ QUICK = queue.register("opinions", "test.quick", _quick)
 
 @pytest.fixture
 def queue_env(api: Api, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A fresh SQLite queue file for this test, heartbeats stale after 1 s."""
+    """A fresh SQLite queue file for this test, heartbeats stale after 1 s: in the server's
+    settings object and in the environment (which a CLI command reads)."""
     path = tmp_path / "queue.db"
     monkeypatch.setenv("HEAPJUDGE_QUEUE_URL", f"sqlite:///{path}")
     monkeypatch.setenv("HEAPJUDGE_WORKER_STALE_SECONDS", "1")
+    monkeypatch.setattr(api.db.settings, "queue_url", f"sqlite:///{path}")
+    monkeypatch.setattr(api.db.settings, "worker_stale_seconds", 1.0)
     queue._down_cache.clear()
     yield path
     queue._down_cache.clear()
@@ -102,6 +105,7 @@ def test_a_stale_heartbeat_shows_worker_down_on_the_pages_and_in_progress(
     api: Api, queue_env: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("HEAPJUDGE_WORKER_STALE_SECONDS", "60")
+    monkeypatch.setattr(api.db.settings, "worker_stale_seconds", 60.0)
     web = web_admin(api)
     page = web.get("/admin")  # no worker ever ran on this queue file
     assert "Worker down" in page.text and "training: worker down (no heartbeat yet)" in page.text
