@@ -216,6 +216,14 @@ def test_judging_loop_retry_conflict_undo_and_exports(api: Api) -> None:
             "machine_answers": 0,
             "judge": None,
             "human_decided": ["d000", "d001", "d002"],
+            # No machine answer: nothing it may have cost (docs/exports.md#machine-answers).
+            "machine": {
+                "machine_answers": 0,
+                "estimated_loss": 0.0,
+                "interval": [0.0, 0.0],
+                "level": 0.9,
+                "replays": 0,
+            },
         }
     ]
     pairs = api.get(
