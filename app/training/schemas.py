@@ -69,7 +69,7 @@ class LlmGradesOut(BaseModel):
 
     collection_id: int
     model: str | None = Field(description="The configured model (HEAPJUDGE_LLM_MODEL).")
-    template: str = Field(description="The graded prompt template's key, e.g. graded@v1.")
+    template: str = Field(description="The graded prompt template's key, e.g. graded@v2.")
     prompt_hash: str = Field(description="The template's hash (first 16 hex of SHA-256).")
     documents: int
     graded: int

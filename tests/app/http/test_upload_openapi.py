@@ -20,6 +20,7 @@ NO_BODY = {
     ("post", "/api/v1/admin/users/{username}/disable"),
     ("post", "/api/v1/admin/users/{username}/enable"),
     ("post", "/api/v1/training-runs/{run_id}/cancel"),
+    ("post", "/api/v1/admin/machine/check"),
     ("post", "/api/v1/admin/collections/{collection_id}/features"),
     ("post", "/api/v1/tasks/{task_id}/second-opinion/reclaim"),
 }
