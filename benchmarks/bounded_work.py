@@ -161,6 +161,7 @@ def part_pools(args: argparse.Namespace, tmp: Path) -> None:
         print(L.HEADER)
         alone = L.Level("alone", args.assessors, args.rate)
         L.run_level(port, seeded, 0, alone, args.duration, 200_000)
+        alone.stored = L.count_stored(url, alone.task_ids)
         L.print_row(alone)
         stop, done = threading.Event(), []  # type: ignore[var-annotated]
         builders = [
@@ -174,6 +175,7 @@ def part_pools(args: argparse.Namespace, tmp: Path) -> None:
         stop.set()
         for t in builders:
             t.join(timeout=600)
+        beside.stored = L.count_stored(url, beside.task_ids)
         L.print_row(beside)
         for lv in (alone, beside):
             print(
