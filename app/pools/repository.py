@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, insert, select
 
 from app.kernel.models import CampaignPool, Collection, Document, PoolDocument, Query
 
@@ -68,14 +68,25 @@ def pool_named(s: Any, collection_id: int, name: str) -> CampaignPool | None:
 
 
 def insert_pool(s: Any, pool: CampaignPool, documents: Iterable[PoolDocument]) -> int:
-    """Add the pool and its documents; the pool's new id."""
+    """Add the pool and its documents (one executemany, not the ORM's unit of work: the
+    build's write transaction stays short, docs/performance.md#pool-builds); the pool's new
+    id. The documents are not added to the session."""
     s.add(pool)
     s.flush()
-    rows = list(documents)
-    for row in rows:
-        row.pool_id = pool.id
-    s.add_all(rows)
-    s.flush()
+    rows = [
+        {
+            "pool_id": pool.id,
+            "query_id": r.query_id,
+            "doc_id": r.doc_id,
+            "position": r.position,
+            "pick": r.pick,
+            "fused": r.fused,
+            "hits": r.hits,
+        }
+        for r in documents
+    ]
+    if rows:
+        s.execute(insert(PoolDocument), rows)
     return pool.id
 
 

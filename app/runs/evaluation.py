@@ -243,8 +243,8 @@ def run_leaderboard(
     :func:`request_budget`) bounds the work (module docstring)."""
     scoring = scoring.checked()
     budget = budget or request_budget(db)
+    names = compared_names(db, collection_id, names)  # the cap first: before any reading
     truth = labelsets.load_label_set(db=db, collection_id=collection_id, key=scoring.label_set)
-    names = compared_names(db, collection_id, names)
     preset, reason = conventions_for(truth, scoring.preset)
     scored = score_stored_runs(db, collection_id, truth, scoring.metric, preset, names, budget)
     try:
@@ -358,9 +358,9 @@ def label_set_agreement(
     (:func:`compared_names`), or when the tests run out of ``budget``'s time."""
     scoring = scoring.checked()
     budget = budget or request_budget(db)
+    names = compared_names(db, collection_id, names)
     truth_a = labelsets.load_label_set(db=db, collection_id=collection_id, key=scoring.label_set)
     truth_b = labelsets.load_label_set(db=db, collection_id=collection_id, key=against)
-    names = compared_names(db, collection_id, names)
     if len(names) < 2:
         raise Invalid("comparing system orderings needs at least 2 runs")
     preset_a, _ = conventions_for(truth_a, scoring.preset)
