@@ -24,7 +24,6 @@ from fastapi import Path, Query
 from pydantic import (
     AfterValidator,
     BaseModel,
-    BeforeValidator,
     ConfigDict,
     Field,
     model_validator,
@@ -78,24 +77,16 @@ RowId = Annotated[int, Field(lt=MAX_ID + 1)]
 QueryId = Annotated[int, Query(lt=MAX_ID + 1)]
 
 
-def whole_number(value: Any) -> Any:
-    """A JSON number with an integer value written as a float (``878474.0``) read as that
-    integer: JSON Schema's ``integer`` admits it, so a client generated from the schema may
-    send it; any other value goes on to the strict integer check (``1.5``, ``"3"``: 422)."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
-
-
 #: The largest question number: ``judgment.seq`` is a 32-bit integer column.
 MAX_SEQ = 2**31 - 1
-#: A question number in a body (``seq``, ``to_seq``): 0..MAX_SEQ, ``3.0`` read as 3.
-Seq = Annotated[int, Field(ge=0, le=MAX_SEQ), BeforeValidator(whole_number)]
+#: A question number in a body (``seq``, ``to_seq``): 0..MAX_SEQ, written as an integer (``3.0``
+#: is a 422 like every float where an integer is expected: docs/rest-api.md).
+Seq = Annotated[int, Field(ge=0, le=MAX_SEQ, json_schema_extra={"format": "int32"})]
 #: The largest seed: seeds are stored in 64-bit columns (``task.seed``).
 MAX_SEED = 2**63 - 1
 #: A seed in a body: 0..MAX_SEED, declared below 2**63 as ids are (numpy takes no negative
 #: seed).
-Seed = Annotated[int, Field(ge=0, lt=MAX_SEED + 1), BeforeValidator(whole_number)]
+Seed = Annotated[int, Field(ge=0, lt=MAX_SEED + 1)]
 
 #: What a one-line name may not hold, as a JSON Schema ``pattern`` (documentation for
 #: clients and generators; :func:`check_label` decides, with the same classes): control
