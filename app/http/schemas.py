@@ -24,7 +24,6 @@ from fastapi import Path, Query
 from pydantic import (
     AfterValidator,
     BaseModel,
-    BeforeValidator,
     ConfigDict,
     Field,
     model_validator,
@@ -65,10 +64,12 @@ def _label(field: str) -> AfterValidator:
     return AfterValidator(lambda value: value if value is None else check_label(value, field))
 
 
-#: The largest row id (a signed 64-bit integer). Ids are declared below ``MAX_ID + 1``
-#: (``exclusiveMaximum`` 2**63, exact even where a generator reads it as a float), so a
-#: larger one is a 422 the schema foretells, not a number the database driver cannot bind.
-MAX_ID = 2**63 - 1
+#: The largest row id: the id columns are ``Integer``, a signed 32-bit integer on Postgres
+#: (SQLite's are wider, but an id past this one would not fit the Postgres schema). Ids are
+#: declared below ``MAX_ID + 1`` (``exclusiveMaximum`` 2**31, exact even where a generator
+#: reads it as a float), so a larger one is a 422 the schema foretells on both databases, not
+#: a number the database refuses (before, the schema said 2**63 and Postgres refused 2**31).
+MAX_ID = 2**31 - 1
 #: An id in a path (``/tasks/{task_id}``) or in a body.
 PathId = Annotated[int, Path(lt=MAX_ID + 1, examples=[1])]
 RowId = Annotated[int, Field(lt=MAX_ID + 1)]
@@ -76,22 +77,16 @@ RowId = Annotated[int, Field(lt=MAX_ID + 1)]
 QueryId = Annotated[int, Query(lt=MAX_ID + 1)]
 
 
-def whole_number(value: Any) -> Any:
-    """A JSON number with an integer value written as a float (``878474.0``) read as that
-    integer: JSON Schema's ``integer`` admits it, so a client generated from the schema may
-    send it; any other value goes on to the strict integer check (``1.5``, ``"3"``: 422)."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
-
-
 #: The largest question number: ``judgment.seq`` is a 32-bit integer column.
 MAX_SEQ = 2**31 - 1
-#: A question number in a body (``seq``, ``to_seq``): 0..MAX_SEQ, ``3.0`` read as 3.
-Seq = Annotated[int, Field(ge=0, le=MAX_SEQ), BeforeValidator(whole_number)]
-#: A seed in a body: 0..MAX_ID, declared as ids are (stored in 64-bit columns; numpy takes no
-#: negative seed).
-Seed = Annotated[int, Field(ge=0, lt=MAX_ID + 1), BeforeValidator(whole_number)]
+#: A question number in a body (``seq``, ``to_seq``): 0..MAX_SEQ, written as an integer (``3.0``
+#: is a 422 like every float where an integer is expected: docs/rest-api.md).
+Seq = Annotated[int, Field(ge=0, le=MAX_SEQ, json_schema_extra={"format": "int32"})]
+#: The largest seed: seeds are stored in 64-bit columns (``task.seed``).
+MAX_SEED = 2**63 - 1
+#: A seed in a body: 0..MAX_SEED, declared below 2**63 as ids are (numpy takes no negative
+#: seed).
+Seed = Annotated[int, Field(ge=0, lt=MAX_SEED + 1)]
 
 #: What a one-line name may not hold, as a JSON Schema ``pattern`` (documentation for
 #: clients and generators; :func:`check_label` decides, with the same classes): control

@@ -129,10 +129,10 @@ def unpooled_judgments(
     pooled = {qid: set(ids) for qid, ids in pairing.items()}
     out: dict[tuple[str, str], int] = {}
     for q in qrels:
-        if q.query_id in topic_ids and q.doc_id in known:
-            if q.doc_id not in pooled.get(q.query_id, ()):
-                out.pop((q.query_id, q.doc_id), None)  # the last line's place and grade
-                out[(q.query_id, q.doc_id)] = q.grade
+        known_pair = q.query_id in topic_ids and q.doc_id in known
+        if known_pair and q.doc_id not in pooled.get(q.query_id, ()):
+            out.pop((q.query_id, q.doc_id), None)  # the last line's place and grade
+            out[(q.query_id, q.doc_id)] = q.grade
     return [UnpooledJudgment(qid, doc, grade) for (qid, doc), grade in out.items()]
 
 

@@ -97,7 +97,9 @@ def test_answer_kappa_is_cohen_s_over_the_exported_pairs(
 ) -> None:
     cid, _ = study
     rows = exported(api, cid)
-    machine_rows = [x for x in rows if x["source"] == "machine" and x["outcome"] in ("left", "right")]
+    machine_rows = [
+        x for x in rows if x["source"] == "machine" and x["outcome"] in ("left", "right")
+    ]
     people_rows = [x for x in rows if x["source"] == "person" and x["outcome"] in ("left", "right")]
     said, heard = [], []
     for m in machine_rows:

@@ -43,19 +43,26 @@ def bm25_run(docs: Path, queries: Path, out: Path, depth: int = 100) -> dict[str
         # Scores strictly decreasing by rank, so that trec_eval's order (score, then doc id)
         # is the rank order heapjudge reads too.
         run[t.query_id] = {h.doc_id: float(len(hits) - i) for i, h in enumerate(hits)}
-        lines += [f"{t.query_id} Q0 {d} {i + 1} {s} bm25\n" for i, (d, s) in enumerate(run[t.query_id].items())]
+        lines += [
+            f"{t.query_id} Q0 {d} {i + 1} {s} bm25\n"
+            for i, (d, s) in enumerate(run[t.query_id].items())
+        ]
     out.write_text("".join(lines))
     return run
 
 
-def trec_map(qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]]) -> tuple[float, int]:
+def trec_map(
+    qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]]
+) -> tuple[float, int]:
     pytrec_eval = oracle("pytrec_eval", "pytrec_eval is the trec_eval oracle")
     per_query = pytrec_eval.RelevanceEvaluator(qrels, {"map"}).evaluate(run)
     return sum(v["map"] for v in per_query.values()) / len(per_query), len(per_query)
 
 
 def leaderboard(url: str, collection: str) -> dict[str, Any]:
-    out = invoke(url, "admin", "runs", "leaderboard", collection, "qrels", "--metric", "AP", "--json")
+    out = invoke(
+        url, "admin", "runs", "leaderboard", collection, "qrels", "--metric", "AP", "--json"
+    )
     return dict(json.loads(out))
 
 

@@ -1,8 +1,8 @@
 """The OpenAPI document declares the bounds the server enforces on ids and integers: every
 integer a request carries that names a row (an id), a question (``seq``) or a seed declares
-both ends, ids at most int64's maximum; and the server agrees at the bounds: the largest
-declared value is a well-formed request (404 or 409, never 422), one past it a 422, and an
-integral float (``878474.0``, which JSON Schema's ``integer`` admits) is read as that integer.
+its bounds, ids at most int32's maximum (the id columns' width on Postgres: both backends
+run the probes), seeds int64's; and the server agrees at the bounds: the largest
+declared value is a well-formed request (404 or 409, never 422), one past it a 422.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from app.http.schemas import MAX_ID, MAX_SEQ
+from app.http.schemas import MAX_ID, MAX_SEED, MAX_SEQ
 from tests.app.conftest import Api
 from tests.app.machine_support import machine_collection, machine_task
 
@@ -74,19 +74,26 @@ def test_every_id_seq_and_seed_declares_its_bounds(api: Api) -> None:
     doc = api.client.get("/openapi.json").json()
     integers = [(w, n, s) for w, n, s in _request_integers(doc) if _named(n)]
     assert len(integers) > 20  # the walk finds the path ids, body ids, seqs and seeds
+
+    def has_top(s: dict[str, Any]) -> bool:
+        return "maximum" in s or "exclusiveMaximum" in s
+
+    def has_bottom(s: dict[str, Any]) -> bool:
+        return "minimum" in s or "exclusiveMinimum" in s
+
+    # Every one declares its top; seqs and seeds their bottom too (a row id's bottom is the
+    # database's: any id below 1 is simply absent, a 404).
     unbounded = [
-        (w, n)
-        for w, n, s in integers
-        if "minimum" not in s and "exclusiveMinimum" not in s and not n.endswith("id")
-        or ("maximum" not in s and "exclusiveMaximum" not in s)
+        (w, n) for w, n, s in integers if not has_top(s) or (n in BOUNDED[1:] and not has_bottom(s))
     ]
     assert unbounded == []
     for where, name, s in integers:
-        # exclusiveMaximum 2**63 is exact as a float too; maximum is an exact integer.
+        # An exclusiveMaximum 2**31 or 2**63 is exact as a float too; maximum is an integer.
+        top = MAX_SEED if name == "seed" else MAX_ID
         if "exclusiveMaximum" in s:
-            assert s["exclusiveMaximum"] <= 2**63, (where, name, s)
+            assert s["exclusiveMaximum"] <= top + 1, (where, name, s)
         else:
-            assert s["maximum"] <= MAX_ID, (where, name, s)
+            assert s["maximum"] <= top, (where, name, s)
         if name in ("seq", "to_seq"):
             assert s.get("maximum") == MAX_SEQ and s.get("minimum") == 0, (where, name, s)
 
@@ -112,10 +119,12 @@ def test_the_server_agrees_at_the_bounds(api: Api, task: int) -> None:
         r = api.post("ida", url, json={"seq": seq, **pair, "outcome": "left"})
         return int(r.status_code)
 
-    # Past the question waiting: a stale answer (409), whatever the spelling of the number.
-    assert answer(878474.0) == answer(878474) == answer(MAX_SEQ) == 409
-    assert answer(MAX_SEQ + 1) == answer(1.5) == answer(-1) == 422
-    assert answer(float(body["seq"])) == 200  # the waiting question, spelled 0.0
+    # Past the question waiting: a stale answer (409) up to the declared top, a 422 past it;
+    # a float is a 422 wherever an integer is expected (docs/rest-api.md: integers are
+    # written as integers), 878474.0 as 1.5.
+    assert answer(878474) == answer(MAX_SEQ) == 409
+    assert answer(MAX_SEQ + 1) == answer(-1) == answer(878474.0) == answer(1.5) == 422
+    assert answer(body["seq"]) == 200
 
 
 def test_import_options_are_refused_where_the_schema_says(api: Api) -> None:
@@ -125,7 +134,9 @@ def test_import_options_are_refused_where_the_schema_says(api: Api) -> None:
     files = [("documents", ("d.all", b".I 1\n.W\nword\n", "text/plain"))]
     files.append(("queries", ("q.qry", b".I 1\n.W\nword\n", "text/plain")))
     for params in ({"run_depth": 100_001}, {"run_depth": 0}, {"unjudged_grade": 5}):
-        got = api.post("admin", url, params={"kind": "smart", "pairing": "all", **params}, files=files)
+        got = api.post(
+            "admin", url, params={"kind": "smart", "pairing": "all", **params}, files=files
+        )
         assert got.status_code == 422, (params, got.text)
     ok = api.post(
         "admin", url, params={"kind": "smart", "pairing": "bm25", "run_depth": 100_000}, files=files
