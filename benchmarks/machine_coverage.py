@@ -34,12 +34,12 @@ from scipy import stats
 
 from labeling.machine.calibration import Calibrator
 from labeling.machine.opinion import JudgeOpinion
-from labeling.study.uncertainty import MachineLog, base_strategy, estimate_loss
 from labeling.strategies.assist import AssistStrategy
 from labeling.strategies.base import Compare
 from labeling.strategies.registry import resolve_strategy
 from labeling.study.assisted import STUDY_ROUNDING, machine_trial
 from labeling.study.simulation import scenario_assessor
+from labeling.study.uncertainty import MachineLog, base_strategy, estimate_loss
 from ranking.compare.ppi import ppi_of_queries
 from ranking.metrics import kappa_ndcg
 

@@ -12,6 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from labeling.errors import ConfigError
+from labeling.protocol.session import open_session
+from labeling.protocol.topk import TopKSession
+from labeling.protocol.types import MachineAnswer, PairAnswer
 from labeling.study.uncertainty import (
     estimate_loss,
     exact_loss,
@@ -21,9 +24,6 @@ from labeling.study.uncertainty import (
     reference_ranking,
     total,
 )
-from labeling.protocol.session import open_session
-from labeling.protocol.topk import TopKSession
-from labeling.protocol.types import MachineAnswer, PairAnswer
 from ranking.metrics import kappa_ndcg
 
 
