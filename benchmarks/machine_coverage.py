@@ -17,7 +17,7 @@ queries with a known truth (docs/machine-judges.md#coverage).
    is checked against the run's mean on the true labels over all queries; beside it, the
    plain t-interval on the machine's labels alone. Target: PPI covers ≥ 93% of the time.
 
-    python benchmarks/machine_coverage.py                      # 1,000 queries, 3-6 min
+    python benchmarks/machine_coverage.py                      # 1,000 queries, one strategy
     python benchmarks/machine_coverage.py --queries 200        # a quick look
     python benchmarks/machine_coverage.py --strategies tournament+assist,insertion+assist
 """
