@@ -17,7 +17,7 @@ queries with a known truth (docs/machine-judges.md#coverage).
    is checked against the run's mean on the true labels over all queries; beside it, the
    plain t-interval on the machine's labels alone. Target: PPI covers ≥ 93% of the time.
 
-    python benchmarks/machine_coverage.py                      # 1,000 queries, 3-6 min
+    python benchmarks/machine_coverage.py                      # 1,000 queries, one strategy
     python benchmarks/machine_coverage.py --queries 200        # a quick look
     python benchmarks/machine_coverage.py --strategies tournament+assist,insertion+assist
 """
@@ -34,12 +34,12 @@ from scipy import stats
 
 from labeling.machine.calibration import Calibrator
 from labeling.machine.opinion import JudgeOpinion
-from labeling.study.uncertainty import MachineLog, base_strategy, estimate_loss
 from labeling.strategies.assist import AssistStrategy
 from labeling.strategies.base import Compare
 from labeling.strategies.registry import resolve_strategy
 from labeling.study.assisted import STUDY_ROUNDING, machine_trial
 from labeling.study.simulation import scenario_assessor
+from labeling.study.uncertainty import MachineLog, base_strategy, estimate_loss
 from ranking.compare.ppi import ppi_of_queries
 from ranking.metrics import kappa_ndcg
 

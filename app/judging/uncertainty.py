@@ -21,8 +21,8 @@ from app.judging.loop import replay_task
 from app.judging.repository import log_version
 from app.kernel.caches import LRU, Slot
 from app.kernel.db import Database
-from labeling.study.uncertainty import LossEstimate, estimate_loss, machine_log, none_estimate
 from labeling.protocol.topk import TopKSession
+from labeling.study.uncertainty import LossEstimate, estimate_loss, machine_log, none_estimate
 
 #: Estimates kept per database (one per task and log version).
 _ESTIMATES: Slot[LRU] = Slot("machine-loss-estimates", lambda _db: LRU(4096))

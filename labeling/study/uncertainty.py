@@ -10,9 +10,11 @@ same documents in the same order, with
 
 * the machine's pairs answered as logged, those in ``F`` the other way,
 * the pairs a person answered as the person did (people are taken as right),
-* a pair nobody answered (a flip sends the strategy down a path the log never took) by the
-  logged result: a top document beats any other by position, then the rest in its logged
-  discard order,
+* a pair nobody answered (a flip sends the strategy down a path the log never took) by a
+  reference ranking (:func:`reference_ranking`): the logged result (the top by position, then
+  the rest in its discard order) with each flipped answer's loser moved above its winner, to
+  a place drawn uniformly between the documents answers put above it and the winner (the
+  assist rule's stake model),
 
 gives the result ``R_F`` the task would have had. Its loss is
 
@@ -45,13 +47,15 @@ the lower of the two ``(1 − level)/2`` quantiles to the higher of the two ``(1
 ones. Without audits the stated ``p_i`` are taken as they are.
 
 What it assumes: the error probabilities above and independent errors; people are right;
-the pairs nobody answered follow the logged result. It measures what the machine's answers
+the pairs nobody answered follow the reference ranking. It measures what the machine's answers
 may have cost, not what people's own errors cost.
 """
 
 from __future__ import annotations
 
 import itertools
+import random
+import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -188,21 +192,54 @@ def _run(
     return list(top), list(rest)
 
 
-def _replayed_tops(log: MachineLog, patterns: np.ndarray) -> list[list[str]]:
-    """The top of the strategy run again for each flip pattern (a row of booleans over the
-    machine answers)."""
-    rank = {d: i for i, d in enumerate((*log.top, *log.rest))}
+def _answers(log: MachineLog) -> dict[Key, Winner]:
+    """Every answered pair's winner as logged (people's and the machine's)."""
     base: dict[Key, Winner] = dict(log.human)
     for a, b, winner, _p in log.machine:
         base[(a, b)] = winner
+    return base
+
+
+def _replayed_tops(log: MachineLog, patterns: np.ndarray) -> list[list[str]]:
+    """The top of the strategy run again for each flip pattern (a row of booleans over the
+    machine answers), the pairs nobody answered by :func:`reference_ranking`."""
+    base = _answers(log)
     tops = []
     for row in patterns:
         answers = dict(base)
         for i in np.flatnonzero(row):
             a, b, winner, _p = log.machine[int(i)]
             answers[(a, b)] = b if winner == a else a
+        rank = reference_ranking(log, row)
         tops.append(_run(log.strategy, log.order, log.k, answers, rank)[0])
     return tops
+
+
+def reference_ranking(log: MachineLog, row: np.ndarray) -> dict[str, int]:
+    """The ranking (document -> place, 0 best) a replay with the flip pattern ``row`` answers
+    the pairs nobody answered by: the logged one, each flipped answer "l beat w" in turn moving
+    l (when below w) to a place drawn uniformly from just below the lowest document an answer
+    put above l (and above w's place) up to just above w, the assist rule's stake model (l's
+    true rank uniform between what is known above it and w's). The draw is seeded by the
+    pattern, so a pattern always gives the same reference."""
+    beaten_by: dict[str, list[str]] = {}
+    for (a, b), winner in _answers(log).items():
+        if winner is not None:
+            beaten_by.setdefault(b if winner == a else a, []).append(winner)
+    row = np.asarray(row, dtype=bool)
+    rng = random.Random(zlib.crc32(np.packbits(row).tobytes()))
+    reference = [*log.top, *log.rest]
+    for i in np.flatnonzero(row):
+        a, b, winner, _p = log.machine[int(i)]
+        loser = b if winner == a else a
+        at, target = reference.index(loser), reference.index(winner)
+        if at <= target:
+            continue
+        above = [reference.index(d) for d in beaten_by.get(loser, ()) if d != winner]
+        low = max((p for p in above if p < target), default=-1) + 1
+        reference.pop(at)
+        reference.insert(rng.randint(low, target), loser)
+    return {d: r for r, d in enumerate(reference)}
 
 
 def _losses(log: MachineLog, tops: Sequence[Sequence[str]]) -> np.ndarray:

@@ -131,9 +131,7 @@ def test_an_open_task_s_estimate_is_reused_for_a_few_answers(
     # Exact (stale 0): the shorter log's own estimate, which differs from the full one's.
     shorter = task_machine_loss(api.db, open_task, rows[:-1])
     assert shorter is not full
-    assert shorter == estimate_loss(
-        machine_log(replay_task(open_task, rows[:-1])), seed=task.seed
-    )
+    assert shorter == estimate_loss(machine_log(replay_task(open_task, rows[:-1])), seed=task.seed)
 
 
 def test_the_cli_progress_prints_the_summed_loss(

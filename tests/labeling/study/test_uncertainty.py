@@ -12,17 +12,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from labeling.errors import ConfigError
+from labeling.protocol.session import open_session
+from labeling.protocol.topk import TopKSession
+from labeling.protocol.types import MachineAnswer, PairAnswer
 from labeling.study.uncertainty import (
     estimate_loss,
     exact_loss,
     machine_log,
     none_estimate,
     pattern_losses,
+    reference_ranking,
     total,
 )
-from labeling.protocol.session import open_session
-from labeling.protocol.topk import TopKSession
-from labeling.protocol.types import MachineAnswer, PairAnswer
 from ranking.metrics import kappa_ndcg
 
 
@@ -96,7 +97,7 @@ def test_the_replay_follows_a_real_session(base: str) -> None:
     # No flip: the logged result, loss 0.
     assert pattern_losses(log, np.zeros((1, m), dtype=bool)).tolist() == [0.0]
     # One flip: the same as a fresh session (no machine) answered by the flipped log, the
-    # person's answers as logged and any new pair by the logged ranking.
+    # person's answers as logged and any new pair by the reference ranking.
     logged = {d: i for i, d in enumerate([*log.top, *log.rest])}
     answers = {(a, b): w for (a, b), w in log.human.items()}
     for a, b, w, _p in log.machine:
@@ -107,22 +108,23 @@ def test_the_replay_follows_a_real_session(base: str) -> None:
     assert singles[i] > 0.0
     a0, b0, w0, _ = log.machine[i]
     answers[(a0, b0)] = b0 if w0 == a0 else a0
+    flip = np.zeros(m, dtype=bool)
+    flip[i] = True
+    reference = reference_ranking(log, flip)
     options = {"strategy": base, "initial_order": list(log.order)}
     fresh = open_session("topk", list(log.order), k=5, seed=7, options=options)
     while not fresh.done:
         q = fresh.pending
         assert q is not None
         key = (q.left, q.right) if q.left < q.right else (q.right, q.left)
-        w = answers[key] if key in answers else min(q.left, q.right, key=logged.__getitem__)
+        w = answers[key] if key in answers else min(q.left, q.right, key=reference.__getitem__)
         fresh.submit(PairAnswer(q.left, q.right, "left" if w == q.left else "right"))
     top = fresh.result().top
-    flip = np.zeros((1, m), dtype=bool)
-    flip[0, i] = True
     docs = list(log.order)
     labels = np.array([[5 - top.index(d) if d in top else 0 for d in docs]], dtype=float)
     scores = np.array([[len(docs) - logged[d] for d in docs]], dtype=float)
     expected = 1.0 - float(kappa_ndcg(labels, scores, at=5)[0])
-    assert pattern_losses(log, flip)[0] == pytest.approx(expected, abs=1e-12)
+    assert pattern_losses(log, flip[None, :])[0] == pytest.approx(expected, abs=1e-12)
 
 
 @settings(max_examples=25, deadline=None)
@@ -201,3 +203,25 @@ def test_a_confident_machine_the_audits_contradict_widens_the_interval() -> None
     audited = estimate_loss(log, replays=2000, seed=1, audits=[(0.995, False)] * 10)
     assert (audited.low, audited.high) == (0.0, 1.0)
     assert audited.mean > 0.5
+
+
+def test_the_reference_moves_a_flipped_loser_above_its_winner() -> None:
+    from labeling.strategies.heap import HeapTopK
+    from labeling.study.uncertainty import MachineLog
+
+    docs = ("a", "b", "c", "d", "e")
+
+    def log(human: dict[tuple[str, str], str | None]) -> MachineLog:
+        # The machine said b beat e; the logged ranking is a b c d e.
+        return MachineLog(HeapTopK, docs, 2, human, (("b", "e", "b", 0.7),), docs[:2], docs[2:])
+
+    flip = np.array([True])
+    # Nothing known above e: e lands at place 0 or 1 (uniform up to just above b).
+    ranking = reference_ranking(log({}), flip)
+    assert sorted(ranking, key=ranking.get) in (list("eabcd"), list("aebcd"))
+    # A person put a above e: e goes just above b, below a.
+    ranking = reference_ranking(log({("a", "e"): "a"}), flip)
+    assert sorted(ranking, key=ranking.get) == ["a", "e", "b", "c", "d"]
+    # Not flipped: the logged ranking.
+    ranking = reference_ranking(log({}), np.array([False]))
+    assert sorted(ranking, key=ranking.get) == list(docs)
