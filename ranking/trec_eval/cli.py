@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from ranking.trec_eval.errors import TrecEvalError
+from ranking.trec_eval.fast_read import fast_qrels, fast_run
 from ranking.trec_eval.evaluate import evaluate_merged, format_lines
 from ranking.trec_eval.merge import merge
 from ranking.trec_eval.options import USAGE, Options, parse_args
@@ -40,8 +41,8 @@ def _evaluate(options: Options) -> list[str]:
 
         return evaluate_prefs(options, requested)
     rel_file, run_file = options.files
-    qrels = read_qrels(rel_file, lenient=options.lenient)
-    run = read_run(run_file, lenient=options.lenient)
+    qrels = fast_qrels(rel_file) or read_qrels(rel_file, lenient=options.lenient)
+    run = fast_run(run_file) or read_run(run_file, lenient=options.lenient)
     zscores = read_zscores(options.zscores, lenient=options.lenient) if options.zscores else None
     for item in requested:
         if item.measure.source != "qrels":
@@ -65,6 +66,7 @@ def _evaluate(options: Options) -> list[str]:
         runid=run.runid,
         qrels_rel_count=int((qrels.rel > 0).sum()),
         zscores=zscores,
+        query=options.query,
     )
     lines = format_lines(
         ev, query=options.query, summary=options.summary, complete=options.complete, zmode=zscores is not None

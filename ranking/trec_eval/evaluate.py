@@ -10,7 +10,6 @@ before it, as trec_eval does (exit status 4).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -183,7 +182,7 @@ def evaluate_merged(
     runid: str,
     qrels_rel_count: int,
     zscores: dict[tuple[str, str], tuple[float, float]] | None = None,
-    batch_for: Callable[[Batch, int], Batch] | None = None,
+    query: bool = True,
 ) -> Evaluation:
     """Compute every requested measure for the queries trec_eval would reach."""
     stop = min(merged.errors, default=len(merged.qids))
@@ -192,8 +191,10 @@ def evaluate_merged(
     zero_bogus(table, merged.bogus[:stop])
     qids = merged.qids[:stop]
     relstring_item = next((r for r in requested if r.measure.kind == "relstring"), None)
-    rs = relstrings(batch, int(relstring_item.params[0])) if relstring_item else [""] * stop
-    if relstring_item is not None:
+    # relstring is printed per query only: built only for -q
+    wanted = relstring_item is not None and query
+    rs = relstrings(batch, int(relstring_item.params[0])) if wanted and relstring_item else [""] * stop
+    if wanted:
         rs = ["" if b else s for s, b in zip(rs, merged.bogus[:stop].tolist(), strict=True)]
     if zscores is not None:
         to_zscores(table, qids, zscores)
