@@ -20,7 +20,7 @@ from ranking.trec_eval.numeric import MIN_GEO_MEAN, c_exp, c_log, fmt_double
 from ranking.trec_eval.registry import Context
 from ranking.trec_eval.select import Requested
 
-__all__ = ["Evaluation", "Table", "compute", "format_lines", "relstrings"]
+__all__ = ["Evaluation", "Table", "compute", "evaluate_merged", "format_lines", "relstrings", "summary_values", "to_zscores"]
 
 MISSING_ZSCORE = -1000000.0
 #: Values trec_eval zeroes for a query evaluated on the stand-in document (``-c``).
@@ -145,6 +145,18 @@ def _summary_value(ev: Evaluation, item: Requested, total: float, complete: bool
             total += (n - n_eval) * c_log(MIN_GEO_MEAN)
         return c_exp(total / n)
     return total / n if n else total
+
+
+def summary_values(ev: Evaluation, complete: bool) -> dict[str, float]:
+    """The summary's values by name (runid and relstring aside)."""
+    out: dict[str, float] = {}
+    for item, vals in zip(ev.table.requested, ev.table.values, strict=True):
+        if item.measure.kind == "runid" or item.measure.summary == "none":
+            continue
+        sums = np.cumsum(vals, axis=0)[-1] if len(vals) else np.zeros(len(item.names))
+        for j, name in enumerate(item.names):
+            out[name] = _summary_value(ev, item, float(sums[j]), complete)
+    return out
 
 
 def summary_lines(ev: Evaluation, complete: bool, zmode: bool) -> list[str]:
