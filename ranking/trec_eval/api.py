@@ -16,11 +16,17 @@ from ranking.trec_eval.select import select
 __all__ = ["evaluate"]
 
 
-def _columns(table: Mapping[str, Mapping[str, float]], dtype: type) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _columns(
+    table: Mapping[str, Mapping[str, float]], dtype: type
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     qids = [q.encode() for q, docs in table.items() for _ in docs]
     docs = [d.encode() for docs in table.values() for d in docs]
     values = [v for docs in table.values() for v in docs.values()]
-    return np.array(qids, dtype=np.bytes_), np.array(docs, dtype=np.bytes_), np.array(values, dtype=dtype)
+    return (
+        np.array(qids, dtype=np.bytes_),
+        np.array(docs, dtype=np.bytes_),
+        np.array(values, dtype=dtype),
+    )
 
 
 def evaluate(
@@ -52,7 +58,12 @@ def evaluate(
         complete=complete,
     )
     ev = evaluate_merged(
-        merged, requested, context=Context(num_docs), runid=runid, qrels_rel_count=int((q_rel > 0).sum()), query=False
+        merged,
+        requested,
+        context=Context(num_docs),
+        runid=runid,
+        qrels_rel_count=int((q_rel > 0).sum()),
+        query=False,
     )
     if ev.error is not None:
         raise TrecEvalError(ev.error, 4)

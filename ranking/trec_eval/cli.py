@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from ranking.trec_eval.errors import TrecEvalError
-from ranking.trec_eval.fast_read import fast_qrels, fast_run
 from ranking.trec_eval.evaluate import evaluate_merged, format_lines
+from ranking.trec_eval.fast_read import fast_qrels, fast_run
 from ranking.trec_eval.merge import merge
 from ranking.trec_eval.options import USAGE, Options, parse_args
 from ranking.trec_eval.readers import read_qrels, read_run, read_zscores
@@ -35,7 +35,9 @@ Measures: {" ".join(m.name for m in MEASURES)}
 def _evaluate(options: Options) -> list[str]:
     requested = select(options.measures)
     if options.results_format != "trec_results":
-        raise TrecEvalError(f"trec_eval: Illegal retrieval results format '{options.results_format}'", 2)
+        raise TrecEvalError(
+            f"trec_eval: Illegal retrieval results format '{options.results_format}'", 2
+        )
     if options.rel_format != "qrels":
         from ranking.trec_eval.prefs_cli import evaluate_prefs
 
@@ -69,7 +71,11 @@ def _evaluate(options: Options) -> list[str]:
         query=options.query,
     )
     lines = format_lines(
-        ev, query=options.query, summary=options.summary, complete=options.complete, zmode=zscores is not None
+        ev,
+        query=options.query,
+        summary=options.summary,
+        complete=options.complete,
+        zmode=zscores is not None,
     )
     if ev.error is not None:
         raise TrecEvalError(ev.error, 4, lines)

@@ -80,7 +80,9 @@ def fast_run(path: str) -> RunColumns | None:
     if scanned is None or docs is None or not np.isfinite(scanned.values[0]).all():
         return None
     n = len(docs)
-    return RunColumns(_qids(scanned), docs, scanned.values[0], np.zeros(n, dtype=np.int64), _runid(path))
+    return RunColumns(
+        _qids(scanned), docs, scanned.values[0], np.zeros(n, dtype=np.int64), _runid(path)
+    )
 
 
 def fast_qrels(path: str) -> QrelsColumns | None:
@@ -91,4 +93,6 @@ def fast_qrels(path: str) -> QrelsColumns | None:
     grades = scanned.values[0]
     if not (np.isfinite(grades).all() and (grades == np.floor(grades)).all()):
         return None  # the Python reader says which line is not an integer grade
-    return QrelsColumns(_qids(scanned), docs, grades.astype(np.int64), np.zeros(len(docs), dtype=np.int64))
+    return QrelsColumns(
+        _qids(scanned), docs, grades.astype(np.int64), np.zeros(len(docs), dtype=np.int64)
+    )

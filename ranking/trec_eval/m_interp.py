@@ -35,7 +35,8 @@ def _lround_all(x: float, rel: FloatArray) -> IntArray:
     a = np.abs(v)
     f = np.floor(a)
     r = f + (a - f >= 0.5)
-    return (np.sign(v) * r).astype(np.int64)
+    out: IntArray = (np.sign(v) * r).astype(np.int64)
+    return out
 
 
 def _interpolated(batch: Batch) -> FloatArray:

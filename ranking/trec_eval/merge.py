@@ -99,27 +99,33 @@ class Batch:
 
     @cached_property
     def num_rel_ret(self) -> IntArray:
-        return self.isrel.sum(axis=1, dtype=np.int64)
+        out: IntArray = self.isrel.sum(axis=1, dtype=np.int64)
+        return out
 
     @cached_property
     def num_rel(self) -> IntArray:
         grades = np.arange(self.rel_levels.shape[1])
         counts = self.rel_levels[:, grades >= self.level].sum(axis=1, dtype=np.int64)
-        return counts if self.stale is None else np.where(self.stale, 0, counts)
+        out: IntArray = counts if self.stale is None else np.where(self.stale, 0, counts)
+        return out
 
     @cached_property
     def num_nonrel(self) -> IntArray:
         """Judged non-relevant documents (grades 0 to ``level - 1``), bpref's N."""
         grades = np.arange(self.rel_levels.shape[1])
-        return self.rel_levels[:, (grades >= 0) & (grades < self.level)].sum(axis=1, dtype=np.int64)
+        wanted = (grades >= 0) & (grades < self.level)
+        out: IntArray = self.rel_levels[:, wanted].sum(axis=1, dtype=np.int64)
+        return out
 
     @cached_property
     def num_nonpool(self) -> IntArray:
-        return (self.valid & (self.rel == NONPOOL)).sum(axis=1, dtype=np.int64)
+        out: IntArray = (self.valid & (self.rel == NONPOOL)).sum(axis=1, dtype=np.int64)
+        return out
 
     @cached_property
     def num_unjudged(self) -> IntArray:
-        return (self.valid & (self.rel == UNJUDGED)).sum(axis=1, dtype=np.int64)
+        out: IntArray = (self.valid & (self.rel == UNJUDGED)).sum(axis=1, dtype=np.int64)
+        return out
 
     @cached_property
     def ranks(self) -> FloatArray:
@@ -199,7 +205,9 @@ def _group_rank(group: IntArray) -> IntArray:
     return np.arange(n, dtype=np.int64) - first
 
 
-def _with_bogus(run: RunColumns, qrels_q: NDArray[np.bytes_], complete: bool) -> tuple[RunColumns, NDArray[np.bool_]]:
+def _with_bogus(
+    run: RunColumns, qrels_q: NDArray[np.bytes_], complete: bool
+) -> tuple[RunColumns, NDArray[np.bool_]]:
     present = np.zeros(len(qrels_q), dtype=bool)
     codes = _lookup(run.qid, qrels_q)
     present[codes[codes >= 0]] = True
@@ -237,8 +245,9 @@ def merge(
     run_qc = all_qc[in_qrels]
     present = np.zeros(len(queries), dtype=bool)
     present[run_qc] = True
-    for q in np.flatnonzero(~present):
-        errors[int(q)] = f"trec_eval: result qid '{queries[q].decode('utf-8', 'replace')}' not found in qrels"
+    for missing in np.flatnonzero(~present).tolist():
+        name = queries[missing].decode("utf-8", "replace")
+        errors[missing] = f"trec_eval: result qid '{name}' not found in qrels"
     docs, (qrels_dc, run_dc) = _codes(qrels.doc, run.doc[in_qrels])
     ndocs = max(len(docs), 1)
     sim = run.sim[in_qrels]
@@ -248,9 +257,10 @@ def merge(
     qorder = np.argsort(qkey, kind="stable")
     qkey_sorted = qkey[qorder]
     qrel_sorted = qrels.rel[qorder]
-    for row in np.flatnonzero(_first_in_group(qkey_sorted)):
+    for row in np.flatnonzero(_first_in_group(qkey_sorted)).tolist():
         q = int(qkey_sorted[row] // ndocs)
-        errors.setdefault(q, f"trec_eval.form_res_rels: duplicate docs {docs[qkey_sorted[row] % ndocs].decode('utf-8', 'replace')}")
+        name = docs[qkey_sorted[row] % ndocs].decode("utf-8", "replace")
+        errors.setdefault(q, f"trec_eval.form_res_rels: duplicate docs {name}")
 
     # run: score descending, then document id descending, within each query.
     order = np.lexsort((-run_dc, -sim, run_qc))
@@ -261,9 +271,10 @@ def merge(
         rq, rd, rank = rq[keep], rd[keep], rank[keep]
     rkey = rq * ndocs + rd
     dup_sorted = np.sort(rkey)
-    for row in np.flatnonzero(_first_in_group(dup_sorted)):
+    for row in np.flatnonzero(_first_in_group(dup_sorted)).tolist():
         q = int(dup_sorted[row] // ndocs)
-        errors.setdefault(q, f"trec_eval.form_res_qrels: duplicate docs {docs[dup_sorted[row] % ndocs].decode('utf-8', 'replace')}")
+        name = docs[dup_sorted[row] % ndocs].decode("utf-8", "replace")
+        errors.setdefault(q, f"trec_eval.form_res_qrels: duplicate docs {name}")
     grade = _grades(rkey, qkey_sorted, qrel_sorted)
     if judged_only:
         keep = grade >= 0
@@ -284,7 +295,13 @@ def _grades(rkey: IntArray, qkey_sorted: IntArray, qrel_sorted: IntArray) -> Int
 
 
 def _batch(
-    nq: int, rq: IntArray, rank: IntArray, grade: IntArray, qrels_qc: IntArray, qrels_rel: IntArray, level: int
+    nq: int,
+    rq: IntArray,
+    rank: IntArray,
+    grade: IntArray,
+    qrels_qc: IntArray,
+    qrels_rel: IntArray,
+    level: int,
 ) -> Batch:
     num_ret = np.bincount(rq, minlength=nq).astype(np.int64)
     depth = int(num_ret.max()) if nq else 0

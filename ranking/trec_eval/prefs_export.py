@@ -52,7 +52,7 @@ def _find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
         stack.append(node)
         for nxt in sorted(edges.get(node, ())):
             if state.get(nxt) == 1:
-                return stack[stack.index(nxt) :] + [nxt]
+                return [*stack[stack.index(nxt) :], nxt]
             if nxt not in state and (found := visit(nxt)):
                 return found
         stack.pop()
@@ -71,7 +71,12 @@ def prefs_lines(preferences: Iterable[Preference]) -> list[str]:
     ValueError for a field trec_eval cannot read (empty, or with whitespace)."""
     groups: dict[tuple[str, str], list[Preference]] = defaultdict(list)
     for pref in preferences:
-        for value, what in ((pref.query, "query"), (pref.winner, "document"), (pref.loser, "document"), (pref.group, "group")):
+        for value, what in (
+            (pref.query, "query"),
+            (pref.winner, "document"),
+            (pref.loser, "document"),
+            (pref.group, "group"),
+        ):
             _check_field(value, what)
         if pref.winner == pref.loser:
             raise ValueError(f"a document cannot be preferred to itself: {pref.winner!r}")
@@ -83,7 +88,9 @@ def prefs_lines(preferences: Iterable[Preference]) -> list[str]:
             edges[pref.winner].add(pref.loser)
         cycle = _find_cycle(edges)
         if cycle:
-            raise PreferenceCycleError(f"query {query!r}, group {group!r}: preferences form a cycle {' > '.join(cycle)}")
+            raise PreferenceCycleError(
+                f"query {query!r}, group {group!r}: preferences form a cycle {' > '.join(cycle)}"
+            )
         for n, pref in enumerate(prefs, start=1):
             lines.append(f"{query} {group} {n} {pref.winner} 2")
             lines.append(f"{query} {group} {n} {pref.loser} 1")

@@ -15,7 +15,10 @@ from tests.ranking.trec_eval_support import ours
 
 QRELS = "1 0 a 1\n1 0 b 0\n1 0 c 2\n1 0 d 1\n2 0 x 1\n3 0 y 1\n"
 # query 1 ranked: c (3.0), b (2.0), then e and a tie at 1.0 (e > a: ids descending), d
-RUN = "1 Q0 a 1 1.0 t\n1 Q0 b 2 2.0 t\n1 Q0 c 3 3.0 t\n1 Q0 e 4 1.0 t\n1 Q0 d 5 0.5 t\n2 Q0 z 1 1.0 t\n"
+RUN = (
+    "1 Q0 a 1 1.0 t\n1 Q0 b 2 2.0 t\n1 Q0 c 3 3.0 t\n1 Q0 e 4 1.0 t\n1 Q0 d 5 0.5 t\n"
+    "2 Q0 z 1 1.0 t\n"
+)
 
 
 @pytest.fixture
@@ -64,7 +67,10 @@ def test_flags_change_the_output_as_trec_eval_does(files: tuple[Path, Path]) -> 
     assert "\tall\t" not in no_summary and "\t1\t" in no_summary
     summary_only = ours("-c", q, r)[1]
     assert all("\tall\t" in line for line in summary_only.splitlines())
-    assert _values(ours("-c", "-m", "P.2,1", q, r)[1]) == {("P_1", "all"): "0.3333", ("P_2", "all"): "0.1667"}
+    assert _values(ours("-c", "-m", "P.2,1", q, r)[1]) == {
+        ("P_1", "all"): "0.3333",
+        ("P_2", "all"): "0.1667",
+    }
     without_c = _values(ours("-m", "num_q", "-m", "map", "-c", q, r)[1])
     assert without_c[("num_q", "all")] == "3"
 
@@ -74,7 +80,10 @@ def test_long_options_and_stdin(files: tuple[Path, Path]) -> None:
     a = ours("--measure=P.5", "-c", q, r)[1]
     b = subprocess.run(
         [sys.executable, "-m", "ranking.trec_eval", "-m", "P.5", "-c", str(q), "-"],
-        input=RUN, capture_output=True, text=True, check=True,
+        input=RUN,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     assert a == b == "P_5                   \tall\t0.2000\n"
 
@@ -83,7 +92,9 @@ def test_missing_query_without_c_stops_as_trec_eval_does(files: tuple[Path, Path
     q, r = files
     status, out, err = ours("-q", "-m", "map", q, r)
     assert status == 4 and "result qid '3' not found" in err
-    assert out.splitlines()[0].startswith("map") and "\tall\t" not in out  # queries before it printed
+    assert (
+        out.splitlines()[0].startswith("map") and "\tall\t" not in out
+    )  # queries before it printed
 
 
 def test_malformed_lines_name_file_and_line(tmp_path: Path, files: tuple[Path, Path]) -> None:
@@ -136,13 +147,27 @@ def test_python_api_matches_the_command_line(files: tuple[Path, Path]) -> None:
     printed = _values(ours("-q", "-c", "-m", "all_trec", q, r)[1])
     for (name, qid), text in printed.items():
         if name not in {"runid", "relstring"}:
-            assert f"{values[qid][name]:6.4f}" == text or str(int(values[qid][name])) == text, (name, qid)
+            assert f"{values[qid][name]:6.4f}" == text or str(int(values[qid][name])) == text, (
+                name,
+                qid,
+            )
 
 
 def test_heapjudge_command_runs_the_drop_in(files: tuple[Path, Path]) -> None:
     q, r = files
     done = subprocess.run(
-        [sys.executable, "-c", "import sys; sys.argv[0]='heapjudge'; from app.cli import main; main()", "trec-eval", "-c", "-mP.5", str(q), str(r)],
-        capture_output=True, text=True, check=False,
+        [
+            sys.executable,
+            "-c",
+            "import sys; sys.argv[0]='heapjudge'; from app.cli import main; main()",
+            "trec-eval",
+            "-c",
+            "-mP.5",
+            str(q),
+            str(r),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert done.returncode == 0 and done.stdout == "P_5                   \tall\t0.2000\n"

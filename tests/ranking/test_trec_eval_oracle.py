@@ -30,8 +30,16 @@ def collections(draw: st.DrawFn) -> tuple[dict[str, dict[str, int]], dict[str, d
     run: dict[str, dict[str, float]] = {}
     for q in range(n_queries):
         qid = draw(st.sampled_from(["1", "2", "10", "q", f"x{q}"]))
-        docs = draw(st.lists(st.sampled_from([f"d{i}" for i in range(15)]), min_size=1, max_size=12, unique=True))
-        judged = draw(st.lists(st.sampled_from([*docs, "u1", "u2", "u3"]), min_size=1, max_size=10, unique=True))
+        docs = draw(
+            st.lists(
+                st.sampled_from([f"d{i}" for i in range(15)]), min_size=1, max_size=12, unique=True
+            )
+        )
+        judged = draw(
+            st.lists(
+                st.sampled_from([*docs, "u1", "u2", "u3"]), min_size=1, max_size=10, unique=True
+            )
+        )
         qrels[qid] = {d: draw(st.integers(0, 3)) for d in judged}
         if draw(st.booleans()) or q == 0:
             run[qid] = {d: draw(SCORES) for d in docs}
@@ -39,17 +47,23 @@ def collections(draw: st.DrawFn) -> tuple[dict[str, dict[str, int]], dict[str, d
     return qrels, run
 
 
-def _common(qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]]) -> dict[str, dict[str, int]]:
+def _common(
+    qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]]
+) -> dict[str, dict[str, int]]:
     return {q: docs for q, docs in qrels.items() if q in run}
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(collections())
-def test_every_shared_measure_matches_pytrec_eval(data: tuple[dict[str, dict[str, int]], dict[str, dict[str, float]]]) -> None:
+def test_every_shared_measure_matches_pytrec_eval(
+    data: tuple[dict[str, dict[str, int]], dict[str, dict[str, float]]],
+) -> None:
     qrels, run = data
     qrels = _common(qrels, run)
     ours_values = evaluate(qrels, run, ["all_trec"])
-    theirs_values = pytrec_eval.RelevanceEvaluator(qrels, pytrec_eval.supported_measures).evaluate(run)
+    theirs_values = pytrec_eval.RelevanceEvaluator(qrels, pytrec_eval.supported_measures).evaluate(
+        run
+    )
     compared = 0
     for qid, values in theirs_values.items():
         for name, value in values.items():
@@ -59,19 +73,51 @@ def test_every_shared_measure_matches_pytrec_eval(data: tuple[dict[str, dict[str
     assert compared > 50
 
 
-def _write(tmp: Path, qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]]) -> tuple[Path, Path]:
+def _write(
+    tmp: Path, qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]]
+) -> tuple[Path, Path]:
     qpath, rpath = tmp / "qrels", tmp / "run"
-    qpath.write_text("".join(f"{q} 0 {d} {g}\n" for q, docs in qrels.items() for d, g in docs.items()))
-    rpath.write_text("".join(f"{q} Q0 {d} 0 {s} r\n" for q, docs in run.items() for d, s in docs.items()))
+    qpath.write_text(
+        "".join(f"{q} 0 {d} {g}\n" for q, docs in qrels.items() for d, g in docs.items())
+    )
+    rpath.write_text(
+        "".join(f"{q} Q0 {d} 0 {s} r\n" for q, docs in run.items() for d, s in docs.items())
+    )
     return qpath, rpath
 
 
-FLAG_SETS = [["-m", "official", "-q"], ["-m", "all_trec", "-q", "-c"], ["-m", "all_trec", "-q", "-c", "-M3", "-l2"], ["-m", "all_trec", "-q", "-c", "-J"], ["-q", "-n", "-c", "-m", "ndcg.1=3,3=0.5", "-m", "G", "-m", "Rndcg", "-m", "ndcg_rel", "-m", "11pt_avg.0.5,0.1"]]
+FLAG_SETS = [
+    ["-m", "official", "-q"],
+    ["-m", "all_trec", "-q", "-c"],
+    ["-m", "all_trec", "-q", "-c", "-M3", "-l2"],
+    ["-m", "all_trec", "-q", "-c", "-J"],
+    [
+        "-q",
+        "-n",
+        "-c",
+        "-m",
+        "ndcg.1=3,3=0.5",
+        "-m",
+        "G",
+        "-m",
+        "Rndcg",
+        "-m",
+        "ndcg_rel",
+        "-m",
+        "11pt_avg.0.5,0.1",
+    ],
+]
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(collections())
-def test_output_bytes_match_the_binary(tmp_path: Path, data: tuple[dict[str, dict[str, int]], dict[str, dict[str, float]]]) -> None:
+def test_output_bytes_match_the_binary(
+    tmp_path: Path, data: tuple[dict[str, dict[str, int]], dict[str, dict[str, float]]]
+) -> None:
     qpath, rpath = _write(tmp_path, *data)
     for flags in FLAG_SETS:
         status, expected = theirs(*flags, qpath, rpath)

@@ -49,11 +49,22 @@ def test_round_trip_counts_what_the_pairs_say(tmp_path: Path) -> None:
 
 
 def test_a_cycle_in_one_group_is_refused_before_writing() -> None:
-    prefs = [Preference("q", "a", "b", "g"), Preference("q", "b", "c", "g"), Preference("q", "c", "a", "g")]
+    prefs = [
+        Preference("q", "a", "b", "g"),
+        Preference("q", "b", "c", "g"),
+        Preference("q", "c", "a", "g"),
+    ]
     with pytest.raises(PreferenceCycleError, match="a > b > c > a"):
         prefs_lines(prefs)
     # the same pairs from three assessors are three consistent groups
-    assert len(prefs_lines([Preference(p.query, p.winner, p.loser, str(i)) for i, p in enumerate(prefs)])) == 6
+    assert (
+        len(
+            prefs_lines(
+                [Preference(p.query, p.winner, p.loser, str(i)) for i, p in enumerate(prefs)]
+            )
+        )
+        == 6
+    )
     with pytest.raises(ValueError, match="whitespace"):
         prefs_lines([Preference("q", "a b", "c", "g")])
 
@@ -69,5 +80,8 @@ def test_random_preferences_match_the_binary(tmp_path: Path) -> None:
                 i, j = sorted(rng.sample(range(len(order)), 2))
                 prefs.append(Preference(rng.choice(["q1", "q2"]), order[i], order[j], f"g{group}"))
         p, r = _write(tmp_path, prefs)
-        for flags in (["-q", "-m", "all_prefs", "-R", "prefs", "-c"], ["-q", "-M2", "-m", "all_prefs", "-R", "prefs", "-c"]):
+        for flags in (
+            ["-q", "-m", "all_prefs", "-R", "prefs", "-c"],
+            ["-q", "-M2", "-m", "all_prefs", "-R", "prefs", "-c"],
+        ):
             assert ours(*flags, p, r)[:2] == theirs(*flags, p, r), (trial, flags)
