@@ -174,6 +174,34 @@ def _codes(*columns: NDArray[np.bytes_]) -> tuple[NDArray[np.bytes_], list[IntAr
     return unique, out
 
 
+def _dense_rank(values: FloatArray) -> IntArray:
+    """0-based rank of each value among the distinct values (equal values, ``-0.0`` and
+    ``0.0`` included, share one)."""
+    order = np.argsort(values, kind="stable")
+    ordered = values[order]
+    step = np.ones(len(values), dtype=np.int64)
+    step[0] = 0
+    step[1:] = ordered[1:] != ordered[:-1]
+    ranks = np.empty(len(values), dtype=np.int64)
+    ranks[order] = np.cumsum(step)
+    return ranks
+
+
+def _rank_order(query: IntArray, sim: FloatArray, doc: IntArray, ndocs: int) -> IntArray:
+    """Row order by query, then score descending, then document code descending: one
+    integer sort of a combined key where it fits in 63 bits, ``np.lexsort`` otherwise."""
+    if len(query) == 0:
+        return np.zeros(0, dtype=np.int64)
+    score = _dense_rank(sim)
+    levels = int(score.max()) + 1
+    if (int(query.max()) + 1) * levels * ndocs < 2**62:
+        key = (query * levels + (levels - 1 - score)) * ndocs + (ndocs - 1 - doc)
+        order: IntArray = np.argsort(key, kind="stable")
+        return order
+    fallback: IntArray = np.lexsort((-doc, -sim, query))
+    return fallback
+
+
 def _lookup(values: NDArray[np.bytes_], table: NDArray[np.bytes_]) -> IntArray:
     """Index of each value in the sorted ``table``, -1 when absent; rows with the same value
     one after the other (a run's lines come by query) are looked up once."""
@@ -263,7 +291,7 @@ def merge(
         errors.setdefault(q, f"trec_eval.form_res_rels: duplicate docs {name}")
 
     # run: score descending, then document id descending, within each query.
-    order = np.lexsort((-run_dc, -sim, run_qc))
+    order = _rank_order(run_qc, sim, run_dc, ndocs)
     rq, rd = run_qc[order], run_dc[order]
     rank = _group_rank(rq)
     if max_ret is not None:
