@@ -171,3 +171,24 @@ def test_heapjudge_command_runs_the_drop_in(files: tuple[Path, Path]) -> None:
         check=False,
     )
     assert done.returncode == 0 and done.stdout == "P_5                   \tall\t0.2000\n"
+
+
+def test_compiled_scan_and_python_reader_give_the_same_columns(tmp_path: Path) -> None:
+    from ranking.trec_eval.fast_read import fast_qrels, fast_run
+    from ranking.trec_eval.readers import read_qrels, read_run
+    from tests.ranking.conftest import require_compiled
+
+    require_compiled()
+    q, r = tmp_path / "q", tmp_path / "r"
+    q.write_text("".join(f"{i % 7} 0 d{i} {i % 4}\n" for i in range(300)))
+    r.write_text("".join(f"{i % 7} Q0 d{i} {i} {((i * 37) % 11) / 4} tag{i % 3}\n" for i in range(400)))
+    fast, slow = fast_run(str(r)), read_run(str(r))
+    assert fast is not None
+    assert (fast.qid == slow.qid).all() and (fast.doc == slow.doc).all()
+    assert (fast.sim == slow.sim).all() and fast.runid == slow.runid == "tag0"
+    fq, sq = fast_qrels(str(q)), read_qrels(str(q))
+    assert fq is not None
+    assert (fq.qid == sq.qid).all() and (fq.doc == sq.doc).all() and (fq.rel == sq.rel).all()
+    # a line the fast path does not read exactly goes to the Python reader
+    r.write_text(r.read_text() + "# comment\n")
+    assert fast_run(str(r)) is None
