@@ -181,7 +181,8 @@ def test_compiled_scan_and_python_reader_give_the_same_columns(tmp_path: Path) -
     require_compiled()
     q, r = tmp_path / "q", tmp_path / "r"
     q.write_text("".join(f"{i % 7} 0 d{i} {i % 4}\n" for i in range(300)))
-    r.write_text("".join(f"{i % 7} Q0 d{i} {i} {((i * 37) % 11) / 4} tag{i % 3}\n" for i in range(400)))
+    lines = (f"{i % 7} Q0 d{i} {i} {((i * 37) % 11) / 4} tag{i % 3}\n" for i in range(400))
+    r.write_text("".join(lines))
     fast, slow = fast_run(str(r)), read_run(str(r))
     assert fast is not None
     assert (fast.qid == slow.qid).all() and (fast.doc == slow.doc).all()
