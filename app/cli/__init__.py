@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 #: The areas whose app contributes top-level commands, then the named groups.
 AREAS = ("service", "exports", "simulate", "evaluate", "training", "analysis", "compare")
 GROUPS = {"db": "database", "admin": "admin", "analysis": "calibration", "config": "config"}
+#: ``heapjudge trec-eval ...``: the trec_eval drop-in (docs/trec-eval.md), run before typer.
+TREC_EVAL = "trec-eval"
 #: Commands run from a tree of their own area alone (the area defines that command only).
 ALONE = {"evaluate": "evaluate", "compare": "compare"}
 
@@ -92,6 +94,13 @@ def alone(name: str) -> Group:
 def main() -> None:
     """Console-script entry point."""
     first = sys.argv[1] if len(sys.argv) > 1 else None
+    if first == TREC_EVAL:
+        # trec_eval's own command line (getopt-style flags such as -mP.5 or -M100 that
+        # click would not read): handed over whole, without assembling any typer tree
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+        from ranking.trec_eval.cli import main as trec_eval_main
+
+        trec_eval_main(sys.argv[2:])
     if first in ALONE:
         # Their metrics use no BLAS; OpenBLAS's worker threads, started with numpy, spin
         # for a while all the same: 0.1-0.2 s of CPU on a 2-core machine (set before numpy

@@ -9,6 +9,7 @@ from typing import TextIO
 
 from ranking.trec_eval.errors import TrecEvalError
 from ranking.trec_eval.evaluate import evaluate_merged, format_lines
+from ranking.trec_eval.fast_read import fast_qrels, fast_run
 from ranking.trec_eval.merge import merge
 from ranking.trec_eval.options import USAGE, Options, parse_args
 from ranking.trec_eval.readers import read_qrels, read_run, read_zscores
@@ -34,14 +35,16 @@ Measures: {" ".join(m.name for m in MEASURES)}
 def _evaluate(options: Options) -> list[str]:
     requested = select(options.measures)
     if options.results_format != "trec_results":
-        raise TrecEvalError(f"trec_eval: Illegal retrieval results format '{options.results_format}'", 2)
+        raise TrecEvalError(
+            f"trec_eval: Illegal retrieval results format '{options.results_format}'", 2
+        )
     if options.rel_format != "qrels":
         from ranking.trec_eval.prefs_cli import evaluate_prefs
 
         return evaluate_prefs(options, requested)
     rel_file, run_file = options.files
-    qrels = read_qrels(rel_file, lenient=options.lenient)
-    run = read_run(run_file, lenient=options.lenient)
+    qrels = fast_qrels(rel_file) or read_qrels(rel_file, lenient=options.lenient)
+    run = fast_run(run_file) or read_run(run_file, lenient=options.lenient)
     zscores = read_zscores(options.zscores, lenient=options.lenient) if options.zscores else None
     for item in requested:
         if item.measure.source != "qrels":
@@ -65,9 +68,14 @@ def _evaluate(options: Options) -> list[str]:
         runid=run.runid,
         qrels_rel_count=int((qrels.rel > 0).sum()),
         zscores=zscores,
+        query=options.query,
     )
     lines = format_lines(
-        ev, query=options.query, summary=options.summary, complete=options.complete, zmode=zscores is not None
+        ev,
+        query=options.query,
+        summary=options.summary,
+        complete=options.complete,
+        zmode=zscores is not None,
     )
     if ev.error is not None:
         raise TrecEvalError(ev.error, 4, lines)

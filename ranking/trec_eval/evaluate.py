@@ -10,7 +10,6 @@ before it, as trec_eval does (exit status 4).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,7 +20,16 @@ from ranking.trec_eval.numeric import MIN_GEO_MEAN, c_exp, c_log, fmt_double
 from ranking.trec_eval.registry import Context
 from ranking.trec_eval.select import Requested
 
-__all__ = ["Evaluation", "Table", "compute", "format_lines", "relstrings"]
+__all__ = [
+    "Evaluation",
+    "Table",
+    "compute",
+    "evaluate_merged",
+    "format_lines",
+    "relstrings",
+    "summary_values",
+    "to_zscores",
+]
 
 MISSING_ZSCORE = -1000000.0
 #: Values trec_eval zeroes for a query evaluated on the stand-in document (``-c``).
@@ -56,7 +64,9 @@ def relstrings(batch: Batch, length: int) -> list[str]:
     width = max(min(length, batch.depth), 0)
     chars = np.full(batch.rel[:, :width].shape, "<", dtype="<U1")
     grades = batch.rel[:, :width]
-    chars[(grades >= 0) & (grades <= 9)] = np.char.mod("%d", np.clip(grades, 0, 9))[(grades >= 0) & (grades <= 9)]
+    chars[(grades >= 0) & (grades <= 9)] = np.char.mod("%d", np.clip(grades, 0, 9))[
+        (grades >= 0) & (grades <= 9)
+    ]
     chars[grades > 9] = ">"
     chars[grades == -1] = "-"
     chars[grades == -2] = "."
@@ -73,7 +83,11 @@ def compute(batch: Batch, requested: list[Requested], context: Context) -> Table
         if item.measure.kind in {"runid", "relstring"} or fn is None:
             values.append(np.zeros((batch.n, len(item.names))))
         else:
-            values.append(np.asarray(fn(batch, item.params, context), dtype=np.float64).reshape(batch.n, len(item.names)))
+            values.append(
+                np.asarray(fn(batch, item.params, context), dtype=np.float64).reshape(
+                    batch.n, len(item.names)
+                )
+            )
     return Table(requested, values)
 
 
@@ -86,8 +100,11 @@ def zero_bogus(table: Table, bogus: np.ndarray) -> None:
                 vals[bogus, j] = 0.0
 
 
-def to_zscores(table: Table, qids: list[str], zscores: dict[tuple[str, str], tuple[float, float]]) -> None:
-    """Replace each value by ``(value − mean)/stddev`` from the ``-Z`` file (``convert_zscores.c``)."""
+def to_zscores(
+    table: Table, qids: list[str], zscores: dict[tuple[str, str], tuple[float, float]]
+) -> None:
+    """Replace each value by ``(value − mean)/stddev`` from the ``-Z`` file
+    (``convert_zscores.c``)."""
     known = {qid for qid, _ in zscores}
     for item, vals in zip(table.requested, table.values, strict=True):
         for j, name in enumerate(item.names):
@@ -148,6 +165,18 @@ def _summary_value(ev: Evaluation, item: Requested, total: float, complete: bool
     return total / n if n else total
 
 
+def summary_values(ev: Evaluation, complete: bool) -> dict[str, float]:
+    """The summary's values by name (runid and relstring aside)."""
+    out: dict[str, float] = {}
+    for item, vals in zip(ev.table.requested, ev.table.values, strict=True):
+        if item.measure.kind == "runid" or item.measure.summary == "none":
+            continue
+        sums = np.cumsum(vals, axis=0)[-1] if len(vals) else np.zeros(len(item.names))
+        for j, name in enumerate(item.names):
+            out[name] = _summary_value(ev, item, float(sums[j]), complete)
+    return out
+
+
 def summary_lines(ev: Evaluation, complete: bool, zmode: bool) -> list[str]:
     lines: list[str] = []
     for item, vals in zip(ev.table.requested, ev.table.values, strict=True):
@@ -164,7 +193,9 @@ def summary_lines(ev: Evaluation, complete: bool, zmode: bool) -> list[str]:
     return lines
 
 
-def format_lines(ev: Evaluation, *, query: bool, summary: bool, complete: bool, zmode: bool) -> list[str]:
+def format_lines(
+    ev: Evaluation, *, query: bool, summary: bool, complete: bool, zmode: bool
+) -> list[str]:
     """The lines trec_eval prints (without their newlines)."""
     lines: list[str] = []
     if query:
@@ -183,7 +214,7 @@ def evaluate_merged(
     runid: str,
     qrels_rel_count: int,
     zscores: dict[tuple[str, str], tuple[float, float]] | None = None,
-    batch_for: Callable[[Batch, int], Batch] | None = None,
+    query: bool = True,
 ) -> Evaluation:
     """Compute every requested measure for the queries trec_eval would reach."""
     stop = min(merged.errors, default=len(merged.qids))
@@ -192,8 +223,14 @@ def evaluate_merged(
     zero_bogus(table, merged.bogus[:stop])
     qids = merged.qids[:stop]
     relstring_item = next((r for r in requested if r.measure.kind == "relstring"), None)
-    rs = relstrings(batch, int(relstring_item.params[0])) if relstring_item else [""] * stop
-    if relstring_item is not None:
+    # relstring is printed per query only: built only for -q
+    wanted = relstring_item is not None and query
+    rs = (
+        relstrings(batch, int(relstring_item.params[0]))
+        if wanted and relstring_item
+        else [""] * stop
+    )
+    if wanted:
         rs = ["" if b else s for s, b in zip(rs, merged.bogus[:stop].tolist(), strict=True)]
     if zscores is not None:
         to_zscores(table, qids, zscores)
@@ -205,7 +242,9 @@ def evaluate_merged(
 
 def _head(batch: Batch, stop: int) -> Batch:
     stale = None if batch.stale is None else batch.stale[:stop]
-    return Batch(batch.rel[:stop], batch.num_ret[:stop], batch.rel_levels[:stop], batch.level, stale)
+    return Batch(
+        batch.rel[:stop], batch.num_ret[:stop], batch.rel_levels[:stop], batch.level, stale
+    )
 
 
 def raise_if_failed(ev: Evaluation) -> None:

@@ -81,7 +81,9 @@ def _entry_counts(batch: Batch, gains: Gains) -> IntArray:
     width = batch.rel_levels.shape[1]
     cols = []
     for level in gains.levels:
-        cols.append(batch.rel_levels[:, level] if 0 <= level < width else np.zeros(batch.n, dtype=np.int64))
+        cols.append(
+            batch.rel_levels[:, level] if 0 <= level < width else np.zeros(batch.n, dtype=np.int64)
+        )
     return np.stack(cols, axis=1) if cols else np.zeros((batch.n, 0), dtype=np.int64)
 
 

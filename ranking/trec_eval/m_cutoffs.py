@@ -28,7 +28,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ranking.trec_eval.merge import Batch, FloatArray, IntArray
+from ranking.trec_eval.merge import Batch, FloatArray
 from ranking.trec_eval.numeric import c_log
 
 __all__ = [
@@ -53,7 +53,7 @@ __all__ = [
 ]
 
 
-def _div(num: FloatArray | IntArray, den: FloatArray | IntArray, ok: np.ndarray) -> FloatArray:
+def _div(num: np.ndarray, den: np.ndarray, ok: np.ndarray | np.bool_) -> FloatArray:
     """``num / den`` where ``ok``, 0.0 elsewhere (trec_eval leaves such values at 0)."""
     out = np.zeros(np.broadcast(num, den).shape, dtype=np.float64)
     np.divide(num, den, out=out, where=np.broadcast_to(ok, out.shape))
@@ -61,7 +61,9 @@ def _div(num: FloatArray | IntArray, den: FloatArray | IntArray, ok: np.ndarray)
 
 
 def _at_cutoffs(batch: Batch, cum: np.ndarray, cutoffs: Sequence[int]) -> np.ndarray:
-    return np.stack([batch.at(cum, k) for k in cutoffs], axis=1) if cutoffs else np.zeros((batch.n, 0))
+    return (
+        np.stack([batch.at(cum, k) for k in cutoffs], axis=1) if cutoffs else np.zeros((batch.n, 0))
+    )
 
 
 def precision(batch: Batch, cutoffs: Sequence[int]) -> FloatArray:
@@ -149,14 +151,22 @@ def set_f(batch: Batch, beta: float) -> FloatArray:
 def utility(batch: Batch, coefficients: Sequence[float], num_docs: int) -> FloatArray:
     a, ret, rel = batch.num_rel_ret, batch.num_ret, batch.num_rel
     p1, p2, p3, p4 = coefficients
-    return p1 * a + p2 * (ret - a) + p3 * (rel - a) + p4 * (num_docs + a - ret - rel)
+    out: FloatArray = p1 * a + p2 * (ret - a) + p3 * (rel - a) + p4 * (num_docs + a - ret - rel)
+    return out
 
 
 def num_nonrel_judged_ret(batch: Batch) -> FloatArray:
-    return (batch.num_ret - batch.num_nonpool - batch.num_unjudged - batch.num_rel_ret).astype(np.float64)
+    return (batch.num_ret - batch.num_nonpool - batch.num_unjudged - batch.num_rel_ret).astype(
+        np.float64
+    )
 
 
 def yaap(batch: Batch) -> FloatArray:
     total = batch.at(ap_sums(batch), batch.depth)
     rel = batch.num_rel.astype(np.float64)
-    return np.array([c_log((1.0 + s) / (1.0 + r - s)) for s, r in zip(total.tolist(), rel.tolist(), strict=True)])
+    return np.array(
+        [
+            c_log((1.0 + s) / (1.0 + r - s))
+            for s, r in zip(total.tolist(), rel.tolist(), strict=True)
+        ]
+    )

@@ -58,7 +58,9 @@ def _last(cum: FloatArray, k: IntArray) -> FloatArray:
     return np.where(k > 0, cum[np.arange(len(k)), idx], 0.0)
 
 
-def _parts(batch: Batch, pairs: Pairs) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, IntArray]:
+def _parts(
+    batch: Batch, pairs: Pairs
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, IntArray]:
     """Result gains, running DCG, ideal gains, running IDCG, ideal length."""
     gains = _gains(batch, pairs)
     rg = result_gains(batch, gains)
@@ -91,7 +93,9 @@ def ndcg_rel(batch: Batch, pairs: Pairs) -> FloatArray:
     rg, rd, _, idc, n_ideal = _parts(batch, pairs)
     position = np.arange(batch.depth, dtype=np.int64)[None, :]
     at = np.minimum(position, (n_ideal - 1)[:, None])
-    id_at = np.where(n_ideal[:, None] > 0, np.take_along_axis(idc, np.clip(at, 0, None), axis=1), 0.0)
+    id_at = np.where(
+        n_ideal[:, None] > 0, np.take_along_axis(idc, np.clip(at, 0, None), axis=1), 0.0
+    )
     with np.errstate(divide="ignore", invalid="ignore"):
         terms = np.where(rg > 0, rd / id_at, 0.0)
         total = _last(np.cumsum(terms, axis=1), batch.num_ret)
@@ -102,13 +106,15 @@ def ndcg_rel(batch: Batch, pairs: Pairs) -> FloatArray:
 
 
 def rndcg(batch: Batch, pairs: Pairs) -> FloatArray:
-    rg, rd, ideal, idc, n_ideal = _parts(batch, pairs)
+    _, rd, ideal, idc, n_ideal = _parts(batch, pairs)
     size = ideal.shape[1]
     b = np.arange(1, size, dtype=np.int64)
     change = ideal[:, 1:] != ideal[:, :-1]
     k = np.minimum(b[None, :], batch.num_ret[:, None])
     if batch.depth:
-        rd_b = np.where(k > 0, np.take_along_axis(rd, np.clip(k - 1, 0, batch.depth - 1), axis=1), 0.0)
+        rd_b = np.where(
+            k > 0, np.take_along_axis(rd, np.clip(k - 1, 0, batch.depth - 1), axis=1), 0.0
+        )
     else:
         rd_b = np.zeros(k.shape)
     id_b = idc[:, : size - 1]
@@ -125,7 +131,7 @@ def rndcg(batch: Batch, pairs: Pairs) -> FloatArray:
 
 
 def g_measure(batch: Batch, pairs: Pairs) -> FloatArray:
-    rg, _, ideal, _, n_ideal = _parts(batch, pairs)
+    rg, _, ideal, _, _ = _parts(batch, pairs)
     depth = batch.depth
     cost = np.where(ideal[:, :depth] >= 1.0, ideal[:, :depth], 1.0)
     sum_cost = np.cumsum(cost, axis=1)
@@ -160,8 +166,12 @@ def rbp(batch: Batch, pairs: Pairs) -> FloatArray:
     low = -3
     high = max(batch.rel_levels.shape[1], max(gains.levels, default=0) + 1)
     table = gains.lookup(low, high)
-    present_level = np.array([lv for lv, fp in zip(gains.levels, gains.from_param, strict=True) if not fp])
-    present_value = np.array([v for v, fp in zip(gains.values, gains.from_param, strict=True) if not fp])
+    present_level = np.array(
+        [lv for lv, fp in zip(gains.levels, gains.from_param, strict=True) if not fp]
+    )
+    present_value = np.array(
+        [v for v, fp in zip(gains.values, gains.from_param, strict=True) if not fp]
+    )
     param_values = [v for v, fp in zip(gains.values, gains.from_param, strict=True) if fp]
     low_q = np.full(batch.n, min([0.0, *param_values]))
     high_q = np.full(batch.n, max([0.0, *param_values]))
@@ -180,7 +190,9 @@ def rbp(batch: Batch, pairs: Pairs) -> FloatArray:
         g = np.where(rescale, (g - low_q[:, None]) / (high_q - low_q)[:, None], g)
     g = np.where(batch.valid, g, 0.0)
     powers = _powers(p, batch.depth)
-    total = _last(np.cumsum(np.where(g != 0, g * powers[None, : batch.depth], 0.0), axis=1), batch.num_ret)
+    total = _last(
+        np.cumsum(np.where(g != 0, g * powers[None, : batch.depth], 0.0), axis=1), batch.num_ret
+    )
     return (1.0 - p) * total
 
 

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ranking.trec_eval.merge import Batch, FloatArray
+from ranking.trec_eval.merge import Batch, FloatArray, IntArray
 
 __all__ = ["eleven_pt_avg", "iprec_at_recall", "rprec_mult"]
 
@@ -27,6 +27,16 @@ __all__ = ["eleven_pt_avg", "iprec_at_recall", "rprec_mult"]
 def _c_lround(x: float) -> int:
     """C ``lround``: halves away from zero."""
     return int(np.floor(x + 0.5)) if x >= 0 else -int(np.floor(-x + 0.5))
+
+
+def _lround_all(x: float, rel: FloatArray) -> IntArray:
+    """:func:`_c_lround` of ``x * rel`` for every query (exact: ``v - floor(v)`` is exact)."""
+    v = x * rel
+    a = np.abs(v)
+    f = np.floor(a)
+    r = f + (a - f >= 0.5)
+    out: IntArray = (np.sign(v) * r).astype(np.int64)
+    return out
 
 
 def _interpolated(batch: Batch) -> FloatArray:
@@ -41,11 +51,11 @@ def iprec_at_recall(batch: Batch, points: Sequence[float]) -> FloatArray:
     if batch.depth == 0:
         return _no_ranking(batch, points, out)
     interp = _interpolated(batch)
-    rel_count = batch.num_rel.tolist()
+    rel_count = batch.num_rel.astype(np.float64)
     rel_ret = batch.num_rel_ret
     # rank (0-based) of the m-th relevant document: first column where cumrel reaches m
     for j, x in enumerate(points):
-        m = np.array([_c_lround(x * r) for r in rel_count], dtype=np.int64)
+        m = _lround_all(x, rel_count)
         target = np.maximum(m, 1)
         pos = np.argmax(batch.cumrel >= target[:, None], axis=1)
         value = interp[np.arange(batch.n), pos]
@@ -65,7 +75,7 @@ def _empty_precision(batch: Batch) -> FloatArray:
 def _no_ranking(batch: Batch, points: Sequence[float], out: FloatArray) -> FloatArray:
     empty = _empty_precision(batch)
     for j, x in enumerate(points):
-        m = np.array([_c_lround(x * r) for r in batch.num_rel.tolist()], dtype=np.int64)
+        m = _lround_all(x, batch.num_rel.astype(np.float64))
         out[:, j] = np.where(m <= 0, empty, 0.0)
     return out
 

@@ -76,7 +76,9 @@ def bin_g(batch: Batch) -> FloatArray:
 
 
 def log_floor(values: FloatArray) -> FloatArray:
-    return np.array([c_log(v if v > MIN_GEO_MEAN else MIN_GEO_MEAN) for v in values.tolist()], dtype=np.float64)
+    return np.array(
+        [c_log(v if v > MIN_GEO_MEAN else MIN_GEO_MEAN) for v in values.tolist()], dtype=np.float64
+    )
 
 
 def gm_map(batch: Batch) -> FloatArray:

@@ -99,27 +99,33 @@ class Batch:
 
     @cached_property
     def num_rel_ret(self) -> IntArray:
-        return self.isrel.sum(axis=1, dtype=np.int64)
+        out: IntArray = self.isrel.sum(axis=1, dtype=np.int64)
+        return out
 
     @cached_property
     def num_rel(self) -> IntArray:
         grades = np.arange(self.rel_levels.shape[1])
         counts = self.rel_levels[:, grades >= self.level].sum(axis=1, dtype=np.int64)
-        return counts if self.stale is None else np.where(self.stale, 0, counts)
+        out: IntArray = counts if self.stale is None else np.where(self.stale, 0, counts)
+        return out
 
     @cached_property
     def num_nonrel(self) -> IntArray:
         """Judged non-relevant documents (grades 0 to ``level - 1``), bpref's N."""
         grades = np.arange(self.rel_levels.shape[1])
-        return self.rel_levels[:, (grades >= 0) & (grades < self.level)].sum(axis=1, dtype=np.int64)
+        wanted = (grades >= 0) & (grades < self.level)
+        out: IntArray = self.rel_levels[:, wanted].sum(axis=1, dtype=np.int64)
+        return out
 
     @cached_property
     def num_nonpool(self) -> IntArray:
-        return (self.valid & (self.rel == NONPOOL)).sum(axis=1, dtype=np.int64)
+        out: IntArray = (self.valid & (self.rel == NONPOOL)).sum(axis=1, dtype=np.int64)
+        return out
 
     @cached_property
     def num_unjudged(self) -> IntArray:
-        return (self.valid & (self.rel == UNJUDGED)).sum(axis=1, dtype=np.int64)
+        out: IntArray = (self.valid & (self.rel == UNJUDGED)).sum(axis=1, dtype=np.int64)
+        return out
 
     @cached_property
     def ranks(self) -> FloatArray:
@@ -150,15 +156,63 @@ class Merged:
 
 
 def _codes(*columns: NDArray[np.bytes_]) -> tuple[NDArray[np.bytes_], list[IntArray]]:
-    """Integer codes of byte strings that keep their ``strcmp`` order."""
+    """Integer codes of byte strings that keep their ``strcmp`` order (a stable argsort,
+    cheaper than ``np.unique`` on millions of strings)."""
     joined = np.concatenate(columns)
-    unique, inverse = np.unique(joined, return_inverse=True)
+    order = np.argsort(joined, kind="stable")
+    ordered = joined[order]
+    new = np.ones(len(ordered), dtype=bool)
+    new[1:] = ordered[1:] != ordered[:-1]
+    codes = np.empty(len(joined), dtype=np.int64)
+    codes[order] = np.cumsum(new) - 1
+    unique = ordered[new]
     out: list[IntArray] = []
     start = 0
     for column in columns:
-        out.append(inverse[start : start + len(column)].astype(np.int64))
+        out.append(codes[start : start + len(column)])
         start += len(column)
     return unique, out
+
+
+def _dense_rank(values: FloatArray) -> IntArray:
+    """0-based rank of each value among the distinct values (equal values, ``-0.0`` and
+    ``0.0`` included, share one)."""
+    order = np.argsort(values, kind="stable")
+    ordered = values[order]
+    step = np.ones(len(values), dtype=np.int64)
+    step[0] = 0
+    step[1:] = ordered[1:] != ordered[:-1]
+    ranks = np.empty(len(values), dtype=np.int64)
+    ranks[order] = np.cumsum(step)
+    return ranks
+
+
+def _rank_order(query: IntArray, sim: FloatArray, doc: IntArray, ndocs: int) -> IntArray:
+    """Row order by query, then score descending, then document code descending: one
+    integer sort of a combined key where it fits in 63 bits, ``np.lexsort`` otherwise."""
+    if len(query) == 0:
+        return np.zeros(0, dtype=np.int64)
+    score = _dense_rank(sim)
+    levels = int(score.max()) + 1
+    if (int(query.max()) + 1) * levels * ndocs < 2**62:
+        key = (query * levels + (levels - 1 - score)) * ndocs + (ndocs - 1 - doc)
+        order: IntArray = np.argsort(key, kind="stable")
+        return order
+    fallback: IntArray = np.lexsort((-doc, -sim, query))
+    return fallback
+
+
+def _lookup(values: NDArray[np.bytes_], table: NDArray[np.bytes_]) -> IntArray:
+    """Index of each value in the sorted ``table``, -1 when absent; rows with the same value
+    one after the other (a run's lines come by query) are looked up once."""
+    if len(values) == 0 or len(table) == 0:
+        return np.full(len(values), -1, dtype=np.int64)
+    heads = np.ones(len(values), dtype=bool)
+    heads[1:] = values[1:] != values[:-1]
+    firsts = values[heads]
+    pos = np.minimum(np.searchsorted(table, firsts), len(table) - 1)
+    found = np.where(table[pos] == firsts, pos, -1).astype(np.int64)
+    return np.repeat(found, np.diff(np.append(np.flatnonzero(heads), len(values))))
 
 
 def _first_in_group(key: IntArray) -> NDArray[np.bool_]:
@@ -179,8 +233,12 @@ def _group_rank(group: IntArray) -> IntArray:
     return np.arange(n, dtype=np.int64) - first
 
 
-def _with_bogus(run: RunColumns, qrels_q: NDArray[np.bytes_], complete: bool) -> tuple[RunColumns, NDArray[np.bool_]]:
-    present = np.isin(qrels_q, run.qid)
+def _with_bogus(
+    run: RunColumns, qrels_q: NDArray[np.bytes_], complete: bool
+) -> tuple[RunColumns, NDArray[np.bool_]]:
+    present = np.zeros(len(qrels_q), dtype=bool)
+    codes = _lookup(run.qid, qrels_q)
+    present[codes[codes >= 0]] = True
     if not complete or present.all():
         return run, np.zeros(len(qrels_q), dtype=bool)
     missing = qrels_q[~present]
@@ -210,12 +268,14 @@ def merge(
     queries, (qrels_qc,) = _codes(qrels.qid)
     errors: dict[int, str] = {}
     run, bogus = _with_bogus(run, queries, complete)
-    in_qrels = np.isin(run.qid, queries)
-    run_qc = np.searchsorted(queries, run.qid[in_qrels]).astype(np.int64)
+    all_qc = _lookup(run.qid, queries)
+    in_qrels = all_qc >= 0
+    run_qc = all_qc[in_qrels]
     present = np.zeros(len(queries), dtype=bool)
     present[run_qc] = True
-    for q in np.flatnonzero(~present):
-        errors[int(q)] = f"trec_eval: result qid '{queries[q].decode('utf-8', 'replace')}' not found in qrels"
+    for missing in np.flatnonzero(~present).tolist():
+        name = queries[missing].decode("utf-8", "replace")
+        errors[missing] = f"trec_eval: result qid '{name}' not found in qrels"
     docs, (qrels_dc, run_dc) = _codes(qrels.doc, run.doc[in_qrels])
     ndocs = max(len(docs), 1)
     sim = run.sim[in_qrels]
@@ -225,12 +285,13 @@ def merge(
     qorder = np.argsort(qkey, kind="stable")
     qkey_sorted = qkey[qorder]
     qrel_sorted = qrels.rel[qorder]
-    for row in np.flatnonzero(_first_in_group(qkey_sorted)):
+    for row in np.flatnonzero(_first_in_group(qkey_sorted)).tolist():
         q = int(qkey_sorted[row] // ndocs)
-        errors.setdefault(q, f"trec_eval.form_res_rels: duplicate docs {docs[qkey_sorted[row] % ndocs].decode('utf-8', 'replace')}")
+        name = docs[qkey_sorted[row] % ndocs].decode("utf-8", "replace")
+        errors.setdefault(q, f"trec_eval.form_res_rels: duplicate docs {name}")
 
     # run: score descending, then document id descending, within each query.
-    order = np.lexsort((-run_dc, -sim, run_qc))
+    order = _rank_order(run_qc, sim, run_dc, ndocs)
     rq, rd = run_qc[order], run_dc[order]
     rank = _group_rank(rq)
     if max_ret is not None:
@@ -238,9 +299,10 @@ def merge(
         rq, rd, rank = rq[keep], rd[keep], rank[keep]
     rkey = rq * ndocs + rd
     dup_sorted = np.sort(rkey)
-    for row in np.flatnonzero(_first_in_group(dup_sorted)):
+    for row in np.flatnonzero(_first_in_group(dup_sorted)).tolist():
         q = int(dup_sorted[row] // ndocs)
-        errors.setdefault(q, f"trec_eval.form_res_qrels: duplicate docs {docs[dup_sorted[row] % ndocs].decode('utf-8', 'replace')}")
+        name = docs[dup_sorted[row] % ndocs].decode("utf-8", "replace")
+        errors.setdefault(q, f"trec_eval.form_res_qrels: duplicate docs {name}")
     grade = _grades(rkey, qkey_sorted, qrel_sorted)
     if judged_only:
         keep = grade >= 0
@@ -261,7 +323,13 @@ def _grades(rkey: IntArray, qkey_sorted: IntArray, qrel_sorted: IntArray) -> Int
 
 
 def _batch(
-    nq: int, rq: IntArray, rank: IntArray, grade: IntArray, qrels_qc: IntArray, qrels_rel: IntArray, level: int
+    nq: int,
+    rq: IntArray,
+    rank: IntArray,
+    grade: IntArray,
+    qrels_qc: IntArray,
+    qrels_rel: IntArray,
+    level: int,
 ) -> Batch:
     num_ret = np.bincount(rq, minlength=nq).astype(np.int64)
     depth = int(num_ret.max()) if nq else 0

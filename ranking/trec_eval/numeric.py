@@ -45,7 +45,7 @@ def fmt_double(value: float) -> str:
     """C ``printf("%6.4f")`` of ``value`` (Python rounds the exact binary value the same way);
     NaN prints as glibc does, with its sign."""
     if math.isnan(value):
-        return "%6s" % ("-nan" if math.copysign(1.0, value) < 0 else "nan")
+        return f"{'-nan' if math.copysign(1.0, value) < 0 else 'nan':>6}"
     if math.isinf(value):
-        return "%6s" % ("-inf" if value < 0 else "inf")
-    return "%6.4f" % value
+        return f"{'-inf' if value < 0 else 'inf':>6}"
+    return f"{value:6.4f}"

@@ -7,17 +7,30 @@ from collections import defaultdict
 
 import numpy as np
 
+from ranking.trec_eval import m_cutoffs as mc
+from ranking.trec_eval import m_interp as mi
 from ranking.trec_eval.errors import TrecEvalError
 from ranking.trec_eval.evaluate import Evaluation, Table, format_lines, to_zscores
-from ranking.trec_eval.merge import BOGUS_DOC, merge
+from ranking.trec_eval.merge import BOGUS_DOC, Merged, merge
 from ranking.trec_eval.options import Options
 from ranking.trec_eval.prefs_counts import query_prefs
 from ranking.trec_eval.prefs_measures import prefs_values
 from ranking.trec_eval.prefs_read import PrefRow, read_prefs
-from ranking.trec_eval.readers import QrelsColumns, RunColumns, read_qrels, read_run, read_zscores
+from ranking.trec_eval.readers import (
+    QrelsColumns,
+    RunColumns,
+    read_bytes,
+    read_qrels,
+    read_run,
+    read_zscores,
+    split_lines,
+)
 from ranking.trec_eval.select import Requested
 
 __all__ = ["evaluate_prefs", "ranked_docs"]
+
+#: The evaluated query ids, their values, and the message that stopped the loop.
+Result = tuple[list[str], Table, str | None]
 
 _FORMATS = {"prefs": "prefs", "qrels_prefs": "prefs", "qrels_jg": "qrels_jg"}
 
@@ -34,7 +47,11 @@ def ranked_docs(run: RunColumns, max_ret: int) -> dict[bytes, list[bytes] | str]
         items.sort(key=lambda t: (-t[0], t[1]))
         docs = [doc for _, doc in items[:max_ret]]
         dup = next((d for d, n in _counts(docs).items() if n > 1), None)
-        out[qid] = docs if dup is None else f"trec_eval.form_prefs_counts: duplicate docs {dup.decode('utf-8', 'replace')}"
+        out[qid] = (
+            docs
+            if dup is None
+            else f"trec_eval.form_prefs_counts: duplicate docs {dup.decode('utf-8', 'replace')}"
+        )
     return out
 
 
@@ -47,23 +64,34 @@ def _counts(docs: list[bytes]) -> dict[bytes, int]:
 
 def _check(requested: list[Requested], source: str) -> None:
     for item in requested:
-        if item.measure.source not in {source, "qrels"} or (item.measure.source == "qrels" and item.measure.kind not in {"runid", "count"}):
+        if item.measure.source not in {source, "qrels"} or (
+            item.measure.source == "qrels" and item.measure.kind not in {"runid", "count"}
+        ):
             if item.measure.name in {"runid", "num_q"}:
                 continue
-            raise TrecEvalError(f"trec_eval: Can't calculate measure '{item.measure.name}' with -R {source}", 4)
-        if item.measure.kind == "count" and item.measure.source == "qrels" and item.measure.name != "num_q":
-            raise TrecEvalError(f"trec_eval: Can't calculate measure '{item.measure.name}' with -R {source}", 4)
+            raise TrecEvalError(
+                f"trec_eval: Can't calculate measure '{item.measure.name}' with -R {source}", 4
+            )
+        if (
+            item.measure.kind == "count"
+            and item.measure.source == "qrels"
+            and item.measure.name != "num_q"
+        ):
+            raise TrecEvalError(
+                f"trec_eval: Can't calculate measure '{item.measure.name}' with -R {source}", 4
+            )
 
 
-def _prefs_table(options: Options, requested: list[Requested], run: RunColumns) -> tuple[list[str], Table, np.ndarray, str | None]:
-    rows = read_prefs(options.files[0], qrels_style=options.rel_format == "qrels_prefs", lenient=options.lenient)
+def _prefs_table(options: Options, requested: list[Requested], run: RunColumns) -> Result:
+    rows = read_prefs(
+        options.files[0], qrels_style=options.rel_format == "qrels_prefs", lenient=options.lenient
+    )
     by_query: dict[bytes, list[PrefRow]] = defaultdict(list)
     for row in rows:
         by_query[row.qid].append(row)
     ranked = ranked_docs(run, options.max_ret)
     qids: list[str] = []
     per_query: list[dict[str, float]] = []
-    bogus: list[bool] = []
     error = None
     for qid in sorted(by_query):
         docs = ranked.get(qid)
@@ -76,31 +104,37 @@ def _prefs_table(options: Options, requested: list[Requested], run: RunColumns) 
         qp = query_prefs(by_query[qid], docs if docs is not None else [BOGUS_DOC])
         qids.append(qid.decode("utf-8", "surrogateescape"))
         per_query.append(prefs_values(qp))
-        bogus.append(docs is None)
     values = []
     for item in requested:
-        column = [pq.get(item.measure.name, 1.0 if item.measure.name == "num_q" else 0.0) for pq in per_query]
-        values.append(np.array(column, dtype=np.float64).reshape(len(per_query), 1)[:, : len(item.names)])
-    return qids, Table(requested, values), np.array(bogus, dtype=bool), error
+        column = [
+            pq.get(item.measure.name, 1.0 if item.measure.name == "num_q" else 0.0)
+            for pq in per_query
+        ]
+        values.append(
+            np.array(column, dtype=np.float64).reshape(len(per_query), 1)[:, : len(item.names)]
+        )
+    return qids, Table(requested, values), error
 
 
-def _jg_table(options: Options, requested: list[Requested], run: RunColumns) -> tuple[list[str], Table, np.ndarray, str | None]:
+def _jg_table(options: Options, requested: list[Requested], run: RunColumns) -> Result:
+    """``-R qrels_jg``: each (query, group) is evaluated as a query of its own against the
+    query's ranking, then the groups' values are averaged (summed when only one)."""
     qrels = read_qrels(options.files[0], lenient=options.lenient)
-    data = open(options.files[0], "rb").read() if options.files[0] != "-" else b""
-    del data
-    groups = _read_jg_groups(options.files[0], qrels)
-    pseudo = np.array([q + b"\x01" + g for q, g in zip(qrels.qid.tolist(), groups, strict=True)], dtype=np.bytes_)
-    jg_qrels = QrelsColumns(pseudo, qrels.doc, qrels.rel, qrels.line)
-    jg_run = _expand_run(run, pseudo)
-    merged = merge(jg_qrels, jg_run, level=options.level, max_ret=options.max_ret, judged_only=options.judged_only, complete=options.complete)
+    groups = [
+        fields[1]
+        for _, fields in split_lines(read_bytes(options.files[0], "qrels"), skip_blank=False)
+    ]
+    keys = [q + b"\x01" + g for q, g in zip(qrels.qid.tolist(), groups, strict=True)]
+    pseudo = np.array(keys, dtype=np.bytes_)
+    merged = merge(
+        QrelsColumns(pseudo, qrels.doc, qrels.rel, qrels.line),
+        _expand_run(run, pseudo),
+        level=options.level,
+        max_ret=options.max_ret,
+        judged_only=options.judged_only,
+        complete=options.complete,
+    )
     return _jg_values(merged, requested)
-
-
-def _read_jg_groups(path: str, qrels: QrelsColumns) -> list[bytes]:
-    from ranking.trec_eval.readers import read_bytes, split_lines
-
-    rows = split_lines(read_bytes(path, "qrels"), skip_blank=False)
-    return [fields[1] for _, fields in rows]
 
 
 def _expand_run(run: RunColumns, pseudo: np.ndarray) -> RunColumns:
@@ -115,56 +149,51 @@ def _expand_run(run: RunColumns, pseudo: np.ndarray) -> RunColumns:
             take.append(i)
             keys.append(key)
     idx = np.array(take, dtype=np.int64)
-    return RunColumns(np.array(keys, dtype=np.bytes_), run.doc[idx], run.sim[idx], run.line[idx], run.runid)
+    return RunColumns(
+        np.array(keys, dtype=np.bytes_), run.doc[idx], run.sim[idx], run.line[idx], run.runid
+    )
 
 
-def _jg_values(merged, requested):  # type: ignore[no-untyped-def]
-    from ranking.trec_eval import m_cutoffs as mc
-    from ranking.trec_eval import m_interp as mi
+def _group_values(merged: Merged, item: Requested) -> np.ndarray:
+    name, batch = item.measure.name, merged.batch
+    if name == "map_avgjg":
+        return mc.mean_ap(batch)[:, None]
+    if name == "P_avgjg":
+        return mc.precision(batch, item.params)
+    if name == "Rprec_mult_avgjg":
+        return mi.rprec_mult(batch, item.params)
+    return (
+        np.ones((batch.n, len(item.names)))
+        if name == "num_q"
+        else np.zeros((batch.n, len(item.names)))
+    )
 
+
+def _jg_values(merged: Merged, requested: list[Requested]) -> Result:
     stop = min(merged.errors, default=len(merged.qids))
     real = [q.split("\x01")[0] for q in merged.qids]
-    first_bad_query = real[stop] if stop < len(real) else None
-    keep = [i for i, q in enumerate(real) if q != first_bad_query and i < stop] if first_bad_query else list(range(len(real)))
-    batch = merged.batch
-    columns = {
-        "map_avgjg": mc.mean_ap(batch)[:, None],
-    }
-    order: list[str] = []
-    for q in real:
-        if not order or order[-1] != q:
-            order.append(q)
-    values = []
-    for item in requested:
-        name = item.measure.name
-        if name == "map_avgjg":
-            per = columns["map_avgjg"]
-        elif name == "P_avgjg":
-            per = mc.precision(batch, item.params)
-        elif name == "Rprec_mult_avgjg":
-            per = mi.rprec_mult(batch, item.params)
-        else:
-            per = np.ones((batch.n, len(item.names))) if name == "num_q" else np.zeros((batch.n, len(item.names)))
-        values.append(per)
-    qids_out: list[str] = []
-    out_values: list[list[np.ndarray]] = [[] for _ in requested]
+    values = [_group_values(merged, item) for item in requested]
+    rows_of: dict[str, list[int]] = defaultdict(list)
+    for i, q in enumerate(real):
+        rows_of[q].append(i)
+    qids: list[str] = []
+    out: list[list[np.ndarray]] = [[] for _ in requested]
     error = None
-    for q in order:
-        rows = [i for i, r in enumerate(real) if r == q]
-        if any(i >= stop for i in rows):
-            error = merged.errors[min(i for i in rows if i in merged.errors)] if any(i in merged.errors for i in rows) else None
+    for q, rows in rows_of.items():
+        if rows[-1] >= stop:
+            error = merged.errors[min(i for i in rows if i in merged.errors)]
             break
-        qids_out.append(q)
+        qids.append(q)
         for j, item in enumerate(requested):
-            per = values[j][rows]
             if item.measure.name == "num_q":
-                out_values[j].append(np.ones(len(item.names)))
+                out[j].append(np.ones(len(item.names)))
                 continue
-            total = np.cumsum(per, axis=0)[-1]
-            out_values[j].append(total / len(rows) if len(rows) > 1 else total)
-    del keep
-    table = Table(requested, [np.array(v).reshape(len(qids_out), len(r.names)) for v, r in zip(out_values, requested, strict=True)])
-    return qids_out, table, np.zeros(len(qids_out), dtype=bool), error
+            total = np.cumsum(values[j][rows], axis=0)[-1]
+            out[j].append(total / len(rows) if len(rows) > 1 else total)
+    arrays = [
+        np.array(v).reshape(len(qids), len(r.names)) for v, r in zip(out, requested, strict=True)
+    ]
+    return qids, Table(requested, arrays), error
 
 
 def evaluate_prefs(options: Options, requested: list[Requested]) -> list[str]:
@@ -175,16 +204,22 @@ def evaluate_prefs(options: Options, requested: list[Requested]) -> list[str]:
     run = read_run(options.files[1], lenient=options.lenient)
     zscores = read_zscores(options.zscores, lenient=options.lenient) if options.zscores else None
     if source == "prefs":
-        qids, table, bogus, error = _prefs_table(options, requested, run)
+        qids, table, error = _prefs_table(options, requested, run)
     else:
-        qids, table, bogus, error = _jg_table(options, requested, run)
+        qids, table, error = _jg_table(options, requested, run)
     if zscores is not None:
         to_zscores(table, qids, zscores)
     if error is None and not qids:
         error = "trec_eval: No queries with both results and relevance info"
     total = len(qids)
     ev = Evaluation(qids, table, [""] * len(qids), run.runid, total, 0, error)
-    lines = format_lines(ev, query=options.query, summary=options.summary, complete=options.complete, zmode=zscores is not None)
+    lines = format_lines(
+        ev,
+        query=options.query,
+        summary=options.summary,
+        complete=options.complete,
+        zmode=zscores is not None,
+    )
     if error is not None:
         raise TrecEvalError(error, 4, lines)
     return lines

@@ -79,7 +79,9 @@ def _ec_counts(jg: JG, njr: int, counts: NDArray[np.int64]) -> None:
                     counts[r1, r2] += 1
                     if r1 == r2:
                         raise TrecEvalError(
-                            f"trec_eval.form_prefs_counts: Internal docid {r1} occurs with different rel_level in same jsg", 4
+                            f"trec_eval.form_prefs_counts: Internal docid {r1} occurs with "
+                            "different rel_level in same jsg",
+                            4,
                         )
                     if r1 < r2:
                         if r2 < njr:
@@ -111,12 +113,22 @@ def _closure(matrix: NDArray[np.bool_]) -> NDArray[np.bool_]:
     return reach
 
 
-def _pa_counts(jg: JG, rows: list[tuple[bytes, float, int, bytes]], nj: int, njr: int, counts: NDArray[np.int64]) -> None:
+def _pa_counts(
+    jg: JG,
+    rows: list[tuple[bytes, float, int, bytes]],
+    nj: int,
+    njr: int,
+    counts: NDArray[np.int64],
+) -> None:
     matrix = np.zeros((nj, nj), dtype=bool)
     rel = np.full(nj, -1.0)
     for i, (jsg, level, rank, doc) in enumerate(rows):
         if (rel[rank] > 0.0 and level == 0.0) or (rel[rank] == 0.0 and level > 0.0):
-            raise TrecEvalError(f"trec_eval.form_prefs_counts: doc '{doc.decode('utf-8', 'replace')}' has both 0 and non-0 rel_level assigned", 4)
+            raise TrecEvalError(
+                f"trec_eval.form_prefs_counts: doc '{doc.decode('utf-8', 'replace')}' "
+                "has both 0 and non-0 rel_level assigned",
+                4,
+            )
         rel[rank] = level
         j = i + 1
         while j < len(rows) and rows[j][0] == jsg and rows[j][1] == level:
@@ -158,7 +170,9 @@ def query_prefs(rows: list[PrefRow], ranked_docs: list[bytes]) -> QueryPrefs:
         group = keyed[start:end]
         jg = JG()
         if len({r.jsg for r in group}) > 1:
-            _pa_counts(jg, [(r.jsg, r.rel_level, ranks[r.doc], r.doc) for r in group], nj, njr, counts)
+            _pa_counts(
+                jg, [(r.jsg, r.rel_level, ranks[r.doc], r.doc) for r in group], nj, njr, counts
+            )
         else:
             for r in group:
                 if not jg.ec_levels or jg.ec_levels[-1] != r.rel_level:

@@ -26,14 +26,22 @@ __all__ = ["prefs_values"]
 
 def _div(a: float, b: float) -> float:
     """C double division (0/0 is NaN, x/0 infinite)."""
-    return float(np.float64(a) / np.float64(b)) if b else (float("nan") if a == 0 else float(np.inf) * np.sign(a))
+    return (
+        float(np.float64(a) / np.float64(b))
+        if b
+        else (float("nan") if a == 0 else float(np.inf) * np.sign(a))
+    )
 
 
 def _ratio_sum(qp: QueryPrefs, parts: str) -> tuple[int, int]:
     ful = poss = 0
     for jg in qp.jgs:
         ful += jg.ful_ret + (jg.ful_imp if parts != "ret" else 0)
-        poss += jg.poss_ret + (jg.poss_imp if parts != "ret" else 0) + (jg.notoccur if parts == "all" else 0)
+        poss += (
+            jg.poss_ret
+            + (jg.poss_imp if parts != "ret" else 0)
+            + (jg.notoccur if parts == "all" else 0)
+        )
     return ful, poss
 
 
@@ -46,7 +54,11 @@ def _avgjg(qp: QueryPrefs, parts: str) -> float:
     total = 0.0
     for jg in qp.jgs:
         ful = jg.ful_ret + (jg.ful_imp if parts != "ret" else 0)
-        poss = jg.poss_ret + (jg.poss_imp if parts != "ret" else 0) + (jg.notoccur if parts == "all" else 0)
+        poss = (
+            jg.poss_ret
+            + (jg.poss_imp if parts != "ret" else 0)
+            + (jg.notoccur if parts == "all" else 0)
+        )
         if poss:
             total += ful / poss
     return total / len(qp.jgs) if total > 0.0 else 0.0
@@ -72,8 +84,10 @@ def _recalc_ec(jg: JG, njr: int, keep: int, ret_only: bool) -> tuple[int, int]:
     ful = poss = 0
     ecs = jg.ecs
     last = ecs[-1][:keep]
+
     def use(ranks: list[int]) -> list[int]:
         return [r for r in _prefix_ret(ranks, njr)] if ret_only else ranks
+
     for e1 in range(len(ecs)):
         for e2 in range(e1 + 1, len(ecs) - 1):
             for r1 in use(ecs[e1]):
@@ -128,14 +142,18 @@ def _recalc_pa(jg: JG, njr: int, ret_only: bool) -> tuple[int, int]:
 def _rnonrel(qp: QueryPrefs, ret_only: bool) -> float:
     total = 0.0
     for jg in qp.jgs:
-        rel_n, nonrel_n = (jg.num_rel_ret, jg.num_nonrel_ret) if ret_only else (jg.num_rel, jg.num_nonrel)
+        rel_n, nonrel_n = (
+            (jg.num_rel_ret, jg.num_nonrel_ret) if ret_only else (jg.num_rel, jg.num_nonrel)
+        )
         if rel_n >= nonrel_n:
             ful = jg.ful_ret + (0 if ret_only else jg.ful_imp)
             poss = jg.poss_ret + (0 if ret_only else jg.poss_imp + jg.notoccur)
             ful += jg.num_rel_ret * (rel_n - nonrel_n)
             poss += jg.num_rel * (rel_n - nonrel_n)
         elif jg.ecs:
-            ful, poss = _recalc_ec(jg, qp.num_judged_ret, jg.num_rel_ret if ret_only else jg.num_rel, ret_only)
+            ful, poss = _recalc_ec(
+                jg, qp.num_judged_ret, jg.num_rel_ret if ret_only else jg.num_rel, ret_only
+            )
         else:
             ful, poss = _recalc_pa(jg, qp.num_judged_ret, ret_only)
         total += _div(ful, poss)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ranking.trec_eval.errors import TrecEvalError
-from ranking.trec_eval.readers import _STRICT_FLOAT, c_atof, read_bytes, split_lines
+from ranking.trec_eval.readers import c_atof, is_decimal, read_bytes, split_lines
 
 __all__ = ["PrefRow", "read_prefs"]
 
@@ -42,9 +42,12 @@ def read_prefs(path: str, *, qrels_style: bool, lenient: bool = False) -> list[P
             text = b" ".join(fields).decode("utf-8", "replace")
             raise TrecEvalError(f"{path}:{number}: expected {width} fields {shape}, got '{text}'")
         level_text = fields[-1]
-        if not _STRICT_FLOAT.match(level_text) and not lenient:
-            raise TrecEvalError(f"{path}:{number}: expected a number rel_level in field {width}, got '{level_text.decode('utf-8', 'replace')}'")
-        level = float(level_text) if _STRICT_FLOAT.match(level_text) else c_atof(level_text)
+        if not is_decimal(level_text) and not lenient:
+            raise TrecEvalError(
+                f"{path}:{number}: expected a number rel_level in field {width}, "
+                f"got '{level_text.decode('utf-8', 'replace')}'"
+            )
+        level = float(level_text) if is_decimal(level_text) else c_atof(level_text)
         jsg = b"0" if qrels_style else fields[2]
         rows.append(PrefRow(fields[0], fields[1], jsg, fields[-2], level))
     if not rows:

@@ -28,6 +28,7 @@ __all__ = [
     "RunColumns",
     "c_atof",
     "c_atol",
+    "is_decimal",
     "read_bytes",
     "read_qrels",
     "read_run",
@@ -42,6 +43,11 @@ _FLOAT = re.compile(
 )
 _STRICT_INT = re.compile(rb"[+-]?\d+\Z")
 _STRICT_FLOAT = re.compile(rb"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\Z")
+
+
+def is_decimal(text: bytes) -> bool:
+    """Whether ``text`` is a plain decimal number (what the strict readers accept)."""
+    return _STRICT_FLOAT.match(text) is not None
 
 
 def c_atol(text: bytes) -> int:
@@ -89,7 +95,9 @@ def read_bytes(path: str, what: str) -> bytes:
             with open(path, "rb") as handle:
                 data = handle.read()
     except OSError as error:
-        raise TrecEvalError(f"trec_eval: Cannot read {what} file '{path}': {error.strerror}") from None
+        raise TrecEvalError(
+            f"trec_eval: Cannot read {what} file '{path}': {error.strerror}"
+        ) from None
     if not data:
         raise TrecEvalError(f"trec_eval: Cannot read {what} file '{path}': it is empty")
     return data
@@ -194,6 +202,9 @@ def read_zscores(path: str, *, lenient: bool = False) -> dict[tuple[str, str], t
             raise _bad(path, number, "4 fields 'qid measure mean stddev'", fields)
         mean = _sim(path, number, fields[2], lenient, fields)
         std = _sim(path, number, fields[3], lenient, fields)
-        key = (fields[0].decode("utf-8", "surrogateescape"), fields[1].decode("utf-8", "surrogateescape"))
+        key = (
+            fields[0].decode("utf-8", "surrogateescape"),
+            fields[1].decode("utf-8", "surrogateescape"),
+        )
         table[key] = (mean, std)
     return table

@@ -87,14 +87,21 @@ _QRELS: list[Measure] = [
     Measure("Rprec", "single", _single(mc.r_precision)),
     Measure("bpref", "single", _single(mj.bpref)),
     Measure("recip_rank", "single", _single(mc.recip_rank)),
-    Measure("iprec_at_recall", "cut_double", lambda b, p, c: mi.iprec_at_recall(b, p), RECALL_POINTS),
+    Measure(
+        "iprec_at_recall", "cut_double", lambda b, p, c: mi.iprec_at_recall(b, p), RECALL_POINTS
+    ),
     Measure("P", "cut_long", lambda b, p, c: mc.precision(b, p), CUTS),
     Measure("relstring", "relstring", None, (10.0,), summary="none"),
     Measure("recall", "cut_long", lambda b, p, c: mc.recall(b, p), CUTS),
     Measure("infAP", "single", _single(mj.inf_ap)),
     Measure("gm_bpref", "single", _single(mj.gm_bpref), summary="gm", per_query=False),
     Measure("Rprec_mult", "cut_double", lambda b, p, c: mi.rprec_mult(b, p), R_MULTS),
-    Measure("utility", "p_double", lambda b, p, c: _col(mc.utility(b, p, c.num_docs)), (1.0, -1.0, 0.0, 0.0)),
+    Measure(
+        "utility",
+        "p_double",
+        lambda b, p, c: _col(mc.utility(b, p, c.num_docs)),
+        (1.0, -1.0, 0.0, 0.0),
+    ),
     Measure("11pt_avg", "p_double", lambda b, p, c: _col(mi.eleven_pt_avg(b, p)), RECALL_POINTS),
     Measure("binG", "single", _single(mj.bin_g)),
     Measure("G", "p_pair", lambda b, p, c: _col(mg.g_measure(b, p)), ()),
@@ -135,7 +142,13 @@ _PREFS_SUM = {"prefs_num_prefs_poss", "prefs_num_prefs_ful", "prefs_num_prefs_fu
 
 _TAIL: list[Measure] = [
     *(
-        Measure(name, "count" if name in _PREFS_SUM else "single", None, summary="sum" if name in _PREFS_SUM else "mean", source="prefs")
+        Measure(
+            name,
+            "count" if name in _PREFS_SUM else "single",
+            None,
+            summary="sum" if name in _PREFS_SUM else "mean",
+            source="prefs",
+        )
         for name in PREFS_NAMES
     ),
     Measure("map_avgjg", "single", None, source="qrels_jg"),
@@ -149,14 +162,62 @@ _TAIL: list[Measure] = [
 
 MEASURES: tuple[Measure, ...] = (*_QRELS, *_TAIL)
 
-_OFFICIAL = ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref", "recip_rank", "iprec_at_recall", "P")
+_OFFICIAL = (
+    "runid",
+    "num_q",
+    "num_ret",
+    "num_rel",
+    "num_rel_ret",
+    "map",
+    "gm_map",
+    "Rprec",
+    "bpref",
+    "recip_rank",
+    "iprec_at_recall",
+    "P",
+)
 NICKNAMES: dict[str, Sequence[str]] = {
     "official": _OFFICIAL,
-    "set": ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "utility", "set_P", "set_recall", "set_relative_P", "set_map", "set_F"),
+    "set": (
+        "runid",
+        "num_q",
+        "num_ret",
+        "num_rel",
+        "num_rel_ret",
+        "utility",
+        "set_P",
+        "set_recall",
+        "set_relative_P",
+        "set_map",
+        "set_F",
+    ),
     "all_trec": (
-        *_OFFICIAL, "relstring", "recall", "unj", "rbp", "rbp_resid", "infAP", "gm_bpref", "utility", "11pt_avg",
-        "ndcg", "relative_P", "Rprec_mult", "success", "map_cut", "ndcg_cut", "ndcg_rel", "Rndcg", "binG", "G",
-        "set_P", "set_recall", "set_relative_P", "set_map", "set_F", "num_nonrel_judged_ret",
+        *_OFFICIAL,
+        "relstring",
+        "recall",
+        "unj",
+        "rbp",
+        "rbp_resid",
+        "infAP",
+        "gm_bpref",
+        "utility",
+        "11pt_avg",
+        "ndcg",
+        "relative_P",
+        "Rprec_mult",
+        "success",
+        "map_cut",
+        "ndcg_cut",
+        "ndcg_rel",
+        "Rndcg",
+        "binG",
+        "G",
+        "set_P",
+        "set_recall",
+        "set_relative_P",
+        "set_map",
+        "set_F",
+        "num_nonrel_judged_ret",
     ),
     "all_prefs": ("runid", "num_q", *PREFS_NAMES),
     "prefs": ("runid", "num_q", *PREFS_NAMES[:6]),

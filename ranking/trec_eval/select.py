@@ -26,7 +26,9 @@ def _mark(arg: str, marked: set[str], args: list[tuple[str, str]]) -> None:
     name, dot, param = arg.partition(".")
     if dot:
         if not param:
-            print(f"trec_eval: improper measure in parameter '{name}'", file=__import__("sys").stderr)
+            print(
+                f"trec_eval: improper measure in parameter '{name}'", file=__import__("sys").stderr
+            )
             raise TrecEvalError(f"trec_eval: illegal measure '{name}'", 1)
         args.append((name, param))
     if name in NICKNAMES:
@@ -70,5 +72,7 @@ def select(measure_args: list[str]) -> list[Requested]:
         try:
             requested.append(_init(measure, given))
         except TrecEvalError as error:
-            raise TrecEvalError(f"{error.message}\ntrec_eval: Cannot initialize measure '{measure.name}'", 2) from None
+            raise TrecEvalError(
+                f"{error.message}\ntrec_eval: Cannot initialize measure '{measure.name}'", 2
+            ) from None
     return requested
