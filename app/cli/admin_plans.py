@@ -109,8 +109,7 @@ def plan_cmd(
         "--max-loss",
         min=0.0,
         max=0.5,
-        help="The expected κ-NDCG@k loss per query the machine may cost the result "
-        "(default 0.01).",
+        help="The expected κ-NDCG@k loss per query the machine may cost the result (default 0.01).",
     ),
     machine_accuracy: float | None = typer.Option(
         None,

@@ -329,9 +329,9 @@ def get_task(*, db: Database, user: User, task_id: int) -> TaskView:
         query = s.get(Query, task.query_id)
         owner = s.get(User, task.assessor_id)
         n, m = s.execute(
-            select(
-                func.count(), func.sum(case((Judgment.source == "machine", 1), else_=0))
-            ).where(Judgment.task_id == task.id, Judgment.undone.is_(False))
+            select(func.count(), func.sum(case((Judgment.source == "machine", 1), else_=0))).where(
+                Judgment.task_id == task.id, Judgment.undone.is_(False)
+            )
         ).one()
         assert query is not None and owner is not None
         return blind(_view(task, query, owner, n or 0, machine_answers=int(m or 0)), user)

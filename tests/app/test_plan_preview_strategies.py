@@ -132,7 +132,7 @@ def test_only_the_constraints_that_apply_are_listed(api: Api, coll: int) -> None
 
 def test_with_a_machine_every_assist_row_shows_people_and_machine(api: Api, coll: int) -> None:
     out = _preview(api, coll, strategy="insertion+assist", machine="bm25")
-    assert out["options"]["topk"]["machine"] == {"source": "bm25"}
+    assert out["options"]["topk"]["machine"] == {"source": "bm25", "max_loss": 0.01}
     assert out["cost_model"]["machine_accuracy"] == ASSUMED_MACHINE_ACCURACY == 0.8
     # No machine has judged in this collection: the accuracy is the assumed one.
     assert out["machine_accuracy"] == {"value": 0.8, "source": "assumed", "pairs": 0}

@@ -35,6 +35,8 @@ TABLES = {
     "second_opinion",
     "llm_response",
     "llm_usage",
+    "machine_alarm",
+    "machine_audit",
     "run",
     "run_query",
     "pool",
