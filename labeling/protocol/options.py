@@ -14,9 +14,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TypeGuard
 
 from labeling.errors import ConfigError
-from labeling.machine.trust import DEFAULT_MAX_LOSS, MAX_MAX_LOSS
 from labeling.protocol.prior_orders import check_prior, check_prior_matches_order
 from labeling.protocol.types import METHODS
+from labeling.strategies.assist import DEFAULT_MAX_LOSS, MAX_MAX_LOSS
 from labeling.strategies.registry import DEFAULT_STRATEGY, check_strategy_name, makes_repeats
 
 #: Options of each method and their defaults (all recorded in the task config).

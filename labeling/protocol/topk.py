@@ -54,7 +54,6 @@ from collections.abc import Sequence
 from typing import Any, Literal, NamedTuple
 
 from labeling.errors import ConfigError, Finished, InvalidAnswer, NotFinished, WrongQuestion
-from labeling.machine.trust import DEFAULT_MAX_LOSS
 from labeling.protocol.groundtruth import PairJudgment, TopKResult
 from labeling.protocol.pair_cache import with_memo, with_pair_cache
 from labeling.protocol.seeding import REASK_GAP, Orientation, ReaskSchedule, seeded_order
@@ -68,7 +67,7 @@ from labeling.protocol.types import (
     Progress,
     check_reason,
 )
-from labeling.strategies.assist import AssistStrategy, MachineOpinion
+from labeling.strategies.assist import DEFAULT_MAX_LOSS, AssistStrategy, MachineOpinion
 from labeling.strategies.base import Compare, ComparisonGenerator, PairStrategy, Winner
 from labeling.strategies.registry import DEFAULT_STRATEGY, resolve_strategy
 

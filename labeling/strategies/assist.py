@@ -63,12 +63,15 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from labeling.machine.trust import (
     AUDIT_MAX,
-    DEFAULT_MAX_LOSS,
+    DEFAULT_MAX_LOSS,  # the option machine.max_loss (its check: labeling.protocol.options)
     AuditMonitor,
     ErrorEvidence,
     audit_share,
     confidence_bin,
     question_tolerance,
+)
+from labeling.machine.trust import (
+    MAX_MAX_LOSS as MAX_MAX_LOSS,
 )
 from labeling.strategies.base import Compare, PairStrategy, Winner
 from labeling.strategies.robust import ASSUMED_FLIP, DAMAGE_DEPTH, RobustStrategy, damage_table
