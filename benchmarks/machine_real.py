@@ -54,6 +54,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from app.training.features import collection_extractor, normalized_matrix  # noqa: E402
+from benchmarks.machine_cold import cold_start_tables  # noqa: E402
 from labeling.machine.calibration import Calibrator  # noqa: E402
 from labeling.machine.features import FeatureExtractor  # noqa: E402
 from labeling.machine.judges import (  # noqa: E402
@@ -75,8 +76,6 @@ from ranking.data.dataset import QueryDataset, dataset_from_topk  # noqa: E402
 from ranking.data.folds import letor4_folds  # noqa: E402
 from ranking.estimators import ListNet  # noqa: E402
 from ranking.metrics import kappa_ndcg  # noqa: E402
-
-from benchmarks.machine_cold import cold_start_tables  # noqa: E402
 
 K = 10
 STRATEGIES = ("tournament", "prior", "insertion")

@@ -204,9 +204,7 @@ def collection_alarms(*, db: Database, collection_id: int) -> dict[str, Any]:
     }
 
 
-def resume_alarm(
-    *, db: Database, collection_id: int, alarm_id: int, by: str
-) -> dict[str, Any]:
+def resume_alarm(*, db: Database, collection_id: int, alarm_id: int, by: str) -> dict[str, Any]:
     """Resume the machine after an alarm (the admin recalibrated it, e.g. a new judge or
     more gold answers): the test starts afresh from the audits after it. 404 for an unknown
     alarm of the collection, 409 for one already resumed."""

@@ -92,9 +92,7 @@ async def _progress_context(db: Any, collection_id: int) -> dict[str, Any]:
         progress.collection_progress, db=db, collection_id=collection_id
     )
     usage = await run_in_threadpool(machines.machine_usage, db=db, collection_id=collection_id)
-    found = await run_in_threadpool(
-        alarms.collection_alarms, db=db, collection_id=collection_id
-    )
+    found = await run_in_threadpool(alarms.collection_alarms, db=db, collection_id=collection_id)
     return {
         "progress": report,
         "chart": timeline_chart(report["timeline"]),

@@ -16,7 +16,6 @@ Pure: no FastAPI, no SQLAlchemy, no network.
 from __future__ import annotations
 
 import math
-
 from collections.abc import Sequence
 
 from labeling.machine.calibration import Calibrator

@@ -4,12 +4,13 @@ its probability of being wrong, and a sequential test of its audits
 
 **The bound** (:class:`ErrorEvidence`). A machine's raw P(first better) ``p`` names a side
 (first when ``p > 1/2``) and falls in a confidence bin of ``c = |p − 1/2|``: the
-:data:`BIN_EDGES` ``0, 0.1, 0.2, 0.3, 0.4, 0.45, 0.48, 0.49, 0.495, 0.499, 0.5`` (``c = 0`` names no side: never an answer). Per bin, the
-human answers on pairs of that bin (the study's earlier queries, this session's answers, the
-audits, a gold set) count ``m`` answers of which ``w`` contradicted the machine's side. The
-machine's P(wrong) on a question of that bin is bounded by the one-sided **Clopper–Pearson**
-upper bound at level :data:`BOUND_ALPHA` (C. J. Clopper and E. S. Pearson, "The use of
-confidence or fiducial limits illustrated in the case of the binomial", Biometrika 1934):
+:data:`BIN_EDGES` ``0, 0.1, 0.2, 0.3, 0.4, 0.45, 0.48, 0.49, 0.495, 0.499, 0.5`` (``c = 0``
+names no side: never an answer). Per bin, the human answers on pairs of that bin (the study's
+earlier queries, this session's answers, the audits, a gold set) count ``m`` answers of which
+``w`` contradicted the machine's side. The machine's P(wrong) on a question of that bin is
+bounded by the one-sided **Clopper–Pearson** upper bound at level :data:`BOUND_ALPHA`
+(C. J. Clopper and E. S. Pearson, "The use of confidence or fiducial limits illustrated in
+the case of the binomial", Biometrika 1934):
 
     U(w, m) = B⁻¹(1 − α; w + 1, m − w)   (the Beta quantile; U = 1 when w = m, so when m = 0)
 
@@ -121,8 +122,8 @@ def error_upper_bound(wrong: int, answers: int, alpha: float = BOUND_ALPHA) -> f
 
 def question_tolerance(max_loss: float, n: int) -> float:
     """The largest risk (stake × the bound) one machine answer may carry:
-    ``TOLERANCE_FACTOR · max_loss / n`` (35 · max_loss / n) for a pool of ``n`` documents; the answers' risks
-    together stay within ``max_loss`` (docs/machine-judges.md#the-rule)."""
+    ``TOLERANCE_FACTOR · max_loss / n`` (35 · max_loss / n) for a pool of ``n`` documents;
+    the answers' risks together stay within ``max_loss`` (docs/machine-judges.md#the-rule)."""
     return TOLERANCE_FACTOR * max_loss / max(n, 1)
 
 

@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from labeling.errors import ConfigError
-from labeling.machine.trust import DEFAULT_MAX_LOSS, MAX_MAX_LOSS
 from labeling.protocol.options import (
     check_initial_order,
     check_method,
@@ -34,6 +33,7 @@ from labeling.protocol.options import (
 )
 from labeling.protocol.prior_orders import check_prior, check_prior_matches_order
 from labeling.protocol.types import Method
+from labeling.strategies.assist import DEFAULT_MAX_LOSS, MAX_MAX_LOSS
 from labeling.strategies.registry import Strategy, parse_strategy
 
 #: A task's k when a caller gives none.

@@ -67,8 +67,7 @@ from labeling.protocol.types import (
     Progress,
     check_reason,
 )
-from labeling.machine.trust import DEFAULT_MAX_LOSS
-from labeling.strategies.assist import AssistStrategy, MachineOpinion
+from labeling.strategies.assist import DEFAULT_MAX_LOSS, AssistStrategy, MachineOpinion
 from labeling.strategies.base import Compare, ComparisonGenerator, PairStrategy, Winner
 from labeling.strategies.registry import DEFAULT_STRATEGY, resolve_strategy
 

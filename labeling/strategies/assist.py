@@ -23,8 +23,8 @@ asks :meth:`AssistStrategy.machine_verdict` whether the machine may answer it. T
 4. **Risk** = stake × ``U``. The machine answers when the risk is at most the per-question
    tolerance ``35 · max_loss / n`` (:func:`labeling.machine.trust.question_tolerance`) and the
    risks of all its answers so far plus this one stay within ``max_loss`` (the task option
-   ``machine.max_loss``, default :data:`labeling.machine.trust.DEFAULT_MAX_LOSS`: the expected κ-NDCG@k loss per query
-   the machine may cost, by the model, which is conservative). A repeat
+   ``machine.max_loss``, default :data:`labeling.machine.trust.DEFAULT_MAX_LOSS`, 0.01: the
+   expected κ-NDCG@k loss per query the machine may cost, by the stake model). A repeat
    (:attr:`Compare.repeat`) and a pair already answered always go to people.
 5. **Audits that act.** A share of the questions the machine could answer is asked of people
    anyway (a hash of the seed and the pair below :func:`labeling.machine.trust.audit_share`
@@ -63,12 +63,15 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from labeling.machine.trust import (
     AUDIT_MAX,
-    DEFAULT_MAX_LOSS,
+    DEFAULT_MAX_LOSS,  # the option machine.max_loss (its check: labeling.protocol.options)
     AuditMonitor,
     ErrorEvidence,
     audit_share,
     confidence_bin,
     question_tolerance,
+)
+from labeling.machine.trust import (
+    MAX_MAX_LOSS as MAX_MAX_LOSS,
 )
 from labeling.strategies.base import Compare, PairStrategy, Winner
 from labeling.strategies.robust import ASSUMED_FLIP, DAMAGE_DEPTH, RobustStrategy, damage_table

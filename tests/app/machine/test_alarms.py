@@ -12,9 +12,8 @@ from typing import Any
 
 import pytest
 from sqlalchemy import select
-from typer.testing import CliRunner
-
 from starlette.testclient import TestClient
+from typer.testing import CliRunner
 
 from app.cli import cli
 from app.kernel.models import Judgment, MachineAudit
@@ -133,14 +132,16 @@ def test_a_machine_gone_wrong_raises_the_alarm_and_people_carry_on(
     assert api.post("admin", url).status_code == 409
     missing = f"/api/v1/admin/collections/{cid}/machine/alarms/999999/resume"
     assert api.post("admin", missing).status_code == 404
-    assert api.get("admin", f"/api/v1/admin/collections/{cid}/machine/alarms").json()[
-        "active"
-    ] is False
+    assert (
+        api.get("admin", f"/api/v1/admin/collections/{cid}/machine/alarms").json()["active"]
+        is False
+    )
     again = create(api, cid, "q0")
     judge(api, again, truth["q0"], reverse=False)
-    assert api.get("admin", f"/api/v1/admin/collections/{cid}/machine/alarms").json()[
-        "active"
-    ] is False
+    assert (
+        api.get("admin", f"/api/v1/admin/collections/{cid}/machine/alarms").json()["active"]
+        is False
+    )
 
 
 def test_bad_alarm_input_changes_nothing(api: Api, coll: Any) -> None:

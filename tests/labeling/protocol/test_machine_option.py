@@ -28,7 +28,7 @@ def test_max_loss_defaults_and_is_recorded():
 
 @pytest.mark.parametrize("bad", [0, -0.1, 0.51, 2, math.nan, math.inf, "0.1", True, [0.1]])
 def test_a_bad_max_loss_is_refused_naming_the_key(bad):
-    with pytest.raises(ConfigError, match="machine.max_loss"):
+    with pytest.raises(ConfigError, match=r"machine\.max_loss"):
         _opts({"source": "bm25", "max_loss": bad})
 
 

@@ -7,18 +7,17 @@ log; what the assessor reads of the progress is the same with the machine on or 
 
 from __future__ import annotations
 
-import math
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from labeling.errors import InvalidAnswer, WrongQuestion
+from labeling.machine.trust import AuditMonitor, ErrorEvidence, audits_to_alarm
+from labeling.protocol.spec import validate_options
 from labeling.protocol.session import open_session
 from labeling.protocol.spec import validate_options
 from labeling.protocol.topk import TopKSession
 from labeling.protocol.types import MachineAnswer, PairAnswer
-from labeling.machine.trust import AuditMonitor, ErrorEvidence, audits_to_alarm
 from labeling.strategies.assist import AssistStrategy, wrong_stake
 from labeling.strategies.registry import strategy_names
 from labeling.study.simulation import Assessor, run_session
@@ -122,9 +121,7 @@ def test_a_wrong_machine_without_evidence_never_answers(name, seed, perm):
 
 @settings(max_examples=25, deadline=None)
 @given(name=st.sampled_from(ASSISTED), seed=st.integers(0, 2**16), perm=st.integers(0, 2**16))
-def test_a_trusted_machine_gone_wrong_raises_the_alarm_within_the_stated_audits(
-    name, seed, perm
-):
+def test_a_trusted_machine_gone_wrong_raises_the_alarm_within_the_stated_audits(name, seed, perm):
     """Its claims are small (the study trusted it), so each wrong audit multiplies the
     likelihood ratio by at least 1/(2·max claim): the alarm comes within
     ``audits_to_alarm(max claim)`` audits, and the machine answers nothing after it."""
