@@ -140,8 +140,9 @@ def point_at_standin(mp: Any, api: Api, base_url: str, key: str, queue: str, **k
     name, quick backoff, ``knobs`` on top), the API key ``key`` in the environment and the job
     queue in the SQLite file ``queue``; ``mp`` a pytest MonkeyPatch."""
     mp.setenv("HEAPJUDGE_LLM_API_KEY", key)
-    mp.setenv("HEAPJUDGE_QUEUE_URL", f"sqlite:///{queue}")
     settings = {
+        # The queue is a setting like the others, read once (not from the environment).
+        "queue_url": f"sqlite:///{queue}",
         "llm_base_url": base_url,
         "llm_model": f"standin-{uuid.uuid4().hex[:8]}",
         "llm_backoff_seconds": 0.01,

@@ -28,10 +28,13 @@ def queue(api: Api, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[
     tmp = tmp_path_factory.mktemp("jobs")
     url = f"sqlite:///{tmp / 'queue.db'}"
     saved = {k: os.environ.get(k) for k in ("HEAPJUDGE_QUEUE_URL", *JOB_ENV)}
-    os.environ.update({"HEAPJUDGE_QUEUE_URL": url, **JOB_ENV})
+    os.environ.update({"HEAPJUDGE_QUEUE_URL": url, **JOB_ENV})  # the workers' environment
+    mp = pytest.MonkeyPatch()
+    mp.setattr(api.db.settings, "queue_url", url)  # the app's settings, read once
     try:
         yield url, tmp
     finally:
+        mp.undo()
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)

@@ -4,7 +4,6 @@ per-fold validation and test metrics, truth sources, bad requests, read-only GET
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 
 import numpy as np
@@ -24,17 +23,14 @@ def worker(api: Api, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Worke
     """One worker for the module; the app enqueues on the same queue file."""
     tmp = tmp_path_factory.mktemp("queue")
     queue = f"sqlite:///{tmp / 'queue.db'}"
-    old = os.environ.get("HEAPJUDGE_QUEUE_URL")
-    os.environ["HEAPJUDGE_QUEUE_URL"] = queue
-    w = Worker(api.settings.database_url, queue, tmp / "worker.log").start()
-    try:
-        yield w
-    finally:
-        w.stop()
-        if old is None:
-            os.environ.pop("HEAPJUDGE_QUEUE_URL", None)
-        else:
-            os.environ["HEAPJUDGE_QUEUE_URL"] = old
+    with pytest.MonkeyPatch.context() as mp:
+        # The app's settings, read once: the queue it enqueues on is the worker's.
+        mp.setattr(api.db.settings, "queue_url", queue)
+        w = Worker(api.settings.database_url, queue, tmp / "worker.log").start()
+        try:
+            yield w
+        finally:
+            w.stop()
 
 
 @pytest.fixture(scope="module")
