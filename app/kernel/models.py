@@ -453,7 +453,9 @@ class MachineFailureAlarm(Base):
     the code that raises it."""
 
     __tablename__ = "machine_failure_alarm"
-    __table_args__ = (Index("ix_machine_failure_alarm_collection_open", "collection_id", "cleared_at"),)
+    __table_args__ = (
+        Index("ix_machine_failure_alarm_collection_open", "collection_id", "cleared_at"),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     collection_id: Mapped[int] = mapped_column(ForeignKey("collection.id", ondelete="CASCADE"))

@@ -16,7 +16,6 @@ reply is never shown, only its length: it is the endpoint's text, not ours.
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
 from app.kernel.settings import Settings

@@ -12,8 +12,9 @@ task's opinion jobs counted with the last error, and the collection's machine al
   calls per answer, not dozens. People are asked meanwhile, as for any pair without an
   opinion: nothing is lost, nothing waits.
 * ``machine_failure_alarm`` holds the alarms about a collection's machine's calls (the
-  audits' alarms are :mod:`app.machine.alarms`'; the pages and the CLI show both) (:func:`raise_alarm`, :func:`clear_alarms`: kind, task or the whole collection,
-  evidence text, when raised, last seen and cleared); at most one open alarm per
+  audits' alarms are :mod:`app.machine.alarms`'; the pages and the CLI show both):
+  :func:`raise_alarm`, :func:`clear_alarms` (kind, task or the whole collection, evidence
+  text, when raised, last seen and cleared); at most one open alarm per
   (collection, task, kind). :func:`open_alarms` lists them for the pages, the progress API and
   the CLI.
 
@@ -57,7 +58,9 @@ def raise_alarm(
     open_one = s.scalar(
         select(MachineFailureAlarm).where(
             MachineFailureAlarm.collection_id == collection_id,
-            MachineFailureAlarm.task_id.is_(None) if task_id is None else MachineFailureAlarm.task_id == task_id,
+            MachineFailureAlarm.task_id.is_(None)
+            if task_id is None
+            else MachineFailureAlarm.task_id == task_id,
             MachineFailureAlarm.kind == kind,
             MachineFailureAlarm.cleared_at.is_(None),
         )
@@ -86,7 +89,9 @@ def clear_alarms(
         update(MachineFailureAlarm)
         .where(
             MachineFailureAlarm.collection_id == collection_id,
-            MachineFailureAlarm.task_id.is_(None) if task_id is None else MachineFailureAlarm.task_id == task_id,
+            MachineFailureAlarm.task_id.is_(None)
+            if task_id is None
+            else MachineFailureAlarm.task_id == task_id,
             MachineFailureAlarm.kind == kind,
             MachineFailureAlarm.cleared_at.is_(None),
         )
@@ -159,7 +164,9 @@ def open_alarms(db: Database, collection_id: int | None = None) -> list[dict[str
     if collection_id is not None:
         query = query.where(MachineFailureAlarm.collection_id == collection_id)
     with db.read() as s:
-        rows = s.scalars(query.order_by(MachineFailureAlarm.raised_at.desc(), MachineFailureAlarm.id.desc()))
+        rows = s.scalars(
+            query.order_by(MachineFailureAlarm.raised_at.desc(), MachineFailureAlarm.id.desc())
+        )
         return [
             {
                 "id": a.id,

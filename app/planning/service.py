@@ -40,7 +40,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from app.judging.jobs import enqueue_opinions
 from app.kernel.db import Database
 from app.kernel.errors import Invalid, NotFound, issue_items
 from app.kernel.models import Query

@@ -64,7 +64,9 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name=op.f("pk_machine_failure_alarm")),
     )
     op.create_index(
-        "ix_machine_failure_alarm_collection_open", "machine_failure_alarm", ["collection_id", "cleared_at"]
+        "ix_machine_failure_alarm_collection_open",
+        "machine_failure_alarm",
+        ["collection_id", "cleared_at"],
     )
 
 

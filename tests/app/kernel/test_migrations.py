@@ -39,8 +39,6 @@ TABLES = {
     "machine_failure_alarm",
     "machine_audit",
     "llm_usage",
-    "machine_alarm",
-    "machine_audit",
     "run",
     "run_query",
     "pool",

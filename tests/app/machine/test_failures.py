@@ -25,9 +25,9 @@ from app.machine import health
 from app.machine.llm import CallReport
 from tests.app.conftest import Api
 from tests.app.machine.llm_standin import StandInModel, StandInServer
+from tests.app.machine.test_llm_end_to_end import create, judge, live_log, top
 from tests.app.machine_support import point_at_standin, text_collection
 from tests.app.web.test_admin_pages import login
-from tests.app.machine.test_llm_end_to_end import create, judge, live_log, top
 from tests.app.web.test_pages import hidden_csrf
 
 KEY = f"sk-fail-{uuid.uuid4().hex}"

@@ -28,8 +28,8 @@ from labeling.machine.trust import (
     error_upper_bound,
     question_tolerance,
 )
-from labeling.protocol.spec import validate_options
 from labeling.protocol.session import open_session
+from labeling.protocol.spec import validate_options
 from labeling.protocol.types import MachineAnswer
 from labeling.study.simulation import Assessor, run_session
 

@@ -8,8 +8,8 @@ import math
 import pytest
 
 from labeling.errors import ConfigError
-from labeling.protocol.spec import validate_options
 from labeling.protocol.session import open_session
+from labeling.protocol.spec import validate_options
 from labeling.strategies.assist import AssistStrategy
 
 

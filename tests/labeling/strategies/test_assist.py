@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 
 from labeling.errors import InvalidAnswer, WrongQuestion
 from labeling.machine.trust import AuditMonitor, ErrorEvidence, audits_to_alarm
-from labeling.protocol.spec import validate_options
 from labeling.protocol.session import open_session
 from labeling.protocol.spec import validate_options
 from labeling.protocol.topk import TopKSession
