@@ -63,12 +63,16 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from labeling.machine.trust import (
     AUDIT_MAX,
-    DEFAULT_MAX_LOSS,  # the option machine.max_loss (its check: labeling.protocol.options)
     AuditMonitor,
     ErrorEvidence,
     audit_share,
     confidence_bin,
     question_tolerance,
+)
+
+# Re-exported: the option machine.max_loss's default and bound (its check: the task spec).
+from labeling.machine.trust import (
+    DEFAULT_MAX_LOSS as DEFAULT_MAX_LOSS,
 )
 from labeling.machine.trust import (
     MAX_MAX_LOSS as MAX_MAX_LOSS,
