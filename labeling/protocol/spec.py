@@ -175,9 +175,9 @@ class MachineSpec:
 
 @dataclass(frozen=True, slots=True)
 class Routing:
-    """Where a ``+robust`` task's deliberate repeats go (docs/noise.md#routing-re-asks-to-a-
-    second-assessor): the second assessors' usernames (None: the task's own assessor) and how
-    long a routed question waits for them. The protocol never reads it; replay ignores it."""
+    """Where a ``+robust`` task's deliberate repeats go
+    (docs/noise.md#routing-re-asks-to-a-second-assessor): the second assessors' usernames
+    (None: the task's own assessor) and how long a routed question waits for them. The protocol never reads it; replay ignores it."""
 
     second_assessor: tuple[str, ...] | None = None
     timeout_s: int = DEFAULT_SECOND_OPINION_TIMEOUT
