@@ -15,6 +15,7 @@ from sqlalchemy import select
 
 from app.kernel.models import Query, Task
 from app.machine.service import prepare_task, save_prepared
+from labeling.protocol.spec import format_options, parse_spec
 from tests.e2e.web_support import open_task, relevance_docs, seed_task
 
 DOM = """() => Array.from(document.querySelectorAll('#judge-main, #judge-main *')).map(e =>
@@ -60,8 +61,9 @@ def test_the_judging_page_is_the_same_with_the_machine_on_and_off(
         query = s.get(Query, on.query_id)
         assert task is not None and query is not None
         opts = {**task.options, "machine": {"source": "bm25"}}
-        prepared = prepare_task(s, task.collection_id, query, task.doc_ids, opts, db.settings)
-        task.options = opts
+        spec = parse_spec(task.method, opts, k=task.k, seed=task.seed)
+        spec, prepared = prepare_task(s, task.collection_id, query, task.doc_ids, spec, db.settings)
+        task.options = format_options(spec)
         save_prepared(s, task.id, prepared)
     with_machine = _page(ctx, env, on.task_id, "blind-b")
     without = _page(ctx, env, off.task_id, "blind-a")
