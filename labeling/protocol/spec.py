@@ -177,7 +177,8 @@ class MachineSpec:
 class Routing:
     """Where a ``+robust`` task's deliberate repeats go
     (docs/noise.md#routing-re-asks-to-a-second-assessor): the second assessors' usernames
-    (None: the task's own assessor) and how long a routed question waits for them. The protocol never reads it; replay ignores it."""
+    (None: the task's own assessor) and how long a routed question waits for them. The
+    protocol never reads it; replay ignores it."""
 
     second_assessor: tuple[str, ...] | None = None
     timeout_s: int = DEFAULT_SECOND_OPINION_TIMEOUT
