@@ -9,6 +9,7 @@ import pytest
 from sqlalchemy import select
 
 from app.kernel.models import Judgment, MachineScore, TaskMachine
+from app.retrieval import repository
 from labeling.machine.embedding_judge import EmbeddingJudge
 from labeling.protocol.spec import EmbeddingSource, parse_source
 from labeling.retrieval.bm25 import Bm25Index
@@ -39,10 +40,8 @@ def test_stored_scores_are_the_core_judge_s_and_answers_carry_its_version(
 ) -> None:
     cid, truth = coll
     with api.db.read() as s:
-        from app.retrieval import repository
-
-        rows = repository.distinct_documents(s, cid)
-    docs = [(d, document_text(t, x, h)) for d, t, x, h in rows]
+        # Read inside the session: the repository yields rows lazily.
+        docs = [(d, document_text(t, x, h)) for d, t, x, h in repository.distinct_documents(s, cid)]
     bm25 = Bm25Index(docs)
     core = EmbeddingJudge(bm25, EmbeddingIndex(docs, load_embedder()))
     position = {d: i for i, d in enumerate(bm25.doc_ids)}
