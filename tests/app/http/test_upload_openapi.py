@@ -23,6 +23,7 @@ NO_BODY = {
     ("post", "/api/v1/admin/machine/check"),
     ("post", "/api/v1/admin/collections/{collection_id}/features"),
     ("post", "/api/v1/tasks/{task_id}/second-opinion/reclaim"),
+    ("post", "/api/v1/admin/collections/{collection_id}/machine/alarms/{alarm_id}/resume"),
 }
 TOPICS = b"<top>\n<num> Number: 1\n<title> heaps\n</top>\n"
 DOCS = b'{"doc_id": "a", "text": "heaps"}\n{"doc_id": "b", "text": "sorting"}\n'

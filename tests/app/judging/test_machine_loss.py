@@ -79,11 +79,11 @@ def test_the_collection_page_shows_the_loss(api: Api, study: dict[str, Any]) -> 
     html = (
         strict_environment()
         .get_template("collections/_progress.html")
-        .render(progress=report, chart=timeline_chart(report["timeline"]), usage=None)
+        .render(progress=report, chart=timeline_chart(report["timeline"]), usage=None, alarms=[])
     )
     mine = expected(api, study["with"])
     assert 'data-testid="machine-loss"' in html
-    assert html.count('data-testid="task-machine-loss"') == 2
+    assert html.count('data-testid="task-machine-loss"') == 5  # the study: 3 warm-up tasks, 2 more
     text = f'{mine["estimated_loss"]:.3f} <span class="muted">(90%: '
     text += f"{mine['interval'][0]:.3f}–{mine['interval'][1]:.3f})"
     assert html.count(text) == 2  # the summary line and the task's row
