@@ -51,12 +51,15 @@ def worker(api: Api, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Worke
     tmp = tmp_path_factory.mktemp("queue")
     queue = f"sqlite:///{tmp / 'queue.db'}"
     old = os.environ.get("HEAPJUDGE_QUEUE_URL")
-    os.environ["HEAPJUDGE_QUEUE_URL"] = queue
+    os.environ["HEAPJUDGE_QUEUE_URL"] = queue  # the CLI's environment
+    old_setting = api.db.settings.queue_url
+    api.db.settings.queue_url = queue  # the app's settings, read once
     w = Worker(api.settings.database_url, queue, tmp / "worker.log").start()
     try:
         yield w
     finally:
         w.stop()
+        api.db.settings.queue_url = old_setting
         if old is None:
             os.environ.pop("HEAPJUDGE_QUEUE_URL", None)
         else:
