@@ -11,7 +11,6 @@ import logging
 import math
 import random
 import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from typing import Any
@@ -21,7 +20,6 @@ import pytest
 from sqlalchemy import inspect, text
 
 from app.kernel.db import Database
-from app.kernel.models import Collection
 from app.kernel.settings import Settings
 from app.machine.llm import LlmClient, retry_wait
 from app.machine.repository import Study
@@ -41,22 +39,6 @@ UTILITY = {
     for d, u in zip(DOC_IDS, random.Random(4).sample(range(N_DOCS), N_DOCS), strict=True)
 }
 QUERY = JudgeQuery("q1", "heat transfer")
-
-
-@pytest.fixture(scope="module")
-def db(database_url: str) -> Iterator[Database]:
-    database = Database.from_url(database_url)
-    yield database
-    database.dispose()
-
-
-@pytest.fixture(scope="module")
-def collection_id(db: Database) -> int:
-    with db.write() as s:
-        row = Collection(name=f"llm-{uuid.uuid4().hex[:8]}")
-        s.add(row)
-        s.flush()
-        return row.id
 
 
 def new_study(collection_id: int) -> Study:

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from sqlalchemy import func, select
 
 from app.kernel.db import Database
-from app.kernel.models import Collection, LlmResponse
+from app.kernel.models import LlmResponse
 from app.kernel.settings import Settings
 from app.machine.llm import LlmClient, cache_key, estimated_tokens
 from app.machine.llm_http import masked_url
@@ -26,22 +25,6 @@ from tests.app.machine.llm_standin import StandInModel, StandInServer
 
 TEXTS = {f"d{i}": f"Passage {i} about the tides of sea number {i}." for i in range(20)}
 MODEL = StandInModel({t: float(i) for i, t in enumerate(TEXTS.values())}, seed=1)
-
-
-@pytest.fixture(scope="module")
-def db(database_url: str) -> Iterator[Database]:
-    database = Database.from_url(database_url)
-    yield database
-    database.dispose()
-
-
-@pytest.fixture(scope="module")
-def collection_id(db: Database) -> int:
-    with db.write() as s:
-        row = Collection(name=f"llm-limits-{uuid.uuid4().hex[:8]}")
-        s.add(row)
-        s.flush()
-        return row.id
 
 
 def client_of(db: Database, base_url: str, study: Study, **llm: Any) -> LlmClient:
