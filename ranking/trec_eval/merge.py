@@ -276,6 +276,11 @@ def merge(
     for missing in np.flatnonzero(~present).tolist():
         name = queries[missing].decode("utf-8", "replace")
         errors[missing] = f"trec_eval: result qid '{name}' not found in qrels"
+    if len(queries) and int(qrels.rel[qrels_qc == 0].max()) < 0:
+        # trec_eval 10.0 sizes its relevance-level counts by the query's highest grade plus
+        # one and keeps them between queries: when the first query's judgments are all
+        # negative it asks for none, gets no array and stops there (docs/trec-eval.md#quirks)
+        errors[0] = "trec_eval: Can't calculate measure (the first query's grades are all < 0)"
     docs, (qrels_dc, run_dc) = _codes(qrels.doc, run.doc[in_qrels])
     ndocs = max(len(docs), 1)
     sim = run.sim[in_qrels]
