@@ -19,9 +19,7 @@ RECORDED = load()
 
 
 def test_the_records_cover_the_cases_and_trec_eval_s_corners() -> None:
-    assert [(c["name"], c["flags"]) for c in RECORDED] == [
-        (c["name"], c["flags"]) for c in cases()
-    ]
+    assert [(c["name"], c["flags"]) for c in RECORDED] == [(c["name"], c["flags"]) for c in cases()]
     statuses = {c["status"] for c in RECORDED}
     assert 0 in statuses and len(statuses) > 1  # successes and trec_eval's own refusals
     assert sum(len(c["stdout"]) for c in RECORDED) > 100_000
