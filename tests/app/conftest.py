@@ -146,3 +146,56 @@ def check_stored_specs(db: Any) -> None:
             parse_spec(method, options, k=k, seed=seed)
         except ConfigError as err:
             raise AssertionError(f"stored task {task_id} does not parse: {err}") from None
+
+
+@pytest.fixture()
+def admin_site(tmp_path: Path) -> Iterator[dict[str, Any]]:
+    """The app over a fresh SQLite file with an admin ``boss`` and four assessors (ann, ben,
+    cat, dan; passwords ``<name> password 1``): the admin pages' tests."""
+    from tests.app.web.support import served
+    from tests.e2e.web_support import add_user, init_db
+
+    db_path = tmp_path / "admin.db"
+    db = init_db(db_path)
+    add_user(db, "boss", "boss password 1", role="admin")
+    for name in ("ann", "ben", "cat", "dan"):
+        add_user(db, name, f"{name} password 1")
+    with served(db_path) as client:
+        yield {"client": client, "db": db}
+    db.dispose()
+
+
+@pytest.fixture()
+def campaign_site(tmp_path: Path) -> Iterator[dict[str, Any]]:
+    """The app over a fresh SQLite file holding the campaign collection ``camp`` (graded
+    documents of the runs tests' queries) and its runs as TREC files, an admin ``boss`` and
+    an assessor ``ann``: the runs and pools pages' tests."""
+    import json
+
+    from app.collections import service as collections
+    from ranking.io.trec import write_run
+    from tests.app.runs.test_runs_api import QUERIES, campaign_grades, campaign_runs
+    from tests.app.web.support import served
+    from tests.e2e.web_support import add_user, init_db
+
+    db_path = tmp_path / "runs.db"
+    db = init_db(db_path)
+    add_user(db, "boss", "boss password 1", role="admin")
+    add_user(db, "ann", "ann password 1")
+    grades = campaign_grades()
+    rows = [
+        {"query_id": q, "query": f"query {q}", "doc_id": d, "text": d, "grade": g}
+        for q in QUERIES
+        for d, g in grades[q].items()
+    ]
+    cid = collections.create_collection(db=db, name="camp").id
+    collections.import_ndjson(
+        db=db, collection_id=cid, data="\n".join(json.dumps(r) for r in rows).encode()
+    )
+    runs = {}
+    for name, run in campaign_runs(grades).items():
+        write_run(tmp_path / name, run, tag=name)
+        runs[name] = (tmp_path / name).read_bytes()
+    with served(db_path) as client:
+        yield {"client": client, "db": db, "cid": cid, "runs": runs}
+    db.dispose()

@@ -20,7 +20,7 @@ from app.kernel.models import Judgment, MachineAudit
 from labeling.machine.trust import audits_to_alarm
 from tests.app.conftest import Api
 from tests.app.machine_support import machine_collection
-from tests.app.web.test_admin_pages import login
+from tests.app.web.support import login
 
 N, K, QUERIES = 16, 4, 40
 WARM = 20

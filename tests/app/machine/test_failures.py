@@ -27,8 +27,7 @@ from tests.app.conftest import Api
 from tests.app.machine.llm_standin import StandInModel, StandInServer
 from tests.app.machine.test_llm_end_to_end import create, judge, live_log, top
 from tests.app.machine_support import point_at_standin, text_collection
-from tests.app.web.test_admin_pages import login
-from tests.app.web.test_pages import hidden_csrf
+from tests.app.web.support import hidden_csrf, login
 
 KEY = f"sk-fail-{uuid.uuid4().hex}"
 #: (stand-in command, its value, what the last error says)

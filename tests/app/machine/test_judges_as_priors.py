@@ -278,7 +278,7 @@ def web_admin(api: Api) -> Any:
     """A browser-like client of the same app, logged in as ``admin`` by the login form."""
     from fastapi.testclient import TestClient
 
-    from tests.app.web.test_pages import hidden_csrf
+    from tests.app.web.support import hidden_csrf
 
     web = TestClient(api.client.app, base_url="http://testserver")
     token = hidden_csrf(web.get("/login").text)
@@ -293,7 +293,7 @@ def test_the_collection_page_shows_the_grades_and_its_form_queues_them(
     coll: tuple[int, dict[str, dict[str, float]], dict[str, float]],
     server: StandInServer,
 ) -> None:
-    from tests.app.web.test_pages import hidden_csrf
+    from tests.app.web.support import hidden_csrf
 
     cid = coll[0]
     web = web_admin(api)

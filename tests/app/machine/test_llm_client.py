@@ -249,7 +249,7 @@ def test_the_api_key_appears_nowhere(
     (httpx's and httpcore's included), no page, export or API answer, and not in the client's
     repr or usage."""
     from tests.app.admin_support import make_collection
-    from tests.app.web.test_admin_pages import login
+    from tests.app.web.support import login
 
     key = f"sk-test-{uuid.uuid4().hex}"
     monkeypatch.setenv("HEAPJUDGE_LLM_API_KEY", key)

@@ -271,7 +271,7 @@ def test_429_and_500_are_retried_and_counted(
 def test_the_usage_is_admin_only_and_on_the_progress_page(
     api: Api, coll: tuple[int, dict[str, dict[str, float]], dict[str, float]], first: Any
 ) -> None:
-    from tests.app.web.test_admin_pages import login
+    from tests.app.web.support import login
 
     cid, _, _ = coll
     assert api.get("ana", f"/api/v1/admin/collections/{cid}/machine/usage").status_code == 403
@@ -306,7 +306,7 @@ def test_the_api_key_appears_nowhere(
     """A task judged with the machine (a fresh model: real requests, one retried) while the
     log is at DEBUG: the stand-in received the key on every request, and it is in no table,
     no log line, no page (the task page, the admin pages), no export and no API answer."""
-    from tests.app.web.test_admin_pages import login
+    from tests.app.web.support import login
 
     cid, truth, _ = coll
     monkeypatch.setattr(api.db.settings, "llm_model", f"keyed-{uuid.uuid4().hex[:6]}")

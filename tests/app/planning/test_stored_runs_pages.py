@@ -10,8 +10,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
 from app.kernel.models import Query, Task
-from tests.app.web.test_admin_pages import login, site, trec_collection  # noqa: F401
-from tests.app.web.test_pages import hidden_csrf
+from tests.app.web.support import hidden_csrf, login, trec_collection
 
 # Query 1: d3 (3), d1 (2), d4 (1); query 2: d5. The top 2 of query 1 are d3 and d1.
 RUN_A = b"1 Q0 d3 1 3 A\n1 Q0 d1 2 2 A\n1 Q0 d4 3 1 A\n2 Q0 d5 1 1 A\n"
@@ -54,8 +53,8 @@ def _made(db: Any, cid: int, who: set[str]) -> dict[tuple[str, str], Any]:
         }
 
 
-def test_planner_plans_from_a_stored_run_as_from_its_file(site: dict[str, Any]) -> None:  # noqa: F811
-    client: TestClient = site["client"]
+def test_planner_plans_from_a_stored_run_as_from_its_file(admin_site: dict[str, Any]) -> None:
+    client: TestClient = admin_site["client"]
     login(client, "boss", "boss password 1")
     csrf = hidden_csrf(client.get("/admin").text)
     cid = _collection_with_run(client, csrf)
@@ -79,13 +78,13 @@ def test_planner_plans_from_a_stored_run_as_from_its_file(site: dict[str, Any]) 
         files={"pool_run": ("A.run", RUN_A, "text/plain")},
     )
     assert "Created 4 tasks" in filed.text, filed.text[:2000]
-    by_name = _made(site["db"], cid, {"cat", "dan"})
-    by_file = _made(site["db"], cid, {"ann", "ben"})
+    by_name = _made(admin_site["db"], cid, {"cat", "dan"})
+    by_file = _made(admin_site["db"], cid, {"ann", "ben"})
     assert by_name == by_file
     assert by_name["1", "topk"] == (["d3", "d1"], ["d3", "d1"], "run:A")
     assert by_name["2", "topk"] == (["d5"], ["d5"], "run:A")
 
-    with site["db"].read() as s:
+    with admin_site["db"].read() as s:
         before = int(s.scalar(select(func.count()).select_from(Task)) or 0)
     unknown = client.post(url, data=_plan(csrf, ["ann", "ben"], "nope", stored_run="nope"))
     assert unknown.status_code == 422 and "&#39;nope&#39;" in unknown.text
@@ -95,5 +94,5 @@ def test_planner_plans_from_a_stored_run_as_from_its_file(site: dict[str, Any]) 
         files={"pool_run": ("A.run", RUN_A, "text/plain")},
     )
     assert both.status_code == 422 and "not both" in both.text
-    with site["db"].read() as s:
+    with admin_site["db"].read() as s:
         assert int(s.scalar(select(func.count()).select_from(Task)) or 0) == before

@@ -13,8 +13,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
 from app.kernel.models import CampaignPool, Document, PoolDocument, Query, Task
-from tests.app.web.test_admin_pages import login, site, trec_collection  # noqa: F401
-from tests.app.web.test_pages import hidden_csrf
+from tests.app.web.support import hidden_csrf, login, trec_collection
 
 RUN_A = b"1 Q0 d3 1 3 A\n1 Q0 d1 2 2 A\n1 Q0 d4 3 1 A\n2 Q0 d5 1 1 A\n"
 RUN_B = b"1 Q0 d1 1 9 B\n1 Q0 d0 2 8 B\n1 Q0 d9 3 7 B\n"
@@ -42,8 +41,8 @@ def _rows(page: str) -> list[list[str]]:
     ]
 
 
-def test_pool_from_runs_in_pages(site: dict[str, Any]) -> None:  # noqa: F811
-    client: TestClient = site["client"]
+def test_pool_from_runs_in_pages(admin_site: dict[str, Any]) -> None:
+    client: TestClient = admin_site["client"]
     login(client, "boss", "boss password 1")
     csrf = hidden_csrf(client.get("/admin").text)
     cid = _collection(client, csrf)
@@ -84,7 +83,7 @@ def test_pool_from_runs_in_pages(site: dict[str, Any]) -> None:  # noqa: F811
     }  # fmt: skip
     created = client.post(f"/admin/collections/{cid}/plan", data=plan)
     assert "Created 4 tasks" in created.text, created.text
-    with site["db"].read() as s:
+    with admin_site["db"].read() as s:
         qids = dict(s.execute(select(Query.id, Query.external_id)).all())
         tasks = list(s.scalars(select(Task).where(Task.collection_id == cid)))
     assert {qids[t.query_id]: t.doc_ids for t in tasks} == {"1": ["d3", "d1"], "2": ["d5"]}
@@ -93,9 +92,9 @@ def test_pool_from_runs_in_pages(site: dict[str, Any]) -> None:  # noqa: F811
 
 
 def test_bad_run_file_is_listed_with_its_line_and_nothing_is_stored(
-    site: dict[str, Any],  # noqa: F811
+    admin_site: dict[str, Any],
 ) -> None:
-    client: TestClient = site["client"]
+    client: TestClient = admin_site["client"]
     login(client, "boss", "boss password 1")
     csrf = hidden_csrf(client.get("/admin").text)
     cid = _collection(client, csrf)
@@ -107,11 +106,11 @@ def test_bad_run_file_is_listed_with_its_line_and_nothing_is_stored(
     assert "The pool was not built; nothing was stored." in r.text
     assert "<li>bad.run, line 2: expected 6 columns" in r.text
     assert "Choose again: <strong>TREC runs: A.run</strong>" in r.text
-    assert _stored(site) == 0
+    assert _stored(admin_site) == 0
     nothing = client.post(url, data={"csrf_token": csrf, "method": "depth"})
     assert nothing.status_code == 422 and "choose at least one TREC run file" in nothing.text
     assert client.post(url, data={"method": "depth"}, files=files).status_code == 403
-    assert _stored(site) == 0
+    assert _stored(admin_site) == 0
     client.cookies.clear()
     login(client, "ann", "ann password 1")
     token = hidden_csrf(client.get("/tasks").text)
@@ -119,8 +118,8 @@ def test_bad_run_file_is_listed_with_its_line_and_nothing_is_stored(
     assert client.get("/admin/pools/1").status_code == 403
 
 
-def test_pool_from_runs_over_the_campaign(site: dict[str, Any]) -> None:  # noqa: F811
-    client: TestClient = site["client"]
+def test_pool_from_runs_over_the_campaign(admin_site: dict[str, Any]) -> None:
+    client: TestClient = admin_site["client"]
     login(client, "boss", "boss password 1")
     csrf = hidden_csrf(client.get("/admin").text)
     cid = _collection(client, csrf)
@@ -133,8 +132,8 @@ def test_pool_from_runs_over_the_campaign(site: dict[str, Any]) -> None:  # noqa
     whole = client.post(url, data=form, files=files)
     assert whole.status_code == 422 and "needs a budget" in whole.text
     assert '<option value="campaign" selected>' in whole.text
-    assert _stored(site) == 0
-    with site["db"].write() as s:
+    assert _stored(admin_site) == 0
+    with admin_site["db"].write() as s:
         docs = s.scalars(select(Document).where(Document.collection_id == cid))
         for i, doc in enumerate(sorted(docs, key=lambda d: d.id)):
             doc.features = [float(i % 5)]

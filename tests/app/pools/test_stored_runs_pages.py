@@ -14,9 +14,7 @@ from sqlalchemy import func, select
 
 from app.kernel.models import CampaignPool, Document, PoolDocument
 from app.pools import service as pools
-from tests.app.runs.test_pages import site  # noqa: F401
-from tests.app.web.test_admin_pages import login
-from tests.app.web.test_pages import hidden_csrf
+from tests.app.web.support import hidden_csrf, login
 
 
 def _stored(db: Any) -> int:
@@ -45,17 +43,17 @@ def _rows(db: Any, pool_id: int) -> list[tuple[Any, ...]]:
     return [(r.query_id, r.doc_id, r.position, r.pick, r.fused, r.hits) for r in rows]
 
 
-def test_pool_these_runs_equals_the_files_pool(site: dict[str, Any]) -> None:  # noqa: F811
-    client, cid, db = site["client"], site["cid"], site["db"]
+def test_pool_these_runs_equals_the_files_pool(campaign_site: dict[str, Any]) -> None:
+    client, cid, db = campaign_site["client"], campaign_site["cid"], campaign_site["db"]
     login(client, "boss", "boss password 1")
     assert 'id="pool-runs-form"' not in client.get(f"/admin/collections/{cid}/runs").text
-    csrf = _upload(client, cid, site["runs"])
+    csrf = _upload(client, cid, campaign_site["runs"])
     page = client.get(f"/admin/collections/{cid}/runs").text
     assert 'id="pool-runs-form"' in page
     assert '<option value="hedge">hedge: Hedge over the runs</option>' in page
     assert '<option value="cal">cal: continuous active learning (needs feature vectors)' in page
     ticked = re.findall(r'name="stored_runs" value="([^"]+)" checked', page)
-    assert ticked == list(site["runs"])  # every stored run, ticked by default
+    assert ticked == list(campaign_site["runs"])  # every stored run, ticked by default
     form = {
         "csrf_token": csrf,
         "stored_runs": ["weak", "strong"],
@@ -69,7 +67,7 @@ def test_pool_these_runs_equals_the_files_pool(site: dict[str, Any]) -> None:  #
     pool_id = int(re.fullmatch(r"/admin/pools/(\d+)", r.headers["location"]).group(1))
     shown = client.get(r.headers["location"])
     assert "built from 2 stored runs" in shown.text and 'id="pool-documents"' in shown.text
-    files = {name: site["runs"][name] for name in ("weak", "strong")}
+    files = {name: campaign_site["runs"][name] for name in ("weak", "strong")}
     spec = pools.BuildSpec(
         collection_id=cid, runs=files, method="mtf", depth=5, budget=4, name="from files"
     )
@@ -79,10 +77,10 @@ def test_pool_these_runs_equals_the_files_pool(site: dict[str, Any]) -> None:  #
     assert len(_rows(db, pool_id)) > 6  # the queries' depth-5 pools, not one query's
 
 
-def test_pool_these_runs_refusals_store_nothing(site: dict[str, Any]) -> None:  # noqa: F811
-    client, cid, db = site["client"], site["cid"], site["db"]
+def test_pool_these_runs_refusals_store_nothing(campaign_site: dict[str, Any]) -> None:
+    client, cid, db = campaign_site["client"], campaign_site["cid"], campaign_site["db"]
     login(client, "boss", "boss password 1")
-    csrf = _upload(client, cid, site["runs"])
+    csrf = _upload(client, cid, campaign_site["runs"])
     url = f"/admin/collections/{cid}/runs/pool"
     unknown = client.post(
         url, data={"csrf_token": csrf, "stored_runs": ["strong", "nope"], "budget": "3"}
@@ -121,10 +119,10 @@ def _give_vectors(db: Any, cid: int) -> None:
             doc.features = [float(i % 7), float(len(doc.external_id))]
 
 
-def test_pool_these_runs_over_the_campaign(site: dict[str, Any]) -> None:  # noqa: F811
-    client, cid, db = site["client"], site["cid"], site["db"]
+def test_pool_these_runs_over_the_campaign(campaign_site: dict[str, Any]) -> None:
+    client, cid, db = campaign_site["client"], campaign_site["cid"], campaign_site["db"]
     login(client, "boss", "boss password 1")
-    csrf = _upload(client, cid, site["runs"])
+    csrf = _upload(client, cid, campaign_site["runs"])
     page = client.get(f"/admin/collections/{cid}/runs").text
     assert '<select id="pool-runs-allocation" name="allocation">' in page
     assert '<option value="query" selected>query: the budget per query</option>' in page

@@ -4,62 +4,22 @@ file comes back with its line and nothing stored; delete; assessors get 403."""
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import pytest
-from fastapi.testclient import TestClient
-
-from app.kernel.settings import Settings
-from app.main import create_app
-from ranking.io.trec import write_run
-from tests.app.runs.test_runs_api import QUERIES, campaign_grades, campaign_runs
-from tests.app.web.test_admin_pages import login
-from tests.app.web.test_pages import hidden_csrf
-from tests.e2e.web_support import add_user, init_db
+from tests.app.runs.test_runs_api import QUERIES
+from tests.app.web.support import hidden_csrf, login
 
 
-@pytest.fixture()
-def site(tmp_path: Path) -> Iterator[dict[str, Any]]:
-    db_path = tmp_path / "runs.db"
-    db = init_db(db_path)
-    add_user(db, "boss", "boss password 1", role="admin")
-    add_user(db, "ann", "ann password 1")
-    settings = Settings(
-        database_url=f"sqlite:///{db_path}", dev=True, public_origin="http://testserver"
-    )
-    app = create_app(settings)
-    grades = campaign_grades()
-    rows = [
-        {"query_id": q, "query": f"query {q}", "doc_id": d, "text": d, "grade": g}
-        for q in QUERIES
-        for d, g in grades[q].items()
-    ]
-    from app.collections import service as collections
-
-    cid = collections.create_collection(db=db, name="camp").id
-    collections.import_ndjson(
-        db=db, collection_id=cid, data="\n".join(json.dumps(r) for r in rows).encode()
-    )
-    runs = {}
-    for name, run in campaign_runs(grades).items():
-        write_run(tmp_path / name, run, tag=name)
-        runs[name] = (tmp_path / name).read_bytes()
-    with TestClient(app, base_url="http://testserver") as client:
-        yield {"client": client, "db": db, "cid": cid, "runs": runs}
-    db.dispose()
-
-
-def test_runs_page_upload_leaderboard_matrix_plots(site: dict[str, Any]) -> None:
-    client, cid = site["client"], site["cid"]
+def test_runs_page_upload_leaderboard_matrix_plots(campaign_site: dict[str, Any]) -> None:
+    client, cid = campaign_site["client"], campaign_site["cid"]
     login(client, "boss", "boss password 1")
     page = client.get(f"/admin/collections/{cid}/runs")
     assert page.status_code == 200 and "No run yet." in page.text
     csrf = hidden_csrf(page.text)
-    files = [("run", (name, content, "text/plain")) for name, content in site["runs"].items()]
+    files = [
+        ("run", (name, content, "text/plain")) for name, content in campaign_site["runs"].items()
+    ]
     r = client.post(
         f"/admin/collections/{cid}/runs",
         data={"csrf_token": csrf},
@@ -73,7 +33,7 @@ def test_runs_page_upload_leaderboard_matrix_plots(site: dict[str, Any]) -> None
     # the leaderboard shows the REST leaderboard's means, best first
     from app.runs.evaluation import Scoring, run_leaderboard
 
-    board = run_leaderboard(db=site["db"], collection_id=cid, scoring=Scoring(metric="AP"))
+    board = run_leaderboard(db=campaign_site["db"], collection_id=cid, scoring=Scoring(metric="AP"))
     shown = re.findall(r'<th scope="row">([a-z]+)</th><td class="num">([0-9.]+)</td>', html)
     assert [(n, float(m)) for n, m in shown] == [
         (r["run"], round(r["mean"], 4)) for r in board["runs"]
@@ -96,12 +56,12 @@ def test_runs_page_upload_leaderboard_matrix_plots(site: dict[str, Any]) -> None
     assert "style=" not in html and "<script>" not in html
 
 
-def test_a_bad_upload_comes_back_with_its_line(site: dict[str, Any]) -> None:
-    client, cid = site["client"], site["cid"]
+def test_a_bad_upload_comes_back_with_its_line(campaign_site: dict[str, Any]) -> None:
+    client, cid = campaign_site["client"], campaign_site["cid"]
     login(client, "boss", "boss password 1")
     csrf = hidden_csrf(client.get(f"/admin/collections/{cid}/runs").text)
     files = [
-        ("run", ("good", site["runs"]["fair"], "text/plain")),
+        ("run", ("good", campaign_site["runs"]["fair"], "text/plain")),
         ("run", ("bad.txt", b"q1 Q0 d00 1 0.5 t\nq1 Q0 d01 2 0.4\n", "text/plain")),
     ]
     r = client.post(f"/admin/collections/{cid}/runs", data={"csrf_token": csrf}, files=files)
@@ -110,11 +70,11 @@ def test_a_bad_upload_comes_back_with_its_line(site: dict[str, Any]) -> None:
     assert "No run yet." in r.text
 
 
-def test_delete_and_assessors_get_403(site: dict[str, Any]) -> None:
-    client, cid = site["client"], site["cid"]
+def test_delete_and_assessors_get_403(campaign_site: dict[str, Any]) -> None:
+    client, cid = campaign_site["client"], campaign_site["cid"]
     login(client, "boss", "boss password 1")
     csrf = hidden_csrf(client.get(f"/admin/collections/{cid}/runs").text)
-    files = [("run", ("only", site["runs"]["strong"], "text/plain"))]
+    files = [("run", ("only", campaign_site["runs"]["strong"], "text/plain"))]
     client.post(f"/admin/collections/{cid}/runs", data={"csrf_token": csrf}, files=files)
     page = client.get(f"/admin/collections/{cid}/runs").text
     run_id = re.search(r"/runs/(\d+)/delete", page).group(1)  # type: ignore[union-attr]

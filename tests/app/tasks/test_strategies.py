@@ -354,7 +354,7 @@ def test_plan_cli_and_form_take_strategy_and_prior(
     from typer.testing import CliRunner
 
     from app.cli import cli
-    from tests.app.web.test_pages import hidden_csrf
+    from tests.app.web.support import hidden_csrf
 
     cid, _scores = coll
     for who in ("f1", "f2", "f3"):

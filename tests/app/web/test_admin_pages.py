@@ -4,75 +4,16 @@ create a collection, import, plan, watch progress move, export; assessors get 40
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import pytest
 from fastapi.testclient import TestClient
 
 from app.collections import service as collections
-from app.kernel.settings import Settings
-from app.main import create_app
-from tests.app.web.test_pages import hidden_csrf
-from tests.e2e.web_support import add_user, init_db
-
-TOPICS = b"<top>\n<num> 1\n<title> heaps\n</top>\n<top>\n<num> 2\n<title> pairs\n</top>\n"
-DOCS = b"".join(
-    b'{"doc_id": "d%d", "title": "Doc %d", "text": "text %d"}\n' % (i, i, i) for i in range(6)
-)
-QRELS = b"".join(b"%d 0 d%d %d\n" % (q, i, (i + q) % 3) for q in (1, 2) for i in range(6))
+from tests.app.web.support import DOCS, QRELS, TOPICS, hidden_csrf, login, trec_collection
 
 
-@pytest.fixture()
-def site(tmp_path: Path) -> Iterator[dict[str, Any]]:
-    db_path = tmp_path / "admin.db"
-    db = init_db(db_path)
-    add_user(db, "boss", "boss password 1", role="admin")
-    for name in ("ann", "ben", "cat", "dan"):
-        add_user(db, name, f"{name} password 1")
-    settings = Settings(
-        database_url=f"sqlite:///{db_path}", dev=True, public_origin="http://testserver"
-    )
-    app = create_app(settings)
-    with TestClient(app, base_url="http://testserver") as client:
-        yield {"client": client, "db": db}
-    db.dispose()
-
-
-def trec_collection(client: TestClient, csrf: str, name: str) -> int:
-    """A collection made through the admin pages from TOPICS, DOCS and QRELS (TREC files, the
-    qrels paired): its id."""
-    r = client.post("/admin/collections", data={"name": name, "csrf_token": csrf})
-    assert r.status_code == 200  # followed the 303 to the collection page
-    found = re.search(r"/admin/collections/(\d+)/progress-fragment", r.text)
-    assert found is not None, r.text[:500]
-    cid = int(found.group(1))
-    r = client.post(
-        f"/admin/collections/{cid}/import",
-        data={"csrf_token": csrf, "action": "import", "kind": "trec", "pairing": "qrels"},
-        files={
-            "topics": ("topics.txt", TOPICS, "text/plain"),
-            "documents": ("docs.jsonl", DOCS, "application/json"),
-            "qrels": ("qrels.txt", QRELS, "text/plain"),
-        },
-    )
-    assert r.status_code == 200 and "Imported 12 query–document pairs" in r.text
-    return cid
-
-
-def login(client: TestClient, username: str, password: str) -> None:
-    token = hidden_csrf(client.get("/login").text)
-    r = client.post(
-        "/login",
-        data={"username": username, "password": password, "csrf_token": token, "next": "/admin"},
-        follow_redirects=False,
-    )
-    assert r.status_code == 303, r.text
-
-
-def test_admin_workflow_in_pages(site: dict[str, Any]) -> None:
-    client: TestClient = site["client"]
+def test_admin_workflow_in_pages(admin_site: dict[str, Any]) -> None:
+    client: TestClient = admin_site["client"]
     login(client, "boss", "boss password 1")
     home = client.get("/admin")
     assert home.status_code == 200 and "Collections" in home.text
@@ -93,7 +34,10 @@ def test_admin_workflow_in_pages(site: dict[str, Any]) -> None:
     # Errors as a list item with file and line; the form keeps its values.
     assert r.status_code == 422
     assert "Nothing was imported" in r.text and "<li>docs.jsonl, line 7: " in r.text
-    assert collections.get_collection(db=site["db"], collection_id=cid, viewer=None).documents == 12
+    assert (
+        collections.get_collection(db=admin_site["db"], collection_id=cid, viewer=None).documents
+        == 12
+    )
     # Plan: preview (grid), then create.
     plan = {
         "csrf_token": csrf,
@@ -118,8 +62,8 @@ def test_admin_workflow_in_pages(site: dict[str, Any]) -> None:
     assert "Created 4 tasks (plan &#39;pilot&#39;)" in created.text
 
 
-def test_rotation_plan_and_progress_fragment(site: dict[str, Any]) -> None:
-    client: TestClient = site["client"]
+def test_rotation_plan_and_progress_fragment(admin_site: dict[str, Any]) -> None:
+    client: TestClient = admin_site["client"]
     login(client, "boss", "boss password 1")
     csrf = hidden_csrf(client.get("/admin").text)
     r = client.post("/admin/collections", data={"name": "rot", "csrf_token": csrf})
@@ -172,8 +116,8 @@ def test_rotation_plan_and_progress_fragment(site: dict[str, Any]) -> None:
     assert "pairs CSV: no top-k judgments yet" in page and "?format=pairs-csv" not in page
 
 
-def test_assessor_gets_403_on_admin_pages(site: dict[str, Any]) -> None:
-    client: TestClient = site["client"]
+def test_assessor_gets_403_on_admin_pages(admin_site: dict[str, Any]) -> None:
+    client: TestClient = admin_site["client"]
     login(client, "ann", "ann password 1")
     csrf = hidden_csrf(client.get("/tasks").text)
     for path in ("/admin", "/admin/collections/1", "/admin/collections/1/progress-fragment"):
@@ -207,14 +151,14 @@ def _hidden_fields(html: str) -> list[tuple[str, str]]:
     ]
 
 
-def test_plan_pooled_from_an_uploaded_run(site: dict[str, Any]) -> None:
+def test_plan_pooled_from_an_uploaded_run(admin_site: dict[str, Any]) -> None:
     """The plan form's run upload + depth: same semantics as REST/CLI (top n of the run that
     the query has, ranked by score as trec_eval does), CSRF-protected, errors on the page."""
     from sqlalchemy import select
 
     from app.kernel.models import Query, Task
 
-    client: TestClient = site["client"]
+    client: TestClient = admin_site["client"]
     login(client, "boss", "boss password 1")
     csrf = hidden_csrf(client.get("/admin").text)
     cid = trec_collection(client, csrf, "pooled")
@@ -257,7 +201,7 @@ def test_plan_pooled_from_an_uploaded_run(site: dict[str, Any]) -> None:
         repost.setdefault(name, []).append(value)
     created = client.post(url, data=repost)
     assert "Created 4 tasks (plan &#39;pooled&#39;)" in created.text
-    with site["db"].read() as s:
+    with admin_site["db"].read() as s:
         qids = dict(s.execute(select(Query.id, Query.external_id)).all())
         tasks = list(s.scalars(select(Task).where(Task.collection_id == cid)))
     assert len(tasks) == 4
@@ -281,16 +225,16 @@ def test_plan_pooled_from_an_uploaded_run(site: dict[str, Any]) -> None:
     refused({**fresh, "run_depth": "0"}, run, "pool size n must be at least 1")
     for data in (fresh, {**fresh, "create": "1"}):
         refused(data, b"", "needs a TREC run")
-    with site["db"].read() as s:
+    with admin_site["db"].read() as s:
         assert len(list(s.scalars(select(Task.id).where(Task.collection_id == cid)))) == 4
     # Without the CSRF field the upload is refused.
     no_csrf = {k: v for k, v in plan.items() if k != "csrf_token"}
     assert client.post(url, data=no_csrf, files=files).status_code == 403
 
 
-def test_guidelines_block_previews_saves_and_refuses(site: dict[str, Any]) -> None:
-    client: TestClient = site["client"]
-    db = site["db"]
+def test_guidelines_block_previews_saves_and_refuses(admin_site: dict[str, Any]) -> None:
+    client: TestClient = admin_site["client"]
+    db = admin_site["db"]
     login(client, "boss", "boss password 1")
     csrf = hidden_csrf(client.get("/admin").text)
     r = client.post("/admin/collections", data={"name": "rules", "csrf_token": csrf})
@@ -332,14 +276,14 @@ def test_guidelines_block_previews_saves_and_refuses(site: dict[str, Any]) -> No
     assert client.post("/admin/collections/999/guidelines", data=missing).status_code == 404
 
 
-def test_user_forms_check_what_the_server_enforces(site: dict[str, Any]) -> None:
+def test_user_forms_check_what_the_server_enforces(admin_site: dict[str, Any]) -> None:
     """The username ``pattern`` and the password ``minlength`` come from the server's rules
     (labeling/identifiers.py, app/auth/passwords.py); the pattern compiles under JavaScript's
     ``v`` flag, which the browser uses (tests/e2e/test_page_console.py runs it in Chromium)."""
     from app.auth.passwords import MIN_PASSWORD_CHARS
     from labeling.identifiers import USERNAME_HTML_PATTERN, USERNAME_RE
 
-    client: TestClient = site["client"]
+    client: TestClient = admin_site["client"]
     login(client, "boss", "boss password 1")
     page = client.get("/admin").text
     assert f'pattern="{USERNAME_HTML_PATTERN}"' in page

@@ -27,7 +27,7 @@ from app.kernel.settings import Settings
 from app.main import create_app
 from app.users import service as users
 from tests.app.auth.test_admin_pages_security import web_routes
-from tests.app.web.test_pages import tags
+from tests.app.web.support import tags
 from tests.e2e.web_support import add_user, init_db, oracle_scores, relevance_docs, seed_task
 
 HOSTILE_HTML = '<p style="color:#a00">styled</p><script>parent.document.title="x"</script>'

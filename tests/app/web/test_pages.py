@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -19,34 +18,11 @@ from fastapi.testclient import TestClient
 from app.http.middleware import PAGE_CSP
 from app.kernel.settings import Settings
 from app.main import create_app
+from tests.app.web.support import hidden_csrf, tags
 from tests.e2e.web_support import add_user, init_db, relevance_docs, seed_task
 
 HOSTILE_TITLE = '<img src=x onerror="document.title=\'pwned\'">Q&A "quoted"'
 HOSTILE_HTML = '<script>parent.document.title="pwned"</script><p onclick="x()">hi</p>'
-
-
-class _Collect(HTMLParser):
-    """Collects start tags with their attributes."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.tags: list[tuple[str, dict[str, str | None]]] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.tags.append((tag, dict(attrs)))
-
-
-def tags(html: str, name: str) -> list[dict[str, str | None]]:
-    parser = _Collect()
-    parser.feed(html)
-    return [attrs for tag, attrs in parser.tags if tag == name]
-
-
-def hidden_csrf(html: str) -> str:
-    for attrs in tags(html, "input"):
-        if attrs.get("name") == "csrf_token":
-            return str(attrs.get("value"))
-    raise AssertionError("no csrf_token field in the page")
 
 
 @pytest.fixture()
