@@ -174,7 +174,7 @@ def campaign_site(tmp_path: Path) -> Iterator[dict[str, Any]]:
 
     from app.collections import service as collections
     from ranking.io.trec import write_run
-    from tests.app.runs.test_runs_api import QUERIES, campaign_grades, campaign_runs
+    from tests.app.runs.support import QUERIES, campaign_grades, campaign_runs
     from tests.app.web.support import served
     from tests.e2e.web_support import add_user, init_db
 

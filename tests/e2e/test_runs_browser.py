@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from ranking.io.trec import write_run
-from tests.app.runs.test_runs_api import QUERIES, campaign_grades, campaign_runs
+from tests.app.runs.support import QUERIES, campaign_grades, campaign_runs
 from tests.e2e.web_support import LiveServer, add_user, init_db, launch_chromium, require_browser
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"

@@ -296,7 +296,7 @@ def test_export_headers_survive_any_query_id(api: Api) -> None:
     from urllib.parse import unquote
 
     from tests.app.admin_support import judge_task
-    from tests.app.judging.test_rest_end_to_end import make_task
+    from tests.app.judging.support import make_task
 
     api.add_user("hdr")
     r = api.post("admin", "/api/v1/collections", json={"name": "odd-ids"})

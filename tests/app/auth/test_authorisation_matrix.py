@@ -14,7 +14,7 @@ from app.auth import sessions, throttling
 from app.http.deps import require_admin
 from app.users import service as users
 from tests.app.conftest import Api, concrete
-from tests.app.judging.test_rest_end_to_end import (
+from tests.app.judging.support import (
     make_collection,
     make_task,
     ndjson,

@@ -13,7 +13,7 @@ import pytest
 from app.kernel.models import SecondOpinion, utcnow
 from app.users import service as users
 from tests.app.conftest import Api
-from tests.app.judging.test_rest_end_to_end import make_collection, make_task, pool
+from tests.app.judging.support import make_collection, make_task, pool
 
 READS = ("", "/queries", "/guidelines")
 

@@ -18,7 +18,7 @@ from app.collections import service as collections
 from app.kernel.errors import Invalid
 from app.kernel.models import Document, Query
 from tests.app.conftest import Api
-from tests.app.judging.test_rest_end_to_end import ndjson, pool
+from tests.app.judging.support import ndjson, pool
 
 
 @pytest.fixture(autouse=True)

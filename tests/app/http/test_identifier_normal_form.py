@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.app.conftest import Api
-from tests.app.judging.test_rest_end_to_end import make_task, ndjson
+from tests.app.judging.support import make_task, ndjson
 
 NFC = "caf\u00e9"  # é as one code point
 NFD = "cafe\u0301"  # e + COMBINING ACUTE ACCENT

@@ -19,7 +19,7 @@ import pytest
 from app.auth import sessions
 from app.users import service as users
 from tests.app.conftest import Api
-from tests.app.judging.test_rest_end_to_end import make_task, ndjson, pool
+from tests.app.judging.support import make_task, ndjson, pool
 
 LONE = "\ud800"
 

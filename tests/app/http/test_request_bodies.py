@@ -26,7 +26,7 @@ from app.http.errors import MAX_ERRORS
 from app.http.json_limits import MAX_JSON_DEPTH, MAX_JSON_VALUES, JsonShape, json_shape_problem
 from app.users import service as users
 from tests.app.conftest import Api
-from tests.app.judging.test_rest_end_to_end import make_task, ndjson, pool
+from tests.app.judging.support import make_task, ndjson, pool
 
 JSON = {"Content-Type": "application/json"}
 ANSWER_BYTES = 64 * 1024

@@ -15,7 +15,7 @@ from sqlalchemy import select
 
 from app.kernel.models import Judgment
 from tests.app.conftest import Api
-from tests.app.judging.test_rest_end_to_end import make_collection, make_task, pair_body, pool
+from tests.app.judging.support import make_collection, make_task, pair_body, pool
 
 THREADS = 16
 

@@ -15,7 +15,7 @@ from app.kernel.models import Judgment
 from labeling.protocol.session import open_session
 from labeling.protocol.types import PairAnswer, PairQuestion
 from tests.app.conftest import Api
-from tests.app.judging.test_rest_end_to_end import make_collection, make_task, pool
+from tests.app.judging.support import make_collection, make_task, pool
 
 OPS = st.lists(
     st.sampled_from(["answer", "answer", "answer", "retry", "conflict", "ahead", "undo"]),

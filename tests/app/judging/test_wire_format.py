@@ -17,7 +17,7 @@ from sqlalchemy import update
 
 from app.kernel.models import Task
 from tests.app.conftest import Api
-from tests.app.judging.test_rest_end_to_end import make_collection, make_task, oracle_outcome, pool
+from tests.app.judging.support import make_collection, make_task, oracle_outcome, pool
 
 # Headers that legitimately differ between two responses.
 VOLATILE = {"date", "server", "content-length"}

@@ -18,7 +18,7 @@ from app.kernel.models import utcnow
 from app.kernel.prepared import Prepared
 from labeling.protocol.types import GradeAnswer
 from tests.app.conftest import Api
-from tests.app.judging.test_rest_end_to_end import make_collection, make_task, pool
+from tests.app.judging.support import make_collection, make_task, pool
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from app.cli import cli
 from tests.app.conftest import Api
-from tests.app.judging.test_rest_end_to_end import make_collection
+from tests.app.judging.support import make_collection
 
 NAME = "no-terms"
 

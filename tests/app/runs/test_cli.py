@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from app.cli import cli
 from ranking.io.trec import write_qrels, write_run
-from tests.app.runs.test_runs_api import QUERIES, SKILLS, campaign_grades, campaign_runs
+from tests.app.runs.support import QUERIES, SKILLS, campaign_grades, campaign_runs
 
 
 def invoke(*args: Any) -> Any:

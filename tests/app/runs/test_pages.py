@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tests.app.runs.test_runs_api import QUERIES
+from tests.app.runs.support import QUERIES
 from tests.app.web.support import hidden_csrf, login
 
 
