@@ -10,7 +10,8 @@ that says which is better and whether significantly.
   exactly that order). A collection without texts has no BM25 of its own; when its vectors
   are LETOR 4.0's (46 columns, queries from the S1..S5 partition files) column 25 is "BM25 of
   the whole document" (T. Qin and T.-Y. Liu, "Introducing LETOR 4.0 datasets", 2013) and is
-  used; otherwise the row says BM25 is not available and why.
+  used, ties broken by document id descending as well; otherwise the row says BM25 is not
+  available and why.
 * **LightGBM** lambdarank (:class:`ranking.estimators.lightgbm.LightGBMRanker`, the ``bench``
   extra), fitted per fold like the model (trees early-stopped on the fold's validation part),
   on one thread; when it is not installed the row says so.
@@ -73,17 +74,30 @@ def bm25_scorer(
         column = LETOR4_BM25_COLUMN - 1
 
         def by_column(part: Any) -> np.ndarray:
-            return np.asarray(part.X[:, column], dtype=np.float64)
+            return _ranked(part, np.asarray(part.X[:, column], dtype=np.float64))
 
         return by_column, (
             f"LETOR 4.0 feature {LETOR4_BM25_COLUMN} (BM25 of the whole document; the "
-            "collection has no texts), ties in the stored order"
+            "collection has no texts), ties by document id descending"
         )
     return None, (
         "not available: the collection has no texts to score with BM25, and its "
         f"{width}-column feature vectors have no known BM25 column (LETOR 4.0's feature "
         f"{LETOR4_BM25_COLUMN} is used for 46-column vectors from S1..S5)"
     )
+
+
+def _ranked(part: Any, values: np.ndarray) -> np.ndarray:
+    """Per query of ``part``: ``values`` turned into reversed ranks (n for the first, 1 for
+    the last) with ties broken by document id descending, trec_eval's rule and BM25's
+    (:meth:`labeling.retrieval.bm25.Bm25Index.order`): the file order of LETOR rows, which
+    may follow the grades, then never decides a tie."""
+    out = np.empty(len(values))
+    for a, b in zip(part.offsets[:-1], part.offsets[1:], strict=True):
+        by_id = sorted(range(a, b), key=lambda i: str(part.doc_ids[i]), reverse=True)
+        order = sorted(by_id, key=lambda i: -values[i])  # stable: ties keep id descending
+        out[order] = np.arange(b - a, 0, -1, dtype=np.float64)
+    return out
 
 
 def _pooled(per_fold: Sequence[Mapping[str, np.ndarray]], measure: str) -> np.ndarray:
