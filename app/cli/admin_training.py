@@ -3,7 +3,7 @@ run (the job ``POST /api/v1/training-runs`` queues; a worker executes it) and sh
 per-fold test measures, the kept model and why, and the table of the model beside BM25 and
 LightGBM on the same folds with the paired test and its sentence (docs/training.md).
 
-    heapjudge admin train mq2008 --model ranknet --options '{"truth": "imported"}' --wait
+    heapjudge admin train mq2008 ranknet --options '{"truth": "imported"}' --wait
     heapjudge admin training-run 7
 """
 
@@ -42,7 +42,7 @@ def _object(text: str | None, flag: str) -> dict[str, Any]:
 @app.command("train", cls=Command)
 def train_cmd(
     collection: str = typer.Argument(..., help="Collection name or id."),
-    model: str = typer.Option(..., "--model", help="focusednet, ranknet, listnet, ..."),
+    model: str = typer.Argument(..., help="The estimator: focusednet, ranknet, listnet, ..."),
     params: str | None = typer.Option(
         None, "--params", help='Hyperparameters as a JSON object, e.g. {"epochs": 50}.'
     ),

@@ -26,8 +26,10 @@ NDCG@10, ERR; imported truth only) or ``topk`` (κ-NDCG@5, κ-NDCG@10, κ-ERR).
 Folds (``options.folds``): ``"auto"`` takes LETOR's own rotation (S1..S5: train 3, validation
 1, test 1) when every query was imported from a LETOR partition file, else seeded k-fold by
 query with k = min(5, queries); ``"letor"`` insists on the former; an integer n >= 3 asks for
-n seeded folds. Every fold reports validation and test measures; the stored model is the
-fold's with the best validation value of the first measure.
+n seeded folds. Every fold reports validation and test measures (cross-validation figures
+only); the stored model is the refit on every query with the run's params and the median of
+the folds' early-stopped iteration counts, and the metrics put BM25 and LightGBM beside it on
+the same folds (:mod:`app.training.baselines`, docs/training.md#the-kept-model).
 """
 
 from __future__ import annotations

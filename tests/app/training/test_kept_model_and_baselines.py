@@ -357,3 +357,43 @@ def test_page_api_and_cli_show_the_table(api: Api, done: dict) -> None:
         ],
     )
     assert json.loads(as_json.output)["metrics"]["comparison"] == done["metrics"]["comparison"]
+
+
+def test_admin_train_queues_a_run_and_refuses_bad_json(
+    api: Api, texts: int, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app.cli import cli
+    from app.kernel.models import TrainingRun
+    from app.kernel.settings import Settings
+    from app.training.jobs import TRAINING, pending_run_ids
+
+    queue = f"sqlite:///{tmp_path / 'queue.db'}"
+    monkeypatch.setenv("HEAPJUDGE_QUEUE_URL", queue)
+    url = api.settings.database_url
+
+    def last_id() -> Any:
+        with api.db.read() as s:
+            return s.scalar(select(TrainingRun.id).order_by(TrainingRun.id.desc()).limit(1))
+
+    before = last_id()
+    bad = CliRunner().invoke(
+        cli, ["admin", "train", str(texts), "ranknet", "--params", "{x", "--database-url", url]
+    )
+    assert bad.exit_code == 2 and "--params is not JSON" in bad.output
+    assert last_id() == before
+    out = CliRunner().invoke(
+        cli,
+        [
+            "admin", "train", str(texts), "ranknet",
+            "--params", json.dumps(PARAMS), "--options", json.dumps(OPTIONS),
+            "--database-url", url,
+        ],
+    )  # fmt: skip
+    assert out.exit_code == 0, out.output
+    run_id = last_id()
+    assert run_id != before and f"training run {run_id} queued" in out.output
+    huey = TRAINING.huey(Settings(database_url=url, queue_url=queue))
+    assert run_id in pending_run_ids(huey)
+    execute_run(run_id, db=api.db)  # as the worker that takes the message would
+    shown = CliRunner().invoke(cli, ["admin", "training-run", str(run_id), "--database-url", url])
+    assert shown.exit_code == 0 and "status done" in shown.output, shown.output
