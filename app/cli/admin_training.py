@@ -155,14 +155,14 @@ def describe_run(run: dict[str, Any]) -> list[str]:
                 blank = " | ".join("— | —" for _ in measures)
                 lines.append(f"| {r['label']} | {blank} | {r['reason']} |")
                 continue
-            cells = []
+            row_cells: list[str] = []
             for x in measures:
                 t = (r.get("vs_model") or {}).get(x)
                 p = "" if t is None else ("—" if t["p"] is None else f"{t['p']:.3g}")
                 mark = f" {t['mark']}" if t and t["mark"] else ""
-                cells.append(f"{_cell(r['mean_test'][x])} | {p}{mark}")
+                row_cells.append(f"{_cell(r['mean_test'][x])} | {p}{mark}")
             source = r.get("source") or "cross-validation of this run"
-            lines.append(f"| {r['label']} | " + " | ".join(cells) + f" | {source} |")
+            lines.append(f"| {r['label']} | " + " | ".join(row_cells) + f" | {source} |")
         lines.append("")
         lines.append(
             f"p: {c['test']}; ▲/▼ the model significantly better/worse (α = {c['alpha']})."
