@@ -205,9 +205,22 @@ def get_run(*, db: Database, run_id: int) -> dict[str, Any]:
 
 
 def list_runs(*, db: Database, collection_id: int | None = None) -> list[dict[str, Any]]:
-    """Runs, newest first, without their model JSON (reads only)."""
+    """Runs, newest first, without their model JSON nor the per-query values of their result
+    table (GET of one run has both; reads only)."""
     with db.read() as s:
-        return [{**describe(r), "model_json": None} for r in repository.runs(s, collection_id)]
+        return [
+            {**describe(r), "metrics": _brief_metrics(r.metrics), "model_json": None}
+            for r in repository.runs(s, collection_id)
+        ]
+
+
+def _brief_metrics(metrics: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``metrics`` without the comparison rows' ``per_query`` values (a list stays small)."""
+    if not metrics or not metrics.get("comparison"):
+        return metrics
+    table = metrics["comparison"]
+    rows = [{k: v for k, v in row.items() if k != "per_query"} for row in table.get("rows", [])]
+    return {**metrics, "comparison": {**table, "rows": rows}}
 
 
 def cancel_run(*, db: Database, run_id: int) -> dict[str, Any]:

@@ -345,6 +345,10 @@ def test_page_api_and_cli_show_the_table(api: Api, done: dict) -> None:
     assert out.exit_code == 0, out.output
     assert "| BM25 |" in out.output and "| LightGBM lambdarank |" in out.output
     assert verdict in out.output and done["metrics"]["kept"]["why"] in out.output
+    listed = api.get("admin", f"/api/v1/training-runs?collection_id={done['collection_id']}")
+    (brief,) = [r for r in listed.json() if r["id"] == run_id]
+    assert all("per_query" not in r for r in brief["metrics"]["comparison"]["rows"])
+    assert [r["name"] for r in brief["metrics"]["comparison"]["rows"]] == list(rows)
     as_json = CliRunner().invoke(
         cli,
         [
