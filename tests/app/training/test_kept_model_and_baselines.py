@@ -210,6 +210,7 @@ def test_bm25_row_recomputed_with_trec_eval_on_the_same_folds(
     assert ("not significantly" in bm25["verdict"]) == (not cell["significant"])
 
 
+@pytest.mark.filterwarnings("ignore:The argument 'eval_set' is deprecated")
 def test_lightgbm_row_is_lightgbm_fitted_on_the_same_folds(
     api: Api, texts: int, done: dict
 ) -> None:
