@@ -13,13 +13,14 @@ from app.cli import (
     admin_pools,
     admin_prompts,
     admin_runs,
+    admin_training,
 )
 from app.cli.conventions import Group
 
 app = typer.Typer(
     cls=Group,
     help="Admin console: imports, study plans, pools, progress, users, runs, LLM prompts, "
-    "the machine check.",
+    "the machine check, training runs.",
 )
 for subject in (
     admin_imports.app,
@@ -27,6 +28,7 @@ for subject in (
     admin_pools.app,
     admin_manage.app,
     admin_prompts.app,
+    admin_training.app,
 ):
     app.add_typer(subject)
 app.add_typer(admin_runs.app, name="runs")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
+from statistics import median
 from typing import Any
 
 from app.kernel.db import Database
@@ -106,6 +107,12 @@ class _Watch:
         if time.monotonic() > self.deadline:
             raise StopFit("failed", f"time limit of {self.time_limit:g} s reached")
 
+    def on_stage(self, stage: str, i: int, total: int) -> None:
+        """Progress after the folds: the refit and the baselines (``iteration`` of
+        ``iterations`` when they count any)."""
+        self.progress = {"stage": stage, "iteration": i, "iterations": total}
+        self.check()
+
     def on_iteration(self, fold: int, folds: int, i: int, total: int) -> None:
         self.progress = {
             "stage": "fitting",
@@ -179,7 +186,8 @@ def _train(db: Database, spec: dict[str, Any], watch: _Watch) -> tuple[dict[str,
         progress=watch.on_iteration,
     )
     measures = E.MEASURES[opts["kind"]]
-    best = max(outcomes, key=lambda o: o.valid[measures[0]])
+    kept, kept_model = _refit(parts, spec["model"], params, outcomes, opts, k, seed, watch)
+    table = _baselines(db, spec, parts, folds, outcomes, opts, scheme_name, seed, watch)
     metrics = {
         "truth": opts["truth"],
         "kind": opts["kind"],
@@ -204,9 +212,125 @@ def _train(db: Database, spec: dict[str, Any], watch: _Watch) -> tuple[dict[str,
             for o in outcomes
         ],
         "mean_test": {m: sum(o.test[m] for o in outcomes) / len(outcomes) for m in measures},
-        "model_fold": best.name,
+        "kept": kept,
+        "comparison": table,
     }
-    return E.strict_json(metrics), E.strict_json(best.model.to_dict())
+    return E.strict_json(metrics), E.strict_json(kept_model.to_dict())
+
+
+def _refit(
+    parts: Any,
+    model: str,
+    params: dict[str, Any],
+    outcomes: list[Any],
+    opts: dict[str, Any],
+    k: int,
+    seed: int,
+    watch: _Watch,
+) -> tuple[dict[str, Any], Any]:
+    """The kept model: refit on every query with the run's hyperparameters and the median of
+    the folds' early-stopped iteration counts (no part is left to early-stop on); the fold
+    models stay cross-validation figures only (docs/training.md#the-kept-model)."""
+    from ranking.estimators import experiments as E
+
+    best = [int(o.best_iteration) for o in outcomes]
+    iterations = max(1, round(median(best)))
+    name = E.iteration_param(model)
+    queries = sum(p.n_queries for p in parts.values())
+
+    def step(i: int, total: int) -> None:
+        watch.on_stage("refit", i, total)
+
+    est = E.refit(
+        parts,
+        model,
+        {key: v for key, v in params.items() if key != name},
+        truth=opts["kind"],
+        iterations=iterations,
+        k=k,
+        seed=seed,
+        progress=step,
+    )
+    kept = {
+        "model": "refit",
+        "queries": queries,
+        "params": {**{key: v for key, v in params.items() if key != name}, name: iterations},
+        "iteration_param": name,
+        "iterations": iterations,
+        "fold_best_iterations": best,
+        "why": f"refit on all {queries} queries with the run's hyperparameters and {name} = "
+        f"{iterations}, the median of the folds' early-stopped counts {best}: every query "
+        "trains the kept model; the fold models, each trained on part of the queries and "
+        "chosen on a different validation part, are kept only as the cross-validation "
+        "figures",
+    }
+    return kept, est
+
+
+def _baselines(
+    db: Database,
+    spec: dict[str, Any],
+    parts: Any,
+    folds: Any,
+    outcomes: list[Any],
+    opts: dict[str, Any],
+    scheme_name: str,
+    seed: int,
+    watch: _Watch,
+) -> dict[str, Any]:
+    """BM25 and LightGBM on the run's folds and truth, and the table with the model
+    (:mod:`app.training.baselines`). A baseline that cannot run is a row saying why; a
+    cancel or the time limit still stops the run."""
+    from app.training import baselines
+    from ranking.data.dataset import QueryDataset
+    from ranking.estimators import experiments as E
+
+    kind = opts["kind"]
+    rows: list[tuple[str, Any, str]] = []
+    watch.on_stage("baseline bm25", 0, 0)
+    try:
+        everything = QueryDataset.concat([parts[n] for n in sorted(parts)])
+        scorer, source = baselines.bm25_scorer(
+            db, spec["collection_id"], everything, scheme=scheme_name
+        )
+        values = None if scorer is None else E.score_folds(folds, scorer, truth=kind)
+    except StopFit:
+        raise
+    except Exception as exc:  # the run's model is still worth keeping; the row says why
+        values, source = None, f"not available: {type(exc).__name__}: {exc}"
+    rows.append(("bm25", values, source))
+    missing = E.lightgbm_missing()
+    if missing:
+        rows.append(("lightgbm", None, f"not available: {missing}"))
+    else:
+
+        def step(fold: int, n: int, i: int, total: int) -> None:
+            watch.on_stage(f"baseline lightgbm, fold {fold} of {n}", i, total)
+
+        try:
+            fitted = E.evaluate_folds(
+                folds, E.LIGHTGBM, {"n_jobs": 1}, truth=kind, seed=seed, progress=step
+            )
+            rows.append(
+                (
+                    "lightgbm",
+                    [o.test_values for o in fitted],
+                    "LightGBM lambdarank on the same folds and truth, trees early-stopped on "
+                    "each fold's validation part (NDCG@10), "
+                    f"best iterations {[o.best_iteration for o in fitted]}",
+                )
+            )
+        except StopFit:
+            raise
+        except Exception as exc:
+            rows.append(("lightgbm", None, f"not available: {type(exc).__name__}: {exc}"))
+    return baselines.comparison(
+        model=spec["model"],
+        measures=E.MEASURES[kind],
+        model_values=[o.test_values for o in outcomes],
+        baselines=rows,
+        query_ids=[[str(q) for q in f.test.query_ids] for f in folds],
+    )
 
 
 def _brief(feature_set: dict[str, Any] | None) -> dict[str, Any] | None:

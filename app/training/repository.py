@@ -189,12 +189,15 @@ def collection_by_id(s: Any, collection_id: int) -> Collection | None:
 
 
 def texts_present(s: Any, collection_id: int) -> bool:
-    """Whether some document row of the collection has a title, text or HTML."""
+    """Whether some document row of the collection has a title, text or HTML that is not
+    empty (a LETOR import stores empty texts: it has none)."""
     found = s.execute(
         select(Document.id)
         .where(
             Document.collection_id == collection_id,
-            (Document.title != "") | Document.text.is_not(None) | Document.html.is_not(None),
+            (Document.title != "")
+            | (func.coalesce(Document.text, "") != "")
+            | (func.coalesce(Document.html, "") != ""),
         )
         .limit(1)
     ).first()

@@ -26,8 +26,10 @@ NDCG@10, ERR; imported truth only) or ``topk`` (κ-NDCG@5, κ-NDCG@10, κ-ERR).
 Folds (``options.folds``): ``"auto"`` takes LETOR's own rotation (S1..S5: train 3, validation
 1, test 1) when every query was imported from a LETOR partition file, else seeded k-fold by
 query with k = min(5, queries); ``"letor"`` insists on the former; an integer n >= 3 asks for
-n seeded folds. Every fold reports validation and test measures; the stored model is the
-fold's with the best validation value of the first measure.
+n seeded folds. Every fold reports validation and test measures (cross-validation figures
+only); the stored model is the refit on every query with the run's params and the median of
+the folds' early-stopped iteration counts, and the metrics put BM25 and LightGBM beside it on
+the same folds (:mod:`app.training.baselines`, docs/training.md#the-kept-model).
 """
 
 from __future__ import annotations
@@ -203,9 +205,22 @@ def get_run(*, db: Database, run_id: int) -> dict[str, Any]:
 
 
 def list_runs(*, db: Database, collection_id: int | None = None) -> list[dict[str, Any]]:
-    """Runs, newest first, without their model JSON (reads only)."""
+    """Runs, newest first, without their model JSON nor the per-query values of their result
+    table (GET of one run has both; reads only)."""
     with db.read() as s:
-        return [{**describe(r), "model_json": None} for r in repository.runs(s, collection_id)]
+        return [
+            {**describe(r), "metrics": _brief_metrics(r.metrics), "model_json": None}
+            for r in repository.runs(s, collection_id)
+        ]
+
+
+def _brief_metrics(metrics: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``metrics`` without the comparison rows' ``per_query`` values (a list stays small)."""
+    if not metrics or not metrics.get("comparison"):
+        return metrics
+    table = metrics["comparison"]
+    rows = [{k: v for k, v in row.items() if k != "per_query"} for row in table.get("rows", [])]
+    return {**metrics, "comparison": {**table, "rows": rows}}
 
 
 def cancel_run(*, db: Database, run_id: int) -> dict[str, Any]:

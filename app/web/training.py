@@ -7,7 +7,9 @@
   /api/v1/training-runs``; a run that cannot succeed comes back on the page with the service's
   message (422), nothing recorded;
 * ``GET /admin/training-runs/{id}`` — a run: status, progress, per-fold and mean test metrics,
-  error, cancel; refreshed from ``.../status-fragment``; ``POST .../cancel`` cancels it;
+  the kept model and why, the table of the model beside BM25 and LightGBM on the same folds
+  with the paired test and its sentence, error, cancel; refreshed from
+  ``.../status-fragment``; ``POST .../cancel`` cancels it;
 * ``POST /admin/collections/{id}/features`` — the collection page's "Compute text features"
   button: the features job of ``POST /api/v1/admin/collections/{id}/features``.
 """
@@ -90,14 +92,23 @@ def run_options(form: FormData) -> tuple[str, dict[str, Any], dict[str, Any], in
 def run_view(run: dict[str, Any]) -> dict[str, Any]:
     """A run as the pages show it: finished or not, and its progress in words."""
     p = run.get("progress") or {}
-    if p.get("stage") == "fitting":
+    stage = str(p.get("stage") or "")
+    if stage == "fitting":  # the job counts folds from 1 (app.training.execution)
         text = (
-            f"fold {p.get('fold', 0) + 1} of {p.get('folds', '?')}, iteration "
+            f"fold {p.get('fold', 1)} of {p.get('folds', '?')}, iteration "
             f"{p.get('iteration', 0)} of {p.get('iterations', '?')}"
         )
+    elif p.get("iterations"):  # the refit and the baselines after the folds
+        text = f"{stage}, iteration {p.get('iteration', 0)} of {p['iterations']}"
     else:
-        text = "" if p.get("stage") == "done" else str(p.get("stage") or "")
-    return {**run, "finished": run["status"] in training.FINISHED, "progress_text": text}
+        text = "" if stage == "done" else stage
+    comparison = (run.get("metrics") or {}).get("comparison")
+    return {
+        **run,
+        "finished": run["status"] in training.FINISHED,
+        "progress_text": text,
+        "comparison": comparison,
+    }
 
 
 async def _runs(db: Any, collection_id: int) -> list[dict[str, Any]]:

@@ -17,7 +17,10 @@ baseline on the same folds and truth (:class:`ranking.estimators.lightgbm.LightG
 :func:`kfold_parts` and
 :func:`folds_from_parts` build folds for any data set (seeded k-fold by query, or named parts
 such as LETOR's S1..S5); :func:`evaluate_folds` fits one model with fixed hyperparameters on
-every fold and reports validation and test measures (what a training job runs); and
+every fold and reports validation and test measures (what a training job runs);
+:func:`score_folds` measures a fixed scorer (e.g. BM25) on the same folds' test parts;
+:func:`refit` fits the kept model on every query with the iterations the folds chose;
+:func:`paired_test` is the paired t-test of :func:`significance`; and
 :func:`strict_json` turns results into JSON without ``NaN`` (``null`` instead).
 
 :func:`sweep_beta` varies β over a grid (the paper: 0 to 1 in steps of 0.05);
@@ -53,9 +56,13 @@ __all__ = [
     "evaluate_folds",
     "folds_from_parts",
     "format_table",
+    "iteration_param",
     "kfold_parts",
     "lightgbm_missing",
     "load_folds",
+    "paired_test",
+    "refit",
+    "score_folds",
     "significance",
     "strict_json",
     "sweep_beta",
@@ -166,11 +173,7 @@ def folds_from_parts(
     """
     if truth not in MEASURES:
         raise ValueError(f"truth must be 'graded' or 'topk', got {truth!r}")
-    names = sorted(parts)
-    if truth == "graded" and any(parts[n].topk is not None for n in names):
-        raise ValueError("graded truth needs graded parts; these hold top-k truth")
-    topk = {n: parts[n].to_topk(k, seed=seed * 1000 + i) for i, n in enumerate(names)}
-    source = topk if truth == "topk" else parts
+    source, topk = _part_truths(parts, truth=truth, k=k, seed=seed)
     out = []
     for f in folds:
         out.append(
@@ -183,6 +186,19 @@ def folds_from_parts(
             )
         )
     return out
+
+
+def _part_truths(
+    parts: Mapping[str, QueryDataset], *, truth: str, k: int, seed: int
+) -> tuple[dict[str, QueryDataset], dict[str, QueryDataset]]:
+    """Per part: the truth measured (the parts as they are, or their top-k truth) and the
+    top-k truth the top-k models train on (the seeds of :func:`folds_from_parts`)."""
+    names = sorted(parts)
+    if truth == "graded" and any(parts[n].topk is not None for n in names):
+        raise ValueError("graded truth needs graded parts; these hold top-k truth")
+    topk = {n: parts[n].to_topk(k, seed=seed * 1000 + i) for i, n in enumerate(names)}
+    source = topk if truth == "topk" else dict(parts)
+    return source, topk
 
 
 def kfold_parts(data: QueryDataset, n_folds: int = 5, seed: int = 0) -> dict[str, QueryDataset]:
@@ -209,6 +225,9 @@ class FoldOutcome:
     valid: dict[str, float]
     test: dict[str, float]
     model: Any
+    #: Per measure, the value of every test query (the fold's test order): what the paired
+    #: test against a baseline pools over folds.
+    test_values: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 FoldProgress = Callable[[int, int, int, int], None]  # (fold, folds, iteration, iterations)
@@ -240,6 +259,7 @@ def evaluate_folds(
 
         est, _ = _fit(model, dict(params or {}), fold, True, seed, step)
         valid_s, test_s = est.predict(fold.valid), est.predict(fold.test)
+        values = {m: metric_values(m, fold.test, test_s) for m in measures}
         out.append(
             FoldOutcome(
                 name=fold.name,
@@ -248,11 +268,98 @@ def evaluate_folds(
                 test_queries=fold.test.n_queries,
                 best_iteration=int(est.best_iteration_),
                 valid={m: float(metric_values(m, fold.valid, valid_s).mean()) for m in measures},
-                test={m: float(metric_values(m, fold.test, test_s).mean()) for m in measures},
+                test={m: float(v.mean()) for m, v in values.items()},
                 model=est,
+                test_values=values,
             )
         )
     return out
+
+
+Scorer = Callable[[QueryDataset], np.ndarray]  # one score per row of the data set, higher first
+
+
+def score_folds(
+    folds: Sequence[FoldData], scorer: Scorer, *, truth: str
+) -> list[dict[str, np.ndarray]]:
+    """A fixed scorer (nothing learned, e.g. BM25) measured on every fold's test part: per
+    fold, per measure of ``truth``, the value of every test query (the fold's test order, as
+    :attr:`FoldOutcome.test_values`), so the scorer and a model pair query by query."""
+    measures = MEASURES[truth]
+    out = []
+    for fold in folds:
+        scores = np.asarray(scorer(fold.test), dtype=np.float64)
+        if scores.shape != (fold.test.n_docs,):
+            raise ValueError(f"{fold.name}: expected {fold.test.n_docs} scores, got {scores.shape}")
+        out.append({m: metric_values(m, fold.test, scores) for m in measures})
+    return out
+
+
+#: The hyperparameter that counts an estimator's iterations (epochs, solver iterations,
+#: boosting rounds, trees), the one early stopping chooses.
+ITERATION_PARAMS = ("epochs", "iterations", "n_rounds", "n_estimators")
+
+
+def iteration_param(model: str) -> str:
+    """The name of ``model``'s iteration count among :data:`ITERATION_PARAMS`."""
+    params = _new(model).get_params()
+    for name in ITERATION_PARAMS:
+        if name in params:
+            return name
+    raise ValueError(f"{model} has no iteration count among {ITERATION_PARAMS}")
+
+
+def refit(
+    parts: Mapping[str, QueryDataset],
+    model: str,
+    params: Mapping[str, Any] | None,
+    *,
+    truth: str,
+    iterations: int,
+    k: int = 10,
+    seed: int = 0,
+    progress: Callable[[int, int], None] | None = None,
+) -> Any:
+    """``model`` fitted on every query of ``parts`` (all of them, in name order) with
+    ``params`` and exactly ``iterations`` iterations (:func:`iteration_param`; no validation
+    part is left, so nothing early-stops): the model to keep after cross-validation. The
+    truth is the folds' own (:func:`folds_from_parts`: the same per-part top-k sampling), so
+    the refit learns from exactly what the folds learned from, all at once."""
+    if iterations < 1:
+        raise ValueError(f"iterations must be >= 1, got {iterations}")
+    source, topk = _part_truths(parts, truth=truth, k=k, seed=seed)
+    names = sorted(parts)
+    train_topk = QueryDataset.concat([topk[n] for n in names])
+    base: dict[str, Any] = {"seed": seed}
+    if "k" in _new(model).get_params():
+        base["k"] = train_topk.topk
+    est = _new(model, **{**base, **dict(params or {}), iteration_param(model): int(iterations)})
+    train = train_topk if model in TOPK_MODELS else QueryDataset.concat([source[n] for n in names])
+    est.fit(train, valid=None, progress=progress)
+    return est
+
+
+def paired_test(x: np.ndarray, ref: np.ndarray, alpha: float = 0.05) -> tuple[float, str]:
+    """Two-sided paired t-test of per-query values ``x`` against ``ref`` (the same queries in
+    the same order; Student, "The probable error of a mean", 1908, on the differences
+    ``d = x − ref``: ``t = mean(d) / (sd(d) / sqrt(n))`` with n − 1 degrees of freedom,
+    :func:`scipy.stats.ttest_rel`). Returns ``(p, mark)``: mark ``"▲"`` when ``x`` is
+    significantly better at ``alpha``, ``"▼"`` significantly worse, ``""`` otherwise;
+    identical values give ``(1.0, "")``; fewer than two queries ``(nan, "")``."""
+    from scipy.stats import ttest_rel
+
+    x, ref = np.asarray(x, dtype=np.float64), np.asarray(ref, dtype=np.float64)
+    if x.shape != ref.shape:
+        raise ValueError(f"paired values differ in shape: {x.shape} and {ref.shape}")
+    if np.allclose(x, ref):
+        return 1.0, ""
+    if x.size < 2:
+        return math.nan, ""
+    p = float(ttest_rel(x, ref).pvalue)
+    mark = ""
+    if p < alpha:
+        mark = "▲" if x.mean() > ref.mean() else "▼"
+    return p, mark
 
 
 def strict_json(value: Any) -> Any:
@@ -432,8 +539,6 @@ def significance(result: CVResult, alpha: float = 0.05) -> dict[str, dict[str, t
     Returns ``{model: {measure: (p_value, mark)}}`` with mark ``"▲"`` (significantly better),
     ``"▼"`` (significantly worse) or ``""``. The best baseline itself gets ``(nan, "")``.
     """
-    from scipy.stats import ttest_rel
-
     out: dict[str, dict[str, tuple[float, str]]] = {m: {} for m in result.models}
     for measure in result.measures:
         bases = [m for m in result.models if m in BASELINES]
@@ -445,15 +550,7 @@ def significance(result: CVResult, alpha: float = 0.05) -> dict[str, dict[str, t
             if model == best:
                 out[model][measure] = (math.nan, "")
                 continue
-            x = result.per_query[model][measure]
-            if np.allclose(x, ref):
-                out[model][measure] = (1.0, "")
-                continue
-            p = float(ttest_rel(x, ref).pvalue)
-            mark = ""
-            if p < alpha:
-                mark = "▲" if x.mean() > ref.mean() else "▼"
-            out[model][measure] = (p, mark)
+            out[model][measure] = paired_test(result.per_query[model][measure], ref, alpha)
     return out
 
 

@@ -3,6 +3,7 @@ extra); not saved as JSON and not in :data:`ranking.estimators.ESTIMATORS`."""
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable
 from typing import Any
@@ -75,11 +76,13 @@ class LightGBMRanker:
             callbacks.append(lambda env: progress(env.iteration + 1, env.end_iteration))
         kwargs: dict[str, Any] = {}
         if valid is not None:
-            kwargs = {
-                "eval_set": [(valid.X, valid.labels.astype(np.int64))],
-                "eval_group": [valid.sizes],
-                "eval_at": [10],
-            }
+            y_valid = valid.labels.astype(np.int64)
+            # LightGBM 4.6 takes eval_X/eval_y and deprecates eval_set; older ones have only it.
+            if "eval_X" in inspect.signature(lgb.LGBMRanker.fit).parameters:
+                kwargs = {"eval_X": (valid.X,), "eval_y": (y_valid,)}
+            else:
+                kwargs = {"eval_set": [(valid.X, y_valid)]}
+            kwargs |= {"eval_group": [valid.sizes], "eval_at": [10]}
             callbacks.append(lgb.early_stopping(self.early_stopping, verbose=False))
         self.model_ = lgb.LGBMRanker(
             objective="lambdarank",

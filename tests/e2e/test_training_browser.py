@@ -122,6 +122,14 @@ def test_start_watch_and_read_a_run_from_the_console(console: dict[str, Any]) ->
         mean = float(page.locator("[data-testid='mean-ndcg@10']").inner_text())
         assert 0.0 < mean <= 1.0
         expect(page.locator("#run")).to_contain_text("features text (heapjudge-text v1)")
+        # The kept model and the table beside BM25 and LightGBM (docs/training.md#baselines).
+        expect(page.locator("[data-testid=kept-model]")).to_contain_text("refit on all")
+        table = page.locator("[data-testid=run-comparison]")
+        expect(table.locator("tbody tr")).to_have_count(3)
+        expect(table.locator("[data-testid=comparison-bm25]")).to_contain_text("BM25")
+        expect(page.locator("[data-testid=run-verdicts] li").first).to_contain_text(
+            "is better than"
+        )
         _shot(page, "training-run")
 
         # The runs table shows it done; a long run is cancelled from its page.

@@ -198,3 +198,53 @@ def test_evaluate_folds_reports_test_measures_and_a_progress_hook_can_abort() ->
         "a": None,
         "b": [1.5, None],
     }
+
+
+def test_paired_test_is_scipys_ttest_rel_with_its_marks() -> None:
+    from scipy.stats import ttest_rel
+
+    rng = np.random.default_rng(4)
+    ref = rng.random(40)
+    better = ref + 0.05 + rng.normal(scale=0.02, size=40)
+    p, mark = E.paired_test(better, ref)
+    assert p == pytest.approx(float(ttest_rel(better, ref).pvalue), rel=1e-12) and mark == "▲"
+    assert E.paired_test(ref, better)[1] == "▼"
+    noisy = ref + rng.normal(scale=0.3, size=40)
+    p, mark = E.paired_test(noisy, ref)
+    assert p == pytest.approx(float(ttest_rel(noisy, ref).pvalue)) and (mark == "") == (p >= 0.05)
+    assert E.paired_test(ref, ref.copy()) == (1.0, "")
+    assert math.isnan(E.paired_test(np.array([0.5]), np.array([0.2]))[0])
+    with pytest.raises(ValueError, match="shape"):
+        E.paired_test(ref, ref[:-1])
+
+
+def test_score_folds_and_refit_on_every_query(letor_dir: Path) -> None:
+    from ranking.data.dataset import QueryDataset
+    from ranking.estimators import RankNet, metric_values
+
+    folds = E.load_folds(letor_dir, "graded")
+    first = lambda d: d.X[:, 0]  # noqa: E731 - a fixed scorer: the first feature
+    per_fold = E.score_folds(folds, first, truth="graded")
+    for f, values in zip(folds, per_fold, strict=True):
+        assert np.array_equal(values["ndcg@10"], metric_values("ndcg@10", f.test, f.test.X[:, 0]))
+    with pytest.raises(ValueError, match="scores"):
+        E.score_folds(folds, lambda d: d.X[:-1, 0], truth="graded")
+    assert E.iteration_param("ranknet") == "epochs"
+    assert E.iteration_param("ranksvm") == "iterations"
+    assert E.iteration_param("rankboost") == "n_rounds"
+    assert E.iteration_param("lightgbm") == "n_estimators"
+    parts = {n: QueryDataset.read(letor_dir / f"{n}.txt") for n in ("S1", "S2", "S3", "S4", "S5")}
+    kept = E.refit(parts, "ranknet", {"lr": 0.05}, truth="graded", iterations=7, seed=3)
+    everything = QueryDataset.concat([parts[n] for n in sorted(parts)])
+    again = RankNet(lr=0.05, epochs=7, seed=3).fit(everything)
+    assert kept.best_iteration_ == 7 and kept.get_params()["epochs"] == 7
+    assert np.array_equal(kept.predict(everything), again.predict(everything))
+    # Top-k models learn the folds' own top-k truth (the same per-part sampling).
+    fnet = E.refit(parts, "focusednet", {}, truth="topk", iterations=3, k=5, seed=1)
+    topk = [parts[n].to_topk(5, seed=1 * 1000 + i) for i, n in enumerate(sorted(parts))]
+    from ranking.estimators import FocusedNet
+
+    ref = FocusedNet(k=5, epochs=3, seed=1).fit(QueryDataset.concat(topk))
+    assert np.array_equal(fnet.predict(everything), ref.predict(everything))
+    with pytest.raises(ValueError, match="iterations"):
+        E.refit(parts, "ranknet", {}, truth="graded", iterations=0)
