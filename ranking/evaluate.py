@@ -38,6 +38,7 @@ from ranking.io.topk import TopKTruth
 from ranking.io.trec_fast import TrecColumns
 from ranking.io.trec_join import docid_tie_codes, join_labels, single_precision_ties
 from ranking.metrics.kernel import DOCID_TIES
+from ranking.trec_measures import trec_eval_metrics, trec_eval_values, trec_eval_values_of_columns
 
 __all__ = [
     "EvaluationReport",
@@ -317,7 +318,10 @@ def evaluate(
         docids=_pad(docs_arr, mask, "") if _needs_docids(metrics, conv, check) else None,
         kappa_k=np.array([kappa_k[q] for q in queries]) if kappa_k else None,
     )
-    return _report(padded, metrics, conv, preset_name, kind, missing, check)
+    own = trec_eval_values(
+        trec_eval_metrics(metrics), run, truth, queries, complete=missing == "zero"
+    )
+    return _report(padded, metrics, conv, preset_name, kind, missing, check, own)
 
 
 def evaluate_columns(
@@ -392,7 +396,10 @@ def evaluate_columns(
         untied=untied,
     )
     del labels, scores, ideal, docids
-    return _report(padded, metrics, conv, preset_name, "qrels", missing, trec_eval_check)
+    own = trec_eval_values_of_columns(
+        trec_eval_metrics(metrics), run, qrels, queries, complete=missing == "zero"
+    )
+    return _report(padded, metrics, conv, preset_name, "qrels", missing, trec_eval_check, own)
 
 
 def _ideal_labels(
@@ -469,8 +476,10 @@ def _report(
     kind: str,
     missing: str,
     trec_eval_check: bool = False,
+    computed: Mapping[str, NDArray[np.float64]] | None = None,
 ) -> EvaluationReport:
-    """Compute every metric on ``g`` (one vectorised call each)."""
+    """Compute every metric on ``g`` (one vectorised call each); ``computed``: the values of
+    the trec_eval-family metrics, computed from the judgments (:mod:`ranking.trec_measures`)."""
     queries = g.queries
     lab, sco, mask, dids = g.labels, g.scores, g.mask, g.docids
     if lab.shape[1] == 0:  # every ranking empty: keep one padding column
@@ -507,7 +516,7 @@ def _report(
         return np.where(unanswered, 0.0, values)
 
     for name in metrics:
-        values = values_of(name, conv)
+        values = computed[name] if computed and name in computed else values_of(name, conv)
         per_query[name] = dict(zip(queries, values.tolist(), strict=True))
         means[name] = M.mean(values)
         counted[name] = int((~np.isnan(values)).sum())
@@ -554,10 +563,11 @@ def _differs_in_ties_only(name: str, conv: M.Conventions) -> bool:
 
 def _needs_docids(metrics: Sequence[str], conv: M.Conventions, trec_eval_check: bool) -> bool:
     """Whether some metric breaks score ties by document id (so the ids must be kept)."""
+    specs = {name: M.parse_metric_spec(name) for name in metrics}
     return any(
         (trec_eval_check and _trec_eval_has(name, conv))
-        or M.metric_conventions(M.parse_metric_spec(name), conv).ties in DOCID_TIES
-        for name in metrics
+        or (spec.family != "trec_eval" and M.metric_conventions(spec, conv).ties in DOCID_TIES)
+        for name, spec in specs.items()
     )
 
 
@@ -585,7 +595,13 @@ def _metric_conventions(metrics: Sequence[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for name in metrics:
         spec = M.parse_metric_spec(name)
-        if spec.preset is not None:
+        if spec.family == "trec_eval":
+            rel = f" -l {spec.rel:g}" if spec.rel is not None else ""
+            out[name] = (
+                f"trec_eval measure {spec.value}{rel}: computed by ranking.trec_eval with "
+                "trec_eval's conventions, whatever the preset"
+            )
+        elif spec.preset is not None:
             rel = f", relevant from {spec.rel:g}" if spec.rel is not None else ""
             tool = {
                 "compat": "ir-measures' compat provider",
