@@ -33,12 +33,12 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ranking import metrics as M
+from ranking import trec_measures as TM
 from ranking.io.letor import LetorData
 from ranking.io.topk import TopKTruth
 from ranking.io.trec_fast import TrecColumns
 from ranking.io.trec_join import docid_tie_codes, join_labels, single_precision_ties
 from ranking.metrics.kernel import DOCID_TIES
-from ranking.trec_measures import trec_eval_metrics, trec_eval_values, trec_eval_values_of_columns
 
 __all__ = [
     "EvaluationReport",
@@ -318,9 +318,7 @@ def evaluate(
         docids=_pad(docs_arr, mask, "") if _needs_docids(metrics, conv, check) else None,
         kappa_k=np.array([kappa_k[q] for q in queries]) if kappa_k else None,
     )
-    own = trec_eval_values(
-        trec_eval_metrics(metrics), run, truth, queries, complete=missing == "zero"
-    )
+    own = TM.trec_eval_values(TM.trec_eval_metrics(metrics), run, truth, queries, missing == "zero")
     return _report(padded, metrics, conv, preset_name, kind, missing, check, own)
 
 
@@ -396,8 +394,8 @@ def evaluate_columns(
         untied=untied,
     )
     del labels, scores, ideal, docids
-    own = trec_eval_values_of_columns(
-        trec_eval_metrics(metrics), run, qrels, queries, complete=missing == "zero"
+    own = TM.trec_eval_values_of_columns(
+        TM.trec_eval_metrics(metrics), run, qrels, queries, missing
     )
     return _report(padded, metrics, conv, preset_name, "qrels", missing, trec_eval_check, own)
 
@@ -478,8 +476,7 @@ def _report(
     trec_eval_check: bool = False,
     computed: Mapping[str, NDArray[np.float64]] | None = None,
 ) -> EvaluationReport:
-    """Compute every metric on ``g`` (one vectorised call each); ``computed``: the values of
-    the trec_eval-family metrics, computed from the judgments (:mod:`ranking.trec_measures`)."""
+    """Every metric on ``g``, one vectorised call each (``computed``: the trec_eval family's)."""
     queries = g.queries
     lab, sco, mask, dids = g.labels, g.scores, g.mask, g.docids
     if lab.shape[1] == 0:  # every ranking empty: keep one padding column
@@ -536,7 +533,7 @@ def _report(
         unknown_queries=g.unknown,
         missing_queries=g.missing,
         missing=missing,
-        metric_conventions=_metric_conventions(metrics),
+        metric_conventions=M.metric_notes(metrics),
         trec_eval_differs=differs,
     )
 
@@ -588,24 +585,3 @@ def _difference_line(name: str, ours: float, theirs: float, conv: M.Conventions)
         if key in read and used[key] != wanted[key]
     )
     return f"{name} {_fmt(ours)}; trec_eval would print {_fmt(theirs)} ({why})"
-
-
-def _metric_conventions(metrics: Sequence[str]) -> dict[str, str]:
-    """Metrics named the ir-measures way, with the conventions their name fixes."""
-    out: dict[str, str] = {}
-    for name in metrics:
-        spec = M.parse_metric_spec(name)
-        if spec.family == "trec_eval":
-            rel = f" -l {spec.rel:g}" if spec.rel is not None else ""
-            out[name] = (
-                f"trec_eval measure {spec.value}{rel}: computed by ranking.trec_eval with "
-                "trec_eval's conventions, whatever the preset"
-            )
-        elif spec.preset is not None:
-            rel = f", relevant from {spec.rel:g}" if spec.rel is not None else ""
-            tool = {
-                "compat": "ir-measures' compat provider",
-                "gdeval": "gdeval (as ir-measures reads it: no relevant document scores 0)",
-            }.get(spec.preset, spec.preset)
-            out[name] = f"ir-measures name: {tool}'s conventions{rel}, whatever the preset"
-    return out

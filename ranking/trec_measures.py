@@ -26,7 +26,11 @@ from ranking.trec_eval.api import evaluate_columns
 from ranking.trec_eval.errors import TrecEvalError
 from ranking.trec_eval.readers import QrelsColumns, RunColumns
 
-__all__ = ["trec_eval_metrics", "trec_eval_values", "trec_eval_values_of_columns"]
+__all__ = [
+    "trec_eval_metrics",
+    "trec_eval_values",
+    "trec_eval_values_of_columns",
+]
 
 
 def trec_eval_metrics(metrics: Sequence[str]) -> dict[str, M.MetricSpec]:
@@ -38,8 +42,7 @@ def trec_eval_metrics(metrics: Sequence[str]) -> dict[str, M.MetricSpec]:
 def _grade(qid: str, doc: str, value: float) -> int:
     if not float(value).is_integer():
         raise ValueError(
-            f"trec_eval measures read integer grades; query {qid!r}, document {doc!r} has "
-            f"{value!r}"
+            f"trec_eval measures read integer grades; query {qid!r}, document {doc!r} has {value!r}"
         )
     return int(value)
 
@@ -95,7 +98,6 @@ def trec_eval_values(
     run: Mapping[str, Mapping[str, float]],
     truth: Mapping[str, Mapping[str, float]],
     queries: Sequence[str],
-    *,
     complete: bool,
 ) -> dict[str, NDArray[np.float64]]:
     """Per metric, the values of ``queries`` in their order (NaN where trec_eval has none),
@@ -134,11 +136,10 @@ def trec_eval_values_of_columns(
     run: TrecColumns,
     qrels: TrecColumns,
     queries: Sequence[str],
-    *,
-    complete: bool,
+    missing: str,
 ) -> dict[str, NDArray[np.float64]]:
     """:func:`trec_eval_values` of the column readers' tables (``heapjudge evaluate`` on
-    files)."""
+    files); ``missing="zero"`` is ``-c``."""
     if not specs:
         return {}
     wanted = set(queries)
@@ -157,4 +158,4 @@ def trec_eval_values_of_columns(
     run_cols = RunColumns(
         r_qid, r_doc, run.values[r_keep], np.zeros(len(r_qid), dtype=np.int64), "run"
     )
-    return _values(specs, qrels_cols, run_cols, queries, complete)
+    return _values(specs, qrels_cols, run_cols, queries, missing == "zero")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -142,3 +142,25 @@ def compute(
     if family == "compat":
         return fn(labels, scores, mask, **options)
     return fn(labels, scores, mask, at=at, **options)
+
+
+def metric_notes(metrics: Sequence[str]) -> dict[str, str]:
+    """Metrics whose name fixes its own conventions (ir-measures names, trec_eval's
+    measures), with a line saying which (the report's ``metric_conventions``)."""
+    out: dict[str, str] = {}
+    for name in metrics:
+        spec = parse_metric_spec(name)
+        if spec.family == TREC_EVAL_FAMILY:
+            rel = f" -l {spec.rel:g}" if spec.rel is not None else ""
+            out[name] = (
+                f"trec_eval measure {spec.value}{rel}: computed by ranking.trec_eval with "
+                "trec_eval's conventions, whatever the preset"
+            )
+        elif spec.preset is not None:
+            rel = f", relevant from {spec.rel:g}" if spec.rel is not None else ""
+            tool = {
+                "compat": "ir-measures' compat provider",
+                "gdeval": "gdeval (as ir-measures reads it: no relevant document scores 0)",
+            }.get(spec.preset, spec.preset)
+            out[name] = f"ir-measures name: {tool}'s conventions{rel}, whatever the preset"
+    return out
