@@ -16,6 +16,7 @@ from ranking.trec_eval.options import USAGE, Options, parse_args
 from ranking.trec_eval.readers import read_qrels, read_run, read_zscores
 from ranking.trec_eval.registry import Context
 from ranking.trec_eval.select import select
+from ranking.trec_eval.strict_text import last_fields_are_integers
 
 __all__ = ["HELP", "main", "run"]
 
@@ -36,7 +37,9 @@ def _evaluate(options: Options) -> list[str]:
 
         return evaluate_prefs(options, requested)
     rel_file, run_file = options.files
-    qrels = fast_qrels(rel_file) or read_qrels(rel_file, lenient=options.lenient)
+    # the compiled scan reads grades as doubles (1e1 = 10): integer text only (strict_text)
+    fast = fast_qrels(rel_file) if last_fields_are_integers(rel_file) else None
+    qrels = fast or read_qrels(rel_file, lenient=options.lenient)
     run = fast_run(run_file) or read_run(run_file, lenient=options.lenient)
     zscores = read_zscores(options.zscores, lenient=options.lenient) if options.zscores else None
     for item in requested:
