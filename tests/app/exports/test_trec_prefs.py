@@ -262,3 +262,40 @@ def test_trec_prefs_refusals(study: dict[str, Any], tmp_path: Path) -> None:
     r = _cli(*base, "-f", "qrels-jg", "--assessor", "t1")
     assert r.exit_code == 1 and "no finished graded tasks of assessor 't1'" in r.output
     assert out.read_text() == "previous"
+
+
+def test_machine_answers_are_their_own_group_and_human_leaves_them_out(api: Api) -> None:
+    """A BM25 machine (``insertion+assist``) answered some of the pairs: with labels=hybrid
+    its answers are the groups ``t<task>.m``, one preference per live machine answer; with
+    labels=human exactly those lines are gone and the people's are unchanged."""
+    from tests.app.machine_support import judge_consistently, machine_collection, machine_task
+
+    api.add_user("tpm")
+    cid, truth = machine_collection(api, "trec-prefs-machine", queries=3, docs=16)
+    for qid in truth:
+        judge_consistently(api, "tpm", machine_task(api, cid, qid, "tpm", K), truth[qid])
+    url = f"/api/v1/collections/{cid}/export"
+
+    def export(**params: str) -> list[list[str]]:
+        r = api.get("admin", url, params=params)
+        assert r.status_code == 200, r.text
+        return [line.split() for line in r.text.splitlines()]
+
+    pairs = [
+        json.loads(x)
+        for x in api.get("admin", url, params={"format": "pairs-jsonl"}).text.splitlines()
+    ]
+    machine = [p for p in pairs if p["source"] == "machine"]
+    people = [p for p in pairs if p["source"] == "person" and p["outcome"] in ("left", "right")]
+    assert machine and people
+    hybrid = export(format="trec-prefs")
+    human = export(format="trec-prefs", labels="human")
+    machine_lines = [x for x in hybrid if ".m" in x[1]]
+    assert {x[1].split(".m")[0] for x in machine_lines} == {f"t{p['task_id']}" for p in machine}
+    assert len(machine_lines) == 2 * len(machine)  # a winner and a loser line per answer
+    assert human == [x for x in hybrid if ".m" not in x[1]]
+    assert len(human) == 2 * len(people)
+    # every machine preference is the machine's answer, winner at level 2
+    said = {(p["query_id"], p["left"] if p["outcome"] == "left" else p["right"]) for p in machine}
+    winners = {(x[0], x[3]) for x in machine_lines if x[4] == "2"}
+    assert winners <= said
