@@ -299,3 +299,53 @@ def test_machine_answers_are_their_own_group_and_human_leaves_them_out(api: Api)
     said = {(p["query_id"], p["left"] if p["outcome"] == "left" else p["right"]) for p in machine}
     winners = {(x[0], x[3]) for x in machine_lines if x[4] == "2"}
     assert winners <= said
+
+
+def test_a_reask_answered_the_other_way_is_a_group_of_its_own(
+    api: Api, study: dict[str, Any], tmp_path: Path
+) -> None:
+    """An assessor who always answers "left" contradicts herself on every re-ask (shown with
+    the sides swapped, docs/noise.md): each such answer is the group ``t<task>.c<n>``, the rest
+    stay ``t<task>``, and trec_eval (here and the binary) reads the file: no group is
+    inconsistent. prefs_pair sees both opinions of the re-asked pairs."""
+    api.add_user("lefty")
+    cid, _ = make_collection(api, "trec-prefs-lefty", queries=1, docs=DOCS)
+    body = {
+        "collection_id": cid,
+        "query_id": "101",
+        "assessor": "lefty",
+        "method": "topk",
+        "k": K,
+        "seed": 3,
+        "options": {"reask_fraction": 0.5},
+    }
+    r = api.post("admin", "/api/v1/tasks", json=body)
+    assert r.status_code == 201, r.text
+    task_id = r.json()["id"]
+    page = api.get("lefty", f"/api/v1/tasks/{task_id}/next").json()
+    answers: list[tuple[str, str]] = []
+    while not page["done"]:
+        left, right = page["pair"]["left"]["doc_id"], page["pair"]["right"]["doc_id"]
+        payload = {"seq": page["seq"], "left": left, "right": right, "outcome": "left"}
+        page = api.post("lefty", f"/api/v1/tasks/{task_id}/judgments", json=payload).json()
+        answers.append((left, right))
+    own = {**study, "cid": cid}  # the study's database and run, this collection
+    prefs = _export(own, tmp_path / "lefty.prefs", "-f", "trec-prefs")
+    lines = [x.split() for x in prefs.read_text().splitlines()]
+    groups = {jg for _, jg, _, _, _ in lines}
+    split = sorted(g for g in groups if g.startswith(f"t{task_id}.c"))
+    # every answer whose reverse came before it contradicts the group's earlier answers
+    earlier: set[tuple[str, str]] = set()
+    reversed_later = 0
+    for left, right in answers:
+        reversed_later += (right, left) in earlier
+        earlier.add((left, right))
+    assert reversed_later > 0 and len(split) >= reversed_later
+    assert groups == {f"t{task_id}", *split}
+    run = _run_file(study, tmp_path / "run.txt")
+    args = ("-q", "-m", "all_prefs", "-R", "prefs", str(prefs), str(run))
+    status, out, err = ours(*args)
+    assert status == 0, err
+    assert float(_values(out)[("prefs_pair", "101")]) < 1.0
+    with contextlib.suppress(pytest.skip.Exception):
+        assert theirs(*args) == (0, out)
