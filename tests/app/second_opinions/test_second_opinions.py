@@ -262,7 +262,12 @@ def _trec_prefs_keep_both_judges(
 
     r = api.get("admin", f"/api/v1/collections/{cid}/export?format=trec-prefs")
     assert r.status_code == 200, r.text
-    lines = [x.split() for x in r.text.splitlines() if x.split()[1].startswith(f"t{task_id}")]
+    group = f"t{task_id}"
+    lines = [
+        x.split()
+        for x in r.text.splitlines()
+        if x.split()[1] == group or x.split()[1].startswith(group + ".")
+    ]
     by_group: dict[str, list[str]] = {}
     for _q, jg, _jsg, doc, level in lines:
         if level == "2":
@@ -277,7 +282,7 @@ def _trec_prefs_keep_both_judges(
     assert sorted(d for g in ann_groups for d in by_group[g]) == sorted(ann)
     assert all(g == f"t{task_id}" or g.startswith(f"t{task_id}.c") for g in ann_groups)
     prefs, run = tmp / "second.prefs", tmp / "second.run"
-    prefs.write_text(r.text)
+    prefs.write_text("".join(" ".join(x) + "\n" for x in lines))
     docs = sorted({(q, d) for q, _, _, d, _ in lines})
     run.write_text("".join(f"{q} Q0 {d} {i} {-i} r\n" for i, (q, d) in enumerate(docs)))
     out, err = io.StringIO(), io.StringIO()
