@@ -14,17 +14,19 @@ ties by document id descending, ``-l`` from the name's ``rel`` (ir-measures' ``r
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 from numpy.typing import NDArray
 
 from ranking import metrics as M
-from ranking.io.trec_fast import TrecColumns
-from ranking.trec_eval.api import evaluate_columns
-from ranking.trec_eval.errors import TrecEvalError
-from ranking.trec_eval.readers import QrelsColumns, RunColumns
+
+if TYPE_CHECKING:
+    from ranking.io.trec_fast import TrecColumns
+    from ranking.trec_eval.readers import QrelsColumns, RunColumns
+
+# ranking.trec_eval and pyarrow.compute are imported where a trec_eval metric is computed:
+# every `heapjudge evaluate` imports this module, few ask for these metrics.
 
 __all__ = [
     "trec_eval_metrics",
@@ -77,6 +79,9 @@ def _values(
     queries: Sequence[str],
     complete: bool,
 ) -> dict[str, NDArray[np.float64]]:
+    from ranking.trec_eval.api import evaluate_columns
+    from ranking.trec_eval.errors import TrecEvalError
+
     out: dict[str, NDArray[np.float64]] = {}
     for level, args in _calls(specs):
         try:
@@ -104,6 +109,8 @@ def trec_eval_values(
     from dicts; ``complete`` is ``-c`` (queries the run lacks are evaluated)."""
     if not specs:
         return {}
+    from ranking.trec_eval.readers import QrelsColumns, RunColumns
+
     wanted = set(queries)
     q_rows = [(q, d, _grade(q, d, v)) for q in queries for d, v in truth[q].items()]
     r_rows = [(q, d, float(s)) for q in run if q in wanted for d, s in run[q].items()]
@@ -126,6 +133,9 @@ def trec_eval_values(
 
 
 def _column_bytes(columns: TrecColumns, keep: NDArray[np.bool_]) -> tuple[NDArray[np.bytes_], ...]:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     qids = np.array([q.encode() for q in columns.qids], dtype=np.bytes_)[columns.query[keep]]
     docs = pc.cast(columns.docids, pa.binary()).to_numpy(zero_copy_only=False)[keep]
     return qids, np.array(docs, dtype=np.bytes_)
@@ -142,6 +152,8 @@ def trec_eval_values_of_columns(
     files); ``missing="zero"`` is ``-c``."""
     if not specs:
         return {}
+    from ranking.trec_eval.readers import QrelsColumns, RunColumns
+
     wanted = set(queries)
     q_keep = np.isin(qrels.query, [i for i, q in enumerate(qrels.qids) if q in wanted])
     r_keep = np.isin(run.query, [i for i, q in enumerate(run.qids) if q in wanted])
