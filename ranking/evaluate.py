@@ -33,6 +33,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ranking import metrics as M
+from ranking import trec_measures as TM
 from ranking.io.letor import LetorData
 from ranking.io.topk import TopKTruth
 from ranking.io.trec_fast import TrecColumns
@@ -317,7 +318,8 @@ def evaluate(
         docids=_pad(docs_arr, mask, "") if _needs_docids(metrics, conv, check) else None,
         kappa_k=np.array([kappa_k[q] for q in queries]) if kappa_k else None,
     )
-    return _report(padded, metrics, conv, preset_name, kind, missing, check)
+    own = TM.trec_eval_values(TM.trec_eval_metrics(metrics), run, truth, queries, missing == "zero")
+    return _report(padded, metrics, conv, preset_name, kind, missing, check, own)
 
 
 def evaluate_columns(
@@ -392,7 +394,10 @@ def evaluate_columns(
         untied=untied,
     )
     del labels, scores, ideal, docids
-    return _report(padded, metrics, conv, preset_name, "qrels", missing, trec_eval_check)
+    own = TM.trec_eval_values_of_columns(
+        TM.trec_eval_metrics(metrics), run, qrels, queries, missing
+    )
+    return _report(padded, metrics, conv, preset_name, "qrels", missing, trec_eval_check, own)
 
 
 def _ideal_labels(
@@ -469,8 +474,9 @@ def _report(
     kind: str,
     missing: str,
     trec_eval_check: bool = False,
+    computed: Mapping[str, NDArray[np.float64]] | None = None,
 ) -> EvaluationReport:
-    """Compute every metric on ``g`` (one vectorised call each)."""
+    """Every metric on ``g``, one vectorised call each (``computed``: the trec_eval family's)."""
     queries = g.queries
     lab, sco, mask, dids = g.labels, g.scores, g.mask, g.docids
     if lab.shape[1] == 0:  # every ranking empty: keep one padding column
@@ -507,7 +513,7 @@ def _report(
         return np.where(unanswered, 0.0, values)
 
     for name in metrics:
-        values = values_of(name, conv)
+        values = computed[name] if computed and name in computed else values_of(name, conv)
         per_query[name] = dict(zip(queries, values.tolist(), strict=True))
         means[name] = M.mean(values)
         counted[name] = int((~np.isnan(values)).sum())
@@ -527,7 +533,7 @@ def _report(
         unknown_queries=g.unknown,
         missing_queries=g.missing,
         missing=missing,
-        metric_conventions=_metric_conventions(metrics),
+        metric_conventions=M.metric_notes(metrics),
         trec_eval_differs=differs,
     )
 
@@ -554,10 +560,11 @@ def _differs_in_ties_only(name: str, conv: M.Conventions) -> bool:
 
 def _needs_docids(metrics: Sequence[str], conv: M.Conventions, trec_eval_check: bool) -> bool:
     """Whether some metric breaks score ties by document id (so the ids must be kept)."""
+    specs = {name: M.parse_metric_spec(name) for name in metrics}
     return any(
         (trec_eval_check and _trec_eval_has(name, conv))
-        or M.metric_conventions(M.parse_metric_spec(name), conv).ties in DOCID_TIES
-        for name in metrics
+        or (spec.family != "trec_eval" and M.metric_conventions(spec, conv).ties in DOCID_TIES)
+        for name, spec in specs.items()
     )
 
 
@@ -578,18 +585,3 @@ def _difference_line(name: str, ours: float, theirs: float, conv: M.Conventions)
         if key in read and used[key] != wanted[key]
     )
     return f"{name} {_fmt(ours)}; trec_eval would print {_fmt(theirs)} ({why})"
-
-
-def _metric_conventions(metrics: Sequence[str]) -> dict[str, str]:
-    """Metrics named the ir-measures way, with the conventions their name fixes."""
-    out: dict[str, str] = {}
-    for name in metrics:
-        spec = M.parse_metric_spec(name)
-        if spec.preset is not None:
-            rel = f", relevant from {spec.rel:g}" if spec.rel is not None else ""
-            tool = {
-                "compat": "ir-measures' compat provider",
-                "gdeval": "gdeval (as ir-measures reads it: no relevant document scores 0)",
-            }.get(spec.preset, spec.preset)
-            out[name] = f"ir-measures name: {tool}'s conventions{rel}, whatever the preset"
-    return out

@@ -6,7 +6,9 @@
 - no module over :data:`MAX_MODULE_LINES` lines and no function over
   :data:`MAX_FUNCTION_LINES` lines, unless a reason starting ``Long because`` is written at
   its top (the module's first lines, the function's docstring or first comment);
-- ``ranking`` never imports ``labeling`` or ``app``; ``labeling`` never imports ``app``.
+- ``ranking`` never imports ``labeling`` or ``app``; ``labeling`` never imports ``app``;
+- TREC run text is parsed by ``ranking.io`` and ``ranking.trec_eval``'s reader only, but for
+  the parsers listed in :data:`OTHER_TREC_RUN_PARSERS`.
 
 Each checker is run on a small bad tree too, so a checker that sees nothing cannot pass.
 ``lint-imports`` (the contracts in ``pyproject.toml``) checks the layers and the concept
@@ -214,6 +216,53 @@ def core_dependencies(modules: dict[str, Path]) -> list[str]:
     ]
 
 
+#: Where TREC run text may be parsed: ranking.io (its readers and the compiled scan, whose
+#: importers import-linter restricts) and trec_eval's own exact reader.
+TREC_RUN_READERS = ("ranking.io", "ranking.trec_eval.readers", "ranking.trec_eval.fast_read")
+#: The parsers of run text elsewhere today, each with what it does; the test fails when one
+#: is added and when one of these goes (then its entry goes too).
+OTHER_TREC_RUN_PARSERS = {
+    "labeling.study.pools.parse_trec_run": "the service's reader of uploaded runs: ids "
+    "normalised, every bad line listed at once",
+    "app.runs.service.bounded_lines": "counts an upload's unknown documents while it streams, "
+    "before parse_trec_run reads it",
+}
+
+
+def _compares_len_with(node: ast.AST, value: int) -> bool:
+    if not isinstance(node, ast.Compare):
+        return False
+    sides = [node.left, *node.comparators]
+    has_len = any(
+        isinstance(x, ast.Call) and isinstance(x.func, ast.Name) and x.func.id == "len"
+        for x in sides
+    )
+    return has_len and any(isinstance(x, ast.Constant) and x.value == value for x in sides)
+
+
+def trec_run_parsers(modules: dict[str, Path]) -> list[str]:
+    """``module.function`` of every function outside :data:`TREC_RUN_READERS` that parses TREC
+    run lines: it splits text and compares a length with 6 (``qid Q0 docno rank score
+    tag``)."""
+    found: list[str] = []
+    for module, path in modules.items():
+        if any(module == r or module.startswith(r + ".") for r in TREC_RUN_READERS):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            inner = list(ast.walk(node))
+            splits = any(
+                isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Attribute)
+                and n.func.attr in ("split", "rsplit")
+                for n in inner
+            )
+            if splits and any(_compares_len_with(n, 6) for n in inner):
+                found.append(f"{module}.{node.name}")
+    return sorted(found)
+
+
 # -- the project ------------------------------------------------------------------------------
 
 
@@ -238,6 +287,13 @@ def test_core_direction(project: dict[str, Path]) -> None:
     assert core_dependencies(project) == []
 
 
+def test_only_the_readers_parse_trec_runs(project: dict[str, Path]) -> None:
+    """TREC runs are read by ranking.io and trec_eval's reader (the compiled scan: the
+    import-linter contract in pyproject.toml); the other parsers of run text are the listed
+    ones, no more, no fewer."""
+    assert trec_run_parsers(project) == sorted(OTHER_TREC_RUN_PARSERS)
+
+
 # -- the checkers on a known-bad tree ---------------------------------------------------------
 
 
@@ -253,6 +309,10 @@ def bad_tree(tmp_path: Path) -> dict[str, Path]:
         "labeling/d.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
         "    from labeling.e import x\n",
         "labeling/e.py": "from labeling.d import TYPE_CHECKING as x\n",
+        "labeling/runs.py": "def parse(text):\n    return [line.split() for line in text"
+        ".splitlines() if len(line.split()) == 6]\n",
+        "ranking/io/__init__.py": "",
+        "ranking/io/trec.py": "def read(line):\n    return len(line.split()) == 6\n",
         "labeling/big.py": "\n" * (MAX_MODULE_LINES + 1)
         + "def f():\n"
         + "    pass\n" * MAX_FUNCTION_LINES
@@ -278,3 +338,4 @@ def test_checkers_see_a_bad_tree(bad_tree: dict[str, Path], tmp_path: Path) -> N
         f"labeling/big.py:{MAX_MODULE_LINES + 2} f: {MAX_FUNCTION_LINES + 1} lines",
     ]
     assert core_dependencies(bad_tree) == ["ranking.a:1 imports labeling.b"]
+    assert trec_run_parsers(bad_tree) == ["labeling.runs.parse"]  # ranking.io may

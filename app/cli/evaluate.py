@@ -397,7 +397,9 @@ METRICS_OPTION = typer.Option(
     "--metrics",
     help="Comma list: ndcg@k, dcg@k, err[@k], kappa-ndcg@k, kappa-err, p@k, recall@k, "
     "map, mrr, compat[@p=P]; or ir-measures names (nDCG@10, AP, P(rel=2)@10, R@100, RR, "
-    "ERR@20, Compat(p=0.95)) with their tools' conventions.",
+    "ERR@20, Compat(p=0.95)) with their tools' conventions; or trec_eval's measures "
+    "(Bpref, infAP, Rprec, Success@10, RBP(p=0.8), IPrec@0.5, SetF, success_5, "
+    "iprec_at_recall_0.50, 11pt_avg, ...) computed by trec-eval itself.",
 )
 PRESET_OPTION = typer.Option(
     None,

@@ -50,7 +50,8 @@ def export(
         "--labels",
         help="kappa | grades (default: the format's own: grades for grades-qrels); qrels and "
         "topk-jsonl also take hybrid (every answer, a machine's too: the default) | human "
-        "(only documents no machine answer touched keep a label).",
+        "(only documents no machine answer touched keep a label); trec-prefs takes hybrid | "
+        "human (people's answers only), qrels-jg grades | kappa.",
     ),
     source: str = typer.Option(
         "first",

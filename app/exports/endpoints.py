@@ -30,7 +30,9 @@ LabelsParam = Annotated[
         description="kappa (κ-labels of topk tasks) or grades (graded tasks); default: the "
         "format's own. qrels and topk-jsonl also take hybrid (κ-labels from every answer, a "
         "machine's too: the same as kappa, the default) or human (only the documents no "
-        "machine answer touched keep a label; docs/exports.md#machine-answers).",
+        "machine answer touched keep a label; docs/exports.md#machine-answers). trec-prefs "
+        "takes hybrid (the default) or human (people's answers only), qrels-jg grades (the "
+        "default) or kappa.",
         json_schema_extra={"enum": [*exports.LABELS, *exports.PROVENANCE]},
     ),
 ]

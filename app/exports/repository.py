@@ -100,9 +100,16 @@ def has_finished_tasks(
 
 
 def has_topk_judgments(
-    s: Session, collection_id: int, *, assessor: str | None, plan: str | None
+    s: Session,
+    collection_id: int,
+    *,
+    assessor: str | None,
+    plan: str | None,
+    preferences: bool = False,
+    person_only: bool = False,
 ) -> bool:
-    """Whether :func:`topk_judgments` would yield a judgment."""
+    """Whether :func:`topk_judgments` would yield a judgment; with ``preferences`` one that
+    answers a pair left or right, with ``person_only`` one a person gave."""
     stmt = (
         select(Judgment.id)
         .join(Task, Task.id == Judgment.task_id)
@@ -113,6 +120,10 @@ def has_topk_judgments(
             Judgment.undone.is_(False),
         )
     )
+    if preferences:
+        stmt = stmt.where(Judgment.outcome.in_(("left", "right")))
+    if person_only:
+        stmt = stmt.where(Judgment.source == "person")
     if assessor:
         stmt = stmt.where(User.username == assessor)
     if plan:

@@ -53,6 +53,7 @@ from app.exports import repository
 from app.exports.letor import write_group, write_letor_file, write_letor_parquet
 from app.exports.pairs import write_pairs_csv, write_pairs_jsonl, write_pairs_parquet
 from app.exports.parquet import MEDIA_TYPE as PARQUET_MEDIA_TYPE
+from app.exports.prefs import write_qrels_jg, write_trec_prefs
 from app.exports.qrels import write_qrels, write_qrels_parquet
 from app.exports.selection import chosen_tasks, method_of
 from app.exports.topk import write_topk_jsonl, write_topk_parquet
@@ -183,6 +184,23 @@ def nothing_to_export(s: Any, req: ExportRequest) -> str | None:
     422 naming the documents), a judgment format without a live top-k judgment
     (docs/exports.md#empty-exports). Every export that is not refused has a line."""
     spec = FORMATS[req.format]
+    if spec.name == "trec-prefs":
+        people = " from people" if req.labels == "human" else ""
+        if not repository.has_topk_judgments(
+            s,
+            req.collection_id,
+            assessor=req.assessor,
+            plan=req.plan,
+            preferences=True,
+            person_only=req.labels == "human",
+        ):
+            chosen = "".join(
+                f" {what} {value!r}"
+                for what, value in (("of assessor", req.assessor), ("in plan", req.plan))
+                if value
+            )
+            return f"no pairwise preferences{people}{chosen} yet (ties are not preferences)"
+        return None
     chosen = "".join(
         f" {what} {value!r}"
         for what, value in (("of assessor", req.assessor), ("in plan", req.plan))
@@ -342,6 +360,41 @@ FORMATS: dict[str, ExportFormat] = {
     )
 }
 
+
+def _write_qrels_jg(db: Database, req: ExportRequest) -> Iterator[bytes]:
+    """``qrels-jg`` reads every selected task (one judgment group each)."""
+    return write_qrels_jg(db, replace(req, source="all"))
+
+
+_TREC_EVAL = "read by `heapjudge trec-eval -R {0}` (trec_eval's {0} measures), not by evaluate"
+FORMATS.update(
+    (f.name, f)
+    for f in (
+        ExportFormat(
+            "trec-prefs",
+            "trec_eval 'prefs' lines 'qid jg jsg docno rel_level': every live pairwise "
+            "answer, one judgment group per task and judge (labels=human: people's only)",
+            _TEXT,
+            "prefs.txt",
+            write_trec_prefs,
+            labels=PROVENANCE,
+            not_evaluable=_TREC_EVAL.format("prefs"),
+            label="preferences, trec_eval prefs",
+        ),
+        ExportFormat(
+            "qrels-jg",
+            "trec_eval 'qrels_jg' lines 'qid jg docno rel': every finished task's grades "
+            "(or κ-labels), one judgment group per task",
+            _TEXT,
+            "qrels-jg.txt",
+            _write_qrels_jg,
+            labels=("grades", "kappa"),
+            not_evaluable=_TREC_EVAL.format("qrels_jg"),
+            label="qrels per assessor, trec_eval qrels_jg",
+        ),
+    )
+)
+
 #: The Parquet form of each tabular format (``docs/exports.md#parquet``): same labels and
 #: sources as the text format it mirrors.
 _PARQUET = {
@@ -374,6 +427,8 @@ def download_name(req: ExportRequest) -> str:
     the prefix so LightGBM finds ``X.txt.query`` next to ``X.txt``."""
     spec = FORMATS[req.format]
     middle = f"-{req.labels}-{req.source}" if spec.labels else ""
+    if spec.labels and not spec.sources:  # every selected task: no source to name
+        middle = f"-{req.labels}"
     return f"collection-{req.collection_id}{middle}-{spec.file_name}"
 
 

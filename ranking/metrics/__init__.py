@@ -82,7 +82,7 @@ labeling, ranking and evaluation" (κ-NDCG, κ-ERR; per-query r_max).
 from __future__ import annotations
 
 from ranking.metrics.binary import average_precision, precision, recall, reciprocal_rank
-from ranking.metrics.by_name import compute, conventions_read, metric_conventions
+from ranking.metrics.by_name import compute, conventions_read, metric_conventions, metric_notes
 from ranking.metrics.cascade import err
 from ranking.metrics.compat import compatibility
 from ranking.metrics.conventions import PRESETS, Conventions, default_preset, preset
@@ -107,6 +107,7 @@ __all__ = [
     "kappa_ndcg",
     "mean",
     "metric_conventions",
+    "metric_notes",
     "ndcg",
     "parse_metric",
     "parse_metric_spec",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -53,8 +53,16 @@ TOOL_CONVENTIONS: dict[str, Conventions] = {
 _OPTION_FIELDS = {"denominator": "precision_denominator", "ideal": "ideal"}
 
 
+#: The family of trec_eval's own measures (:func:`ranking.metrics.names.trec_eval_spec`):
+#: computed by :mod:`ranking.trec_eval` from the judgments, under trec_eval's conventions.
+TREC_EVAL_FAMILY = "trec_eval"
+
+
 def conventions_read(family: str) -> tuple[str, ...]:
-    """The :class:`Conventions` fields a metric family reads (``score_precision`` always)."""
+    """The :class:`Conventions` fields a metric family reads (``score_precision`` always;
+    none for the ``trec_eval`` family, which has trec_eval's fixed conventions)."""
+    if family == TREC_EVAL_FAMILY:
+        return ()
     _, wanted = _FAMILIES[family]
     fields = [_OPTION_FIELDS.get(key, key) for key in wanted]
     if family == "kappa-ndcg":
@@ -100,6 +108,13 @@ def compute(
     spec = parse_metric_spec(name)
     c = metric_conventions(spec, given or Conventions())
     family, at = spec.family, spec.at
+    if family == TREC_EVAL_FAMILY:
+        # bpref, infAP, unj... tell judged non-relevant from unjudged documents, which the
+        # padded labels do not: ranking.evaluate computes them from the judgments themselves.
+        raise ValueError(
+            f"{name!r} is a trec_eval measure: it is computed from the judgments by "
+            "ranking.evaluate.evaluate (heapjudge evaluate), not on padded label arrays"
+        )
     fn, wanted = _FAMILIES[family]
     use_ideal = c.ideal == "qrels" or family in ALWAYS_QRELS_IDEAL
     available: dict[str, Any] = {
@@ -127,3 +142,25 @@ def compute(
     if family == "compat":
         return fn(labels, scores, mask, **options)
     return fn(labels, scores, mask, at=at, **options)
+
+
+def metric_notes(metrics: Sequence[str]) -> dict[str, str]:
+    """Metrics whose name fixes its own conventions (ir-measures names, trec_eval's
+    measures), with a line saying which (the report's ``metric_conventions``)."""
+    out: dict[str, str] = {}
+    for name in metrics:
+        spec = parse_metric_spec(name)
+        if spec.family == TREC_EVAL_FAMILY:
+            rel = f" -l {spec.rel:g}" if spec.rel is not None else ""
+            out[name] = (
+                f"trec_eval measure {spec.value}{rel}: computed by ranking.trec_eval with "
+                "trec_eval's conventions, whatever the preset"
+            )
+        elif spec.preset is not None:
+            rel = f", relevant from {spec.rel:g}" if spec.rel is not None else ""
+            tool = {
+                "compat": "ir-measures' compat provider",
+                "gdeval": "gdeval (as ir-measures reads it: no relevant document scores 0)",
+            }.get(spec.preset, spec.preset)
+            out[name] = f"ir-measures name: {tool}'s conventions{rel}, whatever the preset"
+    return out

@@ -13,7 +13,7 @@ from ranking.trec_eval.readers import QrelsColumns, RunColumns
 from ranking.trec_eval.registry import Context
 from ranking.trec_eval.select import select
 
-__all__ = ["evaluate"]
+__all__ = ["evaluate", "evaluate_columns"]
 
 
 def _columns(
@@ -46,12 +46,38 @@ def evaluate(
     where trec_eval stops."""
     q_qid, q_doc, q_rel = _columns(qrels, np.int64)
     r_qid, r_doc, r_sim = _columns(run, np.float64)
+    return evaluate_columns(
+        QrelsColumns(q_qid, q_doc, q_rel, np.zeros(len(q_qid), dtype=np.int64)),
+        RunColumns(r_qid, r_doc, r_sim, np.zeros(len(r_qid), dtype=np.int64), runid),
+        measures,
+        level=level,
+        complete=complete,
+        judged_only=judged_only,
+        max_ret=max_ret,
+        num_docs=num_docs,
+    )
+
+
+def evaluate_columns(
+    qrels: QrelsColumns,
+    run: RunColumns,
+    measures: Sequence[str] = ("official",),
+    *,
+    level: int = 1,
+    complete: bool = False,
+    judged_only: bool = False,
+    max_ret: int = 2147483647,
+    num_docs: int = 0,
+) -> dict[str, dict[str, float]]:
+    """:func:`evaluate` of judgments and a run given as columns (what the readers return;
+    ``heapjudge evaluate`` builds them from its own columns)."""
+    q_qid, q_rel, r_qid, runid = qrels.qid, qrels.rel, run.qid, run.runid
     if not len(q_qid) or not len(r_qid):
         raise TrecEvalError("trec_eval: empty qrels or run", 2)
     requested = select(list(measures))
     merged = merge(
-        QrelsColumns(q_qid, q_doc, q_rel, np.zeros(len(q_qid), dtype=np.int64)),
-        RunColumns(r_qid, r_doc, r_sim, np.zeros(len(r_qid), dtype=np.int64), runid),
+        qrels,
+        run,
         level=level,
         max_ret=max_ret,
         judged_only=judged_only,

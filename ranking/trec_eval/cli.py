@@ -10,26 +10,20 @@ from typing import TextIO
 from ranking.trec_eval.errors import TrecEvalError
 from ranking.trec_eval.evaluate import evaluate_merged, format_lines
 from ranking.trec_eval.fast_read import fast_qrels, fast_run
+from ranking.trec_eval.help import help_text
 from ranking.trec_eval.merge import merge
 from ranking.trec_eval.options import USAGE, Options, parse_args
 from ranking.trec_eval.readers import read_qrels, read_run, read_zscores
-from ranking.trec_eval.registry import MEASURES, NICKNAMES, Context
+from ranking.trec_eval.registry import Context
 from ranking.trec_eval.select import select
+from ranking.trec_eval.strict_text import last_fields_are_integers
 
 __all__ = ["HELP", "main", "run"]
 
 VERSION = "10.0 (heapjudge)"
 
-HELP = f"""{USAGE}
-Options (trec_eval 10.0's): -q per-query values; -m measure[.params] (repeatable; nicknames
-{", ".join(NICKNAMES)}); -c average over every qrels query; -l <num> least relevant grade;
--n no summary; -J judged documents only; -N <num> documents in the collection; -M <num> the
-first <num> documents of each query; -R qrels|prefs|qrels_prefs|qrels_jg; -T trec_results;
--Z <file> Z scores from a 'qid measure mean stddev' file; -D accepted and ignored.
-heapjudge's own: --lenient reads numbers as trec_eval does (atol/atof) instead of refusing a
-malformed line.
-Measures: {" ".join(m.name for m in MEASURES)}
-"""
+#: The full help (every measure described); ``-h -m name`` describes the named ones only.
+HELP = help_text()
 
 
 def _evaluate(options: Options) -> list[str]:
@@ -43,7 +37,9 @@ def _evaluate(options: Options) -> list[str]:
 
         return evaluate_prefs(options, requested)
     rel_file, run_file = options.files
-    qrels = fast_qrels(rel_file) or read_qrels(rel_file, lenient=options.lenient)
+    # the compiled scan reads grades as doubles (1e1 = 10): integer text only (strict_text)
+    fast = fast_qrels(rel_file) if last_fields_are_integers(rel_file) else None
+    qrels = fast or read_qrels(rel_file, lenient=options.lenient)
     run = fast_run(run_file) or read_run(run_file, lenient=options.lenient)
     zscores = read_zscores(options.zscores, lenient=options.lenient) if options.zscores else None
     for item in requested:
@@ -87,7 +83,7 @@ def run(args: Sequence[str], out: TextIO, err: TextIO) -> int:
     try:
         options = parse_args(list(args))
         if options.help:
-            out.write(HELP)
+            out.write(help_text(options.measures))
             return 0
         if options.version:
             err.write(f"trec_eval version {VERSION}\n")

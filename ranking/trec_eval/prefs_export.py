@@ -13,6 +13,14 @@ document that loses one comparison and wins another would be.
 trec_eval closes each group's preferences under transitivity and aborts on a cycle (A over
 B, B over C, C over A in one group); :func:`prefs_lines` refuses such a group with the
 cycle named, before any line is written. Ties are not preferences and are left out.
+
+Real judging is not always consistent: the same assessor re-asked a pair may answer the other
+way, and a chain of answers may close a cycle. :func:`separate_contradictions` keeps such an
+answer without breaking its group: an answer whose loser the group's earlier answers already
+prefer to its winner (directly or by transitivity) becomes a judgment group of its own, as
+trec_eval's documentation has it for "the same user at different times" (``formats.c``:
+"Different JGs may contain contradictory preferences"). trec_eval then counts it as one more
+preference (``prefs_simp``), and ``prefs_pair`` weighs the two opinions of the pair.
 """
 
 from __future__ import annotations
@@ -21,7 +29,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["Preference", "PreferenceCycleError", "prefs_lines"]
+__all__ = ["Preference", "PreferenceCycleError", "prefs_lines", "separate_contradictions"]
 
 
 @dataclass(frozen=True)
@@ -63,6 +71,44 @@ def _find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
         if node not in state and (found := visit(node)):
             return found
     return None
+
+
+def _reaches(edges: dict[str, set[str]], start: str, goal: str) -> bool:
+    """Whether ``goal`` is reachable from ``start`` along ``edges`` (``start`` itself counts)."""
+    seen, todo = {start}, [start]
+    while todo:
+        node = todo.pop()
+        if node == goal:
+            return True
+        for nxt in edges.get(node, ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return False
+
+
+def separate_contradictions(
+    preferences: Iterable[Preference], *, suffix: str = "c"
+) -> list[Preference]:
+    """The preferences in order, each group kept consistent: an answer "``w`` over ``l``"
+    whose group already prefers ``l`` to ``w`` (an earlier answer ``l > w``, or a chain
+    ``l > … > w``) is moved to a group of its own, ``<group>.<suffix><n>`` for the group's
+    n-th such answer, so :func:`prefs_lines` never meets a cycle. A group without a
+    contradiction is returned unchanged; the answers that are moved keep their order."""
+    edges: dict[tuple[str, str], dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    moved: dict[tuple[str, str], int] = defaultdict(int)
+    out: list[Preference] = []
+    for pref in preferences:
+        key = (pref.query, pref.group)
+        graph = edges[key]
+        if _reaches(graph, pref.loser, pref.winner):
+            moved[key] += 1
+            group = f"{pref.group}.{suffix}{moved[key]}"
+            out.append(Preference(pref.query, pref.winner, pref.loser, group))
+            continue
+        graph[pref.winner].add(pref.loser)
+        out.append(pref)
+    return out
 
 
 def prefs_lines(preferences: Iterable[Preference]) -> list[str]:

@@ -125,6 +125,19 @@ def _bad(path: str, number: int, expected: str, got: list[bytes]) -> TrecEvalErr
     return TrecEvalError(f"{path}:{number}: expected {expected}, got '{text}'")
 
 
+def _decimal(
+    path: str, number: int, fields: list[bytes], index: int, what: str, lenient: bool
+) -> float:
+    """Field ``index`` as a decimal number (``atof`` with ``lenient``), else the error naming
+    the line, the field and ``what`` it holds."""
+    text = fields[index]
+    if _STRICT_FLOAT.match(text):
+        return float(text)
+    if lenient:
+        return c_atof(text)
+    raise _bad(path, number, f"a decimal {what} in field {index + 1}", fields)
+
+
 def _rel(path: str, number: int, field: bytes, lenient: bool, fields: list[bytes]) -> int:
     if _STRICT_INT.match(field):
         return int(field)
@@ -200,8 +213,8 @@ def read_zscores(path: str, *, lenient: bool = False) -> dict[tuple[str, str], t
     for number, fields in split_lines(data, skip_blank=False):
         if len(fields) != 4:
             raise _bad(path, number, "4 fields 'qid measure mean stddev'", fields)
-        mean = _sim(path, number, fields[2], lenient, fields)
-        std = _sim(path, number, fields[3], lenient, fields)
+        mean = _decimal(path, number, fields, 2, "mean", lenient)
+        std = _decimal(path, number, fields, 3, "stddev", lenient)
         key = (
             fields[0].decode("utf-8", "surrogateescape"),
             fields[1].decode("utf-8", "surrogateescape"),

@@ -9,7 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from ranking.trec_eval.prefs_export import Preference, PreferenceCycleError, prefs_lines
+from ranking.trec_eval.prefs_export import (
+    Preference,
+    PreferenceCycleError,
+    prefs_lines,
+    separate_contradictions,
+)
 from tests.ranking.trec_eval_support import ours, theirs
 
 RUN = "q1 Q0 a 1 4 r\nq1 Q0 b 2 3 r\nq1 Q0 c 3 2 r\nq2 Q0 x 1 1 r\n"
@@ -85,3 +90,31 @@ def test_random_preferences_match_the_binary(tmp_path: Path) -> None:
             ["-q", "-M2", "-m", "all_prefs", "-R", "prefs", "-c"],
         ):
             assert ours(*flags, p, r)[:2] == theirs(*flags, p, r), (trial, flags)
+
+
+def test_contradicting_answers_become_groups_of_their_own(tmp_path: Path) -> None:
+    prefs = [
+        Preference("q1", "a", "b", "t1"),
+        Preference("q1", "b", "c", "t1"),
+        Preference("q1", "b", "a", "t1"),  # a re-ask answered the other way
+        Preference("q1", "c", "a", "t1"),  # closes the cycle a > b > c > a
+        Preference("q1", "a", "c", "t1"),  # implied already: stays
+        Preference("q1", "c", "b", "t2"),  # another group: free to disagree
+    ]
+    split = separate_contradictions(prefs)
+    assert [p.group for p in split] == ["t1", "t1", "t1.c1", "t1.c2", "t1", "t2"]
+    assert [(p.winner, p.loser) for p in split] == [(p.winner, p.loser) for p in prefs]
+    assert separate_contradictions(split) == split  # consistent now
+    status, out, err = ours("-q", "-m", "all_prefs", "-R", "prefs", *_write(tmp_path, split))
+    assert status == 0, err
+    v = _values(out)
+    # t1: a>b, b>c, a>c (closure; the duplicate a>c not counted twice), all fulfilled by the
+    # ranking a, b, c; t1.c1: b>a, t1.c2: c>a, t2: c>b, none fulfilled
+    assert v[("prefs_num_prefs_poss", "q1")] == "6"
+    assert v[("prefs_num_prefs_ful", "q1")] == "3"
+    assert v[("prefs_avgjg", "q1")] == f"{(1 + 0 + 0 + 0) / 4:.4f}"
+    # pairs {a,b}: 1 of 2 agree; {b,c}: 1 of 2; {a,c}: 1 of 2
+    assert v[("prefs_pair", "q1")] == "0.5000"
+    flags = ["-q", "-m", "all_prefs", "-R", "prefs"]
+    p, r = tmp_path / "prefs", tmp_path / "run"
+    assert ours(*flags, p, r)[:2] == theirs(*flags, p, r)

@@ -238,6 +238,8 @@ def test_cranfield_from_files_to_evaluated_exports(shared_data: Path, tmp_path: 
             _check_pairs(fmt, export(fmt)[0], assessors[0].key, pair_judgments)
         elif fmt.endswith("-parquet"):
             _check_parquet(fmt, export, {q: truth[q][:K] for q in QUERIES}, pair_judgments)
+        elif fmt in ("trec-prefs", "qrels-jg"):
+            _check_trec_eval_files(fmt, export(fmt)[0], run_file, truth, grade_qrels, bm25)
         else:
             pytest.fail(f"format {fmt!r} is not covered by this walkthrough")
         checked.add(fmt)
@@ -257,6 +259,45 @@ def _check_parquet(fmt: str, export: Any, tops: dict[str, list[str]], pair_judgm
         assert {r["query_id"]: r["top"] for r in rows} == tops
     else:
         assert fmt == "pairs-parquet" and len(rows) == pair_judgments
+
+
+def _check_trec_eval_files(
+    fmt: str,
+    path: Path,
+    run_file: Path,
+    truth: dict[str, list[str]],
+    grade_qrels: dict[str, dict[str, int]],
+    bm25: dict[str, dict[str, float]],
+) -> None:
+    """trec_eval's judgment files (docs/trec-eval.md#prefs): every preference of trec-prefs
+    agrees with the assessors' order (one group per task, as consistent as the assessor) and
+    ``trec-eval -R prefs`` evaluates the BM25 run on every judged query; qrels-jg holds the
+    one graded task of each query, so its map_avgjg is trec_eval's map of those grades."""
+    import io
+
+    from ranking.trec_eval.cli import run as trec_eval
+
+    lines = [x.split() for x in path.read_text().splitlines()]
+    out, err = io.StringIO(), io.StringIO()
+    if fmt == "trec-prefs":
+        for qid, jg, jsg, doc, level in lines:
+            partner = next(
+                d for q, g, s, d, lv in lines if (q, g, s) == (qid, jg, jsg) and lv != level
+            )
+            winner, loser = (doc, partner) if level == "2" else (partner, doc)
+            assert truth[qid].index(winner) < truth[qid].index(loser)
+        assert len({jg for _, jg, _, _, _ in lines}) == len(QUERIES)  # one topk task each
+        status = trec_eval(["-m", "all_prefs", "-R", "prefs", str(path), str(run_file)], out, err)
+        assert status == 0, err.getvalue()
+        assert f"num_q                 \tall\t{len(QUERIES)}" in out.getvalue()
+        return
+    assert {(q, d): int(g) for q, _, d, g in lines} == {
+        (q, d): g for q, docs in grade_qrels.items() for d, g in docs.items()
+    }
+    status = trec_eval(["-m", "map_avgjg", "-R", "qrels_jg", str(path), str(run_file)], out, err)
+    assert status == 0, err.getvalue()
+    expected = _pytrec({q: grade_qrels[q] for q in QUERIES}, bm25)["map"]
+    assert out.getvalue() == f"map_avgjg             \tall\t{expected:.4f}\n"
 
 
 def _check_pairs(fmt: str, path: Path, key: Any, pair_judgments: int) -> None:

@@ -110,7 +110,7 @@ def _export(api: Api, cid: int, fmt: str, **params: str) -> Any:
     return api.get("admin", f"/api/v1/collections/{cid}/export", params={"format": fmt, **params})
 
 
-REFUSED = ["qrels", "grades-qrels", "letor", "svmlight", "group"]
+REFUSED = ["qrels", "grades-qrels", "letor", "svmlight", "group", "trec-prefs", "qrels-jg"]
 
 
 @pytest.mark.parametrize("fmt", REFUSED)

@@ -8,8 +8,10 @@ database rows themselves (``judgment.answered_by``, ``second_opinion.status``).
 
 from __future__ import annotations
 
+import io
 import json
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -202,7 +204,7 @@ def test_consistent_assessors_route_every_repeat_and_get_the_oracle_top_k(
 
 
 def test_a_flipping_first_assessor_is_outvoted_by_a_consistent_second(
-    api: Api, coll: tuple[int, dict[str, dict[str, float]]]
+    api: Api, coll: tuple[int, dict[str, dict[str, float]]], tmp_path: Path
 ) -> None:
     """Ann flips 20% of her answers; bob, consistent, gets every repeat. Every pair bob voted
     on twice is settled his way (2 of 3 votes: the robust rule's plurality), whatever ann
@@ -240,12 +242,53 @@ def test_a_flipping_first_assessor_is_outvoted_by_a_consistent_second(
             bob_votes[key] = bob_votes.get(key, 0) + 1
             overturned += first.get(key) not in (None, winner)
     assert overturned > 0
+    _trec_prefs_keep_both_judges(api, cid, task["id"], bob, rows, tmp_path)
     combined = session.state.combined  # type: ignore[attr-defined]
     settled = [key for key, votes in bob_votes.items() if votes >= 2]
     assert settled
     for key in settled:
         a, b = sorted(key)
         assert combined[(a, b)][0] == min(key, key=truth.rank.__getitem__)
+
+
+def _trec_prefs_keep_both_judges(
+    api: Api, cid: int, task_id: int, bob: int, rows: Any, tmp: Path
+) -> None:
+    """The trec-prefs export (docs/trec-eval.md#prefs): bob's answers are the judgment group
+    ``t<task>.u<bob>``, ann's ``t<task>`` (and ``t<task>.c<n>`` for an answer contradicting her
+    earlier ones, which her flips make); one preference per answer, the winner at level 2,
+    and trec_eval reads the file without an inconsistent group."""
+    from ranking.trec_eval.cli import run as trec_eval
+
+    r = api.get("admin", f"/api/v1/collections/{cid}/export?format=trec-prefs")
+    assert r.status_code == 200, r.text
+    group = f"t{task_id}"
+    lines = [
+        x.split()
+        for x in r.text.splitlines()
+        if x.split()[1] == group or x.split()[1].startswith(group + ".")
+    ]
+    by_group: dict[str, list[str]] = {}
+    for _q, jg, _jsg, doc, level in lines:
+        if level == "2":
+            by_group.setdefault(jg, []).append(doc)
+    bob_group = f"t{task_id}.u{bob}"
+    winners = [r.left_doc if r.outcome == "left" else r.right_doc for r in rows]
+    assert by_group[bob_group] == [
+        w for w, r in zip(winners, rows, strict=True) if r.answered_by == bob
+    ]
+    ann = [w for w, r in zip(winners, rows, strict=True) if r.answered_by is None]
+    ann_groups = [g for g in by_group if g != bob_group]
+    assert sorted(d for g in ann_groups for d in by_group[g]) == sorted(ann)
+    assert all(g == f"t{task_id}" or g.startswith(f"t{task_id}.c") for g in ann_groups)
+    prefs, run = tmp / "second.prefs", tmp / "second.run"
+    prefs.write_text("".join(" ".join(x) + "\n" for x in lines))
+    docs = sorted({(q, d) for q, _, _, d, _ in lines})
+    run.write_text("".join(f"{q} Q0 {d} {i} {-i} r\n" for i, (q, d) in enumerate(docs)))
+    out, err = io.StringIO(), io.StringIO()
+    assert trec_eval(["-m", "all_prefs", "-R", "prefs", str(prefs), str(run)], out, err) == 0, (
+        err.getvalue()
+    )
 
 
 def test_timeout_and_reclaim_return_the_question_to_the_first_assessor(
