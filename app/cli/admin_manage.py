@@ -119,7 +119,7 @@ def machine_gold_cmd(
         "line query_id,better,worse is allowed; - reads stdin). All or none.",
     ),
     by: str = typer.Option("cli", help="Who marks them (recorded)."),
-    as_json: bool = typer.Option(False, "--json", help="The gold pairs as JSON."),
+    as_json: bool = typer.Option(False, "--json/--no-json", help="The gold pairs as JSON."),
     database_url: str | None = DB_OPTION,
 ) -> None:
     """List the collection's gold pairs, or first mark more (--add): pairs whose right answer

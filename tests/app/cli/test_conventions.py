@@ -75,7 +75,8 @@ def test_the_tree_is_complete() -> None:
     assert "admin llm-grades" in names
     assert "admin machine check" in names
     assert "config show" in names
-    assert len(LEAVES) == 41
+    assert "admin machine-gold" in names
+    assert len(LEAVES) == 42
 
 
 @pytest.mark.parametrize("path", ALL, ids=lambda p: " ".join(p) or "heapjudge")
