@@ -16,8 +16,9 @@ probabilities rounded to 0.001 for speed); its answers are also the evidence of 
 :mod:`labeling.strategies.assist` rule's bound, with the session's own, and the study's audits
 so far start each session's audit test. Nothing is told about the judge's own calibration.
 The study's evidence per confidence bin is kept as the queries go (the same counts the
-calibrator's answers give, without recounting them at every query) and each query's raw
-probabilities are asked of the judge once for all its pairs (the same numbers, one array).
+calibrator's answers give, without recounting them at every query) and a query's raw
+probabilities come from its documents' perceived utilities, each computed once (the same
+numbers the judge's ``prefer`` gives).
 
 **The person**: consistent (``machine0.8``) or flipping each answer with p = 0.1
 (``machine0.8+flip0.1``). κ-NDCG@k is against the latent truth, which for the consistent
@@ -26,6 +27,7 @@ person is also the person-only result of every strategy.
 
 from __future__ import annotations
 
+import math
 import random
 import re
 from collections.abc import Sequence
@@ -81,8 +83,9 @@ def machine_trial(
 
 class _StudyOpinion(JudgeOpinion):
     """A :class:`JudgeOpinion` whose study evidence is given (kept by the study as it goes,
-    equal to what the calibrator's answers count) and whose raw probabilities are asked of
-    the judge for every ordered pair of the query at once."""
+    equal to what the calibrator's answers count) and whose raw probabilities come from the
+    query's perceived utilities, computed once per document (the numbers
+    :meth:`ThurstoneJudge.prefer` gives, by its formula, without asking it pair by pair)."""
 
     def __init__(
         self,
@@ -92,16 +95,30 @@ class _StudyOpinion(JudgeOpinion):
         *,
         evidence: ErrorEvidence,
         prior_audits: AuditMonitor,
-        docs: Sequence[str],
+        perceived: dict[str, float],
     ) -> None:
         super().__init__(judge, query, calibrator, prior_audits=prior_audits)
         self._study_evidence = evidence
-        pairs = [(a, b) for a in docs for b in docs if a != b]
-        self.raw.update(zip(pairs, (float(p) for p in judge.prefer(query, pairs)), strict=True))
+        self._perceived = perceived
+        sigma = judge.sigma
+        # P(first better) = Φ(c · (v_first − v_second)), c = overconfidence / (σ √(2(1 + σ²)))
+        # (labeling.machine.judges.ThurstoneJudge.prefer); σ = 0 is its step function.
+        self._scale = 0.0 if sigma == 0.0 else 1.0 / (sigma * math.sqrt(2.0 * (1.0 + sigma**2)))
+        self._over = judge.overconfidence
 
     @property
     def evidence(self) -> ErrorEvidence:
         return self._study_evidence
+
+    def raw_probability(self, first: str, second: str) -> float:
+        key = (first, second)
+        p = self.raw.get(key)
+        if p is None:
+            if self._scale == 0.0:
+                return super().raw_probability(first, second)
+            z = (self._perceived[first] - self._perceived[second]) * self._scale
+            p = self.raw[key] = 0.5 * (1.0 + math.erf(self._over * z / math.sqrt(2.0)))
+        return p
 
 
 def compare_assisted(
@@ -142,8 +159,9 @@ def compare_assisted(
         rank = {doc: r for r, doc in enumerate(truth)}
         person = scenario_assessor("flip0.1" if flip else "random", rank, rng.getrandbits(32))
         person.flip = flip
+        perceived = {doc: judge.perceived(query.query_id, doc) for doc in docs}
         opinion = _StudyOpinion(
-            judge, query, study, evidence=evidence.copy(), prior_audits=audits, docs=docs
+            judge, query, study, evidence=evidence.copy(), prior_audits=audits, perceived=perceived
         )
         top, rest, humans, machines, state = drive(
             cls, shown, k, person, machine=opinion, seed=rng.getrandbits(32), max_loss=max_loss
