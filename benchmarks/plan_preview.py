@@ -5,7 +5,8 @@ Cranfield through the SMART importer with BM25 pools of 30 (the shared data), tw
 the rotation scheme, strategy ``tournament``, k = 10: a plan of 10 queries and one of every
 query with BM25 pools of 30 and prior ``bm25``, and one of every query on all its documents
 (the import paired 30 per query) without a prior. Each preview is timed cold (the first call
-in the process: BM25 index, simulations) and warm (the median of the next calls); the preview
+in the process: BM25 index, simulations; also its CPU time, which other work on the machine
+disturbs less) and warm (the median of the next calls); the preview
 also shows every strategy side by side (``docs/admin-guide.md#plan-preview``).
 
     python benchmarks/plan_preview.py
@@ -80,17 +81,19 @@ def main(argv: Sequence[str] | None = None) -> None:
                     prior=prior,
                     pool=PoolSpec(mode=mode, n=30 if mode == "bm25" else None),
                 )
-                times = []
+                times, cpu = [], []
                 for _ in range(1 + args.repeat):
-                    start = time.perf_counter()
+                    start, start_cpu = time.perf_counter(), time.process_time()
                     preview = planning.preview_plan(db=db, spec=spec)
                     times.append(time.perf_counter() - start)
+                    cpu.append(time.process_time() - start_cpu)
                 rows = getattr(preview, "strategies", [])
                 warm = statistics.median(times[1:]) * 1000
                 print(
                     f"pool {mode:>4}, prior {prior:>4}, "
                     f"{len(preview.query_ids):>4} queries, {len(preview.tasks):>4} tasks: "
-                    f"cold {times[0] * 1000:7.0f} ms, warm {warm:7.0f} ms"
+                    f"cold {times[0] * 1000:7.0f} ms (CPU {cpu[0] * 1000:5.0f} ms), "
+                    f"warm {warm:7.0f} ms"
                     f" (median of {args.repeat}); {len(rows)} strategies side by side; "
                     f"T1 total {preview.totals.get('topk_judgments')}"
                 )

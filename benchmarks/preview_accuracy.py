@@ -16,8 +16,8 @@ on the following queries. The same at a later checkpoint (after ``--later`` quer
 the cold start's range the preview shows without a measurement (a machine of accuracy 0.8
 to one that earns nothing: the figure without the machine).
 
-    python benchmarks/preview_accuracy.py                 # 40 queries, about a minute
-    python benchmarks/preview_accuracy.py --queries 80 --later 20
+    python benchmarks/preview_accuracy.py                 # 40 queries, about 10 s
+    python benchmarks/preview_accuracy.py --queries 100 --later 30   # about 30 s
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(ROOT))
 
+from app.machine.judge_repository import EVIDENCE_WINDOW  # noqa: E402
 from app.planning.cost import ASSUMED_MACHINE_ACCURACY, machine_cost, task_cost  # noqa: E402
 from app.planning.machine import FLOOR, MIN_MEASURED_PAIRS  # noqa: E402
 from benchmarks import machine_real as mr  # noqa: E402
@@ -44,10 +45,11 @@ TARGET = 0.15
 
 
 def measured_accuracy(study: mr.Study, judge: Bm25Judge) -> tuple[float, int]:
-    """``(accuracy, pairs)`` as the preview measures it: the share of people's answers on
-    the machine's pairs whose winner its raw opinion named (1/2: not counted), floored."""
+    """``(accuracy, pairs)`` as the preview measures it: the share of people's most recent
+    answers on the machine's pairs (the study calibration's window) whose winner its raw
+    opinion named (1/2: not counted), floored."""
     agree = pairs = 0
-    for jq, a, b, won in study.evidence:
+    for jq, a, b, won in study.evidence[-EVIDENCE_WINDOW:]:  # the service's window
         p = float(judge.prefer(jq, [(a, b)])[0])
         if p == 0.5:
             continue
