@@ -1,12 +1,16 @@
 """CLI commands ``heapjudge admin progress`` (with any machine alarm), ``machine-resume``,
+``machine-gold`` (the machine's gold pairs),
 ``reset-password``, ``disable``,
 ``collection`` and ``features``: a collection's progress, the users' accounts, renaming and
 archiving, text features as the documents' feature vectors."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -103,6 +107,55 @@ def machine_resume_cmd(
         ),
     )
     typer.echo(f"machine alarm {out['id']} resumed: judge {out['judge']} answers again")
+
+
+@app.command("machine-gold", cls=Command)
+def machine_gold_cmd(
+    collection: str = typer.Argument(...),
+    pairs: Path | None = typer.Option(
+        None,
+        "--add",
+        help="A CSV of pairs to mark as gold, one per line: query_id,better,worse (a header "
+        "line query_id,better,worse is allowed; - reads stdin). All or none.",
+    ),
+    by: str = typer.Option("cli", help="Who marks them (recorded)."),
+    as_json: bool = typer.Option(False, "--json/--no-json", help="The gold pairs as JSON."),
+    database_url: str | None = DB_OPTION,
+) -> None:
+    """List the collection's gold pairs, or first mark more (--add): pairs whose right answer
+    you state, evidence for the machine beside people's answers
+    (docs/machine-judges.md#the-gold-set)."""
+    from app.machine.gold import add_gold, list_gold
+
+    rows: list[dict[str, str]] = []
+    if pairs is not None:
+        text = sys.stdin.read() if str(pairs) == "-" else pairs.read_text(encoding="utf-8")
+        for n, fields in enumerate(csv.reader(io.StringIO(text)), start=1):
+            if not fields or fields == ["query_id", "better", "worse"]:
+                continue
+            if len(fields) != 3:
+                typer.echo(f"error: {pairs}, line {n}: want query_id,better,worse", err=True)
+                raise typer.Exit(2)
+            rows.append(dict(zip(("query_id", "better", "worse"), fields, strict=True)))
+        if not rows:
+            typer.echo(f"error: {pairs}: no pairs", err=True)
+            raise typer.Exit(2)
+
+    def run(db: Any) -> dict[str, Any]:
+        cid = collection_id(db, collection)
+        if rows:
+            add_gold(db=db, collection_id=cid, pairs=rows, by=by)
+        return list_gold(db=db, collection_id=cid)
+
+    out = run_service(database_url, run)
+    if rows:
+        typer.echo(f"{len(rows)} gold pairs marked", err=as_json)
+    if as_json:
+        typer.echo(json.dumps(out, indent=2))
+        return
+    typer.echo(f"{len(out['gold'])} gold pairs on collection {out['collection_id']}")
+    for g in out["gold"]:
+        typer.echo(f"{g['id']:>6}  query {g['query_id']}: {g['better']} > {g['worse']}")
 
 
 @app.command("reset-password", cls=Command)

@@ -117,7 +117,8 @@ def plan_cmd(
         min=0.5,
         max=1.0,
         help="The machine's pairwise accuracy on random pairs the preview's figures with the "
-        "machine assume (default 0.8).",
+        "machine assume (default: measured on the collection from 50 people's answers on its "
+        "pairs, else a cold start's range from 0.8 to a machine that earns nothing).",
     ),
     seed: int = typer.Option(0, help="Plan seed (balanced plan and task seeds)."),
     name: str = typer.Option("plan", help="Plan name (task labels name:A1, ...)."),
@@ -254,13 +255,39 @@ def _print_cost(preview: Any) -> None:
         )
         m = row.get("with_machine")
         if m:
-            typer.echo(
-                f"  {'with the machine':<22} {m['human_judgments_per_task']:>7.1f} people's "
-                f"judg. + {m['machine_answers_per_task']:.1f} machine answers "
-                f"{m['minutes_per_task']:>6.1f} min; all tasks {m['judgments']:>8.1f} judg. "
-                f"{m['minutes']:>7.1f} min (machine accuracy {m['machine_accuracy']:g}, "
-                f"{(preview.machine_accuracy or {}).get('source', 'assumed')})"
-            )
+            typer.echo(_machine_line(m, preview.machine_accuracy or {}))
+
+
+def _machine_line(m: dict[str, Any], accuracy: dict[str, Any]) -> str:
+    """The chosen strategy's figures with the machine (docs/admin-guide.md#plan-preview): a
+    measured or given accuracy's figures, or a cold start's range, and the expected loss
+    against max_loss."""
+    from app.planning.machine import MIN_MEASURED_PAIRS
+
+    loss = (
+        f"expected loss {m['expected_loss_per_task']:.4f} κ-NDCG@k per query "
+        f"(max loss {m['max_loss']:g})"
+    )
+    span = m.get("cold_start_range")
+    if span:
+        h, mins, tot = span["human_judgments_per_task"], span["minutes_per_task"], span["minutes"]
+        return (
+            f"  {'with the machine':<22} {h[0]:.1f}-{h[1]:.1f} people's judg. "
+            f"{mins[0]:.1f}-{mins[1]:.1f} min; all tasks {tot[0]:.1f}-{tot[1]:.1f} min "
+            f"(no measured calibration on this collection yet, {accuracy.get('pairs', 0)} of "
+            f"{MIN_MEASURED_PAIRS} answers: from a machine of accuracy "
+            f"{m['machine_accuracy']:g} to one that earns nothing); {loss}"
+        )
+    where = accuracy.get("source", "given")
+    if where == "measured":
+        where = f"measured on {accuracy.get('pairs', 0)} people's answers"
+    return (
+        f"  {'with the machine':<22} {m['human_judgments_per_task']:>7.1f} people's "
+        f"judg. + {m['machine_answers_per_task']:.1f} machine answers "
+        f"{m['minutes_per_task']:>6.1f} min; all tasks {m['judgments']:>8.1f} judg. "
+        f"{m['minutes']:>7.1f} min (machine accuracy {m['machine_accuracy']:g}, {where}); "
+        f"{loss}"
+    )
 
 
 @app.command("bm25", cls=Command)

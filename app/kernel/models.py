@@ -546,6 +546,26 @@ class MachineAlarm(Base):
     resumed_by: Mapped[str | None] = mapped_column(String(150), nullable=True)
 
 
+class MachineGold(Base):
+    """A pair of one query's documents whose right answer an admin stated (the gold set,
+    docs/machine-judges.md#the-gold-set): ``better_doc`` is more relevant than ``worse_doc``.
+    Evidence of the machine's error rate beside people's answers: a task starting afterwards
+    freezes the machine's raw opinion on each gold pair with its calibration."""
+
+    __tablename__ = "machine_gold"
+    __table_args__ = (UniqueConstraint("query_id", "better_doc", "worse_doc"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    collection_id: Mapped[int] = mapped_column(
+        ForeignKey("collection.id", ondelete="CASCADE"), index=True
+    )
+    query_id: Mapped[int] = mapped_column(ForeignKey("query.id", ondelete="CASCADE"))
+    better_doc: Mapped[str] = mapped_column(String(200))
+    worse_doc: Mapped[str] = mapped_column(String(200))
+    created_by: Mapped[str] = mapped_column(String(150))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
 class TrainingRun(Base):
     """A training job over a collection's labels (:mod:`app.training.service`)."""
 

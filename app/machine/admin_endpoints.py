@@ -1,7 +1,9 @@
 """REST API v1, admin console (role admin): ``GET /admin/collections/{id}/machine/usage``, the
 LLM judge's spending per study of a collection (docs/rest-api.md#machine-usage);
 ``GET /admin/collections/{id}/machine/alarms`` and ``POST .../alarms/{alarm_id}/resume``, the
-audit alarms that stop a machine (docs/machine-judges.md#audits-that-act); and
+audit alarms that stop a machine (docs/machine-judges.md#audits-that-act);
+``GET``/``POST /admin/collections/{id}/machine/gold`` and ``DELETE .../gold/{gold_id}``, the
+gold pairs an admin marks as evidence for the machine (docs/machine-judges.md#the-gold-set); and
 ``GET /admin/machine/prompts[/{key}]``, the LLM judge's versioned prompt templates
 (docs/rest-api.md#machine-prompts), and ``POST /admin/machine/check``, one example pair asked
 of the LLM endpoint (docs/machine-judges.md#checking-the-endpoint).
@@ -11,13 +13,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Path
+from fastapi import APIRouter, Depends, Path, Response
 
 from app.http.deps import AdminUser, DbDep, SettingsDep, require_admin
 from app.http.openapi import declare_errors
 from app.http.schemas import PathId
-from app.machine import alarms, check, prompts, service
+from app.machine import alarms, check, gold, prompts, service
 from app.machine.schemas import (
+    GoldIn,
+    GoldOut,
     MachineAlarmOut,
     MachineAlarmsOut,
     MachineCheckOut,
@@ -57,6 +61,29 @@ def resume_machine(
     return alarms.resume_alarm(
         db=db, collection_id=collection_id, alarm_id=alarm_id, by=user.username
     )
+
+
+@router.get("/collections/{collection_id}/machine/gold", response_model=GoldOut)
+def machine_gold(collection_id: PathId, db: DbDep) -> dict[str, Any]:
+    """The collection's gold pairs: pairs whose right answer an admin stated, evidence of the
+    machine's error rate beside people's answers."""
+    return gold.list_gold(db=db, collection_id=collection_id)
+
+
+@router.post("/collections/{collection_id}/machine/gold", response_model=GoldOut, status_code=201)
+def add_machine_gold(collection_id: PathId, body: GoldIn, db: DbDep, user: AdminUser) -> Any:
+    """Mark pairs as gold, all or none (422 naming ``pairs[i]``: a query or document not in
+    the collection, the same document twice, a pair given twice; 409 for a pair marked
+    already, either way round). Tasks whose machine starts afterwards use them."""
+    pairs = [p.model_dump() for p in body.pairs]
+    return gold.add_gold(db=db, collection_id=collection_id, pairs=pairs, by=user.username)
+
+
+@router.delete("/collections/{collection_id}/machine/gold/{gold_id}", status_code=204)
+def delete_machine_gold(collection_id: PathId, gold_id: PathId, db: DbDep) -> Response:
+    """Unmark a gold pair (tasks started meanwhile keep what they froze); 404 if unknown."""
+    gold.delete_gold(db=db, collection_id=collection_id, gold_id=gold_id)
+    return Response(status_code=204)
 
 
 @router.get("/machine/prompts", response_model=PromptTemplatesOut)

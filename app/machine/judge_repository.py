@@ -21,6 +21,7 @@ from app.kernel.db import Database
 from app.kernel.models import (
     Document,
     Judgment,
+    MachineGold,
     MachineOpinion,
     MachineScore,
     Task,
@@ -34,7 +35,9 @@ S = MachineScore.__table__
 O = MachineOpinion.__table__  # noqa: E741 - the table's initial, as J and T elsewhere
 J = Judgment.__table__
 T = Task.__table__
+G = MachineGold.__table__
 assert isinstance(M, Table) and isinstance(S, Table) and isinstance(O, Table)
+assert isinstance(G, Table)
 
 
 # --------------------------------------------------------------------------- creation
@@ -180,6 +183,43 @@ EVIDENCE = _evidence(M.c.judge == bindparam("judge"))
 #: :data:`EVIDENCE` for every judge version of one source (``judge LIKE 'bm25/%'``).
 SOURCE_EVIDENCE = _evidence(M.c.judge.like(bindparam("prefix")))
 
+_BETTER, _WORSE = S.alias("score_better"), S.alias("score_worse")
+_BW, _WB = O.alias("opinion_bw"), O.alias("opinion_wb")
+#: The collection's gold pairs (docs/machine-judges.md#the-gold-set), each with the raw scores
+#: and prepared opinions of its two documents in every task of its query with the judge
+#: (the better document first; NULL where there is none), by gold pair then task.
+GOLD_EVIDENCE = (
+    select(
+        G.c.id,
+        native(_BETTER.c.score).label("better_score"),
+        native(_WORSE.c.score).label("worse_score"),
+        native(_BW.c.probability).label("better_first"),
+        native(_WB.c.probability).label("worse_first"),
+    )
+    .join(T, and_(T.c.query_id == G.c.query_id, T.c.collection_id == G.c.collection_id))
+    .join(M, and_(M.c.task_id == T.c.id, M.c.judge == bindparam("judge")))
+    .outerjoin(_BETTER, and_(_BETTER.c.task_id == T.c.id, _BETTER.c.doc_id == G.c.better_doc))
+    .outerjoin(_WORSE, and_(_WORSE.c.task_id == T.c.id, _WORSE.c.doc_id == G.c.worse_doc))
+    .outerjoin(
+        _BW,
+        and_(
+            _BW.c.task_id == T.c.id,
+            _BW.c.first_doc == G.c.better_doc,
+            _BW.c.second_doc == G.c.worse_doc,
+        ),
+    )
+    .outerjoin(
+        _WB,
+        and_(
+            _WB.c.task_id == T.c.id,
+            _WB.c.first_doc == G.c.worse_doc,
+            _WB.c.second_doc == G.c.better_doc,
+        ),
+    )
+    .where(G.c.collection_id == bindparam("collection_id"))
+    .order_by(G.c.id, T.c.id)
+)
+
 
 def source_evidence(s: Session, collection_id: int, source: str) -> list[Any]:
     """People's most recent pair answers (:data:`EVIDENCE_WINDOW`) on the collection's tasks
@@ -207,6 +247,7 @@ class _Statements:
         self.opinions = Prepared(OPINIONS, dialect)
         self.freeze = Prepared(FREEZE, dialect)
         self.evidence = Prepared(EVIDENCE, dialect)
+        self.gold = Prepared(GOLD_EVIDENCE, dialect)
 
 
 _STATEMENTS: Slot[_Statements] = Slot("machine statements", _Statements)
@@ -256,3 +297,9 @@ class MachineStore:
             "window": EVIDENCE_WINDOW,
         }
         return self._sql.evidence.rows(self.cursor, values)
+
+    def gold(self, collection_id: int, judge: str) -> list[Any]:
+        """The collection's gold pairs with the judge's raw numbers on them
+        (:data:`GOLD_EVIDENCE`)."""
+        values = {"collection_id": collection_id, "judge": judge}
+        return self._sql.gold.rows(self.cursor, values)

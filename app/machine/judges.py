@@ -331,6 +331,28 @@ def calibration_from_json(data: Mapping[str, Any]) -> Calibrator:
     return out
 
 
+def gold_evidence(rows: Sequence[Any]) -> list[list[float]]:
+    """The gold set as frozen with a task's calibration (docs/machine-judges.md#the-gold-set):
+    per gold pair (rows of :data:`app.machine.judge_repository.GOLD_EVIDENCE`, by pair then
+    task), the judge's raw P(better first) from the first task with an opinion on it, rounded
+    to :data:`ROUNDING` decimals, as ``[p, 1]`` (the better shown first), sorted; pairs the
+    judge has no opinion on are left out."""
+    found: dict[int, float] = {}
+    for gold_id, *numbers in rows:
+        if gold_id in found:
+            continue
+        p = evidence_probability(*numbers)
+        if not math.isnan(p):
+            found[int(gold_id)] = round(p, ROUNDING)
+    return sorted([p, 1] for p in found.values())
+
+
+def gold_from_json(data: Mapping[str, Any]) -> list[tuple[float, bool]]:
+    """The gold set a task's frozen calibration holds (:func:`gold_evidence`), as
+    :class:`labeling.machine.opinion.JudgeOpinion` takes it: ``(raw p, first better)``."""
+    return [(float(p), bool(y)) for p, y in data.get("gold") or []]
+
+
 def evidence_probability(
     left_score: float | None,
     right_score: float | None,

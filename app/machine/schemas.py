@@ -171,3 +171,34 @@ class MachineAlarmsOut(BaseModel):
     collection_id: int
     active: bool = Field(description="Whether an alarm stops a machine on the collection now.")
     alarms: list[MachineAlarmOut]
+
+
+class GoldPairIn(BaseModel):
+    """One gold pair: of query ``query_id``'s documents, ``better`` is more relevant than
+    ``worse``."""
+
+    query_id: str = Field(min_length=1, max_length=200, description="The query's external id.")
+    better: str = Field(min_length=1, max_length=200, description="The more relevant document.")
+    worse: str = Field(min_length=1, max_length=200, description="The less relevant document.")
+
+
+class GoldIn(BaseModel):
+    """Pairs to mark as gold (all or none)."""
+
+    pairs: list[GoldPairIn] = Field(min_length=1, max_length=5000)
+
+
+class GoldPairOut(BaseModel):
+    id: int
+    query_id: str
+    better: str
+    worse: str
+    created_by: str
+    created_at: str
+
+
+class GoldOut(BaseModel):
+    """A collection's gold pairs (docs/machine-judges.md#the-gold-set)."""
+
+    collection_id: int
+    gold: list[GoldPairOut]

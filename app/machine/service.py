@@ -12,7 +12,9 @@
   people's answers on the machine's pairs of the collection's other tasks with the same
   judge (:func:`app.machine.judges.study_calibration`) and stored with the task, so every
   later replay sees the same probabilities; :attr:`JudgeOpinion.version` records the
-  calibration's answer count with every machine answer.
+  calibration's answer count with every machine answer. The collection's gold pairs
+  (:mod:`app.machine.gold`) are frozen with it, each with the judge's raw opinion on it, and
+  are the opinion's ``gold`` evidence.
 """
 
 from __future__ import annotations
@@ -133,6 +135,9 @@ def task_opinion(
     calibration = row.calibration
     if calibration is None:
         frozen = _study_calibration(db, store, task.collection_id, row.judge, task.id)
+        gold = judges.gold_evidence(store.gold(task.collection_id, row.judge))
+        if gold:  # the admin's gold pairs, frozen with it (docs/machine-judges.md#the-gold-set)
+            frozen = {**frozen, "gold": gold}
         if not store.freeze(task.id, frozen, utcnow()):  # stored meanwhile: use that one
             calibration = store.machine(task.id).calibration
         else:
@@ -141,7 +146,11 @@ def task_opinion(
     query = JudgeQuery(str(task.query_id), "")
     audits = alarms.study_monitor(db, cursor, task.collection_id, row.judge, task.id)
     return JudgeOpinion(
-        judge, query, judges.calibration_from_json(calibration), prior_audits=audits
+        judge,
+        query,
+        judges.calibration_from_json(calibration),
+        gold=judges.gold_from_json(calibration),
+        prior_audits=audits,
     )
 
 

@@ -17,13 +17,16 @@ start-of-task model (``progress().expected_remaining``, the judging page's first
 left") is not used: it can exceed the runs' p95 (``prior`` at n = 30, k = 10: 80.0 against a
 simulated mean of 67.7 and p95 of 75).
 
-**With a machine judge** (option ``machine``, a ``+assist`` strategy), each ``+assist`` row
-also shows the strategy with the machine (:func:`machine_cost`): people's judgments and the
+**With a machine judge** (option ``machine``, a ``+assist`` strategy), the chosen row also
+shows the strategy with the machine (:func:`machine_cost`): people's judgments and the
 machine's answers per task by simulation
 (:func:`labeling.study.estimates.assisted_judgments`: a machine of pairwise accuracy
-``machine_accuracy`` on random pairs, :data:`ASSUMED_MACHINE_ACCURACY` unless given, the
-documents in its order, the calibration learned from people's answers as the study
-proceeds), and people's minutes only (a machine's answer costs no one's time). The figures
+``machine_accuracy`` on random pairs, measured on the collection or given, else
+:data:`ASSUMED_MACHINE_ACCURACY` as the near end of a cold start range whose far end is the
+figures without the machine; the documents in its order, the calibration learned from
+people's answers as the study proceeds, the machine answering within the stated
+``max_loss``), the expected κ-NDCG@k loss of its result against the person-only one, and
+people's minutes only (a machine's answer costs no one's time). The figures
 without the machine are the row's own: a ``+assist`` strategy without a machine asks what
 its inner strategy asks. Minutes = judgments × the time model's mean seconds per judgment
 (:class:`labeling.study.simulation.TimeModel`: ``PAIR_SECONDS`` = 13.87/2.5 = 5.55 s per pair,
@@ -40,6 +43,7 @@ from typing import Any
 from labeling.errors import ConfigError
 from labeling.protocol.session import open_session
 from labeling.protocol.spec import validate_options
+from labeling.strategies.assist import DEFAULT_MAX_LOSS
 from labeling.strategies.registry import ASSIST, STRATEGIES, parse_strategy
 from labeling.study.estimates import (
     ASSUMED_PRIOR_CORRELATION,
@@ -68,11 +72,14 @@ COST_MODEL: dict[str, str | float] = {
     "seconds_per_grade": GRADE_SECONDS,
     "minutes": "judgments times the time model's mean seconds per judgment "
     "(labeling.study.simulation.TimeModel: 13.87 s per grade, 13.87/2.5 = 5.55 s per pair)",
-    "with_machine": "a +assist strategy with the plan's machine judge: people's judgments and "
-    "the machine's answers per task, the mean of simulated queries of one study (a machine of "
-    "pairwise accuracy machine_accuracy on random pairs, a Thurstone model; documents in the "
-    "same order as without it; its calibration learned from people's answers as the study "
-    "proceeds); minutes are people's time only",
+    "with_machine": "the chosen +assist strategy with the plan's machine judge: people's "
+    "judgments and the machine's answers per task, the mean of simulated queries of one study "
+    "(a machine of pairwise accuracy machine_accuracy on random pairs, a Thurstone model; "
+    "documents in the same order as without it; its calibration learned from people's answers "
+    "as the study proceeds; answering within max_loss); expected_loss_per_task is the mean "
+    "κ-NDCG@k loss of those queries against the person-only result; minutes are people's time "
+    "only; without a measured or given accuracy, cold_start_range spans a machine that earns "
+    "nothing (the figures without it) to one of the assumed accuracy",
     "machine_accuracy": ASSUMED_MACHINE_ACCURACY,
 }
 
@@ -221,12 +228,14 @@ def strategy_candidates(chosen: str) -> list[str]:
 @dataclass(frozen=True, slots=True)
 class MachineCost:
     """One ``+assist`` task with a machine: people's ``human_judgments`` (and their
-    ``human_p95``), the machine's ``machine_answers`` and people's ``minutes``."""
+    ``human_p95``), the machine's ``machine_answers``, people's ``minutes`` and the expected
+    κ-NDCG@k ``loss`` of its result against the person-only one."""
 
     human_judgments: float
     human_p95: float
     machine_answers: float
     minutes: float
+    loss: float = 0.0
 
 
 def machine_cost(
@@ -237,21 +246,43 @@ def machine_cost(
     accuracy: float,
     prior: bool = False,
     reask_fraction: float = 0.0,
+    max_loss: float | None = None,
 ) -> MachineCost | None:
     """:class:`MachineCost` of a ``strategy`` task on ``n`` documents with a machine of
-    pairwise accuracy ``accuracy`` (module docstring), on the order the task's figures
-    without the machine assume (``prior``: a prior of correlation
-    :data:`ASSUMED_PRIOR_CORRELATION`; else random); None for a strategy without ``assist``
-    (the machine never answers there). Re-asks multiply people's judgments by
-    ``1 + reask_fraction``, as in :func:`task_cost`."""
+    pairwise accuracy ``accuracy`` (module docstring) answering within ``max_loss`` (the
+    option ``machine.max_loss``; None: its default), on the order the task's figures without
+    the machine assume (``prior``: a prior of correlation :data:`ASSUMED_PRIOR_CORRELATION`;
+    else random); None for a strategy without ``assist`` (the machine never answers there).
+    Re-asks multiply people's judgments by ``1 + reask_fraction``, as in :func:`task_cost`."""
     if not parse_strategy(strategy).assisted:
         return None
     if n == 0:
         return MachineCost(0.0, 0.0, 0.0, 0.0)
-    est = assisted_judgments(strategy, n, k, accuracy, ASSUMED_PRIOR_CORRELATION if prior else None)
+    est = assisted_judgments(
+        strategy,
+        n,
+        k,
+        accuracy,
+        ASSUMED_PRIOR_CORRELATION if prior else None,
+        max_loss=max_loss,
+    )
     reasks = 1.0 + reask_fraction
     human = est.human_mean * reasks
-    return MachineCost(human, est.human_p95 * reasks, est.machine_mean, human * PAIR_SECONDS / 60)
+    return MachineCost(
+        human, est.human_p95 * reasks, est.machine_mean, human * PAIR_SECONDS / 60, est.loss_mean
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class MachinePlan:
+    """What the preview simulates the plan's machine with: its pairwise ``accuracy``, the
+    stated ``max_loss``, and whether that accuracy was measured or given (``known``) or not
+    (a cold start: the figures are then a range, from a machine that earns nothing, the
+    figures without it, to one of :data:`ASSUMED_MACHINE_ACCURACY`)."""
+
+    accuracy: float
+    max_loss: float
+    known: bool
 
 
 def _with_machine(
@@ -260,11 +291,13 @@ def _with_machine(
     pools: Mapping[str, list[str]],
     resolved: Mapping[str, Resolved],
     topk: Sequence[str],
-    accuracy: float,
+    plan: MachinePlan,
     reask_fraction: float,
     graded_j: float,
+    without: Mapping[str, float],
 ) -> dict[str, Any] | None:
-    """The ``with_machine`` part of a strategy row (:func:`strategy_rows`), or None."""
+    """The ``with_machine`` part of a strategy row (:func:`strategy_rows`), or None;
+    ``without``: the row's own figures (without the machine), the cold start range's far end."""
     per_query: dict[str, MachineCost | None] = {}
     for q in dict.fromkeys(topk):
         try:
@@ -272,9 +305,10 @@ def _with_machine(
                 name,
                 len(pools.get(q, [])),
                 k=k,
-                accuracy=accuracy,
+                accuracy=plan.accuracy,
                 prior=resolved[q][0] is not None,
                 reask_fraction=reask_fraction,
+                max_loss=plan.max_loss,
             )
         except ConfigError:
             per_query[q] = MachineCost(0.0, 0.0, 0.0, 0.0)
@@ -285,8 +319,8 @@ def _with_machine(
     human = sum(c.human_judgments for c in costs)
     minutes = sum(c.minutes for c in costs)
     machine = sum(c.machine_answers for c in costs)
-    return {
-        "machine_accuracy": accuracy,
+    out: dict[str, Any] = {
+        "machine_accuracy": plan.accuracy,
         "human_judgments_per_task": round(human / count, 1),
         "human_p95_per_task": round(sum(c.human_p95 for c in costs) / count, 1),
         "machine_answers_per_task": round(machine / count, 1),
@@ -296,7 +330,21 @@ def _with_machine(
         "topk_minutes": round(minutes, 1),
         "judgments": round(human + graded_j, 1),
         "minutes": round(minutes + graded_j * GRADE_SECONDS / 60.0, 1),
+        "expected_loss_per_task": round(sum(c.loss for c in costs) / count, 4),
+        "max_loss": plan.max_loss,
+        "cold_start_range": None,
     }
+    if not plan.known:
+        # No measured calibration: anything from a machine people never come to trust (it
+        # answers nothing: the figures without it) to one of the assumed accuracy.
+        out["cold_start_range"] = {
+            "human_judgments_per_task": [out["human_judgments_per_task"], without["per_task"]],
+            "minutes_per_task": [out["minutes_per_task"], without["minutes_per_task"]],
+            "machine_answers_per_task": [0.0, out["machine_answers_per_task"]],
+            "judgments": [out["judgments"], without["judgments"]],
+            "minutes": [out["minutes"], without["minutes"]],
+        }
+    return out
 
 
 def strategy_rows(
@@ -307,21 +355,31 @@ def strategy_rows(
     tasks: Sequence[tuple[str, str]],
     candidates: Sequence[str],
     machine_accuracy: float | None = None,
+    *,
+    machine_known: bool = True,
 ) -> list[dict[str, Any]]:
     """One row per strategy in ``candidates`` for the plan as chosen (its pools, priors,
     options and ``(query_id, method)`` tasks): per top-k task (the mean over the plan's top-k
     tasks) ``judgments_per_task``, ``p95_per_task`` and ``minutes_per_task``; over all top-k
     tasks ``topk_judgments`` and ``topk_minutes``; for the whole plan (top-k and graded tasks)
     ``judgments`` and ``minutes``. ``chosen`` marks the plan's strategy. When the plan's
-    top-k tasks have a machine judge (option ``machine``), ``with_machine`` holds a
-    ``+assist`` row's figures with it (people's judgments and minutes, the machine's
-    answers: :func:`_with_machine`, a machine of pairwise accuracy ``machine_accuracy``,
-    :mod:`app.planning.machine` says which) beside the row's own, which are without it; None
-    on the other rows, without a machine or without an accuracy (plan creation). The one
-    place the preview's comparison table comes from."""
+    top-k tasks have a machine judge (option ``machine``), the chosen row's ``with_machine``
+    holds its figures with it (people's judgments and minutes, the machine's answers, the
+    expected loss against the stated ``max_loss``: :func:`_with_machine`, a machine of
+    pairwise accuracy ``machine_accuracy``, :mod:`app.planning.machine` says which;
+    ``machine_known`` False: no measured or given accuracy, the figures a cold start range)
+    beside the row's own, which are without it; None on the other rows (simulating each
+    strategy with a machine would triple the preview's time: *Choose* shows another's), without
+    a machine or without an accuracy (plan creation). The one place the preview's comparison
+    table comes from."""
     chosen = str(options["topk"]["strategy"])
-    machine = options["topk"].get("machine") is not None and machine_accuracy is not None
-    accuracy = float(machine_accuracy or ASSUMED_MACHINE_ACCURACY)
+    option = options["topk"].get("machine")
+    machine = option is not None and machine_accuracy is not None
+    plan = MachinePlan(
+        float(machine_accuracy or ASSUMED_MACHINE_ACCURACY),
+        float((option or {}).get("max_loss") or DEFAULT_MAX_LOSS),
+        machine_known,
+    )
     reasks = float(options["topk"].get("reask_fraction") or 0.0)
     graded = [q for q, method in tasks if method == "graded"]
     graded_j = float(sum(len(pools.get(q, [])) for q in graded))
@@ -341,23 +399,28 @@ def strategy_rows(
         judgments = sum(c.judgments for c in costs)
         minutes = sum(c.minutes for c in costs)
         p95s = [c.p95 for c in costs if c.p95 is not None]
-        rows.append(
-            {
-                "strategy": name,
-                "chosen": name == chosen,
-                "topk_tasks": len(costs),
-                "judgments_per_task": round(judgments / count, 1),
-                "p95_per_task": round(sum(p95s) / len(p95s), 1) if p95s else None,
-                "minutes_per_task": round(minutes / count, 1),
-                "topk_judgments": round(judgments, 1),
-                "topk_minutes": round(minutes, 1),
-                "judgments": round(judgments + graded_j, 1),
-                "minutes": round(minutes + graded_j * GRADE_SECONDS / 60.0, 1),
-                "with_machine": (
-                    _with_machine(name, k, pools, resolved, topk, accuracy, reasks, graded_j)
-                    if machine
-                    else None
-                ),
+        row: dict[str, Any] = {
+            "strategy": name,
+            "chosen": name == chosen,
+            "topk_tasks": len(costs),
+            "judgments_per_task": round(judgments / count, 1),
+            "p95_per_task": round(sum(p95s) / len(p95s), 1) if p95s else None,
+            "minutes_per_task": round(minutes / count, 1),
+            "topk_judgments": round(judgments, 1),
+            "topk_minutes": round(minutes, 1),
+            "judgments": round(judgments + graded_j, 1),
+            "minutes": round(minutes + graded_j * GRADE_SECONDS / 60.0, 1),
+            "with_machine": None,
+        }
+        if machine and name == chosen:
+            without = {
+                "per_task": row["judgments_per_task"],
+                "minutes_per_task": row["minutes_per_task"],
+                "judgments": row["judgments"],
+                "minutes": row["minutes"],
             }
-        )
+            row["with_machine"] = _with_machine(
+                name, k, pools, resolved, topk, plan, reasks, graded_j, without
+            )
+        rows.append(row)
     return rows

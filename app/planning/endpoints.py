@@ -109,7 +109,9 @@ class PlanIn(StrictModel):
         gt=0.5,
         le=1.0,
         description="The machine's pairwise accuracy on random pairs that the preview's "
-        "figures with the machine assume (default 0.8; docs/admin-guide.md#plan-preview).",
+        "figures with the machine assume (default: measured on the collection's people's "
+        "answers on the machine's pairs, from 50; else none, a cold start's range from a "
+        "machine of accuracy 0.8 to one that earns nothing; docs/admin-guide.md#plan-preview).",
     )
     second_opinions: bool = Field(
         default=True,

@@ -9,7 +9,9 @@
   pairs are the ones the machine was not sure enough to answer and the audits, harder than
   random pairs, so the figure is a lower bound of its accuracy on random pairs: the
   preview's savings with it are conservative;
-* ``assumed``: :data:`app.planning.cost.ASSUMED_MACHINE_ACCURACY` (0.8) otherwise.
+* ``none``: no measurement yet (fewer answers): the machine starts cold, and the preview
+  gives a range, from a machine that earns nothing (the figures without it) to one of
+  :data:`app.planning.cost.ASSUMED_MACHINE_ACCURACY` (0.8), the ``value`` here.
 
 The simulation needs an accuracy in (1/2, 1]: a measured agreement at or below 1/2 is taken
 as :data:`FLOOR` (a machine no better than a coin: it answers almost nothing).
@@ -33,12 +35,17 @@ FLOOR = 0.51
 
 @dataclass(frozen=True, slots=True)
 class MachineAccuracy:
-    """The accuracy the preview assumes: ``value``, ``source`` (given, measured, assumed)
-    and, when measured, the people's ``pairs`` it was measured on."""
+    """The accuracy the preview assumes: ``value``, ``source`` (given, measured, none) and
+    the people's ``pairs`` it was (or would be) measured on."""
 
     value: float
     source: str
     pairs: int = 0
+
+    @property
+    def known(self) -> bool:
+        """Whether the accuracy was measured or given (else a cold start: a range)."""
+        return self.source != "none"
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -57,6 +64,6 @@ def preview_accuracy(
         return MachineAccuracy(float(given), "given")
     agree, pairs = people_agreement(db, collection_id, source)
     if pairs < MIN_MEASURED_PAIRS:
-        return MachineAccuracy(ASSUMED_MACHINE_ACCURACY, "assumed", pairs)
+        return MachineAccuracy(ASSUMED_MACHINE_ACCURACY, "none", pairs)
     value = round(max(FLOOR, min(1.0, agree / pairs)), 3)
     return MachineAccuracy(value, "measured", pairs)

@@ -44,9 +44,10 @@ class PoolSummaryOut(BaseModel):
 
 
 class MachineAccuracyOut(BaseModel):
-    """The machine's assumed pairwise accuracy on random pairs: ``given`` in the plan,
-    ``measured`` on the collection (people's agreement with its opinions on the pairs they
-    answered: a lower bound), or ``assumed`` (0.8)."""
+    """The machine's pairwise accuracy on random pairs the figures with it assume: ``given``
+    in the plan, ``measured`` on the collection (people's agreement with its opinions on the
+    pairs they answered, the study calibration's evidence: a lower bound), or ``none`` (no
+    measurement: a cold start; ``value`` 0.8 is the near end of the figures' range)."""
 
     value: float
     source: str
@@ -71,6 +72,16 @@ class MachineRowOut(BaseModel):
     topk_minutes: float
     judgments: float = Field(description="People's judgments, all tasks of the plan.")
     minutes: float = Field(description="People's minutes, all tasks of the plan.")
+    expected_loss_per_task: float = Field(
+        description="The simulated queries' mean κ-NDCG@k loss against the person-only "
+        "result, to compare with max_loss."
+    )
+    max_loss: float = Field(description="The stated option machine.max_loss.")
+    cold_start_range: dict[str, list[float]] | None = Field(
+        default=None,
+        description="Without a measured or given accuracy: [with a machine of accuracy 0.8, "
+        "with one that earns nothing (the figures without it)] per figure; null otherwise.",
+    )
 
 
 class StrategyRowOut(BaseModel):
@@ -89,8 +100,8 @@ class StrategyRowOut(BaseModel):
     minutes: float = Field(description="All tasks of the plan (top-k and graded).")
     with_machine: MachineRowOut | None = Field(
         default=None,
-        description="With the plan's machine judge (a +assist row; the row's own figures are "
-        "without it); null without a machine or for a strategy without +assist.",
+        description="With the plan's machine judge (the chosen +assist row; the row's own "
+        "figures are without it); null without a machine and on the other rows.",
     )
 
 

@@ -419,6 +419,7 @@ def _preview_in(
             pairs,
             strategy_candidates(specs["topk"].strategy.name),
             None if accuracy is None else accuracy.value,
+            machine_known=accuracy is None or accuracy.known,
         ),
         machine_accuracy=None if accuracy is None else accuracy.as_dict(),
     )

@@ -335,7 +335,9 @@ class ThurstoneJudge:
         return int(np.searchsorted(GRADE_CUTS, self.utility(query_id, doc_id)))
 
     def prefer(self, query: JudgeQuery, pairs: Sequence[Pair]) -> F64:
-        v = {d: self.perceived(query.query_id, d) for pair in pairs for d in pair}
+        # Each document's perceived utility once (a query's all pairs name each n - 1 times).
+        docs = dict.fromkeys(d for pair in pairs for d in pair)
+        v = {d: self.perceived(query.query_id, d) for d in docs}
         diff = np.array([v[a] - v[b] for a, b in pairs], dtype=np.float64)
         if self.sigma == 0.0:
             return np.where(diff > 0, 1.0, np.where(diff < 0, 0.0, 0.5))

@@ -15,6 +15,10 @@ queries' human answers (isotonic, the default prior: trust 1/2, weight 10; raw
 probabilities rounded to 0.001 for speed); its answers are also the evidence of the
 :mod:`labeling.strategies.assist` rule's bound, with the session's own, and the study's audits
 so far start each session's audit test. Nothing is told about the judge's own calibration.
+The study's evidence per confidence bin is kept as the queries go (the same counts the
+calibrator's answers give, without recounting them at every query) and a query's raw
+probabilities come from its documents' perceived utilities, each computed once (the same
+numbers the judge's ``prefer`` gives).
 
 **The person**: consistent (``machine0.8``) or flipping each answer with p = 0.1
 (``machine0.8+flip0.1``). κ-NDCG@k is against the latent truth, which for the consistent
@@ -23,6 +27,7 @@ person is also the person-only result of every strategy.
 
 from __future__ import annotations
 
+import math
 import random
 import re
 from collections.abc import Sequence
@@ -35,7 +40,7 @@ from labeling.errors import ConfigError
 from labeling.machine.calibration import Calibrator
 from labeling.machine.judges import JudgeQuery, ThurstoneJudge
 from labeling.machine.opinion import JudgeOpinion
-from labeling.machine.trust import AuditMonitor
+from labeling.machine.trust import AuditMonitor, ErrorEvidence
 from labeling.strategies.assist import AssistStrategy
 from labeling.strategies.registry import resolve_strategy
 from labeling.study.simulation import StudyTrial, drive, prior_order, scenario_assessor
@@ -76,6 +81,46 @@ def machine_trial(
     return latent, judge, query, order
 
 
+class _StudyOpinion(JudgeOpinion):
+    """A :class:`JudgeOpinion` whose study evidence is given (kept by the study as it goes,
+    equal to what the calibrator's answers count) and whose raw probabilities come from the
+    query's perceived utilities, computed once per document (the numbers
+    :meth:`ThurstoneJudge.prefer` gives, by its formula, without asking it pair by pair)."""
+
+    def __init__(
+        self,
+        judge: ThurstoneJudge,
+        query: JudgeQuery,
+        calibrator: Calibrator,
+        *,
+        evidence: ErrorEvidence,
+        prior_audits: AuditMonitor,
+        perceived: dict[str, float],
+    ) -> None:
+        super().__init__(judge, query, calibrator, prior_audits=prior_audits)
+        self._study_evidence = evidence
+        self._perceived = perceived
+        sigma = judge.sigma
+        # P(first better) = Φ(c · (v_first − v_second)), c = overconfidence / (σ √(2(1 + σ²)))
+        # (labeling.machine.judges.ThurstoneJudge.prefer); σ = 0 is its step function.
+        self._scale = 0.0 if sigma == 0.0 else 1.0 / (sigma * math.sqrt(2.0 * (1.0 + sigma**2)))
+        self._over = judge.overconfidence
+
+    @property
+    def evidence(self) -> ErrorEvidence:
+        return self._study_evidence
+
+    def raw_probability(self, first: str, second: str) -> float:
+        key = (first, second)
+        p = self.raw.get(key)
+        if p is None:
+            if self._scale == 0.0:
+                return super().raw_probability(first, second)
+            z = (self._perceived[first] - self._perceived[second]) * self._scale
+            p = self.raw[key] = 0.5 * (1.0 + math.erf(self._over * z / math.sqrt(2.0)))
+        return p
+
+
 def compare_assisted(
     strategy: str,
     scenario: str,
@@ -85,13 +130,15 @@ def compare_assisted(
     *,
     seed: int = 0,
     order: str | float | None = MACHINE_ORDER,
+    max_loss: float | None = None,
 ) -> list[StudyTrial]:
     """``trials`` queries of one study (module docstring) run by ``strategy`` in a machine
     ``scenario``; ``judgments`` counts human answers, ``machine_answers`` the machine's.
     ``order``: the documents in the machine's order (:data:`MACHINE_ORDER`, the default), in
     random order (None), or in the order of a prior of that correlation with the latent
     values (:func:`labeling.study.simulation.prior_order`) — the plan preview compares a
-    strategy with and without the machine on the same order."""
+    strategy with and without the machine on the same order. ``max_loss``: the option
+    ``machine.max_loss`` the machine answers within (None: its default)."""
     if n < 1 or k < 1 or trials < 1:
         raise ConfigError(f"n, k and trials must be >= 1, got n={n}, k={k}, trials={trials}")
     accuracy, flip = parse_machine_scenario(scenario)
@@ -99,6 +146,7 @@ def compare_assisted(
     docs = [f"d{i:04d}" for i in range(n)]
     study = Calibrator("isotonic")
     audits = AuditMonitor()
+    evidence = ErrorEvidence()
     out: list[StudyTrial] = []
     for t in range(trials):
         rng = random.Random(f"{seed}:{t}")
@@ -111,15 +159,21 @@ def compare_assisted(
         rank = {doc: r for r, doc in enumerate(truth)}
         person = scenario_assessor("flip0.1" if flip else "random", rank, rng.getrandbits(32))
         person.flip = flip
-        opinion = JudgeOpinion(judge, query, study, prior_audits=audits)
+        perceived = {doc: judge.perceived(query.query_id, doc) for doc in docs}
+        opinion = _StudyOpinion(
+            judge, query, study, evidence=evidence.copy(), prior_audits=audits, perceived=perceived
+        )
         top, rest, humans, machines, state = drive(
-            cls, shown, k, person, machine=opinion, seed=rng.getrandbits(32)
+            cls, shown, k, person, machine=opinion, seed=rng.getrandbits(32), max_loss=max_loss
         )
         if isinstance(state, AssistStrategy):
             audits = state.monitor  # the study's audit test goes on from this query's
         if isinstance(state, AssistStrategy) and state.evidence:
             raw = [round(opinion.raw[(a, b)], STUDY_ROUNDING) for a, b, _, _ in state.evidence]
-            study.update(raw, [won for _, _, _, won in state.evidence])
+            won = [w for _, _, _, w in state.evidence]
+            study.update(raw, won)
+            for p, w in zip(raw, won, strict=True):
+                evidence.add(p, w)
         position = {doc: i for i, doc in enumerate([*top, *rest])}
         label = {doc: k - i for i, doc in enumerate(truth[:k])}
         out.append(

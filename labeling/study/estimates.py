@@ -32,10 +32,13 @@ import random
 from dataclasses import dataclass
 from functools import lru_cache
 
+import numpy as np
+
 from labeling.errors import ConfigError
 from labeling.strategies.registry import resolve_strategy
 from labeling.study.assisted import compare_assisted, parse_machine_scenario
 from labeling.study.simulation import prior_order, run_strategy, scenario_assessor
+from ranking.metrics import kappa_ndcg
 
 #: The correlation with the truth assumed for a prior order (see the module docstring).
 ASSUMED_PRIOR_CORRELATION = 0.2
@@ -109,13 +112,16 @@ def simulated_judgments(
 @dataclass(frozen=True, slots=True)
 class AssistedEstimate:
     """A ``+assist`` task with a machine judge: people's judgments (``human_mean``,
-    ``human_p95``) and the machine's answers (``machine_mean``) over ``trials`` simulated
+    ``human_p95``), the machine's answers (``machine_mean``) and the κ-NDCG@k loss of the
+    result against the person-only one (``loss_mean``: the mean of ``1 − κ-NDCG@k``; the
+    consistent person's person-only result is the truth's top k) over ``trials`` simulated
     queries of one study."""
 
     human_mean: float
     human_p95: float
     machine_mean: float
     trials: int
+    loss_mean: float = 0.0
 
 
 #: At most this many simulated queries per assisted estimate (each runs the strategy with a
@@ -132,6 +138,7 @@ def assisted_judgments(
     correlation: float | None = None,
     *,
     seed: int = 0,
+    max_loss: float | None = None,
 ) -> AssistedEstimate:
     """People's judgments and the machine's answers of ``strategy`` (a ``+assist`` strategy)
     on ``n`` documents at ``k`` with a machine of pairwise accuracy ``accuracy`` on random
@@ -140,18 +147,27 @@ def assisted_judgments(
     ``correlation`` with the truth or random (None) as in :func:`simulated_judgments` (the
     same order the strategy without the machine is estimated on), a consistent person, the
     calibration learned from the earlier simulated queries' human answers (isotonic, the
-    default prior), ``min(trials_for(n), MAX_ASSISTED_TRIALS)`` queries. The p95 is the
-    nearest-rank 95th percentile."""
+    default prior), ``min(trials_for(n), MAX_ASSISTED_TRIALS)`` queries, the machine answering
+    within ``max_loss`` (the option ``machine.max_loss``; None: its default). The p95 is the
+    nearest-rank 95th percentile; ``loss_mean`` the mean of ``1 − κ-NDCG@k`` (Niu et al.,
+    SIGIR 2012, §3.3; :func:`ranking.metrics.kappa_ndcg`) of each query's result against its
+    true top k."""
     if n < 1 or k < 1:
         raise ConfigError(f"n and k must be >= 1, got n={n}, k={k}")
     scenario = f"machine{accuracy:g}"
     parse_machine_scenario(scenario)  # refuses an accuracy outside (1/2, 1]
     trials = min(trials_for(n), MAX_ASSISTED_TRIALS)
-    runs = compare_assisted(strategy, scenario, n, k, trials, seed=seed, order=correlation)
+    runs = compare_assisted(
+        strategy, scenario, n, k, trials, seed=seed, order=correlation, max_loss=max_loss
+    )
     humans = [r.judgments for r in runs]
+    labels = np.array([r.truth_labels for r in runs], dtype=float)
+    scores = -np.array([r.produced_rank for r in runs], dtype=float)  # position 0 scores highest
+    losses = 1.0 - kappa_ndcg(labels, scores, at=k, empty=1)
     return AssistedEstimate(
         sum(humans) / trials,
         percentile(humans, 0.95),
         sum(r.machine_answers for r in runs) / trials,
         trials,
+        float(np.mean(losses)),
     )

@@ -410,16 +410,21 @@ def drive(
     machine: MachineOpinion | None = None,
     seed: int = 0,
     cache: bool = True,
+    max_loss: float | None = None,
 ) -> tuple[list[str], list[str], int, int, PairStrategy]:
     """Drive a strategy with a person and (for ``+assist`` strategies given a ``machine``) a
     machine, without a session: ``(top, rest, human judgments, machine answers, final
     state)``. The machine answers where :meth:`AssistStrategy.machine_verdict` lets it, as
-    :meth:`labeling.protocol.topk.TopKSession.let_machine_answer` does; the pair cache as in
+    :meth:`labeling.protocol.topk.TopKSession.let_machine_answer` does, within the stated
+    ``max_loss`` (the option ``machine.max_loss``; None: its default); the pair cache as in
     :func:`run_strategy`."""
     state = strategy(order, k)
     assisted = state if isinstance(state, AssistStrategy) else None
     if assisted is not None:
-        assisted.bind(machine, seed)
+        if max_loss is None:
+            assisted.bind(machine, seed)
+        else:
+            assisted.bind(machine, seed, max_loss)
     gen = state.run()
     prefers = person.prefers
     answered: dict[tuple[str, str], str] = {}

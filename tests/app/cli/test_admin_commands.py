@@ -131,6 +131,22 @@ def test_cli_plan_machine_gives_the_topk_tasks_a_judge(tmp_path: Path) -> None:
     assert plain.exit_code == 1 and "+assist" in plain.output
     missing = invoke(*plan, "--strategy", "insertion+assist", "--machine", "model:77")
     assert missing.exit_code == 1 and "options.machine.source" in missing.output
+    # The preview: the chosen strategy with the machine, a cold start's range (no measured
+    # calibration), the expected loss against the stated max loss.
+    shown = invoke(
+        *plan, "--k", "3", "--strategy", "insertion+assist", "--machine", "bm25",
+        "--max-loss", "0.05",
+    )  # fmt: skip
+    assert shown.exit_code == 0, shown.output
+    line = next(x for x in shown.output.splitlines() if "with the machine" in x)
+    assert "no measured calibration on this collection yet, 0 of 50 answers" in line
+    assert "expected loss" in line and "(max loss 0.05)" in line
+    given = invoke(
+        *plan, "--k", "3", "--strategy", "insertion+assist", "--machine", "bm25",
+        "--machine-accuracy", "0.9",
+    )  # fmt: skip
+    line = next(x for x in given.output.splitlines() if "with the machine" in x)
+    assert "machine accuracy 0.9, given" in line and "(max loss 0.01)" in line
     created = invoke(
         *plan, "--k", "3", "--strategy", "insertion+assist", "--machine", "bm25", "--create"
     )

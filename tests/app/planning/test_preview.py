@@ -150,20 +150,23 @@ def test_only_the_constraints_that_apply_are_listed(api: Api, coll: int) -> None
     assert all(row["judgments"] == row["topk_judgments"] for row in only_topk["strategies"])
 
 
-def test_with_a_machine_every_assist_row_shows_people_and_machine(api: Api, coll: int) -> None:
-    out = _preview(api, coll, strategy="insertion+assist", machine="bm25")
-    assert out["options"]["topk"]["machine"] == {"source": "bm25", "max_loss": 0.01}
-    assert out["cost_model"]["machine_accuracy"] == ASSUMED_MACHINE_ACCURACY == 0.8
-    # No machine has judged in this collection: the accuracy is the assumed one.
-    assert out["machine_accuracy"] == {"value": 0.8, "source": "assumed", "pairs": 0}
-    rows = {row["strategy"]: row for row in out["strategies"]}
-    assert list(rows) == [f"{b}+assist" for b in BASES]
-    for name, row in rows.items():
-        base = name.split("+")[0]
+def test_with_a_machine_the_chosen_row_shows_people_machine_and_loss(api: Api, coll: int) -> None:
+    for chosen in [f"{b}+assist" for b in BASES]:
+        out = _preview(api, coll, strategy=chosen, machine="bm25")
+        assert out["options"]["topk"]["machine"] == {"source": "bm25", "max_loss": 0.01}
+        assert out["cost_model"]["machine_accuracy"] == ASSUMED_MACHINE_ACCURACY == 0.8
+        # No machine has judged in this collection: no measured calibration, a cold start.
+        assert out["machine_accuracy"] == {"value": 0.8, "source": "none", "pairs": 0}
+        rows = {row["strategy"]: row for row in out["strategies"]}
+        assert list(rows) == [f"{b}+assist" for b in BASES]
+        # Only the chosen strategy is simulated with the machine.
+        assert [n for n, r in rows.items() if r["with_machine"] is not None] == [chosen]
+        row = rows[chosen]
+        base = chosen.split("+")[0]
         # Without the machine, a +assist strategy asks what its inner strategy asks.
         assert row["judgments_per_task"] == round(simulated_judgments(base, N, K, None).mean, 1)
         m = row["with_machine"]
-        sim = assisted_judgments(name, N, K, 0.8)
+        sim = assisted_judgments(chosen, N, K, 0.8)
         assert m["machine_accuracy"] == 0.8
         # Rounded to a tenth by the service from its own sum (7.85 may print as 7.9 there).
         assert m["human_judgments_per_task"] == pytest.approx(sim.human_mean, abs=0.051)
@@ -171,6 +174,9 @@ def test_with_a_machine_every_assist_row_shows_people_and_machine(api: Api, coll
         assert m["machine_answers_per_task"] == pytest.approx(sim.machine_mean, abs=0.051)
         minutes = sim.human_mean * PAIR_SECONDS / 60
         assert m["minutes_per_task"] == pytest.approx(minutes, abs=0.051)
+        # The expected loss of the same simulated queries, against the stated max loss.
+        assert m["expected_loss_per_task"] == pytest.approx(sim.loss_mean, abs=5e-5)
+        assert m["max_loss"] == 0.01
         # The machine saves people judgments and answers some itself.
         assert m["human_judgments_per_task"] < row["judgments_per_task"]
         assert m["machine_answers_per_task"] > 0
@@ -178,15 +184,38 @@ def test_with_a_machine_every_assist_row_shows_people_and_machine(api: Api, coll
         # All tasks: people's T1 judgments with the machine plus the 3 x 30 grades.
         assert m["judgments"] == pytest.approx(m["topk_human_judgments"] + 3 * N, abs=0.1)
         assert m["topk_human_judgments"] == pytest.approx(6 * sim.human_mean, abs=0.1)
-    # Another assumed accuracy is taken as given; a better machine saves more.
+        # The cold start's range: from the 0.8 machine to one that earns nothing (the row's
+        # own figures, without the machine).
+        span = m["cold_start_range"]
+        assert span["human_judgments_per_task"] == [
+            m["human_judgments_per_task"],
+            row["judgments_per_task"],
+        ]
+        assert span["minutes_per_task"] == [m["minutes_per_task"], row["minutes_per_task"]]
+        assert span["machine_answers_per_task"] == [0.0, m["machine_answers_per_task"]]
+        assert span["judgments"] == [m["judgments"], row["judgments"]]
+        assert span["minutes"] == [m["minutes"], row["minutes"]]
+    # Another accuracy is taken as given (no range); a better machine saves more.
     better = _preview(api, coll, strategy="insertion+assist", machine="bm25", machine_accuracy=0.95)
     row = {r["strategy"]: r for r in better["strategies"]}["insertion+assist"]
     assert row["with_machine"]["machine_accuracy"] == 0.95
+    assert row["with_machine"]["cold_start_range"] is None
     assert better["machine_accuracy"]["source"] == "given"
-    assert (
-        row["with_machine"]["human_judgments_per_task"]
-        < rows["insertion+assist"]["with_machine"]["human_judgments_per_task"]
+    good = assisted_judgments("insertion+assist", N, K, 0.95)
+    assert row["with_machine"]["human_judgments_per_task"] == pytest.approx(
+        good.human_mean, abs=0.051
     )
+    assert good.human_mean < assisted_judgments("insertion+assist", N, K, 0.8).human_mean
+    # The stated max loss reaches the simulation: a looser one lets the machine answer more.
+    loose = _preview(api, coll, strategy="tournament+assist", machine="bm25", machine_max_loss=0.2)
+    m = {r["strategy"]: r for r in loose["strategies"]}["tournament+assist"]["with_machine"]
+    sim = assisted_judgments("tournament+assist", N, K, 0.8, max_loss=0.2)
+    assert sim.machine_mean > assisted_judgments("tournament+assist", N, K, 0.8).machine_mean
+    assert sim != assisted_judgments("tournament+assist", N, K, 0.8)
+    assert m["max_loss"] == 0.2
+    assert m["human_judgments_per_task"] == pytest.approx(sim.human_mean, abs=0.051)
+    assert m["machine_answers_per_task"] == pytest.approx(sim.machine_mean, abs=0.051)
+    assert m["expected_loss_per_task"] == pytest.approx(sim.loss_mean, abs=5e-5)
     # Without a machine there is no such part.
     plain = _preview(api, coll, strategy="insertion+assist")
     assert all(r["with_machine"] is None for r in plain["strategies"])

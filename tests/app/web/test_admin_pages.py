@@ -91,15 +91,18 @@ def test_rotation_plan_and_progress_fragment(admin_site: dict[str, Any]) -> None
     }
     preview = client.post(f"/admin/collections/{cid}/plan", data=plan)
     assert "All constraints hold" in preview.text and "Create 32 tasks" in preview.text
-    # With a machine judge, each +assist row has its "with the machine" row beside it.
+    # With a machine judge, the chosen +assist row has its "with the machine" row beside it:
+    # no measured calibration yet, so a cold start's range, and the expected loss.
     assisted = client.post(
         f"/admin/collections/{cid}/plan",
         data={**plan, "strategy": "insertion+assist", "machine": "bm25"},
     )
     assert assisted.status_code == 200
-    assert assisted.text.count('data-machine="1"') == 4
+    assert assisted.text.count('data-machine="1"') == 1
     assert "insertion+assist with the machine" in assisted.text
     assert 'id="plan-machine-model"' in assisted.text and "pairwise accuracy 0.8" in assisted.text
+    assert "no measured calibration on this collection yet" in assisted.text
+    assert 'id="plan-machine-loss"' in assisted.text and "(max loss 0.01)" in assisted.text
     assert 'data-machine="1"' not in preview.text
     created = client.post(f"/admin/collections/{cid}/plan", data={**plan, "create": "1"})
     assert "Created 32 tasks" in created.text
