@@ -56,6 +56,7 @@ from typing import Any, Literal, NamedTuple
 from labeling.errors import ConfigError, Finished, InvalidAnswer, NotFinished, WrongQuestion
 from labeling.protocol.groundtruth import PairJudgment, TopKResult
 from labeling.protocol.pair_cache import with_memo, with_pair_cache
+from labeling.protocol.remaining import first_estimate, next_estimate
 from labeling.protocol.seeding import REASK_GAP, Orientation, ReaskSchedule, seeded_order
 from labeling.protocol.types import (
     BrokenAnswer,
@@ -171,6 +172,10 @@ class TopKSession:
         self._left = self._right = ""
         self._question: PairQuestion | None = None
         self._result: TopKResult | None = None
+        # The estimate shown (labeling.protocol.remaining): (answers, estimate, bound) after
+        # the last entry, kept up to date by submit once progress() was asked for (replays
+        # that never read it, e.g. exports, do not pay for the model at every entry).
+        self._estimate: tuple[int, float, int] | None = None
         self._advance(None, first=True)
 
     def _new_state(self, order: list[str]) -> PairStrategy:
@@ -348,6 +353,16 @@ class TopKSession:
 
     def submit(self, answer: LogEntry) -> None:
         """Record one answer to the pending question; on error raise and change nothing."""
+        self._submit(answer)
+        shown = self._estimate
+        if shown is not None:
+            raw = self._model_progress()
+            estimate = next_estimate(
+                shown[1], shown[2], raw.expected_remaining, raw.max_remaining, raw.done
+            )
+            self._estimate = (len(self.answers), estimate, raw.max_remaining)
+
+    def _submit(self, answer: LogEntry) -> None:
         reask = self._reask
         compare = self._compare if reask is None else reask.compare
         if compare is None:
@@ -557,7 +572,40 @@ class TopKSession:
         return seq - start + len(dues)
 
     def progress(self) -> Progress:
-        """Judgments so far, expected and worst-case remaining questions (re-asks included).
+        """Judgments so far, the estimate shown and the worst-case remaining questions
+        (re-asks included): the strategy's model (:meth:`_model_progress`) smoothed by the
+        rule of :mod:`labeling.protocol.remaining`, a function of the log alone."""
+        shown = self._estimate
+        if shown is None:
+            shown = self._track()
+        return Progress(len(self.answers), shown[1], shown[2], self.done)
+
+    def _track(self) -> tuple[int, float, int]:
+        """Start keeping the estimate: walk the log again in a fresh session that keeps it
+        from the first entry, and keep it from here on."""
+        fresh = TopKSession(
+            self.doc_ids,
+            k=self.k,
+            seed=self.seed,
+            options=self.options,
+            strategy=self._strategy,
+            machine=self.machine,  # its evidence shapes the state; replay never asks it
+        )
+        raw = fresh._model_progress()
+        fresh._estimate = (
+            0,
+            first_estimate(raw.expected_remaining, raw.max_remaining, raw.done),
+            raw.max_remaining,
+        )
+        for answer in self.answers:
+            fresh.submit(answer)
+        assert fresh._estimate is not None
+        self._estimate = fresh._estimate
+        return fresh._estimate
+
+    def _model_progress(self) -> Progress:
+        """Judgments so far, the strategy's expected and worst-case remaining questions
+        (re-asks included), before the smoothing of :meth:`progress`.
 
         With re-asks, every remaining protocol question is re-asked with probability f, so
         ``expected = (1 + f)·E[protocol] + queued re-asks``, capped by the worst case.
