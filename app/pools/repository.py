@@ -3,7 +3,7 @@ the pools and their documents. Every function runs in the caller's session ``s``
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import func, insert, select
@@ -67,24 +67,13 @@ def pool_named(s: Any, collection_id: int, name: str) -> CampaignPool | None:
     return found
 
 
-def insert_pool(s: Any, pool: CampaignPool, documents: Iterable[PoolDocument]) -> int:
-    """Add the pool and its documents (one executemany, not the ORM's unit of work: the
-    build's write transaction stays short, docs/performance.md#pool-builds); the pool's new
-    id. The documents are not added to the session."""
+def insert_pool(s: Any, pool: CampaignPool, documents: Iterable[Mapping[str, Any]]) -> int:
+    """Add the pool and its documents (rows with ``query_id``, ``doc_id``, ``position``,
+    ``pick``, ``fused``, ``hits``; one executemany, not the ORM's unit of work: the build's
+    write transaction stays short, docs/performance.md#pool-builds); the pool's new id."""
     s.add(pool)
     s.flush()
-    rows = [
-        {
-            "pool_id": pool.id,
-            "query_id": r.query_id,
-            "doc_id": r.doc_id,
-            "position": r.position,
-            "pick": r.pick,
-            "fused": r.fused,
-            "hits": r.hits,
-        }
-        for r in documents
-    ]
+    rows = [{"pool_id": pool.id, **r} for r in documents]
     if rows:
         s.execute(insert(PoolDocument), rows)
     return pool.id
