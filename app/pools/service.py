@@ -266,11 +266,12 @@ class QueryRef:
 @dataclass(slots=True)
 class Picked:
     """What a build computed (:func:`pick_rows`): the runs' names in run order, the rows as
-    plain mappings (``query_id`` set), the query ids the collection lacks, the documents
-    dropped, the picks judged already, and the id of the process that computed them."""
+    the write's parameters (:func:`app.pools.repository.pool_document_params`), the query ids
+    the collection lacks, the documents dropped, the picks judged already, and the id of the
+    process that computed them."""
 
     runs: list[str]
-    rows: list[dict[str, Any]]
+    rows: list[tuple[Any, ...]]
     unknown: list[str]
     dropped: int
     known: int
@@ -316,7 +317,7 @@ def pick_rows(
     finally:
         db.dispose()
     built = pool_rows(inputs, method, spec.depth, spec.budget, campaign)  # no transaction open
-    rows = [
+    rows = repository.pool_document_params(
         {
             "query_id": r.query_id,
             "doc_id": r.doc_id,
@@ -326,7 +327,7 @@ def pick_rows(
             "hits": r.hits,
         }
         for r in built.rows
-    ]
+    )
     return Picked(list(runs), rows, built.unknown, built.dropped, built.known, os.getpid())
 
 
@@ -403,7 +404,7 @@ def build_pool(*, db: Database, spec: BuildSpec) -> PoolView:
             "ids must be the imported ones); nothing was stored"
         )
     summary = {
-        "queries": len({r["query_id"] for r in built.rows}),
+        "queries": len({r[0] for r in built.rows}),
         "unknown_queries": len(built.unknown),
         "unknown_query_ids": built.unknown[:20],
         "not_in_query": built.dropped,
@@ -423,7 +424,7 @@ def build_pool(*, db: Database, spec: BuildSpec) -> PoolView:
         summary=summary,
     )
     _insert(db, pool, built.rows)
-    return _view(pool, len(built.rows), sum(1 for r in built.rows if r["pick"] is not None))
+    return _view(pool, len(built.rows), sum(1 for r in built.rows if r[3] is not None))
 
 
 def _check_name_free(s: Any, collection_id: int, name: str) -> None:
@@ -431,15 +432,16 @@ def _check_name_free(s: Any, collection_id: int, name: str) -> None:
         raise Invalid(f"the collection has a pool named {name!r} already; choose another name")
 
 
-def _insert(db: Database, pool: CampaignPool, rows: list[dict[str, Any]]) -> None:
+def _insert(db: Database, pool: CampaignPool, params: list[tuple[Any, ...]]) -> None:
     """The build's one write: lock the collection, check the name again (a build beside
-    this one may have taken it), insert the pool and its rows."""
+    this one may have taken it), insert the pool and its rows (their parameters built in the
+    build process)."""
     try:
         with db.write() as s:
             if not repository.lock_collection(s, pool.collection_id):
                 raise NotFound(f"no collection with id {pool.collection_id}")
             _check_name_free(s, pool.collection_id, pool.name)
-            repository.insert_pool(s, pool, rows)
+            repository.insert_pool(s, pool, params)
     except IntegrityError:  # a query deleted since the read
         raise Conflict(
             "the collection changed while the pool was built; nothing was stored, try again"
