@@ -33,11 +33,11 @@ The runs are either uploaded files or runs stored on the collection (``BuildSpec
 names or ids, or every stored run; read through :func:`app.runs.service.run_rankings`, which
 ranks them as trec_eval does, so a pool from stored runs equals the pool from the same files).
 
-The build reads the collection, computes its picks with no transaction open, and stores
-everything in one short write transaction (``pool`` and ``pool_document``), so judging never
-waits for a build's computation (docs/performance.md#pool-builds); a bad run file or an unknown
-stored run is refused before it (with its file name and line, or the names the collection
-lacks), and nothing is stored.
+The build reads the collection and computes its picks with no transaction open, in the build
+process (:func:`compute_rows`), and stores everything in one short write transaction
+(``pool`` and ``pool_document``), so judging never waits for a build's computation
+(docs/performance.md#pool-builds); a bad run file or an unknown stored run is refused before
+it (with its file name and line, or the names the collection lacks), and nothing is stored.
 """
 
 from __future__ import annotations
@@ -333,9 +333,20 @@ def pick_rows(
 
 #: The build process (docs/performance.md#pool-builds): one, started on the first build and
 #: kept, so builds never compute in the web process (whose interpreter lock the judging loop
-#: needs) and at most one build computes at a time.
+#: needs), at most one build computes at a time, and at a lower CPU priority.
 _build_process: ProcessPoolExecutor | None = None
 _build_process_lock = threading.Lock()
+
+
+#: How much lower the build process's CPU priority is than the web process's (``nice``): a
+#: build is background work, a judgment submit is a person waiting.
+BUILD_NICENESS = 10
+
+
+def _lower_priority() -> None:
+    """The build process's initializer: a lower CPU priority (where the OS has ``nice``)."""
+    if hasattr(os, "nice"):
+        os.nice(BUILD_NICENESS)
 
 
 def _build_executor() -> ProcessPoolExecutor:
@@ -343,7 +354,9 @@ def _build_executor() -> ProcessPoolExecutor:
     with _build_process_lock:
         if _build_process is None:
             _build_process = ProcessPoolExecutor(
-                max_workers=1, mp_context=multiprocessing.get_context("spawn")
+                max_workers=1,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_lower_priority,
             )
         return _build_process
 
