@@ -9,6 +9,7 @@ import itertools
 import math
 import random
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -21,6 +22,16 @@ from labeling.protocol.types import BrokenAnswer, LogEntry, MachineAnswer, PairA
 from labeling.strategies.registry import strategy_names
 
 NAMES = strategy_names()
+KEY = TopKSession._estimate_key
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _walked_from_the_start():
+    """Every estimate here walks its whole log (the estimates kept per task off), so these
+    tests check the rule, not the keeping; the keeping has a test of its own below."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(TopKSession, "_estimate_key", lambda self: None)
+        yield
 
 
 class Machine:
@@ -214,3 +225,37 @@ def test_undo_shows_the_prefix_estimate_again():
         assert undone.progress() == shown[cut]
         raised += shown[cut].expected_remaining > shown[cut + 1].expected_remaining
     assert raised > 0
+
+
+def test_the_estimates_kept_per_task_give_what_a_walk_from_the_start_gives(monkeypatch):
+    """A log read again, a longer log of the same task, a shorter one (undo), and another log
+    of the same task: each shows what walking its whole log from the start shows (the
+    estimates kept per task only spare the model's walk over the entries read before)."""
+    from labeling.protocol import topk
+
+    live, shown, _ = _walk("insertion", 24, 6, 11, 0.2, 0.25, 0.0, 0.0, False)  # from the start
+    docs = [f"d{i:02d}" for i in range(24)]
+    opts = validate_options("topk", {"strategy": "insertion", "reask_fraction": 0.25})
+    log = live.answers
+    s = open_session("topk", docs, k=6, seed=11, options=opts, answers=log[:8])
+    q = s.pending
+    assert q is not None and isinstance(log[8], PairAnswer)
+    other = [
+        *log[:8],
+        PairAnswer(q.left, q.right, "left" if log[8].outcome == "right" else "right"),
+    ]
+    alone = open_session("topk", docs, k=6, seed=11, options=opts, answers=other).progress()
+
+    monkeypatch.setattr(TopKSession, "_estimate_key", KEY)  # kept from here on
+    monkeypatch.setattr(topk, "_ESTIMATES", topk.OrderedDict())
+
+    def read(entries):
+        return open_session("topk", docs, k=6, seed=11, options=opts, answers=entries).progress()
+
+    # again, one more, longer, the whole, shorter (undo), longer again
+    for cut in [5, 5, 6, 9, 10, 20, len(log), 3, 4, 12, len(log)]:
+        assert read(log[:cut]) == shown[cut]
+    assert len(topk._ESTIMATES) == 1
+    read(log[:9])
+    assert read(other) == alone  # the same length as the last read, another log
+    assert read(log[:9]) == shown[9]
