@@ -1,9 +1,10 @@
 """A pool build's computation: from the runs and what the collection holds (read before, in a
 read transaction), each query's pooled documents and picks (docs/campaigns.md#pools-in-the-service).
 
-Nothing here opens a transaction: :func:`app.pools.service.build_pool` reads the inputs, calls
-:func:`pool_rows` with no transaction open, then writes the rows in one short transaction, so
-judging submits never wait behind a build's computation (docs/performance.md#pool-builds).
+Nothing here opens a transaction: :func:`app.pools.service.pick_rows` reads the inputs and calls
+:func:`pool_rows` with no transaction open, in the build process, then
+:func:`app.pools.service.build_pool` writes the rows in one short transaction, so judging
+submits never wait behind a build's computation (docs/performance.md#pool-builds).
 :func:`feedback_of` is the read of the finished tasks' labels, in the caller's session.
 """
 

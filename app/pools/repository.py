@@ -3,10 +3,11 @@ the pools and their documents. Every function runs in the caller's session ``s``
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import json
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import func, select
 
 from app.kernel.models import CampaignPool, Collection, Document, PoolDocument, Query
 
@@ -67,26 +68,36 @@ def pool_named(s: Any, collection_id: int, name: str) -> CampaignPool | None:
     return found
 
 
-def insert_pool(s: Any, pool: CampaignPool, documents: Iterable[PoolDocument]) -> int:
-    """Add the pool and its documents (one executemany, not the ORM's unit of work: the
-    build's write transaction stays short, docs/performance.md#pool-builds); the pool's new
-    id. The documents are not added to the session."""
+#: The pool rows' columns, in the order of :func:`insert_pool`'s parameter tuples.
+POOL_DOCUMENT_COLUMNS = ("query_id", "doc_id", "position", "pick", "fused", "hits")
+
+
+def pool_document_params(rows: Iterable[Mapping[str, Any]]) -> list[tuple[Any, ...]]:
+    """The rows as :func:`insert_pool` takes them: tuples in :data:`POOL_DOCUMENT_COLUMNS`
+    order, ``hits`` as its JSON text (what the JSON column stores; ``json.dumps``, as the
+    column's own serializer). Built before the write transaction opens."""
+    return [
+        (r["query_id"], r["doc_id"], r["position"], r["pick"], r["fused"], json.dumps(r["hits"]))
+        for r in rows
+    ]
+
+
+def insert_pool(s: Any, pool: CampaignPool, params: Sequence[tuple[Any, ...]]) -> int:
+    """Add the pool and its documents (:func:`pool_document_params`), the documents by one
+    executemany of the driver (no per-row work of the ORM or of SQLAlchemy's type processing
+    while the write lock is held: the build's write transaction stays short,
+    docs/performance.md#pool-builds); the pool's new id."""
     s.add(pool)
     s.flush()
-    rows = [
-        {
-            "pool_id": pool.id,
-            "query_id": r.query_id,
-            "doc_id": r.doc_id,
-            "position": r.position,
-            "pick": r.pick,
-            "fused": r.fused,
-            "hits": r.hits,
-        }
-        for r in documents
-    ]
-    if rows:
-        s.execute(insert(PoolDocument), rows)
+    if params:
+        conn = s.connection()
+        sqlite = conn.dialect.name == "sqlite"
+        mark, hits = ("?", "?") if sqlite else ("%s", "%s::jsonb")
+        sql = (
+            "INSERT INTO pool_document (pool_id, query_id, doc_id, position, pick, fused, hits) "
+            f"VALUES ({', '.join([mark] * 6)}, {hits})"
+        )
+        conn.exec_driver_sql(sql, [(pool.id, *p) for p in params])
     return pool.id
 
 

@@ -33,18 +33,23 @@ The runs are either uploaded files or runs stored on the collection (``BuildSpec
 names or ids, or every stored run; read through :func:`app.runs.service.run_rankings`, which
 ranks them as trec_eval does, so a pool from stored runs equals the pool from the same files).
 
-The build reads the collection, computes its picks with no transaction open, and stores
-everything in one short write transaction (``pool`` and ``pool_document``), so judging never
-waits for a build's computation (docs/performance.md#pool-builds); a bad run file or an unknown
-stored run is refused before it (with its file name and line, or the names the collection
-lacks), and nothing is stored.
+The build reads the collection and computes its picks with no transaction open, in the build
+process (:func:`compute_rows`), and stores everything in one short write transaction
+(``pool`` and ``pool_document``), so judging never waits for a build's computation
+(docs/performance.md#pool-builds); a bad run file or an unknown stored run is refused before
+it (with its file name and line, or the names the collection lacks), and nothing is stored.
 """
 
 from __future__ import annotations
 
 import math
+import multiprocessing
+import os
+import threading
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -52,7 +57,8 @@ from sqlalchemy.exc import IntegrityError
 
 from app.kernel.db import Database
 from app.kernel.errors import Conflict, Invalid, NotFound, issue_items
-from app.kernel.models import CampaignPool, PoolDocument
+from app.kernel.models import CampaignPool
+from app.kernel.settings import Settings
 from app.pools import repository
 from app.pools.cal import cal_vectors
 from app.pools.picking import BuildInputs, feedback_of, pool_rows
@@ -249,13 +255,136 @@ def stored_rankings(*, db: Database, collection_id: int, chosen: StoredChoice) -
     return stored_runs.run_rankings(db=db, collection_id=collection_id, names=names)
 
 
-def _rankings(db: Database, spec: BuildSpec) -> Runs:
-    """The spec's runs: the uploaded files parsed, or the stored runs read."""
-    if spec.stored is None:
-        return read_runs(spec.runs, spec.file_names)
-    if spec.runs:
-        raise Invalid("give run files or stored runs, not both")
-    return stored_rankings(db=db, collection_id=spec.collection_id, chosen=spec.stored)
+@dataclass(frozen=True, slots=True)
+class QueryRef:
+    """A query row as a build reads it (its row id): small and picklable, unlike the ORM row,
+    so a build's inputs cross to the build process."""
+
+    id: int
+
+
+@dataclass(slots=True)
+class Picked:
+    """What a build computed (:func:`pick_rows`): the runs' names in run order, the rows as
+    the write's parameters (:func:`app.pools.repository.pool_document_params`), the query ids
+    the collection lacks, the documents dropped, the picks judged already, and the id of the
+    process that computed them."""
+
+    runs: list[str]
+    rows: list[tuple[Any, ...]]
+    unknown: list[str]
+    dropped: int
+    known: int
+    pid: int
+
+
+def pick_rows(
+    settings: Settings,
+    spec: BuildSpec,
+    runs: Runs | None,
+    method: Method,
+    campaign: bool,
+    name: str,
+) -> Picked:
+    """The read and the computation of a build (:func:`build_pool`), in a database of its
+    own opened from ``settings`` (it runs in the build process): the stored runs read (unless
+    ``runs``, the files parsed already), the collection read in a read transaction, then the
+    picks computed with no transaction open (:func:`app.pools.picking.pool_rows`)."""
+    db = Database(settings)
+    try:
+        if runs is None:
+            assert spec.stored is not None
+            runs = stored_rankings(db=db, collection_id=spec.collection_id, chosen=spec.stored)
+        adaptive = method != "depth" and spec.feedback
+        with db.read() as s:
+            if not repository.collection_exists(s, spec.collection_id):
+                raise NotFound(f"no collection with id {spec.collection_id}")
+            _check_name_free(s, spec.collection_id, name)
+            queries = {
+                qid: QueryRef(q.id)
+                for qid, q in repository.queries_by_id(s, spec.collection_id).items()
+            }
+            inputs = BuildInputs(
+                runs=runs,
+                queries=queries,
+                documents=repository.documents_by_query(s, spec.collection_id),
+                feedback=feedback_of(s, spec.collection_id) if adaptive else {},
+                vectors={},
+            )
+            inputs.vectors = cal_vectors(
+                s, spec.collection_id, runs, inputs.queries, inputs.documents, method, spec.depth
+            )
+    finally:
+        db.dispose()
+    built = pool_rows(inputs, method, spec.depth, spec.budget, campaign)  # no transaction open
+    rows = repository.pool_document_params(
+        {
+            "query_id": r.query_id,
+            "doc_id": r.doc_id,
+            "position": r.position,
+            "pick": r.pick,
+            "fused": r.fused,
+            "hits": r.hits,
+        }
+        for r in built.rows
+    )
+    return Picked(list(runs), rows, built.unknown, built.dropped, built.known, os.getpid())
+
+
+#: The build process (docs/performance.md#pool-builds): one, started on the first build and
+#: kept, so builds never compute in the web process (whose interpreter lock the judging loop
+#: needs), at most one build computes at a time, and at a lower CPU priority.
+_build_process: ProcessPoolExecutor | None = None
+_build_process_lock = threading.Lock()
+
+
+#: How much lower the build process's CPU priority is than the web process's (``nice``): a
+#: build is background work, a judgment submit is a person waiting.
+BUILD_NICENESS = 10
+
+
+def _lower_priority() -> None:
+    """The build process's initializer: a lower CPU priority (where the OS has ``nice``)."""
+    if hasattr(os, "nice"):
+        os.nice(BUILD_NICENESS)
+
+
+def _build_executor() -> ProcessPoolExecutor:
+    global _build_process
+    with _build_process_lock:
+        if _build_process is None:
+            _build_process = ProcessPoolExecutor(
+                max_workers=1,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_lower_priority,
+            )
+        return _build_process
+
+
+def compute_rows(
+    settings: Settings,
+    spec: BuildSpec,
+    runs: Runs | None,
+    method: Method,
+    campaign: bool,
+    name: str,
+) -> Picked:
+    """:func:`pick_rows` in the build process, with no transaction of the caller open; in
+    this process for an in-memory SQLite database (no other process can open it). Conflict
+    (nothing stored) when the build process dies."""
+    if settings.database_url.startswith("sqlite") and ":memory:" in settings.database_url:
+        return pick_rows(settings, spec, runs, method, campaign, name)
+    try:
+        return (
+            _build_executor()
+            .submit(pick_rows, settings, spec, runs, method, campaign, name)
+            .result()
+        )
+    except BrokenProcessPool:
+        global _build_process
+        with _build_process_lock:
+            _build_process = None
+        raise Conflict("the pool build's process stopped; nothing was stored, try again") from None
 
 
 def build_pool(*, db: Database, spec: BuildSpec) -> PoolView:
@@ -264,43 +393,35 @@ def build_pool(*, db: Database, spec: BuildSpec) -> PoolView:
     the read and the write (nothing stored).
 
     Three phases, so that a build never holds the write lock while it computes (judging
-    submits wait for that lock): a read of the collection (queries, documents, feedback,
-    vectors), the picks computed with no transaction open
-    (:func:`app.pools.picking.pool_rows`), then one short write transaction that checks the
-    name again and inserts the rows."""
+    submits wait for that lock) and never computes in this process (its interpreter lock
+    serves the judging loop): in the build process (:func:`compute_rows`), a read of the
+    collection (the stored runs, queries, documents, feedback, vectors) and the picks
+    computed with no transaction open; then, here, one short write transaction that checks
+    the name again and inserts the rows."""
     method = check_method(spec.method, spec.depth, spec.budget)
     campaign = check_allocation(spec.allocation, method, spec.budget) == "campaign"
-    runs = _rankings(db, spec)
+    if spec.stored is None:  # files: parsed here, where their streams are
+        runs: Runs | None = read_runs(spec.runs, spec.file_names)
+        job = replace(spec, runs={}, file_names={})
+    else:
+        if spec.runs:
+            raise Invalid("give run files or stored runs, not both")
+        runs, job = None, spec
     name = spec.name or _default_name(method, spec.depth, spec.budget, spec.allocation)
     if len(name) > 100:
         raise Invalid("a pool name has at most 100 characters")
-    adaptive = method != "depth" and spec.feedback
-    with db.read() as s:
-        if not repository.collection_exists(s, spec.collection_id):
-            raise NotFound(f"no collection with id {spec.collection_id}")
-        _check_name_free(s, spec.collection_id, name)
-        inputs = BuildInputs(
-            runs=runs,
-            queries=repository.queries_by_id(s, spec.collection_id),
-            documents=repository.documents_by_query(s, spec.collection_id),
-            feedback=feedback_of(s, spec.collection_id) if adaptive else {},
-            vectors={},
-        )
-        inputs.vectors = cal_vectors(
-            s, spec.collection_id, runs, inputs.queries, inputs.documents, method, spec.depth
-        )
-    built = pool_rows(inputs, method, spec.depth, spec.budget, campaign)  # no transaction open
+    built = compute_rows(db.settings, job, runs, method, campaign, name)
     if not built.rows:
         raise Invalid(
             "no run ranks a document of this collection's queries (query ids and document "
             "ids must be the imported ones); nothing was stored"
         )
     summary = {
-        "queries": len({r.query_id for r in built.rows}),
+        "queries": len({r[0] for r in built.rows}),
         "unknown_queries": len(built.unknown),
         "unknown_query_ids": built.unknown[:20],
         "not_in_query": built.dropped,
-        "feedback": adaptive,
+        "feedback": method != "depth" and spec.feedback,
         "picked_judged": built.known,
         "source": "files" if spec.stored is None else "stored",
     }
@@ -312,11 +433,11 @@ def build_pool(*, db: Database, spec: BuildSpec) -> PoolView:
         budget=spec.budget,
         allocation=spec.allocation,
         fusion=FUSION,
-        runs=list(runs),
+        runs=built.runs,
         summary=summary,
     )
     _insert(db, pool, built.rows)
-    return _view(pool, len(built.rows), sum(1 for r in built.rows if r.pick is not None))
+    return _view(pool, len(built.rows), sum(1 for r in built.rows if r[3] is not None))
 
 
 def _check_name_free(s: Any, collection_id: int, name: str) -> None:
@@ -324,15 +445,16 @@ def _check_name_free(s: Any, collection_id: int, name: str) -> None:
         raise Invalid(f"the collection has a pool named {name!r} already; choose another name")
 
 
-def _insert(db: Database, pool: CampaignPool, rows: list[PoolDocument]) -> None:
+def _insert(db: Database, pool: CampaignPool, params: list[tuple[Any, ...]]) -> None:
     """The build's one write: lock the collection, check the name again (a build beside
-    this one may have taken it), insert the pool and its rows."""
+    this one may have taken it), insert the pool and its rows (their parameters built in the
+    build process)."""
     try:
         with db.write() as s:
             if not repository.lock_collection(s, pool.collection_id):
                 raise NotFound(f"no collection with id {pool.collection_id}")
             _check_name_free(s, pool.collection_id, pool.name)
-            repository.insert_pool(s, pool, rows)
+            repository.insert_pool(s, pool, params)
     except IntegrityError:  # a query deleted since the read
         raise Conflict(
             "the collection changed while the pool was built; nothing was stored, try again"

@@ -3,7 +3,9 @@
 * ``GET /admin/collections/{id}/runs`` — the stored runs and the upload form; for a label
   set and a metric (and a test and correction): the leaderboard, the matrix of pairwise
   tests, two runs' per-query plots and, with a second label set, the agreement of the two
-  system orderings. One GET form holds every choice, so a view is a link;
+  system orderings. One GET form holds every choice, so a view is a link; its run picker
+  (``compare``, once per run) chooses the runs compared: by default every run, or the first
+  ``compare_max_runs`` by upload order when the collection has more (the page says so);
 * ``POST /admin/collections/{id}/runs`` — upload (multipart ``run`` files, all or nothing; a
   refused upload comes back on the page with its errors, file and line);
 * ``POST /admin/collections/{id}/runs/{run_id}/delete`` — delete a run;
@@ -69,6 +71,24 @@ def _view(request: Request) -> dict[str, str]:
         k: request.query_params.get(k, default).strip() or default
         for k, default in VIEW_DEFAULTS.items()
     }
+
+
+def compared_runs(request: Request, names: list[str], cap: int) -> tuple[list[str], str]:
+    """The runs the view compares and a note: the picker's (``compare``, once per run; the
+    use cases refuse unknown names and more than ``cap``, and the page shows why), else every
+    run, or the first ``cap`` by upload order when there are more (one comparison takes at
+    most ``cap``: docs/performance.md#bounded-requests), with a note that says so."""
+    chosen = list(dict.fromkeys(v.strip() for v in request.query_params.getlist("compare")))
+    chosen = [v for v in chosen if v]
+    if chosen:
+        return chosen, ""
+    if len(names) <= cap:
+        return names, ""
+    note = (
+        f"The collection has {len(names)} runs and one comparison takes at most {cap}: "
+        f"comparing the first {cap} by upload order. Pick the runs to compare below."
+    )
+    return names[:cap], note
 
 
 def _scoring(view: dict[str, str], label_set: str) -> evaluation.Scoring:
@@ -140,8 +160,9 @@ async def _compute(
     label_set: str,
     names: list[str],
 ) -> tuple[dict[str, Any] | None, dict[str, Any] | None, list[str]]:
-    """(leaderboard, agreement, errors) of the view; an error is shown, not raised. The work
-    is bounded as the REST leaderboard's (:func:`app.http.bounded.run_bounded`)."""
+    """(leaderboard, agreement, errors) of the view over the runs ``names``; an error is
+    shown, not raised. The work is bounded as the REST leaderboard's
+    (:func:`app.http.bounded.run_bounded`)."""
     errors: list[str] = []
     board = agreement = None
     if not names or not label_set:
@@ -157,6 +178,7 @@ async def _compute(
             collection_id=collection_id,
             scoring=scoring,
             per_query=True,
+            names=names,
             budget=budget,
         )
     except DomainError as exc:
@@ -171,6 +193,7 @@ async def _compute(
                 collection_id=collection_id,
                 scoring=scoring,
                 against=view["against"],
+                names=names,
                 budget=budget,
             )
         except DomainError as exc:
@@ -205,13 +228,17 @@ async def runs_response(
     label_set = view["label_set"] or (available[0] if available else "")
     view["label_set"] = label_set
     names = [r.name for r in stored]
-    board, agreement, errors = await _compute(request, db, collection_id, view, label_set, names)
-    pair = _pair(board, view, names)
+    compared, compare_note = compared_runs(request, names, db.settings.compare_max_runs)
+    board, agreement, errors = await _compute(request, db, collection_id, view, label_set, compared)
+    pair = _pair(board, view, [n for n in compared if n in names])
     context: dict[str, Any] = {
         "collection": summary,
         "runs": stored,
         "label_sets": sets,
         "view": view,
+        "compared": compared,
+        "compare_note": compare_note,
+        "compare_max_runs": db.settings.compare_max_runs,
         "board": board,
         "matrix": matrix_rows(board),
         "agreement": agreement,

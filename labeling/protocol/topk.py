@@ -48,14 +48,18 @@ Decisions where the paper is silent (docs/protocols.md#conventions-shared-by-eve
 
 from __future__ import annotations
 
+import hashlib
+import json
+import threading
 from bisect import bisect_left
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Sequence
 from typing import Any, Literal, NamedTuple
 
 from labeling.errors import ConfigError, Finished, InvalidAnswer, NotFinished, WrongQuestion
 from labeling.protocol.groundtruth import PairJudgment, TopKResult
 from labeling.protocol.pair_cache import with_memo, with_pair_cache
+from labeling.protocol.remaining import first_estimate, next_estimate
 from labeling.protocol.seeding import REASK_GAP, Orientation, ReaskSchedule, seeded_order
 from labeling.protocol.types import (
     BrokenAnswer,
@@ -70,6 +74,15 @@ from labeling.protocol.types import (
 from labeling.strategies.assist import DEFAULT_MAX_LOSS, AssistStrategy, MachineOpinion
 from labeling.strategies.base import Compare, ComparisonGenerator, PairStrategy, Winner
 from labeling.strategies.registry import DEFAULT_STRATEGY, resolve_strategy
+
+#: The estimate of the logs read lately, per task config (``TopKSession._estimate_key``):
+#: (log length, digest of the log's entries, estimate, bound). A longer log of the same task
+#: walks only its new entries with the model (the progress pages replay every open task on
+#: each request); a log that is not a continuation walks from the start.
+_ESTIMATES: OrderedDict[tuple[Any, ...], tuple[int, bytes, float, int]] = OrderedDict()
+_ESTIMATES_LOCK = threading.Lock()
+#: How many tasks' estimates :data:`_ESTIMATES` keeps (least recently read dropped first).
+ESTIMATES_KEPT = 4096
 
 
 class _Reask(NamedTuple):
@@ -171,6 +184,10 @@ class TopKSession:
         self._left = self._right = ""
         self._question: PairQuestion | None = None
         self._result: TopKResult | None = None
+        # The estimate shown (labeling.protocol.remaining): (answers, estimate, bound) after
+        # the last entry, kept up to date by submit once progress() was asked for (replays
+        # that never read it, e.g. exports, do not pay for the model at every entry).
+        self._estimate: tuple[int, float, int] | None = None
         self._advance(None, first=True)
 
     def _new_state(self, order: list[str]) -> PairStrategy:
@@ -348,6 +365,16 @@ class TopKSession:
 
     def submit(self, answer: LogEntry) -> None:
         """Record one answer to the pending question; on error raise and change nothing."""
+        self._submit(answer)
+        shown = self._estimate
+        if shown is not None:
+            raw = self._model_progress()
+            estimate = next_estimate(
+                shown[1], shown[2], raw.expected_remaining, raw.max_remaining, raw.done
+            )
+            self._estimate = (len(self.answers), estimate, raw.max_remaining)
+
+    def _submit(self, answer: LogEntry) -> None:
         reask = self._reask
         compare = self._compare if reask is None else reask.compare
         if compare is None:
@@ -557,7 +584,86 @@ class TopKSession:
         return seq - start + len(dues)
 
     def progress(self) -> Progress:
-        """Judgments so far, expected and worst-case remaining questions (re-asks included).
+        """Judgments so far, the estimate shown and the worst-case remaining questions
+        (re-asks included): the strategy's model (:meth:`_model_progress`) smoothed by the
+        rule of :mod:`labeling.protocol.remaining`, a function of the log alone."""
+        shown = self._estimate
+        if shown is None:
+            shown = self._track()
+        return Progress(len(self.answers), shown[1], shown[2], self.done)
+
+    def _track(self) -> tuple[int, float, int]:
+        """Start keeping the estimate: walk the log again in a fresh session that keeps it
+        from the first entry (or from where :data:`_ESTIMATES` last left this task's log: the
+        replay up to there needs no model), and keep it from here on."""
+        key = self._estimate_key()
+        answers = self.answers
+        hasher = hashlib.blake2b(digest_size=16)
+        start, known = 0, None
+        if key is not None:
+            with _ESTIMATES_LOCK:
+                known = _ESTIMATES.get(key)
+            if known is not None and known[0] <= len(answers):
+                for answer in answers[: known[0]]:
+                    hasher.update(repr(answer).encode())
+                if hasher.digest() == known[1]:
+                    start = known[0]
+                else:  # another log of the same task: from the start
+                    hasher = hashlib.blake2b(digest_size=16)
+        if start and start == len(answers):  # read before at this length: nothing to walk
+            assert known is not None
+            self._estimate = (start, known[2], known[3])
+            return self._estimate
+        fresh = self._fresh()
+        if start:
+            assert known is not None
+            for answer in answers[:start]:
+                fresh.submit(answer)  # not kept yet: no model
+            fresh._estimate = (start, known[2], known[3])
+        if fresh._estimate is None:
+            raw = fresh._model_progress()
+            fresh._estimate = (
+                0,
+                first_estimate(raw.expected_remaining, raw.max_remaining, raw.done),
+                raw.max_remaining,
+            )
+        for answer in answers[start:]:
+            hasher.update(repr(answer).encode())
+            fresh.submit(answer)
+        estimate = fresh._estimate
+        assert estimate is not None
+        if key is not None:
+            with _ESTIMATES_LOCK:
+                _ESTIMATES[key] = (len(answers), hasher.digest(), estimate[1], estimate[2])
+                _ESTIMATES.move_to_end(key)
+                while len(_ESTIMATES) > ESTIMATES_KEPT:
+                    _ESTIMATES.popitem(last=False)
+        self._estimate = estimate
+        return estimate
+
+    def _fresh(self) -> TopKSession:
+        """A session of the same task with no answer (the machine's evidence shapes the
+        state; replay never asks the machine)."""
+        return TopKSession(
+            self.doc_ids,
+            k=self.k,
+            seed=self.seed,
+            options=self.options,
+            strategy=self._strategy,
+            machine=self.machine,
+        )
+
+    def _estimate_key(self) -> tuple[Any, ...] | None:
+        """The task's config as a key of :data:`_ESTIMATES`; None with a machine (whose
+        evidence shapes the state, and which the key cannot name)."""
+        if self.machine is not None:
+            return None
+        options = json.dumps(self.options, sort_keys=True, default=repr)
+        return (tuple(self.doc_ids), self.k, self.seed, options, self._strategy)
+
+    def _model_progress(self) -> Progress:
+        """Judgments so far, the strategy's expected and worst-case remaining questions
+        (re-asks included), before the smoothing of :meth:`progress`.
 
         With re-asks, every remaining protocol question is re-asked with probability f, so
         ``expected = (1 + f)·E[protocol] + queued re-asks``, capped by the worst case.

@@ -6,10 +6,14 @@ split (the same rows as the one-transaction build stored), and a name taken whil
 computed is refused at the write with nothing stored.
 
 Failed before the split: the build computed inside its write transaction (SQLite's write lock
-held, Postgres's ``FOR NO KEY UPDATE`` open)."""
+held, Postgres's ``FOR NO KEY UPDATE`` open). The read and the computation run in the build
+process (``compute_rows``, docs/performance.md#pool-builds): the probes wrap that seam, and a
+test checks that the rows were computed in another process (before: in the web process, whose
+interpreter lock the judging loop waited for)."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from typing import Any
 
@@ -64,13 +68,17 @@ def test_the_build_computes_with_no_write_transaction_open(
         s.execute(text("SELECT 1"))
         assert not _no_writer_open(api)
     seen: list[bool] = []
-    compute = pools.pool_rows
+    compute = pools.compute_rows
 
     def probed(*args: Any, **kwargs: Any) -> Any:
         seen.append(_no_writer_open(api))
-        return compute(*args, **kwargs)
+        picked = compute(*args, **kwargs)
+        seen.append(_no_writer_open(api))
+        pids.append(picked.pid)
+        return picked
 
-    monkeypatch.setattr(pools, "pool_rows", probed)
+    pids: list[int] = []
+    monkeypatch.setattr(pools, "compute_rows", probed)
     spec = pools.BuildSpec(
         collection_id=collection,
         runs={"A": RUN_A, "B": RUN_B},
@@ -80,7 +88,8 @@ def test_the_build_computes_with_no_write_transaction_open(
         name=f"tx-{method}",
     )
     view = pools.build_pool(db=api.db, spec=spec)
-    assert seen == [True]
+    assert seen == [True, True]
+    assert pids and pids[0] != os.getpid()  # computed in the build process
     assert _no_writer_open(api)  # and nothing left open afterwards
     # The stored pool is the depth-2 union: 101 {d0, d2, d6, d4}, 102 {d5, d3}.
     assert view.documents == 6 and view.summary["queries"] == 2
@@ -99,15 +108,16 @@ def test_the_build_computes_with_no_write_transaction_open(
 def test_a_name_taken_during_the_computation_is_refused_at_the_write(
     api: Api, collection: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    compute = pools.pool_rows
+    compute = pools.compute_rows
     spec = pools.BuildSpec(collection_id=collection, runs={"A": RUN_A}, depth=2, name="raced")
 
     def racing(*args: Any, **kwargs: Any) -> Any:
-        monkeypatch.setattr(pools, "pool_rows", compute)
+        picked = compute(*args, **kwargs)
+        monkeypatch.setattr(pools, "compute_rows", compute)
         pools.build_pool(db=api.db, spec=spec)  # another build takes the name meanwhile
-        return compute(*args, **kwargs)
+        return picked
 
-    monkeypatch.setattr(pools, "pool_rows", racing)
+    monkeypatch.setattr(pools, "compute_rows", racing)
     before = len(pools.list_pools(db=api.db, collection_id=collection))
     with pytest.raises(pools.Invalid, match="pool named 'raced' already"):
         pools.build_pool(db=api.db, spec=spec)

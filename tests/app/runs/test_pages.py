@@ -56,6 +56,62 @@ def test_runs_page_upload_leaderboard_matrix_plots(campaign_site: dict[str, Any]
     assert "style=" not in html and "<script>" not in html
 
 
+def test_more_runs_than_the_cap_the_page_compares_the_first_and_the_picker_chooses(
+    campaign_site: dict[str, Any],
+) -> None:
+    """With more runs than the cap the leaderboard page compares the first ``cap`` by upload
+    order and says so (before: the page only showed the cap's refusal); the picker's
+    ``compare`` parameters choose the runs; too many chosen, or an unknown run, is the use
+    case's refusal on the page (422), nothing else."""
+    client, cid, db = campaign_site["client"], campaign_site["cid"], campaign_site["db"]
+    login(client, "boss", "boss password 1")
+    csrf = hidden_csrf(client.get(f"/admin/collections/{cid}/runs").text)
+    files = [
+        ("run", (name, content, "text/plain")) for name, content in campaign_site["runs"].items()
+    ]
+    r = client.post(
+        f"/admin/collections/{cid}/runs",
+        data={"csrf_token": csrf},
+        files=files,
+        follow_redirects=False,
+    )
+    assert r.status_code == 303, r.text
+    from app.runs import service as runs
+
+    names = runs.run_names(db=db, collection_id=cid)
+    assert len(names) >= 4
+    cap = 3
+    client.app.state.db.settings.compare_max_runs = cap  # type: ignore[attr-defined]
+
+    def board_runs(html: str) -> list[str]:
+        return re.findall(r'<th scope="row">([a-z]+)</th><td class="num">', html)
+
+    def checked(html: str) -> list[str]:
+        return re.findall(r'name="compare" value="([^"]+)" checked', html)
+
+    page = client.get(f"/admin/collections/{cid}/runs", params={"metric": "AP"})
+    assert page.status_code == 200, page.text
+    assert sorted(board_runs(page.text)) == sorted(names[:cap])
+    assert checked(page.text) == names[:cap]
+    note = f"The collection has {len(names)} runs and one comparison takes at most {cap}"
+    assert note in page.text and 'data-testid="compare-note"' in page.text
+    picked = [names[-1], names[0]]
+    page = client.get(f"/admin/collections/{cid}/runs", params={"metric": "AP", "compare": picked})
+    assert page.status_code == 200, page.text
+    assert sorted(board_runs(page.text)) == sorted(picked)
+    assert sorted(checked(page.text)) == sorted(picked) and note not in page.text
+    page = client.get(f"/admin/collections/{cid}/runs", params={"compare": names[: cap + 1]})
+    assert page.status_code == 422 and f"{cap + 1} runs chosen" in page.text
+    assert board_runs(page.text) == []
+    page = client.get(f"/admin/collections/{cid}/runs", params={"compare": ["nope"]})
+    assert page.status_code == 422 and "no run named &#39;nope&#39;" in page.text
+    # Within the cap, every run is compared and ticked, with no note.
+    client.app.state.db.settings.compare_max_runs = 50  # type: ignore[attr-defined]
+    page = client.get(f"/admin/collections/{cid}/runs", params={"metric": "AP"})
+    assert sorted(board_runs(page.text)) == sorted(names) and checked(page.text) == names
+    assert 'data-testid="compare-note"' not in page.text
+
+
 def test_a_bad_upload_comes_back_with_its_line(campaign_site: dict[str, Any]) -> None:
     client, cid = campaign_site["client"], campaign_site["cid"]
     login(client, "boss", "boss password 1")
