@@ -9,6 +9,7 @@ from typing import TextIO
 
 from ranking.trec_eval.errors import TrecEvalError
 from ranking.trec_eval.evaluate import evaluate_merged, format_lines
+from ranking.trec_eval.fast_merge import FastMerged, fast_merge
 from ranking.trec_eval.fast_read import fast_qrels, fast_run
 from ranking.trec_eval.merge import merge
 from ranking.trec_eval.options import USAGE, Options, parse_args
@@ -43,8 +44,17 @@ def _evaluate(options: Options) -> list[str]:
 
         return evaluate_prefs(options, requested)
     rel_file, run_file = options.files
-    qrels = fast_qrels(rel_file) or read_qrels(rel_file, lenient=options.lenient)
-    run = fast_run(run_file) or read_run(run_file, lenient=options.lenient)
+    joined = fast_merge(
+        rel_file,
+        run_file,
+        level=options.level,
+        max_ret=options.max_ret,
+        judged_only=options.judged_only,
+        complete=options.complete,
+    )
+    if joined is None:
+        qrels = fast_qrels(rel_file) or read_qrels(rel_file, lenient=options.lenient)
+        run = fast_run(run_file) or read_run(run_file, lenient=options.lenient)
     zscores = read_zscores(options.zscores, lenient=options.lenient) if options.zscores else None
     for item in requested:
         if item.measure.source != "qrels":
@@ -53,20 +63,22 @@ def _evaluate(options: Options) -> list[str]:
                 f"trec_eval: Can't calculate measure '{item.measure.name}'",
                 4,
             )
-    merged = merge(
-        qrels,
-        run,
-        level=options.level,
-        max_ret=options.max_ret,
-        judged_only=options.judged_only,
-        complete=options.complete,
-    )
+    if joined is None:
+        merged = merge(
+            qrels,
+            run,
+            level=options.level,
+            max_ret=options.max_ret,
+            judged_only=options.judged_only,
+            complete=options.complete,
+        )
+        joined = FastMerged(merged, run.runid, int((qrels.rel > 0).sum()))
     ev = evaluate_merged(
-        merged,
+        joined.merged,
         requested,
         context=Context(num_docs=options.num_docs),
-        runid=run.runid,
-        qrels_rel_count=int((qrels.rel > 0).sum()),
+        runid=joined.runid,
+        qrels_rel_count=joined.qrels_rel_count,
         zscores=zscores,
         query=options.query,
     )

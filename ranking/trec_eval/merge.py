@@ -29,7 +29,16 @@ from numpy.typing import NDArray
 
 from ranking.trec_eval.readers import QrelsColumns, RunColumns
 
-__all__ = ["BOGUS_DOC", "NONPOOL", "PAD", "UNJUDGED", "Batch", "Merged", "merge"]
+__all__ = [
+    "BOGUS_DOC",
+    "NONPOOL",
+    "PAD",
+    "UNJUDGED",
+    "Batch",
+    "Merged",
+    "make_batch",
+    "merge",
+]
 
 NONPOOL = -1
 UNJUDGED = -2
@@ -246,7 +255,8 @@ def _with_bogus(
     return (
         RunColumns(
             np.concatenate([run.qid, missing]),
-            np.concatenate([run.doc, np.full(extra, BOGUS_DOC, dtype=np.bytes_)]),
+            # the width spelled out: np.full with a bare np.bytes_ would keep only "c"
+            np.concatenate([run.doc, np.full(extra, BOGUS_DOC, dtype=f"S{len(BOGUS_DOC)}")]),
             np.concatenate([run.sim, np.ones(extra)]),
             np.concatenate([run.line, np.zeros(extra, dtype=np.int64)]),
             run.runid,
@@ -339,6 +349,13 @@ def _batch(
     top = int(qrels_rel[judged].max()) + 1 if judged.any() else 1
     flat = qrels_qc[judged] * top + qrels_rel[judged]
     rel_levels = np.bincount(flat, minlength=nq * top).reshape(nq, top).astype(np.int64)
+    return make_batch(rel, num_ret, rel_levels, level)
+
+
+def make_batch(rel: IntArray, num_ret: IntArray, rel_levels: IntArray, level: int) -> Batch:
+    """The batch of ranked grades ``rel`` (padded with :data:`PAD`), with the queries whose
+    judgment counts are all zero given the previous query's (``Batch.stale``)."""
+    nq = len(num_ret)
     stale = rel_levels.sum(axis=1) == 0
     if stale.any():
         # forward-fill the previous query's counts (the first query's are zeros)

@@ -1,0 +1,26 @@
+"""Types of the compiled join of trec_eval (``ranking/trec_eval/_rankjoin.c``;
+ranking.trec_eval.fast_merge)."""
+
+def rank(
+    qrels_path: str,
+    run_path: str,
+    max_ret: int,
+    judged_only: bool,
+    complete: bool,
+    /,
+) -> (
+    tuple[
+        list[str],
+        bytearray,
+        int,
+        bytearray,
+        bytearray,
+        int,
+        bytearray,
+        dict[int, bytes],
+        dict[int, bytes],
+        int,
+        str,
+    ]
+    | str
+): ...
