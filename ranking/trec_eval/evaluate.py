@@ -76,7 +76,37 @@ def relstrings(batch: Batch, length: int) -> list[str]:
     return out
 
 
+#: Queries computed together: each measure's temporaries, a few ``(CHUNK, depth)`` arrays,
+#: stay in the CPU's cache and the process's memory stays near its inputs' size, instead of
+#: every measure sweeping matrices of all queries (docs/trec-eval.md#speed).
+CHUNK = 1024
+
+
 def compute(batch: Batch, requested: list[Requested], context: Context) -> Table:
+    """Every requested measure of every query, :data:`CHUNK` queries at a time (a query's
+    values depend on its own row only)."""
+    if batch.n <= CHUNK:
+        return _compute(batch, requested, context)
+    parts = [
+        _compute(_rows(batch, start, min(start + CHUNK, batch.n)), requested, context)
+        for start in range(0, batch.n, CHUNK)
+    ]
+    values = [np.concatenate([p.values[j] for p in parts]) for j in range(len(requested))]
+    return Table(requested, values)
+
+
+def _rows(batch: Batch, start: int, stop: int) -> Batch:
+    stale = None if batch.stale is None else batch.stale[start:stop]
+    return Batch(
+        batch.rel[start:stop],
+        batch.num_ret[start:stop],
+        batch.rel_levels[start:stop],
+        batch.level,
+        stale,
+    )
+
+
+def _compute(batch: Batch, requested: list[Requested], context: Context) -> Table:
     values: list[FloatArray] = []
     for item in requested:
         fn = item.measure.compute
@@ -84,7 +114,8 @@ def compute(batch: Batch, requested: list[Requested], context: Context) -> Table
             values.append(np.zeros((batch.n, len(item.names))))
         else:
             values.append(
-                np.asarray(fn(batch, item.params, context), dtype=np.float64).reshape(
+                # a copy: a measure's array may be shared with others (merge.per_batch)
+                np.array(fn(batch, item.params, context), dtype=np.float64).reshape(
                     batch.n, len(item.names)
                 )
             )

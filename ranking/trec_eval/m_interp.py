@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ranking.trec_eval.merge import Batch, FloatArray, IntArray
+from ranking.trec_eval.merge import Batch, FloatArray, IntArray, per_batch
 
 __all__ = ["eleven_pt_avg", "iprec_at_recall", "rprec_mult"]
 
@@ -46,6 +46,7 @@ def _interpolated(batch: Batch) -> FloatArray:
     return np.maximum.accumulate(prec[:, ::-1], axis=1)[:, ::-1]
 
 
+@per_batch
 def iprec_at_recall(batch: Batch, points: Sequence[float]) -> FloatArray:
     out = np.zeros((batch.n, len(points)))
     if batch.depth == 0:

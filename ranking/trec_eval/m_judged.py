@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from ranking.trec_eval.m_cutoffs import mean_ap
-from ranking.trec_eval.merge import UNJUDGED, Batch, FloatArray
+from ranking.trec_eval.merge import UNJUDGED, Batch, FloatArray, per_batch
 from ranking.trec_eval.numeric import MIN_GEO_MEAN, c_log, log2_table
 
 __all__ = ["bin_g", "bpref", "gm_bpref", "gm_map", "inf_ap", "log_floor"]
@@ -34,6 +34,7 @@ def _final(cum: FloatArray, batch: Batch) -> FloatArray:
     return cum[:, -1] if batch.depth else np.zeros(batch.n)
 
 
+@per_batch
 def bpref(batch: Batch) -> FloatArray:
     rel_count = batch.num_rel
     nonrel_above = np.cumsum(batch.judged_nonrel, axis=1, dtype=np.int64)

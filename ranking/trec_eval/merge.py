@@ -21,8 +21,10 @@ all queries at once.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, wraps
+from typing import Any, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -38,6 +40,7 @@ __all__ = [
     "Merged",
     "make_batch",
     "merge",
+    "per_batch",
 ]
 
 NONPOOL = -1
@@ -49,6 +52,7 @@ BOGUS_DOC = b"ceci_nest_pas_un_docno"
 
 IntArray = NDArray[np.int64]
 FloatArray = NDArray[np.float64]
+R = TypeVar("R")
 
 
 @dataclass
@@ -69,6 +73,8 @@ class Batch:
     #: ``rel_levels`` holds the previous query's row there, while num_rel is 0.
     stale: NDArray[np.bool_] | None = None
     num_rel_levels: IntArray = field(init=False)
+    #: Values that several measures share (:func:`per_batch`), computed once per batch.
+    memo: dict[Hashable, Any] = field(init=False, repr=False, compare=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         present = self.rel_levels > 0
@@ -150,6 +156,29 @@ class Batch:
         kk = np.minimum(np.broadcast_to(np.asarray(k, dtype=np.int64), (self.n,)), self.depth)
         values = cum[rows, np.maximum(kk - 1, 0)]
         return np.where(kk > 0, values, np.zeros((), dtype=cum.dtype))
+
+
+def _hashable(value: object) -> Hashable:
+    if isinstance(value, list | tuple):
+        return tuple(_hashable(v) for v in value)
+    return value  # type: ignore[return-value]
+
+
+def per_batch(fn: Callable[..., R]) -> Callable[..., R]:
+    """``fn(batch, *params)`` computed once per batch and parameters: map, gm_map and yaap
+    share the running average precision, ndcg, ndcg_rel, Rndcg and G the running DCGs,
+    iprec_at_recall and 11pt_avg the interpolated precisions. The value is shared: callers
+    do not write into it."""
+
+    @wraps(fn)
+    def cached(batch: Batch, *params: object) -> R:
+        key = (fn.__module__, fn.__qualname__, _hashable(params))
+        if key not in batch.memo:
+            batch.memo[key] = fn(batch, *params)
+        value: R = batch.memo[key]
+        return value
+
+    return cached
 
 
 @dataclass
