@@ -161,7 +161,7 @@ class Batch:
 def _hashable(value: object) -> Hashable:
     if isinstance(value, list | tuple):
         return tuple(_hashable(v) for v in value)
-    return value  # type: ignore[return-value]
+    return value
 
 
 def per_batch(fn: Callable[..., R]) -> Callable[..., R]:
