@@ -36,6 +36,7 @@
 #define NONPOOL (-1)
 #define UNJUDGED (-2)
 #define PAD (-3)
+/* the run is read this many bytes at a time (rank()'s last argument, for the tests) */
 #define BLOCK (1 << 22)
 
 static const char BOGUS_DOC[] = "ceci_nest_pas_un_docno";
@@ -483,10 +484,22 @@ read_qrels(const char *path, Qrels *q)
 /* -- ranking one query --------------------------------------------------------------------- */
 
 typedef struct {
-    double score;
-    size_t doc; /* offset of the NUL-terminated id in the arena */
+    uint64_t key; /* ascending key = descending score (score_key) */
+    size_t doc;   /* offset of the NUL-terminated id in the arena */
     uint32_t len;
 } Line;
+
+/* An integer whose ascending order is the scores' descending order; -0.0 and 0.0 (equal for
+ * C's comparisons, as for trec_eval's qsort) get the same key. */
+static inline uint64_t
+score_key(double score)
+{
+    score += 0.0; /* -0.0 becomes 0.0 */
+    uint64_t bits;
+    memcpy(&bits, &score, sizeof bits);
+    bits = (bits >> 63) ? ~bits : bits | (1ULL << 63);
+    return ~bits;
+}
 
 typedef struct {
     Vec lines; /* Line */
@@ -498,6 +511,7 @@ typedef struct {
     size_t *run_dup; /* strcmp-least duplicated document: offset + 1 in dup_store, 0 none */
     Vec dup_store;   /* duplicated ids, copied (the arena is reset per query) */
     Vec grades;           /* int32 */
+    Vec sort_scratch;
     /* scratch */
     int32_t *seen;
     size_t seen_cap;
@@ -505,18 +519,65 @@ typedef struct {
     int judged_only;
 } Ranker;
 
-static const char *rank_base;
+/* Sort a query's lines by key, then document id descending (strcmp), as trec_eval's qsort
+ * in form_res_rels.c orders them: a merge sort on the integer keys (insertion sort below 16
+ * lines), then each run of equal keys (tied scores, rare) by document id. */
+static void
+insertion_by_key(Line *a, size_t n)
+{
+    for (size_t i = 1; i < n; i++) {
+        Line x = a[i];
+        size_t j = i;
+        for (; j > 0 && a[j - 1].key > x.key; j--)
+            a[j] = a[j - 1];
+        a[j] = x;
+    }
+}
 
 static int
-cmp_line(const void *a, const void *b)
+sort_lines(Line *a, size_t n, const char *base, Vec *scratch)
 {
-    const Line *x = a, *y = b;
-    if (x->score > y->score)
-        return -1;
-    if (x->score < y->score)
-        return 1;
-    /* ties: document id descending (strcmp), as form_res_rels.c */
-    return -strcmp(rank_base + x->doc, rank_base + y->doc);
+    const size_t run = 16;
+    for (size_t i = 0; i < n; i += run)
+        insertion_by_key(a + i, n - i < run ? n - i : run);
+    if (n > run) {
+        scratch->len = 0;
+        if (vec_reserve(scratch, n * sizeof(Line)) < 0)
+            return -1;
+        Line *from = a, *to = (Line *)scratch->p;
+        for (size_t width = run; width < n; width *= 2) {
+            for (size_t lo = 0; lo < n; lo += 2 * width) {
+                size_t mid = lo + width < n ? lo + width : n;
+                size_t hi = lo + 2 * width < n ? lo + 2 * width : n;
+                size_t i = lo, j = mid, k = lo;
+                while (i < mid && j < hi)
+                    to[k++] = from[j].key < from[i].key ? from[j++] : from[i++];
+                while (i < mid)
+                    to[k++] = from[i++];
+                while (j < hi)
+                    to[k++] = from[j++];
+            }
+            Line *t = from;
+            from = to;
+            to = t;
+        }
+        if (from != a)
+            memcpy(a, from, n * sizeof(Line));
+    }
+    for (size_t i = 0; i < n;) {
+        size_t j = i + 1;
+        while (j < n && a[j].key == a[i].key)
+            j++;
+        for (size_t k = i + 1; k < j; k++) { /* ties: document id descending */
+            Line x = a[k];
+            size_t m = k;
+            for (; m > i && strcmp(base + a[m - 1].doc, base + x.doc) < 0; m--)
+                a[m] = a[m - 1];
+            a[m] = x;
+        }
+        i = j;
+    }
+    return 0;
 }
 
 static int
@@ -539,8 +600,8 @@ static int
 rank_query(Ranker *r, const Qrels *q, int32_t query, Line *lines, size_t n)
 {
     const char *base = r->arena.p;
-    rank_base = base;
-    qsort(lines, n, sizeof *lines, cmp_line);
+    if (sort_lines(lines, n, base, &r->sort_scratch) < 0)
+        return -1;
     if (r->max_ret < 0)
         n = 0;
     else if ((unsigned long long)r->max_ret < n)
@@ -616,7 +677,7 @@ add_line(Ranker *r, double score, Field doc)
     if (vec_reserve(&r->lines, sizeof(Line)) < 0 || vec_reserve(&r->arena, doc.n + 1) < 0)
         return -1;
     Line *line = (Line *)(r->lines.p + r->lines.len);
-    line->score = score;
+    line->key = score_key(score);
     line->doc = r->arena.len;
     line->len = (uint32_t)doc.n;
     memcpy(r->arena.p + r->arena.len, doc.s, doc.n);
@@ -642,14 +703,15 @@ cmp_by_code(const void *a, const void *b)
 }
 
 static int
-read_run(const char *path, const Qrels *q, Ranker *r, int streaming, RunState *st)
+read_run(const char *path, const Qrels *q, Ranker *r, int streaming, size_t block_size,
+         RunState *st)
 {
     FILE *file = fopen(path, "rb");
     if (file == NULL) {
         st->reason = "cannot open the run";
         return FAILED;
     }
-    char *block = malloc(BLOCK + 1);
+    char *block = malloc(block_size + 1);
     Vec carry = {0};
     Gather gather = {0};
     int status = DONE;
@@ -665,8 +727,8 @@ read_run(const char *path, const Qrels *q, Ranker *r, int streaming, RunState *s
         goto done;
     }
     for (;;) {
-        size_t got = fread(block, 1, BLOCK, file);
-        int eof = got < BLOCK;
+        size_t got = fread(block, 1, block_size, file);
+        int eof = got < block_size;
         /* the lines of carry + block */
         unsigned char *p = (unsigned char *)block, *stop = p + got;
         for (;;) {
@@ -865,6 +927,7 @@ ranker_free(Ranker *r)
     vec_free(&r->arena);
     vec_free(&r->dup_store);
     vec_free(&r->grades);
+    vec_free(&r->sort_scratch);
     free(r->start);
     free(r->count);
     free(r->present);
@@ -888,7 +951,7 @@ ranker_init(Ranker *r, size_t nq, long long max_ret, int judged_only)
 }
 
 PyDoc_STRVAR(rank_doc,
-             "rank(qrels_path, run_path, max_ret, judged_only, complete, /)\n--\n\n"
+             "rank(qrels_path, run_path, max_ret, judged_only, complete, block_size=4 MiB, /)\n--\n\n"
              "trec_eval's ranked grades of every qrels query (module docstring): a tuple\n"
              "(qids, rel, depth, num_ret, levels, top, present, qrels_dup, run_dup, rel_count,\n"
              "runid), rel an int64 (queries, depth) matrix padded with -3, levels the int64\n"
@@ -902,16 +965,21 @@ rank(PyObject *self, PyObject *args)
     const char *qrels_path, *run_path;
     long long max_ret;
     int judged_only, complete;
-    if (!PyArg_ParseTuple(args, "ssLpp:rank", &qrels_path, &run_path, &max_ret, &judged_only,
-                          &complete))
+    Py_ssize_t block_size = BLOCK;
+    if (!PyArg_ParseTuple(args, "ssLpp|n:rank", &qrels_path, &run_path, &max_ret, &judged_only,
+                          &complete, &block_size))
         return NULL;
+    if (block_size < 1) {
+        PyErr_SetString(PyExc_ValueError, "block_size must be positive");
+        return NULL;
+    }
     Qrels q = {0};
     Ranker r = {0};
     RunState st = {0};
     const char *reason = NULL;
     int status = DONE;
     PyObject *result = NULL;
-    /* the GIL is kept: the qsort comparators read file-level pointers */
+    /* the GIL is kept: the qsort comparator of the query ids reads a file-level pointer */
     reason = read_qrels(qrels_path, &q);
     if (reason == NULL) {
         for (size_t i = 0; i < q.n; i++)
@@ -929,7 +997,7 @@ rank(PyObject *self, PyObject *args)
                 reason = "out of memory";
                 break;
             }
-            status = read_run(run_path, &q, &r, streaming, &st);
+            status = read_run(run_path, &q, &r, streaming, (size_t)block_size, &st);
             if (status != REGROUP)
                 break;
         }

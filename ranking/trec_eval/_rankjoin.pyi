@@ -7,6 +7,7 @@ def rank(
     max_ret: int,
     judged_only: bool,
     complete: bool,
+    block_size: int = ...,
     /,
 ) -> (
     tuple[

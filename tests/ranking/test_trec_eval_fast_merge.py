@@ -194,3 +194,22 @@ def test_the_stand_in_document_is_looked_up_in_the_qrels(tmp_path: Path) -> None
     assert compiled == pure == (0, expected, "")
     status, out = theirs(*flags, str(qpath), str(rpath))
     assert (status, out) == (0, expected)
+
+
+@pytest.mark.parametrize("block", [1, 2, 7, 64])
+def test_lines_cut_by_the_read_blocks_are_joined_whole(tmp_path: Path, block: int) -> None:
+    """The run read a few bytes at a time (lines spanning two or more blocks) gives what one
+    block gives, in the streaming pass and in the gathering one (query 1 comes back)."""
+    qpath, rpath = tmp_path / "qrels", tmp_path / "run"
+    qpath.write_text("1 0 a 1\n1 0 bb 2\n2 0 c 1\n10 0 a 3\n")
+    assert fm.rankjoin is not None
+    for run in (
+        "1 Q0 a 1 1.5 r1\n1 Q0 bb 2 2.25 r1\n2 Q0 c 1 0.5 r1\n10 Q0 a 1 3 tag\n",
+        "1 Q0 a 1 1.5 r1\n2 Q0 c 1 0.5 r1\n1 Q0 bb 2 2.25 r1\n10 Q0 zz 1 3 tag\n",
+    ):
+        rpath.write_text(run)
+        whole = fm.rankjoin.rank(str(qpath), str(rpath), 100, False, False)
+        cut = fm.rankjoin.rank(str(qpath), str(rpath), 100, False, False, block)
+        assert not isinstance(whole, str)
+        assert cut == whole
+        assert whole[-1] == "tag"
