@@ -687,20 +687,10 @@ add_line(Ranker *r, double score, Field doc)
     return 0;
 }
 
-/* Line queries for the gathering pass: the code of each held line */
+/* The gathering pass: the query code of each held line */
 typedef struct {
-    Vec codes; /* int32, one per held line */
+    Vec codes; /* int32 */
 } Gather;
-
-static int
-cmp_by_code(const void *a, const void *b)
-{
-    /* (code, index) pairs; the index breaks ties, so a query's lines stay in file order */
-    const int64_t *x = a, *y = b;
-    if (x[0] != y[0])
-        return x[0] < y[0] ? -1 : 1;
-    return (x[1] > y[1]) - (x[1] < y[1]);
-}
 
 static int
 read_run(const char *path, const Qrels *q, Ranker *r, int streaming, size_t block_size,
@@ -874,38 +864,38 @@ read_run(const char *path, const Qrels *q, Ranker *r, int streaming, size_t bloc
         goto done;
     }
     {
-        /* every held line, grouped by query code, in file order within a query */
-        size_t n = r->lines.len / sizeof(Line);
-        int64_t *pairs = malloc((n ? n : 1) * 2 * sizeof *pairs);
+        /* every held line, grouped by query code (a counting sort: file order within one) */
+        size_t n = r->lines.len / sizeof(Line), nq = q->nq;
+        size_t *first = calloc(nq + 1, sizeof *first);
         Line *grouped = malloc((n ? n : 1) * sizeof *grouped);
-        if (pairs == NULL || grouped == NULL) {
-            free(pairs);
+        if (first == NULL || grouped == NULL) {
+            free(first);
             free(grouped);
             st->reason = "out of memory";
             status = FAILED;
             goto done;
         }
         const int32_t *codes = (const int32_t *)gather.codes.p;
-        for (size_t i = 0; i < n; i++) {
-            pairs[2 * i] = codes[i];
-            pairs[2 * i + 1] = (int64_t)i;
-        }
-        qsort(pairs, n, 2 * sizeof *pairs, cmp_by_code);
+        for (size_t i = 0; i < n; i++)
+            first[codes[i] + 1]++;
+        for (size_t c = 0; c < nq; c++)
+            first[c + 1] += first[c];
         const Line *held = (const Line *)r->lines.p;
         for (size_t i = 0; i < n; i++)
-            grouped[i] = held[pairs[2 * i + 1]];
-        for (size_t i = 0; i < n;) {
-            size_t j = i;
-            while (j < n && pairs[2 * j] == pairs[2 * i])
-                j++;
-            if (rank_query(r, q, (int32_t)pairs[2 * i], grouped + i, j - i) < 0) {
+            grouped[first[codes[i]]++] = held[i];
+        /* first[c] is now the end of query c's lines, first[c - 1] their start */
+        vec_free(&r->lines);
+        vec_free(&gather.codes);
+        for (size_t c = 0; c < nq; c++) {
+            size_t start = c ? first[c - 1] : 0;
+            if (first[c] > start &&
+                rank_query(r, q, (int32_t)c, grouped + start, first[c] - start) < 0) {
                 st->reason = "out of memory";
                 status = FAILED;
                 break;
             }
-            i = j;
         }
-        free(pairs);
+        free(first);
         free(grouped);
     }
 done:
@@ -1125,8 +1115,142 @@ done:
     return result;
 }
 
+/* -- the per-query lines (-q) ---------------------------------------------------------- */
+
+PyDoc_STRVAR(lines_doc,
+             "query_lines(qids, columns, start, stop, /)\n--\n\n"
+             "trec_eval's -q lines of queries start..stop-1, query by query, each query's\n"
+             "columns in order, as one str\n"
+             "without the final newline: a column is (prefix, kind, values), prefix the padded\n"
+             "measure name, kind 0 for printf's %6.4f of a float64 buffer (trec_eval's own\n"
+             "format, so nan, -nan and inf print as its printf prints them), 1 for a count (C's\n"
+             "(long) of the double; a value not finite prints LONG_MIN, as on x86-64), 2 for\n"
+             "relstring (values a list of str, printed between quotes). None when a count is\n"
+             "beyond 64 bits (the Python formatter prints it).");
+
+typedef struct {
+    const char *prefix;
+    Py_ssize_t prefix_len;
+    int kind;
+    Py_buffer values;
+    PyObject *strings;
+} Column;
+
+static int
+put(Vec *out, const char *s, size_t n)
+{
+    if (vec_reserve(out, n) < 0)
+        return -1;
+    memcpy(out->p + out->len, s, n);
+    out->len += n;
+    return 0;
+}
+
+static PyObject *
+query_lines(PyObject *self, PyObject *args)
+{
+    PyObject *qids, *columns;
+    Py_ssize_t start, stop;
+    if (!PyArg_ParseTuple(args, "O!O!nn:query_lines", &PyList_Type, &qids, &PyList_Type,
+                          &columns, &start, &stop))
+        return NULL;
+    Py_ssize_t nq = PyList_GET_SIZE(qids), nc = PyList_GET_SIZE(columns);
+    if (start < 0 || stop > nq || start > stop) {
+        PyErr_SetString(PyExc_ValueError, "start..stop: a range of the queries");
+        return NULL;
+    }
+    Column *cols = calloc(nc ? (size_t)nc : 1, sizeof *cols);
+    Vec out = {0};
+    PyObject *result = NULL;
+    Py_ssize_t ready = 0;
+    if (cols == NULL)
+        return PyErr_NoMemory();
+    for (; ready < nc; ready++) {
+        Column *c = &cols[ready];
+        PyObject *spec = PyList_GET_ITEM(columns, ready);
+        PyObject *prefix, *values;
+        if (!PyArg_ParseTuple(spec, "UiO", &prefix, &c->kind, &values))
+            goto done;
+        c->prefix = PyUnicode_AsUTF8AndSize(prefix, &c->prefix_len);
+        if (c->prefix == NULL)
+            goto done;
+        if (c->kind == 2) {
+            if (!PyList_Check(values) || PyList_GET_SIZE(values) != nq) {
+                PyErr_SetString(PyExc_ValueError, "relstring: one str a query");
+                goto done;
+            }
+            c->strings = values;
+        } else {
+            if (PyObject_GetBuffer(values, &c->values, PyBUF_C_CONTIGUOUS) < 0)
+                goto done;
+            if (c->values.len != nq * 8) {
+                PyBuffer_Release(&c->values);
+                PyErr_SetString(PyExc_ValueError, "values: one float64 a query");
+                goto done;
+            }
+        }
+    }
+    for (Py_ssize_t q = start; q < stop; q++) {
+        Py_ssize_t qlen;
+        const char *qid = PyUnicode_AsUTF8AndSize(PyList_GET_ITEM(qids, q), &qlen);
+        if (qid == NULL)
+            goto done;
+        for (Py_ssize_t k = 0; k < nc; k++) {
+            Column *c = &cols[k];
+            char number[64];
+            int n = 0;
+            const char *text = number;
+            Py_ssize_t text_len;
+            if (c->kind == 2) {
+                text = PyUnicode_AsUTF8AndSize(PyList_GET_ITEM(c->strings, q), &text_len);
+                if (text == NULL)
+                    goto done;
+            } else {
+                double v = ((const double *)c->values.buf)[q];
+                if (c->kind == 1) {
+                    if (!isfinite(v))
+                        n = snprintf(number, sizeof number, "%lld", (long long)INT64_MIN);
+                    else if (fabs(v) < 9.2e18)
+                        n = snprintf(number, sizeof number, "%lld", (long long)v);
+                    else {
+                        result = Py_None; /* the Python formatter prints big integers */
+                        Py_INCREF(result);
+                        goto done;
+                    }
+                } else {
+                    n = snprintf(number, sizeof number, "%6.4f", v);
+                }
+                if (n < 0 || n >= (int)sizeof number) {
+                    result = Py_None;
+                    Py_INCREF(result);
+                    goto done;
+                }
+                text_len = n;
+            }
+            if (put(&out, c->prefix, (size_t)c->prefix_len) < 0 || put(&out, "\t", 1) < 0 ||
+                put(&out, qid, (size_t)qlen) < 0 || put(&out, "\t", 1) < 0 ||
+                (c->kind == 2 && put(&out, "'", 1) < 0) ||
+                put(&out, text, (size_t)text_len) < 0 ||
+                (c->kind == 2 && put(&out, "'", 1) < 0) || put(&out, "\n", 1) < 0) {
+                PyErr_NoMemory();
+                goto done;
+            }
+        }
+    }
+    result = PyUnicode_DecodeUTF8(out.p ? out.p : "", out.len ? (Py_ssize_t)out.len - 1 : 0,
+                                  "strict");
+done:
+    for (Py_ssize_t k = 0; k < ready && k < nc; k++)
+        if (cols[k].kind != 2 && cols[k].values.buf != NULL)
+            PyBuffer_Release(&cols[k].values);
+    free(cols);
+    vec_free(&out);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"rank", rank, METH_VARARGS, rank_doc},
+    {"query_lines", query_lines, METH_VARARGS, lines_doc},
     {NULL, NULL, 0, NULL},
 };
 

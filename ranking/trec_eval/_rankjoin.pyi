@@ -25,3 +25,6 @@ def rank(
     ]
     | str
 ): ...
+def query_lines(
+    qids: list[str], columns: list[tuple[str, int, object]], start: int, stop: int, /
+) -> str | None: ...

@@ -108,15 +108,21 @@ def run(args: Sequence[str], out: TextIO, err: TextIO) -> int:
             raise TrecEvalError(USAGE, 1)
         lines = _evaluate(options)
     except TrecEvalError as error:
-        if error.lines:
-            out.write("\n".join(error.lines) + "\n")
+        _write(out, error.lines)
         out.flush()
         message = error.message
         err.write(message if message.endswith("\n") else message + "\n")
         return error.status
-    if lines:
-        out.write("\n".join(lines) + "\n")
+    _write(out, lines)
     return 0
+
+
+def _write(out: TextIO, lines: list[str]) -> None:
+    """Each line (or block of ``-q`` lines) and its newline, without one string of the whole
+    output (``-q`` on a large run prints more than the run's size)."""
+    for line in lines:
+        out.write(line)
+        out.write("\n")
 
 
 def main(argv: Sequence[str] | None = None) -> None:

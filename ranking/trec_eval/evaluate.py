@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ranking.trec_eval.errors import TrecEvalError
+from ranking.trec_eval.fast_merge import compiled_query_lines
 from ranking.trec_eval.merge import Batch, FloatArray, Merged
 from ranking.trec_eval.numeric import MIN_GEO_MEAN, c_exp, c_log, fmt_double
 from ranking.trec_eval.registry import Context
@@ -224,14 +225,38 @@ def summary_lines(ev: Evaluation, complete: bool, zmode: bool) -> list[str]:
     return lines
 
 
+def _compiled_query_lines(ev: Evaluation, zmode: bool) -> list[str] | None:
+    """The ``-q`` lines as strings of many lines (without their final newlines), written in
+    C with printf's ``%6.4f``, trec_eval's own format; None where the C module is missing or
+    turned off, or a value needs the Python formatter."""
+    columns: list[tuple[str, int, object]] = []
+    for item, vals in zip(ev.table.requested, ev.table.values, strict=True):
+        m = item.measure
+        if not m.per_query:
+            continue
+        if m.kind == "relstring":
+            columns.append((f"{item.names[0]:<22}", 2, ev.relstring))
+            continue
+        for j, name in enumerate(item.names):
+            prefix = f"Z{name:<22}" if zmode else f"{name:<22}"
+            kind = 1 if m.kind == "count" and not zmode else 0
+            columns.append((prefix, kind, np.ascontiguousarray(vals[:, j], dtype=np.float64)))
+    return compiled_query_lines(ev.qids, columns)
+
+
 def format_lines(
     ev: Evaluation, *, query: bool, summary: bool, complete: bool, zmode: bool
 ) -> list[str]:
-    """The lines trec_eval prints (without their newlines)."""
+    """The lines trec_eval prints (without their newlines); the ``-q`` lines may come as
+    one string of many lines (joined with newlines as the others are)."""
     lines: list[str] = []
-    if query:
-        for q in range(len(ev.qids)):
-            lines.extend(query_lines(ev, q, zmode))
+    if query and ev.qids:
+        blocks = _compiled_query_lines(ev, zmode)
+        if blocks is not None:
+            lines.extend(blocks)
+        else:
+            for q in range(len(ev.qids)):
+                lines.extend(query_lines(ev, q, zmode))
     if ev.error is None and summary:
         lines.extend(summary_lines(ev, complete, zmode))
     return lines

@@ -28,7 +28,7 @@ except ImportError:  # not built: the Python readers and the numpy merge
 else:
     rankjoin = compiled
 
-__all__ = ["FastMerged", "fast_merge"]
+__all__ = ["FastMerged", "compiled_query_lines", "fast_merge"]
 
 #: -M values beyond this are "every document" (the C code reads a 64-bit integer).
 _MAX_RET_CAP = 2**62
@@ -85,3 +85,25 @@ def fast_merge(
     bogus = ~present if complete else np.zeros(nq, dtype=bool)
     batch = make_batch(rel, num_ret, rel_levels, level)
     return FastMerged(Merged(list(qids), batch, errors, bogus), runid, int(rel_count))
+
+
+def compiled_query_lines(
+    qids: list[str], columns: list[tuple[str, int, object]], block: int = 2048
+) -> list[str] | None:
+    """The ``-q`` lines written by the C module (``_rankjoin.query_lines``: each column a
+    padded name, a kind and its values), one string of lines per ``block`` queries; None for
+    the Python formatter: no compiled module, the compiled code turned off, an id that is
+    not UTF-8, or a count beyond 64 bits."""
+    if rankjoin is None or compiled_scanner() is None:
+        return None
+    blocks: list[str] = []
+    for start in range(0, len(qids), block):
+        try:
+            text = rankjoin.query_lines(qids, columns, start, min(start + block, len(qids)))
+        except UnicodeEncodeError:  # an id read with surrogateescape: Python writes it
+            return None
+        if text is None:
+            return None
+        if text:
+            blocks.append(text)
+    return blocks
