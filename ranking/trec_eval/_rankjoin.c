@@ -117,6 +117,17 @@ typedef struct {
     size_t n;
 } Field;
 
+/* byte classes of split(): 0 in a field, 1 a delimiter (space, tab), 2 refused */
+static unsigned char byte_class[256];
+
+static void
+init_classes(void)
+{
+    for (int c = 0; c < 256; c++)
+        byte_class[c] = (c < 0x20 || c == 0x7f) ? 2 : 0;
+    byte_class[' '] = byte_class['\t'] = 1;
+}
+
 /* Cut [line, end) at runs of spaces and tabs into at most `most` fields; -1 on a control byte
  * (the Python readers' whitespace set is larger), else the number of fields (more than `most`
  * are counted, not stored). */
@@ -126,16 +137,15 @@ split(const unsigned char *line, const unsigned char *end, Field *fields, int mo
     int count = 0;
     const unsigned char *p = line;
     while (p < end) {
-        while (p < end && (*p == ' ' || *p == '\t'))
+        while (p < end && byte_class[*p] == 1)
             p++;
         if (p >= end)
             break;
         const unsigned char *start = p;
-        while (p < end && *p != ' ' && *p != '\t') {
-            if (*p < 0x20 || *p == 0x7f)
-                return -1;
+        while (p < end && byte_class[*p] == 0)
             p++;
-        }
+        if (p < end && byte_class[*p] == 2)
+            return -1;
         if (count < most) {
             fields[count].s = start;
             fields[count].n = (size_t)(p - start);
@@ -1265,5 +1275,6 @@ static struct PyModuleDef module_def = {
 PyMODINIT_FUNC
 PyInit__rankjoin(void)
 {
+    init_classes();
     return PyModule_Create(&module_def);
 }
