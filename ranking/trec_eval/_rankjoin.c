@@ -26,6 +26,12 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+/* judged_measures() must give numpy's doubles: no fused multiply-add (setup.py also passes
+ * -ffp-contract=off, which GCC needs) */
+#ifdef __clang__
+#pragma STDC FP_CONTRACT OFF
+#endif
+
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
@@ -1125,6 +1131,83 @@ done:
     return result;
 }
 
+/* -- bpref, infAP, binG: one walk of each ranking --------------------------------------- */
+
+#define INFAP_EPSILON 0.00001
+
+PyDoc_STRVAR(judged_doc,
+             "judged_measures(rel, num_ret, num_rel, num_nonrel, level, /)\n--\n\n"
+             "bpref, infAP and binG of every query (ranking.trec_eval.m_judged, whose numpy\n"
+             "code this follows operation for operation: the same doubles) as one float64\n"
+             "buffer of (queries, 3); rel the int64 (queries, depth) grades, the others int64\n"
+             "one a query.");
+
+static PyObject *
+judged_measures(PyObject *self, PyObject *args)
+{
+    Py_buffer rel, ret, nrel, nnon;
+    long long level;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*L:judged_measures", &rel, &ret, &nrel, &nnon, &level))
+        return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t nq = ret.len / 8;
+    if (nrel.len != ret.len || nnon.len != ret.len || (nq && rel.len % (nq * 8))) {
+        PyErr_SetString(PyExc_ValueError, "judged_measures: shapes do not agree");
+        goto done;
+    }
+    Py_ssize_t depth = nq ? rel.len / (nq * 8) : 0;
+    result = PyByteArray_FromStringAndSize(NULL, nq * 3 * 8);
+    if (result == NULL)
+        goto done;
+    double *out = (double *)PyByteArray_AS_STRING(result);
+    const int64_t *grades = rel.buf, *num_ret = ret.buf, *num_rel = nrel.buf,
+                  *num_nonrel = nnon.buf;
+    for (Py_ssize_t q = 0; q < nq; q++) {
+        const int64_t *g = grades + q * depth;
+        int64_t n = num_ret[q] < depth ? num_ret[q] : depth, R = num_rel[q];
+        int64_t den = num_nonrel[q] < R ? num_nonrel[q] : R;
+        int64_t nonrel = 0, rel_seen = 0, unjudged = 0, any = 0;
+        double bpref = 0.0, infap = 0.0, bing = 0.0;
+        for (int64_t i = 0; i < n; i++) {
+            int64_t grade = g[i];
+            if (grade >= level) { /* relevant at -l (binG), judged if >= 0 (bpref, infAP) */
+                any++;
+                /* binG: 1 / log2(2 + the non-relevant ones above) */
+                bing += 1.0 / log2((double)(3 + i - any));
+                if (grade >= 0) {
+                    int64_t capped = nonrel < R ? nonrel : R;
+                    bpref += nonrel > 0 ? 1.0 - (double)capped / (double)den : 1.0;
+                    double term;
+                    if (i == 0) {
+                        term = 1.0;
+                    } else {
+                        double fj = (double)i;
+                        term = 1.0 / (fj + 1.0) +
+                               (fj / (fj + 1.0)) * ((double)(rel_seen + nonrel + unjudged) / fj) *
+                                   (((double)rel_seen + INFAP_EPSILON) /
+                                    ((double)(rel_seen + nonrel) + 2 * INFAP_EPSILON));
+                    }
+                    infap += term;
+                    rel_seen++;
+                }
+            } else if (grade >= 0) {
+                nonrel++;
+            }
+            if (grade == UNJUDGED)
+                unjudged++;
+        }
+        out[3 * q] = R > 0 ? bpref / (double)R : bpref;
+        out[3 * q + 1] = R > 0 ? infap / (double)R : infap;
+        out[3 * q + 2] = any > 0 ? bing / (double)R : 0.0;
+    }
+done:
+    PyBuffer_Release(&rel);
+    PyBuffer_Release(&ret);
+    PyBuffer_Release(&nrel);
+    PyBuffer_Release(&nnon);
+    return result;
+}
+
 /* -- the per-query lines (-q) ---------------------------------------------------------- */
 
 PyDoc_STRVAR(lines_doc,
@@ -1261,6 +1344,7 @@ done:
 static PyMethodDef methods[] = {
     {"rank", rank, METH_VARARGS, rank_doc},
     {"query_lines", query_lines, METH_VARARGS, lines_doc},
+    {"judged_measures", judged_measures, METH_VARARGS, judged_doc},
     {NULL, NULL, 0, NULL},
 };
 

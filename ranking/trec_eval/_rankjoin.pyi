@@ -28,3 +28,6 @@ def rank(
 def query_lines(
     qids: list[str], columns: list[tuple[str, int, object]], start: int, stop: int, /
 ) -> str | None: ...
+def judged_measures(
+    rel: object, num_ret: object, num_rel: object, num_nonrel: object, level: int, /
+) -> bytearray: ...

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from types import ModuleType
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ranking.io.trec_scan import compiled_scanner
 from ranking.trec_eval.merge import Merged, make_batch
@@ -28,7 +29,7 @@ except ImportError:  # not built: the Python readers and the numpy merge
 else:
     rankjoin = compiled
 
-__all__ = ["FastMerged", "compiled_query_lines", "fast_merge"]
+__all__ = ["FastMerged", "compiled_judged_measures", "compiled_query_lines", "fast_merge"]
 
 #: -M values beyond this are "every document" (the C code reads a 64-bit integer).
 _MAX_RET_CAP = 2**62
@@ -107,3 +108,25 @@ def compiled_query_lines(
         if text:
             blocks.append(text)
     return blocks
+
+
+def compiled_judged_measures(
+    rel: NDArray[np.int64],
+    num_ret: NDArray[np.int64],
+    num_rel: NDArray[np.int64],
+    num_nonrel: NDArray[np.int64],
+    level: int,
+) -> NDArray[np.float64] | None:
+    """bpref, infAP and binG as ``(queries, 3)`` from the C module
+    (:func:`ranking.trec_eval.m_judged.compiled_judged`), or None: no compiled module, or
+    the compiled code turned off."""
+    if rankjoin is None or compiled_scanner() is None or not -(2**62) < level < 2**62:
+        return None
+    out = rankjoin.judged_measures(
+        np.ascontiguousarray(rel, dtype=np.int64),
+        np.ascontiguousarray(num_ret, dtype=np.int64),
+        np.ascontiguousarray(num_rel, dtype=np.int64),
+        np.ascontiguousarray(num_nonrel, dtype=np.int64),
+        level,
+    )
+    return np.frombuffer(out, dtype=np.float64).reshape(len(num_ret), 3)

@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 
 from ranking.io import trec_scan
 from ranking.trec_eval import fast_merge as fm
+from ranking.trec_eval import m_judged as mj
 from ranking.trec_eval.fast_read import fast_qrels, fast_run
-from ranking.trec_eval.merge import Merged, merge
+from ranking.trec_eval.merge import PAD, Merged, make_batch, merge
 from ranking.trec_eval.readers import read_qrels, read_run
 from tests.ranking.trec_eval_support import ours, theirs
 
@@ -213,3 +214,34 @@ def test_lines_cut_by_the_read_blocks_are_joined_whole(tmp_path: Path, block: in
         assert not isinstance(whole, str)
         assert cut == whole
         assert whole[-1] == "tag"
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(1, 6),
+    st.integers(0, 9),
+    st.integers(-2, 3),
+    st.integers(0, 2**32 - 1),
+)
+def test_bpref_infap_and_bing_in_c_are_the_numpy_doubles(
+    n: int, depth: int, level: int, seed: int
+) -> None:
+    """The one-walk C kernel against the numpy code, bit for bit, on random rankings: grades
+    -2 to 4, short rankings (padding), levels down to -2 (unjudged documents relevant),
+    queries without judgments (the previous query's counts: divisions by zero)."""
+    rng = np.random.default_rng(seed)
+    num_ret = rng.integers(0, depth + 1, n).astype(np.int64)
+    rel = np.where(
+        np.arange(depth)[None, :] < num_ret[:, None], rng.integers(-2, 5, (n, depth)), PAD
+    ).astype(np.int64)
+    levels = rng.integers(0, 3, (n, 5)).astype(np.int64) * (rng.random((n, 1)) < 0.8)
+    batches = [make_batch(rel, num_ret, levels.copy(), level) for _ in range(2)]
+    trec_scan.USE_COMPILED = False
+    try:
+        numpy_values = [mj.bpref(batches[0]), mj.inf_ap(batches[0]), mj.bin_g(batches[0])]
+    finally:
+        trec_scan.USE_COMPILED = True
+    c_values = [mj.bpref(batches[1]), mj.inf_ap(batches[1]), mj.bin_g(batches[1])]
+    assert mj.compiled_judged(batches[1]) is not None
+    for ours_c, ours_numpy in zip(c_values, numpy_values, strict=True):
+        assert ours_c.tobytes() == ours_numpy.tobytes()
