@@ -153,6 +153,11 @@ class Batch:
         rows = np.arange(self.n)
         if self.depth == 0:
             return np.zeros(self.n, dtype=cum.dtype)
+        if isinstance(k, int):  # one cutoff for all: a column, no fancy indexing
+            if k <= 0:
+                return np.zeros(self.n, dtype=cum.dtype)
+            column: NDArray[np.generic] = cum[:, min(k, self.depth) - 1].copy()
+            return column
         kk = np.minimum(np.broadcast_to(np.asarray(k, dtype=np.int64), (self.n,)), self.depth)
         values = cum[rows, np.maximum(kk - 1, 0)]
         return np.where(kk > 0, values, np.zeros((), dtype=cum.dtype))
