@@ -1,12 +1,26 @@
-"""The optional C extension of the TREC reader (``ranking.io._trecscan``,
-docs/metrics.md#large-files); everything else is configured in pyproject.toml.
-``optional=True``: where it cannot be compiled (no C compiler), the install goes on and the
-numpy/pyarrow reader of ``ranking.io.trec_fast`` is used."""
+"""The optional C extensions: the TREC reader (``ranking.io._trecscan``,
+docs/metrics.md#large-files) and trec_eval's join (``ranking.trec_eval._rankjoin``,
+docs/trec-eval.md#speed); everything else is configured in pyproject.toml.
+``optional=True``: where they cannot be compiled (no C compiler), the install goes on and the
+numpy/pyarrow reader of ``ranking.io.trec_fast`` and the numpy join of
+``ranking.trec_eval.merge`` are used (the same output)."""
+
+import sys
 
 from setuptools import Extension, setup
 
+# The trec_eval join computes some measures in C, operation for operation as their numpy code:
+# no fused multiply-add may change a double (docs/trec-eval.md#speed).
+NO_CONTRACTION = [] if sys.platform == "win32" else ["-ffp-contract=off"]
+
 setup(
     ext_modules=[
-        Extension("ranking.io._trecscan", sources=["ranking/io/_trecscan.c"], optional=True)
+        Extension("ranking.io._trecscan", sources=["ranking/io/_trecscan.c"], optional=True),
+        Extension(
+            "ranking.trec_eval._rankjoin",
+            sources=["ranking/trec_eval/_rankjoin.c"],
+            extra_compile_args=NO_CONTRACTION,
+            optional=True,
+        ),
     ]
 )

@@ -9,6 +9,7 @@ from typing import TextIO
 
 from ranking.trec_eval.errors import TrecEvalError
 from ranking.trec_eval.evaluate import evaluate_merged, format_lines
+from ranking.trec_eval.fast_merge import FastMerged, fast_merge
 from ranking.trec_eval.fast_read import fast_qrels, fast_run
 from ranking.trec_eval.help import help_text
 from ranking.trec_eval.merge import merge
@@ -37,10 +38,24 @@ def _evaluate(options: Options) -> list[str]:
 
         return evaluate_prefs(options, requested)
     rel_file, run_file = options.files
-    # the compiled scan reads grades as doubles (1e1 = 10): integer text only (strict_text)
-    fast = fast_qrels(rel_file) if last_fields_are_integers(rel_file) else None
-    qrels = fast or read_qrels(rel_file, lenient=options.lenient)
-    run = fast_run(run_file) or read_run(run_file, lenient=options.lenient)
+    # the compiled readers take grades as doubles (1e1 = 10): integer text only (strict_text)
+    integers = last_fields_are_integers(rel_file)
+    joined = (
+        fast_merge(
+            rel_file,
+            run_file,
+            level=options.level,
+            max_ret=options.max_ret,
+            judged_only=options.judged_only,
+            complete=options.complete,
+        )
+        if integers
+        else None
+    )
+    if joined is None:
+        fast = fast_qrels(rel_file) if integers else None
+        qrels = fast or read_qrels(rel_file, lenient=options.lenient)
+        run = fast_run(run_file) or read_run(run_file, lenient=options.lenient)
     zscores = read_zscores(options.zscores, lenient=options.lenient) if options.zscores else None
     for item in requested:
         if item.measure.source != "qrels":
@@ -49,20 +64,22 @@ def _evaluate(options: Options) -> list[str]:
                 f"trec_eval: Can't calculate measure '{item.measure.name}'",
                 4,
             )
-    merged = merge(
-        qrels,
-        run,
-        level=options.level,
-        max_ret=options.max_ret,
-        judged_only=options.judged_only,
-        complete=options.complete,
-    )
+    if joined is None:
+        merged = merge(
+            qrels,
+            run,
+            level=options.level,
+            max_ret=options.max_ret,
+            judged_only=options.judged_only,
+            complete=options.complete,
+        )
+        joined = FastMerged(merged, run.runid, int((qrels.rel > 0).sum()))
     ev = evaluate_merged(
-        merged,
+        joined.merged,
         requested,
         context=Context(num_docs=options.num_docs),
-        runid=run.runid,
-        qrels_rel_count=int((qrels.rel > 0).sum()),
+        runid=joined.runid,
+        qrels_rel_count=joined.qrels_rel_count,
         zscores=zscores,
         query=options.query,
     )
@@ -92,15 +109,21 @@ def run(args: Sequence[str], out: TextIO, err: TextIO) -> int:
             raise TrecEvalError(USAGE, 1)
         lines = _evaluate(options)
     except TrecEvalError as error:
-        if error.lines:
-            out.write("\n".join(error.lines) + "\n")
+        _write(out, error.lines)
         out.flush()
         message = error.message
         err.write(message if message.endswith("\n") else message + "\n")
         return error.status
-    if lines:
-        out.write("\n".join(lines) + "\n")
+    _write(out, lines)
     return 0
+
+
+def _write(out: TextIO, lines: list[str]) -> None:
+    """Each line (or block of ``-q`` lines) and its newline, without one string of the whole
+    output (``-q`` on a large run prints more than the run's size)."""
+    for line in lines:
+        out.write(line)
+        out.write("\n")
 
 
 def main(argv: Sequence[str] | None = None) -> None:

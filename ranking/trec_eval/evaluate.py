@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ranking.trec_eval.errors import TrecEvalError
+from ranking.trec_eval.fast_merge import compiled_query_lines
 from ranking.trec_eval.merge import Batch, FloatArray, Merged
 from ranking.trec_eval.numeric import MIN_GEO_MEAN, c_exp, c_log, fmt_double
 from ranking.trec_eval.registry import Context
@@ -76,7 +77,37 @@ def relstrings(batch: Batch, length: int) -> list[str]:
     return out
 
 
+#: Queries computed together: each measure's temporaries, a few ``(CHUNK, depth)`` arrays,
+#: stay in the CPU's cache and the process's memory stays near its inputs' size, instead of
+#: every measure sweeping matrices of all queries (docs/trec-eval.md#speed).
+CHUNK = 1024
+
+
 def compute(batch: Batch, requested: list[Requested], context: Context) -> Table:
+    """Every requested measure of every query, :data:`CHUNK` queries at a time (a query's
+    values depend on its own row only)."""
+    if batch.n <= CHUNK:
+        return _compute(batch, requested, context)
+    parts = [
+        _compute(_rows(batch, start, min(start + CHUNK, batch.n)), requested, context)
+        for start in range(0, batch.n, CHUNK)
+    ]
+    values = [np.concatenate([p.values[j] for p in parts]) for j in range(len(requested))]
+    return Table(requested, values)
+
+
+def _rows(batch: Batch, start: int, stop: int) -> Batch:
+    stale = None if batch.stale is None else batch.stale[start:stop]
+    return Batch(
+        batch.rel[start:stop],
+        batch.num_ret[start:stop],
+        batch.rel_levels[start:stop],
+        batch.level,
+        stale,
+    )
+
+
+def _compute(batch: Batch, requested: list[Requested], context: Context) -> Table:
     values: list[FloatArray] = []
     for item in requested:
         fn = item.measure.compute
@@ -84,7 +115,8 @@ def compute(batch: Batch, requested: list[Requested], context: Context) -> Table
             values.append(np.zeros((batch.n, len(item.names))))
         else:
             values.append(
-                np.asarray(fn(batch, item.params, context), dtype=np.float64).reshape(
+                # a copy: a measure's array may be shared with others (merge.per_batch)
+                np.array(fn(batch, item.params, context), dtype=np.float64).reshape(
                     batch.n, len(item.names)
                 )
             )
@@ -193,14 +225,38 @@ def summary_lines(ev: Evaluation, complete: bool, zmode: bool) -> list[str]:
     return lines
 
 
+def _compiled_query_lines(ev: Evaluation, zmode: bool) -> list[str] | None:
+    """The ``-q`` lines as strings of many lines (without their final newlines), written in
+    C with printf's ``%6.4f``, trec_eval's own format; None where the C module is missing or
+    turned off, or a value needs the Python formatter."""
+    columns: list[tuple[str, int, object]] = []
+    for item, vals in zip(ev.table.requested, ev.table.values, strict=True):
+        m = item.measure
+        if not m.per_query:
+            continue
+        if m.kind == "relstring":
+            columns.append((f"{item.names[0]:<22}", 2, ev.relstring))
+            continue
+        for j, name in enumerate(item.names):
+            prefix = f"Z{name:<22}" if zmode else f"{name:<22}"
+            kind = 1 if m.kind == "count" and not zmode else 0
+            columns.append((prefix, kind, np.ascontiguousarray(vals[:, j], dtype=np.float64)))
+    return compiled_query_lines(ev.qids, columns)
+
+
 def format_lines(
     ev: Evaluation, *, query: bool, summary: bool, complete: bool, zmode: bool
 ) -> list[str]:
-    """The lines trec_eval prints (without their newlines)."""
+    """The lines trec_eval prints (without their newlines); the ``-q`` lines may come as
+    one string of many lines (joined with newlines as the others are)."""
     lines: list[str] = []
-    if query:
-        for q in range(len(ev.qids)):
-            lines.extend(query_lines(ev, q, zmode))
+    if query and ev.qids:
+        blocks = _compiled_query_lines(ev, zmode)
+        if blocks is not None:
+            lines.extend(blocks)
+        else:
+            for q in range(len(ev.qids)):
+                lines.extend(query_lines(ev, q, zmode))
     if ev.error is None and summary:
         lines.extend(summary_lines(ev, complete, zmode))
     return lines

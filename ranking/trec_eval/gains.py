@@ -97,11 +97,11 @@ def ideal_matrix(batch: Batch, gains: Gains, width: int) -> tuple[FloatArray, In
     n_ideal = counts.sum(axis=1, dtype=np.int64)
     size = max(width, int(n_ideal.max(initial=0)) + 1)
     ideal = np.zeros((batch.n, size))
-    position = np.arange(size)[None, :]
-    start = np.zeros(batch.n, dtype=np.int64)
-    for e in range(counts.shape[1]):
-        end = start + counts[:, e]
-        inside = (position >= start[:, None]) & (position < end[:, None])
-        ideal[inside] = values[e]
-        start = end
+    total = int(n_ideal.sum())
+    if total:
+        # each row's gains one after the other: entry e's value repeated counts[q, e] times
+        flat = np.repeat(np.broadcast_to(values, counts.shape).ravel(), counts.ravel())
+        rows = np.repeat(np.arange(batch.n), n_ideal)
+        starts = np.cumsum(n_ideal) - n_ideal
+        ideal[rows, np.arange(total) - np.repeat(starts, n_ideal)] = flat
     return ideal, n_ideal

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ranking.trec_eval.merge import Batch, FloatArray
+from ranking.trec_eval.merge import Batch, FloatArray, per_batch
 from ranking.trec_eval.numeric import c_log
 
 __all__ = [
@@ -94,12 +94,14 @@ def unjudged(batch: Batch, cutoffs: Sequence[int]) -> FloatArray:
     return counts / np.asarray(cutoffs, dtype=np.float64)[None, :]
 
 
+@per_batch
 def ap_sums(batch: Batch) -> FloatArray:
     """Running ``Σ_{i≤k} rel_i · c(i)/i`` (``(queries, depth)``)."""
     terms = np.where(batch.isrel, batch.cumrel / batch.ranks[None, :], 0.0)
     return np.cumsum(terms, axis=1)
 
 
+@per_batch
 def mean_ap(batch: Batch) -> FloatArray:
     total = batch.at(ap_sums(batch), batch.depth)
     return _div(total, batch.num_rel, batch.num_rel_ret > 0)

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ranking.trec_eval.gains import Gains, ideal_matrix, result_gains, setup_gains
-from ranking.trec_eval.merge import Batch, FloatArray, IntArray
+from ranking.trec_eval.merge import Batch, FloatArray, IntArray, per_batch
 from ranking.trec_eval.numeric import log2_table
 
 __all__ = ["dcg_values", "g_measure", "ndcg_cut", "ndcg_rel", "rbp", "rbp_resid", "rndcg"]
@@ -58,6 +58,7 @@ def _last(cum: FloatArray, k: IntArray) -> FloatArray:
     return np.where(k > 0, cum[np.arange(len(k)), idx], 0.0)
 
 
+@per_batch
 def _parts(
     batch: Batch, pairs: Pairs
 ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, IntArray]:

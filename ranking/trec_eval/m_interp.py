@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ranking.trec_eval.merge import Batch, FloatArray, IntArray
+from ranking.trec_eval.merge import Batch, FloatArray, IntArray, per_batch
 
 __all__ = ["eleven_pt_avg", "iprec_at_recall", "rprec_mult"]
 
@@ -46,6 +46,7 @@ def _interpolated(batch: Batch) -> FloatArray:
     return np.maximum.accumulate(prec[:, ::-1], axis=1)[:, ::-1]
 
 
+@per_batch
 def iprec_at_recall(batch: Batch, points: Sequence[float]) -> FloatArray:
     out = np.zeros((batch.n, len(points)))
     if batch.depth == 0:
@@ -53,12 +54,17 @@ def iprec_at_recall(batch: Batch, points: Sequence[float]) -> FloatArray:
     interp = _interpolated(batch)
     rel_count = batch.num_rel.astype(np.float64)
     rel_ret = batch.num_rel_ret
-    # rank (0-based) of the m-th relevant document: first column where cumrel reaches m
+    # relpos[q, k]: rank (0-based) of query q's (k+1)-th relevant document (read only where
+    # the query has that many, the other cells are masked below)
+    rows, cols = np.nonzero(batch.isrel)
+    relpos = np.zeros((batch.n, batch.depth), dtype=np.int64)
+    relpos[rows, batch.cumrel[rows, cols] - 1] = cols
+    every = np.arange(batch.n)
     for j, x in enumerate(points):
         m = _lround_all(x, rel_count)
         target = np.maximum(m, 1)
-        pos = np.argmax(batch.cumrel >= target[:, None], axis=1)
-        value = interp[np.arange(batch.n), pos]
+        pos = relpos[every, np.minimum(target, batch.depth) - 1]
+        value = interp[every, pos]
         assigned = m <= rel_ret
         none = rel_ret == 0
         value = np.where(none, _empty_precision(batch), value)

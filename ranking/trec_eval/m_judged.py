@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ranking.trec_eval.fast_merge import compiled_judged_measures
 from ranking.trec_eval.m_cutoffs import mean_ap
-from ranking.trec_eval.merge import UNJUDGED, Batch, FloatArray
+from ranking.trec_eval.merge import UNJUDGED, Batch, FloatArray, per_batch
 from ranking.trec_eval.numeric import MIN_GEO_MEAN, c_log, log2_table
 
 __all__ = ["bin_g", "bpref", "gm_bpref", "gm_map", "inf_ap", "log_floor"]
@@ -34,7 +35,21 @@ def _final(cum: FloatArray, batch: Batch) -> FloatArray:
     return cum[:, -1] if batch.depth else np.zeros(batch.n)
 
 
+@per_batch
+def compiled_judged(batch: Batch) -> FloatArray | None:
+    """bpref, infAP and binG of every query as ``(queries, 3)``, from one walk of each
+    ranking in C (``_rankjoin.judged_measures``, the operations of the numpy code below in
+    the same order, so the same doubles); None without the compiled module."""
+    return compiled_judged_measures(
+        batch.rel, batch.num_ret, batch.num_rel, batch.num_nonrel, batch.level
+    )
+
+
+@per_batch
 def bpref(batch: Batch) -> FloatArray:
+    fast = compiled_judged(batch)
+    if fast is not None:
+        return fast[:, 0]
     rel_count = batch.num_rel
     nonrel_above = np.cumsum(batch.judged_nonrel, axis=1, dtype=np.int64)
     den = np.minimum(batch.num_nonrel, rel_count)[:, None]
@@ -48,6 +63,9 @@ def bpref(batch: Batch) -> FloatArray:
 
 
 def inf_ap(batch: Batch) -> FloatArray:
+    fast = compiled_judged(batch)
+    if fast is not None:
+        return fast[:, 1]
     rel_above = np.cumsum(batch.judged_rel, axis=1, dtype=np.int64) - 1
     nonrel = np.cumsum(batch.judged_nonrel, axis=1, dtype=np.int64)
     unjudged = np.cumsum(batch.valid & (batch.rel == UNJUDGED), axis=1, dtype=np.int64)
@@ -64,6 +82,9 @@ def inf_ap(batch: Batch) -> FloatArray:
 
 
 def bin_g(batch: Batch) -> FloatArray:
+    fast = compiled_judged(batch)
+    if fast is not None:
+        return fast[:, 2]
     position = np.arange(batch.depth, dtype=np.int64)[None, :]
     arg = 3 + position - batch.cumrel
     table = log2_table(batch.depth + 4)

@@ -21,15 +21,27 @@ all queries at once.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, wraps
+from typing import Any, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ranking.trec_eval.readers import QrelsColumns, RunColumns
 
-__all__ = ["BOGUS_DOC", "NONPOOL", "PAD", "UNJUDGED", "Batch", "Merged", "merge"]
+__all__ = [
+    "BOGUS_DOC",
+    "NONPOOL",
+    "PAD",
+    "UNJUDGED",
+    "Batch",
+    "Merged",
+    "make_batch",
+    "merge",
+    "per_batch",
+]
 
 NONPOOL = -1
 UNJUDGED = -2
@@ -40,6 +52,7 @@ BOGUS_DOC = b"ceci_nest_pas_un_docno"
 
 IntArray = NDArray[np.int64]
 FloatArray = NDArray[np.float64]
+R = TypeVar("R")
 
 
 @dataclass
@@ -60,6 +73,8 @@ class Batch:
     #: ``rel_levels`` holds the previous query's row there, while num_rel is 0.
     stale: NDArray[np.bool_] | None = None
     num_rel_levels: IntArray = field(init=False)
+    #: Values that several measures share (:func:`per_batch`), computed once per batch.
+    memo: dict[Hashable, Any] = field(init=False, repr=False, compare=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         present = self.rel_levels > 0
@@ -138,9 +153,37 @@ class Batch:
         rows = np.arange(self.n)
         if self.depth == 0:
             return np.zeros(self.n, dtype=cum.dtype)
+        if isinstance(k, int):  # one cutoff for all: a column, no fancy indexing
+            if k <= 0:
+                return np.zeros(self.n, dtype=cum.dtype)
+            column: NDArray[np.generic] = cum[:, min(k, self.depth) - 1].copy()
+            return column
         kk = np.minimum(np.broadcast_to(np.asarray(k, dtype=np.int64), (self.n,)), self.depth)
         values = cum[rows, np.maximum(kk - 1, 0)]
         return np.where(kk > 0, values, np.zeros((), dtype=cum.dtype))
+
+
+def _hashable(value: object) -> Hashable:
+    if isinstance(value, list | tuple):
+        return tuple(_hashable(v) for v in value)
+    return value
+
+
+def per_batch(fn: Callable[..., R]) -> Callable[..., R]:
+    """``fn(batch, *params)`` computed once per batch and parameters: map, gm_map and yaap
+    share the running average precision, ndcg, ndcg_rel, Rndcg and G the running DCGs,
+    iprec_at_recall and 11pt_avg the interpolated precisions. The value is shared: callers
+    do not write into it."""
+
+    @wraps(fn)
+    def cached(batch: Batch, *params: object) -> R:
+        key = (fn.__module__, fn.__qualname__, _hashable(params))
+        if key not in batch.memo:
+            batch.memo[key] = fn(batch, *params)
+        value: R = batch.memo[key]
+        return value
+
+    return cached
 
 
 @dataclass
@@ -246,13 +289,20 @@ def _with_bogus(
     return (
         RunColumns(
             np.concatenate([run.qid, missing]),
-            np.concatenate([run.doc, np.full(extra, BOGUS_DOC, dtype=np.bytes_)]),
+            # the width spelled out: np.full with a bare np.bytes_ would keep only "c"
+            np.concatenate([run.doc, np.full(extra, BOGUS_DOC, dtype=f"S{len(BOGUS_DOC)}")]),
             np.concatenate([run.sim, np.ones(extra)]),
             np.concatenate([run.line, np.zeros(extra, dtype=np.int64)]),
             run.runid,
         ),
         ~present,
     )
+
+
+#: trec_eval 10.0 sizes its relevance-level counts by a query's highest grade plus one and
+#: keeps them between queries: when the first query's grades are all negative it asks for
+#: none, gets no array and stops there (docs/trec-eval.md#quirks).
+NEGATIVE_FIRST_QUERY = "trec_eval: Can't calculate measure (the first query's grades are all < 0)"
 
 
 def merge(
@@ -277,10 +327,7 @@ def merge(
         name = queries[missing].decode("utf-8", "replace")
         errors[missing] = f"trec_eval: result qid '{name}' not found in qrels"
     if len(queries) and int(qrels.rel[qrels_qc == 0].max()) < 0:
-        # trec_eval 10.0 sizes its relevance-level counts by the query's highest grade plus
-        # one and keeps them between queries: when the first query's judgments are all
-        # negative it asks for none, gets no array and stops there (docs/trec-eval.md#quirks)
-        errors[0] = "trec_eval: Can't calculate measure (the first query's grades are all < 0)"
+        errors[0] = NEGATIVE_FIRST_QUERY
     docs, (qrels_dc, run_dc) = _codes(qrels.doc, run.doc[in_qrels])
     ndocs = max(len(docs), 1)
     sim = run.sim[in_qrels]
@@ -344,6 +391,13 @@ def _batch(
     top = int(qrels_rel[judged].max()) + 1 if judged.any() else 1
     flat = qrels_qc[judged] * top + qrels_rel[judged]
     rel_levels = np.bincount(flat, minlength=nq * top).reshape(nq, top).astype(np.int64)
+    return make_batch(rel, num_ret, rel_levels, level)
+
+
+def make_batch(rel: IntArray, num_ret: IntArray, rel_levels: IntArray, level: int) -> Batch:
+    """The batch of ranked grades ``rel`` (padded with :data:`PAD`), with the queries whose
+    judgment counts are all zero given the previous query's (``Batch.stale``)."""
+    nq = len(num_ret)
     stale = rel_levels.sum(axis=1) == 0
     if stale.any():
         # forward-fill the previous query's counts (the first query's are zeros)

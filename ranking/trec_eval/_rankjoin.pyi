@@ -1,0 +1,33 @@
+"""Types of the compiled join of trec_eval (``ranking/trec_eval/_rankjoin.c``;
+ranking.trec_eval.fast_merge)."""
+
+def rank(
+    qrels_path: str,
+    run_path: str,
+    max_ret: int,
+    judged_only: bool,
+    complete: bool,
+    block_size: int = ...,
+    /,
+) -> (
+    tuple[
+        list[str],
+        bytearray,
+        int,
+        bytearray,
+        bytearray,
+        int,
+        bytearray,
+        dict[int, bytes],
+        dict[int, bytes],
+        int,
+        str,
+    ]
+    | str
+): ...
+def query_lines(
+    qids: list[str], columns: list[tuple[str, int, object]], start: int, stop: int, /
+) -> str | None: ...
+def judged_measures(
+    rel: object, num_ret: object, num_rel: object, num_nonrel: object, level: int, /
+) -> bytearray: ...

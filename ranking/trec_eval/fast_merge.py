@@ -1,0 +1,134 @@
+"""The compiled join (``ranking/trec_eval/_rankjoin.c``) as the fast path of
+:func:`ranking.trec_eval.merge.merge`: both files are read and the run ranked against the
+qrels in one pass in C, document ids never becoming Python objects, and a run whose lines
+come grouped by query is ranked a query at a time (docs/trec-eval.md#speed).
+
+The C code takes only files it reads exactly as :mod:`ranking.trec_eval.readers` does (a
+strict subset: fields cut by spaces or tabs, no comment or blank lines, integer grades,
+plain decimal scores); for any other file, standard input, or without the compiled module
+(or with the compiled scan turned off, :func:`ranking.io.trec_scan.compiled_scanner`),
+:func:`fast_merge` answers None and the Python readers and the numpy merge run, giving the
+same :class:`~ranking.trec_eval.merge.Merged` or their ``file:line`` error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import ModuleType
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ranking.io.trec_scan import compiled_scanner
+from ranking.trec_eval.merge import NEGATIVE_FIRST_QUERY, Merged, make_batch
+
+try:
+    import ranking.trec_eval._rankjoin as compiled
+except ImportError:  # not built: the Python readers and the numpy merge
+    rankjoin: ModuleType | None = None
+else:
+    rankjoin = compiled
+
+__all__ = ["FastMerged", "compiled_judged_measures", "compiled_query_lines", "fast_merge"]
+
+#: -M values beyond this are "every document" (the C code reads a 64-bit integer).
+_MAX_RET_CAP = 2**62
+
+
+@dataclass(frozen=True)
+class FastMerged:
+    """What the command line needs from the two files: the merge, the run's tag and the
+    number of qrels lines with a positive grade (num_rel's summary under ``-c``)."""
+
+    merged: Merged
+    runid: str
+    qrels_rel_count: int
+
+
+def _name(qid: str) -> str:
+    return qid.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def fast_merge(
+    rel_file: str,
+    run_file: str,
+    *,
+    level: int,
+    max_ret: int,
+    judged_only: bool,
+    complete: bool,
+) -> FastMerged | None:
+    """:func:`~ranking.trec_eval.merge.merge` of the two files (module docstring), or None
+    when the Python path must read them."""
+    if rankjoin is None or compiled_scanner() is None or "-" in (rel_file, run_file):
+        return None
+    cap = max(min(max_ret, _MAX_RET_CAP), -1)
+    out = rankjoin.rank(rel_file, run_file, cap, judged_only, complete)
+    if isinstance(out, str):
+        return None
+    qids, rel_b, depth, num_ret_b, levels_b, top, present_b, qdup, rdup, rel_count, runid = out
+    nq = len(qids)
+    rel = np.frombuffer(rel_b, dtype=np.int64).reshape(nq, depth)
+    num_ret = np.frombuffer(num_ret_b, dtype=np.int64)
+    rel_levels = np.frombuffer(levels_b, dtype=np.int64).reshape(nq, top)
+    present = np.frombuffer(present_b, dtype=np.uint8).astype(bool)
+    # the first message of a query wins, in the order of merge(): missing, qrels, run
+    errors: dict[int, str] = {}
+    if not complete:
+        for q in np.flatnonzero(~present).tolist():
+            errors[q] = f"trec_eval: result qid '{_name(qids[q])}' not found in qrels"
+    for q, doc in sorted(qdup.items()):
+        name = doc.decode("utf-8", "replace")
+        errors.setdefault(q, f"trec_eval.form_res_rels: duplicate docs {name}")
+    for q, doc in sorted(rdup.items()):
+        name = doc.decode("utf-8", "replace")
+        errors.setdefault(q, f"trec_eval.form_res_qrels: duplicate docs {name}")
+    if nq and int(rel_levels[0].sum()) == 0:  # no grade >= 0: all of them negative
+        errors[0] = NEGATIVE_FIRST_QUERY
+    bogus = ~present if complete else np.zeros(nq, dtype=bool)
+    batch = make_batch(rel, num_ret, rel_levels, level)
+    return FastMerged(Merged(list(qids), batch, errors, bogus), runid, int(rel_count))
+
+
+def compiled_query_lines(
+    qids: list[str], columns: list[tuple[str, int, object]], block: int = 2048
+) -> list[str] | None:
+    """The ``-q`` lines written by the C module (``_rankjoin.query_lines``: each column a
+    padded name, a kind and its values), one string of lines per ``block`` queries; None for
+    the Python formatter: no compiled module, the compiled code turned off, an id that is
+    not UTF-8, or a count beyond 64 bits."""
+    if rankjoin is None or compiled_scanner() is None:
+        return None
+    blocks: list[str] = []
+    for start in range(0, len(qids), block):
+        try:
+            text = rankjoin.query_lines(qids, columns, start, min(start + block, len(qids)))
+        except UnicodeEncodeError:  # an id read with surrogateescape: Python writes it
+            return None
+        if text is None:
+            return None
+        if text:
+            blocks.append(text)
+    return blocks
+
+
+def compiled_judged_measures(
+    rel: NDArray[np.int64],
+    num_ret: NDArray[np.int64],
+    num_rel: NDArray[np.int64],
+    num_nonrel: NDArray[np.int64],
+    level: int,
+) -> NDArray[np.float64] | None:
+    """bpref, infAP and binG as ``(queries, 3)`` from the C module
+    (:func:`ranking.trec_eval.m_judged.compiled_judged`), or None: no compiled module, or
+    the compiled code turned off."""
+    if rankjoin is None or compiled_scanner() is None or not -(2**62) < level < 2**62:
+        return None
+    out = rankjoin.judged_measures(
+        np.ascontiguousarray(rel, dtype=np.int64),
+        np.ascontiguousarray(num_ret, dtype=np.int64),
+        np.ascontiguousarray(num_rel, dtype=np.int64),
+        np.ascontiguousarray(num_nonrel, dtype=np.int64),
+        level,
+    )
+    return np.frombuffer(out, dtype=np.float64).reshape(len(num_ret), 3)
