@@ -140,8 +140,13 @@ def task_opinion(
     judge = judges.StoredJudge(row.judge, store.scores(task.id), store.opinions(task.id))
     query = JudgeQuery(str(task.query_id), "")
     audits = alarms.study_monitor(db, cursor, task.collection_id, row.judge, task.id)
+    strata = alarms.study_strata(db, cursor, task.collection_id, row.judge, task.id)
     return JudgeOpinion(
-        judge, query, judges.calibration_from_json(calibration), prior_audits=audits
+        judge,
+        query,
+        judges.calibration_from_json(calibration),
+        prior_audits=audits,
+        stratum_evidence=strata,
     )
 
 

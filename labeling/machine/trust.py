@@ -62,13 +62,19 @@ __all__ = [
     "BOUND_ALPHA",
     "DEFAULT_MAX_LOSS",
     "MAX_MAX_LOSS",
+    "N_STRATA",
+    "STAKE_CLASSES",
+    "STAKE_EDGES",
     "AuditMonitor",
     "ErrorEvidence",
+    "StratumEvidence",
     "audit_share",
     "audits_to_alarm",
     "confidence_bin",
     "error_upper_bound",
     "question_tolerance",
+    "stake_class",
+    "stratum",
 ]
 
 #: The expected κ-NDCG@k loss per query the machine's answers may cost (option
@@ -89,6 +95,13 @@ AUDIT_MIN = 0.02
 AUDIT_SCALE = 10.0
 #: Per-question tolerance, times max_loss / n (:func:`question_tolerance`).
 TOLERANCE_FACTOR = 35.0
+#: Upper edges of the classes of a question's stake relative to the per-question tolerance
+#: (:func:`stake_class`): stake 0, then a ratio ``r`` up to 1, 2, 4, … (the bound an answer
+#: needs, ``U ≤ 1/r``, within a factor 2 in a class), the last class unbounded.
+STAKE_EDGES = (0.0, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
+STAKE_CLASSES = len(STAKE_EDGES) + 1
+#: The strata of the bound: confidence bin × stake class (:func:`stratum`).
+N_STRATA = (len(BIN_EDGES) - 1) * STAKE_CLASSES
 
 
 def confidence_bin(p: float) -> int | None:
@@ -118,6 +131,31 @@ def error_upper_bound(wrong: int, answers: int, alpha: float = BOUND_ALPHA) -> f
     from scipy.special import betaincinv
 
     return float(betaincinv(wrong + 1, answers - wrong, 1.0 - alpha))
+
+
+def stake_class(stake: float, tolerance: float) -> int:
+    """The class of a question's stake ``s`` relative to the per-question tolerance ``τ``,
+    ``r = s/τ``: 0 when ``s = 0`` (the pair cannot change the top k), else the first class
+    ``j`` with ``r ≤`` :data:`STAKE_EDGES` ``[j]`` (1 for ``r ≤ 1``, 2 for ``r ≤ 2``, …), the
+    last (:data:`STAKE_CLASSES` − 1) above the last edge. A machine answer needs ``U ≤ 1/r``,
+    so within a class the bound it needs is the same within a factor 2."""
+    if stake <= 0.0:
+        return 0
+    r = stake / tolerance if tolerance > 0.0 else math.inf
+    for j in range(1, len(STAKE_EDGES)):
+        if r <= STAKE_EDGES[j]:
+            return j
+    return len(STAKE_EDGES)
+
+
+def stratum(p: float, stake: float, tolerance: float) -> int | None:
+    """The stratum of a question (docs/machine-judges.md#the-rule): its confidence bin of the
+    raw ``p`` times :data:`STAKE_CLASSES` plus its :func:`stake_class`; None when ``p`` names
+    no side."""
+    b = confidence_bin(p)
+    if b is None:
+        return None
+    return b * STAKE_CLASSES + stake_class(stake, tolerance)
 
 
 def question_tolerance(max_loss: float, n: int) -> float:
@@ -185,6 +223,52 @@ class ErrorEvidence:
         if b is None:
             return 1.0
         return error_upper_bound(self.wrong[b], self.answers[b])
+
+    def to_dict(self) -> dict[str, list[int]]:
+        """JSON-safe counts."""
+        return {"answers": list(self.answers), "wrong": list(self.wrong)}
+
+
+def _zeros() -> list[int]:
+    return [0] * N_STRATA
+
+
+@dataclass(slots=True)
+class StratumEvidence:
+    """Per stratum (:func:`stratum`: confidence bin × stake class): how many people's answers
+    to questions of that stratum, and how many contradicted the machine's side. The bound of
+    the assist rule (module docstring, "the strata")."""
+
+    answers: list[int] = field(default_factory=_zeros)
+    wrong: list[int] = field(default_factory=_zeros)
+
+    @classmethod
+    def of(cls, records: Iterable[tuple[int, bool]]) -> StratumEvidence:
+        """Evidence from ``(stratum, the person contradicted the machine)`` records."""
+        out = cls()
+        for s, wrong in records:
+            out.add(s, wrong)
+        return out
+
+    def copy(self) -> StratumEvidence:
+        """An independent copy."""
+        return StratumEvidence(list(self.answers), list(self.wrong))
+
+    def add(self, s: int, wrong: bool) -> None:
+        """One person's answer to a question of stratum ``s``."""
+        if not 0 <= s < N_STRATA:
+            raise ValueError(f"no stratum {s} (0 … {N_STRATA - 1})")
+        self.answers[s] += 1
+        self.wrong[s] += bool(wrong)
+
+    def count(self, s: int | None) -> int:
+        """Answers in stratum ``s`` (0 for None)."""
+        return 0 if s is None else self.answers[s]
+
+    def upper(self, s: int | None) -> float:
+        """The Clopper–Pearson upper bound on the machine's P(wrong) in stratum ``s``; 1 for
+        None."""
+        return 1.0 if s is None else error_upper_bound(self.wrong[s], self.answers[s])
 
     def to_dict(self) -> dict[str, list[int]]:
         """JSON-safe counts."""

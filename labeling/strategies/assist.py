@@ -64,10 +64,10 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 from labeling.machine.trust import (
     AUDIT_MAX,
     AuditMonitor,
-    ErrorEvidence,
+    StratumEvidence,
     audit_share,
-    confidence_bin,
     question_tolerance,
+    stratum,
 )
 
 # Re-exported: the option machine.max_loss's default and bound (its check: the task spec).
@@ -174,9 +174,12 @@ class AssistStrategy:
         self.seed = 0
         self.max_loss = DEFAULT_MAX_LOSS
         self.tolerance = question_tolerance(self.max_loss, self.n)
-        self.trust = ErrorEvidence()
+        self.trust = StratumEvidence()
         self.monitor = AuditMonitor()
         self.audit_records: list[tuple[float, bool]] = []
+        #: This session's people's answers as evidence: ``(stratum, contradicted the machine,
+        #: the claimed P(wrong) when the answer was an audit, else None)``.
+        self.evidence_records: list[tuple[int, bool, float | None]] = []
         self.machine_answers = 0
         self.person_answers = 0
         self.audits = 0
@@ -186,22 +189,23 @@ class AssistStrategy:
         self._above = [0] * self.n  # per document: bit set of those known to be better
         self._below = [0] * self.n  # per document: bit set of those known to be worse
         self._answered: set[Key] = set()
-        #: Confidence bins in which a person contradicted the machine in this session: their
-        #: audit share is the largest (rule 5).
-        self._contradicted: set[int | None] = set()
+        #: Strata in which a person contradicted the machine in this session: their audit
+        #: share is the largest (rule 5).
+        self._contradicted: set[int] = set()
         self._turn: tuple[Key, float] | None = None  # a machine answer to the pending question
 
     def bind(
         self, machine: MachineOpinion | None, seed: int, max_loss: float = DEFAULT_MAX_LOSS
     ) -> None:
         """Give the strategy its machine, the task seed and the stated loss (before the first
-        answer): the study's evidence and audits are copied from the machine."""
+        answer): the study's evidence per stratum (the machine's ``stratum_evidence``) and
+        audits are copied from the machine."""
         self.machine = machine
         self.seed = seed
         self.max_loss = max_loss
         self.tolerance = question_tolerance(max_loss, self.n)
-        evidence = getattr(machine, "evidence", None)
-        self.trust = evidence.copy() if isinstance(evidence, ErrorEvidence) else ErrorEvidence()
+        evidence = getattr(machine, "stratum_evidence", None)
+        self.trust = evidence.copy() if isinstance(evidence, StratumEvidence) else StratumEvidence()
         audits = getattr(machine, "prior_audits", None)
         self.monitor = audits.copy() if isinstance(audits, AuditMonitor) else AuditMonitor()
 
@@ -222,11 +226,32 @@ class AssistStrategy:
             return None
         return float(p)
 
-    def _risk(self, winner: str, loser: str, p_right: float) -> float:
+    def _stake(self, winner: str, loser: str) -> float:
         index = self._index
         above_w = self._above[index[winner]].bit_count()
         above_l = self._above[index[loser]].bit_count()
-        return wrong_stake(self.k, above_w, above_l) * max(1.0 - p_right, MIN_WRONG)
+        return wrong_stake(self.k, above_w, above_l)
+
+    def _risk(self, winner: str, loser: str, p_right: float) -> float:
+        return self._stake(winner, loser) * max(1.0 - p_right, MIN_WRONG)
+
+    def _side(self, a: str, b: str) -> tuple[str, str, float, int] | None:
+        """The machine's side on (a, b) in the current state: ``(winner, loser, stake,
+        stratum)``, None without an opinion or a side."""
+        p = self._raw(a, b)
+        if p is None or p == 0.5:
+            return None
+        winner, loser = (a, b) if p > 0.5 else (b, a)
+        stake = self._stake(winner, loser)
+        s = stratum(p, stake, self.tolerance)
+        if s is None:
+            return None
+        return winner, loser, stake, s
+
+    def _bound(self, a: str, b: str) -> float:
+        """``U`` of the machine's side on (a, b) in its stratum now (1 without a side)."""
+        side = self._side(a, b)
+        return 1.0 if side is None else self.trust.upper(side[3])
 
     def machine_verdict(self, question: Compare) -> tuple[str, float] | None:
         """``(winner, P(right))`` if the machine may answer ``question`` (the module
@@ -237,11 +262,11 @@ class AssistStrategy:
         return verdict
 
     def _audited(self, question: Compare) -> bool:
-        p = self._raw(question.a, question.b)
-        if p is None:
+        side = self._side(question.a, question.b)
+        if side is None:
             return False
-        b = confidence_bin(p)
-        share = AUDIT_MAX if b in self._contradicted else audit_share(self.trust.count(p))
+        s = side[3]
+        share = AUDIT_MAX if s in self._contradicted else audit_share(self.trust.count(s))
         return audit_draw(self.seed, question.a, question.b) < share
 
     def would_audit(self, question: Compare) -> bool:
@@ -256,18 +281,17 @@ class AssistStrategy:
             return None
         if self.monitor.alarmed:
             return None
-        p = self._raw(a, b)
-        if p is None or p == 0.5:
+        side = self._side(a, b)
+        if side is None:
             return None
-        bound = self.trust.upper(p)
+        winner, _loser, stake, s = side
+        bound = self.trust.upper(s)
         if bound >= MAX_CLAIM:
             return None
-        winner, loser = (a, b) if p > 0.5 else (b, a)
-        p_right = 1.0 - bound
-        risk = self._risk(winner, loser, p_right)
+        risk = stake * max(bound, MIN_WRONG)
         if risk > self.tolerance or self.spent + risk > self.max_loss:
             return None
-        return winner, p_right
+        return winner, 1.0 - bound
 
     def accept_machine(self, question: Compare, winner: str, p_right: float) -> None:
         """The next answer to ``question`` is the machine's (live or from the log), right
@@ -319,9 +343,9 @@ class AssistStrategy:
         count_b = sum(1 for v in votes if v == b)
         if count_a != count_b:
             return a if count_a > count_b else b
-        p = self._raw(a, b)
-        if p is not None and p != 0.5 and self.trust.upper(p) < 0.5:
-            return a if p > 0.5 else b
+        side = self._side(a, b)
+        if side is not None and self.trust.upper(side[3]) < 0.5:
+            return side[0]
         return next(v for v in votes if v is not None)
 
     def _confirmed_risk(self, winner: str, loser: str, votes: Sequence[Winner]) -> float:
@@ -332,17 +356,11 @@ class AssistStrategy:
         (docs/noise.md#the-robust-rule)."""
         lead = sum(1 for v in votes if v == winner) - sum(1 for v in votes if v == loser)
         odds = ((1.0 - ASSUMED_FLIP) / ASSUMED_FLIP) ** lead
-        p = self._raw(winner, loser)
-        if p is not None and p != 0.5:
-            u = min(max(self.trust.upper(p), MIN_WRONG), 0.5)
-            odds *= (1.0 - u) / u if p > 0.5 else u / (1.0 - u)
-        index = self._index
-        stake = wrong_stake(
-            self.k,
-            self._above[index[winner]].bit_count(),
-            self._above[index[loser]].bit_count(),
-        )
-        return stake / (1.0 + odds)
+        side = self._side(winner, loser)
+        if side is not None:
+            u = min(max(self.trust.upper(side[3]), MIN_WRONG), 0.5)
+            odds *= (1.0 - u) / u if side[0] == winner else u / (1.0 - u)
+        return self._stake(winner, loser) / (1.0 + odds)
 
     def _learn(self, question: Compare, winner: Winner) -> bool:
         """Count an answer and learn from it: True when a person gave it."""
@@ -357,29 +375,37 @@ class AssistStrategy:
             # A person's answer (a pair answered before and asked without ``repeat`` is a
             # pair-cache hit: no new evidence).
             self.person_answers += 1
-            if not question.repeat:
-                self._audit(question, winner)
+            claimed = None if question.repeat else self._audit(question, winner)
             p = self._raw(a, b)
             if p is not None and winner is not None:
-                self.trust.add(p, winner == a)
-                if p != 0.5 and (p > 0.5) != (winner == a):
-                    self._contradicted.add(confidence_bin(p))
                 self.evidence.append((a, b, p, winner == a))
+            side = None if question.repeat else self._side(a, b)
+            if side is not None and winner is not None:
+                # The evidence of the question's stratum, counted before the answer is
+                # settled (the stake as it was asked); a repeat (+robust) is no question the
+                # machine could answer.
+                wrong = winner != side[0]
+                self.trust.add(side[3], wrong)
+                self.evidence_records.append((side[3], wrong, claimed))
+                if wrong:
+                    self._contradicted.add(side[3])
             return True
         return False  # a pair-cache hit
 
-    def _audit(self, question: Compare, winner: Winner) -> None:
+    def _audit(self, question: Compare, winner: Winner) -> float | None:
         """A person's answer to a question the audit took from the machine: test the claim
-        (rule 5 of the module docstring), before the answer becomes evidence."""
+        (rule 5 of the module docstring), before the answer becomes evidence; the claimed
+        P(wrong) when it was a tested audit."""
         verdict = self._candidate(question)
         if verdict is None or not self._audited(question):
-            return
+            return None
         self.audits += 1
         if winner is None:  # a tie says nothing about the machine's side
-            return
+            return None
         claimed, wrong = 1.0 - verdict[1], winner != verdict[0]
         self.monitor.record(claimed, wrong)
         self.audit_records.append((claimed, wrong))
+        return claimed
 
     def _settle(self, question: Compare, winner: Winner) -> None:
         """The answer the inner strategy gets: what it proves."""

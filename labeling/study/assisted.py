@@ -35,7 +35,7 @@ from labeling.errors import ConfigError
 from labeling.machine.calibration import Calibrator
 from labeling.machine.judges import JudgeQuery, ThurstoneJudge
 from labeling.machine.opinion import JudgeOpinion
-from labeling.machine.trust import AuditMonitor
+from labeling.machine.trust import AuditMonitor, StratumEvidence
 from labeling.strategies.assist import AssistStrategy
 from labeling.strategies.registry import resolve_strategy
 from labeling.study.simulation import StudyTrial, drive, prior_order, scenario_assessor
@@ -99,6 +99,7 @@ def compare_assisted(
     docs = [f"d{i:04d}" for i in range(n)]
     study = Calibrator("isotonic")
     audits = AuditMonitor()
+    strata = StratumEvidence()
     out: list[StudyTrial] = []
     for t in range(trials):
         rng = random.Random(f"{seed}:{t}")
@@ -111,12 +112,13 @@ def compare_assisted(
         rank = {doc: r for r, doc in enumerate(truth)}
         person = scenario_assessor("flip0.1" if flip else "random", rank, rng.getrandbits(32))
         person.flip = flip
-        opinion = JudgeOpinion(judge, query, study, prior_audits=audits)
+        opinion = JudgeOpinion(judge, query, study, prior_audits=audits, stratum_evidence=strata)
         top, rest, humans, machines, state = drive(
             cls, shown, k, person, machine=opinion, seed=rng.getrandbits(32)
         )
         if isinstance(state, AssistStrategy):
             audits = state.monitor  # the study's audit test goes on from this query's
+            strata = state.trust  # and the evidence of the bound, per stratum
         if isinstance(state, AssistStrategy) and state.evidence:
             raw = [round(opinion.raw[(a, b)], STUDY_ROUNDING) for a, b, _, _ in state.evidence]
             study.update(raw, [won for _, _, _, won in state.evidence])
