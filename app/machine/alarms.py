@@ -24,17 +24,26 @@ from sqlalchemy import Table, and_, bindparam, func, insert, select, update
 from app.kernel.caches import Slot
 from app.kernel.db import Database
 from app.kernel.errors import Conflict, NotFound
-from app.kernel.models import Collection, Judgment, MachineAlarm, MachineAudit, utcnow
+from app.kernel.models import (
+    Collection,
+    Judgment,
+    MachineAlarm,
+    MachineAudit,
+    TaskMachine,
+    utcnow,
+)
 from app.kernel.prepared import Prepared, native
 from labeling.machine.trust import ALARM_ALPHA, N_STRATA, AuditMonitor, StratumEvidence
 
 __all__ = [
     "collection_alarms",
+    "collection_audits",
     "record_audits",
     "resume_alarm",
     "stopped",
     "study_monitor",
     "study_strata",
+    "task_audits",
 ]
 
 A = MachineAudit.__table__
@@ -197,6 +206,41 @@ def record_audits(
         },
     )
     return True
+
+
+def collection_audits(s: Any, collection_id: int) -> dict[str, list[tuple[float, bool]]]:
+    """The collection's live audits per judge since its last resumed alarm, on the ORM
+    session ``s``, as the loss estimate takes them (``labeling.study.uncertainty
+    .estimate_loss``'s ``audits``): ``(stated P(right) = 1 − claimed P(wrong), the person
+    agreed with the machine)``, in judgment order."""
+    resumed: dict[str, int] = {}
+    for judge, last in s.execute(
+        select(MachineAlarm.judge, func.max(MachineAlarm.last_judgment_id))
+        .where(MachineAlarm.collection_id == collection_id, MachineAlarm.resumed_at.is_not(None))
+        .group_by(MachineAlarm.judge)
+    ):
+        resumed[str(judge)] = int(last)
+    out: dict[str, list[tuple[float, bool]]] = {}
+    for judgment_id, judge, claimed, wrong in s.execute(
+        select(
+            MachineAudit.judgment_id, MachineAudit.judge, MachineAudit.claimed, MachineAudit.wrong
+        )
+        .join(Judgment, and_(Judgment.id == MachineAudit.judgment_id, Judgment.undone.is_(False)))
+        .where(MachineAudit.collection_id == collection_id, MachineAudit.tested.is_(True))
+        .order_by(MachineAudit.judgment_id)
+    ):
+        if judgment_id > resumed.get(str(judge), 0):
+            out.setdefault(str(judge), []).append((1.0 - float(claimed), not wrong))
+    return out
+
+
+def task_audits(s: Any, task: Any) -> list[tuple[float, bool]] | None:
+    """The audits of the study of ``task``'s machine (:func:`collection_audits` of its judge),
+    None when the task has no machine."""
+    judge = s.scalar(select(TaskMachine.judge).where(TaskMachine.task_id == task.id))
+    if judge is None:
+        return None
+    return collection_audits(s, int(task.collection_id)).get(str(judge), [])
 
 
 def _alarm_dict(alarm: MachineAlarm) -> dict[str, Any]:

@@ -95,10 +95,13 @@ AUDIT_MIN = 0.02
 AUDIT_SCALE = 10.0
 #: Per-question tolerance, times max_loss / n (:func:`question_tolerance`).
 TOLERANCE_FACTOR = 35.0
-#: Upper edges of the classes of a question's stake relative to the per-question tolerance
-#: (:func:`stake_class`): stake 0, then a ratio ``r`` up to 1, 2, 4, … (the bound an answer
-#: needs, ``U ≤ 1/r``, within a factor 2 in a class), the last class unbounded.
-STAKE_EDGES = (0.0, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
+#: Upper edges of the classes of a question's stake, the expected κ-NDCG@k it costs if the
+#: machine's answer is wrong (:func:`stake_class`): stake 0, then up to 4⁻⁴, 4⁻³, 4⁻², 4⁻¹
+#: (a factor 4 a class: the bound an answer needs, ``U ≤ τ/stake``, is the same within a
+#: factor 4 in a class; finer classes split the evidence thinner), the last class unbounded.
+#: Absolute, not relative to a task's tolerance, so tasks of other pool sizes or another
+#: ``max_loss`` share the evidence.
+STAKE_EDGES = (0.0, *(4.0**-j for j in range(4, 0, -1)))
 STAKE_CLASSES = len(STAKE_EDGES) + 1
 #: The strata of the bound: confidence bin × stake class (:func:`stratum`).
 N_STRATA = (len(BIN_EDGES) - 1) * STAKE_CLASSES
@@ -133,29 +136,26 @@ def error_upper_bound(wrong: int, answers: int, alpha: float = BOUND_ALPHA) -> f
     return float(betaincinv(wrong + 1, answers - wrong, 1.0 - alpha))
 
 
-def stake_class(stake: float, tolerance: float) -> int:
-    """The class of a question's stake ``s`` relative to the per-question tolerance ``τ``,
-    ``r = s/τ``: 0 when ``s = 0`` (the pair cannot change the top k), else the first class
-    ``j`` with ``r ≤`` :data:`STAKE_EDGES` ``[j]`` (1 for ``r ≤ 1``, 2 for ``r ≤ 2``, …), the
-    last (:data:`STAKE_CLASSES` − 1) above the last edge. A machine answer needs ``U ≤ 1/r``,
-    so within a class the bound it needs is the same within a factor 2."""
+def stake_class(stake: float) -> int:
+    """The class of a question's stake (:data:`STAKE_EDGES`): 0 when it is 0 (the pair cannot
+    change the top k), else the first ``j`` with ``stake ≤ STAKE_EDGES[j]``, the last class
+    (:data:`STAKE_CLASSES` − 1) above the last edge."""
     if stake <= 0.0:
         return 0
-    r = stake / tolerance if tolerance > 0.0 else math.inf
     for j in range(1, len(STAKE_EDGES)):
-        if r <= STAKE_EDGES[j]:
+        if stake <= STAKE_EDGES[j]:
             return j
     return len(STAKE_EDGES)
 
 
-def stratum(p: float, stake: float, tolerance: float) -> int | None:
+def stratum(p: float, stake: float) -> int | None:
     """The stratum of a question (docs/machine-judges.md#the-rule): its confidence bin of the
     raw ``p`` times :data:`STAKE_CLASSES` plus its :func:`stake_class`; None when ``p`` names
     no side."""
     b = confidence_bin(p)
     if b is None:
         return None
-    return b * STAKE_CLASSES + stake_class(stake, tolerance)
+    return b * STAKE_CLASSES + stake_class(stake)
 
 
 def question_tolerance(max_loss: float, n: int) -> float:

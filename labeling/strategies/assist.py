@@ -243,7 +243,7 @@ class AssistStrategy:
             return None
         winner, loser = (a, b) if p > 0.5 else (b, a)
         stake = self._stake(winner, loser)
-        s = stratum(p, stake, self.tolerance)
+        s = stratum(p, stake)
         if s is None:
             return None
         return winner, loser, stake, s
