@@ -9,11 +9,10 @@ import json
 from typing import Any
 
 import pytest
+from sqlalchemy import select
 
 from app.judging.loop import replay_task
 from app.judging.repository import live_judgments
-from sqlalchemy import select
-
 from app.kernel.models import Judgment, MachineAudit, Task
 from labeling.study.uncertainty import estimate_loss, machine_log
 from tests.app.conftest import Api

@@ -195,7 +195,7 @@ def test_the_strata_and_their_evidence():
     assert stake_class(0.0) == 0
     assert stake_class(STAKE_EDGES[1]) == 1 and stake_class(STAKE_EDGES[1] * 1.01) == 2
     assert stake_class(0.2) == len(STAKE_EDGES) - 1 and stake_class(0.9) == len(STAKE_EDGES)
-    assert STAKE_CLASSES == len(STAKE_EDGES) + 1 and N_STRATA == 10 * STAKE_CLASSES
+    assert len(STAKE_EDGES) + 1 == STAKE_CLASSES and N_STRATA == 10 * STAKE_CLASSES
     assert stratum(0.5, 0.1) is None and stratum(math.nan, 0.1) is None
     assert stratum(0.9999, 0.0) == confidence_bin(0.9999) * STAKE_CLASSES
     assert stratum(0.55, 0.9) == STAKE_CLASSES - 1
