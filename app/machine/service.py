@@ -18,7 +18,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -39,6 +39,7 @@ from app.machine.llm import LlmUsage, budget_of
 from app.machine.repository import collection_usage, failing_studies
 from labeling.machine.judges import JudgeQuery
 from labeling.machine.opinion import JudgeOpinion
+from labeling.machine.trust import N_STRATA, StratumEvidence
 from labeling.protocol.spec import MachineSource, MachineSpec, TaskSpec
 
 __all__ = [
@@ -133,6 +134,10 @@ def task_opinion(
     calibration = row.calibration
     if calibration is None:
         frozen = _study_calibration(db, store, task.collection_id, row.judge, task.id)
+        # The bound's evidence per stratum is frozen with it: every replay of the task meets
+        # the same machine (docs/machine-judges.md#the-rule).
+        strata = alarms.study_strata(db, cursor, task.collection_id, row.judge, task.id)
+        frozen = {**frozen, "strata": strata.to_dict()}
         if not store.freeze(task.id, frozen, utcnow()):  # stored meanwhile: use that one
             calibration = store.machine(task.id).calibration
         else:
@@ -140,14 +145,25 @@ def task_opinion(
     judge = judges.StoredJudge(row.judge, store.scores(task.id), store.opinions(task.id))
     query = JudgeQuery(str(task.query_id), "")
     audits = alarms.study_monitor(db, cursor, task.collection_id, row.judge, task.id)
-    strata = alarms.study_strata(db, cursor, task.collection_id, row.judge, task.id)
     return JudgeOpinion(
         judge,
         query,
         judges.calibration_from_json(calibration),
         prior_audits=audits,
-        stratum_evidence=strata,
+        stratum_evidence=frozen_strata(calibration),
     )
+
+
+def frozen_strata(calibration: Mapping[str, Any]) -> StratumEvidence:
+    """The evidence per stratum frozen with a task's calibration (``strata``); none for a task
+    frozen before strata were stored (its session then learns from its own answers only)."""
+    data = calibration.get("strata")
+    if not isinstance(data, Mapping):
+        return StratumEvidence()
+    answers, wrong = list(data.get("answers") or []), list(data.get("wrong") or [])
+    if len(answers) != N_STRATA or len(wrong) != N_STRATA:
+        return StratumEvidence()
+    return StratumEvidence([int(x) for x in answers], [int(x) for x in wrong])
 
 
 def machine_judge(session: Any) -> str | None:

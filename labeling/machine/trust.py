@@ -2,22 +2,35 @@
 its probability of being wrong, and a sequential test of its audits
 (docs/machine-judges.md#the-rule).
 
-**The bound** (:class:`ErrorEvidence`). A machine's raw P(first better) ``p`` names a side
-(first when ``p > 1/2``) and falls in a confidence bin of ``c = |p − 1/2|``: the
-:data:`BIN_EDGES` ``0, 0.1, 0.2, 0.3, 0.4, 0.45, 0.48, 0.49, 0.495, 0.499, 0.5`` (``c = 0``
-names no side: never an answer). Per bin, the human answers on pairs of that bin (the study's
-earlier queries, this session's answers, the audits, a gold set) count ``m`` answers of which
-``w`` contradicted the machine's side. The machine's P(wrong) on a question of that bin is
-bounded by the one-sided **Clopper–Pearson** upper bound at level :data:`BOUND_ALPHA`
-(C. J. Clopper and E. S. Pearson, "The use of confidence or fiducial limits illustrated in
-the case of the binomial", Biometrika 1934):
+**The strata** (:func:`stratum`). A machine's raw P(first better) ``p`` names a side (first
+when ``p > 1/2``) and falls in a confidence bin of ``c = |p − 1/2|``: the :data:`BIN_EDGES`
+``0, 0.1, 0.2, 0.3, 0.4, 0.45, 0.48, 0.49, 0.495, 0.499, 0.5`` (``c = 0`` names no side: never
+an answer). A question also has a **stake**, the κ-NDCG@k its answer costs if wrong (the
+assist rule's stake model), in a class of :data:`STAKE_EDGES` (0; up to 4⁻⁴, 4⁻³, 4⁻², 4⁻¹;
+more). The stratum is the pair (bin, stake class). Why the stake: the questions a strategy
+leaves to the machine (low stake) are not drawn like those people answer; a machine of
+pairwise accuracy 0.8 was wrong on about half of its low-stake questions and on 3–36% of the
+high-stake ones of the same bins (``insertion+assist``, docs/machine-judges.md#cold-start),
+so a bound per bin learned from every human answer promised too much on what it answered.
+
+**The bound** (:class:`StratumEvidence`). Per stratum, people's answers to questions of that
+stratum (the study's earlier queries, this session's answers, the audits among them) count
+``m`` answers of which ``w`` contradicted the machine's side. The machine's P(wrong) on a
+question of that stratum is bounded by the one-sided **Clopper–Pearson** upper bound at level
+:data:`BOUND_ALPHA` (C. J. Clopper and E. S. Pearson, "The use of confidence or fiducial
+limits illustrated in the case of the binomial", Biometrika 1934):
 
     U(w, m) = B⁻¹(1 − α; w + 1, m − w)   (the Beta quantile; U = 1 when w = m, so when m = 0)
 
-so for any true error rate ``e`` of the bin, ``P(U < e) ≤ α`` whatever ``m``: a machine of
-true accuracy ``a`` is credited with an accuracy ``1 − U`` above ``a`` at most a share ``α`` of
-the time. With no human answer the bound is 1 and people answer (cold start); it narrows as
-answers accumulate (``w = 0``: ``U = 1 − α^{1/m}``, 0.095 after 30 answers).
+so for any true error rate ``e`` of the stratum, ``P(U < e) ≤ α`` whatever ``m``: a machine
+of true accuracy ``a`` is credited with an accuracy ``1 − U`` above ``a`` at most a share
+``α`` of the time. The questions a machine answers and those people answer in one stratum are
+chosen alike (by the same bin and stake class, the audit's hash, and the evidence so far,
+never by the answer), so the bound holds on the answered questions as far as the machine's
+error rate is the same across a stratum's questions. With no human answer the bound is 1 and
+people answer (cold start); it narrows as answers accumulate (``w = 0``:
+``U = 1 − α^{1/m}``, 0.095 after 30 answers). :class:`ErrorEvidence` keeps the same counts
+per confidence bin alone (reports; the rule uses the strata).
 
 **The audits** (:class:`AuditMonitor`). An audit is a question the machine would have
 answered, claiming P(wrong) = ``U_i`` (its bound then), asked of a person. The monitor runs a
@@ -39,8 +52,8 @@ study, however many audits it sees. A machine wrong on every audit raises it aft
 :func:`audits_to_alarm`).
 
 **The audit share** (:func:`audit_share`): ``AUDIT_MAX · AUDIT_SCALE / (AUDIT_SCALE + m)``,
-at least ``AUDIT_MIN``, ``m`` the human answers in the question's bin: a fifth of the
-questions the machine could answer while its bin has no evidence, down to 2% once it has
+at least ``AUDIT_MIN``, ``m`` the human answers in the question's stratum: a fifth of the
+questions the machine could answer while its stratum has no evidence, down to 2% once it has
 about a hundred answers. It depends on the counts of answers, never on what they said.
 
 Pure: the standard library, and scipy for the Beta quantile.
@@ -186,7 +199,8 @@ def audits_to_alarm(claimed: float, alpha: float = ALARM_ALPHA) -> int:
 
 @dataclass(slots=True)
 class ErrorEvidence:
-    """Per confidence bin: how many human answers, and how many contradicted the machine."""
+    """Per confidence bin: how many human answers, and how many contradicted the machine (the
+    rule's bound is per stratum: :class:`StratumEvidence`)."""
 
     answers: list[int] = field(default_factory=lambda: [0] * (len(BIN_EDGES) - 1))
     wrong: list[int] = field(default_factory=lambda: [0] * (len(BIN_EDGES) - 1))

@@ -7,14 +7,17 @@ asks :meth:`AssistStrategy.machine_verdict` whether the machine may answer it. T
 
 1. **The machine's side.** An injected :class:`MachineOpinion` gives its P(first better); its
    raw probability ``p`` (``raw_probability`` when the opinion has one) names the side it
-   would answer (first when ``p > 1/2``) and a confidence bin of ``|p − 1/2|``.
+   would answer (first when ``p > 1/2``), a confidence bin of ``|p − 1/2|`` and, with the
+   question's stake (3.), its **stratum** (:func:`labeling.machine.trust.stratum`: bin ×
+   stake class).
 2. **No answer without evidence.** P(wrong) is not a point estimate but ``U``, the
    Clopper–Pearson upper bound at level :data:`labeling.machine.trust.BOUND_ALPHA` on the
-   error rate of the machine's side in that bin, from every human answer on pairs of the bin:
-   the study's earlier ones (the opinion's ``evidence``, e.g. the study calibration the
-   service froze for the task), and this session's (:class:`labeling.machine.trust
-   .ErrorEvidence`). With no answer in the bin ``U = 1``: people answer. The machine answers
-   only while ``U < 1/2``, and its answer is logged with P(right) ``1 − U``.
+   error rate of the machine's side in that stratum, from every person's answer to a question
+   of the stratum: the study's earlier ones (the opinion's ``stratum_evidence``, the service's
+   stored answers of the study's other tasks) and this session's
+   (:class:`labeling.machine.trust.StratumEvidence`). With no answer in the stratum ``U = 1``:
+   people answer. The machine answers only while ``U < 1/2``, and its answer is logged with
+   P(right) ``1 − U``.
 3. **Stake** (the ``+robust`` accounting, docs/noise.md#the-robust-rule): a wrong "w beat l"
    costs what l then misses, in κ-NDCG@k. ``a_w`` and ``a_l`` are the numbers of documents
    known (directly or through others, by the answers so far) to be better than w and l; if
@@ -28,14 +31,15 @@ asks :meth:`AssistStrategy.machine_verdict` whether the machine may answer it. T
    (:attr:`Compare.repeat`) and a pair already answered always go to people.
 5. **Audits that act.** A share of the questions the machine could answer is asked of people
    anyway (a hash of the seed and the pair below :func:`labeling.machine.trust.audit_share`
-   of the bin's evidence count: more audits while the bin has few answers; the largest share,
-   :data:`labeling.machine.trust.AUDIT_MAX`, in a bin where a person of this session has
-   contradicted the machine). Each audit tests
+   of the stratum's evidence count: more audits while the stratum has few answers; the
+   largest share, :data:`labeling.machine.trust.AUDIT_MAX`, in a stratum where a person of
+   this session has contradicted the machine). Each audit tests
    the claim ``U`` sequentially (:class:`labeling.machine.trust.AuditMonitor`, started from the
    opinion's ``prior_audits``, the study's audits so far): once the test rejects the claim
    (false-alarm rate :data:`labeling.machine.trust.ALARM_ALPHA`), the machine answers nothing
    more in the session (:attr:`AssistStrategy.alarmed`) and the service stops it for the
-   collection. Every human answer on a pair the machine has an opinion on is evidence (2.).
+   collection. Every person's answer to a question the machine has a side on is evidence of
+   its stratum (2.; a ``+robust`` repeat is not: it is no question the machine could answer).
 6. **Over** ``+robust`` (``X+assist+robust``, a person who sometimes answers wrongly): the
    robust rule's confirmations are decided with the machine as the second opinion, before the
    answer is used: the base ``X`` runs, and a person's answer is asked again
@@ -100,8 +104,8 @@ class MachineOpinion(Protocol):
     """A machine judge for one task, as the assisted strategy sees it: deterministic for a
     given version. It may also have ``raw_probability(first, second)`` (the judge's raw
     probability, whose confidence bin the evidence is counted in; default: ``probability``),
-    ``evidence`` (:class:`labeling.machine.trust.ErrorEvidence`, the study's human answers)
-    and ``prior_audits`` (:class:`labeling.machine.trust.AuditMonitor`, the study's audits)."""
+    ``stratum_evidence`` (:class:`labeling.machine.trust.StratumEvidence`, the study's
+    people's answers per stratum) and ``prior_audits`` (:class:`labeling.machine.trust.AuditMonitor`, the study's audits)."""
 
     @property
     def version(self) -> str:
@@ -147,8 +151,9 @@ class AssistStrategy:
 
     Readable while paused: ``machine_answers``, ``person_answers``, ``audits`` (questions the
     machine could have answered, asked of people), ``spent`` (the risks of the machine's
-    answers), ``trust`` (the error evidence per confidence bin: the study's plus this
-    session's), ``monitor`` (the audit test, the study's audits plus this session's),
+    answers), ``trust`` (the error evidence per stratum: the study's plus this session's),
+    ``evidence_records`` (this session's people's answers as evidence: stratum, contradicted,
+    the claim when an audit), ``monitor`` (the audit test, the study's audits plus this session's),
     ``audit_records`` (this session's audits: ``(claimed P(wrong), wrong)``) and
     ``evidence`` (every human answer on a pair the machine had an opinion on:
     ``(a, b, raw p, a_won)``).
@@ -260,6 +265,11 @@ class AssistStrategy:
         if verdict is None or self._audited(question):
             return None
         return verdict
+
+    def machine_verdict_unaudited(self, question: Compare) -> tuple[str, float] | None:
+        """``(winner, P(right))`` the machine would claim on ``question`` before the audit
+        (an audit's claim), else ``None``. No state changes."""
+        return self._candidate(question)
 
     def _audited(self, question: Compare) -> bool:
         side = self._side(question.a, question.b)
