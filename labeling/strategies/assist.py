@@ -105,7 +105,8 @@ class MachineOpinion(Protocol):
     given version. It may also have ``raw_probability(first, second)`` (the judge's raw
     probability, whose confidence bin the evidence is counted in; default: ``probability``),
     ``stratum_evidence`` (:class:`labeling.machine.trust.StratumEvidence`, the study's
-    people's answers per stratum) and ``prior_audits`` (:class:`labeling.machine.trust.AuditMonitor`, the study's audits)."""
+    people's answers per stratum) and ``prior_audits``
+    (:class:`labeling.machine.trust.AuditMonitor`, the study's audits)."""
 
     @property
     def version(self) -> str:
