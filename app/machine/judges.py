@@ -47,6 +47,7 @@ from labeling.machine.calibration import Calibrator
 from labeling.machine.embedding_judge import EmbeddingJudge
 from labeling.machine.judges import Bm25Judge, JudgeQuery, LlmJudge
 from labeling.machine.llm_prompts import PAIRWISE_V2, PromptTemplate
+from labeling.machine.trust import N_STRATA, StratumEvidence
 from labeling.protocol.spec import (
     DEFAULT_LLM_ENDPOINT,
     Bm25Source,
@@ -329,6 +330,19 @@ def calibration_from_json(data: Mapping[str, Any]) -> Calibrator:
         first = [int(y) for _p, y, n in counts for _ in range(int(n))]
         out.update(raw, first)
     return out
+
+
+def strata_from_json(calibration: Mapping[str, Any]) -> StratumEvidence:
+    """The assist rule's evidence per stratum frozen with a task's calibration (its
+    ``strata``: answers and contradictions per stratum, docs/machine-judges.md#the-rule); none
+    for a task frozen before strata were stored (its session learns from its own answers)."""
+    data = calibration.get("strata")
+    if not isinstance(data, Mapping):
+        return StratumEvidence()
+    answers, wrong = list(data.get("answers") or []), list(data.get("wrong") or [])
+    if len(answers) != N_STRATA or len(wrong) != N_STRATA:
+        return StratumEvidence()
+    return StratumEvidence([int(x) for x in answers], [int(x) for x in wrong])
 
 
 def evidence_probability(

@@ -18,7 +18,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -39,7 +39,6 @@ from app.machine.llm import LlmUsage, budget_of
 from app.machine.repository import collection_usage, failing_studies
 from labeling.machine.judges import JudgeQuery
 from labeling.machine.opinion import JudgeOpinion
-from labeling.machine.trust import N_STRATA, StratumEvidence
 from labeling.protocol.spec import MachineSource, MachineSpec, TaskSpec
 
 __all__ = [
@@ -150,20 +149,8 @@ def task_opinion(
         query,
         judges.calibration_from_json(calibration),
         prior_audits=audits,
-        stratum_evidence=frozen_strata(calibration),
+        stratum_evidence=judges.strata_from_json(calibration),
     )
-
-
-def frozen_strata(calibration: Mapping[str, Any]) -> StratumEvidence:
-    """The evidence per stratum frozen with a task's calibration (``strata``); none for a task
-    frozen before strata were stored (its session then learns from its own answers only)."""
-    data = calibration.get("strata")
-    if not isinstance(data, Mapping):
-        return StratumEvidence()
-    answers, wrong = list(data.get("answers") or []), list(data.get("wrong") or [])
-    if len(answers) != N_STRATA or len(wrong) != N_STRATA:
-        return StratumEvidence()
-    return StratumEvidence([int(x) for x in answers], [int(x) for x in wrong])
 
 
 def machine_judge(session: Any) -> str | None:
