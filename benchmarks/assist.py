@@ -50,6 +50,7 @@ def cell(args: tuple[str, str, int, int]) -> dict[str, Any]:
         "machine": float(np.mean([r.machine_answers for r in runs])),
         "exact": float(np.mean([r.exact for r in runs])),
         "kndcg": float(kappa_ndcg(labels, scores, at=K).mean()),
+        "kmin": float(kappa_ndcg(labels, scores, at=K).min()),
         "seconds": time.perf_counter() - start,
     }
 
@@ -69,12 +70,16 @@ def main() -> None:
     else:
         rows = [cell(c) for c in cells]
     print(f"top-{K} of {N}, {args.trials} queries per cell (one study each), seed {args.seed}")
-    print("| strategy | scenario | human mean | p95 | first 20 | machine | exact | κ-NDCG@10 |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    print(
+        "| strategy | scenario | human mean | p95 | first 20 | machine | exact | κ-NDCG@10 "
+        "| min | time |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
         print(
             f"| {r['strategy']} | {r['scenario']} | {r['human']:.1f} | {r['p95']:.0f} | "
-            f"{r['first20']:.1f} | {r['machine']:.1f} | {r['exact']:.3f} | {r['kndcg']:.4f} |"
+            f"{r['first20']:.1f} | {r['machine']:.1f} | {r['exact']:.3f} | {r['kndcg']:.4f} | "
+            f"{r['kmin']:.3f} | {r['seconds']:.0f} s |"
         )
     for scenario, floor, most in TARGETS:
         fit = [

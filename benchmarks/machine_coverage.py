@@ -34,6 +34,7 @@ from scipy import stats
 
 from labeling.machine.calibration import Calibrator
 from labeling.machine.opinion import JudgeOpinion
+from labeling.machine.trust import AuditMonitor, StratumEvidence
 from labeling.strategies.assist import AssistStrategy
 from labeling.strategies.base import Compare
 from labeling.strategies.registry import resolve_strategy
@@ -92,16 +93,11 @@ def record(strategy: str, order: list[str], person: Any, opinion: JudgeOpinion, 
 def _audit_verdict(
     state: AssistStrategy, opinion: JudgeOpinion, question: Compare
 ) -> tuple[str, float] | None:
-    """The machine's (winner, P(right)) on a question the audit gives to the person, else
-    None (the session's calibration of the study's probability, as the rule takes it)."""
-    if not state.would_audit(question) or state.calibrator is None:
+    """The machine's (winner, claimed P(right) = 1 − U) on a question the audit gives to the
+    person, else None: the claim the rule would have logged (docs/machine-judges.md#the-rule)."""
+    if not state.would_audit(question):
         return None
-    a, b = question.a, question.b
-    p = opinion.probability(a, b)
-    if p is None:
-        return None
-    g = float(state.calibrator.probability(p))
-    return (a, g) if g > 0.5 else (b, 1.0 - g)
+    return state.machine_verdict_unaudited(question)
 
 
 def study(strategy: str, queries: int, accuracy: float, replays: int, seed: int) -> dict[str, Any]:
@@ -110,14 +106,18 @@ def study(strategy: str, queries: int, accuracy: float, replays: int, seed: int)
     calibration = Calibrator("isotonic")
     rows: list[dict[str, Any]] = []
     audited: list[tuple[float, bool]] = []  # the study's audits so far
+    monitor, strata = AuditMonitor(), StratumEvidence()
     for t in range(queries):
         rng = random.Random(f"{seed}:{t}")
         latent, judge, query, shown = machine_trial(rng, docs, accuracy, f"q{t}")
         truth = sorted(docs, key=lambda d: -latent[d])
         rank = {d: r for r, d in enumerate(truth)}
         person = scenario_assessor("random", rank, rng.getrandbits(32))
-        opinion = JudgeOpinion(judge, query, calibration)
+        opinion = JudgeOpinion(
+            judge, query, calibration, prior_audits=monitor, stratum_evidence=strata
+        )
         log, state, audits = record(strategy, shown, person, opinion, rng.getrandbits(32))
+        monitor, strata = state.monitor, state.trust  # the study's test and evidence go on
         audited.extend(audits)
         if state.evidence:
             raw = [round(opinion.raw[(a, b)], STUDY_ROUNDING) for a, b, _, _ in state.evidence]

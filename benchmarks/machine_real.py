@@ -64,7 +64,7 @@ from labeling.machine.judges import (  # noqa: E402
     PairJudge,
 )
 from labeling.machine.opinion import JudgeOpinion  # noqa: E402
-from labeling.machine.trust import AuditMonitor  # noqa: E402
+from labeling.machine.trust import AuditMonitor, StratumEvidence  # noqa: E402
 from labeling.retrieval.bm25 import Bm25Index  # noqa: E402
 from labeling.retrieval.text import document_text  # noqa: E402
 from labeling.sources.smart import load_cranfield  # noqa: E402
@@ -138,6 +138,8 @@ class Study:
         self.calibrator = Calibrator("isotonic")
         #: The study's audit test, carried from query to query (the service's alarm).
         self.audits = AuditMonitor()
+        #: The evidence of the assist rule's bound per stratum, carried from query to query.
+        self.strata = StratumEvidence()
         #: Audits seen when the alarm was raised (None: never).
         self.alarm_at: int | None = None
         #: Every human answer on a pair the machine had an opinion on: (query, a, b, a won).
@@ -149,7 +151,13 @@ class Study:
         n = len(q.truth)
         person = Assessor({d: float(n - i) for i, d in enumerate(q.truth)}, seed=self.seed)
         opinion = (
-            JudgeOpinion(q.judge, q.query, self.calibrator, prior_audits=self.audits)
+            JudgeOpinion(
+                q.judge,
+                q.query,
+                self.calibrator,
+                prior_audits=self.audits,
+                stratum_evidence=self.strata,
+            )
             if self.assist
             else None
         )
@@ -159,6 +167,7 @@ class Study:
         )
         if isinstance(state, AssistStrategy) and opinion is not None:
             self.audits = state.monitor
+            self.strata = state.trust
             if self.audits.alarmed and self.alarm_at is None:
                 self.alarm_at = self.audits.audits
         if opinion is not None and isinstance(state, AssistStrategy) and state.evidence:
@@ -173,8 +182,10 @@ class Study:
 
     def recalibrate(self, judge: PairJudge) -> None:
         """A new judge: refit the calibration on every earlier answer with its raw
-        probabilities."""
+        probabilities; the bound's evidence starts afresh (the strata's stakes are not
+        stored)."""
         self.calibrator = Calibrator("isotonic")
+        self.strata = StratumEvidence()
         if self.evidence:
             raw = [
                 round(float(judge.prefer(jq, [(a, b)])[0]), STUDY_ROUNDING)

@@ -56,7 +56,7 @@ from app.judging.loop import answer_of
 from app.kernel.caches import LRU, Slot
 from app.kernel.db import Database
 from app.kernel.errors import Invalid, NotFound
-from app.machine.judges import calibration_from_json
+from app.machine.judges import calibration_from_json, strata_from_json
 from labeling.machine.calibration import Calibrator
 from labeling.machine.calibration_report import (
     CalibrationRecord,
@@ -155,7 +155,12 @@ def replay_audit_seqs(m: MachineTask, rows: Sequence[tuple[Any, ...]]) -> set[in
     if not drawn:
         return set()
     last = max(drawn)
-    machine = JudgeOpinion(m.stored, JudgeQuery(str(task.query_id), ""), _calibrator(m))
+    machine = JudgeOpinion(
+        m.stored,
+        JudgeQuery(str(task.query_id), ""),
+        _calibrator(m),
+        stratum_evidence=strata_from_json(m.calibration or {}),
+    )
     session = open_session(
         "topk", task.doc_ids, k=task.k, seed=task.seed, options=task.options, machine=machine
     )

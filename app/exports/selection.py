@@ -20,6 +20,7 @@ from app.judging.loop import replay_task
 from app.judging.repository import live_judgments
 from app.judging.uncertainty import task_machine_loss
 from app.kernel.models import Task
+from app.machine.alarms import task_audits
 from labeling.analysis.aggregate import Preference, borda, bradley_terry
 from labeling.protocol.spec import parse_machine
 from labeling.study.uncertainty import LossEstimate, LossTotal, total
@@ -153,7 +154,7 @@ def _labels_of_task(
             machine_answers=sum(r.source == "machine" for r in rows),
             judge=judge_of(task),
             human_decided=[d for d in top if d not in touched],
-            machine=task_machine_loss(None, task, rows, session),
+            machine=task_machine_loss(None, task, rows, session, audits=task_audits(s, task)),
         )
         return keep_human(ql, touched) if human else ql
     grades = {doc: result.grades[doc] for doc in sorted(result.grades)}
@@ -184,7 +185,7 @@ def _aggregate(s: Session, source: str, qid: str, tasks: list[tuple[Task, str]])
         session = replay_task(task, rows)
         replayed.append((task, session.result()))
         if task.method == "topk":
-            losses.append(task_machine_loss(None, task, rows, session))
+            losses.append(task_machine_loss(None, task, rows, session, audits=task_audits(s, task)))
         infos.append(TaskInfo(task.id, username, len(rows), sum(r.active_ms for r in rows)))
         touched |= machine_touched(rows)
         machine_answers += sum(r.source == "machine" for r in rows)

@@ -95,22 +95,24 @@ def machine_answers(store: JudgmentStore, r: Replayed, now: Any) -> int:
 
 
 def _audit_count(session: Any) -> int:
-    """How many audits the session's assist rule has recorded (0 without one)."""
+    """How many people's answers the session's assist rule has recorded as evidence (0
+    without one)."""
     state = getattr(session, "state", None)
-    return len(state.audit_records) if isinstance(state, AssistStrategy) else 0
+    return len(state.evidence_records) if isinstance(state, AssistStrategy) else 0
 
 
 def _store_audits(
     store: JudgmentStore, r: Replayed, before: int, judgment_id: int, now: Any
 ) -> None:
-    """Store the audit a person's answer (judgment ``judgment_id``) gave, if any, and raise
+    """Store what a person's answer (judgment ``judgment_id``) tells about the machine (its
+    stratum's evidence, and the audit if it was one), and raise
     the study's alarm when its test rejects the machine (:func:`app.machine.alarms
     .record_audits`), in the answer's transaction."""
     state = getattr(r.session, "state", None)
     judge = machines.machine_judge(r.session)
     if not isinstance(state, AssistStrategy) or judge is None:
         return
-    new = state.audit_records[before:]
+    new = state.evidence_records[before:]
     if new:
         alarms.record_audits(store.db, store.cursor, r.task, judge, judgment_id, new, now)
 

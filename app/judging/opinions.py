@@ -135,7 +135,13 @@ def prepare_pair_opinions(
         rows = store.live_log(task_id)
         text = store.query_text(task.query_id).title
     assert frozen is not None and frozen.calibrator is not None
-    opinion = JudgeOpinion(judge, JudgeQuery(str(task.query_id), text), frozen.calibrator)
+    opinion = JudgeOpinion(
+        judge,
+        JudgeQuery(str(task.query_id), text),
+        frozen.calibrator,
+        prior_audits=frozen.prior_audits,
+        stratum_evidence=frozen.stratum_evidence,
+    )
     session = replay(task, rows, opinion).session
     assert isinstance(session, TopKSession)
     for _ in range(lookahead):

@@ -35,29 +35,40 @@ def task_machine_loss(
     session: Any = None,
     *,
     stale: int = 0,
+    audits: Sequence[tuple[float, bool]] | None = None,
 ) -> LossEstimate:
     """The loss estimate of ``task`` (an ORM Task or a task row) from its live log ``rows``:
     :func:`labeling.study.uncertainty.none_estimate` when no machine answered (or the task
     grades documents). ``session``: the task's replayed session when the caller has it;
     ``db``: the database whose cache keeps the estimate (None: no cache); ``stale``: the module
-    docstring."""
+    docstring; ``audits``: the study's audits of the task's machine
+    (:func:`app.machine.alarms.task_audits`: stated P(right), right), which give the audited
+    interval (docs/machine-judges.md#the-uncertainty-the-machine-leaves); None: the stated
+    probabilities only."""
     if task.method != "topk" or not any(r.source == "machine" for r in rows):
         return none_estimate()
     cache = _ESTIMATES.of(db) if db is not None else None
-    version = log_version(rows)
+    version = (*log_version(rows), -1 if audits is None else len(audits))
     key = (task.id, task.created_at)
     if cache is not None:
         found: tuple[Any, LossEstimate] | None = cache.get(key)
         if found is not None:
-            (length, newest), estimate = found
-            if (length, newest) == version:
+            (length, newest, audited), estimate = found
+            if (length, newest, audited) == version:
                 return estimate
-            if stale > 0 and task.status != "done" and abs(length - version[0]) < stale:
+            if (
+                stale > 0
+                and task.status != "done"
+                and abs(length - version[0]) < stale
+                and audited == version[2]
+            ):
                 return estimate
     if session is None:
         session = replay_task(task, rows)
     assert isinstance(session, TopKSession)
-    estimate = estimate_loss(machine_log(session), seed=int(task.seed))
+    estimate = estimate_loss(
+        machine_log(session), seed=int(task.seed), audits=None if audits is None else list(audits)
+    )
     if cache is not None:
         cache.put(key, (version, estimate))
     return estimate

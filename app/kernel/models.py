@@ -42,6 +42,7 @@ from sqlalchemy import (
     false,
     func,
     text,
+    true,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
@@ -502,9 +503,10 @@ class MachineOpinion(Base):
 
 
 class MachineAudit(Base):
-    """A person's answer to a question the machine could have answered, taken from it by the
-    audit (docs/machine-judges.md#audits-that-act): the P(wrong) the machine claimed there and
-    whether the person contradicted it. An undone judgment's audit no longer counts."""
+    """A person's answer to a question the machine had a side on
+    (docs/machine-judges.md#audits-that-act): the evidence of its stratum, and, when the audit
+    took the question from the machine (``tested``), the P(wrong) the machine claimed there;
+    whether the person contradicted it. An undone judgment's row no longer counts."""
 
     __tablename__ = "machine_audit"
     __table_args__ = (Index("ix_machine_audit_study", "collection_id", "judge", "judgment_id"),)
@@ -518,6 +520,12 @@ class MachineAudit(Base):
     claimed: Mapped[float] = mapped_column(Float)
     wrong: Mapped[bool] = mapped_column(Boolean)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    #: The question's stratum of the assist rule's bound (confidence bin × stake class,
+    #: :func:`labeling.machine.trust.stratum`; NULL on rows stored before strata).
+    stratum: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    #: An audit the sequential test counts; false: a person's answer that is evidence of its
+    #: stratum only (``claimed`` 1: the machine claimed nothing there).
+    tested: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
 
 
 class MachineAlarm(Base):

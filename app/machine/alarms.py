@@ -24,16 +24,26 @@ from sqlalchemy import Table, and_, bindparam, func, insert, select, update
 from app.kernel.caches import Slot
 from app.kernel.db import Database
 from app.kernel.errors import Conflict, NotFound
-from app.kernel.models import Collection, Judgment, MachineAlarm, MachineAudit, utcnow
+from app.kernel.models import (
+    Collection,
+    Judgment,
+    MachineAlarm,
+    MachineAudit,
+    TaskMachine,
+    utcnow,
+)
 from app.kernel.prepared import Prepared, native
-from labeling.machine.trust import ALARM_ALPHA, AuditMonitor
+from labeling.machine.trust import ALARM_ALPHA, N_STRATA, AuditMonitor, StratumEvidence
 
 __all__ = [
     "collection_alarms",
+    "collection_audits",
     "record_audits",
     "resume_alarm",
     "stopped",
     "study_monitor",
+    "study_strata",
+    "task_audits",
 ]
 
 A = MachineAudit.__table__
@@ -52,7 +62,14 @@ _SINCE = (
     .scalar_subquery()
 )
 AUDITS = (
-    select(A.c.judgment_id, native(A.c.claimed).label("claimed"), A.c.wrong, A.c.task_id)
+    select(
+        A.c.judgment_id,
+        native(A.c.claimed).label("claimed"),
+        A.c.wrong,
+        A.c.task_id,
+        A.c.stratum,
+        A.c.tested,
+    )
     .join(J, and_(J.c.id == A.c.judgment_id, J.c.undone.is_(False)))
     .where(
         A.c.collection_id == bindparam("collection_id"),
@@ -73,6 +90,8 @@ INSERT_AUDIT = insert(A).values(
     judge=bindparam("judge"),
     claimed=bindparam("claimed"),
     wrong=bindparam("wrong"),
+    stratum=bindparam("stratum"),
+    tested=bindparam("tested"),
     created_at=bindparam("now"),
 )
 INSERT_ALARM = insert(L).values(
@@ -117,9 +136,22 @@ def study_monitor(
     ``task_id`` (the task's own are replayed by its session)."""
     monitor = AuditMonitor()
     for row in _STATEMENTS.of(db).audits.rows(cursor, _study(collection_id, judge)):
-        if row.task_id != task_id:
+        if row.task_id != task_id and row.tested:
             monitor.record(float(row.claimed), bool(row.wrong))
     return monitor
+
+
+def study_strata(
+    db: Database, cursor: Any, collection_id: int, judge: str, task_id: int
+) -> StratumEvidence:
+    """The evidence of the assist rule's bound per stratum: people's live answers of tasks
+    other than ``task_id`` (its own are replayed by its session) since the last resume, by
+    the stratum they were asked in (rows without one are audits stored before strata)."""
+    evidence = StratumEvidence()
+    for row in _STATEMENTS.of(db).audits.rows(cursor, _study(collection_id, judge)):
+        if row.task_id != task_id and row.stratum is not None and 0 <= row.stratum < N_STRATA:
+            evidence.add(int(row.stratum), bool(row.wrong))
+    return evidence
 
 
 def record_audits(
@@ -128,20 +160,33 @@ def record_audits(
     task: Any,
     judge: str,
     judgment_id: int,
-    records: Sequence[tuple[float, bool]],
+    records: Sequence[tuple[int | None, bool, float | None]],
     now: datetime,
 ) -> bool:
-    """Store the audits of a person's answer (judgment ``judgment_id``: its claimed P(wrong)
-    and whether the person contradicted the machine; at most one per answer) and raise the
-    alarm if the study's test now rejects the machine; whether an alarm was raised."""
+    """Store what a person's answer (judgment ``judgment_id``) tells about the machine, at
+    most one row: ``(stratum, the person contradicted the machine, the claimed P(wrong) when
+    the audit took the question from it, else None)`` (the session's ``evidence_records``),
+    and raise the alarm if the study's test over its audits now rejects the machine; whether
+    an alarm was raised."""
     sql = _STATEMENTS.of(db)
     study = _study(task.collection_id, judge)
-    for claimed, wrong in records[:1]:
+    tested = False
+    for stratum, wrong, claimed in records[:1]:
+        tested = claimed is not None
         values = {**study, "judgment_id": judgment_id, "task_id": task.id, "now": now}
-        sql.insert_audit.execute(cursor, {**values, "claimed": claimed, "wrong": wrong})
-    if not records or sql.active.rows(cursor, study):
+        sql.insert_audit.execute(
+            cursor,
+            {
+                **values,
+                "claimed": 1.0 if claimed is None else claimed,
+                "wrong": wrong,
+                "stratum": stratum,
+                "tested": tested,
+            },
+        )
+    if not tested or sql.active.rows(cursor, study):
         return False
-    rows = sql.audits.rows(cursor, study)
+    rows = [r for r in sql.audits.rows(cursor, study) if r.tested]
     monitor = AuditMonitor()
     for row in rows:
         monitor.record(float(row.claimed), bool(row.wrong))
@@ -161,6 +206,41 @@ def record_audits(
         },
     )
     return True
+
+
+def collection_audits(s: Any, collection_id: int) -> dict[str, list[tuple[float, bool]]]:
+    """The collection's live audits per judge since its last resumed alarm, on the ORM
+    session ``s``, as the loss estimate takes them (``labeling.study.uncertainty
+    .estimate_loss``'s ``audits``): ``(stated P(right) = 1 − claimed P(wrong), the person
+    agreed with the machine)``, in judgment order."""
+    resumed: dict[str, int] = {}
+    for judge, last in s.execute(
+        select(MachineAlarm.judge, func.max(MachineAlarm.last_judgment_id))
+        .where(MachineAlarm.collection_id == collection_id, MachineAlarm.resumed_at.is_not(None))
+        .group_by(MachineAlarm.judge)
+    ):
+        resumed[str(judge)] = int(last)
+    out: dict[str, list[tuple[float, bool]]] = {}
+    for judgment_id, judge, claimed, wrong in s.execute(
+        select(
+            MachineAudit.judgment_id, MachineAudit.judge, MachineAudit.claimed, MachineAudit.wrong
+        )
+        .join(Judgment, and_(Judgment.id == MachineAudit.judgment_id, Judgment.undone.is_(False)))
+        .where(MachineAudit.collection_id == collection_id, MachineAudit.tested.is_(True))
+        .order_by(MachineAudit.judgment_id)
+    ):
+        if judgment_id > resumed.get(str(judge), 0):
+            out.setdefault(str(judge), []).append((1.0 - float(claimed), not wrong))
+    return out
+
+
+def task_audits(s: Any, task: Any) -> list[tuple[float, bool]] | None:
+    """The audits of the study of ``task``'s machine (:func:`collection_audits` of its judge),
+    None when the task has no machine."""
+    judge = s.scalar(select(TaskMachine.judge).where(TaskMachine.task_id == task.id))
+    if judge is None:
+        return None
+    return collection_audits(s, int(task.collection_id)).get(str(judge), [])
 
 
 def _alarm_dict(alarm: MachineAlarm) -> dict[str, Any]:

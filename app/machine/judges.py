@@ -47,6 +47,7 @@ from labeling.machine.calibration import Calibrator
 from labeling.machine.embedding_judge import EmbeddingJudge
 from labeling.machine.judges import Bm25Judge, JudgeQuery, LlmJudge
 from labeling.machine.llm_prompts import PAIRWISE_V2, PromptTemplate
+from labeling.machine.trust import N_STRATA, StratumEvidence
 from labeling.protocol.spec import (
     DEFAULT_LLM_ENDPOINT,
     Bm25Source,
@@ -351,6 +352,19 @@ def gold_from_json(data: Mapping[str, Any]) -> list[tuple[float, bool]]:
     """The gold set a task's frozen calibration holds (:func:`gold_evidence`), as
     :class:`labeling.machine.opinion.JudgeOpinion` takes it: ``(raw p, first better)``."""
     return [(float(p), bool(y)) for p, y in data.get("gold") or []]
+
+
+def strata_from_json(calibration: Mapping[str, Any]) -> StratumEvidence:
+    """The assist rule's evidence per stratum frozen with a task's calibration (its
+    ``strata``: answers and contradictions per stratum, docs/machine-judges.md#the-rule); none
+    for a task frozen before strata were stored (its session learns from its own answers)."""
+    data = calibration.get("strata")
+    if not isinstance(data, Mapping):
+        return StratumEvidence()
+    answers, wrong = list(data.get("answers") or []), list(data.get("wrong") or [])
+    if len(answers) != N_STRATA or len(wrong) != N_STRATA:
+        return StratumEvidence()
+    return StratumEvidence([int(x) for x in answers], [int(x) for x in wrong])
 
 
 def evidence_probability(

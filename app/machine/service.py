@@ -138,6 +138,10 @@ def task_opinion(
         gold = judges.gold_evidence(store.gold(task.collection_id, row.judge))
         if gold:  # the admin's gold pairs, frozen with it (docs/machine-judges.md#the-gold-set)
             frozen = {**frozen, "gold": gold}
+        # The bound's evidence per stratum is frozen with it: every replay of the task meets
+        # the same machine (docs/machine-judges.md#the-rule).
+        strata = alarms.study_strata(db, cursor, task.collection_id, row.judge, task.id)
+        frozen = {**frozen, "strata": strata.to_dict()}
         if not store.freeze(task.id, frozen, utcnow()):  # stored meanwhile: use that one
             calibration = store.machine(task.id).calibration
         else:
@@ -151,6 +155,9 @@ def task_opinion(
         judges.calibration_from_json(calibration),
         gold=judges.gold_from_json(calibration),
         prior_audits=audits,
+        stratum_evidence=judges.strata_from_json(calibration).with_gold(
+            judges.gold_from_json(calibration)
+        ),
     )
 
 

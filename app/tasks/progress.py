@@ -29,8 +29,8 @@ from app.judging.loop import replay_task
 from app.judging.uncertainty import task_machine_loss
 from app.kernel.db import Database
 from app.kernel.errors import NotFound
-from app.kernel.models import TASK_STATUSES, Collection, Judgment, Query, Task, User
-from app.machine import health
+from app.kernel.models import TASK_STATUSES, Collection, Judgment, Query, Task, TaskMachine, User
+from app.machine import alarms, health
 from labeling.study.uncertainty import LossEstimate, total
 
 #: Timeline bucket sizes to choose from (seconds): the smallest giving at most MAX_BUCKETS.
@@ -109,6 +109,7 @@ def _task_entry(
     qtitle: str,
     username: str,
     disabled: bool,
+    audits: list[tuple[float, bool]] | None = None,
 ) -> dict[str, Any]:
     """One task's line of the report, from its live ``log`` (replayed while it is open)."""
     session = None
@@ -118,7 +119,9 @@ def _task_entry(
         session = replay_task(task, log)
         p = session.progress()
         expected, worst = float(p.expected_remaining), int(p.max_remaining)
-    loss: LossEstimate = task_machine_loss(db, task, log, session, stale=STALE_ANSWERS)
+    loss: LossEstimate = task_machine_loss(
+        db, task, log, session, stale=STALE_ANSWERS, audits=audits
+    )
     return {
         "id": task.id,
         "query_id": qid,
@@ -175,12 +178,24 @@ def collection_progress(*, db: Database, collection_id: int) -> dict[str, Any]:
             )
         )
         calls = health.task_calls(s, collection_id)
+        # The loss estimate of a task with a machine takes its study's audits (the audited
+        # interval, docs/machine-judges.md#the-uncertainty-the-machine-leaves).
+        audits = alarms.collection_audits(s, collection_id)
+        judges = dict(
+            s.execute(
+                select(TaskMachine.task_id, TaskMachine.judge)
+                .join(Task, Task.id == TaskMachine.task_id)
+                .where(Task.collection_id == collection_id)
+            ).all()
+        )
     tasks: list[dict[str, Any]] = []
     times: list[tuple[datetime, str]] = []
     for task, qid, qtitle, username, disabled in rows:
         log = logs.get(task.id, [])
         times.extend((j.created_at, task.method) for j in log)
-        entry = _task_entry(db, task, log, qid, qtitle, username, bool(disabled))
+        judge = judges.get(task.id)
+        audited = None if judge is None else audits.get(str(judge), [])
+        entry = _task_entry(db, task, log, qid, qtitle, username, bool(disabled), audited)
         # the machine's calls for the task (docs/machine-judges.md#when-the-machine-fails)
         entry["machine_calls"] = calls.get(task.id)
         tasks.append(entry)

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 from labeling.machine.calibration import Calibrator
 from labeling.machine.judges import JudgeQuery, PairJudge
-from labeling.machine.trust import AuditMonitor, ErrorEvidence
+from labeling.machine.trust import AuditMonitor, ErrorEvidence, StratumEvidence
 
 __all__ = ["JudgeOpinion"]
 
@@ -37,12 +37,16 @@ class JudgeOpinion:
         *,
         gold: Sequence[tuple[float, bool]] = (),
         prior_audits: AuditMonitor | None = None,
+        stratum_evidence: StratumEvidence | None = None,
     ) -> None:
         self.judge = judge
         self.query = query
         self.calibrator = calibrator
         #: The study's audits so far (the assist rule's sequential test starts from them).
         self.prior_audits = prior_audits
+        #: The study's people's answers per stratum (confidence bin × stake class) so far: the
+        #: evidence of the assist rule's bound (docs/machine-judges.md#the-rule).
+        self.stratum_evidence = stratum_evidence
         self._gold = list(gold)
         self._evidence: ErrorEvidence | None = None
         #: Raw P(first better) by the pair as asked (first, second); NaN: no opinion.

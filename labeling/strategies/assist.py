@@ -7,14 +7,17 @@ asks :meth:`AssistStrategy.machine_verdict` whether the machine may answer it. T
 
 1. **The machine's side.** An injected :class:`MachineOpinion` gives its P(first better); its
    raw probability ``p`` (``raw_probability`` when the opinion has one) names the side it
-   would answer (first when ``p > 1/2``) and a confidence bin of ``|p − 1/2|``.
+   would answer (first when ``p > 1/2``), a confidence bin of ``|p − 1/2|`` and, with the
+   question's stake (3.), its **stratum** (:func:`labeling.machine.trust.stratum`: bin ×
+   stake class).
 2. **No answer without evidence.** P(wrong) is not a point estimate but ``U``, the
    Clopper–Pearson upper bound at level :data:`labeling.machine.trust.BOUND_ALPHA` on the
-   error rate of the machine's side in that bin, from every human answer on pairs of the bin:
-   the study's earlier ones (the opinion's ``evidence``, e.g. the study calibration the
-   service froze for the task), and this session's (:class:`labeling.machine.trust
-   .ErrorEvidence`). With no answer in the bin ``U = 1``: people answer. The machine answers
-   only while ``U < 1/2``, and its answer is logged with P(right) ``1 − U``.
+   error rate of the machine's side in that stratum, from every person's answer to a question
+   of the stratum: the study's earlier ones (the opinion's ``stratum_evidence``, the service's
+   stored answers of the study's other tasks) and this session's
+   (:class:`labeling.machine.trust.StratumEvidence`). With no answer in the stratum ``U = 1``:
+   people answer. The machine answers only while ``U < 1/2``, and its answer is logged with
+   P(right) ``1 − U``.
 3. **Stake** (the ``+robust`` accounting, docs/noise.md#the-robust-rule): a wrong "w beat l"
    costs what l then misses, in κ-NDCG@k. ``a_w`` and ``a_l`` are the numbers of documents
    known (directly or through others, by the answers so far) to be better than w and l; if
@@ -28,14 +31,15 @@ asks :meth:`AssistStrategy.machine_verdict` whether the machine may answer it. T
    (:attr:`Compare.repeat`) and a pair already answered always go to people.
 5. **Audits that act.** A share of the questions the machine could answer is asked of people
    anyway (a hash of the seed and the pair below :func:`labeling.machine.trust.audit_share`
-   of the bin's evidence count: more audits while the bin has few answers; the largest share,
-   :data:`labeling.machine.trust.AUDIT_MAX`, in a bin where a person of this session has
-   contradicted the machine). Each audit tests
+   of the stratum's evidence count: more audits while the stratum has few answers; the
+   largest share, :data:`labeling.machine.trust.AUDIT_MAX`, in a stratum where a person of
+   this session has contradicted the machine). Each audit tests
    the claim ``U`` sequentially (:class:`labeling.machine.trust.AuditMonitor`, started from the
    opinion's ``prior_audits``, the study's audits so far): once the test rejects the claim
    (false-alarm rate :data:`labeling.machine.trust.ALARM_ALPHA`), the machine answers nothing
    more in the session (:attr:`AssistStrategy.alarmed`) and the service stops it for the
-   collection. Every human answer on a pair the machine has an opinion on is evidence (2.).
+   collection. Every person's answer to a question the machine has a side on is evidence of
+   its stratum (2.; a ``+robust`` repeat is not: it is no question the machine could answer).
 6. **Over** ``+robust`` (``X+assist+robust``, a person who sometimes answers wrongly): the
    robust rule's confirmations are decided with the machine as the second opinion, before the
    answer is used: the base ``X`` runs, and a person's answer is asked again
@@ -43,8 +47,11 @@ asks :meth:`AssistStrategy.machine_verdict` whether the machine may answer it. T
    machine's opinion) exceeds :data:`CONFIRM_TOLERANCE` / n, up to :data:`CONFIRM_VOTES`
    votes (:meth:`AssistStrategy._confirmed_risk`: prior odds ``(1 − U)/U`` for the machine's
    side, each vote of lead multiplying them by (1 − f)/f, f the robust rule's assumed flip
-   rate). The base only ever sees the combined answer (the majority; equal counts: the
-   machine's side), so nothing is re-run.
+   rate). Here ``U`` is the bound of the confidence bin over people's answers (the study's
+   and this session's: :attr:`AssistStrategy.people_trust`), not of a stratum: a confirmed
+   pair is one people answer, the population that evidence is drawn from. The base only ever
+   sees the combined answer (the majority; equal counts: the machine's side), so nothing is
+   re-run.
 
 Machine answers are derived, not chosen: the session records each as a
 :class:`labeling.protocol.types.MachineAnswer` (its P(right), ``1 − U``) in the log, and replay
@@ -65,9 +72,10 @@ from labeling.machine.trust import (
     AUDIT_MAX,
     AuditMonitor,
     ErrorEvidence,
+    StratumEvidence,
     audit_share,
-    confidence_bin,
     question_tolerance,
+    stratum,
 )
 
 # Re-exported: the option machine.max_loss's default and bound (its check: the task spec).
@@ -100,8 +108,9 @@ class MachineOpinion(Protocol):
     """A machine judge for one task, as the assisted strategy sees it: deterministic for a
     given version. It may also have ``raw_probability(first, second)`` (the judge's raw
     probability, whose confidence bin the evidence is counted in; default: ``probability``),
-    ``evidence`` (:class:`labeling.machine.trust.ErrorEvidence`, the study's human answers)
-    and ``prior_audits`` (:class:`labeling.machine.trust.AuditMonitor`, the study's audits)."""
+    ``stratum_evidence`` (:class:`labeling.machine.trust.StratumEvidence`, the study's
+    people's answers per stratum) and ``prior_audits``
+    (:class:`labeling.machine.trust.AuditMonitor`, the study's audits)."""
 
     @property
     def version(self) -> str:
@@ -147,8 +156,9 @@ class AssistStrategy:
 
     Readable while paused: ``machine_answers``, ``person_answers``, ``audits`` (questions the
     machine could have answered, asked of people), ``spent`` (the risks of the machine's
-    answers), ``trust`` (the error evidence per confidence bin: the study's plus this
-    session's), ``monitor`` (the audit test, the study's audits plus this session's),
+    answers), ``trust`` (the error evidence per stratum: the study's plus this session's),
+    ``evidence_records`` (this session's people's answers as evidence: stratum, contradicted,
+    the claim when an audit), ``monitor`` (the audit test, the study's audits plus this session's),
     ``audit_records`` (this session's audits: ``(claimed P(wrong), wrong)``) and
     ``evidence`` (every human answer on a pair the machine had an opinion on:
     ``(a, b, raw p, a_won)``).
@@ -174,9 +184,13 @@ class AssistStrategy:
         self.seed = 0
         self.max_loss = DEFAULT_MAX_LOSS
         self.tolerance = question_tolerance(self.max_loss, self.n)
-        self.trust = ErrorEvidence()
+        self.trust = StratumEvidence()
+        self.people_trust = ErrorEvidence()
         self.monitor = AuditMonitor()
         self.audit_records: list[tuple[float, bool]] = []
+        #: This session's people's answers as evidence: ``(stratum, contradicted the machine,
+        #: the claimed P(wrong) when the answer was an audit, else None)``.
+        self.evidence_records: list[tuple[int, bool, float | None]] = []
         self.machine_answers = 0
         self.person_answers = 0
         self.audits = 0
@@ -186,22 +200,27 @@ class AssistStrategy:
         self._above = [0] * self.n  # per document: bit set of those known to be better
         self._below = [0] * self.n  # per document: bit set of those known to be worse
         self._answered: set[Key] = set()
-        #: Confidence bins in which a person contradicted the machine in this session: their
-        #: audit share is the largest (rule 5).
-        self._contradicted: set[int | None] = set()
+        #: Strata in which a person contradicted the machine in this session: their audit
+        #: share is the largest (rule 5).
+        self._contradicted: set[int] = set()
         self._turn: tuple[Key, float] | None = None  # a machine answer to the pending question
 
     def bind(
         self, machine: MachineOpinion | None, seed: int, max_loss: float = DEFAULT_MAX_LOSS
     ) -> None:
         """Give the strategy its machine, the task seed and the stated loss (before the first
-        answer): the study's evidence and audits are copied from the machine."""
+        answer): the study's evidence per stratum (the machine's ``stratum_evidence``) and
+        audits are copied from the machine."""
         self.machine = machine
         self.seed = seed
         self.max_loss = max_loss
         self.tolerance = question_tolerance(max_loss, self.n)
-        evidence = getattr(machine, "evidence", None)
-        self.trust = evidence.copy() if isinstance(evidence, ErrorEvidence) else ErrorEvidence()
+        evidence = getattr(machine, "stratum_evidence", None)
+        self.trust = evidence.copy() if isinstance(evidence, StratumEvidence) else StratumEvidence()
+        answered = getattr(machine, "evidence", None)
+        self.people_trust = (
+            answered.copy() if isinstance(answered, ErrorEvidence) else ErrorEvidence()
+        )
         audits = getattr(machine, "prior_audits", None)
         self.monitor = audits.copy() if isinstance(audits, AuditMonitor) else AuditMonitor()
 
@@ -222,11 +241,32 @@ class AssistStrategy:
             return None
         return float(p)
 
-    def _risk(self, winner: str, loser: str, p_right: float) -> float:
+    def _stake(self, winner: str, loser: str) -> float:
         index = self._index
         above_w = self._above[index[winner]].bit_count()
         above_l = self._above[index[loser]].bit_count()
-        return wrong_stake(self.k, above_w, above_l) * max(1.0 - p_right, MIN_WRONG)
+        return wrong_stake(self.k, above_w, above_l)
+
+    def _risk(self, winner: str, loser: str, p_right: float) -> float:
+        return self._stake(winner, loser) * max(1.0 - p_right, MIN_WRONG)
+
+    def _side(self, a: str, b: str) -> tuple[str, str, float, int] | None:
+        """The machine's side on (a, b) in the current state: ``(winner, loser, stake,
+        stratum)``, None without an opinion or a side."""
+        p = self._raw(a, b)
+        if p is None or p == 0.5:
+            return None
+        winner, loser = (a, b) if p > 0.5 else (b, a)
+        stake = self._stake(winner, loser)
+        s = stratum(p, stake)
+        if s is None:
+            return None
+        return winner, loser, stake, s
+
+    def _bound(self, a: str, b: str) -> float:
+        """``U`` of the machine's side on (a, b) in its stratum now (1 without a side)."""
+        side = self._side(a, b)
+        return 1.0 if side is None else self.trust.upper(side[3])
 
     def machine_verdict(self, question: Compare) -> tuple[str, float] | None:
         """``(winner, P(right))`` if the machine may answer ``question`` (the module
@@ -236,12 +276,17 @@ class AssistStrategy:
             return None
         return verdict
 
+    def machine_verdict_unaudited(self, question: Compare) -> tuple[str, float] | None:
+        """``(winner, P(right))`` the machine would claim on ``question`` before the audit
+        (an audit's claim), else ``None``. No state changes."""
+        return self._candidate(question)
+
     def _audited(self, question: Compare) -> bool:
-        p = self._raw(question.a, question.b)
-        if p is None:
+        side = self._side(question.a, question.b)
+        if side is None:
             return False
-        b = confidence_bin(p)
-        share = AUDIT_MAX if b in self._contradicted else audit_share(self.trust.count(p))
+        s = side[3]
+        share = AUDIT_MAX if s in self._contradicted else audit_share(self.trust.count(s))
         return audit_draw(self.seed, question.a, question.b) < share
 
     def would_audit(self, question: Compare) -> bool:
@@ -256,18 +301,17 @@ class AssistStrategy:
             return None
         if self.monitor.alarmed:
             return None
-        p = self._raw(a, b)
-        if p is None or p == 0.5:
+        side = self._side(a, b)
+        if side is None:
             return None
-        bound = self.trust.upper(p)
+        winner, _loser, stake, s = side
+        bound = self.trust.upper(s)
         if bound >= MAX_CLAIM:
             return None
-        winner, loser = (a, b) if p > 0.5 else (b, a)
-        p_right = 1.0 - bound
-        risk = self._risk(winner, loser, p_right)
+        risk = stake * max(bound, MIN_WRONG)
         if risk > self.tolerance or self.spent + risk > self.max_loss:
             return None
-        return winner, p_right
+        return winner, 1.0 - bound
 
     def accept_machine(self, question: Compare, winner: str, p_right: float) -> None:
         """The next answer to ``question`` is the machine's (live or from the log), right
@@ -320,7 +364,7 @@ class AssistStrategy:
         if count_a != count_b:
             return a if count_a > count_b else b
         p = self._raw(a, b)
-        if p is not None and p != 0.5 and self.trust.upper(p) < 0.5:
+        if p is not None and p != 0.5 and self.people_trust.upper(p) < 0.5:
             return a if p > 0.5 else b
         return next(v for v in votes if v is not None)
 
@@ -334,15 +378,12 @@ class AssistStrategy:
         odds = ((1.0 - ASSUMED_FLIP) / ASSUMED_FLIP) ** lead
         p = self._raw(winner, loser)
         if p is not None and p != 0.5:
-            u = min(max(self.trust.upper(p), MIN_WRONG), 0.5)
+            # The pair is one people answer, so the evidence is people's answers per bin
+            # (the population the per-bin bound holds on), not the strata of what the
+            # machine answers.
+            u = min(max(self.people_trust.upper(p), MIN_WRONG), 0.5)
             odds *= (1.0 - u) / u if p > 0.5 else u / (1.0 - u)
-        index = self._index
-        stake = wrong_stake(
-            self.k,
-            self._above[index[winner]].bit_count(),
-            self._above[index[loser]].bit_count(),
-        )
-        return stake / (1.0 + odds)
+        return self._stake(winner, loser) / (1.0 + odds)
 
     def _learn(self, question: Compare, winner: Winner) -> bool:
         """Count an answer and learn from it: True when a person gave it."""
@@ -357,29 +398,38 @@ class AssistStrategy:
             # A person's answer (a pair answered before and asked without ``repeat`` is a
             # pair-cache hit: no new evidence).
             self.person_answers += 1
-            if not question.repeat:
-                self._audit(question, winner)
+            claimed = None if question.repeat else self._audit(question, winner)
             p = self._raw(a, b)
             if p is not None and winner is not None:
-                self.trust.add(p, winner == a)
-                if p != 0.5 and (p > 0.5) != (winner == a):
-                    self._contradicted.add(confidence_bin(p))
                 self.evidence.append((a, b, p, winner == a))
+                self.people_trust.add(p, winner == a)
+            side = None if question.repeat else self._side(a, b)
+            if side is not None and winner is not None:
+                # The evidence of the question's stratum, counted before the answer is
+                # settled (the stake as it was asked); a repeat (+robust) is no question the
+                # machine could answer.
+                wrong = winner != side[0]
+                self.trust.add(side[3], wrong)
+                self.evidence_records.append((side[3], wrong, claimed))
+                if wrong:
+                    self._contradicted.add(side[3])
             return True
         return False  # a pair-cache hit
 
-    def _audit(self, question: Compare, winner: Winner) -> None:
+    def _audit(self, question: Compare, winner: Winner) -> float | None:
         """A person's answer to a question the audit took from the machine: test the claim
-        (rule 5 of the module docstring), before the answer becomes evidence."""
+        (rule 5 of the module docstring), before the answer becomes evidence; the claimed
+        P(wrong) when it was a tested audit."""
         verdict = self._candidate(question)
         if verdict is None or not self._audited(question):
-            return
+            return None
         self.audits += 1
         if winner is None:  # a tie says nothing about the machine's side
-            return
+            return None
         claimed, wrong = 1.0 - verdict[1], winner != verdict[0]
         self.monitor.record(claimed, wrong)
         self.audit_records.append((claimed, wrong))
+        return claimed
 
     def _settle(self, question: Compare, winner: Winner) -> None:
         """The answer the inner strategy gets: what it proves."""

@@ -12,13 +12,11 @@ the task's prior as well.
 **A learned calibration.** The trials of a cell are the queries of one study, in order: the
 judge's raw probabilities reach each session through a calibrator learned from the earlier
 queries' human answers (isotonic, the default prior: trust 1/2, weight 10; raw
-probabilities rounded to 0.001 for speed); its answers are also the evidence of the
-:mod:`labeling.strategies.assist` rule's bound, with the session's own, and the study's audits
-so far start each session's audit test. Nothing is told about the judge's own calibration.
-The study's evidence per confidence bin is kept as the queries go (the same counts the
-calibrator's answers give, without recounting them at every query) and a query's raw
-probabilities come from its documents' perceived utilities, each computed once (the same
-numbers the judge's ``prefer`` gives).
+probabilities rounded to 0.001 for speed); the people's answers per stratum are the evidence
+of the :mod:`labeling.strategies.assist` rule's bound, carried from query to query with the
+session's own, and the study's audits so far start each session's audit test. Nothing is told
+about the judge's own calibration. A query's raw probabilities come from its documents'
+perceived utilities, each computed once (the same numbers the judge's ``prefer`` gives).
 
 **The person**: consistent (``machine0.8``) or flipping each answer with p = 0.1
 (``machine0.8+flip0.1``). κ-NDCG@k is against the latent truth, which for the consistent
@@ -40,7 +38,7 @@ from labeling.errors import ConfigError
 from labeling.machine.calibration import Calibrator
 from labeling.machine.judges import JudgeQuery, ThurstoneJudge
 from labeling.machine.opinion import JudgeOpinion
-from labeling.machine.trust import AuditMonitor, ErrorEvidence
+from labeling.machine.trust import AuditMonitor, ErrorEvidence, StratumEvidence
 from labeling.strategies.assist import AssistStrategy
 from labeling.strategies.registry import resolve_strategy
 from labeling.study.simulation import StudyTrial, drive, prior_order, scenario_assessor
@@ -82,9 +80,9 @@ def machine_trial(
 
 
 class _StudyOpinion(JudgeOpinion):
-    """A :class:`JudgeOpinion` whose study evidence is given (kept by the study as it goes,
-    equal to what the calibrator's answers count) and whose raw probabilities come from the
-    query's perceived utilities, computed once per document (the numbers
+    """A :class:`JudgeOpinion` over the study's evidence per stratum and per bin (the bin's
+    kept by the study as it goes, equal to what the calibrator's answers count) whose raw
+    probabilities come from the query's perceived utilities, computed once per document (the numbers
     :meth:`ThurstoneJudge.prefer` gives, by its formula, without asking it pair by pair)."""
 
     def __init__(
@@ -95,9 +93,12 @@ class _StudyOpinion(JudgeOpinion):
         *,
         evidence: ErrorEvidence,
         prior_audits: AuditMonitor,
+        stratum_evidence: StratumEvidence,
         perceived: dict[str, float],
     ) -> None:
-        super().__init__(judge, query, calibrator, prior_audits=prior_audits)
+        super().__init__(
+            judge, query, calibrator, prior_audits=prior_audits, stratum_evidence=stratum_evidence
+        )
         self._study_evidence = evidence
         self._perceived = perceived
         sigma = judge.sigma
@@ -146,6 +147,7 @@ def compare_assisted(
     docs = [f"d{i:04d}" for i in range(n)]
     study = Calibrator("isotonic")
     audits = AuditMonitor()
+    strata = StratumEvidence()
     evidence = ErrorEvidence()
     out: list[StudyTrial] = []
     for t in range(trials):
@@ -161,13 +163,20 @@ def compare_assisted(
         person.flip = flip
         perceived = {doc: judge.perceived(query.query_id, doc) for doc in docs}
         opinion = _StudyOpinion(
-            judge, query, study, evidence=evidence.copy(), prior_audits=audits, perceived=perceived
+            judge,
+            query,
+            study,
+            evidence=evidence.copy(),
+            prior_audits=audits,
+            stratum_evidence=strata,
+            perceived=perceived,
         )
         top, rest, humans, machines, state = drive(
             cls, shown, k, person, machine=opinion, seed=rng.getrandbits(32), max_loss=max_loss
         )
         if isinstance(state, AssistStrategy):
             audits = state.monitor  # the study's audit test goes on from this query's
+            strata = state.trust  # and the evidence of the bound, per stratum
         if isinstance(state, AssistStrategy) and state.evidence:
             raw = [round(opinion.raw[(a, b)], STUDY_ROUNDING) for a, b, _, _ in state.evidence]
             won = [w for _, _, _, w in state.evidence]

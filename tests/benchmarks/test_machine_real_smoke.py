@@ -2,7 +2,7 @@
 MQ2008 and of Cranfield. Figures are printed, not judged, except what must hold whatever the
 machine: every table and row is there, a person-only strategy with a consistent person
 recovers the true top 10 exactly (κ-NDCG@10 = 1, no machine answer), and an ``+assist`` row
-has κ-NDCG@10 in [0, 1], and every machine answers on some ``+assist`` row."""
+has κ-NDCG@10 in [0, 1], and some machine answers on some ``+assist`` row."""
 
 from __future__ import annotations
 
@@ -52,7 +52,8 @@ def test_machine_real_prints_every_table(shared_data: Path) -> None:
             assert float(answers) >= 0 and 0.0 <= float(kappa) <= 1.0, (machine, name)
         else:
             assert float(answers) == 0 and float(kappa) == 1.0, (machine, name)
-    for machine in machines:  # but every machine answers somewhere
-        assert any(float(r[3]) > 0 for r in table if r[0] == machine), machine
+    # Some machine answers somewhere; one may answer nothing in 12 queries from a cold start
+    # (the bound needs people's answers in each stratum: docs/machine-judges.md#the-rule).
+    assert any(float(r[3]) > 0 for r in table), table
     curve = [r for r in rows if len(r) == 6]
     assert [r[0] for r in curve] == ["1–12"] and curve[0][1] == "BM25"

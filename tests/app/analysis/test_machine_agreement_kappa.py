@@ -20,7 +20,7 @@ from sklearn.metrics import cohen_kappa_score
 from tests.app.conftest import Api
 from tests.app.machine_support import machine_collection, machine_task
 
-N, K, QUERIES = 16, 4, 6
+N, K, QUERIES = 16, 4, 12  # enough queries for the machine to earn answers per stratum
 #: How often each person flips an answer: rarely in the machine's tasks (so that its study
 #: calibration trusts it and it answers pairs), often in the others.
 FLIP = {"kai": 0.1, "lea": 0.3, "max": 0.3}

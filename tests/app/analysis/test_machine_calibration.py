@@ -106,11 +106,14 @@ def _audit_seqs(api: Api, task_id: int) -> set[int]:
             )
         }
         entries = [answer_of(j) for j in rows]
-        from app.machine.judges import StoredJudge
+        from app.machine.judges import StoredJudge, strata_from_json
 
         judge = StoredJudge(tm.judge, scores)
         machine = JudgeOpinion(
-            judge, JudgeQuery(str(task.query_id), ""), calibration_from_json(tm.calibration)
+            judge,
+            JudgeQuery(str(task.query_id), ""),
+            calibration_from_json(tm.calibration),
+            stratum_evidence=strata_from_json(tm.calibration),
         )
         out = set()
         for j in rows:

@@ -261,10 +261,11 @@ def test_cli_writes_the_same_parquet(
 
 @pytest.fixture(scope="module")
 def assisted(api: Api) -> tuple[int, set[str]]:
-    """Three queries judged with a BM25 machine (``insertion+assist``): the collection and
-    the documents a live machine answer compared."""
+    """Six queries judged with a BM25 machine (``insertion+assist``; from a cold start it
+    earns its answers on the later ones): the collection and the documents a live machine
+    answer compared."""
     api.add_user("pqm")
-    cid, truth = machine_collection(api, "parquet-machine", queries=3, docs=16)
+    cid, truth = machine_collection(api, "parquet-machine", queries=6, docs=24)
     for qid in truth:
         task_id = machine_task(api, cid, qid, "pqm", K)
         judge_consistently(api, "pqm", task_id, truth[qid])
@@ -306,7 +307,7 @@ def test_topk_and_qrels_parquet_take_the_labels_of_the_text_forms(
     table = _table(_get(api, cid, format="topk-parquet", **params))
     assert _schema(table) == SCHEMAS["topk-parquet"]
     rows = table.to_pylist()
-    assert rows == [_topk_row(record) for record in records] and len(rows) == 3
+    assert rows == [_topk_row(record) for record in records] and len(rows) == 6
     assert all(row["judge"].startswith("bm25/") for row in rows)
     assert sum(row["machine_answers"] for row in rows) > 0
     text = _get(api, cid, format="qrels", **params).decode().splitlines()
@@ -317,8 +318,8 @@ def test_topk_and_qrels_parquet_take_the_labels_of_the_text_forms(
     labelled = {d for _, _, d, _ in got}
     if labels == "human":
         # Only the documents no machine answer compared keep a label.
-        assert not labelled & touched and len(labelled) == 48 - len(touched)
+        assert not labelled & touched and len(labelled) == 144 - len(touched)
         assert all(set(r["top"]) <= set(r["human_decided"]) for r in rows)
         assert not {d for r in rows for d in r["top"] + r["rest"]} & touched
     else:
-        assert len(labelled) == 48 and touched <= labelled
+        assert len(labelled) == 144 and touched <= labelled

@@ -9,10 +9,11 @@ import json
 from typing import Any
 
 import pytest
+from sqlalchemy import select
 
 from app.judging.loop import replay_task
 from app.judging.repository import live_judgments
-from app.kernel.models import Task
+from app.kernel.models import Judgment, MachineAudit, Task
 from labeling.study.uncertainty import estimate_loss, machine_log
 from tests.app.conftest import Api
 from tests.app.machine_support import judge_consistently, machine_collection, machine_task
@@ -23,11 +24,11 @@ K = 5
 @pytest.fixture(scope="module")
 def study(api: Api) -> dict[str, Any]:
     api.add_user("lena")
-    cid, truth = machine_collection(api, "loss", queries=5, docs=24, seed=5)
+    cid, truth = machine_collection(api, "loss", queries=8, docs=24, seed=5)
     # From a cold start the machine answers nothing until people's answers bound its error
-    # (docs/machine-judges.md#the-rule): three earlier queries give that evidence, with a
-    # max_loss so small that the machine answers none of their questions itself.
-    for qid in ("q2", "q3", "q4"):
+    # in each stratum (docs/machine-judges.md#the-rule): six earlier queries give that
+    # evidence, with a max_loss so small that the machine answers none of their questions.
+    for qid in ("q2", "q3", "q4", "q5", "q6", "q7"):
         warm = machine_task(api, cid, qid, "lena", K, max_loss=1e-9)
         judge_consistently(api, "lena", warm, truth[qid])
     with_machine = machine_task(api, cid, "q0", "lena", K)
@@ -37,13 +38,34 @@ def study(api: Api) -> dict[str, Any]:
     return {"cid": cid, "with": with_machine, "without": without}
 
 
-def expected(api: Api, task_id: int) -> dict[str, Any]:
-    """The estimate recomputed from the stored log."""
+def stored_audits(api: Api, cid: int) -> list[tuple[float, bool]]:
+    """The study's audits as stored (machine_audit's tested rows of live judgments), as the
+    estimate takes them: (stated P(right), the person agreed)."""
+    with api.db.read() as s:
+        rows = s.execute(
+            select(MachineAudit.claimed, MachineAudit.wrong)
+            .join(Judgment, Judgment.id == MachineAudit.judgment_id)
+            .where(
+                MachineAudit.collection_id == cid,
+                MachineAudit.tested.is_(True),
+                Judgment.undone.is_(False),
+            )
+            .order_by(MachineAudit.judgment_id)
+        ).all()
+    return [(1.0 - c, not w) for c, w in rows]
+
+
+def expected(api: Api, task_id: int, *, audited: bool = True) -> dict[str, Any]:
+    """The estimate recomputed from the stored log and (``audited``) the stored audits."""
     with api.db.read() as s:
         task = s.get(Task, task_id)
         assert task is not None
         rows = live_judgments(s, task_id)
-        return estimate_loss(machine_log(replay_task(task, rows)), seed=task.seed).to_json()
+        cid = task.collection_id
+        log = machine_log(replay_task(task, rows))
+        seed = task.seed
+    audits = stored_audits(api, cid) if audited else None
+    return estimate_loss(log, seed=seed, audits=audits).to_json()
 
 
 def test_the_progress_report_shows_each_task_s_estimate_and_sums_them(
@@ -65,6 +87,11 @@ def test_the_progress_report_shows_each_task_s_estimate_and_sums_them(
     assert totals["interval"] == pytest.approx(mine["interval"])
     by_query = {q["query_id"]: q["machine"] for q in report["by_query"]}
     assert by_query["q1"]["tasks"] == 0 and by_query["q1"]["interval"] == [0, 0]
+    # The audited interval (the study's stored audits, none or some), which spans the stated
+    # replays' too (docs/machine-judges.md#the-uncertainty-the-machine-leaves).
+    stated = expected(api, study["with"], audited=False)
+    assert mine["interval"][0] <= stated["interval"][0]
+    assert mine["interval"][1] >= stated["interval"][1]
     # Asked again: the same figures (seeded by the task, kept per log version).
     again = api.get("admin", f"/api/v1/admin/collections/{study['cid']}/progress").json()
     assert {t["id"]: t["machine"] for t in again["tasks"]}[study["with"]] == mine
@@ -83,7 +110,7 @@ def test_the_collection_page_shows_the_loss(api: Api, study: dict[str, Any]) -> 
     )
     mine = expected(api, study["with"])
     assert 'data-testid="machine-loss"' in html
-    assert html.count('data-testid="task-machine-loss"') == 5  # the study: 3 warm-up tasks, 2 more
+    assert html.count('data-testid="task-machine-loss"') == 8  # the study: 6 warm-up tasks, 2 more
     text = f'{mine["estimated_loss"]:.3f} <span class="muted">(90%: '
     text += f"{mine['interval'][0]:.3f}–{mine['interval'][1]:.3f})"
     assert html.count(text) == 2  # the summary line and the task's row
@@ -149,3 +176,32 @@ def test_the_cli_progress_prints_the_summed_loss(
         f"machine: {mine['machine_answers']} answers in 1 tasks, estimated κ-NDCG loss "
         f"{mine['estimated_loss']:.3f} (90%: {low:.3f}-{high:.3f}, summed)"
     ) in r.output
+
+
+def test_the_estimate_takes_the_stored_audits(api: Api, study: dict[str, Any]) -> None:
+    """Audits stored for the study (here: people's answers of the task marked as audits that
+    contradicted claims of 0.3, as if the machine were worse than it said) change the
+    progress report's estimate to the audited one of exactly those audits."""
+    cid = study["cid"]
+    url = f"/api/v1/admin/collections/{cid}/progress"
+    before = {t["id"]: t["machine"] for t in api.get("admin", url).json()["tasks"]}
+    with api.db.write() as s:
+        rows = list(
+            s.scalars(
+                select(MachineAudit)
+                .where(MachineAudit.task_id == study["with"], MachineAudit.tested.is_(False))
+                .order_by(MachineAudit.judgment_id)
+                .limit(6)
+            )
+        )
+        assert len(rows) == 6
+        for row in rows:
+            row.tested, row.claimed, row.wrong = True, 0.3, True
+    audits = stored_audits(api, cid)
+    assert audits and sum(1 for p, right in audits if p == pytest.approx(0.7) and not right) >= 6
+    after = {t["id"]: t["machine"] for t in api.get("admin", url).json()["tasks"]}
+    assert after[study["with"]] == expected(api, study["with"])
+    assert after[study["with"]] != before[study["with"]]
+    # Audits wrong far more often than claimed: the audited loss is above the stated one.
+    stated = expected(api, study["with"], audited=False)
+    assert after[study["with"]]["estimated_loss"] > stated["estimated_loss"]

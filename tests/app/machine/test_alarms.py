@@ -98,7 +98,12 @@ def test_a_machine_gone_wrong_raises_the_alarm_and_people_carry_on(
     assert raised_at is not None and raised_at < QUERIES - 1
     alarm = found["alarms"][0]
     with api.db.read() as s:
-        audits = list(s.scalars(select(MachineAudit).order_by(MachineAudit.judgment_id)))
+        rows = list(s.scalars(select(MachineAudit).order_by(MachineAudit.judgment_id)))
+    # Every person's answer on a question the machine had a side on is its stratum's
+    # evidence; the tested ones are the audits.
+    audits = [a for a in rows if a.tested]
+    assert all(a.stratum is not None for a in rows) and len(rows) > len(audits) > 0
+    assert all(a.claimed == 1.0 for a in rows if not a.tested)
     contradicted = [a for a in audits if a.wrong]
     assert alarm["active"] and alarm["judge"] == "bm25/k1=1.2/b=0.75/scale=1"
     assert alarm["audits"] <= 30

@@ -12,7 +12,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from labeling.errors import InvalidAnswer, WrongQuestion
-from labeling.machine.trust import AuditMonitor, ErrorEvidence, audits_to_alarm
+from labeling.machine.trust import (
+    STAKE_CLASSES,
+    AuditMonitor,
+    StratumEvidence,
+    audits_to_alarm,
+    confidence_bin,
+)
 from labeling.protocol.session import open_session
 from labeling.protocol.spec import validate_options
 from labeling.protocol.topk import TopKSession
@@ -97,12 +103,15 @@ def test_an_always_right_certain_machine_gives_the_person_only_result(name, n, k
 
 
 class Trusted(Oracle):
-    """A machine the study's evidence trusted (``prior`` right answers in its confidence
-    bin), now wrong on every pair when ``wrong``."""
+    """A machine the study's evidence trusted (``prior`` right answers in every stratum of its
+    confidence bin), now wrong on every pair when ``wrong``."""
 
     def __init__(self, rank, *, wrong: bool, prior: int = 200, audits=None):
         super().__init__(rank, wrong=wrong, confidence=0.9999)
-        self.evidence = ErrorEvidence.of([0.9999] * prior, [True] * prior)
+        b = confidence_bin(0.9999)
+        assert b is not None
+        records = [(b * STAKE_CLASSES + c, False) for c in range(STAKE_CLASSES)] * prior
+        self.stratum_evidence = StratumEvidence.of(records)
         self.prior_audits = audits
 
 
@@ -264,7 +273,7 @@ def test_the_progress_bound_never_under_promises(name, n, k, seed, perm):
 
 def test_machine_answers_are_marked_and_checked_in_the_log():
     scores, rank = _truth(20, 7)
-    s = _session("insertion+assist", 20, 5, 3, Oracle(rank, confidence=0.999))
+    s = _session("insertion+assist", 20, 5, 3, Trusted(rank, wrong=False))
     run_session(s, Assessor(scores, seed=1))
     machine = [a for a in s.answers if isinstance(a, MachineAnswer)]
     assert machine and [s.answers.index(a) for a in machine] == s.machine_seqs
