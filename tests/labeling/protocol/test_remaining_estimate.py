@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from labeling.machine.trust import ErrorEvidence
+from labeling.machine.trust import ErrorEvidence, StratumEvidence
 from labeling.protocol.remaining import first_estimate, next_estimate
 from labeling.protocol.session import open_session
 from labeling.protocol.spec import validate_options
@@ -35,7 +35,8 @@ def _walked_from_the_start():
 
 
 class Machine:
-    """A machine the study's evidence trusts (300 right answers at its confidence): right on
+    """A machine the study's evidence trusts (300 right answers at its confidence, in every
+    stake class): right on
     most pairs, wrong on some (which its audits may catch), silent on a few."""
 
     version = "machine/test"
@@ -43,6 +44,8 @@ class Machine:
     def __init__(self, scores: dict[str, float]):
         self.scores = scores
         self.evidence = ErrorEvidence.of([0.9999] * 300, [True] * 300)
+        # the bound's evidence: 300 right answers in every stratum of that confidence
+        self.stratum_evidence = StratumEvidence().with_gold([(0.9999, True)] * 300)
 
     def probability(self, first: str, second: str) -> float | None:
         h = hash((first, second)) % 11
