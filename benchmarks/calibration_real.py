@@ -29,7 +29,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from app.analysis.calibration import collection_calibration, judge_records  # noqa: E402
+from app.analysis.calibration import calibration_report, judge_records  # noqa: E402
 from app.analysis.machine import machine_evidence  # noqa: E402
 from app.cli.calibration import format_collection  # noqa: E402
 from app.collections import service as collections  # noqa: E402
@@ -163,11 +163,11 @@ def main() -> None:
         views = tasks.list_tasks(db=db, user=user, collection_id=cid)
         machine = sum(v.machine_answers for v in views)
         judged = time.perf_counter()
-        report = collection_calibration(cid, db=db, bins=args.bins)
+        report = calibration_report(cid, db=db, bins=args.bins)
         reported = time.perf_counter() - judged
         # Again: every task's replay from the process's cache (its log has not changed).
         again = time.perf_counter()
-        same = collection_calibration(cid, db=db, bins=args.bins) == report
+        same = calibration_report(cid, db=db, bins=args.bins) == report
         cached = time.perf_counter() - again
         graded = graded_pairs(db, cid, grades, args.bins)
         db.dispose()

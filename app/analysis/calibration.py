@@ -56,7 +56,7 @@ from app.judging.loop import answer_of
 from app.kernel.caches import LRU, Slot
 from app.kernel.db import Database
 from app.kernel.errors import Invalid, NotFound
-from app.machine.judges import calibration_from_json, strata_from_json
+from app.machine.judges import calibrator_from_json, strata_from_json
 from labeling.machine.calibration import Calibrator
 from labeling.machine.calibration_report import (
     CalibrationRecord,
@@ -114,7 +114,7 @@ class JudgeRecords:
 
 
 def _calibrator(m: MachineTask) -> Calibrator:
-    return calibration_from_json(m.calibration) if m.calibration else Calibrator("isotonic")
+    return calibrator_from_json(m.calibration) if m.calibration else Calibrator("isotonic")
 
 
 def replay_digest(m: MachineTask, rows: Sequence[tuple[Any, ...]]) -> bytes:
@@ -317,7 +317,7 @@ def _check(bins: int) -> None:
         raise Invalid(f"bins: must be between 1 and {MAX_BINS}, got {bins}")
 
 
-def collection_calibration(
+def calibration_report(
     collection_id: int,
     *,
     db: Database,
@@ -360,7 +360,7 @@ def calibration_svg(
     evidence = machine_evidence(collection_id, db=db, calibrations=False)
     groups = judge_records(evidence, judge, db=db)
     if not groups:
-        collection_calibration(collection_id, db=db, judge=judge, bins=bins)  # the 404s
+        calibration_report(collection_id, db=db, judge=judge, bins=bins)  # the 404s
         raise NotFound(f"collection {collection_id} has no task with a machine judge")
     if len(groups) > 1:
         raise Invalid(

@@ -7,7 +7,7 @@ top-k overlap, as built by :func:`app.analysis.service.collection_analysis`.
 
 ``GET /api/v1/collections/{id}/analysis/calibration?judge=...&bins=10`` returns the
 calibration report of its machine judges against people
-(:func:`app.analysis.calibration.collection_calibration`), and ``.../calibration.svg`` one
+(:func:`app.analysis.calibration.calibration_report`), and ``.../calibration.svg`` one
 judge's reliability diagram (docs/machine-judges.md#the-calibration-report).
 """
 
@@ -19,7 +19,7 @@ from fastapi import APIRouter, Query
 from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
-from app.analysis.calibration import MAX_BINS, calibration_svg, collection_calibration
+from app.analysis.calibration import MAX_BINS, calibration_report, calibration_svg
 from app.analysis.schemas import AnalysisOut, CalibrationOut
 from app.analysis.service import collection_analysis
 from app.http.deps import AdminUser, DbDep
@@ -62,9 +62,7 @@ async def get_calibration(
 ) -> dict[str, Any]:
     """The calibration report of the collection's machine judges against people's answers
     (docs/machine-judges.md#the-calibration-report)."""
-    return await run_in_threadpool(
-        collection_calibration, collection_id, db=db, judge=judge, bins=bins
-    )
+    return await run_in_threadpool(calibration_report, collection_id, db=db, judge=judge, bins=bins)
 
 
 @router.get(

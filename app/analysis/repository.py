@@ -12,8 +12,8 @@ from sqlalchemy.orm import aliased
 from app.kernel.models import (
     Collection,
     Judgment,
-    MachineOpinion,
     MachineScore,
+    PairOpinion,
     Query,
     Task,
     TaskMachine,
@@ -116,11 +116,11 @@ def machine_opinions(s: Any, task_ids: list[int]) -> dict[int, dict[tuple[str, s
     if task_ids:
         rows = s.execute(
             select(
-                MachineOpinion.task_id,
-                MachineOpinion.first_doc,
-                MachineOpinion.second_doc,
-                MachineOpinion.probability,
-            ).where(MachineOpinion.task_id.in_(task_ids))
+                PairOpinion.task_id,
+                PairOpinion.first_doc,
+                PairOpinion.second_doc,
+                PairOpinion.probability,
+            ).where(PairOpinion.task_id.in_(task_ids))
         )
         for task_id, a, b, p in rows:
             out.setdefault(task_id, {})[(a, b)] = float(p)

@@ -5,7 +5,7 @@ from a collection's stored judgments or from a file of records
     heapjudge analysis calibration COLLECTION [--judge bm25] [--bins 10] [--json] [--svg F]
     heapjudge analysis calibration --file records.jsonl --bins 5 --svg reliability.svg --json
 
-The report is built by :func:`app.analysis.calibration.collection_calibration` (a collection)
+The report is built by :func:`app.analysis.calibration.calibration_report` (a collection)
 or :func:`labeling.machine.calibration_report.report_from_records` (a file); this module
 prints it.
 """
@@ -66,7 +66,7 @@ def format_report(report: dict[str, Any]) -> str:
 
 
 def format_collection(data: dict[str, Any]) -> str:
-    """The collection's report (:func:`app.analysis.calibration.collection_calibration`) as
+    """The collection's report (:func:`app.analysis.calibration.calibration_report`) as
     text: per judge, all the records (:func:`format_report`), then the audits and the hard
     questions in one line each."""
     coll = data["collection"]
@@ -111,14 +111,14 @@ def _write(svg: Path, text: str) -> None:
 def _from_database(
     collection: str, judge: str | None, bins: int, svg: Path | None, database_url: str | None
 ) -> dict[str, Any]:
-    from app.analysis.calibration import calibration_svg, collection_calibration
+    from app.analysis.calibration import calibration_report, calibration_svg
     from app.analysis.service import find_collection_id
     from app.kernel.errors import DomainError
 
     with database(database_url) as db:
         try:
             cid = find_collection_id(collection, db=db)
-            data = collection_calibration(cid, db=db, judge=judge, bins=bins)
+            data = calibration_report(cid, db=db, judge=judge, bins=bins)
             if svg is not None:
                 _write(svg, calibration_svg(cid, db=db, judge=judge, bins=bins))
         except DomainError as err:

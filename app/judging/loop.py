@@ -37,7 +37,7 @@ from labeling.protocol.types import (
     PairQuestion,
     Progress,
 )
-from labeling.strategies.assist import MachineOpinion
+from labeling.strategies.assist import Machine
 
 # --------------------------------------------------------------------------- documents
 
@@ -157,9 +157,7 @@ def answer_of(row: LogRow) -> LogEntry:
     return PairAnswer(row.left_doc or "", row.right_doc or "", row.outcome)  # type: ignore[arg-type]
 
 
-def replay_task(
-    task: Any, rows: Sequence[LogRow], machine: MachineOpinion | None = None
-) -> Session:
+def replay_task(task: Any, rows: Sequence[LogRow], machine: Machine | None = None) -> Session:
     """Rebuild the protocol session of ``task`` (an ORM Task or a task row) from its live
     log. Logged machine answers replay as given; ``machine`` (the judging loop's, which lets
     it answer past the log's end) is needed only to derive new ones."""
@@ -204,7 +202,7 @@ class Replayed:
         return self.task.created_at == created_at and self.version == version
 
 
-def replay(task: Any, rows: Sequence[LogRow], machine: MachineOpinion | None = None) -> Replayed:
+def replay(task: Any, rows: Sequence[LogRow], machine: Machine | None = None) -> Replayed:
     active_ms = sum(r.active_ms for r in rows)
     session = replay_task(task, rows, machine)
     return Replayed(task_config(task), session, log_version(rows), active_ms)
@@ -396,7 +394,7 @@ def task_config(task: Any) -> TaskConfig:
 
 
 def session_after(
-    task: Any, answers: Sequence[LogEntry], machine: MachineOpinion | None = None
+    task: Any, answers: Sequence[LogEntry], machine: Machine | None = None
 ) -> Session:
     """The session of ``task`` after ``answers`` (none of them stored), with ``machine``."""
     session: Session = open_session(

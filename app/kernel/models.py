@@ -484,7 +484,7 @@ class MachineScore(Base):
     score: Mapped[float] = mapped_column(Float)
 
 
-class MachineOpinion(Base):
+class PairOpinion(Base):
     """A judge's raw P(first better) of one ordered pair of a task, prepared ahead by a job
     (an LLM asked both orders; docs/machine-judges.md#the-service). The judging loop reads it;
     a pair without a row has no opinion yet (a person is asked)."""

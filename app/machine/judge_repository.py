@@ -22,8 +22,8 @@ from app.kernel.models import (
     Document,
     Judgment,
     MachineGold,
-    MachineOpinion,
     MachineScore,
+    PairOpinion,
     Task,
     TaskMachine,
     TrainingRun,
@@ -32,7 +32,7 @@ from app.kernel.prepared import Prepared, native
 
 M = TaskMachine.__table__
 S = MachineScore.__table__
-O = MachineOpinion.__table__  # noqa: E741 - the table's initial, as J and T elsewhere
+O = PairOpinion.__table__  # noqa: E741 - the table's initial, as J and T elsewhere
 J = Judgment.__table__
 T = Task.__table__
 G = MachineGold.__table__
@@ -105,7 +105,7 @@ def save_opinions(
         if (a, b) not in known
     ]
     if rows:
-        s.execute(insert(MachineOpinion), rows)
+        s.execute(insert(PairOpinion), rows)
     return len(rows)
 
 

@@ -302,7 +302,7 @@ class StoredJudge:
 # --------------------------------------------------------------------------- calibration
 
 
-def calibration_to_json(calibrator: Calibrator) -> dict[str, Any]:
+def calibrator_to_json(calibrator: Calibrator) -> dict[str, Any]:
     """A study calibration as stored with a task: the method, the prior and the answers as
     counts per (raw p rounded to :data:`ROUNDING` decimals, first better), sorted. At most
     ``2·(10^ROUNDING + 1)`` entries, whatever the number of answers."""
@@ -320,8 +320,8 @@ def calibration_to_json(calibrator: Calibrator) -> dict[str, Any]:
     }
 
 
-def calibration_from_json(data: Mapping[str, Any]) -> Calibrator:
-    """The calibrator :func:`calibration_to_json` stored (the same answers, in sorted order:
+def calibrator_from_json(data: Mapping[str, Any]) -> Calibrator:
+    """The calibrator :func:`calibrator_to_json` stored (the same answers, in sorted order:
     every replay of the task rebuilds the same numbers)."""
     out = Calibrator(data["method"], float(data["prior_weight"]), float(data["prior_trust"]))
     counts = data.get("counts") or []
@@ -384,7 +384,7 @@ def evidence_probability(
     return score_preference(left_score, right_score)
 
 
-def study_calibration(answers: Sequence[Any]) -> Calibrator:
+def judge_calibration(answers: Sequence[Any]) -> Calibrator:
     """The study calibration (isotonic, the default prior) learned from people's pair answers
     ``(outcome, left score, right score, opinion left-first, opinion right-first)`` on pairs
     the judge had an opinion on (:func:`evidence_probability`), raw probabilities rounded to

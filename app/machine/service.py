@@ -10,7 +10,7 @@
   stored opinion gets none, and a person is asked), through the study calibration frozen for
   the task. The first time (the task's first write), the calibration is learned from the
   people's answers on the machine's pairs of the collection's other tasks with the same
-  judge (:func:`app.machine.judges.study_calibration`) and stored with the task, so every
+  judge (:func:`app.machine.judges.judge_calibration`) and stored with the task, so every
   later replay sees the same probabilities; :attr:`JudgeOpinion.version` records the
   calibration's answer count with every machine answer. The collection's gold pairs
   (:mod:`app.machine.gold`) are frozen with it, each with the judge's raw opinion on it, and
@@ -134,7 +134,7 @@ def task_opinion(
         return None
     calibration = row.calibration
     if calibration is None:
-        frozen = _study_calibration(db, store, task.collection_id, row.judge, task.id)
+        frozen = _judge_calibration(db, store, task.collection_id, row.judge, task.id)
         gold = judges.gold_evidence(store.gold(task.collection_id, row.judge))
         if gold:  # the admin's gold pairs, frozen with it (docs/machine-judges.md#the-gold-set)
             frozen = {**frozen, "gold": gold}
@@ -152,7 +152,7 @@ def task_opinion(
     return JudgeOpinion(
         judge,
         query,
-        judges.calibration_from_json(calibration),
+        judges.calibrator_from_json(calibration),
         gold=judges.gold_from_json(calibration),
         prior_audits=audits,
         stratum_evidence=judges.strata_from_json(calibration).with_gold(
@@ -180,7 +180,7 @@ _STUDY: Slot[LRU] = Slot("study calibrations", lambda _db: LRU(256))
 CALIBRATION_REFRESH = 0.1
 
 
-def _study_calibration(
+def _judge_calibration(
     db: Database, store: MachineStore, collection_id: int, judge: str, task_id: int
 ) -> dict[str, Any]:
     """The study calibration to freeze for a task starting now (JSON), computed from people's
@@ -194,7 +194,7 @@ def _study_calibration(
         if latest - at < max(1, int(learned * CALIBRATION_REFRESH)):
             return dict(frozen)
     answers = store.evidence(collection_id, judge, task_id)
-    frozen = judges.calibration_to_json(judges.study_calibration(answers))
+    frozen = judges.calibrator_to_json(judges.judge_calibration(answers))
     cache.put((collection_id, judge), (latest, len(answers), frozen))
     return frozen
 

@@ -20,7 +20,7 @@ from fastapi.responses import Response
 from markupsafe import Markup
 from starlette.concurrency import run_in_threadpool
 
-from app.analysis.calibration import collection_calibration
+from app.analysis.calibration import calibration_report
 from app.analysis.service import collection_analysis
 from app.http.deps import DbDep
 from app.kernel.errors import NotFound
@@ -195,9 +195,7 @@ async def calibration_page(request: Request, collection_id: int, db: DbDep) -> R
         return early
     assert resolved is not None
     try:
-        calibration = await run_in_threadpool(
-            collection_calibration, collection_id, db=db, svg=True
-        )
+        calibration = await run_in_threadpool(calibration_report, collection_id, db=db, svg=True)
     except NotFound as err:
         return admin_error(request, resolved, err)
     context = {

@@ -191,7 +191,7 @@ class Calibrator:
     """Raw P(first better) → calibrated P(first better), learned from people's answers with a
     prior (module docstring). :meth:`update` adds answers; the map is refitted on next use."""
 
-    method: Literal["platt", "isotonic"] = "isotonic"
+    kind: Literal["platt", "isotonic"] = "isotonic"
     prior_weight: float = 10.0
     prior_trust: float = 0.5
     _raw: list[float] = field(default_factory=list, init=False, repr=False)
@@ -199,8 +199,8 @@ class Calibrator:
     _fitted: IsotonicMap | tuple[float, float] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        if self.method not in ("platt", "isotonic"):
-            raise ValueError(f"method must be 'platt' or 'isotonic', got {self.method!r}")
+        if self.kind not in ("platt", "isotonic"):
+            raise ValueError(f"kind must be 'platt' or 'isotonic', got {self.kind!r}")
         if not (self.prior_weight > 0 and 0 <= self.prior_trust <= 1):
             raise ValueError("prior_weight must be > 0 and prior_trust in [0, 1]")
 
@@ -238,7 +238,7 @@ class Calibrator:
     def _fit(self) -> IsotonicMap | tuple[float, float]:
         if self._fitted is None:
             p, t, w = self.training_points()
-            if self.method == "isotonic":
+            if self.kind == "isotonic":
                 self._fitted = isotonic_fit(p, t, w)
             else:
                 self._fitted = platt_fit(_logit(p), t, w)
@@ -259,9 +259,9 @@ class Calibrator:
         return out
 
     def describe(self) -> dict[str, Any]:
-        """The method, the prior and the answer count (JSON-safe)."""
+        """The kind (its stored key is "method"), the prior and the answer count (JSON-safe)."""
         return {
-            "method": self.method,
+            "method": self.kind,  # the stored key, read by from_dict
             "prior_weight": self.prior_weight,
             "prior_trust": self.prior_trust,
             "answers": self.n_answers,

@@ -370,7 +370,7 @@ class CalibratedJudge:
     def version(self) -> str:
         c = self.calibrator
         return (
-            f"{self.judge.version}+calibrated/{c.method}/prior={c.prior_weight:g}"
+            f"{self.judge.version}+calibrated/{c.kind}/prior={c.prior_weight:g}"
             f",{c.prior_trust:g}/answers={c.n_answers}"
         )
 

@@ -1,4 +1,4 @@
-"""A judge as one task's machine (:class:`labeling.strategies.assist.MachineOpinion`).
+"""A judge as one task's machine (:class:`labeling.strategies.assist.Machine`).
 
 :class:`JudgeOpinion` asks a pair judge (:mod:`labeling.machine.judges`) about one query and
 passes its raw P(first better) through a calibrator frozen for the task (the study's
@@ -52,7 +52,7 @@ class JudgeOpinion:
         #: Raw P(first better) by the pair as asked (first, second); NaN: no opinion.
         self.raw: dict[tuple[str, str], float] = {}
         answers = 0 if calibrator is None else calibrator.n_answers
-        method = "raw" if calibrator is None else calibrator.method
+        method = "raw" if calibrator is None else calibrator.kind
         self._version = f"{judge.version}+calibration/{method}/answers={answers}"
 
     @property

@@ -26,7 +26,7 @@ from labeling.protocol.options import check_doc_ids, check_method, check_seed
 from labeling.protocol.spec import validate_options
 from labeling.protocol.topk import TopKSession
 from labeling.protocol.types import LogEntry, MachineAnswer
-from labeling.strategies.assist import MachineOpinion
+from labeling.strategies.assist import Machine
 
 AnySession = TopKSession | GradedSession
 
@@ -40,7 +40,7 @@ def open_session(
     seed: int,
     options: Mapping[str, Any] | None = None,
     answers: Sequence[LogEntry] = (),
-    machine: MachineOpinion | None = None,
+    machine: Machine | None = None,
 ) -> TopKSession: ...
 
 
@@ -53,7 +53,7 @@ def open_session(
     seed: int,
     options: Mapping[str, Any] | None = None,
     answers: Sequence[LogEntry] = (),
-    machine: MachineOpinion | None = None,
+    machine: Machine | None = None,
 ) -> GradedSession: ...
 
 
@@ -66,7 +66,7 @@ def open_session(
     seed: int,
     options: Mapping[str, Any] | None = None,
     answers: Sequence[LogEntry] = (),
-    machine: MachineOpinion | None = None,
+    machine: Machine | None = None,
 ) -> AnySession: ...
 
 
@@ -78,7 +78,7 @@ def open_session(
     seed: int,
     options: Mapping[str, Any] | None = None,
     answers: Sequence[LogEntry] = (),
-    machine: MachineOpinion | None = None,
+    machine: Machine | None = None,
 ) -> AnySession:
     """Rebuild a session from its config and replay ``answers`` in order.
 

@@ -71,7 +71,7 @@ from labeling.protocol.types import (
     Progress,
     check_reason,
 )
-from labeling.strategies.assist import DEFAULT_MAX_LOSS, AssistStrategy, MachineOpinion
+from labeling.strategies.assist import DEFAULT_MAX_LOSS, AssistStrategy, Machine
 from labeling.strategies.base import Compare, ComparisonGenerator, PairStrategy, Winner
 from labeling.strategies.registry import DEFAULT_STRATEGY, resolve_strategy
 
@@ -116,7 +116,7 @@ class TopKSession:
         seed: int,
         options: dict[str, Any],
         strategy: type[PairStrategy] | None = None,
-        machine: MachineOpinion | None = None,
+        machine: Machine | None = None,
     ):
         self.doc_ids = doc_ids
         self.k = k

@@ -5,7 +5,7 @@ rest (the ``+assist`` modifier; docs/machine-judges.md#the-rule).
 wrapped strategy asks exactly the questions ``inner`` asks; for the pending question the session
 asks :meth:`AssistStrategy.machine_verdict` whether the machine may answer it. The rule:
 
-1. **The machine's side.** An injected :class:`MachineOpinion` gives its P(first better); its
+1. **The machine's side.** An injected :class:`Machine` gives its P(first better); its
    raw probability ``p`` (``raw_probability`` when the opinion has one) names the side it
    would answer (first when ``p > 1/2``), a confidence bin of ``|p − 1/2|`` and, with the
    question's stake (3.), its **stratum** (:func:`labeling.machine.trust.stratum`: bin ×
@@ -104,7 +104,7 @@ Key = tuple[str, str]
 
 
 @runtime_checkable
-class MachineOpinion(Protocol):
+class Machine(Protocol):
     """A machine judge for one task, as the assisted strategy sees it: deterministic for a
     given version. It may also have ``raw_probability(first, second)`` (the judge's raw
     probability, whose confidence bin the evidence is counted in; default: ``probability``),
@@ -180,7 +180,7 @@ class AssistStrategy:
         self.k = k
         self.n = len(self.order)
         self.phase: str = self.state.phase
-        self.machine: MachineOpinion | None = None
+        self.machine: Machine | None = None
         self.seed = 0
         self.max_loss = DEFAULT_MAX_LOSS
         self.tolerance = question_tolerance(self.max_loss, self.n)
@@ -205,9 +205,7 @@ class AssistStrategy:
         self._contradicted: set[int] = set()
         self._turn: tuple[Key, float] | None = None  # a machine answer to the pending question
 
-    def bind(
-        self, machine: MachineOpinion | None, seed: int, max_loss: float = DEFAULT_MAX_LOSS
-    ) -> None:
+    def bind(self, machine: Machine | None, seed: int, max_loss: float = DEFAULT_MAX_LOSS) -> None:
         """Give the strategy its machine, the task seed and the stated loss (before the first
         answer): the study's evidence per stratum (the machine's ``stratum_evidence``) and
         audits are copied from the machine."""

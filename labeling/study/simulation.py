@@ -35,7 +35,7 @@ from labeling.protocol.session import open_session
 from labeling.protocol.spec import validate_options
 from labeling.protocol.topk import TopKSession
 from labeling.protocol.types import Answer, GradeAnswer, GradeQuestion, PairAnswer, PairQuestion
-from labeling.strategies.assist import AssistStrategy, MachineOpinion
+from labeling.strategies.assist import AssistStrategy, Machine
 from labeling.strategies.base import PairStrategy
 from labeling.strategies.registry import resolve_strategy
 
@@ -407,7 +407,7 @@ def drive(
     k: int,
     person: Assessor,
     *,
-    machine: MachineOpinion | None = None,
+    machine: Machine | None = None,
     seed: int = 0,
     cache: bool = True,
     max_loss: float | None = None,

@@ -25,7 +25,7 @@ from sqlalchemy import select, update
 
 from app.kernel.models import Query, Task, TaskMachine, utcnow
 from app.machine.judge_repository import save_machine
-from app.machine.judges import calibration_to_json
+from app.machine.judges import calibrator_to_json
 from app.machine.service import prepare_task, save_prepared
 from labeling.machine.calibration import Calibrator
 from labeling.protocol.spec import format_options, parse_spec
@@ -140,7 +140,7 @@ def _trusted_machine(db: Any, task_id: int, query_id: int, scores: dict[str, flo
         s.execute(
             update(TaskMachine)
             .where(TaskMachine.task_id == task.id)
-            .values(calibration=calibration_to_json(calibrator), calibrated_at=utcnow())
+            .values(calibration=calibrator_to_json(calibrator), calibrated_at=utcnow())
         )
 
 

@@ -30,7 +30,7 @@ from app.auth import sessions
 from app.cli import cli
 from app.judging.loop import answer_of
 from app.kernel.models import Judgment, MachineScore, Task, TaskMachine
-from app.machine.judges import calibration_from_json
+from app.machine.judges import calibrator_from_json
 from app.users import service as users
 from labeling.machine.calibration_report import CalibrationRecord, report_from_records
 from labeling.machine.judges import JudgeQuery
@@ -112,7 +112,7 @@ def _audit_seqs(api: Api, task_id: int) -> set[int]:
         machine = JudgeOpinion(
             judge,
             JudgeQuery(str(task.query_id), ""),
-            calibration_from_json(tm.calibration),
+            calibrator_from_json(tm.calibration),
             stratum_evidence=strata_from_json(tm.calibration),
         )
         out = set()
@@ -145,7 +145,7 @@ def _oracle(api: Api, study: dict[str, Any], bins: int) -> tuple[dict[str, Any],
         for task_id in study["tasks"]:
             tm = s.get(TaskMachine, task_id)
             assert tm is not None and tm.calibration is not None
-            calibrator = calibration_from_json(tm.calibration)
+            calibrator = calibrator_from_json(tm.calibration)
             scores = dict(
                 s.execute(
                     select(MachineScore.doc_id, MachineScore.score).where(

@@ -30,7 +30,7 @@ from app.judging.jobs import (
     opinions_claim,
     run_opinions_job,
 )
-from app.kernel.models import Judgment, MachineOpinion, Task
+from app.kernel.models import Judgment, PairOpinion, Task
 from labeling.machine.llm_prompts import PAIRWISE_V2
 from tests.app.conftest import Api
 from tests.app.machine.llm_standin import StandInModel, StandInServer
@@ -131,7 +131,7 @@ def live_log(api: Api, task_id: int) -> list[Judgment]:
 
 def opinions(api: Api, task_id: int) -> int:
     with api.db.read() as s:
-        rows = s.scalars(select(MachineOpinion.task_id).where(MachineOpinion.task_id == task_id))
+        rows = s.scalars(select(PairOpinion.task_id).where(PairOpinion.task_id == task_id))
         return len(list(rows))
 
 

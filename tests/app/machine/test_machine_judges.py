@@ -521,7 +521,7 @@ def test_llm_opinions_come_from_a_job_and_the_loop_picks_them_up(
     tmp_path: Any,
 ) -> None:
     from app.judging.opinions import prepare_pair_opinions
-    from app.kernel.models import MachineOpinion
+    from app.kernel.models import PairOpinion
 
     cid, truth = coll
     monkeypatch.setattr(api.db.settings, "llm_base_url", "http://127.0.0.1:9/v1")
@@ -545,7 +545,7 @@ def test_llm_opinions_come_from_a_job_and_the_loop_picks_them_up(
     judge_ = TruthJudge(truth["q0"])
     stored = prepare_pair_opinions(db=api.db, task_id=task_id, judge=judge_, lookahead=500)
     with api.db.read() as s:
-        rows = list(s.scalars(select(MachineOpinion).where(MachineOpinion.task_id == task_id)))
+        rows = list(s.scalars(select(PairOpinion).where(PairOpinion.task_id == task_id)))
     assert stored == len(rows) > 0 and judge_.asked >= stored
     assert all(r.probability in (0.98, 0.02) for r in rows)
     assert prepare_pair_opinions(db=api.db, task_id=task_id, judge=judge_, lookahead=500) == 0

@@ -75,7 +75,7 @@ def test_platt_soft_targets_and_separable_data_stay_finite() -> None:
 
 @pytest.mark.parametrize("method", ["isotonic", "platt"])
 def test_prior_alone_is_symmetric_and_shrinks_toward_half(method: str) -> None:
-    cal = Calibrator(method=method)  # type: ignore[arg-type]
+    cal = Calibrator(kind=method)  # type: ignore[arg-type]
     raw = np.linspace(0.01, 0.99, 99)
     g = cal.probability(raw)
     assert cal.n_answers == 0
@@ -84,7 +84,7 @@ def test_prior_alone_is_symmetric_and_shrinks_toward_half(method: str) -> None:
     assert np.all(np.abs(g - 0.5) <= np.abs(raw - 0.5) + 1e-9)  # trust 0.5 < 1
     if method == "isotonic":  # at the grid: exactly 0.5 + trust·(p − 0.5)
         assert np.allclose(cal.probability(PRIOR_GRID), 0.5 + 0.5 * (PRIOR_GRID - 0.5))
-    full = Calibrator(method="isotonic", prior_trust=1.0)
+    full = Calibrator(kind="isotonic", prior_trust=1.0)
     assert np.allclose(full.probability(PRIOR_GRID), PRIOR_GRID)
 
 
@@ -108,7 +108,7 @@ def test_calibration_learns_an_overconfident_judge(method: str) -> None:
     test_raw, test_y = simulated_answers(judge, 3000, seed=2)
     raw_report = calibration_report(test_raw, test_y)
     assert raw_report.ece > 0.1  # the raw judge is badly overconfident
-    cal = Calibrator(method=method)  # type: ignore[arg-type]
+    cal = Calibrator(kind=method)  # type: ignore[arg-type]
     for start in range(0, 800, 100):  # incremental, as people answer
         cal.update(train_raw[start : start + 100], train_y[start : start + 100])
     assert cal.n_answers == 800
