@@ -9,12 +9,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
 from app.kernel.models import CampaignPool, Document, PoolDocument
 from app.pools import service as pools
-from tests.app.web.support import hidden_csrf, login
+from tests.app.web.support import hidden_csrf, login, upload_runs
 
 
 def _stored(db: Any) -> int:
@@ -22,20 +21,6 @@ def _stored(db: Any) -> int:
         return int(s.scalar(select(func.count()).select_from(CampaignPool)) or 0) + int(
             s.scalar(select(func.count()).select_from(PoolDocument)) or 0
         )
-
-
-def _upload(client: TestClient, cid: int, runs: dict[str, bytes]) -> str:
-    page = client.get(f"/admin/collections/{cid}/runs")
-    csrf = hidden_csrf(page.text)
-    files = [("run", (name, content, "text/plain")) for name, content in runs.items()]
-    r = client.post(
-        f"/admin/collections/{cid}/runs",
-        data={"csrf_token": csrf},
-        files=files,
-        follow_redirects=False,
-    )
-    assert r.status_code == 303, r.text
-    return csrf
 
 
 def _rows(db: Any, pool_id: int) -> list[tuple[Any, ...]]:
@@ -47,7 +32,7 @@ def test_pool_these_runs_equals_the_files_pool(campaign_site: dict[str, Any]) ->
     client, cid, db = campaign_site["client"], campaign_site["cid"], campaign_site["db"]
     login(client, "boss", "boss password 1")
     assert 'id="pool-runs-form"' not in client.get(f"/admin/collections/{cid}/runs").text
-    csrf = _upload(client, cid, campaign_site["runs"])
+    csrf = upload_runs(client, cid, campaign_site["runs"])
     page = client.get(f"/admin/collections/{cid}/runs").text
     assert 'id="pool-runs-form"' in page
     assert '<option value="hedge">hedge: Hedge over the runs</option>' in page
@@ -80,7 +65,7 @@ def test_pool_these_runs_equals_the_files_pool(campaign_site: dict[str, Any]) ->
 def test_pool_these_runs_refusals_store_nothing(campaign_site: dict[str, Any]) -> None:
     client, cid, db = campaign_site["client"], campaign_site["cid"], campaign_site["db"]
     login(client, "boss", "boss password 1")
-    csrf = _upload(client, cid, campaign_site["runs"])
+    csrf = upload_runs(client, cid, campaign_site["runs"])
     url = f"/admin/collections/{cid}/runs/pool"
     unknown = client.post(
         url, data={"csrf_token": csrf, "stored_runs": ["strong", "nope"], "budget": "3"}
@@ -122,7 +107,7 @@ def _give_vectors(db: Any, cid: int) -> None:
 def test_pool_these_runs_over_the_campaign(campaign_site: dict[str, Any]) -> None:
     client, cid, db = campaign_site["client"], campaign_site["cid"], campaign_site["db"]
     login(client, "boss", "boss password 1")
-    csrf = _upload(client, cid, campaign_site["runs"])
+    csrf = upload_runs(client, cid, campaign_site["runs"])
     page = client.get(f"/admin/collections/{cid}/runs").text
     assert '<select id="pool-runs-allocation" name="allocation">' in page
     assert '<option value="query" selected>query: the budget per query</option>' in page

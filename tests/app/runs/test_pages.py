@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 from tests.app.runs.support import QUERIES
-from tests.app.web.support import hidden_csrf, login
+from tests.app.web.support import hidden_csrf, login, upload_runs
 
 
 def test_runs_page_upload_leaderboard_matrix_plots(campaign_site: dict[str, Any]) -> None:
@@ -16,17 +16,7 @@ def test_runs_page_upload_leaderboard_matrix_plots(campaign_site: dict[str, Any]
     login(client, "boss", "boss password 1")
     page = client.get(f"/admin/collections/{cid}/runs")
     assert page.status_code == 200 and "No run yet." in page.text
-    csrf = hidden_csrf(page.text)
-    files = [
-        ("run", (name, content, "text/plain")) for name, content in campaign_site["runs"].items()
-    ]
-    r = client.post(
-        f"/admin/collections/{cid}/runs",
-        data={"csrf_token": csrf},
-        files=files,
-        follow_redirects=False,
-    )
-    assert r.status_code == 303, r.text
+    upload_runs(client, cid, campaign_site["runs"])
     page = client.get(f"/admin/collections/{cid}/runs", params={"metric": "AP", "against": "qrels"})
     assert page.status_code == 200, page.text
     html = page.text
@@ -65,17 +55,7 @@ def test_more_runs_than_the_cap_the_page_compares_the_first_and_the_picker_choos
     case's refusal on the page (422), nothing else."""
     client, cid, db = campaign_site["client"], campaign_site["cid"], campaign_site["db"]
     login(client, "boss", "boss password 1")
-    csrf = hidden_csrf(client.get(f"/admin/collections/{cid}/runs").text)
-    files = [
-        ("run", (name, content, "text/plain")) for name, content in campaign_site["runs"].items()
-    ]
-    r = client.post(
-        f"/admin/collections/{cid}/runs",
-        data={"csrf_token": csrf},
-        files=files,
-        follow_redirects=False,
-    )
-    assert r.status_code == 303, r.text
+    upload_runs(client, cid, campaign_site["runs"])
     from app.runs import service as runs
 
     names = runs.run_names(db=db, collection_id=cid)

@@ -87,3 +87,18 @@ def served(db_path: Path, **settings: Any) -> Iterator[TestClient]:
     )
     with TestClient(create_app(config), base_url="http://testserver") as client:
         yield client
+
+
+def upload_runs(client: TestClient, cid: int, runs: dict[str, bytes]) -> str:
+    """Upload ``runs`` (name → TREC file) through the collection's runs page form; the
+    page's CSRF token."""
+    csrf = hidden_csrf(client.get(f"/admin/collections/{cid}/runs").text)
+    files = [("run", (name, content, "text/plain")) for name, content in runs.items()]
+    r = client.post(
+        f"/admin/collections/{cid}/runs",
+        data={"csrf_token": csrf},
+        files=files,
+        follow_redirects=False,
+    )
+    assert r.status_code == 303, r.text
+    return csrf
