@@ -28,6 +28,7 @@ from app.machine.judge_repository import save_machine
 from app.machine.judges import calibrator_to_json
 from app.machine.service import prepare_task, save_prepared
 from labeling.machine.calibration import Calibrator
+from labeling.machine.trust import StratumEvidence
 from labeling.protocol.spec import format_options, parse_spec
 from tests.e2e.web_support import (
     live_judgments,
@@ -120,12 +121,16 @@ SECRET = re.compile(r"machine|loss|audit|probabilit", re.IGNORECASE)
 def _trusted_machine(db: Any, task_id: int, query_id: int, scores: dict[str, float]) -> None:
     """Give the task a machine whose stored scores order the documents as ``scores`` do
     (3 units apart: raw P(better) ≥ σ(3) = 0.95) and freeze a study calibration learned from
-    answers that all agreed with it (30 per raw probability on a grid)."""
+    answers that all agreed with it (30 per raw probability on a grid), with the evidence per
+    stratum those answers give (docs/machine-judges.md#the-rule)."""
     grid = [i / 100 for i in range(1, 100) if i != 50]
     calibrator = Calibrator("isotonic")
     calibrator.update(
         [p for p in grid for _ in range(30)], [p > 0.5 for p in grid for _ in range(30)]
     )
+    # the bound's evidence: the same answers, in every stake class of their bins
+    strata = StratumEvidence().with_gold([(p, p > 0.5) for p in grid for _ in range(30)])
+    calibration = {**calibrator_to_json(calibrator), "strata": strata.to_dict()}
     with db.write() as s:
         task = s.scalar(select(Task).where(Task.id == task_id))
         query = s.get(Query, query_id)
@@ -140,7 +145,7 @@ def _trusted_machine(db: Any, task_id: int, query_id: int, scores: dict[str, flo
         s.execute(
             update(TaskMachine)
             .where(TaskMachine.task_id == task.id)
-            .values(calibration=calibrator_to_json(calibrator), calibrated_at=utcnow())
+            .values(calibration=calibration, calibrated_at=utcnow())
         )
 
 
