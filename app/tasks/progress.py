@@ -148,6 +148,43 @@ def _task_entry(
     }
 
 
+def _groups(
+    tasks: list[dict[str, Any]], queries: list[Any]
+) -> tuple[dict[str, Any], dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    """The totals, per query and per assessor sums of the task entries (each task entry's
+    times turned to ISO strings, its private loss dropped)."""
+    totals = _blank()
+    # The study's queries only (those with a task), in import order: a collection of 225
+    # queries with a study of 10 lists 10.
+    studied = {t["query_id"] for t in tasks}
+    by_query: dict[str, dict[str, Any]] = {}
+    for qid, title in queries:
+        if qid in studied:
+            by_query[qid] = {"query_id": qid, "query": title, **_blank()}
+    by_assessor: dict[str, dict[str, Any]] = {}
+    for t in tasks:
+        _add(totals, t)
+        _add(by_query[t["query_id"]], t)
+        entry = by_assessor.setdefault(
+            t["assessor"],
+            {"assessor": t["assessor"], "disabled": t["assessor_disabled"], **_blank()},
+        )
+        _add(entry, t)
+    for group in (totals, *by_query.values(), *by_assessor.values()):
+        group["last_activity"] = _iso(group["last_activity"])
+        group["expected_remaining"] = round(group["expected_remaining"], 2)
+        n_tasks = sum(group["tasks"].values())
+        group["done_fraction"] = (group["tasks"]["done"] / n_tasks) if n_tasks else None
+        group["machine"] = total(group.pop("_losses")).to_json()
+    for t in tasks:
+        del t["_loss"]
+        t["last_activity"] = _iso(t["last_activity"])
+        t["created_at"] = _iso(t["created_at"])
+        t["finished_at"] = _iso(t["finished_at"])
+        t["expected_remaining"] = round(t["expected_remaining"], 2)
+    return totals, by_query, by_assessor
+
+
 def collection_progress(*, db: Database, collection_id: int) -> dict[str, Any]:
     """The progress report of a collection (see the module docstring)."""
     with db.read() as s:
@@ -199,35 +236,7 @@ def collection_progress(*, db: Database, collection_id: int) -> dict[str, Any]:
         # the machine's calls for the task (docs/machine-judges.md#when-the-machine-fails)
         entry["machine_calls"] = calls.get(task.id)
         tasks.append(entry)
-    totals = _blank()
-    # The study's queries only (those with a task), in import order: a collection of 225
-    # queries with a study of 10 lists 10.
-    studied = {t["query_id"] for t in tasks}
-    by_query: dict[str, dict[str, Any]] = {}
-    for qid, title in queries:
-        if qid in studied:
-            by_query[qid] = {"query_id": qid, "query": title, **_blank()}
-    by_assessor: dict[str, dict[str, Any]] = {}
-    for t in tasks:
-        _add(totals, t)
-        _add(by_query[t["query_id"]], t)
-        entry = by_assessor.setdefault(
-            t["assessor"],
-            {"assessor": t["assessor"], "disabled": t["assessor_disabled"], **_blank()},
-        )
-        _add(entry, t)
-    for group in (totals, *by_query.values(), *by_assessor.values()):
-        group["last_activity"] = _iso(group["last_activity"])
-        group["expected_remaining"] = round(group["expected_remaining"], 2)
-        n_tasks = sum(group["tasks"].values())
-        group["done_fraction"] = (group["tasks"]["done"] / n_tasks) if n_tasks else None
-        group["machine"] = total(group.pop("_losses")).to_json()
-    for t in tasks:
-        del t["_loss"]
-        t["last_activity"] = _iso(t["last_activity"])
-        t["created_at"] = _iso(t["created_at"])
-        t["finished_at"] = _iso(t["finished_at"])
-        t["expected_remaining"] = round(t["expected_remaining"], 2)
+    totals, by_query, by_assessor = _groups(tasks, queries)
     return {
         "collection": {"id": coll.id, "name": coll.name, "archived": coll.archived},
         "generated_at": datetime.now(UTC).isoformat(),

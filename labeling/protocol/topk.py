@@ -1,5 +1,10 @@
 """Tool T1: a top-k pairwise strategy behind the judging-session interface (:class:`TopKSession`).
 
+Long because one class holds the state that replay, re-asks, broken documents, the machine's
+answers and the shown estimate all read and advance in one pass over the log; the estimate's
+rule itself is in :mod:`labeling.protocol.remaining` (splitting the estimate's keeping out of
+the class is the next step: docs/architecture.md#rules).
+
 Decisions where the paper is silent (docs/protocols.md#conventions-shared-by-every-strategy):
 
 * **Strategy** (default ``"heap"``, Algorithm 1). The option names an entry of
@@ -85,6 +90,19 @@ _ESTIMATES_LOCK = threading.Lock()
 ESTIMATES_KEPT = 4096
 
 
+def _initial_order(doc_ids: Sequence[str], seed: int, initial: Sequence[str] | None) -> list[str]:
+    """The order the strategy starts from: the option ``initial_order`` (a prior's), the
+    documents it leaves out after it in the seeded order; the seeded order without it."""
+    if initial is None:
+        return seeded_order(doc_ids, seed)
+    known = set(doc_ids)
+    for pos, doc in enumerate(initial):
+        if doc not in known:
+            raise ConfigError(f"initial_order[{pos}]: {doc!r} is not one of the documents")
+    listed = set(initial)
+    return list(initial) + seeded_order([d for d in doc_ids if d not in listed], seed)
+
+
 class _Reask(NamedTuple):
     """A queued re-ask: due at ``due``, repeating protocol question ``seq`` (``compare``), shown
     as (``left``, ``right``) = the original display swapped."""
@@ -126,17 +144,7 @@ class TopKSession:
         self.pair_cache: bool = options["pair_cache"]
         self.not_relevant: bool = options["not_relevant"]
         self.reask_fraction: float = options["reask_fraction"]
-        initial = options["initial_order"]
-        if initial is None:
-            order = seeded_order(doc_ids, seed)
-        else:
-            known = set(doc_ids)
-            for pos, doc in enumerate(initial):
-                if doc not in known:
-                    raise ConfigError(f"initial_order[{pos}]: {doc!r} is not one of the documents")
-            listed = set(initial)
-            order = list(initial) + seeded_order([d for d in doc_ids if d not in listed], seed)
-        self.order = order
+        self.order = order = _initial_order(doc_ids, seed, options["initial_order"])
         if strategy is None:
             strategy = resolve_strategy(options.get("strategy", DEFAULT_STRATEGY))
         self._strategy = strategy
