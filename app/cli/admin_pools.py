@@ -231,7 +231,7 @@ def _simulate(
     as_json: bool,
 ) -> None:
     from app.kernel.errors import DomainError
-    from app.pools import service as pools
+    from app.pools import simulation as pool_simulation
     from ranking.io.trec import FileFormatError, read_qrels
 
     method, allocation = how
@@ -245,7 +245,7 @@ def _simulate(
         usage_error(f"--budgets takes whole numbers, e.g. 10,20,50; got {budgets!r}")
     try:
         runs = load()
-        rows = pools.simulate(
+        rows = pool_simulation.simulate(
             runs, truth, [method], depth=depth, budgets=sizes, allocation=allocation
         )
     except DomainError as exc:
@@ -263,7 +263,7 @@ def _simulate(
     typer.echo(f"{'budget':>8} {'judged':>8} {'of pool':>8} {'relevant':>9} {'found':>7}")
     for r in rows:
         typer.echo(
-            f"{r.budget:>8} {r.judged:>8} {pools.pool_share(r):>8.1%} "
+            f"{r.budget:>8} {r.judged:>8} {pool_simulation.pool_share(r):>8.1%} "
             f"{r.relevant_found:>4}/{r.relevant_in_pool:<4} {r.share:>7.1%}"
         )
 
