@@ -13,13 +13,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Path, Response
+from fastapi import APIRouter, Depends, Path
 
 from app.http.deps import AdminUser, DbDep, SettingsDep, require_admin
 from app.http.openapi import declare_errors
 from app.http.schemas import PathId
 from app.machine import alarms, check, gold, prompts, service
 from app.machine.schemas import (
+    GoldDeletedOut,
     GoldIn,
     GoldOut,
     MachineAlarmOut,
@@ -79,11 +80,11 @@ def add_machine_gold(collection_id: PathId, body: GoldIn, db: DbDep, user: Admin
     return gold.add_gold(db=db, collection_id=collection_id, pairs=pairs, by=user.username)
 
 
-@router.delete("/collections/{collection_id}/machine/gold/{gold_id}", status_code=204)
-def delete_machine_gold(collection_id: PathId, gold_id: PathId, db: DbDep) -> Response:
+@router.delete("/collections/{collection_id}/machine/gold/{gold_id}", response_model=GoldDeletedOut)
+def delete_machine_gold(collection_id: PathId, gold_id: PathId, db: DbDep) -> dict[str, int]:
     """Unmark a gold pair (tasks started meanwhile keep what they froze); 404 if unknown."""
     gold.delete_gold(db=db, collection_id=collection_id, gold_id=gold_id)
-    return Response(status_code=204)
+    return {"collection_id": collection_id, "deleted": gold_id}
 
 
 @router.get("/machine/prompts", response_model=PromptTemplatesOut)

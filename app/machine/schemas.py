@@ -202,3 +202,10 @@ class GoldOut(BaseModel):
 
     collection_id: int
     gold: list[GoldPairOut]
+
+
+class GoldDeletedOut(BaseModel):
+    """The gold pair an admin unmarked."""
+
+    collection_id: int
+    deleted: int
