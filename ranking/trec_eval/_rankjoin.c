@@ -1399,6 +1399,76 @@ done:
     return result;
 }
 
+/* -- interpolated precision at recall points (ranking.trec_eval.m_interp) ---------------- */
+
+PyDoc_STRVAR(iprec_doc,
+             "iprec_at_recall(rel, num_ret, level, targets, /)\n--\n\n"
+             "iprec_at_recall of every query (ranking.trec_eval.m_interp, whose numpy code\n"
+             "this follows: the same doubles) as one float64 buffer of (queries, points); rel\n"
+             "the int64 (queries, depth) grades (depth > 0), num_ret int64 one a query,\n"
+             "targets the int64 (queries, points) ranks m = lround(x R) of the relevant\n"
+             "document each point looks at.");
+
+static PyObject *
+iprec_at_recall(PyObject *self, PyObject *args)
+{
+    Py_buffer relb, retb, tb;
+    long long level;
+    if (!PyArg_ParseTuple(args, "y*y*Ly*:iprec_at_recall", &relb, &retb, &level, &tb))
+        return NULL;
+    PyObject *result = NULL;
+    double *interp = NULL;
+    int64_t *relpos = NULL;
+    Py_ssize_t nq = retb.len / 8;
+    Py_ssize_t depth = nq ? relb.len / (nq * 8) : 0, np_ = nq ? tb.len / (nq * 8) : 0;
+    if (nq && (relb.len % (nq * 8) || tb.len % (nq * 8) || depth == 0)) {
+        PyErr_SetString(PyExc_ValueError, "iprec_at_recall: shapes do not agree");
+        goto done;
+    }
+    result = PyByteArray_FromStringAndSize(NULL, nq * np_ * 8);
+    interp = malloc(((size_t)depth + 1) * sizeof(double));
+    relpos = malloc(((size_t)depth + 1) * sizeof(int64_t));
+    if (result == NULL || interp == NULL || relpos == NULL) {
+        Py_CLEAR(result);
+        if (interp == NULL || relpos == NULL)
+            PyErr_NoMemory();
+        goto done;
+    }
+    double *out = (double *)PyByteArray_AS_STRING(result);
+    const int64_t *grades = relb.buf, *num_ret = retb.buf, *targets = tb.buf;
+    for (Py_ssize_t q = 0; q < nq; q++) {
+        const int64_t *g = grades + q * depth;
+        int64_t ret = num_ret[q], n = ret < depth ? ret : depth, rel_ret = 0;
+        /* the precision after each rank (cumrel / rank), then its maximum from there on */
+        for (int64_t i = 0; i < n; i++) {
+            if (g[i] >= level)
+                relpos[rel_ret++] = i;
+            interp[i] = (double)rel_ret / (double)(i + 1);
+        }
+        for (int64_t i = n - 2; i >= 0; i--)
+            if (interp[i + 1] > interp[i])
+                interp[i] = interp[i + 1];
+        for (Py_ssize_t j = 0; j < np_; j++) {
+            int64_t m = targets[q * np_ + j];
+            double value;
+            if (m > rel_ret)
+                value = 0.0;
+            else if (rel_ret == 0) /* nothing relevant retrieved: a / ret (nan for ret 0) */
+                value = (double)rel_ret / (double)ret;
+            else
+                value = interp[relpos[(m > 1 ? m : 1) - 1]];
+            out[q * np_ + j] = value;
+        }
+    }
+done:
+    free(interp);
+    free(relpos);
+    PyBuffer_Release(&relb);
+    PyBuffer_Release(&retb);
+    PyBuffer_Release(&tb);
+    return result;
+}
+
 /* -- whether a qrels file's grades are integer text (ranking.trec_eval.strict_text) ------ */
 
 /* one line ending before text[end]: its last field is 1 to LONGEST_GRADE digits or signs
@@ -1617,6 +1687,7 @@ static PyMethodDef methods[] = {
     {"judged_measures", judged_measures, METH_VARARGS, judged_doc},
     {"graded_measures", graded_measures, METH_VARARGS, graded_doc},
     {"ndcg_cuts", ndcg_cuts, METH_VARARGS, cut_doc},
+    {"iprec_at_recall", iprec_at_recall, METH_VARARGS, iprec_doc},
     {"integer_grades", integer_grades, METH_VARARGS, integers_doc},
     {NULL, NULL, 0, NULL},
 };

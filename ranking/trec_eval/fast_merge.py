@@ -33,6 +33,7 @@ __all__ = [
     "FastMerged",
     "compiled_graded_measures",
     "compiled_integer_grades",
+    "compiled_iprec_at_recall",
     "compiled_judged_measures",
     "compiled_kernels",
     "compiled_ndcg_cuts",
@@ -212,3 +213,16 @@ def compiled_integer_grades(path: str) -> bool | None:
     if not compiled_kernels():
         return None
     return rankjoin.integer_grades(path) if rankjoin is not None else None
+
+
+def compiled_iprec_at_recall(
+    rel: NDArray[np.int64], num_ret: NDArray[np.int64], level: int, targets: NDArray[np.int64]
+) -> NDArray[np.float64] | None:
+    """iprec_at_recall as ``(queries, points)`` from the C module
+    (:func:`ranking.trec_eval.m_interp.iprec_at_recall`; ``targets`` the ``m`` of each query
+    and point), or None: no compiled module, the compiled code turned off, or a level
+    beyond 64 bits."""
+    if not compiled_kernels() or rankjoin is None or not -(2**62) < level < 2**62:
+        return None
+    out = rankjoin.iprec_at_recall(_int64(rel), _int64(num_ret), level, _int64(targets))
+    return np.frombuffer(out, dtype=np.float64).reshape(targets.shape)

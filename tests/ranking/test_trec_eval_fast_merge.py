@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from ranking.io import trec_scan
 from ranking.trec_eval import fast_merge as fm
 from ranking.trec_eval import m_gain as mg
+from ranking.trec_eval import m_interp as mi
 from ranking.trec_eval import m_judged as mj
 from ranking.trec_eval.fast_read import fast_qrels, fast_run
 from ranking.trec_eval.merge import PAD, Batch, Merged, make_batch, merge
@@ -343,3 +344,41 @@ def test_the_integer_grade_check_in_c_answers_as_numpy(tmp_path: Path, text: str
         trec_scan.USE_COMPILED = True
     assert fm.compiled_integer_grades(str(path)) is numpy_answer
     assert last_fields_are_integers(str(path)) is numpy_answer
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(1, 6),
+    st.integers(1, 9),
+    st.integers(-2, 3),
+    st.integers(0, 2**32 - 1),
+    st.lists(
+        st.sampled_from([-0.5, 0.0, 0.05, 0.1, 0.25, 0.5, 0.7, 1.0, 1.5]), min_size=1, max_size=5
+    ),
+)
+def test_iprec_at_recall_in_c_is_the_numpy_doubles(
+    n: int, depth: int, level: int, seed: int, points: list[float]
+) -> None:
+    """iprec_at_recall and 11pt_avg from the C kernel against the numpy code, bit for bit:
+    points below 0, at 0 and above 1, rounding halves (lround), queries without relevant
+    documents retrieved or without a ranking (a / ret: 0 or nan)."""
+    rng = np.random.default_rng(seed)
+    num_ret = rng.integers(0, depth + 1, n).astype(np.int64)
+    rel = np.where(
+        np.arange(depth)[None, :] < num_ret[:, None], rng.integers(-2, 5, (n, depth)), PAD
+    ).astype(np.int64)
+    levels = rng.integers(0, 3, (n, 5)).astype(np.int64) * (rng.random((n, 1)) < 0.8)
+    batches = [make_batch(rel, num_ret, levels.copy(), level) for _ in range(2)]
+    ascending = sorted(points)
+    trec_scan.USE_COMPILED = False
+    try:
+        numpy_values = [
+            mi.iprec_at_recall(batches[0], points),
+            mi.eleven_pt_avg(batches[0], ascending),
+        ]
+    finally:
+        trec_scan.USE_COMPILED = True
+    c_values = [mi.iprec_at_recall(batches[1], points), mi.eleven_pt_avg(batches[1], ascending)]
+    for ours_c, ours_numpy in zip(c_values, numpy_values, strict=True):
+        assert ours_c.shape == ours_numpy.shape
+        assert ours_c.tobytes() == ours_numpy.tobytes()
