@@ -1533,11 +1533,12 @@ integer_grades(PyObject *self, PyObject *args)
         if (!failed && len > 0) {
             ok = 1;
             size_t start = 0;
-            for (size_t i = 0; i < len && ok; i++)
-                if (text[i] == '\n') {
-                    ok = integer_last_field(text, i);
-                    start = i + 1;
-                }
+            const unsigned char *nl;
+            while (ok && start < len && (nl = memchr(text + start, '\n', len - start))) {
+                size_t i = (size_t)(nl - text);
+                ok = integer_last_field(text, i);
+                start = i + 1;
+            }
             if (ok && start < len) /* a last line without its newline */
                 ok = integer_last_field(text, len);
         }
