@@ -12,6 +12,10 @@ from setuptools import Extension, setup
 # The trec_eval join computes some measures in C, operation for operation as their numpy code:
 # no fused multiply-add may change a double (docs/trec-eval.md#speed).
 NO_CONTRACTION = [] if sys.platform == "win32" else ["-ffp-contract=off"]
+# Linked to libm itself: without it, log2 binds to glibc's oldest symbol version, whose error
+# wrapper returns +nan for a negative argument where libm's current log2 (trec_eval's, numpy's)
+# returns -nan, and G prints the sign of that nan.
+LIBM = [] if sys.platform == "win32" else ["m"]
 
 setup(
     ext_modules=[
@@ -20,6 +24,7 @@ setup(
             "ranking.trec_eval._rankjoin",
             sources=["ranking/trec_eval/_rankjoin.c"],
             extra_compile_args=NO_CONTRACTION,
+            libraries=LIBM,
             optional=True,
         ),
     ]

@@ -1208,6 +1208,347 @@ done:
     return result;
 }
 
+/* -- the graded measures (ranking.trec_eval.m_gain) -------------------------------------- */
+
+/* numpy's cumulative sum: the first value itself, then each added in order */
+#define RUNNING(acc, i, x) ((acc) = (i) == 0 ? (x) : (acc) + (x))
+
+/* the value of a running sum of width w after k positions (m_gain._last) */
+static inline double
+after(const double *cum, int64_t w, int64_t k)
+{
+    if (w == 0 || k <= 0)
+        return 0.0;
+    return cum[k - 1 < w - 1 ? k - 1 : w - 1];
+}
+
+/* m_gain._cum_dcg of one row: Σ g_i / disc_i, a zero gain adding 0.0 */
+static void
+running_dcg(const double *g, const double *disc, int64_t w, double *out)
+{
+    double acc = 0.0;
+    for (int64_t i = 0; i < w; i++) {
+        double term = g[i] != 0 ? g[i] / disc[i] : 0.0;
+        out[i] = RUNNING(acc, i, term);
+    }
+}
+
+PyDoc_STRVAR(graded_doc,
+             "graded_measures(gains, ideal, n_ideal, num_ret, num_rel, disc, /)\n--\n\n"
+             "dcg, ideal_dcg, G, ndcg_rel and Rndcg of every query (ranking.trec_eval.m_gain,\n"
+             "whose numpy code this follows operation for operation: the same doubles) as one\n"
+             "float64 buffer of (queries, 5); gains the float64 (queries, depth) result gains,\n"
+             "ideal the float64 (queries, size) ideal gains, n_ideal, num_ret and num_rel int64\n"
+             "one a query, disc the float64 log2(i + 2) of positions 0 .. max(depth, size) - 1.");
+
+static PyObject *
+graded_measures(PyObject *self, PyObject *args)
+{
+    Py_buffer gb, ib, nib, retb, relb, db;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*:graded_measures", &gb, &ib, &nib, &retb, &relb,
+                          &db))
+        return NULL;
+    PyObject *result = NULL;
+    double *rd = NULL;
+    Py_ssize_t nq = retb.len / 8;
+    Py_ssize_t depth = nq ? gb.len / (nq * 8) : 0, size = nq ? ib.len / (nq * 8) : 0;
+    if (nib.len != retb.len || relb.len != retb.len ||
+        (nq && (gb.len % (nq * 8) || ib.len % (nq * 8))) ||
+        db.len / 8 < (depth > size ? depth : size)) {
+        PyErr_SetString(PyExc_ValueError, "graded_measures: shapes do not agree");
+        goto done;
+    }
+    result = PyByteArray_FromStringAndSize(NULL, nq * 5 * 8);
+    rd = malloc(((size_t)depth + (size_t)size + 1) * sizeof(double));
+    if (result == NULL || rd == NULL) {
+        Py_CLEAR(result);
+        if (rd == NULL)
+            PyErr_NoMemory();
+        goto done;
+    }
+    double *idc = rd + depth;
+    double *out = (double *)PyByteArray_AS_STRING(result);
+    const double *gains = gb.buf, *ideals = ib.buf, *disc = db.buf;
+    const int64_t *n_ideal = nib.buf, *num_ret = retb.buf, *num_rel = relb.buf;
+    for (Py_ssize_t q = 0; q < nq; q++) {
+        const double *g = gains + q * depth, *ideal = ideals + q * size;
+        int64_t nr = num_ret[q], ni = n_ideal[q];
+        running_dcg(g, disc, depth, rd);
+        double acc = 0.0, sum_ideal = 0.0;
+        for (Py_ssize_t i = 0; i < size; i++) {
+            double ig = ideal[i] > 0 ? ideal[i] : 0.0;
+            double term = ig != 0 ? ig / disc[i] : 0.0;
+            idc[i] = RUNNING(acc, i, term);
+            RUNNING(sum_ideal, i, ig);
+        }
+        double dcg = after(rd, depth, nr), idcg = after(idc, size, ni);
+        /* G: gains over log2(2 + ideal cost so far - gain so far) */
+        double sum_cost = 0.0, sum_results = 0.0, g_cum = 0.0, g_total = 0.0;
+        /* ndcg_rel: the ndcg at each retrieved document of positive gain */
+        double r_cum = 0.0, r_total = 0.0;
+        int64_t counted = 0;
+        for (Py_ssize_t i = 0; i < depth; i++) {
+            double cost = ideal[i] >= 1.0 ? ideal[i] : 1.0;
+            RUNNING(sum_cost, i, cost);
+            RUNNING(sum_results, i, g[i]);
+            double term = g[i] != 0 ? g[i] / log2((2 + sum_cost) - sum_results) : 0.0;
+            RUNNING(g_cum, i, term);
+            int64_t at = i < ni - 1 ? i : ni - 1;
+            double id_at = ni > 0 ? idc[at > 0 ? at : 0] : 0.0;
+            double rterm = g[i] > 0 ? rd[i] / id_at : 0.0;
+            RUNNING(r_cum, i, rterm);
+            counted += g[i] > 0;
+            if (i == (nr - 1 < depth - 1 ? nr - 1 : depth - 1)) {
+                g_total = g_cum;
+                r_total = r_cum;
+            }
+        }
+        if (nr <= 0)
+            g_total = r_total = 0.0;
+        r_total = r_total + (double)(ni - counted) * dcg / idcg;
+        /* Rndcg: the ndcg where the ideal gain changes */
+        double n_total = 0.0;
+        int64_t count = 0;
+        for (Py_ssize_t j = 0; j + 1 < size; j++) {
+            int64_t k = j + 1 < nr ? j + 1 : nr;
+            double rd_b = depth ? after(rd, depth, k) : 0.0, id_b = idc[j];
+            int chosen = ideal[j + 1] != ideal[j] && id_b > 0;
+            double term = chosen ? rd_b / id_b : 0.0;
+            RUNNING(n_total, j, term);
+            count += chosen;
+        }
+        if (nr >= ni + 2 && idcg > 0) {
+            n_total = n_total + dcg / idcg;
+            count++;
+        }
+        out[5 * q] = dcg;
+        out[5 * q + 1] = idcg;
+        out[5 * q + 2] = sum_ideal > 0 ? g_total / sum_ideal : 0.0;
+        out[5 * q + 3] = r_total > 0 ? r_total / (double)ni : 0.0;
+        out[5 * q + 4] = num_rel[q] > 0 ? n_total / (double)count : 0.0;
+    }
+done:
+    free(rd);
+    PyBuffer_Release(&gb);
+    PyBuffer_Release(&ib);
+    PyBuffer_Release(&nib);
+    PyBuffer_Release(&retb);
+    PyBuffer_Release(&relb);
+    PyBuffer_Release(&db);
+    return result;
+}
+
+PyDoc_STRVAR(cut_doc,
+             "ndcg_cuts(gains, ideal, n_ideal, num_ret, disc, cutoffs, /)\n--\n\n"
+             "ndcg_cut at each cutoff of every query (ranking.trec_eval.m_gain.ndcg_cut, the\n"
+             "operations of its numpy code in the same order) as one float64 buffer of\n"
+             "(queries, cutoffs); the arrays as graded_measures', cutoffs int64.");
+
+static PyObject *
+ndcg_cuts(PyObject *self, PyObject *args)
+{
+    Py_buffer gb, ib, nib, retb, db, cb;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*:ndcg_cuts", &gb, &ib, &nib, &retb, &db, &cb))
+        return NULL;
+    PyObject *result = NULL;
+    double *rd = NULL;
+    Py_ssize_t nq = retb.len / 8, nc = cb.len / 8;
+    Py_ssize_t depth = nq ? gb.len / (nq * 8) : 0, size = nq ? ib.len / (nq * 8) : 0;
+    if (nib.len != retb.len || (nq && (gb.len % (nq * 8) || ib.len % (nq * 8))) ||
+        db.len / 8 < (depth > size ? depth : size)) {
+        PyErr_SetString(PyExc_ValueError, "ndcg_cuts: shapes do not agree");
+        goto done;
+    }
+    result = PyByteArray_FromStringAndSize(NULL, nq * nc * 8);
+    rd = malloc(((size_t)depth + (size_t)size + 1) * sizeof(double));
+    if (result == NULL || rd == NULL) {
+        Py_CLEAR(result);
+        if (rd == NULL)
+            PyErr_NoMemory();
+        goto done;
+    }
+    double *idc = rd + depth;
+    double *out = (double *)PyByteArray_AS_STRING(result);
+    const double *gains = gb.buf, *ideals = ib.buf, *disc = db.buf;
+    const int64_t *n_ideal = nib.buf, *num_ret = retb.buf, *cuts = cb.buf;
+    for (Py_ssize_t q = 0; q < nq; q++) {
+        const double *ideal = ideals + q * size;
+        int64_t nr = num_ret[q], ni = n_ideal[q];
+        running_dcg(gains + q * depth, disc, depth, rd);
+        double acc = 0.0;
+        for (Py_ssize_t i = 0; i < size; i++) {
+            double ig = ideal[i] > 0 ? ideal[i] : 0.0;
+            double term = ig != 0 ? ig / disc[i] : 0.0;
+            idc[i] = RUNNING(acc, i, term);
+        }
+        for (Py_ssize_t j = 0; j < nc; j++) {
+            int64_t k = cuts[j];
+            double dcg = after(rd, depth, k < nr ? k : nr);
+            double idcg = after(idc, size, k < ni ? k : ni);
+            out[nc * q + j] = idcg > 0 ? dcg / idcg : dcg;
+        }
+    }
+done:
+    free(rd);
+    PyBuffer_Release(&gb);
+    PyBuffer_Release(&ib);
+    PyBuffer_Release(&nib);
+    PyBuffer_Release(&retb);
+    PyBuffer_Release(&db);
+    PyBuffer_Release(&cb);
+    return result;
+}
+
+/* -- interpolated precision at recall points (ranking.trec_eval.m_interp) ---------------- */
+
+PyDoc_STRVAR(iprec_doc,
+             "iprec_at_recall(rel, num_ret, level, targets, /)\n--\n\n"
+             "iprec_at_recall of every query (ranking.trec_eval.m_interp, whose numpy code\n"
+             "this follows: the same doubles) as one float64 buffer of (queries, points); rel\n"
+             "the int64 (queries, depth) grades (depth > 0), num_ret int64 one a query,\n"
+             "targets the int64 (queries, points) ranks m = lround(x R) of the relevant\n"
+             "document each point looks at.");
+
+static PyObject *
+iprec_at_recall(PyObject *self, PyObject *args)
+{
+    Py_buffer relb, retb, tb;
+    long long level;
+    if (!PyArg_ParseTuple(args, "y*y*Ly*:iprec_at_recall", &relb, &retb, &level, &tb))
+        return NULL;
+    PyObject *result = NULL;
+    double *interp = NULL;
+    int64_t *relpos = NULL;
+    Py_ssize_t nq = retb.len / 8;
+    Py_ssize_t depth = nq ? relb.len / (nq * 8) : 0, np_ = nq ? tb.len / (nq * 8) : 0;
+    if (nq && (relb.len % (nq * 8) || tb.len % (nq * 8) || depth == 0)) {
+        PyErr_SetString(PyExc_ValueError, "iprec_at_recall: shapes do not agree");
+        goto done;
+    }
+    result = PyByteArray_FromStringAndSize(NULL, nq * np_ * 8);
+    interp = malloc(((size_t)depth + 1) * sizeof(double));
+    relpos = malloc(((size_t)depth + 1) * sizeof(int64_t));
+    if (result == NULL || interp == NULL || relpos == NULL) {
+        Py_CLEAR(result);
+        if (interp == NULL || relpos == NULL)
+            PyErr_NoMemory();
+        goto done;
+    }
+    double *out = (double *)PyByteArray_AS_STRING(result);
+    const int64_t *grades = relb.buf, *num_ret = retb.buf, *targets = tb.buf;
+    for (Py_ssize_t q = 0; q < nq; q++) {
+        const int64_t *g = grades + q * depth;
+        int64_t ret = num_ret[q], n = ret < depth ? ret : depth, rel_ret = 0;
+        /* the precision after each rank (cumrel / rank), then its maximum from there on */
+        for (int64_t i = 0; i < n; i++) {
+            if (g[i] >= level)
+                relpos[rel_ret++] = i;
+            interp[i] = (double)rel_ret / (double)(i + 1);
+        }
+        for (int64_t i = n - 2; i >= 0; i--)
+            if (interp[i + 1] > interp[i])
+                interp[i] = interp[i + 1];
+        for (Py_ssize_t j = 0; j < np_; j++) {
+            int64_t m = targets[q * np_ + j];
+            double value;
+            if (m > rel_ret)
+                value = 0.0;
+            else if (rel_ret == 0) /* nothing relevant retrieved: a / ret (nan for ret 0) */
+                value = (double)rel_ret / (double)ret;
+            else
+                value = interp[relpos[(m > 1 ? m : 1) - 1]];
+            out[q * np_ + j] = value;
+        }
+    }
+done:
+    free(interp);
+    free(relpos);
+    PyBuffer_Release(&relb);
+    PyBuffer_Release(&retb);
+    PyBuffer_Release(&tb);
+    return result;
+}
+
+/* -- whether a qrels file's grades are integer text (ranking.trec_eval.strict_text) ------ */
+
+/* one line ending before text[end]: its last field is 1 to LONGEST_GRADE digits or signs
+ * after a space or tab */
+#define LONGEST_GRADE 8
+
+static int
+integer_last_field(const unsigned char *text, size_t end)
+{
+    for (size_t back = 1; back <= LONGEST_GRADE + 1; back++) {
+        if (back > end)
+            return 0;
+        unsigned char c = text[end - back];
+        int digit = (c >= '0' && c <= '9') || c == '+' || c == '-';
+        if (digit)
+            continue;
+        return back > 1 && (c == ' ' || c == '\t');
+    }
+    return 0;
+}
+
+PyDoc_STRVAR(integers_doc,
+             "integer_grades(path, /)\n--\n\n"
+             "ranking.trec_eval.strict_text.last_fields_are_integers in one pass in C: True\n"
+             "when every line's last field is 1 to 8 digits or signs after a space or tab (the\n"
+             "last line may lack its newline); False otherwise, for an empty file or one that\n"
+             "cannot be read.");
+
+static PyObject *
+integer_grades(PyObject *self, PyObject *args)
+{
+    PyObject *path_obj;
+    if (!PyArg_ParseTuple(args, "O&:integer_grades", PyUnicode_FSConverter, &path_obj))
+        return NULL;
+    int ok = 0;
+    unsigned char *text = NULL;
+    size_t len = 0, cap = 0;
+    FILE *f = NULL;
+    Py_BEGIN_ALLOW_THREADS
+    f = fopen(PyBytes_AS_STRING(path_obj), "rb");
+    if (f != NULL) {
+        int failed = 0;
+        for (;;) {
+            if (len == cap) {
+                size_t grown = cap ? 2 * cap : (size_t)1 << 22;
+                unsigned char *bigger = realloc(text, grown);
+                if (bigger == NULL) {
+                    failed = 1;
+                    break;
+                }
+                text = bigger;
+                cap = grown;
+            }
+            size_t got = fread(text + len, 1, cap - len, f);
+            len += got;
+            if (got == 0) {
+                failed = ferror(f);
+                break;
+            }
+        }
+        fclose(f);
+        if (!failed && len > 0) {
+            ok = 1;
+            size_t start = 0;
+            const unsigned char *nl;
+            while (ok && start < len && (nl = memchr(text + start, '\n', len - start))) {
+                size_t i = (size_t)(nl - text);
+                ok = integer_last_field(text, i);
+                start = i + 1;
+            }
+            if (ok && start < len) /* a last line without its newline */
+                ok = integer_last_field(text, len);
+        }
+    }
+    Py_END_ALLOW_THREADS
+    free(text);
+    Py_DECREF(path_obj);
+    return PyBool_FromLong(ok);
+}
+
 /* -- the per-query lines (-q) ---------------------------------------------------------- */
 
 PyDoc_STRVAR(lines_doc,
@@ -1345,6 +1686,10 @@ static PyMethodDef methods[] = {
     {"rank", rank, METH_VARARGS, rank_doc},
     {"query_lines", query_lines, METH_VARARGS, lines_doc},
     {"judged_measures", judged_measures, METH_VARARGS, judged_doc},
+    {"graded_measures", graded_measures, METH_VARARGS, graded_doc},
+    {"ndcg_cuts", ndcg_cuts, METH_VARARGS, cut_doc},
+    {"iprec_at_recall", iprec_at_recall, METH_VARARGS, iprec_doc},
+    {"integer_grades", integer_grades, METH_VARARGS, integers_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -29,7 +29,17 @@ except ImportError:  # not built: the Python readers and the numpy merge
 else:
     rankjoin = compiled
 
-__all__ = ["FastMerged", "compiled_judged_measures", "compiled_query_lines", "fast_merge"]
+__all__ = [
+    "FastMerged",
+    "compiled_graded_measures",
+    "compiled_integer_grades",
+    "compiled_iprec_at_recall",
+    "compiled_judged_measures",
+    "compiled_kernels",
+    "compiled_ndcg_cuts",
+    "compiled_query_lines",
+    "fast_merge",
+]
 
 #: -M values beyond this are "every document" (the C code reads a 64-bit integer).
 _MAX_RET_CAP = 2**62
@@ -132,3 +142,87 @@ def compiled_judged_measures(
         level,
     )
     return np.frombuffer(out, dtype=np.float64).reshape(len(num_ret), 3)
+
+
+def compiled_kernels() -> bool:
+    """Whether the C module's measure kernels are there and turned on."""
+    return rankjoin is not None and compiled_scanner() is not None
+
+
+def _float64(values: NDArray[np.generic]) -> NDArray[np.float64]:
+    return np.ascontiguousarray(values, dtype=np.float64)
+
+
+def _int64(values: NDArray[np.generic]) -> NDArray[np.int64]:
+    return np.ascontiguousarray(values, dtype=np.int64)
+
+
+def compiled_graded_measures(
+    gains: NDArray[np.float64],
+    ideal: NDArray[np.float64],
+    n_ideal: NDArray[np.int64],
+    num_ret: NDArray[np.int64],
+    num_rel: NDArray[np.int64],
+    disc: NDArray[np.float64],
+) -> NDArray[np.float64] | None:
+    """dcg, ideal_dcg, G, ndcg_rel and Rndcg as ``(queries, 5)`` from the C module
+    (:func:`ranking.trec_eval.m_gain.compiled_graded`), or None: no compiled module, or the
+    compiled code turned off."""
+    if rankjoin is None or compiled_scanner() is None:
+        return None
+    out = rankjoin.graded_measures(
+        _float64(gains),
+        _float64(ideal),
+        _int64(n_ideal),
+        _int64(num_ret),
+        _int64(num_rel),
+        _float64(disc),
+    )
+    return np.frombuffer(out, dtype=np.float64).reshape(len(num_ret), 5)
+
+
+def compiled_ndcg_cuts(
+    gains: NDArray[np.float64],
+    ideal: NDArray[np.float64],
+    n_ideal: NDArray[np.int64],
+    num_ret: NDArray[np.int64],
+    disc: NDArray[np.float64],
+    cutoffs: list[int],
+) -> NDArray[np.float64] | None:
+    """ndcg_cut at each cutoff as ``(queries, cutoffs)`` from the C module
+    (:func:`ranking.trec_eval.m_gain.ndcg_cut`), or None: no compiled module, the compiled
+    code turned off, or a cutoff beyond 64 bits."""
+    if rankjoin is None or compiled_scanner() is None:
+        return None
+    if any(not -(2**63) <= k < 2**63 for k in cutoffs):
+        return None
+    out = rankjoin.ndcg_cuts(
+        _float64(gains),
+        _float64(ideal),
+        _int64(n_ideal),
+        _int64(num_ret),
+        _float64(disc),
+        np.asarray(cutoffs, dtype=np.int64),
+    )
+    return np.frombuffer(out, dtype=np.float64).reshape(len(num_ret), len(cutoffs))
+
+
+def compiled_integer_grades(path: str) -> bool | None:
+    """:func:`ranking.trec_eval.strict_text.last_fields_are_integers` by the C module (one
+    pass over the bytes), or None: no compiled module, or the compiled code turned off."""
+    if not compiled_kernels():
+        return None
+    return rankjoin.integer_grades(path) if rankjoin is not None else None
+
+
+def compiled_iprec_at_recall(
+    rel: NDArray[np.int64], num_ret: NDArray[np.int64], level: int, targets: NDArray[np.int64]
+) -> NDArray[np.float64] | None:
+    """iprec_at_recall as ``(queries, points)`` from the C module
+    (:func:`ranking.trec_eval.m_interp.iprec_at_recall`; ``targets`` the ``m`` of each query
+    and point), or None: no compiled module, the compiled code turned off, or a level
+    beyond 64 bits."""
+    if not compiled_kernels() or rankjoin is None or not -(2**62) < level < 2**62:
+        return None
+    out = rankjoin.iprec_at_recall(_int64(rel), _int64(num_ret), level, _int64(targets))
+    return np.frombuffer(out, dtype=np.float64).reshape(targets.shape)

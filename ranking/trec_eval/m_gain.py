@@ -27,6 +27,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ranking.trec_eval.fast_merge import (
+    compiled_graded_measures,
+    compiled_kernels,
+    compiled_ndcg_cuts,
+)
 from ranking.trec_eval.gains import Gains, ideal_matrix, result_gains, setup_gains
 from ranking.trec_eval.merge import Batch, FloatArray, IntArray, per_batch
 from ranking.trec_eval.numeric import log2_table
@@ -59,27 +64,52 @@ def _last(cum: FloatArray, k: IntArray) -> FloatArray:
 
 
 @per_batch
+def _rows(batch: Batch, pairs: Pairs) -> tuple[FloatArray, FloatArray, IntArray]:
+    """Result gains, ideal gains, ideal length."""
+    gains = _gains(batch, pairs)
+    ideal, n_ideal = ideal_matrix(batch, gains, batch.depth)
+    return result_gains(batch, gains), ideal, n_ideal
+
+
+@per_batch
 def _parts(
     batch: Batch, pairs: Pairs
 ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, IntArray]:
     """Result gains, running DCG, ideal gains, running IDCG, ideal length."""
-    gains = _gains(batch, pairs)
-    rg = result_gains(batch, gains)
-    ideal, n_ideal = ideal_matrix(batch, gains, batch.depth)
+    rg, ideal, n_ideal = _rows(batch, pairs)
     return rg, _cum_dcg(batch, rg), ideal, _cum_dcg(batch, np.where(ideal > 0, ideal, 0.0)), n_ideal
+
+
+@per_batch
+def compiled_graded(batch: Batch, pairs: Pairs) -> FloatArray | None:
+    """dcg, ideal_dcg, G, ndcg_rel and Rndcg of every query as ``(queries, 5)``, from one
+    walk of each ranking in C (``_rankjoin.graded_measures``, the operations of the numpy
+    code below in the same order, so the same doubles); None without the compiled module."""
+    if not compiled_kernels():
+        return None
+    rg, ideal, n_ideal = _rows(batch, pairs)
+    disc = _disc(max(rg.shape[1], ideal.shape[1]))
+    return compiled_graded_measures(rg, ideal, n_ideal, batch.num_ret, batch.num_rel, disc)
 
 
 def dcg_values(batch: Batch, pairs: Pairs) -> tuple[FloatArray, FloatArray]:
     """``(DCG(ret), IDCG)``; ndcg is their ratio where IDCG > 0."""
+    fast = compiled_graded(batch, pairs)
+    if fast is not None:
+        return fast[:, 0], fast[:, 1]
     _, rd, _, idc, n_ideal = _parts(batch, pairs)
     return _last(rd, batch.num_ret), _last(idc, n_ideal)
 
 
 def ndcg_cut(batch: Batch, cutoffs: Sequence[int]) -> FloatArray:
     grades = np.where(batch.valid & (batch.rel > 0), batch.rel, 0).astype(np.float64)
-    rd = _cum_dcg(batch, grades)
     positive = [(str(level), float(level)) for level in range(batch.rel_levels.shape[1])]
     ideal, n_ideal = ideal_matrix(batch, setup_gains(positive, batch.rel_levels.shape[1]), 1)
+    disc = _disc(max(grades.shape[1], ideal.shape[1]))
+    fast = compiled_ndcg_cuts(grades, ideal, n_ideal, batch.num_ret, disc, list(cutoffs))
+    if fast is not None:
+        return fast
+    rd = _cum_dcg(batch, grades)
     idc = _cum_dcg(batch, np.where(ideal > 0, ideal, 0.0))
     out = np.zeros((batch.n, len(cutoffs)))
     for j, k in enumerate(cutoffs):
@@ -91,6 +121,9 @@ def ndcg_cut(batch: Batch, cutoffs: Sequence[int]) -> FloatArray:
 
 
 def ndcg_rel(batch: Batch, pairs: Pairs) -> FloatArray:
+    fast = compiled_graded(batch, pairs)
+    if fast is not None:
+        return fast[:, 3]
     rg, rd, _, idc, n_ideal = _parts(batch, pairs)
     position = np.arange(batch.depth, dtype=np.int64)[None, :]
     at = np.minimum(position, (n_ideal - 1)[:, None])
@@ -107,6 +140,9 @@ def ndcg_rel(batch: Batch, pairs: Pairs) -> FloatArray:
 
 
 def rndcg(batch: Batch, pairs: Pairs) -> FloatArray:
+    fast = compiled_graded(batch, pairs)
+    if fast is not None:
+        return fast[:, 4]
     _, rd, ideal, idc, n_ideal = _parts(batch, pairs)
     size = ideal.shape[1]
     b = np.arange(1, size, dtype=np.int64)
@@ -132,6 +168,9 @@ def rndcg(batch: Batch, pairs: Pairs) -> FloatArray:
 
 
 def g_measure(batch: Batch, pairs: Pairs) -> FloatArray:
+    fast = compiled_graded(batch, pairs)
+    if fast is not None:
+        return fast[:, 2]
     rg, _, ideal, _, _ = _parts(batch, pairs)
     depth = batch.depth
     cost = np.where(ideal[:, :depth] >= 1.0, ideal[:, :depth], 1.0)

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ranking.trec_eval.fast_merge import compiled_iprec_at_recall
 from ranking.trec_eval.merge import Batch, FloatArray, IntArray, per_batch
 
 __all__ = ["eleven_pt_avg", "iprec_at_recall", "rprec_mult"]
@@ -51,6 +52,13 @@ def iprec_at_recall(batch: Batch, points: Sequence[float]) -> FloatArray:
     out = np.zeros((batch.n, len(points)))
     if batch.depth == 0:
         return _no_ranking(batch, points, out)
+    if not len(points):
+        return out
+    rel_count = batch.num_rel.astype(np.float64)
+    targets = np.stack([_lround_all(x, rel_count) for x in points], axis=1)
+    fast = compiled_iprec_at_recall(batch.rel, batch.num_ret, batch.level, targets)
+    if fast is not None:  # one walk a query in C (_rankjoin.iprec_at_recall), the same doubles
+        return fast
     interp = _interpolated(batch)
     rel_count = batch.num_rel.astype(np.float64)
     rel_ret = batch.num_rel_ret

@@ -173,12 +173,17 @@ def test_heapjudge_command_runs_the_drop_in(files: tuple[Path, Path]) -> None:
     assert done.returncode == 0 and done.stdout == "P_5                   \tall\t0.2000\n"
 
 
-def test_compiled_scan_and_python_reader_give_the_same_columns(tmp_path: Path) -> None:
+def test_compiled_scan_and_python_reader_give_the_same_columns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ranking.io import trec_scan
     from ranking.trec_eval.fast_read import fast_qrels, fast_run
     from ranking.trec_eval.readers import read_qrels, read_run
     from tests.ranking.conftest import require_compiled
 
     require_compiled()
+    # the compiled scan on, even in a run of the suite with HEAPJUDGE_TREC_PURE=1
+    monkeypatch.delenv(trec_scan.PURE_ENV, raising=False)
     q, r = tmp_path / "q", tmp_path / "r"
     q.write_text("".join(f"{i % 7} 0 d{i} {i % 4}\n" for i in range(300)))
     lines = (f"{i % 7} Q0 d{i} {i} {((i * 37) % 11) / 4} tag{i % 3}\n" for i in range(400))

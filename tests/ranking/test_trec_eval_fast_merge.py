@@ -16,16 +16,28 @@ from hypothesis import strategies as st
 
 from ranking.io import trec_scan
 from ranking.trec_eval import fast_merge as fm
+from ranking.trec_eval import m_gain as mg
+from ranking.trec_eval import m_interp as mi
 from ranking.trec_eval import m_judged as mj
 from ranking.trec_eval.fast_read import fast_qrels, fast_run
-from ranking.trec_eval.merge import PAD, Merged, make_batch, merge
+from ranking.trec_eval.merge import PAD, Batch, Merged, make_batch, merge
 from ranking.trec_eval.readers import read_qrels, read_run
+from ranking.trec_eval.strict_text import last_fields_are_integers
 from tests.ranking.trec_eval_support import ours, theirs
 
 if fm.rankjoin is None:
     if os.environ.get("HEAPJUDGE_REQUIRE_COMPILED"):
         pytest.fail("ranking.trec_eval._rankjoin is not built (python setup.py build_ext)")
     pytest.skip("ranking.trec_eval._rankjoin is not built", allow_module_level=True)
+
+
+@pytest.fixture(autouse=True)
+def _compiled_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests compare the compiled code with the numpy code, so the compiled code is on
+    even in a run of the suite with HEAPJUDGE_TREC_PURE=1 (each test turns it off itself
+    for the numpy side)."""
+    monkeypatch.delenv(trec_scan.PURE_ENV, raising=False)
+
 
 QIDS = ["1", "2", "10", "q", "x", "Q"]
 DOCS = [f"d{i}" for i in range(8)] + ["D1", "d10", "e", "ceci_nest_pas_un_docno"]
@@ -244,4 +256,129 @@ def test_bpref_infap_and_bing_in_c_are_the_numpy_doubles(
     c_values = [mj.bpref(batches[1]), mj.inf_ap(batches[1]), mj.bin_g(batches[1])]
     assert mj.compiled_judged(batches[1]) is not None
     for ours_c, ours_numpy in zip(c_values, numpy_values, strict=True):
+        assert ours_c.tobytes() == ours_numpy.tobytes()
+
+
+GAIN_PAIRS = st.lists(
+    st.tuples(
+        st.sampled_from(["0", "1", "2", "3", "4", "-1", "x"]),
+        st.sampled_from([-2.0, -0.5, 0.0, 0.25, 1.0, 1.5, 3.0, 7.0]),
+    ),
+    max_size=4,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(1, 6),
+    st.integers(0, 9),
+    st.integers(-2, 3),
+    st.integers(0, 2**32 - 1),
+    GAIN_PAIRS,
+    st.lists(st.integers(0, 12), min_size=1, max_size=4),
+)
+def test_graded_measures_in_c_are_the_numpy_doubles(
+    n: int,
+    depth: int,
+    level: int,
+    seed: int,
+    pairs: list[tuple[str, float]],
+    cutoffs: list[int],
+) -> None:
+    """dcg, ideal_dcg, G, ndcg_rel, Rndcg and ndcg_cut from the C kernels against the numpy
+    code, bit for bit: random rankings and judgment counts, gain parameters negative,
+    fractional, zero and repeated (the ideal ranking's early end, rescaled ties), queries
+    without judgments (divisions by zero: nan and inf must be the same too)."""
+    rng = np.random.default_rng(seed)
+    num_ret = rng.integers(0, depth + 1, n).astype(np.int64)
+    rel = np.where(
+        np.arange(depth)[None, :] < num_ret[:, None], rng.integers(-2, 5, (n, depth)), PAD
+    ).astype(np.int64)
+    levels = rng.integers(0, 3, (n, 5)).astype(np.int64) * (rng.random((n, 1)) < 0.8)
+    batches = [make_batch(rel, num_ret, levels.copy(), level) for _ in range(2)]
+
+    def values(batch: Batch) -> list[np.ndarray]:
+        dcg, ideal = mg.dcg_values(batch, pairs)
+        return [
+            dcg,
+            ideal,
+            mg.g_measure(batch, pairs),
+            mg.ndcg_rel(batch, pairs),
+            mg.rndcg(batch, pairs),
+            mg.ndcg_cut(batch, cutoffs),
+        ]
+
+    trec_scan.USE_COMPILED = False
+    try:
+        assert mg.compiled_graded(batches[0], pairs) is None
+        numpy_values = values(batches[0])
+    finally:
+        trec_scan.USE_COMPILED = True
+    c_values = values(batches[1])
+    assert mg.compiled_graded(batches[1], pairs) is not None
+    for ours_c, ours_numpy in zip(c_values, numpy_values, strict=True):
+        assert ours_c.shape == ours_numpy.shape
+        assert ours_c.tobytes() == ours_numpy.tobytes()
+
+
+GRADE_TEXT = st.lists(
+    st.sampled_from(["0", "3", "12345678", "123456789", "+", "-", " ", "\t", "\n", "\r", "x", "."]),
+    max_size=16,
+).map("".join)
+
+
+@settings(
+    max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(GRADE_TEXT)
+def test_the_integer_grade_check_in_c_answers_as_numpy(tmp_path: Path, text: str) -> None:
+    """_rankjoin.integer_grades against the numpy check of strict_text on random texts made
+    of digits, signs, separators, line ends and other bytes (empty last fields, long
+    grades, a last line without its newline, an empty file)."""
+    path = tmp_path / "qrels"
+    path.write_bytes(text.encode())
+    trec_scan.USE_COMPILED = False
+    try:
+        numpy_answer = last_fields_are_integers(str(path))
+    finally:
+        trec_scan.USE_COMPILED = True
+    assert fm.compiled_integer_grades(str(path)) is numpy_answer
+    assert last_fields_are_integers(str(path)) is numpy_answer
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(1, 6),
+    st.integers(1, 9),
+    st.integers(-2, 3),
+    st.integers(0, 2**32 - 1),
+    st.lists(
+        st.sampled_from([-0.5, 0.0, 0.05, 0.1, 0.25, 0.5, 0.7, 1.0, 1.5]), min_size=1, max_size=5
+    ),
+)
+def test_iprec_at_recall_in_c_is_the_numpy_doubles(
+    n: int, depth: int, level: int, seed: int, points: list[float]
+) -> None:
+    """iprec_at_recall and 11pt_avg from the C kernel against the numpy code, bit for bit:
+    points below 0, at 0 and above 1, rounding halves (lround), queries without relevant
+    documents retrieved or without a ranking (a / ret: 0 or nan)."""
+    rng = np.random.default_rng(seed)
+    num_ret = rng.integers(0, depth + 1, n).astype(np.int64)
+    rel = np.where(
+        np.arange(depth)[None, :] < num_ret[:, None], rng.integers(-2, 5, (n, depth)), PAD
+    ).astype(np.int64)
+    levels = rng.integers(0, 3, (n, 5)).astype(np.int64) * (rng.random((n, 1)) < 0.8)
+    batches = [make_batch(rel, num_ret, levels.copy(), level) for _ in range(2)]
+    ascending = sorted(points)
+    trec_scan.USE_COMPILED = False
+    try:
+        numpy_values = [
+            mi.iprec_at_recall(batches[0], points),
+            mi.eleven_pt_avg(batches[0], ascending),
+        ]
+    finally:
+        trec_scan.USE_COMPILED = True
+    c_values = [mi.iprec_at_recall(batches[1], points), mi.eleven_pt_avg(batches[1], ascending)]
+    for ours_c, ours_numpy in zip(c_values, numpy_values, strict=True):
+        assert ours_c.shape == ours_numpy.shape
         assert ours_c.tobytes() == ours_numpy.tobytes()
