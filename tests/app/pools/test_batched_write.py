@@ -11,6 +11,7 @@ its rows would have been planned from."""
 
 from __future__ import annotations
 
+import os
 from datetime import timedelta
 from types import SimpleNamespace
 from typing import Any
@@ -78,9 +79,8 @@ def test_between_batches_the_pool_is_invisible_and_unusable(
             pool = s.scalars(select(CampaignPool).where(CampaignPool.name == "batched")).one()
         listed = _listed(api, collection, "batched")
         shown = api.get("admin", f"/api/v1/admin/pools/{pool.id}").json()
-        with api.db.read() as s:
-            with pytest.raises(pools.Invalid, match="still being built"):
-                pools.plan_pools(s, collection, pool.id, ["101", "102"])
+        with api.db.read() as s, pytest.raises(pools.Invalid, match="still being built"):
+            pools.plan_pools(s, collection, pool.id, ["101", "102"])
         seen.append(
             {
                 "stored": _stored_rows(api, pool.id),
@@ -177,3 +177,12 @@ def test_a_build_in_progress_keeps_its_name(api: Api, collection: int) -> None:
     with api.db.read() as s:
         found = s.get(CampaignPool, alive)
         assert found is not None and found.status == "building"
+
+
+@pytest.mark.skipif(not hasattr(os, "SCHED_IDLE"), reason="SCHED_IDLE is Linux's")
+def test_the_build_process_runs_at_the_idle_priority() -> None:
+    """A waking judgment thread preempts the build at once (sched(7), SCHED_IDLE)."""
+    worker = pools._build_executor()
+    assert worker.submit(os.sched_getscheduler, 0).result() == os.SCHED_IDLE
+    assert worker.submit(os.getpriority, os.PRIO_PROCESS, 0).result() == pools.BUILD_NICENESS
+    assert os.sched_getscheduler(0) != os.SCHED_IDLE  # this process keeps its priority
