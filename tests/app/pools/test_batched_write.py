@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
+from app.kernel.errors import Invalid
 from app.kernel.models import CampaignPool, PoolDocument, utcnow
 from app.pools import repository
 from app.pools import service as pools
@@ -79,7 +80,7 @@ def test_between_batches_the_pool_is_invisible_and_unusable(
             pool = s.scalars(select(CampaignPool).where(CampaignPool.name == "batched")).one()
         listed = _listed(api, collection, "batched")
         shown = api.get("admin", f"/api/v1/admin/pools/{pool.id}").json()
-        with api.db.read() as s, pytest.raises(pools.Invalid, match="still being built"):
+        with api.db.read() as s, pytest.raises(Invalid, match="still being built"):
             pools.plan_pools(s, collection, pool.id, ["101", "102"])
         seen.append(
             {
@@ -171,7 +172,7 @@ def test_a_dead_build_is_shown_failed_never_used_and_deleted_by_the_next(
 def test_a_build_in_progress_keeps_its_name(api: Api, collection: int) -> None:
     alive = _left_building(api, collection, "writing", timedelta(seconds=1))
     assert _listed(api, collection, "writing")["status"] == "building"
-    with pytest.raises(pools.Invalid, match="pool named 'writing' already"):
+    with pytest.raises(Invalid, match="pool named 'writing' already"):
         pools.build_pool(db=api.db, spec=_spec(collection, "writing"))
     pools.build_pool(db=api.db, spec=_spec(collection, "other"))  # not deleted: not stale
     with api.db.read() as s:
