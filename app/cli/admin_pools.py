@@ -145,9 +145,9 @@ def _loader(
 
     def load() -> dict[str, dict[str, list[str]]]:
         if stored is None:
-            from app.pools import service as pools
+            from app.pools import run_input
 
-            return pools.read_runs(*files)
+            return run_input.read_runs(*files)
         return _stored_for_simulation(collection, stored, database_url)
 
     return load
@@ -272,11 +272,11 @@ def _stored_for_simulation(
     collection: str, chosen: list[str] | str, database_url: str | None
 ) -> dict[str, dict[str, list[str]]]:
     """The stored runs chosen, read from the collection (the simulation's only database use)."""
-    from app.pools import service as pools
+    from app.pools import run_input
 
     def go(db: Database) -> dict[str, dict[str, list[str]]]:
         cid = collection_id(db, collection)
-        return pools.stored_rankings(db=db, collection_id=cid, chosen=chosen)
+        return run_input.stored_rankings(db=db, collection_id=cid, chosen=chosen)
 
     return run_service(database_url, go)
 

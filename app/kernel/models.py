@@ -72,6 +72,9 @@ SECOND_OPINION_STATUSES = ("open", "answered", "reclaimed", "expired", "cancelle
 POOL_METHODS = ("depth", "mtf", "maxmean", "hedge", "cal")
 #: How a pool's budget is spread: per query, or one total over the campaign (``cal`` only).
 POOL_ALLOCATIONS = ("query", "campaign")
+#: A pool's state (docs/performance.md#pool-builds): ``building`` while its documents are
+#: written in batches (no reader uses it), ``ready`` once its last batch is in.
+POOL_STATUSES = ("building", "ready")
 
 
 def utcnow() -> datetime:
@@ -722,6 +725,7 @@ class CampaignPool(Base):
         CheckConstraint("depth >= 1", name="depth"),
         CheckConstraint("budget IS NULL OR budget >= 1", name="budget"),
         CheckConstraint(_in("allocation", POOL_ALLOCATIONS), name="allocation"),
+        CheckConstraint(_in("status", POOL_STATUSES), name="status"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -740,6 +744,9 @@ class CampaignPool(Base):
     fusion: Mapped[str] = mapped_column(String(32))
     runs: Mapped[list[str]] = mapped_column(JSONType)
     summary: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+    #: ``building`` until the build's last batch of documents is written, then ``ready``;
+    #: only a ready pool is listed with its counts, shown or planned from.
+    status: Mapped[str] = mapped_column(String(16), default="ready", server_default="ready")
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 

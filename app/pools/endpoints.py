@@ -32,6 +32,7 @@ from app.http.deps import MAX_UPLOAD_FIELDS, DbDep, require_admin, upload_form
 from app.http.openapi import declare_errors
 from app.http.schemas import PathId
 from app.kernel.errors import Invalid
+from app.pools import run_input
 from app.pools import service as pools
 from app.pools.schemas import PoolDetailOut, PoolOut, StoredPoolIn
 
@@ -88,7 +89,7 @@ async def uploaded_runs(request: Request) -> tuple[dict[str, Any], dict[str, str
     for key, value in form.multi_items():
         if not isinstance(value, UploadFile) or key != RUNS_PART:
             raise Invalid(f"unexpected part {key!r}: upload each run as a part {RUNS_PART!r}")
-        name = pools.run_name(value.filename or "")
+        name = run_input.run_name(value.filename or "")
         if name in runs:
             raise Invalid(f"two runs are named {name!r} (the file name names a run): rename one")
         runs[name] = value.file

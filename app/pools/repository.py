@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import delete, func, select, update
 
 from app.kernel.models import CampaignPool, Collection, Document, PoolDocument, Query
 
@@ -68,12 +69,12 @@ def pool_named(s: Any, collection_id: int, name: str) -> CampaignPool | None:
     return found
 
 
-#: The pool rows' columns, in the order of :func:`insert_pool`'s parameter tuples.
+#: The pool rows' columns, in the order of :func:`insert_pool_rows`'s parameter tuples.
 POOL_DOCUMENT_COLUMNS = ("query_id", "doc_id", "position", "pick", "fused", "hits")
 
 
 def pool_document_params(rows: Iterable[Mapping[str, Any]]) -> list[tuple[Any, ...]]:
-    """The rows as :func:`insert_pool` takes them: tuples in :data:`POOL_DOCUMENT_COLUMNS`
+    """The rows as :func:`insert_pool_rows` takes them: tuples in :data:`POOL_DOCUMENT_COLUMNS`
     order, ``hits`` as its JSON text (what the JSON column stores; ``json.dumps``, as the
     column's own serializer). Built before the write transaction opens."""
     return [
@@ -82,23 +83,65 @@ def pool_document_params(rows: Iterable[Mapping[str, Any]]) -> list[tuple[Any, .
     ]
 
 
-def insert_pool(s: Any, pool: CampaignPool, params: Sequence[tuple[Any, ...]]) -> int:
-    """Add the pool and its documents (:func:`pool_document_params`), the documents by one
-    executemany of the driver (no per-row work of the ORM or of SQLAlchemy's type processing
-    while the write lock is held: the build's write transaction stays short,
-    docs/performance.md#pool-builds); the pool's new id."""
+def add_building_pool(s: Any, pool: CampaignPool) -> int:
+    """Add the pool, marked ``building`` (no reader uses it until :func:`mark_ready`); its new
+    id. Its documents follow in batches (:func:`insert_pool_rows`)."""
+    pool.status = "building"
     s.add(pool)
     s.flush()
-    if params:
-        conn = s.connection()
-        sqlite = conn.dialect.name == "sqlite"
-        mark, hits = ("?", "?") if sqlite else ("%s", "%s::jsonb")
-        sql = (
-            "INSERT INTO pool_document (pool_id, query_id, doc_id, position, pick, fused, hits) "
-            f"VALUES ({', '.join([mark] * 6)}, {hits})"
-        )
-        conn.exec_driver_sql(sql, [(pool.id, *p) for p in params])
     return pool.id
+
+
+def insert_pool_rows(s: Any, pool_id: int, params: Sequence[tuple[Any, ...]]) -> None:
+    """Add a batch of the pool's documents (:func:`pool_document_params`) by one executemany
+    of the driver (no per-row work of the ORM or of SQLAlchemy's type processing while the
+    write lock is held: each batch's write transaction stays short,
+    docs/performance.md#pool-builds)."""
+    if not params:
+        return
+    conn = s.connection()
+    sqlite = conn.dialect.name == "sqlite"
+    mark, hits = ("?", "?") if sqlite else ("%s", "%s::jsonb")
+    sql = (
+        "INSERT INTO pool_document (pool_id, query_id, doc_id, position, pick, fused, hits) "
+        f"VALUES ({', '.join([mark] * 6)}, {hits})"
+    )
+    conn.exec_driver_sql(sql, [(pool_id, *p) for p in params])
+
+
+def mark_ready(s: Any, pool_id: int) -> bool:
+    """The pool's last batch is in: ``ready`` (listed, shown, planned from). False when the
+    pool is gone (a stale build's clean-up deleted it)."""
+    done = s.execute(
+        update(CampaignPool)
+        .where(CampaignPool.id == pool_id, CampaignPool.status == "building")
+        .values(status="ready")
+    )
+    return bool(done.rowcount == 1)
+
+
+def delete_pool(s: Any, pool_id: int) -> None:
+    """Delete a pool and its documents (a failed build's clean-up)."""
+    s.execute(delete(PoolDocument).where(PoolDocument.pool_id == pool_id))
+    s.execute(delete(CampaignPool).where(CampaignPool.id == pool_id))
+
+
+def delete_stale_builds(s: Any, collection_id: int, started_before: datetime) -> int:
+    """Delete the collection's pools still ``building`` that were started before
+    ``started_before`` (a build that crashed between its batches) and their documents; how
+    many pools."""
+    stale = list(
+        s.scalars(
+            select(CampaignPool.id).where(
+                CampaignPool.collection_id == collection_id,
+                CampaignPool.status == "building",
+                CampaignPool.created_at < started_before,
+            )
+        )
+    )
+    for pool_id in stale:
+        delete_pool(s, pool_id)
+    return len(stale)
 
 
 def get_pool(s: Any, pool_id: int) -> CampaignPool | None:
@@ -107,7 +150,7 @@ def get_pool(s: Any, pool_id: int) -> CampaignPool | None:
 
 
 def pools_of(s: Any, collection_id: int) -> list[CampaignPool]:
-    """The collection's pools, newest first."""
+    """The collection's pools, newest first, building ones too (their ``status`` says)."""
     return list(
         s.scalars(
             select(CampaignPool)

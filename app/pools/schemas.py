@@ -74,6 +74,11 @@ class PoolOut(BaseModel):
     created_at: datetime
     documents: int = Field(description="Documents in the depth pools of all queries.")
     picked: int = Field(description="Documents the method picked for judging (the plan's pool).")
+    status: str = Field(
+        "ready",
+        description="ready | building (its documents are being written: counts 0, no "
+        "documents shown, not plannable) | failed (its build died; the next build deletes it)",
+    )
 
 
 class HitOut(BaseModel):

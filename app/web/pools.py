@@ -16,6 +16,7 @@ from starlette.datastructures import UploadFile
 
 from app.http.deps import DbDep, require_csrf_form
 from app.kernel.errors import DomainError, Invalid
+from app.pools import run_input
 from app.pools import service as pools
 from app.web.admin import admin_error, admin_page, admin_session, back, guarded_form
 from app.web.collections import collection_response
@@ -48,7 +49,7 @@ def _spec(collection_id: int, form: Any) -> pools.BuildSpec:
     names: dict[str, str] = {}
     for value in form.getlist(RUNS_FIELD):
         if isinstance(value, UploadFile) and value.filename:
-            name = pools.run_name(value.filename)
+            name = run_input.run_name(value.filename)
             if name in runs:
                 raise Invalid(f"two runs are named {name!r} (the file name names a run)")
             runs[name] = value.file

@@ -21,7 +21,7 @@ from app.kernel.settings import Settings
 from tests.app.conftest import BACKENDS, fresh_database
 
 REPO = Path(__file__).resolve().parents[3]
-HEAD = "0033_machine_audit_strata"  # the newest migration
+HEAD = "0034_pool_status"  # the newest migration
 TABLES = {
     "user",
     "api_token",

@@ -146,3 +146,45 @@ def test_pool_from_runs_over_the_campaign(admin_site: dict[str, Any]) -> None:
     assert picked == [("1", "d1"), ("1", "d3"), ("2", "d5")]
     listed = client.get(f"/admin/collections/{cid}").text.split('id="pools-list"')[1]
     assert '<td class="num">3 in all</td>' in listed
+
+
+def test_a_pool_being_written_is_shown_as_such_and_not_offered_to_plans(
+    admin_site: dict[str, Any],
+) -> None:
+    """The collection page lists a ``building`` pool with its status and leaves it out of the
+    plan form's pools; its page says it is being written and shows no documents."""
+    from datetime import timedelta
+
+    from app.kernel.models import utcnow
+    from app.pools import repository
+    from app.pools import service as pools
+
+    client: TestClient = admin_site["client"]
+    login(client, "boss", "boss password 1")
+    csrf = hidden_csrf(client.get("/admin").text)
+    cid = _collection(client, csrf)
+    for name, age in (("half", timedelta(seconds=1)), ("dead", timedelta(hours=1))):
+        with admin_site["db"].write() as s:
+            pool = CampaignPool(
+                collection_id=cid,
+                name=name,
+                method="depth",
+                depth=3,
+                fusion=pools.FUSION,
+                runs=["A"],
+                summary={},
+                created_at=utcnow() - age,
+            )
+            pool_id = repository.add_building_pool(s, pool)
+            query = s.scalars(select(Query).where(Query.collection_id == cid)).first()
+            assert query is not None
+            repository.insert_pool_rows(s, pool_id, [(query.id, "d1", 0, 0, 1 / 61, "[]")])
+        shown = client.get(f"/admin/pools/{pool_id}").text
+        status = "building" if name == "half" else "failed"
+        assert f'data-testid="pool-status"><strong>{status}</strong>' in shown
+        assert "0 documents pooled, 0 picked" in shown
+    page = client.get(f"/admin/collections/{cid}").text
+    assert '<strong data-testid="pool-status">building</strong>' in page
+    assert '<strong data-testid="pool-status">failed</strong>' in page
+    plan_pools = page.split('id="plan-pool-id"')[1].split("</select>")[0]
+    assert "half" not in plan_pools and "dead" not in plan_pools
