@@ -115,11 +115,10 @@ def _pooled(s: Any, collection_id: int, doc_ids: list[str]) -> set[tuple[int, st
     out: set[tuple[int, str]] = set()
     for start in range(0, len(doc_ids), 500):
         chunk = doc_ids[start : start + 500]
-        out.update(
-            s.execute(
-                select(Document.query_id, Document.external_id).where(
-                    Document.collection_id == collection_id, Document.external_id.in_(chunk)
-                )
-            ).tuples()
+        rows = s.execute(
+            select(Document.query_id, Document.external_id).where(
+                Document.collection_id == collection_id, Document.external_id.in_(chunk)
+            )
         )
+        out.update((int(q), str(d)) for q, d in rows)
     return out
