@@ -252,6 +252,9 @@ def run_worker(
     for consumer in consumers:
         for _, thread in consumer.worker_threads:
             thread.start()
+        # The scheduler runs delayed tasks (retries with a delay, work enqueued for later);
+        # started here, not left for the first health check to find dead and restart.
+        consumer.scheduler.start()
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: stop.set())
