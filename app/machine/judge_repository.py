@@ -132,35 +132,50 @@ _LEFT, _RIGHT = S.alias("score_left"), S.alias("score_right")
 _AB, _BA = O.alias("opinion_ab"), O.alias("opinion_ba")
 
 
+def _with_pair(query: Any, aliases: tuple[Any, ...], task: Any, first: Any, second: Any) -> Any:
+    """``query`` outer-joined to a pair's raw scores (``first``, ``second`` of ``task``) and
+    its prepared opinions in both orders (NULL where there is none); ``aliases`` the score
+    tables of the two documents and the opinion tables of the two orders."""
+    score_1, score_2, one_two, two_one = aliases
+    return (
+        query.outerjoin(score_1, and_(score_1.c.task_id == task, score_1.c.doc_id == first))
+        .outerjoin(score_2, and_(score_2.c.task_id == task, score_2.c.doc_id == second))
+        .outerjoin(
+            one_two,
+            and_(
+                one_two.c.task_id == task,
+                one_two.c.first_doc == first,
+                one_two.c.second_doc == second,
+            ),
+        )
+        .outerjoin(
+            two_one,
+            and_(
+                two_one.c.task_id == task,
+                two_one.c.first_doc == second,
+                two_one.c.second_doc == first,
+            ),
+        )
+    )
+
+
 def _evidence(judge: Any) -> Any:
     """:data:`EVIDENCE` with the judge condition ``judge``."""
     return (
-        select(
-            J.c.outcome,
-            native(_LEFT.c.score).label("left_score"),
-            native(_RIGHT.c.score).label("right_score"),
-            native(_AB.c.probability).label("left_first"),
-            native(_BA.c.probability).label("right_first"),
-        )
-        .join(T, T.c.id == J.c.task_id)
-        .join(M, M.c.task_id == J.c.task_id)
-        .outerjoin(_LEFT, and_(_LEFT.c.task_id == J.c.task_id, _LEFT.c.doc_id == J.c.left_doc))
-        .outerjoin(_RIGHT, and_(_RIGHT.c.task_id == J.c.task_id, _RIGHT.c.doc_id == J.c.right_doc))
-        .outerjoin(
-            _AB,
-            and_(
-                _AB.c.task_id == J.c.task_id,
-                _AB.c.first_doc == J.c.left_doc,
-                _AB.c.second_doc == J.c.right_doc,
-            ),
-        )
-        .outerjoin(
-            _BA,
-            and_(
-                _BA.c.task_id == J.c.task_id,
-                _BA.c.first_doc == J.c.right_doc,
-                _BA.c.second_doc == J.c.left_doc,
-            ),
+        _with_pair(
+            select(
+                J.c.outcome,
+                native(_LEFT.c.score).label("left_score"),
+                native(_RIGHT.c.score).label("right_score"),
+                native(_AB.c.probability).label("left_first"),
+                native(_BA.c.probability).label("right_first"),
+            )
+            .join(T, T.c.id == J.c.task_id)
+            .join(M, M.c.task_id == J.c.task_id),
+            (_LEFT, _RIGHT, _AB, _BA),
+            J.c.task_id,
+            J.c.left_doc,
+            J.c.right_doc,
         )
         .where(
             T.c.collection_id == bindparam("collection_id"),
@@ -189,32 +204,20 @@ _BW, _WB = O.alias("opinion_bw"), O.alias("opinion_wb")
 #: and prepared opinions of its two documents in every task of its query with the judge
 #: (the better document first; NULL where there is none), by gold pair then task.
 GOLD_EVIDENCE = (
-    select(
-        G.c.id,
-        native(_BETTER.c.score).label("better_score"),
-        native(_WORSE.c.score).label("worse_score"),
-        native(_BW.c.probability).label("better_first"),
-        native(_WB.c.probability).label("worse_first"),
-    )
-    .join(T, and_(T.c.query_id == G.c.query_id, T.c.collection_id == G.c.collection_id))
-    .join(M, and_(M.c.task_id == T.c.id, M.c.judge == bindparam("judge")))
-    .outerjoin(_BETTER, and_(_BETTER.c.task_id == T.c.id, _BETTER.c.doc_id == G.c.better_doc))
-    .outerjoin(_WORSE, and_(_WORSE.c.task_id == T.c.id, _WORSE.c.doc_id == G.c.worse_doc))
-    .outerjoin(
-        _BW,
-        and_(
-            _BW.c.task_id == T.c.id,
-            _BW.c.first_doc == G.c.better_doc,
-            _BW.c.second_doc == G.c.worse_doc,
-        ),
-    )
-    .outerjoin(
-        _WB,
-        and_(
-            _WB.c.task_id == T.c.id,
-            _WB.c.first_doc == G.c.worse_doc,
-            _WB.c.second_doc == G.c.better_doc,
-        ),
+    _with_pair(
+        select(
+            G.c.id,
+            native(_BETTER.c.score).label("better_score"),
+            native(_WORSE.c.score).label("worse_score"),
+            native(_BW.c.probability).label("better_first"),
+            native(_WB.c.probability).label("worse_first"),
+        )
+        .join(T, and_(T.c.query_id == G.c.query_id, T.c.collection_id == G.c.collection_id))
+        .join(M, and_(M.c.task_id == T.c.id, M.c.judge == bindparam("judge"))),
+        (_BETTER, _WORSE, _BW, _WB),
+        T.c.id,
+        G.c.better_doc,
+        G.c.worse_doc,
     )
     .where(G.c.collection_id == bindparam("collection_id"))
     .order_by(G.c.id, T.c.id)
