@@ -102,3 +102,35 @@ def stored_vectors(api: Api, cid: int) -> dict[str, dict[str, list[float]]]:
     for qid, doc, vector in rows:
         out.setdefault(qid, {})[doc] = vector
     return out
+
+
+def judged_plans(
+    api: Api,
+    cid: int,
+    scores: dict[str, dict[str, float]],
+    plans: dict[str, list[tuple[str, str]]],
+    *,
+    k: int,
+    name: str,
+    view: Any,
+) -> dict[tuple[str, str, str], int]:
+    """One CSV plan per method (``plans``: method → (assessor, query id) rows), each task
+    judged to the end by ``judge_task`` on ``view(user, scores[query])``; the task ids by
+    (assessor, query id, method)."""
+    for method, plan in plans.items():
+        body = {
+            "collection_id": cid,
+            "assessors": sorted({a for a, _ in plan}),
+            "scheme": "csv",
+            "csv": "assessor,query_id,method\n" + "".join(f"{a},{q},{method}\n" for a, q in plan),
+            "k": k,
+            "name": f"{name}-{method}",
+        }
+        r = api.post("admin", "/api/v1/admin/plans", json=body)
+        assert r.status_code == 201, r.text
+    tasks = api.get("admin", f"/api/v1/admin/collections/{cid}/progress").json()["tasks"]
+    by_key = {(t["assessor"], t["query_id"], t["method"]): t["id"] for t in tasks}
+    for method, plan in plans.items():
+        for user, qid in plan:
+            judge_task(api, user, by_key[user, qid, method], view(user, scores[qid]))
+    return by_key

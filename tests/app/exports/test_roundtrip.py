@@ -23,7 +23,7 @@ from ranking.evaluate import evaluate
 from ranking.io.letor import read_letor
 from ranking.io.topk import TopKTruth
 from ranking.io.trec import write_run
-from tests.app.admin_support import judge_task, make_collection, oracle_top
+from tests.app.admin_support import judged_plans, make_collection, oracle_top
 from tests.app.conftest import Api
 
 K = 3
@@ -58,22 +58,8 @@ def study(api: Api, database_url: str) -> dict[str, Any]:
     for name in ("t1", "t2", "t3", "g1", "g2"):
         api.add_user(name)
     cid, scores = make_collection(api, "roundtrip", queries=3, docs=DOCS)
-    for method, plan in (("topk", TOPK_PLAN), ("graded", GRADED_PLAN)):
-        body = {
-            "collection_id": cid,
-            "assessors": sorted({a for a, _ in plan}),
-            "scheme": "csv",
-            "csv": "assessor,query_id,method\n" + "".join(f"{a},{q},{method}\n" for a, q in plan),
-            "k": K,
-            "name": f"rt-{method}",
-        }
-        r = api.post("admin", "/api/v1/admin/plans", json=body)
-        assert r.status_code == 201, r.text
-    tasks = api.get("admin", f"/api/v1/admin/collections/{cid}/progress").json()["tasks"]
-    by_key = {(t["assessor"], t["query_id"], t["method"]): t["id"] for t in tasks}
-    for method, plan in (("topk", TOPK_PLAN), ("graded", GRADED_PLAN)):
-        for user, qid in plan:
-            judge_task(api, user, by_key[user, qid, method], _view(user, scores[qid]))
+    plans = {"topk": TOPK_PLAN, "graded": GRADED_PLAN}
+    by_key = judged_plans(api, cid, scores, plans, k=K, name="rt", view=_view)
     # An imperfect system: ranks by document number, d0 first.
     run = {q: {d: -float(d[1:]) for d in docs} for q, docs in scores.items()}
     return {"cid": cid, "scores": scores, "run": run, "url": database_url, "tasks": by_key}

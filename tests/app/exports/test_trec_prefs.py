@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from app.cli import cli as app_cli
 from app.exports.service import FORMATS
 from app.kernel.models import Judgment
-from tests.app.admin_support import judge_task, make_collection
+from tests.app.admin_support import judged_plans, make_collection
 from tests.app.conftest import Api
 from tests.ranking.trec_eval_support import BIN_ENV, ours, theirs
 
@@ -45,22 +45,8 @@ def study(api: Api, database_url: str) -> dict[str, Any]:
     for name in ("t1", "t2", "t3", "g1", "g2"):
         api.add_user(name)
     cid, scores = make_collection(api, "trec-prefs", queries=3, docs=DOCS)
-    for method, plan in (("topk", TOPK_PLAN), ("graded", GRADED_PLAN)):
-        body = {
-            "collection_id": cid,
-            "assessors": sorted({a for a, _ in plan}),
-            "scheme": "csv",
-            "csv": "assessor,query_id,method\n" + "".join(f"{a},{q},{method}\n" for a, q in plan),
-            "k": K,
-            "name": f"tp-{method}",
-        }
-        r = api.post("admin", "/api/v1/admin/plans", json=body)
-        assert r.status_code == 201, r.text
-    tasks = api.get("admin", f"/api/v1/admin/collections/{cid}/progress").json()["tasks"]
-    by_key = {(t["assessor"], t["query_id"], t["method"]): t["id"] for t in tasks}
-    for method, plan in (("topk", TOPK_PLAN), ("graded", GRADED_PLAN)):
-        for user, qid in plan:
-            judge_task(api, user, by_key[user, qid, method], _view(user, scores[qid]))
+    plans = {"topk": TOPK_PLAN, "graded": GRADED_PLAN}
+    by_key = judged_plans(api, cid, scores, plans, k=K, name="tp", view=_view)
     # An imperfect run that retrieves 5 of the 7 documents of each query (so some preferences
     # are "implied" or "not occurring"), by document number, d0 first.
     run = {q: {d: -float(d[1:]) for d in sorted(docs)[:5]} for q, docs in scores.items()}
