@@ -108,6 +108,8 @@ AUDIT_MIN = 0.02
 AUDIT_SCALE = 10.0
 #: Per-question tolerance, times max_loss / n (:func:`question_tolerance`).
 TOLERANCE_FACTOR = 35.0
+#: Per-question tolerance, at most this share of max_loss (:func:`question_tolerance`).
+TOLERANCE_SHARE = 0.2
 #: Upper edges of the classes of a question's stake, the expected κ-NDCG@k it costs if the
 #: machine's answer is wrong (:func:`stake_class`): stake 0, then up to 4⁻⁴, 4⁻³, 4⁻², 4⁻¹
 #: (a factor 4 a class: the bound an answer needs, ``U ≤ τ/stake``, is the same within a
@@ -173,9 +175,12 @@ def stratum(p: float, stake: float) -> int | None:
 
 def question_tolerance(max_loss: float, n: int) -> float:
     """The largest risk (stake × the bound) one machine answer may carry:
-    ``TOLERANCE_FACTOR · max_loss / n`` (35 · max_loss / n) for a pool of ``n`` documents;
-    the answers' risks together stay within ``max_loss`` (docs/machine-judges.md#the-rule)."""
-    return TOLERANCE_FACTOR * max_loss / max(n, 1)
+    ``max_loss · min(TOLERANCE_FACTOR / n, TOLERANCE_SHARE)`` (``max_loss · min(35 / n, 1/5)``)
+    for a pool of ``n`` documents; the answers' risks together stay within ``max_loss``
+    (docs/machine-judges.md#the-rule). The share 1/5 keeps one answer from spending most of
+    the budget, so that it lasts for the many questions of small stake a strategy asks
+    later."""
+    return max_loss * min(TOLERANCE_FACTOR / max(n, 1), TOLERANCE_SHARE)
 
 
 def audit_share(answers: int) -> float:

@@ -15,17 +15,20 @@ asks :meth:`AssistStrategy.machine_verdict` whether the machine may answer it. T
    error rate of the machine's side in that stratum, from every person's answer to a question
    of the stratum: the study's earlier ones (the opinion's ``stratum_evidence``, the service's
    stored answers of the study's other tasks) and this session's
-   (:class:`labeling.machine.trust.StratumEvidence`). With no answer in the stratum ``U = 1``:
-   people answer. The machine answers only while ``U < 1/2``, and its answer is logged with
-   P(right) ``1 − U``.
+   (:class:`labeling.machine.trust.StratumEvidence`). With no answer in the stratum ``U = 1``.
+   The answer is logged with P(right) ``1 − U``; when ``U ≥ 1/2`` (little evidence, or a
+   machine no better than a coin there) it claims only a coin's P(wrong), 1/2 (logged at
+   P(right) 1/2, and its audit tests no claim), and only the rule's risk (4.) lets it answer:
+   a question of small enough stake.
 3. **Stake** (the ``+robust`` accounting, docs/noise.md#the-robust-rule): a wrong "w beat l"
    costs what l then misses, in κ-NDCG@k. ``a_w`` and ``a_l`` are the numbers of documents
    known (directly or through others, by the answers so far) to be better than w and l; if
    the answer is wrong, l's true rank lies between ``a_l + 1`` and ``a_w + 1``, taken uniform
    there, and l is taken to be shown just below w: :func:`wrong_stake`.
-4. **Risk** = stake × ``U``. The machine answers when the risk is at most the per-question
-   tolerance ``35 · max_loss / n`` (:func:`labeling.machine.trust.question_tolerance`) and the
-   risks of all its answers so far plus this one stay within ``max_loss`` (the task option
+4. **Risk** = stake × ``U`` (``U`` up to 1). The machine answers when the risk is at most the
+   per-question tolerance ``max_loss · min(35 / n, 1/5)``
+   (:func:`labeling.machine.trust.question_tolerance`) and the risks of all its answers so
+   far plus this one stay within ``max_loss`` (the task option
    ``machine.max_loss``, default :data:`labeling.machine.trust.DEFAULT_MAX_LOSS`, 0.01: the
    expected κ-NDCG@k loss per query the machine may cost, by the stake model). A repeat
    (:attr:`Compare.repeat`) and a pair already answered always go to people.
@@ -93,7 +96,9 @@ from labeling.strategies.robust import ASSUMED_FLIP, DAMAGE_DEPTH, RobustStrateg
 AUDIT_SHARE = AUDIT_MAX
 #: Least probability that a machine answer is wrong, whatever the evidence says.
 MIN_WRONG = 0.001
-#: The machine answers only while the bound on its P(wrong) is below this.
+#: The most a machine answer claims of its P(wrong): an answer whose bound is above it (a
+#: question of small stake, rule 2 of the module docstring) claims a coin's and is logged at
+#: P(right) 1 − MAX_CLAIM = 1/2.
 MAX_CLAIM = 0.5
 #: Over ``+robust``: a person's answer is asked again while stake × P(wrong) > this / n.
 CONFIRM_TOLERANCE = 0.5
@@ -128,19 +133,22 @@ def _key(a: str, b: str) -> Key:
 
 
 @lru_cache(maxsize=4096)
-def wrong_stake(k: int, above_winner: int, above_loser: int) -> float:
+def wrong_stake(k: int, above_winner: int, above_loser: int, winner_at: int | None = None) -> float:
     """Expected κ-NDCG@k lost when "w beat l" is wrong: l's true rank ``r`` uniform over
     ``above_loser + 1 … above_winner + 1`` (its best possible rank up to w's best possible
-    rank; just w's when ``above_loser ≥ above_winner``) and l shown where the answer puts it,
-    just below w's best possible position, ``max(r, above_winner + 2)`` (k + 1: in the rest),
-    every other document in its true order
-    (:func:`labeling.strategies.robust.damage_table`)."""
+    rank; just w's when ``above_loser ≥ above_winner``) and l shown just below w, w taken at
+    position ``winner_at`` (default ``above_winner + 1``, its best possible one): l at
+    ``max(r, winner_at + 1)`` (k + 1: in the rest), every other document in its true order
+    (:func:`labeling.strategies.robust.damage_table`). A strategy whose loser waits out of
+    play until its winner is placed passes w's worst possible position (rule 3 of the module
+    docstring)."""
     depth = min(k, DAMAGE_DEPTH)
     table = damage_table(depth)
     high = above_winner + 1
     low = min(above_loser + 1, high)
     ranks = range(low, high + 1)
-    shown = min(above_winner + 2, depth + 1)
+    at = high if winner_at is None else max(winner_at, high)
+    shown = min(at + 1, depth + 1)
     return sum(table[r][max(shown, r)] for r in ranks if r <= depth) / len(ranks)
 
 
@@ -175,6 +183,8 @@ class AssistStrategy:
         if issubclass(inner, RobustStrategy):
             inner = inner.base
         self.state = inner(order, k)  # validates k and the order
+        #: Whether the base places a beaten document just below its winner (rule 3).
+        self._placed_below = bool(getattr(inner, "places_loser_below_winner", False))
         self.confirmations = 0
         self.order = list(order)
         self.k = k
@@ -241,12 +251,25 @@ class AssistStrategy:
 
     def _stake(self, winner: str, loser: str) -> float:
         index = self._index
-        above_w = self._above[index[winner]].bit_count()
+        w = index[winner]
+        above_w = self._above[w].bit_count()
         above_l = self._above[index[loser]].bit_count()
-        return wrong_stake(self.k, above_w, above_l)
+        if self._placed_below:
+            return wrong_stake(self.k, above_w, above_l)
+        # The loser waits until w is placed, and w may be as low as its worst possible
+        # position (every document not known to be worse is above it).
+        return wrong_stake(self.k, above_w, above_l, self.n - self._below[w].bit_count())
 
     def _risk(self, winner: str, loser: str, p_right: float) -> float:
-        return self._stake(winner, loser) * max(1.0 - p_right, MIN_WRONG)
+        """The risk a machine answer spends: stake × its bound. An answer logged at P(right)
+        1/2 may have had any bound from 1/2 to 1, so that is read again from the evidence,
+        which replay rebuilds as it was."""
+        wrong = 1.0 - p_right
+        if wrong >= MAX_CLAIM:
+            side = self._side(winner, loser)
+            if side is not None:
+                wrong = max(wrong, self.trust.upper(side[3]))
+        return self._stake(winner, loser) * max(wrong, MIN_WRONG)
 
     def _side(self, a: str, b: str) -> tuple[str, str, float, int] | None:
         """The machine's side on (a, b) in the current state: ``(winner, loser, stake,
@@ -304,12 +327,11 @@ class AssistStrategy:
             return None
         winner, _loser, stake, s = side
         bound = self.trust.upper(s)
-        if bound >= MAX_CLAIM:
-            return None
         risk = stake * max(bound, MIN_WRONG)
         if risk > self.tolerance or self.spent + risk > self.max_loss:
             return None
-        return winner, 1.0 - bound
+        # With a bound of 1/2 or more the answer claims no better than a coin (rule 2).
+        return winner, 1.0 - min(bound, MAX_CLAIM)
 
     def accept_machine(self, question: Compare, winner: str, p_right: float) -> None:
         """The next answer to ``question`` is the machine's (live or from the log), right
@@ -425,6 +447,10 @@ class AssistStrategy:
         if winner is None:  # a tie says nothing about the machine's side
             return None
         claimed, wrong = 1.0 - verdict[1], winner != verdict[0]
+        if claimed >= MAX_CLAIM:
+            # A coin's claim (rule 2): nothing better than a coin to test; the answer is
+            # evidence of its stratum like any other.
+            return None
         self.monitor.record(claimed, wrong)
         self.audit_records.append((claimed, wrong))
         return claimed

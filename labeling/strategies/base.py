@@ -71,7 +71,12 @@ class PairStrategy(Protocol):
     positions a paused run has already fixed for good (0 when its top list can change until it
     finishes), and ``confirmation_share``, the confirmations per question the robust modifier
     gives a consistent assessor on a random order (its progress model; measured at (50, 10),
-    ``benchmarks/strategies.py`` prints the check).
+    ``benchmarks/strategies.py`` prints the check). What the assist modifier reads
+    (:mod:`labeling.strategies.assist`): ``places_loser_below_winner`` (optional, default
+    False), True when a document that loses a comparison is placed just below its winner by
+    the next questions (binary insertion), False when it waits out of play until its winner is
+    placed (a tournament's loser, a heap's rejected challenger): the stake of a wrong answer
+    depends on it.
     """
 
     phase: str

@@ -72,6 +72,9 @@ class InsertionTopK:
     #: Confirmations per question the robust modifier gives a consistent assessor on a random
     #: order (its progress model, :class:`labeling.strategies.base.PairStrategy`).
     confirmation_share: ClassVar[float] = 0.98
+    #: A document beaten by the pivot of its search is placed just below it by the search's
+    #: next questions (the assist rule's stake, :func:`labeling.strategies.assist.wrong_stake`).
+    places_loser_below_winner: ClassVar[bool] = True
 
     def __init__(self, order: Sequence[str], k: int) -> None:
         check_strategy_args(order, k)

@@ -124,8 +124,9 @@ def test_a_bm25_machine_answers_with_provenance_and_saves_people_questions(
             loser = j.right_doc if j.outcome == "left" else j.left_doc
             assert truth[qid][winner or ""] > truth[qid][loser or ""]
         if q == QUERIES - 1:
-            # Learned from the earlier queries (its bound narrowed): the machine answers.
-            assert len(machine) >= 5 and n_on < n_off
+            # Learned from the earlier queries (its bound narrowed): the machine answers (at
+            # k = 5 each answer may risk a fifth of max_loss, so a few of them).
+            assert len(machine) >= 3 and n_on < n_off
     # From a cold start (no answer before the first query, so the first is people's alone;
     # the bound then needs people's answers in each stratum: docs/machine-judges.md#the-rule).
     assert people_on < 0.95 * people_off

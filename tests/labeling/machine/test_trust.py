@@ -190,7 +190,10 @@ def test_the_audit_share_and_the_tolerance():
     assert audit_share(0) == pytest.approx(0.2)
     assert audit_share(10) == pytest.approx(0.1)
     assert audit_share(10_000) == pytest.approx(0.02)
-    assert question_tolerance(0.01, 50) == pytest.approx(35 * 0.01 / 50)
+    # max_loss · min(35 / n, 1/5): a fifth of the budget up to n = 175, 35/n of it beyond
+    assert question_tolerance(0.01, 50) == pytest.approx(0.01 / 5)
+    assert question_tolerance(0.01, 175) == pytest.approx(0.01 / 5)
+    assert question_tolerance(0.01, 350) == pytest.approx(35 * 0.01 / 350)
 
 
 def test_the_strata_and_their_evidence():

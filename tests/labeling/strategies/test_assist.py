@@ -1,5 +1,6 @@
 """The ``+assist`` modifier (docs/machine-judges.md#the-rule): a machine that is always right
-changes no result; a wrong one without evidence never answers, and one the study's evidence
+changes no result; a wrong one without evidence answers only questions of small stake (a
+coin's claim, within max_loss), and one the study's evidence
 trusted raises the audit alarm within the stated number of audits and answers no more; replay
 of any prefix of a live log gives the live state, and the machine answers derived after it are
 the logged ones; the progress bound never under-promises; machine answers are marked in the
@@ -7,6 +8,7 @@ log; what the assessor reads of the progress is the same with the machine on or 
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -26,6 +28,7 @@ from labeling.protocol.types import MachineAnswer, PairAnswer
 from labeling.strategies.assist import AssistStrategy, wrong_stake
 from labeling.strategies.registry import strategy_names
 from labeling.study.simulation import Assessor, run_session
+from ranking.metrics import kappa_ndcg
 
 ASSISTED = [name for name in strategy_names() if "assist" in name.split("+")[1:]]
 
@@ -115,16 +118,38 @@ class Trusted(Oracle):
         self.prior_audits = audits
 
 
+def _kappa_ndcg(rank: dict[str, int], produced: list[str], k: int) -> float:
+    truth = sorted(rank, key=rank.__getitem__)
+    label = {d: k - i for i, d in enumerate(truth[:k])}
+    position = {d: i for i, d in enumerate(produced)}
+    labels = np.array([[label.get(d, 0) for d in truth]], dtype=float)
+    scores = np.array([[len(truth) - position[d] for d in truth]], dtype=float)
+    return float(kappa_ndcg(labels, scores, at=k)[0])
+
+
 @settings(max_examples=25, deadline=None)
 @given(name=st.sampled_from(ASSISTED), seed=st.integers(0, 2**16), perm=st.integers(0, 2**16))
-def test_a_wrong_machine_without_evidence_never_answers(name, seed, perm):
-    """Cold start: every human answer contradicts the machine, so its bound stays 1."""
+def test_a_wrong_machine_without_evidence_answers_only_small_stakes(name, seed, perm):
+    """Cold start: every human answer contradicts the machine, so its bound stays 1 and it
+    answers only questions whose stake is within the per-question tolerance, each logged as
+    a coin's claim (P(right) 1/2), never audited as a better claim; their risks, charged at
+    the bound 1, stay within max_loss, and the result loses at most twice max_loss (the stake
+    model is an expectation for one wrong answer; these are all wrong)."""
     n, k = 30, 5
     scores, rank = _truth(n, perm)
     s = _session(name, n, k, seed, Oracle(rank, wrong=True))
     run = run_session(s, Assessor(scores, seed=2))
-    assert s.machine_seqs == []
-    assert run.result.top == sorted(rank, key=rank.__getitem__)[:k]
+    state = s.state
+    assert isinstance(state, AssistStrategy)
+    machine = [a for a in s.answers if isinstance(a, MachineAnswer)]
+    assert len(machine) == len(s.machine_seqs)
+    assert all(a.probability == 0.5 for a in machine)
+    assert state.audit_records == [] and not state.alarmed
+    assert state.spent <= state.max_loss + 1e-12
+    if not machine:
+        assert run.result.top == sorted(rank, key=rank.__getitem__)[:k]
+    loss = 1.0 - _kappa_ndcg(rank, [*run.result.top, *run.result.rest], k)
+    assert loss <= 2 * state.max_loss
 
 
 @settings(max_examples=25, deadline=None)
