@@ -357,7 +357,7 @@ def build_pool(*, db: Database, spec: BuildSpec) -> PoolView:
     pool = CampaignPool(
         collection_id=spec.collection_id,
         name=name,
-        method=method,
+        pool_method=method,
         depth=spec.depth,
         budget=spec.budget,
         allocation=spec.allocation,
@@ -431,7 +431,7 @@ def _view(pool: CampaignPool, documents: int, picked: int, status: str = "ready"
         id=pool.id,
         collection_id=pool.collection_id,
         name=pool.name,
-        method=pool.method,
+        method=pool.pool_method,
         depth=pool.depth,
         budget=pool.budget,
         allocation=pool.allocation,

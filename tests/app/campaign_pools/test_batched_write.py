@@ -137,7 +137,7 @@ def _left_building(api: Api, collection: int, name: str, age: timedelta) -> int:
         pool = CampaignPool(
             collection_id=collection,
             name=name,
-            method="depth",
+            pool_method="depth",
             depth=3,
             fusion=pools.FUSION,
             runs=["A"],

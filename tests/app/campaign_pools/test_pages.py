@@ -168,7 +168,7 @@ def test_a_pool_being_written_is_shown_as_such_and_not_offered_to_plans(
             pool = CampaignPool(
                 collection_id=cid,
                 name=name,
-                method="depth",
+                pool_method="depth",
                 depth=3,
                 fusion=pools.FUSION,
                 runs=["A"],
