@@ -5,7 +5,7 @@ Nothing here opens a transaction: :func:`app.campaign_pools.service.pick_rows` r
 inputs and calls :func:`pool_rows` with no transaction open, in the build process, then
 :func:`app.campaign_pools.service.build_pool` writes the rows in one short transaction, so judging
 submits never wait behind a build's computation (docs/performance.md#pool-builds).
-:func:`feedback_of` is the read of the finished tasks' labels, in the caller's session.
+:func:`feedback_of` is the read of the finished tasks' labels, in the caller's transaction.
 """
 
 from __future__ import annotations

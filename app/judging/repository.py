@@ -363,7 +363,7 @@ def row_values(
 
 
 def live_judgments(tx: Session, task_id: int) -> list[Any]:
-    """The task's live log in seq order on an ORM session (for the read-only services:
+    """The task's live log in seq order in an ORM transaction (for the read-only services:
     results, exports, pages), as light Core rows: replay needs no ORM objects."""
     return list(tx.execute(LIVE_LOG, {"task_id": task_id}))
 

@@ -2,7 +2,7 @@
 prepared raw scores (``machine_score``) and pair opinions (``machine_opinion``), and the
 people's answers a study calibration learns from.
 
-Creation runs on an ORM session (``db.write()``); the judging loop reads and freezes on the
+Creation runs in an ORM transaction (``db.write()``); the judging loop reads and freezes on the
 raw cursor of its own transaction (:class:`MachineStore`, prepared statements as in
 :mod:`app.judging.repository`).
 """
