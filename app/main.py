@@ -110,12 +110,12 @@ def _api_routers() -> list[APIRouter]:
     """Every JSON API router (mounted under /api/v1). Add yours here with one line. (The
     judging loop's routes are not among them: :func:`create_app` adds them first, directly.)"""
     from app.analysis import endpoints as analysis
+    from app.campaign_pools import endpoints as pools
     from app.collections import admin_endpoints as collections_admin
     from app.collections import endpoints as collections
     from app.exports import endpoints as exports
     from app.machine import admin_endpoints as machine_admin
     from app.planning import endpoints as planning
-    from app.pools import endpoints as pools
     from app.retrieval import endpoints as retrieval
     from app.runs import endpoints as runs
     from app.second_opinions import endpoints as second_opinions

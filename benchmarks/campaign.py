@@ -290,7 +290,7 @@ def cal_rounds(
     every judgment so far (:func:`labeling.study.cal_pool.shared_scores`; none yet: the fused
     order), the documents judged already first, then the unjudged by the model; the picks of
     a build are judged before the next. Per budget, the judgments so far, per query."""
-    from app.pools.cal import judged_first
+    from app.campaign_pools.cal import judged_first
 
     names = list(camp.runs)
     queries = [q for q in camp.qrels if any(q in r for r in camp.runs.values())]

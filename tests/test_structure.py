@@ -7,8 +7,10 @@
   :data:`MAX_FUNCTION_LINES` lines, unless a reason starting ``Long because`` is written at
   its top (the module's first lines, the function's docstring or first comment);
 - ``ranking`` never imports ``labeling`` or ``app``; ``labeling`` never imports ``app``;
-- TREC run text is parsed by ``ranking.io`` and ``ranking.trec_eval``'s reader only, but for
-  the parsers listed in :data:`OTHER_TREC_RUN_PARSERS`.
+- TREC run text is parsed by ``ranking.io`` and ``ranking.trec_eval``'s reader only: every
+  other reader of runs (the service's uploads, through
+  ``labeling.study.pools.parse_trec_run``) takes a line's columns from
+  ``ranking.io.trec.parse_run_line``.
 
 Each checker is run on a small bad tree too, so a checker that sees nothing cannot pass.
 ``lint-imports`` (the contracts in ``pyproject.toml``) checks the layers and the concept
@@ -219,14 +221,6 @@ def core_dependencies(modules: dict[str, Path]) -> list[str]:
 #: Where TREC run text may be parsed: ranking.io (its readers and the compiled scan, whose
 #: importers import-linter restricts) and trec_eval's own exact reader.
 TREC_RUN_READERS = ("ranking.io", "ranking.trec_eval.readers", "ranking.trec_eval.fast_read")
-#: The parsers of run text elsewhere today, each with what it does; the test fails when one
-#: is added and when one of these goes (then its entry goes too).
-OTHER_TREC_RUN_PARSERS = {
-    "labeling.study.pools.parse_trec_run": "the service's reader of uploaded runs: ids "
-    "normalised, every bad line listed at once",
-    "app.runs.service.bounded_lines": "counts an upload's unknown documents while it streams, "
-    "before parse_trec_run reads it",
-}
 
 
 def _compares_len_with(node: ast.AST, value: int) -> bool:
@@ -289,9 +283,8 @@ def test_core_direction(project: dict[str, Path]) -> None:
 
 def test_only_the_readers_parse_trec_runs(project: dict[str, Path]) -> None:
     """TREC runs are read by ranking.io and trec_eval's reader (the compiled scan: the
-    import-linter contract in pyproject.toml); the other parsers of run text are the listed
-    ones, no more, no fewer."""
-    assert trec_run_parsers(project) == sorted(OTHER_TREC_RUN_PARSERS)
+    import-linter contract in pyproject.toml), and by no other function."""
+    assert trec_run_parsers(project) == []
 
 
 # -- the checkers on a known-bad tree ---------------------------------------------------------

@@ -1,5 +1,5 @@
 """The analysis concept's SQL: a collection's tasks (cancelled ones left out) and their
-judgment log as plain column tuples, read in the caller's session ``s``."""
+judgment log as plain column tuples, read in the caller's transaction ``tx``."""
 
 from __future__ import annotations
 
@@ -21,23 +21,23 @@ from app.kernel.models import (
 )
 
 
-def collection_by_id(s: Any, collection_id: int) -> Collection | None:
-    return s.get(Collection, collection_id)  # type: ignore[no-any-return]
+def collection_by_id(tx: Any, collection_id: int) -> Collection | None:
+    return tx.get(Collection, collection_id)  # type: ignore[no-any-return]
 
 
-def collection_id_of(s: Any, name_or_id: str) -> int | None:
+def collection_id_of(tx: Any, name_or_id: str) -> int | None:
     """The id of the collection named ``name_or_id``, else of the one with that numeric id."""
-    found = s.scalar(select(Collection.id).where(Collection.name == name_or_id))
+    found = tx.scalar(select(Collection.id).where(Collection.name == name_or_id))
     if found is None and name_or_id.isdigit():
-        found = s.scalar(select(Collection.id).where(Collection.id == int(name_or_id)))
+        found = tx.scalar(select(Collection.id).where(Collection.id == int(name_or_id)))
     return None if found is None else int(found)
 
 
-def tasks(s: Any, collection_id: int) -> list[tuple[Task, str, str]]:
+def tasks(tx: Any, collection_id: int) -> list[tuple[Task, str, str]]:
     """(task, assessor, query external id) of the collection's tasks that are not cancelled,
     by id."""
     return list(
-        s.execute(
+        tx.execute(
             select(Task, User.username, Query.external_id)
             .join(User, Task.assessor_id == User.id)
             .join(Query, Task.query_id == Query.id)
@@ -47,7 +47,7 @@ def tasks(s: Any, collection_id: int) -> list[tuple[Task, str, str]]:
     )
 
 
-def judgment_log(s: Any, collection_id: int) -> list[tuple[Any, ...]]:
+def judgment_log(tx: Any, collection_id: int) -> list[tuple[Any, ...]]:
     """The judgment log of those tasks as plain column tuples (no ORM objects: a study log has
     tens of thousands of rows): task, seq, left, right, outcome, doc_id, grade, active_ms,
     created_at, undone, reason, answered_by (the second assessor's name, or None), source
@@ -55,7 +55,7 @@ def judgment_log(s: Any, collection_id: int) -> list[tuple[Any, ...]]:
     second = aliased(User)
     return [
         tuple(row)
-        for row in s.execute(
+        for row in tx.execute(
             select(
                 Judgment.task_id,
                 Judgment.seq,
@@ -81,12 +81,12 @@ def judgment_log(s: Any, collection_id: int) -> list[tuple[Any, ...]]:
     ]
 
 
-def machine_tasks(s: Any, collection_id: int) -> list[tuple[int, str, str]]:
+def machine_tasks(tx: Any, collection_id: int) -> list[tuple[int, str, str]]:
     """(task id, judge version, query external id) of the collection's tasks with a machine
     judge, not cancelled."""
     return [
         (int(t), str(j), str(q))
-        for t, j, q in s.execute(
+        for t, j, q in tx.execute(
             select(TaskMachine.task_id, TaskMachine.judge, Query.external_id)
             .join(Task, Task.id == TaskMachine.task_id)
             .join(Query, Query.id == Task.query_id)
@@ -96,11 +96,11 @@ def machine_tasks(s: Any, collection_id: int) -> list[tuple[int, str, str]]:
     ]
 
 
-def machine_scores(s: Any, task_ids: list[int]) -> dict[int, dict[str, float]]:
+def machine_scores(tx: Any, task_ids: list[int]) -> dict[int, dict[str, float]]:
     """Raw scores per document of the tasks (``machine_score``)."""
     out: dict[int, dict[str, float]] = {}
     if task_ids:
-        rows = s.execute(
+        rows = tx.execute(
             select(MachineScore.task_id, MachineScore.doc_id, MachineScore.score).where(
                 MachineScore.task_id.in_(task_ids)
             )
@@ -110,11 +110,11 @@ def machine_scores(s: Any, task_ids: list[int]) -> dict[int, dict[str, float]]:
     return out
 
 
-def machine_opinions(s: Any, task_ids: list[int]) -> dict[int, dict[tuple[str, str], float]]:
+def machine_opinions(tx: Any, task_ids: list[int]) -> dict[int, dict[tuple[str, str], float]]:
     """Prepared raw P(first better) per ordered pair of the tasks (``machine_opinion``)."""
     out: dict[int, dict[tuple[str, str], float]] = {}
     if task_ids:
-        rows = s.execute(
+        rows = tx.execute(
             select(
                 PairOpinion.task_id,
                 PairOpinion.first_doc,
@@ -128,7 +128,7 @@ def machine_opinions(s: Any, task_ids: list[int]) -> dict[int, dict[tuple[str, s
 
 
 def machine_calibrations(
-    s: Any, task_ids: list[int], *, content: bool = True
+    tx: Any, task_ids: list[int], *, content: bool = True
 ) -> dict[int, tuple[str, dict[str, Any] | None, datetime | None]]:
     """(source, frozen study calibration or None, when it was frozen) of the tasks' machines
     (``task_machine``); without ``content``, the calibration is not read (None: a frozen one
@@ -138,7 +138,7 @@ def machine_calibrations(
         columns = [TaskMachine.task_id, TaskMachine.source, TaskMachine.calibrated_at]
         if content:
             columns.append(TaskMachine.calibration)
-        rows = s.execute(select(*columns).where(TaskMachine.task_id.in_(task_ids)))
+        rows = tx.execute(select(*columns).where(TaskMachine.task_id.in_(task_ids)))
         for row in rows:
             calibration = row[3] if content else None
             out[int(row[0])] = (str(row[1]), calibration, row[2])

@@ -125,7 +125,7 @@ def _build(
 ) -> tuple[Any, list[Any]]:
     """Build and store the pool (``settings``: the fields of ``BuildSpec`` but the collection),
     then read it back with its documents."""
-    from app.pools import service as pools
+    from app.campaign_pools import service as pools
 
     def go(db: Database) -> Any:
         spec = pools.BuildSpec(collection_id=collection_id(db, collection), **settings)
@@ -145,7 +145,7 @@ def _loader(
 
     def load() -> dict[str, dict[str, list[str]]]:
         if stored is None:
-            from app.pools import run_input
+            from app.campaign_pools import run_input
 
             return run_input.read_runs(*files)
         return _stored_for_simulation(collection, stored, database_url)
@@ -230,8 +230,8 @@ def _simulate(
     budgets: str | None,
     as_json: bool,
 ) -> None:
+    from app.campaign_pools import simulation as pool_simulation
     from app.kernel.errors import DomainError
-    from app.pools import simulation as pool_simulation
     from ranking.io.trec import FileFormatError, read_qrels
 
     method, allocation = how
@@ -272,7 +272,7 @@ def _stored_for_simulation(
     collection: str, chosen: list[str] | str, database_url: str | None
 ) -> dict[str, dict[str, list[str]]]:
     """The stored runs chosen, read from the collection (the simulation's only database use)."""
-    from app.pools import run_input
+    from app.campaign_pools import run_input
 
     def go(db: Database) -> dict[str, dict[str, list[str]]]:
         cid = collection_id(db, collection)

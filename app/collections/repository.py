@@ -1,5 +1,5 @@
 """The collections concept's SQL: collections with their counts, queries, documents, and the
-NDJSON import's reads and bulk insert. Every function runs in the caller's session ``s``."""
+NDJSON import's reads and bulk insert. Every function runs in the caller's transaction ``tx``."""
 
 from __future__ import annotations
 
@@ -14,17 +14,17 @@ from app.kernel.models import Collection, Document, Query, SecondOpinion, Task
 ID_CHUNK = 500
 
 
-def collection_named(s: Any, name: str) -> Collection | None:
-    return s.scalar(select(Collection).where(Collection.name == name))  # type: ignore[no-any-return]
+def collection_named(tx: Any, name: str) -> Collection | None:
+    return tx.scalar(select(Collection).where(Collection.name == name))  # type: ignore[no-any-return]
 
 
-def collection_by_id(s: Any, collection_id: int) -> Collection | None:
-    return s.get(Collection, collection_id)  # type: ignore[no-any-return]
+def collection_by_id(tx: Any, collection_id: int) -> Collection | None:
+    return tx.get(Collection, collection_id)  # type: ignore[no-any-return]
 
 
-def add_collection(s: Any, coll: Collection) -> None:
-    s.add(coll)
-    s.flush()
+def add_collection(tx: Any, coll: Collection) -> None:
+    tx.add(coll)
+    tx.flush()
 
 
 def visible_to(assessor_id: int) -> Any:
@@ -39,7 +39,7 @@ def visible_to(assessor_id: int) -> Any:
     return own.union(routed)
 
 
-def collections(s: Any, ids: list[int] | None, assessor_id: int | None = None) -> list[Collection]:
+def collections(tx: Any, ids: list[int] | None, assessor_id: int | None = None) -> list[Collection]:
     """Collections by id order (only ``ids`` when given; only those :func:`visible_to`
     ``assessor_id`` when given)."""
     stmt = select(Collection).order_by(Collection.id)
@@ -47,41 +47,41 @@ def collections(s: Any, ids: list[int] | None, assessor_id: int | None = None) -
         stmt = stmt.where(Collection.id.in_(ids))
     if assessor_id is not None:
         stmt = stmt.where(Collection.id.in_(visible_to(assessor_id)))
-    return list(s.scalars(stmt))
+    return list(tx.scalars(stmt))
 
 
-def collection_visible(s: Any, collection_id: int, assessor_id: int | None) -> Collection | None:
+def collection_visible(tx: Any, collection_id: int, assessor_id: int | None) -> Collection | None:
     """The collection if it exists and (for an ``assessor_id``) is :func:`visible_to` it."""
-    found = collections(s, [collection_id], assessor_id)
+    found = collections(tx, [collection_id], assessor_id)
     return found[0] if found else None
 
 
-def collection_counts(s: Any, cids: list[int]) -> dict[str, dict[int, Any]]:
+def collection_counts(tx: Any, cids: list[int]) -> dict[str, dict[int, Any]]:
     """Per collection id: ``queries``, ``documents`` (query-document pairs), ``distinct``
     (distinct document ids) and ``tasks`` (count by status)."""
     nq = dict(
-        s.execute(
+        tx.execute(
             select(Query.collection_id, func.count())
             .where(Query.collection_id.in_(cids))
             .group_by(Query.collection_id)
         ).all()
     )
     nd = dict(
-        s.execute(
+        tx.execute(
             select(Document.collection_id, func.count())
             .where(Document.collection_id.in_(cids))
             .group_by(Document.collection_id)
         ).all()
     )
     ndistinct = dict(
-        s.execute(
+        tx.execute(
             select(Document.collection_id, func.count(func.distinct(Document.external_id)))
             .where(Document.collection_id.in_(cids))
             .group_by(Document.collection_id)
         ).all()
     )
     tasks: dict[int, dict[str, int]] = {cid: {} for cid in cids}
-    for cid, status, count in s.execute(
+    for cid, status, count in tx.execute(
         select(Task.collection_id, Task.status, func.count())
         .where(Task.collection_id.in_(cids))
         .group_by(Task.collection_id, Task.status)
@@ -90,9 +90,9 @@ def collection_counts(s: Any, cids: list[int]) -> dict[str, dict[int, Any]]:
     return {"queries": nq, "documents": nd, "distinct": ndistinct, "tasks": tasks}
 
 
-def queries_with_counts(s: Any, collection_id: int) -> list[tuple[Query, int]]:
+def queries_with_counts(tx: Any, collection_id: int) -> list[tuple[Query, int]]:
     """The collection's queries in import order, each with its number of documents."""
-    rows = s.execute(
+    rows = tx.execute(
         select(Query, func.count(Document.id))
         .outerjoin(Document, Document.query_id == Query.id)
         .where(Query.collection_id == collection_id)
@@ -102,9 +102,9 @@ def queries_with_counts(s: Any, collection_id: int) -> list[tuple[Query, int]]:
     return [(q, int(n)) for q, n in rows]
 
 
-def documents_per_query(s: Any, collection_id: int) -> dict[str, int]:
+def documents_per_query(tx: Any, collection_id: int) -> dict[str, int]:
     """Number of documents per query external id (queries with documents)."""
-    rows = s.execute(
+    rows = tx.execute(
         select(Query.external_id, func.count(Document.id))
         .join(Document, Document.query_id == Query.id)
         .where(Query.collection_id == collection_id)
@@ -113,15 +113,15 @@ def documents_per_query(s: Any, collection_id: int) -> dict[str, int]:
     return {q: int(n) for q, n in rows}
 
 
-def queries_by_id(s: Any, collection_id: int) -> dict[str, Query]:
+def queries_by_id(tx: Any, collection_id: int) -> dict[str, Query]:
     """The collection's queries by external id."""
     return {
         q.external_id: q
-        for q in s.scalars(select(Query).where(Query.collection_id == collection_id))
+        for q in tx.scalars(select(Query).where(Query.collection_id == collection_id))
     }
 
 
-def stored_documents(s: Any, collection_id: int, doc_ids: Sequence[str]) -> list[Any]:
+def stored_documents(tx: Any, collection_id: int, doc_ids: Sequence[str]) -> list[Any]:
     """Rows ``(query_id, external_id, title, text, html, content_hash)`` of the collection's
     documents (under any query) whose external id is in ``doc_ids``, read :data:`ID_CHUNK`
     ids at a time; plain rows, not ORM objects (an import's session does not keep them)."""
@@ -137,7 +137,7 @@ def stored_documents(s: Any, collection_id: int, doc_ids: Sequence[str]) -> list
     for start in range(0, len(doc_ids), ID_CHUNK):
         chunk = doc_ids[start : start + ID_CHUNK]
         out.extend(
-            s.execute(
+            tx.execute(
                 select(*cols).where(
                     Document.collection_id == collection_id, Document.external_id.in_(chunk)
                 )
@@ -146,25 +146,25 @@ def stored_documents(s: Any, collection_id: int, doc_ids: Sequence[str]) -> list
     return out
 
 
-def insert_documents(s: Any, rows: list[dict[str, Any]]) -> None:
+def insert_documents(tx: Any, rows: list[dict[str, Any]]) -> None:
     """Insert document rows (column dicts) in one executemany."""
     if rows:
-        s.execute(insert(Document), rows)
+        tx.execute(insert(Document), rows)
 
 
-def documents_by_pair(s: Any, collection_id: int) -> dict[tuple[str, str], Document]:
+def documents_by_pair(tx: Any, collection_id: int) -> dict[tuple[str, str], Document]:
     """The collection's documents by (query external id, document external id)."""
     stmt = (
         select(Document, Query.external_id)
         .join(Query, Query.id == Document.query_id)
         .where(Document.collection_id == collection_id)
     )
-    return {(qid, d.external_id): d for d, qid in s.execute(stmt)}
+    return {(qid, d.external_id): d for d, qid in tx.execute(stmt)}
 
 
-def forget_feature_set(s: Any, collection_id: int) -> None:
+def forget_feature_set(tx: Any, collection_id: int) -> None:
     """Imported vectors were written: the collection's vectors are no longer (all)
     heapjudge's text features (docs/features.md#stored-features)."""
-    coll = s.get(Collection, collection_id)
+    coll = tx.get(Collection, collection_id)
     if coll is not None and coll.feature_set is not None:
         coll.feature_set = None

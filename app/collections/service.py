@@ -226,8 +226,8 @@ def import_ndjson(
 
 
 class _BatchWriter:
-    """The write pass of an import, one batch of records at a time, in the session ``s`` of
-    the import's one transaction. Each batch is checked against what the database held
+    """The write pass of an import, one batch of records at a time, in the import's one
+    transaction ``s``. Each batch is checked against what the database held
     before the import (a query's text and description, a stored pair's content hash, a
     document id's title/text/html under another query); after the first disagreement the
     remaining batches are only checked (every error is reported) and nothing more written."""

@@ -1,7 +1,7 @@
 """The exports concept's SQL: the finished tasks an export reads labels from, the live pair
 judgments of the raw formats, the documents' feature vectors of the LETOR formats, and the
-existence checks done before the first byte. Every function runs in the caller's session
-``s``."""
+existence checks done before the first byte. Every function runs in the caller's transaction
+``tx``."""
 
 from __future__ import annotations
 
@@ -14,12 +14,12 @@ from sqlalchemy.orm import Session, aliased
 from app.kernel.models import Collection, Document, Judgment, Query, Task, User
 
 
-def collection_exists(s: Any, collection_id: int) -> bool:
-    return s.get(Collection, collection_id) is not None
+def collection_exists(tx: Any, collection_id: int) -> bool:
+    return tx.get(Collection, collection_id) is not None
 
 
-def user_exists(s: Any, username: str) -> bool:
-    return s.scalar(select(User.id).where(User.username == username)) is not None
+def user_exists(tx: Any, username: str) -> bool:
+    return tx.scalar(select(User.id).where(User.username == username)) is not None
 
 
 def finished_tasks_select(collection_id: int, method: str) -> Select[Task, str, str]:
@@ -35,7 +35,7 @@ def finished_tasks_select(collection_id: int, method: str) -> Select[Task, str, 
 
 
 def finished_tasks(
-    s: Session, collection_id: int, method: str, *, assessor: str | None, plan: str | None
+    tx: Session, collection_id: int, method: str, *, assessor: str | None, plan: str | None
 ) -> list[tuple[Task, str, str]]:
     """:func:`finished_tasks_select`, only ``assessor``'s and only ``plan``'s when given."""
     stmt = finished_tasks_select(collection_id, method)
@@ -43,11 +43,11 @@ def finished_tasks(
         stmt = stmt.where(User.username == assessor)
     if plan:
         stmt = stmt.where(Task.plan == plan)
-    return [(t, q, u) for t, q, u in s.execute(stmt)]
+    return [(t, q, u) for t, q, u in tx.execute(stmt)]
 
 
 def topk_judgments(
-    s: Session, collection_id: int, *, assessor: str | None, plan: str | None
+    tx: Session, collection_id: int, *, assessor: str | None, plan: str | None
 ) -> Iterator[Any]:
     """Live judgments of the collection's topk tasks (finished or not), in task and seq
     order, as ``(judgment, task seed, query id, assessor, answered_by)``: who answered when it
@@ -72,14 +72,14 @@ def topk_judgments(
         stmt = stmt.where(User.username == assessor)
     if plan:
         stmt = stmt.where(Task.plan == plan)
-    return iter(s.execute(stmt))
+    return iter(tx.execute(stmt))
 
 
-def query_features(s: Any, collection_id: int, query_id: str) -> dict[str, Any]:
+def query_features(tx: Any, collection_id: int, query_id: str) -> dict[str, Any]:
     """The feature vectors (or None) of a query's documents by document id."""
     return {
         d.external_id: d.features
-        for d in s.scalars(
+        for d in tx.scalars(
             select(Document)
             .join(Query, Query.id == Document.query_id)
             .where(Document.collection_id == collection_id, Query.external_id == query_id)
@@ -88,7 +88,7 @@ def query_features(s: Any, collection_id: int, query_id: str) -> dict[str, Any]:
 
 
 def has_finished_tasks(
-    s: Session, collection_id: int, method: str, *, assessor: str | None, plan: str | None
+    tx: Session, collection_id: int, method: str, *, assessor: str | None, plan: str | None
 ) -> bool:
     """Whether :func:`finished_tasks` would find a task (one row fetched, none replayed)."""
     stmt = finished_tasks_select(collection_id, method)
@@ -96,11 +96,11 @@ def has_finished_tasks(
         stmt = stmt.where(User.username == assessor)
     if plan:
         stmt = stmt.where(Task.plan == plan)
-    return s.execute(stmt.limit(1)).first() is not None
+    return tx.execute(stmt.limit(1)).first() is not None
 
 
 def has_topk_judgments(
-    s: Session,
+    tx: Session,
     collection_id: int,
     *,
     assessor: str | None,
@@ -128,10 +128,10 @@ def has_topk_judgments(
         stmt = stmt.where(User.username == assessor)
     if plan:
         stmt = stmt.where(Task.plan == plan)
-    return s.execute(stmt.limit(1)).first() is not None
+    return tx.execute(stmt.limit(1)).first() is not None
 
 
-def has_features(s: Session, collection_id: int) -> bool:
+def has_features(tx: Session, collection_id: int) -> bool:
     """Whether a document of the collection has a feature vector (the LETOR formats). A
     missing vector may be stored as SQL NULL or as JSON ``null`` (what an insert of None
     writes to a JSON column), so both are excluded; one row is fetched at most."""
@@ -140,10 +140,10 @@ def has_features(s: Session, collection_id: int) -> bool:
         Document.features.is_not(None),
         cast(Document.features, String) != "null",
     )
-    return s.execute(stmt.limit(1)).first() is not None
+    return tx.execute(stmt.limit(1)).first() is not None
 
 
-def feature_set(s: Any, collection_id: int) -> dict[str, Any] | None:
+def feature_set(tx: Any, collection_id: int) -> dict[str, Any] | None:
     """The collection's recorded feature set (heapjudge's text features), or None."""
-    coll = s.get(Collection, collection_id)
+    coll = tx.get(Collection, collection_id)
     return None if coll is None else coll.feature_set

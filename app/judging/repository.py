@@ -362,10 +362,10 @@ def row_values(
     return values
 
 
-def live_judgments(s: Session, task_id: int) -> list[Any]:
-    """The task's live log in seq order on an ORM session (for the read-only services:
+def live_judgments(tx: Session, task_id: int) -> list[Any]:
+    """The task's live log in seq order in an ORM transaction (for the read-only services:
     results, exports, pages), as light Core rows: replay needs no ORM objects."""
-    return list(s.execute(LIVE_LOG, {"task_id": task_id}))
+    return list(tx.execute(LIVE_LOG, {"task_id": task_id}))
 
 
 def log_version(rows: Sequence[Any]) -> LogVersion:

@@ -57,7 +57,7 @@ def timeout_s(options: Any) -> int:
 
 def check_second_assessors(s: Any, names: Sequence[str], own: str) -> None:
     """Invalid unless every name is an existing, active user other than the task's own
-    assessor ``own`` (``s``: an ORM session)."""
+    assessor ``own`` (``s``: a database transaction)."""
     for name in names:
         if name == own:
             raise Invalid(

@@ -733,7 +733,9 @@ class CampaignPool(Base):
         ForeignKey("collection.id", ondelete="CASCADE"), index=True
     )
     name: Mapped[str] = mapped_column(String(100))
-    method: Mapped[str] = mapped_column(String(16))
+    #: How the pool picks (``depth``, ``mtf``, ``maxmean``, ``hedge``, ``cal``): not a task's
+    #: method (docs/glossary.md); the column and the REST field keep the name ``method``.
+    pool_method: Mapped[str] = mapped_column("method", String(16))
     depth: Mapped[int] = mapped_column(Integer)
     #: Judgments per query (NULL: the whole depth pool); with ``allocation`` ``campaign``, the
     #: documents of all the queries together.

@@ -209,8 +209,8 @@ def record_audits(
 
 
 def collection_audits(s: Any, collection_id: int) -> dict[str, list[tuple[float, bool]]]:
-    """The collection's live audits per judge since its last resumed alarm, on the ORM
-    session ``s``, as the loss estimate takes them (``labeling.study.uncertainty
+    """The collection's live audits per judge since its last resumed alarm, in the
+    transaction ``s``, as the loss estimate takes them (``labeling.study.uncertainty
     .estimate_loss``'s ``audits``): ``(stated P(right) = 1 − claimed P(wrong), the person
     agreed with the machine)``, in judgment order."""
     resumed: dict[str, int] = {}

@@ -2,7 +2,7 @@
 prepared raw scores (``machine_score``) and pair opinions (``machine_opinion``), and the
 people's answers a study calibration learns from.
 
-Creation runs on an ORM session (``db.write()``); the judging loop reads and freezes on the
+Creation runs in an ORM transaction (``db.write()``); the judging loop reads and freezes on the
 raw cursor of its own transaction (:class:`MachineStore`, prepared statements as in
 :mod:`app.judging.repository`).
 """
@@ -43,44 +43,44 @@ assert isinstance(G, Table)
 # --------------------------------------------------------------------------- creation
 
 
-def training_run(s: Session, run_id: int) -> TrainingRun | None:
+def training_run(tx: Session, run_id: int) -> TrainingRun | None:
     """A training run by id."""
-    return s.get(TrainingRun, run_id)
+    return tx.get(TrainingRun, run_id)
 
 
 def task_study(db: Database, task_id: int) -> tuple[int, str | None] | None:
     """A task's collection and plan (None: no such task): whose LLM tokens it spends."""
-    with db.read() as s:
-        row = s.execute(select(Task.collection_id, Task.plan).where(Task.id == task_id)).first()
+    with db.read() as tx:
+        row = tx.execute(select(Task.collection_id, Task.plan).where(Task.id == task_id)).first()
     return None if row is None else (int(row[0]), row[1] or None)
 
 
-def pool_features(s: Session, query_id: int) -> dict[str, Any]:
+def pool_features(tx: Session, query_id: int) -> dict[str, Any]:
     """The feature vectors of a query's documents by external id (None where absent)."""
-    rows = s.execute(
+    rows = tx.execute(
         select(Document.external_id, Document.features).where(Document.query_id == query_id)
     )
     return {doc: features for doc, features in rows}
 
 
 def save_machine(
-    s: Session, task_id: int, source: str, judge: str, scores: Mapping[str, float], now: datetime
+    tx: Session, task_id: int, source: str, judge: str, scores: Mapping[str, float], now: datetime
 ) -> None:
     """Record a task's judge and its raw scores (replacing any earlier ones)."""
-    s.execute(delete(MachineScore).where(MachineScore.task_id == task_id))
-    s.execute(delete(TaskMachine).where(TaskMachine.task_id == task_id))
-    s.execute(
+    tx.execute(delete(MachineScore).where(MachineScore.task_id == task_id))
+    tx.execute(delete(TaskMachine).where(TaskMachine.task_id == task_id))
+    tx.execute(
         insert(TaskMachine).values(task_id=task_id, source=source, judge=judge, created_at=now)
     )
     if scores:
-        s.execute(
+        tx.execute(
             insert(MachineScore),
             [{"task_id": task_id, "doc_id": d, "score": v} for d, v in scores.items()],
         )
 
 
 def save_opinions(
-    s: Session,
+    tx: Session,
     task_id: int,
     opinions: Mapping[tuple[str, str], float],
     now: datetime,
@@ -90,7 +90,7 @@ def save_opinions(
     already stored are left as they are); how many were new."""
     known = {
         (a, b)
-        for a, b in s.execute(select(O.c.first_doc, O.c.second_doc).where(O.c.task_id == task_id))
+        for a, b in tx.execute(select(O.c.first_doc, O.c.second_doc).where(O.c.task_id == task_id))
     }
     rows = [
         {
@@ -105,7 +105,7 @@ def save_opinions(
         if (a, b) not in known
     ]
     if rows:
-        s.execute(insert(PairOpinion), rows)
+        tx.execute(insert(PairOpinion), rows)
     return len(rows)
 
 
@@ -224,7 +224,7 @@ GOLD_EVIDENCE = (
 )
 
 
-def source_evidence(s: Session, collection_id: int, source: str) -> list[Any]:
+def source_evidence(tx: Session, collection_id: int, source: str) -> list[Any]:
     """People's most recent pair answers (:data:`EVIDENCE_WINDOW`) on the collection's tasks
     whose judge is of ``source`` (``bm25``, ``model:<id>``, ``llm``), as
     :meth:`MachineStore.evidence` gives them for one version."""
@@ -234,7 +234,7 @@ def source_evidence(s: Session, collection_id: int, source: str) -> list[Any]:
         "task_id": -1,
         "window": EVIDENCE_WINDOW,
     }
-    return list(s.execute(SOURCE_EVIDENCE, values))
+    return list(tx.execute(SOURCE_EVIDENCE, values))
 
 
 #: The newest judgment's id (any task): how far the log has grown, read from the primary key.

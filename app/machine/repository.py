@@ -113,17 +113,17 @@ class LastError:
 
 def cached_replies(db: Database, keys: Iterable[str]) -> dict[str, CachedReply]:
     """The stored replies of the cache keys that have one."""
-    with db.read() as s:
-        return cached_replies_in(s, keys)
+    with db.read() as tx:
+        return cached_replies_in(tx, keys)
 
 
-def cached_replies_in(s: Session, keys: Iterable[str]) -> dict[str, CachedReply]:
-    """:func:`cached_replies` within the caller's session ``s`` (e.g. a plan's write
+def cached_replies_in(tx: Session, keys: Iterable[str]) -> dict[str, CachedReply]:
+    """:func:`cached_replies` within the caller's transaction ``tx`` (e.g. a plan's write
     transaction)."""
     wanted = sorted(set(keys))
     out: dict[str, CachedReply] = {}
     for start in range(0, len(wanted), 500):  # bounded IN lists
-        rows = s.execute(
+        rows = tx.execute(
             select(
                 LlmResponse.cache_key,
                 LlmResponse.reply,
@@ -156,9 +156,9 @@ def store_batch(
     last failure."""
     now = utcnow()
     failure = {} if last_error is None else {"last_error": last_error[:300], "last_error_at": now}
-    with db.write() as s:
+    with db.write() as tx:
         if replies:
-            s.execute(
+            tx.execute(
                 _insert_ignoring(db, LlmResponse),
                 [
                     {
@@ -174,12 +174,12 @@ def store_batch(
                     for key, (model, template, prompt_hash, cached) in replies.items()
                 ],
             )
-        s.execute(
+        tx.execute(
             _insert_ignoring(db, LlmUsage),
             {"collection_id": study.collection_id, "plan": study.plan_key, "updated_at": now},
         )
         table = LlmUsage.__table__
-        s.execute(
+        tx.execute(
             update(LlmUsage)
             .where(LlmUsage.collection_id == study.collection_id, LlmUsage.plan == study.plan_key)
             .values(
@@ -197,8 +197,8 @@ def add_usage(db: Database, study: Study, counts: UsageCounts) -> None:
 
 def read_usage(db: Database, study: Study) -> UsageCounts:
     """The study's counters (zeros when it never asked)."""
-    with db.read() as s:
-        row = s.execute(
+    with db.read() as tx:
+        row = tx.execute(
             select(*(getattr(LlmUsage, name) for name in _COUNTERS)).where(
                 LlmUsage.collection_id == study.collection_id, LlmUsage.plan == study.plan_key
             )
@@ -206,8 +206,8 @@ def read_usage(db: Database, study: Study) -> UsageCounts:
     return UsageCounts() if row is None else UsageCounts(*(int(v) for v in row))
 
 
-def _usage_rows(s: Session, where: Any) -> list[tuple[Study, UsageCounts, LastError | None]]:
-    rows = s.execute(
+def _usage_rows(tx: Session, where: Any) -> list[tuple[Study, UsageCounts, LastError | None]]:
+    rows = tx.execute(
         select(
             LlmUsage.collection_id,
             LlmUsage.plan,
@@ -231,8 +231,8 @@ def _usage_rows(s: Session, where: Any) -> list[tuple[Study, UsageCounts, LastEr
 
 def failing_studies(db: Database) -> list[tuple[Study, UsageCounts, LastError | None]]:
     """Every study (of any collection) with a failed or malformed call, by collection."""
-    with db.read() as s:
-        return _usage_rows(s, (LlmUsage.failed > 0) | (LlmUsage.malformed > 0))
+    with db.read() as tx:
+        return _usage_rows(tx, (LlmUsage.failed > 0) | (LlmUsage.malformed > 0))
 
 
 def collection_usage(
@@ -241,7 +241,7 @@ def collection_usage(
     """Every study of the collection that used the LLM judge, its counters and its last
     failure, the collection's own (no plan) first, then by plan name, the grades last; 404
     for an unknown collection."""
-    with db.read() as s:
-        if s.get(Collection, collection_id) is None:
+    with db.read() as tx:
+        if tx.get(Collection, collection_id) is None:
             raise NotFound(f"no collection with id {collection_id}")
-        return _usage_rows(s, LlmUsage.collection_id == collection_id)
+        return _usage_rows(tx, LlmUsage.collection_id == collection_id)

@@ -1,16 +1,16 @@
 """Each query's judging pool for a plan (:func:`labeling.study.pools.build_pool`): all documents, a
 seeded sample of n, the top n of a ranking (a TREC run, or BM25 over the collection), or the
-documents a stored pool from many runs picked (:mod:`app.pools.service`), and for a ranked
+documents a stored pool from many runs picked (:mod:`app.campaign_pools.service`), and for a ranked
 pool what the cut lost and the warning that says so."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from app.campaign_pools import service as pools
 from app.kernel.errors import Invalid, issue_items
 from app.kernel.models import Query
 from app.planning import repository
-from app.pools import service as pools
 from app.retrieval import service as retrieval
 from labeling.errors import ConfigError
 from labeling.protocol.prior_orders import prior_spec, ranking_order

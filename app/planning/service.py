@@ -353,7 +353,7 @@ def _preview_in(
     accuracy: MachineAccuracy | None = None,
     pool_run: StoredRun | None = None,
 ) -> tuple[PlanPreview, dict[str, list[str]], dict[str, Resolved]]:
-    """The preview computed with session ``s`` (read or write transaction) on an existing
+    """The preview computed in transaction ``s`` (a read or a write one) on an existing
     collection, plus the pools and each top-k query's resolved prior; with a machine's
     ``accuracy``, the strategies' figures with the machine too (the preview's, never
     :func:`create_plan`'s: no simulation inside its write transaction); ``pool_run``: the

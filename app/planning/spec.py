@@ -19,7 +19,8 @@ class PoolSpec:
     mode: str = "all"
     """``all``, ``sample``, ``run`` (top n of ``run``), ``bm25`` (top n of the query's
     documents by BM25 over the collection, :mod:`app.retrieval.service`) or ``runs`` (the
-    documents the stored pool ``pool_id`` picked from many runs, :mod:`app.pools.service`)."""
+    documents the stored pool ``pool_id`` picked from many runs,
+    :mod:`app.campaign_pools.service`)."""
     n: int | None = None
     seed: int = 0
     dedupe: bool = False

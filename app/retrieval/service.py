@@ -94,7 +94,7 @@ def _fingerprint(s: Any, collection_id: int) -> tuple[int, int, str]:
 
 
 def collection_index(s: Any, collection_id: int, params: Bm25Params) -> Bm25Index:
-    """The BM25 index of the collection's distinct documents, inside session ``s`` (cached;
+    """The BM25 index of the collection's distinct documents, inside transaction ``s`` (cached;
     module doc). Invalid when the collection has no documents."""
     if not repository.collection_exists(s, collection_id):
         raise NotFound(f"no collection with id {collection_id}")
@@ -121,7 +121,7 @@ _embeddings: OrderedDict[tuple[Any, ...], EmbeddingIndex] = OrderedDict()
 
 def collection_embeddings(s: Any, collection_id: int) -> EmbeddingIndex:
     """The packaged word embedding of the collection's distinct documents, in the BM25
-    index's order (:func:`collection_index`), inside session ``s``; cached like it (a
+    index's order (:func:`collection_index`), inside transaction ``s``; cached like it (a
     collection's documents are embedded once per process and content). Invalid when the
     collection has no documents or the ``semantic`` extra is not installed."""
     index = collection_index(s, collection_id, Bm25Params())
@@ -191,7 +191,7 @@ def bm25_rankings(
     s: Any, collection_id: int, query_ids: Sequence[str], params: Bm25Params | None = None
 ) -> dict[str, list[str]]:
     """Every given query's ranking of all the collection's documents (ties and documents that
-    share no query term last, by id descending), inside session ``s``."""
+    share no query term last, by id descending), inside transaction ``s``."""
     index = collection_index(s, collection_id, params or Bm25Params())
     queries = _queries(s, collection_id, query_ids)
     return {q: index.order(text) for q, text in queries.items()}

@@ -1,6 +1,6 @@
 """The runs concept's SQL: runs and their per-query entries, the collection's query ids and
 documents an upload is checked against, and the imported grades (the ``qrels`` label set).
-Every function runs in the caller's session ``s``."""
+Every function runs in the caller's transaction ``tx``."""
 
 from __future__ import annotations
 
@@ -22,22 +22,22 @@ from app.kernel.models import (
 )
 
 
-def collection_exists(s: Session, collection_id: int) -> bool:
-    return s.get(Collection, collection_id) is not None
+def collection_exists(tx: Session, collection_id: int) -> bool:
+    return tx.get(Collection, collection_id) is not None
 
 
-def query_ids(s: Session, collection_id: int) -> dict[str, int]:
+def query_ids(tx: Session, collection_id: int) -> dict[str, int]:
     """The collection's queries: external id -> row id."""
-    rows = s.execute(
+    rows = tx.execute(
         select(Query.external_id, Query.id).where(Query.collection_id == collection_id)
     )
     return {external: qid for external, qid in rows}
 
 
-def documents_by_query(s: Session, collection_id: int) -> dict[int, set[str]]:
+def documents_by_query(tx: Session, collection_id: int) -> dict[int, set[str]]:
     """The document external ids of each query (row id) of the collection."""
     out: dict[int, set[str]] = {}
-    rows = s.execute(
+    rows = tx.execute(
         select(Document.query_id, Document.external_id).where(
             Document.collection_id == collection_id
         )
@@ -47,40 +47,42 @@ def documents_by_query(s: Session, collection_id: int) -> dict[int, set[str]]:
     return out
 
 
-def run_names(s: Session, collection_id: int) -> set[str]:
-    return set(s.scalars(select(Run.name).where(Run.collection_id == collection_id)))
+def run_names(tx: Session, collection_id: int) -> set[str]:
+    return set(tx.scalars(select(Run.name).where(Run.collection_id == collection_id)))
 
 
-def insert_run(s: Session, run: Run, entries: Sequence[dict[str, Any]]) -> None:
+def insert_run(tx: Session, run: Run, entries: Sequence[dict[str, Any]]) -> None:
     """Insert ``run`` and its per-query rows (``run_id`` filled in here)."""
-    s.add(run)
-    s.flush()
+    tx.add(run)
+    tx.flush()
     if entries:
-        s.execute(insert(RunQuery), [{**e, "run_id": run.id} for e in entries])
+        tx.execute(insert(RunQuery), [{**e, "run_id": run.id} for e in entries])
 
 
-def runs(s: Session, collection_id: int) -> list[Run]:
+def runs(tx: Session, collection_id: int) -> list[Run]:
     """The collection's runs, by upload order."""
-    return list(s.scalars(select(Run).where(Run.collection_id == collection_id).order_by(Run.id)))
+    return list(tx.scalars(select(Run).where(Run.collection_id == collection_id).order_by(Run.id)))
 
 
-def run_by_id(s: Session, collection_id: int, run_id: int) -> Run | None:
-    run = s.get(Run, run_id)
+def run_by_id(tx: Session, collection_id: int, run_id: int) -> Run | None:
+    run = tx.get(Run, run_id)
     return run if run is not None and run.collection_id == collection_id else None
 
 
-def run_by_name(s: Session, collection_id: int, name: str) -> Run | None:
-    return s.scalar(select(Run).where(Run.collection_id == collection_id, Run.name == name))
+def run_by_name(tx: Session, collection_id: int, name: str) -> Run | None:
+    return tx.scalar(select(Run).where(Run.collection_id == collection_id, Run.name == name))
 
 
-def delete_run(s: Session, run_id: int) -> None:
+def delete_run(tx: Session, run_id: int) -> None:
     """Delete a run and its entries (explicitly: SQLite enforces ON DELETE CASCADE only with
     its foreign keys on, which the service always sets, but the order here needs no cascade)."""
-    s.execute(delete(RunQuery).where(RunQuery.run_id == run_id))
-    s.execute(delete(Run).where(Run.id == run_id))
+    tx.execute(delete(RunQuery).where(RunQuery.run_id == run_id))
+    tx.execute(delete(Run).where(Run.id == run_id))
 
 
-def run_entries(s: Session, run_id: int) -> Iterator[tuple[str, list[str], list[int], list[float]]]:
+def run_entries(
+    tx: Session, run_id: int
+) -> Iterator[tuple[str, list[str], list[int], list[float]]]:
     """(query external id, doc ids, ranks, scores) of each query of the run, in file order."""
     stmt = (
         select(Query.external_id, RunQuery.doc_ids, RunQuery.ranks, RunQuery.scores)
@@ -88,11 +90,11 @@ def run_entries(s: Session, run_id: int) -> Iterator[tuple[str, list[str], list[
         .where(RunQuery.run_id == run_id)
         .order_by(RunQuery.position)
     )
-    for external, docs, ranks, scores in s.execute(stmt):
+    for external, docs, ranks, scores in tx.execute(stmt):
         yield str(external), list(docs), list(ranks), list(scores)
 
 
-def graded_documents(s: Session, collection_id: int) -> Iterator[tuple[str, str, int]]:
+def graded_documents(tx: Session, collection_id: int) -> Iterator[tuple[str, str, int]]:
     """(query external id, document external id, grade) of every imported grade of the
     collection: the pooled documents' grades, then the judgments outside the pool
     (``unpooled_grade``, docs/data-formats.md#judgments-outside-the-pool), each in import
@@ -110,11 +112,11 @@ def graded_documents(s: Session, collection_id: int) -> Iterator[tuple[str, str,
         .order_by(Query.id, UnpooledGrade.id)
     )
     for stmt in (pooled, unpooled):
-        for qid, doc, grade in s.execute(stmt):
+        for qid, doc, grade in tx.execute(stmt):
             yield qid, doc, int(grade or 0)
 
 
-def graded_query_count(s: Session, collection_id: int) -> int:
+def graded_query_count(tx: Session, collection_id: int) -> int:
     """How many queries of the collection have at least one imported grade (of a pooled
     document or outside the pool)."""
     pooled = select(Document.query_id).where(
@@ -122,10 +124,10 @@ def graded_query_count(s: Session, collection_id: int) -> int:
     )
     unpooled = select(UnpooledGrade.query_id).where(UnpooledGrade.collection_id == collection_id)
     both = union(pooled, unpooled).subquery()
-    return int(s.scalar(select(func.count()).select_from(both)) or 0)
+    return int(tx.scalar(select(func.count()).select_from(both)) or 0)
 
 
-def has_machine_answers(s: Session, collection_id: int) -> bool:
+def has_machine_answers(tx: Session, collection_id: int) -> bool:
     """Whether a live machine answer is in a finished top-k task of the collection (the
     ``topk`` label set is then hybrid); one row fetched at most."""
     stmt = (
@@ -140,4 +142,4 @@ def has_machine_answers(s: Session, collection_id: int) -> bool:
         )
         .limit(1)
     )
-    return s.execute(stmt).first() is not None
+    return tx.execute(stmt).first() is not None

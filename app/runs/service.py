@@ -12,7 +12,8 @@ the metrics count them as not relevant) and counted. Every file is checked befor
 written; then one write transaction stores every run, so a refused upload stores nothing.
 
 Bounds (docs/performance.md#bounded-requests): a file is read through :func:`bounded_lines`,
-which refuses it at line ``run_max_lines + 1`` and as soon as more than
+which refuses it at line ``run_max_lines + 1``, and the parser hands each entry as it reads it
+to :func:`unknown_counter`, which refuses the upload as soon as more than
 ``run_max_unknown_documents`` entries (over the whole upload) name a document their query does
 not have, with the count and the line; reading stops there, so neither the parse nor the
 write transaction grows with a file that would be refused anyway.
@@ -21,7 +22,7 @@ write transaction grows with a file that would be refused anyway.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -156,38 +157,39 @@ class Limits:
     unknown: int = 0
 
 
-def bounded_lines(
-    lines: Iterable[bytes],
-    file: str,
-    limits: Limits,
-    queries: dict[str, int],
-    documents: dict[int, set[str]],
-) -> Iterator[bytes]:
+def bounded_lines(lines: Iterable[bytes], file: str, limits: Limits) -> Iterator[bytes]:
     """``lines`` as they are read, refused (:class:`Invalid`, nothing stored) at the first line
-    past ``limits.max_lines`` or the first entry that takes the upload's count of documents
-    unknown to their (known) query past ``limits.max_unknown``. The count here splits each line
-    as the parser does; a malformed line is left to the parser to report."""
+    past ``limits.max_lines``."""
     for number, line in enumerate(lines, start=1):
         if number > limits.max_lines:
             raise Invalid(
                 f"{file}: more than {limits.max_lines:,} lines; a run file has at most "
                 f"{limits.max_lines:,} (HEAPJUDGE_RUN_MAX_LINES); no run was stored"
             )
-        cols = line.split()
-        if len(cols) == 6:
-            row = queries.get(normal_identifier(cols[0].decode("utf-8", "replace")))
-            doc = normal_identifier(cols[2].decode("utf-8", "replace"))
-            if row is not None and doc not in documents.get(row, ()):
-                limits.unknown += 1
-                if limits.unknown > limits.max_unknown:
-                    raise Invalid(
-                        f"{file}:{number}: {limits.unknown:,} entries so far name a document "
-                        "their query does not have in the collection, more than the "
-                        f"{limits.max_unknown:,} an upload may hold "
-                        "(HEAPJUDGE_RUN_MAX_UNKNOWN_DOCUMENTS); import the documents first "
-                        "or cut the runs to the collection's documents; no run was stored"
-                    )
         yield line
+
+
+def unknown_counter(
+    file: str, limits: Limits, queries: dict[str, int], documents: dict[int, set[str]]
+) -> Callable[[RunEntry], None]:
+    """What :func:`labeling.study.pools.parse_trec_run` calls on each entry as it reads it:
+    refused (:class:`Invalid`, nothing stored) at the first entry that takes the upload's count
+    of documents unknown to their (known) query past ``limits.max_unknown``."""
+
+    def count(entry: RunEntry) -> None:
+        row = queries.get(entry.query_id)
+        if row is not None and entry.doc_id not in documents.get(row, ()):
+            limits.unknown += 1
+            if limits.unknown > limits.max_unknown:
+                raise Invalid(
+                    f"{file}:{entry.line}: {limits.unknown:,} entries so far name a document "
+                    "their query does not have in the collection, more than the "
+                    f"{limits.max_unknown:,} an upload may hold "
+                    "(HEAPJUDGE_RUN_MAX_UNKNOWN_DOCUMENTS); import the documents first "
+                    "or cut the runs to the collection's documents; no run was stored"
+                )
+
+    return count
 
 
 def _parse_one(
@@ -199,8 +201,11 @@ def _parse_one(
     limits: Limits,
 ) -> _Parsed:
     """Read and check one run file; SourceError listing its problems with line numbers."""
-    lines = bounded_lines(upload_lines(upload), upload.name, limits, queries, documents)
-    per_query = parse_trec_run(lines, file=upload.name)
+    per_query = parse_trec_run(
+        bounded_lines(upload_lines(upload), upload.name, limits),
+        file=upload.name,
+        on_entry=unknown_counter(upload.name, limits, queries, documents),
+    )
     issues = IssueCollector(upload.name)
     rows: list[dict[str, Any]] = []
     unknown: list[str] = []
@@ -251,7 +256,8 @@ def upload_runs(
 
     ``name`` names a single run (default: the file's name). Errors: 404 no collection, 413 a
     file over the limit, 422 a malformed file (every problem with its file and line) or one
-    past the line or unknown-document bounds (:func:`bounded_lines`), 409 a run of that name
+    past the line or unknown-document bounds (:func:`bounded_lines`,
+    :func:`unknown_counter`), 409 a run of that name
     exists already.
     """
     names = _names(files, name)

@@ -126,7 +126,7 @@ def check_source(
 
 class PriorResolver:
     """Turns one :class:`PriorSource` into each query's ``(initial_order, prior)`` within a
-    database session ``s``; the run is parsed and the BM25 rankings computed once for all the
+    database transaction ``s``; the run is parsed and the BM25 rankings computed once for all the
     queries of a plan. A judge's source is checked here (the training run exists, belongs to
     the collection and is done; an LLM is configured): a 422 naming ``prior`` otherwise.
     ``settings`` name the LLM of the ``llm`` prior."""

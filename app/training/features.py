@@ -121,7 +121,7 @@ def _check_texts(s: Any, collection_id: int) -> None:
 
 
 def check_computable(s: Any, collection_id: int, *, replace: bool) -> FeatureStatus:
-    """In session ``s``: the status, or the reason text features cannot be computed now
+    """In transaction ``s``: the status, or the reason text features cannot be computed now
     (NotFound, Conflict for imported vectors without ``replace``, Invalid without texts)."""
     status = _status_in(s, collection_id) if replace else _refuse_imported(s, collection_id)
     if not status.documents:

@@ -3,7 +3,7 @@ transition a worker or a sweep makes is a guarded UPDATE whose row count says wh
 caller won it), the collection's documents and queries a run trains on, and the text features:
 what the extractor reads, which rows carry vectors, the write of the vectors, the collection's
 feature set and its features job. Every function runs
-in the caller's session ``s``."""
+in the caller's transaction ``tx``."""
 
 from __future__ import annotations
 
@@ -17,33 +17,33 @@ from sqlalchemy.orm import Session
 from app.kernel.models import Collection, Document, Query, Task, TrainingRun, utcnow
 
 
-def collection_exists(s: Any, collection_id: int) -> bool:
-    return s.get(Collection, collection_id) is not None
+def collection_exists(tx: Any, collection_id: int) -> bool:
+    return tx.get(Collection, collection_id) is not None
 
 
-def add_run(s: Any, run: TrainingRun) -> TrainingRun:
+def add_run(tx: Any, run: TrainingRun) -> TrainingRun:
     """Insert ``run`` (flushed: it has its id)."""
-    s.add(run)
-    s.flush()
+    tx.add(run)
+    tx.flush()
     return run
 
 
-def run_by_id(s: Any, run_id: int) -> TrainingRun | None:
-    return s.get(TrainingRun, run_id)  # type: ignore[no-any-return]
+def run_by_id(tx: Any, run_id: int) -> TrainingRun | None:
+    return tx.get(TrainingRun, run_id)  # type: ignore[no-any-return]
 
 
-def runs(s: Any, collection_id: int | None = None) -> list[TrainingRun]:
+def runs(tx: Any, collection_id: int | None = None) -> list[TrainingRun]:
     """Runs, newest first (of one collection, or all)."""
     query = select(TrainingRun).order_by(TrainingRun.id.desc())
     if collection_id is not None:
         query = query.where(TrainingRun.collection_id == collection_id)
-    return list(s.scalars(query))
+    return list(tx.scalars(query))
 
 
-def stale_runs(s: Any, cutoff: datetime) -> list[tuple[int, str, int]]:
+def stale_runs(tx: Any, cutoff: datetime) -> list[tuple[int, str, int]]:
     """``(id, status, attempts)`` of queued or running runs whose heartbeat is older than
     ``cutoff``."""
-    rows = s.execute(
+    rows = tx.execute(
         select(TrainingRun.id, TrainingRun.status, TrainingRun.attempts).where(
             TrainingRun.status.in_(("queued", "running")),
             TrainingRun.heartbeat_at < cutoff,
@@ -52,9 +52,9 @@ def stale_runs(s: Any, cutoff: datetime) -> list[tuple[int, str, int]]:
     return [(int(i), str(st), int(a)) for i, st, a in rows]
 
 
-def _rows_updated(s: Session, stmt: Update) -> int:
+def _rows_updated(tx: Session, stmt: Update) -> int:
     """Rows an UPDATE matched: its guard tells whether this caller won the transition."""
-    result = s.execute(stmt)
+    result = tx.execute(stmt)
     # Session.execute is typed as returning a Result; for DML without RETURNING it is a
     # CursorResult, which carries the rowcount.
     assert isinstance(result, CursorResult)
@@ -62,7 +62,7 @@ def _rows_updated(s: Session, stmt: Update) -> int:
 
 
 def move_stale(
-    s: Session, run_id: int, status: str, attempts: int, cutoff: datetime, values: dict[str, Any]
+    tx: Session, run_id: int, status: str, attempts: int, cutoff: datetime, values: dict[str, Any]
 ) -> bool:
     """Set ``values`` on a run still in ``status`` after ``attempts`` executions with a heartbeat
     older than ``cutoff``; False when it moved on meanwhile (another sweep acted)."""
@@ -72,10 +72,10 @@ def move_stale(
         & (TrainingRun.attempts == attempts)
         & (TrainingRun.heartbeat_at < cutoff)
     )
-    return bool(_rows_updated(s, update(TrainingRun).where(guard).values(**values)))
+    return bool(_rows_updated(tx, update(TrainingRun).where(guard).values(**values)))
 
 
-def claim(s: Session, run_id: int, now: datetime) -> bool:
+def claim(tx: Session, run_id: int, now: datetime) -> bool:
     """``queued -> running`` with one more attempt, in one UPDATE guarded by the status; False
     when the run is not queued (cancelled, or another worker claimed it)."""
     stmt = (
@@ -94,10 +94,10 @@ def claim(s: Session, run_id: int, now: datetime) -> bool:
             error=None,
         )
     )
-    return bool(_rows_updated(s, stmt))
+    return bool(_rows_updated(tx, stmt))
 
 
-def finish_attempt(s: Session, run_id: int, attempt: int, values: dict[str, Any]) -> bool:
+def finish_attempt(tx: Session, run_id: int, attempt: int, values: dict[str, Any]) -> bool:
     """Set ``values`` on a run still running its ``attempt``; False when it moved on
     (cancelled, or recovered by a sweep): the outcome is then dropped (docs/training.md)."""
     stmt = (
@@ -109,13 +109,13 @@ def finish_attempt(s: Session, run_id: int, attempt: int, values: dict[str, Any]
         )
         .values(**values)
     )
-    return bool(_rows_updated(s, stmt))
+    return bool(_rows_updated(tx, stmt))
 
 
-def note_stopped(s: Session, run_id: int, attempt: int, now: datetime) -> None:
+def note_stopped(tx: Session, run_id: int, attempt: int, now: datetime) -> None:
     """The last heartbeat of ``attempt`` of a run cancelled while it ran: when its worker
     stopped the fit (the run's status and ``finished_at`` stay the cancel's)."""
-    s.execute(
+    tx.execute(
         update(TrainingRun)
         .where(
             TrainingRun.id == run_id,
@@ -126,7 +126,7 @@ def note_stopped(s: Session, run_id: int, attempt: int, now: datetime) -> None:
     )
 
 
-def cancel(s: Session, run_id: int, now: datetime) -> bool:
+def cancel(tx: Session, run_id: int, now: datetime) -> bool:
     """``queued | running -> cancelled`` in one UPDATE guarded by the status; False when the
     run is missing or already ended. The cancel flag tells a running fit's worker to stop."""
     error = case(
@@ -138,26 +138,26 @@ def cancel(s: Session, run_id: int, now: datetime) -> bool:
         .where(TrainingRun.id == run_id, TrainingRun.status.in_(("queued", "running")))
         .values(status="cancelled", cancel_requested=True, finished_at=now, error=error)
     )
-    return bool(_rows_updated(s, stmt))
+    return bool(_rows_updated(tx, stmt))
 
 
-def cancel_requested(s: Any, run_id: int) -> bool:
-    return bool(s.scalar(select(TrainingRun.cancel_requested).where(TrainingRun.id == run_id)))
+def cancel_requested(tx: Any, run_id: int) -> bool:
+    return bool(tx.scalar(select(TrainingRun.cancel_requested).where(TrainingRun.id == run_id)))
 
 
-def beat(s: Any, run_id: int, progress: dict[str, Any]) -> None:
+def beat(tx: Any, run_id: int, progress: dict[str, Any]) -> None:
     """A running run's heartbeat and progress."""
-    s.execute(
+    tx.execute(
         update(TrainingRun)
         .where(TrainingRun.id == run_id, TrainingRun.status == "running")
         .values(heartbeat_at=utcnow(), progress=progress)
     )
 
 
-def documents(s: Any, collection_id: int) -> list[tuple[str, str, str, Any, Any]]:
+def documents(tx: Any, collection_id: int) -> list[tuple[str, str, str, Any, Any]]:
     """``(query id, description, document id, features, grade)`` of every document of the
     collection, by query then document in insertion order."""
-    rows = s.execute(
+    rows = tx.execute(
         select(
             Query.external_id,
             Query.description,
@@ -172,26 +172,26 @@ def documents(s: Any, collection_id: int) -> list[tuple[str, str, str, Any, Any]
     return list(rows)
 
 
-def query_descriptions(s: Any, collection_id: int) -> dict[str, str]:
+def query_descriptions(tx: Any, collection_id: int) -> dict[str, str]:
     """Each query's description by external id."""
-    rows = s.execute(
+    rows = tx.execute(
         select(Query.external_id, Query.description).where(Query.collection_id == collection_id)
     ).all()
     return dict(rows)
 
 
-def task_by_id(s: Any, task_id: int) -> Task | None:
-    return s.get(Task, task_id)  # type: ignore[no-any-return]
+def task_by_id(tx: Any, task_id: int) -> Task | None:
+    return tx.get(Task, task_id)  # type: ignore[no-any-return]
 
 
-def collection_by_id(s: Any, collection_id: int) -> Collection | None:
-    return s.get(Collection, collection_id)  # type: ignore[no-any-return]
+def collection_by_id(tx: Any, collection_id: int) -> Collection | None:
+    return tx.get(Collection, collection_id)  # type: ignore[no-any-return]
 
 
-def texts_present(s: Any, collection_id: int) -> bool:
+def texts_present(tx: Any, collection_id: int) -> bool:
     """Whether some document row of the collection has a title, text or HTML that is not
     empty (a LETOR import stores empty texts: it has none)."""
-    found = s.execute(
+    found = tx.execute(
         select(Document.id)
         .where(
             Document.collection_id == collection_id,
@@ -209,9 +209,9 @@ def texts_present(s: Any, collection_id: int) -> bool:
 HAS_VECTOR = and_(Document.features.is_not(None), cast(Document.features, Text) != "null")
 
 
-def vector_counts(s: Any, collection_id: int) -> tuple[int, int]:
+def vector_counts(tx: Any, collection_id: int) -> tuple[int, int]:
     """(document rows, rows with a feature vector) of the collection."""
-    rows, with_vectors = s.execute(
+    rows, with_vectors = tx.execute(
         select(func.count(Document.id), func.count(case((HAS_VECTOR, 1)))).where(
             Document.collection_id == collection_id
         )
@@ -219,9 +219,9 @@ def vector_counts(s: Any, collection_id: int) -> tuple[int, int]:
     return int(rows or 0), int(with_vectors or 0)
 
 
-def first_with_vector(s: Any, collection_id: int) -> tuple[str, str] | None:
+def first_with_vector(tx: Any, collection_id: int) -> tuple[str, str] | None:
     """(query id, document id) of the first document row with a feature vector."""
-    row = s.execute(
+    row = tx.execute(
         select(Query.external_id, Document.external_id)
         .join(Query, Query.id == Document.query_id)
         .where(Document.collection_id == collection_id, HAS_VECTOR)
@@ -231,7 +231,7 @@ def first_with_vector(s: Any, collection_id: int) -> tuple[str, str] | None:
     return None if row is None else (str(row[0]), str(row[1]))
 
 
-def distinct_documents(s: Any, collection_id: int) -> list[tuple[str, str, Any, Any]]:
+def distinct_documents(tx: Any, collection_id: int) -> list[tuple[str, str, Any, Any]]:
     """(doc id, title, text, html) of each distinct document id's first stored row, in row
     order (content is per collection, so that row stands for all)."""
     first = (
@@ -240,7 +240,7 @@ def distinct_documents(s: Any, collection_id: int) -> list[tuple[str, str, Any, 
         .group_by(Document.external_id)
     )
     return list(
-        s.execute(
+        tx.execute(
             select(Document.external_id, Document.title, Document.text, Document.html)
             .where(Document.id.in_(first))
             .order_by(Document.id)
@@ -248,17 +248,17 @@ def distinct_documents(s: Any, collection_id: int) -> list[tuple[str, str, Any, 
     )
 
 
-def pools(s: Any, collection_id: int) -> dict[str, tuple[str, list[tuple[Any, ...]]]]:
+def pools(tx: Any, collection_id: int) -> dict[str, tuple[str, list[tuple[Any, ...]]]]:
     """Per query (external id, import order): its text (title) and its document rows
     ``(row id, document id, title, text, html, grade)`` in row order."""
     out: dict[str, tuple[str, list[tuple[Any, ...]]]] = {}
-    for qid, title in s.execute(
+    for qid, title in tx.execute(
         select(Query.external_id, Query.title)
         .where(Query.collection_id == collection_id)
         .order_by(Query.id)
     ):
         out[str(qid)] = (str(title), [])
-    for qid, *row in s.execute(
+    for qid, *row in tx.execute(
         select(
             Query.external_id,
             Document.id,
@@ -276,30 +276,30 @@ def pools(s: Any, collection_id: int) -> dict[str, tuple[str, list[tuple[Any, ..
     return out
 
 
-def store_vectors(s: Any, rows: Sequence[tuple[int, list[float], str]]) -> None:
+def store_vectors(tx: Any, rows: Sequence[tuple[int, list[float], str]]) -> None:
     """Set ``features`` and ``content_hash`` of every ``(row id, vector, hash)`` (one
     executemany)."""
     if rows:
-        s.execute(
+        tx.execute(
             update(Document),
             [{"id": i, "features": vector, "content_hash": h} for i, vector, h in rows],
         )
 
 
-def set_feature_set(s: Any, collection_id: int, feature_set: dict[str, Any] | None) -> None:
-    s.execute(
+def set_feature_set(tx: Any, collection_id: int, feature_set: dict[str, Any] | None) -> None:
+    tx.execute(
         update(Collection).where(Collection.id == collection_id).values(feature_set=feature_set)
     )
 
 
-def set_feature_job(s: Any, collection_id: int, job: dict[str, Any] | None) -> None:
-    s.execute(update(Collection).where(Collection.id == collection_id).values(feature_job=job))
+def set_feature_job(tx: Any, collection_id: int, job: dict[str, Any] | None) -> None:
+    tx.execute(update(Collection).where(Collection.id == collection_id).values(feature_job=job))
 
 
-def graded_rows(s: Any, collection_id: int) -> int:
+def graded_rows(tx: Any, collection_id: int) -> int:
     """Document rows of the collection with an imported grade."""
     return int(
-        s.scalar(
+        tx.scalar(
             select(func.count(Document.id)).where(
                 Document.collection_id == collection_id, Document.grade.is_not(None)
             )
@@ -308,10 +308,10 @@ def graded_rows(s: Any, collection_id: int) -> int:
     )
 
 
-def finished_topk_tasks(s: Any, collection_id: int) -> int:
+def finished_topk_tasks(tx: Any, collection_id: int) -> int:
     """Finished top-k tasks of the collection."""
     return int(
-        s.scalar(
+        tx.scalar(
             select(func.count(Task.id)).where(
                 Task.collection_id == collection_id,
                 Task.method == "topk",
@@ -322,9 +322,9 @@ def finished_topk_tasks(s: Any, collection_id: int) -> int:
     )
 
 
-def row_fingerprint(s: Any, collection_id: int) -> tuple[int, int]:
+def row_fingerprint(tx: Any, collection_id: int) -> tuple[int, int]:
     """(document rows, highest row id) of the collection: changes with any import."""
-    count, top = s.execute(
+    count, top = tx.execute(
         select(func.count(Document.id), func.max(Document.id)).where(
             Document.collection_id == collection_id
         )

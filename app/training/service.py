@@ -110,7 +110,7 @@ def check_options(options: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def refuse_hopeless(s: Any, collection_id: int, opts: dict[str, Any]) -> None:
-    """In session ``s``, refuse at once a run that cannot succeed (NotFound, Conflict or
+    """In transaction ``s``, refuse at once a run that cannot succeed (NotFound, Conflict or
     Invalid naming what is missing and what to do): features to train on (``stored``: some
     document row has a vector; ``text``: they can be computed, as
     :func:`app.training.features.check_computable` says) and truth of the kind asked

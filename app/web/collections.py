@@ -20,6 +20,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData
 
 from app.auth import sessions
+from app.campaign_pools import service as pools
 from app.collections import manage as collections_manage
 from app.collections import service as collections
 from app.exports import service as exports
@@ -28,7 +29,6 @@ from app.kernel.errors import DomainError, Invalid
 from app.machine import alarms, grades
 from app.machine import service as machines
 from app.planning.fit import fitting_per_query, fitting_shifts, plan_fit
-from app.pools import service as pools
 from app.runs import service as runs
 from app.tasks import progress
 from app.training import features

@@ -1,6 +1,6 @@
 """Admin pages of pools from many runs: the collection page's "Pool from runs" form
 (``POST /admin/collections/{id}/pools``: run files, method, depth, budget, allocation;
-:func:`app.pools.service.build_pool`), the runs page's "Pool these runs" form
+:func:`app.campaign_pools.service.build_pool`), the runs page's "Pool these runs" form
 (``POST /admin/collections/{id}/runs/pool``: the ticked stored runs, method, depth, budget,
 allocation) and a pool's page (``GET /admin/pools/{id}``): its settings and, per pooled
 document, the runs that retrieved it and at which rank."""
@@ -14,10 +14,10 @@ from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
+from app.campaign_pools import run_input
+from app.campaign_pools import service as pools
 from app.http.deps import DbDep, require_csrf_form
 from app.kernel.errors import DomainError, Invalid
-from app.pools import run_input
-from app.pools import service as pools
 from app.web.admin import admin_error, admin_page, admin_session, back, guarded_form
 from app.web.collections import collection_response
 from app.web.forms import chosen_files, form_errors, form_field, form_int, posted_values

@@ -1,5 +1,5 @@
-"""What a task's seed decides: the document order, which side each question shows first, and
-which answered questions are re-asked.
+"""What a task's seed decides: the document order (and a top-k task's starting order), which
+side each question shows first, and which answered questions are re-asked.
 
 Each is a deterministic function of ``(seed, seq)`` (never of the answers), so replaying the
 log rebuilds the same questions (docs/protocols.md#conventions-shared-by-every-strategy).
@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+
+from labeling.errors import ConfigError
 
 #: Questions shown between a pair and its swapped re-ask (:mod:`labeling.protocol.topk`).
 REASK_GAP = 3
@@ -106,3 +108,17 @@ def seeded_order(doc_ids: Sequence[str], seed: int) -> list[str]:
     """
     draw = random.Random(seed).random
     return [doc for _, doc in sorted([(draw(), doc) for doc in doc_ids])]
+
+
+def starting_order(doc_ids: Sequence[str], seed: int, initial: Sequence[str] | None) -> list[str]:
+    """The order a top-k strategy starts from: ``initial`` (the option ``initial_order``, a
+    prior's), the documents it leaves out after it in the seeded order; the seeded order
+    without it. ConfigError for a document of ``initial`` that is not one of ``doc_ids``."""
+    if initial is None:
+        return seeded_order(doc_ids, seed)
+    known = set(doc_ids)
+    for pos, doc in enumerate(initial):
+        if doc not in known:
+            raise ConfigError(f"initial_order[{pos}]: {doc!r} is not one of the documents")
+    listed = set(initial)
+    return list(initial) + seeded_order([d for d in doc_ids if d not in listed], seed)

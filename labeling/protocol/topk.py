@@ -1,9 +1,8 @@
 """Tool T1: a top-k pairwise strategy behind the judging-session interface (:class:`TopKSession`).
 
-Long because one class holds the state that replay, re-asks, broken documents, the machine's
-answers and the shown estimate all read and advance in one pass over the log; the estimate's
-rule itself is in :mod:`labeling.protocol.remaining` (splitting the estimate's keeping out of
-the class is the next step: docs/architecture.md#rules).
+The shown estimate of the remaining questions (its rule, its keeping over the log and across
+reads, the worst case of the re-asks) is :mod:`labeling.protocol.remaining`'s; the session
+gives it the strategy's model after each entry (:meth:`TopKSession.model_progress`).
 
 Decisions where the paper is silent (docs/protocols.md#conventions-shared-by-every-strategy):
 
@@ -53,19 +52,16 @@ Decisions where the paper is silent (docs/protocols.md#conventions-shared-by-eve
 
 from __future__ import annotations
 
-import hashlib
 import json
-import threading
-from bisect import bisect_left
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Sequence
 from typing import Any, Literal, NamedTuple
 
-from labeling.errors import ConfigError, Finished, InvalidAnswer, NotFinished, WrongQuestion
+from labeling.errors import Finished, InvalidAnswer, NotFinished, WrongQuestion
 from labeling.protocol.groundtruth import PairJudgment, TopKResult
 from labeling.protocol.pair_cache import with_memo, with_pair_cache
-from labeling.protocol.remaining import first_estimate, next_estimate
-from labeling.protocol.seeding import REASK_GAP, Orientation, ReaskSchedule, seeded_order
+from labeling.protocol.remaining import EstimateMemo, Kept, next_kept, with_reasks
+from labeling.protocol.seeding import REASK_GAP, Orientation, ReaskSchedule, starting_order
 from labeling.protocol.types import (
     BrokenAnswer,
     LogEntry,
@@ -80,27 +76,8 @@ from labeling.strategies.assist import DEFAULT_MAX_LOSS, AssistStrategy, Machine
 from labeling.strategies.base import Compare, ComparisonGenerator, PairStrategy, Winner
 from labeling.strategies.registry import DEFAULT_STRATEGY, resolve_strategy
 
-#: The estimate of the logs read lately, per task config (``TopKSession._estimate_key``):
-#: (log length, digest of the log's entries, estimate, bound). A longer log of the same task
-#: walks only its new entries with the model (the progress pages replay every open task on
-#: each request); a log that is not a continuation walks from the start.
-_ESTIMATES: OrderedDict[tuple[Any, ...], tuple[int, bytes, float, int]] = OrderedDict()
-_ESTIMATES_LOCK = threading.Lock()
-#: How many tasks' estimates :data:`_ESTIMATES` keeps (least recently read dropped first).
-ESTIMATES_KEPT = 4096
-
-
-def _initial_order(doc_ids: Sequence[str], seed: int, initial: Sequence[str] | None) -> list[str]:
-    """The order the strategy starts from: the option ``initial_order`` (a prior's), the
-    documents it leaves out after it in the seeded order; the seeded order without it."""
-    if initial is None:
-        return seeded_order(doc_ids, seed)
-    known = set(doc_ids)
-    for pos, doc in enumerate(initial):
-        if doc not in known:
-            raise ConfigError(f"initial_order[{pos}]: {doc!r} is not one of the documents")
-    listed = set(initial)
-    return list(initial) + seeded_order([d for d in doc_ids if d not in listed], seed)
+#: The estimates of the logs read lately (:meth:`TopKSession._estimate_key` names a task).
+_ESTIMATES = EstimateMemo()
 
 
 class _Reask(NamedTuple):
@@ -144,7 +121,7 @@ class TopKSession:
         self.pair_cache: bool = options["pair_cache"]
         self.not_relevant: bool = options["not_relevant"]
         self.reask_fraction: float = options["reask_fraction"]
-        self.order = order = _initial_order(doc_ids, seed, options["initial_order"])
+        self.order = order = starting_order(doc_ids, seed, options["initial_order"])
         if strategy is None:
             strategy = resolve_strategy(options.get("strategy", DEFAULT_STRATEGY))
         self._strategy = strategy
@@ -195,7 +172,7 @@ class TopKSession:
         # The estimate shown (labeling.protocol.remaining): (answers, estimate, bound) after
         # the last entry, kept up to date by submit once progress() was asked for (replays
         # that never read it, e.g. exports, do not pay for the model at every entry).
-        self._estimate: tuple[int, float, int] | None = None
+        self._estimate: Kept | None = None
         self._advance(None, first=True)
 
     def _new_state(self, order: list[str]) -> PairStrategy:
@@ -374,13 +351,8 @@ class TopKSession:
     def submit(self, answer: LogEntry) -> None:
         """Record one answer to the pending question; on error raise and change nothing."""
         self._submit(answer)
-        shown = self._estimate
-        if shown is not None:
-            raw = self._model_progress()
-            estimate = next_estimate(
-                shown[1], shown[2], raw.expected_remaining, raw.max_remaining, raw.done
-            )
-            self._estimate = (len(self.answers), estimate, raw.max_remaining)
+        if self._estimate is not None:
+            self._estimate = next_kept(self._estimate, len(self.answers), self.model_progress())
 
     def _submit(self, answer: LogEntry) -> None:
         reask = self._reask
@@ -551,103 +523,17 @@ class TopKSession:
         answer = self.answers[seq]
         return answer.left in self.broken or answer.right in self.broken
 
-    def _reask_bound(self, protocol_bound: int) -> int:
-        """Most questions still to come, re-asks included, if the protocol poses at most
-        ``protocol_bound`` more: the deterministic schedule is walked forward.
-
-        Exact for that many protocol questions, and monotone in their number (with fewer, the
-        schedule is the same up to the protocol's end and triggers a subset of the re-asks),
-        so it is an upper bound whenever ``protocol_bound`` is.
-        """
-        schedule = self._schedule
-        assert schedule is not None
-        gap = REASK_GAP + 1
-        start = seq = len(self.answers)
-        dues = deque(r.due for r in self._queue)  # ascending: appended in seq order
-        # Every seq the walk can reach: each protocol question adds at most one re-ask.
-        triggers = schedule.triggered_in(start, start + 2 * protocol_bound + len(dues) + 1)
-        triggers.append(-1)  # sentinel: the scan below stops at the end without a length test
-        i, end, posed = 0, len(triggers) - 1, 0
-        while posed < protocol_bound:
-            if dues and dues[0] <= seq:  # a due re-ask takes this seq
-                dues.popleft()
-                seq += 1
-                continue
-            # seq … stop-1 are all protocol questions: up to the next due re-ask, which a
-            # trigger inside the run may bring forward when none was queued.
-            stop = seq + protocol_bound - posed
-            if dues and dues[0] < stop:
-                stop = dues[0]
-            i = bisect_left(triggers, seq, i, end)  # skip the seqs that re-asks took
-            t = triggers[i]
-            while seq <= t < stop:
-                if not dues and t + gap < stop:
-                    stop = t + gap
-                dues.append(t + gap)
-                i += 1
-                t = triggers[i]
-            posed += stop - seq
-            seq = stop
-        # The protocol has posed its last question: the queued re-asks follow at once.
-        return seq - start + len(dues)
-
     def progress(self) -> Progress:
         """Judgments so far, the estimate shown and the worst-case remaining questions
-        (re-asks included): the strategy's model (:meth:`_model_progress`) smoothed by the
-        rule of :mod:`labeling.protocol.remaining`, a function of the log alone."""
+        (re-asks included): the strategy's model (:meth:`model_progress`) smoothed by the
+        rule of :mod:`labeling.protocol.remaining`, a function of the log alone. The first
+        read walks the log (:meth:`EstimateMemo.track`); the session keeps it from then on."""
         shown = self._estimate
         if shown is None:
-            shown = self._track()
-        return Progress(len(self.answers), shown[1], shown[2], self.done)
-
-    def _track(self) -> tuple[int, float, int]:
-        """Start keeping the estimate: walk the log again in a fresh session that keeps it
-        from the first entry (or from where :data:`_ESTIMATES` last left this task's log: the
-        replay up to there needs no model), and keep it from here on."""
-        key = self._estimate_key()
-        answers = self.answers
-        hasher = hashlib.blake2b(digest_size=16)
-        start, known = 0, None
-        if key is not None:
-            with _ESTIMATES_LOCK:
-                known = _ESTIMATES.get(key)
-            if known is not None and known[0] <= len(answers):
-                for answer in answers[: known[0]]:
-                    hasher.update(repr(answer).encode())
-                if hasher.digest() == known[1]:
-                    start = known[0]
-                else:  # another log of the same task: from the start
-                    hasher = hashlib.blake2b(digest_size=16)
-        if start and start == len(answers):  # read before at this length: nothing to walk
-            assert known is not None
-            self._estimate = (start, known[2], known[3])
-            return self._estimate
-        fresh = self._fresh()
-        if start:
-            assert known is not None
-            for answer in answers[:start]:
-                fresh.submit(answer)  # not kept yet: no model
-            fresh._estimate = (start, known[2], known[3])
-        if fresh._estimate is None:
-            raw = fresh._model_progress()
-            fresh._estimate = (
-                0,
-                first_estimate(raw.expected_remaining, raw.max_remaining, raw.done),
-                raw.max_remaining,
+            shown = self._estimate = _ESTIMATES.track(
+                self._estimate_key(), self.answers, self._fresh
             )
-        for answer in answers[start:]:
-            hasher.update(repr(answer).encode())
-            fresh.submit(answer)
-        estimate = fresh._estimate
-        assert estimate is not None
-        if key is not None:
-            with _ESTIMATES_LOCK:
-                _ESTIMATES[key] = (len(answers), hasher.digest(), estimate[1], estimate[2])
-                _ESTIMATES.move_to_end(key)
-                while len(_ESTIMATES) > ESTIMATES_KEPT:
-                    _ESTIMATES.popitem(last=False)
-        self._estimate = estimate
-        return estimate
+        return Progress(len(self.answers), shown[1], shown[2], self.done)
 
     def _fresh(self) -> TopKSession:
         """A session of the same task with no answer (the machine's evidence shapes the
@@ -669,13 +555,10 @@ class TopKSession:
         options = json.dumps(self.options, sort_keys=True, default=repr)
         return (tuple(self.doc_ids), self.k, self.seed, options, self._strategy)
 
-    def _model_progress(self) -> Progress:
+    def model_progress(self) -> Progress:
         """Judgments so far, the strategy's expected and worst-case remaining questions
-        (re-asks included), before the smoothing of :meth:`progress`.
-
-        With re-asks, every remaining protocol question is re-asked with probability f, so
-        ``expected = (1 + f)·E[protocol] + queued re-asks``, capped by the worst case.
-        """
+        (re-asks included: :func:`labeling.protocol.remaining.with_reasks`), before the
+        smoothing of :meth:`progress`."""
         if self.done:
             return Progress(len(self.answers), 0.0, 0, True)
         if self._compare is None:  # only queued re-asks are left
@@ -691,9 +574,10 @@ class TopKSession:
                 expected = min(expected, model(cache=self.pair_cache))
         if self._schedule is None:
             return Progress(len(self.answers), max(1.0, expected), bound, False)
-        total = self._reask_bound(bound)
-        expected = min(float(total), expected * (1.0 + self.reask_fraction) + len(self._queue))
-        return Progress(len(self.answers), max(1.0, expected), total, False)
+        dues = [r.due for r in self._queue]  # ascending: appended in seq order
+        return with_reasks(
+            len(self.answers), expected, bound, self._schedule, self.reask_fraction, dues
+        )
 
     def result(self) -> TopKResult:
         """The top-k ground truth (:class:`TopKResult`); NotFinished while a question is pending."""

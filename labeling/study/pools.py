@@ -17,17 +17,17 @@ Everything here is pure; the service stores the resulting doc ids as the task's 
 from __future__ import annotations
 
 import hashlib
-import math
 import random
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 from labeling.errors import ConfigError
 from labeling.identifiers import identifier_problem, normal_identifier
 from labeling.sources.base import IssueCollector, as_lines, numbered_lines
+from ranking.io.trec import parse_run_line
 
 PoolMode = Literal["all", "sample", "run"]
 POOL_MODES: tuple[PoolMode, ...] = ("all", "sample", "run")
@@ -63,7 +63,10 @@ class RunEntry:
 
 
 def parse_trec_run(
-    data: str | bytes | Iterable[str | bytes], *, file: str = "run"
+    data: str | bytes | Iterable[str | bytes],
+    *,
+    file: str = "run",
+    on_entry: Callable[[RunEntry], None] | None = None,
 ) -> dict[str, list[RunEntry]]:
     """Read a TREC run; per query, entries sorted as trec_eval ranks them.
 
@@ -75,37 +78,26 @@ def parse_trec_run(
     the line number; the whole file is checked before returning. A score must be finite and
     the ids must follow the identifier rule (:func:`labeling.identifiers.identifier_problem`):
     every upload of a run (stored runs, pools, import pairings, priors) reads it here, so all
-    refuse the same lines with the same messages.
+    refuse the same lines with the same messages. Each line's columns are read by
+    :func:`ranking.io.trec.parse_run_line`, the one strict reader of a run line.
+
+    ``on_entry`` sees each good entry as soon as it is read (an upload's bounds count with it:
+    what it raises stops the reading there).
     """
     lines = as_lines(data)
     issues = IssueCollector(file)
     out: dict[str, list[RunEntry]] = {}
     seen: dict[tuple[str, str], int] = {}
     for number, text in numbered_lines(lines, file):
-        if not text.strip() or text.lstrip().startswith("#"):
+        try:
+            fields = parse_run_line(text)
+        except ValueError as exc:
+            issues.add(number, str(exc))
             continue
-        cols = text.split()
-        if len(cols) != 6:
-            issues.add(number, f"expected 6 columns 'qid Q0 docno rank score tag', got {len(cols)}")
+        if fields is None:
             continue
-        qid, _q0, doc, rank_s, score_s, tag = cols
+        qid, doc, rank, score, tag = fields
         qid, doc = normal_identifier(qid), normal_identifier(doc)
-        try:
-            rank = int(rank_s)
-        except ValueError:
-            issues.add(number, f"rank {rank_s!r} is not an integer")
-            continue
-        try:
-            score = float(score_s)
-        except ValueError:
-            issues.add(number, f"score {score_s!r} is not a number")
-            continue
-        if score != score:  # NaN cannot be ordered
-            issues.add(number, "score is NaN")
-            continue
-        if not math.isfinite(score):  # 1e999999 reads as inf: no store keeps it, none ranks it
-            issues.add(number, f"score {score_s!r} is not finite")
-            continue
         bad = [
             f"{what} {problem}"
             for what, value in (("query id", qid), ("document id", doc))
@@ -122,7 +114,10 @@ def parse_trec_run(
             )
             continue
         seen[(qid, doc)] = number
-        out.setdefault(qid, []).append(RunEntry(qid, doc, rank, score, tag, number))
+        entry = RunEntry(qid, doc, rank, score, tag, number)
+        out.setdefault(qid, []).append(entry)
+        if on_entry is not None:
+            on_entry(entry)
     issues.raise_if_any()
     for entries in out.values():
         # Two stable sorts: docno descending, then score descending (trec_eval's order).

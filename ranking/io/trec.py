@@ -43,6 +43,7 @@ __all__ = [
     "TrecFormatError",
     "parse_grade_map",
     "parse_relevance",
+    "parse_run_line",
     "read_qrels",
     "read_qrels_detailed",
     "read_run",
@@ -353,6 +354,40 @@ def read_run(path: str | Path, *, with_tag: bool = False) -> Run | tuple[Run, st
         tag = tag or run_tag
         run.setdefault(qid, {})[doc] = score
     return (run, tag) if with_tag else run
+
+
+#: A strict run line's fields: ``(qid, docno, rank, score, tag)``.
+RunLine = tuple[str, str, int, float, str]
+
+
+def parse_run_line(text: str) -> RunLine | None:
+    """One line of a TREC run read strictly, for the readers that store it (the service's
+    uploads, ``labeling.study.pools.parse_trec_run``): None for a blank line or a comment (its
+    first field starts with ``#``), else ``(qid, docno, rank, score, tag)``.
+
+    ``ValueError`` (its message is the line's report) unless the line has six columns, an
+    integer rank and a finite score: a store keeps neither NaN (it cannot be ordered) nor an
+    infinity (``1e999999`` reads as one). :func:`read_run`, trec_eval's reading, ignores the
+    rank column and takes any score that is not NaN."""
+    cols = text.split()
+    if not cols or cols[0].startswith("#"):
+        return None
+    if len(cols) != 6:
+        raise ValueError(f"expected 6 columns 'qid Q0 docno rank score tag', got {len(cols)}")
+    qid, _q0, doc, rank_s, score_s, tag = cols
+    try:
+        rank = int(rank_s)
+    except ValueError:
+        raise ValueError(f"rank {rank_s!r} is not an integer") from None
+    try:
+        score = float(score_s)
+    except ValueError:
+        raise ValueError(f"score {score_s!r} is not a number") from None
+    if score != score:
+        raise ValueError("score is NaN")
+    if not math.isfinite(score):
+        raise ValueError(f"score {score_s!r} is not finite")
+    return qid, doc, rank, score, tag
 
 
 def write_qrels(path: str | Path, qrels: Mapping[str, Mapping[str, int]]) -> None:

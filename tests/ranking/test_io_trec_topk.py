@@ -8,7 +8,14 @@ from pathlib import Path
 import pytest
 
 from ranking.io.topk import TopKFormatError, TopKTruth, read_topk_jsonl, write_topk_jsonl
-from ranking.io.trec import TrecFormatError, read_qrels, read_run, write_qrels, write_run
+from ranking.io.trec import (
+    TrecFormatError,
+    parse_run_line,
+    read_qrels,
+    read_run,
+    write_qrels,
+    write_run,
+)
 
 
 def test_qrels_and_run_round_trip(tmp_path: Path) -> None:
@@ -50,6 +57,24 @@ def test_trec_errors(tmp_path: Path, reader, text: str, line: int, what: str) ->
     with pytest.raises(TrecFormatError, match=what) as info:
         reader(p)
     assert info.value.line == line and str(info.value).startswith(f"{p}:{line}:")
+
+
+def test_a_strict_run_line() -> None:
+    """The uploads' reading of one line: blank and comment lines are None, the rank must be an
+    integer and the score finite (read_run, trec_eval's reading, ignores the rank)."""
+    assert parse_run_line("  q1\tQ0 d7  3 -2.5 tag ") == ("q1", "d7", 3, -2.5, "tag")
+    assert parse_run_line("") is None and parse_run_line("  ") is None
+    assert parse_run_line(" #q1 Q0 d7 3 1 t") is None
+    for text, what in [
+        ("q1 Q0 d7 3 1", "expected 6 columns 'qid Q0 docno rank score tag', got 5"),
+        ("q1 Q0 d7 3.0 1 t", "rank '3.0' is not an integer"),
+        ("q1 Q0 d7 3 high t", "score 'high' is not a number"),
+        ("q1 Q0 d7 3 nan t", "score is NaN"),
+        ("q1 Q0 d7 3 -1e999 t", "score '-1e999' is not finite"),
+    ]:
+        with pytest.raises(ValueError) as info:
+            parse_run_line(text)
+        assert str(info.value) == what
 
 
 def test_topk_round_trip_and_kappa(tmp_path: Path) -> None:

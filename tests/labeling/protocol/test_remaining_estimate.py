@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from labeling.machine.trust import ErrorEvidence, StratumEvidence
-from labeling.protocol.remaining import first_estimate, next_estimate
+from labeling.protocol.remaining import EstimateMemo, first_estimate, next_estimate
 from labeling.protocol.session import open_session
 from labeling.protocol.spec import validate_options
 from labeling.protocol.topk import TopKSession
@@ -101,7 +101,7 @@ def _walk(
             "topk", docs, k=k, seed=seed, options=opts, answers=s.answers[:i], machine=judge
         )
         shown.append(r.progress())
-        models.append(r._model_progress())
+        models.append(r.model_progress())
     return s, shown, models
 
 
@@ -250,7 +250,7 @@ def test_the_estimates_kept_per_task_give_what_a_walk_from_the_start_gives(monke
     alone = open_session("topk", docs, k=6, seed=11, options=opts, answers=other).progress()
 
     monkeypatch.setattr(TopKSession, "_estimate_key", KEY)  # kept from here on
-    monkeypatch.setattr(topk, "_ESTIMATES", topk.OrderedDict())
+    monkeypatch.setattr(topk, "_ESTIMATES", EstimateMemo())
 
     def read(entries):
         return open_session("topk", docs, k=6, seed=11, options=opts, answers=entries).progress()

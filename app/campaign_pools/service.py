@@ -13,21 +13,21 @@ trec_eval ranks it, :func:`labeling.study.pools.parse_trec_run`):
    compares against;
 2. documents that are not among the query's documents in the collection cannot be judged:
    they are dropped (counted in the summary); queries the collection lacks are skipped;
-3. the method picks the documents to judge, up to ``budget`` per query (None: all):
-   ``depth`` in fused order, ``mtf`` Move-to-Front, ``maxmean`` the MaxMean bandit, ``hedge``
-   Hedge over the runs (:func:`labeling.study.campaign_pools.select_pool`), ``cal``
-   continuous active learning over the documents' feature vectors, one batch per build: one
-   model fitted on every query's feedback, fixed while the build picks (:mod:`app.pools.cal`;
-   every pooled document needs a vector, else the build is refused, naming how many lack
-   one). The adaptive methods take as relevance feedback what the collection's finished
-   tasks say about the documents: a top-k task's top counts as relevant and the rest of its
-   pool as not; a graded task's grade ≥ 1 as relevant; a document any task calls relevant is
-   relevant. A pick nobody judged yet counts as not relevant, so a first build takes the runs
-   in turns and a later build (after those tasks finished) follows the runs that gave
-   relevant documents. With ``allocation="campaign"`` (``cal`` only) ``budget`` is one total
-   over the collection's queries: one build of campaign-wide CAL
-   (:func:`app.pools.cal.campaign_picks`) keeps every judged pooled document and adds the
-   unjudged ones the model finds most likely relevant, whichever their query.
+3. the method picks the documents to judge, up to ``budget`` per query (None: all): ``depth``
+   in fused order, ``mtf`` Move-to-Front, ``maxmean`` the MaxMean bandit, ``hedge`` Hedge over
+   the runs (:func:`labeling.study.campaign_pools.select_pool`), ``cal`` continuous active
+   learning over the documents' feature vectors, one batch per build: one model fitted on every
+   query's feedback, fixed while the build picks (:mod:`app.campaign_pools.cal`; every pooled
+   document needs a vector, else the build is refused, naming how many lack one). The adaptive
+   methods take as relevance feedback what the collection's finished tasks say about the
+   documents: a top-k task's top counts as relevant and the rest of its pool as not; a graded
+   task's grade ≥ 1 as relevant; a document any task calls relevant is relevant. A pick nobody
+   judged yet counts as not relevant, so a first build takes the runs in turns and a later
+   build (after those tasks finished) follows the runs that gave relevant documents. With
+   ``allocation="campaign"`` (``cal`` only) ``budget`` is one total over the collection's
+   queries: one build of campaign-wide CAL (:func:`app.campaign_pools.cal.campaign_picks`)
+   keeps every judged pooled document and adds the unjudged ones the model finds most likely
+   relevant, whichever their query.
 
 The runs are either uploaded files or runs stored on the collection (``BuildSpec.stored``:
 names or ids, or every stored run; read through :func:`app.runs.service.run_rankings`, which
@@ -61,14 +61,14 @@ from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 
+from app.campaign_pools import repository
+from app.campaign_pools.cal import cal_vectors
+from app.campaign_pools.picking import BuildInputs, feedback_of, pool_rows
+from app.campaign_pools.run_input import Runs, StoredChoice, read_runs, stored_rankings
 from app.kernel.db import Database
 from app.kernel.errors import Conflict, Invalid, NotFound
 from app.kernel.models import CampaignPool, utcnow
 from app.kernel.settings import Settings
-from app.pools import repository
-from app.pools.cal import cal_vectors
-from app.pools.picking import BuildInputs, feedback_of, pool_rows
-from app.pools.run_input import Runs, StoredChoice, read_runs, stored_rankings
 from labeling.study.campaign_pools import (
     METHODS,
     Method,
@@ -186,9 +186,9 @@ class QueryRef:
 @dataclass(slots=True)
 class Picked:
     """What a build computed (:func:`pick_rows`): the runs' names in run order, the rows as
-    the write's parameters (:func:`app.pools.repository.pool_document_params`), the query ids
-    the collection lacks, the documents dropped, the picks judged already, and the id of the
-    process that computed them."""
+    the write's parameters (:func:`app.campaign_pools.repository.pool_document_params`), the
+    query ids the collection lacks, the documents dropped, the picks judged already, and the id
+    of the process that computed them."""
 
     runs: list[str]
     rows: list[tuple[Any, ...]]
@@ -209,7 +209,7 @@ def pick_rows(
     """The read and the computation of a build (:func:`build_pool`), in a database of its
     own opened from ``settings`` (it runs in the build process): the stored runs read (unless
     ``runs``, the files parsed already), the collection read in a read transaction, then the
-    picks computed with no transaction open (:func:`app.pools.picking.pool_rows`)."""
+    picks computed with no transaction open (:func:`app.campaign_pools.picking.pool_rows`)."""
     db = Database(settings)
     try:
         if runs is None:
@@ -357,7 +357,7 @@ def build_pool(*, db: Database, spec: BuildSpec) -> PoolView:
     pool = CampaignPool(
         collection_id=spec.collection_id,
         name=name,
-        method=method,
+        pool_method=method,
         depth=spec.depth,
         budget=spec.budget,
         allocation=spec.allocation,
@@ -431,7 +431,7 @@ def _view(pool: CampaignPool, documents: int, picked: int, status: str = "ready"
         id=pool.id,
         collection_id=pool.collection_id,
         name=pool.name,
-        method=pool.method,
+        method=pool.pool_method,
         depth=pool.depth,
         budget=pool.budget,
         allocation=pool.allocation,

@@ -11,8 +11,8 @@ from typing import Any
 
 from sqlalchemy import func, select
 
+from app.campaign_pools import service as pools
 from app.kernel.models import CampaignPool, Document, PoolDocument
-from app.pools import service as pools
 from tests.app.web.support import hidden_csrf, login, upload_runs
 
 

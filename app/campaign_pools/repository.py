@@ -1,5 +1,5 @@
 """The pools concept's SQL: a collection's queries and their documents (what a pool may hold),
-the pools and their documents. Every function runs in the caller's session ``s``."""
+the pools and their documents. Every function runs in the caller's transaction ``tx``."""
 
 from __future__ import annotations
 
@@ -13,29 +13,29 @@ from sqlalchemy import delete, func, select, update
 from app.kernel.models import CampaignPool, Collection, Document, PoolDocument, Query
 
 
-def lock_collection(s: Any, collection_id: int) -> bool:
+def lock_collection(tx: Any, collection_id: int) -> bool:
     """Lock the collection's row (Postgres: FOR NO KEY UPDATE, so two pools of one name cannot
     both pass the name check); False when there is no such collection."""
-    found = s.execute(
+    found = tx.execute(
         select(Collection.id).where(Collection.id == collection_id).with_for_update(key_share=True)
     ).scalar_one_or_none()
     return found is not None
 
 
-def collection_exists(s: Any, collection_id: int) -> bool:
-    return s.get(Collection, collection_id) is not None
+def collection_exists(tx: Any, collection_id: int) -> bool:
+    return tx.get(Collection, collection_id) is not None
 
 
-def queries_by_id(s: Any, collection_id: int) -> dict[str, Query]:
+def queries_by_id(tx: Any, collection_id: int) -> dict[str, Query]:
     """The collection's queries by external id, in insertion order."""
-    rows = s.scalars(select(Query).where(Query.collection_id == collection_id).order_by(Query.id))
+    rows = tx.scalars(select(Query).where(Query.collection_id == collection_id).order_by(Query.id))
     return {q.external_id: q for q in rows}
 
 
-def documents_by_query(s: Any, collection_id: int) -> dict[int, set[str]]:
+def documents_by_query(tx: Any, collection_id: int) -> dict[int, set[str]]:
     """Per query row id, the external ids of its documents."""
     out: dict[int, set[str]] = {}
-    rows = s.execute(
+    rows = tx.execute(
         select(Document.query_id, Document.external_id).where(
             Document.collection_id == collection_id
         )
@@ -45,11 +45,11 @@ def documents_by_query(s: Any, collection_id: int) -> dict[int, set[str]]:
     return out
 
 
-def document_vectors(s: Any, collection_id: int) -> dict[int, dict[str, list[float]]]:
+def document_vectors(tx: Any, collection_id: int) -> dict[int, dict[str, list[float]]]:
     """Per query row id, its documents' feature vectors (rows without one left out; the
     JSON ``null`` an ORM write of None stores counts as none)."""
     out: dict[int, dict[str, list[float]]] = {}
-    rows = s.execute(
+    rows = tx.execute(
         select(Document.query_id, Document.external_id, Document.features).where(
             Document.collection_id == collection_id, Document.features.is_not(None)
         )
@@ -60,8 +60,8 @@ def document_vectors(s: Any, collection_id: int) -> dict[int, dict[str, list[flo
     return out
 
 
-def pool_named(s: Any, collection_id: int, name: str) -> CampaignPool | None:
-    found: CampaignPool | None = s.scalars(
+def pool_named(tx: Any, collection_id: int, name: str) -> CampaignPool | None:
+    found: CampaignPool | None = tx.scalars(
         select(CampaignPool).where(
             CampaignPool.collection_id == collection_id, CampaignPool.name == name
         )
@@ -83,23 +83,23 @@ def pool_document_params(rows: Iterable[Mapping[str, Any]]) -> list[tuple[Any, .
     ]
 
 
-def add_building_pool(s: Any, pool: CampaignPool) -> int:
+def add_building_pool(tx: Any, pool: CampaignPool) -> int:
     """Add the pool, marked ``building`` (no reader uses it until :func:`mark_ready`); its new
     id. Its documents follow in batches (:func:`insert_pool_rows`)."""
     pool.status = "building"
-    s.add(pool)
-    s.flush()
+    tx.add(pool)
+    tx.flush()
     return pool.id
 
 
-def insert_pool_rows(s: Any, pool_id: int, params: Sequence[tuple[Any, ...]]) -> None:
+def insert_pool_rows(tx: Any, pool_id: int, params: Sequence[tuple[Any, ...]]) -> None:
     """Add a batch of the pool's documents (:func:`pool_document_params`) by one executemany
     of the driver (no per-row work of the ORM or of SQLAlchemy's type processing while the
     write lock is held: each batch's write transaction stays short,
     docs/performance.md#pool-builds)."""
     if not params:
         return
-    conn = s.connection()
+    conn = tx.connection()
     sqlite = conn.dialect.name == "sqlite"
     mark, hits = ("?", "?") if sqlite else ("%s", "%s::jsonb")
     sql = (
@@ -109,10 +109,10 @@ def insert_pool_rows(s: Any, pool_id: int, params: Sequence[tuple[Any, ...]]) ->
     conn.exec_driver_sql(sql, [(pool_id, *p) for p in params])
 
 
-def mark_ready(s: Any, pool_id: int) -> bool:
+def mark_ready(tx: Any, pool_id: int) -> bool:
     """The pool's last batch is in: ``ready`` (listed, shown, planned from). False when the
     pool is gone (a stale build's clean-up deleted it)."""
-    done = s.execute(
+    done = tx.execute(
         update(CampaignPool)
         .where(CampaignPool.id == pool_id, CampaignPool.status == "building")
         .values(status="ready")
@@ -120,18 +120,18 @@ def mark_ready(s: Any, pool_id: int) -> bool:
     return bool(done.rowcount == 1)
 
 
-def delete_pool(s: Any, pool_id: int) -> None:
+def delete_pool(tx: Any, pool_id: int) -> None:
     """Delete a pool and its documents (a failed build's clean-up)."""
-    s.execute(delete(PoolDocument).where(PoolDocument.pool_id == pool_id))
-    s.execute(delete(CampaignPool).where(CampaignPool.id == pool_id))
+    tx.execute(delete(PoolDocument).where(PoolDocument.pool_id == pool_id))
+    tx.execute(delete(CampaignPool).where(CampaignPool.id == pool_id))
 
 
-def delete_stale_builds(s: Any, collection_id: int, started_before: datetime) -> int:
+def delete_stale_builds(tx: Any, collection_id: int, started_before: datetime) -> int:
     """Delete the collection's pools still ``building`` that were started before
     ``started_before`` (a build that crashed between its batches) and their documents; how
     many pools."""
     stale = list(
-        s.scalars(
+        tx.scalars(
             select(CampaignPool.id).where(
                 CampaignPool.collection_id == collection_id,
                 CampaignPool.status == "building",
@@ -140,19 +140,19 @@ def delete_stale_builds(s: Any, collection_id: int, started_before: datetime) ->
         )
     )
     for pool_id in stale:
-        delete_pool(s, pool_id)
+        delete_pool(tx, pool_id)
     return len(stale)
 
 
-def get_pool(s: Any, pool_id: int) -> CampaignPool | None:
-    found: CampaignPool | None = s.get(CampaignPool, pool_id)
+def get_pool(tx: Any, pool_id: int) -> CampaignPool | None:
+    found: CampaignPool | None = tx.get(CampaignPool, pool_id)
     return found
 
 
-def pools_of(s: Any, collection_id: int) -> list[CampaignPool]:
+def pools_of(tx: Any, collection_id: int) -> list[CampaignPool]:
     """The collection's pools, newest first, building ones too (their ``status`` says)."""
     return list(
-        s.scalars(
+        tx.scalars(
             select(CampaignPool)
             .where(CampaignPool.collection_id == collection_id)
             .order_by(CampaignPool.id.desc())
@@ -160,9 +160,9 @@ def pools_of(s: Any, collection_id: int) -> list[CampaignPool]:
     )
 
 
-def picked_counts(s: Any, pool_ids: Sequence[int]) -> dict[int, tuple[int, int]]:
+def picked_counts(tx: Any, pool_ids: Sequence[int]) -> dict[int, tuple[int, int]]:
     """Per pool: (documents in the depth pools, documents picked)."""
-    rows = s.execute(
+    rows = tx.execute(
         select(PoolDocument.pool_id, func.count(), func.count(PoolDocument.pick))
         .where(PoolDocument.pool_id.in_(pool_ids))
         .group_by(PoolDocument.pool_id)
@@ -171,7 +171,7 @@ def picked_counts(s: Any, pool_ids: Sequence[int]) -> dict[int, tuple[int, int]]
 
 
 def pool_documents(
-    s: Any, pool_id: int, query_ids: Sequence[str] | None = None
+    tx: Any, pool_id: int, query_ids: Sequence[str] | None = None
 ) -> list[tuple[str, PoolDocument]]:
     """(query external id, document) of a pool, by query then fused position."""
     stmt = (
@@ -182,4 +182,4 @@ def pool_documents(
     )
     if query_ids is not None:
         stmt = stmt.where(Query.external_id.in_(list(query_ids)))
-    return [(qid, row) for qid, row in s.execute(stmt)]
+    return [(qid, row) for qid, row in tx.execute(stmt)]

@@ -8,9 +8,9 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from app.campaign_pools.run_input import Runs
+from app.campaign_pools.service import check_method
 from app.kernel.errors import Invalid
-from app.pools.run_input import Runs
-from app.pools.service import check_method
 from labeling.errors import ConfigError
 from labeling.study.campaign_order import campaign_order
 from labeling.study.campaign_pools import Method, Simulation, simulate_pooling

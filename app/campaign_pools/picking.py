@@ -1,11 +1,11 @@
 """A pool build's computation: from the runs and what the collection holds (read before, in a
 read transaction), each query's pooled documents and picks (docs/campaigns.md#pools-in-the-service).
 
-Nothing here opens a transaction: :func:`app.pools.service.pick_rows` reads the inputs and calls
-:func:`pool_rows` with no transaction open, in the build process, then
-:func:`app.pools.service.build_pool` writes the rows in one short transaction, so judging
+Nothing here opens a transaction: :func:`app.campaign_pools.service.pick_rows` reads the
+inputs and calls :func:`pool_rows` with no transaction open, in the build process, then
+:func:`app.campaign_pools.service.build_pool` writes the rows in one short transaction, so judging
 submits never wait behind a build's computation (docs/performance.md#pool-builds).
-:func:`feedback_of` is the read of the finished tasks' labels, in the caller's session.
+:func:`feedback_of` is the read of the finished tasks' labels, in the caller's transaction.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.campaign_pools.cal import Runs, cal_scores, campaign_picks, judgeable
 from app.exports.selection import query_labels
 from app.exports.service import ExportRequest
 from app.kernel.errors import Invalid
 from app.kernel.models import PoolDocument
-from app.pools.cal import Runs, cal_scores, campaign_picks, judgeable
 from labeling.errors import ConfigError
 from labeling.study.cal_pool import ActiveLearning
 from labeling.study.campaign_pools import Method, cut_rankings, depth_pool, select_pool

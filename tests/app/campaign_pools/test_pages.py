@@ -155,9 +155,9 @@ def test_a_pool_being_written_is_shown_as_such_and_not_offered_to_plans(
     plan form's pools; its page says it is being written and shows no documents."""
     from datetime import timedelta
 
+    from app.campaign_pools import repository
+    from app.campaign_pools import service as pools
     from app.kernel.models import utcnow
-    from app.pools import repository
-    from app.pools import service as pools
 
     client: TestClient = admin_site["client"]
     login(client, "boss", "boss password 1")
@@ -168,7 +168,7 @@ def test_a_pool_being_written_is_shown_as_such_and_not_offered_to_plans(
             pool = CampaignPool(
                 collection_id=cid,
                 name=name,
-                method="depth",
+                pool_method="depth",
                 depth=3,
                 fusion=pools.FUSION,
                 runs=["A"],

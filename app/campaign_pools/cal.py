@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from app.campaign_pools import repository
 from app.kernel.errors import Invalid
-from app.pools import repository
 from labeling.errors import ConfigError
 from labeling.study.cal_build import cal_campaign_build
 from labeling.study.cal_pool import shared_scores

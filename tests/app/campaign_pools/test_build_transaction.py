@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine, text
 
-from app.pools import service as pools
+from app.campaign_pools import service as pools
 from tests.app.admin_support import make_collection
 from tests.app.conftest import Api
 

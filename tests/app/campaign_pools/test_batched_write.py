@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
+from app.campaign_pools import repository
+from app.campaign_pools import service as pools
 from app.kernel.errors import Invalid
 from app.kernel.models import CampaignPool, PoolDocument, utcnow
-from app.pools import repository
-from app.pools import service as pools
 from tests.app.admin_support import make_collection
 from tests.app.conftest import Api
 
@@ -137,7 +137,7 @@ def _left_building(api: Api, collection: int, name: str, age: timedelta) -> int:
         pool = CampaignPool(
             collection_id=collection,
             name=name,
-            method="depth",
+            pool_method="depth",
             depth=3,
             fusion=pools.FUSION,
             runs=["A"],

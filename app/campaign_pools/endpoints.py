@@ -5,7 +5,7 @@
   the run); a bad file is a 422 listing ``{file, line, msg}`` and nothing is stored;
   ``allocation=campaign`` (``cal`` with a budget only, else a 422): ``budget`` is one total
   over the collection's queries;
-* the same ``POST`` with a JSON body (:class:`app.pools.schemas.StoredPoolIn`) pools runs
+* the same ``POST`` with a JSON body (:class:`app.campaign_pools.schemas.StoredPoolIn`) pools runs
   stored on the collection: ``{"stored_runs": ["name", 7, ...] | "all", "method": ...,
   "depth": ..., "budget": ..., "allocation": ..., "name": ..., "feedback": ...}`` (the
   settings in the body, not the query); a run the collection lacks is a 422 naming it
@@ -28,13 +28,13 @@ from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
+from app.campaign_pools import run_input
+from app.campaign_pools import service as pools
+from app.campaign_pools.schemas import PoolDetailOut, PoolOut, StoredPoolIn
 from app.http.deps import MAX_UPLOAD_FIELDS, DbDep, require_admin, upload_form
 from app.http.openapi import declare_errors
 from app.http.schemas import PathId
 from app.kernel.errors import Invalid
-from app.pools import run_input
-from app.pools import service as pools
-from app.pools.schemas import PoolDetailOut, PoolOut, StoredPoolIn
 
 router = APIRouter(prefix="/admin", tags=["admin"], dependencies=[Depends(require_admin)])
 
