@@ -15,7 +15,8 @@
  *
  * It accepts a strict subset of what the Python readers of ranking.trec_eval.readers accept
  * (fields cut by spaces or tabs, no comment or blank line, no other control byte, 4 fields a
- * qrels line, at least 6 a run line, integer grades and plain decimal scores) and answers
+ * qrels line, at least 6 a run line, integer grades of at most 8 characters that end their
+ * line, plain decimal scores) and answers
  * with a reason (a str) for anything else; the Python path then reads the files and gives
  * the same output, or its file:line error. Scores are read as strtod reads them (the exact
  * fast path of Clinger, "How to Read Floating Point Numbers Accurately", PLDI 1990, else
@@ -44,6 +45,9 @@
 #define PAD (-3)
 /* the run is read this many bytes at a time (rank()'s last argument, for the tests) */
 #define BLOCK (1 << 22)
+/* the longest grade text taken (ranking.trec_eval.strict_text._LONGEST): a qrels file that
+ * rank() reads is one that integer_grades() passes, so the caller need not check it first */
+#define LONGEST_GRADE 8
 
 static const char BOGUS_DOC[] = "ceci_nest_pas_un_docno";
 
@@ -403,7 +407,9 @@ read_qrels(const char *path, Qrels *q)
         if (count != 4 || f[0].s[0] == '#')
             return "a qrels line the Python reader reads";
         long long grade;
-        if (!parse_grade(f[3], &grade))
+        /* integer_grades()'s test too: the grade ends the line and is at most LONGEST_GRADE
+         * characters (a file it refuses goes to the Python readers) */
+        if (f[3].n > LONGEST_GRADE || f[3].s + f[3].n != end || !parse_grade(f[3], &grade))
             return "a grade the Python reader reads";
         uint64_t qh = hash_bytes(f[0].s, f[0].n);
         int32_t code = find_query(q, f[0].s, f[0].n, qh);
@@ -1473,7 +1479,6 @@ done:
 
 /* one line ending before text[end]: its last field is 1 to LONGEST_GRADE digits or signs
  * after a space or tab */
-#define LONGEST_GRADE 8
 
 static int
 integer_last_field(const unsigned char *text, size_t end)

@@ -19,12 +19,9 @@ from ranking.trec_eval.registry import Context
 from ranking.trec_eval.select import select
 from ranking.trec_eval.strict_text import last_fields_are_integers
 
-__all__ = ["HELP", "main", "run"]
+__all__ = ["main", "run"]
 
 VERSION = "10.0 (heapjudge)"
-
-#: The full help (every measure described); ``-h -m name`` describes the named ones only.
-HELP = help_text()
 
 
 def _evaluate(options: Options) -> list[str]:
@@ -38,21 +35,20 @@ def _evaluate(options: Options) -> list[str]:
 
         return evaluate_prefs(options, requested)
     rel_file, run_file = options.files
-    # the compiled readers take grades as doubles (1e1 = 10): integer text only (strict_text)
-    integers = last_fields_are_integers(rel_file)
-    joined = (
-        fast_merge(
-            rel_file,
-            run_file,
-            level=options.level,
-            max_ret=options.max_ret,
-            judged_only=options.judged_only,
-            complete=options.complete,
-        )
-        if integers
-        else None
+    # The C join refuses every qrels file that last_fields_are_integers refuses (its grades
+    # are integer text of at most 8 characters ending the line), so that check, one more
+    # pass over the file, is made only when the join has declined.
+    joined = fast_merge(
+        rel_file,
+        run_file,
+        level=options.level,
+        max_ret=options.max_ret,
+        judged_only=options.judged_only,
+        complete=options.complete,
     )
     if joined is None:
+        # the compiled scan takes grades as doubles (1e1 = 10): integer text only (strict_text)
+        integers = last_fields_are_integers(rel_file)
         fast = fast_qrels(rel_file) if integers else None
         qrels = fast or read_qrels(rel_file, lenient=options.lenient)
         run = fast_run(run_file) or read_run(run_file, lenient=options.lenient)

@@ -4,8 +4,10 @@ qrels in one pass in C, document ids never becoming Python objects, and a run wh
 come grouped by query is ranked a query at a time (docs/trec-eval.md#speed).
 
 The C code takes only files it reads exactly as :mod:`ranking.trec_eval.readers` does (a
-strict subset: fields cut by spaces or tabs, no comment or blank lines, integer grades,
-plain decimal scores); for any other file, standard input, or without the compiled module
+strict subset: fields cut by spaces or tabs, no comment or blank lines, integer grades of
+at most 8 characters ending their line, so only files that
+:func:`~ranking.trec_eval.strict_text.last_fields_are_integers` passes, plain decimal
+scores); for any other file, standard input, or without the compiled module
 (or with the compiled scan turned off, :func:`ranking.io.trec_scan.compiled_scanner`),
 :func:`fast_merge` answers None and the Python readers and the numpy merge run, giving the
 same :class:`~ranking.trec_eval.merge.Merged` or their ``file:line`` error.

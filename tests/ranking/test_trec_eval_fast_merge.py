@@ -148,6 +148,8 @@ def test_a_run_out_of_query_order_is_gathered(tmp_path: Path) -> None:
         ("1 0 a 1\r\n", "1 Q0 a 1 1.0 r\n"),  # a carriage return
         ("1 0 a 1\n", "1 Q0 a 1 1e999 r\n"),  # an infinite score
         ("1 0 a 1\n", "1 Q0 a 1 1.0 r"),  # no final newline
+        ("1 0 a 123456789\n", "1 Q0 a 1 1.0 r\n"),  # a grade of more than 8 characters
+        ("1 0 a 1 \n", "1 Q0 a 1 1.0 r\n"),  # a blank after the grade
     ],
 )
 def test_files_it_does_not_take_go_to_the_python_readers(
@@ -344,6 +346,26 @@ def test_the_integer_grade_check_in_c_answers_as_numpy(tmp_path: Path, text: str
         trec_scan.USE_COMPILED = True
     assert fm.compiled_integer_grades(str(path)) is numpy_answer
     assert last_fields_are_integers(str(path)) is numpy_answer
+
+
+QRELS_TEXT = st.lists(
+    st.sampled_from(["1", "0", "a", " ", "\t", "\n", "+", "-", "12345678", "9", "\r", "1.5"]),
+    max_size=24,
+).map("".join)
+
+
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(QRELS_TEXT)
+def test_the_join_takes_only_qrels_the_integer_check_passes(tmp_path: Path, text: str) -> None:
+    """The command line asks last_fields_are_integers only when the join declines: every
+    qrels file the join takes must be one that check passes (docs/trec-eval.md#speed)."""
+    qpath, rpath = tmp_path / "qrels", tmp_path / "run"
+    qpath.write_text(text)
+    rpath.write_text("1 Q0 a 1 1.0 r\n")
+    joined = fm.fast_merge(str(qpath), str(rpath), **FLAGS[0])
+    assert joined is None or last_fields_are_integers(str(qpath))
 
 
 @settings(max_examples=300, deadline=None)
