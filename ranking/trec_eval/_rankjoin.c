@@ -344,20 +344,16 @@ find_judgment(const Qrels *q, int32_t query, const unsigned char *s, size_t n, u
     }
 }
 
-static int
-cmp_qid(const void *a, const void *b, void *ctx)
-{
-    const char **qids = ctx;
-    return strcmp(qids[*(const int32_t *)a], qids[*(const int32_t *)b]);
-}
-
-/* qsort_r is not portable: the qids are sorted through a file-level pointer instead */
-static const char **sort_qids;
+/* a query id and its first-appearance code, sorted by id (the ids are distinct) */
+typedef struct {
+    const char *id;
+    int32_t code;
+} QidRef;
 
 static int
-cmp_qid_plain(const void *a, const void *b)
+cmp_qid(const void *a, const void *b)
 {
-    return cmp_qid(a, b, (void *)sort_qids);
+    return strcmp(((const QidRef *)a)->id, ((const QidRef *)b)->id);
 }
 
 static const char *
@@ -440,7 +436,7 @@ read_qrels(const char *path, Qrels *q)
     if (q->n >= INT32_MAX / 2)
         return "too many judgments";
     /* strcmp order of the queries */
-    int32_t *order = malloc(q->nq * sizeof *order);
+    QidRef *order = malloc(q->nq * sizeof *order);
     q->sorted_of = malloc(q->nq * sizeof *q->sorted_of);
     q->qrels_dup = calloc(q->nq, sizeof *q->qrels_dup);
     q->toff = calloc(q->nq + 1, sizeof *q->toff);
@@ -472,12 +468,13 @@ read_qrels(const char *path, Qrels *q)
         free(order);
         return "out of memory";
     }
+    for (size_t i = 0; i < q->nq; i++) {
+        order[i].id = q->qids[i];
+        order[i].code = (int32_t)i;
+    }
+    qsort(order, q->nq, sizeof *order, cmp_qid);
     for (size_t i = 0; i < q->nq; i++)
-        order[i] = (int32_t)i;
-    sort_qids = q->qids;
-    qsort(order, q->nq, sizeof *order, cmp_qid_plain);
-    for (size_t i = 0; i < q->nq; i++)
-        q->sorted_of[order[i]] = (int32_t)i;
+        q->sorted_of[order[i].code] = (int32_t)i;
     free(order);
     memset(q->table, 0xff, q->toff[q->nq] * sizeof *q->table);
     for (size_t r = 0; r < q->n; r++) {
@@ -962,6 +959,47 @@ ranker_init(Ranker *r, size_t nq, long long max_ret, int judged_only)
     return r->start && r->count && r->present && r->run_dup ? 0 : -1;
 }
 
+/* Read both files and rank every query into r (rank()'s work, without the Python objects):
+ * NULL, or the reason the files are left to the Python readers. */
+static const char *
+join_files(const char *qrels_path, const char *run_path, long long max_ret, int judged_only,
+           int complete, size_t block_size, Qrels *q, Ranker *r, RunState *st)
+{
+    const char *reason = read_qrels(qrels_path, q);
+    if (reason != NULL)
+        return reason;
+    for (size_t i = 0; i < q->n; i++)
+        if (q->rows[i].grade > INT32_MAX || q->rows[i].grade < INT32_MIN)
+            return "a grade beyond 32 bits";
+    int status = DONE;
+    for (int streaming = 1; streaming >= 0; streaming--) {
+        ranker_free(r);
+        free(st->runid);
+        memset(st, 0, sizeof *st);
+        if (ranker_init(r, q->nq, max_ret, judged_only) < 0)
+            return "out of memory";
+        status = read_run(run_path, q, r, streaming, block_size, st);
+        if (status != REGROUP)
+            break;
+    }
+    if (status == FAILED)
+        return st->reason;
+    if (complete) {
+        /* a qrels query absent from the run: one stand-in document, score 1 */
+        Field doc = {(const unsigned char *)BOGUS_DOC, sizeof BOGUS_DOC - 1};
+        for (size_t c = 0; c < q->nq; c++) {
+            if (r->present[c])
+                continue;
+            r->lines.len = r->arena.len = 0;
+            if (add_line(r, 1.0, doc) < 0 ||
+                rank_query(r, q, (int32_t)c, (Line *)r->lines.p, 1) < 0)
+                return "out of memory";
+            r->present[c] = 2; /* evaluated on the stand-in: not in the run */
+        }
+    }
+    return NULL;
+}
+
 PyDoc_STRVAR(rank_doc,
              "rank(qrels_path, run_path, max_ret, judged_only, complete, block_size=4 MiB, /)\n--\n\n"
              "trec_eval's ranked grades of every qrels query (module docstring): a tuple\n"
@@ -989,47 +1027,13 @@ rank(PyObject *self, PyObject *args)
     Ranker r = {0};
     RunState st = {0};
     const char *reason = NULL;
-    int status = DONE;
     PyObject *result = NULL;
-    /* the GIL is kept: the qsort comparator of the query ids reads a file-level pointer */
-    reason = read_qrels(qrels_path, &q);
-    if (reason == NULL) {
-        for (size_t i = 0; i < q.n; i++)
-            if (q.rows[i].grade > INT32_MAX || q.rows[i].grade < INT32_MIN) {
-                reason = "a grade beyond 32 bits";
-                break;
-            }
-    }
-    if (reason == NULL) {
-        for (int streaming = 1; streaming >= 0; streaming--) {
-            ranker_free(&r);
-            free(st.runid);
-            memset(&st, 0, sizeof st);
-            if (ranker_init(&r, q.nq, max_ret, judged_only) < 0) {
-                reason = "out of memory";
-                break;
-            }
-            status = read_run(run_path, &q, &r, streaming, (size_t)block_size, &st);
-            if (status != REGROUP)
-                break;
-        }
-        if (reason == NULL && status == FAILED)
-            reason = st.reason;
-    }
-    if (reason == NULL && complete) {
-        /* a qrels query absent from the run: one stand-in document, score 1 */
-        size_t len = sizeof BOGUS_DOC - 1;
-        for (size_t c = 0; c < q.nq && reason == NULL; c++) {
-            if (r.present[c])
-                continue;
-            r.lines.len = r.arena.len = 0;
-            Field doc = {(const unsigned char *)BOGUS_DOC, len};
-            if (add_line(&r, 1.0, doc) < 0 ||
-                rank_query(&r, &q, (int32_t)c, (Line *)r.lines.p, 1) < 0)
-                reason = "out of memory";
-            r.present[c] = 2; /* evaluated on the stand-in: not in the run */
-        }
-    }
+    /* no Python object is touched while the files are read: another thread runs meanwhile
+     * (ranking.trec_eval.prefetch imports numpy and the measures while the join reads) */
+    Py_BEGIN_ALLOW_THREADS
+    reason = join_files(qrels_path, run_path, max_ret, judged_only, complete,
+                        (size_t)block_size, &q, &r, &st);
+    Py_END_ALLOW_THREADS
     if (reason != NULL) {
         result = PyUnicode_FromString(reason);
         goto done;

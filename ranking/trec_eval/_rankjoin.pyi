@@ -1,15 +1,10 @@
 """Types of the compiled join of trec_eval (``ranking/trec_eval/_rankjoin.c``;
 ranking.trec_eval.fast_merge)."""
 
-def rank(
-    qrels_path: str,
-    run_path: str,
-    max_ret: int,
-    judged_only: bool,
-    complete: bool,
-    block_size: int = ...,
-    /,
-) -> (
+from typing import TypeAlias
+
+#: rank()'s answer: the joined columns (the C source's docstring), or why it declined.
+RankResult: TypeAlias = (
     tuple[
         list[str],
         bytearray,
@@ -24,7 +19,17 @@ def rank(
         str,
     ]
     | str
-): ...
+)
+
+def rank(
+    qrels_path: str,
+    run_path: str,
+    max_ret: int,
+    judged_only: bool,
+    complete: bool,
+    block_size: int = ...,
+    /,
+) -> RankResult: ...
 def query_lines(
     qids: list[str], columns: list[tuple[str, int, object]], start: int, stop: int, /
 ) -> str | None: ...

@@ -23,6 +23,7 @@ from numpy.typing import NDArray
 
 from ranking.io.trec_scan import compiled_scanner
 from ranking.trec_eval.merge import NEGATIVE_FIRST_QUERY, Merged, make_batch
+from ranking.trec_eval.prefetch import rank_arguments, take
 
 try:
     import ranking.trec_eval._rankjoin as compiled
@@ -42,9 +43,6 @@ __all__ = [
     "compiled_query_lines",
     "fast_merge",
 ]
-
-#: -M values beyond this are "every document" (the C code reads a 64-bit integer).
-_MAX_RET_CAP = 2**62
 
 
 @dataclass(frozen=True)
@@ -74,8 +72,13 @@ def fast_merge(
     when the Python path must read them."""
     if rankjoin is None or compiled_scanner() is None or "-" in (rel_file, run_file):
         return None
-    cap = max(min(max_ret, _MAX_RET_CAP), -1)
-    out = rankjoin.rank(rel_file, run_file, cap, judged_only, complete)
+    arguments = rank_arguments(
+        rel_file, run_file, max_ret=max_ret, judged_only=judged_only, complete=complete
+    )
+    # the join an entry point started before numpy was imported, else this call's own
+    out = take(arguments)
+    if out is None:
+        out = rankjoin.rank(*arguments)
     if isinstance(out, str):
         return None
     qids, rel_b, depth, num_ret_b, levels_b, top, present_b, qdup, rdup, rel_count, runid = out
