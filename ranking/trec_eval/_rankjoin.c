@@ -1409,6 +1409,236 @@ done:
     return result;
 }
 
+/* -- rbp and rbp_resid (ranking.trec_eval.m_gain) -------------------------------------- */
+
+PyDoc_STRVAR(rbp_doc,
+             "rbp(rel, num_ret, num_rel_levels, table, low, param_listed, rescale, low_q,\n"
+             "    high_q, powers, p, /)\n--\n\n"
+             "rbp of every query (ranking.trec_eval.m_gain.rbp, whose numpy code this follows\n"
+             "operation for operation: the same doubles) as one float64 buffer of one value a\n"
+             "query; rel the int64 (queries, depth) grades, num_ret and num_rel_levels int64\n"
+             "one a query, table the float64 gain of each grade low .. high (grades are clipped\n"
+             "to that range), param_listed one byte a grade of the table (a level given as a\n"
+             "parameter), rescale one byte a query, low_q and high_q its float64 gain range,\n"
+             "powers the float64 p^i of positions 0 .. depth.");
+
+static PyObject *
+rbp(PyObject *self, PyObject *args)
+{
+    Py_buffer relb, retb, nrlb, tb, plb, rsb, lob, hib, pwb;
+    long long low;
+    double p;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*Ly*y*y*y*y*d:rbp", &relb, &retb, &nrlb, &tb, &low, &plb,
+                          &rsb, &lob, &hib, &pwb, &p))
+        return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t nq = retb.len / 8, width = tb.len / 8;
+    Py_ssize_t depth = nq ? relb.len / (nq * 8) : 0;
+    if (width == 0 || plb.len != width || (nq && relb.len % (nq * 8)) || nrlb.len != nq * 8 ||
+        rsb.len != nq || lob.len != nq * 8 || hib.len != nq * 8 || pwb.len < (depth + 1) * 8) {
+        PyErr_SetString(PyExc_ValueError, "rbp: shapes do not agree");
+        goto done;
+    }
+    result = PyByteArray_FromStringAndSize(NULL, nq * 8);
+    if (result == NULL)
+        goto done;
+    double *out = (double *)PyByteArray_AS_STRING(result);
+    const int64_t *grades = relb.buf, *num_ret = retb.buf, *nrl = nrlb.buf;
+    const double *table = tb.buf, *low_q = lob.buf, *high_q = hib.buf, *powers = pwb.buf;
+    const unsigned char *param_listed = plb.buf, *rescale = rsb.buf;
+    long long high = low + (long long)width - 1;
+    for (Py_ssize_t q = 0; q < nq; q++) {
+        const int64_t *g = grades + q * depth;
+        int64_t nr = num_ret[q] < depth ? num_ret[q] : depth;
+        double lq = low_q[q], span = high_q[q] - low_q[q], acc = 0.0;
+        for (int64_t i = 0; i < nr; i++) {
+            long long grade = g[i] < low ? low : g[i] > high ? high : g[i];
+            double gain = table[grade - low];
+            /* a grade missing from the query's gain list has gain 0, not rescaled */
+            int listed = (grade >= 0 && grade < nrl[q]) || param_listed[grade - low];
+            if (rescale[q] && listed)
+                gain = (gain - lq) / span;
+            double term = gain != 0 ? gain * powers[i] : 0.0;
+            RUNNING(acc, i, term);
+        }
+        out[q] = (1.0 - p) * (nr > 0 ? acc : 0.0);
+    }
+done:
+    PyBuffer_Release(&relb);
+    PyBuffer_Release(&retb);
+    PyBuffer_Release(&nrlb);
+    PyBuffer_Release(&tb);
+    PyBuffer_Release(&plb);
+    PyBuffer_Release(&rsb);
+    PyBuffer_Release(&lob);
+    PyBuffer_Release(&hib);
+    PyBuffer_Release(&pwb);
+    return result;
+}
+
+PyDoc_STRVAR(resid_doc,
+             "rbp_resid(rel, num_ret, powers, p, /)\n--\n\n"
+             "rbp_resid of every query (ranking.trec_eval.m_gain.rbp_resid, whose numpy code\n"
+             "this follows: the same doubles) as one float64 buffer of one value a query; rel\n"
+             "the int64 (queries, depth) grades, num_ret int64 one a query, powers the float64\n"
+             "p^i of positions 0 .. depth.");
+
+static PyObject *
+rbp_resid(PyObject *self, PyObject *args)
+{
+    Py_buffer relb, retb, pwb;
+    double p;
+    if (!PyArg_ParseTuple(args, "y*y*y*d:rbp_resid", &relb, &retb, &pwb, &p))
+        return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t nq = retb.len / 8;
+    Py_ssize_t depth = nq ? relb.len / (nq * 8) : 0;
+    if ((nq && relb.len % (nq * 8)) || pwb.len < (depth + 1) * 8) {
+        PyErr_SetString(PyExc_ValueError, "rbp_resid: shapes do not agree");
+        goto done;
+    }
+    result = PyByteArray_FromStringAndSize(NULL, nq * 8);
+    if (result == NULL)
+        goto done;
+    double *out = (double *)PyByteArray_AS_STRING(result);
+    const int64_t *grades = relb.buf, *num_ret = retb.buf;
+    const double *powers = pwb.buf;
+    for (Py_ssize_t q = 0; q < nq; q++) {
+        const int64_t *g = grades + q * depth;
+        int64_t nr = num_ret[q] < depth ? num_ret[q] : depth;
+        double acc = 0.0;
+        int any = 0;
+        for (int64_t i = 0; i < nr; i++) {
+            int unjudged = g[i] < 0;
+            any |= unjudged;
+            RUNNING(acc, i, unjudged ? powers[i] : 0.0);
+        }
+        /* powers[num_ret] as numpy indexes it: num_ret is at most the depth */
+        out[q] = any ? powers[num_ret[q]] + (1.0 - p) * (nr > 0 ? acc : 0.0) : 0.0;
+    }
+done:
+    PyBuffer_Release(&relb);
+    PyBuffer_Release(&retb);
+    PyBuffer_Release(&pwb);
+    return result;
+}
+
+/* -- gains by position and the ideal rankings (ranking.trec_eval.gains) ------------------ */
+
+PyDoc_STRVAR(gain_rows_doc,
+             "gain_rows(rel, num_ret, table, low, /)\n--\n\n"
+             "ranking.trec_eval.gains.result_gains: the float64 (queries, depth) gain of each\n"
+             "retrieved document, table[clip(grade, low, high) - low] (high = low + len - 1),\n"
+             "0.0 past a query's num_ret; rel the int64 (queries, depth) grades, num_ret int64\n"
+             "one a query.");
+
+static PyObject *
+gain_rows(PyObject *self, PyObject *args)
+{
+    Py_buffer relb, retb, tb;
+    long long low;
+    if (!PyArg_ParseTuple(args, "y*y*y*L:gain_rows", &relb, &retb, &tb, &low))
+        return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t nq = retb.len / 8, width = tb.len / 8;
+    Py_ssize_t depth = nq ? relb.len / (nq * 8) : 0;
+    if (width == 0 || (nq && relb.len % (nq * 8))) {
+        PyErr_SetString(PyExc_ValueError, "gain_rows: shapes do not agree");
+        goto done;
+    }
+    result = PyByteArray_FromStringAndSize(NULL, nq * depth * 8);
+    if (result == NULL)
+        goto done;
+    double *out = (double *)PyByteArray_AS_STRING(result);
+    const int64_t *grades = relb.buf, *num_ret = retb.buf;
+    const double *table = tb.buf;
+    long long high = low + (long long)width - 1;
+    for (Py_ssize_t q = 0; q < nq; q++) {
+        const int64_t *g = grades + q * depth;
+        double *row = out + q * depth;
+        int64_t nr = num_ret[q] < depth ? num_ret[q] : depth, i = 0;
+        for (; i < nr; i++) {
+            long long grade = g[i] < low ? low : g[i] > high ? high : g[i];
+            row[i] = table[grade - low];
+        }
+        for (; i < depth; i++)
+            row[i] = 0.0;
+    }
+done:
+    PyBuffer_Release(&relb);
+    PyBuffer_Release(&retb);
+    PyBuffer_Release(&tb);
+    return result;
+}
+
+PyDoc_STRVAR(ideal_rows_doc,
+             "ideal_rows(rel_levels, grades, levels, values, width, /)\n--\n\n"
+             "ranking.trec_eval.gains.ideal_matrix: (ideal, n_ideal, size), ideal the float64\n"
+             "(queries, size) ideal gains (each gain-list entry's value repeated as many times\n"
+             "as the query has judged documents of its grade, from the last entry down, up to\n"
+             "the first entry of gain <= 0 that has documents; 0.0 past them), n_ideal their\n"
+             "int64 count a query, size max(width, max n_ideal + 1); rel_levels the int64\n"
+             "(queries, grades) judgment counts, levels and values the entries (int64,\n"
+             "float64).");
+
+static PyObject *
+ideal_rows(PyObject *self, PyObject *args)
+{
+    Py_buffer lvb, eb, vb;
+    Py_ssize_t top, width;
+    if (!PyArg_ParseTuple(args, "y*ny*y*n:ideal_rows", &lvb, &top, &eb, &vb, &width))
+        return NULL;
+    PyObject *result = NULL, *ideal = NULL, *counts = NULL;
+    Py_ssize_t ne = eb.len / 8, nq = top > 0 ? lvb.len / (top * 8) : 0;
+    if (top <= 0 || lvb.len % (top * 8) || vb.len != eb.len || width < 0) {
+        PyErr_SetString(PyExc_ValueError, "ideal_rows: shapes do not agree");
+        goto done;
+    }
+    const int64_t *rel_levels = lvb.buf, *levels = eb.buf;
+    const double *values = vb.buf;
+    counts = PyByteArray_FromStringAndSize(NULL, nq * 8);
+    if (counts == NULL)
+        goto done;
+    int64_t *n_ideal = (int64_t *)PyByteArray_AS_STRING(counts);
+    int64_t longest = 0;
+    for (Py_ssize_t q = 0; q < nq; q++) { /* the entries from the last down, to the stop */
+        int64_t total = 0;
+        for (Py_ssize_t e = ne - 1; e >= 0; e--) {
+            int64_t c = levels[e] >= 0 && levels[e] < top ? rel_levels[q * top + levels[e]] : 0;
+            if (c > 0 && values[e] <= 0)
+                break;
+            total += c;
+        }
+        n_ideal[q] = total;
+        if (total > longest)
+            longest = total;
+    }
+    Py_ssize_t size = width > longest + 1 ? width : (Py_ssize_t)longest + 1;
+    ideal = PyByteArray_FromStringAndSize(NULL, nq * size * 8);
+    if (ideal == NULL)
+        goto done;
+    double *out = (double *)PyByteArray_AS_STRING(ideal);
+    for (Py_ssize_t q = 0; q < nq; q++) {
+        double *row = out + q * size;
+        int64_t at = 0;
+        for (Py_ssize_t e = ne - 1; e >= 0 && at < n_ideal[q]; e--) {
+            int64_t c = levels[e] >= 0 && levels[e] < top ? rel_levels[q * top + levels[e]] : 0;
+            for (int64_t k = 0; k < c && at < n_ideal[q]; k++)
+                row[at++] = values[e];
+        }
+        for (; at < size; at++)
+            row[at] = 0.0;
+    }
+    result = Py_BuildValue("(OOn)", ideal, counts, size);
+done:
+    PyBuffer_Release(&lvb);
+    PyBuffer_Release(&eb);
+    PyBuffer_Release(&vb);
+    Py_XDECREF(ideal);
+    Py_XDECREF(counts);
+    return result;
+}
+
 /* -- interpolated precision at recall points (ranking.trec_eval.m_interp) ---------------- */
 
 PyDoc_STRVAR(iprec_doc,
@@ -1698,6 +1928,10 @@ static PyMethodDef methods[] = {
     {"graded_measures", graded_measures, METH_VARARGS, graded_doc},
     {"ndcg_cuts", ndcg_cuts, METH_VARARGS, cut_doc},
     {"iprec_at_recall", iprec_at_recall, METH_VARARGS, iprec_doc},
+    {"rbp", rbp, METH_VARARGS, rbp_doc},
+    {"gain_rows", gain_rows, METH_VARARGS, gain_rows_doc},
+    {"ideal_rows", ideal_rows, METH_VARARGS, ideal_rows_doc},
+    {"rbp_resid", rbp_resid, METH_VARARGS, resid_doc},
     {"integer_grades", integer_grades, METH_VARARGS, integers_doc},
     {NULL, NULL, 0, NULL},
 };

@@ -15,6 +15,7 @@ same :class:`~ranking.trec_eval.merge.Merged` or their ``file:line`` error.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from types import ModuleType
 
@@ -34,13 +35,17 @@ else:
 
 __all__ = [
     "FastMerged",
+    "compiled_gain_rows",
     "compiled_graded_measures",
+    "compiled_ideal_rows",
     "compiled_integer_grades",
     "compiled_iprec_at_recall",
     "compiled_judged_measures",
     "compiled_kernels",
     "compiled_ndcg_cuts",
     "compiled_query_lines",
+    "compiled_rbp",
+    "compiled_rbp_resid",
     "fast_merge",
 ]
 
@@ -231,3 +236,80 @@ def compiled_iprec_at_recall(
         return None
     out = rankjoin.iprec_at_recall(_int64(rel), _int64(num_ret), level, _int64(targets))
     return np.frombuffer(out, dtype=np.float64).reshape(targets.shape)
+
+
+def compiled_rbp(
+    rel: NDArray[np.int64],
+    num_ret: NDArray[np.int64],
+    num_rel_levels: NDArray[np.int64],
+    table: NDArray[np.float64],
+    low: int,
+    param_listed: NDArray[np.bool_],
+    rescale: NDArray[np.bool_],
+    bounds: tuple[NDArray[np.float64], NDArray[np.float64]],
+    powers: NDArray[np.float64],
+    p: float,
+) -> NDArray[np.float64] | None:
+    """rbp of every query from the C module (:func:`ranking.trec_eval.m_gain.rbp`: ``table``
+    the gain of grades ``low ..``, ``bounds`` each query's gain range), or None: no compiled
+    module, or the compiled code turned off."""
+    if not compiled_kernels() or rankjoin is None or not -(2**62) < low < 2**62:
+        return None
+    out = rankjoin.rbp(
+        _int64(rel),
+        _int64(num_ret),
+        _int64(num_rel_levels),
+        _float64(table),
+        low,
+        np.ascontiguousarray(param_listed, dtype=np.uint8),
+        np.ascontiguousarray(rescale, dtype=np.uint8),
+        _float64(bounds[0]),
+        _float64(bounds[1]),
+        _float64(powers),
+        p,
+    )
+    return np.frombuffer(out, dtype=np.float64)
+
+
+def compiled_rbp_resid(
+    rel: NDArray[np.int64], num_ret: NDArray[np.int64], powers: NDArray[np.float64], p: float
+) -> NDArray[np.float64] | None:
+    """rbp_resid of every query from the C module
+    (:func:`ranking.trec_eval.m_gain.rbp_resid`), or None: no compiled module, or the
+    compiled code turned off."""
+    if not compiled_kernels() or rankjoin is None:
+        return None
+    out = rankjoin.rbp_resid(_int64(rel), _int64(num_ret), _float64(powers), p)
+    return np.frombuffer(out, dtype=np.float64)
+
+
+def compiled_gain_rows(
+    rel: NDArray[np.int64], num_ret: NDArray[np.int64], table: NDArray[np.float64], low: int
+) -> NDArray[np.float64] | None:
+    """:func:`ranking.trec_eval.gains.result_gains` from the C module (``table`` the gain of
+    grades ``low ..``), or None: no compiled module, or the compiled code turned off."""
+    if not compiled_kernels() or rankjoin is None or not -(2**62) < low < 2**62:
+        return None
+    out = rankjoin.gain_rows(_int64(rel), _int64(num_ret), _float64(table), low)
+    return np.frombuffer(out, dtype=np.float64).reshape(rel.shape)
+
+
+def compiled_ideal_rows(
+    rel_levels: NDArray[np.int64], levels: Sequence[int], values: Sequence[float], width: int
+) -> tuple[NDArray[np.float64], NDArray[np.int64]] | None:
+    """:func:`ranking.trec_eval.gains.ideal_matrix` from the C module (the gain list's
+    ``levels`` and ``values``), or None: no compiled module, the compiled code turned off,
+    no grade column, or a level beyond 64 bits."""
+    if not compiled_kernels() or rankjoin is None or rel_levels.shape[1] == 0:
+        return None
+    if any(not -(2**63) <= level < 2**63 for level in levels):
+        return None
+    ideal, n_ideal, size = rankjoin.ideal_rows(
+        _int64(rel_levels),
+        rel_levels.shape[1],
+        np.asarray(levels, dtype=np.int64),
+        np.asarray(values, dtype=np.float64),
+        width,
+    )
+    rows = np.frombuffer(ideal, dtype=np.float64).reshape(len(rel_levels), size)
+    return rows, np.frombuffer(n_ideal, dtype=np.int64)

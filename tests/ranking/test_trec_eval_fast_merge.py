@@ -287,9 +287,10 @@ def test_graded_measures_in_c_are_the_numpy_doubles(
     pairs: list[tuple[str, float]],
     cutoffs: list[int],
 ) -> None:
-    """dcg, ideal_dcg, G, ndcg_rel, Rndcg and ndcg_cut from the C kernels against the numpy
-    code, bit for bit: random rankings and judgment counts, gain parameters negative,
-    fractional, zero and repeated (the ideal ranking's early end, rescaled ties), queries
+    """dcg, ideal_dcg, G, ndcg_rel, Rndcg, ndcg_cut, rbp and rbp_resid from the C kernels
+    against the numpy code, bit for bit: random rankings and judgment counts, gain
+    parameters negative (rbp rescales), fractional, zero and repeated (the ideal ranking's
+    early end, rescaled ties), rbp's persistence above 1 (negative factors, -0.0), queries
     without judgments (divisions by zero: nan and inf must be the same too)."""
     rng = np.random.default_rng(seed)
     num_ret = rng.integers(0, depth + 1, n).astype(np.int64)
@@ -308,6 +309,11 @@ def test_graded_measures_in_c_are_the_numpy_doubles(
             mg.ndcg_rel(batch, pairs),
             mg.rndcg(batch, pairs),
             mg.ndcg_cut(batch, cutoffs),
+            mg.rbp(batch, pairs),
+            mg.rbp(batch, [*pairs, ("p", 0.5)]),
+            mg.rbp(batch, [("p", 1.5), *pairs]),
+            mg.rbp_resid(batch, pairs),
+            mg.rbp_resid(batch, [("p", 1.5)]),
         ]
 
     trec_scan.USE_COMPILED = False
