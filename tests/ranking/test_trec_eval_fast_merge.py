@@ -120,6 +120,58 @@ def test_the_compiled_join_gives_the_numpy_merge(tmp_path: Path, data: tuple[str
         assert fast.qrels_rel_count == int((qrels.rel > 0).sum())
 
 
+BLANKS = st.text(alphabet=" \t", min_size=1, max_size=3)
+EDGE = st.text(alphabet=" \t", max_size=2)
+#: ids short and long: lines past 64 bytes are cut by the byte-at-a-time splitter
+LONG_DOCS = st.sampled_from(["d1", "d2", "d3", "d" + "x" * 40, "d" + "y" * 70])
+
+
+@st.composite
+def blank_files(draw: st.DrawFn) -> tuple[str, str, bool]:
+    """Qrels and a run whose fields are cut by runs of spaces and tabs, lines starting or
+    ending with blanks, ids long enough to make lines of more than 64 bytes, and sometimes a
+    control byte somewhere (which the compiled join must decline)."""
+    qrels = ""
+    for q in draw(st.lists(st.sampled_from(["1", "2"]), min_size=1, max_size=6)):
+        doc, grade = draw(LONG_DOCS), draw(st.integers(0, 3))
+        qrels += f"{q}{draw(BLANKS)}0{draw(BLANKS)}{doc}{draw(BLANKS)}{grade}\n"
+    run = ""
+    for i, q in enumerate(sorted(draw(st.lists(st.sampled_from(["1", "2"]), max_size=8)))):
+        fields = [q, "Q0", draw(LONG_DOCS), str(i), draw(SCORES), "tag"]
+        text = draw(EDGE)
+        for field in fields[:-1]:
+            text += field + draw(BLANKS)
+        run += text + fields[-1] + draw(EDGE) + "\n"
+    run = run or "1 Q0 d1 1 1 tag\n"
+    control = draw(st.sampled_from(["", "\x01", "\x7f", "\x0b"]))
+    if control:
+        at = draw(st.integers(0, len(run) - 2))
+        run = run[:at] + control + run[at:]
+    return qrels, run, bool(control)
+
+
+@settings(
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(blank_files())
+def test_lines_are_cut_into_the_fields_the_python_readers_read(
+    tmp_path: Path, data: tuple[str, str, bool]
+) -> None:
+    qpath, rpath = tmp_path / "qrels", tmp_path / "run"
+    qpath.write_text(data[0])
+    rpath.write_text(data[1])
+    fast = fm.fast_merge(str(qpath), str(rpath), **FLAGS[0])
+    if data[2]:
+        assert fast is None
+        return
+    assert fast is not None
+    run = read_run(str(rpath))
+    _same(fast.merged, merge(read_qrels(str(qpath)), run, **FLAGS[0]))
+    assert fast.runid == run.runid
+
+
 def test_a_run_out_of_query_order_is_gathered(tmp_path: Path) -> None:
     """Query 1 comes back after query 2: the streaming pass gives way to the gathering one,
     which ranks all six lines of query 1 together."""
