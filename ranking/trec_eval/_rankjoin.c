@@ -1701,6 +1701,75 @@ done:
     return result;
 }
 
+/* -- average precision's running sums and the geometric means' logs (m_cutoffs, m_judged) -- */
+
+PyDoc_STRVAR(ap_doc,
+             "ap_sums(rel, num_ret, level, /)\n--\n\n"
+             "ranking.trec_eval.m_cutoffs.ap_sums: the float64 (queries, depth) running sums\n"
+             "of c(i)/i over the relevant ranks (grade >= level among the first num_ret), as\n"
+             "its numpy code adds them; rel the int64 (queries, depth) grades, num_ret int64\n"
+             "one a query.");
+
+static PyObject *
+ap_sums(PyObject *self, PyObject *args)
+{
+    Py_buffer relb, retb;
+    long long level;
+    if (!PyArg_ParseTuple(args, "y*y*L:ap_sums", &relb, &retb, &level))
+        return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t nq = retb.len / 8;
+    Py_ssize_t depth = nq ? relb.len / (nq * 8) : 0;
+    if (nq && relb.len % (nq * 8)) {
+        PyErr_SetString(PyExc_ValueError, "ap_sums: shapes do not agree");
+        goto done;
+    }
+    result = PyByteArray_FromStringAndSize(NULL, nq * depth * 8);
+    if (result == NULL)
+        goto done;
+    double *out = (double *)PyByteArray_AS_STRING(result);
+    const int64_t *grades = relb.buf, *num_ret = retb.buf;
+    for (Py_ssize_t q = 0; q < nq; q++) {
+        const int64_t *g = grades + q * depth;
+        double *row = out + q * depth, acc = 0.0;
+        int64_t found = 0;
+        for (Py_ssize_t i = 0; i < depth; i++) {
+            int relevant = i < num_ret[q] && g[i] >= level;
+            found += relevant;
+            double term = relevant ? (double)found / (double)(i + 1) : 0.0;
+            row[i] = RUNNING(acc, i, term);
+        }
+    }
+done:
+    PyBuffer_Release(&relb);
+    PyBuffer_Release(&retb);
+    return result;
+}
+
+PyDoc_STRVAR(log_floor_doc,
+             "log_floor(values, floor, /)\n--\n\n"
+             "ranking.trec_eval.m_judged.log_floor: libm's log of each float64 value, floor\n"
+             "where the value is not above it (NaN included), as one float64 buffer.");
+
+static PyObject *
+log_floor(PyObject *self, PyObject *args)
+{
+    Py_buffer vb;
+    double floor_value;
+    if (!PyArg_ParseTuple(args, "y*d:log_floor", &vb, &floor_value))
+        return NULL;
+    Py_ssize_t n = vb.len / 8;
+    PyObject *result = PyByteArray_FromStringAndSize(NULL, n * 8);
+    if (result != NULL) {
+        double *out = (double *)PyByteArray_AS_STRING(result);
+        const double *v = vb.buf;
+        for (Py_ssize_t i = 0; i < n; i++)
+            out[i] = log(v[i] > floor_value ? v[i] : floor_value);
+    }
+    PyBuffer_Release(&vb);
+    return result;
+}
+
 /* -- interpolated precision at recall points (ranking.trec_eval.m_interp) ---------------- */
 
 PyDoc_STRVAR(iprec_doc,
@@ -1991,6 +2060,8 @@ static PyMethodDef methods[] = {
     {"ndcg_cuts", ndcg_cuts, METH_VARARGS, cut_doc},
     {"iprec_at_recall", iprec_at_recall, METH_VARARGS, iprec_doc},
     {"rbp", rbp, METH_VARARGS, rbp_doc},
+    {"ap_sums", ap_sums, METH_VARARGS, ap_doc},
+    {"log_floor", log_floor, METH_VARARGS, log_floor_doc},
     {"gain_rows", gain_rows, METH_VARARGS, gain_rows_doc},
     {"ideal_rows", ideal_rows, METH_VARARGS, ideal_rows_doc},
     {"rbp_resid", rbp_resid, METH_VARARGS, resid_doc},

@@ -35,6 +35,7 @@ else:
 
 __all__ = [
     "FastMerged",
+    "compiled_ap_sums",
     "compiled_gain_rows",
     "compiled_graded_measures",
     "compiled_ideal_rows",
@@ -42,6 +43,7 @@ __all__ = [
     "compiled_iprec_at_recall",
     "compiled_judged_measures",
     "compiled_kernels",
+    "compiled_log_floor",
     "compiled_ndcg_cuts",
     "compiled_query_lines",
     "compiled_rbp",
@@ -313,3 +315,23 @@ def compiled_ideal_rows(
     )
     rows = np.frombuffer(ideal, dtype=np.float64).reshape(len(rel_levels), size)
     return rows, np.frombuffer(n_ideal, dtype=np.int64)
+
+
+def compiled_ap_sums(
+    rel: NDArray[np.int64], num_ret: NDArray[np.int64], level: int
+) -> NDArray[np.float64] | None:
+    """:func:`ranking.trec_eval.m_cutoffs.ap_sums` from the C module, or None: no compiled
+    module, the compiled code turned off, or a level beyond 64 bits."""
+    if not compiled_kernels() or rankjoin is None or not -(2**62) < level < 2**62:
+        return None
+    out = rankjoin.ap_sums(_int64(rel), _int64(num_ret), level)
+    return np.frombuffer(out, dtype=np.float64).reshape(rel.shape)
+
+
+def compiled_log_floor(values: NDArray[np.float64], floor: float) -> NDArray[np.float64] | None:
+    """:func:`ranking.trec_eval.m_judged.log_floor` from the C module (libm's ``log``, which
+    :func:`math.log` calls too), or None: no compiled module, or the compiled code turned
+    off."""
+    if not compiled_kernels() or rankjoin is None:
+        return None
+    return np.frombuffer(rankjoin.log_floor(_float64(values), floor), dtype=np.float64)

@@ -150,7 +150,6 @@ class Batch:
     def at(self, cum: NDArray[np.generic], k: int | IntArray) -> NDArray[np.generic]:
         """``cum``'s value after the first ``k`` ranks (``k`` ≥ 0, per query or one for all;
         past the depth, the row's last value; 0 for ``k = 0``)."""
-        rows = np.arange(self.n)
         if self.depth == 0:
             return np.zeros(self.n, dtype=cum.dtype)
         if isinstance(k, int):  # one cutoff for all: a column, no fancy indexing
@@ -159,7 +158,7 @@ class Batch:
             column: NDArray[np.generic] = cum[:, min(k, self.depth) - 1].copy()
             return column
         kk = np.minimum(np.broadcast_to(np.asarray(k, dtype=np.int64), (self.n,)), self.depth)
-        values = cum[rows, np.maximum(kk - 1, 0)]
+        values = cum[np.arange(self.n), np.maximum(kk - 1, 0)]
         return np.where(kk > 0, values, np.zeros((), dtype=cum.dtype))
 
 

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from ranking.io import trec_scan
 from ranking.trec_eval import fast_merge as fm
+from ranking.trec_eval import m_cutoffs as mc
 from ranking.trec_eval import m_gain as mg
 from ranking.trec_eval import m_interp as mi
 from ranking.trec_eval import m_judged as mj
@@ -292,9 +293,11 @@ def test_lines_cut_by_the_read_blocks_are_joined_whole(tmp_path: Path, block: in
 def test_bpref_infap_and_bing_in_c_are_the_numpy_doubles(
     n: int, depth: int, level: int, seed: int
 ) -> None:
-    """The one-walk C kernel against the numpy code, bit for bit, on random rankings: grades
-    -2 to 4, short rankings (padding), levels down to -2 (unjudged documents relevant),
-    queries without judgments (the previous query's counts: divisions by zero)."""
+    """The one-walk C kernel (bpref, infAP, binG), average precision's running sums (map,
+    map_cut) and the geometric means' logs against the numpy code, bit for bit, on random
+    rankings: grades -2 to 4, short rankings (padding), levels down to -2 (unjudged
+    documents relevant), queries without judgments (the previous query's counts: divisions
+    by zero)."""
     rng = np.random.default_rng(seed)
     num_ret = rng.integers(0, depth + 1, n).astype(np.int64)
     rel = np.where(
@@ -302,12 +305,24 @@ def test_bpref_infap_and_bing_in_c_are_the_numpy_doubles(
     ).astype(np.int64)
     levels = rng.integers(0, 3, (n, 5)).astype(np.int64) * (rng.random((n, 1)) < 0.8)
     batches = [make_batch(rel, num_ret, levels.copy(), level) for _ in range(2)]
+
+    def values(batch: Batch) -> list[np.ndarray]:
+        return [
+            mj.bpref(batch),
+            mj.inf_ap(batch),
+            mj.bin_g(batch),
+            mj.gm_bpref(batch),
+            mj.gm_map(batch),
+            mc.map_cut(batch, [1, 3, 100]),
+            mc.mean_ap(batch),
+        ]
+
     trec_scan.USE_COMPILED = False
     try:
-        numpy_values = [mj.bpref(batches[0]), mj.inf_ap(batches[0]), mj.bin_g(batches[0])]
+        numpy_values = values(batches[0])
     finally:
         trec_scan.USE_COMPILED = True
-    c_values = [mj.bpref(batches[1]), mj.inf_ap(batches[1]), mj.bin_g(batches[1])]
+    c_values = values(batches[1])
     assert mj.compiled_judged(batches[1]) is not None
     for ours_c, ours_numpy in zip(c_values, numpy_values, strict=True):
         assert ours_c.tobytes() == ours_numpy.tobytes()
