@@ -10,14 +10,14 @@ from typing import TextIO
 from ranking.trec_eval.errors import TrecEvalError
 from ranking.trec_eval.evaluate import evaluate_merged, format_lines
 from ranking.trec_eval.fast_merge import FastMerged, fast_merge
-from ranking.trec_eval.fast_read import fast_qrels, fast_run
-from ranking.trec_eval.help import help_text
 from ranking.trec_eval.merge import merge
 from ranking.trec_eval.options import USAGE, Options, parse_args
-from ranking.trec_eval.readers import read_qrels, read_run, read_zscores
 from ranking.trec_eval.registry import Context
 from ranking.trec_eval.select import select
-from ranking.trec_eval.strict_text import last_fields_are_integers
+
+# The readers (readers.py, fast_read.py, strict_text.py) and the help are imported where
+# they are used: the compiled join reads most files, and every start pays for the modules
+# it imports (docs/trec-eval.md#speed).
 
 __all__ = ["main", "run"]
 
@@ -47,12 +47,20 @@ def _evaluate(options: Options) -> list[str]:
         complete=options.complete,
     )
     if joined is None:
+        from ranking.trec_eval.fast_read import fast_qrels, fast_run
+        from ranking.trec_eval.readers import read_qrels, read_run
+        from ranking.trec_eval.strict_text import last_fields_are_integers
+
         # the compiled scan takes grades as doubles (1e1 = 10): integer text only (strict_text)
         integers = last_fields_are_integers(rel_file)
         fast = fast_qrels(rel_file) if integers else None
         qrels = fast or read_qrels(rel_file, lenient=options.lenient)
         run = fast_run(run_file) or read_run(run_file, lenient=options.lenient)
-    zscores = read_zscores(options.zscores, lenient=options.lenient) if options.zscores else None
+    zscores = None
+    if options.zscores:
+        from ranking.trec_eval.readers import read_zscores
+
+        zscores = read_zscores(options.zscores, lenient=options.lenient)
     for item in requested:
         if item.measure.source != "qrels":
             raise TrecEvalError(
@@ -96,6 +104,8 @@ def run(args: Sequence[str], out: TextIO, err: TextIO) -> int:
     try:
         options = parse_args(list(args))
         if options.help:
+            from ranking.trec_eval.help import help_text
+
             out.write(help_text(options.measures))
             return 0
         if options.version:

@@ -22,14 +22,15 @@ all queries at once.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property, wraps
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
 
-from ranking.trec_eval.readers import QrelsColumns, RunColumns
+if TYPE_CHECKING:  # the readers are imported only where the Python path reads the files
+    from ranking.trec_eval.readers import QrelsColumns, RunColumns
 
 __all__ = [
     "BOGUS_DOC",
@@ -286,13 +287,13 @@ def _with_bogus(
     missing = qrels_q[~present]
     extra = len(missing)
     return (
-        RunColumns(
-            np.concatenate([run.qid, missing]),
+        replace(
+            run,
+            qid=np.concatenate([run.qid, missing]),
             # the width spelled out: np.full with a bare np.bytes_ would keep only "c"
-            np.concatenate([run.doc, np.full(extra, BOGUS_DOC, dtype=f"S{len(BOGUS_DOC)}")]),
-            np.concatenate([run.sim, np.ones(extra)]),
-            np.concatenate([run.line, np.zeros(extra, dtype=np.int64)]),
-            run.runid,
+            doc=np.concatenate([run.doc, np.full(extra, BOGUS_DOC, dtype=f"S{len(BOGUS_DOC)}")]),
+            sim=np.concatenate([run.sim, np.ones(extra)]),
+            line=np.concatenate([run.line, np.zeros(extra, dtype=np.int64)]),
         ),
         ~present,
     )
