@@ -765,6 +765,22 @@ add_line(Ranker *r, double score, Field doc)
     return 0;
 }
 
+/* Copy the run id `tag` into st (the last line's is the one kept). */
+static int
+keep_tag(RunState *st, Field tag)
+{
+    if (st->runid_len < tag.n + 1) {
+        char *grown = realloc(st->runid, tag.n + 1);
+        if (grown == NULL)
+            return -1;
+        st->runid = grown;
+    }
+    memcpy(st->runid, tag.s, tag.n);
+    st->runid[tag.n] = '\0';
+    st->runid_len = tag.n + 1;
+    return 0;
+}
+
 /* The gathering pass: the query code of each held line */
 typedef struct {
     Vec codes; /* int32 */
@@ -788,6 +804,8 @@ read_run(const char *path, const Qrels *q, Ranker *r, int streaming, size_t bloc
     size_t last_qlen = 0;
     Vec last = {0}; /* the previous line's query id (copied: blocks are reused) */
     size_t total_lines = 0;
+    Field tag = {NULL, 0};
+    int tag_in_block = 0;
     unsigned char *visited = calloc(q->nq ? q->nq : 1, 1);
     if (block == NULL || visited == NULL) {
         st->reason = "out of memory";
@@ -890,19 +908,15 @@ read_run(const char *path, const Qrels *q, Ranker *r, int streaming, size_t bloc
                 last_qid = (const unsigned char *)last.p;
                 last_qlen = f[0].n;
             }
-            /* the run id of the last line (trec_eval keeps that one) */
-            if (st->runid_len < f[5].n + 1) {
-                char *grown = realloc(st->runid, f[5].n + 1);
-                if (grown == NULL) {
-                    st->reason = "out of memory";
-                    status = FAILED;
-                    goto done;
-                }
-                st->runid = grown;
+            /* the run id of the last line (trec_eval keeps that one): where it is, copied
+             * only before the block it is in is read over (a carried line's at once) */
+            tag = f[5];
+            if (carry.len && keep_tag(st, tag) < 0) {
+                st->reason = "out of memory";
+                status = FAILED;
+                goto done;
             }
-            memcpy(st->runid, f[5].s, f[5].n);
-            st->runid[f[5].n] = '\0';
-            st->runid_len = f[5].n + 1;
+            tag_in_block = !carry.len;
             if (current >= 0) {
                 if (add_line(r, score, f[2]) < 0) {
                     st->reason = "out of memory";
@@ -920,6 +934,14 @@ read_run(const char *path, const Qrels *q, Ranker *r, int streaming, size_t bloc
                 }
             }
             carry.len = 0;
+        }
+        if (tag_in_block) {
+            if (keep_tag(st, tag) < 0) {
+                st->reason = "out of memory";
+                status = FAILED;
+                goto done;
+            }
+            tag_in_block = 0;
         }
         if (eof)
             break;
