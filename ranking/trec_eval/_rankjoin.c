@@ -438,8 +438,9 @@ read_qrels(const char *path, Qrels *q)
     if (q->data[size - 1] != '\n')
         return "no final newline in the qrels";
     size_t lines = 0;
-    for (long i = 0; i < size; i++)
-        lines += q->data[i] == '\n';
+    for (const char *nl = q->data; (nl = memchr(nl, '\n', (size_t)(q->data + size - nl)));
+         nl++)
+        lines++;
     q->rows = malloc(lines * sizeof *q->rows);
     q->qids = malloc(lines * sizeof *q->qids);
     q->qlen = malloc(lines * sizeof *q->qlen);

@@ -23,7 +23,6 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from ranking.trec_eval.errors import TrecEvalError
 from ranking.trec_eval.options import parse_args
 
 if TYPE_CHECKING:
@@ -80,7 +79,7 @@ def start(args: Sequence[str]) -> None:
         return
     try:
         options = parse_args(list(args))
-    except TrecEvalError:
+    except Exception:  # a usage error: the command line reports it, nothing to start
         return
     files = options.files
     if (
