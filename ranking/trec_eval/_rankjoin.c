@@ -1598,7 +1598,11 @@ rbp_resid(PyObject *self, PyObject *args)
             any |= unjudged;
             RUNNING(acc, i, unjudged ? powers[i] : 0.0);
         }
-        /* powers[num_ret] as numpy indexes it: num_ret is at most the depth */
+        if (num_ret[q] < 0 || num_ret[q] > depth) { /* outside powers (a batch never is) */
+            PyErr_SetString(PyExc_IndexError, "rbp_resid: num_ret beyond the depth");
+            Py_CLEAR(result);
+            goto done;
+        }
         out[q] = any ? powers[num_ret[q]] + (1.0 - p) * (nr > 0 ? acc : 0.0) : 0.0;
     }
 done:
