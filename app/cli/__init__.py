@@ -96,9 +96,9 @@ def main() -> None:
     first = sys.argv[1] if len(sys.argv) > 1 else None
     if first == TREC_EVAL:
         # trec_eval's own command line (getopt-style flags such as -mP.5 or -M100 that
-        # click would not read): handed over whole, without assembling any typer tree
-        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-        from ranking.trec_eval.cli import main as trec_eval_main
+        # click would not read): handed over whole, without assembling any typer tree (the
+        # drop-in's entry point sets the BLAS threads and starts the join itself)
+        from ranking.trec_eval.launch import main as trec_eval_main
 
         trec_eval_main(sys.argv[2:])
     if first in ALONE:

@@ -15,7 +15,8 @@
  *
  * It accepts a strict subset of what the Python readers of ranking.trec_eval.readers accept
  * (fields cut by spaces or tabs, no comment or blank line, no other control byte, 4 fields a
- * qrels line, at least 6 a run line, integer grades and plain decimal scores) and answers
+ * qrels line, at least 6 a run line, integer grades of at most 8 characters that end their
+ * line, plain decimal scores) and answers
  * with a reason (a str) for anything else; the Python path then reads the files and gives
  * the same output, or its file:line error. Scores are read as strtod reads them (the exact
  * fast path of Clinger, "How to Read Floating Point Numbers Accurately", PLDI 1990, else
@@ -44,6 +45,9 @@
 #define PAD (-3)
 /* the run is read this many bytes at a time (rank()'s last argument, for the tests) */
 #define BLOCK (1 << 22)
+/* the longest grade text taken (ranking.trec_eval.strict_text._LONGEST): a qrels file that
+ * rank() reads is one that integer_grades() passes, so the caller need not check it first */
+#define LONGEST_GRADE 8
 
 static const char BOGUS_DOC[] = "ceci_nest_pas_un_docno";
 
@@ -160,6 +164,58 @@ split(const unsigned char *line, const unsigned char *end, Field *fields, int mo
     }
     return count;
 }
+
+/* Bytes readable past the end of any line split_padded() cuts: the qrels' and the run's
+ * buffers are allocated (and zeroed) that much longer. */
+#define SPLIT_PAD 16
+
+#if defined(__SSE2__) && defined(__GNUC__)
+#include <emmintrin.h>
+
+/* split() of a line followed by SPLIT_PAD readable bytes, 16 bytes at a time: bit masks of
+ * the blanks and control bytes of lines up to 64 bytes long (the run's lines are about 30),
+ * the fields between them found with bit scans instead of a branch a byte; longer lines go
+ * to split(). The same fields and the same -1. */
+static int
+split_padded(const unsigned char *line, const unsigned char *end, Field *fields, int most)
+{
+    size_t n = (size_t)(end - line);
+    if (n > 64)
+        return split(line, end, fields, most);
+    uint64_t blank = 0, special = 0;
+    const __m128i space = _mm_set1_epi8(' '), tab = _mm_set1_epi8('\t');
+    const __m128i below = _mm_set1_epi8(0x1f), del = _mm_set1_epi8(0x7f);
+    for (size_t off = 0; off < n; off += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(line + off));
+        __m128i b = _mm_or_si128(_mm_cmpeq_epi8(v, space), _mm_cmpeq_epi8(v, tab));
+        /* control bytes: below 0x20 (unsigned) or DEL */
+        __m128i c = _mm_or_si128(_mm_cmpeq_epi8(_mm_min_epu8(v, below), v),
+                                 _mm_cmpeq_epi8(v, del));
+        uint64_t bm = (uint64_t)(uint32_t)_mm_movemask_epi8(b);
+        uint64_t cm = (uint64_t)(uint32_t)_mm_movemask_epi8(c);
+        blank |= bm << off;
+        special |= (bm | cm) << off;
+    }
+    uint64_t valid = n == 64 ? ~0ULL : (1ULL << n) - 1;
+    if (special & ~blank & valid)
+        return -1; /* a control byte anywhere in the line, as split() finds it */
+    uint64_t text = ~special & valid;
+    uint64_t starts = text & ~(text << 1), ends = text & ~(text >> 1);
+    int count = 0;
+    for (; starts; count++) { /* the fields past `most` are counted only */
+        if (count < most) {
+            int s = __builtin_ctzll(starts), e = __builtin_ctzll(ends);
+            fields[count].s = line + s;
+            fields[count].n = (size_t)(e - s + 1);
+        }
+        starts &= starts - 1;
+        ends &= ends - 1;
+    }
+    return count;
+}
+#else
+#define split_padded split
+#endif
 
 /* [+-]?digits as a long long; 0 when it is not one (or does not fit in 18 digits) */
 static int
@@ -340,20 +396,16 @@ find_judgment(const Qrels *q, int32_t query, const unsigned char *s, size_t n, u
     }
 }
 
-static int
-cmp_qid(const void *a, const void *b, void *ctx)
-{
-    const char **qids = ctx;
-    return strcmp(qids[*(const int32_t *)a], qids[*(const int32_t *)b]);
-}
-
-/* qsort_r is not portable: the qids are sorted through a file-level pointer instead */
-static const char **sort_qids;
+/* a query id and its first-appearance code, sorted by id (the ids are distinct) */
+typedef struct {
+    const char *id;
+    int32_t code;
+} QidRef;
 
 static int
-cmp_qid_plain(const void *a, const void *b)
+cmp_qid(const void *a, const void *b)
 {
-    return cmp_qid(a, b, (void *)sort_qids);
+    return strcmp(((const QidRef *)a)->id, ((const QidRef *)b)->id);
 }
 
 static const char *
@@ -372,7 +424,7 @@ read_qrels(const char *path, Qrels *q)
         fclose(file);
         return "empty qrels";
     }
-    q->data = malloc((size_t)size + 1);
+    q->data = malloc((size_t)size + 1 + SPLIT_PAD);
     if (q->data == NULL) {
         fclose(file);
         return "out of memory";
@@ -382,11 +434,13 @@ read_qrels(const char *path, Qrels *q)
     if (got != (size_t)size)
         return "short read of the qrels";
     q->data[size] = '\n';
+    memset(q->data + size + 1, 0, SPLIT_PAD);
     if (q->data[size - 1] != '\n')
         return "no final newline in the qrels";
     size_t lines = 0;
-    for (long i = 0; i < size; i++)
-        lines += q->data[i] == '\n';
+    for (const char *nl = q->data; (nl = memchr(nl, '\n', (size_t)(q->data + size - nl)));
+         nl++)
+        lines++;
     q->rows = malloc(lines * sizeof *q->rows);
     q->qids = malloc(lines * sizeof *q->qids);
     q->qlen = malloc(lines * sizeof *q->qlen);
@@ -399,11 +453,13 @@ read_qrels(const char *path, Qrels *q)
     while (p < stop) {
         unsigned char *end = memchr(p, '\n', (size_t)(stop - p));
         Field f[4];
-        int count = split(p, end, f, 4);
+        int count = split_padded(p, end, f, 4);
         if (count != 4 || f[0].s[0] == '#')
             return "a qrels line the Python reader reads";
         long long grade;
-        if (!parse_grade(f[3], &grade))
+        /* integer_grades()'s test too: the grade ends the line and is at most LONGEST_GRADE
+         * characters (a file it refuses goes to the Python readers) */
+        if (f[3].n > LONGEST_GRADE || f[3].s + f[3].n != end || !parse_grade(f[3], &grade))
             return "a grade the Python reader reads";
         uint64_t qh = hash_bytes(f[0].s, f[0].n);
         int32_t code = find_query(q, f[0].s, f[0].n, qh);
@@ -434,7 +490,7 @@ read_qrels(const char *path, Qrels *q)
     if (q->n >= INT32_MAX / 2)
         return "too many judgments";
     /* strcmp order of the queries */
-    int32_t *order = malloc(q->nq * sizeof *order);
+    QidRef *order = malloc(q->nq * sizeof *order);
     q->sorted_of = malloc(q->nq * sizeof *q->sorted_of);
     q->qrels_dup = calloc(q->nq, sizeof *q->qrels_dup);
     q->toff = calloc(q->nq + 1, sizeof *q->toff);
@@ -466,12 +522,13 @@ read_qrels(const char *path, Qrels *q)
         free(order);
         return "out of memory";
     }
+    for (size_t i = 0; i < q->nq; i++) {
+        order[i].id = q->qids[i];
+        order[i].code = (int32_t)i;
+    }
+    qsort(order, q->nq, sizeof *order, cmp_qid);
     for (size_t i = 0; i < q->nq; i++)
-        order[i] = (int32_t)i;
-    sort_qids = q->qids;
-    qsort(order, q->nq, sizeof *order, cmp_qid_plain);
-    for (size_t i = 0; i < q->nq; i++)
-        q->sorted_of[order[i]] = (int32_t)i;
+        q->sorted_of[order[i].code] = (int32_t)i;
     free(order);
     memset(q->table, 0xff, q->toff[q->nq] * sizeof *q->table);
     for (size_t r = 0; r < q->n; r++) {
@@ -566,8 +623,14 @@ sort_lines(Line *a, size_t n, const char *base, Vec *scratch)
                 size_t mid = lo + width < n ? lo + width : n;
                 size_t hi = lo + 2 * width < n ? lo + 2 * width : n;
                 size_t i = lo, j = mid, k = lo;
-                while (i < mid && j < hi)
-                    to[k++] = from[j].key < from[i].key ? from[j++] : from[i++];
+                while (i < mid && j < hi) {
+                    /* without a branch (the keys' order is random, a branch on it is
+                     * mispredicted half the time): the index picked by a mask */
+                    size_t right = from[j].key < from[i].key, mask = (size_t)0 - right;
+                    to[k++] = from[(j & mask) | (i & ~mask)];
+                    j += right;
+                    i += 1 - right;
+                }
                 while (i < mid)
                     to[k++] = from[i++];
                 while (j < hi)
@@ -703,6 +766,22 @@ add_line(Ranker *r, double score, Field doc)
     return 0;
 }
 
+/* Copy the run id `tag` into st (the last line's is the one kept). */
+static int
+keep_tag(RunState *st, Field tag)
+{
+    if (st->runid_len < tag.n + 1) {
+        char *grown = realloc(st->runid, tag.n + 1);
+        if (grown == NULL)
+            return -1;
+        st->runid = grown;
+    }
+    memcpy(st->runid, tag.s, tag.n);
+    st->runid[tag.n] = '\0';
+    st->runid_len = tag.n + 1;
+    return 0;
+}
+
 /* The gathering pass: the query code of each held line */
 typedef struct {
     Vec codes; /* int32 */
@@ -717,7 +796,7 @@ read_run(const char *path, const Qrels *q, Ranker *r, int streaming, size_t bloc
         st->reason = "cannot open the run";
         return FAILED;
     }
-    char *block = malloc(block_size + 1);
+    char *block = malloc(block_size + SPLIT_PAD);
     Vec carry = {0};
     Gather gather = {0};
     int status = DONE;
@@ -726,6 +805,8 @@ read_run(const char *path, const Qrels *q, Ranker *r, int streaming, size_t bloc
     size_t last_qlen = 0;
     Vec last = {0}; /* the previous line's query id (copied: blocks are reused) */
     size_t total_lines = 0;
+    Field tag = {NULL, 0};
+    int tag_in_block = 0;
     unsigned char *visited = calloc(q->nq ? q->nq : 1, 1);
     if (block == NULL || visited == NULL) {
         st->reason = "out of memory";
@@ -734,6 +815,7 @@ read_run(const char *path, const Qrels *q, Ranker *r, int streaming, size_t bloc
     }
     for (;;) {
         size_t got = fread(block, 1, block_size, file);
+        memset(block + got, 0, SPLIT_PAD); /* split_padded() reads past the last line */
         int eof = got < block_size;
         /* the lines of carry + block */
         unsigned char *p = (unsigned char *)block, *stop = p + got;
@@ -776,7 +858,9 @@ read_run(const char *path, const Qrels *q, Ranker *r, int streaming, size_t bloc
             }
             p = end + 1;
             Field f[6];
-            int count = split(line, line_end, f, 6);
+            /* a line carried over from the previous block has no padding after it */
+            int count = carry.len ? split(line, line_end, f, 6)
+                                  : split_padded(line, line_end, f, 6);
             if (count < 6 || f[0].s[0] == '#') {
                 st->reason = "a run line the Python reader reads";
                 status = FAILED;
@@ -825,19 +909,15 @@ read_run(const char *path, const Qrels *q, Ranker *r, int streaming, size_t bloc
                 last_qid = (const unsigned char *)last.p;
                 last_qlen = f[0].n;
             }
-            /* the run id of the last line (trec_eval keeps that one) */
-            if (st->runid_len < f[5].n + 1) {
-                char *grown = realloc(st->runid, f[5].n + 1);
-                if (grown == NULL) {
-                    st->reason = "out of memory";
-                    status = FAILED;
-                    goto done;
-                }
-                st->runid = grown;
+            /* the run id of the last line (trec_eval keeps that one): where it is, copied
+             * only before the block it is in is read over (a carried line's at once) */
+            tag = f[5];
+            if (carry.len && keep_tag(st, tag) < 0) {
+                st->reason = "out of memory";
+                status = FAILED;
+                goto done;
             }
-            memcpy(st->runid, f[5].s, f[5].n);
-            st->runid[f[5].n] = '\0';
-            st->runid_len = f[5].n + 1;
+            tag_in_block = !carry.len;
             if (current >= 0) {
                 if (add_line(r, score, f[2]) < 0) {
                     st->reason = "out of memory";
@@ -855,6 +935,14 @@ read_run(const char *path, const Qrels *q, Ranker *r, int streaming, size_t bloc
                 }
             }
             carry.len = 0;
+        }
+        if (tag_in_block) {
+            if (keep_tag(st, tag) < 0) {
+                st->reason = "out of memory";
+                status = FAILED;
+                goto done;
+            }
+            tag_in_block = 0;
         }
         if (eof)
             break;
@@ -956,6 +1044,47 @@ ranker_init(Ranker *r, size_t nq, long long max_ret, int judged_only)
     return r->start && r->count && r->present && r->run_dup ? 0 : -1;
 }
 
+/* Read both files and rank every query into r (rank()'s work, without the Python objects):
+ * NULL, or the reason the files are left to the Python readers. */
+static const char *
+join_files(const char *qrels_path, const char *run_path, long long max_ret, int judged_only,
+           int complete, size_t block_size, Qrels *q, Ranker *r, RunState *st)
+{
+    const char *reason = read_qrels(qrels_path, q);
+    if (reason != NULL)
+        return reason;
+    for (size_t i = 0; i < q->n; i++)
+        if (q->rows[i].grade > INT32_MAX || q->rows[i].grade < INT32_MIN)
+            return "a grade beyond 32 bits";
+    int status = DONE;
+    for (int streaming = 1; streaming >= 0; streaming--) {
+        ranker_free(r);
+        free(st->runid);
+        memset(st, 0, sizeof *st);
+        if (ranker_init(r, q->nq, max_ret, judged_only) < 0)
+            return "out of memory";
+        status = read_run(run_path, q, r, streaming, block_size, st);
+        if (status != REGROUP)
+            break;
+    }
+    if (status == FAILED)
+        return st->reason;
+    if (complete) {
+        /* a qrels query absent from the run: one stand-in document, score 1 */
+        Field doc = {(const unsigned char *)BOGUS_DOC, sizeof BOGUS_DOC - 1};
+        for (size_t c = 0; c < q->nq; c++) {
+            if (r->present[c])
+                continue;
+            r->lines.len = r->arena.len = 0;
+            if (add_line(r, 1.0, doc) < 0 ||
+                rank_query(r, q, (int32_t)c, (Line *)r->lines.p, 1) < 0)
+                return "out of memory";
+            r->present[c] = 2; /* evaluated on the stand-in: not in the run */
+        }
+    }
+    return NULL;
+}
+
 PyDoc_STRVAR(rank_doc,
              "rank(qrels_path, run_path, max_ret, judged_only, complete, block_size=4 MiB, /)\n--\n\n"
              "trec_eval's ranked grades of every qrels query (module docstring): a tuple\n"
@@ -983,47 +1112,13 @@ rank(PyObject *self, PyObject *args)
     Ranker r = {0};
     RunState st = {0};
     const char *reason = NULL;
-    int status = DONE;
     PyObject *result = NULL;
-    /* the GIL is kept: the qsort comparator of the query ids reads a file-level pointer */
-    reason = read_qrels(qrels_path, &q);
-    if (reason == NULL) {
-        for (size_t i = 0; i < q.n; i++)
-            if (q.rows[i].grade > INT32_MAX || q.rows[i].grade < INT32_MIN) {
-                reason = "a grade beyond 32 bits";
-                break;
-            }
-    }
-    if (reason == NULL) {
-        for (int streaming = 1; streaming >= 0; streaming--) {
-            ranker_free(&r);
-            free(st.runid);
-            memset(&st, 0, sizeof st);
-            if (ranker_init(&r, q.nq, max_ret, judged_only) < 0) {
-                reason = "out of memory";
-                break;
-            }
-            status = read_run(run_path, &q, &r, streaming, (size_t)block_size, &st);
-            if (status != REGROUP)
-                break;
-        }
-        if (reason == NULL && status == FAILED)
-            reason = st.reason;
-    }
-    if (reason == NULL && complete) {
-        /* a qrels query absent from the run: one stand-in document, score 1 */
-        size_t len = sizeof BOGUS_DOC - 1;
-        for (size_t c = 0; c < q.nq && reason == NULL; c++) {
-            if (r.present[c])
-                continue;
-            r.lines.len = r.arena.len = 0;
-            Field doc = {(const unsigned char *)BOGUS_DOC, len};
-            if (add_line(&r, 1.0, doc) < 0 ||
-                rank_query(&r, &q, (int32_t)c, (Line *)r.lines.p, 1) < 0)
-                reason = "out of memory";
-            r.present[c] = 2; /* evaluated on the stand-in: not in the run */
-        }
-    }
+    /* no Python object is touched while the files are read: another thread runs meanwhile
+     * (ranking.trec_eval.prefetch imports numpy and the measures while the join reads) */
+    Py_BEGIN_ALLOW_THREADS
+    reason = join_files(qrels_path, run_path, max_ret, judged_only, complete,
+                        (size_t)block_size, &q, &r, &st);
+    Py_END_ALLOW_THREADS
     if (reason != NULL) {
         result = PyUnicode_FromString(reason);
         goto done;
@@ -1399,6 +1494,309 @@ done:
     return result;
 }
 
+/* -- rbp and rbp_resid (ranking.trec_eval.m_gain) -------------------------------------- */
+
+PyDoc_STRVAR(rbp_doc,
+             "rbp(rel, num_ret, num_rel_levels, table, low, param_listed, rescale, low_q,\n"
+             "    high_q, powers, p, /)\n--\n\n"
+             "rbp of every query (ranking.trec_eval.m_gain.rbp, whose numpy code this follows\n"
+             "operation for operation: the same doubles) as one float64 buffer of one value a\n"
+             "query; rel the int64 (queries, depth) grades, num_ret and num_rel_levels int64\n"
+             "one a query, table the float64 gain of each grade low .. high (grades are clipped\n"
+             "to that range), param_listed one byte a grade of the table (a level given as a\n"
+             "parameter), rescale one byte a query, low_q and high_q its float64 gain range,\n"
+             "powers the float64 p^i of positions 0 .. depth.");
+
+static PyObject *
+rbp(PyObject *self, PyObject *args)
+{
+    Py_buffer relb, retb, nrlb, tb, plb, rsb, lob, hib, pwb;
+    long long low;
+    double p;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*Ly*y*y*y*y*d:rbp", &relb, &retb, &nrlb, &tb, &low, &plb,
+                          &rsb, &lob, &hib, &pwb, &p))
+        return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t nq = retb.len / 8, width = tb.len / 8;
+    Py_ssize_t depth = nq ? relb.len / (nq * 8) : 0;
+    if (width == 0 || plb.len != width || (nq && relb.len % (nq * 8)) || nrlb.len != nq * 8 ||
+        rsb.len != nq || lob.len != nq * 8 || hib.len != nq * 8 || pwb.len < (depth + 1) * 8) {
+        PyErr_SetString(PyExc_ValueError, "rbp: shapes do not agree");
+        goto done;
+    }
+    result = PyByteArray_FromStringAndSize(NULL, nq * 8);
+    if (result == NULL)
+        goto done;
+    double *out = (double *)PyByteArray_AS_STRING(result);
+    const int64_t *grades = relb.buf, *num_ret = retb.buf, *nrl = nrlb.buf;
+    const double *table = tb.buf, *low_q = lob.buf, *high_q = hib.buf, *powers = pwb.buf;
+    const unsigned char *param_listed = plb.buf, *rescale = rsb.buf;
+    long long high = low + (long long)width - 1;
+    for (Py_ssize_t q = 0; q < nq; q++) {
+        const int64_t *g = grades + q * depth;
+        int64_t nr = num_ret[q] < depth ? num_ret[q] : depth;
+        double lq = low_q[q], span = high_q[q] - low_q[q], acc = 0.0;
+        for (int64_t i = 0; i < nr; i++) {
+            long long grade = g[i] < low ? low : g[i] > high ? high : g[i];
+            double gain = table[grade - low];
+            /* a grade missing from the query's gain list has gain 0, not rescaled */
+            int listed = (grade >= 0 && grade < nrl[q]) || param_listed[grade - low];
+            if (rescale[q] && listed)
+                gain = (gain - lq) / span;
+            double term = gain != 0 ? gain * powers[i] : 0.0;
+            RUNNING(acc, i, term);
+        }
+        out[q] = (1.0 - p) * (nr > 0 ? acc : 0.0);
+    }
+done:
+    PyBuffer_Release(&relb);
+    PyBuffer_Release(&retb);
+    PyBuffer_Release(&nrlb);
+    PyBuffer_Release(&tb);
+    PyBuffer_Release(&plb);
+    PyBuffer_Release(&rsb);
+    PyBuffer_Release(&lob);
+    PyBuffer_Release(&hib);
+    PyBuffer_Release(&pwb);
+    return result;
+}
+
+PyDoc_STRVAR(resid_doc,
+             "rbp_resid(rel, num_ret, powers, p, /)\n--\n\n"
+             "rbp_resid of every query (ranking.trec_eval.m_gain.rbp_resid, whose numpy code\n"
+             "this follows: the same doubles) as one float64 buffer of one value a query; rel\n"
+             "the int64 (queries, depth) grades, num_ret int64 one a query, powers the float64\n"
+             "p^i of positions 0 .. depth.");
+
+static PyObject *
+rbp_resid(PyObject *self, PyObject *args)
+{
+    Py_buffer relb, retb, pwb;
+    double p;
+    if (!PyArg_ParseTuple(args, "y*y*y*d:rbp_resid", &relb, &retb, &pwb, &p))
+        return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t nq = retb.len / 8;
+    Py_ssize_t depth = nq ? relb.len / (nq * 8) : 0;
+    if ((nq && relb.len % (nq * 8)) || pwb.len < (depth + 1) * 8) {
+        PyErr_SetString(PyExc_ValueError, "rbp_resid: shapes do not agree");
+        goto done;
+    }
+    result = PyByteArray_FromStringAndSize(NULL, nq * 8);
+    if (result == NULL)
+        goto done;
+    double *out = (double *)PyByteArray_AS_STRING(result);
+    const int64_t *grades = relb.buf, *num_ret = retb.buf;
+    const double *powers = pwb.buf;
+    for (Py_ssize_t q = 0; q < nq; q++) {
+        const int64_t *g = grades + q * depth;
+        int64_t nr = num_ret[q] < depth ? num_ret[q] : depth;
+        double acc = 0.0;
+        int any = 0;
+        for (int64_t i = 0; i < nr; i++) {
+            int unjudged = g[i] < 0;
+            any |= unjudged;
+            RUNNING(acc, i, unjudged ? powers[i] : 0.0);
+        }
+        if (num_ret[q] < 0 || num_ret[q] > depth) { /* outside powers (a batch never is) */
+            PyErr_SetString(PyExc_IndexError, "rbp_resid: num_ret beyond the depth");
+            Py_CLEAR(result);
+            goto done;
+        }
+        out[q] = any ? powers[num_ret[q]] + (1.0 - p) * (nr > 0 ? acc : 0.0) : 0.0;
+    }
+done:
+    PyBuffer_Release(&relb);
+    PyBuffer_Release(&retb);
+    PyBuffer_Release(&pwb);
+    return result;
+}
+
+/* -- gains by position and the ideal rankings (ranking.trec_eval.gains) ------------------ */
+
+PyDoc_STRVAR(gain_rows_doc,
+             "gain_rows(rel, num_ret, table, low, /)\n--\n\n"
+             "ranking.trec_eval.gains.result_gains: the float64 (queries, depth) gain of each\n"
+             "retrieved document, table[clip(grade, low, high) - low] (high = low + len - 1),\n"
+             "0.0 past a query's num_ret; rel the int64 (queries, depth) grades, num_ret int64\n"
+             "one a query.");
+
+static PyObject *
+gain_rows(PyObject *self, PyObject *args)
+{
+    Py_buffer relb, retb, tb;
+    long long low;
+    if (!PyArg_ParseTuple(args, "y*y*y*L:gain_rows", &relb, &retb, &tb, &low))
+        return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t nq = retb.len / 8, width = tb.len / 8;
+    Py_ssize_t depth = nq ? relb.len / (nq * 8) : 0;
+    if (width == 0 || (nq && relb.len % (nq * 8))) {
+        PyErr_SetString(PyExc_ValueError, "gain_rows: shapes do not agree");
+        goto done;
+    }
+    result = PyByteArray_FromStringAndSize(NULL, nq * depth * 8);
+    if (result == NULL)
+        goto done;
+    double *out = (double *)PyByteArray_AS_STRING(result);
+    const int64_t *grades = relb.buf, *num_ret = retb.buf;
+    const double *table = tb.buf;
+    long long high = low + (long long)width - 1;
+    for (Py_ssize_t q = 0; q < nq; q++) {
+        const int64_t *g = grades + q * depth;
+        double *row = out + q * depth;
+        int64_t nr = num_ret[q] < depth ? num_ret[q] : depth, i = 0;
+        for (; i < nr; i++) {
+            long long grade = g[i] < low ? low : g[i] > high ? high : g[i];
+            row[i] = table[grade - low];
+        }
+        for (; i < depth; i++)
+            row[i] = 0.0;
+    }
+done:
+    PyBuffer_Release(&relb);
+    PyBuffer_Release(&retb);
+    PyBuffer_Release(&tb);
+    return result;
+}
+
+PyDoc_STRVAR(ideal_rows_doc,
+             "ideal_rows(rel_levels, grades, levels, values, width, /)\n--\n\n"
+             "ranking.trec_eval.gains.ideal_matrix: (ideal, n_ideal, size), ideal the float64\n"
+             "(queries, size) ideal gains (each gain-list entry's value repeated as many times\n"
+             "as the query has judged documents of its grade, from the last entry down, up to\n"
+             "the first entry of gain <= 0 that has documents; 0.0 past them), n_ideal their\n"
+             "int64 count a query, size max(width, max n_ideal + 1); rel_levels the int64\n"
+             "(queries, grades) judgment counts, levels and values the entries (int64,\n"
+             "float64).");
+
+static PyObject *
+ideal_rows(PyObject *self, PyObject *args)
+{
+    Py_buffer lvb, eb, vb;
+    Py_ssize_t top, width;
+    if (!PyArg_ParseTuple(args, "y*ny*y*n:ideal_rows", &lvb, &top, &eb, &vb, &width))
+        return NULL;
+    PyObject *result = NULL, *ideal = NULL, *counts = NULL;
+    Py_ssize_t ne = eb.len / 8, nq = top > 0 ? lvb.len / (top * 8) : 0;
+    if (top <= 0 || lvb.len % (top * 8) || vb.len != eb.len || width < 0) {
+        PyErr_SetString(PyExc_ValueError, "ideal_rows: shapes do not agree");
+        goto done;
+    }
+    const int64_t *rel_levels = lvb.buf, *levels = eb.buf;
+    const double *values = vb.buf;
+    counts = PyByteArray_FromStringAndSize(NULL, nq * 8);
+    if (counts == NULL)
+        goto done;
+    int64_t *n_ideal = (int64_t *)PyByteArray_AS_STRING(counts);
+    int64_t longest = 0;
+    for (Py_ssize_t q = 0; q < nq; q++) { /* the entries from the last down, to the stop */
+        int64_t total = 0;
+        for (Py_ssize_t e = ne - 1; e >= 0; e--) {
+            int64_t c = levels[e] >= 0 && levels[e] < top ? rel_levels[q * top + levels[e]] : 0;
+            if (c > 0 && values[e] <= 0)
+                break;
+            total += c;
+        }
+        n_ideal[q] = total;
+        if (total > longest)
+            longest = total;
+    }
+    Py_ssize_t size = width > longest + 1 ? width : (Py_ssize_t)longest + 1;
+    ideal = PyByteArray_FromStringAndSize(NULL, nq * size * 8);
+    if (ideal == NULL)
+        goto done;
+    double *out = (double *)PyByteArray_AS_STRING(ideal);
+    for (Py_ssize_t q = 0; q < nq; q++) {
+        double *row = out + q * size;
+        int64_t at = 0;
+        for (Py_ssize_t e = ne - 1; e >= 0 && at < n_ideal[q]; e--) {
+            int64_t c = levels[e] >= 0 && levels[e] < top ? rel_levels[q * top + levels[e]] : 0;
+            for (int64_t k = 0; k < c && at < n_ideal[q]; k++)
+                row[at++] = values[e];
+        }
+        for (; at < size; at++)
+            row[at] = 0.0;
+    }
+    result = Py_BuildValue("(OOn)", ideal, counts, size);
+done:
+    PyBuffer_Release(&lvb);
+    PyBuffer_Release(&eb);
+    PyBuffer_Release(&vb);
+    Py_XDECREF(ideal);
+    Py_XDECREF(counts);
+    return result;
+}
+
+/* -- average precision's running sums and the geometric means' logs (m_cutoffs, m_judged) -- */
+
+PyDoc_STRVAR(ap_doc,
+             "ap_sums(rel, num_ret, level, /)\n--\n\n"
+             "ranking.trec_eval.m_cutoffs.ap_sums: the float64 (queries, depth) running sums\n"
+             "of c(i)/i over the relevant ranks (grade >= level among the first num_ret), as\n"
+             "its numpy code adds them; rel the int64 (queries, depth) grades, num_ret int64\n"
+             "one a query.");
+
+static PyObject *
+ap_sums(PyObject *self, PyObject *args)
+{
+    Py_buffer relb, retb;
+    long long level;
+    if (!PyArg_ParseTuple(args, "y*y*L:ap_sums", &relb, &retb, &level))
+        return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t nq = retb.len / 8;
+    Py_ssize_t depth = nq ? relb.len / (nq * 8) : 0;
+    if (nq && relb.len % (nq * 8)) {
+        PyErr_SetString(PyExc_ValueError, "ap_sums: shapes do not agree");
+        goto done;
+    }
+    result = PyByteArray_FromStringAndSize(NULL, nq * depth * 8);
+    if (result == NULL)
+        goto done;
+    double *out = (double *)PyByteArray_AS_STRING(result);
+    const int64_t *grades = relb.buf, *num_ret = retb.buf;
+    for (Py_ssize_t q = 0; q < nq; q++) {
+        const int64_t *g = grades + q * depth;
+        double *row = out + q * depth, acc = 0.0;
+        int64_t found = 0;
+        for (Py_ssize_t i = 0; i < depth; i++) {
+            int relevant = i < num_ret[q] && g[i] >= level;
+            found += relevant;
+            double term = relevant ? (double)found / (double)(i + 1) : 0.0;
+            row[i] = RUNNING(acc, i, term);
+        }
+    }
+done:
+    PyBuffer_Release(&relb);
+    PyBuffer_Release(&retb);
+    return result;
+}
+
+PyDoc_STRVAR(log_floor_doc,
+             "log_floor(values, floor, /)\n--\n\n"
+             "ranking.trec_eval.m_judged.log_floor: libm's log of each float64 value, floor\n"
+             "where the value is not above it (NaN included), as one float64 buffer.");
+
+static PyObject *
+log_floor(PyObject *self, PyObject *args)
+{
+    Py_buffer vb;
+    double floor_value;
+    if (!PyArg_ParseTuple(args, "y*d:log_floor", &vb, &floor_value))
+        return NULL;
+    Py_ssize_t n = vb.len / 8;
+    PyObject *result = PyByteArray_FromStringAndSize(NULL, n * 8);
+    if (result != NULL) {
+        double *out = (double *)PyByteArray_AS_STRING(result);
+        const double *v = vb.buf;
+        for (Py_ssize_t i = 0; i < n; i++)
+            out[i] = log(v[i] > floor_value ? v[i] : floor_value);
+    }
+    PyBuffer_Release(&vb);
+    return result;
+}
+
 /* -- interpolated precision at recall points (ranking.trec_eval.m_interp) ---------------- */
 
 PyDoc_STRVAR(iprec_doc,
@@ -1473,7 +1871,6 @@ done:
 
 /* one line ending before text[end]: its last field is 1 to LONGEST_GRADE digits or signs
  * after a space or tab */
-#define LONGEST_GRADE 8
 
 static int
 integer_last_field(const unsigned char *text, size_t end)
@@ -1689,6 +2086,12 @@ static PyMethodDef methods[] = {
     {"graded_measures", graded_measures, METH_VARARGS, graded_doc},
     {"ndcg_cuts", ndcg_cuts, METH_VARARGS, cut_doc},
     {"iprec_at_recall", iprec_at_recall, METH_VARARGS, iprec_doc},
+    {"rbp", rbp, METH_VARARGS, rbp_doc},
+    {"ap_sums", ap_sums, METH_VARARGS, ap_doc},
+    {"log_floor", log_floor, METH_VARARGS, log_floor_doc},
+    {"gain_rows", gain_rows, METH_VARARGS, gain_rows_doc},
+    {"ideal_rows", ideal_rows, METH_VARARGS, ideal_rows_doc},
+    {"rbp_resid", rbp_resid, METH_VARARGS, resid_doc},
     {"integer_grades", integer_grades, METH_VARARGS, integers_doc},
     {NULL, NULL, 0, NULL},
 };

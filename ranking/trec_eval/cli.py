@@ -10,21 +10,18 @@ from typing import TextIO
 from ranking.trec_eval.errors import TrecEvalError
 from ranking.trec_eval.evaluate import evaluate_merged, format_lines
 from ranking.trec_eval.fast_merge import FastMerged, fast_merge
-from ranking.trec_eval.fast_read import fast_qrels, fast_run
-from ranking.trec_eval.help import help_text
 from ranking.trec_eval.merge import merge
 from ranking.trec_eval.options import USAGE, Options, parse_args
-from ranking.trec_eval.readers import read_qrels, read_run, read_zscores
 from ranking.trec_eval.registry import Context
 from ranking.trec_eval.select import select
-from ranking.trec_eval.strict_text import last_fields_are_integers
 
-__all__ = ["HELP", "main", "run"]
+# The readers (readers.py, fast_read.py, strict_text.py) and the help are imported where
+# they are used: the compiled join reads most files, and every start pays for the modules
+# it imports (docs/trec-eval.md#speed).
+
+__all__ = ["main", "run"]
 
 VERSION = "10.0 (heapjudge)"
-
-#: The full help (every measure described); ``-h -m name`` describes the named ones only.
-HELP = help_text()
 
 
 def _evaluate(options: Options) -> list[str]:
@@ -38,25 +35,32 @@ def _evaluate(options: Options) -> list[str]:
 
         return evaluate_prefs(options, requested)
     rel_file, run_file = options.files
-    # the compiled readers take grades as doubles (1e1 = 10): integer text only (strict_text)
-    integers = last_fields_are_integers(rel_file)
-    joined = (
-        fast_merge(
-            rel_file,
-            run_file,
-            level=options.level,
-            max_ret=options.max_ret,
-            judged_only=options.judged_only,
-            complete=options.complete,
-        )
-        if integers
-        else None
+    # The C join refuses every qrels file that last_fields_are_integers refuses (its grades
+    # are integer text of at most 8 characters ending the line), so that check, one more
+    # pass over the file, is made only when the join has declined.
+    joined = fast_merge(
+        rel_file,
+        run_file,
+        level=options.level,
+        max_ret=options.max_ret,
+        judged_only=options.judged_only,
+        complete=options.complete,
     )
     if joined is None:
+        from ranking.trec_eval.fast_read import fast_qrels, fast_run
+        from ranking.trec_eval.readers import read_qrels, read_run
+        from ranking.trec_eval.strict_text import last_fields_are_integers
+
+        # the compiled scan takes grades as doubles (1e1 = 10): integer text only (strict_text)
+        integers = last_fields_are_integers(rel_file)
         fast = fast_qrels(rel_file) if integers else None
         qrels = fast or read_qrels(rel_file, lenient=options.lenient)
         run = fast_run(run_file) or read_run(run_file, lenient=options.lenient)
-    zscores = read_zscores(options.zscores, lenient=options.lenient) if options.zscores else None
+    zscores = None
+    if options.zscores:
+        from ranking.trec_eval.readers import read_zscores
+
+        zscores = read_zscores(options.zscores, lenient=options.lenient)
     for item in requested:
         if item.measure.source != "qrels":
             raise TrecEvalError(
@@ -100,6 +104,8 @@ def run(args: Sequence[str], out: TextIO, err: TextIO) -> int:
     try:
         options = parse_args(list(args))
         if options.help:
+            from ranking.trec_eval.help import help_text
+
             out.write(help_text(options.measures))
             return 0
         if options.version:

@@ -4,8 +4,10 @@ qrels in one pass in C, document ids never becoming Python objects, and a run wh
 come grouped by query is ranked a query at a time (docs/trec-eval.md#speed).
 
 The C code takes only files it reads exactly as :mod:`ranking.trec_eval.readers` does (a
-strict subset: fields cut by spaces or tabs, no comment or blank lines, integer grades,
-plain decimal scores); for any other file, standard input, or without the compiled module
+strict subset: fields cut by spaces or tabs, no comment or blank lines, integer grades of
+at most 8 characters ending their line, so only files that
+:func:`~ranking.trec_eval.strict_text.last_fields_are_integers` passes, plain decimal
+scores); for any other file, standard input, or without the compiled module
 (or with the compiled scan turned off, :func:`ranking.io.trec_scan.compiled_scanner`),
 :func:`fast_merge` answers None and the Python readers and the numpy merge run, giving the
 same :class:`~ranking.trec_eval.merge.Merged` or their ``file:line`` error.
@@ -13,6 +15,7 @@ same :class:`~ranking.trec_eval.merge.Merged` or their ``file:line`` error.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from types import ModuleType
 
@@ -21,6 +24,7 @@ from numpy.typing import NDArray
 
 from ranking.io.trec_scan import compiled_scanner
 from ranking.trec_eval.merge import NEGATIVE_FIRST_QUERY, Merged, make_batch
+from ranking.trec_eval.prefetch import rank_arguments, take
 
 try:
     import ranking.trec_eval._rankjoin as compiled
@@ -31,18 +35,21 @@ else:
 
 __all__ = [
     "FastMerged",
+    "compiled_ap_sums",
+    "compiled_gain_rows",
     "compiled_graded_measures",
+    "compiled_ideal_rows",
     "compiled_integer_grades",
     "compiled_iprec_at_recall",
     "compiled_judged_measures",
     "compiled_kernels",
+    "compiled_log_floor",
     "compiled_ndcg_cuts",
     "compiled_query_lines",
+    "compiled_rbp",
+    "compiled_rbp_resid",
     "fast_merge",
 ]
-
-#: -M values beyond this are "every document" (the C code reads a 64-bit integer).
-_MAX_RET_CAP = 2**62
 
 
 @dataclass(frozen=True)
@@ -72,8 +79,13 @@ def fast_merge(
     when the Python path must read them."""
     if rankjoin is None or compiled_scanner() is None or "-" in (rel_file, run_file):
         return None
-    cap = max(min(max_ret, _MAX_RET_CAP), -1)
-    out = rankjoin.rank(rel_file, run_file, cap, judged_only, complete)
+    arguments = rank_arguments(
+        rel_file, run_file, max_ret=max_ret, judged_only=judged_only, complete=complete
+    )
+    # the join an entry point started before numpy was imported, else this call's own
+    out = take(arguments)
+    if out is None:
+        out = rankjoin.rank(*arguments)
     if isinstance(out, str):
         return None
     qids, rel_b, depth, num_ret_b, levels_b, top, present_b, qdup, rdup, rel_count, runid = out
@@ -226,3 +238,100 @@ def compiled_iprec_at_recall(
         return None
     out = rankjoin.iprec_at_recall(_int64(rel), _int64(num_ret), level, _int64(targets))
     return np.frombuffer(out, dtype=np.float64).reshape(targets.shape)
+
+
+def compiled_rbp(
+    rel: NDArray[np.int64],
+    num_ret: NDArray[np.int64],
+    num_rel_levels: NDArray[np.int64],
+    table: NDArray[np.float64],
+    low: int,
+    param_listed: NDArray[np.bool_],
+    rescale: NDArray[np.bool_],
+    bounds: tuple[NDArray[np.float64], NDArray[np.float64]],
+    powers: NDArray[np.float64],
+    p: float,
+) -> NDArray[np.float64] | None:
+    """rbp of every query from the C module (:func:`ranking.trec_eval.m_gain.rbp`: ``table``
+    the gain of grades ``low ..``, ``bounds`` each query's gain range), or None: no compiled
+    module, or the compiled code turned off."""
+    if not compiled_kernels() or rankjoin is None or not -(2**62) < low < 2**62:
+        return None
+    out = rankjoin.rbp(
+        _int64(rel),
+        _int64(num_ret),
+        _int64(num_rel_levels),
+        _float64(table),
+        low,
+        np.ascontiguousarray(param_listed, dtype=np.uint8),
+        np.ascontiguousarray(rescale, dtype=np.uint8),
+        _float64(bounds[0]),
+        _float64(bounds[1]),
+        _float64(powers),
+        p,
+    )
+    return np.frombuffer(out, dtype=np.float64)
+
+
+def compiled_rbp_resid(
+    rel: NDArray[np.int64], num_ret: NDArray[np.int64], powers: NDArray[np.float64], p: float
+) -> NDArray[np.float64] | None:
+    """rbp_resid of every query from the C module
+    (:func:`ranking.trec_eval.m_gain.rbp_resid`), or None: no compiled module, or the
+    compiled code turned off."""
+    if not compiled_kernels() or rankjoin is None:
+        return None
+    out = rankjoin.rbp_resid(_int64(rel), _int64(num_ret), _float64(powers), p)
+    return np.frombuffer(out, dtype=np.float64)
+
+
+def compiled_gain_rows(
+    rel: NDArray[np.int64], num_ret: NDArray[np.int64], table: NDArray[np.float64], low: int
+) -> NDArray[np.float64] | None:
+    """:func:`ranking.trec_eval.gains.result_gains` from the C module (``table`` the gain of
+    grades ``low ..``), or None: no compiled module, or the compiled code turned off."""
+    if not compiled_kernels() or rankjoin is None or not -(2**62) < low < 2**62:
+        return None
+    out = rankjoin.gain_rows(_int64(rel), _int64(num_ret), _float64(table), low)
+    return np.frombuffer(out, dtype=np.float64).reshape(rel.shape)
+
+
+def compiled_ideal_rows(
+    rel_levels: NDArray[np.int64], levels: Sequence[int], values: Sequence[float], width: int
+) -> tuple[NDArray[np.float64], NDArray[np.int64]] | None:
+    """:func:`ranking.trec_eval.gains.ideal_matrix` from the C module (the gain list's
+    ``levels`` and ``values``), or None: no compiled module, the compiled code turned off,
+    no grade column, or a level beyond 64 bits."""
+    if not compiled_kernels() or rankjoin is None or rel_levels.shape[1] == 0:
+        return None
+    if any(not -(2**63) <= level < 2**63 for level in levels):
+        return None
+    ideal, n_ideal, size = rankjoin.ideal_rows(
+        _int64(rel_levels),
+        rel_levels.shape[1],
+        np.asarray(levels, dtype=np.int64),
+        np.asarray(values, dtype=np.float64),
+        width,
+    )
+    rows = np.frombuffer(ideal, dtype=np.float64).reshape(len(rel_levels), size)
+    return rows, np.frombuffer(n_ideal, dtype=np.int64)
+
+
+def compiled_ap_sums(
+    rel: NDArray[np.int64], num_ret: NDArray[np.int64], level: int
+) -> NDArray[np.float64] | None:
+    """:func:`ranking.trec_eval.m_cutoffs.ap_sums` from the C module, or None: no compiled
+    module, the compiled code turned off, or a level beyond 64 bits."""
+    if not compiled_kernels() or rankjoin is None or not -(2**62) < level < 2**62:
+        return None
+    out = rankjoin.ap_sums(_int64(rel), _int64(num_ret), level)
+    return np.frombuffer(out, dtype=np.float64).reshape(rel.shape)
+
+
+def compiled_log_floor(values: NDArray[np.float64], floor: float) -> NDArray[np.float64] | None:
+    """:func:`ranking.trec_eval.m_judged.log_floor` from the C module (libm's ``log``, which
+    :func:`math.log` calls too), or None: no compiled module, or the compiled code turned
+    off."""
+    if not compiled_kernels() or rankjoin is None:
+        return None
+    return np.frombuffer(rankjoin.log_floor(_float64(values), floor), dtype=np.float64)

@@ -20,6 +20,7 @@ from functools import cmp_to_key
 
 import numpy as np
 
+from ranking.trec_eval.fast_merge import compiled_gain_rows, compiled_ideal_rows
 from ranking.trec_eval.merge import Batch, FloatArray, IntArray
 
 __all__ = ["Gains", "ideal_matrix", "result_gains", "setup_gains"]
@@ -71,6 +72,9 @@ def result_gains(batch: Batch, gains: Gains) -> FloatArray:
     low = -3
     high = max(batch.rel_levels.shape[1], max(gains.levels, default=0) + 1)
     table = gains.lookup(low, high)
+    fast = compiled_gain_rows(batch.rel, batch.num_ret, table, low)  # the same look-ups in C
+    if fast is not None:
+        return fast
     grades = np.clip(batch.rel, low, high)
     out = table[grades - low]
     out[~batch.valid] = 0.0
@@ -90,6 +94,9 @@ def _entry_counts(batch: Batch, gains: Gains) -> IntArray:
 def ideal_matrix(batch: Batch, gains: Gains, width: int) -> tuple[FloatArray, IntArray]:
     """``(ideal gains, n_ideal)``: each query's ideal gains by position, 0 past its end,
     ``width`` columns at least (and one zero column past the longest)."""
+    fast = compiled_ideal_rows(batch.rel_levels, gains.levels, gains.values, width)
+    if fast is not None:  # the same rows, one query at a time in C
+        return fast
     counts = _entry_counts(batch, gains)[:, ::-1]
     values = np.asarray(gains.values[::-1], dtype=np.float64)
     stop = np.cumsum((counts > 0) & (values <= 0)[None, :], axis=1) > 0

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ranking.trec_eval.fast_merge import compiled_ap_sums
 from ranking.trec_eval.merge import Batch, FloatArray, per_batch
 from ranking.trec_eval.numeric import c_log
 
@@ -97,6 +98,9 @@ def unjudged(batch: Batch, cutoffs: Sequence[int]) -> FloatArray:
 @per_batch
 def ap_sums(batch: Batch) -> FloatArray:
     """Running ``Σ_{i≤k} rel_i · c(i)/i`` (``(queries, depth)``)."""
+    fast = compiled_ap_sums(batch.rel, batch.num_ret, batch.level)  # one pass in C, same sums
+    if fast is not None:
+        return fast
     terms = np.where(batch.isrel, batch.cumrel / batch.ranks[None, :], 0.0)
     return np.cumsum(terms, axis=1)
 

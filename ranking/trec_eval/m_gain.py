@@ -31,6 +31,8 @@ from ranking.trec_eval.fast_merge import (
     compiled_graded_measures,
     compiled_kernels,
     compiled_ndcg_cuts,
+    compiled_rbp,
+    compiled_rbp_resid,
 )
 from ranking.trec_eval.gains import Gains, ideal_matrix, result_gains, setup_gains
 from ranking.trec_eval.merge import Batch, FloatArray, IntArray, per_batch
@@ -219,17 +221,33 @@ def rbp(batch: Batch, pairs: Pairs) -> FloatArray:
         has = batch.num_rel_levels > level
         low_q = np.where(has, np.minimum(low_q, value), low_q)
         high_q = np.where(has, np.maximum(high_q, value), high_q)
+    param_levels = [lv for lv, fp in zip(gains.levels, gains.from_param, strict=True) if fp]
+    powers = _powers(p, batch.depth)
+    # the same operations a query at a time in C (_rankjoin.rbp): the same doubles
+    fast = compiled_rbp(
+        batch.rel,
+        batch.num_ret,
+        batch.num_rel_levels,
+        table,
+        low,
+        np.isin(np.arange(low, high + 1), param_levels),
+        (low_q < 0) | (high_q > 1),
+        (low_q, high_q),
+        powers,
+        p,
+    )
+    if fast is not None:
+        return fast
     grades = np.clip(batch.rel, low, high)
     g = table[grades - low]
     # a grade missing from the query's gain list has gain 0, not rescaled
     listed = (grades >= 0) & (grades < batch.num_rel_levels[:, None])
-    if param_levels := [lv for lv, fp in zip(gains.levels, gains.from_param, strict=True) if fp]:
+    if param_levels:
         listed |= np.isin(grades, param_levels)
     rescale = ((low_q < 0) | (high_q > 1))[:, None] & listed
     with np.errstate(divide="ignore", invalid="ignore"):
         g = np.where(rescale, (g - low_q[:, None]) / (high_q - low_q)[:, None], g)
     g = np.where(batch.valid, g, 0.0)
-    powers = _powers(p, batch.depth)
     total = _last(
         np.cumsum(np.where(g != 0, g * powers[None, : batch.depth], 0.0), axis=1), batch.num_ret
     )
@@ -239,6 +257,9 @@ def rbp(batch: Batch, pairs: Pairs) -> FloatArray:
 def rbp_resid(batch: Batch, pairs: Pairs) -> FloatArray:
     p = _persistence(pairs)
     powers = _powers(p, batch.depth)
+    fast = compiled_rbp_resid(batch.rel, batch.num_ret, powers, p)
+    if fast is not None:
+        return fast
     unj = batch.valid & (batch.rel < 0)
     total = _last(np.cumsum(np.where(unj, powers[None, : batch.depth], 0.0), axis=1), batch.num_ret)
     end = powers[batch.num_ret]

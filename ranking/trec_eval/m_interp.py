@@ -30,8 +30,9 @@ def _c_lround(x: float) -> int:
     return int(np.floor(x + 0.5)) if x >= 0 else -int(np.floor(-x + 0.5))
 
 
-def _lround_all(x: float, rel: FloatArray) -> IntArray:
-    """:func:`_c_lround` of ``x * rel`` for every query (exact: ``v - floor(v)`` is exact)."""
+def _lround_all(x: float | FloatArray, rel: FloatArray) -> IntArray:
+    """:func:`_c_lround` of ``x * rel`` for every query (exact: ``v - floor(v)`` is exact);
+    ``x`` may be a row of points against a column of counts (every point at once)."""
     v = x * rel
     a = np.abs(v)
     f = np.floor(a)
@@ -55,7 +56,8 @@ def iprec_at_recall(batch: Batch, points: Sequence[float]) -> FloatArray:
     if not len(points):
         return out
     rel_count = batch.num_rel.astype(np.float64)
-    targets = np.stack([_lround_all(x, rel_count) for x in points], axis=1)
+    # every point at once, (queries, points): the same products and roundings as one by one
+    targets = _lround_all(np.asarray(points, dtype=np.float64)[None, :], rel_count[:, None])
     fast = compiled_iprec_at_recall(batch.rel, batch.num_ret, batch.level, targets)
     if fast is not None:  # one walk a query in C (_rankjoin.iprec_at_recall), the same doubles
         return fast
@@ -132,11 +134,16 @@ def _eleven_pt_scalar(batch: Batch, q: int, points: Sequence[float]) -> float:
 
 
 def rprec_mult(batch: Batch, multiples: Sequence[float]) -> FloatArray:
-    out = np.zeros((batch.n, len(multiples)))
+    if batch.depth == 0 or not len(multiples):
+        return np.zeros((batch.n, len(multiples)))
     rel = batch.num_rel.astype(np.float64)
-    for j, x in enumerate(multiples):
-        cut = (x * rel + 0.9).astype(np.int64)  # C's (long) truncates toward zero
-        counts = batch.at(batch.cumrel, np.maximum(cut, 0)).astype(np.float64)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            out[:, j] = np.where(cut > 0, counts / cut, 0.0)
+    # every multiple at once, (queries, multiples): the same doubles as one at a time
+    x = np.asarray(multiples, dtype=np.float64)[None, :]
+    cut = (x * rel[:, None] + 0.9).astype(np.int64)  # C's (long) truncates toward zero
+    # Batch.at of each cut: c(k) after min(k, depth) ranks, 0 for k <= 0
+    kk = np.minimum(np.maximum(cut, 0), batch.depth)
+    seen = batch.cumrel[np.arange(batch.n)[:, None], np.maximum(kk - 1, 0)]
+    counts = np.where(kk > 0, seen, 0).astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out: FloatArray = np.where(cut > 0, counts / cut, 0.0)
     return out

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ranking.trec_eval.fast_merge import compiled_judged_measures
+from ranking.trec_eval.fast_merge import compiled_judged_measures, compiled_log_floor
 from ranking.trec_eval.m_cutoffs import mean_ap
 from ranking.trec_eval.merge import UNJUDGED, Batch, FloatArray, per_batch
 from ranking.trec_eval.numeric import MIN_GEO_MEAN, c_log, log2_table
@@ -97,6 +97,11 @@ def bin_g(batch: Batch) -> FloatArray:
 
 
 def log_floor(values: FloatArray) -> FloatArray:
+    """libm's ``log`` of each value, :data:`MIN_GEO_MEAN` where it is not above that (the
+    geometric means' terms); in C when it is there (a Python call a query otherwise)."""
+    fast = compiled_log_floor(values, MIN_GEO_MEAN)
+    if fast is not None:
+        return fast
     return np.array(
         [c_log(v if v > MIN_GEO_MEAN else MIN_GEO_MEAN) for v in values.tolist()], dtype=np.float64
     )

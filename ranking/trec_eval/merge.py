@@ -22,14 +22,15 @@ all queries at once.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property, wraps
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
 
-from ranking.trec_eval.readers import QrelsColumns, RunColumns
+if TYPE_CHECKING:  # the readers are imported only where the Python path reads the files
+    from ranking.trec_eval.readers import QrelsColumns, RunColumns
 
 __all__ = [
     "BOGUS_DOC",
@@ -150,7 +151,6 @@ class Batch:
     def at(self, cum: NDArray[np.generic], k: int | IntArray) -> NDArray[np.generic]:
         """``cum``'s value after the first ``k`` ranks (``k`` ≥ 0, per query or one for all;
         past the depth, the row's last value; 0 for ``k = 0``)."""
-        rows = np.arange(self.n)
         if self.depth == 0:
             return np.zeros(self.n, dtype=cum.dtype)
         if isinstance(k, int):  # one cutoff for all: a column, no fancy indexing
@@ -159,7 +159,7 @@ class Batch:
             column: NDArray[np.generic] = cum[:, min(k, self.depth) - 1].copy()
             return column
         kk = np.minimum(np.broadcast_to(np.asarray(k, dtype=np.int64), (self.n,)), self.depth)
-        values = cum[rows, np.maximum(kk - 1, 0)]
+        values = cum[np.arange(self.n), np.maximum(kk - 1, 0)]
         return np.where(kk > 0, values, np.zeros((), dtype=cum.dtype))
 
 
@@ -287,13 +287,13 @@ def _with_bogus(
     missing = qrels_q[~present]
     extra = len(missing)
     return (
-        RunColumns(
-            np.concatenate([run.qid, missing]),
+        replace(
+            run,
+            qid=np.concatenate([run.qid, missing]),
             # the width spelled out: np.full with a bare np.bytes_ would keep only "c"
-            np.concatenate([run.doc, np.full(extra, BOGUS_DOC, dtype=f"S{len(BOGUS_DOC)}")]),
-            np.concatenate([run.sim, np.ones(extra)]),
-            np.concatenate([run.line, np.zeros(extra, dtype=np.int64)]),
-            run.runid,
+            doc=np.concatenate([run.doc, np.full(extra, BOGUS_DOC, dtype=f"S{len(BOGUS_DOC)}")]),
+            sim=np.concatenate([run.sim, np.ones(extra)]),
+            line=np.concatenate([run.line, np.zeros(extra, dtype=np.int64)]),
         ),
         ~present,
     )

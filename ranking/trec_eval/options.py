@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ranking.trec_eval.c_numbers import c_atol
 from ranking.trec_eval.errors import TrecEvalError
-from ranking.trec_eval.readers import c_atol
 
 __all__ = ["USAGE", "Options", "parse_args"]
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ranking.trec_eval.c_numbers import c_atof, c_atol
 from ranking.trec_eval.errors import TrecEvalError
-from ranking.trec_eval.readers import c_atof, c_atol
 
 __all__ = ["double_cutoffs", "double_params", "long_cutoffs", "pair_params"]
 

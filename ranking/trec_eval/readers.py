@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from ranking.trec_eval.c_numbers import c_atof, c_atol
 from ranking.trec_eval.errors import TrecEvalError
 
 __all__ = [
@@ -36,11 +37,6 @@ __all__ = [
     "split_lines",
 ]
 
-_INT = re.compile(rb"[ \t\n\v\f\r]*[+-]?\d+")
-_FLOAT = re.compile(
-    rb"[ \t\n\v\f\r]*[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf(?:inity)?|nan)",
-    re.IGNORECASE,
-)
 _STRICT_INT = re.compile(rb"[+-]?\d+\Z")
 _STRICT_FLOAT = re.compile(rb"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\Z")
 
@@ -48,18 +44,6 @@ _STRICT_FLOAT = re.compile(rb"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\Z")
 def is_decimal(text: bytes) -> bool:
     """Whether ``text`` is a plain decimal number (what the strict readers accept)."""
     return _STRICT_FLOAT.match(text) is not None
-
-
-def c_atol(text: bytes) -> int:
-    """C ``atol``: the longest integer prefix, 0 when there is none."""
-    match = _INT.match(text)
-    return int(match.group().strip()) if match else 0
-
-
-def c_atof(text: bytes) -> float:
-    """C ``atof`` for decimal text: the longest number prefix, 0.0 when there is none."""
-    match = _FLOAT.match(text)
-    return float(match.group().strip()) if match else 0.0
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from ranking.io import trec_scan
 from ranking.trec_eval import fast_merge as fm
+from ranking.trec_eval import m_cutoffs as mc
 from ranking.trec_eval import m_gain as mg
 from ranking.trec_eval import m_interp as mi
 from ranking.trec_eval import m_judged as mj
@@ -120,6 +121,58 @@ def test_the_compiled_join_gives_the_numpy_merge(tmp_path: Path, data: tuple[str
         assert fast.qrels_rel_count == int((qrels.rel > 0).sum())
 
 
+BLANKS = st.text(alphabet=" \t", min_size=1, max_size=3)
+EDGE = st.text(alphabet=" \t", max_size=2)
+#: ids short and long: lines past 64 bytes are cut by the byte-at-a-time splitter
+LONG_DOCS = st.sampled_from(["d1", "d2", "d3", "d" + "x" * 40, "d" + "y" * 70])
+
+
+@st.composite
+def blank_files(draw: st.DrawFn) -> tuple[str, str, bool]:
+    """Qrels and a run whose fields are cut by runs of spaces and tabs, lines starting or
+    ending with blanks, ids long enough to make lines of more than 64 bytes, and sometimes a
+    control byte somewhere (which the compiled join must decline)."""
+    qrels = ""
+    for q in draw(st.lists(st.sampled_from(["1", "2"]), min_size=1, max_size=6)):
+        doc, grade = draw(LONG_DOCS), draw(st.integers(0, 3))
+        qrels += f"{q}{draw(BLANKS)}0{draw(BLANKS)}{doc}{draw(BLANKS)}{grade}\n"
+    run = ""
+    for i, q in enumerate(sorted(draw(st.lists(st.sampled_from(["1", "2"]), max_size=8)))):
+        fields = [q, "Q0", draw(LONG_DOCS), str(i), draw(SCORES), "tag"]
+        text = draw(EDGE)
+        for field in fields[:-1]:
+            text += field + draw(BLANKS)
+        run += text + fields[-1] + draw(EDGE) + "\n"
+    run = run or "1 Q0 d1 1 1 tag\n"
+    control = draw(st.sampled_from(["", "\x01", "\x7f", "\x0b"]))
+    if control:
+        at = draw(st.integers(0, len(run) - 2))
+        run = run[:at] + control + run[at:]
+    return qrels, run, bool(control)
+
+
+@settings(
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(blank_files())
+def test_lines_are_cut_into_the_fields_the_python_readers_read(
+    tmp_path: Path, data: tuple[str, str, bool]
+) -> None:
+    qpath, rpath = tmp_path / "qrels", tmp_path / "run"
+    qpath.write_text(data[0])
+    rpath.write_text(data[1])
+    fast = fm.fast_merge(str(qpath), str(rpath), **FLAGS[0])
+    if data[2]:
+        assert fast is None
+        return
+    assert fast is not None
+    run = read_run(str(rpath))
+    _same(fast.merged, merge(read_qrels(str(qpath)), run, **FLAGS[0]))
+    assert fast.runid == run.runid
+
+
 def test_a_run_out_of_query_order_is_gathered(tmp_path: Path) -> None:
     """Query 1 comes back after query 2: the streaming pass gives way to the gathering one,
     which ranks all six lines of query 1 together."""
@@ -148,6 +201,8 @@ def test_a_run_out_of_query_order_is_gathered(tmp_path: Path) -> None:
         ("1 0 a 1\r\n", "1 Q0 a 1 1.0 r\n"),  # a carriage return
         ("1 0 a 1\n", "1 Q0 a 1 1e999 r\n"),  # an infinite score
         ("1 0 a 1\n", "1 Q0 a 1 1.0 r"),  # no final newline
+        ("1 0 a 123456789\n", "1 Q0 a 1 1.0 r\n"),  # a grade of more than 8 characters
+        ("1 0 a 1 \n", "1 Q0 a 1 1.0 r\n"),  # a blank after the grade
     ],
 )
 def test_files_it_does_not_take_go_to_the_python_readers(
@@ -238,9 +293,11 @@ def test_lines_cut_by_the_read_blocks_are_joined_whole(tmp_path: Path, block: in
 def test_bpref_infap_and_bing_in_c_are_the_numpy_doubles(
     n: int, depth: int, level: int, seed: int
 ) -> None:
-    """The one-walk C kernel against the numpy code, bit for bit, on random rankings: grades
-    -2 to 4, short rankings (padding), levels down to -2 (unjudged documents relevant),
-    queries without judgments (the previous query's counts: divisions by zero)."""
+    """The one-walk C kernel (bpref, infAP, binG), average precision's running sums (map,
+    map_cut) and the geometric means' logs against the numpy code, bit for bit, on random
+    rankings: grades -2 to 4, short rankings (padding), levels down to -2 (unjudged
+    documents relevant), queries without judgments (the previous query's counts: divisions
+    by zero)."""
     rng = np.random.default_rng(seed)
     num_ret = rng.integers(0, depth + 1, n).astype(np.int64)
     rel = np.where(
@@ -248,12 +305,24 @@ def test_bpref_infap_and_bing_in_c_are_the_numpy_doubles(
     ).astype(np.int64)
     levels = rng.integers(0, 3, (n, 5)).astype(np.int64) * (rng.random((n, 1)) < 0.8)
     batches = [make_batch(rel, num_ret, levels.copy(), level) for _ in range(2)]
+
+    def values(batch: Batch) -> list[np.ndarray]:
+        return [
+            mj.bpref(batch),
+            mj.inf_ap(batch),
+            mj.bin_g(batch),
+            mj.gm_bpref(batch),
+            mj.gm_map(batch),
+            mc.map_cut(batch, [1, 3, 100]),
+            mc.mean_ap(batch),
+        ]
+
     trec_scan.USE_COMPILED = False
     try:
-        numpy_values = [mj.bpref(batches[0]), mj.inf_ap(batches[0]), mj.bin_g(batches[0])]
+        numpy_values = values(batches[0])
     finally:
         trec_scan.USE_COMPILED = True
-    c_values = [mj.bpref(batches[1]), mj.inf_ap(batches[1]), mj.bin_g(batches[1])]
+    c_values = values(batches[1])
     assert mj.compiled_judged(batches[1]) is not None
     for ours_c, ours_numpy in zip(c_values, numpy_values, strict=True):
         assert ours_c.tobytes() == ours_numpy.tobytes()
@@ -285,9 +354,10 @@ def test_graded_measures_in_c_are_the_numpy_doubles(
     pairs: list[tuple[str, float]],
     cutoffs: list[int],
 ) -> None:
-    """dcg, ideal_dcg, G, ndcg_rel, Rndcg and ndcg_cut from the C kernels against the numpy
-    code, bit for bit: random rankings and judgment counts, gain parameters negative,
-    fractional, zero and repeated (the ideal ranking's early end, rescaled ties), queries
+    """dcg, ideal_dcg, G, ndcg_rel, Rndcg, ndcg_cut, rbp and rbp_resid from the C kernels
+    against the numpy code, bit for bit: random rankings and judgment counts, gain
+    parameters negative (rbp rescales), fractional, zero and repeated (the ideal ranking's
+    early end, rescaled ties), rbp's persistence above 1 (negative factors, -0.0), queries
     without judgments (divisions by zero: nan and inf must be the same too)."""
     rng = np.random.default_rng(seed)
     num_ret = rng.integers(0, depth + 1, n).astype(np.int64)
@@ -306,6 +376,11 @@ def test_graded_measures_in_c_are_the_numpy_doubles(
             mg.ndcg_rel(batch, pairs),
             mg.rndcg(batch, pairs),
             mg.ndcg_cut(batch, cutoffs),
+            mg.rbp(batch, pairs),
+            mg.rbp(batch, [*pairs, ("p", 0.5)]),
+            mg.rbp(batch, [("p", 1.5), *pairs]),
+            mg.rbp_resid(batch, pairs),
+            mg.rbp_resid(batch, [("p", 1.5)]),
         ]
 
     trec_scan.USE_COMPILED = False
@@ -344,6 +419,26 @@ def test_the_integer_grade_check_in_c_answers_as_numpy(tmp_path: Path, text: str
         trec_scan.USE_COMPILED = True
     assert fm.compiled_integer_grades(str(path)) is numpy_answer
     assert last_fields_are_integers(str(path)) is numpy_answer
+
+
+QRELS_TEXT = st.lists(
+    st.sampled_from(["1", "0", "a", " ", "\t", "\n", "+", "-", "12345678", "9", "\r", "1.5"]),
+    max_size=24,
+).map("".join)
+
+
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(QRELS_TEXT)
+def test_the_join_takes_only_qrels_the_integer_check_passes(tmp_path: Path, text: str) -> None:
+    """The command line asks last_fields_are_integers only when the join declines: every
+    qrels file the join takes must be one that check passes (docs/trec-eval.md#speed)."""
+    qpath, rpath = tmp_path / "qrels", tmp_path / "run"
+    qpath.write_text(text)
+    rpath.write_text("1 Q0 a 1 1.0 r\n")
+    joined = fm.fast_merge(str(qpath), str(rpath), **FLAGS[0])
+    assert joined is None or last_fields_are_integers(str(qpath))
 
 
 @settings(max_examples=300, deadline=None)
