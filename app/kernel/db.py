@@ -294,11 +294,16 @@ class Database:
         #: The connection of write transactions under :meth:`no_wait` (SQLite; opened on first
         #: use, used only under the write lock).
         self._nowait: Any = None
-        #: Its commits since its last checkpoint, and the thread of a checkpoint in progress
+        #: Its commits since its last checkpoint, and the thread that runs those checkpoints
         #: (:data:`LOOP_CHECKPOINT_EVERY`).
         self._nowait_commits = 0
         self.checkpointer: threading.Thread | None = None
-        #: What the last of those checkpoints answered (:meth:`checkpoint`).
+        self._checkpoint_wanted = threading.Event()
+        self._checkpoint_done = threading.Event()
+        self._disposed = False
+        #: How many of those checkpoints ran, and what the last one answered
+        #: (:meth:`checkpoint`).
+        self.checkpoints = 0
         self.last_checkpoint: tuple[int, int, int] | None = None
         #: Postgres: connections for the judging loop's work on the event loop
         #: (:mod:`app.kernel.offload`); None on SQLite.
@@ -401,19 +406,28 @@ class Database:
             lock.release()
 
     def _checkpoint_aside(self) -> None:
-        """A passive WAL checkpoint on a thread of its own, unless one is running (called
-        under the write lock). Passive: it takes no lock a writer or reader waits for, and
-        copies back what no reader still needs; the fsyncs wait there, not on the loop."""
-        if self.checkpointer is not None and self.checkpointer.is_alive():
-            return
+        """Ask for a passive WAL checkpoint on the checkpoint thread (called under the write
+        lock): a flag set, nothing waited for (starting a thread waits until it runs, which on
+        a busy machine the loop would wait for). The thread is started once, on first need.
+        Passive: it takes no lock a writer or reader waits for, and copies back what no reader
+        still needs; the fsyncs wait there, not on the loop."""
         self._nowait_commits = 0
-        self.checkpointer = threading.Thread(
-            target=self._checkpoint_on_thread, name="heapjudge-wal-checkpoint", daemon=True
-        )
-        self.checkpointer.start()
+        self._checkpoint_wanted.set()
+        if self.checkpointer is None:
+            self.checkpointer = threading.Thread(
+                target=self._checkpoint_loop, name="heapjudge-wal-checkpoint", daemon=True
+            )
+            self.checkpointer.start()
 
-    def _checkpoint_on_thread(self) -> None:
-        self.last_checkpoint = self.checkpoint()
+    def _checkpoint_loop(self) -> None:
+        while True:
+            self._checkpoint_wanted.wait()
+            self._checkpoint_wanted.clear()
+            if self._disposed:
+                return
+            self.last_checkpoint = self.checkpoint()
+            self.checkpoints += 1
+            self._checkpoint_done.set()
 
     def checkpoint(self) -> tuple[int, int, int] | None:
         """``PRAGMA wal_checkpoint(PASSIVE)`` on a pooled connection: (busy, frames in the WAL,
@@ -491,8 +505,11 @@ class Database:
             raise self._wrapped(exc) from exc
 
     def dispose(self) -> None:
-        if self.checkpointer is not None:
-            self.checkpointer.join()  # its connection is the engine's
+        if self.checkpointer is not None:  # its connection is the engine's
+            self._disposed = True
+            self._checkpoint_wanted.set()
+            self.checkpointer.join()
+            self.checkpointer = None
         if self.loop_connections is not None:
             self.loop_connections.close()
         if self._nowait is not None:

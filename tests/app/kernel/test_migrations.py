@@ -307,8 +307,8 @@ def test_the_event_loops_commits_never_checkpoint_and_hand_it_to_a_thread(
             c.execute("INSERT INTO t VALUES (2)")
         thread = db.checkpointer
         assert thread is not None and thread is not threading.current_thread()
-        thread.join()
-        assert db.last_checkpoint is not None
+        assert db._checkpoint_done.wait(timeout=60)  # a bound for a hung test, not a timing
+        assert db.checkpoints == 1 and db.last_checkpoint is not None
         busy, frames, copied = db.last_checkpoint
         assert busy == 0 and frames == copied > 0  # all copied back, by that thread
         with db.read() as s:  # the pool's connections keep SQLite's default
