@@ -176,6 +176,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         gc.collect()
         gc.freeze()
         yield
+        from app.campaign_pools.service import stop_build_process
+
+        stop_build_process()
         db.dispose()
 
     app = HeapjudgeApp(

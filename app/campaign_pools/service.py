@@ -47,7 +47,6 @@ is stored.
 
 from __future__ import annotations
 
-import contextlib
 import multiprocessing
 import os
 import threading
@@ -62,6 +61,7 @@ from typing import Any
 from sqlalchemy.exc import IntegrityError
 
 from app.campaign_pools import repository
+from app.campaign_pools.build_priority import lower_priority
 from app.campaign_pools.cal import cal_vectors
 from app.campaign_pools.picking import BuildInputs, feedback_of, pool_rows
 from app.campaign_pools.run_input import Runs, StoredChoice, read_runs, stored_rankings
@@ -253,29 +253,10 @@ def pick_rows(
 
 #: The build process (docs/performance.md#pool-builds): one, started on the first build and
 #: kept, so builds never compute in the web process (whose interpreter lock the judging loop
-#: needs), at most one build computes at a time, and at a lower CPU priority.
+#: needs), at most one build computes at a time, and at the lowest CPU priority, taken before
+#: it imports the service (:mod:`app.campaign_pools.build_priority`).
 _build_process: ProcessPoolExecutor | None = None
 _build_process_lock = threading.Lock()
-
-
-#: How much lower the build process's CPU priority is than the web process's (``nice``): a
-#: build is background work, a judgment submit is a person waiting. The lowest priority: at
-#: nice 10 the kernel's scheduler still gives the build about a tenth of a core the web
-#: process wants (CFS weights 110 against 1024), at 19 about 1.5% (15 against 1024).
-BUILD_NICENESS = 19
-
-
-def _lower_priority() -> None:
-    """The build process's initializer: the lowest CPU priority the OS grants without
-    privileges. Linux: ``SCHED_IDLE`` (sched(7)), under which a waking thread of any normal
-    process preempts the build at once; with ``nice`` alone the scheduler may let the build
-    finish its time slice first (EEVDF's run-to-parity), which a judgment submit waits for.
-    Elsewhere (or when refused): ``nice`` :data:`BUILD_NICENESS`."""
-    if hasattr(os, "nice"):
-        os.nice(BUILD_NICENESS)
-    if hasattr(os, "sched_setscheduler") and hasattr(os, "SCHED_IDLE"):
-        with contextlib.suppress(OSError):  # a sandbox that refuses the policy: nice alone
-            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
 
 
 def _build_executor() -> ProcessPoolExecutor:
@@ -285,9 +266,21 @@ def _build_executor() -> ProcessPoolExecutor:
             _build_process = ProcessPoolExecutor(
                 max_workers=1,
                 mp_context=multiprocessing.get_context("spawn"),
-                initializer=_lower_priority,
+                initializer=lower_priority,
             )
         return _build_process
+
+
+def stop_build_process() -> None:
+    """Stop the build process, if one was started: at the web process's exit (its lifespan),
+    where no build is running any more (the server waited for its requests). Not left to an
+    ``atexit`` hook: uvicorn ends the process by raising SIGTERM again after its shutdown, no
+    hook runs, and the idle build process outlived the server, one more per restart."""
+    global _build_process
+    with _build_process_lock:
+        executor, _build_process = _build_process, None
+    if executor is not None:
+        executor.shutdown(wait=True, cancel_futures=True)
 
 
 def compute_rows(

@@ -14,7 +14,9 @@ transaction handling is switched off (``isolation_level = None``) and the ``begi
 ``BEGIN`` itself, following the SQLAlchemy pysqlite recipe ("Serializable isolation /
 Savepoints / Transactional DDL"). Write transactions use ``BEGIN IMMEDIATE`` so they take the
 write lock up front: a deferred transaction that reads and then writes gets SQLITE_BUSY
-despite the busy timeout, and ``SELECT ... FOR UPDATE`` is a no-op on SQLite.
+despite the busy timeout, and ``SELECT ... FOR UPDATE`` is a no-op on SQLite. The connection
+of :meth:`Database.no_wait` (commits on the event loop) never checkpoints the WAL in a commit:
+a passive checkpoint runs on a thread of its own instead (:data:`LOOP_CHECKPOINT_EVERY`).
 
 Postgres goes through psycopg 3 (``postgresql+psycopg://``); ``postgres://`` and
 ``postgresql://`` URLs are rewritten to that driver.
@@ -41,6 +43,14 @@ from app.kernel.settings import Settings
 
 #: Execution option naming the SQLite BEGIN mode ("DEFERRED" or "IMMEDIATE").
 SQLITE_BEGIN_OPTION = "heapjudge_sqlite_begin"
+
+#: Commits of the event loop's write connection (:meth:`Database.no_wait`) between two WAL
+#: checkpoints, each run on a thread of its own (``PRAGMA wal_checkpoint(PASSIVE)``). That
+#: connection never checkpoints in a commit (``wal_autocheckpoint=0``): SQLite's automatic
+#: checkpoint runs in whichever commit takes the WAL past 1,000 pages, and on the loop its copy
+#: back and two fsyncs stalled every request the loop serves (docs/performance.md#pool-builds).
+#: A submit writes a few pages, so about SQLite's default interval.
+LOOP_CHECKPOINT_EVERY = 256
 
 
 def normalise_url(url: str) -> str:
@@ -284,6 +294,17 @@ class Database:
         #: The connection of write transactions under :meth:`no_wait` (SQLite; opened on first
         #: use, used only under the write lock).
         self._nowait: Any = None
+        #: Its commits since its last checkpoint, and the thread that runs those checkpoints
+        #: (:data:`LOOP_CHECKPOINT_EVERY`).
+        self._nowait_commits = 0
+        self.checkpointer: threading.Thread | None = None
+        self._checkpoint_wanted = threading.Event()
+        self._checkpoint_done = threading.Event()
+        self._disposed = False
+        #: How many of those checkpoints ran, and what the last one answered
+        #: (:meth:`checkpoint`).
+        self.checkpoints = 0
+        self.last_checkpoint: tuple[int, int, int] | None = None
         #: Postgres: connections for the judging loop's work on the event loop
         #: (:mod:`app.kernel.offload`); None on SQLite.
         self.loop_connections = (
@@ -370,14 +391,62 @@ class Database:
             if self._nowait is None:
                 self._nowait = self.engine.raw_connection()  # kept out of the pool for good
                 self._nowait.driver_connection.execute("PRAGMA busy_timeout=0")
+                # Its commits run on the event loop: none of them checkpoints (below).
+                self._nowait.driver_connection.execute("PRAGMA wal_autocheckpoint=0")
             conn = self._nowait.driver_connection
             try:
                 conn.execute("BEGIN IMMEDIATE")
             except self.engine.dialect.loaded_dbapi.OperationalError as exc:
                 raise WouldBlock from exc  # SQLITE_BUSY: another process holds the lock
             yield from self._transaction(conn, commit=True)
+            self._nowait_commits += 1
+            if self._nowait_commits >= LOOP_CHECKPOINT_EVERY:
+                self._checkpoint_aside()
         finally:
             lock.release()
+
+    def _checkpoint_aside(self) -> None:
+        """Ask for a passive WAL checkpoint on the checkpoint thread (called under the write
+        lock): a flag set, nothing waited for (starting a thread waits until it runs, which on
+        a busy machine the loop would wait for). The thread is started once, on first need.
+        Passive: it takes no lock a writer or reader waits for, and copies back what no reader
+        still needs; the fsyncs wait there, not on the loop."""
+        self._nowait_commits = 0
+        self._checkpoint_wanted.set()
+        if self.checkpointer is None:
+            self.checkpointer = threading.Thread(
+                target=self._checkpoint_loop, name="heapjudge-wal-checkpoint", daemon=True
+            )
+            self.checkpointer.start()
+
+    def _checkpoint_loop(self) -> None:
+        while True:
+            self._checkpoint_wanted.wait()
+            self._checkpoint_wanted.clear()
+            if self._disposed:
+                return
+            self.last_checkpoint = self.checkpoint()
+            self.checkpoints += 1
+            self._checkpoint_done.set()
+
+    def checkpoint(self) -> tuple[int, int, int] | None:
+        """``PRAGMA wal_checkpoint(PASSIVE)`` on a pooled connection: (busy, frames in the WAL,
+        frames checkpointed), as SQLite answers; None on Postgres or when the database is gone
+        (disposed meanwhile)."""
+        if not self.is_sqlite:
+            return None
+        driver = self.engine.dialect.loaded_dbapi
+        try:
+            proxied = self.engine.raw_connection()
+            conn = proxied.driver_connection
+            assert conn is not None  # a checked-out connection has its driver connection
+            try:
+                row = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+            finally:
+                proxied.close()
+        except driver.Error:
+            return None
+        return (int(row[0]), int(row[1]), int(row[2])) if row is not None else None
 
     def _raw(self, sqlite_begin: str, *, commit: bool = True) -> Iterator[Any]:
         proxied = self.engine.raw_connection()  # a pooled connection (pool events apply)
@@ -436,6 +505,11 @@ class Database:
             raise self._wrapped(exc) from exc
 
     def dispose(self) -> None:
+        if self.checkpointer is not None:  # its connection is the engine's
+            self._disposed = True
+            self._checkpoint_wanted.set()
+            self.checkpointer.join()
+            self.checkpointer = None
         if self.loop_connections is not None:
             self.loop_connections.close()
         if self._nowait is not None:

@@ -19,8 +19,9 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
-from app.campaign_pools import repository
+from app.campaign_pools import build_priority, repository
 from app.campaign_pools import service as pools
+from app.campaign_pools.build_priority import BUILD_NICENESS
 from app.kernel.errors import Invalid
 from app.kernel.models import CampaignPool, PoolDocument, utcnow
 from tests.app.admin_support import make_collection
@@ -185,5 +186,16 @@ def test_the_build_process_runs_at_the_idle_priority() -> None:
     """A waking judgment thread preempts the build at once (sched(7), SCHED_IDLE)."""
     worker = pools._build_executor()
     assert worker.submit(os.sched_getscheduler, 0).result() == os.SCHED_IDLE
-    assert worker.submit(os.getpriority, os.PRIO_PROCESS, 0).result() == pools.BUILD_NICENESS
+    assert worker.submit(os.getpriority, os.PRIO_PROCESS, 0).result() == BUILD_NICENESS
     assert os.sched_getscheduler(0) != os.SCHED_IDLE  # this process keeps its priority
+
+
+def test_the_build_process_lowers_its_priority_before_it_imports_the_service() -> None:
+    """The process pool imports its initializer's module before running it: the service's
+    imports (SQLAlchemy, the pooling cores) come after the priority is lowered, not beside the
+    judging loop at the web process's priority (docs/performance.md#pool-builds)."""
+    worker = pools._build_executor()
+    before = worker.submit(build_priority.imported_at_lowering).result()
+    assert "app.campaign_pools.build_priority" in before  # it ran, in that process
+    assert not {"app.campaign_pools.service", "app.kernel.db", "sqlalchemy", "labeling"} & before
+    assert not any(name.startswith(("sqlalchemy.", "labeling.")) for name in before)

@@ -280,3 +280,39 @@ def test_migrations_print_no_sqlalchemy_warning(tmp_path: Path) -> None:
         migrations.downgrade(url, "0022_pools")
         migrations.upgrade(url)
     assert [str(w.message) for w in caught if issubclass(w.category, SAWarning)] == []
+
+
+def test_the_event_loops_commits_never_checkpoint_and_hand_it_to_a_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The write connection of ``db.no_wait()`` (its commits run on the event loop) has
+    SQLite's automatic checkpoint off; every ``LOOP_CHECKPOINT_EVERY`` commits a passive
+    checkpoint runs on a thread of its own and copies the WAL back
+    (docs/performance.md#pool-builds)."""
+    import threading
+
+    from app.kernel import db as kernel_db
+
+    monkeypatch.setattr(kernel_db, "LOOP_CHECKPOINT_EVERY", 3)
+    db = Database(Settings(database_url=f"sqlite:///{tmp_path / 'c.db'}", dev=True))
+    try:
+        with db.raw_write() as c:
+            c.execute("CREATE TABLE t (x INTEGER)")
+        for x in range(2):
+            with db.no_wait(), db.raw_write() as c:
+                c.execute("INSERT INTO t VALUES (?)", (x,))
+        assert db.checkpointer is None  # two commits: not yet
+        assert db._nowait.driver_connection.execute("PRAGMA wal_autocheckpoint").fetchone() == (0,)
+        with db.no_wait(), db.raw_write() as c:
+            c.execute("INSERT INTO t VALUES (2)")
+        thread = db.checkpointer
+        assert thread is not None and thread is not threading.current_thread()
+        assert db._checkpoint_done.wait(timeout=60)  # a bound for a hung test, not a timing
+        assert db.checkpoints == 1 and db.last_checkpoint is not None
+        busy, frames, copied = db.last_checkpoint
+        assert busy == 0 and frames == copied > 0  # all copied back, by that thread
+        with db.read() as s:  # the pool's connections keep SQLite's default
+            assert s.execute(text("PRAGMA wal_autocheckpoint")).scalar() == 1000
+            assert s.execute(text("SELECT count(*) FROM t")).scalar() == 3
+    finally:
+        db.dispose()
