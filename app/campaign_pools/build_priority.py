@@ -2,9 +2,8 @@
 nothing of the service: the process pool unpickles its initializer, importing the
 initializer's module, before the initializer runs. From :mod:`app.campaign_pools.service`
 that import (the service, SQLAlchemy, the pooling cores: about 1.3 s of CPU, 700 modules) ran
-at the web
-process's priority, beside the judging loop; from here the process is at the lowest priority
-before it imports any of it (the first build's work imports the rest)."""
+at the web process's priority, beside the judging loop; from here the process is at the lowest
+priority before it imports any of it (the first build's work imports the rest)."""
 
 from __future__ import annotations
 
