@@ -24,7 +24,11 @@ asks :meth:`AssistStrategy.machine_verdict` whether the machine may answer it. T
    costs what l then misses, in κ-NDCG@k. ``a_w`` and ``a_l`` are the numbers of documents
    known (directly or through others, by the answers so far) to be better than w and l; if
    the answer is wrong, l's true rank lies between ``a_l + 1`` and ``a_w + 1``, taken uniform
-   there, and l is taken to be shown just below w: :func:`wrong_stake`.
+   there, and l is taken to be shown just below w (:func:`wrong_stake`): w at its best
+   possible position, ``a_w + 1``, when the base places a beaten document just below its
+   winner (binary insertion: ``places_loser_below_winner``), at its worst, ``n − b_w`` (``b_w``
+   the documents known to be worse than w), when the loser waits out of play until its winner
+   is placed (a tournament, a heap).
 4. **Risk** = stake × ``U`` (``U`` up to 1). The machine answers when the risk is at most the
    per-question tolerance ``max_loss · min(35 / n, 1/5)``
    (:func:`labeling.machine.trust.question_tolerance`) and the risks of all its answers so
