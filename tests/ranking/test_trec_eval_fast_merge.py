@@ -6,6 +6,8 @@ negative grades, and every flag that changes the join (``-M``, ``-J``, ``-c``, `
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TypedDict
 
@@ -30,6 +32,16 @@ if fm.rankjoin is None:
     if os.environ.get("HEAPJUDGE_REQUIRE_COMPILED"):
         pytest.fail("ranking.trec_eval._rankjoin is not built (python setup.py build_ext)")
     pytest.skip("ranking.trec_eval._rankjoin is not built", allow_module_level=True)
+
+
+@contextmanager
+def numpy_path() -> Iterator[None]:
+    """The numpy path inside the block (the C path's oracle), the compiled path after."""
+    trec_scan.USE_COMPILED = False
+    try:
+        yield
+    finally:
+        trec_scan.USE_COMPILED = True
 
 
 @pytest.fixture(autouse=True)
@@ -254,11 +266,8 @@ def test_the_stand_in_document_is_looked_up_in_the_qrels(tmp_path: Path) -> None
         f"num_rel_ret           \t{q}\t{v}\n" for q, v in (("Q", 0), ("x", 1), ("all", 1))
     )
     compiled = ours(*flags, str(qpath), str(rpath))
-    trec_scan.USE_COMPILED = False
-    try:
+    with numpy_path():
         pure = ours(*flags, str(qpath), str(rpath))
-    finally:
-        trec_scan.USE_COMPILED = True
     assert compiled == pure == (0, expected, "")
     status, out = theirs(*flags, str(qpath), str(rpath))
     assert (status, out) == (0, expected)
@@ -317,11 +326,8 @@ def test_bpref_infap_and_bing_in_c_are_the_numpy_doubles(
             mc.mean_ap(batch),
         ]
 
-    trec_scan.USE_COMPILED = False
-    try:
+    with numpy_path():
         numpy_values = values(batches[0])
-    finally:
-        trec_scan.USE_COMPILED = True
     c_values = values(batches[1])
     assert mj.compiled_judged(batches[1]) is not None
     for ours_c, ours_numpy in zip(c_values, numpy_values, strict=True):
@@ -383,12 +389,9 @@ def test_graded_measures_in_c_are_the_numpy_doubles(
             mg.rbp_resid(batch, [("p", 1.5)]),
         ]
 
-    trec_scan.USE_COMPILED = False
-    try:
+    with numpy_path():
         assert mg.compiled_graded(batches[0], pairs) is None
         numpy_values = values(batches[0])
-    finally:
-        trec_scan.USE_COMPILED = True
     c_values = values(batches[1])
     assert mg.compiled_graded(batches[1], pairs) is not None
     for ours_c, ours_numpy in zip(c_values, numpy_values, strict=True):
@@ -412,11 +415,8 @@ def test_the_integer_grade_check_in_c_answers_as_numpy(tmp_path: Path, text: str
     grades, a last line without its newline, an empty file)."""
     path = tmp_path / "qrels"
     path.write_bytes(text.encode())
-    trec_scan.USE_COMPILED = False
-    try:
+    with numpy_path():
         numpy_answer = last_fields_are_integers(str(path))
-    finally:
-        trec_scan.USE_COMPILED = True
     assert fm.compiled_integer_grades(str(path)) is numpy_answer
     assert last_fields_are_integers(str(path)) is numpy_answer
 
@@ -465,14 +465,11 @@ def test_iprec_at_recall_in_c_is_the_numpy_doubles(
     levels = rng.integers(0, 3, (n, 5)).astype(np.int64) * (rng.random((n, 1)) < 0.8)
     batches = [make_batch(rel, num_ret, levels.copy(), level) for _ in range(2)]
     ascending = sorted(points)
-    trec_scan.USE_COMPILED = False
-    try:
+    with numpy_path():
         numpy_values = [
             mi.iprec_at_recall(batches[0], points),
             mi.eleven_pt_avg(batches[0], ascending),
         ]
-    finally:
-        trec_scan.USE_COMPILED = True
     c_values = [mi.iprec_at_recall(batches[1], points), mi.eleven_pt_avg(batches[1], ascending)]
     for ours_c, ours_numpy in zip(c_values, numpy_values, strict=True):
         assert ours_c.shape == ours_numpy.shape
